@@ -1,0 +1,64 @@
+# ordo — the front door.
+#
+#   make          build (Release) into build/
+#   make test     install what is missing, build, run the whole suite with ctest
+#   make run      install what is missing, build, run the main job
+#   make bench    build and print the benchmark tables
+#   make deps     install the Debian packages the build and tests use, where missing
+#   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
+#
+# Knobs: ORDO_CUDA=auto|on|off  ORDO_BLAS=auto|on|off  SANITIZE=1  JOBS=N  BUILD=dir
+#        ORDO_NATIVE=ON|OFF (-march=native)  CUDA_ARCHS="90-real;80-virtual"
+
+ORDO_CUDA ?= auto
+ORDO_BLAS ?= auto
+ORDO_NATIVE ?= ON
+SANITIZE ?= 0
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 180
+CUDA_ARCHS ?= 90-real;80-virtual
+
+ifeq ($(SANITIZE),1)
+  # The sanitizers check the CPU code; CUDA's runtime and ASan's shadow memory
+  # do not mix well, so a sanitized build is a CPU build.
+  BUILD ?= build-sanitize
+  CMAKE_FLAGS := -DORDO_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORDO_CUDA=off
+else
+  BUILD ?= build
+  CMAKE_FLAGS := -DORDO_CUDA=$(ORDO_CUDA)
+endif
+CMAKE_FLAGS += -DORDO_BLAS=$(ORDO_BLAS) -DORDO_NATIVE=$(ORDO_NATIVE) "-DORDO_CUDA_ARCHITECTURES=$(CUDA_ARCHS)"
+
+.PHONY: all build configure test run bench deps fuzz clean
+
+all: build
+
+deps:
+	@tools/install_deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+configure:
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: deps build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+run: deps build
+	$(BUILD)/ordo demo
+
+bench: build
+	$(BUILD)/ordo bench
+
+fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DORDO_FUZZ=ON -DORDO_CUDA=off -DORDO_BLAS=off \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_json fuzz_safetensors
+	tools/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS)
+
+clean:
+	rm -rf build build-sanitize build-fuzz

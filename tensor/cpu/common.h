@@ -1,0 +1,85 @@
+// Shared machinery of the CPU kernels: OpenMP loops and dtype dispatch.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "tensor/backend.h"
+#include "tensor/indexer.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace ordo::cpu {
+
+inline int max_threads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+// Calls body(begin, end) on consecutive ranges covering [0, n), in parallel
+// when there is at least `grain` work per thread. Ranges are fixed by n and
+// the thread count only (static schedule), so results are reproducible.
+template <class Body>
+void parallel_for(int64_t n, int64_t grain, Body body) {
+  if (n <= 0) return;
+  int64_t chunks = std::min<int64_t>(max_threads(), std::max<int64_t>(1, n / std::max<int64_t>(grain, 1)));
+  if (chunks <= 1) {
+    body(int64_t(0), n);
+    return;
+  }
+#pragma omp parallel for schedule(static) num_threads(static_cast<int>(chunks))
+  for (int64_t c = 0; c < chunks; ++c) {
+    int64_t begin = n * c / chunks, end = n * (c + 1) / chunks;
+    if (begin < end) body(begin, end);
+  }
+}
+
+// Work sizes below which a loop stays on one thread (thread wake-up costs
+// several microseconds; these keep each thread busy for longer than that).
+constexpr int64_t kElementwiseGrain = 32768;
+constexpr int64_t kRowGrain = 16;
+
+// Walks the linear range [begin, end) of an indexer's shape one innermost run
+// at a time: body(offsets, count, inner_strides) with count <= inner size.
+template <int N, class Body>
+void for_each_run(const Indexer<N>& ix, int64_t begin, int64_t end, Body body) {
+  int64_t inner = ix.inner_size();
+  int64_t inner_strides[N];
+  for (int k = 0; k < N; ++k) inner_strides[k] = ix.inner_stride(k);
+  int64_t linear = begin;
+  while (linear < end) {
+    int64_t offsets[N];
+    ix.offsets(linear, offsets);
+    int64_t count = std::min(end - linear, inner - linear % inner);
+    body(offsets, count, inner_strides);
+    linear += count;
+  }
+}
+
+// Calls fn(T{}) with T = float or double for an f32/f64 dtype.
+template <class Fn>
+void dispatch_float(DType dtype, const char* kernel, Fn&& fn) {
+  switch (dtype) {
+    case DType::f32: return fn(float{});
+    case DType::f64: return fn(double{});
+    default: throw Error(detail::cat(kernel, ": dtype ", dtype_name(dtype), " is not supported (f32 or f64)"));
+  }
+}
+
+// float, double or int64_t.
+template <class Fn>
+void dispatch_numeric(DType dtype, const char* kernel, Fn&& fn) {
+  switch (dtype) {
+    case DType::f32: return fn(float{});
+    case DType::f64: return fn(double{});
+    case DType::i64: return fn(int64_t{});
+    default: throw Error(detail::cat(kernel, ": dtype ", dtype_name(dtype), " is not supported (f32, f64 or i64)"));
+  }
+}
+
+}  // namespace ordo::cpu

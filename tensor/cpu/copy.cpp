@@ -1,0 +1,94 @@
+// CPU copy (strided, with dtype casts) and fill.
+#include <cstring>
+
+#include "tensor/cpu/common.h"
+
+namespace ordo::cpu {
+
+namespace {
+
+// Storage-only types, converted through double (which holds every value of
+// every ordo dtype exactly, except i64 beyond 2^53).
+struct BF16 { uint16_t bits; };
+struct F16 { uint16_t bits; };
+
+template <class T> double load(const T* p) { return static_cast<double>(*p); }
+template <> double load<BF16>(const BF16* p) { return bf16_to_f32(p->bits); }
+template <> double load<F16>(const F16* p) { return f16_to_f32(p->bits); }
+template <class T> void store(T* p, double v) { *p = static_cast<T>(v); }
+template <> void store<BF16>(BF16* p, double v) { p->bits = f32_to_bf16(static_cast<float>(v)); }
+template <> void store<F16>(F16* p, double v) { p->bits = f32_to_f16(static_cast<float>(v)); }
+
+template <class Fn>
+void dispatch_any(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::f32: return fn(float{});
+    case DType::f64: return fn(double{});
+    case DType::bf16: return fn(BF16{});
+    case DType::f16: return fn(F16{});
+    case DType::i64: return fn(int64_t{});
+    case DType::i32: return fn(int32_t{});
+    case DType::u8: return fn(uint8_t{});
+  }
+}
+
+// Same dtype: move raw elements of `bytes` size (no conversion, bit exact).
+template <class Word>
+void copy_words(const Tensor& dst, const Tensor& src) {
+  auto ix = make_indexer<2>(dst.shape(), {&dst.strides(), &src.strides()});
+  Word* d = static_cast<Word*>(dst.raw_data());
+  const Word* s = static_cast<const Word*>(src.raw_data());
+  parallel_for(ix.numel, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    for_each_run(ix, begin, end, [&](const int64_t* off, int64_t n, const int64_t* st) {
+      Word* dp = d + off[0];
+      const Word* sp = s + off[1];
+      if (st[0] == 1 && st[1] == 1) {
+        std::memcpy(dp, sp, static_cast<size_t>(n) * sizeof(Word));
+      } else {
+        for (int64_t i = 0; i < n; ++i) dp[i * st[0]] = sp[i * st[1]];
+      }
+    });
+  });
+}
+
+template <class D, class S>
+void copy_cast(const Tensor& dst, const Tensor& src) {
+  auto ix = make_indexer<2>(dst.shape(), {&dst.strides(), &src.strides()});
+  D* d = static_cast<D*>(dst.raw_data());
+  const S* s = static_cast<const S*>(src.raw_data());
+  parallel_for(ix.numel, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    for_each_run(ix, begin, end, [&](const int64_t* off, int64_t n, const int64_t* st) {
+      for (int64_t i = 0; i < n; ++i) store(d + off[0] + i * st[0], load(s + off[1] + i * st[1]));
+    });
+  });
+}
+
+}  // namespace
+
+void copy(const Tensor& dst, const Tensor& src) {
+  if (dst.dtype() == src.dtype()) {
+    switch (dtype_size(dst.dtype())) {
+      case 1: return copy_words<uint8_t>(dst, src);
+      case 2: return copy_words<uint16_t>(dst, src);
+      case 4: return copy_words<uint32_t>(dst, src);
+      case 8: return copy_words<uint64_t>(dst, src);
+    }
+  }
+  dispatch_any(dst.dtype(), [&](auto d) {
+    dispatch_any(src.dtype(), [&](auto s) { copy_cast<decltype(d), decltype(s)>(dst, src); });
+  });
+}
+
+void fill(const Tensor& out, double value) {
+  dispatch_any(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T v;
+    store(&v, value);
+    T* p = static_cast<T*>(out.raw_data());
+    parallel_for(out.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      std::fill(p + begin, p + end, v);
+    });
+  });
+}
+
+}  // namespace ordo::cpu

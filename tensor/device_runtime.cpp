@@ -1,0 +1,44 @@
+// The device runtime of a build without CUDA: no devices, and a clear error
+// for anything that would need one. (With CUDA, tensor/cuda/runtime.cu.)
+#include "tensor/device_runtime.h"
+
+#include <cstring>
+
+#include "tensor/backend.h"
+
+namespace ordo {
+
+namespace detail {
+void throw_no_cuda(const char* kernel) {
+  throw Error(cat("'", kernel, "' was asked to run on a CUDA tensor, but this build of ordo has "
+                  "no CUDA backend (rebuild with the CUDA toolkit installed, ORDO_CUDA=on)"));
+}
+}  // namespace detail
+
+#ifndef ORDO_HAS_CUDA
+
+bool cuda_compiled() { return false; }
+int cuda_device_count() { return 0; }
+std::string cuda_device_description(int) { return "no CUDA: this build of ordo has no CUDA backend"; }
+void synchronize(Device) {}
+AllocatorStats allocator_stats(Device) { return {}; }
+void reset_peak_memory(Device) {}
+void empty_cache(Device) {}
+void set_allow_tf32(bool) {}
+bool allow_tf32() { return false; }
+
+namespace detail {
+void* device_allocate(Device device, size_t) {
+  throw Error("cannot allocate on " + device.str() + ": this build of ordo has no CUDA backend");
+}
+void device_release(Device, void*, size_t) {}
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
+  ORDO_CHECK(dst_device.is_cpu() && src_device.is_cpu(), "cannot copy between ", src_device.str(),
+             " and ", dst_device.str(), ": this build of ordo has no CUDA backend");
+  if (nbytes) std::memcpy(dst, src, nbytes);
+}
+}  // namespace detail
+
+#endif
+
+}  // namespace ordo

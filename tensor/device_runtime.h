@@ -1,0 +1,53 @@
+// What the rest of ordo needs to know about devices, in every build.
+//
+// In a build without CUDA these report "no device" and the allocation and copy
+// entry points throw; with CUDA they are implemented in tensor/cuda/runtime.cu
+// (one stream and one cuBLAS handle per device, a caching allocator).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "tensor/dtype.h"
+
+namespace ordo {
+
+// True when ordo was compiled with CUDA.
+bool cuda_compiled();
+// Number of usable CUDA devices (0 without CUDA, without a driver, or without a GPU).
+int cuda_device_count();
+inline bool cuda_available() { return cuda_device_count() > 0; }
+// "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)" or a sentence saying why there is none.
+std::string cuda_device_description(int index = 0);
+
+// Waits for all work queued on the device (no-op for the CPU). Also reports,
+// as ordo::Error, an out-of-range index a kernel met since the last sync.
+void synchronize(Device device);
+
+// Memory of one device's caching allocator.
+struct AllocatorStats {
+  size_t bytes_in_use = 0;      // held by live tensors
+  size_t peak_bytes_in_use = 0; // since start or the last reset_peak
+  size_t bytes_cached = 0;      // freed by tensors, kept for reuse
+  int64_t device_mallocs = 0;   // cudaMalloc calls so far
+  int64_t allocations = 0;      // requests served (cached or not)
+};
+AllocatorStats allocator_stats(Device device);
+void reset_peak_memory(Device device);
+// Returns every cached (unused) block to the driver.
+void empty_cache(Device device);
+
+// Matrix products in TF32 on tensor cores (about 10 mantissa bits per input);
+// off by default so that results are comparable with the CPU to ~1e-6.
+void set_allow_tf32(bool allow);
+bool allow_tf32();
+
+namespace detail {
+void* device_allocate(Device device, size_t nbytes);
+void device_release(Device device, void* ptr, size_t nbytes);
+// Copies nbytes between host and device memory (either side may be the host).
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes);
+}  // namespace detail
+
+}  // namespace ordo

@@ -1,0 +1,196 @@
+// The scalar formulas of the elementwise ops, written once and compiled for
+// both the CPU kernels (tensor/cpu) and the CUDA kernels (tensor/cuda).
+//
+// Each unary op is a struct with
+//   f(x, p)        the value            (p: the op's scalar parameter, e.g. the exponent)
+//   df(x, y, p)    d f / d x            (y = f(x) is passed so exp/tanh/sqrt reuse it)
+// Each binary op has f(a, b). Kernels are templated on these structs so the
+// per-element switch is hoisted out of the loop.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define ORDO_HD __host__ __device__ __forceinline__
+#else
+#define ORDO_HD inline
+#endif
+
+namespace ordo {
+
+enum class UnaryOp : uint8_t {
+  neg, exp, log, sqrt, rsqrt, tanh, erf, relu, gelu, gelu_tanh, sigmoid, abs,
+  pow,     // x^p
+  affine,  // p * x + q  (two parameters; see UnaryParams)
+};
+enum class BinaryOp : uint8_t { add, sub, mul, div, maximum, minimum, eq, ne, lt, le, gt, ge };
+
+const char* unary_name(UnaryOp op);
+const char* binary_name(BinaryOp op);
+
+struct UnaryParams {
+  double p = 0;  // pow: exponent; affine: scale
+  double q = 0;  // affine: shift
+};
+
+namespace math {
+
+// Unqualified calls below resolve to these overloads for float and double
+// (on the host; in CUDA device code the same names are device builtins).
+using std::erf;
+using std::exp;
+using std::log;
+using std::pow;
+using std::sqrt;
+using std::tanh;
+
+// 1/sqrt(2), sqrt(2/pi), 1/sqrt(2 pi): the GELU constants.
+constexpr double kInvSqrt2 = 0.70710678118654752440;
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+
+struct Neg {
+  template <class T> static ORDO_HD T f(T x, UnaryParams) { return -x; }
+  template <class T> static ORDO_HD T df(T, T, UnaryParams) { return T(-1); }
+};
+struct Exp {
+  template <class T> static ORDO_HD T f(T x, UnaryParams) { return exp(x); }
+  template <class T> static ORDO_HD T df(T, T y, UnaryParams) { return y; }
+};
+struct Log {
+  template <class T> static ORDO_HD T f(T x, UnaryParams) { return log(x); }
+  template <class T> static ORDO_HD T df(T x, T, UnaryParams) { return T(1) / x; }
+};
+struct Sqrt {
+  template <class T> static ORDO_HD T f(T x, UnaryParams) { return sqrt(x); }
+  template <class T> static ORDO_HD T df(T, T y, UnaryParams) { return T(0.5) / y; }
+};
+struct Rsqrt {
+  template <class T> static ORDO_HD T f(T x, UnaryParams) { return T(1) / sqrt(x); }
+  // d/dx x^(-1/2) = -1/2 x^(-3/2) = -1/2 y^3
+  template <class T> static ORDO_HD T df(T, T y, UnaryParams) { return T(-0.5) * y * y * y; }
+};
+struct Tanh {
+  template <class T> static ORDO_HD T f(T x, UnaryParams) { return tanh(x); }
+  template <class T> static ORDO_HD T df(T, T y, UnaryParams) { return T(1) - y * y; }
+};
+struct Erf {
+  template <class T> static ORDO_HD T f(T x, UnaryParams) { return erf(x); }
+  // d/dx erf(x) = 2/sqrt(pi) exp(-x^2)
+  template <class T> static ORDO_HD T df(T x, T, UnaryParams) {
+    return T(2 * kInvSqrt2Pi * 1.41421356237309504880) * exp(-x * x);
+  }
+};
+struct Relu {
+  template <class T> static ORDO_HD T f(T x, UnaryParams) { return x > T(0) ? x : T(0); }
+  template <class T> static ORDO_HD T df(T x, T, UnaryParams) { return x > T(0) ? T(1) : T(0); }
+};
+// GELU, erf form (BERT's "gelu"): x * Phi(x), Phi the standard normal CDF.
+struct Gelu {
+  template <class T> static ORDO_HD T f(T x, UnaryParams) {
+    return T(0.5) * x * (T(1) + erf(x * T(kInvSqrt2)));
+  }
+  // Phi(x) + x * phi(x), phi the standard normal density.
+  template <class T> static ORDO_HD T df(T x, T, UnaryParams) {
+    T cdf = T(0.5) * (T(1) + erf(x * T(kInvSqrt2)));
+    return cdf + x * T(kInvSqrt2Pi) * exp(T(-0.5) * x * x);
+  }
+};
+// GELU, tanh approximation (BERT's "gelu_new"): 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))).
+struct GeluTanh {
+  template <class T> static ORDO_HD T f(T x, UnaryParams) {
+    T inner = T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x);
+    return T(0.5) * x * (T(1) + tanh(inner));
+  }
+  template <class T> static ORDO_HD T df(T x, T, UnaryParams) {
+    T inner = T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x);
+    T t = tanh(inner);
+    T dinner = T(kSqrt2OverPi) * (T(1) + T(3 * 0.044715) * x * x);
+    return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * dinner;
+  }
+};
+struct Sigmoid {
+  template <class T> static ORDO_HD T f(T x, UnaryParams) { return T(1) / (T(1) + exp(-x)); }
+  template <class T> static ORDO_HD T df(T, T y, UnaryParams) { return y * (T(1) - y); }
+};
+struct Abs {
+  template <class T> static ORDO_HD T f(T x, UnaryParams) { return x < T(0) ? -x : x; }
+  // The subgradient 0 at x = 0, as PyTorch.
+  template <class T> static ORDO_HD T df(T x, T, UnaryParams) {
+    return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
+  }
+};
+struct Pow {
+  template <class T> static ORDO_HD T f(T x, UnaryParams u) { return pow(x, T(u.p)); }
+  template <class T> static ORDO_HD T df(T x, T, UnaryParams u) {
+    return u.p == 0 ? T(0) : T(u.p) * pow(x, T(u.p - 1));
+  }
+};
+struct Affine {
+  template <class T> static ORDO_HD T f(T x, UnaryParams u) { return T(u.p) * x + T(u.q); }
+  template <class T> static ORDO_HD T df(T, T, UnaryParams u) { return T(u.p); }
+};
+
+struct Add { template <class T> static ORDO_HD T f(T a, T b) { return a + b; } };
+struct Sub { template <class T> static ORDO_HD T f(T a, T b) { return a - b; } };
+struct Mul { template <class T> static ORDO_HD T f(T a, T b) { return a * b; } };
+struct Div { template <class T> static ORDO_HD T f(T a, T b) { return a / b; } };
+// NaN-propagating like PyTorch's maximum/minimum.
+struct Maximum {
+  template <class T> static ORDO_HD T f(T a, T b) { return (a != a || a > b) ? a : b; }
+};
+struct Minimum {
+  template <class T> static ORDO_HD T f(T a, T b) { return (a != a || a < b) ? a : b; }
+};
+// Comparisons give 1 or 0 in the operands' dtype (a mask ready to multiply).
+struct Eq { template <class T> static ORDO_HD T f(T a, T b) { return a == b ? T(1) : T(0); } };
+struct Ne { template <class T> static ORDO_HD T f(T a, T b) { return a != b ? T(1) : T(0); } };
+struct Lt { template <class T> static ORDO_HD T f(T a, T b) { return a < b ? T(1) : T(0); } };
+struct Le { template <class T> static ORDO_HD T f(T a, T b) { return a <= b ? T(1) : T(0); } };
+struct Gt { template <class T> static ORDO_HD T f(T a, T b) { return a > b ? T(1) : T(0); } };
+struct Ge { template <class T> static ORDO_HD T f(T a, T b) { return a >= b ? T(1) : T(0); } };
+
+}  // namespace math
+
+// Calls fn.template operator()<OpStruct>() for the struct that implements op.
+// Kernels use it to turn the runtime enum into a template argument once per launch.
+template <class Fn>
+void visit_unary(UnaryOp op, Fn&& fn) {
+  switch (op) {
+    case UnaryOp::neg: return fn(math::Neg{});
+    case UnaryOp::exp: return fn(math::Exp{});
+    case UnaryOp::log: return fn(math::Log{});
+    case UnaryOp::sqrt: return fn(math::Sqrt{});
+    case UnaryOp::rsqrt: return fn(math::Rsqrt{});
+    case UnaryOp::tanh: return fn(math::Tanh{});
+    case UnaryOp::erf: return fn(math::Erf{});
+    case UnaryOp::relu: return fn(math::Relu{});
+    case UnaryOp::gelu: return fn(math::Gelu{});
+    case UnaryOp::gelu_tanh: return fn(math::GeluTanh{});
+    case UnaryOp::sigmoid: return fn(math::Sigmoid{});
+    case UnaryOp::abs: return fn(math::Abs{});
+    case UnaryOp::pow: return fn(math::Pow{});
+    case UnaryOp::affine: return fn(math::Affine{});
+  }
+}
+
+template <class Fn>
+void visit_binary(BinaryOp op, Fn&& fn) {
+  switch (op) {
+    case BinaryOp::add: return fn(math::Add{});
+    case BinaryOp::sub: return fn(math::Sub{});
+    case BinaryOp::mul: return fn(math::Mul{});
+    case BinaryOp::div: return fn(math::Div{});
+    case BinaryOp::maximum: return fn(math::Maximum{});
+    case BinaryOp::minimum: return fn(math::Minimum{});
+    case BinaryOp::eq: return fn(math::Eq{});
+    case BinaryOp::ne: return fn(math::Ne{});
+    case BinaryOp::lt: return fn(math::Lt{});
+    case BinaryOp::le: return fn(math::Le{});
+    case BinaryOp::gt: return fn(math::Gt{});
+    case BinaryOp::ge: return fn(math::Ge{});
+  }
+}
+
+}  // namespace ordo

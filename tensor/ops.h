@@ -1,0 +1,140 @@
+// The primitive ops on Tensors: one signature each, dispatching on the device.
+//
+// Every op validates its arguments (shapes, dtypes, devices) and throws
+// ordo::Error naming the op, the argument and what was expected; it then
+// allocates the output and calls the CPU or CUDA kernel (tensor/backend.h).
+// Ops never modify their inputs, except the ones ending in an underscore.
+// No op records gradients: that is autograd/'s job, built on these.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tensor/backend.h"
+#include "tensor/tensor.h"
+
+namespace ordo {
+
+// ---- elementwise ------------------------------------------------------------
+Tensor unary(UnaryOp op, const Tensor& x, UnaryParams params = {});
+Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& gy,
+                      UnaryParams params = {});
+inline Tensor neg(const Tensor& x) { return unary(UnaryOp::neg, x); }
+inline Tensor exp(const Tensor& x) { return unary(UnaryOp::exp, x); }
+inline Tensor log(const Tensor& x) { return unary(UnaryOp::log, x); }
+inline Tensor sqrt(const Tensor& x) { return unary(UnaryOp::sqrt, x); }
+inline Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::rsqrt, x); }
+inline Tensor tanh(const Tensor& x) { return unary(UnaryOp::tanh, x); }
+inline Tensor erf(const Tensor& x) { return unary(UnaryOp::erf, x); }
+inline Tensor relu(const Tensor& x) { return unary(UnaryOp::relu, x); }
+inline Tensor gelu(const Tensor& x) { return unary(UnaryOp::gelu, x); }
+inline Tensor gelu_tanh(const Tensor& x) { return unary(UnaryOp::gelu_tanh, x); }
+inline Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::sigmoid, x); }
+inline Tensor abs(const Tensor& x) { return unary(UnaryOp::abs, x); }
+inline Tensor pow(const Tensor& x, double exponent) { return unary(UnaryOp::pow, x, {exponent, 0}); }
+// scale * x + shift
+inline Tensor affine(const Tensor& x, double scale, double shift = 0) {
+  return unary(UnaryOp::affine, x, {scale, shift});
+}
+
+// NumPy broadcasting. Both operands must have the same dtype and device.
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
+inline Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::add, a, b); }
+inline Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::sub, a, b); }
+inline Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::mul, a, b); }
+inline Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::div, a, b); }
+inline Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::maximum, a, b); }
+inline Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::minimum, a, b); }
+inline Tensor eq(const Tensor& a, const Tensor& b) { return binary(BinaryOp::eq, a, b); }
+inline Tensor ne(const Tensor& a, const Tensor& b) { return binary(BinaryOp::ne, a, b); }
+inline Tensor lt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::lt, a, b); }
+inline Tensor le(const Tensor& a, const Tensor& b) { return binary(BinaryOp::le, a, b); }
+inline Tensor gt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::gt, a, b); }
+inline Tensor ge(const Tensor& a, const Tensor& b) { return binary(BinaryOp::ge, a, b); }
+// a op= b in place; b broadcast to a's shape; a must be contiguous.
+void binary_(BinaryOp op, const Tensor& a, const Tensor& b);
+inline void add_(const Tensor& a, const Tensor& b) { binary_(BinaryOp::add, a, b); }
+
+// cond != 0 ? a : b, all three broadcast together; cond has a's dtype.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+
+// ---- reductions -------------------------------------------------------------
+// axes may be negative; an empty list reduces over every axis.
+Tensor sum(const Tensor& x, const std::vector<int>& axes = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, const std::vector<int>& axes = {}, bool keepdim = false);
+Tensor max(const Tensor& x, const std::vector<int>& axes = {}, bool keepdim = false);
+Tensor min(const Tensor& x, const std::vector<int>& axes = {}, bool keepdim = false);
+// Variance: divides by (count - correction); correction 0 is the population variance.
+Tensor var(const Tensor& x, const std::vector<int>& axes = {}, bool keepdim = false,
+           int64_t correction = 0);
+// Index (i64) of the first maximum along one axis.
+Tensor argmax(const Tensor& x, int axis, bool keepdim = false);
+// Sums x over the axes that were broadcast to turn `shape` into x.shape():
+// the gradient of a broadcast operand.
+Tensor sum_to(const Tensor& x, const Shape& shape);
+
+// ---- matrix products ----------------------------------------------------------
+// a [..., m, k] @ b [..., k, n] -> [..., m, n]; trans_a / trans_b use the
+// transpose of the last two axes. Batch axes broadcast. Strided views whose
+// last two axes are row- or column-major are used without a copy.
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+
+// ---- softmax, normalisation, losses ---------------------------------------------
+// Over the last axis; mask (optional) is added to x first and broadcast to x.
+Tensor softmax(const Tensor& x, const Tensor& mask = Tensor());
+Tensor log_softmax(const Tensor& x, const Tensor& mask = Tensor());
+Tensor softmax_backward(const Tensor& y, const Tensor& gy);
+Tensor log_softmax_backward(const Tensor& y, const Tensor& gy);
+
+struct LayerNormResult {
+  Tensor y, mean, rstd;  // mean and rstd have x's shape without the last axis
+};
+LayerNormResult layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps);
+struct LayerNormGrads {
+  Tensor gx, ggamma, gbeta;
+};
+LayerNormGrads layernorm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean,
+                                  const Tensor& rstd, const Tensor& gamma);
+
+// Mean cross-entropy of logits [..., c] against i64 targets [...], skipping
+// targets equal to ignore_index; 0 when every target is ignored.
+struct CrossEntropyResult {
+  Tensor loss;   // 0-dim
+  Tensor lse;    // [rows]: logsumexp per row, saved for the backward
+  Tensor count;  // 0-dim: number of rows that counted
+};
+CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets,
+                                 int64_t ignore_index = -100);
+// gy is the 0-dim gradient of the mean loss.
+Tensor cross_entropy_backward(const Tensor& gy, const Tensor& logits, const CrossEntropyResult& saved,
+                              const Tensor& targets, int64_t ignore_index = -100);
+
+// ---- indexing ----------------------------------------------------------------
+// table [v, d] and i64 ids of any shape -> [..., d].
+Tensor embedding(const Tensor& table, const Tensor& ids);
+// gtable [v, d] of the lookup; repeated ids accumulate.
+Tensor embedding_backward(const Tensor& gout, const Tensor& ids, int64_t num_rows);
+// Picks entries idx (i64, 1-d) along axis.
+Tensor index_select(const Tensor& x, int axis, const Tensor& idx);
+Tensor index_select_backward(const Tensor& g, int axis, const Tensor& idx, const Shape& x_shape);
+// out[..., j, ...] = x[..., idx[..., j, ...], ...] along axis (PyTorch's gather).
+Tensor gather(const Tensor& x, int axis, const Tensor& idx);
+Tensor gather_backward(const Tensor& g, int axis, const Tensor& idx, const Shape& x_shape);
+
+Tensor concat(const std::vector<Tensor>& parts, int axis);
+// Views of x: consecutive pieces of the given sizes along axis.
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int axis);
+
+// ---- randomness, training --------------------------------------------------------
+Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t stream);
+void uniform_(const Tensor& out, double low, double high, uint64_t seed, uint64_t stream);
+void normal_(const Tensor& out, double mean, double std, uint64_t seed, uint64_t stream);
+void trunc_normal_(const Tensor& out, double mean, double std, uint64_t seed, uint64_t stream);
+
+void adamw_(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
+            const AdamWStep& step);
+// sqrt of the sum of squares of every element of every tensor, reduced in a
+// fixed order (the same result for any thread count).
+double global_norm(const std::vector<Tensor>& tensors);
+
+}  // namespace ordo

@@ -1,0 +1,105 @@
+#include "tools/cli.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "tensor/error.h"
+
+namespace ordo::cli {
+
+namespace {
+std::vector<Command>& registry() {
+  static std::vector<Command> commands;
+  return commands;
+}
+}  // namespace
+
+Register::Register(Command command) { registry().push_back(std::move(command)); }
+
+const std::vector<Command>& commands() {
+  auto& all = registry();
+  std::sort(all.begin(), all.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
+  return all;
+}
+
+Args::Args(const std::vector<std::string>& argv, const std::vector<std::string>& flags,
+           const std::vector<std::string>& switches) {
+  auto known = [](const std::vector<std::string>& list, const std::string& name) {
+    return std::find(list.begin(), list.end(), name) != list.end();
+  };
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (arg.size() < 3 || arg.compare(0, 2, "--") != 0) {
+      positional_.push_back(arg);
+      continue;
+    }
+    std::string name = arg.substr(2), value;
+    size_t eq = name.find('=');
+    bool inline_value = eq != std::string::npos;
+    if (inline_value) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    if (known(switches, name)) {
+      ORDO_CHECK(!inline_value, "flag --", name, " takes no value");
+      values_.emplace(name, "");
+      continue;
+    }
+    ORDO_CHECK(known(flags, name), "unknown flag --", name);
+    if (!inline_value) {
+      ORDO_CHECK(i + 1 < argv.size(), "flag --", name, " needs a value");
+      value = argv[++i];
+    }
+    values_.emplace(name, value);
+  }
+}
+
+bool Args::has(const std::string& name) const { return values_.count(name) > 0; }
+
+std::string Args::str(const std::string& name, const std::string& fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  ORDO_CHECK(values_.count(name) == 1, "flag --", name, " is given more than once");
+  return it->second;
+}
+
+std::string Args::required(const std::string& name) const {
+  ORDO_CHECK(has(name), "missing required flag --", name);
+  return str(name, "");
+}
+
+int64_t Args::integer(const std::string& name, int64_t fallback, int64_t min, int64_t max) const {
+  if (!has(name)) return fallback;
+  std::string text = str(name, "");
+  errno = 0;
+  char* end = nullptr;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  ORDO_CHECK(!text.empty() && *end == '\0' && errno == 0, "flag --", name,
+             " expects an integer, got '", text, "'");
+  ORDO_CHECK(value >= min && value <= max, "flag --", name, " must be between ", min, " and ",
+             max, ", got ", value);
+  return value;
+}
+
+double Args::number(const std::string& name, double fallback, double min, double max) const {
+  if (!has(name)) return fallback;
+  std::string text = str(name, "");
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  ORDO_CHECK(!text.empty() && *end == '\0' && std::isfinite(value), "flag --", name,
+             " expects a number, got '", text, "'");
+  ORDO_CHECK(value >= min && value <= max, "flag --", name, " must be between ", min, " and ",
+             max, ", got ", value);
+  return value;
+}
+
+std::vector<std::string> Args::all(const std::string& name) const {
+  std::vector<std::string> out;
+  auto range = values_.equal_range(name);
+  for (auto it = range.first; it != range.second; ++it) out.push_back(it->second);
+  return out;
+}
+
+}  // namespace ordo::cli

@@ -1,0 +1,78 @@
+// ordo — the command-line entry point. Subcommands live in tools/cmd_*.cpp.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "tensor/device_runtime.h"
+#include "tensor/error.h"
+#include "tools/cli.h"
+
+namespace {
+
+void print_help() {
+  std::printf("ordo — a from-scratch framework for studying position encodings in transformers\n\n"
+              "usage: ordo COMMAND [flags]\n\ncommands:\n");
+  for (const auto& c : ordo::cli::commands()) std::printf("  %-18s %s\n", c.name.c_str(), c.summary.c_str());
+  std::printf("\n`ordo help COMMAND` shows a command's flags.\n");
+}
+
+const ordo::cli::Command* find(const std::vector<std::string>& words, size_t& used) {
+  // Two-word commands ("data synth") win over one-word ones.
+  for (size_t n : {size_t(2), size_t(1)}) {
+    if (words.size() < n) continue;
+    std::string name = words[0];
+    for (size_t i = 1; i < n; ++i) name += " " + words[i];
+    for (const auto& c : ordo::cli::commands()) {
+      if (c.name == name) {
+        used = n;
+        return &c;
+      }
+    }
+  }
+  return nullptr;
+}
+
+int info(const std::vector<std::string>&) {
+  std::printf("ordo %s\nbuild: %s\n", "0.1", ORDO_BUILD_INFO);
+  int n = ordo::cuda_device_count();
+  if (n == 0) std::printf("cuda: %s\n", ordo::cuda_device_description(0).c_str());
+  for (int i = 0; i < n; ++i) std::printf("cuda:%d: %s\n", i, ordo::cuda_device_description(i).c_str());
+  return 0;
+}
+
+ordo::cli::Register info_command({"info", "what this build has and which devices it sees", "", info});
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> words(argv + 1, argv + argc);
+  if (words.empty() || words[0] == "help" || words[0] == "--help" || words[0] == "-h") {
+    if (words.size() >= 2) {
+      size_t used = 0;
+      std::vector<std::string> rest(words.begin() + 1, words.end());
+      if (const auto* c = find(rest, used)) {
+        std::printf("ordo %s — %s\n%s\n", c->name.c_str(), c->summary.c_str(), c->usage.c_str());
+        return 0;
+      }
+    }
+    print_help();
+    return words.empty() ? 2 : 0;
+  }
+  size_t used = 0;
+  const ordo::cli::Command* command = find(words, used);
+  if (!command) {
+    std::fprintf(stderr, "ordo: unknown command '%s' (see `ordo help`)\n", words[0].c_str());
+    return 2;
+  }
+  try {
+    return command->run(std::vector<std::string>(words.begin() + used, words.end()));
+  } catch (const ordo::Error& e) {
+    std::fprintf(stderr, "ordo %s: error: %s\n", command->name.c_str(), e.what());
+    if (!command->usage.empty()) std::fprintf(stderr, "usage: ordo %s %s\n", command->name.c_str(), command->usage.c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ordo %s: error: %s\n", command->name.c_str(), e.what());
+    return 1;
+  }
+}
