@@ -1,0 +1,83 @@
+// Differentiable transformer pieces: matmul, softmax with an additive mask,
+// LayerNorm, cross-entropy, dropout — the fused kernels of tensor/ with
+// their hand-written backwards.
+#include "autograd/ops.h"
+
+namespace ordo {
+
+// C = op(A) op(B), op = transpose when the flag is set. With A' = op(A),
+// B' = op(B): gA' = gC B'^T and gB' = A'^T gC; transposing back where the
+// operand was stored transposed gives the four cases below. Batch axes that
+// broadcasting added are summed away.
+Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
+  Tensor av = a.value(), bv = b.value();
+  Tensor c = matmul(av, bv, trans_a, trans_b);
+  return record_op("matmul", c, {a, b}, [av, bv, trans_a, trans_b](const Tensor& gc, const std::vector<bool>& needs) {
+    Tensor ga, gb;
+    if (needs[0]) {
+      ga = trans_a ? matmul(bv, gc, trans_b, true) : matmul(gc, bv, false, !trans_b);
+      ga = sum_to(ga, av.shape());
+    }
+    if (needs[1]) {
+      if (bv.dim() == 2 && av.dim() > 2 && !trans_a) {
+        // A weight shared by a batch ([.., m, k] @ [k, n]): one product over
+        // all rows at once instead of a product per batch summed afterwards.
+        Tensor a2 = av.reshape({-1, av.size(-1)}), g2 = gc.reshape({-1, gc.size(-1)});
+        gb = trans_b ? matmul(g2, a2, true, false) : matmul(a2, g2, true, false);
+      } else {
+        gb = trans_b ? matmul(gc, av, true, trans_a) : matmul(av, gc, !trans_a, false);
+        gb = sum_to(gb, bv.shape());
+      }
+    }
+    return std::vector<Tensor>{ga, gb};
+  });
+}
+
+namespace {
+// y = softmax(x + mask);  gx = y * (gy - sum(gy * y)), gmask = gx summed to mask's shape.
+// (log-softmax: gx = gy - softmax(x) * sum(gy).)
+Var softmax_op(const Var& x, const Var& mask, bool log) {
+  Tensor mv = mask.defined() ? mask.value() : Tensor();
+  Tensor y = log ? log_softmax(x.value(), mv) : softmax(x.value(), mv);
+  std::vector<Var> inputs{x};
+  if (mask.defined()) inputs.push_back(mask);
+  return record_op(log ? "log_softmax" : "softmax", y, inputs,
+                   [y, log, mshape = mv.defined() ? mv.shape() : Shape()](const Tensor& gy, const std::vector<bool>& needs) {
+                     Tensor gx = log ? log_softmax_backward(y, gy) : softmax_backward(y, gy);
+                     std::vector<Tensor> grads{needs[0] ? gx : Tensor()};
+                     if (needs.size() > 1) grads.push_back(needs[1] ? sum_to(gx, mshape) : Tensor());
+                     return grads;
+                   });
+}
+}  // namespace
+
+Var softmax(const Var& x, const Var& mask) { return softmax_op(x, mask, false); }
+Var log_softmax(const Var& x, const Var& mask) { return softmax_op(x, mask, true); }
+
+Var layernorm(const Var& x, const Var& gamma, const Var& beta, double eps) {
+  LayerNormResult r = layernorm(x.value(), gamma.value(), beta.value(), eps);
+  return record_op("layernorm", r.y, {x, gamma, beta},
+                   [r, xv = x.value(), gv = gamma.value()](const Tensor& gy, const std::vector<bool>&) {
+                     LayerNormGrads g = layernorm_backward(gy, xv, r.mean, r.rstd, gv);
+                     return std::vector<Tensor>{g.gx, g.ggamma, g.gbeta};
+                   });
+}
+
+Var cross_entropy(const Var& logits, const Tensor& targets, int64_t ignore_index) {
+  CrossEntropyResult r = cross_entropy(logits.value(), targets, ignore_index);
+  return record_op("cross_entropy", r.loss, {logits},
+                   [r, targets, ignore_index, zv = logits.value()](const Tensor& gy, const std::vector<bool>&) {
+                     return std::vector<Tensor>{cross_entropy_backward(gy, zv, r, targets, ignore_index)};
+                   });
+}
+
+// y = x * mask / (1 - p);  gx = gy * mask / (1 - p), the mask redrawn from the same key.
+Var dropout(const Var& x, double p, uint64_t seed, uint64_t stream) {
+  if (p == 0) return x;
+  Tensor y = dropout(x.value(), p, seed, stream);
+  return record_op("dropout", y, {x}, [p, seed, stream](const Tensor& gy, const std::vector<bool>&) {
+    return std::vector<Tensor>{dropout(gy, p, seed, stream)};
+  });
+}
+
+}  // namespace ordo

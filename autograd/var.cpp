@@ -1,0 +1,189 @@
+// The autodiff engine: Var, graph recording, backward.
+#include "autograd/var.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "tensor/ops.h"
+
+namespace ordo {
+
+namespace {
+thread_local bool g_grad_enabled = true;
+}
+
+bool grad_enabled() { return g_grad_enabled; }
+NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
+
+const std::vector<std::string>& differentiable_ops() {
+  static const std::vector<std::string> ops = {
+      // elementwise (autograd/ops_elementwise.cpp)
+      "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "erf", "relu", "gelu", "gelu_tanh", "sigmoid",
+      "abs", "pow", "affine", "add", "sub", "mul", "div", "maximum", "minimum", "where",
+      // reductions (autograd/ops_reduce.cpp)
+      "sum", "mean", "max", "min", "var",
+      // shapes (autograd/ops_shape.cpp)
+      "reshape", "permute", "slice", "expand", "contiguous", "concat",
+      // indexing (autograd/ops_index.cpp)
+      "embedding", "index_select", "gather",
+      // transformer pieces (autograd/ops_nn.cpp)
+      "matmul", "softmax", "log_softmax", "layernorm", "cross_entropy", "dropout",
+  };
+  return ops;
+}
+
+namespace {
+bool is_differentiable_op(const char* op) {
+  static const std::unordered_set<std::string> known(differentiable_ops().begin(), differentiable_ops().end());
+  return known.count(op) > 0;
+}
+}  // namespace
+
+// ---- Var -----------------------------------------------------------------------------
+
+Var::Var(Tensor value, bool requires_grad, std::string name) : state_(std::make_shared<VarState>()) {
+  check_defined(value, "Var", "value");
+  ORDO_CHECK(!requires_grad || is_floating(value.dtype()), "Var '", name,
+             "': only floating-point values can require a gradient (dtype ", dtype_name(value.dtype()), ")");
+  state_->value = std::move(value);
+  state_->requires_grad = requires_grad;
+  state_->name = std::move(name);
+}
+
+const Tensor& Var::value() const {
+  ORDO_CHECK(state_, "use of an undefined Var");
+  return state_->value;
+}
+
+const Tensor& Var::grad() const {
+  ORDO_CHECK(state_, "use of an undefined Var");
+  return state_->grad;
+}
+
+const std::string& Var::name() const {
+  ORDO_CHECK(state_, "use of an undefined Var");
+  return state_->name;
+}
+
+void Var::set_name(std::string name) { value(), state_->name = std::move(name); }
+void Var::zero_grad() const { value(), state_->grad = Tensor(); }
+void Var::set_grad(Tensor grad) const {
+  if (grad.defined()) check_shape(grad, shape(), "set_grad", "grad");
+  state_->grad = std::move(grad);
+}
+void Var::retain_grad() const { value(), state_->retain_grad = true; }
+
+Var record_op(const char* op, Tensor value, std::vector<Var> inputs, BackwardFn backward) {
+  ORDO_ASSERT(is_differentiable_op(op));
+  bool needs_graph = grad_enabled() &&
+                     std::any_of(inputs.begin(), inputs.end(), [](const Var& v) { return v.requires_grad(); });
+  Var out(std::make_shared<VarState>());
+  out.state_->value = std::move(value);
+  if (needs_graph) {
+    out.state_->requires_grad = true;
+    auto node = std::make_shared<Node>();
+    node->op = op;
+    node->inputs = std::move(inputs);
+    node->backward = std::move(backward);
+    out.state_->node = std::move(node);
+  }
+  return out;
+}
+
+// ---- backward ------------------------------------------------------------------------
+
+namespace {
+
+// States reachable from root through nodes, each after all states that use it
+// (reverse topological order), found with an explicit stack.
+std::vector<VarState*> topological_order(VarState* root) {
+  std::vector<VarState*> order;
+  std::unordered_set<VarState*> visited;
+  std::vector<std::pair<VarState*, size_t>> stack;  // (state, next input to visit)
+  stack.emplace_back(root, 0);
+  visited.insert(root);
+  while (!stack.empty()) {
+    auto& [state, next] = stack.back();
+    Node* node = state->node.get();
+    if (node && next < node->inputs.size()) {
+      VarState* input = node->inputs[next++].state().get();
+      if (input->requires_grad && visited.insert(input).second) stack.emplace_back(input, 0);
+      continue;
+    }
+    order.push_back(state);
+    stack.pop_back();
+  }
+  std::reverse(order.begin(), order.end());
+  return order;
+}
+
+// Adds g into a leaf's .grad. The leaf owns its gradient buffer, so the add is
+// in place: gradient accumulation across backward calls costs no allocation.
+void accumulate_leaf(VarState& leaf, const Tensor& g) {
+  if (!leaf.grad.defined()) {
+    leaf.grad = Tensor::zeros(leaf.value.shape(), leaf.value.dtype(), leaf.value.device());
+  }
+  add_(leaf.grad, g);
+}
+
+}  // namespace
+
+void Var::backward(const Tensor& seed, bool retain_graph) const {
+  ORDO_CHECK(state_, "backward() on an undefined Var");
+  ORDO_CHECK(state_->requires_grad, "backward(): '", state_->name.empty() ? "this value" : state_->name,
+             "' does not require a gradient (no input of the ops that made it did)");
+  Tensor start = seed;
+  if (!start.defined()) {
+    ORDO_CHECK(numel() == 1, "backward(): a seed gradient is needed for a non-scalar output of shape ",
+               shape_str(shape()));
+    start = Tensor::ones(shape(), dtype(), device());
+  }
+  check_shape(start, shape(), "backward", "seed");
+
+  std::unordered_map<VarState*, Tensor> pending;  // summed gradient of each non-leaf
+  pending[state_.get()] = start;
+  for (VarState* state : topological_order(state_.get())) {
+    auto it = pending.find(state);
+    if (it == pending.end()) continue;  // no gradient flowed here
+    Tensor g = std::move(it->second);
+    pending.erase(it);
+    if (!state->node) {
+      accumulate_leaf(*state, g);
+      continue;
+    }
+    if (state->retain_grad) state->grad = g;
+    Node& node = *state->node;
+    ORDO_CHECK(!node.freed, "backward(): the graph through '", node.op,
+               "' was already freed by an earlier backward (pass retain_graph = true to keep it)");
+    std::vector<bool> needs(node.inputs.size());
+    for (size_t i = 0; i < needs.size(); ++i) needs[i] = node.inputs[i].requires_grad();
+    std::vector<Tensor> grads = node.backward(g, needs);
+    ORDO_ASSERT(grads.size() == node.inputs.size());
+    for (size_t i = 0; i < grads.size(); ++i) {
+      if (!needs[i] || !grads[i].defined()) continue;
+      VarState* input = node.inputs[i].state().get();
+      ORDO_CHECK(grads[i].shape() == input->value.shape(), "internal error: backward of '", node.op,
+                 "' gave input ", i, " a gradient of shape ", shape_str(grads[i].shape()),
+                 ", expected ", shape_str(input->value.shape()));
+      Tensor& slot = pending[input];
+      slot = slot.defined() ? add(slot, grads[i]) : grads[i];
+    }
+    if (!retain_graph) {
+      node.freed = true;
+      node.backward = nullptr;  // releases the saved tensors
+      node.inputs.clear();
+    }
+  }
+}
+
+std::vector<std::string> graph_ops(const Var& v) {
+  std::vector<std::string> ops;
+  if (!v.defined()) return ops;
+  for (VarState* s : topological_order(v.state().get()))
+    if (s->node) ops.push_back(s->node->op);
+  return ops;
+}
+
+}  // namespace ordo

@@ -1,0 +1,103 @@
+// CPU LayerNorm over the last axis (Ba, Kiros & Hinton 2016), forward and
+// backward side by side.
+//
+// forward:  mean = E[x], rstd = 1/sqrt(Var[x] + eps), xhat = (x - mean) rstd,
+//           y = xhat * gamma + beta
+// backward: g = gy * gamma
+//           gx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+//           ggamma = sum over rows of gy * xhat,  gbeta = sum over rows of gy
+#include <cmath>
+#include <vector>
+
+#include "tensor/cpu/common.h"
+
+namespace ordo::cpu {
+
+void layernorm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+               const Tensor& gamma, const Tensor& beta, double eps) {
+  const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
+  dispatch_float(x.dtype(), "layernorm", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xs = x.data<T>();
+    const T* g = gamma.data<T>();
+    const T* bt = beta.data<T>();
+    T* ys = y.data<T>();
+    T* ms = mean.data<T>();
+    T* rs = rstd.data<T>();
+    parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t row = b; row < e; ++row) {
+        const T* xr = xs + row * n;
+        double sum = 0;
+        for (int64_t j = 0; j < n; ++j) sum += xr[j];
+        double mu = sum / n, sq = 0;
+        for (int64_t j = 0; j < n; ++j) sq += (xr[j] - mu) * (xr[j] - mu);
+        T m = static_cast<T>(mu);
+        T r = static_cast<T>(1.0 / std::sqrt(sq / n + eps));
+        ms[row] = m;
+        rs[row] = r;
+        T* yr = ys + row * n;
+        for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * r * g[j] + bt[j];
+      }
+    });
+  });
+}
+
+void layernorm_backward(const Tensor& gx, const Tensor& ggamma, const Tensor& gbeta,
+                        const Tensor& gy, const Tensor& x, const Tensor& mean,
+                        const Tensor& rstd, const Tensor& gamma) {
+  const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
+  // ggamma/gbeta are sums over rows: each fixed block of rows gets its own
+  // partial sums, added in block order afterwards (thread-count independent).
+  constexpr int64_t kRowsPerBlock = 32;
+  const int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  std::vector<double> partial_gamma(static_cast<size_t>(blocks * n), 0.0);
+  std::vector<double> partial_beta(static_cast<size_t>(blocks * n), 0.0);
+  dispatch_float(x.dtype(), "layernorm_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xs = x.data<T>();
+    const T* gys = gy.data<T>();
+    const T* g = gamma.data<T>();
+    const T* ms = mean.data<T>();
+    const T* rs = rstd.data<T>();
+    T* gxs = gx.data<T>();
+    parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        double* pg = partial_gamma.data() + blk * n;
+        double* pb = partial_beta.data() + blk * n;
+        for (int64_t row = blk * kRowsPerBlock; row < std::min(rows, (blk + 1) * kRowsPerBlock); ++row) {
+          const T* xr = xs + row * n;
+          const T* gr = gys + row * n;
+          T* out = gxs + row * n;
+          const T m = ms[row], r = rs[row];
+          double mean_g = 0, mean_gx = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            T xhat = (xr[j] - m) * r;
+            T gj = gr[j] * g[j];
+            mean_g += gj;
+            mean_gx += gj * xhat;
+            pg[j] += gr[j] * xhat;
+            pb[j] += gr[j];
+          }
+          const T a = static_cast<T>(mean_g / n), c = static_cast<T>(mean_gx / n);
+          for (int64_t j = 0; j < n; ++j) {
+            T xhat = (xr[j] - m) * r;
+            out[j] = r * (gr[j] * g[j] - a - xhat * c);
+          }
+        }
+      }
+    });
+    T* gg = ggamma.data<T>();
+    T* gb = gbeta.data<T>();
+    for (int64_t j = 0; j < n; ++j) {
+      double sg = 0, sb = 0;
+      for (int64_t blk = 0; blk < blocks; ++blk) {
+        sg += partial_gamma[blk * n + j];
+        sb += partial_beta[blk * n + j];
+      }
+      gg[j] = static_cast<T>(sg);
+      gb[j] = static_cast<T>(sb);
+    }
+  });
+}
+
+}  // namespace ordo::cpu

@@ -1,0 +1,76 @@
+// CPU fused softmax + cross-entropy per row, forward and backward.
+//
+// forward:  lse = log sum_j exp(z_j),  loss = lse - z_t   (t the target)
+// backward: dz_j = scale * (exp(z_j - lse) - [j == t])
+// Rows whose target is ignore_index contribute nothing (loss 0, valid 0, gradient 0).
+#include <cmath>
+#include <limits>
+
+#include "tensor/cpu/common.h"
+
+namespace ordo::cpu {
+
+namespace {
+void check_targets(const int64_t* t, int64_t rows, int64_t c, int64_t ignore_index) {
+  for (int64_t r = 0; r < rows; ++r) {
+    ORDO_CHECK(t[r] == ignore_index || (t[r] >= 0 && t[r] < c), "cross_entropy: target ", t[r],
+               " in row ", r, " is out of range for ", c, " classes (and is not the ignore index ",
+               ignore_index, ")");
+  }
+}
+}  // namespace
+
+void cross_entropy(const Tensor& loss, const Tensor& valid, const Tensor& lse, const Tensor& logits,
+                   const Tensor& targets, int64_t ignore_index) {
+  const int64_t rows = logits.size(0), c = logits.size(1);
+  const int64_t* t = targets.data<int64_t>();
+  check_targets(t, rows, c, ignore_index);
+  dispatch_float(logits.dtype(), "cross_entropy", [&](auto tag) {
+    using T = decltype(tag);
+    const T* z = logits.data<T>();
+    T* ls = loss.data<T>();
+    T* vs = valid.data<T>();
+    T* lses = lse.data<T>();
+    parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const T* zr = z + r * c;
+        T max_value = -std::numeric_limits<T>::infinity();
+        for (int64_t j = 0; j < c; ++j) max_value = std::max(max_value, zr[j]);
+        T sum = 0;
+        for (int64_t j = 0; j < c; ++j) sum += std::exp(zr[j] - max_value);
+        T l = max_value + std::log(sum);
+        lses[r] = l;
+        bool counted = t[r] != ignore_index;
+        ls[r] = counted ? l - zr[t[r]] : T(0);
+        vs[r] = counted ? T(1) : T(0);
+      }
+    });
+  });
+}
+
+void cross_entropy_backward(const Tensor& glogits, const Tensor& logits, const Tensor& lse,
+                            const Tensor& targets, const Tensor& scale, int64_t ignore_index) {
+  const int64_t rows = logits.size(0), c = logits.size(1);
+  const int64_t* t = targets.data<int64_t>();
+  dispatch_float(logits.dtype(), "cross_entropy_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* z = logits.data<T>();
+    const T* lses = lse.data<T>();
+    const T s = *scale.data<T>();
+    T* g = glogits.data<T>();
+    parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        T* gr = g + r * c;
+        if (t[r] == ignore_index) {
+          std::fill(gr, gr + c, T(0));
+          continue;
+        }
+        const T* zr = z + r * c;
+        for (int64_t j = 0; j < c; ++j) gr[j] = s * std::exp(zr[j] - lses[r]);
+        gr[t[r]] -= s;
+      }
+    });
+  });
+}
+
+}  // namespace ordo::cpu

@@ -1,0 +1,93 @@
+// CPU softmax / log-softmax over the last axis, with an optional additive
+// mask, and their backward. One row per task; each row is three passes
+// (max, sum of exponentials, normalise) in a fixed order.
+#include <cmath>
+#include <limits>
+
+#include "tensor/cpu/common.h"
+
+namespace ordo::cpu {
+
+void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log) {
+  const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
+  // The mask is a strided view of x's shape; rows of x map to rows of the
+  // mask through an indexer over all axes but the last.
+  Shape row_shape(x.shape().begin(), x.shape().end() - 1);
+  Shape mask_row_strides;
+  int64_t mask_col_stride = 0;
+  if (mask.defined()) {
+    mask_row_strides.assign(mask.strides().begin(), mask.strides().end() - 1);
+    mask_col_stride = mask.strides().back();
+  }
+  Shape x_row_strides = contiguous_strides(row_shape);
+  auto rows_ix = make_indexer<2>(row_shape, {&x_row_strides, mask.defined() ? &mask_row_strides : &x_row_strides});
+
+  dispatch_float(x.dtype(), "softmax", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xs = x.data<T>();
+    T* ys = y.data<T>();
+    const T* ms = mask.defined() ? mask.data<T>() : nullptr;
+    parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t row = b; row < e; ++row) {
+        const T* xr = xs + row * n;
+        T* yr = ys + row * n;
+        const T* mr = nullptr;
+        if (ms) {
+          int64_t off[2];
+          rows_ix.offsets(row, off);
+          mr = ms + off[1];
+        }
+        auto value = [&](int64_t j) { return mr ? xr[j] + mr[j * mask_col_stride] : xr[j]; };
+        T max_value = -std::numeric_limits<T>::infinity();
+        for (int64_t j = 0; j < n; ++j) max_value = std::max(max_value, value(j));
+        if (max_value == -std::numeric_limits<T>::infinity()) {
+          // Every position masked out: a row of zeros rather than NaNs.
+          for (int64_t j = 0; j < n; ++j) yr[j] = log ? -std::numeric_limits<T>::infinity() : T(0);
+          continue;
+        }
+        T sum = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          T shifted = value(j) - max_value;
+          T ex = std::exp(shifted);
+          yr[j] = log ? shifted : ex;
+          sum += ex;
+        }
+        if (log) {
+          T log_sum = std::log(sum);
+          for (int64_t j = 0; j < n; ++j) yr[j] -= log_sum;
+        } else {
+          T inv = T(1) / sum;
+          for (int64_t j = 0; j < n; ++j) yr[j] *= inv;
+        }
+      }
+    });
+  });
+}
+
+void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool log) {
+  const int64_t n = y.size(-1), rows = n ? y.numel() / n : 0;
+  dispatch_float(y.dtype(), "softmax_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* ys = y.data<T>();
+    const T* gys = gy.data<T>();
+    T* gxs = gx.data<T>();
+    parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t row = b; row < e; ++row) {
+        const T* yr = ys + row * n;
+        const T* gr = gys + row * n;
+        T* out = gxs + row * n;
+        T dot = 0;
+        if (log) {
+          for (int64_t j = 0; j < n; ++j) dot += gr[j];
+          // d/dx of log-softmax: gy - softmax * sum(gy); softmax = exp(y) (0 where y = -inf).
+          for (int64_t j = 0; j < n; ++j) out[j] = gr[j] - std::exp(yr[j]) * dot;
+        } else {
+          for (int64_t j = 0; j < n; ++j) dot += gr[j] * yr[j];
+          for (int64_t j = 0; j < n; ++j) out[j] = yr[j] * (gr[j] - dot);
+        }
+      }
+    });
+  });
+}
+
+}  // namespace ordo::cpu

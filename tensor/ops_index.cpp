@@ -1,0 +1,153 @@
+// Op layer: embedding lookup, index_select, gather, concat, split — each
+// forward next to the backward that scatters gradients back.
+#include "tensor/ops.h"
+
+namespace ordo {
+
+namespace {
+
+// Sizes of x around `axis`: [outer, n, inner].
+struct AxisSplit {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+AxisSplit split_at(const Shape& shape, int axis) {
+  AxisSplit s;
+  for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
+    if (d < axis) s.outer *= shape[d];
+    else if (d == axis) s.n = shape[d];
+    else s.inner *= shape[d];
+  }
+  return s;
+}
+
+void check_index_tensor(const Tensor& idx, const Tensor& x, const char* op) {
+  check_dtype(idx, DType::i64, op, "index");
+  check_same_device(idx, x, op);
+}
+
+}  // namespace
+
+Tensor index_select(const Tensor& x, int axis, const Tensor& idx) {
+  check_defined(x, "index_select", "x");
+  check_index_tensor(idx, x, "index_select");
+  check_dim(idx, 1, "index_select", "index");
+  axis = normalize_dim(axis, x.dim(), "index_select");
+  AxisSplit s = split_at(x.shape(), axis);
+  const int64_t k = idx.size(0);
+  Tensor out = Tensor::empty({s.outer, k, s.inner}, x.dtype(), x.device());
+  ORDO_BACKEND(x.device(), index_select)(out, x.contiguous().reshape({s.outer, s.n, s.inner}), idx.contiguous());
+  Shape out_shape = x.shape();
+  out_shape[axis] = k;
+  return out.reshape(out_shape);
+}
+
+Tensor index_select_backward(const Tensor& g, int axis, const Tensor& idx, const Shape& x_shape) {
+  check_float(g, "index_select_backward", "g");
+  check_index_tensor(idx, g, "index_select_backward");
+  axis = normalize_dim(axis, static_cast<int>(x_shape.size()), "index_select_backward");
+  AxisSplit s = split_at(x_shape, axis);
+  const int64_t k = idx.numel();
+  Shape g_shape = x_shape;
+  g_shape[axis] = k;
+  check_shape(g, g_shape, "index_select_backward", "g");
+  Tensor gx = Tensor::zeros({s.outer, s.n, s.inner}, g.dtype(), g.device());
+  ORDO_BACKEND(g.device(), index_add)(gx, idx.contiguous().reshape({k}), g.contiguous().reshape({s.outer, k, s.inner}));
+  return gx.reshape(x_shape);
+}
+
+Tensor embedding(const Tensor& table, const Tensor& ids) {
+  check_float(table, "embedding", "table");
+  check_dim(table, 2, "embedding", "table");
+  check_index_tensor(ids, table, "embedding");
+  Shape out_shape = ids.shape();
+  out_shape.push_back(table.size(1));
+  return index_select(table, 0, ids.contiguous().reshape({ids.numel()})).reshape(out_shape);
+}
+
+Tensor embedding_backward(const Tensor& gout, const Tensor& ids, int64_t num_rows) {
+  check_defined(gout, "embedding_backward", "gout");
+  ORDO_CHECK(gout.dim() == ids.dim() + 1, "embedding_backward: gout has shape ",
+             shape_str(gout.shape()), ", expected ids' shape ", shape_str(ids.shape()), " plus one axis");
+  const int64_t d = gout.size(-1);
+  return index_select_backward(gout.reshape({ids.numel(), d}), 0, ids.reshape({ids.numel()}), {num_rows, d});
+}
+
+Tensor gather(const Tensor& x, int axis, const Tensor& idx) {
+  check_defined(x, "gather", "x");
+  check_index_tensor(idx, x, "gather");
+  ORDO_CHECK(idx.dim() == x.dim(), "gather: index has ", idx.dim(), " dims, x has ", x.dim());
+  axis = normalize_dim(axis, x.dim(), "gather");
+  for (int d = 0; d < x.dim(); ++d) {
+    ORDO_CHECK(d == axis || idx.size(d) == x.size(d), "gather: index shape ", shape_str(idx.shape()),
+               " must match x's shape ", shape_str(x.shape()), " except on axis ", axis);
+  }
+  AxisSplit s = split_at(x.shape(), axis);
+  const int64_t k = idx.size(axis);
+  Tensor out = Tensor::empty({s.outer, k, s.inner}, x.dtype(), x.device());
+  ORDO_BACKEND(x.device(), gather)(out, x.contiguous().reshape({s.outer, s.n, s.inner}),
+                                   idx.contiguous().reshape({s.outer, k, s.inner}));
+  return out.reshape(idx.shape());
+}
+
+Tensor gather_backward(const Tensor& g, int axis, const Tensor& idx, const Shape& x_shape) {
+  check_float(g, "gather_backward", "g");
+  check_index_tensor(idx, g, "gather_backward");
+  check_shape(g, idx.shape(), "gather_backward", "g");
+  axis = normalize_dim(axis, static_cast<int>(x_shape.size()), "gather_backward");
+  AxisSplit s = split_at(x_shape, axis);
+  const int64_t k = idx.size(axis);
+  Tensor gx = Tensor::zeros({s.outer, s.n, s.inner}, g.dtype(), g.device());
+  ORDO_BACKEND(g.device(), scatter_add)(gx, idx.contiguous().reshape({s.outer, k, s.inner}),
+                                        g.contiguous().reshape({s.outer, k, s.inner}));
+  return gx.reshape(x_shape);
+}
+
+Tensor concat(const std::vector<Tensor>& parts, int axis) {
+  ORDO_CHECK(!parts.empty(), "concat: no tensors given");
+  const Tensor& first = parts[0];
+  check_defined(first, "concat", "parts[0]");
+  axis = normalize_dim(axis, first.dim(), "concat");
+  Shape shape = first.shape();
+  shape[axis] = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Tensor& p = parts[i];
+    check_defined(p, "concat", "part");
+    check_same_dtype(first, p, "concat");
+    check_same_device(first, p, "concat");
+    ORDO_CHECK(p.dim() == first.dim(), "concat: part ", i, " has ", p.dim(), " dims, part 0 has ", first.dim());
+    for (int d = 0; d < first.dim(); ++d) {
+      ORDO_CHECK(d == axis || p.size(d) == first.size(d), "concat: part ", i, " has shape ",
+                 shape_str(p.shape()), ", incompatible with part 0's ", shape_str(first.shape()),
+                 " outside axis ", axis);
+    }
+    shape[axis] += p.size(axis);
+  }
+  Tensor out = Tensor::empty(shape, first.dtype(), first.device());
+  int64_t at = 0;
+  for (const Tensor& p : parts) {
+    out.slice(axis, at, at + p.size(axis)).copy_from(p);
+    at += p.size(axis);
+  }
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int axis) {
+  check_defined(x, "split", "x");
+  axis = normalize_dim(axis, x.dim(), "split");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    ORDO_CHECK(s >= 0, "split: negative size ", s);
+    total += s;
+  }
+  ORDO_CHECK(total == x.size(axis), "split: sizes add up to ", total, " but axis ", axis,
+             " has size ", x.size(axis));
+  std::vector<Tensor> out;
+  int64_t at = 0;
+  for (int64_t s : sizes) {
+    out.push_back(x.slice(axis, at, at + s));
+    at += s;
+  }
+  return out;
+}
+
+}  // namespace ordo

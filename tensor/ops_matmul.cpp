@@ -1,0 +1,91 @@
+// Op layer: batched matrix product with broadcasting batch axes.
+//
+// The kernels (BLAS / cuBLAS style) take each operand as `batch` row-major
+// matrices with a leading dimension and one batch stride, optionally
+// transposed. Most views produced by transpose/permute/expand already have
+// that form and are passed without a copy; anything else is made contiguous.
+#include "tensor/ops.h"
+
+namespace ordo {
+
+namespace {
+
+// Tries to describe the matrices of `t` (batch axes already expanded) as a
+// MatrixBatch. Returns false when the layout needs a copy first.
+bool as_matrix_batch(const Tensor& t, MatrixBatch& out) {
+  const int64_t rows = t.size(-2), cols = t.size(-1);
+  const int64_t rs = t.stride(-2), cs = t.stride(-1);
+  // The batch axes collapse into one when, walking outward, each axis's
+  // stride is the inner axis's stride times its size (size-1 axes ignored;
+  // broadcast axes, stride 0, collapse with each other).
+  int64_t batch_stride = 0, run = -1;  // run: stride the next outer axis must have
+  for (int d = t.dim() - 3; d >= 0; --d) {
+    if (t.size(d) == 1) continue;
+    if (run < 0) {
+      batch_stride = t.stride(d);
+    } else if (t.stride(d) != run) {
+      return false;
+    }
+    run = t.stride(d) * t.size(d);
+  }
+  out.t = t;
+  out.batch_stride = batch_stride;
+  if ((cols == 1 || cs == 1) && (rows == 1 || rs >= cols)) {  // row-major
+    out.trans = false;
+    out.ld = rows == 1 ? std::max<int64_t>(cols, 1) : rs;
+    return true;
+  }
+  if ((rows == 1 || rs == 1) && (cols == 1 || cs >= rows)) {  // column-major = transposed row-major
+    out.trans = true;
+    out.ld = cols == 1 ? std::max<int64_t>(rows, 1) : cs;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  check_float(a, "matmul", "a");
+  check_float(b, "matmul", "b");
+  check_same_dtype(a, b, "matmul");
+  check_same_device(a, b, "matmul");
+  ORDO_CHECK(a.dim() >= 2 && b.dim() >= 2, "matmul: operands need at least 2 dims, got ",
+             shape_str(a.shape()), " and ", shape_str(b.shape()));
+  Tensor la = trans_a ? a.transpose(-1, -2) : a;  // logical [.., m, k]
+  Tensor lb = trans_b ? b.transpose(-1, -2) : b;  // logical [.., k, n]
+  const int64_t m = la.size(-2), k = la.size(-1), n = lb.size(-1);
+  ORDO_CHECK(lb.size(-2) == k, "matmul: inner sizes differ: ", shape_str(a.shape()),
+             trans_a ? "^T" : "", " @ ", shape_str(b.shape()), trans_b ? "^T" : "", " (", k,
+             " vs ", lb.size(-2), ")");
+
+  Shape batch_a(la.shape().begin(), la.shape().end() - 2);
+  Shape batch_b(lb.shape().begin(), lb.shape().end() - 2);
+  Shape batch_shape = broadcast_shapes(batch_a, batch_b);
+  const int64_t batch = shape_numel(batch_shape);
+  auto expanded = [&](const Tensor& t, int64_t r, int64_t c) {
+    Shape s = batch_shape;
+    s.push_back(r);
+    s.push_back(c);
+    return t.expand(s);
+  };
+  Tensor ea = expanded(la, m, k), eb = expanded(lb, k, n);
+  MatrixBatch ma, mb;
+  if (!as_matrix_batch(ea, ma)) ORDO_ASSERT(as_matrix_batch(ea = ea.contiguous(), ma));
+  if (!as_matrix_batch(eb, mb)) ORDO_ASSERT(as_matrix_batch(eb = eb.contiguous(), mb));
+
+  Shape out_shape = batch_shape;
+  out_shape.push_back(m);
+  out_shape.push_back(n);
+  Tensor c = Tensor::empty(out_shape, a.dtype(), a.device());
+  if (batch == 0 || m == 0 || n == 0) return c;
+  // A weight shared by every batch (Linear on [B, L, D]): one tall product.
+  if (batch > 1 && mb.batch_stride == 0 && !ma.trans && ma.batch_stride == m * ma.ld) {
+    ORDO_BACKEND(a.device(), gemm)(c, ma, mb, 1, batch * m, n, k, 1.0, 0.0);
+  } else {
+    ORDO_BACKEND(a.device(), gemm)(c, ma, mb, batch, m, n, k, 1.0, 0.0);
+  }
+  return c;
+}
+
+}  // namespace ordo

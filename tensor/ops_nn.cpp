@@ -1,0 +1,130 @@
+// Op layer: softmax, LayerNorm, cross-entropy, dropout — the fused ops of a
+// transformer, each with its backward beside it.
+#include "tensor/ops.h"
+
+namespace ordo {
+
+// ---- softmax ---------------------------------------------------------------------
+
+namespace {
+Tensor softmax_forward(const Tensor& x, const Tensor& mask, bool log) {
+  const char* name = log ? "log_softmax" : "softmax";
+  check_float(x, name, "x");
+  ORDO_CHECK(x.dim() >= 1, name, ": x must have at least one axis");
+  Tensor m;
+  if (mask.defined()) {
+    check_same_dtype(x, mask, name);
+    check_same_device(x, mask, name);
+    ORDO_CHECK(broadcast_shapes(mask.shape(), x.shape()) == x.shape(), name, ": mask of shape ",
+               shape_str(mask.shape()), " does not broadcast to x's shape ", shape_str(x.shape()));
+    m = mask.expand(x.shape());
+  }
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  ORDO_BACKEND(x.device(), softmax)(y, x.contiguous(), m, log);
+  return y;
+}
+
+Tensor softmax_grad(const Tensor& y, const Tensor& gy, bool log) {
+  const char* name = log ? "log_softmax_backward" : "softmax_backward";
+  check_float(y, name, "y");
+  check_shape(gy, y.shape(), name, "gy");
+  check_same_dtype(y, gy, name);
+  check_same_device(y, gy, name);
+  Tensor gx = Tensor::empty(y.shape(), y.dtype(), y.device());
+  ORDO_BACKEND(y.device(), softmax_backward)(gx, y.contiguous(), gy.contiguous(), log);
+  return gx;
+}
+}  // namespace
+
+Tensor softmax(const Tensor& x, const Tensor& mask) { return softmax_forward(x, mask, false); }
+Tensor log_softmax(const Tensor& x, const Tensor& mask) { return softmax_forward(x, mask, true); }
+Tensor softmax_backward(const Tensor& y, const Tensor& gy) { return softmax_grad(y, gy, false); }
+Tensor log_softmax_backward(const Tensor& y, const Tensor& gy) { return softmax_grad(y, gy, true); }
+
+// ---- LayerNorm ---------------------------------------------------------------------
+
+LayerNormResult layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
+  check_float(x, "layernorm", "x");
+  ORDO_CHECK(x.dim() >= 1, "layernorm: x must have at least one axis");
+  const int64_t n = x.size(-1);
+  check_shape(gamma, {n}, "layernorm", "gamma");
+  check_shape(beta, {n}, "layernorm", "beta");
+  check_same_dtype(x, gamma, "layernorm");
+  check_same_dtype(x, beta, "layernorm");
+  check_same_device(x, gamma, "layernorm");
+  check_same_device(x, beta, "layernorm");
+  ORDO_CHECK(eps > 0, "layernorm: eps must be positive, got ", eps);
+  Shape row_shape(x.shape().begin(), x.shape().end() - 1);
+  LayerNormResult r{Tensor::empty(x.shape(), x.dtype(), x.device()),
+                    Tensor::empty(row_shape, x.dtype(), x.device()),
+                    Tensor::empty(row_shape, x.dtype(), x.device())};
+  ORDO_BACKEND(x.device(), layernorm)(r.y, r.mean, r.rstd, x.contiguous(), gamma.contiguous(),
+                                      beta.contiguous(), eps);
+  return r;
+}
+
+LayerNormGrads layernorm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean,
+                                  const Tensor& rstd, const Tensor& gamma) {
+  check_float(x, "layernorm_backward", "x");
+  check_shape(gy, x.shape(), "layernorm_backward", "gy");
+  Shape row_shape(x.shape().begin(), x.shape().end() - 1);
+  check_shape(mean, row_shape, "layernorm_backward", "mean");
+  check_shape(rstd, row_shape, "layernorm_backward", "rstd");
+  check_shape(gamma, {x.size(-1)}, "layernorm_backward", "gamma");
+  LayerNormGrads g{Tensor::empty(x.shape(), x.dtype(), x.device()),
+                   Tensor::empty(gamma.shape(), x.dtype(), x.device()),
+                   Tensor::empty(gamma.shape(), x.dtype(), x.device())};
+  ORDO_BACKEND(x.device(), layernorm_backward)(g.gx, g.ggamma, g.gbeta, gy.contiguous(),
+                                               x.contiguous(), mean.contiguous(),
+                                               rstd.contiguous(), gamma.contiguous());
+  return g;
+}
+
+// ---- cross-entropy -----------------------------------------------------------------
+
+CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
+  check_float(logits, "cross_entropy", "logits");
+  check_dtype(targets, DType::i64, "cross_entropy", "targets");
+  check_same_device(logits, targets, "cross_entropy");
+  ORDO_CHECK(logits.dim() >= 1, "cross_entropy: logits must have a class axis");
+  Shape row_shape(logits.shape().begin(), logits.shape().end() - 1);
+  check_shape(targets, row_shape, "cross_entropy", "targets");
+  const int64_t c = logits.size(-1), rows = shape_numel(row_shape);
+  ORDO_CHECK(c > 0, "cross_entropy: logits have no classes");
+  Tensor z = logits.contiguous().reshape({rows, c});
+  Tensor loss = Tensor::empty({rows}, logits.dtype(), logits.device());
+  Tensor valid = Tensor::empty({rows}, logits.dtype(), logits.device());
+  CrossEntropyResult r;
+  r.lse = Tensor::empty({rows}, logits.dtype(), logits.device());
+  ORDO_BACKEND(logits.device(), cross_entropy)(loss, valid, r.lse, z, targets.contiguous().reshape({rows}),
+                                               ignore_index);
+  r.count = sum(valid);
+  // Mean over the rows that counted; max(count, 1) makes "all ignored" a 0 loss.
+  r.loss = div(sum(loss), maximum(r.count, Tensor::scalar(1.0, logits.dtype(), logits.device())));
+  return r;
+}
+
+Tensor cross_entropy_backward(const Tensor& gy, const Tensor& logits, const CrossEntropyResult& saved,
+                              const Tensor& targets, int64_t ignore_index) {
+  check_float(logits, "cross_entropy_backward", "logits");
+  ORDO_CHECK(gy.defined() && gy.numel() == 1, "cross_entropy_backward: gy must have one element");
+  const int64_t c = logits.size(-1), rows = logits.numel() / c;
+  Tensor scale = div(gy.reshape({}), maximum(saved.count, Tensor::scalar(1.0, logits.dtype(), logits.device())));
+  Tensor g = Tensor::empty({rows, c}, logits.dtype(), logits.device());
+  ORDO_BACKEND(logits.device(), cross_entropy_backward)(g, logits.contiguous().reshape({rows, c}), saved.lse,
+                                                        targets.contiguous().reshape({rows}), scale,
+                                                        ignore_index);
+  return g.reshape(logits.shape());
+}
+
+// ---- dropout -----------------------------------------------------------------------
+
+Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t stream) {
+  check_float(x, "dropout", "x");
+  ORDO_CHECK(p >= 0 && p < 1, "dropout: p must be in [0, 1), got ", p);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  ORDO_BACKEND(x.device(), dropout)(out, x.contiguous(), p, seed, stream);
+  return out;
+}
+
+}  // namespace ordo
