@@ -97,22 +97,24 @@ Var record_op(const char* op, Tensor value, std::vector<Var> inputs, BackwardFn 
 namespace {
 
 // States reachable from root through nodes, each after all states that use it
-// (reverse topological order), found with an explicit stack.
-std::vector<VarState*> topological_order(VarState* root) {
-  std::vector<VarState*> order;
+// (reverse topological order), found with an explicit stack. The order holds
+// owning pointers: freeing a node's inputs during backward must not destroy
+// a state that is still to be processed.
+std::vector<std::shared_ptr<VarState>> topological_order(const std::shared_ptr<VarState>& root) {
+  std::vector<std::shared_ptr<VarState>> order;
   std::unordered_set<VarState*> visited;
-  std::vector<std::pair<VarState*, size_t>> stack;  // (state, next input to visit)
+  std::vector<std::pair<std::shared_ptr<VarState>, size_t>> stack;  // (state, next input to visit)
   stack.emplace_back(root, 0);
-  visited.insert(root);
+  visited.insert(root.get());
   while (!stack.empty()) {
     auto& [state, next] = stack.back();
     Node* node = state->node.get();
     if (node && next < node->inputs.size()) {
-      VarState* input = node->inputs[next++].state().get();
-      if (input->requires_grad && visited.insert(input).second) stack.emplace_back(input, 0);
+      const std::shared_ptr<VarState>& input = node->inputs[next++].state();
+      if (input->requires_grad && visited.insert(input.get()).second) stack.emplace_back(input, 0);
       continue;
     }
-    order.push_back(state);
+    order.push_back(std::move(state));
     stack.pop_back();
   }
   std::reverse(order.begin(), order.end());
@@ -144,7 +146,8 @@ void Var::backward(const Tensor& seed, bool retain_graph) const {
 
   std::unordered_map<VarState*, Tensor> pending;  // summed gradient of each non-leaf
   pending[state_.get()] = start;
-  for (VarState* state : topological_order(state_.get())) {
+  for (const std::shared_ptr<VarState>& owned : topological_order(state_)) {
+    VarState* state = owned.get();
     auto it = pending.find(state);
     if (it == pending.end()) continue;  // no gradient flowed here
     Tensor g = std::move(it->second);
@@ -181,7 +184,7 @@ void Var::backward(const Tensor& seed, bool retain_graph) const {
 std::vector<std::string> graph_ops(const Var& v) {
   std::vector<std::string> ops;
   if (!v.defined()) return ops;
-  for (VarState* s : topological_order(v.state().get()))
+  for (const auto& s : topological_order(v.state()))
     if (s->node) ops.push_back(s->node->op);
   return ops;
 }

@@ -1,0 +1,179 @@
+#include "autograd/gradcheck_suite.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "autograd/ops.h"
+
+namespace ordo {
+
+namespace {
+
+// Inputs drawn uniformly from [low, high) (Philox, fixed seeds).
+Tensor rnd(const Shape& shape, uint64_t seed, double low = -1, double high = 1) {
+  Tensor t = Tensor::empty(shape, DType::f64);
+  uniform_(t, low, high, seed, 0);
+  return t;
+}
+
+// Values in ±[0.2, 1): away from the kinks of relu/abs and the pole of 1/x.
+Tensor away_from_zero(const Shape& shape, uint64_t seed) {
+  Tensor u = rnd(shape, seed, -1, 1);
+  Tensor sign = sub(mul(gt(u, Tensor::scalar(0.0, DType::f64)), Tensor::scalar(2.0, DType::f64)),
+                    Tensor::scalar(1.0, DType::f64));
+  return mul(sign, affine(abs(u), 0.8, 0.2));
+}
+
+Tensor ids(const std::vector<int64_t>& values, const Shape& shape) {
+  return Tensor::from_vector(values, shape);
+}
+
+void add_unary_cases(std::vector<GradcheckCase>& cases) {
+  struct U {
+    UnaryOp op;
+    bool positive;  // domain (0.2, 2)
+    bool kinked;    // keep inputs away from 0
+  };
+  const U unaries[] = {{UnaryOp::neg, false, false},  {UnaryOp::exp, false, false},
+                       {UnaryOp::log, true, false},   {UnaryOp::sqrt, true, false},
+                       {UnaryOp::rsqrt, true, false}, {UnaryOp::tanh, false, false},
+                       {UnaryOp::erf, false, false},  {UnaryOp::relu, false, true},
+                       {UnaryOp::gelu, false, false}, {UnaryOp::gelu_tanh, false, false},
+                       {UnaryOp::sigmoid, false, false}, {UnaryOp::abs, false, true}};
+  uint64_t seed = 100;
+  for (const U& u : unaries) {
+    Tensor x = u.positive ? rnd({3, 4}, ++seed, 0.2, 2.0)
+                          : (u.kinked ? away_from_zero({3, 4}, ++seed) : affine(rnd({3, 4}, ++seed), 2.0));
+    UnaryOp op = u.op;
+    // Applied to a transposed view: the non-contiguous path.
+    cases.push_back({std::string(unary_name(op)) + " (transposed input)", {x},
+                     [op](const std::vector<Var>& v) { return unary(op, transpose(v[0], 0, 1)); }, {}});
+  }
+  cases.push_back({"pow 2.5", {rnd({5}, 120, 0.2, 2.0)},
+                   [](const std::vector<Var>& v) { return pow(v[0], 2.5); }, {}});
+  cases.push_back({"affine", {rnd({5}, 121)}, [](const std::vector<Var>& v) { return affine(v[0], -1.5, 0.3); }, {}});
+}
+
+void add_binary_cases(std::vector<GradcheckCase>& cases) {
+  cases.push_back({"add [3,4] + [4]", {rnd({3, 4}, 200), rnd({4}, 201)},
+                   [](const std::vector<Var>& v) { return add(v[0], v[1]); }, {}});
+  cases.push_back({"sub [3,1] - [1,4]", {rnd({3, 1}, 202), rnd({1, 4}, 203)},
+                   [](const std::vector<Var>& v) { return sub(v[0], v[1]); }, {}});
+  cases.push_back({"mul [2,3,4] * [3,1]", {rnd({2, 3, 4}, 204), rnd({3, 1}, 205)},
+                   [](const std::vector<Var>& v) { return mul(v[0], v[1]); }, {}});
+  cases.push_back({"div [2,3] / [2,1] (strided numerator)", {rnd({3, 2}, 206), rnd({2, 1}, 207, 0.5, 2.0)},
+                   [](const std::vector<Var>& v) { return div(transpose(v[0], 0, 1), v[1]); }, {}});
+  // b = a + offset with |offset| >= 0.1: never a tie within eps.
+  Tensor a = rnd({3, 4}, 208);
+  Tensor b = add(a, away_from_zero({3, 4}, 209));
+  cases.push_back({"maximum", {a, b}, [](const std::vector<Var>& v) { return maximum(v[0], v[1]); }, {}});
+  cases.push_back({"minimum [3,4] vs [4]", {a, add(a.select(0, 0), away_from_zero({4}, 210))},
+                   [](const std::vector<Var>& v) { return minimum(v[0], v[1]); }, {}});
+  Tensor cond = gt(rnd({3, 4}, 211), Tensor::scalar(0.0, DType::f64));
+  cases.push_back({"where (b broadcast)", {rnd({3, 4}, 212), rnd({4}, 213), cond},
+                   [](const std::vector<Var>& v) { return where(v[2].value(), v[0], v[1]); }, {2}});
+}
+
+void add_reduction_cases(std::vector<GradcheckCase>& cases) {
+  cases.push_back({"sum axis 1", {rnd({2, 3, 4}, 300)}, [](const std::vector<Var>& v) { return sum(v[0], {1}); }, {}});
+  cases.push_back({"sum all", {rnd({2, 3}, 301)}, [](const std::vector<Var>& v) { return sum(v[0]); }, {}});
+  cases.push_back({"mean axes 0,2 keepdim", {rnd({2, 3, 4}, 302)},
+                   [](const std::vector<Var>& v) { return mean(v[0], {0, 2}, true); }, {}});
+  cases.push_back({"max last axis", {rnd({3, 5}, 303)}, [](const std::vector<Var>& v) { return max(v[0], {-1}); }, {}});
+  cases.push_back({"min axis 0 of a transposed view", {rnd({5, 3}, 304)},
+                   [](const std::vector<Var>& v) { return min(transpose(v[0], 0, 1), {0}); }, {}});
+  cases.push_back({"var axis 1, correction 1", {rnd({3, 6}, 305)},
+                   [](const std::vector<Var>& v) { return var(v[0], {1}, false, 1); }, {}});
+}
+
+void add_shape_cases(std::vector<GradcheckCase>& cases) {
+  cases.push_back({"reshape of a transposed view (copying path)", {rnd({2, 6}, 400)},
+                   [](const std::vector<Var>& v) { return reshape(transpose(v[0], 0, 1), {3, 4}); }, {}});
+  cases.push_back({"permute + contiguous", {rnd({2, 3, 4}, 401)},
+                   [](const std::vector<Var>& v) { return contiguous(permute(v[0], {2, 0, 1})); }, {}});
+  cases.push_back({"slice with step, select", {rnd({4, 6}, 402)},
+                   [](const std::vector<Var>& v) { return add(slice(v[0], 1, 1, 6, 2), unsqueeze(select(v[0], 1, 0), 1)); }, {}});
+  cases.push_back({"expand", {rnd({3, 1}, 403)}, [](const std::vector<Var>& v) { return expand(v[0], {2, 3, 4}); }, {}});
+  cases.push_back({"concat + split", {rnd({2, 3}, 404), rnd({2, 2}, 405)}, [](const std::vector<Var>& v) {
+                     Var c = concat({v[0], v[1]}, 1);
+                     std::vector<Var> parts = split(c, {1, 4}, 1);
+                     return mul(parts[1], squeeze(unsqueeze(parts[0], 0), 0));
+                   }, {}});
+}
+
+void add_index_cases(std::vector<GradcheckCase>& cases) {
+  cases.push_back({"embedding with repeated ids", {rnd({5, 3}, 500)},
+                   [](const std::vector<Var>& v) { return embedding(v[0], ids({4, 1, 4, 0, 4, 2}, {2, 3})); }, {}});
+  cases.push_back({"index_select axis 1", {rnd({3, 4, 2}, 501)},
+                   [](const std::vector<Var>& v) { return index_select(v[0], 1, ids({3, 0, 3}, {3})); }, {}});
+  cases.push_back({"gather axis 0", {rnd({3, 4}, 502)},
+                   [](const std::vector<Var>& v) { return gather(v[0], 0, ids({2, 0, 1, 2, 2, 2, 0, 1}, {2, 4})); }, {}});
+}
+
+void add_nn_cases(std::vector<GradcheckCase>& cases) {
+  cases.push_back({"matmul batched with broadcast", {rnd({2, 1, 3, 4}, 600), rnd({3, 4, 5}, 601)},
+                   [](const std::vector<Var>& v) { return matmul(v[0], v[1]); }, {}});
+  cases.push_back({"matmul trans_a trans_b", {rnd({2, 4, 3}, 602), rnd({2, 5, 4}, 603)},
+                   [](const std::vector<Var>& v) { return matmul(v[0], v[1], true, true); }, {}});
+  cases.push_back({"matmul trans_a", {rnd({4, 3}, 616), rnd({4, 5}, 617)},
+                   [](const std::vector<Var>& v) { return matmul(v[0], v[1], true, false); }, {}});
+  cases.push_back({"matmul Linear: [2,3,4] x W^T [5,4]", {rnd({2, 3, 4}, 604), rnd({5, 4}, 605)},
+                   [](const std::vector<Var>& v) { return matmul(v[0], v[1], false, true); }, {}});
+  cases.push_back({"matmul shared weight [2,3,4] x [4,5]", {rnd({2, 3, 4}, 618), rnd({4, 5}, 619)},
+                   [](const std::vector<Var>& v) { return matmul(v[0], v[1]); }, {}});
+  cases.push_back({"matmul of permuted heads (q k^T)", {rnd({2, 3, 2, 4}, 606), rnd({2, 3, 2, 4}, 607)},
+                   [](const std::vector<Var>& v) {
+                     return matmul(permute(v[0], {0, 2, 1, 3}), permute(v[1], {0, 2, 1, 3}), false, true);
+                   }, {}});
+  cases.push_back({"softmax with a learned [1,1,4] bias", {rnd({2, 3, 4}, 608, -2, 2), rnd({1, 1, 4}, 609)},
+                   [](const std::vector<Var>& v) { return softmax(v[0], v[1]); }, {}});
+  cases.push_back({"log_softmax", {rnd({3, 5}, 610, -2, 2)}, [](const std::vector<Var>& v) { return log_softmax(v[0]); }, {}});
+  cases.push_back({"layernorm", {rnd({4, 6}, 611, -2, 2), rnd({6}, 612, 0.5, 1.5), rnd({6}, 613)},
+                   [](const std::vector<Var>& v) { return layernorm(v[0], v[1], v[2], 1e-5); }, {}});
+  cases.push_back({"cross_entropy with an ignored row", {rnd({4, 5}, 614, -2, 2)}, [](const std::vector<Var>& v) {
+                     return cross_entropy(v[0], ids({3, -100, 0, 4}, {4}));
+                   }, {}});
+  cases.push_back({"dropout p=0.3", {rnd({4, 8}, 615)},
+                   [](const std::vector<Var>& v) { return dropout(v[0], 0.3, 77, 3); }, {}});
+  // A two-layer network end to end: the ops composed as a model composes them.
+  cases.push_back({"two-layer MLP + layernorm + cross-entropy",
+                   {rnd({6, 4}, 620), rnd({4, 8}, 621, -0.7, 0.7), rnd({8}, 622), rnd({8}, 623, 0.5, 1.5),
+                    rnd({8}, 624), rnd({3, 8}, 625, -0.7, 0.7)},
+                   [](const std::vector<Var>& v) {
+                     Var h = gelu(add(matmul(v[0], v[1]), v[2]));
+                     h = layernorm(h, v[3], v[4], 1e-5);
+                     return cross_entropy(matmul(h, v[5], false, true), ids({0, 2, 1, 1, -100, 2}, {6}));
+                   }, {}});
+}
+
+}  // namespace
+
+std::vector<GradcheckCase> gradcheck_cases() {
+  std::vector<GradcheckCase> cases;
+  add_unary_cases(cases);
+  add_binary_cases(cases);
+  add_reduction_cases(cases);
+  add_shape_cases(cases);
+  add_index_cases(cases);
+  add_nn_cases(cases);
+  return cases;
+}
+
+std::vector<GradcheckOutcome> run_gradcheck_suite() {
+  std::vector<GradcheckOutcome> outcomes;
+  for (const GradcheckCase& c : gradcheck_cases())
+    outcomes.push_back({c.name, gradcheck(c.f, c.inputs, GradcheckOptions{}, c.constant)});
+  return outcomes;
+}
+
+std::vector<std::string> uncovered_ops(const std::vector<GradcheckOutcome>& outcomes) {
+  std::set<std::string> seen;
+  for (const auto& o : outcomes) seen.insert(o.result.ops.begin(), o.result.ops.end());
+  std::vector<std::string> missing;
+  for (const std::string& op : differentiable_ops())
+    if (!seen.count(op)) missing.push_back(op);
+  return missing;
+}
+
+}  // namespace ordo

@@ -1,0 +1,90 @@
+// The autodiff engine itself: accumulation, needs-input-grad, no-grad
+// scopes, graph freeing, deep graphs.
+#include "autograd/ops.h"
+#include "tests/helpers.h"
+
+using namespace ordo;
+using ordo::test::f64;
+using ordo::test::require_close;
+
+TEST_CASE("a Var used twice receives the sum of both paths", "[autograd]") {
+  Var x(f64({1, 2, 3}, {3}), true);
+  // y = sum(x * x + x): dy/dx = 2x + 1
+  Var y = sum(add(mul(x, x), x));
+  y.backward();
+  require_close(x.grad(), {3, 5, 7}, 0, 0);
+}
+
+TEST_CASE("leaf gradients accumulate across backward calls until zero_grad", "[autograd]") {
+  Var w(f64({2}, {1}), true, "w");
+  for (int i = 0; i < 3; ++i) sum(affine(w, 5)).backward();
+  require_close(w.grad(), {15}, 0, 0);
+  w.zero_grad();
+  CHECK_FALSE(w.grad().defined());
+  sum(affine(w, 5)).backward();
+  require_close(w.grad(), {5}, 0, 0);
+}
+
+TEST_CASE("inputs that do not require a gradient get none and cost none", "[autograd]") {
+  Var a(f64({1, 2}, {2}), true), b(f64({3, 4}, {2}), false);
+  int calls_for_b = 0;
+  Var y = record_op("mul", mul(a.value(), b.value()), {a, b},
+                    [&, av = a.value(), bv = b.value()](const Tensor& g, const std::vector<bool>& needs) {
+                      if (needs[1]) ++calls_for_b;
+                      return std::vector<Tensor>{mul(g, bv), needs[1] ? mul(g, av) : Tensor()};
+                    });
+  sum(y).backward();
+  require_close(a.grad(), {3, 4}, 0, 0);
+  CHECK_FALSE(b.grad().defined());
+  CHECK(calls_for_b == 0);
+}
+
+TEST_CASE("no-grad scopes record nothing", "[autograd]") {
+  Var x(f64({1}, {1}), true);
+  {
+    NoGradGuard guard;
+    CHECK_FALSE(grad_enabled());
+    Var y = exp(x);
+    CHECK_FALSE(y.requires_grad());
+    CHECK(y.is_leaf());
+  }
+  CHECK(grad_enabled());
+  CHECK(exp(x).requires_grad());
+}
+
+TEST_CASE("backward frees the graph unless asked to retain it", "[autograd]") {
+  Var x(f64({0.5}, {1}), true);
+  Var y = sum(exp(x));
+  y.backward(Tensor(), true);
+  y.backward();
+  require_close(x.grad(), {2 * std::exp(0.5)}, 1e-15, 0);
+  CHECK_THROWS_WITH(y.backward(), Catch::Contains("already freed"));
+}
+
+TEST_CASE("non-leaf gradients are kept only with retain_grad", "[autograd]") {
+  Var x(f64({1, 2}, {2}), true);
+  Var h = affine(x, 3);
+  Var kept = affine(x, 2);
+  kept.retain_grad();
+  sum(mul(h, kept)).backward();
+  CHECK_FALSE(h.grad().defined());
+  require_close(kept.grad(), {3, 6}, 0, 0);  // d(h*k)/dk = h = 3x
+}
+
+TEST_CASE("backward needs a seed for a non-scalar output", "[autograd][errors]") {
+  Var x(f64({1, 2}, {2}), true);
+  CHECK_THROWS_WITH(exp(x).backward(), Catch::Contains("seed"));
+  CHECK_THROWS_WITH(Var(f64({1}, {1})).backward(), Catch::Contains("does not require a gradient"));
+  CHECK_THROWS_WITH(exp(x).backward(f64({1, 2, 3}, {3})), Catch::Contains("seed"));
+  CHECK_THROWS_WITH(Var(Tensor::arange(3), true), Catch::Contains("floating-point"));
+}
+
+TEST_CASE("a graph deeper than any recursion limit back-propagates", "[autograd]") {
+  Var x(f64({1}, {1}), true);
+  Var y = x;
+  const int depth = 200000;
+  for (int i = 0; i < depth; ++i) y = affine(y, 1.0, 1e-6);
+  sum(y).backward();
+  require_close(x.grad(), {1}, 0, 0);
+  require_close(y.value(), {1 + depth * 1e-6}, 1e-9, 0);
+}

@@ -1,0 +1,71 @@
+// Shared test helpers: random inputs that do not come from the code under
+// test, and element-by-element comparison with a stated tolerance.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace ordo::test {
+
+// Values uniform in [low, high) from std::mt19937_64 (whose output sequence
+// the C++ standard fixes), independent of ordo's own Philox generator.
+inline std::vector<double> random_values(int64_t n, uint64_t seed, double low = -1, double high = 1) {
+  std::mt19937_64 gen(seed);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (auto& x : v) x = low + (high - low) * (static_cast<double>(gen() >> 11) * 0x1p-53);
+  return v;
+}
+
+inline Tensor random_tensor(const Shape& shape, uint64_t seed, DType dtype = DType::f64,
+                            double low = -1, double high = 1) {
+  return Tensor::from_vector(random_values(shape_numel(shape), seed, low, high), shape).to(dtype);
+}
+
+inline Tensor f64(const std::vector<double>& values, const Shape& shape) {
+  return Tensor::from_vector(values, shape);
+}
+
+inline Tensor i64(const std::vector<int64_t>& values, const Shape& shape) {
+  return Tensor::from_vector(values, shape);
+}
+
+// Every element within atol + rtol * |expected|; the first violations are reported.
+inline void require_close(const Tensor& actual, const std::vector<double>& expected, double rtol,
+                          double atol, const std::string& what = "") {
+  INFO(what);
+  REQUIRE(actual.defined());
+  REQUIRE(actual.numel() == static_cast<int64_t>(expected.size()));
+  std::vector<double> got = actual.to_doubles();
+  std::ostringstream bad;
+  int violations = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    bool ok = std::fabs(got[i] - expected[i]) <= atol + rtol * std::fabs(expected[i]) ||
+              (std::isinf(expected[i]) && got[i] == expected[i]);
+    if (!ok && violations++ < 5) bad << "  [" << i << "] got " << got[i] << ", expected " << expected[i] << "\n";
+  }
+  INFO("violations: " << violations << "\n" << bad.str());
+  REQUIRE(violations == 0);
+}
+
+inline void require_close(const Tensor& actual, const Tensor& expected, double rtol, double atol,
+                          const std::string& what = "") {
+  REQUIRE(actual.shape() == expected.shape());
+  require_close(actual, expected.to_doubles(), rtol, atol, what);
+}
+
+// Exact equality of every element's bits (determinism checks).
+inline bool bit_identical(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  Tensor ca = a.to(Device::cpu()).contiguous(), cb = b.to(Device::cpu()).contiguous();
+  return std::memcmp(ca.raw_data(), cb.raw_data(), static_cast<size_t>(a.numel()) * dtype_size(a.dtype())) == 0;
+}
+
+}  // namespace ordo::test

@@ -1,0 +1,421 @@
+// Forward results of the primitive ops against hand-worked values and naive
+// loops written in the test (never the ops' own output).
+#include <cmath>
+#include <limits>
+
+#include "tensor/ops.h"
+#include "tests/helpers.h"
+
+using namespace ordo;
+using ordo::test::f64;
+using ordo::test::i64;
+using ordo::test::random_tensor;
+using ordo::test::random_values;
+using ordo::test::require_close;
+
+namespace {
+const double kInf = std::numeric_limits<double>::infinity();
+
+// f32 results against double references: a few ulps of float.
+constexpr double kF32 = 2e-6;
+}  // namespace
+
+TEST_CASE("unary ops match the C library in f64 and f32", "[ops]") {
+  std::vector<double> xs = random_values(257, 11, -3, 3);
+  std::vector<double> pos = random_values(257, 12, 0.1, 4);
+  struct Case {
+    UnaryOp op;
+    bool positive;
+    double (*ref)(double);
+  };
+  const Case cases[] = {
+      {UnaryOp::neg, false, [](double x) { return -x; }},
+      {UnaryOp::exp, false, [](double x) { return std::exp(x); }},
+      {UnaryOp::log, true, [](double x) { return std::log(x); }},
+      {UnaryOp::sqrt, true, [](double x) { return std::sqrt(x); }},
+      {UnaryOp::rsqrt, true, [](double x) { return 1 / std::sqrt(x); }},
+      {UnaryOp::tanh, false, [](double x) { return std::tanh(x); }},
+      {UnaryOp::erf, false, [](double x) { return std::erf(x); }},
+      {UnaryOp::relu, false, [](double x) { return x > 0 ? x : 0.0; }},
+      {UnaryOp::gelu, false, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
+      {UnaryOp::gelu_tanh, false,
+       [](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }},
+      {UnaryOp::sigmoid, false, [](double x) { return 1 / (1 + std::exp(-x)); }},
+      {UnaryOp::abs, false, [](double x) { return std::fabs(x); }},
+  };
+  for (const Case& c : cases) {
+    const std::vector<double>& in = c.positive ? pos : xs;
+    std::vector<double> expected;
+    for (double x : in) expected.push_back(c.ref(x));
+    Tensor x = f64(in, {257});
+    require_close(unary(c.op, x), expected, 1e-14, 1e-15, unary_name(c.op));
+    require_close(unary(c.op, x.to(DType::f32)), expected, kF32, 1e-7, std::string(unary_name(c.op)) + " f32");
+  }
+  // A few values by hand.
+  require_close(gelu(f64({0, 1, -1}, {3})), {0, 0.8413447460685429, -0.15865525393145707}, 1e-14, 1e-16);
+  require_close(pow(f64({2, 3}, {2}), 3), {8, 27}, 0, 0);
+  require_close(affine(f64({2, -1}, {2}), 3, 1), {7, -2}, 0, 0);
+  require_close(sigmoid(f64({0}, {1})), {0.5}, 0, 0);
+}
+
+TEST_CASE("unary ops read strided views", "[ops]") {
+  Tensor t = random_tensor({4, 5}, 3);
+  Tensor tt = t.transpose(0, 1);
+  require_close(exp(tt), exp(tt.contiguous()).to_doubles(), 0, 0);
+}
+
+TEST_CASE("binary ops broadcast as NumPy", "[ops]") {
+  Tensor a = f64({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor row = f64({10, 20, 30}, {3});
+  Tensor col = f64({100, 200}, {2, 1});
+  require_close(add(a, row), {11, 22, 33, 14, 25, 36}, 0, 0);
+  require_close(sub(a, col), {-99, -98, -97, -196, -195, -194}, 0, 0);
+  require_close(mul(col, row), {1000, 2000, 3000, 2000, 4000, 6000}, 0, 0);  // outer product [2,3]
+  require_close(div(a, f64({2}, {})), {0.5, 1, 1.5, 2, 2.5, 3}, 0, 0);
+  require_close(maximum(a, f64({3.5}, {1})), {3.5, 3.5, 3.5, 4, 5, 6}, 0, 0);
+  require_close(minimum(a, f64({3.5}, {1})), {1, 2, 3, 3.5, 3.5, 3.5}, 0, 0);
+  require_close(eq(a, f64({1, 0, 3}, {3})), {1, 0, 1, 0, 0, 0}, 0, 0);
+  require_close(lt(a, f64({3}, {1})), {1, 1, 0, 0, 0, 0}, 0, 0);
+  require_close(ge(a, f64({3}, {1})), {0, 0, 1, 1, 1, 1}, 0, 0);
+  require_close(ne(a, a), {0, 0, 0, 0, 0, 0}, 0, 0);
+  CHECK(add(a, row).shape() == Shape{2, 3});
+  CHECK(mul(f64({1, 2}, {2, 1, 1}), f64({1, 2, 3}, {1, 3})).shape() == Shape{2, 1, 3});
+  // i64 arithmetic (positions times a constant for the skip-position attack)
+  CHECK(mul(i64({0, 1, 2}, {3}), i64({3}, {1})).to_vector<int64_t>() == std::vector<int64_t>{0, 3, 6});
+  // NaN propagates through maximum as in PyTorch
+  CHECK(std::isnan(maximum(f64({NAN}, {1}), f64({1}, {1})).item()));
+  // Strided operands on both sides
+  Tensor m = random_tensor({3, 4}, 5);
+  require_close(add(m.transpose(0, 1), m.transpose(0, 1)), mul(m, f64({2}, {1})).transpose(0, 1).contiguous().to_doubles(), 0, 0);
+}
+
+TEST_CASE("in-place add accumulates and where selects", "[ops]") {
+  Tensor acc = f64({1, 2, 3, 4}, {2, 2});
+  add_(acc, f64({10, 20}, {2}));
+  require_close(acc, {11, 22, 13, 24}, 0, 0);
+  CHECK_THROWS_AS(add_(acc.transpose(0, 1), acc), Error);
+  Tensor cond = f64({1, 0, 0, 1}, {2, 2});
+  require_close(where(cond, f64({5}, {1}), f64({-1, -2}, {2})), {5, -2, -1, 5}, 0, 0);
+}
+
+TEST_CASE("reductions over chosen axes match naive loops", "[ops]") {
+  const Shape shape{3, 4, 5};
+  std::vector<double> v = random_values(60, 21);
+  Tensor x = f64(v, shape);
+  auto at = [&](int i, int j, int k) { return v[(i * 4 + j) * 5 + k]; };
+
+  std::vector<double> s1, m02, mx2, mn0;
+  for (int i = 0; i < 3; ++i)
+    for (int k = 0; k < 5; ++k) {
+      double s = 0;
+      for (int j = 0; j < 4; ++j) s += at(i, j, k);
+      s1.push_back(s);
+    }
+  for (int j = 0; j < 4; ++j) {
+    double s = 0;
+    for (int i = 0; i < 3; ++i)
+      for (int k = 0; k < 5; ++k) s += at(i, j, k);
+    m02.push_back(s / 15);
+  }
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) {
+      double m = -kInf;
+      for (int k = 0; k < 5; ++k) m = std::max(m, at(i, j, k));
+      mx2.push_back(m);
+    }
+  for (int j = 0; j < 4; ++j)
+    for (int k = 0; k < 5; ++k) {
+      double m = kInf;
+      for (int i = 0; i < 3; ++i) m = std::min(m, at(i, j, k));
+      mn0.push_back(m);
+    }
+  require_close(sum(x, {1}), s1, 1e-14, 1e-15, "sum axis 1");
+  require_close(mean(x, {0, 2}), m02, 1e-14, 1e-15, "mean axes 0,2 (permuted path)");
+  require_close(max(x, {-1}), mx2, 0, 0, "max last axis");
+  require_close(min(x, {0}), mn0, 0, 0, "min axis 0");
+  CHECK(sum(x, {1}, true).shape() == Shape{3, 1, 5});
+  CHECK(sum(x).shape() == Shape{});
+  double total = 0;
+  for (double e : v) total += e;
+  CHECK(sum(x).item() == Approx(total).epsilon(1e-14));
+  // The same on a transposed view (non-contiguous input).
+  require_close(sum(x.transpose(0, 2), {1}), sum(x, {1}).transpose(0, 1).contiguous().to_doubles(), 1e-14, 1e-15);
+}
+
+TEST_CASE("variance: population and with a correction", "[ops]") {
+  // [1, 2, 3, 4]: mean 2.5, squared deviations 2.25 + 0.25 + 0.25 + 2.25 = 5
+  Tensor x = f64({1, 2, 3, 4}, {4});
+  CHECK(var(x).item() == Approx(1.25).epsilon(1e-15));
+  CHECK(var(x, {}, false, 1).item() == Approx(5.0 / 3).epsilon(1e-15));
+  Tensor rows = f64({1, 2, 3, 4, 10, 10, 10, 10}, {2, 4});
+  require_close(var(rows, {1}), {1.25, 0}, 1e-15, 1e-15);
+}
+
+TEST_CASE("long rows sum exactly enough across the blocked reduction", "[ops]") {
+  std::vector<double> v = random_values(10000, 31);
+  long double exact = 0;
+  for (double e : v) exact += e;
+  CHECK(sum(f64(v, {10000})).item() == Approx(static_cast<double>(exact)).epsilon(1e-13));
+  // f32 input, accumulated in double: the error is the f32 rounding of the inputs only.
+  Tensor x32 = f64(v, {10000}).to(DType::f32);
+  std::vector<double> rounded = x32.to_doubles();
+  long double exact32 = 0;
+  for (double e : rounded) exact32 += e;
+  CHECK(sum(x32).item() == Approx(static_cast<double>(exact32)).epsilon(1e-6));
+}
+
+TEST_CASE("argmax returns the first maximum", "[ops]") {
+  Tensor x = f64({1, 5, 5, 2, 7, 0, 7, 7}, {2, 4});
+  CHECK(argmax(x, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 0});
+  CHECK(argmax(x, 0).to_vector<int64_t>() == std::vector<int64_t>{1, 0, 1, 1});
+  CHECK(argmax(x, 1, true).shape() == Shape{2, 1});
+}
+
+TEST_CASE("sum_to undoes broadcasting", "[ops]") {
+  Tensor g = f64({1, 2, 3, 4, 5, 6}, {2, 3});
+  require_close(sum_to(g, {3}), {5, 7, 9}, 0, 0);
+  require_close(sum_to(g, {2, 1}), {6, 15}, 0, 0);
+  require_close(sum_to(g, {1, 1}), {21}, 0, 0);
+  CHECK(sum_to(g, {2, 3}).shares_storage_with(g));
+  CHECK_THROWS_AS(sum_to(g, {4}), Error);
+}
+
+namespace {
+// C[b] = op(A[b]) op(B[b]) by the definition, on already-transposed logical operands.
+std::vector<double> naive_matmul(const Tensor& a, const Tensor& b) {
+  Tensor ac = a.contiguous(), bc = b.contiguous();
+  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+  const int64_t batch = a.numel() / (m * k);
+  std::vector<double> av = ac.to_doubles(), bv = bc.to_doubles(), out;
+  const int64_t bbatch = b.numel() / (k * n);
+  for (int64_t t = 0; t < batch; ++t)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        long double s = 0;
+        for (int64_t p = 0; p < k; ++p)
+          s += static_cast<long double>(av[(t * m + i) * k + p]) * bv[((bbatch == 1 ? 0 : t) * k + p) * n + j];
+        out.push_back(static_cast<double>(s));
+      }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("matmul matches the definition for every layout", "[ops]") {
+  Tensor a = random_tensor({2, 3, 5, 4}, 41), b = random_tensor({2, 3, 4, 6}, 42);
+  require_close(matmul(a, b), naive_matmul(a, b), 1e-13, 1e-14, "batched");
+  // Transposes through flags and through strided views give the same products.
+  Tensor at = a.transpose(-1, -2).contiguous(), bt = b.transpose(-1, -2).contiguous();
+  require_close(matmul(at, b, true, false), naive_matmul(a, b), 1e-13, 1e-14, "trans_a");
+  require_close(matmul(a, bt, false, true), naive_matmul(a, b), 1e-13, 1e-14, "trans_b");
+  require_close(matmul(at, bt, true, true), naive_matmul(a, b), 1e-13, 1e-14, "trans both");
+  require_close(matmul(at.transpose(-1, -2), b), naive_matmul(a, b), 1e-13, 1e-14, "column-major view");
+  // A head-split view [B, L, H, d] -> [B, H, L, d] is used without a copy.
+  Tensor q = random_tensor({2, 5, 3, 4}, 43).permute({0, 2, 1, 3});
+  Tensor kk = random_tensor({2, 5, 3, 4}, 44).permute({0, 2, 1, 3});
+  require_close(matmul(q, kk, false, true), naive_matmul(q, kk.transpose(-1, -2)), 1e-13, 1e-14, "attention scores");
+  // A shared 2-D weight against a batch (the Linear layer).
+  Tensor x = random_tensor({3, 7, 4}, 45), w = random_tensor({4, 6}, 46);
+  require_close(matmul(x, w), naive_matmul(x, w), 1e-13, 1e-14, "shared weight");
+  Tensor wt = random_tensor({6, 4}, 47);
+  require_close(matmul(x, wt, false, true), naive_matmul(x, wt.transpose(0, 1)), 1e-13, 1e-14, "Linear x W^T");
+  // Broadcast batch axes: [2, 1, 5, 4] @ [3, 4, 6] -> [2, 3, 5, 6]
+  Tensor a1 = random_tensor({2, 1, 5, 4}, 48), b3 = random_tensor({3, 4, 6}, 49);
+  Tensor c = matmul(a1, b3);
+  CHECK(c.shape() == Shape{2, 3, 5, 6});
+  require_close(c, naive_matmul(a1.expand({2, 3, 5, 4}), b3.expand({2, 3, 4, 6})), 1e-13, 1e-14, "broadcast");
+  // f32 against the f64 definition: error grows like k * eps_f32.
+  Tensor a32 = random_tensor({33, 65}, 50, DType::f32), b32 = random_tensor({65, 17}, 51, DType::f32);
+  require_close(matmul(a32, b32), naive_matmul(a32.to(DType::f64), b32.to(DType::f64)), 1e-5, 65 * 6e-8, "f32");
+  // Empty inner size gives zeros.
+  require_close(matmul(Tensor::zeros({2, 0}, DType::f64), Tensor::zeros({0, 3}, DType::f64)), {0, 0, 0, 0, 0, 0}, 0, 0);
+}
+
+TEST_CASE("softmax and log-softmax with an additive mask", "[ops]") {
+  // softmax(0, ln 2, ln 3) = (1, 2, 3) / 6
+  Tensor x = f64({0, std::log(2.0), std::log(3.0)}, {1, 3});
+  require_close(softmax(x), {1.0 / 6, 2.0 / 6, 3.0 / 6}, 1e-15, 1e-16);
+  require_close(log_softmax(x), {std::log(1.0 / 6), std::log(2.0 / 6), std::log(0.5)}, 1e-15, 1e-15);
+  // Masking the middle position renormalises over the rest: (1, 3) / 4.
+  Tensor mask = f64({0, -kInf, 0}, {3});
+  require_close(softmax(x, mask), {0.25, 0, 0.75}, 1e-15, 1e-16);
+  // Large values do not overflow (the max is subtracted first).
+  require_close(softmax(f64({1000, 1000}, {2})), {0.5, 0.5}, 0, 1e-16);
+  // A fully masked row gives zeros, not NaN.
+  require_close(softmax(f64({1, 2}, {2}), f64({-kInf, -kInf}, {2})), {0, 0}, 0, 0);
+  // A [B, 1, 1, L] padding mask broadcast over heads and query rows.
+  Tensor scores = random_tensor({2, 3, 4, 4}, 61);
+  Tensor pad = f64({0, 0, 0, -kInf, 0, 0, -kInf, -kInf}, {2, 1, 1, 4});
+  Tensor y = softmax(scores, pad);
+  std::vector<double> sv = scores.to_doubles(), yv = y.to_doubles(), pv = pad.to_doubles();
+  for (int b = 0; b < 2; ++b)
+    for (int r = 0; r < 12; ++r) {
+      double denom = 0;
+      for (int j = 0; j < 4; ++j) denom += pv[b * 4 + j] == 0 ? std::exp(sv[(b * 12 + r) * 4 + j]) : 0;
+      for (int j = 0; j < 4; ++j) {
+        double expected = pv[b * 4 + j] == 0 ? std::exp(sv[(b * 12 + r) * 4 + j]) / denom : 0;
+        CHECK(yv[(b * 12 + r) * 4 + j] == Approx(expected).epsilon(1e-14).margin(1e-16));
+      }
+    }
+}
+
+TEST_CASE("layernorm matches its formula", "[ops]") {
+  const int rows = 5, n = 7;
+  std::vector<double> xv = random_values(rows * n, 71, -2, 3), gv = random_values(n, 72), bv = random_values(n, 73);
+  auto r = layernorm(f64(xv, {rows, n}), f64(gv, {n}), f64(bv, {n}), 1e-5);
+  std::vector<double> expected, means, rstds;
+  for (int i = 0; i < rows; ++i) {
+    double mu = 0, var_ = 0;
+    for (int j = 0; j < n; ++j) mu += xv[i * n + j] / n;
+    for (int j = 0; j < n; ++j) var_ += (xv[i * n + j] - mu) * (xv[i * n + j] - mu) / n;
+    for (int j = 0; j < n; ++j) expected.push_back((xv[i * n + j] - mu) / std::sqrt(var_ + 1e-5) * gv[j] + bv[j]);
+    means.push_back(mu);
+    rstds.push_back(1 / std::sqrt(var_ + 1e-5));
+  }
+  require_close(r.y, expected, 1e-13, 1e-14);
+  require_close(r.mean, means, 1e-14, 1e-15);
+  require_close(r.rstd, rstds, 1e-14, 1e-15);
+  CHECK(r.mean.shape() == Shape{rows});
+}
+
+TEST_CASE("cross-entropy by hand, with an ignored row", "[ops]") {
+  // Row 0: logits (0, ln 3, -inf), target 1: -log(3 / 4) = ln(4/3).
+  // Row 1: logits (ln 2, 0, 0), target 0: -log(2 / 4) = ln 2.
+  // Row 2: ignored.
+  Tensor logits = f64({0, std::log(3.0), -kInf, std::log(2.0), 0, 0, 1, 2, 3}, {3, 3});
+  auto r = cross_entropy(logits, i64({1, 0, -100}, {3}));
+  CHECK(r.loss.item() == Approx((std::log(4.0 / 3) + std::log(2.0)) / 2).epsilon(1e-14));
+  CHECK(r.count.item() == 2);
+  // Every target ignored: the loss is 0, not NaN.
+  CHECK(cross_entropy(logits, i64({-100, -100, -100}, {3})).loss.item() == 0);
+  // The gradient of the mean: (softmax - onehot) / 2 on counted rows, 0 on the ignored one.
+  Tensor g = cross_entropy_backward(Tensor::scalar(1.0, DType::f64), logits, r, i64({1, 0, -100}, {3}));
+  require_close(g, {0.25 / 2, -0.25 / 2, 0, -0.5 / 2, 0.25 / 2, 0.25 / 2, 0, 0, 0}, 1e-14, 1e-16);
+  CHECK_THROWS_WITH(cross_entropy(logits, i64({3, 0, 0}, {3})), Catch::Contains("target 3"));
+}
+
+TEST_CASE("embedding, index_select and gather pick and scatter back", "[ops]") {
+  Tensor table = f64({0, 1, 10, 11, 20, 21, 30, 31}, {4, 2});
+  Tensor ids = i64({2, 0, 2}, {3});
+  require_close(embedding(table, ids), {20, 21, 0, 1, 20, 21}, 0, 0);
+  CHECK(embedding(table, i64({1, 2, 3, 0}, {2, 2})).shape() == Shape{2, 2, 2});
+  // Row 2 is picked twice: its gradient is the sum of both.
+  Tensor g = f64({1, 2, 3, 4, 5, 6}, {3, 2});
+  require_close(embedding_backward(g, ids, 4), {3, 4, 0, 0, 6, 8, 0, 0}, 0, 0);
+
+  Tensor x = f64({0, 1, 2, 3, 4, 5}, {2, 3});
+  require_close(index_select(x, 1, i64({2, 0}, {2})), {2, 0, 5, 3}, 0, 0);
+  require_close(index_select_backward(f64({1, 2, 3, 4}, {2, 2}), 1, i64({2, 2}, {2}), {2, 3}), {0, 0, 3, 0, 0, 7}, 0, 0);
+  // gather along axis 1: out[i][j] = x[i][idx[i][j]]
+  require_close(gather(x, 1, i64({2, 2, 0, 1, 0, 1}, {2, 3})), {2, 2, 0, 4, 3, 4}, 0, 0);
+  require_close(gather_backward(f64({1, 1, 1, 1, 1, 1}, {2, 3}), 1, i64({2, 2, 0, 1, 0, 1}, {2, 3}), {2, 3}),
+                {1, 0, 2, 1, 2, 0}, 0, 0);
+  CHECK_THROWS_WITH(embedding(table, i64({4}, {1})), Catch::Contains("index 4") && Catch::Contains("size 4"));
+}
+
+TEST_CASE("concat and split are inverse", "[ops]") {
+  Tensor a = f64({1, 2, 3, 4}, {2, 2}), b = f64({5, 6}, {2, 1});
+  Tensor c = concat({a, b}, 1);
+  require_close(c, {1, 2, 5, 3, 4, 6}, 0, 0);
+  auto parts = split(c, {2, 1}, 1);
+  REQUIRE(parts.size() == 2);
+  require_close(parts[0], a.to_doubles(), 0, 0);
+  require_close(parts[1], b.to_doubles(), 0, 0);
+  CHECK(parts[0].shares_storage_with(c));
+  require_close(concat({a, a}, 0), {1, 2, 3, 4, 1, 2, 3, 4}, 0, 0);
+  CHECK_THROWS_WITH(split(c, {2, 2}, 1), Catch::Contains("add up to 4"));
+  CHECK_THROWS_WITH(concat({a, f64({1, 2, 3}, {3, 1})}, 1), Catch::Contains("incompatible"));
+}
+
+TEST_CASE("dropout keeps 1-p of the elements, scaled, with a reproducible mask", "[ops]") {
+  const int64_t n = 200000;
+  const double p = 0.25;
+  Tensor x = Tensor::ones({n}, DType::f32);
+  Tensor y = dropout(x, p, 42, 7);
+  std::vector<double> v = y.to_doubles();
+  int64_t kept = 0;
+  for (double e : v) {
+    REQUIRE((e == 0 || std::fabs(e - 1 / (1 - p)) < 1e-6));
+    kept += e != 0;
+  }
+  // Binomial(n, 0.75): mean 150000, sd sqrt(n p (1-p)) = 193.6; allow 5 sd.
+  CHECK(std::fabs(kept - n * (1 - p)) < 5 * std::sqrt(n * p * (1 - p)));
+  CHECK(ordo::test::bit_identical(dropout(x, p, 42, 7), y));
+  CHECK_FALSE(ordo::test::bit_identical(dropout(x, p, 42, 8), y));
+  CHECK_FALSE(ordo::test::bit_identical(dropout(x, p, 43, 7), y));
+  require_close(dropout(x.slice(0, 0, 10), 0.0, 1, 1), std::vector<double>(10, 1.0), 0, 0);
+}
+
+TEST_CASE("random initialisers have the requested moments", "[ops]") {
+  const int64_t n = 200000;
+  auto moments = [](const Tensor& t, double& mean_, double& sd, double& lo, double& hi) {
+    std::vector<double> v = t.to_doubles();
+    double s = 0, ss = 0;
+    lo = kInf, hi = -kInf;
+    for (double e : v) s += e, ss += e * e, lo = std::min(lo, e), hi = std::max(hi, e);
+    mean_ = s / v.size();
+    sd = std::sqrt(ss / v.size() - mean_ * mean_);
+  };
+  double m, sd, lo, hi;
+  Tensor u = Tensor::empty({n}, DType::f32);
+  uniform_(u, -2, 4, 1, 0);
+  moments(u, m, sd, lo, hi);
+  // uniform(-2, 4): mean 1, sd 6/sqrt(12) = 1.732; standard error of the mean 0.0039
+  CHECK(std::fabs(m - 1) < 0.02);
+  CHECK(std::fabs(sd - 6 / std::sqrt(12.0)) < 0.01);
+  CHECK((lo >= -2 && hi < 4));
+  Tensor g = Tensor::empty({n}, DType::f64);
+  normal_(g, 0.5, 0.02, 2, 0);
+  moments(g, m, sd, lo, hi);
+  CHECK(std::fabs(m - 0.5) < 5 * 0.02 / std::sqrt(double(n)));
+  CHECK(std::fabs(sd - 0.02) < 0.0003);
+  Tensor tn = Tensor::empty({n}, DType::f32);
+  trunc_normal_(tn, 0, 1, 3, 0);
+  moments(tn, m, sd, lo, hi);
+  // N(0,1) truncated to [-2, 2]: sd = sqrt(1 - 2*2*phi(2)/(2*Phi(2)-1)) = 0.8796
+  CHECK((lo >= -2 && hi <= 2));
+  CHECK(std::fabs(m) < 0.01);
+  CHECK(std::fabs(sd - 0.8796) < 0.005);
+}
+
+TEST_CASE("AdamW: one step by hand, then the recurrence over several", "[ops]") {
+  // Step 1 with g = 0.5: m = 0.05, v = 0.00025, m^ = 0.5, v^ = 0.25,
+  // update = 0.5 / (0.5 + 1e-8); p = 1 - 0.1 (0.01 * 1 + update) = 0.899000002
+  Tensor p = f64({1}, {1}), g = f64({0.5}, {1});
+  Tensor m = Tensor::zeros({1}, DType::f64), v = Tensor::zeros({1}, DType::f64);
+  AdamWStep s;
+  s.lr = 0.1;
+  s.weight_decay = 0.01;
+  adamw_(p, g, m, v, s);
+  CHECK(p.item() == Approx(1 - 0.1 * (0.01 + 0.5 / (0.5 + 1e-8))).epsilon(1e-15));
+  CHECK(m.item() == Approx(0.05).epsilon(1e-15));
+  CHECK(v.item() == Approx(0.00025).epsilon(1e-15));
+
+  // Several steps with changing gradients and clipping scale, against the
+  // recurrence written out in the test.
+  std::vector<double> pv = random_values(5, 81), grads = random_values(5, 82);
+  Tensor P = f64(pv, {5}), M = Tensor::zeros({5}, DType::f64), V = Tensor::zeros({5}, DType::f64);
+  std::vector<double> rm(5, 0), rv(5, 0);
+  for (int step = 1; step <= 4; ++step) {
+    AdamWStep t;
+    t.lr = 0.01 * step;
+    t.weight_decay = 0.1;
+    t.step = step;
+    t.grad_scale = 0.5;
+    std::vector<double> gs;
+    for (int i = 0; i < 5; ++i) gs.push_back(grads[i] * step);
+    adamw_(P, f64(gs, {5}), M, V, t);
+    for (int i = 0; i < 5; ++i) {
+      double gi = gs[i] * 0.5;
+      rm[i] = 0.9 * rm[i] + 0.1 * gi;
+      rv[i] = 0.999 * rv[i] + 0.001 * gi * gi;
+      double mh = rm[i] / (1 - std::pow(0.9, step)), vh = rv[i] / (1 - std::pow(0.999, step));
+      pv[i] -= t.lr * (0.1 * pv[i] + mh / (std::sqrt(vh) + 1e-8));
+    }
+  }
+  require_close(P, pv, 1e-13, 1e-15);
+}
+
+TEST_CASE("global norm over several tensors", "[ops]") {
+  CHECK(global_norm({f64({3, 4}, {2}), f64({12}, {1})}) == Approx(13).epsilon(1e-15));
+  CHECK(global_norm({Tensor::from_vector(std::vector<float>{3, 4}, {2})}) == Approx(5).epsilon(1e-7));
+}
