@@ -77,7 +77,7 @@ void check_binary_operands(const Tensor& a, const Tensor& b, const char* name) {
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = binary_name(op);
   check_binary_operands(a, b, name);
-  Shape shape = broadcast_shapes(a.shape(), b.shape());
+  Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
   ORDO_BACKEND(a.device(), binary)(op, out, a.expand(shape), b.expand(shape));
   return out;
@@ -87,7 +87,7 @@ void binary_(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = binary_name(op);
   check_binary_operands(a, b, name);
   ORDO_CHECK(a.is_contiguous(), name, "_: the in-place operand must be contiguous");
-  ORDO_CHECK(broadcast_shapes(a.shape(), b.shape()) == a.shape(), name, "_: cannot broadcast ",
+  ORDO_CHECK(broadcast_shapes(a.shape(), b.shape(), name) == a.shape(), name, "_: cannot broadcast ",
              shape_str(b.shape()), " into the in-place operand of shape ", shape_str(a.shape()));
   ORDO_BACKEND(a.device(), binary)(op, a, a, b.expand(a.shape()));
 }
@@ -97,7 +97,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_defined(cond, "where", "cond");
   check_same_dtype(cond, a, "where");
   check_same_device(cond, a, "where");
-  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape()), b.shape());
+  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
   ORDO_BACKEND(a.device(), where)(out, cond.expand(shape), a.expand(shape), b.expand(shape));
   return out;

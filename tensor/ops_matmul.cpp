@@ -61,7 +61,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
 
   Shape batch_a(la.shape().begin(), la.shape().end() - 2);
   Shape batch_b(lb.shape().begin(), lb.shape().end() - 2);
-  Shape batch_shape = broadcast_shapes(batch_a, batch_b);
+  Shape batch_shape = broadcast_shapes(batch_a, batch_b, "matmul (batch axes)");
   const int64_t batch = shape_numel(batch_shape);
   auto expanded = [&](const Tensor& t, int64_t r, int64_t c) {
     Shape s = batch_shape;

@@ -15,8 +15,10 @@ Tensor softmax_forward(const Tensor& x, const Tensor& mask, bool log) {
   if (mask.defined()) {
     check_same_dtype(x, mask, name);
     check_same_device(x, mask, name);
-    ORDO_CHECK(broadcast_shapes(mask.shape(), x.shape()) == x.shape(), name, ": mask of shape ",
-               shape_str(mask.shape()), " does not broadcast to x's shape ", shape_str(x.shape()));
+    std::string what = std::string(name) + ": mask of shape " + shape_str(mask.shape()) +
+                       " against x of shape " + shape_str(x.shape());
+    ORDO_CHECK(broadcast_shapes(mask.shape(), x.shape(), what.c_str()) == x.shape(), what,
+               ": the mask must broadcast to x");
     m = mask.expand(x.shape());
   }
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());

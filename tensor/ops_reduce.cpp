@@ -111,7 +111,7 @@ Tensor argmax(const Tensor& x, int axis, bool keepdim) {
 Tensor sum_to(const Tensor& x, const Shape& shape) {
   check_defined(x, "sum_to", "x");
   if (x.shape() == shape) return x;
-  ORDO_CHECK(broadcast_shapes(shape, x.shape()) == x.shape(), "sum_to: shape ", shape_str(shape),
+  ORDO_CHECK(broadcast_shapes(shape, x.shape(), "sum_to") == x.shape(), "sum_to: shape ", shape_str(shape),
              " does not broadcast to ", shape_str(x.shape()));
   // Leading axes that broadcasting added, and axes where `shape` has size 1.
   const int lead = x.dim() - static_cast<int>(shape.size());

@@ -66,7 +66,9 @@ ORDO_HD double uniform_f64(uint32_t w0, uint32_t w1) {
 ORDO_HD double normal_from(uint32_t w0, uint32_t w1) {
   double u1 = (static_cast<double>(w0) + 1.0) * 0x1p-32;  // (0, 1]: log is finite
   double u2 = static_cast<double>(w1) * 0x1p-32;           // [0, 1)
-  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586477 * u2);
+  // Global-namespace math: inside namespace ordo the unqualified names would
+  // find the Tensor ops first.
+  return ::sqrt(-2.0 * ::log(u1)) * ::cos(6.283185307179586477 * u2);
 }
 
 // A standard normal restricted to [-2, 2] by redrawing: each attempt uses one

@@ -37,13 +37,13 @@ Shape contiguous_strides(const Shape& s) {
   return strides;
 }
 
-Shape broadcast_shapes(const Shape& a, const Shape& b) {
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   size_t n = std::max(a.size(), b.size());
   Shape out(n);
   for (size_t i = 0; i < n; ++i) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    ORDO_CHECK(da == db || da == 1 || db == 1, "shapes ", shape_str(a), " and ", shape_str(b),
+    ORDO_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", shape_str(a), " and ", shape_str(b),
                " cannot be broadcast together (axis ", i, ": ", da, " vs ", db, ")");
     out[i] = da == 1 ? db : da;
   }

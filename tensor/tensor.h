@@ -22,7 +22,8 @@ using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& s);                   // "[2, 3]"
 int64_t shape_numel(const Shape& s);                     // product, 1 for []
 Shape contiguous_strides(const Shape& s);                // row-major
-Shape broadcast_shapes(const Shape& a, const Shape& b);  // NumPy rules, throws on mismatch
+// NumPy rules; a mismatch throws ordo::Error starting with `op`.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadcast");
 int normalize_dim(int dim, int ndim, const char* what);  // -1 -> ndim-1, checked
 
 // One block of memory on one device. Freed (or returned to the device's

@@ -1,0 +1,64 @@
+// Philox4x32-10: the known-answer vectors of its specification, and ordo's
+// keying of draws by (seed, stream, element index).
+#include "tensor/ops.h"
+#include "tensor/philox.h"
+#include "tests/helpers.h"
+
+using namespace ordo;
+
+TEST_CASE("Philox4x32-10 reproduces the Random123 known-answer vectors", "[philox]") {
+  // Salmon et al. 2011 / Random123 kat_vectors, "philox4x32 10" lines.
+  struct Kat {
+    philox::Words counter;
+    uint32_t key0, key1;
+    philox::Words expected;
+  };
+  const Kat kats[] = {
+      {{{0, 0, 0, 0}}, 0, 0, {{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}}},
+      {{{0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}}, 0xffffffffu, 0xffffffffu,
+       {{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}}},
+      {{{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}}, 0xa4093822u, 0x299f31d0u,
+       {{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}}},
+  };
+  for (const Kat& k : kats) {
+    philox::Words out = philox::philox4x32_10(k.counter, k.key0, k.key1);
+    for (int i = 0; i < 4; ++i) CHECK(out.x[i] == k.expected.x[i]);
+  }
+}
+
+TEST_CASE("draws are keyed by (seed, stream, index) and nothing else", "[philox]") {
+  // Element i of a draw is the same whether drawn alone or inside a larger tensor.
+  Tensor big = Tensor::empty({1000}, DType::f64);
+  uniform_(big, 0, 1, 5, 9);
+  std::vector<double> v = big.to_doubles();
+  for (uint64_t i : {0ull, 1ull, 517ull, 999ull}) {
+    philox::Words w = philox::draw(5, 9, i);
+    CHECK(v[i] == philox::uniform_f64(w.x[0], w.x[1]));
+  }
+  // The counter layout: index in words 0-1, stream in words 2-3, seed as the key.
+  philox::Words direct = philox::philox4x32_10({{7, 0, 3, 0}}, 11, 0);
+  philox::Words keyed = philox::draw(11, 3, 7);
+  for (int i = 0; i < 4; ++i) CHECK(direct.x[i] == keyed.x[i]);
+  // f32 uniforms use the top 24 bits: exactly representable, in [0, 1).
+  CHECK(philox::uniform_f32(0xffffffffu) == 1.0f - 0x1p-24f);
+  CHECK(philox::uniform_f32(0) == 0.0f);
+}
+
+TEST_CASE("the dropout threshold keeps exactly 1 - p of the 32-bit words", "[philox]") {
+  CHECK(philox::dropout_threshold(0.0) == 0);
+  CHECK(philox::dropout_threshold(0.5) == 2147483648ull);
+  CHECK(philox::dropout_threshold(1.0) == 4294967296ull);
+  CHECK(philox::dropout_threshold(0.1) == 429496730ull);  // round(0.1 * 2^32)
+}
+
+TEST_CASE("the same seed gives bit-identical draws on every run", "[philox][determinism]") {
+  Tensor a = Tensor::empty({4096}, DType::f32), b = Tensor::empty({4096}, DType::f32);
+  normal_(a, 0, 0.02, 123, 4);
+  normal_(b, 0, 0.02, 123, 4);
+  CHECK(ordo::test::bit_identical(a, b));
+  trunc_normal_(a, 0, 1, 123, 5);
+  trunc_normal_(b, 0, 1, 123, 5);
+  CHECK(ordo::test::bit_identical(a, b));
+  normal_(b, 0, 1, 124, 5);
+  CHECK_FALSE(ordo::test::bit_identical(a, b));
+}
