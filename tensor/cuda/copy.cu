@@ -1,0 +1,166 @@
+// CUDA copy (any strides on both sides, casts between any two dtypes) and fill.
+//
+// Casts go through double, exactly as the CPU copy does (tensor/cpu/copy.cpp):
+// double holds every value of every ordo dtype (i64 up to 2^53), so a cast
+// rounds once, at the store. Narrowing to bf16 ports the CPU's bit-exact
+// rounding; narrowing to f16 uses CUDA's round-to-nearest-even conversion,
+// which gives the CPU's result for every non-NaN value (a NaN stays a NaN,
+// possibly with another payload).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "tensor/cuda/cuda_common.cuh"
+#include "tensor/indexer.h"
+
+namespace ordo::cuda {
+
+namespace {
+
+// Storage-only types, as in the CPU copy.
+struct BF16 { uint16_t bits; };
+struct F16 { uint16_t bits; };
+
+template <class T>
+__device__ __forceinline__ double load(const T* p) { return static_cast<double>(*p); }
+template <>
+__device__ __forceinline__ double load<BF16>(const BF16* p) {
+  return __bfloat162float(__ushort_as_bfloat16(p->bits));
+}
+template <>
+__device__ __forceinline__ double load<F16>(const F16* p) {
+  return __half2float(__ushort_as_half(p->bits));
+}
+
+template <class T>
+__device__ __forceinline__ void store(T* p, double v) { *p = static_cast<T>(v); }
+// f32_to_bf16 of tensor/dtype.h, on the device: round to nearest even, NaN kept quiet.
+template <>
+__device__ __forceinline__ void store<BF16>(BF16* p, double v) {
+  uint32_t bits = __float_as_uint(static_cast<float>(v));
+  if ((bits & 0x7fffffffu) > 0x7f800000u) {
+    p->bits = static_cast<uint16_t>((bits >> 16) | 0x40);
+    return;
+  }
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  p->bits = static_cast<uint16_t>(bits >> 16);
+}
+template <>
+__device__ __forceinline__ void store<F16>(F16* p, double v) {
+  p->bits = __half_as_ushort(__float2half_rn(static_cast<float>(v)));
+}
+
+// The unsigned word of T's size: same-dtype copies and fills move these bits unconverted.
+template <size_t N> struct WordOfSize;
+template <> struct WordOfSize<1> { using type = uint8_t; };
+template <> struct WordOfSize<2> { using type = uint16_t; };
+template <> struct WordOfSize<4> { using type = uint32_t; };
+template <> struct WordOfSize<8> { using type = uint64_t; };
+template <class T>
+using WordOf = typename WordOfSize<sizeof(T)>::type;
+
+template <class Fn>
+void dispatch_any(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::f32: return fn(float{});
+    case DType::f64: return fn(double{});
+    case DType::bf16: return fn(BF16{});
+    case DType::f16: return fn(F16{});
+    case DType::i64: return fn(int64_t{});
+    case DType::i32: return fn(int32_t{});
+    case DType::u8: return fn(uint8_t{});
+  }
+}
+
+// dst[ix.offsets(i)[0]] = cast(src[ix.offsets(i)[1]]), one thread per element
+// in a grid-stride loop. Same-dtype copies instantiate D = S = an unsigned
+// word of the element's size, so they move bits without conversion.
+template <class D, class S>
+__global__ void copy_kernel(D* dst, const S* src, Indexer<2> ix) {
+  for (int64_t i = global_thread_index(); i < ix.numel; i += grid_thread_count()) {
+    int64_t offsets[2];
+    ix.offsets(i, offsets);
+    if constexpr (std::is_same_v<D, S>) {
+      dst[offsets[0]] = src[offsets[1]];
+    } else {
+      store(dst + offsets[0], load(src + offsets[1]));
+    }
+  }
+}
+
+template <class D, class S>
+void launch_copy(const Tensor& dst, const Tensor& src) {
+  DeviceContext& ctx = context(dst);
+  Indexer<2> ix = make_indexer<2>(dst.shape(), {&dst.strides(), &src.strides()});
+  copy_kernel<<<grid_for(ix.numel, kThreads, ctx), kThreads, 0, ctx.stream>>>(
+      static_cast<D*>(dst.raw_data()), static_cast<const S*>(src.raw_data()), ix);
+  ORDO_CUDA_CHECK_LAUNCH();
+}
+
+// Writes one word pattern over n words (a grid-stride loop).
+template <class Word>
+__global__ void fill_kernel(Word* out, int64_t n, Word pattern) {
+  for (int64_t i = global_thread_index(); i < n; i += grid_thread_count()) out[i] = pattern;
+}
+
+template <class Word>
+void launch_fill(const Tensor& out, Word pattern) {
+  DeviceContext& ctx = context(out);
+  const int64_t n = out.numel();
+  fill_kernel<<<grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream>>>(
+      static_cast<Word*>(out.raw_data()), n, pattern);
+  ORDO_CUDA_CHECK_LAUNCH();
+}
+
+// The stored bits of `value` in dtype T, converted on the host exactly as the CPU fill does.
+template <class T>
+T host_value(double value) { return static_cast<T>(value); }
+template <>
+BF16 host_value<BF16>(double value) { return BF16{f32_to_bf16(static_cast<float>(value))}; }
+template <>
+F16 host_value<F16>(double value) { return F16{f32_to_f16(static_cast<float>(value))}; }
+
+}  // namespace
+
+void copy(const Tensor& dst, const Tensor& src) {
+  if (dst.numel() == 0) return;
+  if (dst.dtype() == src.dtype()) {
+    if (dst.is_contiguous() && src.is_contiguous()) {
+      DeviceContext& ctx = context(dst);
+      ORDO_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(),
+                                      static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype()),
+                                      cudaMemcpyDeviceToDevice, ctx.stream));
+      return;
+    }
+    dispatch_any(dst.dtype(), [&](auto tag) {
+      using Word = WordOf<decltype(tag)>;
+      launch_copy<Word, Word>(dst, src);
+    });
+    return;
+  }
+  dispatch_any(dst.dtype(), [&](auto d) {
+    dispatch_any(src.dtype(), [&](auto s) { launch_copy<decltype(d), decltype(s)>(dst, src); });
+  });
+}
+
+void fill(const Tensor& out, double value) {
+  if (out.numel() == 0) return;
+  dispatch_any(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using Word = WordOf<T>;
+    const T stored = host_value<T>(value);
+    Word pattern;
+    std::memcpy(&pattern, &stored, sizeof(Word));
+    if constexpr (sizeof(Word) == 1) {
+      DeviceContext& ctx = context(out);
+      ORDO_CUDA_CHECK(cudaMemsetAsync(out.raw_data(), pattern, static_cast<size_t>(out.numel()),
+                                      ctx.stream));
+    } else {
+      launch_fill(out, pattern);
+    }
+  });
+}
+
+}  // namespace ordo::cuda

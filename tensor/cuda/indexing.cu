@@ -1,0 +1,283 @@
+// CUDA index_select / index_add (embedding lookup and its backward) and
+// gather / scatter_add, all on the [outer, n, inner] layout of kernels.inc.
+//
+// Out-of-range indices: a kernel never uses one as an address. It records it
+// in the device's index-error flag (synchronize() and the next device-to-host
+// copy throw ordo::Error) and skips the element (forward kernels write 0).
+//
+// Determinism of the accumulating backwards. Atomic adds would make the
+// order in which repeated indices add up (and so the float result) depend on
+// timing. Instead both backwards sort: each contribution gets a destination
+// key, a stable radix sort (cub::DeviceRadixSort::SortPairs) groups equal
+// keys while keeping their original order, and one thread per run of equal
+// keys adds the run's contributions in that order onto the destination's old
+// value. That is the CPU's order exactly (it loops over the index list in
+// order), so the results match the CPU bit for bit as well as being
+// reproducible. Sorting costs a few passes over the keys, small next to
+// moving the values.
+//  - index_add sorts the k row indices once (keys = idx[j], values = j); a
+//    thread per (outer, run, inner) position then sums whole rows, so
+//    embedding backward sorts the token ids, not every element.
+//  - scatter_add has a different index per element, so it sorts every
+//    element by its destination offset.
+#include <climits>
+
+#include <cub/device/device_radix_sort.cuh>
+
+#include "tensor/cuda/cuda_common.cuh"
+
+namespace ordo::cuda {
+
+namespace {
+
+// ---- forward: moving words ---------------------------------------------------------
+
+// The widest word (16, 8, 4, 2 or 1 bytes) that divides `bytes` and the
+// alignment of every pointer: index_select moves whole rows in these.
+size_t widest_word(size_t bytes, const void* a, const void* b) {
+  const uintptr_t all = bytes | reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b);
+  for (size_t w = 16; w > 1; w /= 2)
+    if (all % w == 0) return w;
+  return 1;
+}
+
+// out [outer, k, inner] = x[:, idx, :], inner counted in Words. One thread
+// per output word, grid-stride; consecutive threads copy consecutive words of
+// a row (coalesced on both sides).
+template <class Word>
+__global__ void index_select_kernel(Word* out, const Word* x, const int64_t* idx, int64_t outer,
+                                    int64_t n, int64_t k, int64_t inner, int* index_error) {
+  const int64_t total = outer * k * inner;
+  for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
+    const int64_t i = e % inner, row = e / inner, j = row % k, o = row / k;
+    const int64_t id = idx[j];
+    if (id < 0 || id >= n) {
+      report_index_error(index_error, IndexErrorSite::index_select);
+      out[e] = Word{};
+      continue;
+    }
+    out[e] = x[(o * n + id) * inner + i];
+  }
+}
+
+template <class Word>
+void launch_index_select(const Tensor& out, const Tensor& x, const Tensor& idx, int64_t inner_words) {
+  DeviceContext& ctx = context(out);
+  const int64_t outer = out.size(0), k = out.size(1), n = x.size(1);
+  index_select_kernel<<<grid_for(outer * k * inner_words, kThreads, ctx), kThreads, 0, ctx.stream>>>(
+      static_cast<Word*>(out.raw_data()), static_cast<const Word*>(x.raw_data()),
+      idx.data<int64_t>(), outer, n, k, inner_words, ctx.index_error);
+  ORDO_CUDA_CHECK_LAUNCH();
+}
+
+// out[o, j, i] = x[o, idx[o, j, i], i], one thread per element.
+template <class Word>
+__global__ void gather_kernel(Word* out, const Word* x, const int64_t* idx, int64_t outer, int64_t n,
+                              int64_t k, int64_t inner, int* index_error) {
+  const int64_t total = outer * k * inner;
+  for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
+    const int64_t i = e % inner, o = e / (k * inner);
+    const int64_t id = idx[e];
+    if (id < 0 || id >= n) {
+      report_index_error(index_error, IndexErrorSite::gather);
+      out[e] = Word{};
+      continue;
+    }
+    out[e] = x[(o * n + id) * inner + i];
+  }
+}
+
+template <class Word>
+void launch_gather(const Tensor& out, const Tensor& x, const Tensor& idx) {
+  DeviceContext& ctx = context(out);
+  const int64_t outer = out.size(0), k = out.size(1), inner = out.size(2), n = x.size(1);
+  gather_kernel<<<grid_for(out.numel(), kThreads, ctx), kThreads, 0, ctx.stream>>>(
+      static_cast<Word*>(out.raw_data()), static_cast<const Word*>(x.raw_data()), idx.data<int64_t>(),
+      outer, n, k, inner, ctx.index_error);
+  ORDO_CUDA_CHECK_LAUNCH();
+}
+
+template <class Fn>
+void dispatch_word(size_t bytes, Fn&& fn) {
+  switch (bytes) {
+    case 16: return fn(int4{});
+    case 8: return fn(uint64_t{});
+    case 4: return fn(uint32_t{});
+    case 2: return fn(uint16_t{});
+    default: return fn(uint8_t{});
+  }
+}
+
+// ---- backward: sort by destination, add each run in order ------------------------------
+
+// Keys of the contributions, the sentinel `invalid_key` (sorted last, never
+// applied) for an out-of-range index; values = the contribution's position.
+// index_add: one key per index-list entry j, the destination row idx[j].
+__global__ void row_keys_kernel(uint64_t* keys, int64_t* positions, const int64_t* idx, int64_t k,
+                                int64_t n, int* index_error) {
+  for (int64_t j = global_thread_index(); j < k; j += grid_thread_count()) {
+    const int64_t id = idx[j];
+    const bool ok = id >= 0 && id < n;
+    if (!ok) report_index_error(index_error, IndexErrorSite::index_add);
+    keys[j] = ok ? static_cast<uint64_t>(id) : static_cast<uint64_t>(n);
+    positions[j] = j;
+  }
+}
+
+// scatter_add: one key per element e = (o, j, i) of g, its destination offset in gx.
+__global__ void element_keys_kernel(uint64_t* keys, int64_t* positions, const int64_t* idx,
+                                     int64_t outer, int64_t n, int64_t k, int64_t inner,
+                                     int* index_error) {
+  const int64_t total = outer * k * inner, invalid = outer * n * inner;
+  for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
+    const int64_t i = e % inner, o = e / (k * inner), id = idx[e];
+    const bool ok = id >= 0 && id < n;
+    if (!ok) report_index_error(index_error, IndexErrorSite::scatter_add);
+    keys[e] = static_cast<uint64_t>(ok ? (o * n + id) * inner + i : invalid);
+    positions[e] = e;
+  }
+}
+
+// The end of the run of keys equal to keys[p] in the sorted keys[0, count):
+// a binary search, so the adding loop below has a known trip count and its
+// loads can be issued ahead of the adds (a long run, such as a padding token
+// repeated thousands of times, is otherwise one load latency per element).
+__device__ __forceinline__ int64_t run_end(const uint64_t* keys, int64_t p, int64_t count) {
+  const uint64_t key = keys[p];
+  int64_t lo = p + 1, hi = count;  // the first position with a larger key is in [lo, hi]
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (keys[mid] == key) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+// index_add after sorting: one thread per (o, p, i) with p a position in the
+// sorted list; the thread at the first p of a run of equal rows adds
+// g[o, positions[q], i] for the run's q in order onto gx[o, row, i]. Every
+// destination element has exactly one writer.
+__global__ void add_row_runs_kernel(float* gx, const float* g, const uint64_t* rows_sorted,
+                                    const int64_t* positions, int64_t outer, int64_t n, int64_t k,
+                                    int64_t inner) {
+  const int64_t total = outer * k * inner;
+  for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
+    const int64_t i = e % inner, p = (e / inner) % k, o = e / (k * inner);
+    const uint64_t row = rows_sorted[p];
+    if (row == static_cast<uint64_t>(n) || (p > 0 && rows_sorted[p - 1] == row)) continue;
+    float* dst = gx + (o * n + static_cast<int64_t>(row)) * inner + i;
+    const int64_t end = run_end(rows_sorted, p, k);
+    float acc = *dst;
+#pragma unroll 4
+    for (int64_t q = p; q < end; ++q) acc += g[(o * k + positions[q]) * inner + i];
+    *dst = acc;
+  }
+}
+
+// scatter_add after sorting: one thread per sorted position; the first of a
+// run of equal destinations adds the run's g values in order onto gx.
+__global__ void add_element_runs_kernel(float* gx, const float* g, const uint64_t* dst_sorted,
+                                        const int64_t* positions, int64_t total, uint64_t invalid) {
+  for (int64_t p = global_thread_index(); p < total; p += grid_thread_count()) {
+    const uint64_t dst = dst_sorted[p];
+    if (dst == invalid || (p > 0 && dst_sorted[p - 1] == dst)) continue;
+    const int64_t end = run_end(dst_sorted, p, total);
+    float acc = gx[dst];
+#pragma unroll 4
+    for (int64_t q = p; q < end; ++q) acc += g[positions[q]];
+    gx[dst] = acc;
+  }
+}
+
+// Stable sort of `count` (key, position) pairs by key, keys in [0, max_key];
+// only the bits that can be set are sorted. Returns the sorted arrays, which
+// live in `storage` (keep it alive until the kernels reading them are issued).
+struct SortedPairs {
+  const uint64_t* keys;
+  const int64_t* positions;
+};
+
+// make_keys(keys, positions) launches the kernel that fills the unsorted arrays.
+template <class MakeKeys>
+SortedPairs sort_pairs(DeviceContext& ctx, Device device, Tensor& storage, int64_t count,
+                       uint64_t max_key, MakeKeys make_keys) {
+  ORDO_CHECK(count <= INT_MAX, "index backward on CUDA: ", count,
+             " index entries exceed the 2^31 - 1 the sort takes");
+  int end_bit = 1;
+  while (end_bit < 64 && (max_key >> end_bit) != 0) ++end_bit;
+  const int items = static_cast<int>(count);
+  size_t temp_bytes = 0;
+  ORDO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, static_cast<const uint64_t*>(nullptr),
+                                                  static_cast<uint64_t*>(nullptr),
+                                                  static_cast<const int64_t*>(nullptr),
+                                                  static_cast<int64_t*>(nullptr), items, 0, end_bit,
+                                                  ctx.stream));
+  // One allocation: keys in, keys out, positions in, positions out, cub's temp.
+  const size_t array_bytes = (static_cast<size_t>(count) * 8 + 255) / 256 * 256;
+  storage = workspace(device, 4 * array_bytes + temp_bytes);
+  char* base = static_cast<char*>(storage.raw_data());
+  auto* keys_in = reinterpret_cast<uint64_t*>(base);
+  auto* keys_out = reinterpret_cast<uint64_t*>(base + array_bytes);
+  auto* positions_in = reinterpret_cast<int64_t*>(base + 2 * array_bytes);
+  auto* positions_out = reinterpret_cast<int64_t*>(base + 3 * array_bytes);
+  make_keys(keys_in, positions_in);
+  ORDO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(base + 4 * array_bytes, temp_bytes, keys_in, keys_out,
+                                                  positions_in, positions_out, items, 0, end_bit,
+                                                  ctx.stream));
+  return {keys_out, positions_out};
+}
+
+}  // namespace
+
+void index_select(const Tensor& out, const Tensor& x, const Tensor& idx) {
+  if (out.numel() == 0) return;
+  const size_t row_bytes = static_cast<size_t>(out.size(2)) * dtype_size(x.dtype());
+  const size_t word = widest_word(row_bytes, out.raw_data(), x.raw_data());
+  dispatch_word(word, [&](auto tag) {
+    launch_index_select<decltype(tag)>(out, x, idx, static_cast<int64_t>(row_bytes / word));
+  });
+}
+
+void gather(const Tensor& out, const Tensor& x, const Tensor& idx) {
+  if (out.numel() == 0) return;
+  dispatch_word(dtype_size(x.dtype()), [&](auto tag) { launch_gather<decltype(tag)>(out, x, idx); });
+}
+
+void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g) {
+  require_f32(gx.dtype(), "index_add");
+  const int64_t outer = gx.size(0), n = gx.size(1), inner = gx.size(2), k = g.size(1);
+  if (k == 0) return;
+  DeviceContext& ctx = context(gx);
+  Tensor storage;
+  SortedPairs sorted = sort_pairs(ctx, gx.device(), storage, k, static_cast<uint64_t>(n),
+                                  [&](uint64_t* keys, int64_t* positions) {
+    row_keys_kernel<<<grid_for(k, kThreads, ctx), kThreads, 0, ctx.stream>>>(
+        keys, positions, idx.data<int64_t>(), k, n, ctx.index_error);
+    ORDO_CUDA_CHECK_LAUNCH();
+  });
+  const int64_t total = outer * k * inner;
+  if (total == 0) return;
+  add_row_runs_kernel<<<grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream>>>(
+      gx.data<float>(), g.data<float>(), sorted.keys, sorted.positions, outer, n, k, inner);
+  ORDO_CUDA_CHECK_LAUNCH();
+}
+
+void scatter_add(const Tensor& gx, const Tensor& idx, const Tensor& g) {
+  require_f32(gx.dtype(), "scatter_add");
+  const int64_t outer = gx.size(0), n = gx.size(1), inner = gx.size(2), k = g.size(1);
+  const int64_t total = outer * k * inner;
+  if (total == 0) return;
+  DeviceContext& ctx = context(gx);
+  const uint64_t invalid = static_cast<uint64_t>(outer * n * inner);
+  Tensor storage;
+  SortedPairs sorted = sort_pairs(ctx, gx.device(), storage, total, invalid,
+                                  [&](uint64_t* keys, int64_t* positions) {
+    element_keys_kernel<<<grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream>>>(
+        keys, positions, idx.data<int64_t>(), outer, n, k, inner, ctx.index_error);
+    ORDO_CUDA_CHECK_LAUNCH();
+  });
+  add_element_runs_kernel<<<grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream>>>(
+      gx.data<float>(), g.data<float>(), sorted.keys, sorted.positions, total, invalid);
+  ORDO_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ordo::cuda

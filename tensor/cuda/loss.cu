@@ -1,0 +1,115 @@
+// CUDA fused softmax + cross-entropy per row, forward and backward.
+//
+// forward:  lse = log sum_j exp(z_j),  loss = lse - z_t   (t the target)
+// backward: dz_j = scale * (exp(z_j - lse) - [j == t])
+// Rows whose target is ignore_index contribute nothing (loss 0, valid 0,
+// gradient 0). A target outside [0, c) is never used as an address: the
+// kernel records it in the device's index-error flag (synchronize() then
+// throws, as the CPU kernel throws at once) and writes NaN for that row's loss.
+//
+// Rows are shared out as in rows.cuh; the forward's log-sum-exp is the online
+// (max, sum) reduction of softmax, in a fixed order.
+#include "tensor/cuda/rows.cuh"
+
+namespace ordo::cuda {
+
+namespace {
+
+template <bool kWarpPerRow>
+__global__ void cross_entropy_kernel(float* loss, float* valid, float* lse, const float* logits,
+                                     const int64_t* targets, int64_t rows, int64_t c,
+                                     int64_t ignore_index, int* index_error) {
+  using Threads = RowThreads<kWarpPerRow>;
+  for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
+    const float* zr = logits + row * c;
+    MaxSum stats = max_sum_identity();
+    for (int64_t j = Threads::lane(); j < c; j += Threads::width()) stats = max_sum_add(stats, zr[j]);
+    stats = Threads::reduce(stats, MaxSumCombine{}, max_sum_identity());
+    if (Threads::lane() == 0) {
+      const float l = stats.max + logf(stats.sum);
+      const int64_t t = targets[row];
+      lse[row] = l;
+      if (t == ignore_index) {
+        loss[row] = 0.0f;
+        valid[row] = 0.0f;
+      } else if (t < 0 || t >= c) {
+        report_index_error(index_error, IndexErrorSite::cross_entropy);
+        loss[row] = NAN;
+        valid[row] = 0.0f;
+      } else {
+        loss[row] = l - zr[t];
+        valid[row] = 1.0f;
+      }
+    }
+  }
+}
+
+// The row's target and scale are read once per row; every element is written.
+template <bool kWarpPerRow>
+__global__ void cross_entropy_backward_kernel(float* glogits, const float* logits, const float* lse,
+                                              const int64_t* targets, const float* scale,
+                                              int64_t rows, int64_t c, int64_t ignore_index) {
+  using Threads = RowThreads<kWarpPerRow>;
+  const float s = *scale;
+  for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
+    const float* zr = logits + row * c;
+    float* gr = glogits + row * c;
+    const int64_t t = targets[row];
+    if (t == ignore_index) {
+      for (int64_t j = Threads::lane(); j < c; j += Threads::width()) gr[j] = 0.0f;
+      continue;
+    }
+    // An out-of-range target was reported by the forward; here it just never matches j.
+    const float l = lse[row];
+    for (int64_t j = Threads::lane(); j < c; j += Threads::width()) {
+      const float p = s * expf(zr[j] - l);
+      gr[j] = j == t ? p - s : p;
+    }
+  }
+}
+
+}  // namespace
+
+void cross_entropy(const Tensor& loss, const Tensor& valid, const Tensor& lse, const Tensor& logits,
+                   const Tensor& targets, int64_t ignore_index) {
+  require_f32(logits.dtype(), "cross_entropy");
+  const int64_t rows = logits.size(0), c = logits.size(1);
+  DeviceContext& ctx = context(logits);
+  float* ls = loss.data<float>();
+  float* vs = valid.data<float>();
+  float* lses = lse.data<float>();
+  const float* z = logits.data<float>();
+  const int64_t* t = targets.data<int64_t>();
+  launch_rows(rows, c, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
+    if (warp_per_row) {
+      cross_entropy_kernel<true><<<grid, threads, 0, ctx.stream>>>(ls, vs, lses, z, t, rows, c,
+                                                                  ignore_index, ctx.index_error);
+    } else {
+      cross_entropy_kernel<false><<<grid, threads, 0, ctx.stream>>>(ls, vs, lses, z, t, rows, c,
+                                                                   ignore_index, ctx.index_error);
+    }
+  });
+}
+
+void cross_entropy_backward(const Tensor& glogits, const Tensor& logits, const Tensor& lse,
+                            const Tensor& targets, const Tensor& scale, int64_t ignore_index) {
+  require_f32(logits.dtype(), "cross_entropy_backward");
+  const int64_t rows = logits.size(0), c = logits.size(1);
+  DeviceContext& ctx = context(logits);
+  float* g = glogits.data<float>();
+  const float* z = logits.data<float>();
+  const float* lses = lse.data<float>();
+  const int64_t* t = targets.data<int64_t>();
+  const float* s = scale.data<float>();
+  launch_rows(rows, c, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
+    if (warp_per_row) {
+      cross_entropy_backward_kernel<true><<<grid, threads, 0, ctx.stream>>>(g, z, lses, t, s, rows, c,
+                                                                           ignore_index);
+    } else {
+      cross_entropy_backward_kernel<false><<<grid, threads, 0, ctx.stream>>>(g, z, lses, t, s, rows,
+                                                                            c, ignore_index);
+    }
+  });
+}
+
+}  // namespace ordo::cuda

@@ -1,0 +1,107 @@
+// CUDA random draws and dropout, element i keyed by Philox(seed, stream, i)
+// with tensor/philox.h's functions, the very code the CPU kernels run
+// (tensor/cpu/random.cpp), so both devices draw the same numbers:
+//  - uniform and dropout masks: bit-identical (integer Philox, exact
+//    conversions, and the affine map below rounded exactly as the CPU's);
+//  - normal and truncated normal: Box-Muller in double, where CUDA's log and
+//    cos may differ from the host's libm in the last bit of the double, so
+//    the f32 result can (rarely) differ by one f32 ulp.
+//
+// The affine maps a + (b - a) u and a + b z use __dadd_rn/__dmul_rn: nvcc
+// would otherwise fuse them into one fma (one rounding instead of the CPU's
+// two) and uniform draws would no longer match the CPU bit for bit.
+#include "tensor/cuda/cuda_common.cuh"
+#include "tensor/philox.h"
+
+namespace ordo::cuda {
+
+namespace {
+
+// One thread per element, grid-stride.
+template <RandomDist kDist>
+__global__ void random_kernel(float* out, int64_t n, double a, double b, uint64_t seed,
+                              uint64_t stream) {
+  for (int64_t i = global_thread_index(); i < n; i += grid_thread_count()) {
+    const uint64_t index = static_cast<uint64_t>(i);
+    double value;
+    if constexpr (kDist == RandomDist::uniform) {
+      const double u = philox::uniform_f32(philox::draw(seed, stream, index).x[0]);
+      value = __dadd_rn(a, __dmul_rn(__dsub_rn(b, a), u));
+    } else if constexpr (kDist == RandomDist::normal) {
+      const philox::Words w = philox::draw(seed, stream, index);
+      value = __dadd_rn(a, __dmul_rn(b, philox::normal_from(w.x[0], w.x[1])));
+    } else {
+      value = __dadd_rn(a, __dmul_rn(b, philox::truncated_normal(seed, stream, index)));
+    }
+    out[i] = static_cast<float>(value);
+  }
+}
+
+// out[i] = keep(i) ? x[i] * scale : 0, keep(i) = first Philox word >= threshold.
+// kPacked: out and x 16-byte aligned; each thread moves four elements at a
+// time (each still drawn from its own counter), then the tail one by one.
+template <bool kPacked>
+__global__ void dropout_kernel(float* out, const float* x, int64_t n, uint64_t threshold,
+                               float scale, uint64_t seed, uint64_t stream) {
+  auto keep = [&](int64_t i) {
+    return philox::draw(seed, stream, static_cast<uint64_t>(i)).x[0] >= threshold;
+  };
+  int64_t begin = 0;
+  if constexpr (kPacked) {
+    constexpr int P = Pack<float>::kSize;
+    const int64_t packs = n / P;
+    for (int64_t v = global_thread_index(); v < packs; v += grid_thread_count()) {
+      Pack<float> values = Pack<float>::load(x + v * P);
+#pragma unroll
+      for (int e = 0; e < P; ++e) values.v[e] = keep(v * P + e) ? values.v[e] * scale : 0.0f;
+      values.store(out + v * P);
+    }
+    begin = packs * P;
+  }
+  for (int64_t i = begin + global_thread_index(); i < n; i += grid_thread_count())
+    out[i] = keep(i) ? x[i] * scale : 0.0f;
+}
+
+}  // namespace
+
+void random(const Tensor& out, RandomDist dist, double a, double b, uint64_t seed, uint64_t stream) {
+  require_f32(out.dtype(), "random");
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  DeviceContext& ctx = context(out);
+  float* o = out.data<float>();
+  const unsigned grid = grid_for(n, kThreads, ctx);
+  switch (dist) {
+    case RandomDist::uniform:
+      random_kernel<RandomDist::uniform><<<grid, kThreads, 0, ctx.stream>>>(o, n, a, b, seed, stream);
+      break;
+    case RandomDist::normal:
+      random_kernel<RandomDist::normal><<<grid, kThreads, 0, ctx.stream>>>(o, n, a, b, seed, stream);
+      break;
+    case RandomDist::trunc_normal:
+      random_kernel<RandomDist::trunc_normal><<<grid, kThreads, 0, ctx.stream>>>(o, n, a, b, seed, stream);
+      break;
+  }
+  ORDO_CUDA_CHECK_LAUNCH();
+}
+
+void dropout(const Tensor& out, const Tensor& x, double p, uint64_t seed, uint64_t stream) {
+  require_f32(out.dtype(), "dropout");
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  DeviceContext& ctx = context(out);
+  const uint64_t threshold = philox::dropout_threshold(p);
+  const float scale = static_cast<float>(1.0 / (1.0 - p));  // the CPU's rounding
+  float* o = out.data<float>();
+  const float* xs = x.data<float>();
+  if (aligned16(o) && aligned16(xs)) {
+    dropout_kernel<true><<<grid_for(n / Pack<float>::kSize + 1, kThreads, ctx), kThreads, 0, ctx.stream>>>(
+        o, xs, n, threshold, scale, seed, stream);
+  } else {
+    dropout_kernel<false><<<grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream>>>(
+        o, xs, n, threshold, scale, seed, stream);
+  }
+  ORDO_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ordo::cuda

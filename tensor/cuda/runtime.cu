@@ -1,0 +1,409 @@
+// The device runtime of a CUDA build (tensor/device_runtime.h): device
+// discovery, one context per device (stream, cuBLAS handle, index-error flag),
+// the caching allocator, host/device copies and synchronisation.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include "tensor/cuda/cuda_common.cuh"
+
+namespace ordo {
+
+namespace cuda {
+
+void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
+  // Clear the (non-sticky) error so the next call does not report it again.
+  (void)cudaGetLastError();
+  throw Error(detail::cat("CUDA error ", cudaGetErrorName(err), " (", cudaGetErrorString(err),
+                          ") in ", call, " at ", file, ":", line));
+}
+
+void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
+  throw Error(detail::cat("cuBLAS error ", cublasGetStatusName(status), " (",
+                          cublasGetStatusString(status), ") in ", call, " at ", file, ":", line));
+}
+
+const char* index_error_site_name(int site) {
+  switch (static_cast<IndexErrorSite>(site)) {
+    case IndexErrorSite::none: return "no";
+    case IndexErrorSite::index_select: return "index_select (or embedding)";
+    case IndexErrorSite::index_add: return "index_add (index_select/embedding backward)";
+    case IndexErrorSite::gather: return "gather";
+    case IndexErrorSite::scatter_add: return "scatter_add (gather backward)";
+    case IndexErrorSite::cross_entropy: return "cross_entropy (target class)";
+  }
+  return "an unknown";
+}
+
+namespace {
+
+// ---- the caching allocator ---------------------------------------------------------
+//
+// Requests are rounded up (to 512 B up to 1 MiB, to 2 MiB multiples above) and
+// served from blocks that freed tensors gave back, kept in one free list
+// ordered by size: the smallest cached block that fits is reused when it
+// wastes at most a quarter of the request, otherwise a new block comes from
+// cudaMalloc. Blocks are never split or merged, so a training step that
+// allocates the same sizes every iteration reaches a steady state in which
+// every request is a cache hit and cudaMalloc is never called.
+//
+// Why a freed block can be handed out again at once, without an event or a
+// sync: every ordo kernel and copy on this device runs on the device's one
+// stream, in issue order. A tensor is freed on the host after the last kernel
+// that uses it has been *issued*; whatever is allocated next is used only by
+// kernels issued later on the same stream, which the stream runs after the
+// earlier ones have finished. (Work on any other stream, e.g. a future
+// communication stream, must be ordered against this one by its owner.)
+// cudaFree is different: the driver takes the memory back immediately, so the
+// cache is only released after synchronising the stream.
+class CachingAllocator {
+ public:
+  explicit CachingAllocator(const DeviceContext* ctx) : ctx_(ctx) {}
+
+  // The device must be current.
+  void* allocate(size_t nbytes) {
+    if (nbytes == 0) return nullptr;
+    const size_t size = block_size(nbytes);
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.allocations;
+    void* ptr = nullptr;
+    size_t block = size;
+    auto it = cached_.lower_bound({size, nullptr});
+    if (it != cached_.end() && it->first <= size + size / 4) {
+      block = it->first;
+      ptr = it->second;
+      cached_.erase(it);
+      stats_.bytes_cached -= block;
+    } else {
+      ptr = device_malloc_locked(size, nbytes);
+    }
+    live_.emplace(ptr, block);
+    stats_.bytes_in_use += block;
+    stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+    return ptr;
+  }
+
+  // Makes no CUDA call (it may run during static destruction at exit).
+  void release(void* ptr) {
+    if (ptr == nullptr) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = live_.find(ptr);
+    if (it == live_.end()) {
+      // A pointer this allocator never handed out, or a double free: memory
+      // corruption is the only possible cause, so stop here.
+      std::fprintf(stderr, "ordo: internal error: cuda:%d released unknown block %p\n",
+                   ctx_->index, ptr);
+      std::abort();
+    }
+    const size_t block = it->second;
+    live_.erase(it);
+    stats_.bytes_in_use -= block;
+    stats_.bytes_cached += block;
+    cached_.emplace(block, ptr);
+  }
+
+  // Returns every cached block to the driver. The device must be current.
+  void release_cache() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    release_cache_locked();
+  }
+
+  AllocatorStats stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+
+  void reset_peak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.peak_bytes_in_use = stats_.bytes_in_use;
+  }
+
+  // Memory outside the cache that lives as long as the process (the index
+  // flag, cuBLAS's workspace): counted as a cudaMalloc, never freed.
+  void* permanent(size_t nbytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return device_malloc_locked(nbytes, nbytes);
+  }
+
+ private:
+  static size_t block_size(size_t nbytes) {
+    constexpr size_t kSmallLimit = size_t(1) << 20, kSmallGranule = 512,
+                     kLargeGranule = size_t(2) << 20;
+    const size_t granule = nbytes <= kSmallLimit ? kSmallGranule : kLargeGranule;
+    return (nbytes + granule - 1) / granule * granule;
+  }
+
+  void* device_malloc_locked(size_t size, size_t requested) {
+    void* ptr = nullptr;
+    cudaError_t err = cudaMalloc(&ptr, size);
+    if (err == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      release_cache_locked();
+      err = cudaMalloc(&ptr, size);
+    }
+    if (err == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      size_t free_bytes = 0, total_bytes = 0;
+      if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) (void)cudaGetLastError();
+      throw Error(detail::cat("CUDA out of memory on cuda:", ctx_->index, ": cannot allocate ",
+                              requested, " bytes (a block of ", size, " bytes); ordo's tensors hold ",
+                              stats_.bytes_in_use, " bytes (peak ", stats_.peak_bytes_in_use,
+                              "), the device has ", free_bytes, " of ", total_bytes,
+                              " bytes free after releasing ordo's cache"));
+    }
+    ORDO_CUDA_CHECK(err);
+    ++stats_.device_mallocs;
+    return ptr;
+  }
+
+  void release_cache_locked() {
+    if (cached_.empty()) return;
+    ORDO_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream));  // no kernel may still use a cached block
+    for (const auto& block : cached_) ORDO_CUDA_CHECK(cudaFree(block.second));
+    cached_.clear();
+    stats_.bytes_cached = 0;
+  }
+
+  const DeviceContext* ctx_;
+  std::mutex mutex_;
+  std::set<std::pair<size_t, void*>> cached_;  // free blocks: (size, address), smallest first
+  std::unordered_map<void*, size_t> live_;     // blocks in use: address -> size
+  AllocatorStats stats_;
+};
+
+// ---- devices ---------------------------------------------------------------------------
+
+struct DeviceState {
+  DeviceContext ctx;
+  CachingAllocator allocator{&ctx};
+  std::once_flag cublas_once;
+  cublasHandle_t cublas = nullptr;
+};
+
+// cuBLAS's recommended workspace for Hopper (4 MiB suffices before it); a
+// workspace of our own means cuBLAS never allocates during a product.
+constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
+
+struct DeviceCount {
+  int count = 0;
+  cudaError_t error = cudaSuccess;
+};
+
+// Asked once: without a driver or a GPU, cudaGetDeviceCount fails, which means 0 devices.
+const DeviceCount& device_count() {
+  static const DeviceCount result = [] {
+    DeviceCount c;
+    c.error = cudaGetDeviceCount(&c.count);
+    if (c.error != cudaSuccess) {
+      (void)cudaGetLastError();
+      c.count = 0;
+    }
+    return c;
+  }();
+  return result;
+}
+
+struct DeviceSlot {
+  std::once_flag once;
+  std::atomic<DeviceState*> state{nullptr};
+};
+
+// One slot per device. Device states are created on first use and
+// deliberately never destroyed: tensors freed during static destruction still
+// find their allocator, and no CUDA call runs after the runtime has shut down.
+DeviceSlot* device_slots() {
+  static DeviceSlot* slots = new DeviceSlot[std::max(device_count().count, 1)];
+  return slots;
+}
+
+void check_device_index(Device device) {
+  const DeviceCount& c = device_count();
+  ORDO_CHECK(device.is_cuda(), "internal error: CUDA runtime asked about ", device.str());
+  ORDO_CHECK(device.index >= 0 && device.index < c.count, "CUDA device ", device.str(),
+             " does not exist: ",
+             c.count == 0 ? "no CUDA device is usable here (" + cuda_device_description(0) + ")"
+                          : detail::cat("this machine has ", c.count, " (cuda:0 to cuda:",
+                                        c.count - 1, ")"));
+}
+
+DeviceState* create_state(int index) {
+  ORDO_CUDA_CHECK(cudaSetDevice(index));
+  auto* s = new DeviceState;
+  s->ctx.index = index;
+  ORDO_CUDA_CHECK(cudaDeviceGetAttribute(&s->ctx.sm_count, cudaDevAttrMultiProcessorCount, index));
+  // A blocking stream: it also waits for anything a library might queue on
+  // the legacy default stream, which ordo itself never uses.
+  ORDO_CUDA_CHECK(cudaStreamCreateWithFlags(&s->ctx.stream, cudaStreamDefault));
+  s->ctx.index_error = static_cast<int*>(s->allocator.permanent(sizeof(int)));
+  ORDO_CUDA_CHECK(cudaMemsetAsync(s->ctx.index_error, 0, sizeof(int), s->ctx.stream));
+  ORDO_CUDA_CHECK(cudaStreamSynchronize(s->ctx.stream));
+  return s;
+}
+
+DeviceState& state(Device device) {
+  check_device_index(device);
+  DeviceSlot& slot = device_slots()[device.index];
+  std::call_once(slot.once, [&] { slot.state.store(create_state(device.index)); });
+  ORDO_CUDA_CHECK(cudaSetDevice(device.index));
+  return *slot.state.load();
+}
+
+// The state when it exists, without any CUDA call (nullptr otherwise).
+DeviceState* existing_state(Device device) {
+  if (!device.is_cuda() || device.index < 0 || device.index >= device_count().count) return nullptr;
+  return device_slots()[device.index].state.load();
+}
+
+// Throws (and clears the flag) when a kernel met an out-of-range index.
+// Synchronises the stream.
+void raise_index_error(DeviceContext& ctx) {
+  int site = 0;
+  ORDO_CUDA_CHECK(cudaMemcpyAsync(&site, ctx.index_error, sizeof(int), cudaMemcpyDeviceToHost,
+                                  ctx.stream));
+  ORDO_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+  if (site == 0) return;
+  ORDO_CUDA_CHECK(cudaMemsetAsync(ctx.index_error, 0, sizeof(int), ctx.stream));
+  throw Error(detail::cat("index out of range on cuda:", ctx.index, ": a ",
+                          index_error_site_name(site),
+                          " kernel met an index outside its axis (that element was skipped, so "
+                          "results computed since the last synchronize are not valid)"));
+}
+
+std::atomic<bool> g_allow_tf32{false};
+
+}  // namespace
+
+DeviceContext& context(Device device) { return state(device).ctx; }
+
+cublasHandle_t cublas_handle(DeviceContext& ctx) {
+  DeviceState& s = state(Device::cuda(ctx.index));
+  std::call_once(s.cublas_once, [&] {
+    cublasHandle_t handle = nullptr;
+    ORDO_CUBLAS_CHECK(cublasCreate(&handle));
+    // cublasSetStream resets the workspace to cuBLAS's own pool, so the
+    // stream is set first and the workspace after it.
+    ORDO_CUBLAS_CHECK(cublasSetStream(handle, ctx.stream));
+    void* workspace = s.allocator.permanent(kCublasWorkspaceBytes);
+    ORDO_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace, kCublasWorkspaceBytes));
+    // Plain FP32 unless a product asks for TF32 through its compute type
+    // (gemm.cu); atomics stay off (cuBLAS's default), keeping results reproducible.
+    ORDO_CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+    s.cublas = handle;
+  });
+  return s.cublas;
+}
+
+}  // namespace cuda
+
+// ---- tensor/device_runtime.h ------------------------------------------------------------
+
+bool cuda_compiled() { return true; }
+
+int cuda_device_count() { return cuda::device_count().count; }
+
+std::string cuda_device_description(int index) {
+  const cuda::DeviceCount& c = cuda::device_count();
+  if (c.count == 0) {
+    if (c.error != cudaSuccess)
+      return detail::cat("no usable CUDA device: ", cudaGetErrorString(c.error));
+    return "no CUDA device found";
+  }
+  if (index < 0 || index >= c.count)
+    return detail::cat("cuda:", index, " does not exist (", c.count, " devices)");
+  cudaDeviceProp prop{};
+  cudaError_t err = cudaGetDeviceProperties(&prop, index);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return detail::cat("cuda:", index, ": cannot read its properties: ", cudaGetErrorString(err));
+  }
+  char memory[32];
+  std::snprintf(memory, sizeof memory, "%.1f GiB",
+                static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
+  return detail::cat(prop.name, " (sm_", prop.major, prop.minor, ", ", memory, ")");
+}
+
+void synchronize(Device device) {
+  if (device.is_cpu()) return;
+  cuda::DeviceContext& ctx = cuda::context(device);
+  ORDO_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+  cuda::raise_index_error(ctx);
+}
+
+AllocatorStats allocator_stats(Device device) {
+  if (device.is_cpu()) return {};
+  return cuda::state(device).allocator.stats();
+}
+
+void reset_peak_memory(Device device) {
+  if (device.is_cpu()) return;
+  cuda::state(device).allocator.reset_peak();
+}
+
+void empty_cache(Device device) {
+  if (device.is_cpu()) return;
+  cuda::state(device).allocator.release_cache();
+}
+
+void set_allow_tf32(bool allow) { cuda::g_allow_tf32.store(allow); }
+bool allow_tf32() { return cuda::g_allow_tf32.load(); }
+
+namespace detail {
+
+void* device_allocate(Device device, size_t nbytes) {
+  return cuda::state(device).allocator.allocate(nbytes);
+}
+
+void device_release(Device device, void* ptr, size_t) {
+  if (ptr == nullptr) return;
+  cuda::DeviceState* s = cuda::existing_state(device);
+  if (s != nullptr) s->allocator.release(ptr);
+}
+
+// Every copy runs on an ordo stream, so it is ordered after the kernels that
+// wrote its source and before those that read its destination.
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
+  if (nbytes == 0) return;
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    std::memcpy(dst, src, nbytes);
+    return;
+  }
+  if (src_device.is_cpu()) {
+    // Host to device. ordo's host memory is pageable, for which
+    // cudaMemcpyAsync returns only after the source has been staged: the
+    // caller may free it as soon as this returns.
+    cuda::DeviceContext& ctx = cuda::context(dst_device);
+    ORDO_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, ctx.stream));
+    return;
+  }
+  if (dst_device.is_cpu()) {
+    // Device to host: the host reads dst as soon as this returns.
+    cuda::DeviceContext& ctx = cuda::context(src_device);
+    ORDO_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, ctx.stream));
+    ORDO_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    cuda::raise_index_error(ctx);
+    return;
+  }
+  if (dst_device == src_device) {
+    cuda::DeviceContext& ctx = cuda::context(dst_device);
+    ORDO_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, ctx.stream));
+    return;
+  }
+  // Between two devices (rare): both streams drained first, since the source
+  // is written on one and the destination may still be in use on the other.
+  cuda::DeviceContext& src_ctx = cuda::context(src_device);
+  ORDO_CUDA_CHECK(cudaStreamSynchronize(src_ctx.stream));
+  cuda::DeviceContext& dst_ctx = cuda::context(dst_device);
+  ORDO_CUDA_CHECK(cudaStreamSynchronize(dst_ctx.stream));
+  ORDO_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, nbytes,
+                                      dst_ctx.stream));
+  ORDO_CUDA_CHECK(cudaStreamSynchronize(dst_ctx.stream));
+}
+
+}  // namespace detail
+
+}  // namespace ordo
