@@ -32,12 +32,7 @@ Vocab Vocab::from_tokens(std::vector<std::string> tokens, const std::string& ori
     auto [it, inserted] = vocab.ids_.emplace(token, static_cast<int32_t>(i));
     ORDO_CHECK(inserted, "vocabulary ", origin, ": token '", token, "' appears twice, on lines ", it->second + 1,
                " and ", line);
-    bool continuation = token.size() > 2 && token.compare(0, 2, "##") == 0;
-    vocab.continuation_.push_back(continuation);
-    std::string_view piece = continuation ? std::string_view(token).substr(2) : std::string_view(token);
-    int chars = static_cast<int>(std::count_if(piece.begin(), piece.end(),
-                                               [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-    vocab.max_piece_chars_ = std::max(vocab.max_piece_chars_, chars);
+    vocab.continuation_.push_back(token.size() > 2 && token.compare(0, 2, "##") == 0);
   }
   vocab.tokens_ = std::move(tokens);
 
@@ -196,10 +191,84 @@ std::vector<std::string> BasicTokenizer::words(std::string_view text) const {
   return out;
 }
 
+// ---- PieceTrie ---------------------------------------------------------------------
+
+PieceTrie::PieceTrie(std::vector<std::pair<std::string, int32_t>> pieces) {
+  std::sort(pieces.begin(), pieces.end());
+  build(pieces, 0, pieces.size(), 0);
+  root_children_.assign(256, -1);
+  for (uint32_t e = 0; e < nodes_[0].edge_count; ++e) root_children_[edges_[e].byte] = edges_[e].child;
+}
+
+// Builds the node for the pieces [lo, hi), which share their first `depth`
+// bytes. A node's edges are reserved before its children are built, so they
+// stay contiguous.
+int32_t PieceTrie::build(const std::vector<std::pair<std::string, int32_t>>& sorted, size_t lo, size_t hi,
+                         size_t depth) {
+  const int32_t index = static_cast<int32_t>(nodes_.size());
+  nodes_.emplace_back();
+  if (lo < hi && sorted[lo].first.size() == depth) nodes_[index].id = sorted[lo++].second;
+  std::vector<std::pair<size_t, size_t>> groups;  // runs of pieces with the same next byte
+  for (size_t i = lo; i < hi;) {
+    size_t j = i;
+    while (j < hi && sorted[j].first[depth] == sorted[i].first[depth]) ++j;
+    groups.emplace_back(i, j);
+    i = j;
+  }
+  const uint32_t first = static_cast<uint32_t>(edges_.size());
+  nodes_[index].first_edge = first;
+  nodes_[index].edge_count = static_cast<uint32_t>(groups.size());
+  edges_.resize(edges_.size() + groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    uint8_t byte = static_cast<uint8_t>(sorted[groups[g].first].first[depth]);
+    int32_t child = build(sorted, groups[g].first, groups[g].second, depth + 1);
+    edges_[first + g] = Edge{byte, child};
+  }
+  return index;
+}
+
+std::pair<int32_t, size_t> PieceTrie::longest_prefix(std::string_view bytes) const {
+  std::pair<int32_t, size_t> best{-1, 0};
+  if (bytes.empty() || root_children_[static_cast<uint8_t>(bytes[0])] < 0) return best;
+  uint32_t node = static_cast<uint32_t>(root_children_[static_cast<uint8_t>(bytes[0])]);
+  if (nodes_[node].id >= 0) best = {nodes_[node].id, 1};
+  for (size_t i = 1; i < bytes.size(); ++i) {
+    const uint8_t byte = static_cast<uint8_t>(bytes[i]);
+    const Edge* begin = edges_.data() + nodes_[node].first_edge;
+    const Edge* end = begin + nodes_[node].edge_count;
+    const Edge* edge = std::lower_bound(begin, end, byte, [](const Edge& e, uint8_t b) { return e.byte < b; });
+    if (edge == end || edge->byte != byte) break;
+    node = static_cast<uint32_t>(edge->child);
+    // Pieces are whole UTF-8 characters, so a piece that matches ends on a character boundary.
+    if (nodes_[node].id >= 0) best = {nodes_[node].id, i + 1};
+  }
+  return best;
+}
+
 // ---- Tokenizer ---------------------------------------------------------------------
 
+namespace {
+
+std::vector<std::pair<std::string, int32_t>> pieces_of(const Vocab& vocab, bool continuation) {
+  std::vector<std::pair<std::string, int32_t>> pieces;
+  for (int32_t id = 0; id < vocab.size(); ++id) {
+    if (!continuation) {
+      pieces.emplace_back(vocab.token(id), id);
+    } else if (vocab.is_continuation(id)) {
+      pieces.emplace_back(vocab.token(id).substr(2), id);
+    }
+  }
+  return pieces;
+}
+
+}  // namespace
+
 Tokenizer::Tokenizer(Vocab vocab, TokenizerOptions options)
-    : vocab_(std::move(vocab)), options_(options), basic_(options.lower_case) {
+    : vocab_(std::move(vocab)),
+      options_(options),
+      basic_(options.lower_case),
+      initial_(pieces_of(vocab_, false)),
+      continuation_(pieces_of(vocab_, true)) {
   ORDO_CHECK(options_.max_chars_per_word > 0, "max_chars_per_word must be positive, got ",
              options_.max_chars_per_word);
 }
@@ -209,39 +278,24 @@ void Tokenizer::wordpiece(std::u32string_view word, std::vector<int32_t>& out) c
     out.push_back(vocab_.special().unk);
     return;
   }
-  // The word's UTF-8 bytes, and where each code point starts in them.
-  thread_local std::string bytes, key;
-  thread_local std::vector<size_t> offsets;
-  thread_local std::vector<int32_t> pieces;
+  thread_local std::string bytes;
   bytes.clear();
-  offsets.clear();
-  pieces.clear();
-  for (char32_t cp : word) {
-    offsets.push_back(bytes.size());
-    utf8::append(bytes, cp);
-  }
-  offsets.push_back(bytes.size());
-
-  // Greedy longest-match-first; pieces longer than the vocabulary's longest cannot match.
-  const size_t n = word.size();
-  size_t start = 0;
-  while (start < n) {
-    int32_t found = -1;
-    size_t end = std::min(n, start + static_cast<size_t>(vocab_.max_piece_chars()));
-    for (; end > start; --end) {
-      key.assign(start > 0 ? "##" : "");
-      key.append(bytes, offsets[start], offsets[end] - offsets[start]);
-      found = vocab_.id(key);
-      if (found >= 0) break;
-    }
-    if (found < 0) {
-      out.push_back(vocab_.special().unk);  // one unmatched piece makes the whole word [UNK]
+  for (char32_t cp : word) utf8::append(bytes, cp);
+  // Greedy longest-match-first: the first piece from the whole-token trie, the
+  // rest from the "##" trie; one unmatched stretch makes the whole word [UNK].
+  const size_t before = out.size();
+  size_t pos = 0;
+  while (pos < bytes.size()) {
+    const PieceTrie& trie = pos == 0 ? initial_ : continuation_;
+    auto [id, length] = trie.longest_prefix(std::string_view(bytes).substr(pos));
+    if (id < 0) {
+      out.resize(before);
+      out.push_back(vocab_.special().unk);
       return;
     }
-    pieces.push_back(found);
-    start = end;
+    out.push_back(id);
+    pos += length;
   }
-  out.insert(out.end(), pieces.begin(), pieces.end());
 }
 
 void Tokenizer::encode_append(std::string_view text, std::vector<int32_t>& out) const {

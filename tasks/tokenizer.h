@@ -58,15 +58,39 @@ class Vocab {
   bool is_special(int32_t id) const;
   const SpecialIds& special() const { return special_; }
   const std::vector<std::string>& tokens() const { return tokens_; }
-  // The longest token in code points, "##" not counted: WordPiece never tries longer pieces.
-  int max_piece_chars() const { return max_piece_chars_; }
 
  private:
   std::vector<std::string> tokens_;
   std::unordered_map<std::string, int32_t> ids_;
   std::vector<bool> continuation_;
   SpecialIds special_;
-  int max_piece_chars_ = 0;
+};
+
+// Longest-prefix lookup of vocabulary pieces: WordPiece's "longest piece that
+// starts here" in one walk down a byte trie, instead of one hash lookup per
+// candidate length.
+class PieceTrie {
+ public:
+  // `pieces`: (bytes, id) pairs; the bytes need not be sorted or unique-free of prefixes.
+  explicit PieceTrie(std::vector<std::pair<std::string, int32_t>> pieces = {});
+  // The id and byte length of the longest piece that `bytes` starts with, or {-1, 0}.
+  std::pair<int32_t, size_t> longest_prefix(std::string_view bytes) const;
+
+ private:
+  struct Node {
+    int32_t id = -1;           // the piece ending here, or -1
+    uint32_t first_edge = 0;   // children: edges_[first_edge, first_edge + edge_count), by byte
+    uint32_t edge_count = 0;
+  };
+  struct Edge {
+    uint8_t byte;
+    int32_t child;
+  };
+  int32_t build(const std::vector<std::pair<std::string, int32_t>>& sorted, size_t lo, size_t hi, size_t depth);
+
+  std::vector<Node> nodes_;
+  std::vector<Edge> edges_;
+  std::vector<int32_t> root_children_;  // the root's child by first byte (-1: none): the widest node
 };
 
 // HF's BasicTokenizer (see the top of this file) plus the cutting-out of
@@ -120,6 +144,8 @@ class Tokenizer {
   Vocab vocab_;
   TokenizerOptions options_;
   BasicTokenizer basic_;
+  PieceTrie initial_;       // every token, as it is: a word's first piece
+  PieceTrie continuation_;  // "##" tokens without the "##": the pieces after it
 };
 
 // HF convert_tokens_to_string: join with spaces, then glue "##" pieces on.

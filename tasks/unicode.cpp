@@ -47,17 +47,14 @@ uint8_t lookup_flags(char32_t cp) {
   return it == kPropertyRanges ? 0 : (it - 1)->flags;
 }
 
-// Latin-1 is most of real text: its flags come from a table built once.
-const std::array<uint8_t, 256>& latin1_flags() {
-  static const std::array<uint8_t, 256> table = [] {
-    std::array<uint8_t, 256> t{};
-    for (char32_t cp = 0; cp < 256; ++cp) t[cp] = lookup_flags(cp);
-    return t;
-  }();
-  return table;
-}
+// Latin-1 is most of real text: its flags come from a table built at start-up.
+const std::array<uint8_t, 256> kLatin1Flags = [] {
+  std::array<uint8_t, 256> t{};
+  for (char32_t cp = 0; cp < 256; ++cp) t[cp] = lookup_flags(cp);
+  return t;
+}();
 
-uint8_t flags(char32_t cp) { return cp < 256 ? latin1_flags()[cp] : lookup_flags(cp); }
+inline uint8_t flags(char32_t cp) { return cp < 256 ? kLatin1Flags[cp] : lookup_flags(cp); }
 
 // Hangul syllables decompose and compose algorithmically (Unicode 14, section 3.12).
 constexpr char32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
