@@ -1,0 +1,130 @@
+// CPU matrix product: the BLAS (OpenBLAS) when ordo was built with one,
+// ordo's own kernel (tensor/cpu/gemm_own.cpp) otherwise, or when switched
+// off with set_use_blas(false), or for a layout the BLAS cannot express.
+#include <atomic>
+#include <climits>
+
+#include "tensor/cpu/common.h"
+#include "tensor/cpu/gemm_own.h"
+
+#ifdef ORDO_HAS_BLAS
+#include <cblas.h>
+#endif
+
+namespace ordo::cpu {
+
+namespace {
+std::atomic<bool>& blas_switch() {
+  static std::atomic<bool> on{blas_compiled()};
+  return on;
+}
+}  // namespace
+
+bool blas_compiled() {
+#ifdef ORDO_HAS_BLAS
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string blas_description() {
+#ifdef ORDO_HAS_BLAS
+  return openblas_get_config();
+#else
+  return "none";
+#endif
+}
+
+void set_use_blas(bool use) {
+  ORDO_CHECK(!use || blas_compiled(),
+             "set_use_blas(true): this build of ordo has no BLAS (rebuild with OpenBLAS installed)");
+  blas_switch() = use;
+}
+
+bool use_blas() { return blas_switch(); }
+
+#ifdef ORDO_HAS_BLAS
+namespace {
+
+// Per matrix at most this many multiply-adds, with at least one matrix per
+// thread: the threads take whole matrices (OpenBLAS runs on one thread when
+// called inside an OpenMP parallel region) instead of OpenBLAS splitting each
+// small product among the threads, which costs a wake-up per matrix.
+constexpr double kBatchWork = 128.0 * 128 * 128;
+
+// The leading dimension CBLAS accepts for a row-major matrix stored with
+// `rows` rows of `cols` columns, or -1 when ld cannot be expressed (rows that
+// overlap, as a broadcast view with ld 0 gives). With one row, ld is never
+// used to address anything, so any value is as good as the smallest legal one.
+int64_t blas_ld(int64_t ld, int64_t rows, int64_t cols) {
+  int64_t least = std::max<int64_t>(1, cols);
+  if (rows <= 1) return std::max(ld, least);
+  return ld >= least ? ld : -1;
+}
+
+template <class T>
+void blas_call(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, T alpha, const T* a,
+               int lda, const T* b, int ldb, T beta, T* c, int ldc);
+template <>
+void blas_call<float>(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,
+                      const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+template <>
+void blas_call<double>(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double alpha,
+                       const double* a, int lda, const double* b, int ldb, double beta, double* c,
+                       int ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// Returns false (having done nothing) when the BLAS cannot take this call.
+template <class T>
+bool gemm_blas(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t batch,
+               int64_t m, int64_t n, int64_t k, T alpha, T beta) {
+  // A is stored m x k (k x m transposed), B k x n (n x k transposed).
+  int64_t lda = a.trans ? blas_ld(a.ld, k, m) : blas_ld(a.ld, m, k);
+  int64_t ldb = b.trans ? blas_ld(b.ld, n, k) : blas_ld(b.ld, k, n);
+  int64_t largest = std::max({m, n, k, lda, ldb});
+  if (lda < 0 || ldb < 0 || largest > INT_MAX) return false;  // CBLAS takes 32-bit ints here
+
+  T* cp = c.data<T>();
+  const T* ap = a.t.data<T>();
+  const T* bp = b.t.data<T>();
+  CBLAS_TRANSPOSE ta = a.trans ? CblasTrans : CblasNoTrans;
+  CBLAS_TRANSPOSE tb = b.trans ? CblasTrans : CblasNoTrans;
+  auto one = [&](int64_t i) {
+    blas_call<T>(ta, tb, int(m), int(n), int(k), alpha, ap + i * a.batch_stride, int(lda),
+                 bp + i * b.batch_stride, int(ldb), beta, cp + i * m * n, int(n));
+  };
+  int threads = max_threads();
+  if (threads > 1 && batch >= threads && static_cast<double>(m) * n * k <= kBatchWork) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < batch; ++i) one(i);
+  } else {
+    for (int64_t i = 0; i < batch; ++i) one(i);
+  }
+  return true;
+}
+
+}  // namespace
+#endif
+
+void gemm(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t batch, int64_t m,
+          int64_t n, int64_t k, double alpha, double beta) {
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+#ifdef ORDO_HAS_BLAS
+  // k == 0 and alpha == 0 (C = beta C) go to the own kernel, which never reads A or B.
+  if (use_blas() && k > 0 && alpha != 0) {
+    bool done = false;
+    dispatch_float(c.dtype(), "gemm", [&](auto tag) {
+      using T = decltype(tag);
+      done = gemm_blas<T>(c, a, b, batch, m, n, k, static_cast<T>(alpha), static_cast<T>(beta));
+    });
+    if (done) return;
+  }
+#endif
+  gemm_own(c, a, b, batch, m, n, k, alpha, beta);
+}
+
+}  // namespace ordo::cpu

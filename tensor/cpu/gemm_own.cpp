@@ -1,0 +1,294 @@
+// ordo's own CPU matrix product, used where no BLAS is built in (and always
+// available through gemm_own for tests and benchmarks).
+//
+// The algorithm is Goto's (Goto & van de Geijn, "Anatomy of high-performance
+// matrix multiplication", ACM TOMS 34(3), 2008), in the loop order BLIS uses:
+//
+//   for jc over n, step NC:                  a [KC x NC] panel of B, packed (shared, in L3)
+//     for pc over k, step KC:
+//       pack op(B)[pc.., jc..] into NR-wide micro-panels (the team splits the panels)
+//       for ic over m, step MC:              threads take different ic blocks
+//         pack op(A)[ic.., pc..] into MR-high micro-panels (private to the thread, in L2)
+//         for jr over the NC columns, step NR:    one B micro-panel [KC x NR] stays in L1
+//           for ir over the MC rows, step MR:
+//             micro-kernel: an MR x NR block of C accumulated in registers over KC
+//
+// Packing turns every trans/ld/batch_stride combination into the same
+// contiguous, zero-padded layout, so the micro-kernel is the only hot loop
+// and has no edge cases; edges of C are handled when the block is stored.
+//
+// The micro-kernel uses GCC vector extensions (256-bit vectors): with AVX2+FMA
+// (-march=native on this project's machines) each `acc += a * b` becomes one
+// vfmadd231; without AVX the compiler splits each vector op in two SSE ops,
+// and it stays correct everywhere.
+//
+// Each element of C is summed over k in the same order (p ascending inside a
+// KC block, blocks ascending) whatever the thread count or the m/n tiling, so
+// results do not depend on the number of threads.
+#include "tensor/cpu/gemm_own.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "tensor/cpu/common.h"
+
+namespace ordo::cpu {
+
+namespace {
+
+// Register tile: MR rows of C by NR = two vectors of columns. 6 x 2 vector
+// accumulators + 2 vectors of B + 1 broadcast of A = 15 of the 16 ymm
+// registers of AVX2, and 12 independent FMA chains cover the FMA latency
+// (4 cycles x 2 FMA pipes on Zen 3 / Haswell = 8 chains needed).
+constexpr int kMR = 6;
+
+// Cache blocks, chosen for the L1d 32 KiB / L2 512 KiB / shared L3 of the
+// Zen 3 EPYC this project runs on (and the same shape of Intel cores):
+//   KC: one B micro-panel, KC x NR, is 16 KiB in both precisions: half of L1,
+//       leaving room for the A micro-panel streaming past it.
+//   MC: the packed A block, MC x KC, is ~3/8 of L2, so it stays there while
+//       the B micro-panels stream from L3 (MC is a multiple of MR).
+//   NC: the packed B panel, KC x NC, is 4 MiB (f32) / 8 MiB (f64) of L3.
+template <class T> struct Blocking;
+template <> struct Blocking<float> {
+  typedef float V __attribute__((vector_size(32)));
+  static constexpr int kLanes = 8;
+  static constexpr int64_t kKC = 256, kMC = 192, kNC = 4096;
+};
+template <> struct Blocking<double> {
+  typedef double V __attribute__((vector_size(32)));
+  static constexpr int kLanes = 4;
+  static constexpr int64_t kKC = 256, kMC = 96, kNC = 4096;
+};
+
+// Below this many multiply-adds in the whole call, one thread is faster than
+// waking a team; at or below kBatchWork per matrix (with at least one matrix
+// per thread) threads take whole matrices instead of splitting each one.
+constexpr double kSerialWork = 64.0 * 64 * 64;
+constexpr double kBatchWork = 192.0 * 192 * 192;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+template <class V, class T> V load(const T* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class V, class T> void store(T* p, V v) { std::memcpy(p, &v, sizeof v); }
+// Every lane set to x; written out so that GCC emits a single vbroadcast.
+Blocking<float>::V splat(float x) { return Blocking<float>::V{x, x, x, x, x, x, x, x}; }
+Blocking<double>::V splat(double x) { return Blocking<double>::V{x, x, x, x}; }
+
+// op(X) of one matrix: element (r, col) is at p[r * rs + col * cs].
+template <class T>
+struct View {
+  const T* p;
+  int64_t rs, cs;
+};
+
+template <class T>
+View<T> view_of(const MatrixBatch& x, int64_t index) {
+  const T* base = x.t.data<T>() + index * x.batch_stride;
+  return x.trans ? View<T>{base, 1, x.ld} : View<T>{base, x.ld, 1};
+}
+
+// Packs one micro-panel: dst[p * W + i] = src[i * si + p * sp] for i < lanes,
+// zero for lanes <= i < W, p < kc. Used for A (lanes = rows, steps along k)
+// and for B (lanes = columns, steps along k).
+template <int W, class T>
+void pack_panel(T* dst, const T* src, int64_t si, int64_t sp, int64_t lanes, int64_t kc) {
+  if (si == 1 && lanes == W) {  // each step is W contiguous values
+    for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * W, src + p * sp, W * sizeof(T));
+    return;
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    const T* s = src + p * sp;
+    T* d = dst + p * W;
+    for (int64_t i = 0; i < lanes; ++i) d[i] = s[i * si];
+    for (int64_t i = lanes; i < W; ++i) d[i] = T(0);
+  }
+}
+
+// C[rows x cols] = alpha * (A micro-panel x B micro-panel) + beta * C, where
+// beta == 0 ignores C's old contents. A block at the edge of C (rows < MR or
+// cols < NR) goes through a full-size tile so that every element is computed
+// by the same instructions wherever it lies.
+template <class T>
+void micro_kernel(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, int64_t rows,
+                  int64_t cols, T alpha, T beta) {
+  using V = typename Blocking<T>::V;
+  constexpr int L = Blocking<T>::kLanes, NR = 2 * L;
+  V acc[kMR][2] = {};
+  for (int64_t p = 0; p < kc; ++p) {
+    V b0 = load<V>(b), b1 = load<V>(b + L);
+    for (int i = 0; i < kMR; ++i) {
+      V ai = splat(a[i]);
+      acc[i][0] += ai * b0;
+      acc[i][1] += ai * b1;
+    }
+    a += kMR;
+    b += NR;
+  }
+
+  bool edge = rows < kMR || cols < NR;
+  alignas(32) T tile[kMR * NR];
+  T* out = c;
+  int64_t ld = ldc;
+  if (edge) {
+    out = tile;
+    ld = NR;
+    if (beta != T(0))
+      for (int64_t i = 0; i < rows; ++i) std::memcpy(tile + i * NR, c + i * ldc, cols * sizeof(T));
+  }
+  V va = splat(alpha), vb = splat(beta);
+  for (int i = 0; i < kMR; ++i) {
+    for (int h = 0; h < 2; ++h) {
+      T* o = out + i * ld + h * L;
+      V v = va * acc[i][h];
+      if (beta != T(0)) v += vb * load<V>(o);
+      store(o, v);
+    }
+  }
+  if (edge)
+    for (int64_t i = 0; i < rows; ++i) std::memcpy(c + i * ldc, tile + i * NR, cols * sizeof(T));
+}
+
+// A contiguous 64-byte-aligned scratch buffer (packed panels).
+template <class T>
+struct Buffer {
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T, Free> data;
+  explicit Buffer(int64_t count) {
+    size_t bytes = static_cast<size_t>(round_up(std::max<int64_t>(count, 1) * sizeof(T), 64));
+    data.reset(static_cast<T*>(std::aligned_alloc(64, bytes)));
+    ORDO_CHECK(data != nullptr, "gemm: out of host memory for ", bytes, " bytes of packing buffer");
+  }
+  T* get() const { return data.get(); }
+};
+
+// The threads working on one matrix together; size 1 for a thread alone.
+struct Team {
+  int id = 0, size = 1;
+};
+
+void barrier(const Team& team) {
+  if (team.size > 1) {
+#pragma omp barrier
+  }
+}
+
+// c [m, n] row-major (+)= op(a) op(b), run by every thread of `team`. bpack
+// is shared by the team (KC x NC); apack is this thread's own (MC x KC).
+template <class T>
+void gemm_blocked(const Team& team, T* c, View<T> a, View<T> b, int64_t m, int64_t n, int64_t k,
+                  T alpha, T beta, T* bpack, T* apack) {
+  using B = Blocking<T>;
+  constexpr int NR = 2 * B::kLanes;
+  // Row blocks of equal height (a multiple of MR, at most MC), as many as a
+  // multiple of the team size so the threads get equal shares; when there
+  // are fewer row blocks than threads (m small), the threads also split the
+  // columns into groups.
+  int64_t blocks = std::min(round_up(ceil_div(m, B::kMC), team.size), ceil_div(m, kMR));
+  int64_t mc = round_up(ceil_div(m, blocks), kMR);
+  blocks = ceil_div(m, mc);
+  int64_t groups = std::max<int64_t>(1, team.size / blocks);
+  int64_t tasks = blocks * groups;
+
+  for (int64_t jc = 0; jc < n; jc += B::kNC) {
+    int64_t nc = std::min(B::kNC, n - jc);
+    int64_t panels = ceil_div(nc, NR);
+    for (int64_t pc = 0; pc < k; pc += B::kKC) {
+      int64_t kc = std::min(B::kKC, k - pc);
+      T beta_pc = pc == 0 ? beta : T(1);  // later k blocks add to what the first wrote
+      for (int64_t j = team.id; j < panels; j += team.size)
+        pack_panel<NR>(bpack + j * kc * NR, b.p + pc * b.rs + (jc + j * NR) * b.cs, b.cs, b.rs,
+                       std::min<int64_t>(NR, nc - j * NR), kc);
+      barrier(team);
+      for (int64_t task = team.id; task < tasks; task += team.size) {
+        int64_t ic = (task % blocks) * mc, rows = std::min(mc, m - ic);
+        int64_t group = task / blocks;
+        int64_t j0 = panels * group / groups, j1 = panels * (group + 1) / groups;
+        for (int64_t ir = 0; ir < rows; ir += kMR)
+          pack_panel<kMR>(apack + ir * kc, a.p + (ic + ir) * a.rs + pc * a.cs, a.rs, a.cs,
+                          std::min<int64_t>(kMR, rows - ir), kc);
+        for (int64_t j = j0; j < j1; ++j) {
+          for (int64_t ir = 0; ir < rows; ir += kMR) {
+            micro_kernel(kc, apack + ir * kc, bpack + j * kc * NR, c + (ic + ir) * n + jc + j * NR,
+                         n, std::min<int64_t>(kMR, rows - ir), std::min<int64_t>(NR, nc - j * NR),
+                         alpha, beta_pc);
+          }
+        }
+      }
+      barrier(team);  // bpack is repacked next
+    }
+  }
+}
+
+// This thread's number and its team's size inside a parallel region.
+Team this_thread() {
+#ifdef _OPENMP
+  return Team{omp_get_thread_num(), omp_get_num_threads()};
+#else
+  return Team{};
+#endif
+}
+
+template <class T>
+void gemm_typed(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t batch,
+                int64_t m, int64_t n, int64_t k, T alpha, T beta) {
+  using B = Blocking<T>;
+  constexpr int NR = 2 * B::kLanes;
+  T* cp = c.data<T>();
+  int64_t mn = m * n;
+  if (k == 0 || alpha == T(0)) {  // C = beta * C, as BLAS: A and B are not read
+    parallel_for(batch * mn, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) cp[i] = beta == T(0) ? T(0) : beta * cp[i];
+    });
+    return;
+  }
+
+  double work = static_cast<double>(m) * n * k;
+  int threads = work * batch < kSerialWork ? 1 : max_threads();
+  bool by_matrix = threads > 1 && batch >= threads && work <= kBatchWork;
+  int teams = by_matrix ? threads : 1;
+  int64_t a_size = std::min(B::kKC, k) * std::min(B::kMC, round_up(m, kMR));
+  int64_t b_size = std::min(B::kKC, k) * round_up(std::min(B::kNC, n), NR);
+  Buffer<T> apacks(a_size * threads), bpacks(b_size * teams);  // allocated here: nothing throws inside the parallel region
+
+  auto run = [&](const Team& team, int64_t index, T* bpack, T* apack) {
+    gemm_blocked(team, cp + index * mn, view_of<T>(a, index), view_of<T>(b, index), m, n, k, alpha,
+                 beta, bpack, apack);
+  };
+  if (threads == 1) {
+    for (int64_t i = 0; i < batch; ++i) run(Team{}, i, bpacks.get(), apacks.get());
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    Team team = this_thread();  // the runtime may give fewer threads than asked for
+    T* apack = apacks.get() + team.id * a_size;
+    if (by_matrix) {  // each thread alone on whole matrices, a static share
+      for (int64_t i = team.id; i < batch; i += team.size)
+        run(Team{}, i, bpacks.get() + team.id * b_size, apack);
+    } else {
+      for (int64_t i = 0; i < batch; ++i) run(team, i, bpacks.get(), apack);
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_own(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t batch,
+              int64_t m, int64_t n, int64_t k, double alpha, double beta) {
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+  dispatch_float(c.dtype(), "gemm", [&](auto tag) {
+    using T = decltype(tag);
+    gemm_typed<T>(c, a, b, batch, m, n, k, static_cast<T>(alpha), static_cast<T>(beta));
+  });
+}
+
+}  // namespace ordo::cpu

@@ -1,0 +1,31 @@
+// The CPU matrix product's two paths, for tests and benchmarks.
+//
+// cpu::gemm (tensor/kernels.inc) uses the BLAS when ordo was built with one
+// (ORDO_HAS_BLAS) and ordo's own kernel otherwise. The own kernel is always
+// compiled, so it can be tested and benchmarked in every build: call
+// gemm_own directly, or switch cpu::gemm over with set_use_blas(false).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tensor/backend.h"
+
+namespace ordo::cpu {
+
+// ordo's own kernel (tensor/cpu/gemm_own.cpp): same contract as cpu::gemm.
+// Each element of c is summed in the same order whatever the thread count,
+// so its results do not depend on the number of threads.
+void gemm_own(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t batch,
+              int64_t m, int64_t n, int64_t k, double alpha, double beta);
+
+// True when this build has a BLAS for cpu::gemm.
+bool blas_compiled();
+// "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64", or "none".
+std::string blas_description();
+// Whether cpu::gemm calls the BLAS (default: blas_compiled()). Setting it to
+// true in a build without a BLAS throws ordo::Error. Applies process-wide.
+void set_use_blas(bool use);
+bool use_blas();
+
+}  // namespace ordo::cpu
