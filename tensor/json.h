@@ -25,6 +25,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "tensor/error.h"
@@ -46,42 +47,49 @@ class Value {
 
   Value() = default;  // null
   Value(std::nullptr_t) {}
-  Value(bool b) : type_(Type::boolean), bool_(b) {}
+  Value(bool b) : data_(b) {}
   // Every integer type (int, int64_t, size_t, ...) is kept exactly; an unsigned
   // value above INT64_MAX throws rather than silently becoming a double.
   template <class T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
-  Value(T n) : type_(Type::number), is_int_(true), int_(static_cast<int64_t>(n)) {
+  Value(T n) : data_(static_cast<int64_t>(n)) {
     if constexpr (std::is_unsigned_v<T>) {
       if (static_cast<unsigned long long>(n) > static_cast<unsigned long long>(INT64_MAX))
         detail::throw_integer_too_large(n);
     }
   }
-  Value(double d) : type_(Type::number), double_(d) {}
-  Value(const char* s) : type_(Type::string), string_(s) {}
-  Value(std::string s) : type_(Type::string), string_(std::move(s)) {}
-  Value(std::string_view s) : type_(Type::string), string_(s) {}
+  Value(double d) : data_(d) {}
+  Value(const char* s) : data_(std::string(s)) {}
+  Value(std::string s) : data_(std::move(s)) {}
+  Value(std::string_view s) : data_(std::string(s)) {}
 
-  static Value array() { Value v; v.type_ = Type::array; return v; }
-  static Value object() { Value v; v.type_ = Type::object; return v; }
+  static Value array() { Value v; v.data_ = Array(); return v; }
+  static Value object() { Value v; v.data_ = Object(); return v; }
 
-  Type type() const { return type_; }
-  bool is_null() const { return type_ == Type::null; }
-  bool is_bool() const { return type_ == Type::boolean; }
-  bool is_number() const { return type_ == Type::number; }
-  bool is_string() const { return type_ == Type::string; }
-  bool is_array() const { return type_ == Type::array; }
-  bool is_object() const { return type_ == Type::object; }
+  Type type() const {
+    constexpr Type types[] = {Type::null,   Type::boolean, Type::number, Type::number,
+                              Type::string, Type::array,   Type::object};
+    return types[data_.index()];
+  }
+  bool is_null() const { return type() == Type::null; }
+  bool is_bool() const { return type() == Type::boolean; }
+  bool is_number() const { return type() == Type::number; }
+  bool is_string() const { return type() == Type::string; }
+  bool is_array() const { return type() == Type::array; }
+  bool is_object() const { return type() == Type::object; }
 
   // Typed access; each throws ordo::Error naming the expected and actual type.
-  bool as_bool() const { expect(Type::boolean); return bool_; }
-  double as_number() const { expect(Type::number); return is_int_ ? static_cast<double>(int_) : double_; }
+  bool as_bool() const { expect(Type::boolean); return std::get<bool>(data_); }
+  double as_number() const {
+    expect(Type::number);
+    return holds_int() ? static_cast<double>(std::get<int64_t>(data_)) : std::get<double>(data_);
+  }
   int64_t as_int() const;  // exact: throws unless the number is an integer that fits int64
-  const std::string& as_string() const { expect(Type::string); return string_; }
-  const std::vector<Value>& as_array() const { expect(Type::array); return array_; }
-  std::vector<Value>& as_array() { expect(Type::array); return array_; }
+  const std::string& as_string() const { expect(Type::string); return std::get<std::string>(data_); }
+  const std::vector<Value>& as_array() const { expect(Type::array); return std::get<Array>(data_); }
+  std::vector<Value>& as_array() { expect(Type::array); return std::get<Array>(data_); }
 
   // Objects: members in insertion order.
-  const std::vector<Member>& items() const { expect(Type::object); return object_; }
+  const std::vector<Member>& items() const { expect(Type::object); return std::get<Object>(data_); }
   bool contains(const std::string& key) const { return find(key) != nullptr; }
   const Value* find(const std::string& key) const;  // nullptr if absent
   Value* find(const std::string& key);
@@ -103,19 +111,19 @@ class Value {
  private:
   friend class detail::Parser;
   friend class detail::Writer;
+  using Array = std::vector<Value>;
+  using Object = std::vector<Member>;
+
+  bool holds_int() const { return std::holds_alternative<int64_t>(data_); }
   void expect(Type t) const {
-    if (type_ != t) throw_type_error(t);
+    if (type() != t) throw_type_error(t);
   }
   [[noreturn]] void throw_type_error(Type expected) const;
 
-  Type type_ = Type::null;
-  bool bool_ = false;
-  bool is_int_ = false;  // a number held exactly in int_, else in double_
-  int64_t int_ = 0;
-  double double_ = 0.0;
-  std::string string_;
-  std::vector<Value> array_;
-  std::vector<Member> object_;
+  // A number is held as int64_t when the text (or the C++ value) was an
+  // integer that fits, else as double. One variant keeps a Value at 40 bytes,
+  // which bounds the memory a large hostile document can make parse use.
+  std::variant<std::monostate, bool, int64_t, double, std::string, Array, Object> data_;
 };
 
 struct ParseLimits {
@@ -288,9 +296,9 @@ class Parser {
         bool is_object = f.container.is_object();
         char close = is_object ? '}' : ']';
         if (is_object) {
-          f.container.object_.emplace_back(std::move(f.key), std::move(v));
+          std::get<Value::Object>(f.container.data_).emplace_back(std::move(f.key), std::move(v));
         } else {
-          f.container.array_.push_back(std::move(v));
+          std::get<Value::Array>(f.container.data_).push_back(std::move(v));
         }
         skip_whitespace();
         if (pos_ < s_.size() && s_[pos_] == ',') {
@@ -361,7 +369,7 @@ class Parser {
   // with many keys cannot make this quadratic. The error points at the
   // earliest second occurrence in the text.
   void check_duplicate_keys(const Frame& f) const {
-    const auto& members = f.container.object_;
+    const auto& members = std::get<Value::Object>(f.container.data_);
     if (members.size() < 2) return;
     std::vector<size_t> order(members.size());
     std::iota(order.begin(), order.end(), size_t{0});
@@ -581,26 +589,25 @@ std::string with_article(Type t) {
 }  // namespace
 
 void Value::throw_type_error(Type expected) const {
-  throw Error("json: expected " + with_article(expected) + ", got " + with_article(type_));
+  throw Error("json: expected " + with_article(expected) + ", got " + with_article(type()));
 }
 
 int64_t Value::as_int() const {
   expect(Type::number);
-  if (is_int_) return int_;
+  if (holds_int()) return std::get<int64_t>(data_);
   // 2^63 is exactly representable; every double in [-2^63, 2^63) that has no
   // fraction converts to int64 exactly.
-  if (!(double_ >= -9223372036854775808.0 && double_ < 9223372036854775808.0 &&
-        double_ == std::trunc(double_))) {
+  double d = std::get<double>(data_);
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == std::trunc(d))) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.17g", double_);
+    std::snprintf(buf, sizeof buf, "%.17g", d);
     throw Error(std::string("json: expected an integer that fits int64, got ") + buf);
   }
-  return static_cast<int64_t>(double_);
+  return static_cast<int64_t>(d);
 }
 
 const Value* Value::find(const std::string& key) const {
-  expect(Type::object);
-  for (const Member& m : object_)
+  for (const Member& m : items())
     if (m.first == key) return &m.second;
   return nullptr;
 }
@@ -616,18 +623,19 @@ const Value& Value::operator[](const std::string& key) const {
 }
 
 Value& Value::operator[](const std::string& key) {
-  if (type_ == Type::null) type_ = Type::object;
+  if (is_null()) data_ = Object();
   if (Value* v = find(key)) return *v;
-  object_.emplace_back(key, Value());
-  return object_.back().second;
+  Object& members = std::get<Object>(data_);
+  members.emplace_back(key, Value());
+  return members.back().second;
 }
 
 const Value& Value::operator[](size_t i) const {
-  expect(Type::array);
-  if (i >= array_.size())
+  const Array& elements = as_array();
+  if (i >= elements.size())
     throw Error("json: index " + std::to_string(i) + " is out of range for an array of " +
-                std::to_string(array_.size()));
-  return array_[i];
+                std::to_string(elements.size()));
+  return elements[i];
 }
 
 Value& Value::operator[](size_t i) {
@@ -635,40 +643,40 @@ Value& Value::operator[](size_t i) {
 }
 
 void Value::push_back(Value v) {
-  if (type_ == Type::null) type_ = Type::array;
-  expect(Type::array);
-  array_.push_back(std::move(v));
+  if (is_null()) data_ = Array();
+  as_array().push_back(std::move(v));
 }
 
 size_t Value::size() const {
-  if (type_ == Type::object) return object_.size();
-  expect(Type::array);
-  return array_.size();
+  if (is_object()) return items().size();
+  return as_array().size();
 }
 
 bool operator==(const Value& a, const Value& b) {
-  if (a.type_ != b.type_) return false;
-  switch (a.type_) {
+  if (a.type() != b.type()) return false;
+  switch (a.type()) {
     case Type::null: return true;
-    case Type::boolean: return a.bool_ == b.bool_;
+    case Type::boolean: return a.as_bool() == b.as_bool();
     case Type::number: {
-      if (a.is_int_ == b.is_int_) return a.is_int_ ? a.int_ == b.int_ : a.double_ == b.double_;
+      if (a.holds_int() && b.holds_int()) return std::get<int64_t>(a.data_) == std::get<int64_t>(b.data_);
+      if (!a.holds_int() && !b.holds_int()) return std::get<double>(a.data_) == std::get<double>(b.data_);
       // An int64 and a double are equal only when the double is exactly that
       // integer; converting the int64 to double instead could round.
-      int64_t n = a.is_int_ ? a.int_ : b.int_;
-      double d = a.is_int_ ? b.double_ : a.double_;
+      int64_t n = std::get<int64_t>((a.holds_int() ? a : b).data_);
+      double d = std::get<double>((a.holds_int() ? b : a).data_);
       return d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == std::trunc(d) &&
              static_cast<int64_t>(d) == n;
     }
-    case Type::string: return a.string_ == b.string_;
-    case Type::array: return a.array_ == b.array_;
+    case Type::string: return a.as_string() == b.as_string();
+    case Type::array: return a.as_array() == b.as_array();
     case Type::object: {
-      if (a.object_.size() != b.object_.size()) return false;
-      for (size_t i = 0; i < a.object_.size(); ++i) {
-        const Value::Member& m = a.object_[i];
+      const Value::Object& am = a.items();
+      const Value::Object& bm = b.items();
+      if (am.size() != bm.size()) return false;
+      for (size_t i = 0; i < am.size(); ++i) {
         // Same order is the common case; otherwise look the key up.
-        const Value* other = b.object_[i].first == m.first ? &b.object_[i].second : b.find(m.first);
-        if (!other || !(m.second == *other)) return false;
+        const Value* other = bm[i].first == am[i].first ? &bm[i].second : b.find(am[i].first);
+        if (!other || !(am[i].second == *other)) return false;
       }
       return true;
     }
@@ -691,40 +699,44 @@ class Writer {
   explicit Writer(int indent) : indent_(indent) {}
 
   void value(const Value& v, int level) {
-    switch (v.type_) {
+    switch (v.type()) {
       case Type::null: out += "null"; return;
-      case Type::boolean: out += v.bool_ ? "true" : "false"; return;
+      case Type::boolean: out += v.as_bool() ? "true" : "false"; return;
       case Type::number:
-        if (v.is_int_) {
+        if (v.holds_int()) {
           char buf[24];
-          out.append(buf, std::to_chars(buf, buf + sizeof buf, v.int_).ptr);
+          out.append(buf, std::to_chars(buf, buf + sizeof buf, std::get<int64_t>(v.data_)).ptr);
         } else {
-          number(v.double_);
+          number(std::get<double>(v.data_));
         }
         return;
-      case Type::string: string(v.string_); return;
-      case Type::array:
+      case Type::string: string(v.as_string()); return;
+      case Type::array: {
+        const Value::Array& elements = v.as_array();
         out += '[';
-        for (size_t i = 0; i < v.array_.size(); ++i) {
+        for (size_t i = 0; i < elements.size(); ++i) {
           if (i) out += ',';
           newline(level + 1);
-          value(v.array_[i], level + 1);
+          value(elements[i], level + 1);
         }
-        if (!v.array_.empty()) newline(level);
+        if (!elements.empty()) newline(level);
         out += ']';
         return;
-      case Type::object:
+      }
+      case Type::object: {
+        const Value::Object& members = v.items();
         out += '{';
-        for (size_t i = 0; i < v.object_.size(); ++i) {
+        for (size_t i = 0; i < members.size(); ++i) {
           if (i) out += ',';
           newline(level + 1);
-          string(v.object_[i].first);
+          string(members[i].first);
           out += indent_ < 0 ? ":" : ": ";
-          value(v.object_[i].second, level + 1);
+          value(members[i].second, level + 1);
         }
-        if (!v.object_.empty()) newline(level);
+        if (!members.empty()) newline(level);
         out += '}';
         return;
+      }
     }
   }
 
