@@ -77,6 +77,8 @@ struct Cursor {
   bool operator==(const Cursor& o) const { return epoch == o.epoch && example == o.example; }
 };
 
+// Keeps a reference to `corpus`, which must outlive it. Caches the current
+// epoch's plan, so one object serves one thread.
 class PretrainingData {
  public:
   // Errors: an empty corpus, a max_seq_length too small for the objective's
