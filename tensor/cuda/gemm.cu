@@ -6,7 +6,8 @@
 // computed as C^T = op(B)^T op(A)^T (column-major, n x m, ldc = n): B's
 // storage goes first with B's transpose flag, A's second with A's, and each
 // operand keeps its own leading dimension and batch stride (0 reuses one
-// matrix for every batch).
+// matrix for every batch). An operand whose rows overlap (ld below the row
+// width, e.g. one row broadcast with ld 0) is copied densely first.
 //
 // Precision: CUBLAS_COMPUTE_32F (full FP32 multiply-adds) by default;
 // CUBLAS_COMPUTE_32F_FAST_TF32 (tensor cores, inputs rounded to TF32's 10
@@ -22,12 +23,41 @@ namespace ordo::cuda {
 
 namespace {
 
-// The leading dimension cuBLAS accepts for a row-major matrix stored as
-// `rows` x `cols`, as the CPU's blas_ld: with a single row, ld never
-// addresses anything and is raised to the smallest legal value.
-int64_t cublas_ld(int64_t ld, int64_t rows, int64_t cols) {
+// One operand as cuBLAS takes it: a pointer, a leading dimension, a batch stride.
+struct Operand {
+  const float* data;
+  int64_t ld;
+  int64_t batch_stride;
+};
+
+// dense[j] (rows x cols, row-major) = the matrix at src + j * batch_stride
+// with row stride ld, for j < count; one thread per element, grid-stride.
+__global__ void densify_kernel(float* dense, const float* src, int64_t count, int64_t rows,
+                               int64_t cols, int64_t ld, int64_t batch_stride) {
+  const int64_t total = count * rows * cols;
+  for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
+    const int64_t c = e % cols, r = (e / cols) % rows, j = e / (rows * cols);
+    dense[e] = src[j * batch_stride + r * ld + c];
+  }
+}
+
+// The operand for a matrix stored row-major as `rows` x `cols`. With one row,
+// ld never addresses anything and is raised to the smallest legal value (as
+// the CPU's blas_ld). An ld below the row width (rows that overlap, as a
+// broadcast row with ld 0) is something cuBLAS cannot express: those matrices
+// are first copied densely into `scratch`.
+Operand operand(const MatrixBatch& mb, int64_t rows, int64_t cols, int64_t batch, Tensor& scratch,
+                DeviceContext& ctx) {
   const int64_t least = std::max<int64_t>(1, cols);
-  return rows <= 1 ? std::max(ld, least) : ld;
+  const float* data = mb.t.data<float>();
+  if (rows <= 1) return {data, std::max(mb.ld, least), mb.batch_stride};
+  if (mb.ld >= least) return {data, mb.ld, mb.batch_stride};
+  const int64_t count = mb.batch_stride == 0 ? 1 : batch;
+  scratch = Tensor::empty({count, rows, cols}, DType::f32, mb.t.device());
+  densify_kernel<<<grid_for(count * rows * cols, kThreads, ctx), kThreads, 0, ctx.stream>>>(
+      scratch.data<float>(), data, count, rows, cols, mb.ld, mb.batch_stride);
+  ORDO_CUDA_CHECK_LAUNCH();
+  return {scratch.data<float>(), cols, mb.batch_stride == 0 ? 0 : rows * cols};
 }
 
 int to_int(int64_t v, const char* what) {
@@ -65,15 +95,16 @@ void gemm(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t b
   }
 
   // A is stored m x k (k x m when transposed), B k x n (n x k when transposed).
-  const int lda = to_int(a.trans ? cublas_ld(a.ld, k, m) : cublas_ld(a.ld, m, k), "lda");
-  const int ldb = to_int(b.trans ? cublas_ld(b.ld, n, k) : cublas_ld(b.ld, k, n), "ldb");
+  Tensor a_scratch, b_scratch;
+  const Operand oa = a.trans ? operand(a, k, m, batch, a_scratch, ctx) : operand(a, m, k, batch, a_scratch, ctx);
+  const Operand ob = b.trans ? operand(b, n, k, batch, b_scratch, ctx) : operand(b, k, n, batch, b_scratch, ctx);
   const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
   const cublasComputeType_t compute = allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   ORDO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
       cublas_handle(ctx), b.trans ? CUBLAS_OP_T : CUBLAS_OP_N, a.trans ? CUBLAS_OP_T : CUBLAS_OP_N,
       to_int(n, "n"), to_int(m, "m"), to_int(k, "k"), &alpha_f,
-      b.t.raw_data(), CUDA_R_32F, ldb, static_cast<long long>(b.batch_stride),
-      a.t.raw_data(), CUDA_R_32F, lda, static_cast<long long>(a.batch_stride),
+      ob.data, CUDA_R_32F, to_int(ob.ld, "ldb"), static_cast<long long>(ob.batch_stride),
+      oa.data, CUDA_R_32F, to_int(oa.ld, "lda"), static_cast<long long>(oa.batch_stride),
       &beta_f, c.raw_data(), CUDA_R_32F, to_int(n, "n"), static_cast<long long>(m) * n,
       to_int(batch, "batch"), compute, CUBLAS_GEMM_DEFAULT));
 }

@@ -468,6 +468,17 @@ TEST_CASE("cuda: gemm honours alpha, beta, batch stride 0 and k = 0", "[cuda]") 
   Tensor nan_c = Tensor::full({1, m, n}, std::nan(""), DType::f32, kGpu);
   cuda::gemm(nan_c, MatrixBatch{ag, false, k, 0}, MatrixBatch{bg, false, n, 0}, 1, m, n, k, 1.0, 0.0);
   check_product(nan_c.squeeze(0), a.select(0, 0), b, false, false, "beta = 0 over a NaN C");
+  // A broadcast row (ld 0), which cuBLAS cannot take as it is: A is [m, k]
+  // with every row the same stored row.
+  Tensor row = rand_f32({k}, 603), out = Tensor::empty({1, m, n}, DType::f32, kGpu);
+  cuda::gemm(out, MatrixBatch{gpu(row), false, 0, 0}, MatrixBatch{bg, false, n, 0}, 1, m, n, k, 1.0, 0.0);
+  check_product(out.squeeze(0), row.unsqueeze(0).expand({m, k}), b, false, false, "A a broadcast row (ld 0)");
+  // alpha = 0: A and B are not read (their NaNs do not matter), C = beta C.
+  Tensor nan_a = Tensor::full({m, k}, std::nan(""), DType::f32, kGpu);
+  Tensor nan_b = Tensor::full({k, n}, std::nan(""), DType::f32, kGpu);
+  Tensor c1 = rand_f32({1, m, n}, 604), e = gpu(c1);
+  cuda::gemm(e, MatrixBatch{nan_a, false, k, 0}, MatrixBatch{nan_b, false, n, 0}, 1, m, n, k, 0.0, -1.0);
+  check_identical(e, affine(c1, -1.0), "alpha = 0 ignores NaN in A and B");
   // matmul with an empty inner axis gives zeros.
   check_identical(matmul(empty_a, empty_b), Tensor::zeros({m, n}), "[m, 0] @ [0, n]");
 }
