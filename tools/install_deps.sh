@@ -2,14 +2,15 @@
 # Installs the Debian packages ordo's build and tests use, where they are missing.
 #
 # Required: a C++ compiler, make, CMake. Optional (the build reports each as found
-# or not): Catch2 for the tests, OpenBLAS for CPU matrix products, clang for the
-# fuzzers. The CUDA toolkit is not a Debian package here: install NVIDIA's.
+# or not): Catch2 for the tests, OpenBLAS for CPU matrix products, WordNet and
+# fortunes as real English text for the corpus tests (`ordo data english`),
+# clang for the fuzzers (ORDO_DEPS_FUZZ=1). The CUDA toolkit is not a Debian package here: install NVIDIA's.
 # Without root or sudo, prints what is missing and what to run, and fails only
 # when a required package is missing.
 set -euo pipefail
 
 required=(g++ make cmake)
-optional=(catch2 libopenblas-openmp-dev)
+optional=(catch2 libopenblas-openmp-dev wordnet-base fortunes-min)
 [[ "${ORDO_DEPS_FUZZ:-0}" == 1 ]] && optional+=(clang)
 
 missing() {
