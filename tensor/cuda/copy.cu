@@ -13,7 +13,6 @@
 #include <type_traits>
 
 #include "tensor/cuda/cuda_common.cuh"
-#include "tensor/indexer.h"
 
 namespace ordo::cuda {
 
@@ -77,11 +76,16 @@ void dispatch_any(DType dtype, Fn&& fn) {
 // dst[ix.offsets(i)[0]] = cast(src[ix.offsets(i)[1]]), one thread per element
 // in a grid-stride loop. Same-dtype copies instantiate D = S = an unsigned
 // word of the element's size, so they move bits without conversion.
-template <class D, class S>
+// kNarrow: offsets computed with 32-bit division.
+template <bool kNarrow, class D, class S>
 __global__ void copy_kernel(D* dst, const S* src, Indexer<2> ix) {
   for (int64_t i = global_thread_index(); i < ix.numel; i += grid_thread_count()) {
     int64_t offsets[2];
-    ix.offsets(i, offsets);
+    if constexpr (kNarrow) {
+      offsets_u32(ix, static_cast<uint32_t>(i), offsets);
+    } else {
+      ix.offsets(i, offsets);
+    }
     if constexpr (std::is_same_v<D, S>) {
       dst[offsets[0]] = src[offsets[1]];
     } else {
@@ -94,8 +98,14 @@ template <class D, class S>
 void launch_copy(const Tensor& dst, const Tensor& src) {
   DeviceContext& ctx = context(dst);
   Indexer<2> ix = make_indexer<2>(dst.shape(), {&dst.strides(), &src.strides()});
-  copy_kernel<<<grid_for(ix.numel, kThreads, ctx), kThreads, 0, ctx.stream>>>(
-      static_cast<D*>(dst.raw_data()), static_cast<const S*>(src.raw_data()), ix);
+  D* d = static_cast<D*>(dst.raw_data());
+  const S* s = static_cast<const S*>(src.raw_data());
+  const unsigned grid = grid_for(ix.numel, kThreads, ctx);
+  if (ix.numel <= kNarrowIndexLimit) {
+    copy_kernel<true><<<grid, kThreads, 0, ctx.stream>>>(d, s, ix);
+  } else {
+    copy_kernel<false><<<grid, kThreads, 0, ctx.stream>>>(d, s, ix);
+  }
   ORDO_CUDA_CHECK_LAUNCH();
 }
 

@@ -12,7 +12,6 @@
 // never matters. The output may be the first input itself (in-place binary_):
 // each element (or pack) is read and written by the same thread.
 #include "tensor/cuda/cuda_common.cuh"
-#include "tensor/indexer.h"
 
 namespace ordo::cuda {
 
@@ -63,12 +62,16 @@ __global__ void map_contiguous_kernel(int64_t n, Fn fn, T* out, Inputs<T, K> in)
 }
 
 // Strided or broadcast inputs: element i of the (contiguous) output reads
-// input k at ix.offsets(i)[k].
-template <class T, int K, class Fn>
+// input k at ix.offsets(i)[k] (kNarrow: computed with 32-bit division).
+template <bool kNarrow, class T, int K, class Fn>
 __global__ void map_strided_kernel(int64_t n, Fn fn, T* out, Inputs<T, K> in, Indexer<K> ix) {
   for (int64_t i = global_thread_index(); i < n; i += grid_thread_count()) {
     int64_t offsets[K];
-    ix.offsets(i, offsets);
+    if constexpr (kNarrow) {
+      offsets_u32(ix, static_cast<uint32_t>(i), offsets);
+    } else {
+      ix.offsets(i, offsets);
+    }
     T scalars[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) scalars[k] = in.p[k][offsets[k]];
@@ -99,7 +102,11 @@ void launch_map(const Tensor& out, const std::array<const Tensor*, K>& inputs, F
     std::array<const Shape*, K> strides;
     for (int k = 0; k < K; ++k) strides[k] = &inputs[k]->strides();
     Indexer<K> ix = make_indexer<K>(out.shape(), strides);
-    map_strided_kernel<<<grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream>>>(n, fn, o, in, ix);
+    if (n <= kNarrowIndexLimit) {
+      map_strided_kernel<true><<<grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream>>>(n, fn, o, in, ix);
+    } else {
+      map_strided_kernel<false><<<grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream>>>(n, fn, o, in, ix);
+    }
   }
   ORDO_CUDA_CHECK_LAUNCH();
 }

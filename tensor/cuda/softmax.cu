@@ -8,7 +8,6 @@
 // is entirely -inf gives 0s (log-softmax: -inf), as the CPU.
 // backward, per row: one reduction (sum of gy * y, or of gy), then the write.
 #include "tensor/cuda/rows.cuh"
-#include "tensor/indexer.h"
 
 namespace ordo::cuda {
 
