@@ -54,9 +54,10 @@ run: deps build
 bench: build
 	$(BUILD)/ordo bench
 
-fuzz: deps
+fuzz:
+	ORDO_DEPS_FUZZ=1 tools/install_deps.sh
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DORDO_FUZZ=ON -DORDO_CUDA=off -DORDO_BLAS=off \
-	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_json fuzz_safetensors
 	tools/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS)
 

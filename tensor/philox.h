@@ -71,6 +71,11 @@ ORDO_HD double normal_from(uint32_t w0, uint32_t w1) {
   return ::sqrt(-2.0 * ::log(u1)) * ::cos(6.283185307179586477 * u2);
 }
 
+// a + scale * z rounded once (a fused multiply-add) on both backends, so a
+// host compiler's choice to contract `a + scale * z` or not can never make
+// the CPU and the GPU draw different values.
+ORDO_HD double shift_scale(double a, double scale, double z) { return ::fma(scale, z, a); }
+
 // A standard normal restricted to [-2, 2] by redrawing: each attempt uses one
 // call's four words (two candidates); attempt a changes the top 16 bits of the
 // index's high word, which real tensors never reach (2^48 elements).

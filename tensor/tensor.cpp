@@ -96,9 +96,15 @@ Tensor Tensor::with_view(Shape shape, Shape strides, int64_t offset) const {
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
-  for (int64_t d : shape)
+  // Checked before multiplying: a shape from a file must not overflow into a small allocation.
+  int64_t numel = 1;
+  for (int64_t d : shape) {
     ORDO_CHECK(d >= 0, "Tensor::empty: negative size in shape ", shape_str(shape));
-  size_t nbytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+    ORDO_CHECK(d == 0 || numel <= (int64_t{1} << 56) / d, "Tensor::empty: shape ", shape_str(shape),
+               " has too many elements");
+    numel *= d;
+  }
+  size_t nbytes = static_cast<size_t>(numel) * dtype_size(dtype);
   return Tensor(std::make_shared<Storage>(nbytes, device), shape, contiguous_strides(shape), 0,
                 dtype);
 }

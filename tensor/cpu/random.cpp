@@ -18,12 +18,12 @@ void random(const Tensor& out, RandomDist dist, double a, double b, uint64_t see
           philox::Words w = philox::draw(seed, stream, static_cast<uint64_t>(i));
           if (dist == RandomDist::uniform) {
             double u = sizeof(T) == 4 ? philox::uniform_f32(w.x[0]) : philox::uniform_f64(w.x[0], w.x[1]);
-            o[i] = static_cast<T>(a + (b - a) * u);
+            o[i] = static_cast<T>(philox::shift_scale(a, b - a, u));
             continue;
           }
           z = philox::normal_from(w.x[0], w.x[1]);
         }
-        o[i] = static_cast<T>(a + b * z);
+        o[i] = static_cast<T>(philox::shift_scale(a, b, z));
       }
     });
   });

@@ -7,12 +7,8 @@
 //    cos may differ from the host's libm in the last bit of the double, so
 //    the f32 result can (rarely) differ by one f32 ulp.
 //
-// The affine maps a + (b - a) u and a + b z are written as fma(): one
-// rounding, as the CPU computes them (g++ contracts the CPU kernel's
-// `a + (b - a) * u` into an FMA instruction; checked in the -march=native
-// build's object code). A CPU build that does not contract rounds twice; the
-// f32 results then still agree unless the double lands within one double
-// ulp of an f32 rounding boundary (probability ~2^-29 per element).
+// The affine maps a + (b - a) u and a + b z go through philox::shift_scale,
+// one fused multiply-add on both backends, so they round identically.
 #include "tensor/cuda/cuda_common.cuh"
 #include "tensor/philox.h"
 
@@ -29,12 +25,12 @@ __global__ void random_kernel(float* out, int64_t n, double a, double b, uint64_
     double value;
     if constexpr (kDist == RandomDist::uniform) {
       const double u = philox::uniform_f32(philox::draw(seed, stream, index).x[0]);
-      value = ::fma(b - a, u, a);
+      value = philox::shift_scale(a, b - a, u);
     } else if constexpr (kDist == RandomDist::normal) {
       const philox::Words w = philox::draw(seed, stream, index);
-      value = ::fma(b, philox::normal_from(w.x[0], w.x[1]), a);
+      value = philox::shift_scale(a, b, philox::normal_from(w.x[0], w.x[1]));
     } else {
-      value = ::fma(b, philox::truncated_normal(seed, stream, index), a);
+      value = philox::shift_scale(a, b, philox::truncated_normal(seed, stream, index));
     }
     out[i] = static_cast<float>(value);
   }
