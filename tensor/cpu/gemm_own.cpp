@@ -23,10 +23,15 @@
 // and it stays correct everywhere.
 //
 // Each element of C is summed over k in the same order (p ascending inside a
-// KC block, blocks ascending) whatever the thread count or the m/n tiling, so
-// results do not depend on the number of threads.
+// KC block, blocks ascending) whatever the thread count, the m/n tiling or
+// which thread computes it, so results do not depend on the number of
+// threads. That is what lets threads take blocks (and whole matrices of a
+// batch) first come, first served: a thread slowed down by another process on
+// its core computes fewer blocks instead of holding the others up at the next
+// barrier.
 #include "tensor/cpu/gemm_own.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -62,9 +67,12 @@ template <> struct Blocking<double> {
   static constexpr int64_t kKC = 256, kMC = 96, kNC = 4096;
 };
 
-// Below this many multiply-adds in the whole call, one thread is faster than
-// waking a team; at or below kBatchWork per matrix (with at least one matrix
-// per thread) threads take whole matrices instead of splitting each one.
+// Below kSerialWork multiply-adds in the whole call, one thread is faster
+// than waking a team (measured: two threads win from about 64^3 on). At or
+// below kBatchWork per matrix, with at least one matrix per thread, threads
+// take whole matrices instead of sharing each one: measured as fast to 40%
+// faster up to 192^3 (3, 8 and 48 square matrices on the 2-core EPYC); past
+// that, 3 matrices on 2 threads lost 10-15%.
 constexpr double kSerialWork = 64.0 * 64 * 64;
 constexpr double kBatchWork = 192.0 * 192 * 192;
 
@@ -171,8 +179,10 @@ struct Buffer {
 };
 
 // The threads working on one matrix together; size 1 for a thread alone.
+// next hands out task numbers, each to one thread (shared by the team).
 struct Team {
   int id = 0, size = 1;
+  std::atomic<int64_t>* next = nullptr;  // unused when size is 1
 };
 
 void barrier(const Team& team) {
@@ -197,6 +207,8 @@ void gemm_blocked(const Team& team, T* c, View<T> a, View<T> b, int64_t m, int64
   blocks = ceil_div(m, mc);
   int64_t groups = std::max<int64_t>(1, team.size / blocks);
   int64_t tasks = blocks * groups;
+  std::atomic<int64_t> alone{0};
+  std::atomic<int64_t>& next = team.size > 1 ? *team.next : alone;
 
   for (int64_t jc = 0; jc < n; jc += B::kNC) {
     int64_t nc = std::min(B::kNC, n - jc);
@@ -204,11 +216,12 @@ void gemm_blocked(const Team& team, T* c, View<T> a, View<T> b, int64_t m, int64
     for (int64_t pc = 0; pc < k; pc += B::kKC) {
       int64_t kc = std::min(B::kKC, k - pc);
       T beta_pc = pc == 0 ? beta : T(1);  // later k blocks add to what the first wrote
+      if (team.id == 0) next.store(0, std::memory_order_relaxed);  // no one takes tasks before the barrier
       for (int64_t j = team.id; j < panels; j += team.size)
         pack_panel<NR>(bpack + j * kc * NR, b.p + pc * b.rs + (jc + j * NR) * b.cs, b.cs, b.rs,
                        std::min<int64_t>(NR, nc - j * NR), kc);
       barrier(team);
-      for (int64_t task = team.id; task < tasks; task += team.size) {
+      for (int64_t task = next.fetch_add(1); task < tasks; task = next.fetch_add(1)) {
         int64_t ic = (task % blocks) * mc, rows = std::min(mc, m - ic);
         int64_t group = task / blocks;
         int64_t j0 = panels * group / groups, j1 = panels * (group + 1) / groups;
@@ -267,12 +280,14 @@ void gemm_typed(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int
     for (int64_t i = 0; i < batch; ++i) run(Team{}, i, bpacks.get(), apacks.get());
     return;
   }
+  std::atomic<int64_t> next{0};  // the next matrix (by_matrix) or block (a team per matrix)
 #pragma omp parallel num_threads(threads)
   {
     Team team = this_thread();  // the runtime may give fewer threads than asked for
+    team.next = &next;
     T* apack = apacks.get() + team.id * a_size;
-    if (by_matrix) {  // each thread alone on whole matrices, a static share
-      for (int64_t i = team.id; i < batch; i += team.size)
+    if (by_matrix) {  // each thread alone on whole matrices
+      for (int64_t i = next.fetch_add(1); i < batch; i = next.fetch_add(1))
         run(Team{}, i, bpacks.get() + team.id * b_size, apack);
     } else {
       for (int64_t i = 0; i < batch; ++i) run(team, i, bpacks.get(), apack);

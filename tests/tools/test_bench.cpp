@@ -1,0 +1,62 @@
+// Smoke test of `ordo bench ops`: it runs, prints its tables and writes valid
+// JSON. Speeds are never asserted (benchmarks measure, tests check).
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <unistd.h>
+
+#include "tensor/file_io.h"
+#include "tensor/json.h"
+
+namespace {
+
+struct Run {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+Run run_ordo(const std::string& args) {
+  std::string command = std::string(ORDO_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string output;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+}  // namespace
+
+TEST_CASE("ordo bench ops --quick prints its tables and writes JSON", "[bench]") {
+  std::string json_path = "/tmp/ordo_test_bench_" + std::to_string(getpid()) + ".json";
+  Run r = run_ordo("bench ops --quick --json " + json_path);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("CPU: ") != std::string::npos);
+  CHECK(r.output.find("CPU matrix products, GFLOP/s") != std::string::npos);
+  CHECK(r.output.find("OpenBLAS") != std::string::npos);
+  CHECK(r.output.find("CPU memory-bound kernels") != std::string::npos);
+  CHECK(r.output.find("softmax") != std::string::npos);
+  CHECK(r.output.find("layernorm") != std::string::npos);
+
+  ordo::json::Value report = ordo::json::parse(ordo::read_file(json_path));
+  std::remove(json_path.c_str());
+  const auto& matmul = report["cpu"]["matmul"].as_array();
+  REQUIRE(!matmul.empty());
+  for (const auto& row : matmul) CHECK(row["own_gflops"].as_number() > 0);
+  CHECK(report["cpu"]["memcpy_gbps"].as_number() > 0);
+  CHECK(report["cpu"]["kernels"].size() == 5);  // add, gelu, softmax x 2, layernorm
+  CHECK(report["quick"].as_bool());
+}
+
+TEST_CASE("ordo bench ops refuses an unknown flag", "[bench]") {
+  Run r = run_ordo("bench ops --fast");
+  CHECK(r.exit_code != 0);
+  CHECK(r.output.find("unknown flag --fast") != std::string::npos);
+}
