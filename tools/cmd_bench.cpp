@@ -132,6 +132,7 @@ json::Value cpu_matmul(const Options& opt) {
   std::fflush(stdout);
   double peak32 = bench::measure_fma_peak(false, opt.plan), peak64 = bench::measure_fma_peak(true, opt.plan);
   bool blas = cpu::blas_compiled();
+  if (blas) cpu::set_use_blas(true);  // cpu::gemm is then the BLAS path
   std::vector<double> blas_rate(cases.size(), 0), own_rate(cases.size(), 0);
   double best32 = 0, best64 = 0;  // the best BLAS rate seen (own kernel's without a BLAS)
   for (size_t i = 0; i < cases.size(); ++i) {
