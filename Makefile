@@ -46,6 +46,7 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: deps build
+	@$(BUILD)/ordo info
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 run: deps build

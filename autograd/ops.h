@@ -65,7 +65,8 @@ Var concat(const std::vector<Var>& parts, int axis);
 std::vector<Var> split(const Var& x, const std::vector<int64_t>& sizes, int axis);
 
 // ---- indexing (ops_index.cpp) -----------------------------------------------------------
-Var embedding(const Var& table, const Tensor& ids);
+// The row padding_idx (when >= 0) receives no gradient (PyTorch's padding_idx).
+Var embedding(const Var& table, const Tensor& ids, int64_t padding_idx = -1);
 Var index_select(const Var& x, int axis, const Tensor& idx);
 Var gather(const Var& x, int axis, const Tensor& idx);
 

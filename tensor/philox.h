@@ -90,11 +90,18 @@ ORDO_HD double truncated_normal(uint64_t seed, uint64_t stream, uint64_t index) 
   return 0.0;  // 128 rejections in a row: probability below 1e-170
 }
 
-// Dropout keeps element i when its first word is >= this threshold, so the
+// Dropout keeps element i when its 32-bit word is >= this threshold, so the
 // keep probability is exactly 1 - threshold / 2^32.
 ORDO_HD uint64_t dropout_threshold(double p) {
   double t = p * 4294967296.0;
   return t <= 0 ? 0 : (t >= 4294967296.0 ? 4294967296ull : static_cast<uint64_t>(t + 0.5));
+}
+
+// Dropout masks use all four words of a draw: element i takes word i % 4 of
+// draw(seed, stream, i / 4), a quarter of the Philox work of one draw each.
+ORDO_HD bool dropout_keep(const Words& w, uint64_t i, uint64_t threshold) { return w.x[i & 3] >= threshold; }
+ORDO_HD bool dropout_keep(uint64_t seed, uint64_t stream, uint64_t i, uint64_t threshold) {
+  return dropout_keep(draw(seed, stream, i >> 2), i, threshold);
 }
 
 }  // namespace ordo::philox

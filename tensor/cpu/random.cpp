@@ -36,10 +36,13 @@ void dropout(const Tensor& out, const Tensor& x, double p, uint64_t seed, uint64
     const T scale = static_cast<T>(1.0 / (1.0 - p));
     const T* xs = x.data<T>();
     T* o = out.data<T>();
-    parallel_for(out.numel(), kElementwiseGrain / 8, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        uint32_t word = philox::draw(seed, stream, static_cast<uint64_t>(i)).x[0];
-        o[i] = word >= threshold ? xs[i] * scale : T(0);
+    const int64_t n = out.numel();
+    // Groups of four elements share one Philox draw (philox::dropout_keep).
+    parallel_for((n + 3) / 4, kElementwiseGrain / 32, [&](int64_t begin, int64_t end) {
+      for (int64_t g = begin; g < end; ++g) {
+        philox::Words w = philox::draw(seed, stream, static_cast<uint64_t>(g));
+        for (int64_t i = 4 * g; i < std::min(n, 4 * g + 4); ++i)
+          o[i] = philox::dropout_keep(w, static_cast<uint64_t>(i), threshold) ? xs[i] * scale : T(0);
       }
     });
   });

@@ -36,23 +36,25 @@ __global__ void random_kernel(float* out, int64_t n, double a, double b, uint64_
   }
 }
 
-// out[i] = keep(i) ? x[i] * scale : 0, keep(i) = first Philox word >= threshold.
-// kPacked: out and x 16-byte aligned; each thread moves four elements at a
-// time (each still drawn from its own counter), then the tail one by one.
+// out[i] = keep(i) ? x[i] * scale : 0 with philox::dropout_keep (element i
+// takes word i % 4 of draw i / 4). kPacked: out and x 16-byte aligned; each
+// thread moves four elements at a time, which share one draw, then the tail
+// one by one.
 template <bool kPacked>
 __global__ void dropout_kernel(float* out, const float* x, int64_t n, uint64_t threshold,
                                float scale, uint64_t seed, uint64_t stream) {
-  auto keep = [&](int64_t i) {
-    return philox::draw(seed, stream, static_cast<uint64_t>(i)).x[0] >= threshold;
-  };
+  auto keep = [&](int64_t i) { return philox::dropout_keep(seed, stream, static_cast<uint64_t>(i), threshold); };
   int64_t begin = 0;
   if constexpr (kPacked) {
     constexpr int P = Pack<float>::kSize;
     const int64_t packs = n / P;
     for (int64_t v = global_thread_index(); v < packs; v += grid_thread_count()) {
+      static_assert(P == 4, "a pack is the four elements of one Philox draw");
       Pack<float> values = Pack<float>::load(x + v * P);
+      const philox::Words w = philox::draw(seed, stream, static_cast<uint64_t>(v));
 #pragma unroll
-      for (int e = 0; e < P; ++e) values.v[e] = keep(v * P + e) ? values.v[e] * scale : 0.0f;
+      for (int e = 0; e < P; ++e)
+        values.v[e] = philox::dropout_keep(w, static_cast<uint64_t>(v * P + e), threshold) ? values.v[e] * scale : 0.0f;
       values.store(out + v * P);
     }
     begin = packs * P;

@@ -1,0 +1,155 @@
+// BERT (Devlin et al. 2019), laid out module by module as HuggingFace's
+// BertModel so every parameter carries HF's name, with the position
+// encoding behind the seam of nn/position.h.
+//
+//   embeddings:  x = LayerNorm(word[ids] + token_type[segments] + pe.input_embedding(positions))
+//   layer (post-LN, BERT):  a = LayerNorm(x + Dropout(SelfAttention(x) W_o))
+//                           y = LayerNorm(a + Dropout(act(a W_1) W_2))
+//   layer (pre-LN option):  a = x + Dropout(SelfAttention(LN(x)) W_o);  y = a + Dropout(FFN(LN(a)))
+//
+// The same stack with a causal mask is the GPT-style decoder of the
+// encoder-vs-decoder comparison (Wang & Chen 2020).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "nn/bert_config.h"
+#include "nn/layers.h"
+#include "nn/position.h"
+
+namespace ordo::nn {
+
+// One batch on the model's device: every tensor [batch, length] i64.
+struct BertInputs {
+  Tensor input_ids;
+  Tensor segment_ids;     // undefined: all 0
+  Tensor positions;       // undefined: 0..length-1 in every row
+  Tensor attention_mask;  // undefined: every token real; else 1 real / 0 padding
+};
+
+// What a forward pass can hand back besides the last hidden state, for
+// auditing (ordo forward) and probing.
+struct ForwardTrace {
+  bool keep_hidden_states = false;  // hidden_states[0] = embeddings, [l] = after layer l
+  bool keep_attentions = false;     // attentions[l-1] = layer l's softmax [batch, heads, L, L]
+  std::vector<Tensor> hidden_states;
+  std::vector<Tensor> attentions;
+};
+
+// HF "attention.self": the three projections, and the attention itself.
+class SelfAttention : public Module {
+ public:
+  SelfAttention(const BertConfig& c, Device device);
+  // x [batch, L, hidden] -> context [batch, L, hidden]
+  Var forward(const Var& x, const Var& padding_mask, PositionEncoding& pe, int layer,
+              const Tensor& positions, Context& ctx, ForwardTrace* trace) const;
+  Linear& query;
+  Linear& key;
+  Linear& value;
+
+ private:
+  int64_t heads_, head_dim_;
+  double dropout_;
+};
+
+// HF "attention.output" and "output": a projection, dropout, the residual
+// and (post-LN) the LayerNorm of the sum.
+class ResidualOutput : public Module {
+ public:
+  ResidualOutput(int64_t in, const BertConfig& c, Device device);
+  Var forward(const Var& h, const Var& residual, Context& ctx) const;
+  Linear& dense;
+  LayerNorm* norm = nullptr;  // "LayerNorm" (HF's name); absent in a pre-LN layer
+
+ private:
+  double dropout_;
+};
+
+class Attention : public Module {
+ public:
+  Attention(const BertConfig& c, Device device);
+  SelfAttention& self;
+  ResidualOutput& output;
+};
+
+class Intermediate : public Module {
+ public:
+  Intermediate(const BertConfig& c, Device device);
+  Var forward(const Var& x) const { return activate(act_, dense.forward(x)); }
+  Linear& dense;
+
+ private:
+  Activation act_;
+};
+
+class EncoderLayer : public Module {
+ public:
+  EncoderLayer(const BertConfig& c, Device device);
+  Var forward(const Var& x, const Var& padding_mask, PositionEncoding& pe, int layer,
+              const Tensor& positions, Context& ctx, ForwardTrace* trace) const;
+  Attention& attention;
+  Intermediate& intermediate;
+  ResidualOutput& output;
+
+ private:
+  bool pre_ln_;
+  // Pre-LN only: the LayerNorms in front of the two sublayers.
+  LayerNorm* attention_norm_ = nullptr;
+  LayerNorm* ffn_norm_ = nullptr;
+};
+
+class Embeddings : public Module {
+ public:
+  Embeddings(const BertConfig& c, Device device);
+  Embedding& word_embeddings;
+  Embedding& token_type_embeddings;
+  LayerNorm& norm;  // "LayerNorm"
+};
+
+class Encoder : public Module {
+ public:
+  Encoder(const BertConfig& c, Device device);
+  std::vector<EncoderLayer*> layers;  // registered as "layer.0", "layer.1", ...
+};
+
+class Pooler : public Module {
+ public:
+  Pooler(const BertConfig& c, Device device);
+  // tanh(h_[CLS] W + b)
+  Var forward(const Var& sequence) const;
+  Linear& dense;
+};
+
+class BertModel : public Module {
+ public:
+  // `pe` is registered at the path the variant names (HF's
+  // "embeddings.position_embeddings" for the learned absolute table).
+  BertModel(const BertConfig& config, std::unique_ptr<PositionEncoding> pe, Device device,
+            bool with_pooler);
+  // The last hidden state [batch, L, hidden].
+  Var forward(const BertInputs& inputs, Context& ctx, ForwardTrace* trace = nullptr) const;
+
+  const BertConfig& config() const { return config_; }
+  Device device() const { return device_; }
+  PositionEncoding& position_encoding() const { return *pe_; }
+  Embeddings& embeddings;
+  Encoder& encoder;
+  Pooler* pooler = nullptr;
+  LayerNorm* final_norm = nullptr;  // pre-LN only ("encoder.final_LayerNorm")
+
+ private:
+  BertConfig config_;
+  Device device_;
+  PositionEncoding* pe_;
+};
+
+// The additive attention mask [batch, 1, 1|L, L]: 0 where attention is
+// allowed, the dtype's lowest value where the key is padding (or, for a
+// decoder, in the future), as HF builds it.
+Tensor attention_bias(const Tensor& attention_mask, int64_t batch, int64_t length, bool causal, DType dtype,
+                      Device device);
+// 0..length-1 in each of `batch` rows.
+Tensor default_positions(int64_t batch, int64_t length, Device device);
+
+}  // namespace ordo::nn

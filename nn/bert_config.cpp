@@ -1,0 +1,96 @@
+#include "nn/bert_config.h"
+
+#include "tensor/config.h"
+
+namespace ordo::nn {
+
+namespace {
+// HF's position_embedding_type for the pe variants it has, and back.
+std::string hf_type_of(const std::string& pe) {
+  if (pe == "rpe_shaw") return "relative_key";
+  if (pe == "huang_m4") return "relative_key_query";
+  return "absolute";
+}
+}  // namespace
+
+BertConfig config_from_json(const json::Value& object, const std::string& where, bool hf_lenient) {
+  FieldReader r(object, where);
+  BertConfig c;
+  const int64_t big = int64_t{1} << 31;
+  c.vocab_size = r.integer("vocab_size", c.vocab_size, 1, big);
+  c.hidden_size = r.integer("hidden_size", c.hidden_size, 1, 1 << 20);
+  c.num_hidden_layers = r.integer("num_hidden_layers", c.num_hidden_layers, 1, 1024);
+  c.num_attention_heads = r.integer("num_attention_heads", c.num_attention_heads, 1, 1 << 16);
+  c.intermediate_size = r.integer("intermediate_size", c.intermediate_size, 1, 1 << 22);
+  c.hidden_act = r.string("hidden_act", c.hidden_act, {"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "tanh"});
+  c.hidden_dropout_prob = r.number("hidden_dropout_prob", c.hidden_dropout_prob, 0, 0.99);
+  c.attention_probs_dropout_prob = r.number("attention_probs_dropout_prob", c.attention_probs_dropout_prob, 0, 0.99);
+  c.max_position_embeddings = r.integer("max_position_embeddings", c.max_position_embeddings, 1, 1 << 24);
+  c.type_vocab_size = r.integer("type_vocab_size", c.type_vocab_size, 1, 1 << 16);
+  c.initializer_range = r.number("initializer_range", c.initializer_range, 0, 10);
+  c.layer_norm_eps = r.number("layer_norm_eps", c.layer_norm_eps, 1e-30, 1);
+  c.pad_token_id = r.integer("pad_token_id", c.pad_token_id, 0, big);
+  bool has_hf_type = r.has("position_embedding_type");
+  c.position_embedding_type = r.string("position_embedding_type", c.position_embedding_type,
+                                       {"absolute", "relative_key", "relative_key_query"});
+  bool has_pe = r.has("pe");
+  c.pe = r.string("pe", c.pe);
+  if (const json::Value* options = r.object("pe_options")) c.pe_options = *options;
+  c.decoder = r.boolean("decoder", c.decoder);
+  c.pre_layer_norm = r.boolean("pre_layer_norm", c.pre_layer_norm);
+  // An HF config names its position embedding only through position_embedding_type.
+  if (has_hf_type && !has_pe) {
+    if (c.position_embedding_type == "relative_key") c.pe = "rpe_shaw";
+    if (c.position_embedding_type == "relative_key_query") c.pe = "huang_m4";
+  }
+  if (!has_hf_type) c.position_embedding_type = hf_type_of(c.pe);
+  if (hf_lenient) {
+    r.ignore({"architectures", "model_type", "transformers_version", "torch_dtype", "dtype", "use_cache",
+              "classifier_dropout", "gradient_checkpointing", "is_decoder", "add_cross_attention",
+              "bos_token_id", "eos_token_id", "_name_or_path", "directionality", "pooler_fc_size",
+              "pooler_num_attention_heads", "pooler_num_fc_layers", "pooler_size_per_head",
+              "pooler_type", "output_past", "tie_word_embeddings", "chunk_size_feed_forward"});
+  }
+  r.finish();
+  validate(c, where);
+  return c;
+}
+
+void validate(const BertConfig& c, const std::string& where) {
+  ORDO_CHECK(c.hidden_size % c.num_attention_heads == 0, where, ": num_attention_heads ",
+             c.num_attention_heads, " does not divide hidden_size ", c.hidden_size);
+  ORDO_CHECK(c.pad_token_id < c.vocab_size, where, ": pad_token_id ", c.pad_token_id,
+             " is outside the vocabulary of ", c.vocab_size);
+  ORDO_CHECK(c.position_embedding_type == "absolute" || hf_type_of(c.pe) == c.position_embedding_type, where,
+             ": position_embedding_type '", c.position_embedding_type, "' needs pe '",
+             c.position_embedding_type == "relative_key" ? "rpe_shaw" : "huang_m4", "', got '", c.pe, "'");
+}
+
+json::Value config_to_json(const BertConfig& c) {
+  json::Value o = json::Value::object();
+  o["architectures"] = json::Value::array();
+  o["architectures"].push_back(c.decoder ? "BertLMHeadModel" : "BertForMaskedLM");
+  o["model_type"] = "bert";
+  o["vocab_size"] = c.vocab_size;
+  o["hidden_size"] = c.hidden_size;
+  o["num_hidden_layers"] = c.num_hidden_layers;
+  o["num_attention_heads"] = c.num_attention_heads;
+  o["intermediate_size"] = c.intermediate_size;
+  o["hidden_act"] = c.hidden_act;
+  o["hidden_dropout_prob"] = c.hidden_dropout_prob;
+  o["attention_probs_dropout_prob"] = c.attention_probs_dropout_prob;
+  o["max_position_embeddings"] = c.max_position_embeddings;
+  o["type_vocab_size"] = c.type_vocab_size;
+  o["initializer_range"] = c.initializer_range;
+  o["layer_norm_eps"] = c.layer_norm_eps;
+  o["pad_token_id"] = c.pad_token_id;
+  o["position_embedding_type"] = c.position_embedding_type;
+  o["is_decoder"] = c.decoder;
+  o["pe"] = c.pe;
+  o["pe_options"] = c.pe_options;
+  o["decoder"] = c.decoder;
+  o["pre_layer_norm"] = c.pre_layer_norm;
+  return o;
+}
+
+}  // namespace ordo::nn

@@ -1,0 +1,103 @@
+#include "nn/checkpoint.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "tensor/file_io.h"
+#include "tensor/safetensors.h"
+
+namespace ordo::nn {
+
+namespace {
+
+void make_directory(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
+    throw Error("cannot create directory '" + dir + "': " + std::strerror(errno));
+  struct stat st;
+  ORDO_CHECK(::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode), "'", dir, "' exists and is not a directory");
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Names HF writes that ordo has no parameter for: buffers and tied copies.
+bool ignored_name(const std::string& name) {
+  return name == "bert.embeddings.position_ids" || name == "cls.predictions.decoder.weight" ||
+         name == "cls.predictions.decoder.bias";
+}
+
+}  // namespace
+
+std::string canonical_name(const std::string& checkpoint_name) {
+  std::string name = checkpoint_name;
+  // A BertModel checkpoint has no "bert." prefix; the heads ("cls.") never do.
+  if (name.rfind("bert.", 0) != 0 && name.rfind("cls.", 0) != 0) name = "bert." + name;
+  // TF-era LayerNorm names.
+  if (ends_with(name, "LayerNorm.gamma")) name.replace(name.size() - 5, 5, "weight");
+  if (ends_with(name, "LayerNorm.beta")) name.replace(name.size() - 4, 4, "bias");
+  return name;
+}
+
+void save_model(const std::string& dir, PretrainingModel& model) {
+  make_directory(dir);
+  NamedTensors tensors;
+  for (const auto& [name, p] : model.named_parameters()) tensors.emplace_back(name, p->var.value());
+  safetensors::save(dir + "/model.safetensors", tensors, {{"format", "pt"}});
+  write_file_atomic(dir + "/config.json", json::dump(config_to_json(model.bert.config()), 2) + "\n");
+}
+
+BertConfig load_config(const std::string& dir) {
+  std::string path = dir + "/config.json";
+  json::Value value;
+  try {
+    value = json::parse(read_file(path));
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+  return config_from_json(value, path, /*hf_lenient=*/true);
+}
+
+void load_weights(PretrainingModel& model, const NamedTensors& tensors, const std::string& where,
+                  const std::vector<std::string>& may_be_missing) {
+  std::map<std::string, const Tensor*> by_name;
+  std::vector<std::string> unexpected;
+  for (const auto& [raw, t] : tensors) {
+    std::string name = canonical_name(raw);
+    if (ignored_name(name)) continue;
+    ORDO_CHECK(by_name.emplace(name, &t).second, where, ": tensor '", raw, "' appears twice (after normalising its name)");
+  }
+  std::vector<std::string> missing;
+  for (const auto& [name, p] : model.named_parameters()) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      bool allowed = std::any_of(may_be_missing.begin(), may_be_missing.end(),
+                                 [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
+      if (!allowed) missing.push_back(name);
+      continue;
+    }
+    const Tensor& t = *it->second;
+    ORDO_CHECK(t.shape() == p->var.shape(), where, ": tensor '", name, "' has shape ", shape_str(t.shape()),
+               ", the model expects ", shape_str(p->var.shape()));
+    ORDO_CHECK(is_floating(t.dtype()), where, ": tensor '", name, "' has dtype ", dtype_name(t.dtype()),
+               ", expected a floating-point type");
+    p->var.value().copy_from(t.to(p->var.dtype()));
+    by_name.erase(it);
+  }
+  for (const auto& [name, t] : by_name) unexpected.push_back(name);
+  auto list = [](const std::vector<std::string>& names) {
+    std::string s;
+    for (size_t i = 0; i < names.size() && i < 8; ++i) s += (i ? ", " : "") + names[i];
+    return names.size() > 8 ? s + ", ... (" + std::to_string(names.size()) + " in all)" : s;
+  };
+  ORDO_CHECK(missing.empty(), where, ": the checkpoint lacks ", missing.size(), " parameters of the model: ",
+             list(missing), " (does its config match the model's?)");
+  ORDO_CHECK(unexpected.empty(), where, ": the checkpoint has ", unexpected.size(),
+             " tensors the model does not: ", list(unexpected), " (does its config match the model's?)");
+}
+
+}  // namespace ordo::nn

@@ -1,0 +1,41 @@
+// Model checkpoints that move both ways between ordo and HuggingFace:
+//   DIR/config.json        HF's BertConfig fields (+ ordo's pe fields)
+//   DIR/model.safetensors  every parameter under its HF name
+//                          ("bert.embeddings.word_embeddings.weight", ...,
+//                          "cls.predictions.bias"; Linear weights [out, in])
+// so transformers.BertForMaskedLM.from_pretrained(DIR) reads an ordo
+// checkpoint with absolute PE, and ordo reads HF BERT checkpoints.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nn/heads.h"
+
+namespace ordo::nn {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// Writes DIR/config.json and DIR/model.safetensors, each atomically (DIR is
+// created when missing).
+void save_model(const std::string& dir, PretrainingModel& model);
+
+BertConfig load_config(const std::string& dir);
+
+// Copies checkpoint tensors into the model's parameters. Accepted as HF
+// writes them: names with or without the "bert." prefix, the legacy
+// LayerNorm "gamma"/"beta", the "embeddings.position_ids" buffer (ignored),
+// the tied "cls.predictions.decoder.weight/bias" (present or not). Errors
+// name the checkpoint and the tensor: a parameter the checkpoint lacks
+// (unless its name starts with one of `may_be_missing`), a tensor the model
+// does not have, a shape that differs.
+void load_weights(PretrainingModel& model, const NamedTensors& tensors, const std::string& where,
+                  const std::vector<std::string>& may_be_missing = {});
+
+// The checkpoint's name for an ordo parameter name after normalising: what
+// load_weights matches on (exposed for tests).
+std::string canonical_name(const std::string& checkpoint_name);
+
+}  // namespace ordo::nn

@@ -1,0 +1,72 @@
+#include "nn/heads.h"
+
+namespace ordo::nn {
+
+MlmHead::MlmHead(const BertConfig& c, Device device)
+    : transform_dense(add_module("transform.dense",
+                                 std::make_unique<Linear>(c.hidden_size, c.hidden_size, c.initializer_range, device))),
+      transform_norm(add_module("transform.LayerNorm", std::make_unique<LayerNorm>(c.hidden_size, c.layer_norm_eps, device))),
+      bias(add_parameter("bias", {c.vocab_size}, Init::zeros(), false, device)),
+      act_(parse_activation(c.hidden_act)) {}
+
+Var MlmHead::forward(const Var& hidden, const Var& word_embeddings) const {
+  Var h = transform_norm.forward(activate(act_, transform_dense.forward(hidden)));
+  return add(matmul(h, word_embeddings, false, true), bias.var);
+}
+
+PretrainingModel::PretrainingModel(const BertConfig& config, std::unique_ptr<PositionEncoding> pe, Device device,
+                                   bool nsp)
+    : bert(add_module("bert", std::make_unique<BertModel>(config, std::move(pe), device, nsp))),
+      predictions(add_module("cls.predictions", std::make_unique<MlmHead>(config, device))) {
+  ORDO_CHECK(!(nsp && config.decoder), "next-sentence prediction needs an encoder, not a decoder");
+  if (nsp) seq_relationship = &add_module("cls.seq_relationship",
+                                          std::make_unique<Linear>(config.hidden_size, 2, config.initializer_range, device));
+}
+
+PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const Tensor& labels, const Tensor& nsp_labels,
+                                            Context& ctx, ForwardTrace* trace) const {
+  const int64_t batch = inputs.input_ids.size(0), length = inputs.input_ids.size(1);
+  check_shape(labels, {batch, length}, "PretrainingModel", "labels");
+  check_dtype(labels, DType::i64, "PretrainingModel", "labels");
+  Var sequence = bert.forward(inputs, ctx, trace);
+  const int64_t hidden = sequence.size(-1);
+
+  // The rows that are predicted (label != -100), found on the host.
+  std::vector<int64_t> flat = labels.to_vector<int64_t>(), rows, targets;
+  for (int64_t i = 0; i < batch * length; ++i) {
+    if (flat[i] != -100) {
+      rows.push_back(i);
+      targets.push_back(flat[i]);
+    }
+  }
+  Device device = bert.device();
+  PretrainingOutput out;
+  Tensor row_index = Tensor::from_vector(rows, {static_cast<int64_t>(rows.size())}, device);
+  out.lm_targets = Tensor::from_vector(targets, {static_cast<int64_t>(targets.size())}, device);
+  Var picked = index_select(reshape(sequence, {batch * length, hidden}), 0, row_index);
+  Var logits = predictions.forward(picked, bert.embeddings.word_embeddings.weight.var);
+  out.lm_logits = logits.value();
+  out.lm_loss = cross_entropy(logits, out.lm_targets);
+  out.loss = out.lm_loss;
+  if (seq_relationship && nsp_labels.defined()) {
+    check_shape(nsp_labels, {batch}, "PretrainingModel", "nsp_labels");
+    Var nsp_logits = seq_relationship->forward(bert.pooler->forward(sequence));
+    out.nsp_logits = nsp_logits.value();
+    out.nsp_loss = cross_entropy(nsp_logits, nsp_labels);
+    out.loss = add(out.loss, out.nsp_loss);
+  }
+  return out;
+}
+
+Var PretrainingModel::all_logits(const BertInputs& inputs, Context& ctx, ForwardTrace* trace) const {
+  Var sequence = bert.forward(inputs, ctx, trace);
+  return predictions.forward(sequence, bert.embeddings.word_embeddings.weight.var);
+}
+
+void initialize_bert(PretrainingModel& model, uint64_t seed) {
+  initialize(model, seed);
+  const Embedding& words = model.bert.embeddings.word_embeddings;
+  if (words.padding_idx >= 0) words.weight.var.value().select(0, words.padding_idx).fill_(0);
+}
+
+}  // namespace ordo::nn

@@ -1,0 +1,59 @@
+// The heads on top of BertModel, named as HuggingFace's BertForPreTraining:
+//   cls.predictions      the MLM head: transform (dense, act, LayerNorm), then
+//                        logits = h E^T + bias with E the word embeddings (tied)
+//   cls.seq_relationship the NSP classifier on the pooled [CLS] vector
+// A decoder stack reuses cls.predictions as its causal LM head (next token).
+#pragma once
+
+#include <memory>
+
+#include "nn/bert.h"
+
+namespace ordo::nn {
+
+class MlmHead : public Module {
+ public:
+  MlmHead(const BertConfig& c, Device device);
+  // hidden [N, hidden] -> logits [N, vocab] against the tied word embeddings.
+  Var forward(const Var& hidden, const Var& word_embeddings) const;
+  Linear& transform_dense;     // "transform.dense"
+  LayerNorm& transform_norm;   // "transform.LayerNorm"
+  Parameter& bias;             // "bias"
+
+ private:
+  Activation act_;
+};
+
+// The losses and counts of one pretraining forward pass.
+struct PretrainingOutput {
+  Var loss;           // lm + nsp
+  Var lm_loss;        // mean cross-entropy over the predicted tokens
+  Var nsp_loss;       // undefined without NSP
+  Tensor lm_logits;   // [predicted tokens, vocab]
+  Tensor lm_targets;  // [predicted tokens] i64
+  Tensor nsp_logits;  // [batch, 2]
+};
+
+// BERT with its pretraining heads: MLM (optionally + NSP) for an encoder,
+// next-token prediction for a decoder.
+class PretrainingModel : public Module {
+ public:
+  PretrainingModel(const BertConfig& config, std::unique_ptr<PositionEncoding> pe, Device device, bool nsp);
+  // labels [B, L] i64 (-100: not predicted); nsp_labels [B] or undefined.
+  // Only the predicted rows go through the vocabulary projection, which
+  // gives the same loss as projecting every row.
+  PretrainingOutput forward(const BertInputs& inputs, const Tensor& labels, const Tensor& nsp_labels,
+                            Context& ctx, ForwardTrace* trace = nullptr) const;
+  // Logits for every position [B, L, vocab] (ordo forward, evaluation).
+  Var all_logits(const BertInputs& inputs, Context& ctx, ForwardTrace* trace = nullptr) const;
+
+  BertModel& bert;
+  MlmHead& predictions;               // "cls.predictions"
+  Linear* seq_relationship = nullptr; // "cls.seq_relationship"
+};
+
+// Sets every parameter from its Init with Philox(seed) and zeroes the [PAD]
+// row of the word embeddings, as HF's _init_weights does.
+void initialize_bert(PretrainingModel& model, uint64_t seed);
+
+}  // namespace ordo::nn

@@ -1,0 +1,63 @@
+#include "nn/layers.h"
+
+namespace ordo::nn {
+
+Linear::Linear(int64_t in, int64_t out, double init_std, Device device, bool with_bias)
+    : weight(add_parameter("weight", {out, in}, Init::normal(init_std), true, device)) {
+  if (with_bias) bias = &add_parameter("bias", {out}, Init::zeros(), false, device);
+}
+
+Var Linear::forward(const Var& x) const {
+  Var y = matmul(x, weight.var, false, true);
+  return bias ? add(y, bias->var) : y;
+}
+
+Embedding::Embedding(int64_t num, int64_t dim, double init_std, Device device, int64_t padding_idx)
+    : weight(add_parameter("weight", {num, dim}, Init::normal(init_std), true, device)),
+      padding_idx(padding_idx) {
+  ORDO_CHECK(padding_idx < num, "Embedding: padding_idx ", padding_idx, " is outside ", num, " rows");
+}
+
+Var Embedding::forward(const Tensor& ids) const { return embedding(weight.var, ids, padding_idx); }
+
+LayerNorm::LayerNorm(int64_t dim, double eps, Device device)
+    : weight(add_parameter("weight", {dim}, Init::ones(), false, device)),
+      bias(add_parameter("bias", {dim}, Init::zeros(), false, device)),
+      eps(eps) {}
+
+Var LayerNorm::forward(const Var& x) const { return layernorm(x, weight.var, bias.var, eps); }
+
+Var dropout(const Var& x, double p, Context& ctx) {
+  if (!ctx.training || p == 0) return x;
+  return ordo::dropout(x, p, ctx.seed, ctx.take_stream());
+}
+
+Activation parse_activation(const std::string& name) {
+  if (name == "gelu") return Activation::gelu;
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh") return Activation::gelu_tanh;
+  if (name == "relu") return Activation::relu;
+  if (name == "tanh") return Activation::tanh;
+  throw Error("unknown activation '" + name + "': expected gelu, gelu_new, gelu_pytorch_tanh, relu or tanh");
+}
+
+const char* activation_name(Activation a) {
+  switch (a) {
+    case Activation::gelu: return "gelu";
+    case Activation::gelu_tanh: return "gelu_new";
+    case Activation::relu: return "relu";
+    case Activation::tanh: return "tanh";
+  }
+  return "?";
+}
+
+Var activate(Activation a, const Var& x) {
+  switch (a) {
+    case Activation::gelu: return gelu(x);
+    case Activation::gelu_tanh: return gelu_tanh(x);
+    case Activation::relu: return relu(x);
+    case Activation::tanh: return tanh(x);
+  }
+  return x;
+}
+
+}  // namespace ordo::nn

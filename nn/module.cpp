@@ -1,0 +1,65 @@
+#include "nn/module.h"
+
+#include "tensor/ops.h"
+
+namespace ordo::nn {
+
+Parameter& Module::add_parameter(const std::string& name, const Shape& shape, Init init, bool decay,
+                                 Device device) {
+  for (const auto& p : parameters_)
+    ORDO_CHECK(p.first != name, "parameter '", name, "' is registered twice");
+  auto param = std::make_unique<Parameter>();
+  param->var = Var(Tensor::zeros(shape, DType::f32, device), true, name);
+  param->init = init;
+  param->decay = decay;
+  Parameter& ref = *param;
+  parameters_.emplace_back(name, std::move(param));
+  return ref;
+}
+
+void Module::collect(const std::string& prefix, std::vector<NamedParameter>& out) {
+  for (auto& [name, p] : parameters_) out.emplace_back(prefix + name, p.get());
+  for (auto& [name, child] : children_) child->collect(prefix + name + ".", out);
+}
+
+std::vector<NamedParameter> Module::named_parameters() {
+  std::vector<NamedParameter> out;
+  collect("", out);
+  return out;
+}
+
+Parameter* Module::find_parameter(const std::string& name) {
+  for (auto& [full, p] : named_parameters())
+    if (full == name) return p;
+  return nullptr;
+}
+
+int64_t Module::parameter_count() {
+  int64_t n = 0;
+  for (auto& [name, p] : named_parameters()) n += p->var.numel();
+  return n;
+}
+
+void Module::to_dtype(DType dtype) {
+  for (auto& [name, p] : named_parameters()) p->var = Var(p->var.value().to(dtype), true, p->var.name());
+}
+
+uint64_t init_stream(const std::string& name) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  return h | (1ull << 63);  // the top bit keeps init streams apart from dropout streams
+}
+
+void initialize(Module& module, uint64_t seed) {
+  for (auto& [name, p] : module.named_parameters()) {
+    const Tensor& value = p->var.value();
+    switch (p->init.kind) {
+      case Init::Kind::zeros: value.fill_(0); break;
+      case Init::Kind::ones: value.fill_(1); break;
+      case Init::Kind::constant: value.fill_(p->init.value); break;
+      case Init::Kind::normal: normal_(value, 0, p->init.value, seed, init_stream(name)); break;
+    }
+  }
+}
+
+}  // namespace ordo::nn

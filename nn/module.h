@@ -1,0 +1,101 @@
+// Module and Parameter: the registry every layer builds on.
+//
+// A Module owns its parameters and its child modules, each under a name; the
+// full name of a parameter is the path of names down to it, joined by dots
+// ("bert.encoder.layer.0.attention.self.query.weight"). ordo's BERT uses
+// HuggingFace's names for the same tensors, so a checkpoint's names are the
+// parameters' own names.
+//
+// Forward passes take a Context: whether the model trains (dropout on) and
+// where the dropout masks come from. Each dropout call takes the next Philox
+// stream, so a step's masks are a function of (seed, step) alone and are the
+// same on the CPU and the GPU.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/var.h"
+
+namespace ordo::nn {
+
+// How a parameter starts: BERT's rules are normal(0, initializer_range) for
+// weight matrices and embeddings, zeros for biases, ones for LayerNorm gains.
+struct Init {
+  enum class Kind { zeros, ones, normal, constant } kind = Kind::zeros;
+  double value = 0;  // the std of `normal`, the value of `constant`
+  static Init zeros() { return {Kind::zeros, 0}; }
+  static Init ones() { return {Kind::ones, 1}; }
+  static Init normal(double std) { return {Kind::normal, std}; }
+  static Init constant(double v) { return {Kind::constant, v}; }
+};
+
+struct Parameter {
+  Var var;            // a leaf that requires a gradient
+  Init init;          // applied by initialize()
+  bool decay = true;  // AdamW weight decay applies (false for biases and LayerNorm)
+};
+
+using NamedParameter = std::pair<std::string, Parameter*>;
+
+// The randomness and mode of one forward pass.
+struct Context {
+  bool training = false;
+  uint64_t seed = 0;         // Philox seed of the dropout masks
+  uint64_t next_stream = 0;  // stream of the next dropout call
+
+  // Step s, micro-batch m of `micro` uses streams from (s * micro + m) * 2^20:
+  // room for 2^20 dropout calls per forward, disjoint across steps.
+  static Context train(uint64_t seed, int64_t step, int64_t micro_batch = 0, int64_t micro_batches = 1) {
+    return {true, seed, static_cast<uint64_t>(step * micro_batches + micro_batch) << 20};
+  }
+  static Context eval() { return {}; }
+  uint64_t take_stream() { return next_stream++; }
+};
+
+class Module {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // Every parameter of this module and its descendants with its full name
+  // relative to this module, in registration order.
+  std::vector<NamedParameter> named_parameters();
+  // The parameter with this full name, or nullptr.
+  Parameter* find_parameter(const std::string& name);
+  int64_t parameter_count();
+  // Converts every parameter to `dtype` (f64 for gradient checks of whole
+  // layers; gradients and optimizer state start afresh).
+  void to_dtype(DType dtype);
+
+ protected:
+  // Registers a parameter of the given shape (contents set by initialize()).
+  Parameter& add_parameter(const std::string& name, const Shape& shape, Init init, bool decay,
+                           Device device);
+  // Registers and returns a child module.
+  template <class M>
+  M& add_module(const std::string& name, std::unique_ptr<M> module) {
+    M& ref = *module;
+    children_.emplace_back(name, std::move(module));
+    return ref;
+  }
+
+ private:
+  void collect(const std::string& prefix, std::vector<NamedParameter>& out);
+
+  std::vector<std::pair<std::string, std::unique_ptr<Parameter>>> parameters_;
+  std::vector<std::pair<std::string, std::unique_ptr<Module>>> children_;
+};
+
+// Sets every parameter of `module` from its Init, parameter `name` drawing
+// from Philox (seed, stream = a hash of the name): adding a parameter never
+// changes the others' initial values, and the CPU and GPU draw the same.
+void initialize(Module& module, uint64_t seed);
+uint64_t init_stream(const std::string& name);
+
+}  // namespace ordo::nn

@@ -1,0 +1,85 @@
+// The position-encoding seam: what attention asks of a position encoding.
+//
+// Attention is written in the unified form of the locality/symmetry paper
+// (Eq. 5): the pre-softmax scores are a contextual term plus positional
+// terms, and a position encoding may contribute to any stage:
+//
+//   x_i      = token_i + segment_i + input_embedding(p_i)        (absolute, at the input)
+//   q, k     = rotate(q, k, p)                                    (RoPE)
+//   s_ij     = scale * contextual(q_i, k_j, p_i, p_j)             (q.k, or Huang's products)
+//            + score_bias(q, k, p)_ij                             (scalars, q.a, TUPE, ...)
+//   a_ij     = softmax_j(s_ij + padding mask)
+//   o_i      = sum_j a_ij v_j + value_term(a, p)_i                (Shaw's value vectors)
+//
+// Positions are an explicit [batch, length] integer tensor, never implied by
+// an index, so shifted, scaled or longer-than-training positions need no
+// special case. The layer index lets a variant keep per-layer tables or
+// share them. Every hook has a do-nothing default: a variant overrides the
+// stages it changes. The variants themselves live in pe/.
+#pragma once
+
+#include <string>
+
+#include "autograd/ops.h"
+#include "nn/module.h"
+
+namespace ordo::nn {
+
+// What a hook sees of one attention call.
+struct AttentionState {
+  int layer = 0;              // 0-based
+  int64_t heads = 0, head_dim = 0;
+  const Tensor* positions = nullptr;  // [batch, length] i64
+  Context* ctx = nullptr;
+};
+
+class PositionEncoding : public Module {
+ public:
+  // The registry name ("ape_learned", "none", ...).
+  virtual std::string name() const = 0;
+  // Where the model registers this module, which prefixes its parameters'
+  // names: HF's "embeddings.position_embeddings" for the learned absolute
+  // table, "position_encoding" by default.
+  virtual std::string module_path() const { return "position_encoding"; }
+
+  // [batch, length, hidden] added to the token and segment embeddings, or an
+  // undefined Var for none.
+  virtual Var input_embedding(const Tensor& positions, Context& ctx) {
+    (void)positions, (void)ctx;
+    return {};
+  }
+
+  // Rotates q and k ([batch, heads, length, head_dim]) in place of the originals.
+  virtual void rotate(const AttentionState& s, Var& q, Var& k) { (void)s, (void)q, (void)k; }
+
+  // The contextual term s_ij before scaling, [batch, heads, length, length],
+  // or undefined for the plain q_i . k_j.
+  virtual Var contextual_scores(const AttentionState& s, const Var& q, const Var& k) {
+    (void)s, (void)q, (void)k;
+    return {};
+  }
+
+  // The factor applied to the contextual term: 1/sqrt(head_dim) by default.
+  virtual double score_scale(const AttentionState& s) const;
+
+  // Terms added to the scaled scores, broadcastable to [batch, heads, length,
+  // length]; undefined for none. They enter the softmax as its additive mask,
+  // so a learned bias is differentiated through it.
+  virtual Var score_bias(const AttentionState& s, const Var& q, const Var& k) {
+    (void)s, (void)q, (void)k;
+    return {};
+  }
+
+  // Added to the attention output sum_j a_ij v_j, [batch, heads, length,
+  // head_dim]; undefined for none.
+  virtual Var value_term(const AttentionState& s, const Var& probs) {
+    (void)s, (void)probs;
+    return {};
+  }
+
+  // The longest position an absolute table can look up (positions beyond it
+  // are an error); -1 when any position works (relative and functional variants).
+  virtual int64_t max_position() const { return -1; }
+};
+
+}  // namespace ordo::nn
