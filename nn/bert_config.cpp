@@ -36,7 +36,16 @@ BertConfig config_from_json(const json::Value& object, const std::string& where,
   bool has_pe = r.has("pe");
   c.pe = r.string("pe", c.pe);
   if (const json::Value* options = r.object("pe_options")) c.pe_options = *options;
+  bool has_decoder = r.has("decoder");
   c.decoder = r.boolean("decoder", c.decoder);
+  // HF's name for the same switch (BertLMHeadModel's config has is_decoder
+  // true): an HF decoder checkpoint must load as a decoder, not an encoder.
+  if (r.has("is_decoder")) {
+    bool hf_decoder = r.boolean("is_decoder", false);
+    ORDO_CHECK(!has_decoder || hf_decoder == c.decoder, where, ": is_decoder ", hf_decoder ? "true" : "false",
+               " contradicts decoder ", c.decoder ? "true" : "false");
+    c.decoder = hf_decoder;
+  }
   c.pre_layer_norm = r.boolean("pre_layer_norm", c.pre_layer_norm);
   // An HF config names its position embedding only through position_embedding_type.
   if (has_hf_type && !has_pe) {
@@ -46,7 +55,7 @@ BertConfig config_from_json(const json::Value& object, const std::string& where,
   if (!has_hf_type) c.position_embedding_type = hf_type_of(c.pe);
   if (hf_lenient) {
     r.ignore({"architectures", "model_type", "transformers_version", "torch_dtype", "dtype", "use_cache",
-              "classifier_dropout", "gradient_checkpointing", "is_decoder", "add_cross_attention",
+              "classifier_dropout", "gradient_checkpointing", "add_cross_attention",
               "bos_token_id", "eos_token_id", "_name_or_path", "directionality", "pooler_fc_size",
               "pooler_num_attention_heads", "pooler_num_fc_layers", "pooler_size_per_head",
               "pooler_type", "output_past", "tie_word_embeddings", "chunk_size_feed_forward"});

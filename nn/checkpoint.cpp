@@ -25,10 +25,15 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Names HF writes that ordo has no parameter for: buffers and tied copies.
-bool ignored_name(const std::string& name) {
-  return name == "bert.embeddings.position_ids" || name == "cls.predictions.decoder.weight" ||
-         name == "cls.predictions.decoder.bias";
+// A buffer HF writes that ordo has no parameter for.
+bool ignored_name(const std::string& name) { return name == "bert.embeddings.position_ids"; }
+
+// The copies HF may write of tied parameters, and what each is a copy of.
+const std::vector<std::pair<std::string, std::string>>& tied_copies() {
+  static const std::vector<std::pair<std::string, std::string>> copies = {
+      {"cls.predictions.decoder.weight", "bert.embeddings.word_embeddings.weight"},
+      {"cls.predictions.decoder.bias", "cls.predictions.bias"}};
+  return copies;
 }
 
 }  // namespace
@@ -65,11 +70,20 @@ BertConfig load_config(const std::string& dir) {
 void load_weights(PretrainingModel& model, const NamedTensors& tensors, const std::string& where,
                   const std::vector<std::string>& may_be_missing) {
   std::map<std::string, const Tensor*> by_name;
+  std::map<std::string, const Tensor*> copies;  // tied copies, checked after loading
   std::vector<std::string> unexpected;
   for (const auto& [raw, t] : tensors) {
     std::string name = canonical_name(raw);
     if (ignored_name(name)) continue;
-    ORDO_CHECK(by_name.emplace(name, &t).second, where, ": tensor '", raw, "' appears twice (after normalising its name)");
+    bool is_copy = std::any_of(tied_copies().begin(), tied_copies().end(),
+                               [&](const auto& c) { return c.first == name; });
+    ORDO_CHECK((is_copy ? copies : by_name).emplace(name, &t).second, where, ": tensor '", raw,
+               "' appears twice (after normalising its name)");
+  }
+  // A checkpoint may carry the MLM bias only under the decoder's name.
+  if (!by_name.count("cls.predictions.bias") && copies.count("cls.predictions.decoder.bias")) {
+    by_name["cls.predictions.bias"] = copies["cls.predictions.decoder.bias"];
+    copies.erase("cls.predictions.decoder.bias");
   }
   std::vector<std::string> missing;
   for (const auto& [name, p] : model.named_parameters()) {
@@ -98,6 +112,19 @@ void load_weights(PretrainingModel& model, const NamedTensors& tensors, const st
              list(missing), " (does its config match the model's?)");
   ORDO_CHECK(unexpected.empty(), where, ": the checkpoint has ", unexpected.size(),
              " tensors the model does not: ", list(unexpected), " (does its config match the model's?)");
+  // ordo ties the output layer to the word embeddings (HF's default,
+  // tie_word_embeddings): a copy in the checkpoint must hold the same values,
+  // or the model it came from computed something ordo cannot.
+  for (const auto& [copy, original] : tied_copies()) {
+    auto it = copies.find(copy);
+    Parameter* p = model.find_parameter(original);
+    if (it == copies.end() || p == nullptr) continue;
+    const Tensor& t = *it->second;
+    ORDO_CHECK(t.shape() == p->var.shape() && is_floating(t.dtype()) &&
+                   max(abs(sub(t.to(p->var.dtype()).to(DType::f64), p->var.value().to(DType::f64)))).item() == 0,
+               where, ": tensor '", copy, "' differs from '", original,
+               "'; ordo ties the two (an untied output layer is not supported)");
+  }
 }
 
 }  // namespace ordo::nn
