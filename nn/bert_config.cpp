@@ -94,10 +94,11 @@ json::Value config_to_json(const BertConfig& c) {
   o["layer_norm_eps"] = c.layer_norm_eps;
   o["pad_token_id"] = c.pad_token_id;
   o["position_embedding_type"] = c.position_embedding_type;
+  // ordo's `decoder` is written as HF's is_decoder only: transformers reads a
+  // "decoder" key as an encoder-decoder model's sub-config and fails on a bool.
   o["is_decoder"] = c.decoder;
   o["pe"] = c.pe;
   o["pe_options"] = c.pe_options;
-  o["decoder"] = c.decoder;
   o["pre_layer_norm"] = c.pre_layer_norm;
   return o;
 }

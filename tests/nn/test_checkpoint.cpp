@@ -162,6 +162,20 @@ TEST_CASE("a saved checkpoint is laid out as HuggingFace's", "[checkpoint]") {
   CHECK(config["architectures"][0].as_string() == "BertForMaskedLM");
   CHECK(config["position_embedding_type"].as_string() == "absolute");
   CHECK(config["is_decoder"].as_bool() == false);
+  // ordo's `decoder` travels as HF's is_decoder only: transformers takes a
+  // "decoder" key for an encoder-decoder model's sub-config and fails on a bool.
+  CHECK_FALSE(config.contains("decoder"));
+
+  nn::BertConfig decoder_config = tiny_config();
+  decoder_config.decoder = true;
+  auto decoder = pe::build_model(decoder_config, Device::cpu(), /*nsp=*/false, 3);
+  TempDir decoder_dir;
+  nn::save_model(decoder_dir.path, *decoder);
+  json::Value d = json::parse(read_file(decoder_dir.path + "/config.json"));
+  CHECK(d["is_decoder"].as_bool());
+  CHECK(d["architectures"][0].as_string() == "BertLMHeadModel");
+  CHECK_FALSE(d.contains("decoder"));
+  CHECK(nn::load_config(decoder_dir.path).decoder);
 }
 
 TEST_CASE("load_weights accepts the names HuggingFace writes", "[checkpoint]") {
@@ -351,6 +365,7 @@ TEST_CASE("a damaged checkpoint directory is refused with the file named", "[che
   }
   SECTION("is_decoder (HF's key) contradicting decoder (ordo's)") {
     json::Value c = json::parse(good_config);
+    c["decoder"] = false;
     c["is_decoder"] = true;
     write_file_atomic(config, json::dump(c));
     std::string e = load_model_error(dir.path);
