@@ -21,8 +21,11 @@ bool cuda_compiled() { return false; }
 int cuda_device_count() { return 0; }
 std::string cuda_device_description(int) { return "no CUDA: this build of ordo has no CUDA backend"; }
 void synchronize(Device) {}
-AllocatorStats allocator_stats(Device) { return {}; }
-void reset_peak_memory(Device) {}
+AllocatorStats allocator_stats(Device device) {
+  ORDO_CHECK(device.is_cpu(), "no ", device.str(), ": this build of ordo has no CUDA backend");
+  return detail::host_allocator_stats();
+}
+void reset_peak_memory(Device) { detail::host_reset_peak(); }
 void empty_cache(Device) {}
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }

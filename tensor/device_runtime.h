@@ -25,7 +25,8 @@ std::string cuda_device_description(int index = 0);
 // as ordo::Error, an out-of-range index a kernel met since the last sync.
 void synchronize(Device device);
 
-// Memory of one device's caching allocator.
+// Memory of one device: its caching allocator's on a GPU; on the CPU the
+// bytes held by tensors (host allocations are not cached).
 struct AllocatorStats {
   size_t bytes_in_use = 0;      // held by live tensors
   size_t peak_bytes_in_use = 0; // since start or the last reset_peak
@@ -44,6 +45,9 @@ void set_allow_tf32(bool allow);
 bool allow_tf32();
 
 namespace detail {
+// Host-side counters kept by Storage (tensor/tensor.cpp).
+AllocatorStats host_allocator_stats();
+void host_reset_peak();
 void* device_allocate(Device device, size_t nbytes);
 void device_release(Device device, void* ptr, size_t nbytes);
 // Copies nbytes between host and device memory (either side may be the host).

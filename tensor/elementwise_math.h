@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "tensor/cpu/vector_math.h"
+
 #if defined(__CUDACC__)
 #define ORDO_HD __host__ __device__ __forceinline__
 #else
@@ -36,10 +38,7 @@ struct UnaryParams {
 
 namespace math {
 
-// Unqualified calls below resolve to these overloads for float and double
-// (on the host; in CUDA device code the same names are device builtins).
-using std::erf;
-using std::exp;
+// Unqualified calls below resolve to these overloads for float and double.
 using std::log;
 using std::pow;
 using std::sqrt;
@@ -49,6 +48,37 @@ using std::tanh;
 constexpr double kInvSqrt2 = 0.70710678118654752440;
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+
+// exp, erf and the normal CDF: f32 on the host goes through the vectorisable
+// versions of tensor/cpu/vector_math.h (libm's are scalar calls that keep
+// GCC from vectorising a kernel's loop); f64 and CUDA device code use the
+// C library's.
+ORDO_HD float exp(float x) {
+#ifdef __CUDA_ARCH__
+  return ::expf(x);
+#else
+  return cpu::vexp(x);
+#endif
+}
+ORDO_HD double exp(double x) { return ::exp(x); }
+ORDO_HD float erf(float x) {
+#ifdef __CUDA_ARCH__
+  return ::erff(x);
+#else
+  return cpu::verf(x);
+#endif
+}
+ORDO_HD double erf(double x) { return ::erf(x); }
+// Phi(x) = erfc(-x / sqrt 2) / 2: accurate on both tails, where 1 + erf(x / sqrt 2)
+// would cancel for negative x.
+ORDO_HD float normal_cdf(float x) {
+#ifdef __CUDA_ARCH__
+  return 0.5f * ::erfcf(-0.70710678118654752f * x);
+#else
+  return cpu::vnormal_cdf(x);
+#endif
+}
+ORDO_HD double normal_cdf(double x) { return 0.5 * ::erfc(-kInvSqrt2 * x); }
 
 struct Neg {
   template <class T> static ORDO_HD T f(T x, UnaryParams) { return -x; }
@@ -86,15 +116,13 @@ struct Relu {
   template <class T> static ORDO_HD T f(T x, UnaryParams) { return x > T(0) ? x : T(0); }
   template <class T> static ORDO_HD T df(T x, T, UnaryParams) { return x > T(0) ? T(1) : T(0); }
 };
-// GELU, erf form (BERT's "gelu"): x * Phi(x), Phi the standard normal CDF.
+// GELU, erf form (BERT's "gelu"): x * Phi(x) = x (1 + erf(x / sqrt 2)) / 2,
+// Phi the standard normal CDF.
 struct Gelu {
-  template <class T> static ORDO_HD T f(T x, UnaryParams) {
-    return T(0.5) * x * (T(1) + erf(x * T(kInvSqrt2)));
-  }
+  template <class T> static ORDO_HD T f(T x, UnaryParams) { return x * normal_cdf(x); }
   // Phi(x) + x * phi(x), phi the standard normal density.
   template <class T> static ORDO_HD T df(T x, T, UnaryParams) {
-    T cdf = T(0.5) * (T(1) + erf(x * T(kInvSqrt2)));
-    return cdf + x * T(kInvSqrt2Pi) * exp(T(-0.5) * x * x);
+    return normal_cdf(x) + x * T(kInvSqrt2Pi) * exp(T(-0.5) * x * x);
   }
 };
 // GELU, tanh approximation (BERT's "gelu_new"): 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))).

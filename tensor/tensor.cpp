@@ -1,6 +1,7 @@
 #include "tensor/tensor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -61,13 +62,37 @@ int normalize_dim(int dim, int ndim, const char* what) {
 
 namespace {
 constexpr size_t kHostAlignment = 64;  // a cache line; also what AVX-512 loads like
+
+// Host memory held by tensors, for peak-memory figures.
+std::atomic<size_t> g_host_in_use{0}, g_host_peak{0};
+std::atomic<int64_t> g_host_allocations{0};
+
+void host_track(size_t nbytes) {
+  size_t now = g_host_in_use += nbytes;
+  size_t peak = g_host_peak.load();
+  while (now > peak && !g_host_peak.compare_exchange_weak(peak, now)) {
+  }
+  ++g_host_allocations;
 }
+}  // namespace
+
+namespace detail {
+AllocatorStats host_allocator_stats() {
+  AllocatorStats s;
+  s.bytes_in_use = g_host_in_use;
+  s.peak_bytes_in_use = g_host_peak;
+  s.allocations = g_host_allocations;
+  return s;
+}
+void host_reset_peak() { g_host_peak = g_host_in_use.load(); }
+}  // namespace detail
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
   if (device.is_cpu()) {
     size_t rounded = (std::max<size_t>(nbytes, 1) + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
     data_ = std::aligned_alloc(kHostAlignment, rounded);
     ORDO_CHECK(data_ != nullptr, "out of host memory allocating ", nbytes, " bytes");
+    host_track(nbytes);
   } else {
     data_ = detail::device_allocate(device, nbytes);
   }
@@ -76,6 +101,7 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
 Storage::~Storage() {
   if (device_.is_cpu()) {
     std::free(data_);
+    g_host_in_use -= nbytes_;
   } else {
     detail::device_release(device_, data_, nbytes_);
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "tensor/backend.h"
 #include "tensor/indexer.h"
@@ -59,6 +60,48 @@ void for_each_run(const Indexer<N>& ix, int64_t begin, int64_t end, Body body) {
     body(offsets, count, inner_strides);
     linear += count;
   }
+}
+
+// Sums value(0) + ... + value(n-1) in eight interleaved lanes of Acc,
+// combined in a fixed order at the end: the loop vectorises (one running sum
+// would not, without reassociation), and the result depends on n and the
+// values alone, never on threads.
+template <class Acc, class Value>
+Acc lane_sum(int64_t n, Value value) {
+  Acc lane[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int k = 0; k < 8; ++k) lane[k] += static_cast<Acc>(value(j + k));
+  for (int k = 0; j < n; ++j, ++k) lane[k] += static_cast<Acc>(value(j));
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+template <class T>
+T row_sum(const T* x, int64_t n) {
+  return lane_sum<T>(n, [x](int64_t j) { return x[j]; });
+}
+
+// The maximum of a contiguous row, in eight lanes as lane_sum.
+// NaN in the row gives NaN.
+template <class T>
+T row_max(const T* x, int64_t n) {
+  T lane[8];
+  for (int k = 0; k < 8; ++k) lane[k] = -std::numeric_limits<T>::infinity();
+  bool nan = false;
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int k = 0; k < 8; ++k) {
+      T v = x[j + k];
+      nan |= v != v;
+      lane[k] = v > lane[k] ? v : lane[k];
+    }
+  for (int k = 0; j < n; ++j, ++k) {
+    nan |= x[j] != x[j];
+    lane[k] = x[j] > lane[k] ? x[j] : lane[k];
+  }
+  T m = lane[0];
+  for (int k = 1; k < 8; ++k) m = lane[k] > m ? lane[k] : m;
+  return nan ? std::numeric_limits<T>::quiet_NaN() : m;
 }
 
 // Calls fn(T{}) with T = float or double for an f32/f64 dtype.

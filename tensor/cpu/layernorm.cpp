@@ -27,10 +27,8 @@ void layernorm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Te
     parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
       for (int64_t row = b; row < e; ++row) {
         const T* xr = xs + row * n;
-        double sum = 0;
-        for (int64_t j = 0; j < n; ++j) sum += xr[j];
-        double mu = sum / n, sq = 0;
-        for (int64_t j = 0; j < n; ++j) sq += (xr[j] - mu) * (xr[j] - mu);
+        const double mu = lane_sum<double>(n, [xr](int64_t j) { return xr[j]; }) / n;
+        const double sq = lane_sum<double>(n, [xr, mu](int64_t j) { return (xr[j] - mu) * (xr[j] - mu); });
         T m = static_cast<T>(mu);
         T r = static_cast<T>(1.0 / std::sqrt(sq / n + eps));
         ms[row] = m;
@@ -69,16 +67,13 @@ void layernorm_backward(const Tensor& gx, const Tensor& ggamma, const Tensor& gb
           const T* gr = gys + row * n;
           T* out = gxs + row * n;
           const T m = ms[row], r = rs[row];
-          double mean_g = 0, mean_gx = 0;
+          const double mean_g = lane_sum<double>(n, [&](int64_t j) { return gr[j] * g[j]; }) / n;
+          const double mean_gx = lane_sum<double>(n, [&](int64_t j) { return gr[j] * g[j] * ((xr[j] - m) * r); }) / n;
           for (int64_t j = 0; j < n; ++j) {
-            T xhat = (xr[j] - m) * r;
-            T gj = gr[j] * g[j];
-            mean_g += gj;
-            mean_gx += gj * xhat;
-            pg[j] += gr[j] * xhat;
+            pg[j] += gr[j] * ((xr[j] - m) * r);
             pb[j] += gr[j];
           }
-          const T a = static_cast<T>(mean_g / n), c = static_cast<T>(mean_gx / n);
+          const T a = static_cast<T>(mean_g), c = static_cast<T>(mean_gx);
           for (int64_t j = 0; j < n; ++j) {
             T xhat = (xr[j] - m) * r;
             out[j] = r * (gr[j] * g[j] - a - xhat * c);

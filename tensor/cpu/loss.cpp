@@ -34,11 +34,8 @@ void cross_entropy(const Tensor& loss, const Tensor& valid, const Tensor& lse, c
     parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         const T* zr = z + r * c;
-        T max_value = -std::numeric_limits<T>::infinity();
-        for (int64_t j = 0; j < c; ++j) max_value = std::max(max_value, zr[j]);
-        T sum = 0;
-        for (int64_t j = 0; j < c; ++j) sum += std::exp(zr[j] - max_value);
-        T l = max_value + std::log(sum);
+        const T max_value = row_max(zr, c);
+        const T l = max_value + std::log(lane_sum<T>(c, [zr, max_value](int64_t j) { return math::exp(zr[j] - max_value); }));
         lses[r] = l;
         bool counted = t[r] != ignore_index;
         ls[r] = counted ? l - zr[t[r]] : T(0);
@@ -66,7 +63,7 @@ void cross_entropy_backward(const Tensor& glogits, const Tensor& logits, const T
           continue;
         }
         const T* zr = z + r * c;
-        for (int64_t j = 0; j < c; ++j) gr[j] = s * std::exp(zr[j] - lses[r]);
+        for (int64_t j = 0; j < c; ++j) gr[j] = s * math::exp(zr[j] - lses[r]);
         gr[t[r]] -= s;
       }
     });

@@ -37,26 +37,26 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log) {
           rows_ix.offsets(row, off);
           mr = ms + off[1];
         }
-        auto value = [&](int64_t j) { return mr ? xr[j] + mr[j * mask_col_stride] : xr[j]; };
-        T max_value = -std::numeric_limits<T>::infinity();
-        for (int64_t j = 0; j < n; ++j) max_value = std::max(max_value, value(j));
+        // Passes that each vectorise: scores (+ mask), max, exp, sum, normalise.
+        if (mr) {
+          for (int64_t j = 0; j < n; ++j) yr[j] = xr[j] + mr[j * mask_col_stride];
+        } else {
+          for (int64_t j = 0; j < n; ++j) yr[j] = xr[j];
+        }
+        const T max_value = row_max(yr, n);
         if (max_value == -std::numeric_limits<T>::infinity()) {
           // Every position masked out: a row of zeros rather than NaNs.
           for (int64_t j = 0; j < n; ++j) yr[j] = log ? -std::numeric_limits<T>::infinity() : T(0);
           continue;
         }
-        T sum = 0;
-        for (int64_t j = 0; j < n; ++j) {
-          T shifted = value(j) - max_value;
-          T ex = std::exp(shifted);
-          yr[j] = log ? shifted : ex;
-          sum += ex;
-        }
         if (log) {
-          T log_sum = std::log(sum);
+          // log-softmax: (x - max) - log sum exp(x - max); yr keeps x - max.
+          for (int64_t j = 0; j < n; ++j) yr[j] -= max_value;
+          const T log_sum = std::log(lane_sum<T>(n, [yr](int64_t j) { return math::exp(yr[j]); }));
           for (int64_t j = 0; j < n; ++j) yr[j] -= log_sum;
         } else {
-          T inv = T(1) / sum;
+          for (int64_t j = 0; j < n; ++j) yr[j] = math::exp(yr[j] - max_value);
+          const T inv = T(1) / row_sum(yr, n);
           for (int64_t j = 0; j < n; ++j) yr[j] *= inv;
         }
       }
@@ -76,13 +76,12 @@ void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool 
         const T* yr = ys + row * n;
         const T* gr = gys + row * n;
         T* out = gxs + row * n;
-        T dot = 0;
         if (log) {
-          for (int64_t j = 0; j < n; ++j) dot += gr[j];
           // d/dx of log-softmax: gy - softmax * sum(gy); softmax = exp(y) (0 where y = -inf).
-          for (int64_t j = 0; j < n; ++j) out[j] = gr[j] - std::exp(yr[j]) * dot;
+          const T total = row_sum(gr, n);
+          for (int64_t j = 0; j < n; ++j) out[j] = gr[j] - math::exp(yr[j]) * total;
         } else {
-          for (int64_t j = 0; j < n; ++j) dot += gr[j] * yr[j];
+          const T dot = lane_sum<T>(n, [gr, yr](int64_t j) { return gr[j] * yr[j]; });
           for (int64_t j = 0; j < n; ++j) out[j] = yr[j] * (gr[j] - dot);
         }
       }

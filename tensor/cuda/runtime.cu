@@ -335,12 +335,12 @@ void synchronize(Device device) {
 }
 
 AllocatorStats allocator_stats(Device device) {
-  if (device.is_cpu()) return {};
+  if (device.is_cpu()) return detail::host_allocator_stats();
   return cuda::state(device).allocator.stats();
 }
 
 void reset_peak_memory(Device device) {
-  if (device.is_cpu()) return;
+  if (device.is_cpu()) return detail::host_reset_peak();
   cuda::state(device).allocator.reset_peak();
 }
 

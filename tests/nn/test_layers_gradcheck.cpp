@@ -1,0 +1,140 @@
+// Layer-level gradient checks in f64: the model's modules composed as the
+// model composes them, every parameter checked against finite differences.
+#include "autograd/gradcheck.h"
+#include "nn/heads.h"
+#include "pe/registry.h"
+#include "tests/helpers.h"
+
+using namespace ordo;
+
+namespace {
+
+nn::BertConfig tiny_config() {
+  nn::BertConfig c;
+  c.vocab_size = 13;
+  c.hidden_size = 8;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 2;
+  c.intermediate_size = 12;
+  c.max_position_embeddings = 9;
+  c.hidden_dropout_prob = 0;
+  c.attention_probs_dropout_prob = 0;
+  return c;
+}
+
+// A batch of 2 sequences of length 5, the second with 2 padding positions.
+nn::BertInputs tiny_batch(Tensor& labels) {
+  nn::BertInputs in;
+  in.input_ids = Tensor::from_vector(std::vector<int64_t>{2, 7, 4, 9, 3, 2, 11, 3, 0, 0}, {2, 5});
+  in.segment_ids = Tensor::from_vector(std::vector<int64_t>{0, 0, 0, 1, 1, 0, 0, 0, 0, 0}, {2, 5});
+  in.attention_mask = Tensor::from_vector(std::vector<int64_t>{1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, {2, 5});
+  labels = Tensor::from_vector(std::vector<int64_t>{-100, 5, -100, 8, -100, -100, 6, -100, -100, -100}, {2, 5});
+  return in;
+}
+
+// Checks d(loss)/d(every parameter) of `loss_of` with the model's parameters
+// as the checked inputs. Parameters start from non-trivial values (LayerNorm
+// gains and biases drawn too) so no term hides behind a 0 or a 1.
+GradcheckResult check_model(nn::Module& model, const std::function<Var()>& loss_of) {
+  model.to_dtype(DType::f64);
+  std::vector<nn::NamedParameter> params = model.named_parameters();
+  std::vector<Tensor> values;
+  uint64_t seed = 1;
+  for (auto& [name, p] : params) {
+    Tensor v = Tensor::empty(p->var.shape(), DType::f64);
+    uniform_(v, -0.5, 0.5, seed++, 0);
+    if (name.find("LayerNorm.weight") != std::string::npos) v = affine(v, 1.0, 1.0);
+    values.push_back(v);
+  }
+  return gradcheck(
+      [&](const std::vector<Var>& inputs) {
+        for (size_t i = 0; i < params.size(); ++i) params[i].second->var = inputs[i];
+        return loss_of();
+      },
+      values);
+}
+
+}  // namespace
+
+TEST_CASE("self-attention with a padding mask passes the f64 gradient check", "[gradcheck][nn]") {
+  nn::BertConfig c = tiny_config();
+  nn::SelfAttention attention(c, Device::cpu());
+  auto pe = pe::make_position_encoding(c, Device::cpu());
+  Tensor x = ordo::test::random_tensor({2, 5, 8}, 3);
+  Tensor bias = nn::attention_bias(Tensor::from_vector(std::vector<int64_t>{1, 1, 1, 1, 1, 1, 1, 0, 0, 0}, {2, 5}),
+                                   2, 5, false, DType::f64, Device::cpu());
+  Tensor positions = nn::default_positions(2, 5, Device::cpu());
+  nn::Context ctx = nn::Context::eval();
+  GradcheckResult r = check_model(attention, [&] {
+    return attention.forward(Var(x), Var(bias), *pe, 0, positions, ctx, nullptr);
+  });
+  INFO(r.worst);
+  CHECK(r.ok);
+}
+
+TEST_CASE("encoder layers, post-LN and pre-LN, pass the f64 gradient check", "[gradcheck][nn]") {
+  for (bool pre_ln : {false, true}) {
+    nn::BertConfig c = tiny_config();
+    c.pre_layer_norm = pre_ln;
+    nn::EncoderLayer layer(c, Device::cpu());
+    auto pe = pe::make_position_encoding(c, Device::cpu());
+    Tensor x = ordo::test::random_tensor({2, 5, 8}, 4);
+    Tensor bias = nn::attention_bias(Tensor(), 2, 5, /*causal=*/true, DType::f64, Device::cpu());
+    Tensor positions = nn::default_positions(2, 5, Device::cpu());
+    nn::Context ctx = nn::Context::eval();
+    GradcheckResult r = check_model(layer, [&] { return layer.forward(Var(x), Var(bias), *pe, 0, positions, ctx, nullptr); });
+    INFO((pre_ln ? "pre-LN: " : "post-LN: ") << r.worst);
+    CHECK(r.ok);
+  }
+}
+
+TEST_CASE("the MLM head with its tied decoder passes the f64 gradient check", "[gradcheck][nn]") {
+  nn::BertConfig c = tiny_config();
+  nn::MlmHead head(c, Device::cpu());
+  // The word embeddings are checked through the tie as a second input.
+  nn::Embedding words(c.vocab_size, c.hidden_size, 0.02, Device::cpu());
+  Tensor hidden = ordo::test::random_tensor({4, 8}, 5);
+  Tensor targets = Tensor::from_vector(std::vector<int64_t>{3, 12, 0, 7}, {4});
+  head.to_dtype(DType::f64);
+  words.to_dtype(DType::f64);
+  std::vector<nn::NamedParameter> params = head.named_parameters();
+  params.emplace_back("words", &words.weight);
+  std::vector<Tensor> values;
+  for (size_t i = 0; i < params.size(); ++i) values.push_back(ordo::test::random_tensor(params[i].second->var.shape(), 50 + i, DType::f64, -0.5, 0.5));
+  GradcheckResult r = gradcheck(
+      [&](const std::vector<Var>& in) {
+        for (size_t i = 0; i < params.size(); ++i) params[i].second->var = in[i];
+        return cross_entropy(head.forward(Var(hidden), words.weight.var), targets);
+      },
+      values);
+  INFO(r.worst);
+  CHECK(r.ok);
+}
+
+TEST_CASE("the whole tiny BERT with MLM and NSP heads passes the f64 gradient check", "[gradcheck][nn]") {
+  nn::BertConfig c = tiny_config();
+  auto model = pe::build_model(c, Device::cpu(), /*nsp=*/true, 1);
+  Tensor labels;
+  nn::BertInputs in = tiny_batch(labels);
+  Tensor nsp = Tensor::from_vector(std::vector<int64_t>{1, 0}, {2});
+  nn::Context ctx = nn::Context::eval();
+  // The padding positions hold [PAD] (id 0), whose row gets no gradient by
+  // design; finite differences agree only if padding influences nothing.
+  GradcheckResult r = check_model(*model, [&] { return model->forward(in, labels, nsp, ctx).loss; });
+  INFO(r.worst);
+  CHECK(r.ok);
+  std::vector<std::string> ops = r.ops;
+  CHECK(std::find(ops.begin(), ops.end(), "layernorm") != ops.end());
+}
+
+TEST_CASE("the causal decoder passes the f64 gradient check", "[gradcheck][nn]") {
+  nn::BertConfig c = tiny_config();
+  c.decoder = true;
+  auto model = pe::build_model(c, Device::cpu(), false, 2);
+  Tensor labels;
+  nn::BertInputs in = tiny_batch(labels);
+  nn::Context ctx = nn::Context::eval();
+  GradcheckResult r = check_model(*model, [&] { return model->forward(in, labels, Tensor(), ctx).loss; });
+  INFO(r.worst);
+  CHECK(r.ok);
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""The PyTorch side of `ordo bench train --compare-torch`.
+
+Times the same pretraining step as ordo — HuggingFace BertForMaskedLM built
+from the same config (learned absolute positions), a random batch with ~15%
+MLM targets, forward + loss, backward, AdamW — on the same number of CPU
+threads, and prints `tokens_per_s X` on the first line (what ordo reads),
+then the phase split. Needs torch and transformers; ordo itself does not.
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+from transformers import BertConfig, BertForMaskedLM
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--config", required=True, help="an ordo run config (its 'model' object is used)")
+    ap.add_argument("--vocab-size", type=int, required=True)
+    ap.add_argument("--batch", type=int, required=True)
+    ap.add_argument("--length", type=int, required=True)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+
+    m = json.load(open(args.config))["model"]
+    keys = ["hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
+            "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings",
+            "type_vocab_size", "initializer_range", "layer_norm_eps"]
+    config = BertConfig(vocab_size=args.vocab_size, **{k: m[k] for k in keys if k in m})
+    torch.manual_seed(1)
+    model = BertForMaskedLM(config).to(args.device).train()
+    decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]
+    no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=1e-4, eps=1e-6)
+
+    ids = torch.randint(5, args.vocab_size, (args.batch, args.length), device=args.device)
+    labels = torch.full_like(ids, -100)
+    labels.view(-1)[3::7] = ids.view(-1)[3::7]  # ~15% targets, as ordo's bench
+    mask = torch.ones_like(ids)
+
+    def sync():
+        if args.device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    fwd, bwd, upd = [], [], []
+    for i in range(args.warmup + args.steps):
+        sync()
+        t0 = time.perf_counter()
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        sync()
+        t1 = time.perf_counter()
+        loss.backward()
+        sync()
+        t2 = time.perf_counter()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        sync()
+        t3 = time.perf_counter()
+        if i >= args.warmup:
+            fwd.append(t1 - t0)
+            bwd.append(t2 - t1)
+            upd.append(t3 - t2)
+    f, b, u = (statistics.median(x) for x in (fwd, bwd, upd))
+    print(f"tokens_per_s {args.batch * args.length / (f + b + u):.1f}")
+    print(f"forward_ms {1e3 * f:.2f} backward_ms {1e3 * b:.2f} optimizer_ms {1e3 * u:.2f} "
+          f"threads {torch.get_num_threads()} torch {torch.__version__}")
+
+
+if __name__ == "__main__":
+    main()

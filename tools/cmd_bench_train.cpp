@@ -1,0 +1,142 @@
+// `ordo bench train`: the speed and memory of one pretraining step (forward
+// with the MLM loss, backward, AdamW) for a model config, split by phase,
+// optionally beside the same step in PyTorch (tools/bench_torch.py).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "nn/optim.h"
+#include "pe/registry.h"
+#include "tasks/pretrain.h"
+#include "tensor/device_runtime.h"
+#include "tensor/file_io.h"
+#include "tools/bench.h"
+#include "tools/cli.h"
+
+namespace {
+
+using namespace ordo;
+
+// A config name ("tiny") is a file of the repository's configs/ folder.
+std::string resolve_config(const std::string& name) {
+  if (file_exists(name)) return name;
+  std::string path = std::string(ORDO_CONFIG_DIR) + "/" + name + ".json";
+  ORDO_CHECK(file_exists(path), "no config '", name, "': neither a file nor ", path);
+  return path;
+}
+
+struct StepTimes {
+  double forward = 0, backward = 0, optimizer = 0;  // seconds per step (median)
+  size_t peak_bytes = 0;
+};
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Random token ids and ~15% MLM targets, from Philox (the batch's values do
+// not change the work done).
+nn::BertInputs random_batch(int64_t batch, int64_t length, int64_t vocab, Device device, Tensor& labels) {
+  Tensor u = Tensor::empty({batch, length}, DType::f64);
+  uniform_(u, 5, static_cast<double>(vocab), 7, 0);  // ids above the specials
+  std::vector<double> draws = u.to_doubles();
+  std::vector<int64_t> ids(draws.size()), targets(draws.size(), -100);
+  for (size_t i = 0; i < draws.size(); ++i) {
+    ids[i] = static_cast<int64_t>(draws[i]);
+    if (i % 7 == 3) targets[i] = ids[i];
+  }
+  nn::BertInputs in;
+  in.input_ids = Tensor::from_vector(ids, {batch, length}, device);
+  in.attention_mask = Tensor::ones({batch, length}, DType::i64, device);
+  labels = Tensor::from_vector(targets, {batch, length}, device);
+  return in;
+}
+
+StepTimes time_steps(nn::PretrainingModel& model, nn::AdamW& opt, const nn::BertInputs& in, const Tensor& labels,
+                     int warmup, int steps, Device device) {
+  std::vector<double> fwd, bwd, upd;
+  for (int i = 0; i < warmup + steps; ++i) {
+    if (i == warmup) reset_peak_memory(device);
+    nn::Context ctx = nn::Context::train(1, i);
+    synchronize(device);
+    double t0 = now();
+    nn::PretrainingOutput out = model.forward(in, labels, Tensor(), ctx);
+    synchronize(device);
+    double t1 = now();
+    out.loss.backward();
+    synchronize(device);
+    double t2 = now();
+    opt.step();
+    synchronize(device);
+    double t3 = now();
+    if (i >= warmup) fwd.push_back(t1 - t0), bwd.push_back(t2 - t1), upd.push_back(t3 - t2);
+  }
+  StepTimes t{median(fwd), median(bwd), median(upd), allocator_stats(device).peak_bytes_in_use};
+  return t;
+}
+
+int run(const std::vector<std::string>& argv) {
+  cli::Args args(argv, {"config", "set", "steps", "warmup", "batch", "length", "device"}, {"compare-torch"});
+  std::vector<std::string> configs = args.all("config");
+  if (configs.empty()) configs = {"tiny", "mini"};
+  const int steps = static_cast<int>(args.integer("steps", 5, 1, 100000));
+  const int warmup = static_cast<int>(args.integer("warmup", 2, 0, 100000));
+  Device device = Device::parse(args.str("device", cuda_available() ? "cuda" : "cpu"));
+
+  std::printf("ordo bench train: one pretraining step (MLM forward + loss, backward, AdamW), median of %d after %d warm-up\n",
+              steps, warmup);
+  std::printf("machine: %s, %d threads; device %s\n\n", bench::cpu_model().c_str(), bench::cpu_threads(),
+              device.is_cpu() ? "cpu" : cuda_device_description(device.index).c_str());
+  bench::Table table({"config", "params", "batch x len", "forward ms", "backward ms", "optimizer ms", "step ms",
+                      "tokens/s", "peak MiB", "torch tokens/s", "ordo/torch"});
+  for (const std::string& name : configs) {
+    std::string path = resolve_config(name);
+    tasks::RunConfig rc = tasks::read_run_config(path, args.all("set"));
+    nn::BertConfig mc = rc.model;
+    if (mc.vocab_size == 0) mc.vocab_size = rc.data.vocab_size;
+    const int64_t batch = args.integer("batch", rc.train.phases[0].batch_size, 1, 1 << 20);
+    const int64_t length = args.integer("length", rc.train.phases[0].max_seq_length, 2, 1 << 20);
+    auto model = pe::build_model(mc, device, false, 1);
+    nn::AdamW opt(model->named_parameters(), rc.train.adam);
+    Tensor labels;
+    nn::BertInputs in = random_batch(batch, length, mc.vocab_size, device, labels);
+    StepTimes t = time_steps(*model, opt, in, labels, warmup, steps, device);
+    double step = t.forward + t.backward + t.optimizer;
+    double tokens_per_s = static_cast<double>(batch * length) / step;
+
+    std::string torch_rate = "-", ratio = "-";
+    if (args.has("compare-torch")) {
+      // The same step in PyTorch: HF BertForMaskedLM with the same config and threads.
+      std::string cmd = "python3 " + std::string(ORDO_SOURCE_DIR) + "/tools/bench_torch.py --config " + path +
+                        " --vocab-size " + std::to_string(mc.vocab_size) + " --batch " + std::to_string(batch) +
+                        " --length " + std::to_string(length) + " --steps " + std::to_string(steps) + " --warmup " +
+                        std::to_string(warmup) + " --threads " + std::to_string(bench::cpu_threads()) + " 2>/dev/null";
+      if (std::FILE* p = popen(cmd.c_str(), "r")) {
+        double torch_tps = 0;
+        if (std::fscanf(p, "tokens_per_s %lf", &torch_tps) == 1 && torch_tps > 0) {
+          torch_rate = bench::fixed(torch_tps, 0);
+          ratio = bench::fixed(tokens_per_s / torch_tps, 2);
+        } else {
+          torch_rate = "unavailable";
+        }
+        pclose(p);
+      }
+    }
+    table.add({name, std::to_string(model->parameter_count()), std::to_string(batch) + " x " + std::to_string(length),
+               bench::fixed(1e3 * t.forward, 1), bench::fixed(1e3 * t.backward, 1), bench::fixed(1e3 * t.optimizer, 1),
+               bench::fixed(1e3 * step, 1), bench::fixed(tokens_per_s, 0),
+               bench::fixed(static_cast<double>(t.peak_bytes) / (1 << 20), 1), torch_rate, ratio});
+  }
+  table.print();
+  return 0;
+}
+
+cli::Register command({"bench train", "tokens/s, step time by phase and peak memory of a pretraining step",
+                       "[--config tiny|mini|small|base|FILE ...] [--set key=value ...] [--steps N] [--warmup N]"
+                       " [--batch B] [--length L] [--device cpu|cuda] [--compare-torch]",
+                       run});
+
+}  // namespace
