@@ -17,7 +17,9 @@
 //   nsp_logits              the NSP head's logits, when the checkpoint has one [batch, 2]
 //   input_ids, segment_ids, positions, attention_mask   the inputs as used (defaults filled in)
 // The names are HF's output_hidden_states / output_attentions order, so
-// hidden_states.l is transformers' hidden_states[l]. The file is written
+// hidden_states.l is transformers' hidden_states[l]. (In a pre-LN model the
+// last hidden state is taken before the final LayerNorm, which the logits
+// include; HF BERT has no pre-LN form.) The file is written
 // atomically: on any error nothing is written and an existing file stays.
 #include <cstdio>
 #include <string>
