@@ -2,7 +2,7 @@
 #
 #   make          build (Release) into build/
 #   make test     install what is missing, build, run the whole suite with ctest
-#   make run      install what is missing, build, run the main job
+#   make run      install what is missing, build, pretrain the tiny BERT on the synthetic language
 #   make bench    build and print the benchmark tables
 #   make deps     install the Debian packages the build and tests use, where missing
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
@@ -49,8 +49,11 @@ test: deps build
 	@$(BUILD)/ordo info
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# The main job: pretrain the tiny BERT on the embedded synthetic language
+# (a fresh run in $(RUN_DIR) each time; the previous one there is replaced).
+RUN_DIR ?= runs/tiny
 run: deps build
-	$(BUILD)/ordo demo
+	$(BUILD)/ordo pretrain --config configs/tiny.json --out $(RUN_DIR) --overwrite
 
 bench: build
 	$(BUILD)/ordo bench

@@ -126,6 +126,12 @@ void add_nn_cases(std::vector<GradcheckCase>& cases) {
                    [](const std::vector<Var>& v) {
                      return matmul(permute(v[0], {0, 2, 1, 3}), permute(v[1], {0, 2, 1, 3}), false, true);
                    }, {}});
+  cases.push_back({"linear [2,3,4] W^T [5,4] + b", {rnd({2, 3, 4}, 626), rnd({5, 4}, 627), rnd({5}, 628)},
+                   [](const std::vector<Var>& v) { return linear(v[0], v[1], v[2]); }, {}});
+  cases.push_back({"linear without bias, strided input, alpha-scaled matmul", {rnd({4, 3}, 629), rnd({2, 4}, 630)},
+                   [](const std::vector<Var>& v) {
+                     return matmul(linear(transpose(v[0], 0, 1), v[1], Var()), v[1], false, false, 0.7);
+                   }, {}});
   cases.push_back({"softmax with a learned [1,1,4] bias", {rnd({2, 3, 4}, 608, -2, 2), rnd({1, 1, 4}, 609)},
                    [](const std::vector<Var>& v) { return softmax(v[0], v[1]); }, {}});
   cases.push_back({"log_softmax", {rnd({3, 5}, 610, -2, 2)}, [](const std::vector<Var>& v) { return log_softmax(v[0]); }, {}});

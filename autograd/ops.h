@@ -71,7 +71,9 @@ Var index_select(const Var& x, int axis, const Tensor& idx);
 Var gather(const Var& x, int axis, const Tensor& idx);
 
 // ---- transformer pieces (ops_nn.cpp) ------------------------------------------------------
-Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);
+Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false, double alpha = 1.0);
+// x W^T + b (b may be an undefined Var): a Linear layer in one op.
+Var linear(const Var& x, const Var& weight, const Var& bias);
 // mask (optional) is added to the scores before the softmax and may itself
 // be differentiable (a learned positional bias); an undefined Var means none.
 Var softmax(const Var& x, const Var& mask = Var());

@@ -5,31 +5,51 @@
 
 namespace ordo {
 
-// C = op(A) op(B), op = transpose when the flag is set. With A' = op(A),
-// B' = op(B): gA' = gC B'^T and gB' = A'^T gC; transposing back where the
-// operand was stored transposed gives the four cases below. Batch axes that
-// broadcasting added are summed away.
-Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
+namespace {
+// The two gradients of C = alpha op(A) op(B), op = transpose when the flag is
+// set. With A' = op(A), B' = op(B): gA' = alpha gC B'^T, gB' = alpha A'^T gC;
+// transposing back where the operand was stored transposed gives the four
+// cases below. Batch axes that broadcasting added are summed away.
+std::vector<Tensor> product_grads(const Tensor& gc, const Tensor& av, const Tensor& bv, bool trans_a, bool trans_b,
+                                  double alpha, const std::vector<bool>& needs) {
+  Tensor ga, gb;
+  if (needs[0]) {
+    ga = trans_a ? matmul(bv, gc, trans_b, true, alpha) : matmul(gc, bv, false, !trans_b, alpha);
+    ga = sum_to(ga, av.shape());
+  }
+  if (needs[1]) {
+    if (bv.dim() == 2 && av.dim() > 2 && !trans_a) {
+      // A weight shared by a batch ([.., m, k] @ [k, n]): one product over
+      // all rows at once instead of a product per batch summed afterwards.
+      Tensor a2 = av.reshape({-1, av.size(-1)}), g2 = gc.reshape({-1, gc.size(-1)});
+      gb = trans_b ? matmul(g2, a2, true, false, alpha) : matmul(a2, g2, true, false, alpha);
+    } else {
+      gb = trans_b ? matmul(gc, av, true, trans_a, alpha) : matmul(av, gc, !trans_a, false, alpha);
+      gb = sum_to(gb, bv.shape());
+    }
+  }
+  return {ga, gb};
+}
+}  // namespace
+
+Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, double alpha) {
   Tensor av = a.value(), bv = b.value();
-  Tensor c = matmul(av, bv, trans_a, trans_b);
-  return record_op("matmul", c, {a, b}, [av, bv, trans_a, trans_b](const Tensor& gc, const std::vector<bool>& needs) {
-    Tensor ga, gb;
-    if (needs[0]) {
-      ga = trans_a ? matmul(bv, gc, trans_b, true) : matmul(gc, bv, false, !trans_b);
-      ga = sum_to(ga, av.shape());
-    }
-    if (needs[1]) {
-      if (bv.dim() == 2 && av.dim() > 2 && !trans_a) {
-        // A weight shared by a batch ([.., m, k] @ [k, n]): one product over
-        // all rows at once instead of a product per batch summed afterwards.
-        Tensor a2 = av.reshape({-1, av.size(-1)}), g2 = gc.reshape({-1, gc.size(-1)});
-        gb = trans_b ? matmul(g2, a2, true, false) : matmul(a2, g2, true, false);
-      } else {
-        gb = trans_b ? matmul(gc, av, true, trans_a) : matmul(av, gc, !trans_a, false);
-        gb = sum_to(gb, bv.shape());
-      }
-    }
-    return std::vector<Tensor>{ga, gb};
+  Tensor c = matmul(av, bv, trans_a, trans_b, alpha);
+  return record_op("matmul", c, {a, b}, [av, bv, trans_a, trans_b, alpha](const Tensor& gc, const std::vector<bool>& needs) {
+    return product_grads(gc, av, bv, trans_a, trans_b, alpha, needs);
+  });
+}
+
+// y = x W^T + b: the product's gradients as matmul's, and gb = gy summed over rows.
+Var linear(const Var& x, const Var& weight, const Var& bias) {
+  Tensor xv = x.value(), wv = weight.value();
+  Tensor y = linear(xv, wv, bias.defined() ? bias.value() : Tensor());
+  std::vector<Var> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  return record_op("linear", y, inputs, [xv, wv](const Tensor& gy, const std::vector<bool>& needs) {
+    std::vector<Tensor> grads = product_grads(gy, xv, wv, false, true, 1.0, needs);
+    if (needs.size() > 2) grads.push_back(needs[2] ? sum_to(gy, {wv.size(0)}) : Tensor());
+    return grads;
   });
 }
 

@@ -29,7 +29,7 @@ const std::vector<std::string>& differentiable_ops() {
       // indexing (autograd/ops_index.cpp)
       "embedding", "index_select", "gather",
       // transformer pieces (autograd/ops_nn.cpp)
-      "matmul", "softmax", "log_softmax", "layernorm", "cross_entropy", "dropout",
+      "matmul", "linear", "softmax", "log_softmax", "layernorm", "cross_entropy", "dropout",
   };
   return ops;
 }

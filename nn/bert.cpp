@@ -24,8 +24,8 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
   AttentionState s{layer, heads_, head_dim_, &positions, &ctx};
   pe.rotate(s, q, k);
   Var scores = pe.contextual_scores(s, q, k);
-  if (!scores.defined()) scores = matmul(q, k, false, true);  // q_i . k_j
-  scores = affine(scores, pe.score_scale(s));
+  scores = scores.defined() ? affine(scores, pe.score_scale(s))
+                            : matmul(q, k, false, true, pe.score_scale(s));  // q_i . k_j / sqrt(d)
   Var bias = pe.score_bias(s, q, k);
   if (bias.defined()) scores = add(scores, bias);
   Var probs = softmax(scores, padding_mask);

@@ -7,10 +7,7 @@ Linear::Linear(int64_t in, int64_t out, double init_std, Device device, bool wit
   if (with_bias) bias = &add_parameter("bias", {out}, Init::zeros(), false, device);
 }
 
-Var Linear::forward(const Var& x) const {
-  Var y = matmul(x, weight.var, false, true);
-  return bias ? add(y, bias->var) : y;
-}
+Var Linear::forward(const Var& x) const { return linear(x, weight.var, bias ? bias->var : Var()); }
 
 Embedding::Embedding(int64_t num, int64_t dim, double init_std, Device device, int64_t padding_idx)
     : weight(add_parameter("weight", {num, dim}, Init::normal(init_std), true, device)),

@@ -248,7 +248,15 @@ Corpus prepare_corpus(const RunConfig& c, const std::string& run, bool quiet) {
   std::string corpus_path = c.data.corpus;
   if (corpus_path == "synthetic") {
     corpus_path = run + "/data/corpus.txt";
-    if (!file_exists(run + "/data/meta.json")) {
+    // Reuse a corpus already generated for this seed and size (a resumed run); otherwise (re)generate.
+    bool current = false;
+    if (file_exists(run + "/data/meta.json")) {
+      json::Value meta = json::parse(read_file(run + "/data/meta.json"));
+      current = meta["seed"].as_int() == static_cast<int64_t>(c.data.synthetic_seed) &&
+                meta["sentences_requested"].as_int() == c.data.synthetic_sentences &&
+                meta["grammar_version"].as_int() == synth::kGrammarVersion;
+    }
+    if (!current) {
       if (!quiet) std::fprintf(stderr, "generating %lld synthetic sentences (seed %llu) into %s/data\n",
                                static_cast<long long>(c.data.synthetic_sentences),
                                static_cast<unsigned long long>(c.data.synthetic_seed), run.c_str());

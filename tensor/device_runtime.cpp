@@ -26,7 +26,7 @@ AllocatorStats allocator_stats(Device device) {
   return detail::host_allocator_stats();
 }
 void reset_peak_memory(Device) { detail::host_reset_peak(); }
-void empty_cache(Device) {}
+void empty_cache(Device) { detail::host_empty_cache(); }
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
 

@@ -48,6 +48,7 @@ namespace detail {
 // Host-side counters kept by Storage (tensor/tensor.cpp).
 AllocatorStats host_allocator_stats();
 void host_reset_peak();
+void host_empty_cache();
 void* device_allocate(Device device, size_t nbytes);
 void device_release(Device device, void* ptr, size_t nbytes);
 // Copies nbytes between host and device memory (either side may be the host).

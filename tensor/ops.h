@@ -77,7 +77,10 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 // a [..., m, k] @ b [..., k, n] -> [..., m, n]; trans_a / trans_b use the
 // transpose of the last two axes. Batch axes broadcast. Strided views whose
 // last two axes are row- or column-major are used without a copy.
-Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+// alpha scales the product (attention's 1/sqrt(d) at no extra pass).
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false, double alpha = 1.0);
+// x [..., in] W^T + b with W [out, in] (a Linear layer); b may be undefined.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 // ---- softmax, normalisation, losses ---------------------------------------------
 // Over the last axis; mask (optional) is added to x first and broadcast to x.

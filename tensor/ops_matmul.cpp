@@ -45,7 +45,11 @@ bool as_matrix_batch(const Tensor& t, MatrixBatch& out) {
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+namespace {
+
+// c = alpha op(a) op(b), or alpha op(a) op(b) + init when `init` is defined
+// (a contiguous tensor of the product's shape, accumulated onto with beta = 1).
+Tensor product(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, double alpha, const Tensor& init) {
   check_float(a, "matmul", "a");
   check_float(b, "matmul", "b");
   check_same_dtype(a, b, "matmul");
@@ -77,15 +81,43 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   Shape out_shape = batch_shape;
   out_shape.push_back(m);
   out_shape.push_back(n);
-  Tensor c = Tensor::empty(out_shape, a.dtype(), a.device());
+  Tensor c = init.defined() ? init : Tensor::empty(out_shape, a.dtype(), a.device());
+  ORDO_ASSERT(c.shape() == out_shape && c.is_contiguous());
+  const double beta = init.defined() ? 1.0 : 0.0;
   if (batch == 0 || m == 0 || n == 0) return c;
   // A weight shared by every batch (Linear on [B, L, D]): one tall product.
   if (batch > 1 && mb.batch_stride == 0 && !ma.trans && ma.batch_stride == m * ma.ld) {
-    ORDO_BACKEND(a.device(), gemm)(c, ma, mb, 1, batch * m, n, k, 1.0, 0.0);
+    ORDO_BACKEND(a.device(), gemm)(c, ma, mb, 1, batch * m, n, k, alpha, beta);
   } else {
-    ORDO_BACKEND(a.device(), gemm)(c, ma, mb, batch, m, n, k, 1.0, 0.0);
+    ORDO_BACKEND(a.device(), gemm)(c, ma, mb, batch, m, n, k, alpha, beta);
   }
   return c;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, double alpha) {
+  return product(a, b, trans_a, trans_b, alpha, Tensor());
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_float(x, "linear", "x");
+  check_dim(weight, 2, "linear", "weight");
+  ORDO_CHECK(x.dim() >= 2, "linear: x needs at least 2 dims ([rows, in]), got ", shape_str(x.shape()));
+  ORDO_CHECK(x.size(-1) == weight.size(1), "linear: x has ", x.size(-1), " features, weight ",
+             shape_str(weight.shape()), " expects ", weight.size(1));
+  Tensor init;
+  if (bias.defined()) {
+    check_shape(bias, {weight.size(0)}, "linear", "bias");
+    check_same_dtype(x, bias, "linear");
+    Shape shape = x.shape();
+    shape.back() = weight.size(0);
+    // The bias broadcast into the output; the product is added onto it (beta = 1),
+    // one pass instead of a product and a separate add.
+    init = Tensor::empty(shape, x.dtype(), x.device());
+    init.copy_from(bias);
+  }
+  return product(x, weight, false, true, 1.0, init);
 }
 
 }  // namespace ordo

@@ -4,8 +4,12 @@
 Times the same pretraining step as ordo — HuggingFace BertForMaskedLM built
 from the same config (learned absolute positions), a random batch with ~15%
 MLM targets, forward + loss, backward, AdamW — on the same number of CPU
-threads, and prints `tokens_per_s X` on the first line (what ordo reads),
-then the phase split. Needs torch and transformers; ordo itself does not.
+threads, two ways:
+  same_algorithm  the vocabulary projection only for the predicted rows, as
+                  ordo does (the same loss, the same work as ordo's step);
+  hf_as_is        BertForMaskedLM's own forward, which projects every row.
+Prints `tokens_per_s SAME HF` on the first line (what ordo reads), then the
+phase split of each. Needs torch and transformers; ordo itself does not.
 """
 import argparse
 import json
@@ -51,11 +55,32 @@ def main():
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()
 
+    rows = (labels.view(-1) != -100).nonzero().squeeze(1)
+    targets = labels.view(-1)[rows]
+
+    def same_algorithm():
+        sequence = model.bert(input_ids=ids, attention_mask=mask).last_hidden_state
+        picked = sequence.reshape(-1, sequence.shape[-1])[rows]
+        return torch.nn.functional.cross_entropy(model.cls(picked), targets)
+
+    def hf_as_is():
+        return model(input_ids=ids, attention_mask=mask, labels=labels).loss
+
+    results = [time_step(same_algorithm, opt, args, sync), time_step(hf_as_is, opt, args, sync)]
+    rates = [args.batch * args.length / sum(r) for r in results]
+    print(f"tokens_per_s {rates[0]:.1f} {rates[1]:.1f}")
+    for name, (f, b, u) in zip(["same_algorithm", "hf_as_is"], results):
+        print(f"{name}: forward_ms {1e3 * f:.2f} backward_ms {1e3 * b:.2f} optimizer_ms {1e3 * u:.2f} "
+              f"threads {torch.get_num_threads()} torch {torch.__version__}")
+
+
+def time_step(loss_fn, opt, args, sync):
+    """Median forward, backward and optimizer seconds of one training step."""
     fwd, bwd, upd = [], [], []
     for i in range(args.warmup + args.steps):
         sync()
         t0 = time.perf_counter()
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss = loss_fn()
         sync()
         t1 = time.perf_counter()
         loss.backward()
@@ -69,10 +94,7 @@ def main():
             fwd.append(t1 - t0)
             bwd.append(t2 - t1)
             upd.append(t3 - t2)
-    f, b, u = (statistics.median(x) for x in (fwd, bwd, upd))
-    print(f"tokens_per_s {args.batch * args.length / (f + b + u):.1f}")
-    print(f"forward_ms {1e3 * f:.2f} backward_ms {1e3 * b:.2f} optimizer_ms {1e3 * u:.2f} "
-          f"threads {torch.get_num_threads()} torch {torch.__version__}")
+    return tuple(statistics.median(x) for x in (fwd, bwd, upd))
 
 
 if __name__ == "__main__":

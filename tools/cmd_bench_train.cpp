@@ -90,8 +90,10 @@ int run(const std::vector<std::string>& argv) {
               steps, warmup);
   std::printf("machine: %s, %d threads; device %s\n\n", bench::cpu_model().c_str(), bench::cpu_threads(),
               device.is_cpu() ? "cpu" : cuda_device_description(device.index).c_str());
+  // torch: the same step in PyTorch (vocabulary projection of the predicted
+  // rows only, as ordo); torch HF: BertForMaskedLM as is (every row projected).
   bench::Table table({"config", "params", "batch x len", "forward ms", "backward ms", "optimizer ms", "step ms",
-                      "tokens/s", "peak MiB", "torch tokens/s", "ordo/torch"});
+                      "tokens/s", "peak MiB", "torch tok/s", "ordo/torch", "torch HF tok/s", "ordo/torch HF"});
   for (const std::string& name : configs) {
     std::string path = resolve_config(name);
     tasks::RunConfig rc = tasks::read_run_config(path, args.all("set"));
@@ -107,7 +109,7 @@ int run(const std::vector<std::string>& argv) {
     double step = t.forward + t.backward + t.optimizer;
     double tokens_per_s = static_cast<double>(batch * length) / step;
 
-    std::string torch_rate = "-", ratio = "-";
+    std::string torch_rate = "-", ratio = "-", hf_rate = "-", hf_ratio = "-";
     if (args.has("compare-torch")) {
       // The same step in PyTorch: HF BertForMaskedLM with the same config and threads.
       std::string cmd = "python3 " + std::string(ORDO_SOURCE_DIR) + "/tools/bench_torch.py --config " + path +
@@ -115,10 +117,12 @@ int run(const std::vector<std::string>& argv) {
                         " --length " + std::to_string(length) + " --steps " + std::to_string(steps) + " --warmup " +
                         std::to_string(warmup) + " --threads " + std::to_string(bench::cpu_threads()) + " 2>/dev/null";
       if (std::FILE* p = popen(cmd.c_str(), "r")) {
-        double torch_tps = 0;
-        if (std::fscanf(p, "tokens_per_s %lf", &torch_tps) == 1 && torch_tps > 0) {
+        double torch_tps = 0, hf_tps = 0;
+        if (std::fscanf(p, "tokens_per_s %lf %lf", &torch_tps, &hf_tps) == 2 && torch_tps > 0 && hf_tps > 0) {
           torch_rate = bench::fixed(torch_tps, 0);
           ratio = bench::fixed(tokens_per_s / torch_tps, 2);
+          hf_rate = bench::fixed(hf_tps, 0);
+          hf_ratio = bench::fixed(tokens_per_s / hf_tps, 2);
         } else {
           torch_rate = "unavailable";
         }
@@ -128,7 +132,7 @@ int run(const std::vector<std::string>& argv) {
     table.add({name, std::to_string(model->parameter_count()), std::to_string(batch) + " x " + std::to_string(length),
                bench::fixed(1e3 * t.forward, 1), bench::fixed(1e3 * t.backward, 1), bench::fixed(1e3 * t.optimizer, 1),
                bench::fixed(1e3 * step, 1), bench::fixed(tokens_per_s, 0),
-               bench::fixed(static_cast<double>(t.peak_bytes) / (1 << 20), 1), torch_rate, ratio});
+               bench::fixed(static_cast<double>(t.peak_bytes) / (1 << 20), 1), torch_rate, ratio, hf_rate, hf_ratio});
   }
   table.print();
   return 0;

@@ -3,7 +3,60 @@
 #include "tensor/cpu/common.h"
 #include "tensor/philox.h"
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 namespace ordo::cpu {
+
+namespace {
+
+// The words of philox::draw(seed, stream, g0 + l) for l = 0..7: words[l][k]
+// is word k of draw g0 + l. With AVX2 the eight draws run side by side in
+// vector lanes (_mm256_mul_epu32 forms four 32x32->64-bit products at a time,
+// once for the even lanes and once for the odd); the integer arithmetic is
+// the same as the scalar version's, so the words are bit-identical.
+void philox_x8(uint64_t g0, uint64_t seed, uint64_t stream, uint32_t words[8][4]) {
+#if defined(__AVX2__)
+  alignas(32) uint32_t lo[8], hi[8], out[4][8];
+  for (int l = 0; l < 8; ++l) {
+    lo[l] = static_cast<uint32_t>(g0 + l);
+    hi[l] = static_cast<uint32_t>((g0 + l) >> 32);
+  }
+  __m256i c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo));
+  __m256i c1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi));
+  __m256i c2 = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(stream)));
+  __m256i c3 = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(stream >> 32)));
+  const __m256i m0 = _mm256_set1_epi64x(0xD2511F53u), m1 = _mm256_set1_epi64x(0xCD9E8D57u);
+  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+    // hi/lo halves of M0 * c0 and M1 * c2 in every 32-bit lane
+    __m256i e0 = _mm256_mul_epu32(c0, m0), o0 = _mm256_mul_epu32(_mm256_srli_epi64(c0, 32), m0);
+    __m256i e1 = _mm256_mul_epu32(c2, m1), o1 = _mm256_mul_epu32(_mm256_srli_epi64(c2, 32), m1);
+    __m256i hi0 = _mm256_blend_epi32(_mm256_srli_epi64(e0, 32), o0, 0xAA);
+    __m256i lo0 = _mm256_blend_epi32(e0, _mm256_slli_epi64(o0, 32), 0xAA);
+    __m256i hi1 = _mm256_blend_epi32(_mm256_srli_epi64(e1, 32), o1, 0xAA);
+    __m256i lo1 = _mm256_blend_epi32(e1, _mm256_slli_epi64(o1, 32), 0xAA);
+    __m256i n0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), _mm256_set1_epi32(static_cast<int>(k0)));
+    __m256i n2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32(static_cast<int>(k1)));
+    c0 = n0, c1 = lo1, c2 = n2, c3 = lo0;
+  }
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out[0]), c0);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out[1]), c1);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out[2]), c2);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out[3]), c3);
+  for (int l = 0; l < 8; ++l)
+    for (int k = 0; k < 4; ++k) words[l][k] = out[k][l];
+#else
+  for (int l = 0; l < 8; ++l) {
+    philox::Words w = philox::draw(seed, stream, g0 + l);
+    for (int k = 0; k < 4; ++k) words[l][k] = w.x[k];
+  }
+#endif
+}
+
+}  // namespace
 
 void random(const Tensor& out, RandomDist dist, double a, double b, uint64_t seed, uint64_t stream) {
   dispatch_float(out.dtype(), "random", [&](auto tag) {
@@ -37,12 +90,15 @@ void dropout(const Tensor& out, const Tensor& x, double p, uint64_t seed, uint64
     const T* xs = x.data<T>();
     T* o = out.data<T>();
     const int64_t n = out.numel();
-    // Groups of four elements share one Philox draw (philox::dropout_keep).
-    parallel_for((n + 3) / 4, kElementwiseGrain / 32, [&](int64_t begin, int64_t end) {
-      for (int64_t g = begin; g < end; ++g) {
-        philox::Words w = philox::draw(seed, stream, static_cast<uint64_t>(g));
-        for (int64_t i = 4 * g; i < std::min(n, 4 * g + 4); ++i)
-          o[i] = philox::dropout_keep(w, static_cast<uint64_t>(i), threshold) ? xs[i] * scale : T(0);
+    // Element i takes word i % 4 of draw i / 4 (philox::dropout_keep); blocks
+    // of 32 elements are the words of eight consecutive draws.
+    parallel_for((n + 31) / 32, kElementwiseGrain / 128, [&](int64_t begin, int64_t end) {
+      uint32_t words[8][4];
+      for (int64_t b = begin; b < end; ++b) {
+        philox_x8(static_cast<uint64_t>(8 * b), seed, stream, words);
+        const uint32_t* w = &words[0][0];
+        const int64_t first = 32 * b, count = std::min<int64_t>(32, n - first);
+        for (int64_t j = 0; j < count; ++j) o[first + j] = w[j] >= threshold ? xs[first + j] * scale : T(0);
       }
     });
   });

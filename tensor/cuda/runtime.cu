@@ -345,7 +345,7 @@ void reset_peak_memory(Device device) {
 }
 
 void empty_cache(Device device) {
-  if (device.is_cpu()) return;
+  if (device.is_cpu()) return detail::host_empty_cache();
   cuda::state(device).allocator.release_cache();
 }
 

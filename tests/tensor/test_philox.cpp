@@ -62,3 +62,19 @@ TEST_CASE("the same seed gives bit-identical draws on every run", "[philox][dete
   normal_(b, 0, 1, 124, 5);
   CHECK_FALSE(ordo::test::bit_identical(a, b));
 }
+
+TEST_CASE("the CPU dropout mask is philox::dropout_keep element by element", "[philox]") {
+  // Sizes around the kernel's blocks of 32 elements and 8 draws, and a seed
+  // and stream with high words set (the vector path carries into them).
+  const uint64_t seed = 0x123456789abcdef0ull, stream = 0xfedcba9876543210ull;
+  for (int64_t n : {1, 3, 31, 32, 33, 100, 1025}) {
+    Tensor ones = Tensor::ones({n}, DType::f64);
+    std::vector<double> y = dropout(ones, 0.3, seed, stream).to_doubles();
+    const uint64_t threshold = philox::dropout_threshold(0.3);
+    for (int64_t i = 0; i < n; ++i) {
+      bool kept = philox::dropout_keep(seed, stream, static_cast<uint64_t>(i), threshold);
+      INFO("n " << n << ", element " << i);
+      CHECK(y[i] == (kept ? 1.0 / 0.7 : 0.0));
+    }
+  }
+}
