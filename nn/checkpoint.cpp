@@ -1,10 +1,6 @@
 #include "nn/checkpoint.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <map>
 
 #include "tensor/file_io.h"
@@ -14,12 +10,6 @@ namespace ordo::nn {
 
 namespace {
 
-void make_directory(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
-    throw Error("cannot create directory '" + dir + "': " + std::strerror(errno));
-  struct stat st;
-  ORDO_CHECK(::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode), "'", dir, "' exists and is not a directory");
-}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -49,7 +39,7 @@ std::string canonical_name(const std::string& checkpoint_name) {
 }
 
 void save_model(const std::string& dir, PretrainingModel& model) {
-  make_directory(dir);
+  make_directories(dir);
   NamedTensors tensors;
   for (const auto& [name, p] : model.named_parameters()) tensors.emplace_back(name, p->var.value());
   safetensors::save(dir + "/model.safetensors", tensors, {{"format", "pt"}});

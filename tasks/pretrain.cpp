@@ -159,17 +159,6 @@ RunConfig read_run_config(const std::string& path, const std::vector<std::string
 
 namespace {
 
-bool is_directory(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-void make_directory(const std::string& path) {
-  if (::mkdir(path.c_str(), 0777) != 0 && errno != EEXIST)
-    throw Error("cannot create directory '" + path + "': " + std::strerror(errno));
-  ORDO_CHECK(is_directory(path), "'", path, "' exists and is not a directory");
-}
-
 std::vector<std::string> list_directory(const std::string& path) {
   std::vector<std::string> names;
   if (DIR* d = ::opendir(path.c_str())) {
@@ -370,7 +359,7 @@ struct TrainerState {
 
 void save_checkpoint(const std::string& run, nn::PretrainingModel& model, const nn::AdamW& opt, const TrainerState& s) {
   std::string dir = checkpoint_dir(run, s.step);
-  make_directory(run + "/checkpoints");
+  make_directories(run + "/checkpoints");
   nn::save_model(dir, model);
   safetensors::save(dir + "/optimizer.safetensors", opt.state_tensors());
   write_file_atomic(dir + "/vocab.txt", read_file(run + "/vocab.txt"));
@@ -626,14 +615,14 @@ int64_t pretrain(const RunConfig& c, const PretrainOptions& o, const MetricsObse
   ORDO_CHECK(!o.out.empty(), "pretrain: no run directory given (--out)");
   bool holds_run = file_exists(o.out + "/config.json") || file_exists(o.out + "/metrics.jsonl");
   ORDO_CHECK(!holds_run || o.overwrite, "'", o.out, "' already holds a run; use --resume to continue it or --overwrite to replace it");
-  make_directory(o.out);
+  make_directories(o.out);
   if (holds_run) remove_run_files(o.out);
   write_file_atomic(o.out + "/config.json", json::dump(c.source, 2) + "\n");
   return run_loop(c, o, observer, false);
 }
 
 int64_t resume_pretrain(const PretrainOptions& o, const MetricsObserver& observer) {
-  ORDO_CHECK(is_directory(o.out), "--resume: '", o.out, "' is not a directory");
+  ORDO_CHECK(directory_exists(o.out), "--resume: '", o.out, "' is not a directory");
   ORDO_CHECK(file_exists(o.out + "/config.json"), "--resume: '", o.out, "' holds no run (no config.json)");
   RunConfig c = read_run_config(o.out + "/config.json", {});
   return run_loop(c, o, observer, true);

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <filesystem>
 #include <system_error>
 
 #include "tensor/error.h"
@@ -158,6 +159,18 @@ void InputFile::read_at(uint64_t offset, void* dst, size_t n) const {
 bool file_exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool directory_exists(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec);
+}
+
+void make_directories(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  ORDO_CHECK(!ec, "cannot create directory '", path, "': ", ec.message());
+  ORDO_CHECK(directory_exists(path), "'", path, "' exists and is not a directory");
 }
 
 }  // namespace ordo

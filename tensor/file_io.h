@@ -25,6 +25,11 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 
 // True when path names a regular file (following symbolic links).
 bool file_exists(const std::string& path);
+// True when path names a directory.
+bool directory_exists(const std::string& path);
+// Creates path and any missing parents (mkdir -p); ordo::Error naming the
+// path when it cannot, or when it exists and is not a directory.
+void make_directories(const std::string& path);
 
 // A regular file opened for reading pieces of it at given offsets, so that a
 // large file (a checkpoint) can be read straight into its final buffers.
