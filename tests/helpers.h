@@ -4,8 +4,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <stdlib.h>
+#include <sys/wait.h>
+
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <random>
 #include <sstream>
 #include <string>
@@ -66,6 +72,43 @@ inline bool bit_identical(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
   Tensor ca = a.to(Device::cpu()).contiguous(), cb = b.to(Device::cpu()).contiguous();
   return std::memcmp(ca.raw_data(), cb.raw_data(), static_cast<size_t>(a.numel()) * dtype_size(a.dtype())) == 0;
+}
+
+// A fresh directory under the system's temporary directory, removed with
+// everything in it when the object goes out of scope.
+struct TempDir {
+  std::string path;
+  explicit TempDir(const std::string& tag = "test") {
+    std::string pattern = (std::filesystem::temp_directory_path() / ("ordo-" + tag + "-XXXXXX")).string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& name) const { return path + "/" + name; }
+};
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs the ordo binary of this build with `args` (shell words) and collects its output.
+inline CommandResult run_ordo(const std::string& args) {
+  std::string command = std::string(ORDO_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  CommandResult r;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.output.append(buffer, n);
+  int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 }  // namespace ordo::test
