@@ -40,7 +40,8 @@ void add_unary_cases(std::vector<GradcheckCase>& cases) {
                        {UnaryOp::rsqrt, true, false}, {UnaryOp::tanh, false, false},
                        {UnaryOp::erf, false, false},  {UnaryOp::relu, false, true},
                        {UnaryOp::gelu, false, false}, {UnaryOp::gelu_tanh, false, false},
-                       {UnaryOp::sigmoid, false, false}, {UnaryOp::abs, false, true}};
+                       {UnaryOp::sigmoid, false, false}, {UnaryOp::abs, false, true},
+                       {UnaryOp::sin, false, false},  {UnaryOp::cos, false, false}};
   uint64_t seed = 100;
   for (const U& u : unaries) {
     Tensor x = u.positive ? rnd({3, 4}, ++seed, 0.2, 2.0)

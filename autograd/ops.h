@@ -26,6 +26,8 @@ inline Var gelu(const Var& x) { return unary(UnaryOp::gelu, x); }
 inline Var gelu_tanh(const Var& x) { return unary(UnaryOp::gelu_tanh, x); }
 inline Var sigmoid(const Var& x) { return unary(UnaryOp::sigmoid, x); }
 inline Var abs(const Var& x) { return unary(UnaryOp::abs, x); }
+inline Var sin(const Var& x) { return unary(UnaryOp::sin, x); }
+inline Var cos(const Var& x) { return unary(UnaryOp::cos, x); }
 inline Var pow(const Var& x, double exponent) { return unary(UnaryOp::pow, x, {exponent, 0}); }
 inline Var affine(const Var& x, double scale, double shift = 0) {
   return unary(UnaryOp::affine, x, {scale, shift});

@@ -21,7 +21,7 @@ const std::vector<std::string>& differentiable_ops() {
   static const std::vector<std::string> ops = {
       // elementwise (autograd/ops_elementwise.cpp)
       "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "erf", "relu", "gelu", "gelu_tanh", "sigmoid",
-      "abs", "pow", "affine", "add", "sub", "mul", "div", "maximum", "minimum", "where",
+      "abs", "sin", "cos", "pow", "affine", "add", "sub", "mul", "div", "maximum", "minimum", "where",
       // reductions (autograd/ops_reduce.cpp)
       "sum", "mean", "max", "min", "var",
       // shapes (autograd/ops_shape.cpp)

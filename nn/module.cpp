@@ -19,7 +19,9 @@ Parameter& Module::add_parameter(const std::string& name, const Shape& shape, In
 
 void Module::collect(const std::string& prefix, std::vector<NamedParameter>& out) {
   for (auto& [name, p] : parameters_) out.emplace_back(prefix + name, p.get());
-  for (auto& [name, child] : children_) child->collect(prefix + name + ".", out);
+  // A child registered under "" lends its parameters to this module's names
+  // (a composite position encoding whose parts choose their own paths).
+  for (auto& [name, child] : children_) child->collect(name.empty() ? prefix : prefix + name + ".", out);
 }
 
 std::vector<NamedParameter> Module::named_parameters() {

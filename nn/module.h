@@ -73,8 +73,8 @@ class Module {
   // layers; gradients and optimizer state start afresh).
   void to_dtype(DType dtype);
 
- protected:
   // Registers a parameter of the given shape (contents set by initialize()).
+  // Public so that helpers (pe::TableSet) can register on a module they serve.
   Parameter& add_parameter(const std::string& name, const Shape& shape, Init init, bool decay,
                            Device device);
   // Registers and returns a child module.

@@ -22,7 +22,7 @@
 namespace ordo {
 
 enum class UnaryOp : uint8_t {
-  neg, exp, log, sqrt, rsqrt, tanh, erf, relu, gelu, gelu_tanh, sigmoid, abs,
+  neg, exp, log, sqrt, rsqrt, tanh, erf, relu, gelu, gelu_tanh, sigmoid, abs, sin, cos,
   pow,     // x^p
   affine,  // p * x + q  (two parameters; see UnaryParams)
 };
@@ -39,8 +39,10 @@ struct UnaryParams {
 namespace math {
 
 // Unqualified calls below resolve to these overloads for float and double.
+using std::cos;
 using std::log;
 using std::pow;
+using std::sin;
 using std::sqrt;
 using std::tanh;
 
@@ -149,6 +151,14 @@ struct Abs {
     return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
   }
 };
+struct Sin {
+  template <class T> static ORDO_HD T f(T x, UnaryParams) { return sin(x); }
+  template <class T> static ORDO_HD T df(T x, T, UnaryParams) { return cos(x); }
+};
+struct Cos {
+  template <class T> static ORDO_HD T f(T x, UnaryParams) { return cos(x); }
+  template <class T> static ORDO_HD T df(T x, T, UnaryParams) { return -sin(x); }
+};
 struct Pow {
   template <class T> static ORDO_HD T f(T x, UnaryParams u) { return pow(x, T(u.p)); }
   template <class T> static ORDO_HD T df(T x, T, UnaryParams u) {
@@ -198,6 +208,8 @@ void visit_unary(UnaryOp op, Fn&& fn) {
     case UnaryOp::gelu_tanh: return fn(math::GeluTanh{});
     case UnaryOp::sigmoid: return fn(math::Sigmoid{});
     case UnaryOp::abs: return fn(math::Abs{});
+    case UnaryOp::sin: return fn(math::Sin{});
+    case UnaryOp::cos: return fn(math::Cos{});
     case UnaryOp::pow: return fn(math::Pow{});
     case UnaryOp::affine: return fn(math::Affine{});
   }

@@ -31,6 +31,8 @@ inline Tensor gelu(const Tensor& x) { return unary(UnaryOp::gelu, x); }
 inline Tensor gelu_tanh(const Tensor& x) { return unary(UnaryOp::gelu_tanh, x); }
 inline Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::sigmoid, x); }
 inline Tensor abs(const Tensor& x) { return unary(UnaryOp::abs, x); }
+inline Tensor sin(const Tensor& x) { return unary(UnaryOp::sin, x); }
+inline Tensor cos(const Tensor& x) { return unary(UnaryOp::cos, x); }
 inline Tensor pow(const Tensor& x, double exponent) { return unary(UnaryOp::pow, x, {exponent, 0}); }
 // scale * x + shift
 inline Tensor affine(const Tensor& x, double scale, double shift = 0) {

@@ -17,6 +17,8 @@ const char* unary_name(UnaryOp op) {
     case UnaryOp::gelu_tanh: return "gelu_tanh";
     case UnaryOp::sigmoid: return "sigmoid";
     case UnaryOp::abs: return "abs";
+    case UnaryOp::sin: return "sin";
+    case UnaryOp::cos: return "cos";
     case UnaryOp::pow: return "pow";
     case UnaryOp::affine: return "affine";
   }

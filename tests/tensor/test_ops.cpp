@@ -42,6 +42,8 @@ TEST_CASE("unary ops match the C library in f64 and f32", "[ops]") {
        [](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }},
       {UnaryOp::sigmoid, false, [](double x) { return 1 / (1 + std::exp(-x)); }},
       {UnaryOp::abs, false, [](double x) { return std::fabs(x); }},
+      {UnaryOp::sin, false, [](double x) { return std::sin(x); }},
+      {UnaryOp::cos, false, [](double x) { return std::cos(x); }},
   };
   for (const Case& c : cases) {
     const std::vector<double>& in = c.positive ? pos : xs;

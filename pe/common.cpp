@@ -1,0 +1,93 @@
+#include "pe/common.h"
+
+#include <cmath>
+
+#include "autograd/ops.h"
+
+namespace ordo::pe {
+
+Tensor relative_distances(const Tensor& positions) {
+  check_dtype(positions, DType::i64, "relative_distances", "positions");
+  check_dim(positions, 2, "relative_distances", "positions");
+  // [B, 1, L] - [B, L, 1]: entry (b, i, j) = p_bj - p_bi.
+  return sub(positions.unsqueeze(1), positions.unsqueeze(2));
+}
+
+Tensor clip_distances(const Tensor& r, int64_t k) {
+  ORDO_CHECK(k >= 0, "clip_distances: k must be >= 0, got ", k);
+  Tensor lo = Tensor::scalar(static_cast<double>(-k), DType::i64, r.device());
+  Tensor hi = Tensor::scalar(static_cast<double>(k), DType::i64, r.device());
+  return minimum(maximum(r, lo), hi);
+}
+
+Tensor distance_rows(const Tensor& r, int64_t offset, int64_t size, const char* variant) {
+  Tensor rows = add(r, Tensor::scalar(static_cast<double>(offset), DType::i64, r.device()));
+  std::vector<double> extremes = {min(rows.to(DType::f64).flatten()).item(), max(rows.to(DType::f64).flatten()).item()};
+  ORDO_CHECK(extremes[0] >= 0 && extremes[1] < size, variant, ": a relative distance of ",
+             extremes[0] < 0 ? extremes[0] - offset : extremes[1] - offset, " is outside its table (",
+             -offset, " .. ", size - 1 - offset, "); raise the variant's max_distance or clip");
+  return rows;
+}
+
+Share parse_share(const std::string& name, const std::string& where) {
+  if (name == "none") return Share::none;
+  if (name == "heads") return Share::heads;
+  if (name == "layers") return Share::layers;
+  if (name == "all") return Share::all;
+  throw Error(where + ": share '" + name + "' is not one of none, heads, layers, all");
+}
+
+const char* share_name(Share s) {
+  switch (s) {
+    case Share::none: return "none";
+    case Share::heads: return "heads";
+    case Share::layers: return "layers";
+    case Share::all: return "all";
+  }
+  return "?";
+}
+
+TableSet::TableSet(nn::Module& owner, Share share, int64_t layers, int64_t heads, const Shape& table_shape,
+                   nn::Init init, Device device, const std::function<std::string(int64_t)>& name_of)
+    : share_(share), layers_(layers), heads_(heads), table_shape_(table_shape) {
+  int64_t n = share == Share::none ? layers * heads : share == Share::heads ? layers : share == Share::layers ? heads : 1;
+  for (int64_t t = 0; t < n; ++t) tables_.push_back(&owner.add_parameter(name_of(t), table_shape, init, true, device));
+}
+
+Var TableSet::for_layer(int layer) const {
+  ORDO_CHECK(layer >= 0 && layer < layers_, "TableSet: layer ", layer, " of ", layers_);
+  Shape one = table_shape_;
+  one.insert(one.begin(), 1);
+  Shape all_heads = table_shape_;
+  all_heads.insert(all_heads.begin(), heads_);
+  auto stacked = [&](int64_t first) {  // tables first .. first + heads - 1 as [heads, ...]
+    std::vector<Var> parts;
+    for (int64_t h = 0; h < heads_; ++h) parts.push_back(reshape(tables_[first + h]->var, one));
+    return heads_ == 1 ? parts[0] : concat(parts, 0);
+  };
+  switch (share_) {
+    case Share::none: return stacked(layer * heads_);
+    case Share::heads: return expand(reshape(tables_[layer]->var, one), all_heads);
+    case Share::layers: return stacked(0);
+    case Share::all: return expand(reshape(tables_[0]->var, one), all_heads);
+  }
+  return {};
+}
+
+Tensor sinusoid_frequencies(int64_t dim, DType dtype, Device device) {
+  ORDO_CHECK(dim > 0 && dim % 2 == 0, "sinusoid: the dimension must be even, got ", dim);
+  std::vector<double> w(static_cast<size_t>(dim / 2));
+  for (int64_t i = 0; i < dim / 2; ++i) w[i] = std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
+  return Tensor::from_vector(w, {dim / 2}).to(dtype).to(device);
+}
+
+Var sinusoid(const Tensor& x, const Var& frequencies) {
+  // angle[..., i] = x[...] * w_i; then (sin, cos) interleaved along the last axis.
+  Var angles = mul(Var(x.unsqueeze(-1)), frequencies);
+  Var pairs = concat({unsqueeze(sin(angles), -1), unsqueeze(cos(angles), -1)}, -1);  // [..., D/2, 2]
+  Shape shape = x.shape();
+  shape.push_back(2 * frequencies.size(0));
+  return reshape(pairs, shape);
+}
+
+}  // namespace ordo::pe
