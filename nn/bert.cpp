@@ -15,13 +15,13 @@ SelfAttention::SelfAttention(const BertConfig& c, Device device)
       dropout_(c.attention_probs_dropout_prob) {}
 
 Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncoding& pe, int layer,
-                           const Tensor& positions, Context& ctx, ForwardTrace* trace) const {
+                           const Tensor& positions, const Tensor& segments, Context& ctx, ForwardTrace* trace) const {
   const int64_t batch = x.size(0), length = x.size(1);
   // [B, L, H*d] -> [B, H, L, d]: a view; matmul reads it without a copy.
   auto heads = [&](const Var& t) { return permute(reshape(t, {batch, length, heads_, head_dim_}), {0, 2, 1, 3}); };
   Var q = heads(query.forward(x)), k = heads(key.forward(x)), v = heads(value.forward(x));
 
-  AttentionState s{layer, heads_, head_dim_, &positions, &ctx};
+  AttentionState s{layer, heads_, head_dim_, &positions, &segments, &ctx};
   pe.rotate(s, q, k);
   Var scores = pe.contextual_scores(s, q, k);
   scores = scores.defined() ? affine(scores, pe.score_scale(s))
@@ -71,9 +71,9 @@ EncoderLayer::EncoderLayer(const BertConfig& c, Device device)
 }
 
 Var EncoderLayer::forward(const Var& x, const Var& padding_mask, PositionEncoding& pe, int layer,
-                          const Tensor& positions, Context& ctx, ForwardTrace* trace) const {
+                          const Tensor& positions, const Tensor& segments, Context& ctx, ForwardTrace* trace) const {
   Var a_in = pre_ln_ ? attention_norm_->forward(x) : x;
-  Var a = attention.self.forward(a_in, padding_mask, pe, layer, positions, ctx, trace);
+  Var a = attention.self.forward(a_in, padding_mask, pe, layer, positions, segments, ctx, trace);
   Var h = attention.output.forward(a, x, ctx);
   Var f_in = pre_ln_ ? ffn_norm_->forward(h) : h;
   return output.forward(intermediate.forward(f_in), h, ctx);
@@ -136,7 +136,7 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace) 
 
   Var mask(attention_bias(in.attention_mask, batch, length, config_.decoder, x.dtype(), device_));
   for (size_t l = 0; l < encoder.layers.size(); ++l) {
-    x = encoder.layers[l]->forward(x, mask, *pe_, static_cast<int>(l), positions, ctx, trace);
+    x = encoder.layers[l]->forward(x, mask, *pe_, static_cast<int>(l), positions, segments, ctx, trace);
     if (trace && trace->keep_hidden_states) trace->hidden_states.push_back(x.value());
   }
   return final_norm ? final_norm->forward(x) : x;

@@ -43,7 +43,7 @@ class SelfAttention : public Module {
   SelfAttention(const BertConfig& c, Device device);
   // x [batch, L, hidden] -> context [batch, L, hidden]
   Var forward(const Var& x, const Var& padding_mask, PositionEncoding& pe, int layer,
-              const Tensor& positions, Context& ctx, ForwardTrace* trace) const;
+              const Tensor& positions, const Tensor& segments, Context& ctx, ForwardTrace* trace) const;
   Linear& query;
   Linear& key;
   Linear& value;
@@ -87,7 +87,7 @@ class EncoderLayer : public Module {
  public:
   EncoderLayer(const BertConfig& c, Device device);
   Var forward(const Var& x, const Var& padding_mask, PositionEncoding& pe, int layer,
-              const Tensor& positions, Context& ctx, ForwardTrace* trace) const;
+              const Tensor& positions, const Tensor& segments, Context& ctx, ForwardTrace* trace) const;
   Attention& attention;
   Intermediate& intermediate;
   ResidualOutput& output;

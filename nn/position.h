@@ -30,6 +30,7 @@ struct AttentionState {
   int layer = 0;              // 0-based
   int64_t heads = 0, head_dim = 0;
   const Tensor* positions = nullptr;  // [batch, length] i64
+  const Tensor* segments = nullptr;   // [batch, length] i64 segment ids (0 / 1)
   Context* ctx = nullptr;
 };
 
@@ -74,6 +75,16 @@ class PositionEncoding : public Module {
   // head_dim]; undefined for none.
   virtual Var value_term(const AttentionState& s, const Var& probs) {
     (void)s, (void)probs;
+    return {};
+  }
+
+  // The positional weights as an attention distribution over keys (rows sum
+  // to 1), [1 or batch, heads, length, length], for the sequence combination
+  // X' = CA(PA(X)) of the locality/symmetry paper (Eq. 10): PA mixes the
+  // input with these weights, then contextual attention runs on the result.
+  // Undefined for variants that cannot act alone as positional attention.
+  virtual Var positional_weights(const AttentionState& s) {
+    (void)s;
     return {};
   }
 

@@ -65,6 +65,7 @@ class Composite : public nn::PositionEncoding {
     return attention_.score_bias(s, q, k);
   }
   Var value_term(const nn::AttentionState& s, const Var& probs) override { return attention_.value_term(s, probs); }
+  Var positional_weights(const nn::AttentionState& s) override { return attention_.positional_weights(s); }
   int64_t max_position() const override { return input_.max_position(); }
 
  private:

@@ -66,7 +66,7 @@ TEST_CASE("self-attention with a padding mask passes the f64 gradient check", "[
   Tensor positions = nn::default_positions(2, 5, Device::cpu());
   nn::Context ctx = nn::Context::eval();
   GradcheckResult r = check_model(attention, [&] {
-    return attention.forward(Var(x), Var(bias), *pe, 0, positions, ctx, nullptr);
+    return attention.forward(Var(x), Var(bias), *pe, 0, positions, Tensor(), ctx, nullptr);
   });
   INFO(r.worst);
   CHECK(r.ok);
@@ -82,7 +82,7 @@ TEST_CASE("encoder layers, post-LN and pre-LN, pass the f64 gradient check", "[g
     Tensor bias = nn::attention_bias(Tensor(), 2, 5, /*causal=*/true, DType::f64, Device::cpu());
     Tensor positions = nn::default_positions(2, 5, Device::cpu());
     nn::Context ctx = nn::Context::eval();
-    GradcheckResult r = check_model(layer, [&] { return layer.forward(Var(x), Var(bias), *pe, 0, positions, ctx, nullptr); });
+    GradcheckResult r = check_model(layer, [&] { return layer.forward(Var(x), Var(bias), *pe, 0, positions, Tensor(), ctx, nullptr); });
     INFO((pre_ln ? "pre-LN: " : "post-LN: ") << r.worst);
     CHECK(r.ok);
   }
