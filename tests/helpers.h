@@ -89,7 +89,23 @@ struct TempDir {
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
+  std::string file(const std::string& name) const { return path + "/" + name; }
+  std::string operator/(const std::string& name) const { return file(name); }
+  // Writes a file inside (atomically not needed here) and returns its path.
+  std::string write(const std::string& name, const std::string& text) const {
+    std::string p = file(name);
+    std::FILE* f = std::fopen(p.c_str(), "wb");
+    REQUIRE(f != nullptr);
+    REQUIRE(std::fwrite(text.data(), 1, text.size(), f) == text.size());
+    std::fclose(f);
+    return p;
+  }
+  // The names of the entries directly inside.
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& entry : std::filesystem::directory_iterator(path)) out.push_back(entry.path().filename());
+    return out;
+  }
 };
 
 struct CommandResult {

@@ -29,16 +29,8 @@ namespace {
 
 using namespace ordo;
 namespace fs = std::filesystem;
+using ordo::test::TempDir;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "ordo-checkpoint-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 nn::BertConfig tiny_config() {
   nn::BertConfig c;

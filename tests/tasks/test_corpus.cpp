@@ -12,6 +12,7 @@
 #include "tasks/tokenizer.h"
 #include "tensor/error.h"
 #include "tensor/file_io.h"
+#include "tests/helpers.h"
 
 using namespace ordo::text;
 using Catch::Matchers::Contains;
@@ -20,16 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  std::string path = "/tmp/ordo_test_corpus_" + std::to_string(::getpid());
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::string p = path + "/" + name;
-    ordo::write_file_atomic(p, text);
-    return p;
-  }
-};
+using ordo::test::TempDir;
 
 std::vector<Document> read_all(const std::string& path) {
   CorpusReader reader(path);

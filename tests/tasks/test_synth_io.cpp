@@ -10,29 +10,14 @@
 #include "tasks/synth.h"
 #include "tensor/error.h"
 #include "tensor/file_io.h"
+#include "tests/helpers.h"
 
 using namespace ordo::synth;
 namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh directory name under /tmp, removed with its contents at the end.
-class Scratch {
- public:
-  Scratch() {
-    std::string pattern = (fs::temp_directory_path() / "ordo-synth-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    root_ = pattern;
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(root_, ignored);
-  }
-  std::string path(const std::string& name) const { return (root_ / name).string(); }
-
- private:
-  fs::path root_;
-};
+using Scratch = ordo::test::TempDir;
 
 std::string slurp(const std::string& path) { return ordo::read_file(path); }
 
@@ -49,7 +34,7 @@ std::vector<std::string> lines(const std::string& text) {
 
 // Runs the ordo binary; returns its exit status and puts stderr in `err`.
 int ordo_cli(const std::string& args, std::string& err, const Scratch& scratch) {
-  std::string log = scratch.path("stderr.txt");
+  std::string log = scratch.file("stderr.txt");
   std::string cmd = std::string(ORDO_BINARY) + " " + args + " > /dev/null 2> " + log;
   int status = std::system(cmd.c_str());
   err = slurp(log);
@@ -60,7 +45,7 @@ int ordo_cli(const std::string& args, std::string& err, const Scratch& scratch) 
 
 TEST_CASE("the files hold the corpus and its annotations line for line", "[synth]") {
   Scratch scratch;
-  std::string dir = scratch.path("out");
+  std::string dir = scratch.file("out");
   Counts counts = write_synthetic(dir, 500, 7, Config(), false);
   CHECK(counts.sentences == 500);
 
@@ -103,22 +88,22 @@ TEST_CASE("the files hold the corpus and its annotations line for line", "[synth
 
 TEST_CASE("the same seed writes the same bytes; another seed other bytes", "[synth]") {
   Scratch scratch;
-  write_synthetic(scratch.path("a"), 300, 11, Config(), false);
-  write_synthetic(scratch.path("b"), 300, 11, Config(), false);
-  write_synthetic(scratch.path("c"), 300, 12, Config(), false);
+  write_synthetic(scratch.file("a"), 300, 11, Config(), false);
+  write_synthetic(scratch.file("b"), 300, 11, Config(), false);
+  write_synthetic(scratch.file("c"), 300, 12, Config(), false);
   for (const char* file : {"/corpus.txt", "/annotations.jsonl", "/meta.json"})
-    CHECK(slurp(scratch.path("a") + file) == slurp(scratch.path("b") + file));
-  CHECK(slurp(scratch.path("a") + "/corpus.txt") != slurp(scratch.path("c") + "/corpus.txt"));
+    CHECK(slurp(scratch.file("a") + file) == slurp(scratch.file("b") + file));
+  CHECK(slurp(scratch.file("a") + "/corpus.txt") != slurp(scratch.file("c") + "/corpus.txt"));
 }
 
 TEST_CASE("bad requests and existing output are refused", "[synth]") {
   Scratch scratch;
-  CHECK_THROWS_WITH(write_synthetic(scratch.path("zero"), 0, 1, Config(), false),
+  CHECK_THROWS_WITH(write_synthetic(scratch.file("zero"), 0, 1, Config(), false),
                     Catch::Matchers::Contains("at least 1"));
-  CHECK_FALSE(fs::exists(scratch.path("zero")));
+  CHECK_FALSE(fs::exists(scratch.file("zero")));
 
   // An existing directory with files in it is kept unless --overwrite.
-  std::string dir = scratch.path("taken");
+  std::string dir = scratch.file("taken");
   fs::create_directories(dir);
   ordo::write_file_atomic(dir + "/notes.txt", "mine");
   CHECK_THROWS_WITH(write_synthetic(dir, 10, 1, Config(), false), Catch::Matchers::Contains("not empty") &&
@@ -128,8 +113,8 @@ TEST_CASE("bad requests and existing output are refused", "[synth]") {
   CHECK(fs::exists(dir + "/corpus.txt"));
   CHECK(slurp(dir + "/notes.txt") == "mine");
   // An empty existing directory is fine.
-  fs::create_directories(scratch.path("empty"));
-  CHECK_NOTHROW(write_synthetic(scratch.path("empty"), 5, 1, Config(), false));
+  fs::create_directories(scratch.file("empty"));
+  CHECK_NOTHROW(write_synthetic(scratch.file("empty"), 5, 1, Config(), false));
 
   // A path that cannot be a directory: under a regular file.
   CHECK_THROWS_WITH(write_synthetic(dir + "/notes.txt/sub", 5, 1, Config(), false),
@@ -138,19 +123,19 @@ TEST_CASE("bad requests and existing output are refused", "[synth]") {
                     Catch::Matchers::Contains("not a directory"));
   Config bad;
   bad.p_relative = -0.1;
-  CHECK_THROWS_WITH(write_synthetic(scratch.path("bad"), 5, 1, bad, false), Catch::Matchers::Contains("p_relative"));
-  CHECK_FALSE(fs::exists(scratch.path("bad")));
+  CHECK_THROWS_WITH(write_synthetic(scratch.file("bad"), 5, 1, bad, false), Catch::Matchers::Contains("p_relative"));
+  CHECK_FALSE(fs::exists(scratch.file("bad")));
 }
 
 TEST_CASE("a malformed annotations line is reported with file and line", "[synth]") {
   Scratch scratch;
-  std::string dir = scratch.path("out");
+  std::string dir = scratch.file("out");
   write_synthetic(dir, 20, 3, Config(), false);
   std::vector<std::string> good = lines(slurp(dir + "/annotations.jsonl"));
   auto with_line3 = [&](const std::string& replacement) {
     std::string text;
     for (size_t i = 0; i < good.size(); ++i) text += (i == 2 ? replacement : good[i]) + "\n";
-    std::string path = scratch.path("bad.jsonl");
+    std::string path = scratch.file("bad.jsonl");
     ordo::write_file_atomic(path, text);
     return path;
   };
@@ -172,14 +157,14 @@ TEST_CASE("a malformed annotations line is reported with file and line", "[synth
   fails_with(replace(good[2], "\"tree\":\"(S ", "\"tree\":\"(S (X x) "), "'tree' does not match");
   fails_with(replace(good[2], "\"kind\":\"", "\"kind\":\"x"), "unknown value");
   fails_with(replace(good[2], "\"sent\":", "\"sent\":7"), "out of order");
-  CHECK_THROWS_WITH(read_annotations(scratch.path("missing.jsonl")), Catch::Matchers::Contains("missing.jsonl"));
-  ordo::write_file_atomic(scratch.path("empty.jsonl"), "");
-  CHECK_THROWS_WITH(read_annotations(scratch.path("empty.jsonl")), Catch::Matchers::Contains("no sentences"));
+  CHECK_THROWS_WITH(read_annotations(scratch.file("missing.jsonl")), Catch::Matchers::Contains("missing.jsonl"));
+  ordo::write_file_atomic(scratch.file("empty.jsonl"), "");
+  CHECK_THROWS_WITH(read_annotations(scratch.file("empty.jsonl")), Catch::Matchers::Contains("no sentences"));
 }
 
 TEST_CASE("ordo data synth writes the corpus and refuses bad flags", "[synth]") {
   Scratch scratch;
-  std::string err, dir = scratch.path("cli");
+  std::string err, dir = scratch.file("cli");
   REQUIRE(ordo_cli("data synth --sentences 50 --seed 3 --out " + dir, err, scratch) == 0);
   CHECK(read_annotations(dir + "/annotations.jsonl").size() >= 1);
   CHECK(ordo_cli("data synth --sentences 50 --seed 3 --out " + dir, err, scratch) != 0);
@@ -188,15 +173,15 @@ TEST_CASE("ordo data synth writes the corpus and refuses bad flags", "[synth]") 
                  scratch) == 0);
   CHECK(ordo::json::parse(slurp(dir + "/meta.json"))["config"]["p_passive"].as_number() == 0.5);
 
-  CHECK(ordo_cli("data synth --sentences 0 --out " + scratch.path("x"), err, scratch) != 0);
+  CHECK(ordo_cli("data synth --sentences 0 --out " + scratch.file("x"), err, scratch) != 0);
   CHECK_THAT(err, Catch::Matchers::Contains("--sentences"));
-  CHECK(ordo_cli("data synth --out " + scratch.path("x"), err, scratch) != 0);
+  CHECK(ordo_cli("data synth --out " + scratch.file("x"), err, scratch) != 0);
   CHECK_THAT(err, Catch::Matchers::Contains("--sentences"));
   CHECK(ordo_cli("data synth --sentences 5", err, scratch) != 0);
   CHECK_THAT(err, Catch::Matchers::Contains("--out"));
-  CHECK(ordo_cli("data synth --sentences 5 --out " + scratch.path("x") + " --set p_oops=1", err, scratch) != 0);
+  CHECK(ordo_cli("data synth --sentences 5 --out " + scratch.file("x") + " --set p_oops=1", err, scratch) != 0);
   CHECK_THAT(err, Catch::Matchers::Contains("p_oops"));
-  CHECK(ordo_cli("data synth --sentences 5 --seed -1 --out " + scratch.path("x"), err, scratch) != 0);
+  CHECK(ordo_cli("data synth --sentences 5 --seed -1 --out " + scratch.file("x"), err, scratch) != 0);
   CHECK_THAT(err, Catch::Matchers::Contains("--seed"));
-  CHECK_FALSE(fs::exists(scratch.path("x")));
+  CHECK_FALSE(fs::exists(scratch.file("x")));
 }

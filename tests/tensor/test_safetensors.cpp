@@ -16,6 +16,7 @@
 #include "tensor/file_io.h"
 #include "tensor/safetensors.h"
 #include "tensor/tensor.h"
+#include "tests/helpers.h"
 
 namespace st = ordo::safetensors;
 namespace fs = std::filesystem;
@@ -25,28 +26,7 @@ using ordo::Tensor;
 
 namespace {
 
-// A fresh directory, removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "ordo-io-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::vector<std::string> names() const {
-    std::vector<std::string> out;
-    for (const auto& entry : fs::directory_iterator(path_)) out.push_back(entry.path().filename());
-    return out;
-  }
-
- private:
-  fs::path path_;
-};
+using ordo::test::TempDir;
 
 std::string le64(uint64_t n) {
   std::string out;

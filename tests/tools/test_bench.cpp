@@ -11,27 +11,10 @@
 
 #include "tensor/file_io.h"
 #include "tensor/json.h"
+#include "tests/helpers.h"
 
-namespace {
-
-struct Run {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-Run run_ordo(const std::string& args) {
-  std::string command = std::string(ORDO_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string output;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-}  // namespace
+using Run = ordo::test::CommandResult;
+using ordo::test::run_ordo;
 
 TEST_CASE("ordo bench ops --quick prints its tables and writes JSON", "[bench]") {
   std::string json_path = "/tmp/ordo_test_bench_" + std::to_string(getpid()) + ".json";

@@ -29,33 +29,11 @@ namespace {
 
 using namespace ordo;
 namespace fs = std::filesystem;
+using Run = ordo::test::CommandResult;
+using ordo::test::run_ordo;
+using ordo::test::TempDir;
 
-struct Run {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
 
-Run run_ordo(const std::string& args) {
-  std::string command = std::string(ORDO_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string output;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "ordo-forward-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 std::map<std::string, Tensor> load_map(const std::string& path) {
   std::map<std::string, Tensor> m;
