@@ -28,6 +28,7 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
                             : matmul(q, k, false, true, pe.score_scale(s));  // q_i . k_j / sqrt(d)
   Var bias = pe.score_bias(s, q, k);
   if (bias.defined()) scores = add(scores, bias);
+  if (trace && trace->keep_scores) trace->scores.push_back(scores.value());
   Var probs = softmax(scores, padding_mask);
   if (trace && trace->keep_attentions) trace->attentions.push_back(probs.value());
   probs = dropout(probs, dropout_, ctx);

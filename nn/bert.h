@@ -33,8 +33,13 @@ struct BertInputs {
 struct ForwardTrace {
   bool keep_hidden_states = false;  // hidden_states[0] = embeddings, [l] = after layer l
   bool keep_attentions = false;     // attentions[l-1] = layer l's softmax [batch, heads, L, L]
+  // scores[l-1] = layer l's pre-softmax scores s_ij [batch, heads, L, L], every
+  // score term included, the padding (and causal) mask not added; for the
+  // unnormalised pictures of identical word probing (Wang et al. 2021, App. J).
+  bool keep_scores = false;
   std::vector<Tensor> hidden_states;
   std::vector<Tensor> attentions;
+  std::vector<Tensor> scores;
 };
 
 // HF "attention.self": the three projections, and the attention itself.
