@@ -112,6 +112,22 @@ void add_index_cases(std::vector<GradcheckCase>& cases) {
                    [](const std::vector<Var>& v) { return gather(v[0], 0, ids({2, 0, 1, 2, 2, 2, 0, 1}, {2, 4})); }, {}});
 }
 
+// Relative-distance indices with repeats inside rows (clipped distances) and
+// rows never used, so the scatters' sums and zeros are both exercised.
+void add_relative_cases(std::vector<GradcheckCase>& cases) {
+  // idx [B=2, L=3, J=4] into R=5 rows.
+  Tensor idx = ids({0, 1, 1, 4, 2, 2, 2, 3, 4, 0, 3, 3, 1, 1, 0, 4, 3, 2, 1, 0, 2, 4, 4, 1}, {2, 3, 4});
+  cases.push_back({"relative_gather [2,3,3,5] by [2,3,4]", {rnd({2, 3, 3, 5}, 550)},
+                   [idx](const std::vector<Var>& v) { return relative_gather(v[0], idx); }, {}});
+  cases.push_back({"relative_scatter [2,3,3,4] into 5 rows (transposed input)", {rnd({2, 3, 4, 3}, 551)},
+                   [idx](const std::vector<Var>& v) { return relative_scatter(transpose(v[0], 2, 3), idx, 5); }, {}});
+  // q [2,2,3,3] from a permuted [2,3,2,3] view (as attention's heads are), k [2,2,4,3], a [2,5,3].
+  cases.push_back({"relative_product q k a (q a permuted view)", {rnd({2, 3, 2, 3}, 552), rnd({2, 2, 4, 3}, 553), rnd({2, 5, 3}, 554)},
+                   [idx](const std::vector<Var>& v) {
+                     return relative_product(permute(v[0], {0, 2, 1, 3}), v[1], v[2], idx, 0.7);
+                   }, {}});
+}
+
 void add_nn_cases(std::vector<GradcheckCase>& cases) {
   cases.push_back({"matmul batched with broadcast", {rnd({2, 1, 3, 4}, 600), rnd({3, 4, 5}, 601)},
                    [](const std::vector<Var>& v) { return matmul(v[0], v[1]); }, {}});
@@ -163,6 +179,7 @@ std::vector<GradcheckCase> gradcheck_cases() {
   add_reduction_cases(cases);
   add_shape_cases(cases);
   add_index_cases(cases);
+  add_relative_cases(cases);
   add_nn_cases(cases);
   return cases;
 }

@@ -72,6 +72,15 @@ Var embedding(const Var& table, const Tensor& ids, int64_t padding_idx = -1);
 Var index_select(const Var& x, int axis, const Tensor& idx);
 Var gather(const Var& x, int axis, const Tensor& idx);
 
+// ---- relative position encodings (ops_relative.cpp) -------------------------------------
+// idx: i64 [B, L, J], the table row of (query i, key j), shared by the heads.
+// [B, H, L, R] -> [B, H, L, J]: y[b,h,i,j] = x[b,h,i,idx[b,i,j]] (q . a_r for every r, then picked per pair).
+Var relative_gather(const Var& x, const Tensor& idx);
+// [B, H, L, J] -> [B, H, L, rows]: the transpose (Shaw's value term: sum_j a_ij a^V_{r_ij} = scatter(a) A^V).
+Var relative_scatter(const Var& g, const Tensor& idx, int64_t rows);
+// q [B,H,L,D], k [B,H,J,D], a [H,R,D] -> [B,H,L,J]: alpha sum_d q_id k_jd a_{idx_ij,d}, pair by pair.
+Var relative_product(const Var& q, const Var& k, const Var& a, const Tensor& idx, double alpha = 1.0);
+
 // ---- transformer pieces (ops_nn.cpp) ------------------------------------------------------
 Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false, double alpha = 1.0);
 // x W^T + b (b may be an undefined Var): a Linear layer in one op.

@@ -28,6 +28,8 @@ const std::vector<std::string>& differentiable_ops() {
       "reshape", "permute", "slice", "expand", "contiguous", "concat",
       // indexing (autograd/ops_index.cpp)
       "embedding", "index_select", "gather",
+      // relative position encodings (autograd/ops_relative.cpp)
+      "relative_gather", "relative_scatter", "relative_product",
       // transformer pieces (autograd/ops_nn.cpp)
       "matmul", "linear", "softmax", "log_softmax", "layernorm", "cross_entropy", "dropout",
   };

@@ -14,29 +14,130 @@ SelfAttention::SelfAttention(const BertConfig& c, Device device)
       head_dim_(c.head_dim()),
       dropout_(c.attention_probs_dropout_prob) {}
 
+// The ablation in force: the model's own (pe_options.ablate: only-p / only-c,
+// trained that way) or the context's (ordo forward --ablate: BERT-p / BERT-c).
+Ablation ablation_in_force(const PositionEncoding& pe, const Context& ctx) {
+  if (ctx.ablate == Ablation::none) {
+    ORDO_CHECK(pe.ablation == Ablation::none || pe.acts_at_input || pe.acts_in_attention, "pe '", pe.name(),
+               "': an ablation needs to know where the encoding acts; make it with pe::make_position_encoding");
+    return pe.ablation;
+  }
+  ORDO_CHECK(pe.ablation == Ablation::none || pe.ablation == ctx.ablate, "the model was trained with the ",
+             ablation_name(pe.ablation), " ablation (pe_options.ablate); the ", ablation_name(ctx.ablate),
+             " ablation cannot be applied on top of it");
+  ORDO_CHECK(pe.acts_at_input || pe.acts_in_attention, "pe '", pe.name(), "': an ablation needs to know where the",
+             " encoding acts; make it with pe::make_position_encoding");
+  return ctx.ablate;
+}
+
+namespace {
+
+// [B, L, H*d] -> [B, H, L, d] (a view) and back.
+Var split_heads(const Var& t, int64_t heads, int64_t head_dim) {
+  return permute(reshape(t, {t.size(0), t.size(1), heads, head_dim}), {0, 2, 1, 3});
+}
+Var merge_heads(const Var& t) {
+  return reshape(permute(t, {0, 2, 1, 3}), {t.size(0), t.size(2), t.size(1) * t.size(3)});
+}
+
+// Positional attention PA of the sequence combination (the locality/symmetry
+// paper, Eq. 10 and Listing 2): per head, o_i = sum_j delta_ij x_j with the
+// variant's positional weights delta (an attention distribution) and the
+// layer's input x split into heads as it is — Listing 2 splits x itself into
+// q, k, v and defines no projection, so PA has no value projection and no
+// parameters of its own. Padded keys (and a decoder's future keys) get weight
+// 0, as Listing 2's masked_fill(~mask, 0.); the rows are not renormalised
+// (Listing 2 does not), so a row that loses keys to padding sums to less
+// than 1. Listing 2 defines a dropout it never applies: none here either.
+Var positional_attention(const Var& x, const Var& padding_mask, PositionEncoding& pe, const AttentionState& s) {
+  Var delta = pe.positional_weights(s);  // [1|B, H, L, L]
+  ORDO_CHECK(delta.defined(), "pe '", pe.name(), "' with combine = sequence: the variant gives no positional weights",
+             " (positional attention needs them as an attention distribution: attenuated or alibi)");
+  Tensor zero = Tensor::scalar(0.0, padding_mask.dtype(), padding_mask.device());
+  Tensor keep = eq(padding_mask.value(), zero);  // 1 where a key may be seen, [B, 1, 1|L, L]
+  delta = mul(delta, Var(keep));
+  return merge_heads(matmul(delta, split_heads(x, s.heads, s.head_dim)));
+}
+
+}  // namespace
+
 Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncoding& pe, int layer,
                            const Tensor& positions, const Tensor& segments, Context& ctx, ForwardTrace* trace) const {
-  const int64_t batch = x.size(0), length = x.size(1);
-  // [B, L, H*d] -> [B, H, L, d]: a view; matmul reads it without a copy.
-  auto heads = [&](const Var& t) { return permute(reshape(t, {batch, length, heads_, head_dim_}), {0, 2, 1, 3}); };
-  Var q = heads(query.forward(x)), k = heads(key.forward(x)), v = heads(value.forward(x));
+  AttentionState s{layer, heads_, head_dim_, &positions, &segments, &ctx, x.dtype()};
+  const Ablation ablate = ablation_in_force(pe, ctx);
+  const bool sequence = pe.combine == Combine::sequence;
+  ORDO_CHECK(!sequence || ablate == Ablation::none, "pe '", pe.name(), "': the ", ablation_name(ablate),
+             " ablation is defined on the added scores (locality/symmetry paper, Eq. 5), not with combine = sequence");
 
-  AttentionState s{layer, heads_, head_dim_, &positions, &segments, &ctx};
-  pe.rotate(s, q, k);
-  Var scores = pe.contextual_scores(s, q, k);
-  scores = scores.defined() ? affine(scores, pe.score_scale(s))
-                            : matmul(q, k, false, true, pe.score_scale(s));  // q_i . k_j / sqrt(d)
-  Var bias = pe.score_bias(s, q, k);
-  if (bias.defined()) scores = add(scores, bias);
+  // combine = sequence: X' = CA(PA(X)), PA first (Eq. 10); CA below is plain
+  // contextual attention, every positional term of the scores removed.
+  Var input = sequence ? positional_attention(x, padding_mask, pe, s) : x;
+  Var q = split_heads(query.forward(input), heads_, head_dim_);
+  Var k = split_heads(key.forward(input), heads_, head_dim_);
+  Var v = split_heads(value.forward(input), heads_, head_dim_);
+
+  // Per-head segment scores (Chen et al. 2021, Eq. 9) are neither term:
+  // where the positional terms go, they stay.
+  auto with_segments = [&](Var scores) {
+    Var segment = pe.segment_scores(s);
+    return segment.defined() ? add(scores, segment) : scores;
+  };
+  Var scores;
+  if (sequence) {
+    scores = with_segments(matmul(q, k, false, true, pe.score_scale(s)));
+  } else if (ablate == Ablation::none) {
+    pe.rotate(s, q, k);
+    scores = pe.contextual_scores(s, q, k);
+    scores = scores.defined() ? affine(scores, pe.score_scale(s))
+                              : matmul(q, k, false, true, pe.score_scale(s));  // q_i . k_j / sqrt(d)
+    Var bias = pe.score_bias(s, q, k);
+    if (bias.defined()) scores = add(scores, bias);
+  } else {
+    // The ablations split the scores as the locality/symmetry paper's Eq. 5:
+    // s = gamma + delta, gamma = scale * q_i . k_j (the contextual term), delta
+    // = the variant's score terms (score_bias; for an input-level encoding
+    // there is none: its positions are removed at the input, BertModel::forward).
+    // A variant that rotates q and k (RoPE) has gamma on the unrotated q, k;
+    // one with its own contextual term (Huang et al.'s products q k w_r) has
+    // no such split and either ablation is an error.
+    Var q_plain = q, k_plain = k;
+    pe.rotate(s, q, k);
+    const bool rotates = q.state() != q_plain.state() || k.state() != k_plain.state();
+    ORDO_CHECK(!pe.contextual_scores(s, q, k).defined(), "pe '", pe.name(), "': the ", ablation_name(ablate),
+               " ablation is undefined: the variant computes its own contextual term (a product of q_i . k_j with",
+               " position, not a sum of a contextual and a positional term), so there is no term to drop");
+    if (ablate == Ablation::positional) {
+      // BERT-c / only-c: gamma alone, on q and k as projected (no rotation), no value vectors.
+      scores = with_segments(matmul(q_plain, k_plain, false, true, pe.score_scale(s)));
+    } else {
+      // BERT-p / only-p: delta alone (with the segment scores score_bias
+      // includes). The values and the value term stay.
+      Var bias = pe.acts_in_attention ? pe.score_bias(s, q, k) : Var();
+      if (bias.defined()) {
+        scores = expand(bias, {x.size(0), heads_, x.size(1), x.size(1)});
+      } else {
+        ORDO_CHECK(!pe.acts_in_attention, "pe '", pe.name(), "': the contextual ablation is undefined: the",
+                   " variant adds no positional term to the scores to keep",
+                   rotates ? " (it rotates q and k: its position lives inside q_i . k_j)" : "");
+        // An input-level encoding: the tokens were removed at the input, so
+        // q_i . k_j is computed from positions (and segments) alone.
+        scores = with_segments(matmul(q, k, false, true, pe.score_scale(s)));
+      }
+    }
+  }
   if (trace && trace->keep_scores) trace->scores.push_back(scores.value());
   Var probs = softmax(scores, padding_mask);
   if (trace && trace->keep_attentions) trace->attentions.push_back(probs.value());
   probs = dropout(probs, dropout_, ctx);
 
   Var context = matmul(probs, v);  // sum_j a_ij v_j
-  Var value_term = pe.value_term(s, probs);
-  if (value_term.defined()) context = add(context, value_term);
-  return reshape(permute(context, {0, 2, 1, 3}), {batch, length, heads_ * head_dim_});
+  // Shaw's value vectors: positional, so the positional ablation drops them
+  // (and CA of the sequence combination has none); the contextual one keeps them.
+  if (!sequence && ablate != Ablation::positional) {
+    Var term = pe.value_term(s, probs);
+    if (term.defined()) context = add(context, term);
+  }
+  return merge_heads(context);
 }
 
 ResidualOutput::ResidualOutput(int64_t in, const BertConfig& c, Device device)
@@ -83,8 +184,10 @@ Var EncoderLayer::forward(const Var& x, const Var& padding_mask, PositionEncodin
 Embeddings::Embeddings(const BertConfig& c, Device device)
     : word_embeddings(add_module("word_embeddings", std::make_unique<Embedding>(c.vocab_size, c.hidden_size,
                                                                                c.initializer_range, device, c.pad_token_id))),
-      token_type_embeddings(add_module("token_type_embeddings",
-                                       std::make_unique<Embedding>(c.type_vocab_size, c.hidden_size, c.initializer_range, device))),
+      token_type_embeddings(c.segment == "per_head"
+                                ? nullptr
+                                : &add_module("token_type_embeddings", std::make_unique<Embedding>(
+                                                                           c.type_vocab_size, c.hidden_size, c.initializer_range, device))),
       norm(add_module("LayerNorm", std::make_unique<LayerNorm>(c.hidden_size, c.layer_norm_eps, device))) {}
 
 Encoder::Encoder(const BertConfig& c, Device device) {
@@ -106,6 +209,9 @@ BertModel::BertModel(const BertConfig& config, std::unique_ptr<PositionEncoding>
       device_(device) {
   validate(config, "model config");
   ORDO_CHECK(pe != nullptr, "BertModel: no position encoding given");
+  ORDO_CHECK((config.segment == "per_head") == pe->adds_segment_scores(), "BertModel: segment is '", config.segment,
+             "' but the position encoding ", pe->adds_segment_scores() ? "adds" : "does not add",
+             " per-head segment scores; make it with pe::make_position_encoding");
   if (with_pooler) pooler = &add_module("pooler", std::make_unique<Pooler>(config, device));
   if (config.pre_layer_norm)
     final_norm = &add_module("encoder.final_LayerNorm", std::make_unique<LayerNorm>(config.hidden_size, config.layer_norm_eps, device));
@@ -128,10 +234,32 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace) 
   Tensor positions = in.positions.defined() ? in.positions : default_positions(batch, length, device_);
   Tensor segments = in.segment_ids.defined() ? in.segment_ids : Tensor::zeros(shape, DType::i64, device_);
 
-  // HF's order of the sums: (word + token type) + position.
-  Var x = add(embeddings.word_embeddings.forward(in.input_ids), embeddings.token_type_embeddings.forward(segments));
-  Var position_vectors = pe_->input_embedding(positions, ctx);
-  if (position_vectors.defined()) x = add(x, position_vectors);
+  // HF's order of the sums: (word + token type) + position. The ablations of
+  // an input-level encoding act here, on the two terms of the locality/
+  // symmetry paper's Eq. 2 (x_i + p_i): the positional one drops p_i (only-c,
+  // BERT-c), the contextual one drops the token x_i (only-p) when the
+  // encoding acts only at the input — with an attention-level part the
+  // tokens stay and the scores lose q_i . k_j instead (SelfAttention::forward).
+  // The segment embedding is neither and stays.
+  const Ablation ablate = ablation_in_force(*pe_, ctx);
+  const bool drop_tokens = ablate == Ablation::contextual && !pe_->acts_in_attention;
+  // With segment = per_head there is no segment embedding here (pe/segments.h).
+  auto sum = [](const Var& a, const Var& b) { return !a.defined() ? b : !b.defined() ? a : add(a, b); };
+  Var segment_vectors =
+      embeddings.token_type_embeddings ? embeddings.token_type_embeddings->forward(segments) : Var();
+  Var x = drop_tokens ? segment_vectors : sum(embeddings.word_embeddings.forward(in.input_ids), segment_vectors);
+  Var position_vectors = ablate == Ablation::positional ? Var() : pe_->input_embedding(positions, ctx);
+  ORDO_CHECK(!drop_tokens || position_vectors.defined(), "pe '", pe_->name(),
+             "': the contextual ablation is undefined: the encoding has no positional term to keep");
+  const DType dtype = embeddings.word_embeddings.weight.var.dtype();
+  if (position_vectors.defined() && position_vectors.dtype() != dtype) {
+    // A parameter-free encoding (ape_sin) is computed in its own precision
+    // and takes the model's here; a learned one has its parameters' dtype.
+    ORDO_CHECK(!position_vectors.requires_grad(), "pe '", pe_->name(), "': its input embedding is ",
+               dtype_name(position_vectors.dtype()), " in a ", dtype_name(dtype), " model");
+    position_vectors = Var(position_vectors.value().to(dtype));
+  }
+  x = sum(x, position_vectors);
   x = dropout(embeddings.norm.forward(x), config_.hidden_dropout_prob, ctx);
   if (trace && trace->keep_hidden_states) trace->hidden_states.push_back(x.value());
 

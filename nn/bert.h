@@ -108,7 +108,8 @@ class Embeddings : public Module {
  public:
   Embeddings(const BertConfig& c, Device device);
   Embedding& word_embeddings;
-  Embedding& token_type_embeddings;
+  // Absent with segment = per_head (segments then act in every head, pe/segments.h).
+  Embedding* token_type_embeddings;
   LayerNorm& norm;  // "LayerNorm"
 };
 
@@ -148,6 +149,11 @@ class BertModel : public Module {
   Device device_;
   PositionEncoding* pe_;
 };
+
+// The ablation a forward pass applies: the model's training-time one
+// (pe_options.ablate) or the context's inference-time one; both set and
+// different is an error.
+Ablation ablation_in_force(const PositionEncoding& pe, const Context& ctx);
 
 // The additive attention mask [batch, 1, 1|L, L]: 0 where attention is
 // allowed, the dtype's lowest value where the key is padding (or, for a

@@ -47,6 +47,12 @@ BertConfig config_from_json(const json::Value& object, const std::string& where,
     c.decoder = hf_decoder;
   }
   c.pre_layer_norm = r.boolean("pre_layer_norm", c.pre_layer_norm);
+  c.segment = r.string("segment", c.segment, {"input", "per_head"});
+  bool has_segment_share = r.has("segment_share");
+  c.segment_share = r.string("segment_share", c.segment_share, {"none", "heads", "layers", "all"});
+  ORDO_CHECK(!has_segment_share || c.segment == "per_head", where,
+             ": segment_share applies to segment \"per_head\" (the per-head segment tables), but segment is \"",
+             c.segment, "\"");
   // An HF config names its position embedding only through position_embedding_type.
   if (has_hf_type && !has_pe) {
     if (c.position_embedding_type == "relative_key") c.pe = "rpe_shaw";
@@ -73,6 +79,11 @@ void validate(const BertConfig& c, const std::string& where) {
   ORDO_CHECK(c.position_embedding_type == "absolute" || hf_type_of(c.pe) == c.position_embedding_type, where,
              ": position_embedding_type '", c.position_embedding_type, "' needs pe '",
              c.position_embedding_type == "relative_key" ? "rpe_shaw" : "huang_m4", "', got '", c.pe, "'");
+  ORDO_CHECK(c.segment == "input" || c.segment == "per_head", where, ": segment '", c.segment,
+             "' is not one of input, per_head");
+  ORDO_CHECK(c.segment_share == "none" || c.segment_share == "heads" || c.segment_share == "layers" ||
+                 c.segment_share == "all",
+             where, ": segment_share '", c.segment_share, "' is not one of none, heads, layers, all");
 }
 
 json::Value config_to_json(const BertConfig& c) {
@@ -100,6 +111,8 @@ json::Value config_to_json(const BertConfig& c) {
   o["pe"] = c.pe;
   o["pe_options"] = c.pe_options;
   o["pre_layer_norm"] = c.pre_layer_norm;
+  o["segment"] = c.segment;
+  if (c.segment == "per_head") o["segment_share"] = c.segment_share;
   return o;
 }
 

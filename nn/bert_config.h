@@ -33,6 +33,12 @@ struct BertConfig {
   json::Value pe_options = json::Value::object();  // the variant's options
   bool decoder = false;                        // causal self-attention (GPT-style stack)
   bool pre_layer_norm = false;                 // LayerNorm before each sublayer instead of after
+  // Segments (Chen et al. 2021, Eq. 9-11): "input" adds BERT's token-type
+  // embedding to the input; "per_head" has none and adds S_ij =
+  // Seg_h[seg(i), seg(j)] to every head's scores instead (pe/segments.h),
+  // its tables shared as segment_share says (none | heads | layers | all).
+  std::string segment = "input";
+  std::string segment_share = "none";
 
   int64_t head_dim() const { return hidden_size / num_attention_heads; }
 };

@@ -26,12 +26,23 @@
 namespace ordo::nn {
 
 // What a hook sees of one attention call.
+// How the positional and the contextual weights combine (the locality/
+// symmetry paper, section 5): add them in one softmax (Eq. 5, every paper's
+// default), or in sequence X' = CA(PA(X)) (Eq. 10, Listings 2-3): positional
+// attention mixes the layer's input with positional_weights(), then
+// contextual attention runs on the result with the positional score terms
+// removed. nn/bert.cpp, SelfAttention::forward.
+enum class Combine { add, sequence };
+
 struct AttentionState {
   int layer = 0;              // 0-based
   int64_t heads = 0, head_dim = 0;
   const Tensor* positions = nullptr;  // [batch, length] i64
   const Tensor* segments = nullptr;   // [batch, length] i64 segment ids (0 / 1)
   Context* ctx = nullptr;
+  // The model's dtype (of x and the scores): what a parameter-free variant
+  // computes in when no q or k tells it (positional_weights).
+  DType dtype = DType::f32;
 };
 
 class PositionEncoding : public Module {
@@ -91,6 +102,29 @@ class PositionEncoding : public Module {
   // The longest position an absolute table can look up (positions beyond it
   // are an error); -1 when any position works (relative and functional variants).
   virtual int64_t max_position() const { return -1; }
+
+  // True when the encoding adds per-head segment scores (Chen et al. 2021,
+  // Eq. 9-11; model option segment = per_head, pe/segments.h): the model then
+  // has no token-type embedding at the input.
+  virtual bool adds_segment_scores() const { return false; }
+  // Those per-head segment scores alone, [batch, heads, L, L], undefined
+  // without them. score_bias() already includes them; the paths that drop
+  // the positional score terms (the positional ablation, contextual attention
+  // of the sequence combination) add them back from here, since segments are
+  // neither the contextual nor the positional term.
+  virtual Var segment_scores(const AttentionState& s) const {
+    (void)s;
+    return {};
+  }
+
+  // Set by the registry (pe::make_position_encoding) from the variant's level
+  // and the options every variant shares (pe_options "combine" and "ablate"):
+  // where the encoding acts (an INPUT+ATTENTION composite acts at both), how
+  // it combines with the contextual weights, and a training-time ablation
+  // (only-p / only-c of the locality/symmetry paper, Table 7).
+  bool acts_at_input = false, acts_in_attention = false;
+  Combine combine = Combine::add;
+  Ablation ablation = Ablation::none;
 };
 
 }  // namespace ordo::nn

@@ -1,9 +1,19 @@
 #include "pe/registry.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "nn/checkpoint.h"
 #include "pe/absolute.h"
+#include "pe/huang.h"
+#include "pe/relative.h"
+#include "pe/xlnet.h"
+#include "pe/attenuated.h"
+#include "pe/rope.h"
+#include "pe/scalar_bias.h"
+#include "pe/segments.h"
+#include "pe/sinusoid.h"
+#include "pe/tupe.h"
 #include "tensor/config.h"
 #include "tensor/safetensors.h"
 
@@ -32,6 +42,33 @@ const std::vector<Variant>& variants() {
       {"none", Level::input, [](const nn::BertConfig&, FieldReader&, Device) { return std::make_unique<NoPosition>(); }},
       {"ape_learned", Level::input,
        [](const nn::BertConfig& c, FieldReader&, Device d) { return std::make_unique<LearnedAbsolute>(c, d); }},
+      // Relative vectors and interactions (pe/relative.h, pe/xlnet.h, pe/huang.h).
+      {"rpe_shaw", Level::attention, make_rpe_shaw},
+      {"rpe_sin", Level::attention, make_rpe_sin},
+      {"rpe_sin_learnable", Level::attention, make_rpe_sin_learnable},
+      {"xlnet", Level::attention, make_xlnet},
+      {"huang_m1", Level::attention, make_huang_m1},
+      {"huang_m2", Level::attention, make_huang_m2},
+      {"huang_m3", Level::attention, make_huang_m3},
+      {"huang_m4", Level::attention, make_huang_m4},
+      {"ape_sin", Level::input,
+       [](const nn::BertConfig& c, FieldReader&, Device d) { return std::make_unique<SinusoidalAbsolute>(c, false, d); }},
+      {"ape_sin_learnable", Level::input,
+       [](const nn::BertConfig& c, FieldReader&, Device d) { return std::make_unique<SinusoidalAbsolute>(c, true, d); }},
+      {"t5_bias", Level::attention,
+       [](const nn::BertConfig& c, FieldReader& o, Device d) { return std::make_unique<T5Bias>(c, o, d); }},
+      {"rel_scalar", Level::attention,
+       [](const nn::BertConfig& c, FieldReader& o, Device d) { return std::make_unique<RelativeScalar>(c, o, d); }},
+      {"abs_scalar", Level::attention,
+       [](const nn::BertConfig& c, FieldReader& o, Device d) { return std::make_unique<AbsoluteScalar>(c, o, d); }},
+      {"alibi", Level::attention,
+       [](const nn::BertConfig& c, FieldReader& o, Device d) { return std::make_unique<Alibi>(c, o, d); }},
+      {"attenuated", Level::attention,
+       [](const nn::BertConfig& c, FieldReader& o, Device d) { return std::make_unique<Attenuated>(c, o, d); }},
+      {"rope", Level::attention,
+       [](const nn::BertConfig& c, FieldReader& o, Device d) { return std::make_unique<Rotary>(c, o, d); }},
+      {"tupe", Level::attention,
+       [](const nn::BertConfig& c, FieldReader& o, Device d) { return std::make_unique<Tupe>(c, o, d); }},
   };
   return all;
 }
@@ -66,7 +103,12 @@ class Composite : public nn::PositionEncoding {
   }
   Var value_term(const nn::AttentionState& s, const Var& probs) override { return attention_.value_term(s, probs); }
   Var positional_weights(const nn::AttentionState& s) override { return attention_.positional_weights(s); }
-  int64_t max_position() const override { return input_.max_position(); }
+  // The shorter of the two tables' reach (an attention-level variant such as
+  // tupe has an absolute table too); -1 when neither has one.
+  int64_t max_position() const override {
+    int64_t a = input_.max_position(), b = attention_.max_position();
+    return a < 0 ? b : b < 0 ? a : std::min(a, b);
+  }
 
  private:
   nn::PositionEncoding& adopt(std::unique_ptr<nn::PositionEncoding> part) {
@@ -89,12 +131,44 @@ const std::vector<std::string>& variant_names() {
   return names;
 }
 
+namespace {
+
+// The options every variant takes, read before the variant's own: how its
+// positional weights combine with the contextual ones (the locality/symmetry
+// paper, Eq. 5 "add" or Eq. 10 "sequence") and a training-time ablation
+// (only-p / only-c of its Table 7). nn/bert.cpp acts on them.
+void read_shared_options(nn::PositionEncoding& pe, const nn::BertConfig& config, FieldReader& options) {
+  const std::string where = "pe_options of '" + config.pe + "'";
+  std::string combine = options.string("combine", "add", {"add", "sequence"});
+  pe.combine = combine == "sequence" ? nn::Combine::sequence : nn::Combine::add;
+  pe.ablation = nn::parse_ablation(options.string("ablate", "none", {"none", "contextual", "positional"}), where);
+  if (pe.combine == nn::Combine::sequence) {
+    // Positional attention needs the variant's positional weights: asked for
+    // once here, on two positions, so that a variant without them fails when
+    // the model is built rather than at its first forward pass.
+    NoGradGuard no_grad;
+    Device device = pe.named_parameters().empty() ? Device::cpu() : pe.named_parameters()[0].second->var.device();
+    Tensor positions = nn::default_positions(1, 2, device);
+    Tensor segments = Tensor::zeros({1, 2}, DType::i64, device);
+    nn::Context ctx = nn::Context::eval();
+    nn::AttentionState s{0, config.num_attention_heads, config.head_dim(), &positions, &segments, &ctx};
+    ORDO_CHECK(pe.positional_weights(s).defined(), where, ": combine = sequence needs positional weights (an",
+               " attention distribution for the positional attention of Eq. 10), which '", config.pe,
+               "' does not give; the variants that do: attenuated, alibi");
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<nn::PositionEncoding> make_position_encoding(const nn::BertConfig& config, Device device) {
   FieldReader options(config.pe_options, "pe_options of '" + config.pe + "'");
   std::unique_ptr<nn::PositionEncoding> pe;
   size_t plus = config.pe.find('+');
   if (plus == std::string::npos) {
-    pe = find_variant(config.pe).make(config, options, device);
+    const Variant& v = find_variant(config.pe);
+    pe = v.make(config, options, device);
+    pe->acts_at_input = v.level == Level::input;
+    pe->acts_in_attention = v.level == Level::attention;
   } else {
     const Variant& input = find_variant(config.pe.substr(0, plus));
     const Variant& attention = find_variant(config.pe.substr(plus + 1));
@@ -103,7 +177,17 @@ std::unique_ptr<nn::PositionEncoding> make_position_encoding(const nn::BertConfi
                input.name, "' is ", input.level == Level::input ? "input" : "attention", "-level, '", attention.name,
                "' is ", attention.level == Level::input ? "input" : "attention", "-level)");
     pe = std::make_unique<Composite>(input.make(config, options, device), attention.make(config, options, device));
+    pe->acts_at_input = pe->acts_in_attention = true;
   }
+  if (config.segment == "per_head") {
+    // Segments per head (Chen et al. 2021, Eq. 9-11): S_ij added to the
+    // encoding's scores; where the encoding acts is unchanged.
+    bool at_input = pe->acts_at_input, in_attention = pe->acts_in_attention;
+    pe = std::make_unique<PerHeadSegments>(config, std::move(pe), device);
+    pe->acts_at_input = at_input;
+    pe->acts_in_attention = in_attention;
+  }
+  read_shared_options(*pe, config, options);
   options.finish();
   return pe;
 }

@@ -120,6 +120,7 @@ RunConfig parse_run_config(const json::Value& json_in, const std::vector<std::st
   const json::Value* model = top.object("model");
   const json::Value* data = top.object("data");
   const json::Value* train = top.object("train");
+  top.string("description", "");  // free text: what the config reproduces (configs/papers/)
   top.finish();
   ORDO_CHECK(model, where, ": missing the 'model' object");
   RunConfig c;
@@ -145,14 +146,49 @@ RunConfig parse_run_config(const json::Value& json_in, const std::vector<std::st
   return c;
 }
 
-RunConfig read_run_config(const std::string& path, const std::vector<std::string>& overrides) {
+namespace {
+
+// `base` with `over` laid on top: objects merge key by key (recursively),
+// any other value of `over` replaces the base's.
+json::Value merged(const json::Value& base, const json::Value& over) {
+  if (!base.is_object() || !over.is_object()) return over;
+  json::Value out = base;
+  for (const auto& [key, value] : over.items()) out[key] = out.contains(key) ? merged(out[key], value) : value;
+  return out;
+}
+
+// Reads a run config file and resolves its "extends": the path of a config
+// this one builds on, relative to this file's folder (configs/papers/...
+// name "../../tiny.json"), itself possibly extending another.
+json::Value read_with_extends(const std::string& path, int depth) {
+  ORDO_CHECK(depth < 16, path, ": \"extends\" chains more than 16 files deep (a cycle?)");
   json::Value v;
   try {
     v = json::parse(read_file(path));
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   }
-  return parse_run_config(v, overrides, path);
+  const json::Value* base = v.is_object() ? v.find("extends") : nullptr;
+  if (!base) return v;
+  ORDO_CHECK(base->is_string(), path, ": \"extends\" must be a string (the path of a config file), got ",
+             json::type_name(base->type()));
+  std::string target = base->as_string();
+  if (!target.empty() && target[0] != '/') {
+    size_t slash = path.rfind('/');
+    target = (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/" + target;
+  }
+  ORDO_CHECK(file_exists(target), path, ": \"extends\": no config file ", target);
+  json::Value own = json::Value::object();
+  for (const auto& [key, value] : v.items())
+    if (key != "extends") own[key] = value;
+  return merged(read_with_extends(target, depth + 1), own);
+}
+
+}  // namespace
+
+RunConfig read_run_config(const std::string& path, const std::vector<std::string>& overrides) {
+  // The resolved config (every "extends" merged in) is what the run records.
+  return parse_run_config(read_with_extends(path, 0), overrides, path);
 }
 
 // ---- the run directory ---------------------------------------------------------------

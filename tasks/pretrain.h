@@ -76,6 +76,9 @@ struct RunConfig {
 // the key) after applying the --set overrides in order.
 RunConfig parse_run_config(const json::Value& json, const std::vector<std::string>& overrides,
                            const std::string& where);
+// A file may build on another with "extends": "PATH" (relative to the
+// file's folder): objects merge key by key, the extending file's values win
+// (configs/papers/ extend ../../tiny.json and set only the model's pe).
 RunConfig read_run_config(const std::string& path, const std::vector<std::string>& overrides);
 
 struct PretrainOptions {

@@ -126,6 +126,21 @@ Tensor index_select_backward(const Tensor& g, int axis, const Tensor& idx, const
 Tensor gather(const Tensor& x, int axis, const Tensor& idx);
 Tensor gather_backward(const Tensor& g, int axis, const Tensor& idx, const Shape& x_shape);
 
+// ---- relative position encodings (ops_relative.cpp) ---------------------------
+// idx: i64 [B, L, J], the table row of (query i, key j), shared by the heads.
+// [B, H, L, R] -> [B, H, L, J]: out[b,h,i,j] = x[b,h,i,idx[b,i,j]].
+Tensor relative_gather(const Tensor& x, const Tensor& idx);
+// [B, H, L, J] -> [B, H, L, rows]: sums g over the j of each row r (the transpose of relative_gather).
+Tensor relative_scatter(const Tensor& g, const Tensor& idx, int64_t rows);
+// q [B,H,L,D], k [B,H,J,D], a [H,R,D] -> [B,H,L,J]: alpha * sum_d q_id k_jd a_{idx_ij,d}.
+Tensor relative_product(const Tensor& q, const Tensor& k, const Tensor& a, const Tensor& idx, double alpha = 1.0);
+struct RelativeProductGrads {
+  Tensor gq, gk, ga;  // undefined where not asked for
+};
+RelativeProductGrads relative_product_backward(const Tensor& gs, const Tensor& q, const Tensor& k, const Tensor& a,
+                                               const Tensor& idx, double alpha, bool need_q, bool need_k,
+                                               bool need_a);
+
 Tensor concat(const std::vector<Tensor>& parts, int axis);
 // Views of x: consecutive pieces of the given sizes along axis.
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int axis);

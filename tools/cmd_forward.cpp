@@ -3,6 +3,12 @@
 // another implementation (tools/hf_check.py does so against transformers).
 //
 //   ordo forward --checkpoint DIR --input FILE.json --out FILE.safetensors [--device cpu|cuda[:N]]
+//                [--ablate contextual|positional]
+//
+// --ablate drops a term of the attention scores (the locality/symmetry
+// paper, section 4.1): contextual keeps the positional term alone (BERT-p,
+// TUPE-p), positional keeps the contextual term alone (BERT-c, TUPE-c). What
+// the terms are for each kind of encoding: nn/bert.cpp and EQUATIONS.md.
 //
 // Input: {"input_ids": [[...], ...], "segment_ids": ..., "positions": ...,
 // "attention_mask": ...}; every key but input_ids is optional, each a
@@ -156,10 +162,11 @@ Batch read_batch(const std::string& file, const nn::BertConfig& config, int64_t 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"checkpoint", "input", "out", "device"});
+  cli::Args args(argv, {"checkpoint", "input", "out", "device", "ablate"});
   const std::string dir = args.required("checkpoint");
   const std::string input_file = args.required("input");
   const std::string out_file = args.required("out");
+  const nn::Ablation ablate = nn::parse_ablation(args.str("ablate", "none"), "--ablate");
   Device device;
   try {
     device = Device::parse(args.str("device", "cpu"));
@@ -198,6 +205,7 @@ int run(const std::vector<std::string>& argv) {
 
   NoGradGuard no_grad;
   nn::Context ctx = nn::Context::eval();
+  ctx.ablate = ablate;
   nn::ForwardTrace trace;
   trace.keep_hidden_states = trace.keep_attentions = true;
   Var sequence = model->bert.forward(in, ctx, &trace);
@@ -214,18 +222,21 @@ int run(const std::vector<std::string>& argv) {
   out.emplace_back("segment_ids", batch.segment_ids);
   out.emplace_back("positions", batch.positions);
   out.emplace_back("attention_mask", batch.attention_mask);
-  safetensors::save(out_file, out, {{"format", "pt"}, {"checkpoint", dir}, {"written_by", "ordo forward"}});
+  safetensors::save(out_file, out, {{"format", "pt"}, {"checkpoint", dir}, {"written_by", "ordo forward"},
+                                     {"ablate", nn::ablation_name(ablate)}});
 
-  std::printf("ordo forward: %lld x %lld tokens through %lld layers (%s, pe %s) on %s -> %s\n",
+  std::printf("ordo forward: %lld x %lld tokens through %lld layers (%s, pe %s%s%s) on %s -> %s\n",
               static_cast<long long>(batch.rows), static_cast<long long>(batch.cols),
               static_cast<long long>(config.num_hidden_layers), config.decoder ? "decoder" : "encoder",
-              config.pe.c_str(), device.str().c_str(), out_file.c_str());
+              config.pe.c_str(), ablate == nn::Ablation::none ? "" : ", ablated: ",
+              ablate == nn::Ablation::none ? "" : nn::ablation_name(ablate), device.str().c_str(), out_file.c_str());
   return 0;
 }
 
 cli::Register command({"forward",
                        "run a batch through a checkpoint and write every hidden state, attention and the logits",
-                       "--checkpoint DIR --input FILE.json --out FILE.safetensors [--device cpu|cuda[:N]]\n"
+                       "--checkpoint DIR --input FILE.json --out FILE.safetensors [--device cpu|cuda[:N]]"
+                       " [--ablate contextual|positional]\n"
                        "  FILE.json: {\"input_ids\": [[...], ...], optional \"segment_ids\", \"positions\","
                        " \"attention_mask\" of the same shape}",
                        run});

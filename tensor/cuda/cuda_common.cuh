@@ -58,6 +58,7 @@ enum class IndexErrorSite : int {
   gather = 3,
   scatter_add = 4,
   cross_entropy = 5,
+  relative = 6,  // relative_gather / relative_scatter / relative_product (tensor/cuda/relative.cu)
 };
 const char* index_error_site_name(int site);
 

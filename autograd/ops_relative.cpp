@@ -1,0 +1,39 @@
+// Differentiable relative-position ops: each forward beside its backward.
+//
+// relative_gather and relative_scatter are each other's transpose, so each
+// one's backward is the other. relative_product's backward is one fused
+// kernel call giving the gradients of q, k and the table (tensor/kernels.inc).
+#include "autograd/ops.h"
+
+namespace ordo {
+
+// y[b,h,i,j] = x[b,h,i,idx[b,i,j]];  gx[b,h,i,r] = sum over j with idx = r of gy[b,h,i,j].
+Var relative_gather(const Var& x, const Tensor& idx) {
+  Tensor y = relative_gather(x.value(), idx);
+  return record_op("relative_gather", y, {x}, [idx, rows = x.size(3)](const Tensor& gy, const std::vector<bool>&) {
+    return std::vector<Tensor>{relative_scatter(gy, idx, rows)};
+  });
+}
+
+// y[b,h,i,r] = sum over j with idx = r of g[b,h,i,j];  gg[b,h,i,j] = gy[b,h,i,idx[b,i,j]].
+Var relative_scatter(const Var& g, const Tensor& idx, int64_t rows) {
+  Tensor y = relative_scatter(g.value(), idx, rows);
+  return record_op("relative_scatter", y, {g}, [idx](const Tensor& gy, const std::vector<bool>&) {
+    return std::vector<Tensor>{relative_gather(gy, idx)};
+  });
+}
+
+// s[b,h,i,j] = alpha sum_d q_id k_jd a_{idx_ij,d} (Huang et al. 2020, Eq. 15).
+Var relative_product(const Var& q, const Var& k, const Var& a, const Tensor& idx, double alpha) {
+  // Saved contiguous, so the backward does not copy them again.
+  Tensor qv = q.value().contiguous(), kv = k.value().contiguous(), av = a.value().contiguous();
+  Tensor s = relative_product(qv, kv, av, idx, alpha);
+  return record_op("relative_product", s, {q, k, a},
+                   [qv, kv, av, idx, alpha](const Tensor& gs, const std::vector<bool>& needs) {
+                     RelativeProductGrads g =
+                         relative_product_backward(gs, qv, kv, av, idx, alpha, needs[0], needs[1], needs[2]);
+                     return std::vector<Tensor>{g.gq, g.gk, g.ga};
+                   });
+}
+
+}  // namespace ordo

@@ -1,0 +1,273 @@
+// rpe_shaw, rpe_sin, rpe_sin_learnable and the family's shared machinery.
+// The equations are at the top of pe/relative.h:
+//
+//   rpe_shaw   s_ij = q_i . (k_j + a^K_{c(r_ij)}) / sqrt(d_h)            (Huang et al. 2020, Eq. 7-9)
+//              o_i  = sum_j alpha_ij (v_j + a^V_{c(r_ij)})                (Chen et al. 2021, section 2.2.2)
+//   rpe_sin    a^K_r = a^V_r = P(r), P(r)_{2m} = sin(w_m r), P(r)_{2m+1} = cos(w_m r),
+//              w_m = 10000^(-2m/d_h)                                      (Wang et al. 2021, Table 1)
+//   rpe_sin_learnable  the same, w learned from the fixed values          (Wang et al. 2021, Table 1)
+#include "pe/relative.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ordo::pe {
+
+// ---- distances to rows ----------------------------------------------------------------
+
+namespace {
+
+Tensor i64_scalar(int64_t v, Device device) { return Tensor::scalar(static_cast<double>(v), DType::i64, device); }
+
+// The smallest and largest entry of an integer tensor (one host sync each).
+std::pair<int64_t, int64_t> extremes(const Tensor& t) {
+  Tensor flat = t.to(DType::f64).flatten();
+  return {static_cast<int64_t>(min(flat).item()), static_cast<int64_t>(max(flat).item())};
+}
+
+}  // namespace
+
+DistanceRows DistanceSpec::rows(const Tensor& positions, const std::string& variant, bool with_transpose) const {
+  Tensor r = relative_distances(positions);  // r_ij = p_j - p_i
+  if (clip >= 0) r = clip_distances(r, clip);
+  DistanceRows out;
+  if (r.numel() == 0) {
+    out.idx = r;
+    if (with_transpose) out.idx_t = r;
+    return out;
+  }
+  auto [lo, hi] = extremes(r);
+  const Device device = r.device();
+  if (has_table()) {
+    const int64_t far = std::max(-lo, hi);
+    const int64_t bad = -lo > hi ? lo : hi;
+    ORDO_CHECK(far <= reach, variant, ": a relative distance of ", bad, " (key position minus query position) is ",
+               "beyond the table, which holds |distance| <= ", reach,
+               clip >= 0 ? " (the clip distance)" : " (max_distance)",
+               "; raise the variant's max_distance, or clip distances with clip");
+  }
+  switch (layout) {
+    case RowLayout::signed_table:
+      // row = reach - r; the rows used are reach - hi .. reach - lo, so idx = hi - r.
+      out.first = reach - hi;
+      out.count = hi - lo + 1;
+      out.idx = sub(i64_scalar(hi, device), r);
+      break;
+    case RowLayout::magnitude_table: {
+      // row = |r|; the rows used run from the smallest |r| present to the largest.
+      const int64_t smallest = lo <= 0 && hi >= 0 ? 0 : std::min(std::abs(lo), std::abs(hi));
+      out.first = smallest;
+      out.count = std::max(-lo, hi) - smallest + 1;
+      Tensor magnitude = maximum(r, sub(i64_scalar(0, device), r));
+      out.idx = sub(magnitude, i64_scalar(smallest, device));
+      break;
+    }
+    case RowLayout::functional:
+      out.first = 0;
+      out.count = hi - lo + 1;
+      out.min_distance = lo;
+      out.idx = sub(r, i64_scalar(lo, device));
+      break;
+  }
+  out.idx = out.idx.contiguous();
+  if (with_transpose) out.idx_t = out.idx.transpose(1, 2).contiguous();
+  return out;
+}
+
+DistanceSpec RelativeOptions::spec(RowLayout layout) const {
+  DistanceSpec s;
+  s.layout = layout;
+  s.clip = clip;
+  s.reach = clip >= 0 ? clip : max_distance;
+  return s;
+}
+
+RelativeOptions read_relative_options(const nn::BertConfig& config, FieldReader& options, const std::string& variant,
+                                      Share default_share, OptionSet allowed) {
+  RelativeOptions o;
+  o.share = default_share;
+  if (allowed.share) o.share = parse_share(options.string("share", share_name(default_share)), variant);
+  const int64_t longest = std::max<int64_t>(config.max_position_embeddings - 1, 0);
+  o.max_distance = longest;
+  if (allowed.clip && options.has("clip")) o.clip = options.integer("clip", -1, 0, int64_t{1} << 30);
+  if (allowed.max_distance && options.has("max_distance")) {
+    ORDO_CHECK(o.clip < 0, variant, ": give clip or max_distance, not both (a clipped table holds |distance| <= clip)");
+    o.max_distance = options.integer("max_distance", longest, 0, int64_t{1} << 30);
+  }
+  return o;
+}
+
+// ---- tables -----------------------------------------------------------------------------
+
+std::function<std::string(int64_t)> relative_table_names(Share share, int64_t heads, const std::string& name) {
+  return [share, heads, name](int64_t t) -> std::string {
+    auto layer = [&](int64_t l) { return "encoder.layer." + std::to_string(l) + ".attention.self." + name; };
+    switch (share) {
+      case Share::none: return layer(t / heads) + "." + std::to_string(t % heads) + ".weight";
+      case Share::heads: return layer(t) + ".weight";
+      case Share::layers: return "encoder." + name + "." + std::to_string(t) + ".weight";
+      case Share::all: return "encoder." + name + ".weight";
+    }
+    return name;
+  };
+}
+
+void keep_out_of_decay(nn::Module& owner, const TableSet& tables, Share share, int64_t heads,
+                        const std::string& name) {
+  auto names = relative_table_names(share, heads, name);
+  for (int64_t t = 0; t < tables.count(); ++t) {
+    nn::Parameter* p = owner.find_parameter(names(t));
+    ORDO_ASSERT(p != nullptr);
+    p->decay = false;
+  }
+}
+
+Var layer_rows(const TableSet& tables, int layer, const DistanceRows& rows) {
+  auto trimmed = [&](const Var& t, int axis) {
+    return rows.first == 0 && rows.count == t.size(axis) ? t : slice(t, axis, rows.first, rows.first + rows.count);
+  };
+  switch (tables.share()) {
+    case Share::heads: return trimmed(tables.table(layer).var, 0);
+    case Share::all: return trimmed(tables.table(0).var, 0);
+    default: return trimmed(tables.for_layer(layer), 1);
+  }
+}
+
+// ---- attention terms ------------------------------------------------------------------------
+
+Var query_vector_term(const Var& q, const Var& a, const DistanceRows& rows, double alpha) {
+  Var per_distance = matmul(q, a, false, true, alpha);  // [B, H, L, R]: alpha q_i . a_r for every r
+  return relative_gather(per_distance, rows.idx);       // the r of each pair (i, j)
+}
+
+Var key_vector_term(const Var& k, const Var& a, const DistanceRows& rows, double alpha) {
+  ORDO_ASSERT(rows.idx_t.defined());
+  Var per_distance = matmul(k, a, false, true, alpha);        // [B, H, L(j), R]: alpha k_j . a_r
+  Var by_key = relative_gather(per_distance, rows.idx_t);     // [b, h, j, i] = k_j . a_{r_ij}
+  return transpose(by_key, 2, 3);                             // [b, h, i, j]
+}
+
+Var value_vector_term(const Var& probs, const Var& a, const DistanceRows& rows) {
+  Var mass = relative_scatter(probs, rows.idx, rows.count);  // [B, H, L, R]: sum of alpha_ij over j with row r
+  return matmul(mass, a);                                     // [B, H, L, d]: sum_r mass_ir a_r
+}
+
+// ---- rpe_shaw ------------------------------------------------------------------------------
+
+ShawRelative::ShawRelative(const nn::BertConfig& c, const RelativeOptions& o, bool values, Device device)
+    : spec_(o.spec(RowLayout::signed_table)),
+      keys_(*this, o.share, c.num_hidden_layers, c.num_attention_heads, {spec_.table_rows(), c.head_dim()},
+            nn::Init::normal(c.initializer_range), device,
+            relative_table_names(o.share, c.num_attention_heads, "distance_embedding")) {
+  if (values)
+    values_.emplace(*this, o.share, c.num_hidden_layers, c.num_attention_heads, Shape{spec_.table_rows(), c.head_dim()},
+                    nn::Init::normal(c.initializer_range), device,
+                    relative_table_names(o.share, c.num_attention_heads, "distance_embedding_value"));
+}
+
+Var ShawRelative::score_bias(const nn::AttentionState& s, const Var& q, const Var&) {
+  DistanceRows rows = spec_.rows(*s.positions, name());
+  return query_vector_term(q, layer_rows(keys_, s.layer, rows), rows, score_scale(s));
+}
+
+Var ShawRelative::value_term(const nn::AttentionState& s, const Var& probs) {
+  if (!values_) return {};
+  DistanceRows rows = spec_.rows(*s.positions, name());
+  return value_vector_term(probs, layer_rows(*values_, s.layer, rows), rows);
+}
+
+std::unique_ptr<nn::PositionEncoding> make_rpe_shaw(const nn::BertConfig& c, FieldReader& options, Device device) {
+  // Shaw et al. share the vectors across heads (Chen et al. 2021, section
+  // 2.2.2), as HF's relative_key: share = heads by default.
+  RelativeOptions o = read_relative_options(c, options, "rpe_shaw", Share::heads, {});
+  bool values = options.boolean("value", false);  // Huang et al. (Eq. 7) and HF: keys only
+  return std::make_unique<ShawRelative>(c, o, values, device);
+}
+
+// ---- rpe_sin, rpe_sin_learnable ----------------------------------------------------------------
+
+namespace {
+
+// P(x)_{..., 2m} = sin(w_m x), P(x)_{..., 2m+1} = cos(w_m x) for distances x
+// [R] and frequencies w [d/2] or [H, d/2]: [R, d] or [H, R, d].
+Var interleaved_sinusoid(const Tensor& x, const Var& w) {
+  const int64_t half = w.size(-1), count = x.numel();
+  Shape wshape = w.shape();
+  wshape.insert(wshape.end() - 1, 1);  // [..., 1, d/2]
+  Var angles = mul(Var(x.reshape({count, 1})), reshape(w, wshape));  // [..., R, d/2]
+  Var pairs = concat({unsqueeze(sin(angles), -1), unsqueeze(cos(angles), -1)}, -1);  // [..., R, d/2, 2]
+  Shape out = angles.shape();
+  out.back() = 2 * half;
+  return reshape(pairs, out);
+}
+
+}  // namespace
+
+SinusoidRelative::SinusoidRelative(const nn::BertConfig& c, bool learnable, Share share, int64_t clip, bool values,
+                                   Device device)
+    : learnable_(learnable), values_(values), head_dim_(c.head_dim()) {
+  ORDO_CHECK(head_dim_ % 2 == 0, name(), ": the head width must be even for (sin, cos) pairs, got ", head_dim_);
+  spec_.layout = RowLayout::functional;
+  spec_.clip = clip;
+  if (learnable) {
+    const std::string table = "distance_frequency_offset";
+    offsets_.emplace(*this, share, c.num_hidden_layers, c.num_attention_heads, Shape{head_dim_ / 2}, nn::Init::zeros(),
+                     device, relative_table_names(share, c.num_attention_heads, table));
+    // Decay would pull the frequencies towards the fixed ones; the frequencies are
+    // the parameter of the paper, so they are left free.
+    keep_out_of_decay(*this, *offsets_, share, c.num_attention_heads, table);
+  }
+}
+
+Var SinusoidRelative::frequency_var(int layer, DType dtype, Device device) const {
+  if (!offsets_) return Var(sinusoid_frequencies(head_dim_, dtype, device));
+  // w = w_fixed + delta: the learned frequency, starting at the fixed one
+  // (a parameter cannot start from per-element values; the gradients of w
+  // and of delta are the same).
+  Var delta = offsets_->share() == Share::heads ? offsets_->table(layer).var
+              : offsets_->share() == Share::all ? offsets_->table(0).var
+                                                : offsets_->for_layer(layer);
+  return add(delta, Var(sinusoid_frequencies(head_dim_, delta.dtype(), delta.device())));
+}
+
+Tensor SinusoidRelative::frequencies(int layer) const {
+  NoGradGuard no_grad;
+  return frequency_var(layer, DType::f64, Device::cpu()).value().to(Device::cpu()).to(DType::f64);
+}
+
+Var SinusoidRelative::vectors(int layer, const DistanceRows& rows, DType dtype, Device device) const {
+  // Row p stands for the distance min_distance + p.
+  Tensor x = affine(Tensor::arange(rows.count, DType::f64), 1.0, static_cast<double>(rows.min_distance))
+                 .to(dtype)
+                 .to(device);
+  Var w = frequency_var(layer, dtype, device);
+  return interleaved_sinusoid(x, w);
+}
+
+Var SinusoidRelative::score_bias(const nn::AttentionState& s, const Var& q, const Var&) {
+  DistanceRows rows = spec_.rows(*s.positions, name());
+  return query_vector_term(q, vectors(s.layer, rows, q.dtype(), q.device()), rows, score_scale(s));
+}
+
+Var SinusoidRelative::value_term(const nn::AttentionState& s, const Var& probs) {
+  if (!values_) return {};
+  DistanceRows rows = spec_.rows(*s.positions, name());
+  return value_vector_term(probs, vectors(s.layer, rows, probs.dtype(), probs.device()), rows);
+}
+
+std::unique_ptr<nn::PositionEncoding> make_rpe_sin(const nn::BertConfig& c, FieldReader& options, Device device) {
+  RelativeOptions o = read_relative_options(c, options, "rpe_sin", Share::all, {false, true, false});
+  // NEZHA and Wang et al. (Eq. 5) add the relative vector to keys and values.
+  bool values = options.boolean("value", true);
+  return std::make_unique<SinusoidRelative>(c, false, Share::all, o.clip, values, device);
+}
+
+std::unique_ptr<nn::PositionEncoding> make_rpe_sin_learnable(const nn::BertConfig& c, FieldReader& options,
+                                                             Device device) {
+  // Wang et al. 2021 share their RPEs across heads and layers (App. E): share = all by default.
+  RelativeOptions o = read_relative_options(c, options, "rpe_sin_learnable", Share::all, {true, true, false});
+  bool values = options.boolean("value", true);
+  return std::make_unique<SinusoidRelative>(c, true, o.share, o.clip, values, device);
+}
+
+}  // namespace ordo::pe

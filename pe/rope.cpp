@@ -1,0 +1,46 @@
+#include "pe/rope.h"
+
+#include <cmath>
+
+#include "autograd/ops.h"
+
+namespace ordo::pe {
+
+Rotary::Rotary(const nn::BertConfig& c, FieldReader& o, Device)
+    : head_dim_(c.head_dim()),
+      base_(o.number("base", 10000.0, 1.0 + 1e-9, 1e300)),
+      interleaved_(o.string("pairing", "interleaved", {"interleaved", "half"}) == "interleaved") {
+  ORDO_CHECK(head_dim_ % 2 == 0, "rope: the head width must be even (dimensions rotate in pairs), got ", head_dim_);
+}
+
+Var Rotary::rotated(const Var& x, const Tensor& positions) const {
+  const int64_t batch = x.size(0), heads = x.size(1), length = x.size(2), half = head_dim_ / 2;
+  ORDO_CHECK(x.size(3) == head_dim_, "rope: expected a head width of ", head_dim_, ", got ", x.size(3));
+  // Angles p * theta_i, [B, 1, L, d/2]: the same for every head.
+  std::vector<double> theta(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) theta[i] = std::pow(base_, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim_));
+  Tensor angles = mul(positions.to(x.dtype()).reshape({batch, 1, length, 1}),
+                      Tensor::from_vector(theta, {half}).to(x.dtype()).to(x.device()));
+  Var c(cos(angles)), s(sin(angles));
+  // The two members (a, b) of every pair, [B, H, L, d/2] each.
+  Var a, b;
+  if (interleaved_) {
+    Var pairs = reshape(x, {batch, heads, length, half, 2});
+    a = select(pairs, 4, 0);
+    b = select(pairs, 4, 1);
+  } else {
+    a = slice(x, 3, 0, half);
+    b = slice(x, 3, half, head_dim_);
+  }
+  Var ra = sub(mul(a, c), mul(b, s));  // a cos - b sin
+  Var rb = add(mul(a, s), mul(b, c));  // a sin + b cos
+  if (!interleaved_) return concat({ra, rb}, 3);
+  return reshape(concat({unsqueeze(ra, 4), unsqueeze(rb, 4)}, 4), {batch, heads, length, head_dim_});
+}
+
+void Rotary::rotate(const nn::AttentionState& s, Var& q, Var& k) {
+  q = rotated(q, *s.positions);
+  k = rotated(k, *s.positions);
+}
+
+}  // namespace ordo::pe
