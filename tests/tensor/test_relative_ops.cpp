@@ -1,0 +1,230 @@
+// The relative-position primitives (tensor/ops_relative.cpp, tensor/cpu/relative.cpp,
+// autograd/ops_relative.cpp) against naive loops written here from their
+// definitions, in f64; f32 against the f64 loops; their gradients against f64
+// central finite differences; thread-count independence; and the errors a
+// caller can provoke.
+#include <omp.h>
+
+#include <cmath>
+#include <vector>
+
+#include "autograd/gradcheck.h"
+#include "autograd/ops.h"
+#include "tensor/ops.h"
+#include "tests/helpers.h"
+
+using namespace ordo;
+using ordo::test::random_tensor;
+using ordo::test::random_values;
+using ordo::test::require_close;
+
+namespace {
+
+// A random index [B, L, J] with entries in [0, rows).
+Tensor random_index(int64_t B, int64_t L, int64_t J, int64_t rows, uint64_t seed) {
+  std::vector<double> u = random_values(B * L * J, seed, 0, 1);
+  std::vector<int64_t> v;
+  for (double x : u) v.push_back(std::min<int64_t>(rows - 1, static_cast<int64_t>(x * static_cast<double>(rows))));
+  return Tensor::from_vector(v, {B, L, J});
+}
+
+// out[b,h,i,j] = x[b,h,i,idx[b,i,j]]
+std::vector<double> naive_gather(const std::vector<double>& x, const std::vector<int64_t>& idx, int64_t B, int64_t H,
+                                 int64_t L, int64_t J, int64_t R) {
+  std::vector<double> out;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < L; ++i)
+        for (int64_t j = 0; j < J; ++j) out.push_back(x[static_cast<size_t>(((b * H + h) * L + i) * R + idx[static_cast<size_t>((b * L + i) * J + j)])]);
+  return out;
+}
+
+// out[b,h,i,r] = sum over j with idx[b,i,j] = r of g[b,h,i,j]
+std::vector<double> naive_scatter(const std::vector<double>& g, const std::vector<int64_t>& idx, int64_t B, int64_t H,
+                                  int64_t L, int64_t J, int64_t R) {
+  std::vector<double> out(static_cast<size_t>(B * H * L * R), 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < L; ++i)
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t j = 0; j < J; ++j)
+            if (idx[static_cast<size_t>((b * L + i) * J + j)] == r)
+              out[static_cast<size_t>(((b * H + h) * L + i) * R + r)] += g[static_cast<size_t>(((b * H + h) * L + i) * J + j)];
+  return out;
+}
+
+// s[b,h,i,j] = alpha sum_d q[b,h,i,d] k[b,h,j,d] a[h,idx[b,i,j],d]  (Huang et al. 2020, Eq. 15)
+std::vector<double> naive_product(const std::vector<double>& q, const std::vector<double>& k,
+                                  const std::vector<double>& a, const std::vector<int64_t>& idx, int64_t B, int64_t H,
+                                  int64_t L, int64_t J, int64_t D, int64_t R, double alpha) {
+  std::vector<double> s;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < L; ++i)
+        for (int64_t j = 0; j < J; ++j) {
+          const int64_t r = idx[static_cast<size_t>((b * L + i) * J + j)];
+          double sum = 0;
+          for (int64_t d = 0; d < D; ++d)
+            sum += q[static_cast<size_t>(((b * H + h) * L + i) * D + d)] * k[static_cast<size_t>(((b * H + h) * J + j) * D + d)] *
+                   a[static_cast<size_t>((h * R + r) * D + d)];
+          s.push_back(alpha * sum);
+        }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("relative_gather and relative_scatter match naive loops (f64, f32, strided inputs)", "[ops][relative]") {
+  // L != J (a key axis of its own length) and R not a multiple of anything.
+  const int64_t B = 2, H = 3, L = 5, J = 6, R = 7;
+  Tensor idx = random_index(B, L, J, R, 1);
+  std::vector<int64_t> ids = idx.to_vector<int64_t>();
+  Tensor x = random_tensor({B, H, L, R}, 2);
+  std::vector<double> expected = naive_gather(x.to_doubles(), ids, B, H, L, J, R);
+  require_close(relative_gather(x, idx), expected, 0, 0, "gather f64");
+  require_close(relative_gather(x.to(DType::f32), idx), expected, 1e-7, 0, "gather f32");
+  // A non-contiguous x (a transposed view) gives the same values.
+  Tensor xt = x.transpose(1, 2).contiguous().transpose(1, 2);
+  REQUIRE(!xt.is_contiguous());
+  require_close(relative_gather(xt, idx), expected, 0, 0, "gather strided");
+
+  Tensor g = random_tensor({B, H, L, J}, 3);
+  std::vector<double> scattered = naive_scatter(g.to_doubles(), ids, B, H, L, J, R);
+  require_close(relative_scatter(g, idx, R), scattered, 1e-15, 1e-15, "scatter f64");
+  require_close(relative_scatter(g.to(DType::f32), idx, R), scattered, 1e-6, 1e-6, "scatter f32");
+  // More rows than the index uses: the extra rows are zero (never left as garbage).
+  std::vector<double> wide = naive_scatter(g.to_doubles(), ids, B, H, L, J, R + 3);
+  require_close(relative_scatter(g, idx, R + 3), wide, 1e-15, 1e-15, "scatter into extra rows");
+
+  // The transpose relation <gather(x), g> = <x, scatter(g)>, independent of both loops.
+  double lhs = 0, rhs = 0;
+  std::vector<double> gx = relative_gather(x, idx).to_doubles(), gd = g.to_doubles();
+  std::vector<double> xs = x.to_doubles(), sg = relative_scatter(g, idx, R).to_doubles();
+  for (size_t e = 0; e < gx.size(); ++e) lhs += gx[e] * gd[e];
+  for (size_t e = 0; e < xs.size(); ++e) rhs += xs[e] * sg[e];
+  CHECK(std::fabs(lhs - rhs) <= 1e-12 * std::max(1.0, std::fabs(lhs)));
+}
+
+TEST_CASE("relative_product matches a naive triple loop, and its backward matches naive gradients", "[ops][relative]") {
+  const int64_t B = 2, H = 3, L = 4, J = 5, D = 6, R = 7;
+  const double alpha = 0.37;
+  Tensor idx = random_index(B, L, J, R, 4);
+  std::vector<int64_t> ids = idx.to_vector<int64_t>();
+  Tensor q = random_tensor({B, H, L, D}, 5), k = random_tensor({B, H, J, D}, 6), a = random_tensor({H, R, D}, 7);
+  std::vector<double> qv = q.to_doubles(), kv = k.to_doubles(), av = a.to_doubles();
+  std::vector<double> expected = naive_product(qv, kv, av, ids, B, H, L, J, D, R, alpha);
+  require_close(relative_product(q, k, a, idx, alpha), expected, 1e-14, 1e-15, "product f64");
+  require_close(relative_product(q.to(DType::f32), k.to(DType::f32), a.to(DType::f32), idx, alpha), expected, 1e-5,
+                1e-6, "product f32");
+  // Strided operands.
+  Tensor qs = q.transpose(0, 1).contiguous().transpose(0, 1);
+  require_close(relative_product(qs, k, a, idx, alpha), expected, 1e-14, 1e-15, "product strided q");
+
+  // The backward, written as loops from d s_ij / d q_id = alpha k_jd a_rd etc.
+  Tensor gs = random_tensor({B, H, L, J}, 8);
+  std::vector<double> g = gs.to_doubles();
+  std::vector<double> gq(qv.size(), 0), gk(kv.size(), 0), ga(av.size(), 0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < L; ++i)
+        for (int64_t j = 0; j < J; ++j) {
+          const int64_t r = ids[static_cast<size_t>((b * L + i) * J + j)];
+          const double c = alpha * g[static_cast<size_t>(((b * H + h) * L + i) * J + j)];
+          for (int64_t d = 0; d < D; ++d) {
+            const size_t iq = static_cast<size_t>(((b * H + h) * L + i) * D + d);
+            const size_t ik = static_cast<size_t>(((b * H + h) * J + j) * D + d);
+            const size_t ia = static_cast<size_t>((h * R + r) * D + d);
+            gq[iq] += c * kv[ik] * av[ia];
+            gk[ik] += c * qv[iq] * av[ia];
+            ga[ia] += c * qv[iq] * kv[ik];
+          }
+        }
+  RelativeProductGrads all = relative_product_backward(gs, q, k, a, idx, alpha, true, true, true);
+  require_close(all.gq, gq, 1e-13, 1e-14, "gq");
+  require_close(all.gk, gk, 1e-13, 1e-14, "gk");
+  require_close(all.ga, ga, 1e-13, 1e-14, "ga");
+  // Only what is asked for is computed.
+  RelativeProductGrads some = relative_product_backward(gs, q, k, a, idx, alpha, false, true, false);
+  CHECK(!some.gq.defined());
+  CHECK(!some.ga.defined());
+  require_close(some.gk, gk, 1e-13, 1e-14, "gk alone");
+  // f32 backward against the f64 loops.
+  RelativeProductGrads f32 = relative_product_backward(gs.to(DType::f32), q.to(DType::f32), k.to(DType::f32),
+                                                       a.to(DType::f32), idx, alpha, true, true, true);
+  require_close(f32.ga, ga, 1e-5, 1e-5, "ga f32");
+}
+
+TEST_CASE("relative ops: gradients against f64 finite differences", "[ops][relative][gradcheck]") {
+  const int64_t B = 2, H = 2, L = 3, J = 4, D = 3, R = 5;
+  Tensor idx = random_index(B, L, J, R, 9);
+  GradcheckResult g = gradcheck([&](const std::vector<Var>& v) { return relative_gather(v[0], idx); },
+                                {random_tensor({B, H, L, R}, 10)});
+  INFO(g.worst);
+  CHECK(g.ok);
+  GradcheckResult s = gradcheck([&](const std::vector<Var>& v) { return relative_scatter(v[0], idx, R); },
+                                {random_tensor({B, H, L, J}, 11)});
+  INFO(s.worst);
+  CHECK(s.ok);
+  GradcheckResult p = gradcheck(
+      [&](const std::vector<Var>& v) { return relative_product(v[0], v[1], v[2], idx, 0.6); },
+      {random_tensor({B, H, L, D}, 12), random_tensor({B, H, J, D}, 13), random_tensor({H, R, D}, 14)});
+  INFO(p.worst);
+  CHECK(p.ok);
+  // A table shared by the heads (an expanded view, as huang_m3 passes it):
+  // the gradient sums over the heads.
+  GradcheckResult shared = gradcheck(
+      [&](const std::vector<Var>& v) { return relative_product(v[0], v[1], expand(unsqueeze(v[2], 0), {H, R, D}), idx); },
+      {random_tensor({B, H, L, D}, 15), random_tensor({B, H, J, D}, 16), random_tensor({R, D}, 17)});
+  INFO(shared.worst);
+  CHECK(shared.ok);
+  // Only some inputs require a gradient.
+  GradcheckResult partial = gradcheck(
+      [&](const std::vector<Var>& v) { return relative_product(v[0], v[1], v[2], idx); },
+      {random_tensor({B, H, L, D}, 18), random_tensor({B, H, J, D}, 19), random_tensor({H, R, D}, 20)}, {}, {0, 2});
+  INFO(partial.worst);
+  CHECK(partial.ok);
+}
+
+TEST_CASE("relative ops: results do not depend on the thread count", "[ops][relative][determinism]") {
+  const int64_t B = 3, H = 4, L = 9, J = 9, D = 8, R = 17;
+  Tensor idx = random_index(B, L, J, R, 21);
+  Tensor x = random_tensor({B, H, L, R}, 22, DType::f32), g = random_tensor({B, H, L, J}, 23, DType::f32);
+  Tensor q = random_tensor({B, H, L, D}, 24, DType::f32), k = random_tensor({B, H, J, D}, 25, DType::f32);
+  Tensor a = random_tensor({H, R, D}, 26, DType::f32);
+  auto run = [&] {
+    RelativeProductGrads pg = relative_product_backward(g, q, k, a, idx, 0.5, true, true, true);
+    return std::vector<Tensor>{relative_gather(x, idx), relative_scatter(g, idx, R), relative_product(q, k, a, idx, 0.5),
+                               pg.gq, pg.gk, pg.ga};
+  };
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  std::vector<Tensor> one = run();
+  omp_set_num_threads(std::max(threads, 2) + 1);
+  std::vector<Tensor> many = run();
+  omp_set_num_threads(threads);
+  for (size_t e = 0; e < one.size(); ++e) {
+    INFO("result " << e);
+    CHECK(ordo::test::bit_identical(one[e], many[e]));
+  }
+}
+
+TEST_CASE("relative ops: bad indices and shapes are clear errors", "[ops][relative][errors]") {
+  Tensor x = random_tensor({1, 2, 3, 4}, 27);
+  Tensor bad = Tensor::from_vector(std::vector<int64_t>{0, 1, 4, 0, 0, 0, 0, 0, 0}, {1, 3, 3});
+  CHECK_THROWS_WITH(relative_gather(x, bad), Catch::Contains("outside the table's 4 rows"));
+  Tensor negative = Tensor::from_vector(std::vector<int64_t>{0, -1, 0, 0, 0, 0, 0, 0, 0}, {1, 3, 3});
+  CHECK_THROWS_WITH(relative_gather(x, negative), Catch::Contains("relative index -1"));
+  CHECK_THROWS_WITH(relative_scatter(random_tensor({1, 2, 3, 3}, 28), bad, 4), Catch::Contains("outside"));
+  Tensor wrong_l = Tensor::from_vector(std::vector<int64_t>{0, 0}, {1, 2, 1});
+  CHECK_THROWS_WITH(relative_gather(x, wrong_l), Catch::Contains("idx has shape"));
+  CHECK_THROWS_WITH(relative_gather(x, bad.to(DType::f64)), Catch::Contains("idx"));
+  CHECK_THROWS_WITH(relative_scatter(random_tensor({1, 2, 3, 5}, 29), bad, 4), Catch::Contains("keys"));
+  Tensor q = random_tensor({1, 2, 3, 4}, 30), k = random_tensor({1, 2, 3, 4}, 31);
+  CHECK_THROWS_WITH(relative_product(q, k, random_tensor({3, 5, 4}, 32), bad), Catch::Contains("a has shape"));
+  CHECK_THROWS_WITH(relative_product(q, random_tensor({1, 2, 3, 5}, 33), random_tensor({2, 5, 4}, 32), bad),
+                    Catch::Contains("k has shape"));
+  CHECK_THROWS_WITH(relative_product(q, k, random_tensor({2, 4, 4}, 34), bad), Catch::Contains("outside"));
+  // Empty batches give empty results, not errors.
+  Tensor none = Tensor::from_vector(std::vector<int64_t>{}, {0, 3, 3});
+  CHECK(relative_gather(random_tensor({0, 2, 3, 4}, 35), none).shape() == Shape{0, 2, 3, 3});
+}
