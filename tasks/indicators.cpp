@@ -14,9 +14,14 @@ void require_square(const Matrix& a, const char* what) {
   ORDO_CHECK(a.square(), what, ": the attention matrix must be square, got ", a.rows, " x ", a.cols);
 }
 
-// Population variance (divide by the count), two passes.
+// Population variance (divide by the count), two passes. A constant
+// sequence gives exactly 0: the two-pass formula would leave a rounding
+// residue (the computed mean of L copies of 1/L need not equal 1/L in
+// binary), and AIV's ratio of two such residues is meaningless (a uniform
+// 5 x 5 matrix gave 0.33 before this check).
 double population_variance(const std::vector<double>& v) {
   if (v.empty()) return 0;
+  if (std::all_of(v.begin(), v.end(), [&](double x) { return x == v[0]; })) return 0;
   double mean = 0;
   for (double x : v) mean += x;
   mean /= static_cast<double>(v.size());
