@@ -5,10 +5,27 @@
 namespace ordo::nn {
 
 namespace {
-// HF's position_embedding_type for the pe variants it has, and back.
-std::string hf_type_of(const std::string& pe) {
-  if (pe == "rpe_shaw") return "relative_key";
-  if (pe == "huang_m4") return "relative_key_query";
+// HF's position_embedding_type for the pe variants it has, and back. HF's
+// relative types are one layout of ordo's variant: one table per layer shared
+// by its heads, 2 max_position_embeddings - 1 rows (max_distance
+// max_position_embeddings - 1), no clipping, and for relative_key keys only.
+// Other options make a model HF cannot express: "absolute" then, as for every
+// variant HF lacks.
+bool hf_relative_options(const BertConfig& c, bool may_have_values) {
+  const json::Value& o = c.pe_options;
+  if (!o.is_object()) return o.is_null();
+  for (const auto& [key, value] : o.items()) {
+    if (key == "share" && value.is_string() && value.as_string() == "heads") continue;
+    if (key == "value" && may_have_values && value.is_bool() && !value.as_bool()) continue;
+    if (key == "max_distance" && value.is_number() && value.as_number() == double(c.max_position_embeddings - 1))
+      continue;
+    return false;
+  }
+  return true;
+}
+std::string hf_type_of(const BertConfig& c) {
+  if (c.pe == "rpe_shaw" && hf_relative_options(c, true)) return "relative_key";
+  if (c.pe == "huang_m4" && hf_relative_options(c, false)) return "relative_key_query";
   return "absolute";
 }
 }  // namespace
@@ -58,7 +75,7 @@ BertConfig config_from_json(const json::Value& object, const std::string& where,
     if (c.position_embedding_type == "relative_key") c.pe = "rpe_shaw";
     if (c.position_embedding_type == "relative_key_query") c.pe = "huang_m4";
   }
-  if (!has_hf_type) c.position_embedding_type = hf_type_of(c.pe);
+  if (!has_hf_type) c.position_embedding_type = hf_type_of(c);
   if (hf_lenient) {
     r.ignore({"architectures", "model_type", "transformers_version", "torch_dtype", "dtype", "use_cache",
               "classifier_dropout", "gradient_checkpointing", "add_cross_attention",
@@ -76,9 +93,12 @@ void validate(const BertConfig& c, const std::string& where) {
              c.num_attention_heads, " does not divide hidden_size ", c.hidden_size);
   ORDO_CHECK(c.pad_token_id < c.vocab_size, where, ": pad_token_id ", c.pad_token_id,
              " is outside the vocabulary of ", c.vocab_size);
-  ORDO_CHECK(c.position_embedding_type == "absolute" || hf_type_of(c.pe) == c.position_embedding_type, where,
+  ORDO_CHECK(c.position_embedding_type == "absolute" || hf_type_of(c) == c.position_embedding_type, where,
              ": position_embedding_type '", c.position_embedding_type, "' needs pe '",
-             c.position_embedding_type == "relative_key" ? "rpe_shaw" : "huang_m4", "', got '", c.pe, "'");
+             c.position_embedding_type == "relative_key" ? "rpe_shaw" : "huang_m4",
+             "' with HF's layout (share heads, no clip, max_distance max_position_embeddings - 1",
+             c.position_embedding_type == "relative_key" ? ", keys only" : "", "), got '", c.pe, "' with pe_options ",
+             json::dump(c.pe_options));
   ORDO_CHECK(c.segment == "input" || c.segment == "per_head", where, ": segment '", c.segment,
              "' is not one of input, per_head");
   ORDO_CHECK(c.segment_share == "none" || c.segment_share == "heads" || c.segment_share == "layers" ||

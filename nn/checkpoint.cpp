@@ -18,6 +18,15 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 // A buffer HF writes that ordo has no parameter for.
 bool ignored_name(const std::string& name) { return name == "bert.embeddings.position_ids"; }
 
+// HF's BertEmbeddings keeps its absolute table with position_embedding_type
+// relative_key and relative_key_query but never adds it (BertEmbeddings.forward
+// adds it only for "absolute"); ordo's rpe_shaw and huang_m4 models have none.
+const char* kUnusedAbsoluteTable = "bert.embeddings.position_embeddings.weight";
+bool unused_absolute_table(PretrainingModel& model) {
+  return model.bert.config().position_embedding_type != "absolute" &&
+         model.find_parameter(kUnusedAbsoluteTable) == nullptr;
+}
+
 // The copies HF may write of tied parameters, and what each is a copy of.
 const std::vector<std::pair<std::string, std::string>>& tied_copies() {
   static const std::vector<std::pair<std::string, std::string>> copies = {
@@ -42,6 +51,15 @@ void save_model(const std::string& dir, PretrainingModel& model) {
   make_directories(dir);
   NamedTensors tensors;
   for (const auto& [name, p] : model.named_parameters()) tensors.emplace_back(name, p->var.value());
+  // HF's names and shapes exactly: the absolute table HF's relative types keep
+  // unused is written as zeros, so transformers loads the checkpoint with no
+  // missing key (and nothing it computes depends on the values).
+  if (unused_absolute_table(model)) {
+    const BertConfig& c = model.bert.config();
+    DType dtype = tensors.empty() ? DType::f32 : tensors.front().second.dtype();
+    tensors.emplace_back(kUnusedAbsoluteTable,
+                         Tensor::zeros({c.max_position_embeddings, c.hidden_size}, dtype, Device::cpu()));
+  }
   safetensors::save(dir + "/model.safetensors", tensors, {{"format", "pt"}});
   write_file_atomic(dir + "/config.json", json::dump(config_to_json(model.bert.config()), 2) + "\n");
 }
@@ -62,9 +80,10 @@ void load_weights(PretrainingModel& model, const NamedTensors& tensors, const st
   std::map<std::string, const Tensor*> by_name;
   std::map<std::string, const Tensor*> copies;  // tied copies, checked after loading
   std::vector<std::string> unexpected;
+  const bool skip_absolute = unused_absolute_table(model);
   for (const auto& [raw, t] : tensors) {
     std::string name = canonical_name(raw);
-    if (ignored_name(name)) continue;
+    if (ignored_name(name) || (skip_absolute && name == kUnusedAbsoluteTable)) continue;
     bool is_copy = std::any_of(tied_copies().begin(), tied_copies().end(),
                                [&](const auto& c) { return c.first == name; });
     ORDO_CHECK((is_copy ? copies : by_name).emplace(name, &t).second, where, ": tensor '", raw,

@@ -19,7 +19,9 @@ namespace ordo::nn {
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 // Writes DIR/config.json and DIR/model.safetensors, each atomically (DIR is
-// created when missing).
+// created when missing). With position_embedding_type relative_key or
+// relative_key_query the file also holds HF's unused absolute table (zeros),
+// so its names and shapes are exactly those HF writes.
 void save_model(const std::string& dir, PretrainingModel& model);
 
 BertConfig load_config(const std::string& dir);
@@ -27,7 +29,10 @@ BertConfig load_config(const std::string& dir);
 // Copies checkpoint tensors into the model's parameters. Accepted as HF
 // writes them: names with or without the "bert." prefix, the legacy
 // LayerNorm "gamma"/"beta", the "embeddings.position_ids" buffer (ignored),
-// the tied "cls.predictions.decoder.weight/bias" (present or not). Errors
+// the tied "cls.predictions.decoder.weight/bias" (present or not), and with
+// position_embedding_type relative_key / relative_key_query the absolute
+// "embeddings.position_embeddings.weight" HF keeps but never uses (save_model
+// writes it as zeros for HF). Errors
 // name the checkpoint and the tensor: a parameter the checkpoint lacks
 // (unless its name starts with one of `may_be_missing`), a tensor the model
 // does not have, a shape that differs.
