@@ -150,22 +150,18 @@ RegressionResult position_regression(const Matrix& table, int folds, uint64_t se
 
 // ---- order classification ---------------------------------------------------------------------
 
-namespace {
+double LogisticModel::score(const std::vector<double>& x) const {
+  double s = b;
+  for (size_t k = 0; k < w.size(); ++k) s += (x[k] - mean[k]) / scale[k] * w[k];
+  return s;
+}
 
-struct Logistic {
-  std::vector<double> mean, scale, w;
-  double b = 0;
-  double score(const std::vector<double>& x) const {
-    double s = b;
-    for (size_t k = 0; k < w.size(); ++k) s += (x[k] - mean[k]) / scale[k] * w[k];
-    return s;
-  }
-};
-
-Logistic fit_logistic(const std::vector<std::vector<double>>& xs, const std::vector<double>& ys) {
+LogisticModel fit_logistic(const std::vector<std::vector<double>>& xs, const std::vector<double>& ys, double l2,
+                           int iterations) {
+  ORDO_CHECK(!xs.empty() && xs.size() == ys.size(), "fit_logistic: ", xs.size(), " feature rows, ", ys.size(), " labels");
   const size_t n = xs.size(), d = xs[0].size();
-  const double lambda = 1e-4;
-  Logistic m;
+  const double lambda = l2;
+  LogisticModel m;
   m.mean.assign(d, 0.0);
   m.scale.assign(d, 0.0);
   for (const auto& x : xs)
@@ -200,7 +196,7 @@ Logistic fit_logistic(const std::vector<std::vector<double>>& xs, const std::vec
   const double step = 1.0 / (0.25 * (lmax + 1.0) + lambda);
   std::vector<double> w(d, 0.0), w_prev(d, 0.0), wy(d), grad(d);
   double b = 0, b_prev = 0;
-  for (int t = 0; t < 300; ++t) {
+  for (int t = 0; t < iterations; ++t) {
     const double momentum = static_cast<double>(t) / (t + 3.0);
     for (size_t k = 0; k < d; ++k) wy[k] = w[k] + momentum * (w[k] - w_prev[k]);
     const double by = b + momentum * (b - b_prev);
@@ -222,8 +218,6 @@ Logistic fit_logistic(const std::vector<std::vector<double>>& xs, const std::vec
   m.b = b;
   return m;
 }
-
-}  // namespace
 
 OrderResult relative_order_classification(const Matrix& table, int folds, uint64_t seed, int64_t max_train_pairs) {
   const int64_t n = table.rows, d = table.cols;
@@ -254,7 +248,7 @@ OrderResult relative_order_classification(const Matrix& table, int folds, uint64
     std::vector<std::vector<double>> xs;
     std::vector<double> ys;
     for (const auto& [i, j] : pairs) xs.push_back(features(i, j)), ys.push_back(i > j ? 1.0 : 0.0);
-    const Logistic model = fit_logistic(xs, ys);
+    const LogisticModel model = fit_logistic(xs, ys);
     for (int64_t i : test)
       for (int64_t j : test) {
         if (i == j) continue;

@@ -83,6 +83,20 @@ RegressionResult position_regression(const Matrix& table, int folds = 5, uint64_
 // positions, its training pairs pairs of the other positions (at most
 // max_train_pairs, drawn with `seed`) — so no test position was seen in
 // training, and a table that does not order its positions scores about 0.5.
+// The classifier: L2-penalised logistic regression (the bias is not
+// penalised) on features standardised with the training rows' mean and
+// population standard deviation (a constant feature keeps scale 1),
+// minimising  mean_i log(1 + exp(-(2y_i - 1) s_i)) + l2/2 |w|^2,
+// s_i = b + w . z_i, by Nesterov's accelerated gradient with step
+// 1/Lipschitz. w and b are in the standardised coordinates.
+struct LogisticModel {
+  std::vector<double> mean, scale, w;
+  double b = 0;
+  double score(const std::vector<double>& x) const;  // s for a raw feature vector
+};
+LogisticModel fit_logistic(const std::vector<std::vector<double>>& xs, const std::vector<double>& ys,
+                           double l2 = 1e-4, int iterations = 300);
+
 struct OrderResult {
   double error_rate = 0;
   int64_t test_pairs = 0;
