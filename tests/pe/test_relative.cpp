@@ -260,3 +260,34 @@ TEST_CASE("rpe_shaw beyond the training length: with max_distance it matches the
                                          ctx, DType::f32),
                                    q, Var()));
 }
+
+TEST_CASE("relative family: a whole model runs on sequences longer than max_position_embeddings", "[pe][relative]") {
+  // Trained for 16 positions; a sequence of 40 (distances up to 39).
+  auto logits = [](const std::string& pe, const json::Value& options) {
+    nn::BertConfig c = tiny_config(pe, options);
+    auto model = pe::build_model(c, Device::cpu(), /*nsp=*/false, /*seed=*/3);
+    nn::BertInputs in;
+    std::vector<int64_t> ids;
+    for (int64_t i = 0; i < 40; ++i) ids.push_back(1 + i % 12);
+    in.input_ids = Tensor::from_vector(ids, {1, 40});
+    nn::Context ctx = nn::Context::eval();
+    return model->all_logits(in, ctx).value();
+  };
+  for (const char* text : {R"({"pe": "rpe_shaw", "o": {"max_distance": 39}})", R"({"pe": "rpe_shaw", "o": {"clip": 8}})",
+                           R"({"pe": "rpe_sin", "o": {}})", R"({"pe": "rpe_sin_learnable", "o": {}})",
+                           R"({"pe": "xlnet", "o": {}})", R"({"pe": "huang_m1", "o": {"max_distance": 39}})",
+                           R"({"pe": "huang_m2", "o": {"clip": 8}})", R"({"pe": "huang_m3", "o": {"max_distance": 50}})",
+                           R"({"pe": "huang_m4", "o": {"max_distance": 39}})"}) {
+    json::Value v = json::parse(text);
+    INFO(text);
+    Tensor out = logits(v["pe"].as_string(), v["o"]);
+    CHECK(out.shape() == Shape{1, 40, 13});
+    CHECK(std::isfinite(max(abs(out.to(DType::f64))).item()));
+  }
+  // The default tables reach 15: the model says which variant and which option.
+  for (const char* name : {"rpe_shaw", "huang_m1", "huang_m2", "huang_m3", "huang_m4"}) {
+    INFO(name);
+    CHECK_THROWS_WITH(logits(name, json::Value::object()),
+                      Catch::Contains(name) && Catch::Contains("39") && Catch::Contains("max_distance"));
+  }
+}
