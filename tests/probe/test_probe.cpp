@@ -383,3 +383,40 @@ TEST_CASE("ordo probe: bad input exits non-zero and leaves the output alone", "[
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.output, Catch::Contains("no complete checkpoint"));
 }
+
+TEST_CASE("probe: every registered variant gives attention rows that sum to 1", "[probe][probe_run]") {
+  // A smoke test across the registry: whatever the variant adds to the
+  // scores, the probed matrix is an average of softmax rows.
+  text::Vocab vocab = test_vocab();
+  int probed = 0;
+  for (const std::string& name : pe::variant_names()) {
+    INFO("pe " << name);
+    nn::BertConfig c = small_config(name);
+    std::unique_ptr<nn::PretrainingModel> model;
+    try {
+      model = pe::build_model(c, Device::cpu(), false, 9);
+    } catch (const Error& e) {
+      WARN("pe " << name << " does not build with default options, not probed: " << e.what());
+      continue;
+    }
+    probe::ProbeOptions o;
+    o.words = 3;
+    o.length = 7;
+    o.layers = {1, 2};
+    probe::ProbeResult r = probe::identical_word_probe(*model, vocab, o);
+    REQUIRE(r.layers.size() == 2);
+    for (const probe::LayerProbe& p : r.layers) {
+      for (int64_t i = 0; i < 7; ++i) {
+        double s = 0;
+        for (int64_t j = 0; j < 7; ++j) {
+          CHECK(p.attention(i, j) >= 0);
+          CHECK(std::isfinite(p.scores(i, j)));
+          s += p.attention(i, j);
+        }
+        CHECK(s == Approx(1).epsilon(1e-5));
+      }
+    }
+    ++probed;
+  }
+  CHECK(probed >= 10);
+}
