@@ -208,6 +208,8 @@ std::vector<std::string> list_directory(const std::string& path) {
   return names;
 }
 
+}  // namespace
+
 std::string checkpoint_dir(const std::string& run, int64_t step) {
   char name[32];
   std::snprintf(name, sizeof name, "step_%09lld", static_cast<long long>(step));
@@ -225,6 +227,8 @@ int64_t latest_checkpoint(const std::string& run) {
   }
   return best;
 }
+
+namespace {
 
 // The files a run writes; --overwrite removes exactly these, nothing else.
 void remove_run_files(const std::string& run) {
@@ -330,9 +334,34 @@ DeviceBatch to_device(const text::Batch& b, Device device) {
 
 // ---- evaluation ------------------------------------------------------------------------
 
-struct EvalResult {
-  double loss = 0, accuracy = 0, nsp_accuracy = -1;
+// Running sums of an evaluation: one batch at a time, then finish().
+struct EvalSums {
+  double loss_sum = 0, correct = 0, nsp_correct = 0, nsp_total = 0;
   int64_t predicted = 0;
+
+  void add(nn::PretrainingModel& model, const DeviceBatch& b, nn::Context& ctx) {
+    nn::PretrainingOutput out = model.forward(b.inputs, b.labels, b.nsp_labels, ctx);
+    const int64_t n = out.lm_targets.numel();
+    if (n == 0) return;
+    loss_sum += out.lm_loss.value().item() * n;
+    Tensor hits = eq(argmax(out.lm_logits, 1).to(DType::f32), out.lm_targets.to(DType::f32));
+    correct += sum(hits).item();
+    predicted += n;
+    if (out.nsp_logits.defined() && b.nsp_labels.defined()) {
+      nsp_correct += sum(eq(argmax(out.nsp_logits, 1).to(DType::f32), b.nsp_labels.to(DType::f32))).item();
+      nsp_total += static_cast<double>(b.nsp_labels.numel());
+    }
+  }
+  EvalResult finish() const {
+    EvalResult r;
+    r.predicted = predicted;
+    if (predicted > 0) {
+      r.loss = loss_sum / predicted;
+      r.accuracy = correct / predicted;
+    }
+    if (nsp_total > 0) r.nsp_accuracy = nsp_correct / nsp_total;
+    return r;
+  }
 };
 
 // Mean LM loss and accuracy over the first `batches` batches of the held-out
@@ -342,29 +371,12 @@ EvalResult evaluate(nn::PretrainingModel& model, text::PretrainingData& data, in
   NoGradGuard no_grad;
   nn::Context ctx = nn::Context::eval();
   text::Cursor cursor;
-  EvalResult r;
-  double loss_sum = 0, correct = 0, nsp_correct = 0, nsp_total = 0;
+  EvalSums sums;
   for (int64_t i = 0; i < batches; ++i) {
-    DeviceBatch b = to_device(data.next_batch(cursor, batch_size), device);
-    nn::PretrainingOutput out = model.forward(b.inputs, b.labels, b.nsp_labels, ctx);
-    const int64_t n = out.lm_targets.numel();
-    if (n == 0) continue;
-    loss_sum += out.lm_loss.value().item() * n;
-    Tensor hits = eq(argmax(out.lm_logits, 1).to(DType::f32), out.lm_targets.to(DType::f32));
-    correct += sum(hits).item();
-    r.predicted += n;
-    if (out.nsp_logits.defined()) {
-      nsp_correct += sum(eq(argmax(out.nsp_logits, 1).to(DType::f32), b.nsp_labels.to(DType::f32))).item();
-      nsp_total += static_cast<double>(b.nsp_labels.numel());
-    }
+    sums.add(model, to_device(data.next_batch(cursor, batch_size), device), ctx);
     if (cursor.epoch > 0) break;  // the held-out split is smaller than asked: once through
   }
-  if (r.predicted > 0) {
-    r.loss = loss_sum / r.predicted;
-    r.accuracy = correct / r.predicted;
-  }
-  if (nsp_total > 0) r.nsp_accuracy = nsp_correct / nsp_total;
-  return r;
+  return sums.finish();
 }
 
 // The accuracy of always predicting the most frequent target: the baseline a
@@ -646,6 +658,14 @@ int64_t run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObse
 }
 
 }  // namespace
+
+EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text::Batch>& batches, Device device) {
+  NoGradGuard no_grad;
+  nn::Context ctx = nn::Context::eval();
+  EvalSums sums;
+  for (const text::Batch& b : batches) sums.add(model, to_device(b, device), ctx);
+  return sums.finish();
+}
 
 int64_t pretrain(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer) {
   ORDO_CHECK(!o.out.empty(), "pretrain: no run directory given (--out)");

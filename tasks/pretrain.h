@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "nn/bert_config.h"
+#include "nn/heads.h"
 #include "nn/optim.h"
 #include "tasks/pretraining_data.h"
 #include "tensor/json.h"
@@ -97,5 +98,23 @@ using MetricsObserver = std::function<void(const json::Value& line)>;
 int64_t pretrain(const RunConfig& config, const PretrainOptions& options, const MetricsObserver& observer = {});
 // Resumes the run in `out` with the config stored there.
 int64_t resume_pretrain(const PretrainOptions& options, const MetricsObserver& observer = {});
+
+// ---- for analyses of a finished run (ordo analyze) -----------------------------------------
+
+// RUN/checkpoints/step_000000N (nine digits).
+std::string checkpoint_dir(const std::string& run, int64_t step);
+// The step of the newest complete checkpoint (its trainer_state.json written), or -1.
+int64_t latest_checkpoint(const std::string& run);
+
+// A held-out evaluation: mean LM loss and accuracy over the predicted tokens
+// (labels != -100), NSP accuracy where the model has the head and the batch
+// NSP labels (-1 otherwise).
+struct EvalResult {
+  double loss = 0, accuracy = 0, nsp_accuracy = -1;
+  int64_t predicted = 0;
+};
+// The training loop's evaluation on given batches, in evaluation mode
+// (no dropout) — e.g. with altered positions (the skip-position attack).
+EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text::Batch>& batches, Device device);
 
 }  // namespace ordo::tasks

@@ -1,0 +1,201 @@
+// `ordo analyze` on tiny runs made here: the index has the shape `ordo
+// report` reads, every file it names exists (PNGs decode), what does not
+// apply to a variant is listed with its reason, and every mistake ends in
+// one clear line, exit 1 and an output directory left as it was.
+#include <fstream>
+#include <set>
+
+#include "tasks/png.h"
+#include "tensor/file_io.h"
+#include "tensor/json.h"
+#include "tests/helpers.h"
+
+using ordo::test::run_ordo;
+using ordo::test::TempDir;
+namespace json = ordo::json;
+
+namespace {
+
+// Two checkpoints (steps 1 and 2) so the snapshots have something to show.
+std::string tiny_config(const std::string& pe) {
+  return R"({"model": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,)"
+         R"( "max_position_embeddings": 24, "pe": ")" +
+         pe +
+         R"("}, "data": {"synthetic_sentences": 200, "vocab_size": 150, "held_out_fraction": 0.2},)"
+         R"( "train": {"steps": 2, "batch_size": 2, "max_seq_length": 16, "eval_every": 0, "checkpoint_every": 1,)"
+         R"( "device": "cpu"}})";
+}
+
+void make_run(const TempDir& dir, const std::string& name, const std::string& pe) {
+  std::ofstream(dir / (name + ".json")) << tiny_config(pe);
+  auto r = run_ordo("pretrain --config " + (dir / (name + ".json")) + " --out " + (dir / name) + " --quiet");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+}
+
+json::Value read_index(const std::string& out) { return json::parse(ordo::read_file(out + "/index.json")); }
+
+std::set<std::string> titles(const json::Value& list) {
+  std::set<std::string> t;
+  for (size_t i = 0; i < list.size(); ++i) t.insert(list[i]["title"].as_string());
+  return t;
+}
+
+// Every entry: title, png, one of csv / json, caption; every named file exists; PNGs decode.
+void check_index(const json::Value& index, const std::string& out) {
+  REQUIRE(index.is_object());
+  REQUIRE(index["variant"].is_string());
+  REQUIRE(index["analyses"].is_array());
+  REQUIRE(index["skipped"].is_array());
+  for (size_t i = 0; i < index["analyses"].size(); ++i) {
+    const json::Value& e = index["analyses"][i];
+    INFO(json::dump(e));
+    REQUIRE(e["title"].is_string());
+    REQUIRE(!e["caption"].as_string().empty());
+    const bool csv = e.contains("csv"), js = e.contains("json");
+    REQUIRE(csv != js);
+    REQUIRE(ordo::file_exists(out + "/" + e[csv ? "csv" : "json"].as_string()));
+    const std::string png = out + "/" + e["png"].as_string();
+    REQUIRE(ordo::file_exists(png));
+    ordo::png::Image image = ordo::png::decode(ordo::read_file(png));
+    CHECK(image.width > 100);
+    CHECK(image.height > 100);
+    if (js) CHECK(json::parse(ordo::read_file(out + "/" + e["json"].as_string())).is_object());
+  }
+  for (size_t i = 0; i < index["skipped"].size(); ++i) {
+    REQUIRE(index["skipped"][i]["title"].is_string());
+    REQUIRE(!index["skipped"][i]["reason"].as_string().empty());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ordo analyze on a tiny ape_learned run writes every analysis and the index", "[analysis][cli]") {
+  TempDir dir("analyze-cli");
+  make_run(dir, "run", "ape_learned");
+  const std::string out = dir / "ana";
+  auto r = run_ordo("analyze --run " + (dir / "run") + " --out " + out + " --eval-sequences 4 --quiet");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  json::Value index = read_index(out);
+  check_index(index, out);
+  CHECK(index["variant"].as_string() == "ape_learned");
+  CHECK(index["checkpoint"].as_string() == "step_2");
+  std::set<std::string> done = titles(index["analyses"]), skipped = titles(index["skipped"]);
+  for (const char* t : {"Absolute position vectors: dot products and cosine similarity",
+                        "Position-position term P W^Q (W^K)^T P^T of layer 1",
+                        "Numerical rank of the token-token and positional attention terms per head",
+                        "Absolute position regression (linear, 5-fold cross-validation)",
+                        "Relative order classification (logistic regression on position pairs)",
+                        "Informativeness: cumulative share of the top-k singular values",
+                        "Position patterns at checkpoints during pretraining",
+                        "Skip-position attack: positions multiplied by c at evaluation"})
+    CHECK(done.count(t) == 1);
+  // No relative vectors, no learnable frequencies; the 24-row table cannot
+  // hold 24 (1.5 x 16) positions... it can (0..23), but not 32.
+  CHECK(skipped.count("Relative position vectors: dot products and cosine similarity (0.95 threshold)") == 1);
+  CHECK(skipped.count("Learned frequencies of learnable sinusoids against the fixed ones") == 1);
+  CHECK(done.count("Evaluation beyond the pretraining length") == 1);
+  json::Value beyond = json::parse(ordo::read_file(out + "/beyond_length.json"));
+  CHECK(beyond["lengths"].size() == 2);  // 16 and 24
+  CHECK(beyond["not_evaluated"].as_string().find("positions 0..23") != std::string::npos);
+  // The attack on c = 2: length 8 (positions up to 14 < 16), the same windows both ways.
+  json::Value attack = json::parse(ordo::read_file(out + "/skip_position_attack.json"));
+  CHECK(attack["conditions"][0]["factor"].as_int() == 2);
+  CHECK(attack["conditions"][0]["length"].as_int() == 8);
+  CHECK(attack["conditions"][0]["unattacked"]["predicted_tokens"].as_int() ==
+        attack["conditions"][0]["attacked"]["predicted_tokens"].as_int());
+  // The regression table's controls: the sinusoid's MAE near 0.
+  json::Value reg = json::parse(ordo::read_file(out + "/position_regression.json"));
+  CHECK(reg["tables"]["fixed sinusoid"]["mae"].as_number() < 0.5);
+  // Two checkpoints, two snapshots.
+  CHECK(json::parse(ordo::read_file(out + "/snapshots.json"))["snapshots"].size() == 2);
+
+  // An earlier checkpoint by name; the same seed gives the same numbers again.
+  auto again = run_ordo("analyze --run " + (dir / "run") + " --out " + (dir / "ana1") +
+                        " --checkpoint step_1 --eval-sequences 4 --quiet");
+  INFO(again.output);
+  REQUIRE(again.exit_code == 0);
+  CHECK(read_index(dir / "ana1")["checkpoint"].as_string() == "step_1");
+  auto same = run_ordo("analyze --run " + (dir / "run") + " --out " + (dir / "ana2") + " --eval-sequences 4 --quiet");
+  REQUIRE(same.exit_code == 0);
+  CHECK(ordo::read_file(out + "/skip_position_attack.json") == ordo::read_file(dir / "ana2/skip_position_attack.json"));
+  CHECK(ordo::read_file(out + "/relative_order.json") == ordo::read_file(dir / "ana2/relative_order.json"));
+}
+
+TEST_CASE("ordo analyze skips what a variant lacks: none and rpe_sin_learnable", "[analysis][cli]") {
+  TempDir dir("analyze-variants");
+  make_run(dir, "none", "none");
+  make_run(dir, "rel", "rpe_sin_learnable");
+  auto r = run_ordo("analyze --run " + (dir / "none") + " --out " + (dir / "a") + " --eval-sequences 4 --quiet");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  json::Value index = read_index(dir / "a");
+  check_index(index, dir / "a");
+  std::set<std::string> done = titles(index["analyses"]);
+  CHECK(done == std::set<std::string>{"Skip-position attack: positions multiplied by c at evaluation",
+                                      "Evaluation beyond the pretraining length"});
+  for (size_t i = 0; i < index["skipped"].size(); ++i)
+    CHECK(index["skipped"][i]["reason"].as_string().find("none") != std::string::npos);
+
+  r = run_ordo("analyze --run " + (dir / "rel") + " --out " + (dir / "b") + " --eval-sequences 4 --quiet");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  index = read_index(dir / "b");
+  check_index(index, dir / "b");
+  done = titles(index["analyses"]);
+  CHECK(done.count("Relative position vectors: dot products and cosine similarity (0.95 threshold)") == 1);
+  CHECK(done.count("Learned frequencies of learnable sinusoids against the fixed ones") == 1);
+  CHECK(done.count("Position patterns at checkpoints during pretraining") == 1);
+  CHECK(done.count("Evaluation beyond the pretraining length") == 1);
+  json::Value beyond = json::parse(ordo::read_file(dir / "b/beyond_length.json"));
+  CHECK(beyond["lengths"].size() == 3);  // 16, 24, 32: a functional encoding takes any distance
+  // The relative table spans offsets -15..15 (pretraining length 16).
+  CHECK(json::parse(ordo::read_file(dir / "b/relative_threshold.json"))["first_offset"].as_int() == -15);
+}
+
+TEST_CASE("ordo analyze refuses bad flags and runs with a message, exit 1 and the output kept", "[analysis][cli][errors]") {
+  TempDir dir("analyze-errors");
+  make_run(dir, "run", "ape_learned");
+  const std::string out = dir / "out";
+  ordo::make_directories(out);
+  ordo::write_file_atomic(out + "/index.json", "earlier");
+  std::ofstream(dir / "afile") << "x";
+  ordo::make_directories(dir / "empty");
+  ordo::make_directories(dir / "nockpt");
+  std::ofstream(dir / "nockpt/config.json") << tiny_config("ape_learned");
+  struct Case {
+    std::string args, message;
+  };
+  const std::string run = " --run " + (dir / "run");
+  const Case cases[] = {
+      {"--out " + out, "--run"},
+      {run, "--out"},
+      {"--run " + (dir / "missing") + " --out " + out, "is not a directory"},
+      {"--run " + (dir / "empty") + " --out " + out, "no config.json"},
+      {"--run " + (dir / "nockpt") + " --out " + out, "no complete checkpoint"},
+      {run + " --out " + out + " --checkpoint step_7", "it has step_1, step_2"},
+      {run + " --out " + out + " --checkpoint latest", "expected step_N"},
+      {run + " --out " + (dir / "afile"), "is a file"},
+      {run + " --out " + out + " --seed -1", "--seed"},
+      {run + " --out " + out + " --eval-sequences 0", "--eval-sequences"},
+      {run + " --out " + out + " --colour red", "colour"},
+      {run + " --out " + out + " extra", "unexpected argument 'extra'"},
+  };
+  for (const Case& c : cases) {
+    auto r = run_ordo("analyze " + c.args);
+    INFO("ordo analyze " << c.args << "\n" << r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find(c.message) != std::string::npos);
+  }
+  // A checkpoint whose weights are damaged: the error names the file.
+  const std::string weights = dir / "run/checkpoints/step_000000002/model.safetensors";
+  ordo::write_file_atomic(weights, "not safetensors");
+  auto r = run_ordo("analyze" + run + " --out " + out);
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("model.safetensors") != std::string::npos);
+  // Nothing written over the earlier output.
+  CHECK(ordo::read_file(out + "/index.json") == "earlier");
+  CHECK(ordo::read_file(dir / "afile") == "x");
+}
