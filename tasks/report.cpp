@@ -425,7 +425,7 @@ std::string run_section(const RunRecord& r, std::vector<OutputFile>& files) {
   out += "</div>\n";
 
   // Indicators with and without the specials.
-  out += "<table>\n<tr><th>indicator</th><th>with [CLS], [SEP]</th><th>without</th></tr>\n";
+  out += "<table>\n<tr><th>indicator</th><th>with [CLS], [SEP]</th><th>without their rows and columns</th></tr>\n";
   for (const auto& [key, heading] : table_columns()) {
     if (key == "variant" || key == "layer" || key == "eval_loss" || key == "eval_accuracy") continue;
     out += "<tr><td>" + html_escape(heading) + "</td><td>" +
