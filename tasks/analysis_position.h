@@ -59,8 +59,8 @@ std::vector<int64_t> shuffled_indices(int64_t n, uint64_t seed);
 // Rows of `table` are positions 0..n-1; the target of row x is x. Folds:
 // the rows shuffled with `seed`, fold f = every folds-th of them starting at
 // f (KFold(shuffle=True)). Per fold, the features and targets are centred
-// on the training rows and the minimum-norm least-squares w is fitted (the
-// tables have at least as many columns as rows per fold, so the system is
+// on the training rows and the minimum-norm least-squares w is fitted (a
+// table with at least as many columns as training rows makes the system
 // underdetermined; scikit-learn's LinearRegression takes the same solution).
 // mae: mean |prediction - x| over all rows, each predicted once;
 // baseline_mae: the same for predicting the training rows' mean position —

@@ -91,8 +91,8 @@ TEST_CASE("ordo analyze on a tiny ape_learned run writes every analysis and the 
                         "Position patterns at checkpoints during pretraining",
                         "Skip-position attack: positions multiplied by c at evaluation"})
     CHECK(done.count(t) == 1);
-  // No relative vectors, no learnable frequencies; the 24-row table cannot
-  // hold 24 (1.5 x 16) positions... it can (0..23), but not 32.
+  // No relative vectors, no learnable frequencies. Beyond the pretraining
+  // length 16: the 24-row table holds length 24 (1.5 x 16), not 32 (2 x 16).
   CHECK(skipped.count("Relative position vectors: dot products and cosine similarity (0.95 threshold)") == 1);
   CHECK(skipped.count("Learned frequencies of learnable sinusoids against the fixed ones") == 1);
   CHECK(done.count("Evaluation beyond the pretraining length") == 1);
