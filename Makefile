@@ -3,7 +3,8 @@
 #   make          build (Release) into build/
 #   make test     install what is missing, build, run the whole suite with ctest
 #   make run      install what is missing, build, pretrain the tiny BERT on the synthetic language,
-#                 probe it (identical word probing) and write its report (RUN_DIR/report/index.html)
+#                 probe it (identical word probing), analyse its learned positions and write
+#                 its report (RUN_DIR/report/index.html)
 #   make bench    build and print the benchmark tables
 #   make deps     install the Debian packages the build and tests use, where missing
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
@@ -53,12 +54,14 @@ test: deps build
 # The main job: pretrain the tiny BERT on the embedded synthetic language
 # (a fresh run in $(RUN_DIR) each time; the previous one there is replaced),
 # probe its latest checkpoint with identical words (--checkpoint RUN_DIR picks
-# the highest RUN_DIR/checkpoints/step_N; a few seconds on the tiny model)
-# and write the report: $(RUN_DIR)/report/index.html.
+# the highest RUN_DIR/checkpoints/step_N; a few seconds on the tiny model),
+# analyse its learned positions (about 10 s) and write the report:
+# $(RUN_DIR)/report/index.html.
 RUN_DIR ?= runs/tiny
 run: deps build
 	$(BUILD)/ordo pretrain --config configs/tiny.json --out $(RUN_DIR) --overwrite
 	$(BUILD)/ordo probe --checkpoint $(RUN_DIR) --out $(RUN_DIR)/probe
+	$(BUILD)/ordo analyze --run $(RUN_DIR) --out $(RUN_DIR)/analysis
 	$(BUILD)/ordo report $(RUN_DIR) --out $(RUN_DIR)/report
 
 bench: build
