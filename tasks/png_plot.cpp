@@ -314,10 +314,13 @@ png::Image heatmap(const probe::Matrix& m, const HeatmapStyle& s) {
   const int right = bar_label_x + (s.colorbar_label.empty() ? 0 : th) + pad;
   const int legend_h = std::isnan(s.highlight_above) ? 0 : th + pad;
   const int bottom = top + map_h + 6 + th + pad + th + pad + legend_h;
-  const int width = std::max(right, left + text_width(s.title, scale) + pad);
+  // The title is centred over the map (moved right as far as it must be to
+  // start inside the image); the image is as wide as the title then needs.
+  const int title_w = text_width(s.title, scale), title_x = std::max(pad, left + map_w / 2 - title_w / 2);
+  const int width = std::max(right, title_x + title_w + pad);
   Canvas c(width, bottom);
 
-  if (!s.title.empty()) c.text(std::max(pad, left + map_w / 2 - text_width(s.title, scale) / 2), pad, s.title, kBlack, scale);
+  if (!s.title.empty()) c.text(title_x, pad, s.title, kBlack, scale);
 
   // The cells.
   for (int64_t i = 0; i < m.rows; ++i)
