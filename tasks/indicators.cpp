@@ -30,6 +30,21 @@ double population_variance(const std::vector<double>& v) {
   return ss / static_cast<double>(v.size());
 }
 
+// Differences this small are rounding, not structure: entries closer than
+// kRoundingTolerance times the matrix's largest |entry| count as equal. A
+// probe averages f32 attention, and a row computed by a GEMM's edge tile sums
+// in another order than its neighbours: a model without position
+// information gives an inner matrix whose entries differ by ~1e-8 relative,
+// which the scale-free indicators (AIV's ratio of variances, OPR's pair
+// signs, symmetry's min-max scaling) would otherwise blow up into structure.
+constexpr double kRoundingTolerance = 1e-6;
+
+double rounding_floor(const Matrix& a) {
+  double largest = 0;
+  for (double x : a.data) largest = std::max(largest, std::fabs(x));
+  return kRoundingTolerance * largest;
+}
+
 }  // namespace
 
 // ---- AIV (Wang et al. 2021, App. B) ----------------------------------------------------
@@ -38,8 +53,8 @@ double translation_invariance(const Matrix& a) {
   require_square(a, "translation_invariance");
   const int64_t L = a.rows;
   if (L == 0) return 0;
-  const double var_all = population_variance(a.data);
-  if (var_all == 0) return 0;  // a constant matrix: every tau(r) is constant
+  const double var_all = population_variance(a.data), floor = rounding_floor(a);
+  if (std::sqrt(var_all) <= floor) return 0;  // a constant matrix (to rounding): every tau(r) is constant
   // sum_r var(tau(r)) |tau(r)|, r = j - i from -(L-1) to L-1.
   double weighted = 0, count = 0;
   std::vector<double> group;
@@ -62,17 +77,18 @@ double translation_invariance_no_special(const Matrix& a) {
 double monotonicity(const Matrix& a, int64_t first_k) {
   require_square(a, "monotonicity");
   const int64_t L = a.rows;
+  const double floor = rounding_floor(a);
   double weighted = 0, total_length = 0;
   std::vector<double> s;
   // OPR(S) for the sequence in s: the share of ordered pairs (a, b), a != b,
-  // with (s_a - s_b)(a - b) > 0 (ties: 0).
+  // with (s_a - s_b)(a - b) > 0 (ties, to rounding: 0).
   auto add_sequence = [&]() {
     const int64_t n = static_cast<int64_t>(s.size());
     if (n < 2) return;
     int64_t increasing = 0;
     for (int64_t x = 0; x < n; ++x)
       for (int64_t y = 0; y < n; ++y)
-        if (x != y && (s[x] - s[y]) * static_cast<double>(x - y) > 0) ++increasing;
+        if (x != y && std::fabs(s[x] - s[y]) > floor && (s[x] - s[y]) * static_cast<double>(x - y) > 0) ++increasing;
     const double opr = static_cast<double>(increasing) / static_cast<double>(n * n - n);
     weighted += opr * static_cast<double>(n);
     total_length += static_cast<double>(n);
@@ -141,6 +157,7 @@ double locality(const Matrix& a) {
 double symmetry(const Matrix& a) {
   require_square(a, "symmetry");
   const int64_t L = a.rows;
+  const double floor = rounding_floor(a);
   double scaled_sum = 0;
   int64_t pairs = 0;
   std::vector<double> e;
@@ -151,7 +168,7 @@ double symmetry(const Matrix& a) {
     for (int64_t d = 1; d <= m; ++d) e.push_back(std::fabs(a(i, i - d) - a(i, i + d)));
     const double lo = *std::min_element(e.begin(), e.end()), hi = *std::max_element(e.begin(), e.end());
     // Min-max scaling within the row: blind to scale (see the header).
-    for (double x : e) scaled_sum += hi > lo ? (x - lo) / (hi - lo) : 0.0;
+    for (double x : e) scaled_sum += hi - lo > floor ? (x - lo) / (hi - lo) : 0.0;
     pairs += m;
   }
   return pairs > 0 ? 1.0 - scaled_sum / static_cast<double>(pairs) : 1.0;

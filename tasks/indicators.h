@@ -10,6 +10,11 @@
 // compute them for any finite values (`ordo metrics` refuses negatives), and
 // throw ordo::Error for a matrix that is not square.
 //
+// Rounding: entries closer than 1e-6 times the matrix's largest |entry| count
+// as equal (ties) in AIV, OPR and symmetry — a probe averages f32 attention,
+// whose rounding would otherwise read as structure in these scale-free
+// indicators (a model without positions gives an inner matrix equal to ~1e-8).
+//
 // Each function states what it returns at its edges (L = 1 or 2, zero rows,
 // ties, a zero denominator); tests/probe/test_indicators.cpp checks them.
 #pragma once

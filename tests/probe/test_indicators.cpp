@@ -286,6 +286,30 @@ TEST_CASE("indicators: uniform attention and the tie rule", "[probe][indicators]
   }
 }
 
+TEST_CASE("indicators: differences at the rounding level are ties, larger ones are structure", "[probe][indicators]") {
+  // A uniform 12 x 12 matrix with a fixed, irregular pattern on top: at 1e-8
+  // relative (f32 rounding, as a model without positions gives) the
+  // scale-free indicators must read it as uniform; at 1e-3 as structure.
+  const int64_t L = 12;
+  auto perturbed = [&](double relative) {
+    Matrix a(L, L);
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < L; ++j)
+        a(i, j) = (1.0 + relative * std::sin(static_cast<double>(7 * i + 3 * j * j + 1))) / static_cast<double>(L);
+    return a;
+  };
+  probe::Indicators noise = probe::compute_indicators(perturbed(1e-8));
+  CHECK(noise.translation_invariance == 0);
+  CHECK(noise.translation_invariance_no_special == 0);
+  CHECK(noise.monotonicity == 0);
+  CHECK(noise.monotonicity_first_k == 0);
+  CHECK(noise.symmetry == 1);
+  probe::Indicators real = probe::compute_indicators(perturbed(1e-3));
+  CHECK(real.translation_invariance > 0.1);  // sin(7i + 3j^2 + 1) is far from constant along diagonals
+  CHECK(real.monotonicity > 0.1);
+  CHECK(real.symmetry < 1);
+}
+
 TEST_CASE("indicators: edges (L = 1, L = 2, zero rows, zero matrix, not square)", "[probe][indicators]") {
   SECTION("L = 1") {
     Matrix a = rows({{1}});
