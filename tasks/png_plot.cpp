@@ -281,6 +281,13 @@ std::vector<int64_t> index_ticks(int64_t first, int64_t n, int target) {
 
 // ---- heatmap ------------------------------------------------------------------------------------------
 
+void range_of_word_positions(HeatmapStyle& style, const probe::Matrix& m) {
+  probe::Matrix words = probe::without_special(m);
+  if (words.empty()) return;
+  auto [low, high] = std::minmax_element(words.data.begin(), words.data.end());
+  if (*high > *low) style.vmin = *low, style.vmax = *high;
+}
+
 png::Image heatmap(const probe::Matrix& m, const HeatmapStyle& s) {
   ORDO_CHECK(!m.empty(), "heatmap: the matrix is empty");
   const int scale = 2;

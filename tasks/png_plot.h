@@ -65,6 +65,12 @@ struct HeatmapStyle {
   std::string highlight_label;        // the legend line for the highlighted cells
 };
 png::Image heatmap(const probe::Matrix& m, const HeatmapStyle& style);
+// For a probing matrix ([CLS] first, [SEP] last): the colour range of the
+// word positions alone. [CLS] and [SEP] draw far more (or far less) attention
+// than any word; with them in the range every word position would be one
+// colour, so their rows and columns saturate instead. Leaves the style as it
+// is when fewer than 3 rows or the word positions are all equal.
+void range_of_word_positions(HeatmapStyle& style, const probe::Matrix& m);
 
 struct Series {
   std::string name;

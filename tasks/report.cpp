@@ -377,6 +377,7 @@ png::Image attention_panel(const RunRecord& r) {
   plot::HeatmapStyle style;
   style.title = r.label;
   style.colorbar_label = "attention";
+  plot::range_of_word_positions(style, r.attention);
   return plot::heatmap(r.attention, style);
 }
 

@@ -16,7 +16,6 @@
 // Every flag and the checkpoint are checked and the probe computed before the
 // first file is written; each file is written atomically, so an error leaves
 // an existing DIR2 as it was.
-#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -54,14 +53,7 @@ png::Image layer_heatmap(const probe::Matrix& m, const std::string& variant, int
   plot::HeatmapStyle style;
   style.title = variant + ": layer " + std::to_string(layer) + (scores ? " scores (unnormalised)" : " attention");
   style.colorbar_label = scores ? "score" : "attention";
-  // The colours span the word positions' range: [CLS] and [SEP] draw far more
-  // (or far less) than any word, and with them in the range every word
-  // position would be one colour. Their rows and columns saturate instead.
-  probe::Matrix words = probe::without_special(m);
-  if (!words.empty()) {
-    auto [low, high] = std::minmax_element(words.data.begin(), words.data.end());
-    if (*high > *low) style.vmin = *low, style.vmax = *high;
-  }
+  plot::range_of_word_positions(style, m);
   return plot::heatmap(m, style);
 }
 
