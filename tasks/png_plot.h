@@ -69,7 +69,8 @@ png::Image heatmap(const probe::Matrix& m, const HeatmapStyle& style);
 // word positions alone. [CLS] and [SEP] draw far more (or far less) attention
 // than any word; with them in the range every word position would be one
 // colour, so their rows and columns saturate instead. Leaves the style as it
-// is when fewer than 3 rows or the word positions are all equal.
+// is when fewer than 3 rows or the word positions are all equal (to 1e-6 of
+// the largest entry, the indicators' rounding tolerance).
 void range_of_word_positions(HeatmapStyle& style, const probe::Matrix& m);
 
 struct Series {

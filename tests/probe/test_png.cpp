@@ -151,3 +151,28 @@ TEST_CASE("png: viridis and the heatmap's colours", "[probe][png]") {
   CHECK(colours.size() > 50);  // the colour bar's gradient, text, the cells
   png_check::read(png::encode(im), "heatmap");
 }
+
+TEST_CASE("png: a probing map's colours span its word positions, not [CLS]/[SEP] nor rounding", "[probe][png]") {
+  // 5 x 5: [CLS] row/column 0 and [SEP] row/column 4 hold 0.9; the words
+  // (rows/columns 1..3) hold 0.1 + i/100 + j/1000.
+  probe::Matrix m(5, 5, 0.9);
+  for (int64_t i = 1; i <= 3; ++i)
+    for (int64_t j = 1; j <= 3; ++j) m(i, j) = 0.1 + i / 100.0 + j / 1000.0;
+  plot::HeatmapStyle style;
+  plot::range_of_word_positions(style, m);
+  CHECK(style.vmin == Approx(0.111).epsilon(1e-15));
+  CHECK(style.vmax == Approx(0.133).epsilon(1e-15));
+
+  // Words equal to 1e-8 (rounding): the range stays the data's (NaN: unset).
+  for (int64_t i = 1; i <= 3; ++i)
+    for (int64_t j = 1; j <= 3; ++j) m(i, j) = 0.1 * (1 + 1e-8 * static_cast<double>(i * j));
+  plot::HeatmapStyle flat;
+  plot::range_of_word_positions(flat, m);
+  CHECK(std::isnan(flat.vmin));
+  CHECK(std::isnan(flat.vmax));
+
+  // Too small to have words: unchanged.
+  plot::HeatmapStyle tiny;
+  plot::range_of_word_positions(tiny, probe::Matrix(2, 2, 0.5));
+  CHECK(std::isnan(tiny.vmin));
+}
