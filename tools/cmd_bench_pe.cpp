@@ -46,18 +46,14 @@
 #include "tensor/device_runtime.h"
 #include "tensor/file_io.h"
 #include "tools/bench.h"
+#include "tools/bench_model.h"
 #include "tools/cli.h"
 
 namespace {
 
 using namespace ordo;
-
-std::string resolve_config(const std::string& name) {
-  if (file_exists(name)) return name;
-  std::string path = std::string(ORDO_CONFIG_DIR) + "/" + name + ".json";
-  ORDO_CHECK(file_exists(path), "no config '", name, "': neither a file nor ", path);
-  return path;
-}
+using bench::random_batch;
+using bench::resolve_config;
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -71,24 +67,6 @@ struct Entry {
   std::string label, pe;
   json::Value options = json::Value::object();
 };
-
-// Random ids above the special tokens and every 7th position a target (the
-// values do not change the work done).
-nn::BertInputs random_batch(int64_t batch, int64_t length, int64_t vocab, Device device, Tensor& labels) {
-  Tensor u = Tensor::empty({batch, length}, DType::f64);
-  uniform_(u, 5, static_cast<double>(vocab), 7, 0);
-  std::vector<double> draws = u.to_doubles();
-  std::vector<int64_t> ids(draws.size()), targets(draws.size(), -100);
-  for (size_t i = 0; i < draws.size(); ++i) {
-    ids[i] = static_cast<int64_t>(draws[i]);
-    if (i % 7 == 3) targets[i] = ids[i];
-  }
-  nn::BertInputs in;
-  in.input_ids = Tensor::from_vector(ids, {batch, length}, device);
-  in.attention_mask = Tensor::ones({batch, length}, DType::i64, device);
-  labels = Tensor::from_vector(targets, {batch, length}, device);
-  return in;
-}
 
 struct Measurement {
   double train = 0, infer = 0;  // seconds per step / per forward (medians)

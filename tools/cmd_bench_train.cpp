@@ -11,19 +11,14 @@
 #include "tensor/device_runtime.h"
 #include "tensor/file_io.h"
 #include "tools/bench.h"
+#include "tools/bench_model.h"
 #include "tools/cli.h"
 
 namespace {
 
 using namespace ordo;
-
-// A config name ("tiny") is a file of the repository's configs/ folder.
-std::string resolve_config(const std::string& name) {
-  if (file_exists(name)) return name;
-  std::string path = std::string(ORDO_CONFIG_DIR) + "/" + name + ".json";
-  ORDO_CHECK(file_exists(path), "no config '", name, "': neither a file nor ", path);
-  return path;
-}
+using bench::random_batch;
+using bench::resolve_config;
 
 struct StepTimes {
   double forward = 0, backward = 0, optimizer = 0;  // seconds per step (median)
@@ -35,24 +30,6 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-// Random token ids and ~15% MLM targets, from Philox (the batch's values do
-// not change the work done).
-nn::BertInputs random_batch(int64_t batch, int64_t length, int64_t vocab, Device device, Tensor& labels) {
-  Tensor u = Tensor::empty({batch, length}, DType::f64);
-  uniform_(u, 5, static_cast<double>(vocab), 7, 0);  // ids above the specials
-  std::vector<double> draws = u.to_doubles();
-  std::vector<int64_t> ids(draws.size()), targets(draws.size(), -100);
-  for (size_t i = 0; i < draws.size(); ++i) {
-    ids[i] = static_cast<int64_t>(draws[i]);
-    if (i % 7 == 3) targets[i] = ids[i];
-  }
-  nn::BertInputs in;
-  in.input_ids = Tensor::from_vector(ids, {batch, length}, device);
-  in.attention_mask = Tensor::ones({batch, length}, DType::i64, device);
-  labels = Tensor::from_vector(targets, {batch, length}, device);
-  return in;
 }
 
 StepTimes time_steps(nn::PretrainingModel& model, nn::AdamW& opt, const nn::BertInputs& in, const Tensor& labels,

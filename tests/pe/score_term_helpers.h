@@ -43,6 +43,16 @@ inline std::unique_ptr<nn::PositionEncoding> make(const nn::BertConfig& c) {
   return pe::make_position_encoding(c, Device::cpu());
 }
 
+// The name of a score-term variant's table for (layer, head) under a sharing
+// mode (pe/per_head.h table_names): base, base.layer_L, base.head_H or
+// base.layer_L.head_H.
+inline std::string shared_table_name(const std::string& base, const std::string& share, int layer, int head) {
+  if (share == "all") return base;
+  if (share == "heads") return base + ".layer_" + std::to_string(layer);
+  if (share == "layers") return base + ".head_" + std::to_string(head);
+  return base + ".layer_" + std::to_string(layer) + ".head_" + std::to_string(head);
+}
+
 // Every parameter of `m` in f64 with values uniform in [low, high) from
 // std::mt19937_64 (not from ordo's own generator).
 inline void randomize(nn::Module& m, uint64_t seed, double low = -0.5, double high = 0.5) {

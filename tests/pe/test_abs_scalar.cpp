@@ -7,10 +7,7 @@ using namespace ordo::pe_test;
 
 namespace {
 std::string table_name(const std::string& share, int layer, int head) {
-  if (share == "all") return "position_scalar";
-  if (share == "heads") return "position_scalar.layer_" + std::to_string(layer);
-  if (share == "layers") return "position_scalar.head_" + std::to_string(head);
-  return "position_scalar.layer_" + std::to_string(layer) + ".head_" + std::to_string(head);
+  return shared_table_name("position_scalar", share, layer, head);
 }
 }  // namespace
 

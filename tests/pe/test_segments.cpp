@@ -18,10 +18,7 @@ nn::BertConfig per_head(const std::string& pe, const std::string& share = "none"
 }
 
 std::string table_name(const std::string& share, int layer, int head) {
-  if (share == "all") return "segment_encoding";
-  if (share == "heads") return "segment_encoding.layer_" + std::to_string(layer);
-  if (share == "layers") return "segment_encoding.head_" + std::to_string(head);
-  return "segment_encoding.layer_" + std::to_string(layer) + ".head_" + std::to_string(head);
+  return shared_table_name("segment_encoding", share, layer, head);
 }
 
 }  // namespace
