@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "tensor/device_runtime.h"
 #include "tensor/error.h"
 
 namespace ordo::cli {
@@ -93,6 +94,18 @@ double Args::number(const std::string& name, double fallback, double min, double
   ORDO_CHECK(value >= min && value <= max, "flag --", name, " must be between ", min, " and ",
              max, ", got ", value);
   return value;
+}
+
+Device Args::device(const std::string& name, const std::string& fallback) const {
+  Device d;
+  try {
+    d = Device::parse(str(name, fallback));
+  } catch (const Error& e) {
+    throw Error("flag --" + name + ": " + e.what());
+  }
+  ORDO_CHECK(d.is_cpu() || d.index < cuda_device_count(), "flag --", name, " ", d.str(), " is not available (",
+             cuda_device_description(0), ")");
+  return d;
 }
 
 std::vector<std::string> Args::all(const std::string& name) const {

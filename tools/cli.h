@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "tensor/dtype.h"
+
 namespace ordo::cli {
 
 struct Command {
@@ -41,6 +43,9 @@ class Args {
   std::string required(const std::string& name) const;
   int64_t integer(const std::string& name, int64_t fallback, int64_t min, int64_t max) const;
   double number(const std::string& name, double fallback, double min, double max) const;
+  // A device flag (cpu, cuda, cuda:N): parsed, and one this machine has; the
+  // errors name the flag.
+  Device device(const std::string& name, const std::string& fallback) const;
   // Every value given for a repeatable flag (e.g. --set a=1 --set b=2), in order.
   std::vector<std::string> all(const std::string& name) const;
   // Arguments that are not flags.

@@ -138,7 +138,7 @@ int run(const std::vector<std::string>& argv) {
   const int steps = static_cast<int>(args.integer("steps", 5, 1, 100000));
   const int warmup = static_cast<int>(args.integer("warmup", 2, 0, 100000));
   const int rounds = static_cast<int>(args.integer("rounds", 3, 1, 1000));
-  Device device = Device::parse(args.str("device", cuda_available() ? "cuda" : "cpu"));
+  Device device = args.device("device", cuda_available() ? "cuda" : "cpu");
 
   tasks::RunConfig rc = tasks::read_run_config(resolve_config(config_name), args.all("set"));
   nn::BertConfig base = rc.model;

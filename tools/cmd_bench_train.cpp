@@ -61,7 +61,7 @@ int run(const std::vector<std::string>& argv) {
   if (configs.empty()) configs = {"tiny", "mini"};
   const int steps = static_cast<int>(args.integer("steps", 5, 1, 100000));
   const int warmup = static_cast<int>(args.integer("warmup", 2, 0, 100000));
-  Device device = Device::parse(args.str("device", cuda_available() ? "cuda" : "cpu"));
+  Device device = args.device("device", cuda_available() ? "cuda" : "cpu");
 
   std::printf("ordo bench train: one pretraining step (MLM forward + loss, backward, AdamW), median of %d after %d warm-up\n",
               steps, warmup);

@@ -51,7 +51,7 @@ int run(const std::vector<std::string>& argv) {
   const int64_t hidden = args.integer("hidden", 64, 1, 65536);
   const double lr = args.number("lr", 0.01, 0, 10);
   const uint64_t seed = static_cast<uint64_t>(args.integer("seed", 1, 0, INT64_MAX));
-  Device device = Device::parse(args.str("device", cuda_available() ? "cuda" : "cpu"));
+  Device device = args.device("device", cuda_available() ? "cuda" : "cpu");
   ORDO_CHECK(device.is_cpu() || device.index < cuda_device_count(), "device ", device.str(),
              " is not available (", cuda_device_description(0), ")");
 

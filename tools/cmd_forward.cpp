@@ -167,14 +167,7 @@ int run(const std::vector<std::string>& argv) {
   const std::string input_file = args.required("input");
   const std::string out_file = args.required("out");
   const nn::Ablation ablate = nn::parse_ablation(args.str("ablate", "none"), "--ablate");
-  Device device;
-  try {
-    device = Device::parse(args.str("device", "cpu"));
-  } catch (const Error& e) {
-    throw Error(std::string("--device: ") + e.what());
-  }
-  ORDO_CHECK(device.is_cpu() || device.index < cuda_device_count(), "--device ", device.str(),
-             " is not available (", cuda_device_description(0), ")");
+  const Device device = args.device("device", "cpu");
 
   // The model as the checkpoint holds it: the NSP head (and the pooler it
   // reads) only when the checkpoint has one, so no logit comes from a

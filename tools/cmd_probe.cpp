@@ -67,14 +67,7 @@ int run(const std::vector<std::string>& argv) {
   options.words = args.integer("words", 300, 1, 1 << 20);
   options.length = args.integer("length", 0, 3, 1 << 16);  // 0 (absent): the default length
   options.seed = static_cast<uint64_t>(args.integer("seed", 1, 0, INT64_MAX));
-  Device device;
-  try {
-    device = Device::parse(args.str("device", "cpu"));
-  } catch (const Error& e) {
-    throw Error(std::string("--device: ") + e.what());
-  }
-  ORDO_CHECK(device.is_cpu() || device.index < cuda_device_count(), "--device ", device.str(),
-             " is not available (", cuda_device_description(0), ")");
+  const Device device = args.device("device", "cpu");
   ORDO_CHECK(!file_exists(out), "--out ", out, " is a file; give a directory");
 
   const std::string dir = probe::resolve_checkpoint(given);
