@@ -303,14 +303,7 @@ HeldOut load_held_out(const tasks::RunConfig& c, const std::string& run) {
   ORDO_CHECK(file_exists(vocab_path), "the run's vocabulary '", vocab_path, "' is missing");
   ORDO_CHECK(c.data.held_out_fraction > 0, run, "/config.json: data.held_out_fraction is 0, so the run has no held-out split");
   HeldOut h{text::Vocab::load(vocab_path), {}};
-  text::TokenizerOptions to;
-  to.lower_case = c.data.lower_case;
-  text::Tokenizer tokenizer(h.vocab, to);
-  text::CorpusSplitOptions so;
-  so.held_out_fraction = c.data.held_out_fraction;
-  so.seed = c.data.seed;
-  text::CorpusSplit split = text::tokenize_corpus(corpus, tokenizer, so);
-  h.stream = split.held_out.tokens;
+  h.stream = tasks::split_corpus(c.data, corpus, h.vocab).held_out.tokens;  // the split pretraining made
   ORDO_CHECK(h.stream.size() >= 16, "the held-out split of '", corpus, "' has only ", h.stream.size(), " tokens");
   return h;
 }

@@ -267,6 +267,20 @@ text::PretrainingOptions data_options(const DataConfig& d, int64_t max_seq_lengt
   return o;
 }
 
+}  // namespace
+
+text::CorpusSplit split_corpus(const DataConfig& d, const std::string& corpus_path, const text::Vocab& vocab) {
+  text::TokenizerOptions to;
+  to.lower_case = d.lower_case;
+  text::Tokenizer tokenizer(vocab, to);
+  text::CorpusSplitOptions so;
+  so.held_out_fraction = d.held_out_fraction;
+  so.seed = d.seed;
+  return text::tokenize_corpus(corpus_path, tokenizer, so);
+}
+
+namespace {
+
 struct Corpus {
   text::Vocab vocab;
   text::CorpusSplit split;
@@ -303,13 +317,7 @@ Corpus prepare_corpus(const RunConfig& c, const std::string& run, bool quiet) {
     text::train_wordpiece_from_corpus(corpus_path, vo).save(vocab_path);
   }
   Corpus out{text::Vocab::load(vocab_path), {}};
-  text::TokenizerOptions to;
-  to.lower_case = c.data.lower_case;
-  text::Tokenizer tokenizer(out.vocab, to);
-  text::CorpusSplitOptions so;
-  so.held_out_fraction = c.data.held_out_fraction;
-  so.seed = c.data.seed;
-  out.split = text::tokenize_corpus(corpus_path, tokenizer, so);
+  out.split = split_corpus(c.data, corpus_path, out.vocab);
   return out;
 }
 

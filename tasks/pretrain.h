@@ -106,6 +106,10 @@ std::string checkpoint_dir(const std::string& run, int64_t step);
 // The step of the newest complete checkpoint (its trainer_state.json written), or -1.
 int64_t latest_checkpoint(const std::string& run);
 
+// A run's corpus tokenized and split into training and held-out documents,
+// as pretraining splits it (data.lower_case, held_out_fraction, seed).
+text::CorpusSplit split_corpus(const DataConfig& data, const std::string& corpus_path, const text::Vocab& vocab);
+
 // A held-out evaluation: mean LM loss and accuracy over the predicted tokens
 // (labels != -100), NSP accuracy where the model has the head and the batch
 // NSP labels (-1 otherwise).
