@@ -30,22 +30,19 @@ double population_variance(const std::vector<double>& v) {
   return ss / static_cast<double>(v.size());
 }
 
-// Differences this small are rounding, not structure: entries closer than
-// kRoundingTolerance times the matrix's largest |entry| count as equal. A
-// probe averages f32 attention, and a row computed by a GEMM's edge tile sums
-// in another order than its neighbours: a model without position
+}  // namespace
+
+// A probe averages f32 attention, and a row computed by a GEMM's edge tile
+// sums in another order than its neighbours: a model without position
 // information gives an inner matrix whose entries differ by ~1e-8 relative,
 // which the scale-free indicators (AIV's ratio of variances, OPR's pair
 // signs, symmetry's min-max scaling) would otherwise blow up into structure.
-constexpr double kRoundingTolerance = 1e-6;
-
 double rounding_floor(const Matrix& a) {
+  constexpr double kRoundingTolerance = 1e-6;
   double largest = 0;
   for (double x : a.data) largest = std::max(largest, std::fabs(x));
   return kRoundingTolerance * largest;
 }
-
-}  // namespace
 
 // ---- AIV (Wang et al. 2021, App. B) ----------------------------------------------------
 

@@ -26,6 +26,10 @@
 
 namespace ordo::probe {
 
+// Entries of `a` closer than this count as equal (the rounding rule above):
+// 1e-6 times the largest |entry|.
+double rounding_floor(const Matrix& a);
+
 // AIV, Average In-group Variance, for translation invariance (Wang et al.
 // 2021, App. B):
 //     tau(r) = {A_ij : j - i = r},   r = -(L-1) .. L-1

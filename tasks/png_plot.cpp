@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "tasks/indicators.h"
 #include "tensor/error.h"
 
 namespace ordo::plot {
@@ -286,11 +287,9 @@ void range_of_word_positions(HeatmapStyle& style, const probe::Matrix& m) {
   probe::Matrix words = probe::without_special(m);
   if (words.empty()) return;
   auto [low, high] = std::minmax_element(words.data.begin(), words.data.end());
-  // Equal to rounding (the indicators' 1e-6 of the largest entry): a flat
-  // map, not a range to stretch f32 rounding over.
-  double largest = 0;
-  for (double x : m.data) largest = std::max(largest, std::fabs(x));
-  if (*high - *low > 1e-6 * largest) style.vmin = *low, style.vmax = *high;
+  // Equal to rounding (as the indicators read it): a flat map, not a range
+  // to stretch f32 rounding over.
+  if (*high - *low > probe::rounding_floor(m)) style.vmin = *low, style.vmax = *high;
 }
 
 png::Image heatmap(const probe::Matrix& m, const HeatmapStyle& s) {

@@ -7,16 +7,19 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "tensor/safetensors.h"
 #include "tensor/tensor.h"
 
 namespace ordo::test {
@@ -72,6 +75,26 @@ inline bool bit_identical(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
   Tensor ca = a.to(Device::cpu()).contiguous(), cb = b.to(Device::cpu()).contiguous();
   return std::memcmp(ca.raw_data(), cb.raw_data(), static_cast<size_t>(a.numel()) * dtype_size(a.dtype())) == 0;
+}
+
+// max |actual - expected| / max |expected| over the tensor: the per-tensor
+// error the golden-file tests bound (expected all zero: the plain max |diff|).
+inline double relative_error(const Tensor& actual, const Tensor& expected) {
+  std::vector<double> a = actual.to_doubles(), b = expected.to_doubles();
+  REQUIRE(a.size() == b.size());
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::fabs(a[i] - b[i]));
+    scale = std::max(scale, std::fabs(b[i]));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+// Every tensor of a safetensors file by name.
+inline std::map<std::string, Tensor> load_tensors(const std::string& path) {
+  std::map<std::string, Tensor> m;
+  for (auto& [name, t] : safetensors::load(path)) m.emplace(name, t);
+  return m;
 }
 
 // A fresh directory under the system's temporary directory, removed with

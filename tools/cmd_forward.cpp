@@ -33,7 +33,6 @@
 
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
-#include "tensor/device_runtime.h"
 #include "tensor/file_io.h"
 #include "tensor/json.h"
 #include "tensor/safetensors.h"

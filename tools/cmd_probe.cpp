@@ -24,7 +24,6 @@
 #include "pe/registry.h"
 #include "tasks/png_plot.h"
 #include "tasks/probe.h"
-#include "tensor/device_runtime.h"
 #include "tensor/file_io.h"
 #include "tensor/json.h"
 #include "tools/cli.h"

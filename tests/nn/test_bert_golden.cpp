@@ -30,10 +30,12 @@
 #include "pe/registry.h"
 #include "tensor/ops.h"
 #include "tensor/safetensors.h"
+#include "tests/helpers.h"
 
 namespace {
 
 using namespace ordo;
+using ordo::test::relative_error;
 
 const std::string kTwinDir = std::string(ORDO_SOURCE_DIR) + "/tests/data/twin";
 
@@ -75,18 +77,6 @@ constexpr double kF64LossBound = 1e-12;
 constexpr double kF64AdamLossBound = 1e-10;
 
 bool verbose() { return std::getenv("ORDO_GOLDEN_VERBOSE") != nullptr; }
-
-// max |a - b| / max |b| over the tensor (b the golden value).
-double relative_error(const Tensor& actual, const Tensor& golden) {
-  std::vector<double> a = actual.to_doubles(), b = golden.to_doubles();
-  REQUIRE(a.size() == b.size());
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::fabs(a[i] - b[i]));
-    scale = std::max(scale, std::fabs(b[i]));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
 
 class Golden {
  public:

@@ -29,6 +29,8 @@
 namespace {
 
 using namespace ordo;
+using ordo::test::load_tensors;
+using ordo::test::relative_error;
 
 const std::string kTwinDir = std::string(ORDO_SOURCE_DIR) + "/tests/data/twin";
 
@@ -39,23 +41,6 @@ constexpr double kF64TensorBound = 6.0e-8;  // f64: the golden's own f32 roundin
 constexpr double kF64LossBound = 1e-12;     // f64 losses (stored in f64)
 
 bool verbose() { return std::getenv("ORDO_GOLDEN_VERBOSE") != nullptr; }
-
-double relative_error(const Tensor& actual, const Tensor& golden) {
-  std::vector<double> a = actual.to_doubles(), b = golden.to_doubles();
-  REQUIRE(a.size() == b.size());
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::fabs(a[i] - b[i]));
-    scale = std::max(scale, std::fabs(b[i]));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
-
-std::map<std::string, Tensor> load_map(const std::string& path) {
-  std::map<std::string, Tensor> m;
-  for (auto& [name, t] : safetensors::load(path)) m.emplace(name, t);
-  return m;
-}
 
 struct Worst {
   std::string label;
@@ -97,13 +82,13 @@ void run_relative_golden(const std::string& kind, const std::string& variant, DT
   REQUIRE(model->bert.position_encoding().name() == variant);
   if (dtype != DType::f32) model->to_dtype(dtype);
   const bool f64 = dtype == DType::f64;
-  const auto g = load_map(kTwinDir + "/golden_" + kind + ".safetensors");
+  const auto g = load_tensors(kTwinDir + "/golden_" + kind + ".safetensors");
   auto golden = [&](const std::string& name) -> const Tensor& {
     auto it = g.find(name);
     if (it == g.end()) FAIL("golden_" << kind << " has no tensor '" << name << "'");
     return it->second;
   };
-  Worst worst{kind + (f64 ? " (f64)" : " (f32)")};
+  Worst worst{kind + (f64 ? " (f64)" : " (f32)"), 0, {}};
   const double forward_bound = f64 ? kF64TensorBound : kForwardBound;
   const double gradient_bound = f64 ? kF64TensorBound : kGradientBound;
   const double loss_bound = f64 ? kF64LossBound : kLossBound;
@@ -190,8 +175,8 @@ TEST_CASE("rpe_shaw and huang_m4 checkpoints ordo saves have HF's names, shapes 
     auto model = hf_model(kind, config);
     test::TempDir dir("ordo_relative_golden");
     nn::save_model(dir.path, *model);
-    const auto hf = load_map(kTwinDir + "/" + kind + "/model.safetensors");
-    const auto ours = load_map(dir.path + "/model.safetensors");
+    const auto hf = load_tensors(kTwinDir + "/" + kind + "/model.safetensors");
+    const auto ours = load_tensors(dir.path + "/model.safetensors");
     for (const auto& [name, t] : hf) {
       INFO("HF tensor " << name);
       auto it = ours.find(name);

@@ -5,12 +5,6 @@
 using namespace ordo;
 using namespace ordo::pe_test;
 
-namespace {
-std::string table_name(const std::string& share, int layer, int head) {
-  return shared_table_name("position_scalar", share, layer, head);
-}
-}  // namespace
-
 TEST_CASE("abs_scalar matches a naive loop over i, j, d from Chen et al.'s Eq. 7", "[pe]") {
   for (std::string share : {"none", "heads", "layers", "all"}) {
     json::Value o = json::parse(R"({"rank": 3})");
@@ -26,7 +20,7 @@ TEST_CASE("abs_scalar matches a naive loop over i, j, d from Chen et al.'s Eq. 7
       std::vector<double> expected;
       for (int64_t b = 0; b < 2; ++b)
         for (int h = 0; h < 3; ++h) {
-          std::vector<double> P = values(*pe, table_name(share, layer, h));
+          std::vector<double> P = values(*pe, shared_table_name("position_scalar", share, layer, h));
           REQUIRE(P.size() == 16 * 3);
           for (int64_t i = 0; i < 7; ++i)
             for (int64_t j = 0; j < 7; ++j) {

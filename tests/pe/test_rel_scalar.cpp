@@ -5,12 +5,6 @@
 using namespace ordo;
 using namespace ordo::pe_test;
 
-namespace {
-std::string table_name(const std::string& share, int layer, int head) {
-  return shared_table_name("relative_scalar", share, layer, head);
-}
-}  // namespace
-
 TEST_CASE("rel_scalar matches a naive loop over i, j from Chen et al.'s Eq. 8", "[pe]") {
   for (std::string share : {"none", "heads", "layers", "all"}) {
     json::Value o = json::parse(R"({"max_distance": 40})");
@@ -27,7 +21,7 @@ TEST_CASE("rel_scalar matches a naive loop over i, j from Chen et al.'s Eq. 8", 
       std::vector<double> expected;
       for (int64_t b = 0; b < 2; ++b)
         for (int h = 0; h < 3; ++h) {
-          std::vector<double> R = values(*pe, table_name(share, layer, h));
+          std::vector<double> R = values(*pe, shared_table_name("relative_scalar", share, layer, h));
           REQUIRE(R.size() == 81);  // r = -40 .. 40
           for (int64_t i = 0; i < 8; ++i)
             for (int64_t j = 0; j < 8; ++j) expected.push_back(R[static_cast<size_t>(p[b * 8 + j] - p[b * 8 + i] + 40)]);

@@ -17,10 +17,6 @@ nn::BertConfig per_head(const std::string& pe, const std::string& share = "none"
   return c;
 }
 
-std::string table_name(const std::string& share, int layer, int head) {
-  return shared_table_name("segment_encoding", share, layer, head);
-}
-
 }  // namespace
 
 TEST_CASE("per-head segments match a naive loop over i, j from Eq. 9-11, on top of REL-SCALAR", "[pe]") {
@@ -39,7 +35,7 @@ TEST_CASE("per-head segments match a naive loop over i, j from Eq. 9-11, on top 
       std::vector<double> expected;
       for (int64_t b = 0; b < 2; ++b)
         for (int h = 0; h < 3; ++h) {
-          std::vector<double> seg = values(*pe, table_name(share, layer, h));
+          std::vector<double> seg = values(*pe, shared_table_name("segment_encoding", share, layer, h));
           std::vector<double> R = values(*pe, "position_encoding.relative_scalar.layer_" + std::to_string(layer) +
                                                   ".head_" + std::to_string(h));
           REQUIRE(seg.size() == 9);

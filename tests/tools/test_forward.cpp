@@ -30,28 +30,12 @@ namespace {
 using namespace ordo;
 namespace fs = std::filesystem;
 using Run = ordo::test::CommandResult;
+using ordo::test::load_tensors;
+using ordo::test::relative_error;
 using ordo::test::run_ordo;
 using ordo::test::TempDir;
 
 
-
-std::map<std::string, Tensor> load_map(const std::string& path) {
-  std::map<std::string, Tensor> m;
-  for (auto& [name, t] : safetensors::load(path)) m.emplace(name, t);
-  return m;
-}
-
-// max |a - b| / max |b| over the tensor.
-double relative_error(const Tensor& actual, const Tensor& expected) {
-  std::vector<double> a = actual.to_doubles(), b = expected.to_doubles();
-  REQUIRE(a.size() == b.size());
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::fabs(a[i] - b[i]));
-    scale = std::max(scale, std::fabs(b[i]));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
 
 json::Value matrix_json(const Tensor& t) {
   json::Value rows = json::Value::array();
@@ -150,7 +134,7 @@ void check_against_model(nn::PretrainingModel& model, const std::map<std::string
 TEST_CASE("ordo forward on HF's checkpoint gives the twin's golden values", "[forward]") {
   // Independent of ordo: the golden batch and HF's outputs from tests/twin.
   const std::string twin = std::string(ORDO_SOURCE_DIR) + "/tests/data/twin";
-  auto golden = load_map(twin + "/golden_encoder.safetensors");
+  auto golden = load_tensors(twin + "/golden_encoder.safetensors");
   TempDir tmp;
   json::Value input = json::Value::object();
   input["input_ids"] = matrix_json(golden.at("input_ids"));
@@ -161,7 +145,7 @@ TEST_CASE("ordo forward on HF's checkpoint gives the twin's golden values", "[fo
                    "/out.safetensors");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  auto out = load_map(tmp.path + "/out.safetensors");
+  auto out = load_tensors(tmp.path + "/out.safetensors");
   // The f32 bound of tests/nn/test_bert_golden.cpp (justified there).
   for (const char* name : {"hidden_states.0", "hidden_states.1", "hidden_states.2", "attentions.1", "attentions.2",
                            "logits", "nsp_logits"}) {
@@ -186,7 +170,7 @@ TEST_CASE("ordo forward matches the model run in-process, encoder and decoder", 
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(r.output.find("3 x 7 tokens") != std::string::npos);
-    auto out = load_map(tmp.path + "/out.safetensors");
+    auto out = load_tensors(tmp.path + "/out.safetensors");
     check_against_model(*model, out, /*nsp=*/!decoder);
 
     // Properties of attention whatever the weights: each row sums to 1;
@@ -219,7 +203,7 @@ TEST_CASE("ordo forward leaves out the NSP head a checkpoint does not have", "[f
                    "/out.safetensors");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  auto out = load_map(tmp.path + "/out.safetensors");
+  auto out = load_tensors(tmp.path + "/out.safetensors");
   CHECK(out.count("nsp_logits") == 0);
   CHECK(out.at("segment_ids").to_vector<int64_t>() == std::vector<int64_t>{0, 0, 0});
   CHECK(out.at("attention_mask").to_vector<int64_t>() == std::vector<int64_t>{1, 1, 1});
@@ -313,6 +297,6 @@ TEST_CASE("ordo forward refuses bad input with a message naming it, and keeps an
     r = run_with(good);
     INFO(r.output);
     CHECK(r.exit_code == 0);
-    CHECK(load_map(out).count("logits") == 1);
+    CHECK(load_tensors(out).count("logits") == 1);
   }
 }
