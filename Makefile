@@ -36,7 +36,7 @@ CMAKE_FLAGS += -DORDO_BLAS=$(ORDO_BLAS) -DORDO_NATIVE=$(ORDO_NATIVE) "-DORDO_CUD
 all: build
 
 deps:
-	@tools/install_deps.sh
+	@scripts/install_deps.sh
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
@@ -68,11 +68,11 @@ bench: build
 	$(BUILD)/ordo bench
 
 fuzz:
-	ORDO_DEPS_FUZZ=1 tools/install_deps.sh
+	ORDO_DEPS_FUZZ=1 scripts/install_deps.sh
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DORDO_FUZZ=ON -DORDO_CUDA=off -DORDO_BLAS=off \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_json fuzz_safetensors
-	tools/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS)
+	scripts/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS)
 
 clean:
 	rm -rf build build-sanitize build-fuzz

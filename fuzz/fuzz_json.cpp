@@ -1,4 +1,4 @@
-// libFuzzer target for ordo's JSON reader (tensor/json.h).
+// libFuzzer target for ordo's JSON reader (base/json.h).
 //
 // An ordo::Error from parse is the reader doing its job. Anything else is a
 // bug: a crash, a sanitizer report, an uncaught exception, a hang, or a value
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "tensor/json.h"
+#include "base/json.h"
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensor/json.h"
+#include "base/json.h"
 #include "tensor/safetensors.h"
 
 namespace st = ordo::safetensors;

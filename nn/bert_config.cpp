@@ -1,6 +1,6 @@
 #include "nn/bert_config.h"
 
-#include "tensor/config.h"
+#include "base/config.h"
 
 namespace ordo::nn {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tensor/json.h"
+#include "base/json.h"
 
 namespace ordo::nn {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "tensor/file_io.h"
+#include "base/file_io.h"
 #include "tensor/safetensors.h"
 
 namespace ordo::nn {

@@ -35,10 +35,10 @@
 
 #include <memory>
 
+#include "base/config.h"
 #include "nn/bert_config.h"
 #include "nn/position.h"
 #include "pe/common.h"
-#include "tensor/config.h"
 
 namespace ordo::pe {
 

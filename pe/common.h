@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "base/config.h"
 #include "nn/bert_config.h"
 #include "nn/position.h"
-#include "tensor/config.h"
 
 namespace ordo::pe {
 

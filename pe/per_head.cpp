@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "tensor/config.h"
+#include "base/config.h"
 
 namespace ordo::pe {
 

@@ -3,18 +3,18 @@
 #include <algorithm>
 #include <functional>
 
+#include "base/config.h"
 #include "nn/checkpoint.h"
 #include "pe/absolute.h"
+#include "pe/attenuated.h"
 #include "pe/huang.h"
 #include "pe/relative.h"
-#include "pe/xlnet.h"
-#include "pe/attenuated.h"
 #include "pe/rope.h"
 #include "pe/scalar_bias.h"
 #include "pe/segments.h"
 #include "pe/sinusoid.h"
 #include "pe/tupe.h"
-#include "tensor/config.h"
+#include "pe/xlnet.h"
 #include "tensor/safetensors.h"
 
 namespace ordo::pe {

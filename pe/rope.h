@@ -19,9 +19,9 @@
 // output columns.
 #pragma once
 
+#include "base/config.h"
 #include "nn/bert_config.h"
 #include "nn/position.h"
-#include "tensor/config.h"
 
 namespace ordo::pe {
 

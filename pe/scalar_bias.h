@@ -33,10 +33,10 @@
 #include <memory>
 #include <vector>
 
+#include "base/config.h"
 #include "nn/bert_config.h"
 #include "nn/position.h"
 #include "pe/common.h"
-#include "tensor/config.h"
 
 namespace ordo::pe {
 

@@ -37,10 +37,10 @@
 // Options: relative (true: TUPE-R), num_buckets (32), max_distance (128), cls_reset (true).
 #pragma once
 
+#include "base/config.h"
 #include "nn/bert_config.h"
 #include "nn/position.h"
 #include "pe/common.h"
-#include "tensor/config.h"
 
 namespace ordo::pe {
 

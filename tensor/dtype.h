@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "tensor/error.h"
+#include "base/error.h"
 
 namespace ordo {
 

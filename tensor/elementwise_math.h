@@ -11,13 +11,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "tensor/cpu/vector_math.h"
-
-#if defined(__CUDACC__)
-#define ORDO_HD __host__ __device__ __forceinline__
-#else
-#define ORDO_HD inline
-#endif
+#include "base/host_device.h"
+#include "tensor/vector_math.h"
 
 namespace ordo {
 
@@ -52,7 +47,7 @@ constexpr double kSqrt2OverPi = 0.79788456080286535588;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 
 // exp, erf and the normal CDF: f32 on the host goes through the vectorisable
-// versions of tensor/cpu/vector_math.h (libm's are scalar calls that keep
+// versions of tensor/vector_math.h (libm's are scalar calls that keep
 // GCC from vectorising a kernel's loop); f64 and CUDA device code use the
 // C library's.
 ORDO_HD float exp(float x) {

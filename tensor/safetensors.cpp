@@ -5,8 +5,8 @@
 #include <limits>
 #include <unordered_set>
 
-#include "tensor/file_io.h"
-#include "tensor/json.h"
+#include "base/file_io.h"
+#include "base/json.h"
 
 // Tensor bytes are copied as they lie in memory, which is the file's
 // little-endian order only on a little-endian host (every platform ordo

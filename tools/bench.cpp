@@ -7,8 +7,8 @@
 #include <fstream>
 #include <memory>
 
+#include "base/error.h"
 #include "tensor/device_runtime.h"
-#include "tensor/error.h"
 
 #ifdef _OPENMP
 #include <omp.h>

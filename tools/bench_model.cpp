@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "tensor/file_io.h"
+#include "base/file_io.h"
 #include "tensor/ops.h"
 
 namespace ordo::bench {

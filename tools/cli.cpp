@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "base/error.h"
 #include "tensor/device_runtime.h"
-#include "tensor/error.h"
 
 namespace ordo::cli {
 

@@ -1,5 +1,5 @@
 // `ordo analyze`: the analyses of learned positions of one pretraining run
-// (tasks/analysis_run.h says which, and what each file holds).
+// (probe/analyze_run.h says which, and what each file holds).
 //
 //   ordo analyze --run RUN_DIR --out DIR [--checkpoint step_N] [--seed S]
 //                [--eval-sequences N] [--quiet]
@@ -9,8 +9,8 @@
 // ends in one line naming it and exit 1, with nothing in DIR changed.
 #include <cstdio>
 
-#include "tasks/analysis_run.h"
-#include "tensor/error.h"
+#include "base/error.h"
+#include "probe/analyze_run.h"
 #include "tools/cli.h"
 
 namespace {
@@ -19,14 +19,14 @@ int run(const std::vector<std::string>& argv) {
   ordo::cli::Args args(argv, {"run", "out", "checkpoint", "seed", "eval-sequences"}, {"quiet"});
   ORDO_CHECK(args.positional().empty(), "analyze: unexpected argument '", args.positional().front(),
              "' (flags are --run, --out, --checkpoint, --seed, --eval-sequences, --quiet)");
-  ordo::analysis::AnalyzeOptions o;
+  ordo::probe::AnalyzeOptions o;
   o.run = args.required("run");
   o.out = args.required("out");
   o.checkpoint = args.str("checkpoint", "");
   o.seed = static_cast<uint64_t>(args.integer("seed", 1, 0, INT64_MAX));
   o.eval_sequences = args.integer("eval-sequences", 64, 1, 100000);
   o.quiet = args.has("quiet");
-  ordo::analysis::AnalyzeSummary s = ordo::analysis::analyze_run(o);
+  ordo::probe::AnalyzeSummary s = ordo::probe::analyze_run(o);
   std::printf("analyze: %s at %s: %lld analyses, %lld skipped, %.1f s -> %s/index.json\n", s.variant.c_str(),
               s.checkpoint.c_str(), static_cast<long long>(s.analyses), static_cast<long long>(s.skipped), s.seconds,
               o.out.c_str());

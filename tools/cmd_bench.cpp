@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
+#include "base/file_io.h"
+#include "base/json.h"
 #include "tensor/backend.h"
 #include "tensor/cpu/gemm_own.h"
 #include "tensor/device_runtime.h"
-#include "tensor/file_io.h"
-#include "tensor/json.h"
 #include "tensor/ops.h"
 #include "tools/bench.h"
 #include "tools/cli.h"

@@ -40,14 +40,14 @@
 #include <cstdio>
 #include <map>
 
+#include "base/file_io.h"
 #include "nn/optim.h"
 #include "pe/registry.h"
-#include "tasks/pretrain.h"
 #include "tensor/device_runtime.h"
-#include "tensor/file_io.h"
 #include "tools/bench.h"
 #include "tools/bench_model.h"
 #include "tools/cli.h"
+#include "train/pretrain.h"
 
 namespace {
 
@@ -74,7 +74,7 @@ struct Measurement {
   int64_t params = 0;
 };
 
-Measurement measure(const nn::BertConfig& mc, const tasks::RunConfig& rc, const nn::BertInputs& in,
+Measurement measure(const nn::BertConfig& mc, const train::RunConfig& rc, const nn::BertInputs& in,
                     const Tensor& labels, int warmup, int steps, Device device) {
   auto model = pe::build_model(mc, device, false, 1);
   nn::AdamW opt(model->named_parameters(), rc.train.adam);
@@ -140,7 +140,7 @@ int run(const std::vector<std::string>& argv) {
   const int rounds = static_cast<int>(args.integer("rounds", 3, 1, 1000));
   Device device = args.device("device", cuda_available() ? "cuda" : "cpu");
 
-  tasks::RunConfig rc = tasks::read_run_config(resolve_config(config_name), args.all("set"));
+  train::RunConfig rc = train::read_run_config(resolve_config(config_name), args.all("set"));
   nn::BertConfig base = rc.model;
   if (base.vocab_size == 0) base.vocab_size = rc.data.vocab_size;
   base.pe_options = json::Value::object();

@@ -1,18 +1,18 @@
 // `ordo bench train`: the speed and memory of one pretraining step (forward
 // with the MLM loss, backward, AdamW) for a model config, split by phase,
-// optionally beside the same step in PyTorch (tools/bench_torch.py).
+// optionally beside the same step in PyTorch (scripts/bench_torch.py).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/file_io.h"
 #include "nn/optim.h"
 #include "pe/registry.h"
-#include "tasks/pretrain.h"
 #include "tensor/device_runtime.h"
-#include "tensor/file_io.h"
 #include "tools/bench.h"
 #include "tools/bench_model.h"
 #include "tools/cli.h"
+#include "train/pretrain.h"
 
 namespace {
 
@@ -73,7 +73,7 @@ int run(const std::vector<std::string>& argv) {
                       "tokens/s", "peak MiB", "torch tok/s", "ordo/torch", "torch HF tok/s", "ordo/torch HF"});
   for (const std::string& name : configs) {
     std::string path = resolve_config(name);
-    tasks::RunConfig rc = tasks::read_run_config(path, args.all("set"));
+    train::RunConfig rc = train::read_run_config(path, args.all("set"));
     nn::BertConfig mc = rc.model;
     if (mc.vocab_size == 0) mc.vocab_size = rc.data.vocab_size;
     const int64_t batch = args.integer("batch", rc.train.phases[0].batch_size, 1, 1 << 20);
@@ -89,7 +89,7 @@ int run(const std::vector<std::string>& argv) {
     std::string torch_rate = "-", ratio = "-", hf_rate = "-", hf_ratio = "-";
     if (args.has("compare-torch")) {
       // The same step in PyTorch: HF BertForMaskedLM with the same config and threads.
-      std::string cmd = "python3 " + std::string(ORDO_SOURCE_DIR) + "/tools/bench_torch.py --config " + path +
+      std::string cmd = "python3 " + std::string(ORDO_SOURCE_DIR) + "/scripts/bench_torch.py --config " + path +
                         " --vocab-size " + std::to_string(mc.vocab_size) + " --batch " + std::to_string(batch) +
                         " --length " + std::to_string(length) + " --steps " + std::to_string(steps) + " --warmup " +
                         std::to_string(warmup) + " --threads " + std::to_string(bench::cpu_threads()) + " 2>/dev/null";

@@ -1,6 +1,6 @@
 // `ordo forward`: one batch through a checkpoint in evaluation mode, every
 // intermediate written out — what a person auditing numerics compares against
-// another implementation (tools/hf_check.py does so against transformers).
+// another implementation (scripts/hf_check.py does so against transformers).
 //
 //   ordo forward --checkpoint DIR --input FILE.json --out FILE.safetensors [--device cpu|cuda[:N]]
 //                [--ablate contextual|positional]
@@ -31,10 +31,10 @@
 #include <string>
 #include <vector>
 
+#include "base/file_io.h"
+#include "base/json.h"
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
-#include "tensor/file_io.h"
-#include "tensor/json.h"
 #include "tensor/safetensors.h"
 #include "tools/cli.h"
 

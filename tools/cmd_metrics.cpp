@@ -5,10 +5,10 @@
 // FILE: an L x L matrix, CSV (one row per line) or .npy (float32/float64).
 // Prints one JSON object: translation_invariance, translation_invariance_no_special,
 // monotonicity, monotonicity_first_k, symmetry_sd, direction_balance, locality,
-// symmetry (tasks/indicators.h gives each equation); +inf is the string "inf".
+// symmetry (probe/indicators.h gives each equation); +inf is the string "inf".
 #include <cstdio>
 
-#include "tasks/indicators.h"
+#include "probe/indicators.h"
 #include "tools/cli.h"
 
 namespace {
@@ -22,7 +22,7 @@ int run(const std::vector<std::string>& argv) {
   const std::string file = args.required("attention");
   const int64_t first_k = args.integer("first-k", 20, 1, int64_t{1} << 30);
   const int64_t offset_range = args.integer("offset-range", 20, 1, int64_t{1} << 30);
-  probe::Matrix a = probe::read_matrix_file(file);
+  Matrix a = probe::read_matrix_file(file);
   probe::check_attention_matrix(a, file);
   probe::Indicators ind = probe::compute_indicators(a, first_k, offset_range);
   std::printf("%s\n", json::dump(probe::indicators_json(ind)).c_str());
@@ -37,7 +37,7 @@ cli::Register command({"metrics", "the property indicators (AIV, OPR, SD, DB, lo
                        "  --offset-range L   offsets 1..L for direction_balance (default 20)\n"
                        "  prints one JSON object: translation_invariance, translation_invariance_no_special,\n"
                        "  monotonicity, monotonicity_first_k, symmetry_sd, direction_balance, locality, symmetry\n"
-                       "  (+inf as the string \"inf\"); the equations are in tasks/indicators.h",
+                       "  (+inf as the string \"inf\"); the equations are in probe/indicators.h",
                        run});
 
 }  // namespace

@@ -1,14 +1,14 @@
-// `ordo pretrain`: pretrains a model from a run config (tasks/pretrain.h).
+// `ordo pretrain`: pretrains a model from a run config (train/pretrain.h).
 #include <cstdio>
 
-#include "tasks/pretrain.h"
 #include "tools/cli.h"
+#include "train/pretrain.h"
 
 namespace {
 
 int run(const std::vector<std::string>& argv) {
   ordo::cli::Args args(argv, {"config", "set", "out", "resume", "stop-after"}, {"overwrite", "quiet"});
-  ordo::tasks::PretrainOptions options;
+  ordo::train::PretrainOptions options;
   options.quiet = args.has("quiet");
   options.stop_after = args.integer("stop-after", -1, 1, INT64_MAX);
   if (args.has("resume")) {
@@ -16,13 +16,13 @@ int run(const std::vector<std::string>& argv) {
                "--resume DIR continues the run with the config stored in DIR; it takes no --config, --set, --out or --overwrite");
     options.out = args.required("resume");
     options.resume = true;
-    ordo::tasks::resume_pretrain(options);
+    ordo::train::resume_pretrain(options);
     return 0;
   }
   options.out = args.required("out");
   options.overwrite = args.has("overwrite");
-  ordo::tasks::RunConfig config = ordo::tasks::read_run_config(args.required("config"), args.all("set"));
-  ordo::tasks::pretrain(config, options);
+  ordo::train::RunConfig config = ordo::train::read_run_config(args.required("config"), args.all("set"));
+  ordo::train::pretrain(config, options);
   return 0;
 }
 

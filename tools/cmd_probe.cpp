@@ -1,5 +1,5 @@
 // `ordo probe`: identical word probing of a checkpoint (Wang et al. 2021,
-// §4.2, Eq. 8; the pipeline is tasks/probe.h).
+// §4.2, Eq. 8; the pipeline is probe/probe.h).
 //
 //   ordo probe --checkpoint DIR --out DIR2 [--words N] [--length L] [--layer K|all]
 //              [--seed S] [--vocab FILE] [--device cpu|cuda[:N]]
@@ -20,12 +20,12 @@
 #include <string>
 #include <vector>
 
+#include "base/file_io.h"
+#include "base/json.h"
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
-#include "tasks/png_plot.h"
-#include "tasks/probe.h"
-#include "tensor/file_io.h"
-#include "tensor/json.h"
+#include "plot/plot.h"
+#include "probe/probe.h"
 #include "tools/cli.h"
 
 namespace {
@@ -48,11 +48,11 @@ std::vector<int> parse_layers(const std::string& text, int64_t layers) {
   return out;
 }
 
-png::Image layer_heatmap(const probe::Matrix& m, const std::string& variant, int layer, bool scores) {
+png::Image layer_heatmap(const Matrix& m, const std::string& variant, int layer, bool scores) {
   plot::HeatmapStyle style;
   style.title = variant + ": layer " + std::to_string(layer) + (scores ? " scores (unnormalised)" : " attention");
   style.colorbar_label = scores ? "score" : "attention";
-  plot::range_of_word_positions(style, m);
+  probe::range_of_word_positions(style, m);
   return plot::heatmap(m, style);
 }
 

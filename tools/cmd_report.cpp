@@ -1,4 +1,4 @@
-// `ordo report`: several runs side by side (tasks/report.h).
+// `ordo report`: several runs side by side (report/report.h).
 //
 //   ordo report RUN_DIR... --out REPORT_DIR
 //
@@ -10,8 +10,8 @@
 // bad RUN_DIR ends in one line naming it, exit 1, and REPORT_DIR untouched.
 #include <cstdio>
 
-#include "tasks/report.h"
-#include "tensor/file_io.h"
+#include "base/file_io.h"
+#include "report/report.h"
 #include "tools/cli.h"
 
 namespace {

@@ -1,11 +1,11 @@
 // `ordo data synth`: writes a corpus of the synthetic language with its
-// annotations (tasks/synth.h).
+// annotations (synth/synth.h).
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 
-#include "tasks/synth.h"
-#include "tensor/error.h"
+#include "base/error.h"
+#include "synth/synth.h"
 #include "tools/cli.h"
 
 namespace {

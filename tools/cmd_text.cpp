@@ -8,13 +8,13 @@
 #include <unistd.h>
 #include <vector>
 
-#include "tasks/corpus.h"
-#include "tasks/english.h"
-#include "tasks/pretraining_data.h"
-#include "tasks/tokenizer.h"
-#include "tasks/vocab_trainer.h"
-#include "tensor/error.h"
-#include "tensor/file_io.h"
+#include "base/error.h"
+#include "base/file_io.h"
+#include "text/corpus.h"
+#include "text/english.h"
+#include "text/pretraining_data.h"
+#include "text/tokenizer.h"
+#include "text/vocab_trainer.h"
 #include "tools/cli.h"
 
 #ifdef _OPENMP

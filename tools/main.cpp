@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "tensor/device_runtime.h"
-#include "tensor/error.h"
 #include "tools/cli.h"
 
 namespace {

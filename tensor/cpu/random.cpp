@@ -1,7 +1,7 @@
 // CPU random draws and dropout, element i keyed by Philox(seed, stream, i)
-// exactly as the CUDA kernels (tensor/philox.h holds the shared formulas).
+// exactly as the CUDA kernels (base/philox.h holds the shared formulas).
+#include "base/philox.h"
 #include "tensor/cpu/common.h"
-#include "tensor/philox.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>

@@ -1,5 +1,5 @@
 // CUDA random draws and dropout, element i keyed by Philox(seed, stream, i)
-// with tensor/philox.h's functions, the very code the CPU kernels run
+// with base/philox.h's functions, the very code the CPU kernels run
 // (tensor/cpu/random.cpp), so both devices draw the same numbers:
 //  - uniform and dropout masks: bit-identical (integer Philox, exact
 //    conversions, and the affine map below rounded exactly as the CPU's);
@@ -9,8 +9,8 @@
 //
 // The affine maps a + (b - a) u and a + b z go through philox::shift_scale,
 // one fused multiply-add on both backends, so they round identically.
+#include "base/philox.h"
 #include "tensor/cuda/cuda_common.cuh"
-#include "tensor/philox.h"
 
 namespace ordo::cuda {
 

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "base/file_io.h"
+#include "base/json.h"
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
-#include "tensor/file_io.h"
-#include "tensor/json.h"
 #include "tensor/ops.h"
 #include "tensor/safetensors.h"
 #include "tests/helpers.h"

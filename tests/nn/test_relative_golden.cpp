@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "base/file_io.h"
 #include "nn/checkpoint.h"
 #include "pe/huang.h"
 #include "pe/registry.h"
 #include "pe/relative.h"
-#include "tensor/file_io.h"
 #include "tensor/ops.h"
 #include "tensor/safetensors.h"
 #include "tests/helpers.h"

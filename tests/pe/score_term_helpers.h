@@ -17,8 +17,8 @@
 #include "autograd/gradcheck.h"
 #include "nn/bert.h"
 #include "pe/registry.h"
-#include "tasks/pretrain.h"
 #include "tests/helpers.h"
+#include "train/pretrain.h"
 
 namespace ordo::pe_test {
 
@@ -196,11 +196,11 @@ inline std::vector<double> smoke_pretrain(const std::string& pe, const json::Val
   c["data"]["objective"] = objective;
   std::string dir = "/tmp/ordo_test_pe_smoke_" + pe + "_" + segment + "_" + std::to_string(::getpid());
   std::system(("rm -rf " + dir).c_str());
-  tasks::PretrainOptions o;
+  train::PretrainOptions o;
   o.out = dir;
   o.quiet = true;
   std::vector<double> losses;
-  tasks::pretrain(tasks::parse_run_config(c, {}, "test"), o, [&](const json::Value& line) {
+  train::pretrain(train::parse_run_config(c, {}, "test"), o, [&](const json::Value& line) {
     if (line.contains("loss") && !line.contains("eval_loss")) losses.push_back(line["loss"].as_number());
   });
   std::system(("rm -rf " + dir).c_str());

@@ -10,11 +10,11 @@
 #include <cmath>
 #include <map>
 
+#include "base/file_io.h"
 #include "nn/bert.h"
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
 #include "pe/tupe.h"
-#include "tensor/file_io.h"
 #include "tensor/safetensors.h"
 #include "tests/helpers.h"
 

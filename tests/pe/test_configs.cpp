@@ -8,8 +8,8 @@
 #include <map>
 
 #include "pe/registry.h"
-#include "tasks/pretrain.h"
 #include "tests/helpers.h"
+#include "train/pretrain.h"
 
 using namespace ordo;
 namespace fs = std::filesystem;
@@ -39,7 +39,7 @@ TEST_CASE("every config in configs/ parses, builds its model and runs a forward 
   std::vector<std::string> pending;
   for (const std::string& path : files) {
     INFO(path);
-    tasks::RunConfig rc = tasks::read_run_config(path, {});
+    train::RunConfig rc = train::read_run_config(path, {});
     if (!registered(rc.model.pe)) {
       pending.push_back(path.substr(std::string(ORDO_SOURCE_DIR).size() + 1) + " (" + rc.model.pe + ")");
       continue;
@@ -94,12 +94,12 @@ TEST_CASE("\"extends\": a config builds on another, objects merging key by key",
     std::ofstream(dir / "loop.json") << R"({"extends": "loop.json", "model": {}})";
     std::ofstream(dir / "missing.json") << R"({"extends": "nowhere.json", "model": {}})";
   }
-  tasks::RunConfig rc = tasks::read_run_config(dir / "sub/child.json", {"train.lr=0.5"});
+  train::RunConfig rc = train::read_run_config(dir / "sub/child.json", {"train.lr=0.5"});
   CHECK(rc.model.pe == "none");            // the child's
   CHECK(rc.model.hidden_size == 32);       // the base's
   CHECK(rc.train.total_steps() == 3);      // the child's
   CHECK(rc.train.adam.lr == 0.5);          // the override's
   CHECK_FALSE(rc.source.contains("extends"));
-  CHECK_THROWS_WITH(tasks::read_run_config(dir / "loop.json", {}), Catch::Contains("a cycle?"));
-  CHECK_THROWS_WITH(tasks::read_run_config(dir / "missing.json", {}), Catch::Contains("nowhere.json"));
+  CHECK_THROWS_WITH(train::read_run_config(dir / "loop.json", {}), Catch::Contains("a cycle?"));
+  CHECK_THROWS_WITH(train::read_run_config(dir / "missing.json", {}), Catch::Contains("nowhere.json"));
 }

@@ -8,8 +8,8 @@
 #include <fstream>
 
 #include "pe/registry.h"
-#include "tasks/pretrain.h"
 #include "tests/helpers.h"
+#include "train/pretrain.h"
 
 using namespace ordo;
 
@@ -35,12 +35,12 @@ std::vector<double> pretrain_losses(const test::TempDir& dir, const Smoke& s, in
   c["model"]["pe"] = s.pe;
   c["model"]["pe_options"] = s.options;
   if (s.segment != "input") c["model"]["segment"] = s.segment;
-  tasks::RunConfig config = tasks::parse_run_config(c, {}, "smoke " + s.label());
-  tasks::PretrainOptions o;
+  train::RunConfig config = train::parse_run_config(c, {}, "smoke " + s.label());
+  train::PretrainOptions o;
   o.out = dir / ("run" + std::to_string(index));
   o.quiet = true;
   std::vector<double> losses;
-  tasks::pretrain(config, o, [&](const json::Value& line) {
+  train::pretrain(config, o, [&](const json::Value& line) {
     if (line.contains("loss")) losses.push_back(line["loss"].as_number());
   });
   return losses;

@@ -1,4 +1,4 @@
-// The analyses of position tables (tasks/analysis_position.h): hand-worked
+// The analyses of position tables (probe/analysis_position.h): hand-worked
 // cases for each routine, and Wang & Chen 2020's qualitative results on the
 // fixed sinusoid (their control) against random tables (chance level):
 //   §4.1.1 Table 1  the sinusoid gives its absolute positions back almost
@@ -15,11 +15,11 @@
 #include <set>
 #include <vector>
 
-#include "tasks/analysis_linalg.h"
-#include "tasks/analysis_position.h"
+#include "probe/analysis_linalg.h"
+#include "probe/analysis_position.h"
 #include "tests/helpers.h"
 
-using ordo::probe::Matrix;
+using ordo::Matrix;
 namespace probe = ordo::probe;
 
 namespace {

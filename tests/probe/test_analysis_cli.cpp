@@ -5,9 +5,9 @@
 #include <fstream>
 #include <set>
 
-#include "tasks/png.h"
-#include "tensor/file_io.h"
-#include "tensor/json.h"
+#include "base/file_io.h"
+#include "base/json.h"
+#include "plot/png.h"
 #include "tests/helpers.h"
 
 using ordo::test::run_ordo;

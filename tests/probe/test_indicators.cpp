@@ -1,4 +1,4 @@
-// The indicators of tasks/indicators.h against matrices worked by hand and
+// The indicators of probe/indicators.h against matrices worked by hand and
 // against a second, naive implementation written here from the equations
 // (Wang et al. 2021 App. B; the locality/symmetry paper Eq. 7-8; SPEC.md §2's
 // readings). The naive versions take another route on purpose: groups in a
@@ -9,11 +9,11 @@
 #include <limits>
 #include <map>
 
-#include "tasks/indicators.h"
+#include "probe/indicators.h"
 #include "tests/helpers.h"
 
 using namespace ordo;
-using probe::Matrix;
+using ordo::Matrix;
 
 namespace {
 

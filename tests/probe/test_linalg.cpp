@@ -1,4 +1,4 @@
-// The linear algebra of the analyses (tasks/analysis_linalg.h) against
+// The linear algebra of the analyses (probe/analysis_linalg.h) against
 // hand-worked decompositions and independent computations: the SVD through
 // its defining identities (A = U diag(s) V^T, orthonormal factors), its
 // singular values against the closed-form eigenvalues of A^T A and against
@@ -7,10 +7,10 @@
 #include <cmath>
 #include <vector>
 
-#include "tasks/analysis_linalg.h"
+#include "probe/analysis_linalg.h"
 #include "tests/helpers.h"
 
-using ordo::probe::Matrix;
+using ordo::Matrix;
 namespace probe = ordo::probe;
 
 namespace {

@@ -1,4 +1,4 @@
-// Reading the matrices `ordo metrics` is handed (tasks/probe_matrix.h): CSV
+// Reading the matrices `ordo metrics` is handed (probe/probe_matrix.h): CSV
 // and .npy, the .npy bytes written by hand here from NumPy's format
 // description (magic, version, little-endian header length, a dict literal
 // padded to a multiple of 64 bytes and ended by '\n', then the data), and
@@ -7,13 +7,13 @@
 #include <cstring>
 #include <limits>
 
-#include "tasks/indicators.h"
-#include "tasks/probe_matrix.h"
-#include "tensor/json.h"
+#include "base/json.h"
+#include "probe/indicators.h"
+#include "probe/probe_matrix.h"
 #include "tests/helpers.h"
 
 using namespace ordo;
-using probe::Matrix;
+using ordo::Matrix;
 
 namespace {
 

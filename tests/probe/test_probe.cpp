@@ -1,4 +1,4 @@
-// Identical word probing (tasks/probe.h, `ordo probe`) on models whose
+// Identical word probing (probe/probe.h, `ordo probe`) on models whose
 // attention is known by construction:
 //   - query and key projections zero, learned absolute PE: every score is 0,
 //     the attention uniform 1/L (AIV 0, SD 0, OPR 0 by the tie rule, DB 1);
@@ -12,18 +12,18 @@
 #include <filesystem>
 #include <set>
 
+#include "base/file_io.h"
+#include "base/json.h"
 #include "nn/bert.h"
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
-#include "tasks/png.h"
-#include "tasks/probe.h"
-#include "tensor/file_io.h"
-#include "tensor/json.h"
+#include "plot/png.h"
+#include "probe/probe.h"
 #include "tests/helpers.h"
-#include "tests/probe/png_check.h"
+#include "tests/plot/png_check.h"
 
 using namespace ordo;
-using probe::Matrix;
+using ordo::Matrix;
 
 namespace {
 
@@ -120,7 +120,7 @@ TEST_CASE("probe: zero query and key give uniform attention", "[probe][probe_run
     require_matrix_close(p.scores, Matrix(10, 10, 0.0), 0, "scores = 0");
     probe::Indicators ind = probe::compute_indicators(p.attention);
     CHECK(ind.translation_invariance == 0);  // every entry the same double: var(A) = 0
-    CHECK(ind.monotonicity == 0);            // ties: not increasing (tasks/indicators.h)
+    CHECK(ind.monotonicity == 0);            // ties: not increasing (probe/indicators.h)
     CHECK(ind.symmetry_sd == 0);
     CHECK(ind.direction_balance == 1);
     CHECK(ind.symmetry == 1);
@@ -419,4 +419,29 @@ TEST_CASE("probe: every registered variant gives attention rows that sum to 1", 
     ++probed;
   }
   CHECK(probed >= 10);
+}
+
+TEST_CASE("png: a probing map's colours span its word positions, not [CLS]/[SEP] nor rounding", "[probe][png]") {
+  // 5 x 5: [CLS] row/column 0 and [SEP] row/column 4 hold 0.9; the words
+  // (rows/columns 1..3) hold 0.1 + i/100 + j/1000.
+  Matrix m(5, 5, 0.9);
+  for (int64_t i = 1; i <= 3; ++i)
+    for (int64_t j = 1; j <= 3; ++j) m(i, j) = 0.1 + i / 100.0 + j / 1000.0;
+  plot::HeatmapStyle style;
+  probe::range_of_word_positions(style, m);
+  CHECK(style.vmin == Approx(0.111).epsilon(1e-15));
+  CHECK(style.vmax == Approx(0.133).epsilon(1e-15));
+
+  // Words equal to 1e-8 (rounding): the range stays the data's (NaN: unset).
+  for (int64_t i = 1; i <= 3; ++i)
+    for (int64_t j = 1; j <= 3; ++j) m(i, j) = 0.1 * (1 + 1e-8 * static_cast<double>(i * j));
+  plot::HeatmapStyle flat;
+  probe::range_of_word_positions(flat, m);
+  CHECK(std::isnan(flat.vmin));
+  CHECK(std::isnan(flat.vmax));
+
+  // Too small to have words: unchanged.
+  plot::HeatmapStyle tiny;
+  probe::range_of_word_positions(tiny, Matrix(2, 2, 0.5));
+  CHECK(std::isnan(tiny.vmin));
 }

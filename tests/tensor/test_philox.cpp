@@ -1,7 +1,7 @@
 // Philox4x32-10: the known-answer vectors of its specification, and ordo's
 // keying of draws by (seed, stream, element index).
+#include "base/philox.h"
 #include "tensor/ops.h"
-#include "tensor/philox.h"
 #include "tests/helpers.h"
 
 using namespace ordo;

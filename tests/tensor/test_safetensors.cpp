@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "tensor/file_io.h"
+#include "base/file_io.h"
 #include "tensor/safetensors.h"
 #include "tensor/tensor.h"
 #include "tests/helpers.h"

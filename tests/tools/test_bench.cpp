@@ -9,8 +9,8 @@
 #include <string>
 #include <unistd.h>
 
-#include "tensor/file_io.h"
-#include "tensor/json.h"
+#include "base/file_io.h"
+#include "base/json.h"
 #include "tests/helpers.h"
 
 using Run = ordo::test::CommandResult;

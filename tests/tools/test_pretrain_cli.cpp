@@ -2,7 +2,7 @@
 // non-zero exit, and nothing already on disk is destroyed.
 #include <fstream>
 
-#include "tensor/file_io.h"
+#include "base/file_io.h"
 #include "tests/helpers.h"
 
 using ordo::test::run_ordo;

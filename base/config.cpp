@@ -1,0 +1,95 @@
+#include "base/config.h"
+
+#include <algorithm>
+
+namespace ordo {
+
+FieldReader::FieldReader(const json::Value& object, std::string where)
+    : object_(object), where_(std::move(where)) {
+  ORDO_CHECK(object.is_object(), where_, ": expected a JSON object, got ", json::type_name(object.type()));
+}
+
+const json::Value* FieldReader::get(const std::string& key, json::Type type) {
+  known_.insert(key);
+  const json::Value* v = object_.find(key);
+  if (!v) return nullptr;
+  bool ok = v->type() == type;
+  ORDO_CHECK(ok, where_, ": '", key, "' must be a ", json::type_name(type), ", got ",
+             json::type_name(v->type()), " (", json::dump(*v), ")");
+  return v;
+}
+
+int64_t FieldReader::integer(const std::string& key, int64_t fallback, int64_t min, int64_t max) {
+  const json::Value* v = get(key, json::Type::number);
+  if (!v) return fallback;
+  double d = v->as_number();
+  ORDO_CHECK(d == static_cast<double>(static_cast<int64_t>(d)), where_, ": '", key,
+             "' must be an integer, got ", json::dump(*v));
+  int64_t n = v->as_int();
+  ORDO_CHECK(n >= min && n <= max, where_, ": '", key, "' must be between ", min, " and ", max, ", got ", n);
+  return n;
+}
+
+double FieldReader::number(const std::string& key, double fallback, double min, double max) {
+  const json::Value* v = get(key, json::Type::number);
+  if (!v) return fallback;
+  double d = v->as_number();
+  ORDO_CHECK(d >= min && d <= max, where_, ": '", key, "' must be between ", min, " and ", max, ", got ", d);
+  return d;
+}
+
+bool FieldReader::boolean(const std::string& key, bool fallback) {
+  const json::Value* v = get(key, json::Type::boolean);
+  return v ? v->as_bool() : fallback;
+}
+
+std::string FieldReader::string(const std::string& key, const std::string& fallback,
+                                const std::vector<std::string>& choices) {
+  const json::Value* v = get(key, json::Type::string);
+  std::string s = v ? v->as_string() : fallback;
+  if (v && !choices.empty() && std::find(choices.begin(), choices.end(), s) == choices.end()) {
+    std::string list;
+    for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+    throw Error(detail::cat(where_, ": '", key, "' is '", s, "', expected one of: ", list));
+  }
+  return s;
+}
+
+const json::Value* FieldReader::object(const std::string& key) { return get(key, json::Type::object); }
+
+void FieldReader::ignore(const std::vector<std::string>& keys) { known_.insert(keys.begin(), keys.end()); }
+
+void FieldReader::finish() const {
+  for (const auto& [key, value] : object_.items()) {
+    ORDO_CHECK(known_.count(key), where_, ": unknown key '", key, "'");
+  }
+}
+
+void apply_override(json::Value& root, const std::string& assignment) {
+  size_t eq = assignment.find('=');
+  ORDO_CHECK(eq != std::string::npos && eq > 0, "--set '", assignment, "': expected key=value");
+  std::string path = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+  json::Value value;
+  try {
+    value = json::parse(text);
+  } catch (const Error&) {
+    value = json::Value(text);  // a bare word: a string
+  }
+  json::Value* node = &root;
+  size_t start = 0;
+  while (true) {
+    size_t dot = path.find('.', start);
+    std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    ORDO_CHECK(!key.empty(), "--set '", assignment, "': empty key in '", path, "'");
+    ORDO_CHECK(node->is_object() || node->is_null(), "--set '", assignment, "': '",
+               path.substr(0, start ? start - 1 : 0), "' is not an object");
+    if (dot == std::string::npos) {
+      (*node)[key] = value;
+      return;
+    }
+    node = &(*node)[key];
+    start = dot + 1;
+  }
+}
+
+}  // namespace ordo

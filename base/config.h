@@ -1,0 +1,46 @@
+// Reading configuration objects strictly: every key typed and range-checked,
+// every unknown key an error naming where it was, and --set overrides.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/json.h"
+
+namespace ordo {
+
+// Reads the members of one JSON object. Each getter records the key as known;
+// finish() throws for a key no getter asked for ("unknown key 'hiden_size' in
+// model"), so a typo in a config never passes silently.
+class FieldReader {
+ public:
+  FieldReader(const json::Value& object, std::string where);
+
+  int64_t integer(const std::string& key, int64_t fallback, int64_t min, int64_t max);
+  double number(const std::string& key, double fallback, double min, double max);
+  bool boolean(const std::string& key, bool fallback);
+  // With `choices` non-empty, the value must be one of them.
+  std::string string(const std::string& key, const std::string& fallback,
+                     const std::vector<std::string>& choices = {});
+  // A nested object (nullptr when absent); an error if present but not an object.
+  const json::Value* object(const std::string& key);
+  // Marks keys as known without reading them (e.g. HF fields ordo ignores).
+  void ignore(const std::vector<std::string>& keys);
+  bool has(const std::string& key) const { return object_.contains(key); }
+  void finish() const;
+
+ private:
+  const json::Value* get(const std::string& key, json::Type type);
+  const json::Value& object_;
+  std::string where_;
+  std::set<std::string> known_;
+};
+
+// Applies "a.b.c=value" to root: the value is read as JSON when it parses
+// (numbers, true/false, null, quoted strings, arrays) and as a plain string
+// otherwise; intermediate objects are created. Errors name the assignment.
+void apply_override(json::Value& root, const std::string& assignment);
+
+}  // namespace ordo

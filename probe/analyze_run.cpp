@@ -1,0 +1,925 @@
+#include "probe/analyze_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <dirent.h>
+#include <map>
+#include <memory>
+
+#include "base/file_io.h"
+#include "base/json.h"
+#include "nn/bert.h"
+#include "nn/heads.h"
+#include "pe/registry.h"
+#include "plot/plot.h"
+#include "probe/analysis_linalg.h"
+#include "probe/analysis_position.h"
+#include "text/corpus.h"
+#include "text/tokenizer.h"
+#include "train/pretrain.h"
+
+namespace ordo::probe {
+
+namespace {
+
+using ordo::Matrix;
+
+// ---- what the command writes ---------------------------------------------------------------
+
+// Files kept in memory until every analysis is done (nothing in DIR changes
+// before that), the index's entries, and the progress lines.
+struct Output {
+  std::vector<std::pair<std::string, std::string>> files;  // name, bytes (in write order)
+  json::Value analyses = json::Value::array();
+  json::Value skipped = json::Value::array();
+  bool quiet = false;
+
+  void file(const std::string& name, std::string bytes) { files.emplace_back(name, std::move(bytes)); }
+  void png(const std::string& name, const png::Image& image) { file(name, png::encode(image)); }
+  void csv(const std::string& name, const Matrix& m) { file(name, probe::to_csv(m)); }
+  void json_file(const std::string& name, const json::Value& v) { file(name, json::dump(v, 2) + "\n"); }
+  void analysis(const std::string& title, const std::string& png_name, const std::string& data_key,
+                const std::string& data_name, const std::string& caption) {
+    json::Value e = json::Value::object();
+    e["title"] = title;
+    e["png"] = png_name;
+    e[data_key] = data_name;
+    e["caption"] = caption;
+    analyses.push_back(e);
+    if (!quiet) std::fprintf(stderr, "analysis: %s\n", title.c_str());
+  }
+  void skip(const std::string& title, const std::string& reason) {
+    json::Value e = json::Value::object();
+    e["title"] = title;
+    e["reason"] = reason;
+    skipped.push_back(e);
+    if (!quiet) std::fprintf(stderr, "skipped: %s (%s)\n", title.c_str(), reason.c_str());
+  }
+};
+
+std::string fmt(const char* format, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, x);
+  return buf;
+}
+
+// A CSV with a header line; rows of numbers.
+std::string table_csv(const std::vector<std::string>& header, const std::vector<std::vector<double>>& rows) {
+  std::string s;
+  for (size_t k = 0; k < header.size(); ++k) s += (k ? "," : "") + header[k];
+  s += "\n";
+  for (const auto& r : rows) {
+    for (size_t k = 0; k < r.size(); ++k) s += (k ? "," : "") + fmt("%.9g", r[k]);
+    s += "\n";
+  }
+  return s;
+}
+
+// ---- the run ------------------------------------------------------------------------------
+
+std::vector<std::string> list_directory(const std::string& path) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(path.c_str())) {
+    while (dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The steps of the run's complete checkpoints, ascending.
+std::vector<int64_t> checkpoint_steps(const std::string& run) {
+  std::vector<int64_t> steps;
+  for (const std::string& n : list_directory(run + "/checkpoints")) {
+    if (n.rfind("step_", 0) != 0 || n.size() == 5 || n.find_first_not_of("0123456789", 5) != std::string::npos) continue;
+    const int64_t step = std::atoll(n.c_str() + 5);
+    const std::string dir = train::checkpoint_dir(run, step);
+    if (file_exists(dir + "/trainer_state.json") && file_exists(dir + "/model.safetensors")) steps.push_back(step);
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+// "step_N" or "N" -> N; an error naming the flag otherwise.
+int64_t parse_checkpoint_flag(const std::string& s) {
+  std::string digits = s.rfind("step_", 0) == 0 ? s.substr(5) : s;
+  ORDO_CHECK(!digits.empty() && digits.size() <= 15 && digits.find_first_not_of("0123456789") == std::string::npos,
+             "--checkpoint: expected step_N or N (a step number), got '", s, "'");
+  return std::atoll(digits.c_str());
+}
+
+std::string step_name(int64_t step) { return "step_" + std::to_string(step); }
+
+// The longest sequence the run trained on.
+int64_t trained_length(const train::RunConfig& c) {
+  int64_t l = 0;
+  for (const train::Phase& p : c.train.phases) l = std::max(l, p.max_seq_length);
+  return l;
+}
+
+// The part of a variant name acting in attention ("rpe_shaw" in "ape_sin+rpe_shaw").
+std::string attention_part(const std::string& pe) {
+  const size_t plus = pe.find('+');
+  return plus == std::string::npos ? pe : pe.substr(plus + 1);
+}
+std::string input_part(const std::string& pe) {
+  const size_t plus = pe.find('+');
+  return plus == std::string::npos ? pe : pe.substr(0, plus);
+}
+
+// ---- parameters as matrices ------------------------------------------------------------------
+
+Matrix to_matrix(const Tensor& t) {
+  ORDO_CHECK(t.dim() == 2, "analyze: expected a 2-D tensor, got ", t.dim(), " dimensions");
+  Matrix m(t.size(0), t.size(1));
+  m.data = t.to_doubles();
+  return m;
+}
+
+std::vector<double> to_vector(const Tensor& t) { return t.to_doubles(); }
+
+// The parameter whose full name ends with one of `suffixes` (tried in order), or nullptr.
+nn::Parameter* parameter_ending(nn::PretrainingModel& model, const std::vector<std::string>& suffixes) {
+  auto params = model.named_parameters();
+  for (const std::string& suffix : suffixes)
+    for (auto& [name, p] : params)
+      if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        return p;
+  return nullptr;
+}
+
+// Layer 1's table `name` of a relative variant, first head (pe/relative.h,
+// relative_table_names: per head, per layer, per layer's heads, or one).
+nn::Parameter* layer1_table(nn::PretrainingModel& model, const std::string& name) {
+  return parameter_ending(model, {"encoder.layer.0.attention.self." + name + ".weight",
+                                  "encoder.layer.0.attention.self." + name + ".0.weight", "encoder." + name + ".0.weight",
+                                  "encoder." + name + ".weight"});
+}
+
+// P for positions 0..rows-1 as the model adds it at the input, or an empty
+// matrix when the variant adds nothing there.
+Matrix absolute_table(nn::PretrainingModel& model, int64_t rows) {
+  NoGradGuard no_grad;
+  nn::Context ctx = nn::Context::eval();
+  Var e = model.bert.position_encoding().input_embedding(nn::default_positions(1, rows, model.bert.device()), ctx);
+  if (!e.defined()) return {};
+  Tensor t = e.value();
+  return to_matrix(t.reshape({t.size(-2), t.size(-1)}));
+}
+
+// Rows h*d_h .. (h+1)*d_h - 1 of a Linear weight [out, in], transposed: the
+// head's W in x W (in x d_h).
+Matrix head_projection(const nn::Linear& linear, int64_t head, int64_t head_dim) {
+  Matrix w = to_matrix(linear.weight.var.value());  // [out, in]
+  Matrix r(w.cols, head_dim);
+  for (int64_t i = 0; i < w.cols; ++i)
+    for (int64_t k = 0; k < head_dim; ++k) r(i, k) = w(head * head_dim + k, i);
+  return r;
+}
+
+// X W^Q_h (W^K_h)^T Y^T for layer 1, head h.
+Matrix layer1_term(nn::PretrainingModel& model, const Matrix& x, const Matrix& y, int64_t head) {
+  const nn::BertConfig& c = model.bert.config();
+  const nn::SelfAttention& self = model.bert.encoder.layers[0]->attention.self;
+  Matrix q = probe::matmul(x, head_projection(self.query, head, c.head_dim()));
+  Matrix k = probe::matmul(y, head_projection(self.key, head, c.head_dim()));
+  return probe::matmul_nt(q, k);
+}
+
+// Offsets and vectors of layer 1's relative table (first table), rows in
+// ascending offset order; empty when the variant has none ordo reads.
+struct RelativeVectors {
+  Matrix vectors;
+  int64_t first = 0;  // the offset of row 0
+  std::string source;
+};
+
+int64_t option_int(const nn::BertConfig& c, const std::string& key, int64_t fallback) {
+  const json::Value* v = c.pe_options.find(key);
+  if (v && v->is_number()) return v->as_int();
+  return fallback;
+}
+
+RelativeVectors relative_vectors(nn::PretrainingModel& model, int64_t length) {
+  const nn::BertConfig& c = model.bert.config();
+  const std::string part = attention_part(c.pe);
+  RelativeVectors r;
+  if (part == "rpe_shaw") {
+    nn::Parameter* p = layer1_table(model, "distance_embedding");
+    if (!p) return r;
+    // Signed layout: row = reach - r (pe/relative.h, RowLayout::signed_table).
+    // Only the offsets pretraining reached, |r| <= length - 1 (the other rows never moved).
+    Matrix t = to_matrix(p->var.value());
+    const int64_t table_reach = (t.rows - 1) / 2, reach = std::min(table_reach, length - 1);
+    r.vectors = Matrix(2 * reach + 1, t.cols);
+    for (int64_t k = 0; k <= 2 * reach; ++k)
+      for (int64_t j = 0; j < t.cols; ++j) r.vectors(k, j) = t(table_reach - (k - reach), j);
+    r.first = -reach;
+    r.source = "a^K (rpe_shaw key table of layer 1, offsets -" + std::to_string(reach) + ".." + std::to_string(reach) + ")";
+  } else if (part == "rpe_sin" || part == "rpe_sin_learnable") {
+    std::vector<double> w = probe::sinusoid_frequencies(c.head_dim());
+    if (part == "rpe_sin_learnable") {
+      nn::Parameter* p = layer1_table(model, "distance_frequency_offset");
+      if (!p) return r;
+      std::vector<double> d = to_vector(p->var.value());
+      for (size_t i = 0; i < w.size() && i < d.size(); ++i) w[i] += d[i];
+    }
+    int64_t reach = length - 1;
+    const int64_t clip = option_int(c, "clip", -1);
+    if (clip >= 0) reach = std::min(reach, clip);
+    r.vectors = probe::sinusoid_table(2 * reach + 1, w, -reach);
+    r.first = -reach;
+    r.source = "P(r) (" + part + ", layer 1, offsets -" + std::to_string(reach) + ".." + std::to_string(reach) + ")";
+  }
+  return r;
+}
+
+// ---- pictures -------------------------------------------------------------------------------
+
+// A chart wide enough for its title, its one-line legend and its category
+// labels (the plot draws them at a fixed width and clips what overflows).
+plot::ChartStyle chart(const std::string& title, const std::string& x, const std::string& y,
+                       const std::vector<std::string>& legend, const std::vector<std::string>& categories = {}) {
+  plot::ChartStyle s;
+  s.title = title;
+  s.x_label = x;
+  s.y_label = y;
+  int legend_w = 0, category_w = 0;
+  for (const std::string& n : legend) legend_w += 36 + plot::text_width(n);
+  for (const std::string& n : categories) category_w = std::max(category_w, plot::text_width(n) + 24);
+  s.width = std::max({s.width, plot::text_width(title) + 40, legend_w + 110,
+                      110 + category_w * static_cast<int>(categories.size())});
+  return s;
+}
+
+// The colour range of a map whose extremes are few (the diagonal of P P^T,
+// an outlying first or last position): its 1st and 99th percentiles.
+void robust_range(const Matrix& m, plot::HeatmapStyle& s) {
+  std::vector<double> v = m.data;
+  if (v.size() < 100) return;
+  std::sort(v.begin(), v.end());
+  const double lo = v[v.size() / 100], hi = v[v.size() - 1 - v.size() / 100];
+  if (hi > lo) s.vmin = lo, s.vmax = hi;
+}
+
+// A heatmap; `robust`: colours clipped to the 1st-99th percentiles (robust_range).
+png::Image map(const Matrix& m, const std::string& title, const std::string& bar, int64_t first = 0,
+               const std::string& x = "position j", const std::string& y = "position i", double highlight = NAN,
+               const std::string& highlight_label = "", bool robust = true) {
+  plot::HeatmapStyle s;
+  if (robust) robust_range(m, s);
+  s.title = title;
+  s.x_label = x;
+  s.y_label = y;
+  s.colorbar_label = bar;
+  s.x_first = s.y_first = first;
+  s.highlight_above = highlight;
+  s.highlight_label = highlight_label;
+  return plot::heatmap(m, s);
+}
+
+// ---- held-out windows --------------------------------------------------------------------------
+
+uint64_t splitmix(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+struct HeldOut {
+  text::Vocab vocab;
+  std::vector<int32_t> stream;  // the held-out documents' tokens, one after another
+};
+
+HeldOut load_held_out(const train::RunConfig& c, const std::string& run) {
+  std::string corpus = c.data.corpus;
+  if (corpus == "synthetic") corpus = run + "/data/corpus.txt";
+  ORDO_CHECK(file_exists(corpus), "the run's corpus '", corpus, "' is missing (", run, "/config.json data.corpus)");
+  const std::string vocab_path = run + "/vocab.txt";
+  ORDO_CHECK(file_exists(vocab_path), "the run's vocabulary '", vocab_path, "' is missing");
+  ORDO_CHECK(c.data.held_out_fraction > 0, run, "/config.json: data.held_out_fraction is 0, so the run has no held-out split");
+  HeldOut h{text::Vocab::load(vocab_path), {}};
+  h.stream = train::split_corpus(c.data, corpus, h.vocab).held_out.tokens;  // the split pretraining made
+  ORDO_CHECK(h.stream.size() >= 16, "the held-out split of '", corpus, "' has only ", h.stream.size(), " tokens");
+  return h;
+}
+
+// `count` windows of `length` tokens from the held-out stream (taken one
+// after another, wrapping round when the stream ends), as the objective
+// sees them: MLM [CLS] w_1..w_{L-2} [SEP] with 15 % of the words predicted
+// (80 % [MASK], 10 % a random word, 10 % kept, as in training; drawn from
+// `seed` and the window's index only, so every length and every position
+// scheme sees the same masks for the same window); causal LM: L tokens
+// labelled with the next one. Positions 0..L-1 (the attack rewrites them).
+std::vector<text::Batch> windows(const HeldOut& h, bool causal, int64_t length, int64_t count, uint64_t seed) {
+  const text::SpecialIds& sp = h.vocab.special();
+  std::vector<int32_t> pool;  // random replacements: every non-special id
+  for (int32_t id = 0; id < h.vocab.size(); ++id)
+    if (!h.vocab.is_special(id)) pool.push_back(id);
+  const int64_t per_batch = 16;
+  std::vector<text::Batch> out;
+  size_t cursor = 0;
+  auto next_token = [&]() {
+    int32_t t = h.stream[cursor];
+    cursor = (cursor + 1) % h.stream.size();
+    return t;
+  };
+  for (int64_t start = 0; start < count; start += per_batch) {
+    text::Batch b;
+    b.batch = std::min(per_batch, count - start);
+    b.length = length;
+    for (int64_t s = start; s < start + b.batch; ++s) {
+      std::vector<int64_t> ids, labels(static_cast<size_t>(length), text::kIgnoreLabel);
+      if (causal) {
+        std::vector<int32_t> w;
+        for (int64_t i = 0; i <= length; ++i) w.push_back(next_token());
+        cursor = (cursor + h.stream.size() - 1) % h.stream.size();  // the last label starts the next window
+        for (int64_t i = 0; i < length; ++i) ids.push_back(w[i]), labels[i] = w[i + 1];
+      } else {
+        ids.push_back(sp.cls);
+        for (int64_t i = 0; i < length - 2; ++i) ids.push_back(next_token());
+        ids.push_back(sp.sep);
+        const int64_t content = length - 2;
+        const int64_t k = std::max<int64_t>(1, std::llround(0.15 * static_cast<double>(content)));
+        std::vector<int64_t> pick = probe::shuffled_indices(content, seed * 0x100000001B3ull + static_cast<uint64_t>(s));
+        uint64_t state = seed ^ (0xD1B54A32D192ED03ull * static_cast<uint64_t>(s + 1));
+        for (int64_t t = 0; t < k; ++t) {
+          const size_t i = static_cast<size_t>(pick[t] + 1);
+          labels[i] = ids[i];
+          const double u = static_cast<double>(splitmix(state) >> 11) * 0x1p-53;
+          if (u < 0.8) ids[i] = sp.mask;
+          else if (u < 0.9) ids[i] = pool[splitmix(state) % pool.size()];
+        }
+      }
+      b.input_ids.insert(b.input_ids.end(), ids.begin(), ids.end());
+      b.mlm_labels.insert(b.mlm_labels.end(), labels.begin(), labels.end());
+      for (int64_t i = 0; i < length; ++i) {
+        b.segment_ids.push_back(0);
+        b.positions.push_back(i);
+        b.attention_mask.push_back(1);
+      }
+    }
+    if (causal) b.clm_labels = b.mlm_labels, b.mlm_labels.clear();
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+json::Value eval_json(const train::EvalResult& e) {
+  json::Value v = json::Value::object();
+  v["loss"] = e.loss;
+  v["accuracy"] = e.accuracy;
+  v["predicted_tokens"] = e.predicted;
+  return v;
+}
+
+// ---- the analyses ------------------------------------------------------------------------------
+
+struct RunState {
+  train::RunConfig run;
+  std::string run_dir;
+  int64_t step = 0;
+  std::unique_ptr<nn::PretrainingModel> model;
+  int64_t length = 0;  // rows of the absolute table analysed: min(trained length, table rows)
+  Matrix table;        // the absolute table (empty: none)
+  AnalyzeOptions options;
+};
+
+void similarity_of_absolute(RunState& c, Output& out) {
+  const std::string title = "Absolute position vectors: dot products and cosine similarity";
+  if (c.table.empty()) return out.skip(title, "variant " + c.run.model.pe + " adds no position vector at the input");
+  Matrix dot = probe::dot_products(c.table), cos = probe::cosine_similarities(c.table);
+  probe::ThresholdSummary t = probe::threshold_summary(cos, 0);
+  out.csv("absolute_dot.csv", dot);
+  out.csv("absolute_cosine.csv", cos);
+  out.png("absolute_similarity.png",
+          plot::grid({map(dot, "dot products P_i . P_j", "dot product"),
+                      map(cos, "cosine similarity", "cosine", 0, "position j", "position i", 0.95, "cosine > 0.95", false)},
+                     2, c.run.model.pe + ": absolute position vectors (" + step_name(c.step) + ")"));
+  out.analysis(title, "absolute_similarity.png", "csv", "absolute_cosine.csv",
+               "Dot products (left, absolute_dot.csv) and cosine similarities (right) between the position vectors "
+               "P_0..P_" + std::to_string(c.length - 1) + " added at the input (Wang et al. 2021, Fig. 1; Wang & Chen "
+               "2020, Fig. 1). Red: cosine above 0.95, 'not significantly different' (Wang et al. 2021, App. D); " +
+                   fmt("%.3f", t.share_above) + " of the pairs i != j. The dot products' colours span their 1st-99th percentiles "
+                   "(the diagonal, |P_i|^2, saturates).");
+}
+
+void similarity_of_relative(RunState& c, Output& out) {
+  const std::string title = "Relative position vectors: dot products and cosine similarity (0.95 threshold)";
+  RelativeVectors r = relative_vectors(*c.model, trained_length(c.run));
+  if (r.vectors.empty())
+    return out.skip(title, "variant " + c.run.model.pe +
+                               " has no per-offset vectors (only rpe_shaw, rpe_sin and rpe_sin_learnable have them)");
+  Matrix dot = probe::dot_products(r.vectors), cos = probe::cosine_similarities(r.vectors);
+  probe::ThresholdSummary t = probe::threshold_summary(cos, r.first);
+  out.csv("relative_dot.csv", dot);
+  out.csv("relative_cosine.csv", cos);
+  json::Value s = json::Value::object();
+  s["source"] = r.source;
+  s["first_offset"] = r.first;
+  s["threshold"] = t.threshold;
+  s["share_above"] = t.share_above;
+  s["indistinct_beyond_ahead"] = t.indistinct_beyond_ahead;
+  s["indistinct_beyond_behind"] = t.indistinct_beyond_behind;
+  out.json_file("relative_threshold.json", s);
+  out.png("relative_similarity.png",
+          plot::grid({map(dot, "dot products a_r . a_s", "dot product", r.first, "offset s", "offset r"),
+                      map(cos, "cosine similarity", "cosine", r.first, "offset s", "offset r", 0.95, "cosine > 0.95", false)},
+                     2, c.run.model.pe + ": relative vectors (" + step_name(c.step) + ")"));
+  auto beyond = [](int64_t d) { return d < 0 ? std::string("none") : std::to_string(d); };
+  out.analysis(title, "relative_similarity.png", "csv", "relative_cosine.csv",
+               "Vectors of " + r.source + " (offset r = j - i). Red: cosine above 0.95 (Wang et al. 2021, App. D); " +
+                   fmt("%.3f", t.share_above) + " of the pairs. All vectors beyond offset " +
+                   beyond(t.indistinct_beyond_ahead) + " ahead and " + beyond(t.indistinct_beyond_behind) +
+                   " behind are pairwise above the threshold (relative_threshold.json; dot products in relative_dot.csv).");
+}
+
+// Wang et al. 2021, section 3.1: psi(m) = sum_i cos(w_i m).
+std::vector<double> psi(const std::vector<double>& w, int64_t span) {
+  std::vector<double> p;
+  for (int64_t m = 0; m <= span; ++m) {
+    double s = 0;
+    for (double x : w) s += std::cos(x * static_cast<double>(m));
+    p.push_back(s);
+  }
+  return p;
+}
+
+void learned_frequencies(RunState& c, Output& out) {
+  const std::string title = "Learned frequencies of learnable sinusoids against the fixed ones";
+  const nn::BertConfig& m = c.model->bert.config();
+  std::vector<double> fixed, learned;
+  std::string which;
+  if (input_part(m.pe) == "ape_sin_learnable") {
+    nn::Parameter* p = parameter_ending(*c.model, {"frequency_offsets"});
+    ORDO_CHECK(p, "analyze: ape_sin_learnable without a frequency_offsets parameter");
+    fixed = probe::sinusoid_frequencies(m.hidden_size);
+    learned = fixed;
+    std::vector<double> d = to_vector(p->var.value());
+    for (size_t i = 0; i < learned.size() && i < d.size(); ++i) learned[i] += d[i];
+    which = "ape_sin_learnable (D = " + std::to_string(m.hidden_size) + ")";
+  } else if (attention_part(m.pe) == "rpe_sin_learnable") {
+    nn::Parameter* p = layer1_table(*c.model, "distance_frequency_offset");
+    ORDO_CHECK(p, "analyze: rpe_sin_learnable without a distance_frequency_offset table");
+    fixed = probe::sinusoid_frequencies(m.head_dim());
+    learned = fixed;
+    std::vector<double> d = to_vector(p->var.value());
+    for (size_t i = 0; i < learned.size() && i < d.size(); ++i) learned[i] += d[i];
+    which = "rpe_sin_learnable, layer 1, first table (d_h = " + std::to_string(m.head_dim()) + ")";
+  } else {
+    return out.skip(title, "variant " + m.pe + " has no learnable sinusoid");
+  }
+  std::vector<std::vector<double>> rows;
+  std::vector<double> idx;
+  for (size_t i = 0; i < fixed.size(); ++i) {
+    rows.push_back({static_cast<double>(i), fixed[i], learned[i], learned[i] / fixed[i]});
+    idx.push_back(static_cast<double>(i));
+  }
+  out.file("frequencies.csv", table_csv({"i", "fixed", "learned", "ratio"}, rows));
+  plot::ChartStyle fs = chart("frequencies w_i", "i", "|w_i|", {"fixed 10000^(-2i/D)", "learned"});
+  fs.log_y = true;
+  std::vector<double> abs_learned;
+  for (double x : learned) abs_learned.push_back(std::max(std::fabs(x), 1e-12));
+  png::Image left = plot::line_chart({{"fixed 10000^(-2i/D)", idx, fixed, plot::series_color(0), false},
+                                      {"learned", idx, abs_learned, plot::series_color(1), true}},
+                                     fs);
+  const int64_t span = std::max<int64_t>(trained_length(c.run), 2);
+  std::vector<double> ms;
+  for (int64_t k = 0; k <= span; ++k) ms.push_back(static_cast<double>(k));
+  plot::ChartStyle ps = chart("psi(m) = sum_i cos(w_i m)", "offset m", "psi(m)", {"fixed", "learned"});
+  png::Image right = plot::line_chart({{"fixed", ms, psi(fixed, span), plot::series_color(0), false},
+                                       {"learned", ms, psi(learned, span), plot::series_color(1), false}},
+                                      ps);
+  out.png("frequencies.png", plot::grid({left, right}, 2, m.pe + ": learned frequencies (" + step_name(c.step) + ")"));
+  out.analysis(title, "frequencies.png", "csv", "frequencies.csv",
+               "Frequencies of " + which + " after training against their initial values 10000^(-2i/D) (Wang et al. "
+               "2021, section 3.1, App. A.3), and the dot product of two positions m apart they imply, psi(m) = "
+               "sum_i cos(w_i m): where it decreases, the encoding is monotone in the distance.");
+}
+
+void position_position_term(RunState& c, Output& out) {
+  const std::string title = "Position-position term P W^Q (W^K)^T P^T of layer 1";
+  if (c.table.empty()) return out.skip(title, "variant " + c.run.model.pe + " adds no position vector at the input");
+  const int64_t heads = c.model->bert.config().num_attention_heads;
+  Matrix mean(c.length, c.length);
+  std::vector<png::Image> panels;
+  std::vector<Matrix> per_head;
+  for (int64_t h = 0; h < heads; ++h) {
+    Matrix t = layer1_term(*c.model, c.table, c.table, h);
+    for (size_t k = 0; k < t.data.size(); ++k) mean.data[k] += t.data[k] / static_cast<double>(heads);
+    per_head.push_back(std::move(t));
+  }
+  panels.push_back(map(mean, "mean over heads", "p_i Wq Wk^T p_j", 0, "key position j", "query position i"));
+  for (int64_t h = 0; h < heads && h < 11; ++h)
+    panels.push_back(map(per_head[h], "head " + std::to_string(h + 1), "p_i Wq Wk^T p_j", 0, "key position j",
+                         "query position i"));
+  out.csv("position_position_layer1.csv", mean);
+  out.png("position_position_layer1.png",
+          plot::grid(panels, std::min<int>(3, static_cast<int>(panels.size())),
+                     c.run.model.pe + ": position-position term, layer 1 (" + step_name(c.step) + ")"));
+  out.analysis(title, "position_position_layer1.png", "csv", "position_position_layer1.csv",
+               "p_i W^{Q,1}_h (W^{K,1}_h)^T p_j^T for the raw position vectors (no LayerNorm, biases or 1/sqrt(d_h)), "
+               "the mean over heads first (the CSV) and then each head (Wang et al. 2021, Eq. 7, App. H, Fig. 9). "
+               "Colours span each map's 1st-99th percentiles.");
+}
+
+void attention_rank(RunState& c, Output& out, const std::vector<int32_t>* sample) {
+  const std::string title = "Numerical rank of the token-token and positional attention terms per head";
+  if (c.table.empty()) return out.skip(title, "variant " + c.run.model.pe + " adds no position vector at the input");
+  if (!sample) return out.skip(title, "no held-out sequence for the token-token term (see the evaluation entries)");
+  const nn::BertConfig& m = c.model->bert.config();
+  Matrix words = to_matrix(c.model->bert.embeddings.word_embeddings.weight.var.value());
+  Matrix x(c.length, m.hidden_size);
+  for (int64_t i = 0; i < c.length; ++i)
+    for (int64_t k = 0; k < m.hidden_size; ++k) x(i, k) = words((*sample)[static_cast<size_t>(i)], k);
+  std::vector<std::vector<double>> rows;
+  std::vector<std::string> heads;
+  std::vector<double> token_ranks, position_ranks;
+  for (int64_t h = 0; h < m.num_attention_heads; ++h) {
+    std::vector<double> st = probe::singular_values(layer1_term(*c.model, x, x, h));
+    std::vector<double> sp = probe::singular_values(layer1_term(*c.model, c.table, c.table, h));
+    const int64_t rt = probe::numerical_rank(st, c.length, c.length, probe::kFloat32Epsilon);
+    const int64_t rp = probe::numerical_rank(sp, c.length, c.length, probe::kFloat32Epsilon);
+    rows.push_back({static_cast<double>(h + 1), static_cast<double>(rt), static_cast<double>(rp),
+                    static_cast<double>(m.head_dim()), probe::rank_tolerance(st, c.length, c.length, probe::kFloat32Epsilon),
+                    probe::rank_tolerance(sp, c.length, c.length, probe::kFloat32Epsilon)});
+    heads.push_back(std::to_string(h + 1));
+    token_ranks.push_back(static_cast<double>(rt));
+    position_ranks.push_back(static_cast<double>(rp));
+  }
+  out.file("attention_rank.csv",
+           table_csv({"head", "token_token_rank", "positional_rank", "head_dim", "token_tolerance", "positional_tolerance"},
+                     rows));
+  plot::ChartStyle s = chart(m.pe + ": rank of layer-1 attention terms (" + step_name(c.step) + ")", "head",
+                             "numerical rank", {"token-token X Wq Wk^T X^T", "positional P Wq Wk^T P^T"}, heads);
+  s.y_min = 0;
+  s.y_max = static_cast<double>(std::min(m.head_dim(), c.length));
+  out.png("attention_rank.png", plot::bar_chart(heads, {{"token-token X Wq Wk^T X^T", token_ranks, plot::series_color(0)},
+                                                        {"positional P Wq Wk^T P^T", position_ranks, plot::series_color(1)}},
+                                                s));
+  out.analysis(title, "attention_rank.png", "csv", "attention_rank.csv",
+               "Per head of layer 1, the number of singular values above s_max * L * 2^-23 (L = " +
+                   std::to_string(c.length) + ") of the token-token term (X = the word embeddings of one held-out "
+                   "sequence) and of the positional term (Chen et al. 2021, Fig. 2); the bound is d_h = " +
+                   std::to_string(m.head_dim()) + ".");
+}
+
+// A Gaussian table (the chance-level control): Box-Muller on splitmix64.
+Matrix gaussian_table(int64_t rows, int64_t cols, uint64_t seed) {
+  Matrix m(rows, cols);
+  uint64_t state = seed;
+  for (double& x : m.data) {
+    const double u1 = (static_cast<double>(splitmix(state) >> 11) + 1) * 0x1p-53;
+    const double u2 = static_cast<double>(splitmix(state) >> 11) * 0x1p-53;
+    x = std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
+  }
+  return m;
+}
+
+void probes_of_table(RunState& c, Output& out) {
+  const std::string t1 = "Absolute position regression (linear, 5-fold cross-validation)";
+  const std::string t2 = "Relative order classification (logistic regression on position pairs)";
+  const std::string t3 = "Informativeness: cumulative share of the top-k singular values";
+  if (c.table.empty()) {
+    const std::string why = "variant " + c.run.model.pe + " adds no position vector at the input";
+    out.skip(t1, why);
+    out.skip(t2, why);
+    out.skip(t3, why);
+    return;
+  }
+  const int64_t d = c.table.cols;
+  struct Named {
+    std::string name;
+    Matrix table;
+  };
+  std::vector<Named> tables = {{c.run.model.pe, c.table},
+                               {"fixed sinusoid", probe::sinusoid_table(c.length, probe::sinusoid_frequencies(d))},
+                               {"random (Gaussian)", gaussian_table(c.length, d, c.options.seed)}};
+  json::Value reg = json::Value::object(), ord = json::Value::object();
+  std::vector<std::string> names, labels = {c.run.model.pe, "sinusoid", "random"};
+  std::vector<double> mae, base, err;
+  std::vector<plot::Series> shares;
+  std::vector<std::vector<double>> share_rows(static_cast<size_t>(std::min(c.length, d)));
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const Named& n = tables[i];
+    probe::RegressionResult r = probe::position_regression(n.table, 5, c.options.seed);
+    probe::OrderResult o = probe::relative_order_classification(n.table, 5, c.options.seed);
+    json::Value rv = json::Value::object();
+    rv["mae"] = r.mae;
+    rv["baseline_mae"] = r.baseline_mae;
+    reg[n.name] = rv;
+    json::Value ov = json::Value::object();
+    ov["error_rate"] = o.error_rate;
+    ov["test_pairs"] = o.test_pairs;
+    ord[n.name] = ov;
+    names.push_back(n.name);
+    mae.push_back(r.mae);
+    base.push_back(r.baseline_mae);
+    err.push_back(o.error_rate);
+    std::vector<double> share = probe::cumulative_share(probe::singular_values(n.table));
+    std::vector<double> ks;
+    for (size_t k = 0; k < share.size(); ++k) ks.push_back(static_cast<double>(k + 1));
+    shares.push_back({labels[i], ks, share, plot::series_color(static_cast<int>(i)), false});
+    for (size_t k = 0; k < share_rows.size(); ++k) {
+      if (i == 0) share_rows[k].push_back(static_cast<double>(k + 1));
+      share_rows[k].push_back(k < share.size() ? share[k] : 1.0);
+    }
+  }
+  const std::string about = std::to_string(c.length) + " positions x " + std::to_string(d) + " dimensions";
+  json::Value rj = json::Value::object();
+  rj["positions"] = c.length;
+  rj["folds"] = 5;
+  rj["seed"] = static_cast<int64_t>(c.options.seed);
+  rj["tables"] = reg;
+  out.json_file("position_regression.json", rj);
+  plot::ChartStyle s = chart("absolute position regression (" + step_name(c.step) + ")", "", "MAE (positions)",
+                             {"MAE", "predict the mean"}, labels);
+  s.y_min = 0;
+  out.png("position_regression.png",
+          plot::bar_chart(labels, {{"MAE", mae, plot::series_color(0)}, {"predict the mean", base, plot::series_color(7)}}, s));
+  out.analysis(t1, "position_regression.png", "json", "position_regression.json",
+               "Position x predicted from P_x by least squares, 5-fold cross-validation over the " + about +
+                   ", mean absolute error (Wang & Chen 2020, §4.1.1, Table 1). Controls: the fixed sinusoid of the "
+                   "same width (near 0) and a Gaussian table (chance: about the MAE of predicting the mean).");
+
+  json::Value oj = json::Value::object();
+  oj["positions"] = c.length;
+  oj["folds"] = 5;
+  oj["seed"] = static_cast<int64_t>(c.options.seed);
+  oj["tables"] = ord;
+  out.json_file("relative_order.json", oj);
+  plot::ChartStyle so =
+      chart("relative order classification (" + step_name(c.step) + ")", "", "error rate", {"error rate"}, labels);
+  so.y_min = 0;
+  so.y_max = 0.6;
+  out.png("relative_order.png", plot::bar_chart(labels, {{"error rate", err, plot::series_color(1)}}, so));
+  out.analysis(t2, "relative_order.png", "json", "relative_order.json",
+               "Whether i > j, from [P_i ; P_j] by logistic regression; positions split in 5 folds, each fold's "
+               "pairs tested on a model trained on pairs of the other positions (Wang & Chen 2020, §4.1.2, Table 2). "
+               "0.5 is chance (the Gaussian control).");
+
+  std::vector<std::string> header = {"k"};
+  for (const std::string& n : names) header.push_back(n);
+  out.file("informativeness.csv", table_csv(header, share_rows));
+  plot::ChartStyle si = chart("cumulative share of singular values (" + step_name(c.step) + ")", "k",
+                              "share of the sum", labels);
+  si.y_min = 0;
+  si.y_max = 1;
+  out.png("informativeness.png", plot::line_chart(shares, si));
+  std::string counts;
+  for (size_t i = 0; i < shares.size(); ++i)
+    counts += (i ? ", " : "") + names[i] + " " + std::to_string(probe::components_for(shares[i].y, 0.9));
+  out.analysis(t3, "informativeness.png", "csv", "informativeness.csv",
+               "(s_1 + ... + s_k) / sum of all s for the singular values of the " + about +
+                   " table (Wang & Chen 2020, §4.2.2, Fig. 2). Components for 90 %: " + counts + ".");
+}
+
+void snapshots(RunState& c, Output& out) {
+  const std::string title = "Position patterns at checkpoints during pretraining";
+  std::vector<int64_t> steps = checkpoint_steps(c.run_dir);
+  const bool absolute = !c.table.empty();
+  if (!absolute && relative_vectors(*c.model, trained_length(c.run)).vectors.empty())
+    return out.skip(title, "variant " + c.run.model.pe + " has neither input position vectors nor per-offset vectors");
+  // At most 6, evenly spread, the first and the last included.
+  std::vector<int64_t> chosen;
+  const size_t n = std::min<size_t>(6, steps.size());
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = n == 1 ? steps.size() - 1 : k * (steps.size() - 1) / (n - 1);
+    if (chosen.empty() || chosen.back() != steps[i]) chosen.push_back(steps[i]);
+  }
+  std::vector<png::Image> panels;
+  json::Value files = json::Value::array();
+  for (int64_t step : chosen) {
+    std::unique_ptr<nn::PretrainingModel> m =
+        step == c.step ? nullptr : pe::load_model(train::checkpoint_dir(c.run_dir, step), Device::cpu(), false);
+    nn::PretrainingModel& model = m ? *m : *c.model;
+    Matrix dot;
+    int64_t first = 0;
+    if (absolute) {
+      dot = probe::dot_products(absolute_table(model, c.length));
+    } else {
+      RelativeVectors r = relative_vectors(model, trained_length(c.run));
+      dot = probe::dot_products(r.vectors);
+      first = r.first;
+    }
+    const std::string name = "snapshot_" + step_name(step) + ".csv";
+    out.csv(name, dot);
+    json::Value e = json::Value::object();
+    e["step"] = step;
+    e["csv"] = name;
+    files.push_back(e);
+    panels.push_back(map(dot, step_name(step), "dot product", first, absolute ? "position j" : "offset s",
+                         absolute ? "position i" : "offset r"));
+  }
+  json::Value j = json::Value::object();
+  j["what"] = absolute ? "dot products of the absolute position vectors" : "dot products of the relative vectors";
+  j["snapshots"] = files;
+  out.json_file("snapshots.json", j);
+  out.png("snapshots.png", plot::grid(panels, std::min<int>(3, static_cast<int>(panels.size())),
+                                      c.run.model.pe + ": position patterns during pretraining"));
+  out.analysis(title, "snapshots.png", "json", "snapshots.json",
+               std::string(absolute ? "Dot products P_i . P_j of the input position vectors"
+                                    : "Dot products of the relative vectors of layer 1") +
+                   " at " + std::to_string(chosen.size()) + " of the run's " + std::to_string(steps.size()) +
+                   " checkpoints (Wang et al. 2021, App. G, Fig. 8); each panel has its own colour scale, spanning its "
+                   "1st-99th percentiles.");
+}
+
+void evaluations(RunState& c, Output& out, const HeldOut* held, const std::string& why_not) {
+  const std::string t1 = "Skip-position attack: positions multiplied by c at evaluation";
+  const std::string t2 = "Evaluation beyond the pretraining length";
+  if (!held) {
+    out.skip(t1, why_not);
+    out.skip(t2, why_not);
+    return;
+  }
+  const bool causal = c.model->bert.config().decoder;
+  const int64_t trained = trained_length(c.run);
+  const int64_t max_position = c.model->bert.position_encoding().max_position();
+  const int64_t n = c.options.eval_sequences;
+  const std::string metric = causal ? "next-token" : "masked-token";
+
+  // The attack: length L' with c (L' - 1) inside the trained range, so the
+  // positions are ones the model saw; the same windows and masks unattacked.
+  const int64_t limit = max_position >= 0 ? std::min(max_position, trained - 1) : trained - 1;
+  json::Value attack = json::Value::array();
+  std::vector<std::string> cats;
+  std::vector<double> clean_loss, hit_loss, clean_acc, hit_acc;
+  for (int64_t factor : {2, 4}) {
+    const int64_t length = limit / factor + 1;
+    if (length < 4) continue;
+    std::vector<text::Batch> batches = windows(*held, causal, length, n, c.options.seed);
+    train::EvalResult clean = train::evaluate_batches(*c.model, batches, Device::cpu());
+    for (text::Batch& b : batches)
+      for (int64_t& p : b.positions) p *= factor;
+    train::EvalResult hit = train::evaluate_batches(*c.model, batches, Device::cpu());
+    json::Value e = json::Value::object();
+    e["factor"] = factor;
+    e["length"] = length;
+    e["sequences"] = n;
+    e["unattacked"] = eval_json(clean);
+    e["attacked"] = eval_json(hit);
+    attack.push_back(e);
+    cats.push_back("c=" + std::to_string(factor) + ", L=" + std::to_string(length));
+    clean_loss.push_back(clean.loss);
+    hit_loss.push_back(hit.loss);
+    clean_acc.push_back(clean.accuracy);
+    hit_acc.push_back(hit.accuracy);
+  }
+  if (attack.size() == 0) {
+    out.skip(t1, "the trained range of positions (0.." + std::to_string(limit) + ") is too short for c = 2");
+  } else {
+    json::Value j = json::Value::object();
+    j["objective"] = causal ? "causal" : "mlm";
+    j["conditions"] = attack;
+    out.json_file("skip_position_attack.json", j);
+    const std::vector<std::string> legend = {"positions 0,1,2,...", "positions 0,c,2c,..."};
+    plot::ChartStyle sl = chart("held-out " + metric + " loss", "", "loss", legend, cats);
+    sl.y_min = 0;
+    plot::ChartStyle sa = chart("held-out " + metric + " accuracy", "", "accuracy", legend, cats);
+    sa.y_min = 0;
+    sa.y_max = 1;
+    out.png("skip_position_attack.png",
+            plot::grid({plot::bar_chart(cats, {{"positions 0,1,2,...", clean_loss, plot::series_color(0)},
+                                               {"positions 0,c,2c,...", hit_loss, plot::series_color(3)}},
+                                        sl),
+                        plot::bar_chart(cats, {{"positions 0,1,2,...", clean_acc, plot::series_color(0)},
+                                               {"positions 0,c,2c,...", hit_acc, plot::series_color(3)}},
+                                        sa)},
+                       2, c.run.model.pe + ": skip-position attack (" + step_name(c.step) + ")"));
+    out.analysis(t1, "skip_position_attack.png", "json", "skip_position_attack.json",
+                 "Held-out " + metric + " loss and accuracy with positions 0, c, 2c, ... against 0, 1, 2, ... on the "
+                 "same " + std::to_string(n) + " windows and masks of length L, chosen so that c (L - 1) stays inside "
+                 "the trained positions (Wang & Chen 2020, §5.2).");
+  }
+
+  // Longer than trained: L, 1.5 L, 2 L.
+  json::Value rows = json::Value::array();
+  std::vector<double> lengths, losses, accs;
+  std::string refused;
+  for (double f : {1.0, 1.5, 2.0}) {
+    const int64_t length = static_cast<int64_t>(std::llround(f * static_cast<double>(trained)));
+    if (max_position >= 0 && length - 1 > max_position) {
+      refused += (refused.empty() ? "" : "; ") + std::string("length ") + std::to_string(length) +
+                 ": the absolute table holds positions 0.." + std::to_string(max_position);
+      continue;
+    }
+    train::EvalResult e;
+    try {
+      e = train::evaluate_batches(*c.model, windows(*held, causal, length, n, c.options.seed), Device::cpu());
+    } catch (const Error& err) {
+      refused += (refused.empty() ? "" : "; ") + std::string("length ") + std::to_string(length) + ": " + err.what();
+      continue;
+    }
+    json::Value r = eval_json(e);
+    r["length"] = length;
+    rows.push_back(r);
+    lengths.push_back(static_cast<double>(length));
+    losses.push_back(e.loss);
+    accs.push_back(e.accuracy);
+  }
+  if (lengths.size() < 2) {
+    out.skip(t2, refused.empty() ? "no length beyond the pretraining one could be evaluated" : refused);
+    return;
+  }
+  json::Value j = json::Value::object();
+  j["trained_length"] = trained;
+  j["sequences"] = n;
+  j["lengths"] = rows;
+  if (!refused.empty()) j["not_evaluated"] = refused;
+  out.json_file("beyond_length.json", j);
+  plot::ChartStyle sl = chart("held-out " + metric + " loss", "sequence length", "loss", {"loss"});
+  plot::ChartStyle sa = chart("held-out " + metric + " accuracy", "sequence length", "accuracy", {"accuracy"});
+  out.png("beyond_length.png",
+          plot::grid({plot::line_chart({{"loss", lengths, losses, plot::series_color(0), true}}, sl),
+                      plot::line_chart({{"accuracy", lengths, accs, plot::series_color(1), true}}, sa)},
+                     2, c.run.model.pe + ": beyond the pretraining length " + std::to_string(trained) + " (" +
+                            step_name(c.step) + ")"));
+  out.analysis(t2, "beyond_length.png", "json", "beyond_length.json",
+               "Held-out " + metric + " loss and accuracy on " + std::to_string(n) + " full windows at the pretraining "
+               "length " + std::to_string(trained) + " and beyond (Huang et al. 2020, §4.3, Table 4; Wang et al. 2021, "
+               "App. F)." + (refused.empty() ? std::string() : " Not evaluated: " + refused + "."));
+}
+
+}  // namespace
+
+AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ORDO_CHECK(!o.run.empty(), "analyze: no run directory given (--run)");
+  ORDO_CHECK(!o.out.empty(), "analyze: no output directory given (--out)");
+  ORDO_CHECK(o.eval_sequences >= 1, "analyze: --eval-sequences must be at least 1, got ", o.eval_sequences);
+  ORDO_CHECK(directory_exists(o.run), "--run: '", o.run, "' is not a directory");
+  ORDO_CHECK(file_exists(o.run + "/config.json"), "--run: '", o.run, "' holds no run (no config.json)");
+  ORDO_CHECK(!file_exists(o.out), "--out: '", o.out, "' is a file, not a directory");
+
+  RunState c;
+  c.options = o;
+  c.run_dir = o.run;
+  c.run = train::read_run_config(o.run + "/config.json", {});
+  std::vector<int64_t> steps = checkpoint_steps(o.run);
+  ORDO_CHECK(!steps.empty(), "--run: '", o.run, "' has no complete checkpoint under checkpoints/ (pretrain writes them)");
+  if (o.checkpoint.empty()) {
+    c.step = steps.back();
+  } else {
+    c.step = parse_checkpoint_flag(o.checkpoint);
+    if (std::find(steps.begin(), steps.end(), c.step) == steps.end()) {
+      std::string have;
+      for (int64_t s : steps) have += (have.empty() ? "" : ", ") + step_name(s);
+      throw Error(detail::cat("--checkpoint: '", o.checkpoint, "' is not a complete checkpoint of ", o.run,
+                              " (it has ", have, ")"));
+    }
+  }
+  c.model = pe::load_model(train::checkpoint_dir(o.run, c.step), Device::cpu(), false);
+  const nn::BertConfig& m = c.model->bert.config();
+  const int64_t max_position = c.model->bert.position_encoding().max_position();
+  const int64_t rows = max_position >= 0 ? max_position + 1 : m.max_position_embeddings;
+  c.length = std::min(rows, trained_length(c.run));
+  c.table = absolute_table(*c.model, c.length);
+
+  Output out;
+  out.quiet = o.quiet;
+  std::unique_ptr<HeldOut> held;
+  std::string why_not;
+  try {
+    held = std::make_unique<HeldOut>(load_held_out(c.run, o.run));
+  } catch (const Error& e) {
+    why_not = e.what();
+  }
+  std::vector<int32_t> sample;  // one held-out sequence of length L for the token-token term
+  if (held)
+    for (int64_t i = 0; i < c.length; ++i) sample.push_back(held->stream[static_cast<size_t>(i) % held->stream.size()]);
+
+  similarity_of_absolute(c, out);
+  similarity_of_relative(c, out);
+  learned_frequencies(c, out);
+  position_position_term(c, out);
+  attention_rank(c, out, held ? &sample : nullptr);
+  probes_of_table(c, out);
+  snapshots(c, out);
+  evaluations(c, out, held.get(), why_not);
+
+  json::Value index = json::Value::object();
+  index["variant"] = m.pe;
+  index["run"] = o.run;
+  index["checkpoint"] = step_name(c.step);
+  index["analyses"] = out.analyses;
+  index["skipped"] = out.skipped;
+  // Everything computed: now the files, each atomically, the index last.
+  make_directories(o.out);
+  for (const auto& [name, bytes] : out.files) write_file_atomic(o.out + "/" + name, bytes);
+  write_file_atomic(o.out + "/index.json", json::dump(index, 2) + "\n");
+
+  AnalyzeSummary s;
+  s.variant = m.pe;
+  s.checkpoint = step_name(c.step);
+  s.analyses = static_cast<int64_t>(out.analyses.size());
+  s.skipped = static_cast<int64_t>(out.skipped.size());
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return s;
+}
+
+}  // namespace ordo::probe

@@ -1,0 +1,70 @@
+// `ordo analyze`: every analysis of learned positions that applies to a
+// pretraining run's variant, written as CSV/JSON tables and PNG figures with
+// an index that `ordo report` reads.
+//
+//   ordo analyze --run RUN --out DIR [--checkpoint step_N] [--seed S] [--eval-sequences N]
+//
+// What runs (SPEC.md section 2, "Analyses of learned position parameters"):
+//   absolute table P (any variant with an input-level encoding; rows
+//   0..L-1, L the longest pretraining length the table covers):
+//     - dot products P P^T and cosine similarities, 0.95 threshold
+//       (Wang et al. 2021, Fig. 1, App. D; Wang & Chen 2020, §4.2.1)
+//     - the position-position term P W^Q (W^K)^T P^T of layer 1, per head and
+//       its head mean (Wang et al. 2021, Eq. 7 and App. H: raw P, no
+//       LayerNorm, no biases, no 1/sqrt(d_h))
+//     - numerical rank per head of the token-token term X W^Q_h (W^K_h)^T X^T
+//       (X the word embeddings of one held-out sequence of length L) and of the
+//       positional term P W^Q_h (W^K_h)^T P^T (Chen et al. 2021, Fig. 2),
+//       singular values above s_max * L * 2^-23
+//     - absolute position regression (linear, 5-fold CV, MAE) and relative
+//       order classification (logistic regression, error rate) (Wang & Chen
+//       2020, §4.1, Tables 1-2), with the fixed sinusoid of the same width
+//       and a Gaussian table as controls
+//     - cumulative share of the top-k singular values (Wang & Chen 2020, §4.2.2)
+//     - dot products P P^T at the run's checkpoints side by side (Wang et al.
+//       2021, App. G)
+//   relative vectors (rpe_shaw's a^K table, rpe_sin(_learnable)'s P(r), of
+//   layer 1, first table): dot products and cosines with the 0.95 threshold
+//   (Wang et al. 2021, App. D); for relative-only variants also the snapshots
+//   learnable sinusoids (ape_sin_learnable, rpe_sin_learnable): the learned
+//   frequencies against the fixed ones and psi(m) = sum_i cos(w_i m) (Wang et
+//   al. 2021, section 3.1, App. A.3)
+//   held-out evaluation (the run's held-out split, packed into full windows):
+//     - the skip-position attack: positions 0, c, 2c, ... at a length that
+//       keeps them inside the trained range, against positions 0, 1, 2, ...
+//       on the same windows and masks (Wang & Chen 2020, §5.2)
+//     - lengths beyond the pretraining length, 1.5x and 2x (Huang et al.
+//       2020, §4.3; Wang et al. 2021, App. F)
+// What does not apply is listed in the index with its reason.
+//
+// DIR/index.json: {"variant": NAME, "checkpoint": "step_N", "analyses":
+// [{"title", "png", "csv" | "json", "caption"}...], "skipped": [{"title",
+// "reason"}...]}, file names relative to DIR. Everything is computed in
+// memory first and written at the end, each file atomically, index.json
+// last; an error before that leaves DIR as it was.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ordo::probe {
+
+struct AnalyzeOptions {
+  std::string run;         // the run directory (RUN/config.json, RUN/checkpoints/...)
+  std::string out;         // the output directory (created when missing)
+  std::string checkpoint;  // "step_N" (or "N"); empty: the newest complete one
+  uint64_t seed = 1;       // folds, the random control table, the evaluation masks
+  int64_t eval_sequences = 64;  // held-out windows per evaluated condition
+  bool quiet = false;
+};
+
+struct AnalyzeSummary {
+  std::string variant, checkpoint;
+  int64_t analyses = 0, skipped = 0;
+  double seconds = 0;
+};
+
+AnalyzeSummary analyze_run(const AnalyzeOptions& options);
+
+}  // namespace ordo::probe

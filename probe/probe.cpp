@@ -1,0 +1,176 @@
+// Identical word probing (Wang et al. 2021, §4.2, Eq. 8): see probe/probe.h.
+#include "probe/probe.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+
+#include "autograd/var.h"
+#include "base/file_io.h"
+#include "nn/bert.h"
+
+namespace ordo::probe {
+
+std::string resolve_checkpoint(const std::string& path) {
+  namespace fs = std::filesystem;
+  ORDO_CHECK(directory_exists(path), "--checkpoint ", path, ": not a directory");
+  if (file_exists(path + "/config.json") && file_exists(path + "/model.safetensors")) return path;
+  // A run directory: the step_N with the highest N (the names are zero-padded,
+  // but the number is compared, not the text, so unpadded names work too).
+  const std::string dir = path + "/checkpoints";
+  ORDO_CHECK(directory_exists(dir), "--checkpoint ", path,
+             ": neither a checkpoint (config.json + model.safetensors) nor a run directory (no checkpoints/)");
+  std::string best;
+  long long best_step = -1;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("step_", 0) != 0 || name.size() == 5 || name.size() > 5 + 18) continue;
+    if (name.find_first_not_of("0123456789", 5) != std::string::npos) continue;
+    const long long step = std::stoll(name.substr(5));
+    const std::string candidate = dir + "/" + name;
+    if (step > best_step && file_exists(candidate + "/config.json") && file_exists(candidate + "/model.safetensors"))
+      best_step = step, best = candidate;
+  }
+  ORDO_CHECK(!best.empty(), "--checkpoint ", path, ": the run has no complete checkpoint (no ", dir,
+             "/step_N holding config.json and model.safetensors)");
+  return best;
+}
+
+std::string find_vocab(const std::string& checkpoint_dir) {
+  const std::string inside = checkpoint_dir + "/vocab.txt";
+  if (file_exists(inside)) return inside;
+  const std::string run = checkpoint_dir + "/../../vocab.txt";
+  if (file_exists(run)) return run;
+  throw Error("no vocab.txt in " + checkpoint_dir + " nor in its run (" + run + "); give one with --vocab FILE");
+}
+
+int64_t default_probe_length(const nn::PretrainingModel& model) {
+  const int64_t max_position = model.bert.position_encoding().max_position();
+  // An absolute table looks up positions 0..max_position: L <= max_position + 1.
+  return max_position >= 0 ? std::min<int64_t>(128, max_position + 1) : 128;
+}
+
+std::vector<int32_t> draw_probe_words(const text::Vocab& vocab, int64_t n, uint64_t seed) {
+  std::vector<int32_t> pool;
+  for (int32_t id = 0; id < vocab.size(); ++id)
+    if (!vocab.is_special(id) && !vocab.is_continuation(id)) pool.push_back(id);
+  ORDO_CHECK(n >= 1, "identical word probing: the number of words must be >= 1, got ", n);
+  ORDO_CHECK(n <= static_cast<int64_t>(pool.size()), "identical word probing: ", n,
+             " words asked for, the vocabulary has only ", pool.size(),
+             " that are neither special tokens nor ##-continuations");
+  // Partial Fisher-Yates: position k takes a uniform pick of pool[k..]. The
+  // modulo's bias (at most pool.size() / 2^64) is irrelevant here, and unlike
+  // std::uniform_int_distribution it is the same on every standard library.
+  std::mt19937_64 gen(seed);
+  for (int64_t k = 0; k < n; ++k) {
+    const uint64_t left = pool.size() - static_cast<uint64_t>(k);
+    std::swap(pool[static_cast<size_t>(k)], pool[static_cast<size_t>(k + static_cast<int64_t>(gen() % left))]);
+  }
+  pool.resize(static_cast<size_t>(n));
+  return pool;
+}
+
+namespace {
+
+// Words per forward pass: the trace keeps, for every layer, attention and
+// scores of [batch, heads, L, L] floats; about 256 MiB of them at most.
+int64_t default_batch(const nn::BertConfig& c, int64_t L) {
+  const int64_t per_word = c.num_hidden_layers * c.num_attention_heads * L * L * 4 * 2;
+  return std::clamp<int64_t>((int64_t{256} << 20) / std::max<int64_t>(per_word, 1), 1, 64);
+}
+
+// sum += the [batch, heads, L, L] tensor summed over heads, word by word in
+// order (so the sum's order of additions is that of the word list).
+void accumulate(Matrix& sum, const Tensor& t, int64_t batch, int64_t heads, int64_t L) {
+  const std::vector<double> v = t.to(Device::cpu()).contiguous().to_doubles();
+  ORDO_CHECK(static_cast<int64_t>(v.size()) == batch * heads * L * L, "identical word probing: a traced matrix has ",
+             v.size(), " values, expected ", batch, " x ", heads, " x ", L, " x ", L);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      const double* m = v.data() + (b * heads + h) * L * L;
+      for (int64_t k = 0; k < L * L; ++k) sum.data[static_cast<size_t>(k)] += m[k];
+    }
+}
+
+}  // namespace
+
+ProbeResult identical_word_probe(const nn::PretrainingModel& model, const text::Vocab& vocab,
+                                 const ProbeOptions& options) {
+  const nn::BertConfig& config = model.bert.config();
+  ORDO_CHECK(vocab.size() == config.vocab_size, "identical word probing: the vocabulary has ", vocab.size(),
+             " tokens, the model's word embeddings ", config.vocab_size, " (a vocab.txt of another model?)");
+  const int64_t L = options.length > 0 ? options.length : default_probe_length(model);
+  ORDO_CHECK(L >= 3, "identical word probing: the length must be >= 3 ([CLS] w [SEP]), got ", L);
+  const int64_t max_position = model.bert.position_encoding().max_position();
+  ORDO_CHECK(max_position < 0 || L <= max_position + 1, "identical word probing: length ", L,
+             " needs positions 0..", L - 1, ", beyond the learned position table of ", max_position + 1,
+             " rows (max_position_embeddings) of pe ", config.pe);
+  std::vector<int> layers = options.layers.empty() ? std::vector<int>{1} : options.layers;
+  for (int l : layers)
+    ORDO_CHECK(l >= 1 && l <= config.num_hidden_layers, "identical word probing: layer ", l,
+               " is outside 1..", config.num_hidden_layers, " (layers count from 1)");
+
+  ProbeResult result;
+  result.word_ids = draw_probe_words(vocab, options.words, options.seed);
+  result.length = L;
+  const int64_t N = options.words, H = config.num_attention_heads;
+  const int64_t batch = options.batch > 0 ? options.batch : default_batch(config, L);
+  const Device device = model.bert.device();
+  const int32_t cls = vocab.special().cls, sep = vocab.special().sep;
+
+  std::vector<Matrix> attention_sum(layers.size(), Matrix(L, L)), score_sum(layers.size(), Matrix(L, L));
+  NoGradGuard no_grad;
+  for (int64_t first = 0; first < N; first += batch) {
+    const int64_t B = std::min(batch, N - first);
+    // [CLS] w ... w [SEP] for each word of this batch (Eq. 8's sentence of one repeated word).
+    std::vector<int64_t> ids(static_cast<size_t>(B * L));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < L; ++t)
+        ids[static_cast<size_t>(b * L + t)] = t == 0 ? cls : t == L - 1 ? sep : result.word_ids[static_cast<size_t>(first + b)];
+    nn::BertInputs in;
+    in.input_ids = Tensor::from_vector(ids, Shape{B, L}).to(device);
+    nn::Context ctx = nn::Context::eval();  // no dropout: the probe is deterministic
+    nn::ForwardTrace trace;
+    trace.keep_attentions = trace.keep_scores = true;
+    model.bert.forward(in, ctx, &trace);
+    ORDO_CHECK(trace.attentions.size() == static_cast<size_t>(config.num_hidden_layers) &&
+                   trace.scores.size() == trace.attentions.size(),
+               "identical word probing: the forward pass traced ", trace.attentions.size(), " attentions and ",
+               trace.scores.size(), " score matrices for ", config.num_hidden_layers, " layers");
+    for (size_t k = 0; k < layers.size(); ++k) {
+      const size_t l = static_cast<size_t>(layers[k] - 1);
+      accumulate(attention_sum[k], trace.attentions[l], B, H, L);
+      accumulate(score_sum[k], trace.scores[l], B, H, L);
+    }
+  }
+  // Eq. 8's average: over the heads and the N words.
+  const double inv = 1.0 / static_cast<double>(N * H);
+  for (size_t k = 0; k < layers.size(); ++k) {
+    LayerProbe p;
+    p.layer = layers[k];
+    p.attention = std::move(attention_sum[k]);
+    p.scores = std::move(score_sum[k]);
+    for (double& x : p.attention.data) x *= inv;
+    for (double& x : p.scores.data) x *= inv;
+    result.layers.push_back(std::move(p));
+  }
+  return result;
+}
+
+json::Value layer_indicators_json(const Matrix& attention) {
+  json::Value o = json::Value::object();
+  o["with_special"] = indicators_json(compute_indicators(attention));
+  o["without_special"] = indicators_json(compute_indicators(without_special(attention)));
+  return o;
+}
+
+void range_of_word_positions(plot::HeatmapStyle& style, const Matrix& m) {
+  Matrix words = without_special(m);
+  if (words.empty()) return;
+  auto [low, high] = std::minmax_element(words.data.begin(), words.data.end());
+  // Equal to rounding (as the indicators read it): a flat map, not a range
+  // to stretch f32 rounding over.
+  if (*high - *low > rounding_floor(m)) style.vmin = *low, style.vmax = *high;
+}
+
+}  // namespace ordo::probe

@@ -1,0 +1,97 @@
+// Identical word probing (Wang et al. 2021, §4.2, Eq. 8).
+//
+// For N words w drawn at random from the vocabulary, the sequence
+//     [CLS] w w ... w [SEP]        (L tokens in all: L counts [CLS] and [SEP],
+//                                   so w is repeated L - 2 times)
+// goes through the model in evaluation mode (no dropout). A layer's softmax
+// attention [heads, L, L] is averaged over the heads and then over the N
+// words: the L x L matrix A-bar^(l) of Eq. 8, whose rows are queries and
+// columns keys. As every token is the same word, what is left of the
+// attention is what positions (and the specials at the ends) contribute.
+// The same average of the pre-softmax scores (every score term, no mask) is
+// the "unnormalised attention" Wang et al. draw in their App. J; the
+// indicators are computed on the softmax matrix, as they do.
+//
+// Words: vocabulary ids that are neither special tokens ([PAD], [UNK],
+// [CLS], [SEP], [MASK]) nor word continuations ("##..."), drawn without
+// replacement by a partial Fisher-Yates shuffle driven by std::mt19937_64
+// (whose output sequence the C++ standard fixes), so one seed gives the
+// same words on every platform.
+//
+// The function is pure: a model and a vocabulary in, matrices out; the
+// files are tools/cmd_probe.cpp's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nn/heads.h"
+#include "plot/plot.h"
+#include "probe/indicators.h"
+#include "probe/probe_matrix.h"
+#include "text/tokenizer.h"
+
+namespace ordo::probe {
+
+struct ProbeOptions {
+  int64_t words = 300;      // N (Wang et al. use 300)
+  int64_t length = 0;       // L, [CLS] and [SEP] included; 0: default_probe_length
+  std::vector<int> layers;  // 1-based; empty: {1}
+  uint64_t seed = 1;        // the word draw
+  int64_t batch = 0;        // words per forward pass; 0: chosen to bound memory (the result does not depend on it)
+};
+
+struct LayerProbe {
+  int layer = 0;      // 1-based
+  Matrix attention;   // softmax, averaged over heads and words (Eq. 8)
+  Matrix scores;      // pre-softmax scores, averaged over heads and words (App. J)
+};
+
+struct ProbeResult {
+  std::vector<int32_t> word_ids;  // in the order drawn
+  int64_t length = 0;
+  std::vector<LayerProbe> layers;
+};
+
+// The checkpoint a path names: a checkpoint directory itself (it holds
+// config.json and model.safetensors), or a run directory (`ordo pretrain
+// --out RUN`), meaning its latest checkpoint: the RUN/checkpoints/step_N
+// with the highest N. Errors name the path and what was looked for.
+std::string resolve_checkpoint(const std::string& path);
+// The vocab.txt of a checkpoint: the one inside it, else its run's
+// (CHECKPOINT/../../vocab.txt for RUN/checkpoints/step_N); an error naming
+// both places when neither exists.
+std::string find_vocab(const std::string& checkpoint_dir);
+
+// The length probed when none is given: 128 (Wang et al. draw the first 128
+// positions, footnote 6), or fewer when an absolute table has fewer rows.
+int64_t default_probe_length(const nn::PretrainingModel& model);
+
+// The N probe words: ids neither special nor continuations, without
+// replacement. An error when the vocabulary has fewer than N such words.
+std::vector<int32_t> draw_probe_words(const text::Vocab& vocab, int64_t n, uint64_t seed);
+
+// Runs the probe. Errors (with the value and the limit): N < 1, L < 3 (one
+// word between the specials at least), L beyond an absolute position table,
+// a layer outside 1..num_hidden_layers, a vocabulary whose size differs from
+// the model's.
+ProbeResult identical_word_probe(const nn::PretrainingModel& model, const text::Vocab& vocab,
+                                 const ProbeOptions& options);
+
+// The indicators of one probed layer with the special tokens' rows and
+// columns and without them (SPEC.md §2: "both with and without"):
+//   {"with_special": {...}, "without_special": {...}}, each indicators_json.
+json::Value layer_indicators_json(const Matrix& attention);
+
+// ---- heatmaps of probing maps ----
+
+// For a probing matrix ([CLS] first, [SEP] last): the colour range of the
+// word positions alone. [CLS] and [SEP] draw far more (or far less) attention
+// than any word; with them in the range every word position would be one
+// colour, so their rows and columns saturate instead. Leaves the style as it
+// is when fewer than 3 rows or the word positions are all equal (to 1e-6 of
+// the largest entry, the indicators' rounding tolerance).
+void range_of_word_positions(plot::HeatmapStyle& style, const Matrix& m);
+
+}  // namespace ordo::probe

@@ -1,3 +1,0 @@
-// The one translation unit that compiles ordo's JSON implementation (see json.h).
-#define ORDO_JSON_IMPLEMENTATION
-#include "tensor/json.h"

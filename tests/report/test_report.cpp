@@ -1,0 +1,336 @@
+// `ordo report` (report/report.h) on run directories written by hand here,
+// so that every number in the table is one this test chose: the table
+// matches the probe JSONs and metrics.jsonl, the HTML links only files that
+// exist beside it, and a bad run ends in a clear error with nothing written.
+// One end-to-end case goes through `ordo probe` on a saved model.
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "base/file_io.h"
+#include "base/json.h"
+#include "nn/checkpoint.h"
+#include "pe/registry.h"
+#include "plot/png.h"
+#include "report/report.h"
+#include "tests/helpers.h"
+#include "tests/plot/png_check.h"
+#include "text/tokenizer.h"
+
+using namespace ordo;
+
+namespace {
+
+const char* const kIndicatorKeys[] = {"translation_invariance", "translation_invariance_no_special",
+                                      "monotonicity",           "monotonicity_first_k",
+                                      "symmetry_sd",            "direction_balance",
+                                      "locality",               "symmetry"};
+
+// An indicators object whose k-th value is base + k / 100 (direction balance
+// "inf" when asked).
+json::Value indicator_values(double base, bool db_inf = false) {
+  json::Value o = json::Value::object();
+  int k = 0;
+  for (const char* key : kIndicatorKeys) o[key] = base + (k++) / 100.0;
+  if (db_inf) o["direction_balance"] = "inf";
+  return o;
+}
+
+void write(const std::string& path, const std::string& text) {
+  make_directories(std::filesystem::path(path).parent_path().string());
+  write_file_atomic(path, text);
+}
+
+// A run as ordo pretrain + ordo probe (+ ordo analyze) leave it, written by hand.
+// layers: the probed layers; the row uses layer 1 if there, else the first.
+void fake_run(const std::string& run, const std::string& pe, const std::vector<int>& layers, bool db_inf,
+              const std::string& metrics, bool analysis) {
+  write(run + "/config.json", "{\"model\": {\"pe\": \"" + pe + "\", \"hidden_size\": 16}, \"train\": {}}\n");
+  if (!metrics.empty()) write(run + "/metrics.jsonl", metrics);
+  json::Value meta = json::Value::object();
+  json::Value l = json::Value::array();
+  for (int x : layers) l.push_back(x);
+  meta["layers"] = l;
+  meta["words"] = 5;
+  meta["length"] = 4;
+  meta["seed"] = 3;
+  meta["checkpoint"] = run + "/checkpoints/step_000000010";
+  meta["variant"] = pe;
+  write(run + "/probe/probe.json", json::dump(meta, 2));
+  json::Value ind = json::Value::object();
+  for (int x : layers) {
+    json::Value layer = json::Value::object();
+    layer["with_special"] = indicator_values(x / 10.0, db_inf);
+    layer["without_special"] = indicator_values(x / 10.0 + 0.005);
+    ind["layer_" + std::to_string(x)] = layer;
+    write(run + "/probe/attention_layer" + std::to_string(x) + ".csv",
+          "0.7,0.1,0.1,0.1\n0.1,0.7,0.1,0.1\n0.1,0.1,0.7,0.1\n0.1,0.1,0.1,0.7\n");
+    write(run + "/probe/scores_layer" + std::to_string(x) + ".png", png::encode(png::Image(4, 3, 10, 20, 30)));
+  }
+  write(run + "/probe/indicators.json", json::dump(ind, 2));
+  if (analysis) {
+    write(run + "/analysis/cosine.png", png::encode(png::Image(5, 5, 200, 0, 0)));
+    write(run + "/analysis/cosine.csv", "i,j,cos\n0,0,1\n");
+    write(run + "/analysis/index.json",
+          "{\"variant\": \"" + pe + "\", \"analyses\": ["
+          "{\"title\": \"cosine <b>similarity</b>\", \"png\": \"cosine.png\", \"csv\": \"cosine.csv\", \"caption\": \"cos & sim\"},"
+          "{\"title\": \"rank\", \"png\": \"rank.png\", \"json\": \"rank.json\", \"caption\": \"not written\"}],"
+          " \"skipped\": [{\"title\": \"sinusoid frequencies\", \"reason\": \"no sinusoid\"}]}");
+  }
+}
+
+const std::string kMetrics =
+    "{\"step\":100,\"loss\":7.5}\n"
+    "{\"step\":200,\"eval_loss\":6.25,\"eval_accuracy\":0.125}\n"
+    "{\"step\":300,\"loss\":5.5}\n"
+    "{\"step\":400,\"eval_loss\":5.0625,\"eval_accuracy\":0.1875}\n"
+    "{\"step\":400,\"loss\":5.25}\n";
+
+// Splits a CSV line without quotes.
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream s(line);
+  std::string f;
+  while (std::getline(s, f, ',')) out.push_back(f);
+  if (!line.empty() && line.back() == ',') out.push_back("");
+  return out;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream s(text);
+  std::string l;
+  while (std::getline(s, l)) out.push_back(l);
+  return out;
+}
+
+size_t count_entries(const std::string& dir) {
+  if (!directory_exists(dir)) return 0;
+  size_t n = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) n += e.is_regular_file();
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("ordo report: the table matches the probe JSONs and metrics", "[probe][report]") {
+  test::TempDir dir("report");
+  const std::string a = dir / "run_a", b = dir / "run_b", out = dir / "report";
+  fake_run(a, "alibi", {1, 2}, false, kMetrics, true);
+  fake_run(b, "rope", {2, 3}, true, "", false);
+  test::CommandResult r = test::run_ordo("report " + a + " " + b + " --out " + out);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+
+  // JSON: row A from layer 1 (base 0.1), row B from layer 2 (its first; base 0.2).
+  json::Value t = json::parse(read_file(out + "/table.json"));
+  REQUIRE(t["rows"].size() == 2);
+  const json::Value& ra = t["rows"][0];
+  const json::Value& rb = t["rows"][1];
+  CHECK(ra["variant"].as_string() == "alibi");
+  CHECK(rb["variant"].as_string() == "rope");
+  CHECK(ra["layer"].as_int() == 1);
+  CHECK(rb["layer"].as_int() == 2);
+  int k = 0;
+  for (const char* key : kIndicatorKeys) {
+    INFO(key);
+    CHECK(ra[key].as_number() == Approx(0.1 + k / 100.0).epsilon(1e-15));
+    if (std::string(key) == "direction_balance") CHECK(rb[key].as_string() == "inf");
+    else CHECK(rb[key].as_number() == Approx(0.2 + k / 100.0).epsilon(1e-15));
+    CHECK(ra["without_special"][key].as_number() == Approx(0.105 + k / 100.0).epsilon(1e-15));
+    ++k;
+  }
+  // The last evaluation of metrics.jsonl; none for B.
+  CHECK(ra["eval_loss"].as_number() == 5.0625);
+  CHECK(ra["eval_accuracy"].as_number() == 0.1875);
+  CHECK(ra["eval_step"].as_int() == 400);
+  CHECK(rb["eval_loss"].is_null());
+  CHECK(rb["eval_accuracy"].is_null());
+
+  // CSV: the same numbers, 9 significant digits.
+  std::vector<std::string> csv = lines_of(read_file(out + "/table.csv"));
+  REQUIRE(csv.size() == 3);
+  std::vector<std::string> head = split(csv[0]);
+  CHECK(head == std::vector<std::string>{"variant", "layer", "monotonicity", "monotonicity_first_k",
+                                         "translation_invariance", "translation_invariance_no_special",
+                                         "symmetry_sd", "direction_balance", "locality", "symmetry", "eval_loss",
+                                         "eval_accuracy", "eval_step", "run"});
+  std::vector<std::string> ca = split(csv[1]), cb = split(csv[2]);
+  REQUIRE(ca.size() == head.size());
+  REQUIRE(cb.size() == head.size());
+  for (size_t c = 2; c < 10; ++c) {
+    INFO(head[c]);
+    int idx = 0;
+    while (kIndicatorKeys[idx] != head[c]) ++idx;
+    CHECK(std::stod(ca[c]) == Approx(0.1 + idx / 100.0).epsilon(1e-8));
+    if (head[c] == "direction_balance") CHECK(cb[c] == "inf");
+    else CHECK(std::stod(cb[c]) == Approx(0.2 + idx / 100.0).epsilon(1e-8));
+  }
+  CHECK(ca[0] == "alibi");
+  CHECK(ca[10] == "5.0625");
+  CHECK(ca[11] == "0.1875");
+  CHECK(ca[12] == "400");
+  CHECK(cb[10] == "");
+  CHECK(ca[13] == a);
+
+  // Markdown: the rows in Table 2's column order, 4 decimals.
+  const std::string md = read_file(out + "/table.md");
+  CHECK_THAT(md, Catch::Contains("| PE | layer | monotonicity, all offsets | monotonicity, first 20 offsets | "
+                                 "translation invariance, w/ [CLS] | translation invariance, w/o [CLS] | "
+                                 "symmetry (SD) | direction balance |"));
+  // A: monotonicity 0.12, first-k 0.13, AIV 0.10, AIV w/o 0.11, SD 0.14, DB 0.15, locality 0.16, symmetry 0.17.
+  CHECK_THAT(md, Catch::Contains("| alibi | 1 | 0.1200 | 0.1300 | 0.1000 | 0.1100 | 0.1400 | 0.1500 | 0.1600 | "
+                                 "0.1700 | 5.0625 | 0.1875 |"));
+  CHECK_THAT(md, Catch::Contains("| rope | 2 | 0.2200 | 0.2300 | 0.2000 | 0.2100 | 0.2400 | inf | 0.2600 | "
+                                 "0.2700 | n/a | n/a |"));
+}
+
+TEST_CASE("ordo report: the HTML links only files that exist", "[probe][report]") {
+  test::TempDir dir("report-html");
+  const std::string a = dir / "run_a", b = dir / "run_b", out = dir / "report";
+  fake_run(a, "alibi", {1}, false, kMetrics, true);
+  fake_run(b, "alibi", {1}, false, "", false);  // the same variant twice: told apart by folder
+  test::CommandResult r = test::run_ordo("report " + a + " " + b + " --out " + out);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const std::string html = read_file(out + "/index.html");
+
+  std::set<std::string> ids;
+  std::regex id_re("id=\"([^\"]+)\"");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), id_re); it != std::sregex_iterator(); ++it)
+    ids.insert((*it)[1]);
+  std::regex link_re("(src|href)=\"([^\"]*)\"");
+  int links = 0, images = 0;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), link_re); it != std::sregex_iterator(); ++it) {
+    const std::string target = (*it)[2];
+    INFO("link " << target);
+    ++links;
+    if (!target.empty() && target[0] == '#') {
+      CHECK(ids.count(target.substr(1)) == 1);
+      continue;
+    }
+    CHECK(target.find("://") == std::string::npos);  // nothing from a server
+    CHECK(target.find("..") == std::string::npos);
+    REQUIRE(!target.empty());
+    CHECK(target[0] != '/');
+    CHECK(file_exists(out + "/" + target));
+    if ((*it)[1] == "src") {
+      ++images;
+      png_check::read(read_file(out + "/" + target), target);
+    }
+  }
+  // heatmaps.png; per run attention.png and scores.png; A's one existing analysis figure.
+  CHECK(images == 1 + 2 * 2 + 1);
+  CHECK(links > images);
+  // The copied analysis figure and table are the run's bytes.
+  CHECK(read_file(out + "/runs/1_alibi/analysis/1_cosine.png") == read_file(a + "/analysis/cosine.png"));
+  CHECK(read_file(out + "/runs/1_alibi/analysis/1_cosine.csv") == read_file(a + "/analysis/cosine.csv"));
+  // Titles escaped; the missing figure named, not linked; the skipped analysis listed.
+  CHECK_THAT(html, Catch::Contains("cosine &lt;b&gt;similarity&lt;/b&gt;"));
+  CHECK_THAT(html, Catch::Contains("cos &amp; sim"));
+  CHECK_THAT(html, Catch::Contains("figure missing"));
+  CHECK_THAT(html, Catch::Contains("sinusoid frequencies: no sinusoid"));
+  CHECK_THAT(html, Catch::Contains("alibi (run_a)"));
+  CHECK_THAT(html, Catch::Contains("alibi (run_b)"));
+  CHECK_THAT(html, Catch::Contains("No analyses"));
+  // The grid holds two panels side by side.
+  png_check::Picture grid = png_check::read(read_file(out + "/heatmaps.png"), "heatmaps.png");
+  png_check::Picture one = png_check::read(read_file(out + "/runs/1_alibi/attention.png"), "attention.png");
+  CHECK(grid.width > 2 * one.width);
+}
+
+TEST_CASE("ordo report: a bad run directory writes nothing", "[probe][report]") {
+  test::TempDir dir("report-bad");
+  const std::string good = dir / "good";
+  fake_run(good, "alibi", {1}, false, kMetrics, true);
+  auto bad_run = [&](const std::string& name) {
+    const std::string p = dir / name;
+    fake_run(p, "rope", {1}, false, kMetrics, true);
+    return p;
+  };
+  const std::string no_probe = dir / "no_probe";
+  make_directories(no_probe);
+  const std::string no_layer = bad_run("no_layer");
+  write(no_layer + "/probe/indicators.json", "{\"layer_2\": {}}");
+  const std::string no_key = bad_run("no_key");
+  write(no_key + "/probe/indicators.json",
+        "{\"layer_1\": {\"with_special\": {\"monotonicity\": 0.5}, \"without_special\": {}}}");
+  const std::string bad_metrics = bad_run("bad_metrics");
+  write(bad_metrics + "/metrics.jsonl", "{\"step\": 1}\n{\"eval_loss\": \n");
+  const std::string bad_config = bad_run("bad_config");
+  write(bad_config + "/config.json", "{\"model\": ");
+  const std::string escaping = bad_run("escaping");
+  write(escaping + "/analysis/index.json", "{\"analyses\": [{\"title\": \"t\", \"png\": \"../../x.png\"}]}");
+  const std::string bad_csv = bad_run("bad_csv");
+  write(bad_csv + "/probe/attention_layer1.csv", "0.5,0.5\n0.5,-0.5\n");
+
+  struct Case {
+    std::string args, expected;
+  };
+  const Case cases[] = {
+      {good + " " + dir / "nowhere", "nowhere: not a directory"},
+      {good + " " + no_probe, "no_probe/probe/probe.json: missing"},
+      {good + " " + no_layer, "no \"layer_1\" object"},
+      {good + " " + no_key, "\"layer_1\".\"with_special\" has no \"monotonicity_first_k\""},
+      {good + " " + bad_metrics, "bad_metrics/metrics.jsonl: line 2"},
+      {good + " " + bad_config, "bad_config/config.json"},
+      {good + " " + escaping, "is not a path inside"},
+      {good + " " + bad_csv, "attention_layer1.csv: row 1, column 1 is -0.5"},
+      {"", "no run directory given"},
+      {good, "missing required flag --out"},
+  };
+  const std::string out = dir / "report";
+  for (const Case& c : cases) {
+    test::CommandResult r = test::run_ordo("report " + c.args + (c.expected.find("--out") == std::string::npos ? " --out " + out : ""));
+    INFO("ordo report " << c.args << "\n" << r.output);
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.output, Catch::Contains(c.expected));
+    CHECK(!directory_exists(out));  // nothing written, not even the folder
+  }
+  // An existing report is left as it was.
+  make_directories(out);
+  write_file_atomic(out + "/index.html", "old");
+  test::CommandResult r = test::run_ordo("report " + good + " " + no_probe + " --out " + out);
+  CHECK(r.exit_code != 0);
+  CHECK(read_file(out + "/index.html") == "old");
+  CHECK(count_entries(out) == 1);
+  // --out naming a file.
+  r = test::run_ordo("report " + good + " --out " + good + "/config.json");
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Catch::Contains("is a file"));
+}
+
+TEST_CASE("ordo report: end to end after ordo probe", "[probe][report]") {
+  test::TempDir dir("report-e2e");
+  const std::string run = dir / "run";
+  std::vector<std::string> tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+  for (char c = 'a'; c <= 'z'; ++c) tokens.push_back(std::string(1, c));
+  make_directories(run);
+  text::Vocab::from_tokens(tokens).save(run + "/vocab.txt");
+  nn::BertConfig c;
+  c.vocab_size = static_cast<int64_t>(tokens.size());
+  c.hidden_size = 16;
+  c.num_hidden_layers = 1;
+  c.num_attention_heads = 2;
+  c.intermediate_size = 32;
+  c.max_position_embeddings = 16;
+  c.pe = "ape_learned";
+  auto model = pe::build_model(c, Device::cpu(), false, 2);
+  nn::save_model(run + "/checkpoints/step_000000005", *model);
+  write(run + "/config.json", "{\"model\": {\"pe\": \"ape_learned\"}}\n");
+  test::CommandResult r = test::run_ordo("probe --checkpoint " + run + " --out " + run + "/probe --words 8 --length 10");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  r = test::run_ordo("report " + run + " --out " + dir / "report");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const json::Value probed = json::parse(read_file(run + "/probe/indicators.json"))["layer_1"]["with_special"];
+  const json::Value row = json::parse(read_file(dir / "report/table.json"))["rows"][0];
+  CHECK(row["variant"].as_string() == "ape_learned");
+  for (const char* key : kIndicatorKeys) {
+    INFO(key);
+    CHECK(row[key].as_number() == Approx(probed[key].as_number()).epsilon(1e-15));
+  }
+  CHECK(row["eval_loss"].is_null());  // no metrics.jsonl
+}

@@ -1,0 +1,185 @@
+// The pretraining loop: it learns, it resumes exactly, it refuses bad runs.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "base/file_io.h"
+#include "nn/checkpoint.h"
+#include "tensor/safetensors.h"
+#include "tests/helpers.h"
+#include "train/pretrain.h"
+
+using namespace ordo;
+using Catch::Contains;
+
+namespace {
+
+std::string temp_dir(const std::string& name) {
+  std::string dir = "/tmp/ordo_test_pretrain_" + name + "_" + std::to_string(::getpid());
+  std::system(("rm -rf " + dir).c_str());
+  return dir;
+}
+
+// A small model on a small synthetic corpus: seconds per run.
+json::Value small_config() {
+  return json::parse(R"({
+    "model": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
+              "max_position_embeddings": 64},
+    "data": {"corpus": "synthetic", "synthetic_sentences": 600, "vocab_size": 300, "held_out_fraction": 0.1,
+             "max_predictions_per_seq": 8},
+    "train": {"steps": 12, "batch_size": 4, "max_seq_length": 32, "lr": 1e-3, "warmup_steps": 2,
+              "log_every": 1, "eval_every": 6, "eval_batches": 2, "device": "cpu"}
+  })");
+}
+
+std::vector<json::Value> metrics(const std::string& run) {
+  std::vector<json::Value> lines;
+  std::ifstream in(run + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    json::Value v = json::parse(line);
+    if (json::Value* t = v.find("tokens_per_s")) *t = 0.0;  // a timing, not a result
+    lines.push_back(v);
+  }
+  return lines;
+}
+
+train::PretrainOptions options(const std::string& out) {
+  train::PretrainOptions o;
+  o.out = out;
+  o.quiet = true;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("a resumed run continues bit for bit like an uninterrupted one", "[pretrain]") {
+  train::RunConfig config = train::parse_run_config(small_config(), {}, "test");
+  std::string whole = temp_dir("whole"), split = temp_dir("split");
+  CHECK(train::pretrain(config, options(whole)) == 12);
+  train::PretrainOptions first = options(split);
+  first.stop_after = 5;
+  CHECK(train::pretrain(config, first) == 5);
+  CHECK(file_exists(split + "/checkpoints/step_000000005/trainer_state.json"));
+  CHECK(train::resume_pretrain(options(split)) == 7);
+  std::vector<json::Value> a = metrics(whole), b = metrics(split);
+  REQUIRE(a.size() == b.size());
+  REQUIRE(a.size() == 14);  // 12 step lines and 2 evaluations
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("line " << i << ": " << json::dump(a[i]) << " vs " << json::dump(b[i]));
+    CHECK(a[i] == b[i]);  // exact: every double compared by value
+  }
+  // The final checkpoints hold identical weights.
+  auto wa = safetensors::load(whole + "/checkpoints/step_000000012/model.safetensors");
+  auto wb = safetensors::load(split + "/checkpoints/step_000000012/model.safetensors");
+  REQUIRE(wa.size() == wb.size());
+  for (size_t i = 0; i < wa.size(); ++i) CHECK(ordo::test::bit_identical(wa[i].second, wb[i].second));
+}
+
+TEST_CASE("a tiny model overfits a handful of sentences", "[pretrain]") {
+  std::string dir = temp_dir("overfit");
+  ::mkdir(dir.c_str(), 0777);
+  std::ofstream(dir + "/corpus.txt") << "the dog chased the cat .\nthe cat saw a bird near the house .\n"
+                                        "a small boy ran to the old man .\nthe old man gave the boy a red ball .\n";
+  json::Value c = small_config();
+  c["data"] = json::parse(R"({"corpus": "", "held_out_fraction": 0, "vocab_size": 120, "vocab_min_frequency": 1,
+                              "max_predictions_per_seq": 6})");
+  c["data"]["corpus"] = dir + "/corpus.txt";
+  c["model"]["hidden_size"] = 64;
+  c["model"]["intermediate_size"] = 256;
+  c["model"]["hidden_dropout_prob"] = 0.0;
+  c["model"]["attention_probs_dropout_prob"] = 0.0;
+  c["train"] = json::parse(R"({"steps": 800, "batch_size": 8, "max_seq_length": 48, "lr": 3e-3, "warmup_steps": 40,
+                               "weight_decay": 0, "log_every": 50, "eval_every": 0, "device": "cpu"})");
+  train::RunConfig config = train::parse_run_config(c, {}, "test");
+  std::vector<double> losses;
+  train::pretrain(config, options(dir + "/run"), [&](const json::Value& line) {
+    if (line.contains("loss")) losses.push_back(line["loss"].as_number());
+  });
+  REQUIRE(losses.size() >= 2);
+  // From about ln(vocabulary) to near zero: masked words of memorised sentences.
+  INFO("first " << losses.front() << ", last " << losses.back());
+  CHECK(losses.front() > 3.5);
+  CHECK(losses.back() < 0.3);
+}
+
+TEST_CASE("objectives: NSP adds its loss, a causal decoder learns the next token, phases switch length", "[pretrain]") {
+  json::Value c = small_config();
+  c["data"]["objective"] = "mlm+nsp";
+  std::vector<json::Value> lines;
+  train::pretrain(train::parse_run_config(c, {}, "test"), options(temp_dir("nsp")),
+                  [&](const json::Value& l) { lines.push_back(l); });
+  CHECK(lines.front().contains("nsp_loss"));
+  CHECK(lines.back().contains("eval_nsp_accuracy"));
+
+  json::Value d = small_config();
+  d["model"]["decoder"] = true;
+  d["data"]["objective"] = "causal";
+  std::vector<double> losses;
+  train::pretrain(train::parse_run_config(d, {"train.steps=150", "train.lr=5e-3", "train.warmup_steps=10", "train.batch_size=8"}, "test"), options(temp_dir("causal")),
+                  [&](const json::Value& l) {
+                    if (l.contains("loss")) losses.push_back(l["loss"].as_number());
+                  });
+  INFO("causal loss " << losses.front() << " -> " << losses.back());
+  CHECK(losses.back() < losses.front() - 1.0);
+}
+
+TEST_CASE("a two-phase length schedule trains each phase at its length", "[pretrain]") {
+  json::Value c = small_config();
+  c["train"] = json::parse(R"({"phases": [{"steps": 4, "max_seq_length": 16, "batch_size": 4},
+                                          {"steps": 3, "max_seq_length": 48, "batch_size": 2}],
+                               "lr": 1e-3, "log_every": 1, "eval_every": 0, "device": "cpu"})");
+  std::vector<int64_t> phases;
+  train::pretrain(train::parse_run_config(c, {}, "test"), options(temp_dir("phases")), [&](const json::Value& l) {
+    if (l.contains("phase")) phases.push_back(l["phase"].as_int());
+  });
+  CHECK(phases == std::vector<int64_t>{0, 0, 0, 0, 1, 1, 1});
+}
+
+TEST_CASE("bad run configs are refused with the key named", "[pretrain][errors]") {
+  auto bad = [](const std::string& override_text) {
+    return train::parse_run_config(small_config(), {override_text}, "run.json");
+  };
+  CHECK_THROWS_WITH(bad("model.hiden_size=32"), Contains("unknown key 'hiden_size'"));
+  CHECK_THROWS_WITH(bad("train.stepz=3"), Contains("unknown key 'stepz'"));
+  CHECK_THROWS_WITH(bad("model.hidden_size=\"wide\""), Contains("'hidden_size' must be a number"));
+  CHECK_THROWS_WITH(bad("model.num_attention_heads=3"), Contains("num_attention_heads 3 does not divide hidden_size 32"));
+  CHECK_THROWS_WITH(bad("train.max_seq_length=100"), Contains("max_seq_length 100 is beyond max_position_embeddings 64"));
+  CHECK_THROWS_WITH(bad("model.hidden_act=swish"), Contains("'hidden_act' is 'swish'"));
+  CHECK_THROWS_WITH(bad("data.objective=causal"), Contains("needs model.decoder = true"));
+  CHECK_THROWS_WITH(bad("train.lr=-1"), Contains("'lr' must be between 0 and 10"));
+  CHECK_THROWS_WITH(train::parse_run_config(json::parse("{}"), {}, "run.json"), Contains("missing the 'model' object"));
+  train::RunConfig unknown_pe = bad("model.pe=sinusoidal_typo");
+  CHECK_THROWS_WITH(train::pretrain(unknown_pe, options(temp_dir("pe"))), Contains("unknown position encoding 'sinusoidal_typo'"));
+}
+
+TEST_CASE("an output directory that holds a run is refused and left as it was", "[pretrain][errors]") {
+  train::RunConfig config = train::parse_run_config(small_config(), {"train.steps=2", "train.eval_every=0"}, "test");
+  std::string dir = temp_dir("existing");
+  train::pretrain(config, options(dir));
+  std::string before = read_file(dir + "/metrics.jsonl");
+  CHECK_THROWS_WITH(train::pretrain(config, options(dir)), Contains("already holds a run"));
+  CHECK(read_file(dir + "/metrics.jsonl") == before);
+  train::PretrainOptions overwrite = options(dir);
+  overwrite.overwrite = true;
+  CHECK(train::pretrain(config, overwrite) == 2);
+  CHECK_THROWS_WITH(train::resume_pretrain(options(temp_dir("nothing"))), Contains("is not a directory"));
+}
+
+TEST_CASE("a non-finite loss stops the run naming the step and the tensor", "[pretrain][errors]") {
+  train::RunConfig config = train::parse_run_config(small_config(), {"train.steps=4", "train.eval_every=0"}, "test");
+  std::string dir = temp_dir("nan");
+  train::PretrainOptions first = options(dir);
+  first.stop_after = 2;
+  train::pretrain(config, first);
+  // Corrupt one weight of the checkpoint the resume starts from.
+  std::string path = dir + "/checkpoints/step_000000002/model.safetensors";
+  auto tensors = safetensors::load(path);
+  for (auto& [name, t] : tensors)
+    if (name == "bert.encoder.layer.1.intermediate.dense.weight") t.select(0, 3).fill_(NAN);
+  safetensors::save(path, tensors);
+  CHECK_THROWS_WITH(train::resume_pretrain(options(dir)),
+                    Contains("step 3") && Contains("bert.encoder.layer.1.intermediate.dense.weight"));
+}

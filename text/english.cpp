@@ -1,0 +1,173 @@
+#include "text/english.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+#include <vector>
+
+#include "base/error.h"
+#include "base/file_io.h"
+#include "text/utf8.h"
+
+namespace ordo::text {
+
+namespace fs = std::filesystem;
+
+EnglishSource parse_english_source(const std::string& name) {
+  if (name == "wordnet") return EnglishSource::wordnet;
+  if (name == "fortunes") return EnglishSource::fortunes;
+  throw Error("unknown English source '" + name + "' (choose wordnet or fortunes)");
+}
+
+const char* english_package(EnglishSource source) {
+  return source == EnglishSource::wordnet ? "wordnet-base" : "fortunes-min";
+}
+
+const char* english_folder(EnglishSource source) {
+  return source == EnglishSource::wordnet ? "/usr/share/wordnet" : "/usr/share/games/fortunes";
+}
+
+bool english_installed(EnglishSource source) {
+  std::error_code ec;
+  if (source == EnglishSource::wordnet) return fs::is_regular_file("/usr/share/wordnet/data.noun", ec);
+  return fs::is_regular_file("/usr/share/games/fortunes/fortunes", ec);
+}
+
+namespace {
+
+std::string trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
+  return b == std::string_view::npos ? "" : std::string(s.substr(b, e - b + 1));
+}
+
+// Appends one document; sentences that are empty or not UTF-8 are left out.
+void add_document(const std::vector<std::string>& sentences, std::string& out, EnglishStats& stats) {
+  int64_t kept = 0;
+  for (const auto& s : sentences) {
+    if (s.empty() || !utf8::valid(s)) continue;
+    out += s;
+    out += '\n';
+    ++kept;
+  }
+  if (kept == 0) return;
+  out += '\n';
+  ++stats.documents;
+  stats.sentences += kept;
+}
+
+// A WordNet data line: "offset lexfile type count words... pointers | gloss".
+// The gloss is "definition; "example"; "example"": split at the semicolons
+// outside quotes; a quoted part is an example sentence.
+std::vector<std::string> wordnet_sentences(const std::string& line) {
+  size_t bar = line.find(" | ");
+  if (bar == std::string::npos) return {};
+  std::string gloss = line.substr(bar + 3);
+  std::vector<std::string> parts;
+  std::string current;
+  bool quoted = false;
+  for (char c : gloss) {
+    if (c == '"') quoted = !quoted;
+    if (c == ';' && !quoted) {
+      parts.push_back(trim(current));
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  parts.push_back(trim(current));
+  std::vector<std::string> sentences;
+  for (auto& part : parts) {
+    part.erase(std::remove(part.begin(), part.end(), '"'), part.end());
+    part = trim(part);
+    if (!part.empty()) sentences.push_back(part);
+  }
+  return sentences;
+}
+
+void extract_wordnet(std::string& out, EnglishStats& stats) {
+  for (const char* part : {"noun", "verb", "adj", "adv"}) {
+    std::istringstream in(read_file(std::string("/usr/share/wordnet/data.") + part));
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("  ", 0) == 0) continue;  // the licence header
+      add_document(wordnet_sentences(line), out, stats);
+    }
+  }
+}
+
+// Fortune files underline and embolden by overstriking: "c\bc", "_\bc".
+// A backspace takes back the character before it.
+std::string remove_overstrikes(const std::string& line) {
+  std::string out;
+  for (char c : line) {
+    if (c != '\b') {
+      out += c;
+    } else if (!out.empty()) {
+      out.pop_back();
+    }
+  }
+  return out;
+}
+
+// Splits running text after '.', '?' or '!' followed by a space.
+std::vector<std::string> split_sentences(const std::string& text) {
+  std::vector<std::string> sentences;
+  size_t start = 0;
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    if ((text[i] == '.' || text[i] == '?' || text[i] == '!') && text[i + 1] == ' ') {
+      sentences.push_back(trim(std::string_view(text).substr(start, i + 1 - start)));
+      start = i + 1;
+    }
+  }
+  sentences.push_back(trim(std::string_view(text).substr(start)));
+  return sentences;
+}
+
+// Fortune files: fortunes separated by lines holding "%"; the lines of one
+// fortune are joined and split into sentences.
+void extract_fortunes(std::string& out, EnglishStats& stats) {
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(english_folder(EnglishSource::fortunes))) {
+    std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && name.find('.') == std::string::npos) files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    std::istringstream in(read_file(file));
+    std::string line, fortune;
+    auto flush = [&] {
+      add_document(split_sentences(fortune), out, stats);
+      fortune.clear();
+    };
+    while (std::getline(in, line)) {
+      line = remove_overstrikes(line);
+      if (trim(line) == "%") {
+        flush();
+      } else {
+        std::string t = trim(line);
+        if (!t.empty()) fortune += (fortune.empty() ? "" : " ") + t;
+      }
+    }
+    flush();
+  }
+}
+
+}  // namespace
+
+std::string extract_english(EnglishSource source, EnglishStats* stats) {
+  ORDO_CHECK(english_installed(source), "no ", source == EnglishSource::wordnet ? "WordNet" : "fortunes",
+             " data in ", english_folder(source), ": install the Debian package ", english_package(source),
+             " (apt-get install ", english_package(source), ")");
+  EnglishStats local;
+  std::string out;
+  if (source == EnglishSource::wordnet) {
+    extract_wordnet(out, local);
+  } else {
+    extract_fortunes(out, local);
+  }
+  ORDO_CHECK(local.sentences > 0, "no sentences found in ", english_folder(source));
+  if (stats) *stats = local;
+  return out;
+}
+
+}  // namespace ordo::text

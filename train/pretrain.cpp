@@ -1,0 +1,695 @@
+#include "train/pretrain.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <map>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "base/config.h"
+#include "base/file_io.h"
+#include "nn/checkpoint.h"
+#include "pe/registry.h"
+#include "synth/synth.h"
+#include "tensor/device_runtime.h"
+#include "tensor/safetensors.h"
+#include "text/corpus.h"
+#include "text/vocab_trainer.h"
+
+namespace ordo::train {
+
+// ---- config --------------------------------------------------------------------------
+
+int64_t TrainConfig::total_steps() const {
+  int64_t n = 0;
+  for (const Phase& p : phases) n += p.steps;
+  return n;
+}
+
+namespace {
+
+DataConfig parse_data(const json::Value& v, const std::string& where) {
+  FieldReader r(v, where);
+  DataConfig d;
+  d.corpus = r.string("corpus", d.corpus);
+  d.synthetic_sentences = r.integer("synthetic_sentences", d.synthetic_sentences, 1, int64_t{1} << 32);
+  d.synthetic_seed = static_cast<uint64_t>(r.integer("synthetic_seed", static_cast<int64_t>(d.synthetic_seed), 0, INT64_MAX));
+  d.vocab = r.string("vocab", d.vocab);
+  d.vocab_size = r.integer("vocab_size", d.vocab_size, 10, 1 << 24);
+  d.vocab_min_frequency = r.integer("vocab_min_frequency", d.vocab_min_frequency, 1, INT64_MAX);
+  d.lower_case = r.boolean("lower_case", d.lower_case);
+  d.held_out_fraction = r.number("held_out_fraction", d.held_out_fraction, 0, 0.5);
+  d.objective = r.string("objective", d.objective, {"mlm", "mlm+nsp", "causal"});
+  d.max_predictions_per_seq = r.integer("max_predictions_per_seq", d.max_predictions_per_seq, 1, 1 << 20);
+  d.masked_lm_prob = r.number("masked_lm_prob", d.masked_lm_prob, 0, 1);
+  d.short_seq_prob = r.number("short_seq_prob", d.short_seq_prob, 0, 1);
+  d.whole_word_mask = r.boolean("whole_word_mask", d.whole_word_mask);
+  d.seed = static_cast<uint64_t>(r.integer("seed", static_cast<int64_t>(d.seed), 0, INT64_MAX));
+  r.finish();
+  return d;
+}
+
+Phase parse_phase(const json::Value& v, const std::string& where, Phase fallback) {
+  FieldReader r(v, where);
+  Phase p = fallback;
+  p.steps = r.integer("steps", p.steps, 0, int64_t{1} << 40);
+  p.max_seq_length = r.integer("max_seq_length", p.max_seq_length, 2, 1 << 20);
+  p.batch_size = r.integer("batch_size", p.batch_size, 1, 1 << 20);
+  r.finish();
+  return p;
+}
+
+TrainConfig parse_train(const json::Value& v, const std::string& where) {
+  FieldReader r(v, where);
+  TrainConfig t;
+  // One phase from the top-level keys, or a list of phases (never both).
+  bool single = r.has("steps") || r.has("max_seq_length") || r.has("batch_size");
+  Phase one;
+  one.steps = r.integer("steps", 1000, 0, int64_t{1} << 40);
+  one.max_seq_length = r.integer("max_seq_length", 128, 2, 1 << 20);
+  one.batch_size = r.integer("batch_size", 32, 1, 1 << 20);
+  if (r.has("phases")) {
+    ORDO_CHECK(!single, where, ": give either 'phases' or steps/max_seq_length/batch_size, not both");
+    r.ignore({"phases"});
+    const json::Value& list = v["phases"];
+    ORDO_CHECK(list.is_array() && list.size() > 0, where, ": 'phases' must be a non-empty array of objects");
+    for (size_t i = 0; i < list.size(); ++i)
+      t.phases.push_back(parse_phase(list[i], where + ".phases[" + std::to_string(i) + "]", one));
+  } else {
+    t.phases.push_back(one);
+  }
+  t.grad_accum = r.integer("grad_accum", t.grad_accum, 1, 1 << 20);
+  t.adam.lr = r.number("lr", 5e-4, 0, 10);
+  t.adam.beta1 = r.number("beta1", t.adam.beta1, 0, 0.999999);
+  t.adam.beta2 = r.number("beta2", t.adam.beta2, 0, 0.999999999);
+  t.adam.eps = r.number("adam_eps", t.adam.eps, 1e-30, 1);
+  t.adam.weight_decay = r.number("weight_decay", t.adam.weight_decay, 0, 10);
+  t.adam.max_grad_norm = r.number("max_grad_norm", t.adam.max_grad_norm, 0, 1e30);
+  t.adam.warmup_steps = r.integer("warmup_steps", 0, 0, int64_t{1} << 40);
+  t.seed = static_cast<uint64_t>(r.integer("seed", static_cast<int64_t>(t.seed), 0, INT64_MAX));
+  t.log_every = r.integer("log_every", t.log_every, 1, INT64_MAX);
+  t.eval_every = r.integer("eval_every", t.eval_every, 0, INT64_MAX);
+  t.eval_batches = r.integer("eval_batches", t.eval_batches, 1, 1 << 20);
+  t.checkpoint_every = r.integer("checkpoint_every", t.checkpoint_every, 0, INT64_MAX);
+  t.device = r.string("device", t.device);
+  t.threads = r.integer("threads", t.threads, 0, 4096);
+  r.finish();
+  t.adam.total_steps = t.total_steps();
+  ORDO_CHECK(t.total_steps() > 0, where, ": the run has no steps");
+  ORDO_CHECK(t.adam.warmup_steps <= t.total_steps(), where, ": warmup_steps ", t.adam.warmup_steps,
+             " exceeds the ", t.total_steps(), " steps of the run");
+  return t;
+}
+
+}  // namespace
+
+RunConfig parse_run_config(const json::Value& json_in, const std::vector<std::string>& overrides,
+                           const std::string& where) {
+  json::Value json = json_in;
+  for (const auto& o : overrides) apply_override(json, o);
+  FieldReader top(json, where);
+  const json::Value* model = top.object("model");
+  const json::Value* data = top.object("data");
+  const json::Value* train = top.object("train");
+  top.string("description", "");  // free text: what the config reproduces (configs/papers/)
+  top.finish();
+  ORDO_CHECK(model, where, ": missing the 'model' object");
+  RunConfig c;
+  c.data = parse_data(data ? *data : json::Value::object(), where + ": data");
+  c.train = parse_train(train ? *train : json::Value::object(), where + ": train");
+  // vocab_size follows the vocabulary unless the config fixes it (checked against it later).
+  json::Value model_json = *model;
+  if (!model_json.contains("vocab_size")) model_json["vocab_size"] = 0;
+  json::Value probe = model_json;
+  probe["vocab_size"] = 1;  // validated for real once the vocabulary is known
+  c.model = nn::config_from_json(probe, where + ": model");
+  c.model.vocab_size = model_json["vocab_size"].as_int();
+  for (const Phase& p : c.train.phases) {
+    ORDO_CHECK(p.max_seq_length <= c.model.max_position_embeddings || c.model.pe != "ape_learned", where,
+               ": max_seq_length ", p.max_seq_length, " is beyond max_position_embeddings ",
+               c.model.max_position_embeddings, " of the learned absolute position table");
+  }
+  ORDO_CHECK(!(c.data.objective == "causal") || c.model.decoder, where,
+             ": objective 'causal' needs model.decoder = true (a causal decoder stack)");
+  ORDO_CHECK(c.data.objective == "causal" || !c.model.decoder, where, ": a decoder model trains with objective 'causal'");
+  c.source = json;
+  c.source["model"] = model_json;
+  return c;
+}
+
+namespace {
+
+// `base` with `over` laid on top: objects merge key by key (recursively),
+// any other value of `over` replaces the base's.
+json::Value merged(const json::Value& base, const json::Value& over) {
+  if (!base.is_object() || !over.is_object()) return over;
+  json::Value out = base;
+  for (const auto& [key, value] : over.items()) out[key] = out.contains(key) ? merged(out[key], value) : value;
+  return out;
+}
+
+// Reads a run config file and resolves its "extends": the path of a config
+// this one builds on, relative to this file's folder (configs/papers/...
+// name "../../tiny.json"), itself possibly extending another.
+json::Value read_with_extends(const std::string& path, int depth) {
+  ORDO_CHECK(depth < 16, path, ": \"extends\" chains more than 16 files deep (a cycle?)");
+  json::Value v;
+  try {
+    v = json::parse(read_file(path));
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+  const json::Value* base = v.is_object() ? v.find("extends") : nullptr;
+  if (!base) return v;
+  ORDO_CHECK(base->is_string(), path, ": \"extends\" must be a string (the path of a config file), got ",
+             json::type_name(base->type()));
+  std::string target = base->as_string();
+  if (!target.empty() && target[0] != '/') {
+    size_t slash = path.rfind('/');
+    target = (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/" + target;
+  }
+  ORDO_CHECK(file_exists(target), path, ": \"extends\": no config file ", target);
+  json::Value own = json::Value::object();
+  for (const auto& [key, value] : v.items())
+    if (key != "extends") own[key] = value;
+  return merged(read_with_extends(target, depth + 1), own);
+}
+
+}  // namespace
+
+RunConfig read_run_config(const std::string& path, const std::vector<std::string>& overrides) {
+  // The resolved config (every "extends" merged in) is what the run records.
+  return parse_run_config(read_with_extends(path, 0), overrides, path);
+}
+
+// ---- the run directory ---------------------------------------------------------------
+
+namespace {
+
+std::vector<std::string> list_directory(const std::string& path) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(path.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(n);
+    }
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+std::string checkpoint_dir(const std::string& run, int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step_%09lld", static_cast<long long>(step));
+  return run + "/checkpoints/" + name;
+}
+
+// The step of the newest complete checkpoint (trainer_state.json is written
+// last), or -1.
+int64_t latest_checkpoint(const std::string& run) {
+  int64_t best = -1;
+  for (const std::string& n : list_directory(run + "/checkpoints")) {
+    if (n.rfind("step_", 0) != 0) continue;
+    if (!file_exists(run + "/checkpoints/" + n + "/trainer_state.json")) continue;
+    best = std::max<int64_t>(best, std::atoll(n.c_str() + 5));
+  }
+  return best;
+}
+
+namespace {
+
+// The files a run writes; --overwrite removes exactly these, nothing else.
+void remove_run_files(const std::string& run) {
+  for (const std::string& n : list_directory(run + "/checkpoints")) {
+    std::string dir = run + "/checkpoints/" + n;
+    for (const char* f : {"config.json", "model.safetensors", "optimizer.safetensors", "trainer_state.json", "vocab.txt"})
+      std::remove((dir + "/" + f).c_str());
+    ::rmdir(dir.c_str());
+  }
+  ::rmdir((run + "/checkpoints").c_str());
+  for (const char* f : {"metrics.jsonl", "config.json", "vocab.txt"}) std::remove((run + "/" + f).c_str());
+}
+
+// ---- stopping on Ctrl-C ----------------------------------------------------------------
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_interrupt(int) { g_interrupted = true; }
+
+struct InterruptScope {
+  void (*previous)(int);
+  InterruptScope() : previous(std::signal(SIGINT, on_interrupt)) { g_interrupted = false; }
+  ~InterruptScope() { std::signal(SIGINT, previous); }
+};
+
+// ---- data ----------------------------------------------------------------------------
+
+text::PretrainingOptions data_options(const DataConfig& d, int64_t max_seq_length) {
+  text::PretrainingOptions o;
+  o.objective = text::parse_objective(d.objective);
+  o.max_seq_length = max_seq_length;
+  o.max_predictions_per_seq = d.max_predictions_per_seq;
+  o.masked_lm_prob = d.masked_lm_prob;
+  o.short_seq_prob = d.short_seq_prob;
+  o.whole_word_mask = d.whole_word_mask;
+  o.seed = d.seed;
+  return o;
+}
+
+}  // namespace
+
+text::CorpusSplit split_corpus(const DataConfig& d, const std::string& corpus_path, const text::Vocab& vocab) {
+  text::TokenizerOptions to;
+  to.lower_case = d.lower_case;
+  text::Tokenizer tokenizer(vocab, to);
+  text::CorpusSplitOptions so;
+  so.held_out_fraction = d.held_out_fraction;
+  so.seed = d.seed;
+  return text::tokenize_corpus(corpus_path, tokenizer, so);
+}
+
+namespace {
+
+struct Corpus {
+  text::Vocab vocab;
+  text::CorpusSplit split;
+};
+
+// The corpus and the vocabulary of a run, made or found in the run directory.
+Corpus prepare_corpus(const RunConfig& c, const std::string& run, bool quiet) {
+  std::string corpus_path = c.data.corpus;
+  if (corpus_path == "synthetic") {
+    corpus_path = run + "/data/corpus.txt";
+    // Reuse a corpus already generated for this seed and size (a resumed run); otherwise (re)generate.
+    bool current = false;
+    if (file_exists(run + "/data/meta.json")) {
+      json::Value meta = json::parse(read_file(run + "/data/meta.json"));
+      current = meta["seed"].as_int() == static_cast<int64_t>(c.data.synthetic_seed) &&
+                meta["sentences_requested"].as_int() == c.data.synthetic_sentences &&
+                meta["grammar_version"].as_int() == synth::kGrammarVersion;
+    }
+    if (!current) {
+      if (!quiet) std::fprintf(stderr, "generating %lld synthetic sentences (seed %llu) into %s/data\n",
+                               static_cast<long long>(c.data.synthetic_sentences),
+                               static_cast<unsigned long long>(c.data.synthetic_seed), run.c_str());
+      synth::write_synthetic(run + "/data", c.data.synthetic_sentences, c.data.synthetic_seed, synth::Config{}, true);
+    }
+  }
+  std::string vocab_path = run + "/vocab.txt";
+  if (!c.data.vocab.empty()) {
+    text::Vocab::load(c.data.vocab).save(vocab_path);
+  } else if (!file_exists(vocab_path)) {
+    text::VocabTrainerOptions vo;
+    vo.vocab_size = c.data.vocab_size;
+    vo.min_frequency = c.data.vocab_min_frequency;
+    vo.lower_case = c.data.lower_case;
+    text::train_wordpiece_from_corpus(corpus_path, vo).save(vocab_path);
+  }
+  Corpus out{text::Vocab::load(vocab_path), {}};
+  out.split = split_corpus(c.data, corpus_path, out.vocab);
+  return out;
+}
+
+struct DeviceBatch {
+  nn::BertInputs inputs;
+  Tensor labels, nsp_labels;
+  int64_t tokens = 0;  // positions processed (batch x length)
+};
+
+DeviceBatch to_device(const text::Batch& b, Device device) {
+  const Shape shape{b.batch, b.length};
+  DeviceBatch d;
+  d.inputs.input_ids = Tensor::from_vector(b.input_ids, shape, device);
+  d.inputs.segment_ids = Tensor::from_vector(b.segment_ids, shape, device);
+  d.inputs.positions = Tensor::from_vector(b.positions, shape, device);
+  d.inputs.attention_mask = Tensor::from_vector(b.attention_mask, shape, device);
+  d.labels = Tensor::from_vector(b.clm_labels.empty() ? b.mlm_labels : b.clm_labels, shape, device);
+  if (!b.nsp_labels.empty()) d.nsp_labels = Tensor::from_vector(b.nsp_labels, {b.batch}, device);
+  d.tokens = b.batch * b.length;
+  return d;
+}
+
+// ---- evaluation ------------------------------------------------------------------------
+
+// Running sums of an evaluation: one batch at a time, then finish().
+struct EvalSums {
+  double loss_sum = 0, correct = 0, nsp_correct = 0, nsp_total = 0;
+  int64_t predicted = 0;
+
+  void add(nn::PretrainingModel& model, const DeviceBatch& b, nn::Context& ctx) {
+    nn::PretrainingOutput out = model.forward(b.inputs, b.labels, b.nsp_labels, ctx);
+    const int64_t n = out.lm_targets.numel();
+    if (n == 0) return;
+    loss_sum += out.lm_loss.value().item() * n;
+    Tensor hits = eq(argmax(out.lm_logits, 1).to(DType::f32), out.lm_targets.to(DType::f32));
+    correct += sum(hits).item();
+    predicted += n;
+    if (out.nsp_logits.defined() && b.nsp_labels.defined()) {
+      nsp_correct += sum(eq(argmax(out.nsp_logits, 1).to(DType::f32), b.nsp_labels.to(DType::f32))).item();
+      nsp_total += static_cast<double>(b.nsp_labels.numel());
+    }
+  }
+  EvalResult finish() const {
+    EvalResult r;
+    r.predicted = predicted;
+    if (predicted > 0) {
+      r.loss = loss_sum / predicted;
+      r.accuracy = correct / predicted;
+    }
+    if (nsp_total > 0) r.nsp_accuracy = nsp_correct / nsp_total;
+    return r;
+  }
+};
+
+// Mean LM loss and accuracy over the first `batches` batches of the held-out
+// split (always the same batches: a fresh cursor each time).
+EvalResult evaluate(nn::PretrainingModel& model, text::PretrainingData& data, int64_t batch_size, int64_t batches,
+                    Device device) {
+  NoGradGuard no_grad;
+  nn::Context ctx = nn::Context::eval();
+  text::Cursor cursor;
+  EvalSums sums;
+  for (int64_t i = 0; i < batches; ++i) {
+    sums.add(model, to_device(data.next_batch(cursor, batch_size), device), ctx);
+    if (cursor.epoch > 0) break;  // the held-out split is smaller than asked: once through
+  }
+  return sums.finish();
+}
+
+// The accuracy of always predicting the most frequent target: the baseline a
+// model that ignores its context reaches (about what a unigram model gets).
+double unigram_baseline(text::PretrainingData& data, int64_t batch_size, int64_t batches) {
+  std::map<int64_t, int64_t> counts;
+  int64_t total = 0;
+  text::Cursor cursor;
+  for (int64_t i = 0; i < batches && cursor.epoch == 0; ++i) {
+    text::Batch b = data.next_batch(cursor, batch_size);
+    const auto& labels = b.clm_labels.empty() ? b.mlm_labels : b.clm_labels;
+    for (int64_t l : labels)
+      if (l != text::kIgnoreLabel) ++counts[l], ++total;
+  }
+  int64_t best = 0;
+  for (const auto& [id, n] : counts) best = std::max(best, n);
+  return total ? static_cast<double>(best) / total : 0.0;
+}
+
+// ---- checkpoints -------------------------------------------------------------------------
+
+struct TrainerState {
+  int64_t step = 0;
+  int64_t phase = 0;
+  text::Cursor cursor;
+  double elapsed_seconds = 0;
+};
+
+void save_checkpoint(const std::string& run, nn::PretrainingModel& model, const nn::AdamW& opt, const TrainerState& s) {
+  std::string dir = checkpoint_dir(run, s.step);
+  make_directories(run + "/checkpoints");
+  nn::save_model(dir, model);
+  safetensors::save(dir + "/optimizer.safetensors", opt.state_tensors());
+  write_file_atomic(dir + "/vocab.txt", read_file(run + "/vocab.txt"));
+  json::Value state = json::Value::object();
+  state["step"] = s.step;
+  state["phase"] = s.phase;
+  state["epoch"] = s.cursor.epoch;
+  state["example"] = s.cursor.example;
+  state["optimizer_steps"] = opt.steps_taken();
+  state["elapsed_seconds"] = s.elapsed_seconds;
+  write_file_atomic(dir + "/trainer_state.json", json::dump(state, 2) + "\n");  // last: marks the checkpoint complete
+}
+
+TrainerState load_trainer_state(const std::string& dir) {
+  std::string path = dir + "/trainer_state.json";
+  json::Value v = json::parse(read_file(path));
+  FieldReader r(v, path);
+  TrainerState s;
+  s.step = r.integer("step", 0, 0, INT64_MAX);
+  s.phase = r.integer("phase", 0, 0, INT64_MAX);
+  s.cursor.epoch = r.integer("epoch", 0, 0, INT64_MAX);
+  s.cursor.example = r.integer("example", 0, 0, INT64_MAX);
+  r.integer("optimizer_steps", 0, 0, INT64_MAX);
+  s.elapsed_seconds = r.number("elapsed_seconds", 0, 0, 1e300);
+  r.finish();
+  return s;
+}
+
+// Keeps the metrics lines up to `step` (a resumed run rewrites what followed).
+void truncate_metrics(const std::string& path, int64_t step) {
+  if (!file_exists(path)) return;
+  std::string text = read_file(path), kept;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    start = end == std::string::npos ? text.size() : end + 1;
+    try {
+      if (json::parse(line)["step"].as_int() <= step) kept += line + "\n";
+    } catch (const Error&) {
+      // A torn last line from a crash: dropped.
+    }
+  }
+  write_file_atomic(path, kept);
+}
+
+std::string format_duration(double seconds) {
+  char buf[32];
+  long s = static_cast<long>(seconds);
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);
+  else if (s >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  else std::snprintf(buf, sizeof buf, "%.1fs", seconds);
+  return buf;
+}
+
+// ---- the loop -------------------------------------------------------------------------------
+
+Device resolve_device(const std::string& name) {
+  if (name == "auto") return cuda_available() ? Device::cuda(0) : Device::cpu();
+  Device d = Device::parse(name);
+  ORDO_CHECK(d.is_cpu() || d.index < cuda_device_count(), "train.device '", name, "' is not available: ",
+             cuda_device_description(d.index));
+  return d;
+}
+
+// When the loss is not finite, name the first tensor that went wrong: a
+// parameter, or else the first hidden state of a traced re-run.
+[[noreturn]] void report_non_finite(int64_t step, nn::PretrainingModel& model, const DeviceBatch& b) {
+  for (const auto& [name, p] : model.named_parameters()) {
+    if (!std::isfinite(global_norm({p->var.value()})))
+      throw Error(detail::cat("step ", step, ": the loss is not finite; parameter '", name, "' holds NaN or Inf"));
+  }
+  NoGradGuard no_grad;
+  nn::Context ctx = nn::Context::eval();
+  nn::ForwardTrace trace;
+  trace.keep_hidden_states = true;
+  model.bert.forward(b.inputs, ctx, &trace);
+  for (size_t i = 0; i < trace.hidden_states.size(); ++i) {
+    if (!std::isfinite(global_norm({trace.hidden_states[i]})))
+      throw Error(detail::cat("step ", step, ": the loss is not finite; hidden_states.", i,
+                              i == 0 ? " (the embeddings)" : " (after a layer)", " is the first tensor with NaN or Inf"));
+  }
+  throw Error(detail::cat("step ", step, ": the loss is not finite; the hidden states are finite, so the heads or the loss produced it"));
+}
+
+int64_t run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer, bool resuming) {
+  const std::string& run = o.out;
+  if (c.train.threads > 0) {
+#ifdef _OPENMP
+    omp_set_num_threads(static_cast<int>(c.train.threads));
+#endif
+  }
+  Device device = resolve_device(c.train.device);
+  Corpus corpus = prepare_corpus(c, run, o.quiet);
+  nn::BertConfig model_config = c.model;
+  if (model_config.vocab_size == 0) model_config.vocab_size = corpus.vocab.size();
+  ORDO_CHECK(model_config.vocab_size == corpus.vocab.size(), "model.vocab_size ", model_config.vocab_size,
+             " differs from the vocabulary's ", corpus.vocab.size(), " tokens (", run, "/vocab.txt)");
+  nn::validate(model_config, "model config");
+  const bool nsp = c.data.objective == "mlm+nsp";
+
+  // The model, the optimizer and where the run stands.
+  std::unique_ptr<nn::PretrainingModel> model;
+  TrainerState state;
+  if (resuming) {
+    int64_t step = latest_checkpoint(run);
+    ORDO_CHECK(step >= 0, "--resume: no complete checkpoint under ", run, "/checkpoints");
+    std::string dir = checkpoint_dir(run, step);
+    model = pe::load_model(dir, device, nsp, c.train.seed);
+    state = load_trainer_state(dir);
+  } else {
+    model = pe::build_model(model_config, device, nsp, c.train.seed);
+  }
+  nn::AdamW opt(model->named_parameters(), c.train.adam);
+  if (resuming) {
+    std::string dir = checkpoint_dir(run, state.step);
+    auto moments = safetensors::load(dir + "/optimizer.safetensors");
+    for (auto& [name, t] : moments) t = t.to(device);
+    opt.load_state(state.step, moments);
+    truncate_metrics(run + "/metrics.jsonl", state.step);
+  }
+
+  // One data stream per phase (lengths differ), one held-out stream for evaluation.
+  std::vector<std::unique_ptr<text::PretrainingData>> train_data, eval_data;
+  for (const Phase& p : c.train.phases) {
+    train_data.push_back(std::make_unique<text::PretrainingData>(corpus.split.train, corpus.vocab, data_options(c.data, p.max_seq_length)));
+    eval_data.push_back(corpus.split.held_out.documents() > 0
+                            ? std::make_unique<text::PretrainingData>(corpus.split.held_out, corpus.vocab, data_options(c.data, p.max_seq_length))
+                            : nullptr);
+  }
+
+  const int64_t total = c.train.total_steps();
+  if (!o.quiet) {
+    std::fprintf(stderr, "ordo pretrain: %s, %lld layers x %lld hidden, pe %s, %lld parameters, on %s\n",
+                 c.data.objective.c_str(), static_cast<long long>(model_config.num_hidden_layers),
+                 static_cast<long long>(model_config.hidden_size), model_config.pe.c_str(),
+                 static_cast<long long>(model->parameter_count()), device.str().c_str());
+    std::fprintf(stderr, "data: %lld training / %lld held-out documents, vocabulary %d\n",
+                 static_cast<long long>(corpus.split.train.documents()),
+                 static_cast<long long>(corpus.split.held_out.documents()), corpus.vocab.size());
+    if (eval_data[0])
+      std::fprintf(stderr, "held-out baseline (always the most frequent target): accuracy %.1f%%\n",
+                   100 * unigram_baseline(*eval_data[0], c.train.phases[0].batch_size, c.train.eval_batches));
+    if (resuming) std::fprintf(stderr, "resuming at step %lld\n", static_cast<long long>(state.step));
+  }
+
+  std::FILE* metrics = std::fopen((run + "/metrics.jsonl").c_str(), "a");
+  ORDO_CHECK(metrics, "cannot open ", run, "/metrics.jsonl: ", std::strerror(errno));
+  auto emit = [&](const json::Value& line) {
+    std::fprintf(metrics, "%s\n", json::dump(line).c_str());
+    std::fflush(metrics);
+    if (observer) observer(line);
+  };
+  struct Closer {
+    std::FILE* f;
+    ~Closer() { std::fclose(f); }
+  } closer{metrics};
+
+  InterruptScope interrupt;
+  auto started = std::chrono::steady_clock::now();
+  const double elapsed_before = state.elapsed_seconds;
+  auto elapsed = [&] { return elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  int64_t window_tokens = 0;
+  auto window_start = std::chrono::steady_clock::now();
+  int64_t steps_this_call = 0;
+
+  auto run_eval = [&](int64_t step, size_t phase) {
+    if (!eval_data[phase]) return;
+    EvalResult e = evaluate(*model, *eval_data[phase], c.train.phases[phase].batch_size, c.train.eval_batches, device);
+    json::Value line = json::Value::object();
+    line["step"] = step;
+    line["eval_loss"] = e.loss;
+    line["eval_accuracy"] = e.accuracy;
+    line["eval_perplexity"] = std::exp(std::min(e.loss, 700.0));
+    line["eval_predicted_tokens"] = e.predicted;
+    if (e.nsp_accuracy >= 0) line["eval_nsp_accuracy"] = e.nsp_accuracy;
+    emit(line);
+    if (!o.quiet)
+      std::fprintf(stderr, "eval step %lld | held-out loss %.4f | accuracy %.2f%% | perplexity %.2f\n",
+                   static_cast<long long>(step), e.loss, 100 * e.accuracy, std::exp(std::min(e.loss, 700.0)));
+  };
+
+  // Where phase boundaries fall, in steps.
+  std::vector<int64_t> phase_end;
+  for (const Phase& p : c.train.phases) phase_end.push_back((phase_end.empty() ? 0 : phase_end.back()) + p.steps);
+
+  while (state.step < total) {
+    while (state.step >= phase_end[state.phase]) {
+      ++state.phase;
+      state.cursor = text::Cursor{};  // a new phase starts its data afresh
+    }
+    const Phase& phase = c.train.phases[state.phase];
+    const int64_t step = state.step + 1;
+    double loss_sum = 0, lm_sum = 0, nsp_sum = 0;
+    for (int64_t m = 0; m < c.train.grad_accum; ++m) {
+      DeviceBatch b = to_device(train_data[state.phase]->next_batch(state.cursor, phase.batch_size), device);
+      nn::Context ctx = nn::Context::train(c.train.seed, step, m, c.train.grad_accum);
+      nn::PretrainingOutput out = model->forward(b.inputs, b.labels, b.nsp_labels, ctx);
+      double loss = out.loss.value().item();
+      if (!std::isfinite(loss)) report_non_finite(step, *model, b);
+      Var scaled = c.train.grad_accum > 1 ? affine(out.loss, 1.0 / static_cast<double>(c.train.grad_accum)) : out.loss;
+      scaled.backward();
+      loss_sum += loss;
+      lm_sum += out.lm_loss.value().item();
+      if (out.nsp_loss.defined()) nsp_sum += out.nsp_loss.value().item();
+      window_tokens += b.tokens;
+    }
+    nn::AdamW::StepInfo info = opt.step();
+    state.step = step;
+    ++steps_this_call;
+
+    if (step % c.train.log_every == 0 || step == total || step == 1) {
+      double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
+      double tokens_per_s = now > 0 ? window_tokens / now : 0;
+      window_tokens = 0;
+      window_start = std::chrono::steady_clock::now();
+      json::Value line = json::Value::object();
+      line["step"] = step;
+      line["phase"] = state.phase;
+      line["loss"] = loss_sum / c.train.grad_accum;
+      line["lm_loss"] = lm_sum / c.train.grad_accum;
+      if (nsp) line["nsp_loss"] = nsp_sum / c.train.grad_accum;
+      line["lr"] = info.lr;
+      line["grad_norm"] = info.grad_norm;
+      line["tokens_per_s"] = tokens_per_s;
+      emit(line);
+      if (!o.quiet) {
+        double rate = steps_this_call / std::max(1e-9, elapsed() - elapsed_before);
+        std::fprintf(stderr, "step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s | ETA %s\n",
+                     static_cast<long long>(step), static_cast<long long>(total), loss_sum / c.train.grad_accum,
+                     info.lr, tokens_per_s, format_duration((total - step) / std::max(rate, 1e-9)).c_str());
+      }
+    }
+    bool last = step == total;
+    if ((c.train.eval_every > 0 && step % c.train.eval_every == 0) || last) run_eval(step, state.phase);
+    bool stop = g_interrupted || (o.stop_after >= 0 && steps_this_call >= o.stop_after);
+    if ((c.train.checkpoint_every > 0 && step % c.train.checkpoint_every == 0) || last || stop) {
+      state.elapsed_seconds = elapsed();
+      save_checkpoint(run, *model, opt, state);
+    }
+    if (stop) {
+      if (!o.quiet) std::fprintf(stderr, "stopped at step %lld with a checkpoint; continue with --resume %s\n",
+                                 static_cast<long long>(step), run.c_str());
+      break;
+    }
+  }
+  return steps_this_call;
+}
+
+}  // namespace
+
+EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text::Batch>& batches, Device device) {
+  NoGradGuard no_grad;
+  nn::Context ctx = nn::Context::eval();
+  EvalSums sums;
+  for (const text::Batch& b : batches) sums.add(model, to_device(b, device), ctx);
+  return sums.finish();
+}
+
+int64_t pretrain(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer) {
+  ORDO_CHECK(!o.out.empty(), "pretrain: no run directory given (--out)");
+  bool holds_run = file_exists(o.out + "/config.json") || file_exists(o.out + "/metrics.jsonl");
+  ORDO_CHECK(!holds_run || o.overwrite, "'", o.out, "' already holds a run; use --resume to continue it or --overwrite to replace it");
+  make_directories(o.out);
+  if (holds_run) remove_run_files(o.out);
+  write_file_atomic(o.out + "/config.json", json::dump(c.source, 2) + "\n");
+  return run_loop(c, o, observer, false);
+}
+
+int64_t resume_pretrain(const PretrainOptions& o, const MetricsObserver& observer) {
+  ORDO_CHECK(directory_exists(o.out), "--resume: '", o.out, "' is not a directory");
+  ORDO_CHECK(file_exists(o.out + "/config.json"), "--resume: '", o.out, "' holds no run (no config.json)");
+  RunConfig c = read_run_config(o.out + "/config.json", {});
+  return run_loop(c, o, observer, true);
+}
+
+}  // namespace ordo::train

@@ -1,0 +1,124 @@
+// Pretraining: the loop behind `ordo pretrain`.
+//
+// A run is a JSON config {"model": {...}, "data": {...}, "train": {...}}
+// (configs/*.json; --set key=value overrides) and a run directory that holds
+// everything the run writes:
+//   RUN/config.json              the resolved run config
+//   RUN/vocab.txt                the vocabulary (trained on the corpus unless given)
+//   RUN/data/                    the generated synthetic corpus (when data.corpus is "synthetic")
+//   RUN/metrics.jsonl            one JSON object per logged step and per evaluation
+//   RUN/checkpoints/step_N/      config.json + model.safetensors (HF names, loadable by HF),
+//                                optimizer.safetensors + trainer_state.json (for --resume), vocab.txt
+// Every file is written atomically. Resuming from a checkpoint continues the
+// run exactly: on the CPU the losses that follow are bit-identical to those
+// of an uninterrupted run (the data cursor, the optimizer moments, the step
+// and hence every dropout stream are restored).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/json.h"
+#include "nn/bert_config.h"
+#include "nn/heads.h"
+#include "nn/optim.h"
+#include "text/pretraining_data.h"
+
+namespace ordo::train {
+
+struct DataConfig {
+  std::string corpus = "synthetic";  // "synthetic" or a corpus path (file or directory)
+  int64_t synthetic_sentences = 20000;
+  uint64_t synthetic_seed = 1;
+  std::string vocab;                 // a vocab.txt; empty: train one on the corpus
+  int64_t vocab_size = 4000;
+  int64_t vocab_min_frequency = 2;
+  bool lower_case = true;
+  double held_out_fraction = 0.05;
+  std::string objective = "mlm";     // "mlm", "mlm+nsp", "causal"
+  int64_t max_predictions_per_seq = 20;
+  double masked_lm_prob = 0.15;
+  double short_seq_prob = 0.1;
+  bool whole_word_mask = true;
+  uint64_t seed = 12345;             // masking, instance and order draws
+};
+
+// One phase of the length schedule (Wang et al. 2021 train at 128, then 512).
+struct Phase {
+  int64_t steps = 0;
+  int64_t max_seq_length = 128;
+  int64_t batch_size = 32;
+};
+
+struct TrainConfig {
+  std::vector<Phase> phases;         // total steps = sum of phase steps
+  int64_t grad_accum = 1;            // micro-batches per optimizer step
+  nn::AdamWConfig adam;              // lr, betas, eps, weight decay, clipping, warm-up (total_steps set from phases)
+  uint64_t seed = 1;                 // initial weights and dropout masks
+  int64_t log_every = 10;
+  int64_t eval_every = 200;          // 0: only at the end
+  int64_t eval_batches = 8;
+  int64_t checkpoint_every = 0;      // 0: only at the end (and on Ctrl-C)
+  std::string device = "auto";       // auto, cpu, cuda, cuda:N
+  int64_t threads = 0;               // CPU threads; 0: OpenMP's default
+  int64_t total_steps() const;
+};
+
+struct RunConfig {
+  nn::BertConfig model;
+  DataConfig data;
+  TrainConfig train;
+  json::Value source;  // the resolved JSON, written to RUN/config.json
+};
+
+// Reads a run config (strict: unknown keys and bad values are errors naming
+// the key) after applying the --set overrides in order.
+RunConfig parse_run_config(const json::Value& json, const std::vector<std::string>& overrides,
+                           const std::string& where);
+// A file may build on another with "extends": "PATH" (relative to the
+// file's folder): objects merge key by key, the extending file's values win
+// (configs/papers/ extend ../../tiny.json and set only the model's pe).
+RunConfig read_run_config(const std::string& path, const std::vector<std::string>& overrides);
+
+struct PretrainOptions {
+  std::string out;        // the run directory
+  bool resume = false;    // continue the run in `out` from its latest checkpoint
+  bool overwrite = false; // replace a run already in `out`
+  bool quiet = false;     // no progress lines (tests)
+  int64_t stop_after = -1;  // stop (with a checkpoint) after this many steps (tests of resume)
+};
+
+// One line of metrics.jsonl, also handed to an optional observer.
+using MetricsObserver = std::function<void(const json::Value& line)>;
+
+// Runs (or resumes) a pretraining run. Returns the number of optimizer steps
+// done. Ctrl-C stops cleanly after the current step with a checkpoint.
+int64_t pretrain(const RunConfig& config, const PretrainOptions& options, const MetricsObserver& observer = {});
+// Resumes the run in `out` with the config stored there.
+int64_t resume_pretrain(const PretrainOptions& options, const MetricsObserver& observer = {});
+
+// ---- for analyses of a finished run (ordo analyze) -----------------------------------------
+
+// RUN/checkpoints/step_000000N (nine digits).
+std::string checkpoint_dir(const std::string& run, int64_t step);
+// The step of the newest complete checkpoint (its trainer_state.json written), or -1.
+int64_t latest_checkpoint(const std::string& run);
+
+// A run's corpus tokenized and split into training and held-out documents,
+// as pretraining splits it (data.lower_case, held_out_fraction, seed).
+text::CorpusSplit split_corpus(const DataConfig& data, const std::string& corpus_path, const text::Vocab& vocab);
+
+// A held-out evaluation: mean LM loss and accuracy over the predicted tokens
+// (labels != -100), NSP accuracy where the model has the head and the batch
+// NSP labels (-1 otherwise).
+struct EvalResult {
+  double loss = 0, accuracy = 0, nsp_accuracy = -1;
+  int64_t predicted = 0;
+};
+// The training loop's evaluation on given batches, in evaluation mode
+// (no dropout) — e.g. with altered positions (the skip-position attack).
+EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text::Batch>& batches, Device device);
+
+}  // namespace ordo::train
