@@ -7,7 +7,7 @@
 //
 // with l_ij the relative distance (squared, so its sign does not matter:
 // ordo uses r = p_j - p_i), w > 0 setting the locality and s the symmetry.
-// "i <= j" is the key at or after the query, r >= 0 in SPEC's notation: s
+// "i <= j" is the key at or after the query, r >= 0 in EQUATIONS.md's notation: s
 // scales the kernel on the keys that follow (s = 1: delta symmetric around
 // the query; s < 1: flatter after it, s > 1: steeper). At r = 0 both sides
 // give a = 0, so which side the diagonal belongs to changes nothing. The
@@ -29,7 +29,7 @@
 //
 // The paper's appendix counts 512 x 512 learned values per positional head
 // (B.5): its learnable A* appears to learn delta's entries, initialised from
-// Eq. 9. ordo learns the kernel's two knobs instead (SPEC.md, section 1),
+// Eq. 9. ordo learns the kernel's two knobs instead (EQUATIONS.md, attenuated),
 // which keeps delta a function of r and works at any length.
 #pragma once
 

@@ -1,7 +1,7 @@
 // What the position-encoding variants share: relative distances, sharing of
 // learned tables across heads and layers, sinusoids, and reading options.
 //
-// Notation (SPEC.md): positions p_i are an explicit [batch, L] integer
+// Notation (EQUATIONS.md): positions p_i are an explicit [batch, L] integer
 // tensor; the relative distance is r_ij = p_j - p_i (key minus query)
 // everywhere in ordo. A paper that writes i - j is followed by flipping the
 // sign once, at the variant, with a comment.

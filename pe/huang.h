@@ -1,5 +1,5 @@
 // The four relative position embeddings of Huang et al. 2020 (section 3.5),
-// in SPEC notation (per head q_i, k_j in R^{d_h}; r_ij = p_j - p_i):
+// in EQUATIONS.md's notation (per head q_i, k_j in R^{d_h}; r_ij = p_j - p_i):
 //
 // huang_m1  s_ij = (q_i . k_j) w_{|r_ij|} / sqrt(d_h),  one scalar per |r|, no clipping    (Eq. 11-12)
 // huang_m2  s_ij = (q_i . k_j) w_{r_ij} / sqrt(d_h),    one scalar per signed r            (Eq. 13, 12)

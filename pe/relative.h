@@ -4,7 +4,7 @@
 // rows, table names by sharing mode, and the attention terms built from
 // per-distance vectors without a [batch, heads, L, L, d_h] tensor.
 //
-// SPEC notation: per head q_i, k_j, v_j in R^{d_h}; r_ij = p_j - p_i (key
+// EQUATIONS.md's notation: per head q_i, k_j, v_j in R^{d_h}; r_ij = p_j - p_i (key
 // position minus query position, from the explicit positions).
 //
 // rpe_shaw  Shaw et al. 2018, as Huang et al. 2020 write it (Eq. 7-9), with

@@ -23,7 +23,7 @@
 //             al. 2022; the locality/symmetry paper, section 5). Press et al.
 //             bias a causal model by -m_h (i - j) for j <= i; an encoder sees
 //             both sides, and the symmetric -m_h |j - i| is the bidirectional
-//             form SPEC.md takes. Fixed by default; `learned` slopes start at
+//             form ordo takes (EQUATIONS.md, alibi). Fixed by default; `learned` slopes start at
 //             the geometric ones.
 //
 // Every learned table takes share = none | heads | layers | all (Chen et al.

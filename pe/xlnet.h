@@ -1,6 +1,6 @@
 // xlnet: the relative attention of Transformer-XL and XLNet (Dai et al. 2019;
 // Yang et al. 2019), as Huang et al. 2020 (Eq. 10) and Chen et al. 2021
-// (section 2.2.2) write it, in SPEC notation (r_ij = p_j - p_i):
+// (section 2.2.2) write it, in EQUATIONS.md's notation (r_ij = p_j - p_i):
 //
 //     s_ij = ((q_i + u) . k_j + (q_i + v) . (R_{i-j} W^R)) / sqrt(d_h)      (Huang et al., Eq. 10)
 //

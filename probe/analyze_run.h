@@ -4,7 +4,7 @@
 //
 //   ordo analyze --run RUN --out DIR [--checkpoint step_N] [--seed S] [--eval-sequences N]
 //
-// What runs (SPEC.md section 2, "Analyses of learned position parameters"):
+// What runs (EQUATIONS.md, "Analyses of learned position parameters"):
 //   absolute table P (any variant with an input-level encoding; rows
 //   0..L-1, L the longest pretraining length the table covers):
 //     - dot products P P^T and cosine similarities, 0.95 threshold

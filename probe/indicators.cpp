@@ -115,7 +115,7 @@ double symmetric_discrepancy(const Matrix& a) {
   return sum / (static_cast<double>(L) * static_cast<double>(L - 1) / 2.0);
 }
 
-// ---- DB_l (Wang et al. 2021, App. B; orientation fixed by SPEC.md) -----------------------
+// ---- DB_l (Wang et al. 2021, App. B; orientation: EQUATIONS.md) -----------------------
 
 double direction_balance(const Matrix& a, int64_t offset_range) {
   require_square(a, "direction_balance");
@@ -149,7 +149,7 @@ double locality(const Matrix& a) {
   return total / static_cast<double>(L);
 }
 
-// ---- Symmetry (locality/symmetry paper, Eq. 8, in SPEC.md's reading) ---------------------
+// ---- Symmetry (locality/symmetry paper, Eq. 8, in EQUATIONS.md's reading) ---------------------
 
 double symmetry(const Matrix& a) {
   require_square(a, "symmetry");

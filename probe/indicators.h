@@ -4,7 +4,7 @@
 // Eq. 8): A_ij is the (softmax) attention from query position i to key
 // position j, averaged over heads and words; rows are queries, columns keys.
 // Every function here is a pure function of A, written from the equation it
-// cites, with the reading ../shared/SPEC.md §2 fixes where the paper's text
+// cites, with the reading EQUATIONS.md ("Probing and the indicators") fixes where the paper's text
 // is ambiguous. Indices below are 1-based as in the papers (the code is
 // 0-based). The equations are defined for entries >= 0; the functions
 // compute them for any finite values (`ordo metrics` refuses negatives), and
@@ -34,7 +34,7 @@ double rounding_floor(const Matrix& a);
 // 2021, App. B):
 //     tau(r) = {A_ij : j - i = r},   r = -(L-1) .. L-1
 //     AIV(A) = [ sum_r var(tau(r)) |tau(r)| / sum_r |tau(r)| ] / var(A)
-// var is the population variance (divided by the count, as SPEC.md reads
+// var is the population variance (divided by the count, as EQUATIONS.md reads
 // it); sum_r |tau(r)| = L^2. 0 means every diagonal is constant (perfectly
 // translation invariant); a matrix with no structure along its diagonals
 // gives about 1.
@@ -73,7 +73,7 @@ double monotonicity(const Matrix& a, int64_t first_k = -1);
 double symmetric_discrepancy(const Matrix& a);
 
 // DB_l, Direction Balance (Wang et al. 2021, App. B), in the orientation
-// SPEC.md fixes: attention to preceding tokens over attention to succeeding
+// EQUATIONS.md fixes: attention to preceding tokens over attention to succeeding
 // ones, within l offsets,
 //     DB_l(A) = sum_{j<i, i-j<=l} A_ij / sum_{j>i, j-i<=l} A_ij
 // (the lower triangle over the upper, as the paper's prose says and its GPT
@@ -81,7 +81,7 @@ double symmetric_discrepancy(const Matrix& a);
 // printed in its App. B formula is the other way round and is not followed).
 // > 1: more attention to preceding tokens. A zero denominator gives +inf,
 // 0/0 included (nothing attended ahead within l: a causal matrix, a diagonal
-// matrix, L = 1) — SPEC.md's rule read literally. offset_range >= 1
+// matrix, L = 1) — the rule read literally. offset_range >= 1
 // (Table 2 uses 20).
 double direction_balance(const Matrix& a, int64_t offset_range = 20);
 
@@ -92,7 +92,7 @@ double direction_balance(const Matrix& a, int64_t offset_range = 20);
 // row (0,0,0,0,1) at i = 1 gives 1/16. Edges: a zero row gives 0.
 double locality(const Matrix& a);
 
-// Symmetry (the locality/symmetry paper, Eq. 8), in the reading SPEC.md
+// Symmetry (the locality/symmetry paper, Eq. 8), in the reading EQUATIONS.md
 // fixes: the printed formula mirrors j <-> n-j+1 and its normalisation is
 // unclear; ordo follows the authors' published implementation, which
 // matches the prose ("how symmetrically the weights scatter around the

@@ -80,7 +80,7 @@ ProbeResult identical_word_probe(const nn::PretrainingModel& model, const text::
                                  const ProbeOptions& options);
 
 // The indicators of one probed layer with the special tokens' rows and
-// columns and without them (SPEC.md §2: "both with and without"):
+// columns and without them (EQUATIONS.md: "both with and without"):
 //   {"with_special": {...}, "without_special": {...}}, each indicators_json.
 json::Value layer_indicators_json(const Matrix& attention);
 

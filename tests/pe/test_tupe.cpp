@@ -3,7 +3,7 @@
 //
 //   s_ij = q_i . k_j / sqrt(2 d_h) + Reset_theta( (p_i U^Q)_h . (p_j U^K)_h / sqrt(2 d_h) + b_h[bucket(j - i)], i, j )
 //
-// with T5's buckets taken from a hand-written table of boundaries (SPEC.md:
+// with T5's buckets taken from a hand-written table of boundaries (EQUATIONS.md, t5_bias:
 // exact below 8, the last bucket a side from 91 for max distance 128), not
 // from ordo's bucketing function. Gradients of P, U^Q, U^K, the bias table
 // and the [CLS] scalars against finite differences; the properties the

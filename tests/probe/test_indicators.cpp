@@ -1,6 +1,6 @@
 // The indicators of probe/indicators.h against matrices worked by hand and
 // against a second, naive implementation written here from the equations
-// (Wang et al. 2021 App. B; the locality/symmetry paper Eq. 7-8; SPEC.md §2's
+// (Wang et al. 2021 App. B; the locality/symmetry paper Eq. 7-8; EQUATIONS.md's
 // readings). The naive versions take another route on purpose: groups in a
 // std::map keyed by offset, unordered pairs counted once and doubled,
 // pow(0.5, d) instead of ldexp, and so on, so that a shared mistake is unlikely.
