@@ -117,6 +117,36 @@ class PositionEncoding : public Module {
     return {};
   }
 
+  // ---- what the analyses of learned positions ask (probe/analyze_run.cpp) ----
+  // Each variant answers for itself, so an analysis needs neither its name
+  // nor the layout of its parameters. An undefined tensor: it has none.
+
+  // Per-offset vectors a_r (r = key position - query position), row k
+  // holding r = first_offset + k: f64 on the CPU, [rows, width].
+  struct OffsetVectors {
+    Tensor vectors;
+    int64_t first_offset = 0;
+    std::string source;  // what they are, for captions ("a^K (rpe_shaw key table of layer 1, offsets -15..15)")
+  };
+  // Layer `layer`'s vectors (its first head's where heads differ) for the
+  // offsets |r| <= span that the variant tells apart (within its clip or table).
+  virtual OffsetVectors offset_vectors(int layer, int64_t span) const {
+    (void)layer, (void)span;
+    return {};
+  }
+
+  // A learnable sinusoid's frequencies w_i: the fixed ones it starts from and
+  // the learned ones now, f64 on the CPU, [width / 2] each.
+  struct LearnedFrequencies {
+    Tensor fixed, learned;
+    std::string source;  // which sinusoid, for captions ("ape_sin_learnable (D = 128)")
+  };
+  // Those of layer `layer` (its first head's where heads differ).
+  virtual LearnedFrequencies learned_frequencies(int layer) const {
+    (void)layer;
+    return {};
+  }
+
   // Set by the registry (pe::make_position_encoding) from the variant's level
   // and the options every variant shares (pe_options "combine" and "ablate"):
   // where the encoding acts (an INPUT+ATTENTION composite acts at both), how

@@ -1,5 +1,6 @@
 #include "pe/absolute.h"
 
+#include "pe/common.h"
 #include "tensor/ops.h"
 
 namespace ordo::pe {
@@ -10,8 +11,7 @@ LearnedAbsolute::LearnedAbsolute(const nn::BertConfig& config, Device device)
 
 Var LearnedAbsolute::input_embedding(const Tensor& positions, nn::Context&) {
   const int64_t rows = table_.var.size(0);
-  double largest = max(positions.to(DType::f64).flatten()).item();
-  double smallest = min(positions.to(DType::f64).flatten()).item();
+  auto [smallest, largest] = integer_range(positions);
   ORDO_CHECK(smallest >= 0 && largest < rows, "ape_learned: position ", largest >= rows ? largest : smallest,
              " is outside the learned table of ", rows, " positions (0..", rows - 1,
              "); an absolute table cannot extrapolate — raise max_position_embeddings or use a relative variant");

@@ -1,5 +1,6 @@
 #include "pe/common.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/ops.h"
@@ -20,13 +21,14 @@ Tensor clip_distances(const Tensor& r, int64_t k) {
   return minimum(maximum(r, lo), hi);
 }
 
-Tensor distance_rows(const Tensor& r, int64_t offset, int64_t size, const char* variant) {
-  Tensor rows = add(r, Tensor::scalar(static_cast<double>(offset), DType::i64, r.device()));
-  std::vector<double> extremes = {min(rows.to(DType::f64).flatten()).item(), max(rows.to(DType::f64).flatten()).item()};
-  ORDO_CHECK(extremes[0] >= 0 && extremes[1] < size, variant, ": a relative distance of ",
-             extremes[0] < 0 ? extremes[0] - offset : extremes[1] - offset, " is outside its table (",
-             -offset, " .. ", size - 1 - offset, "); raise the variant's max_distance or clip");
-  return rows;
+std::pair<int64_t, int64_t> integer_range(const Tensor& t) {
+  check_dtype(t, DType::i64, "integer_range", "the tensor");
+  ORDO_CHECK(t.numel() > 0, "integer_range: an empty tensor");
+  // One copy to the host (none for a dense CPU tensor), then a plain scan.
+  Tensor host = t.to(Device::cpu()).contiguous();
+  const int64_t* v = host.data<int64_t>();
+  auto [lo, hi] = std::minmax_element(v, v + host.numel());
+  return {*lo, *hi};
 }
 
 Share parse_share(const std::string& name, const std::string& where) {

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/config.h"
@@ -23,9 +24,11 @@ namespace ordo::pe {
 Tensor relative_distances(const Tensor& positions);
 // r clipped to [-k, k] (Shaw et al. 2018; Huang et al. 2020, Eq. 8).
 Tensor clip_distances(const Tensor& r, int64_t k);
-// r + offset, checked to lie in [0, size): the row of a table indexed by
-// distance. The error names the variant and says which option bounds it.
-Tensor distance_rows(const Tensor& r, int64_t offset, int64_t size, const char* variant);
+
+// The smallest and the largest entry of an i64 tensor (positions, distances,
+// ids) for bounds checks, read on the host: exact for any integer, on either
+// device (CUDA has no f64, and reductions there are f32 only).
+std::pair<int64_t, int64_t> integer_range(const Tensor& t);
 
 // ---- sharing of learned tables (Chen et al., section 4.4.1) -------------------------
 

@@ -46,14 +46,6 @@ Tensor real_positions(const Tensor& positions, DType dtype) {
   return positions.to(dtype);
 }
 
-std::pair<int64_t, int64_t> id_range(const Tensor& ids) {
-  check_dtype(ids, DType::i64, "id_range", "ids");
-  std::vector<int64_t> v = ids.to(Device::cpu()).contiguous().to_vector<int64_t>();
-  ORDO_CHECK(!v.empty(), "id_range: an empty tensor");
-  auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  return {*lo, *hi};
-}
-
 int64_t widest_distance(const Tensor& positions) {
   check_dtype(positions, DType::i64, "widest_distance", "positions");
   check_dim(positions, 2, "widest_distance", "positions");

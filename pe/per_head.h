@@ -5,7 +5,6 @@
 
 #include <functional>
 #include <string>
-#include <utility>
 
 #include "pe/common.h"
 
@@ -31,9 +30,6 @@ Share read_share(FieldReader& options, Share fallback, const std::string& varian
 // Positions as real numbers of `dtype` (sinusoids, rotations, distances).
 Tensor real_positions(const Tensor& positions, DType dtype);
 
-// The smallest and the largest entry of an i64 tensor, read on the host
-// (bounds checks: exact for any integer, and CUDA has no f64 reductions).
-std::pair<int64_t, int64_t> id_range(const Tensor& ids);
 // The largest |p_j - p_i| within any row of positions [batch, L].
 int64_t widest_distance(const Tensor& positions);
 

@@ -109,6 +109,14 @@ class Composite : public nn::PositionEncoding {
     int64_t a = input_.max_position(), b = attention_.max_position();
     return a < 0 ? b : b < 0 ? a : std::min(a, b);
   }
+  OffsetVectors offset_vectors(int layer, int64_t span) const override {
+    return attention_.offset_vectors(layer, span);
+  }
+  // The input part's learnable sinusoid, else the attention part's.
+  LearnedFrequencies learned_frequencies(int layer) const override {
+    LearnedFrequencies f = input_.learned_frequencies(layer);
+    return f.fixed.defined() ? f : attention_.learned_frequencies(layer);
+  }
 
  private:
   nn::PositionEncoding& adopt(std::unique_ptr<nn::PositionEncoding> part) {

@@ -19,11 +19,8 @@ namespace {
 
 Tensor i64_scalar(int64_t v, Device device) { return Tensor::scalar(static_cast<double>(v), DType::i64, device); }
 
-// The smallest and largest entry of an integer tensor (one host sync each).
-std::pair<int64_t, int64_t> extremes(const Tensor& t) {
-  Tensor flat = t.to(DType::f64).flatten();
-  return {static_cast<int64_t>(min(flat).item()), static_cast<int64_t>(max(flat).item())};
-}
+// "offsets -k..k", for the captions of offset_vectors().
+std::string offsets_label(int64_t k) { return "offsets -" + std::to_string(k) + ".." + std::to_string(k); }
 
 }  // namespace
 
@@ -36,7 +33,7 @@ DistanceRows DistanceSpec::rows(const Tensor& positions, const std::string& vari
     if (with_transpose) out.idx_t = r;
     return out;
   }
-  auto [lo, hi] = extremes(r);
+  auto [lo, hi] = integer_range(r);
   const Device device = r.device();
   if (has_table()) {
     const int64_t far = std::max(-lo, hi);
@@ -176,6 +173,20 @@ Var ShawRelative::value_term(const nn::AttentionState& s, const Var& probs) {
   return value_vector_term(probs, layer_rows(*values_, s.layer, rows), rows);
 }
 
+nn::PositionEncoding::OffsetVectors ShawRelative::offset_vectors(int layer, int64_t span) const {
+  NoGradGuard no_grad;
+  // a_r is row reach - r (RowLayout::signed_table): offsets -k .. k in
+  // ascending order are rows reach + k down to reach - k.
+  const int64_t k = std::min(spec_.reach, span);
+  Tensor rows = sub(i64_scalar(spec_.reach + k, Device::cpu()), Tensor::arange(2 * k + 1));
+  Tensor table = keys_.for_layer(layer).value().select(0, 0).to(Device::cpu());  // the first head's
+  OffsetVectors v;
+  v.vectors = index_select(table, 0, rows).to(DType::f64);
+  v.first_offset = -k;
+  v.source = "a^K (" + name() + " key table of layer " + std::to_string(layer + 1) + ", " + offsets_label(k) + ")";
+  return v;
+}
+
 std::unique_ptr<nn::PositionEncoding> make_rpe_shaw(const nn::BertConfig& c, FieldReader& options, Device device) {
   // Shaw et al. share the vectors across heads (Chen et al. 2021, section
   // 2.2.2), as HF's relative_key: share = heads by default.
@@ -187,6 +198,14 @@ std::unique_ptr<nn::PositionEncoding> make_rpe_shaw(const nn::BertConfig& c, Fie
 // ---- rpe_sin, rpe_sin_learnable ----------------------------------------------------------------
 
 namespace {
+
+// The distances first .. first + count - 1 as reals of `dtype`.
+Tensor distance_values(int64_t first, int64_t count, DType dtype, Device device) {
+  return affine(Tensor::arange(count, DType::f64), 1.0, static_cast<double>(first)).to(dtype).to(device);
+}
+
+// The first head's frequencies of w [d/2] (shared by the heads) or [H, d/2].
+Tensor first_head(const Tensor& w) { return w.dim() == 2 ? w.select(0, 0) : w; }
 
 // P(x)_{..., 2m} = sin(w_m x), P(x)_{..., 2m+1} = cos(w_m x) for distances x
 // [R] and frequencies w [d/2] or [H, d/2]: [R, d] or [H, R, d].
@@ -224,24 +243,50 @@ Var SinusoidRelative::frequency_var(int layer, DType dtype, Device device) const
   // w = w_fixed + delta: the learned frequency, starting at the fixed one
   // (a parameter cannot start from per-element values; the gradients of w
   // and of delta are the same).
-  Var delta = offsets_->share() == Share::heads ? offsets_->table(layer).var
-              : offsets_->share() == Share::all ? offsets_->table(0).var
-                                                : offsets_->for_layer(layer);
+  Var delta = layer_offsets(layer);
   return add(delta, Var(sinusoid_frequencies(head_dim_, delta.dtype(), delta.device())));
+}
+
+Var SinusoidRelative::layer_offsets(int layer) const {
+  switch (offsets_->share()) {
+    case Share::heads: return offsets_->table(layer).var;
+    case Share::all: return offsets_->table(0).var;
+    default: return offsets_->for_layer(layer);
+  }
 }
 
 Tensor SinusoidRelative::frequencies(int layer) const {
   NoGradGuard no_grad;
-  return frequency_var(layer, DType::f64, Device::cpu()).value().to(Device::cpu()).to(DType::f64);
+  Tensor fixed = sinusoid_frequencies(head_dim_, DType::f64, Device::cpu());
+  if (!offsets_) return fixed;
+  return add(layer_offsets(layer).value().to(Device::cpu()).to(DType::f64), fixed);
 }
 
 Var SinusoidRelative::vectors(int layer, const DistanceRows& rows, DType dtype, Device device) const {
   // Row p stands for the distance min_distance + p.
-  Tensor x = affine(Tensor::arange(rows.count, DType::f64), 1.0, static_cast<double>(rows.min_distance))
-                 .to(dtype)
-                 .to(device);
-  Var w = frequency_var(layer, dtype, device);
-  return interleaved_sinusoid(x, w);
+  return interleaved_sinusoid(distance_values(rows.min_distance, rows.count, dtype, device),
+                              frequency_var(layer, dtype, device));
+}
+
+nn::PositionEncoding::OffsetVectors SinusoidRelative::offset_vectors(int layer, int64_t span) const {
+  NoGradGuard no_grad;
+  const int64_t k = spec_.clip >= 0 ? std::min(span, spec_.clip) : span;  // beyond the clip, P(r) repeats
+  OffsetVectors v;
+  v.vectors = interleaved_sinusoid(distance_values(-k, 2 * k + 1, DType::f64, Device::cpu()),
+                                   Var(first_head(frequencies(layer))))
+                  .value();
+  v.first_offset = -k;
+  v.source = "P(r) (" + name() + ", layer " + std::to_string(layer + 1) + ", " + offsets_label(k) + ")";
+  return v;
+}
+
+nn::PositionEncoding::LearnedFrequencies SinusoidRelative::learned_frequencies(int layer) const {
+  if (!offsets_) return {};
+  LearnedFrequencies f;
+  f.fixed = sinusoid_frequencies(head_dim_, DType::f64, Device::cpu());
+  f.learned = first_head(frequencies(layer));
+  f.source = name() + ", layer " + std::to_string(layer + 1) + ", first table (d_h = " + std::to_string(head_dim_) + ")";
+  return f;
 }
 
 Var SinusoidRelative::score_bias(const nn::AttentionState& s, const Var& q, const Var&) {

@@ -136,6 +136,8 @@ class ShawRelative : public nn::PositionEncoding {
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
   // sum_j alpha_ij a^V_{c(r_ij)} (Chen et al. 2021, section 2.2.2); undefined without values.
   Var value_term(const nn::AttentionState& s, const Var& probs) override;
+  // a^K_r of layer `layer`'s first key table, |r| <= min(span, the table's reach).
+  OffsetVectors offset_vectors(int layer, int64_t span) const override;
 
   const DistanceSpec& distances() const { return spec_; }
   const TableSet& key_tables() const { return keys_; }
@@ -165,14 +167,22 @@ class SinusoidRelative : public nn::PositionEncoding {
   Var value_term(const nn::AttentionState& s, const Var& probs) override;
 
   // The frequencies w_m of layer `layer`: [d_h/2] (fixed, or shared by the
-  // layer's heads) or [heads, d_h/2]; f64 values of the current parameters.
+  // layer's heads) or [heads, d_h/2]; w_fixed + delta summed in f64 on the
+  // CPU, so the fixed part is not rounded to the parameters' dtype.
   Tensor frequencies(int layer) const;
   // P(r) for the rows `rows` stands for: [R, d_h] or [H, R, d_h].
   Var vectors(int layer, const DistanceRows& rows, DType dtype, Device device) const;
   const DistanceSpec& distances() const { return spec_; }
 
+  // P(r) of layer `layer`'s first head, |r| <= span (and <= the clip).
+  OffsetVectors offset_vectors(int layer, int64_t span) const override;
+  // rpe_sin_learnable only: w_fixed and the first head's learned w of layer `layer`.
+  LearnedFrequencies learned_frequencies(int layer) const override;
+
  private:
   Var frequency_var(int layer, DType dtype, Device device) const;
+  // delta of layer `layer`: [d_h/2] or [heads, d_h/2] (learnable only).
+  Var layer_offsets(int layer) const;
 
   bool learnable_, values_;
   int64_t head_dim_;

@@ -96,7 +96,7 @@ AbsoluteScalar::AbsoluteScalar(const nn::BertConfig& c, FieldReader& o, Device d
 Var AbsoluteScalar::score_bias(const nn::AttentionState& s, const Var&, const Var&) {
   const Tensor& positions = *s.positions;
   const int64_t batch = positions.size(0), length = positions.size(1);
-  auto [smallest, largest] = id_range(positions);
+  auto [smallest, largest] = integer_range(positions);
   ORDO_CHECK(smallest >= 0 && largest < rows_, "abs_scalar: position ", largest >= rows_ ? largest : smallest,
              " is outside its table of ", rows_, " positions (0..", rows_ - 1,
              "); raise the option max_position (default max_position_embeddings) or use a relative variant");

@@ -42,6 +42,8 @@ class PerHeadSegments : public nn::PositionEncoding {
   Var value_term(const nn::AttentionState& s, const Var& probs) override { return inner_.value_term(s, probs); }
   Var positional_weights(const nn::AttentionState& s) override { return inner_.positional_weights(s); }
   int64_t max_position() const override { return inner_.max_position(); }
+  OffsetVectors offset_vectors(int layer, int64_t span) const override { return inner_.offset_vectors(layer, span); }
+  LearnedFrequencies learned_frequencies(int layer) const override { return inner_.learned_frequencies(layer); }
 
   // S for one layer, [batch, heads, L, L]; segments undefined means all 0.
   Var segment_scores(const nn::AttentionState& s) const;

@@ -23,6 +23,15 @@ Var SinusoidalAbsolute::frequencies() const {
   return add(Var(sinusoid_frequencies(dim_, d.dtype(), d.device())), d);
 }
 
+nn::PositionEncoding::LearnedFrequencies SinusoidalAbsolute::learned_frequencies(int) const {
+  if (!learnable_) return {};
+  LearnedFrequencies f;
+  f.fixed = sinusoid_frequencies(dim_, DType::f64, Device::cpu());
+  f.learned = add(f.fixed, offsets_->var.value().to(Device::cpu()).to(DType::f64));
+  f.source = name() + " (D = " + std::to_string(dim_) + ")";
+  return f;
+}
+
 Var SinusoidalAbsolute::input_embedding(const Tensor& positions, nn::Context&) {
   Var w = frequencies();
   // P_{p,2i} = sin(w_i p), P_{p,2i+1} = cos(w_i p) for every position value:

@@ -32,6 +32,8 @@ class SinusoidalAbsolute : public nn::PositionEncoding {
   Var input_embedding(const Tensor& positions, nn::Context& ctx) override;
   // The frequencies w_i in use, [D/2].
   Var frequencies() const;
+  // ape_sin_learnable only: w_fixed and w_fixed + d, both in f64 on the CPU.
+  LearnedFrequencies learned_frequencies(int layer) const override;
 
  private:
   bool learnable_;

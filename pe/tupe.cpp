@@ -72,8 +72,7 @@ Var Tupe::positional_term(const Tensor& positions) const {
   check_dtype(positions, DType::i64, "tupe", "positions");
   check_dim(positions, 2, "tupe", "positions");
   const int64_t rows = table_.var.size(0);
-  const double largest = max(positions.to(DType::f64).flatten()).item();
-  const double smallest = min(positions.to(DType::f64).flatten()).item();
+  const auto [smallest, largest] = integer_range(positions);
   ORDO_CHECK(smallest >= 0 && largest < rows, "tupe: position ", largest >= rows ? largest : smallest,
              " is outside the learned table of ", rows, " positions (0..", rows - 1,
              "); raise max_position_embeddings");

@@ -120,16 +120,6 @@ int64_t trained_length(const train::RunConfig& c) {
   return l;
 }
 
-// The part of a variant name acting in attention ("rpe_shaw" in "ape_sin+rpe_shaw").
-std::string attention_part(const std::string& pe) {
-  const size_t plus = pe.find('+');
-  return plus == std::string::npos ? pe : pe.substr(plus + 1);
-}
-std::string input_part(const std::string& pe) {
-  const size_t plus = pe.find('+');
-  return plus == std::string::npos ? pe : pe.substr(0, plus);
-}
-
 // ---- parameters as matrices ------------------------------------------------------------------
 
 Matrix to_matrix(const Tensor& t) {
@@ -137,26 +127,6 @@ Matrix to_matrix(const Tensor& t) {
   Matrix m(t.size(0), t.size(1));
   m.data = t.to_doubles();
   return m;
-}
-
-std::vector<double> to_vector(const Tensor& t) { return t.to_doubles(); }
-
-// The parameter whose full name ends with one of `suffixes` (tried in order), or nullptr.
-nn::Parameter* parameter_ending(nn::PretrainingModel& model, const std::vector<std::string>& suffixes) {
-  auto params = model.named_parameters();
-  for (const std::string& suffix : suffixes)
-    for (auto& [name, p] : params)
-      if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
-        return p;
-  return nullptr;
-}
-
-// Layer 1's table `name` of a relative variant, first head (pe/relative.h,
-// relative_table_names: per head, per layer, per layer's heads, or one).
-nn::Parameter* layer1_table(nn::PretrainingModel& model, const std::string& name) {
-  return parameter_ending(model, {"encoder.layer.0.attention.self." + name + ".weight",
-                                  "encoder.layer.0.attention.self." + name + ".0.weight", "encoder." + name + ".0.weight",
-                                  "encoder." + name + ".weight"});
 }
 
 // P for positions 0..rows-1 as the model adds it at the input, or an empty
@@ -189,52 +159,20 @@ Matrix layer1_term(nn::PretrainingModel& model, const Matrix& x, const Matrix& y
   return probe::matmul_nt(q, k);
 }
 
-// Offsets and vectors of layer 1's relative table (first table), rows in
-// ascending offset order; empty when the variant has none ordo reads.
+// Layer 1's per-offset vectors (its first head's), rows in ascending offset
+// order; empty when the variant has none. Only the offsets pretraining on
+// sequences of `length` reached, |r| <= length - 1 (the other rows of a
+// learned table never moved).
 struct RelativeVectors {
   Matrix vectors;
   int64_t first = 0;  // the offset of row 0
   std::string source;
 };
 
-int64_t option_int(const nn::BertConfig& c, const std::string& key, int64_t fallback) {
-  const json::Value* v = c.pe_options.find(key);
-  if (v && v->is_number()) return v->as_int();
-  return fallback;
-}
-
 RelativeVectors relative_vectors(nn::PretrainingModel& model, int64_t length) {
-  const nn::BertConfig& c = model.bert.config();
-  const std::string part = attention_part(c.pe);
-  RelativeVectors r;
-  if (part == "rpe_shaw") {
-    nn::Parameter* p = layer1_table(model, "distance_embedding");
-    if (!p) return r;
-    // Signed layout: row = reach - r (pe/relative.h, RowLayout::signed_table).
-    // Only the offsets pretraining reached, |r| <= length - 1 (the other rows never moved).
-    Matrix t = to_matrix(p->var.value());
-    const int64_t table_reach = (t.rows - 1) / 2, reach = std::min(table_reach, length - 1);
-    r.vectors = Matrix(2 * reach + 1, t.cols);
-    for (int64_t k = 0; k <= 2 * reach; ++k)
-      for (int64_t j = 0; j < t.cols; ++j) r.vectors(k, j) = t(table_reach - (k - reach), j);
-    r.first = -reach;
-    r.source = "a^K (rpe_shaw key table of layer 1, offsets -" + std::to_string(reach) + ".." + std::to_string(reach) + ")";
-  } else if (part == "rpe_sin" || part == "rpe_sin_learnable") {
-    std::vector<double> w = probe::sinusoid_frequencies(c.head_dim());
-    if (part == "rpe_sin_learnable") {
-      nn::Parameter* p = layer1_table(model, "distance_frequency_offset");
-      if (!p) return r;
-      std::vector<double> d = to_vector(p->var.value());
-      for (size_t i = 0; i < w.size() && i < d.size(); ++i) w[i] += d[i];
-    }
-    int64_t reach = length - 1;
-    const int64_t clip = option_int(c, "clip", -1);
-    if (clip >= 0) reach = std::min(reach, clip);
-    r.vectors = probe::sinusoid_table(2 * reach + 1, w, -reach);
-    r.first = -reach;
-    r.source = "P(r) (" + part + ", layer 1, offsets -" + std::to_string(reach) + ".." + std::to_string(reach) + ")";
-  }
-  return r;
+  nn::PositionEncoding::OffsetVectors v = model.bert.position_encoding().offset_vectors(0, length - 1);
+  if (!v.vectors.defined()) return {};
+  return {to_matrix(v.vectors), v.first_offset, v.source};
 }
 
 // ---- pictures -------------------------------------------------------------------------------
@@ -452,27 +390,10 @@ std::vector<double> psi(const std::vector<double>& w, int64_t span) {
 void learned_frequencies(RunState& c, Output& out) {
   const std::string title = "Learned frequencies of learnable sinusoids against the fixed ones";
   const nn::BertConfig& m = c.model->bert.config();
-  std::vector<double> fixed, learned;
-  std::string which;
-  if (input_part(m.pe) == "ape_sin_learnable") {
-    nn::Parameter* p = parameter_ending(*c.model, {"frequency_offsets"});
-    ORDO_CHECK(p, "analyze: ape_sin_learnable without a frequency_offsets parameter");
-    fixed = probe::sinusoid_frequencies(m.hidden_size);
-    learned = fixed;
-    std::vector<double> d = to_vector(p->var.value());
-    for (size_t i = 0; i < learned.size() && i < d.size(); ++i) learned[i] += d[i];
-    which = "ape_sin_learnable (D = " + std::to_string(m.hidden_size) + ")";
-  } else if (attention_part(m.pe) == "rpe_sin_learnable") {
-    nn::Parameter* p = layer1_table(*c.model, "distance_frequency_offset");
-    ORDO_CHECK(p, "analyze: rpe_sin_learnable without a distance_frequency_offset table");
-    fixed = probe::sinusoid_frequencies(m.head_dim());
-    learned = fixed;
-    std::vector<double> d = to_vector(p->var.value());
-    for (size_t i = 0; i < learned.size() && i < d.size(); ++i) learned[i] += d[i];
-    which = "rpe_sin_learnable, layer 1, first table (d_h = " + std::to_string(m.head_dim()) + ")";
-  } else {
-    return out.skip(title, "variant " + m.pe + " has no learnable sinusoid");
-  }
+  nn::PositionEncoding::LearnedFrequencies f = c.model->bert.position_encoding().learned_frequencies(0);
+  if (!f.fixed.defined()) return out.skip(title, "variant " + m.pe + " has no learnable sinusoid");
+  const std::vector<double> fixed = f.fixed.to_doubles(), learned = f.learned.to_doubles();
+  const std::string& which = f.source;
   std::vector<std::vector<double>> rows;
   std::vector<double> idx;
   for (size_t i = 0; i < fixed.size(); ++i) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/bert_config.h"
 #include "tensor/safetensors.h"
 #include "tensor/tensor.h"
 
@@ -95,6 +96,24 @@ inline std::map<std::string, Tensor> load_tensors(const std::string& path) {
   std::map<std::string, Tensor> m;
   for (auto& [name, t] : safetensors::load(path)) m.emplace(name, t);
   return m;
+}
+
+// A BERT small enough for loops in the tests, of the sizes given; without
+// dropout (training-mode passes are then functions of their inputs) unless
+// `dropout` keeps BertConfig's default rates. Every other field is
+// BertConfig's default.
+inline nn::BertConfig tiny_bert_config(int64_t vocab_size, int64_t hidden_size, int64_t layers, int64_t heads,
+                                       int64_t intermediate_size, int64_t max_position_embeddings,
+                                       bool dropout = false) {
+  nn::BertConfig c;
+  c.vocab_size = vocab_size;
+  c.hidden_size = hidden_size;
+  c.num_hidden_layers = layers;
+  c.num_attention_heads = heads;
+  c.intermediate_size = intermediate_size;
+  c.max_position_embeddings = max_position_embeddings;
+  if (!dropout) c.hidden_dropout_prob = c.attention_probs_dropout_prob = 0;
+  return c;
 }
 
 // A fresh directory under the system's temporary directory, removed with

@@ -2,35 +2,20 @@
 #include <cstring>
 
 #include "tensor/cpu/common.h"
+#include "tensor/dispatch.h"
 
 namespace ordo::cpu {
 
 namespace {
 
-// Storage-only types, converted through double (which holds every value of
-// every ordo dtype exactly, except i64 beyond 2^53).
-struct BF16 { uint16_t bits; };
-struct F16 { uint16_t bits; };
-
+// Casts go through double, which holds every value of every ordo dtype
+// exactly, except i64 beyond 2^53.
 template <class T> double load(const T* p) { return static_cast<double>(*p); }
 template <> double load<BF16>(const BF16* p) { return bf16_to_f32(p->bits); }
 template <> double load<F16>(const F16* p) { return f16_to_f32(p->bits); }
 template <class T> void store(T* p, double v) { *p = static_cast<T>(v); }
 template <> void store<BF16>(BF16* p, double v) { p->bits = f32_to_bf16(static_cast<float>(v)); }
 template <> void store<F16>(F16* p, double v) { p->bits = f32_to_f16(static_cast<float>(v)); }
-
-template <class Fn>
-void dispatch_any(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::f32: return fn(float{});
-    case DType::f64: return fn(double{});
-    case DType::bf16: return fn(BF16{});
-    case DType::f16: return fn(F16{});
-    case DType::i64: return fn(int64_t{});
-    case DType::i32: return fn(int32_t{});
-    case DType::u8: return fn(uint8_t{});
-  }
-}
 
 // Same dtype: move raw elements of `bytes` size (no conversion, bit exact).
 template <class Word>

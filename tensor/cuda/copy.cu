@@ -13,14 +13,11 @@
 #include <type_traits>
 
 #include "tensor/cuda/cuda_common.cuh"
+#include "tensor/dispatch.h"
 
 namespace ordo::cuda {
 
 namespace {
-
-// Storage-only types, as in the CPU copy.
-struct BF16 { uint16_t bits; };
-struct F16 { uint16_t bits; };
 
 template <class T>
 __device__ __forceinline__ double load(const T* p) { return static_cast<double>(*p); }
@@ -59,19 +56,6 @@ template <> struct WordOfSize<4> { using type = uint32_t; };
 template <> struct WordOfSize<8> { using type = uint64_t; };
 template <class T>
 using WordOf = typename WordOfSize<sizeof(T)>::type;
-
-template <class Fn>
-void dispatch_any(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::f32: return fn(float{});
-    case DType::f64: return fn(double{});
-    case DType::bf16: return fn(BF16{});
-    case DType::f16: return fn(F16{});
-    case DType::i64: return fn(int64_t{});
-    case DType::i32: return fn(int32_t{});
-    case DType::u8: return fn(uint8_t{});
-  }
-}
 
 // dst[ix.offsets(i)[0]] = cast(src[ix.offsets(i)[1]]), one thread per element
 // in a grid-stride loop. Same-dtype copies instantiate D = S = an unsigned

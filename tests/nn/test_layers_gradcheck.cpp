@@ -10,16 +10,8 @@ using namespace ordo;
 namespace {
 
 nn::BertConfig tiny_config() {
-  nn::BertConfig c;
-  c.vocab_size = 13;
-  c.hidden_size = 8;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 2;
-  c.intermediate_size = 12;
-  c.max_position_embeddings = 9;
-  c.hidden_dropout_prob = 0;
-  c.attention_probs_dropout_prob = 0;
-  return c;
+  return ordo::test::tiny_bert_config(/*vocab_size=*/13, /*hidden_size=*/8, /*layers=*/2, /*heads=*/2,
+                                      /*intermediate_size=*/12, /*max_position_embeddings=*/9);
 }
 
 // A batch of 2 sequences of length 5, the second with 2 padding positions.

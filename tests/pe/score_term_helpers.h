@@ -25,15 +25,8 @@ namespace ordo::pe_test {
 // 2 layers, 3 heads of width 4 (hidden 12): an odd head count catches
 // head/layer mix-ups that 2 x 2 would hide.
 inline nn::BertConfig tiny_config(const std::string& pe, const json::Value& options = json::Value::object()) {
-  nn::BertConfig c;
-  c.vocab_size = 13;
-  c.hidden_size = 12;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 3;
-  c.intermediate_size = 16;
-  c.max_position_embeddings = 16;
-  c.hidden_dropout_prob = 0;
-  c.attention_probs_dropout_prob = 0;
+  nn::BertConfig c = ordo::test::tiny_bert_config(/*vocab_size=*/13, /*hidden_size=*/12, /*layers=*/2, /*heads=*/3,
+                                                  /*intermediate_size=*/16, /*max_position_embeddings=*/16);
   c.pe = pe;
   c.pe_options = options;
   return c;

@@ -34,16 +34,8 @@ class LearnedWeights : public nn::PositionEncoding {
 };
 
 nn::BertConfig config() {
-  nn::BertConfig c;
-  c.vocab_size = 13;
-  c.hidden_size = 8;
-  c.num_hidden_layers = 1;
-  c.num_attention_heads = 2;
-  c.intermediate_size = 12;
-  c.max_position_embeddings = 16;
-  c.hidden_dropout_prob = 0;
-  c.attention_probs_dropout_prob = 0;
-  return c;
+  return ordo::test::tiny_bert_config(/*vocab_size=*/13, /*hidden_size=*/8, /*layers=*/1, /*heads=*/2,
+                                      /*intermediate_size=*/12, /*max_position_embeddings=*/16);
 }
 
 std::map<std::string, std::vector<double>> randomize(nn::Module& m, uint64_t seed, double scale = 0.5) {

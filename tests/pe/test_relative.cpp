@@ -291,3 +291,81 @@ TEST_CASE("relative family: a whole model runs on sequences longer than max_posi
                       Catch::Contains(name) && Catch::Contains("39") && Catch::Contains("max_distance"));
   }
 }
+
+namespace {
+
+// Every parameter of `m` set to values from mt19937, returned by name.
+std::map<std::string, std::vector<double>> fill_parameters(nn::Module& m) {
+  std::map<std::string, std::vector<double>> values;
+  uint64_t seed = 70;
+  for (auto& [name, p] : m.named_parameters()) {
+    p->var = Var(ordo::test::random_tensor(p->var.shape(), seed++));
+    values[name] = p->var.value().to_doubles();
+  }
+  return values;
+}
+
+double fixed_frequency(int64_t i, int64_t dim) {
+  return std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
+}
+
+}  // namespace
+
+TEST_CASE("rpe_shaw answers the analyses: its key table's rows in ascending offset, |r| within its reach",
+          "[pe][relative]") {
+  auto shaw = make(tiny_config("rpe_shaw", opts(R"({"share": "none"})")));  // reach 15, d_h 4
+  auto p = fill_parameters(*shaw);
+  // Layer 2, head 1; a_r is row 15 - r (HF's relative_key layout).
+  const std::vector<double>& table = p.at("encoder.layer.1.attention.self.distance_embedding.0.weight");
+  nn::PositionEncoding::OffsetVectors v = shaw->offset_vectors(1, 4);
+  REQUIRE(v.vectors.shape() == Shape{9, 4});
+  CHECK(v.first_offset == -4);
+  std::vector<double> got = v.vectors.to_doubles();
+  for (int64_t r = -4; r <= 4; ++r)
+    for (int64_t m = 0; m < 4; ++m) CHECK(got[static_cast<size_t>((r + 4) * 4 + m)] == table[static_cast<size_t>((15 - r) * 4 + m)]);
+  CHECK(v.source == "a^K (rpe_shaw key table of layer 2, offsets -4..4)");
+  CHECK(shaw->offset_vectors(0, 100).first_offset == -15);  // the table holds |r| <= 15
+  CHECK_FALSE(shaw->learned_frequencies(0).fixed.defined());
+  CHECK_FALSE(make(tiny_config("none"))->offset_vectors(0, 4).vectors.defined());
+}
+
+TEST_CASE("rpe_sin_learnable answers the analyses: P(r) within the clip and its frequencies, alone and combined",
+          "[pe][relative]") {
+  auto rel = make(tiny_config("rpe_sin_learnable", opts(R"({"share": "none", "clip": 3})")));  // d_h 4
+  auto p = fill_parameters(*rel);
+  const std::vector<double>& delta = p.at("encoder.layer.1.attention.self.distance_frequency_offset.0.weight");
+  const std::vector<double> w = {fixed_frequency(0, 4) + delta[0], fixed_frequency(1, 4) + delta[1]};
+  nn::PositionEncoding::OffsetVectors v = rel->offset_vectors(1, 10);
+  REQUIRE(v.vectors.shape() == Shape{7, 4});  // clipped: r = -3 .. 3
+  CHECK(v.first_offset == -3);
+  std::vector<double> got = v.vectors.to_doubles();
+  for (int64_t r = -3; r <= 3; ++r)
+    for (int64_t m = 0; m < 2; ++m) {
+      const size_t at = static_cast<size_t>((r + 3) * 4 + 2 * m);
+      CHECK(std::fabs(got[at] - std::sin(w[m] * static_cast<double>(r))) <= 1e-15);
+      CHECK(std::fabs(got[at + 1] - std::cos(w[m] * static_cast<double>(r))) <= 1e-15);
+    }
+  CHECK(v.source == "P(r) (rpe_sin_learnable, layer 2, offsets -3..3)");
+  nn::PositionEncoding::LearnedFrequencies f = rel->learned_frequencies(1);
+  REQUIRE(f.fixed.numel() == 2);
+  for (int64_t m = 0; m < 2; ++m) {
+    CHECK(std::fabs(f.fixed.to_doubles()[m] - fixed_frequency(m, 4)) <= 1e-15);
+    CHECK(std::fabs(f.learned.to_doubles()[m] - w[m]) <= 1e-15);
+  }
+  CHECK(f.source == "rpe_sin_learnable, layer 2, first table (d_h = 4)");
+  CHECK_FALSE(make(tiny_config("rpe_sin"))->learned_frequencies(0).fixed.defined());
+
+  // Combined with ape_sin_learnable: the input part's frequencies (D = 12), the attention part's vectors.
+  auto both = make(tiny_config("ape_sin_learnable+rpe_sin_learnable"));
+  auto q = fill_parameters(*both);
+  const std::vector<double>* offsets = nullptr;
+  for (const auto& [name, values] : q)
+    if (name.size() >= 17 && name.compare(name.size() - 17, 17, "frequency_offsets") == 0) offsets = &values;
+  REQUIRE(offsets != nullptr);
+  f = both->learned_frequencies(0);
+  REQUIRE(f.learned.numel() == 6);
+  for (int64_t i = 0; i < 6; ++i)
+    CHECK(std::fabs(f.learned.to_doubles()[i] - (fixed_frequency(i, 12) + (*offsets)[i])) <= 1e-15);
+  CHECK(f.source == "ape_sin_learnable (D = 12)");
+  CHECK(both->offset_vectors(0, 5).source == "P(r) (rpe_sin_learnable, layer 1, offsets -5..5)");
+}

@@ -35,15 +35,8 @@ using namespace ordo;
 namespace {
 
 nn::BertConfig config(const std::string& pe) {
-  nn::BertConfig c;
-  c.vocab_size = 20;
-  c.hidden_size = 8;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 2;
-  c.intermediate_size = 12;
-  c.max_position_embeddings = 16;
-  c.hidden_dropout_prob = 0;
-  c.attention_probs_dropout_prob = 0;
+  nn::BertConfig c = ordo::test::tiny_bert_config(/*vocab_size=*/20, /*hidden_size=*/8, /*layers=*/2, /*heads=*/2,
+                                                  /*intermediate_size=*/12, /*max_position_embeddings=*/16);
   c.pe = pe;
   return c;
 }

@@ -36,13 +36,9 @@ text::Vocab test_vocab() {
 }
 
 nn::BertConfig small_config(const std::string& pe) {
-  nn::BertConfig c;
-  c.vocab_size = 30;
-  c.hidden_size = 16;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 2;
-  c.intermediate_size = 32;
-  c.max_position_embeddings = 32;
+  nn::BertConfig c = ordo::test::tiny_bert_config(/*vocab_size=*/30, /*hidden_size=*/16, /*layers=*/2, /*heads=*/2,
+                                                  /*intermediate_size=*/32, /*max_position_embeddings=*/32,
+                                                  /*dropout=*/true);
   c.pe = pe;
   return c;
 }

@@ -308,13 +308,9 @@ TEST_CASE("ordo report: end to end after ordo probe", "[probe][report]") {
   for (char c = 'a'; c <= 'z'; ++c) tokens.push_back(std::string(1, c));
   make_directories(run);
   text::Vocab::from_tokens(tokens).save(run + "/vocab.txt");
-  nn::BertConfig c;
-  c.vocab_size = static_cast<int64_t>(tokens.size());
-  c.hidden_size = 16;
-  c.num_hidden_layers = 1;
-  c.num_attention_heads = 2;
-  c.intermediate_size = 32;
-  c.max_position_embeddings = 16;
+  nn::BertConfig c = test::tiny_bert_config(/*vocab_size=*/static_cast<int64_t>(tokens.size()), /*hidden_size=*/16,
+                                            /*layers=*/1, /*heads=*/2, /*intermediate_size=*/32,
+                                            /*max_position_embeddings=*/16, /*dropout=*/true);
   c.pe = "ape_learned";
   auto model = pe::build_model(c, Device::cpu(), false, 2);
   nn::save_model(run + "/checkpoints/step_000000005", *model);

@@ -49,13 +49,9 @@ json::Value matrix_json(const Tensor& t) {
 }
 
 nn::BertConfig tiny_config(bool decoder) {
-  nn::BertConfig c;
-  c.vocab_size = 31;
-  c.hidden_size = 12;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 3;
-  c.intermediate_size = 20;
-  c.max_position_embeddings = 16;
+  nn::BertConfig c = ordo::test::tiny_bert_config(/*vocab_size=*/31, /*hidden_size=*/12, /*layers=*/2, /*heads=*/3,
+                                                  /*intermediate_size=*/20, /*max_position_embeddings=*/16,
+                                                  /*dropout=*/true);
   c.decoder = decoder;
   return c;
 }
