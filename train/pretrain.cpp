@@ -1,27 +1,14 @@
 #include "train/pretrain.h"
 
-#include <dirent.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <map>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "base/config.h"
 #include "base/file_io.h"
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
 #include "synth/synth.h"
-#include "tensor/device_runtime.h"
-#include "tensor/safetensors.h"
 #include "text/corpus.h"
 #include "text/vocab_trainer.h"
 
@@ -191,67 +178,7 @@ RunConfig read_run_config(const std::string& path, const std::vector<std::string
   return parse_run_config(read_with_extends(path, 0), overrides, path);
 }
 
-// ---- the run directory ---------------------------------------------------------------
-
 namespace {
-
-std::vector<std::string> list_directory(const std::string& path) {
-  std::vector<std::string> names;
-  if (DIR* d = ::opendir(path.c_str())) {
-    while (dirent* e = ::readdir(d)) {
-      std::string n = e->d_name;
-      if (n != "." && n != "..") names.push_back(n);
-    }
-    ::closedir(d);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-}  // namespace
-
-std::string checkpoint_dir(const std::string& run, int64_t step) {
-  char name[32];
-  std::snprintf(name, sizeof name, "step_%09lld", static_cast<long long>(step));
-  return run + "/checkpoints/" + name;
-}
-
-// The step of the newest complete checkpoint (trainer_state.json is written
-// last), or -1.
-int64_t latest_checkpoint(const std::string& run) {
-  int64_t best = -1;
-  for (const std::string& n : list_directory(run + "/checkpoints")) {
-    if (n.rfind("step_", 0) != 0) continue;
-    if (!file_exists(run + "/checkpoints/" + n + "/trainer_state.json")) continue;
-    best = std::max<int64_t>(best, std::atoll(n.c_str() + 5));
-  }
-  return best;
-}
-
-namespace {
-
-// The files a run writes; --overwrite removes exactly these, nothing else.
-void remove_run_files(const std::string& run) {
-  for (const std::string& n : list_directory(run + "/checkpoints")) {
-    std::string dir = run + "/checkpoints/" + n;
-    for (const char* f : {"config.json", "model.safetensors", "optimizer.safetensors", "trainer_state.json", "vocab.txt"})
-      std::remove((dir + "/" + f).c_str());
-    ::rmdir(dir.c_str());
-  }
-  ::rmdir((run + "/checkpoints").c_str());
-  for (const char* f : {"metrics.jsonl", "config.json", "vocab.txt"}) std::remove((run + "/" + f).c_str());
-}
-
-// ---- stopping on Ctrl-C ----------------------------------------------------------------
-
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_interrupt(int) { g_interrupted = true; }
-
-struct InterruptScope {
-  void (*previous)(int);
-  InterruptScope() : previous(std::signal(SIGINT, on_interrupt)) { g_interrupted = false; }
-  ~InterruptScope() { std::signal(SIGINT, previous); }
-};
 
 // ---- data ----------------------------------------------------------------------------
 
@@ -404,82 +331,91 @@ double unigram_baseline(text::PretrainingData& data, int64_t batch_size, int64_t
   return total ? static_cast<double>(best) / total : 0.0;
 }
 
-// ---- checkpoints -------------------------------------------------------------------------
+// ---- setup ----------------------------------------------------------------------------------
 
-struct TrainerState {
-  int64_t step = 0;
-  int64_t phase = 0;
-  text::Cursor cursor;
-  double elapsed_seconds = 0;
+// The model config with the vocabulary's size (which a config may also fix, then checked).
+nn::BertConfig model_config_for(const RunConfig& c, const text::Vocab& vocab, const std::string& run) {
+  nn::BertConfig config = c.model;
+  if (config.vocab_size == 0) config.vocab_size = vocab.size();
+  ORDO_CHECK(config.vocab_size == vocab.size(), "model.vocab_size ", config.vocab_size, " differs from the vocabulary's ",
+             vocab.size(), " tokens (", run, "/vocab.txt)");
+  nn::validate(config, "model config");
+  return config;
+}
+
+// A pretraining run, set up: where it runs, its data, its model and
+// optimizer, and where it stands (restored from the latest checkpoint when
+// resuming). Not movable: the data streams keep references into the corpus.
+struct PretrainRun {
+  PretrainRun(const RunConfig& c, const std::string& run, bool resuming, bool quiet);
+  PretrainRun(const PretrainRun&) = delete;
+  PretrainRun& operator=(const PretrainRun&) = delete;
+
+  Device device;
+  Corpus corpus;
+  nn::BertConfig model_config;
+  std::unique_ptr<nn::PretrainingModel> model;
+  std::unique_ptr<nn::AdamW> opt;
+  TrainerState state;
+  // One data stream per phase (lengths differ), one held-out stream per phase
+  // for evaluation (none when the held-out split is empty).
+  std::vector<std::unique_ptr<text::PretrainingData>> train_data, eval_data;
 };
 
-void save_checkpoint(const std::string& run, nn::PretrainingModel& model, const nn::AdamW& opt, const TrainerState& s) {
-  std::string dir = checkpoint_dir(run, s.step);
-  make_directories(run + "/checkpoints");
-  nn::save_model(dir, model);
-  safetensors::save(dir + "/optimizer.safetensors", opt.state_tensors());
-  write_file_atomic(dir + "/vocab.txt", read_file(run + "/vocab.txt"));
-  json::Value state = json::Value::object();
-  state["step"] = s.step;
-  state["phase"] = s.phase;
-  state["epoch"] = s.cursor.epoch;
-  state["example"] = s.cursor.example;
-  state["optimizer_steps"] = opt.steps_taken();
-  state["elapsed_seconds"] = s.elapsed_seconds;
-  write_file_atomic(dir + "/trainer_state.json", json::dump(state, 2) + "\n");  // last: marks the checkpoint complete
-}
-
-TrainerState load_trainer_state(const std::string& dir) {
-  std::string path = dir + "/trainer_state.json";
-  json::Value v = json::parse(read_file(path));
-  FieldReader r(v, path);
-  TrainerState s;
-  s.step = r.integer("step", 0, 0, INT64_MAX);
-  s.phase = r.integer("phase", 0, 0, INT64_MAX);
-  s.cursor.epoch = r.integer("epoch", 0, 0, INT64_MAX);
-  s.cursor.example = r.integer("example", 0, 0, INT64_MAX);
-  r.integer("optimizer_steps", 0, 0, INT64_MAX);
-  s.elapsed_seconds = r.number("elapsed_seconds", 0, 0, 1e300);
-  r.finish();
-  return s;
-}
-
-// Keeps the metrics lines up to `step` (a resumed run rewrites what followed).
-void truncate_metrics(const std::string& path, int64_t step) {
-  if (!file_exists(path)) return;
-  std::string text = read_file(path), kept;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    start = end == std::string::npos ? text.size() : end + 1;
-    try {
-      if (json::parse(line)["step"].as_int() <= step) kept += line + "\n";
-    } catch (const Error&) {
-      // A torn last line from a crash: dropped.
-    }
+PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resuming, bool quiet)
+    : device(resolve_device(c.train.device)),
+      corpus(prepare_corpus(c, run, quiet)),
+      model_config(model_config_for(c, corpus.vocab, run)) {
+  const bool nsp = c.data.objective == "mlm+nsp";
+  if (resuming) {
+    int64_t step = latest_checkpoint(run);
+    ORDO_CHECK(step >= 0, "--resume: no complete checkpoint under ", run, "/checkpoints");
+    std::string dir = checkpoint_dir(run, step);
+    model = pe::load_model(dir, device, nsp, c.train.seed);
+    state = load_trainer_state(dir);
+  } else {
+    model = pe::build_model(model_config, device, nsp, c.train.seed);
   }
-  write_file_atomic(path, kept);
+  opt = std::make_unique<nn::AdamW>(model->named_parameters(), c.train.adam);
+  if (resuming) {
+    restore_optimizer(checkpoint_dir(run, state.step), *opt, state.step, device);
+    truncate_metrics(run + "/metrics.jsonl", state.step);
+  }
+  for (const Phase& p : c.train.phases) {
+    train_data.push_back(std::make_unique<text::PretrainingData>(corpus.split.train, corpus.vocab, data_options(c.data, p.max_seq_length)));
+    eval_data.push_back(corpus.split.held_out.documents() > 0
+                            ? std::make_unique<text::PretrainingData>(corpus.split.held_out, corpus.vocab, data_options(c.data, p.max_seq_length))
+                            : nullptr);
+  }
 }
 
-std::string format_duration(double seconds) {
-  char buf[32];
-  long s = static_cast<long>(seconds);
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);
-  else if (s >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
-  else std::snprintf(buf, sizeof buf, "%.1fs", seconds);
-  return buf;
+void print_start(const RunConfig& c, const PretrainRun& r, bool resuming) {
+  std::fprintf(stderr, "ordo pretrain: %s, %lld layers x %lld hidden, pe %s, %lld parameters, on %s\n",
+               c.data.objective.c_str(), static_cast<long long>(r.model_config.num_hidden_layers),
+               static_cast<long long>(r.model_config.hidden_size), r.model_config.pe.c_str(),
+               static_cast<long long>(r.model->parameter_count()), r.device.str().c_str());
+  std::fprintf(stderr, "data: %lld training / %lld held-out documents, vocabulary %d\n",
+               static_cast<long long>(r.corpus.split.train.documents()),
+               static_cast<long long>(r.corpus.split.held_out.documents()), r.corpus.vocab.size());
+  if (r.eval_data[0])
+    std::fprintf(stderr, "held-out baseline (always the most frequent target): accuracy %.1f%%\n",
+                 100 * unigram_baseline(*r.eval_data[0], c.train.phases[0].batch_size, c.train.eval_batches));
+  if (resuming) std::fprintf(stderr, "resuming at step %lld\n", static_cast<long long>(r.state.step));
 }
 
-// ---- the loop -------------------------------------------------------------------------------
-
-Device resolve_device(const std::string& name) {
-  if (name == "auto") return cuda_available() ? Device::cuda(0) : Device::cpu();
-  Device d = Device::parse(name);
-  ORDO_CHECK(d.is_cpu() || d.index < cuda_device_count(), "train.device '", name, "' is not available: ",
-             cuda_device_description(d.index));
-  return d;
+// Moves past the phases that end at or before the run's step; a new phase
+// starts its data afresh.
+void enter_current_phase(TrainerState& s, const std::vector<Phase>& phases) {
+  int64_t phase_end = 0;
+  for (int64_t i = 0; i <= s.phase; ++i) phase_end += phases[i].steps;
+  while (s.step >= phase_end) {
+    ++s.phase;
+    s.cursor = text::Cursor{};
+    phase_end += phases[s.phase].steps;
+  }
 }
+
+// ---- one step ---------------------------------------------------------------------------------
 
 // When the loss is not finite, name the first tensor that went wrong: a
 // parameter, or else the first hidden state of a traced re-run.
@@ -501,164 +437,99 @@ Device resolve_device(const std::string& name) {
   throw Error(detail::cat("step ", step, ": the loss is not finite; the hidden states are finite, so the heads or the loss produced it"));
 }
 
+// One optimizer step of the pretraining objective on the phase's next
+// micro-batches; their losses are read (once) only when the step is logged.
+StepResult pretrain_step(PretrainRun& r, const TrainConfig& t, int64_t step, bool logged) {
+  const Phase& phase = t.phases[r.state.phase];
+  std::vector<DeviceBatch> batches;  // kept to name the tensor behind a non-finite loss
+  auto forward = [&](int64_t m) {
+    batches.push_back(to_device(r.train_data[r.state.phase]->next_batch(r.state.cursor, phase.batch_size), r.device));
+    const DeviceBatch& b = batches.back();
+    nn::Context ctx = nn::Context::train(t.seed, step, m, t.grad_accum);
+    nn::PretrainingOutput out = r.model->forward(b.inputs, b.labels, b.nsp_labels, ctx);
+    MicroBatch mb{out.loss, {{"loss", out.loss.value()}, {"lm_loss", out.lm_loss.value()}}, b.tokens};
+    if (out.nsp_loss.defined()) mb.scalars.emplace_back("nsp_loss", out.nsp_loss.value());
+    return mb;
+  };
+  auto report = [&](int64_t m) { report_non_finite(step, *r.model, batches[m]); };
+  return optimizer_step(*r.opt, step, t.grad_accum, logged, forward, report);
+}
+
+// ---- logging, evaluation, checkpoints -----------------------------------------------------
+
+void log_step(MetricsLog& log, const PretrainRun& r, int64_t step, const StepResult& s, double tokens_per_s) {
+  json::Value line = json::Value::object();
+  line["step"] = step;
+  line["phase"] = r.state.phase;
+  log.write(step_line(line, s, tokens_per_s));
+}
+
+void print_progress(int64_t step, int64_t total, const StepResult& s, double tokens_per_s, double seconds_left) {
+  std::fprintf(stderr, "step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s | ETA %s\n", static_cast<long long>(step),
+               static_cast<long long>(total), s.means.at(0).second, s.optimizer.lr, tokens_per_s,
+               format_duration(seconds_left).c_str());
+}
+
+// Evaluates on the phase's held-out batches (if any) and logs the result.
+void evaluate_and_log(MetricsLog& log, PretrainRun& r, const TrainConfig& t, int64_t step, bool quiet) {
+  text::PretrainingData* held_out = r.eval_data[r.state.phase].get();
+  if (!held_out) return;
+  EvalResult e = evaluate(*r.model, *held_out, t.phases[r.state.phase].batch_size, t.eval_batches, r.device);
+  const double perplexity = std::exp(std::min(e.loss, 700.0));
+  json::Value line = json::Value::object();
+  line["step"] = step;
+  line["eval_loss"] = e.loss;
+  line["eval_accuracy"] = e.accuracy;
+  line["eval_perplexity"] = perplexity;
+  line["eval_predicted_tokens"] = e.predicted;
+  if (e.nsp_accuracy >= 0) line["eval_nsp_accuracy"] = e.nsp_accuracy;
+  log.write(line);
+  if (!quiet)
+    std::fprintf(stderr, "eval step %lld | held-out loss %.4f | accuracy %.2f%% | perplexity %.2f\n",
+                 static_cast<long long>(step), e.loss, 100 * e.accuracy, perplexity);
+}
+
+void save_checkpoint(const std::string& run, PretrainRun& r) {
+  make_directories(run + "/checkpoints");
+  nn::save_model(checkpoint_dir(run, r.state.step), *r.model);
+  save_training_state(run, *r.opt, r.state);
+}
+
+// ---- the loop -------------------------------------------------------------------------------
+
 int64_t run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer, bool resuming) {
-  const std::string& run = o.out;
-  if (c.train.threads > 0) {
-#ifdef _OPENMP
-    omp_set_num_threads(static_cast<int>(c.train.threads));
-#endif
-  }
-  Device device = resolve_device(c.train.device);
-  Corpus corpus = prepare_corpus(c, run, o.quiet);
-  nn::BertConfig model_config = c.model;
-  if (model_config.vocab_size == 0) model_config.vocab_size = corpus.vocab.size();
-  ORDO_CHECK(model_config.vocab_size == corpus.vocab.size(), "model.vocab_size ", model_config.vocab_size,
-             " differs from the vocabulary's ", corpus.vocab.size(), " tokens (", run, "/vocab.txt)");
-  nn::validate(model_config, "model config");
-  const bool nsp = c.data.objective == "mlm+nsp";
-
-  // The model, the optimizer and where the run stands.
-  std::unique_ptr<nn::PretrainingModel> model;
-  TrainerState state;
-  if (resuming) {
-    int64_t step = latest_checkpoint(run);
-    ORDO_CHECK(step >= 0, "--resume: no complete checkpoint under ", run, "/checkpoints");
-    std::string dir = checkpoint_dir(run, step);
-    model = pe::load_model(dir, device, nsp, c.train.seed);
-    state = load_trainer_state(dir);
-  } else {
-    model = pe::build_model(model_config, device, nsp, c.train.seed);
-  }
-  nn::AdamW opt(model->named_parameters(), c.train.adam);
-  if (resuming) {
-    std::string dir = checkpoint_dir(run, state.step);
-    auto moments = safetensors::load(dir + "/optimizer.safetensors");
-    for (auto& [name, t] : moments) t = t.to(device);
-    opt.load_state(state.step, moments);
-    truncate_metrics(run + "/metrics.jsonl", state.step);
-  }
-
-  // One data stream per phase (lengths differ), one held-out stream for evaluation.
-  std::vector<std::unique_ptr<text::PretrainingData>> train_data, eval_data;
-  for (const Phase& p : c.train.phases) {
-    train_data.push_back(std::make_unique<text::PretrainingData>(corpus.split.train, corpus.vocab, data_options(c.data, p.max_seq_length)));
-    eval_data.push_back(corpus.split.held_out.documents() > 0
-                            ? std::make_unique<text::PretrainingData>(corpus.split.held_out, corpus.vocab, data_options(c.data, p.max_seq_length))
-                            : nullptr);
-  }
-
-  const int64_t total = c.train.total_steps();
-  if (!o.quiet) {
-    std::fprintf(stderr, "ordo pretrain: %s, %lld layers x %lld hidden, pe %s, %lld parameters, on %s\n",
-                 c.data.objective.c_str(), static_cast<long long>(model_config.num_hidden_layers),
-                 static_cast<long long>(model_config.hidden_size), model_config.pe.c_str(),
-                 static_cast<long long>(model->parameter_count()), device.str().c_str());
-    std::fprintf(stderr, "data: %lld training / %lld held-out documents, vocabulary %d\n",
-                 static_cast<long long>(corpus.split.train.documents()),
-                 static_cast<long long>(corpus.split.held_out.documents()), corpus.vocab.size());
-    if (eval_data[0])
-      std::fprintf(stderr, "held-out baseline (always the most frequent target): accuracy %.1f%%\n",
-                   100 * unigram_baseline(*eval_data[0], c.train.phases[0].batch_size, c.train.eval_batches));
-    if (resuming) std::fprintf(stderr, "resuming at step %lld\n", static_cast<long long>(state.step));
-  }
-
-  std::FILE* metrics = std::fopen((run + "/metrics.jsonl").c_str(), "a");
-  ORDO_CHECK(metrics, "cannot open ", run, "/metrics.jsonl: ", std::strerror(errno));
-  auto emit = [&](const json::Value& line) {
-    std::fprintf(metrics, "%s\n", json::dump(line).c_str());
-    std::fflush(metrics);
-    if (observer) observer(line);
-  };
-  struct Closer {
-    std::FILE* f;
-    ~Closer() { std::fclose(f); }
-  } closer{metrics};
-
+  set_threads(c.train.threads);
+  PretrainRun r(c, o.out, resuming, o.quiet);
+  if (!o.quiet) print_start(c, r, resuming);
+  MetricsLog log(o.out + "/metrics.jsonl", observer);
   InterruptScope interrupt;
-  auto started = std::chrono::steady_clock::now();
-  const double elapsed_before = state.elapsed_seconds;
-  auto elapsed = [&] { return elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
-  int64_t window_tokens = 0;
-  auto window_start = std::chrono::steady_clock::now();
+  RunClock clock(r.state.elapsed_seconds);
+  Throughput throughput;
+  const Cadence cadence{c.train.total_steps(), c.train.log_every, c.train.eval_every, c.train.checkpoint_every};
   int64_t steps_this_call = 0;
-
-  auto run_eval = [&](int64_t step, size_t phase) {
-    if (!eval_data[phase]) return;
-    EvalResult e = evaluate(*model, *eval_data[phase], c.train.phases[phase].batch_size, c.train.eval_batches, device);
-    json::Value line = json::Value::object();
-    line["step"] = step;
-    line["eval_loss"] = e.loss;
-    line["eval_accuracy"] = e.accuracy;
-    line["eval_perplexity"] = std::exp(std::min(e.loss, 700.0));
-    line["eval_predicted_tokens"] = e.predicted;
-    if (e.nsp_accuracy >= 0) line["eval_nsp_accuracy"] = e.nsp_accuracy;
-    emit(line);
-    if (!o.quiet)
-      std::fprintf(stderr, "eval step %lld | held-out loss %.4f | accuracy %.2f%% | perplexity %.2f\n",
-                   static_cast<long long>(step), e.loss, 100 * e.accuracy, std::exp(std::min(e.loss, 700.0)));
-  };
-
-  // Where phase boundaries fall, in steps.
-  std::vector<int64_t> phase_end;
-  for (const Phase& p : c.train.phases) phase_end.push_back((phase_end.empty() ? 0 : phase_end.back()) + p.steps);
-
-  while (state.step < total) {
-    while (state.step >= phase_end[state.phase]) {
-      ++state.phase;
-      state.cursor = text::Cursor{};  // a new phase starts its data afresh
-    }
-    const Phase& phase = c.train.phases[state.phase];
-    const int64_t step = state.step + 1;
-    double loss_sum = 0, lm_sum = 0, nsp_sum = 0;
-    for (int64_t m = 0; m < c.train.grad_accum; ++m) {
-      DeviceBatch b = to_device(train_data[state.phase]->next_batch(state.cursor, phase.batch_size), device);
-      nn::Context ctx = nn::Context::train(c.train.seed, step, m, c.train.grad_accum);
-      nn::PretrainingOutput out = model->forward(b.inputs, b.labels, b.nsp_labels, ctx);
-      double loss = out.loss.value().item();
-      if (!std::isfinite(loss)) report_non_finite(step, *model, b);
-      Var scaled = c.train.grad_accum > 1 ? affine(out.loss, 1.0 / static_cast<double>(c.train.grad_accum)) : out.loss;
-      scaled.backward();
-      loss_sum += loss;
-      lm_sum += out.lm_loss.value().item();
-      if (out.nsp_loss.defined()) nsp_sum += out.nsp_loss.value().item();
-      window_tokens += b.tokens;
-    }
-    nn::AdamW::StepInfo info = opt.step();
-    state.step = step;
+  while (r.state.step < cadence.total_steps) {
+    enter_current_phase(r.state, c.train.phases);
+    const int64_t step = r.state.step + 1;
+    StepResult s = pretrain_step(r, c.train, step, cadence.logs(step));
+    r.state.step = step;
     ++steps_this_call;
-
-    if (step % c.train.log_every == 0 || step == total || step == 1) {
-      double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
-      double tokens_per_s = now > 0 ? window_tokens / now : 0;
-      window_tokens = 0;
-      window_start = std::chrono::steady_clock::now();
-      json::Value line = json::Value::object();
-      line["step"] = step;
-      line["phase"] = state.phase;
-      line["loss"] = loss_sum / c.train.grad_accum;
-      line["lm_loss"] = lm_sum / c.train.grad_accum;
-      if (nsp) line["nsp_loss"] = nsp_sum / c.train.grad_accum;
-      line["lr"] = info.lr;
-      line["grad_norm"] = info.grad_norm;
-      line["tokens_per_s"] = tokens_per_s;
-      emit(line);
-      if (!o.quiet) {
-        double rate = steps_this_call / std::max(1e-9, elapsed() - elapsed_before);
-        std::fprintf(stderr, "step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s | ETA %s\n",
-                     static_cast<long long>(step), static_cast<long long>(total), loss_sum / c.train.grad_accum,
-                     info.lr, tokens_per_s, format_duration((total - step) / std::max(rate, 1e-9)).c_str());
-      }
+    throughput.add(s.tokens);
+    if (cadence.logs(step)) {
+      double tokens_per_s = throughput.per_second_and_restart();
+      log_step(log, r, step, s, tokens_per_s);
+      if (!o.quiet)
+        print_progress(step, cadence.total_steps, s, tokens_per_s,
+                       clock.seconds_left(steps_this_call, cadence.total_steps - step));
     }
-    bool last = step == total;
-    if ((c.train.eval_every > 0 && step % c.train.eval_every == 0) || last) run_eval(step, state.phase);
-    bool stop = g_interrupted || (o.stop_after >= 0 && steps_this_call >= o.stop_after);
-    if ((c.train.checkpoint_every > 0 && step % c.train.checkpoint_every == 0) || last || stop) {
-      state.elapsed_seconds = elapsed();
-      save_checkpoint(run, *model, opt, state);
+    if (cadence.evaluates(step)) evaluate_and_log(log, r, c.train, step, o.quiet);
+    bool stop = InterruptScope::interrupted() || (o.stop_after >= 0 && steps_this_call >= o.stop_after);
+    if (cadence.checkpoints(step) || stop) {
+      r.state.elapsed_seconds = clock.elapsed();
+      save_checkpoint(o.out, r);
     }
     if (stop) {
       if (!o.quiet) std::fprintf(stderr, "stopped at step %lld with a checkpoint; continue with --resume %s\n",
-                                 static_cast<long long>(step), run.c_str());
+                                 static_cast<long long>(step), o.out.c_str());
       break;
     }
   }

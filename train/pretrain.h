@@ -16,7 +16,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +24,7 @@
 #include "nn/heads.h"
 #include "nn/optim.h"
 #include "text/pretraining_data.h"
+#include "train/loop.h"
 
 namespace ordo::train {
 
@@ -90,9 +90,6 @@ struct PretrainOptions {
   int64_t stop_after = -1;  // stop (with a checkpoint) after this many steps (tests of resume)
 };
 
-// One line of metrics.jsonl, also handed to an optional observer.
-using MetricsObserver = std::function<void(const json::Value& line)>;
-
 // Runs (or resumes) a pretraining run. Returns the number of optimizer steps
 // done. Ctrl-C stops cleanly after the current step with a checkpoint.
 int64_t pretrain(const RunConfig& config, const PretrainOptions& options, const MetricsObserver& observer = {});
@@ -100,11 +97,7 @@ int64_t pretrain(const RunConfig& config, const PretrainOptions& options, const 
 int64_t resume_pretrain(const PretrainOptions& options, const MetricsObserver& observer = {});
 
 // ---- for analyses of a finished run (ordo analyze) -----------------------------------------
-
-// RUN/checkpoints/step_000000N (nine digits).
-std::string checkpoint_dir(const std::string& run, int64_t step);
-// The step of the newest complete checkpoint (its trainer_state.json written), or -1.
-int64_t latest_checkpoint(const std::string& run);
+// (checkpoint_dir and latest_checkpoint are train/loop.h's.)
 
 // A run's corpus tokenized and split into training and held-out documents,
 // as pretraining splits it (data.lower_case, held_out_fraction, seed).

@@ -53,6 +53,22 @@ train::PretrainOptions options(const std::string& out) {
   return o;
 }
 
+// A run of `config` stopped after two steps, with NaN written into row `row`
+// of `weight` in the checkpoint a resume starts from; returns its directory.
+std::string stopped_run_with_nan(const train::RunConfig& config, const std::string& name, const std::string& weight,
+                                 int64_t row) {
+  std::string dir = temp_dir(name);
+  train::PretrainOptions first = options(dir);
+  first.stop_after = 2;
+  train::pretrain(config, first);
+  std::string path = dir + "/checkpoints/step_000000002/model.safetensors";
+  auto tensors = safetensors::load(path);
+  for (auto& [tensor_name, t] : tensors)
+    if (tensor_name == weight) t.select(0, row).fill_(NAN);
+  safetensors::save(path, tensors);
+  return dir;
+}
+
 }  // namespace
 
 TEST_CASE("a resumed run continues bit for bit like an uninterrupted one", "[pretrain]") {
@@ -170,16 +186,17 @@ TEST_CASE("an output directory that holds a run is refused and left as it was", 
 
 TEST_CASE("a non-finite loss stops the run naming the step and the tensor", "[pretrain][errors]") {
   train::RunConfig config = train::parse_run_config(small_config(), {"train.steps=4", "train.eval_every=0"}, "test");
-  std::string dir = temp_dir("nan");
-  train::PretrainOptions first = options(dir);
-  first.stop_after = 2;
-  train::pretrain(config, first);
-  // Corrupt one weight of the checkpoint the resume starts from.
-  std::string path = dir + "/checkpoints/step_000000002/model.safetensors";
-  auto tensors = safetensors::load(path);
-  for (auto& [name, t] : tensors)
-    if (name == "bert.encoder.layer.1.intermediate.dense.weight") t.select(0, 3).fill_(NAN);
-  safetensors::save(path, tensors);
+  std::string dir = stopped_run_with_nan(config, "nan", "bert.encoder.layer.1.intermediate.dense.weight", 3);
   CHECK_THROWS_WITH(train::resume_pretrain(options(dir)),
                     Contains("step 3") && Contains("bert.encoder.layer.1.intermediate.dense.weight"));
+}
+
+TEST_CASE("a non-finite loss on a step that is not logged still stops the run naming the step and the tensor",
+          "[pretrain][errors]") {
+  // Steps 1, 5 and 6 log, step 3 does not: its loss is read only when something goes wrong.
+  train::RunConfig config =
+      train::parse_run_config(small_config(), {"train.steps=6", "train.eval_every=0", "train.log_every=5"}, "test");
+  std::string dir = stopped_run_with_nan(config, "nan_unlogged", "bert.encoder.layer.0.output.dense.weight", 5);
+  CHECK_THROWS_WITH(train::resume_pretrain(options(dir)),
+                    Contains("step 3") && Contains("bert.encoder.layer.0.output.dense.weight"));
 }

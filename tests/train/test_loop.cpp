@@ -1,0 +1,86 @@
+// The training loop's pieces (train/loop.h): one optimizer step over
+// micro-batches, its host reads and its non-finite losses, and the cadence.
+#include <cmath>
+
+#include "autograd/ops.h"
+#include "tests/helpers.h"
+#include "train/loop.h"
+
+using namespace ordo;
+using Catch::Contains;
+
+namespace {
+
+// One weight w = 2 and micro-batch m's loss c[m] * w: every number of a step
+// follows by hand.
+struct OneWeight {
+  nn::Parameter p;
+  std::unique_ptr<nn::AdamW> opt;
+
+  OneWeight() {
+    p.var = Var(Tensor::full({1}, 2.0), true, "w");
+    nn::AdamWConfig c;
+    c.lr = 0.1;
+    c.weight_decay = 0;
+    c.max_grad_norm = 0;  // no clipping
+    opt = std::make_unique<nn::AdamW>(std::vector<nn::NamedParameter>{{"w", &p}}, c);
+  }
+
+  // Micro-batch m's loss c[m] * w, logged with twice itself; 10 tokens each.
+  train::MicroBatchForward forward(std::vector<double> c) {
+    return [this, c](int64_t m) {
+      Var loss = sum(affine(p.var, c[m]));
+      return train::MicroBatch{loss, {{"loss", loss.value()}, {"twice", mul(loss.value(), Tensor::scalar(2.0))}}, 10};
+    };
+  }
+  double w() const { return p.var.value().item(); }
+};
+
+// A report that names the micro-batch it was handed.
+void name_micro_batch(int64_t m) { throw Error("micro-batch " + std::to_string(m)); }
+
+}  // namespace
+
+TEST_CASE("an optimizer step accumulates its micro-batches and logs their means", "[train]") {
+  OneWeight model;
+  // Losses 1*2 and 3*2: means 4 (loss) and 8 (twice); the gradient of
+  // (1w + 3w) / 2 is 2, and Adam's first step moves w by lr against its sign.
+  train::StepResult s = train::optimizer_step(*model.opt, 1, 2, true, model.forward({1, 3}), name_micro_batch);
+  using Means = std::vector<std::pair<std::string, double>>;
+  CHECK(s.means == Means{{"loss", 4.0}, {"twice", 8.0}});
+  CHECK(s.optimizer.grad_norm == 2.0);
+  CHECK(s.tokens == 20);
+  CHECK(model.w() == Approx(1.9).margin(1e-6));
+  // A step that does not log reads nothing.
+  train::StepResult quiet = train::optimizer_step(*model.opt, 2, 2, false, model.forward({1, 3}), name_micro_batch);
+  CHECK(quiet.means.empty());
+  CHECK(quiet.tokens == 20);
+}
+
+TEST_CASE("a non-finite loss goes to the report, logged step or not, before anything is updated", "[train][errors]") {
+  for (bool logged : {true, false}) {
+    INFO("logged " << logged);
+    OneWeight model;
+    CHECK_THROWS_WITH(train::optimizer_step(*model.opt, 7, 3, logged, model.forward({1, NAN, INFINITY}), name_micro_batch),
+                      "micro-batch 1");
+    CHECK(model.w() == 2.0);
+    CHECK(model.opt->steps_taken() == 0);
+  }
+  // A report that names nothing still stops the step, naming it.
+  OneWeight model;
+  CHECK_THROWS_WITH(train::optimizer_step(*model.opt, 7, 2, true, model.forward({NAN, 1}), [](int64_t) {}),
+                    Contains("step 7") && Contains("micro-batch 0"));
+}
+
+TEST_CASE("the cadence logs the first, every n-th and the last step; evaluates and checkpoints every n-th and the last", "[train]") {
+  train::Cadence cadence{10, 4, 5, 0};
+  std::vector<int64_t> logs, evaluations, checkpoints;
+  for (int64_t step = 1; step <= 10; ++step) {
+    if (cadence.logs(step)) logs.push_back(step);
+    if (cadence.evaluates(step)) evaluations.push_back(step);
+    if (cadence.checkpoints(step)) checkpoints.push_back(step);
+  }
+  CHECK(logs == std::vector<int64_t>{1, 4, 8, 10});
+  CHECK(evaluations == std::vector<int64_t>{5, 10});
+  CHECK(checkpoints == std::vector<int64_t>{10});
+}

@@ -1,0 +1,282 @@
+#include "train/loop.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "autograd/ops.h"
+#include "base/config.h"
+#include "base/file_io.h"
+#include "tensor/device_runtime.h"
+#include "tensor/safetensors.h"
+
+namespace ordo::train {
+
+// ---- setup ------------------------------------------------------------------------------
+
+Device resolve_device(const std::string& name) {
+  if (name == "auto") return cuda_available() ? Device::cuda(0) : Device::cpu();
+  Device d = Device::parse(name);
+  ORDO_CHECK(d.is_cpu() || d.index < cuda_device_count(), "train.device '", name, "' is not available: ",
+             cuda_device_description(d.index));
+  return d;
+}
+
+void set_threads(int64_t threads) {
+  if (threads <= 0) return;
+#ifdef _OPENMP
+  omp_set_num_threads(static_cast<int>(threads));
+#endif
+}
+
+namespace {
+
+std::vector<std::string> list_directory(const std::string& path) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(path.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(n);
+    }
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+std::string checkpoint_dir(const std::string& run, int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step_%09lld", static_cast<long long>(step));
+  return run + "/checkpoints/" + name;
+}
+
+// The step of the newest complete checkpoint (trainer_state.json is written
+// last), or -1.
+int64_t latest_checkpoint(const std::string& run) {
+  int64_t best = -1;
+  for (const std::string& n : list_directory(run + "/checkpoints")) {
+    if (n.rfind("step_", 0) != 0) continue;
+    if (!file_exists(run + "/checkpoints/" + n + "/trainer_state.json")) continue;
+    best = std::max<int64_t>(best, std::atoll(n.c_str() + 5));
+  }
+  return best;
+}
+
+void remove_run_files(const std::string& run) {
+  for (const std::string& n : list_directory(run + "/checkpoints")) {
+    std::string dir = run + "/checkpoints/" + n;
+    for (const char* f : {"config.json", "model.safetensors", "optimizer.safetensors", "trainer_state.json", "vocab.txt"})
+      std::remove((dir + "/" + f).c_str());
+    ::rmdir(dir.c_str());
+  }
+  ::rmdir((run + "/checkpoints").c_str());
+  for (const char* f : {"metrics.jsonl", "config.json", "vocab.txt"}) std::remove((run + "/" + f).c_str());
+}
+
+void save_training_state(const std::string& run, const nn::AdamW& opt, const TrainerState& s) {
+  std::string dir = checkpoint_dir(run, s.step);
+  safetensors::save(dir + "/optimizer.safetensors", opt.state_tensors());
+  write_file_atomic(dir + "/vocab.txt", read_file(run + "/vocab.txt"));
+  json::Value state = json::Value::object();
+  state["step"] = s.step;
+  state["phase"] = s.phase;
+  state["epoch"] = s.cursor.epoch;
+  state["example"] = s.cursor.example;
+  state["optimizer_steps"] = opt.steps_taken();
+  state["elapsed_seconds"] = s.elapsed_seconds;
+  write_file_atomic(dir + "/trainer_state.json", json::dump(state, 2) + "\n");  // last: marks the checkpoint complete
+}
+
+TrainerState load_trainer_state(const std::string& checkpoint) {
+  std::string path = checkpoint + "/trainer_state.json";
+  json::Value v = json::parse(read_file(path));
+  FieldReader r(v, path);
+  TrainerState s;
+  s.step = r.integer("step", 0, 0, INT64_MAX);
+  s.phase = r.integer("phase", 0, 0, INT64_MAX);
+  s.cursor.epoch = r.integer("epoch", 0, 0, INT64_MAX);
+  s.cursor.example = r.integer("example", 0, 0, INT64_MAX);
+  r.integer("optimizer_steps", 0, 0, INT64_MAX);
+  s.elapsed_seconds = r.number("elapsed_seconds", 0, 0, 1e300);
+  r.finish();
+  return s;
+}
+
+void restore_optimizer(const std::string& checkpoint, nn::AdamW& opt, int64_t step, Device device) {
+  auto moments = safetensors::load(checkpoint + "/optimizer.safetensors");
+  for (auto& [name, t] : moments) t = t.to(device);
+  opt.load_state(step, moments);
+}
+
+// ---- one optimizer step -----------------------------------------------------------------
+
+namespace {
+
+// The scalars of every micro-batch of a step, kept on the device until read.
+class StepScalars {
+ public:
+  void add(const std::vector<std::pair<std::string, Tensor>>& scalars) {
+    if (names_.empty())
+      for (const auto& [name, value] : scalars) names_.push_back(name);
+    ORDO_CHECK(scalars.size() == names_.size(), "a micro-batch logged ", scalars.size(), " scalars, the first ",
+               names_.size());
+    for (const auto& [name, value] : scalars) values_.push_back(value.reshape({1}));
+  }
+
+  // Every value with one host copy, micro-batch after micro-batch.
+  std::vector<double> read() const { return concat(values_, 0).to_doubles(); }
+
+  // The first micro-batch whose loss (its first scalar) is not finite, or -1.
+  int64_t first_non_finite(const std::vector<double>& values) const {
+    for (size_t i = 0; i < values.size(); i += names_.size())
+      if (!std::isfinite(values[i])) return static_cast<int64_t>(i / names_.size());
+    return -1;
+  }
+
+  // Each scalar's mean over the micro-batches, summed in their order.
+  std::vector<std::pair<std::string, double>> means(const std::vector<double>& values) const {
+    const size_t batches = values.size() / names_.size();
+    std::vector<std::pair<std::string, double>> out;
+    for (size_t j = 0; j < names_.size(); ++j) {
+      double sum = 0;
+      for (size_t m = 0; m < batches; ++m) sum += values[m * names_.size() + j];
+      out.emplace_back(names_[j], sum / static_cast<double>(batches));
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<Tensor> values_;
+};
+
+// Reads the step's scalars; a non-finite loss goes to `report`, which throws.
+std::vector<double> read_finite(const StepScalars& scalars, int64_t step, const NonFiniteReport& report) {
+  std::vector<double> values = scalars.read();
+  int64_t m = scalars.first_non_finite(values);
+  if (m < 0) return values;
+  report(m);
+  throw Error(detail::cat("step ", step, ": the loss of micro-batch ", m, " is not finite"));
+}
+
+}  // namespace
+
+StepResult optimizer_step(nn::AdamW& opt, int64_t step, int64_t micro_batches, bool read_scalars,
+                          const MicroBatchForward& forward, const NonFiniteReport& report) {
+  StepResult result;
+  StepScalars scalars;
+  for (int64_t m = 0; m < micro_batches; ++m) {
+    MicroBatch b = forward(m);
+    Var share = micro_batches > 1 ? affine(b.loss, 1.0 / static_cast<double>(micro_batches)) : b.loss;
+    share.backward();
+    scalars.add(b.scalars);
+    result.tokens += b.tokens;
+  }
+  if (read_scalars) result.means = scalars.means(read_finite(scalars, step, report));
+  try {
+    result.optimizer = opt.step();
+  } catch (const Error&) {
+    // AdamW refused non-finite gradients. On a step that did not log, its
+    // losses are read only now: a non-finite one is the likelier cause and the
+    // more useful message. (When every micro-batch's loss was read, it was
+    // checked before its backward; now a non-finite loss whose gradients stay
+    // finite is caught at the next logged step only if it persists.)
+    if (!read_scalars) read_finite(scalars, step, report);
+    throw;
+  }
+  return result;
+}
+
+// ---- logging ------------------------------------------------------------------------------
+
+MetricsLog::MetricsLog(const std::string& path, MetricsObserver observer)
+    : file_(std::fopen(path.c_str(), "a")), observer_(std::move(observer)) {
+  ORDO_CHECK(file_, "cannot open ", path, ": ", std::strerror(errno));
+}
+
+MetricsLog::~MetricsLog() { std::fclose(file_); }
+
+void MetricsLog::write(const json::Value& line) {
+  std::fprintf(file_, "%s\n", json::dump(line).c_str());
+  std::fflush(file_);
+  if (observer_) observer_(line);
+}
+
+void truncate_metrics(const std::string& path, int64_t step) {
+  if (!file_exists(path)) return;
+  std::string text = read_file(path), kept;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    start = end == std::string::npos ? text.size() : end + 1;
+    try {
+      if (json::parse(line)["step"].as_int() <= step) kept += line + "\n";
+    } catch (const Error&) {
+      // A torn last line from a crash: dropped.
+    }
+  }
+  write_file_atomic(path, kept);
+}
+
+json::Value step_line(json::Value line, const StepResult& result, double tokens_per_s) {
+  for (const auto& [name, mean] : result.means) line[name] = mean;
+  line["lr"] = result.optimizer.lr;
+  line["grad_norm"] = result.optimizer.grad_norm;
+  line["tokens_per_s"] = tokens_per_s;
+  return line;
+}
+
+double Throughput::per_second_and_restart() {
+  auto now = std::chrono::steady_clock::now();
+  double seconds = std::chrono::duration<double>(now - start_).count();
+  double rate = seconds > 0 ? tokens_ / seconds : 0;
+  tokens_ = 0;
+  start_ = now;
+  return rate;
+}
+
+double RunClock::elapsed() const {
+  return before_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+double RunClock::seconds_left(int64_t steps_done_this_call, int64_t steps_left) const {
+  double rate = steps_done_this_call / std::max(1e-9, elapsed() - before_);
+  return steps_left / std::max(rate, 1e-9);
+}
+
+std::string format_duration(double seconds) {
+  char buf[32];
+  long s = static_cast<long>(seconds);
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);
+  else if (s >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  else std::snprintf(buf, sizeof buf, "%.1fs", seconds);
+  return buf;
+}
+
+// ---- stopping on Ctrl-C ---------------------------------------------------------------------
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_interrupt(int) { g_interrupted = true; }
+
+}  // namespace
+
+InterruptScope::InterruptScope() : previous_(std::signal(SIGINT, on_interrupt)) { g_interrupted = false; }
+InterruptScope::~InterruptScope() { std::signal(SIGINT, previous_); }
+bool InterruptScope::interrupted() { return g_interrupted; }
+
+}  // namespace ordo::train

@@ -1,0 +1,176 @@
+// The pieces of a training loop, shared by pretraining (pretrain.cpp) and the
+// fine-tuning loops that reuse them with their own model and batches:
+//   set up       the device and threads, the run directory and its checkpoints,
+//                the optimizer's moments and the trainer state for --resume;
+//   one step     micro-batches with gradient accumulation, then AdamW (clipping
+//                and the learning-rate schedule are the optimizer's);
+//   logging      metrics.jsonl, the progress line, throughput and ETA;
+//   evaluation and checkpoints
+//                the cadence that decides when, Ctrl-C, and what a checkpoint
+//                holds besides the model.
+// The loop itself (pretrain.cpp's run_loop) strings them together: a task
+// supplies its forward per micro-batch, its evaluation and its model's files.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/var.h"
+#include "base/json.h"
+#include "nn/optim.h"
+#include "text/pretraining_data.h"
+
+namespace ordo::train {
+
+// ---- setup ------------------------------------------------------------------------------
+
+// "auto" (the first GPU if there is one, else the CPU), "cpu", "cuda", "cuda:N".
+Device resolve_device(const std::string& name);
+// CPU threads for the run; 0 leaves OpenMP's default.
+void set_threads(int64_t threads);
+
+// RUN/checkpoints/step_000000N (nine digits).
+std::string checkpoint_dir(const std::string& run, int64_t step);
+// The step of the newest complete checkpoint (its trainer_state.json written), or -1.
+int64_t latest_checkpoint(const std::string& run);
+// The files a run writes; --overwrite removes exactly these, nothing else.
+void remove_run_files(const std::string& run);
+
+// Where a run stands: what a checkpoint keeps, besides the model and the
+// optimizer, for --resume to continue exactly.
+struct TrainerState {
+  int64_t step = 0;
+  int64_t phase = 0;
+  text::Cursor cursor;  // the next training example of the phase
+  double elapsed_seconds = 0;
+};
+
+// Writes the optimizer's moments, the run's vocabulary and, last (marking the
+// checkpoint complete), trainer_state.json into checkpoint_dir(run, s.step).
+// The task writes its model there first.
+void save_training_state(const std::string& run, const nn::AdamW& opt, const TrainerState& s);
+TrainerState load_trainer_state(const std::string& checkpoint);
+// Loads the optimizer's moments and step count from a checkpoint onto `device`.
+void restore_optimizer(const std::string& checkpoint, nn::AdamW& opt, int64_t step, Device device);
+
+// ---- one optimizer step -----------------------------------------------------------------
+
+// What the forward of one micro-batch gives the step.
+struct MicroBatch {
+  Var loss;  // minimised: its gradient accumulates with weight 1 / micro-batches
+  // One-element device tensors to log by name, the loss first. They stay on
+  // the device: the step reads them with one host copy, and only when asked.
+  std::vector<std::pair<std::string, Tensor>> scalars;
+  int64_t tokens = 0;  // positions processed, for the throughput
+};
+
+struct StepResult {
+  nn::AdamW::StepInfo optimizer;
+  // Each scalar's mean over the micro-batches; empty unless the step read them.
+  std::vector<std::pair<std::string, double>> means;
+  int64_t tokens = 0;
+};
+
+// Runs micro-batch m's forward (drawing its batch).
+using MicroBatchForward = std::function<MicroBatch(int64_t m)>;
+// Names the first tensor behind micro-batch m's non-finite loss and throws.
+using NonFiniteReport = std::function<void(int64_t m)>;
+
+// One optimizer step of step number `step`: `micro_batches` forwards and
+// backwards, then AdamW. With `read_scalars` (a logged step) the scalars are
+// read once, before the update, and a non-finite loss goes to `report`. On
+// the other steps nothing is read: a non-finite loss gives non-finite
+// gradients, which AdamW refuses before updating anything, and only then are
+// the scalars read, so that `report` still names the step and the tensor.
+StepResult optimizer_step(nn::AdamW& opt, int64_t step, int64_t micro_batches, bool read_scalars,
+                          const MicroBatchForward& forward, const NonFiniteReport& report);
+
+// ---- logging ------------------------------------------------------------------------------
+
+// One line of metrics.jsonl, also handed to an optional observer.
+using MetricsObserver = std::function<void(const json::Value& line)>;
+
+// RUN/metrics.jsonl, appended to a line at a time (flushed: a crash loses no line).
+class MetricsLog {
+ public:
+  MetricsLog(const std::string& path, MetricsObserver observer);
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+  void write(const json::Value& line);
+
+ private:
+  std::FILE* file_;
+  MetricsObserver observer_;
+};
+
+// Keeps the metrics lines up to `step` (a resumed run rewrites what followed).
+void truncate_metrics(const std::string& path, int64_t step);
+
+// A step's metrics line: `line` (the step, and what the task adds, such as
+// its phase), then the means of the step's scalars, the learning rate, the
+// gradient norm before clipping and the tokens per second.
+json::Value step_line(json::Value line, const StepResult& result, double tokens_per_s);
+
+// Tokens per second over the window since the last logged step.
+class Throughput {
+ public:
+  void add(int64_t tokens) { tokens_ += tokens; }
+  double per_second_and_restart();
+
+ private:
+  int64_t tokens_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// The wall time of a run across its resumes, and the ETA at this call's rate.
+class RunClock {
+ public:
+  explicit RunClock(double seconds_before) : before_(seconds_before) {}
+  double elapsed() const;
+  double seconds_left(int64_t steps_done_this_call, int64_t steps_left) const;
+
+ private:
+  double before_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
+
+// "42.0s", "3m07s", "2h05m".
+std::string format_duration(double seconds);
+
+// ---- evaluation, checkpoints, stopping -------------------------------------------------------
+
+// When the loop logs, evaluates and checkpoints.
+struct Cadence {
+  int64_t total_steps = 0;
+  int64_t log_every = 1;
+  int64_t eval_every = 0;        // 0: only at the end
+  int64_t checkpoint_every = 0;  // 0: only at the end (and when stopped)
+
+  bool logs(int64_t step) const { return step % log_every == 0 || step == total_steps || step == 1; }
+  bool evaluates(int64_t step) const { return (eval_every > 0 && step % eval_every == 0) || step == total_steps; }
+  bool checkpoints(int64_t step) const {
+    return (checkpoint_every > 0 && step % checkpoint_every == 0) || step == total_steps;
+  }
+};
+
+// While alive, Ctrl-C sets interrupted() instead of killing the process, so
+// the loop stops after the current step with a checkpoint.
+class InterruptScope {
+ public:
+  InterruptScope();
+  ~InterruptScope();
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+  static bool interrupted();
+
+ private:
+  void (*previous_)(int);
+};
+
+}  // namespace ordo::train
