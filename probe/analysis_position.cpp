@@ -225,7 +225,7 @@ OrderResult relative_order_classification(const Matrix& table, int folds, uint64
         if (i != j) pairs.emplace_back(i, j);
     if (static_cast<int64_t>(pairs.size()) > max_train_pairs) {
       std::vector<int64_t> pick = shuffled_order(static_cast<int64_t>(pairs.size()),
-                                                        CounterRng(seed, rng_stream(RngPurpose::probe_pairs), f));
+                                                 CounterRng(seed, rng_stream(RngPurpose::probe_pairs), f));
       std::vector<std::pair<int64_t, int64_t>> kept;
       for (int64_t k = 0; k < max_train_pairs; ++k) kept.push_back(pairs[pick[k]]);
       std::sort(kept.begin(), kept.end());
