@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/counter_rng.h"
 #include "probe/analysis_linalg.h"
 
 namespace ordo::probe {
@@ -76,31 +77,15 @@ ThresholdSummary threshold_summary(const Matrix& cos, int64_t first, double thre
 
 // ---- folds -----------------------------------------------------------------------------------
 
-namespace {
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-}  // namespace
-
-std::vector<int64_t> shuffled_indices(int64_t n, uint64_t seed) {
-  std::vector<int64_t> idx(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) idx[i] = i;
-  uint64_t state = seed;
-  for (int64_t i = n - 1; i > 0; --i) {
-    const int64_t j = static_cast<int64_t>(splitmix64(state) % static_cast<uint64_t>(i + 1));
-    std::swap(idx[i], idx[j]);
-  }
-  return idx;
+std::vector<int64_t> fold_order(int64_t n, uint64_t seed) {
+  return shuffled_order(n, CounterRng(seed, rng_stream(RngPurpose::probe_folds)));
 }
 
 namespace {
 
 // fold[row] for `folds` folds over n rows, as documented in the header.
 std::vector<int> fold_of(int64_t n, int folds, uint64_t seed) {
-  std::vector<int64_t> order = shuffled_indices(n, seed);
+  std::vector<int64_t> order = fold_order(n, seed);
   std::vector<int> f(static_cast<size_t>(n));
   for (int64_t k = 0; k < n; ++k) f[order[k]] = static_cast<int>(k % folds);
   return f;
@@ -239,7 +224,8 @@ OrderResult relative_order_classification(const Matrix& table, int folds, uint64
       for (int64_t j : train)
         if (i != j) pairs.emplace_back(i, j);
     if (static_cast<int64_t>(pairs.size()) > max_train_pairs) {
-      std::vector<int64_t> pick = shuffled_indices(static_cast<int64_t>(pairs.size()), seed * 1000003 + f);
+      std::vector<int64_t> pick = shuffled_order(static_cast<int64_t>(pairs.size()),
+                                                 CounterRng(seed, rng_stream(RngPurpose::probe_pairs), f));
       std::vector<std::pair<int64_t, int64_t>> kept;
       for (int64_t k = 0; k < max_train_pairs; ++k) kept.push_back(pairs[pick[k]]);
       std::sort(kept.begin(), kept.end());

@@ -50,15 +50,16 @@ ThresholdSummary threshold_summary(const Matrix& cosine, int64_t first, double t
 
 // ---- deterministic folds --------------------------------------------------------------------
 
-// 0 .. n-1 in an order drawn from `seed` (splitmix64 + Fisher-Yates: the
-// same on every platform).
-std::vector<int64_t> shuffled_indices(int64_t n, uint64_t seed);
+// The rows 0 .. n-1 in the order the folds deal them out: shuffled by
+// `seed` on the probe_folds stream (base/counter_rng.h: the same on every
+// platform).
+std::vector<int64_t> fold_order(int64_t n, uint64_t seed);
 
 // ---- absolute position regression (Wang & Chen 2020, §4.1.1) ----------------------------------
 
 // Rows of `table` are positions 0..n-1; the target of row x is x. Folds:
-// the rows shuffled with `seed`, fold f = every folds-th of them starting at
-// f (KFold(shuffle=True)). Per fold, the features and targets are centred
+// fold f = every folds-th row of fold_order(n, seed) starting at f
+// (KFold(shuffle=True)). Per fold, the features and targets are centred
 // on the training rows and the minimum-norm least-squares w is fitted (a
 // table with at least as many columns as training rows makes the system
 // underdetermined; scikit-learn's LinearRegression takes the same solution).

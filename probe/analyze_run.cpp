@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 
+#include "base/counter_rng.h"
 #include "base/file_io.h"
 #include "base/json.h"
 #include "nn/bert.h"
@@ -221,13 +222,6 @@ png::Image map(const Matrix& m, const std::string& title, const std::string& bar
 
 // ---- held-out windows --------------------------------------------------------------------------
 
-uint64_t splitmix(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 struct HeldOut {
   text::Vocab vocab;
   std::vector<int32_t> stream;  // the held-out documents' tokens, one after another
@@ -283,14 +277,16 @@ std::vector<text::Batch> windows(const HeldOut& h, bool causal, int64_t length, 
         ids.push_back(sp.sep);
         const int64_t content = length - 2;
         const int64_t k = std::max<int64_t>(1, std::llround(0.15 * static_cast<double>(content)));
-        std::vector<int64_t> pick = probe::shuffled_indices(content, seed * 0x100000001B3ull + static_cast<uint64_t>(s));
-        uint64_t state = seed ^ (0xD1B54A32D192ED03ull * static_cast<uint64_t>(s + 1));
+        const uint64_t window = static_cast<uint64_t>(s);
+        std::vector<int64_t> pick =
+            shuffled_order(content, CounterRng(seed, rng_stream(RngPurpose::held_out_positions), window));
+        CounterRng replacements(seed, rng_stream(RngPurpose::held_out_masks), window);
         for (int64_t t = 0; t < k; ++t) {
           const size_t i = static_cast<size_t>(pick[t] + 1);
           labels[i] = ids[i];
-          const double u = static_cast<double>(splitmix(state) >> 11) * 0x1p-53;
+          const double u = replacements.uniform();
           if (u < 0.8) ids[i] = sp.mask;
-          else if (u < 0.9) ids[i] = pool[splitmix(state) % pool.size()];
+          else if (u < 0.9) ids[i] = pool[replacements.below(static_cast<int64_t>(pool.size()))];
         }
       }
       b.input_ids.insert(b.input_ids.end(), ids.begin(), ids.end());
@@ -489,15 +485,11 @@ void attention_rank(RunState& c, Output& out, const std::vector<int32_t>* sample
                    std::to_string(m.head_dim()) + ".");
 }
 
-// A Gaussian table (the chance-level control): Box-Muller on splitmix64.
+// A Gaussian table (the chance-level control).
 Matrix gaussian_table(int64_t rows, int64_t cols, uint64_t seed) {
   Matrix m(rows, cols);
-  uint64_t state = seed;
-  for (double& x : m.data) {
-    const double u1 = (static_cast<double>(splitmix(state) >> 11) + 1) * 0x1p-53;
-    const double u2 = static_cast<double>(splitmix(state) >> 11) * 0x1p-53;
-    x = std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
-  }
+  CounterRng rng(seed, rng_stream(RngPurpose::gaussian_control));
+  for (double& x : m.data) x = rng.normal();
   return m;
 }
 

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <random>
 
 #include "autograd/var.h"
+#include "base/counter_rng.h"
 #include "base/file_io.h"
 #include "nn/bert.h"
 
@@ -58,14 +58,9 @@ std::vector<int32_t> draw_probe_words(const text::Vocab& vocab, int64_t n, uint6
   ORDO_CHECK(n <= static_cast<int64_t>(pool.size()), "identical word probing: ", n,
              " words asked for, the vocabulary has only ", pool.size(),
              " that are neither special tokens nor ##-continuations");
-  // Partial Fisher-Yates: position k takes a uniform pick of pool[k..]. The
-  // modulo's bias (at most pool.size() / 2^64) is irrelevant here, and unlike
-  // std::uniform_int_distribution it is the same on every standard library.
-  std::mt19937_64 gen(seed);
-  for (int64_t k = 0; k < n; ++k) {
-    const uint64_t left = pool.size() - static_cast<uint64_t>(k);
-    std::swap(pool[static_cast<size_t>(k)], pool[static_cast<size_t>(k + static_cast<int64_t>(gen() % left))]);
-  }
+  // The first n of the whole pool shuffled: fewer words are a prefix of more.
+  CounterRng rng(seed, rng_stream(RngPurpose::probe_words));
+  shuffle(pool, rng);
   pool.resize(static_cast<size_t>(n));
   return pool;
 }

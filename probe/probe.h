@@ -14,9 +14,8 @@
 //
 // Words: vocabulary ids that are neither special tokens ([PAD], [UNK],
 // [CLS], [SEP], [MASK]) nor word continuations ("##..."), drawn without
-// replacement by a partial Fisher-Yates shuffle driven by std::mt19937_64
-// (whose output sequence the C++ standard fixes), so one seed gives the
-// same words on every platform.
+// replacement: the first N of them shuffled by ordo's counter-based Philox
+// (base/counter_rng.h), so one seed gives the same words on every platform.
 //
 // The function is pure: a model and a vocabulary in, matrices out; the
 // files are tools/cmd_probe.cpp's.

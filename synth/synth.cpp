@@ -20,36 +20,12 @@
 
 #include <algorithm>
 
+#include "base/counter_rng.h"
 #include "base/error.h"
-#include "base/philox.h"
 
 namespace ordo::synth {
 
 namespace {
-
-// Draws from the Philox stream (seed, stream): four 32-bit words per counter.
-class Rng {
- public:
-  Rng(uint64_t seed, uint64_t stream) : seed_(seed), stream_(stream) {}
-
-  uint32_t next() {
-    if (used_ == 4) {
-      block_ = philox::draw(seed_, stream_, counter_++);
-      used_ = 0;
-    }
-    return block_.x[used_++];
-  }
-  double uniform() { return next() * 0x1p-32; }  // [0, 1)
-  bool chance(double p) { return uniform() < p; }
-  // [0, n) by multiply-shift; the bias, n / 2^32, is far below anything the
-  // grammar could show.
-  int below(size_t n) { return static_cast<int>((static_cast<uint64_t>(next()) * n) >> 32); }
-
- private:
-  uint64_t seed_, stream_, counter_ = 0;
-  philox::Words block_{};
-  int used_ = 4;
-};
 
 struct Weighted {
   const char* word;
@@ -57,10 +33,10 @@ struct Weighted {
 };
 
 template <size_t N>
-const char* pick(Rng& rng, const Weighted (&table)[N]) {
+const char* pick(CounterRng& rng, const Weighted (&table)[N]) {
   double total = 0;
   for (const Weighted& w : table) total += w.weight;
-  double x = rng.uniform() * total;
+  double x = rng.uniform32() * total;
   for (const Weighted& w : table) {
     if (x < w.weight) return w.word;
     x -= w.weight;
@@ -69,7 +45,7 @@ const char* pick(Rng& rng, const Weighted (&table)[N]) {
 }
 
 template <size_t N>
-const char* pick(Rng& rng, const char* const (&list)[N]) {
+const char* pick(CounterRng& rng, const char* const (&list)[N]) {
   return list[rng.below(N)];
 }
 
@@ -128,7 +104,7 @@ class Grammar::Writer {
   // ---- word choice ----
 
   int draw(const Pool& pool) {
-    double x = rng_.uniform() * pool.cumulative.back();
+    double x = rng_.uniform32() * pool.cumulative.back();
     size_t i = std::upper_bound(pool.cumulative.begin(), pool.cumulative.end(), x) - pool.cumulative.begin();
     return pool.items[std::min(i, pool.items.size() - 1)];
   }
@@ -162,7 +138,7 @@ class Grammar::Writer {
   Frame draw_frame(int depth) {
     double w[] = {c_.w_intransitive, c_.w_transitive_animate, c_.w_transitive_thing,
                   depth < c_.max_depth ? c_.w_clausal : 0.0};
-    double x = rng_.uniform() * (w[0] + w[1] + w[2] + w[3]);
+    double x = rng_.uniform32() * (w[0] + w[1] + w[2] + w[3]);
     Frame last = kIntransitiveFrame;  // validate() makes one of the first three positive
     for (int f = 0; f < 4; ++f) {
       if (w[f] <= 0) continue;
@@ -481,7 +457,7 @@ class Grammar::Writer {
   const Grammar& g_;
   const Config& c_;
   const Lexicon& lex_;
-  Rng rng_;
+  CounterRng rng_;
   std::vector<int> cast_animate_, cast_things_;
   Sentence s_;
   std::vector<int> open_;  // phrases opened and not yet closed

@@ -22,7 +22,7 @@
 // final "." is a token of its own.
 //
 // The same (config, seed, lexicon) gives the same documents on every platform:
-// all randomness is ordo's counter-based Philox (base/philox.h), keyed by
+// all randomness is ordo's counter-based Philox (base/counter_rng.h), keyed by
 // the seed and the document's index, turned into choices by ordo's own integer
 // and IEEE arithmetic (not by the standard library's distributions, whose
 // outputs differ between implementations).

@@ -4,8 +4,8 @@
 #include <exception>
 #include <filesystem>
 
+#include "base/counter_rng.h"
 #include "base/error.h"
-#include "text/text_rng.h"
 #include "text/tokenizer.h"
 #include "text/utf8.h"
 
@@ -81,16 +81,8 @@ bool CorpusReader::next(Document& doc) {
 
 bool is_held_out(uint64_t seed, int64_t index, double fraction) {
   if (fraction <= 0) return false;
-  CounterRng rng(seed, rng_stream(RngPurpose::split, 0), static_cast<uint64_t>(index));
+  CounterRng rng(seed, rng_stream(RngPurpose::split), static_cast<uint64_t>(index));
   return rng.uniform() < fraction;
-}
-
-std::vector<int64_t> shuffled_order(int64_t n, uint64_t seed, uint64_t stream) {
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) order[i] = i;
-  CounterRng rng(seed, stream, 0);
-  for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
-  return order;
 }
 
 void TokenizedCorpus::add_document(const std::vector<std::vector<int32_t>>& sentences, int64_t index) {

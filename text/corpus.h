@@ -56,9 +56,6 @@ class CorpusReader {
 // (seed, index)), so the split is stable and streaming-friendly.
 bool is_held_out(uint64_t seed, int64_t index, double fraction);
 
-// A random permutation of 0..n-1 (Fisher-Yates), fixed by (seed, stream).
-std::vector<int64_t> shuffled_order(int64_t n, uint64_t seed, uint64_t stream);
-
 // A corpus as token ids: sentence s is tokens[sentence_begin[s], sentence_begin[s+1]),
 // document d is sentences [document_begin[d], document_begin[d+1]). A
 // document's sentences, hence its tokens, are contiguous.

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/counter_rng.h"
 #include "base/error.h"
-#include "text/text_rng.h"
 
 namespace ordo::text {
 
@@ -126,8 +126,8 @@ const PretrainingData::EpochPlan& PretrainingData::plan(int64_t epoch) {
   if (plan_.epoch == epoch) return plan_;
   std::vector<Instance> in_document_order;
   for (int64_t d = 0; d < corpus_.documents(); ++d) plan_document(epoch, d, in_document_order);
-  auto order = shuffled_order(static_cast<int64_t>(in_document_order.size()), options_.seed,
-                              rng_stream(RngPurpose::shuffle, epoch));
+  auto order = shuffled_order(static_cast<int64_t>(in_document_order.size()),
+                              CounterRng(options_.seed, rng_stream(RngPurpose::shuffle, epoch)));
   plan_.instances.clear();
   plan_.instances.reserve(order.size());
   for (int64_t k : order) plan_.instances.push_back(in_document_order[k]);
@@ -170,7 +170,7 @@ void PretrainingData::mask(Example& ex, int64_t epoch, int64_t index) const {
       groups.push_back({static_cast<int32_t>(i)});
     }
   }
-  for (int64_t i = static_cast<int64_t>(groups.size()) - 1; i > 0; --i) std::swap(groups[i], groups[rng.below(i + 1)]);
+  shuffle(groups, rng);
 
   // Python's round() rounds halves to even, as nearbyint does by default.
   const int64_t wanted = std::min<int64_t>(
@@ -199,7 +199,7 @@ Example PretrainingData::causal_example(int64_t epoch, int64_t index) {
   const int64_t length = options_.max_seq_length;
   const int64_t windows = (static_cast<int64_t>(stream_.size()) - 1) / length;
   if (causal_epoch_ != epoch) {
-    causal_order_ = shuffled_order(windows, options_.seed, rng_stream(RngPurpose::shuffle, epoch));
+    causal_order_ = shuffled_order(windows, CounterRng(options_.seed, rng_stream(RngPurpose::shuffle, epoch)));
     causal_epoch_ = epoch;
   }
   const int64_t start = causal_order_[index] * length;

@@ -15,7 +15,7 @@
 //     training documents joined with [SEP], labelled with the next token.
 //
 // Everything random is drawn from Philox keyed by (seed, purpose, epoch) and
-// a document or example index (text/text_rng.h): epoch e's instances, their
+// a document or example index (base/counter_rng.h): epoch e's instances, their
 // order and every example's mask are functions of (seed, e, index) alone.
 // A Cursor {epoch, example} is therefore the whole state a training loop must
 // save to resume bit-identically.
@@ -28,9 +28,11 @@
 #include "text/corpus.h"
 #include "text/tokenizer.h"
 
-namespace ordo::text {
-
+namespace ordo {
 class CounterRng;
+}
+
+namespace ordo::text {
 
 enum class Objective { mlm, mlm_nsp, causal };
 // "mlm", "mlm+nsp", "causal"; anything else is an error naming the choices.

@@ -88,9 +88,8 @@ TEST_CASE("threshold summary of relative vectors (Wang et al. 2021, App. D)", "[
   CHECK(all.share_above == 1);
 }
 
-TEST_CASE("shuffled indices are a seeded permutation", "[probe][analysis]") {
-  std::vector<int64_t> a = probe::shuffled_indices(50, 3), b = probe::shuffled_indices(50, 3),
-                       c = probe::shuffled_indices(50, 4);
+TEST_CASE("the fold order is a seeded permutation", "[probe][analysis]") {
+  std::vector<int64_t> a = probe::fold_order(50, 3), b = probe::fold_order(50, 3), c = probe::fold_order(50, 4);
   CHECK(a == b);
   CHECK(a != c);
   std::vector<int64_t> sorted = a;
@@ -110,7 +109,7 @@ TEST_CASE("position regression: hand-worked linear table and baseline", "[probe]
   CHECK(r.mae < 1e-12);
   for (int64_t x = 0; x < n; ++x) CHECK(r.predictions[x] == Approx(static_cast<double>(x)).margin(1e-12));
   // The baseline recomputed from the documented folds (row order[k] is in fold k % 5).
-  std::vector<int64_t> order = probe::shuffled_indices(n, 7);
+  std::vector<int64_t> order = probe::fold_order(n, 7);
   std::vector<int> fold(n);
   for (int64_t k = 0; k < n; ++k) fold[order[k]] = static_cast<int>(k % 5);
   double base = 0;

@@ -88,16 +88,6 @@ TEST_CASE("corpus: held-out split is stable and near its fraction", "[text][corp
   CHECK_FALSE(is_held_out(7, 3, 0.0));
 }
 
-TEST_CASE("corpus: shuffled order is a permutation fixed by seed and stream", "[text][corpus]") {
-  auto a = shuffled_order(1000, 1, 5);
-  auto sorted = a;
-  std::sort(sorted.begin(), sorted.end());
-  for (int i = 0; i < 1000; ++i) REQUIRE(sorted[i] == i);
-  CHECK(a == shuffled_order(1000, 1, 5));
-  CHECK(a != shuffled_order(1000, 2, 5));
-  CHECK(a != shuffled_order(1000, 1, 6));
-}
-
 TEST_CASE("corpus: tokenize_corpus keeps documents, drops empty sentences, splits", "[text][corpus]") {
   TempDir dir;
   std::string text;
