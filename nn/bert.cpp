@@ -40,6 +40,38 @@ Var merge_heads(const Var& t) {
   return reshape(permute(t, {0, 2, 1, 3}), {t.size(0), t.size(2), t.size(1) * t.size(3)});
 }
 
+// a + b, leaving out a term that is undefined (a hook or an embedding with
+// nothing to add).
+Var sum_of_defined(const Var& a, const Var& b) { return !a.defined() ? b : !b.defined() ? a : add(a, b); }
+
+// gamma_ij of Eq. 5, scaled: scale * q_i . k_j, or scale times the variant's
+// own contextual term (Huang et al.'s products of q_i . k_j with position).
+Var scaled_contextual_term(PositionEncoding& pe, const AttentionState& s, const Var& q, const Var& k) {
+  Var own = pe.contextual_scores(s, q, k);
+  return own.defined() ? affine(own, pe.score_scale(s)) : matmul(q, k, false, true, pe.score_scale(s));
+}
+
+// The scores with every positional term removed: scale * q_i . k_j, plus the
+// per-head segment scores (Chen et al. 2021, Eq. 9), which are neither term:
+// where the positional terms go, they stay.
+Var scores_without_positional_terms(PositionEncoding& pe, const AttentionState& s, const Var& q, const Var& k) {
+  Var scores = matmul(q, k, false, true, pe.score_scale(s));
+  return sum_of_defined(scores, pe.segment_scores(s));
+}
+
+// delta alone, the scores of the contextual ablation (BERT-p / only-p): the
+// variant's score terms (score_bias, with the per-head segment scores it
+// includes). An input-level encoding has no delta in the scores: its tokens were removed at the input
+// (BertModel::forward), so q_i . k_j is already positions (and segments) alone.
+Var positional_term_alone(PositionEncoding& pe, const AttentionState& s, const Var& q, const Var& k, bool rotates) {
+  if (!pe.acts_in_attention) return scores_without_positional_terms(pe, s, q, k);
+  Var delta = pe.score_bias(s, q, k);
+  ORDO_CHECK(delta.defined(), "pe '", pe.name(), "': the contextual ablation is undefined: the",
+             " variant adds no positional term to the scores to keep",
+             rotates ? " (it rotates q and k: its position lives inside q_i . k_j)" : "");
+  return expand(delta, {q.size(0), q.size(1), q.size(2), k.size(2)});
+}
+
 // Positional attention PA of the sequence combination (the locality/symmetry
 // paper, Eq. 10 and Listing 2): per head, o_i = sum_j delta_ij x_j with the
 // variant's positional weights delta (an attention distribution) and the
@@ -61,83 +93,85 @@ Var positional_attention(const Var& x, const Var& padding_mask, PositionEncoding
 
 }  // namespace
 
+// The unified form of the locality/symmetry paper's Eq. 5, which every
+// variant takes (nn/position.h): the scores are a contextual term gamma plus
+// the positional terms delta, s_ij = (gamma_ij + delta_ij) / sqrt(d) (the
+// paper's alpha_ij), weighed by softmax as its Eq. 1: o_i = sum_j
+// softmax_j(s_ij) v_j. Only gamma is scaled here: a variant's score terms
+// come at the scale its own paper gives them (TUPE's / sqrt(2d), T5's
+// unscaled bias).
 Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncoding& pe, int layer,
                            const Tensor& positions, const Tensor& segments, Context& ctx, ForwardTrace* trace) const {
   AttentionState s{layer, heads_, head_dim_, &positions, &segments, &ctx, x.dtype()};
   const Ablation ablate = ablation_in_force(pe, ctx);
-  const bool sequence = pe.combine == Combine::sequence;
-  ORDO_CHECK(!sequence || ablate == Ablation::none, "pe '", pe.name(), "': the ", ablation_name(ablate),
-             " ablation is defined on the added scores (locality/symmetry paper, Eq. 5), not with combine = sequence");
+  if (pe.combine == Combine::sequence) return sequence_attention(x, padding_mask, pe, s, ablate, trace);
+  if (ablate != Ablation::none) return ablated_attention(x, padding_mask, pe, s, ablate, trace);
 
-  // combine = sequence: X' = CA(PA(X)), PA first (Eq. 10); CA below is plain
-  // contextual attention, every positional term of the scores removed.
-  Var input = sequence ? positional_attention(x, padding_mask, pe, s) : x;
-  Var q = split_heads(query.forward(input), heads_, head_dim_);
-  Var k = split_heads(key.forward(input), heads_, head_dim_);
-  Var v = split_heads(value.forward(input), heads_, head_dim_);
+  Heads h = project(x);                                           // q_i = x_i W^Q, k_j = x_j W^K, v_j = x_j W^V
+  pe.rotate(s, h.q, h.k);                                         // RoPE: position inside q and k
+  Var scores = scaled_contextual_term(pe, s, h.q, h.k);           // gamma_ij / sqrt(d)
+  scores = sum_of_defined(scores, pe.score_bias(s, h.q, h.k));    // s_ij = ... + delta_ij (+ per-head segments)
+  Var probs = attention_probs(scores, padding_mask, ctx, trace);  // a_ij = softmax_j(s_ij + mask)
+  Var context = matmul(probs, h.v);                               // o_i = sum_j a_ij v_j
+  context = sum_of_defined(context, pe.value_term(s, probs));     // + the value term (Shaw's sum_j a_ij a^V_ij)
+  return merge_heads(context);
+}
 
-  // Per-head segment scores (Chen et al. 2021, Eq. 9) are neither term:
-  // where the positional terms go, they stay.
-  auto with_segments = [&](Var scores) {
-    Var segment = pe.segment_scores(s);
-    return segment.defined() ? add(scores, segment) : scores;
-  };
-  Var scores;
-  if (sequence) {
-    scores = with_segments(matmul(q, k, false, true, pe.score_scale(s)));
-  } else if (ablate == Ablation::none) {
-    pe.rotate(s, q, k);
-    scores = pe.contextual_scores(s, q, k);
-    scores = scores.defined() ? affine(scores, pe.score_scale(s))
-                              : matmul(q, k, false, true, pe.score_scale(s));  // q_i . k_j / sqrt(d)
-    Var bias = pe.score_bias(s, q, k);
-    if (bias.defined()) scores = add(scores, bias);
-  } else {
-    // The ablations split the scores as the locality/symmetry paper's Eq. 5:
-    // s = gamma + delta, gamma = scale * q_i . k_j (the contextual term), delta
-    // = the variant's score terms (score_bias; for an input-level encoding
-    // there is none: its positions are removed at the input, BertModel::forward).
-    // A variant that rotates q and k (RoPE) has gamma on the unrotated q, k;
-    // one with its own contextual term (Huang et al.'s products q k w_r) has
-    // no such split and either ablation is an error.
-    Var q_plain = q, k_plain = k;
-    pe.rotate(s, q, k);
-    const bool rotates = q.state() != q_plain.state() || k.state() != k_plain.state();
-    ORDO_CHECK(!pe.contextual_scores(s, q, k).defined(), "pe '", pe.name(), "': the ", ablation_name(ablate),
-               " ablation is undefined: the variant computes its own contextual term (a product of q_i . k_j with",
-               " position, not a sum of a contextual and a positional term), so there is no term to drop");
-    if (ablate == Ablation::positional) {
-      // BERT-c / only-c: gamma alone, on q and k as projected (no rotation), no value vectors.
-      scores = with_segments(matmul(q_plain, k_plain, false, true, pe.score_scale(s)));
-    } else {
-      // BERT-p / only-p: delta alone (with the segment scores score_bias
-      // includes). The values and the value term stay.
-      Var bias = pe.acts_in_attention ? pe.score_bias(s, q, k) : Var();
-      if (bias.defined()) {
-        scores = expand(bias, {x.size(0), heads_, x.size(1), x.size(1)});
-      } else {
-        ORDO_CHECK(!pe.acts_in_attention, "pe '", pe.name(), "': the contextual ablation is undefined: the",
-                   " variant adds no positional term to the scores to keep",
-                   rotates ? " (it rotates q and k: its position lives inside q_i . k_j)" : "");
-        // An input-level encoding: the tokens were removed at the input, so
-        // q_i . k_j is computed from positions (and segments) alone.
-        scores = with_segments(matmul(q, k, false, true, pe.score_scale(s)));
-      }
-    }
-  }
+SelfAttention::Heads SelfAttention::project(const Var& input) const {
+  return {split_heads(query.forward(input), heads_, head_dim_), split_heads(key.forward(input), heads_, head_dim_),
+          split_heads(value.forward(input), heads_, head_dim_)};
+}
+
+Var SelfAttention::attention_probs(const Var& scores, const Var& padding_mask, Context& ctx,
+                                   ForwardTrace* trace) const {
   if (trace && trace->keep_scores) trace->scores.push_back(scores.value());
   Var probs = softmax(scores, padding_mask);
   if (trace && trace->keep_attentions) trace->attentions.push_back(probs.value());
-  probs = dropout(probs, dropout_, ctx);
+  return dropout(probs, dropout_, ctx);
+}
 
-  Var context = matmul(probs, v);  // sum_j a_ij v_j
-  // Shaw's value vectors: positional, so the positional ablation drops them
-  // (and CA of the sequence combination has none); the contextual one keeps them.
-  if (!sequence && ablate != Ablation::positional) {
-    Var term = pe.value_term(s, probs);
-    if (term.defined()) context = add(context, term);
-  }
+// The ablations at the attention level (the locality/symmetry paper, section
+// 4.1 and Table 7): Eq. 5 with one term dropped. gamma = scale * q_i . k_j on
+// q, k as projected (a rotating variant's gamma is on the unrotated q, k);
+// delta = the variant's score terms (score_bias).
+//   positional (BERT-c / only-c): gamma alone, and no value vectors (they
+//     are positional information too);
+//   contextual (BERT-p / only-p): delta alone; the values and the value term
+//     stay ("hide gamma instead of removing the contextual encodings").
+// A variant with its own contextual term (Huang et al.'s products q k w_r)
+// has no such split: either ablation is an error. An input-level encoding is
+// ablated at the input instead (BertModel::forward).
+Var SelfAttention::ablated_attention(const Var& x, const Var& padding_mask, PositionEncoding& pe,
+                                     const AttentionState& s, Ablation ablate, ForwardTrace* trace) const {
+  Heads h = project(x);
+  const Var q_plain = h.q, k_plain = h.k;
+  pe.rotate(s, h.q, h.k);
+  const bool rotates = h.q.state() != q_plain.state() || h.k.state() != k_plain.state();
+  ORDO_CHECK(!pe.contextual_scores(s, h.q, h.k).defined(), "pe '", pe.name(), "': the ", ablation_name(ablate),
+             " ablation is undefined: the variant computes its own contextual term (a product of q_i . k_j with",
+             " position, not a sum of a contextual and a positional term), so there is no term to drop");
+  Var scores = ablate == Ablation::positional ? scores_without_positional_terms(pe, s, q_plain, k_plain)
+                                              : positional_term_alone(pe, s, h.q, h.k, rotates);
+  Var probs = attention_probs(scores, padding_mask, *s.ctx, trace);
+  Var context = matmul(probs, h.v);
+  if (ablate == Ablation::contextual) context = sum_of_defined(context, pe.value_term(s, probs));
   return merge_heads(context);
+}
+
+// combine = sequence: X' = CA(PA(X)) (the locality/symmetry paper, Eq. 10,
+// Listings 2-3). PA mixes the layer's input with the variant's positional
+// weights (positional_attention); CA is Eq. 5 with delta removed: scale *
+// q_i . k_j of PA(X)'s projections, no rotation, no score terms, no value
+// vectors. The ablations split Eq. 5's added scores, so one with this
+// combination is an error.
+Var SelfAttention::sequence_attention(const Var& x, const Var& padding_mask, PositionEncoding& pe,
+                                      const AttentionState& s, Ablation ablate, ForwardTrace* trace) const {
+  ORDO_CHECK(ablate == Ablation::none, "pe '", pe.name(), "': the ", ablation_name(ablate),
+             " ablation is defined on the added scores (locality/symmetry paper, Eq. 5), not with combine = sequence");
+  Heads h = project(positional_attention(x, padding_mask, pe, s));
+  Var scores = scores_without_positional_terms(pe, s, h.q, h.k);
+  Var probs = attention_probs(scores, padding_mask, *s.ctx, trace);
+  return merge_heads(matmul(probs, h.v));
 }
 
 ResidualOutput::ResidualOutput(int64_t in, const BertConfig& c, Device device)
@@ -239,15 +273,16 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace) 
   // symmetry paper's Eq. 2 (x_i + p_i): the positional one drops p_i (only-c,
   // BERT-c), the contextual one drops the token x_i (only-p) when the
   // encoding acts only at the input — with an attention-level part the
-  // tokens stay and the scores lose q_i . k_j instead (SelfAttention::forward).
-  // The segment embedding is neither and stays.
+  // tokens stay and the scores lose q_i . k_j instead
+  // (SelfAttention::ablated_attention). The segment embedding is neither and
+  // stays.
   const Ablation ablate = ablation_in_force(*pe_, ctx);
   const bool drop_tokens = ablate == Ablation::contextual && !pe_->acts_in_attention;
   // With segment = per_head there is no segment embedding here (pe/segments.h).
-  auto sum = [](const Var& a, const Var& b) { return !a.defined() ? b : !b.defined() ? a : add(a, b); };
   Var segment_vectors =
       embeddings.token_type_embeddings ? embeddings.token_type_embeddings->forward(segments) : Var();
-  Var x = drop_tokens ? segment_vectors : sum(embeddings.word_embeddings.forward(in.input_ids), segment_vectors);
+  Var x = drop_tokens ? segment_vectors
+                      : sum_of_defined(embeddings.word_embeddings.forward(in.input_ids), segment_vectors);
   Var position_vectors = ablate == Ablation::positional ? Var() : pe_->input_embedding(positions, ctx);
   ORDO_CHECK(!drop_tokens || position_vectors.defined(), "pe '", pe_->name(),
              "': the contextual ablation is undefined: the encoding has no positional term to keep");
@@ -259,7 +294,7 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace) 
                dtype_name(position_vectors.dtype()), " in a ", dtype_name(dtype), " model");
     position_vectors = Var(position_vectors.value().to(dtype));
   }
-  x = sum(x, position_vectors);
+  x = sum_of_defined(x, position_vectors);
   x = dropout(embeddings.norm.forward(x), config_.hidden_dropout_prob, ctx);
   if (trace && trace->keep_hidden_states) trace->hidden_states.push_back(x.value());
 

@@ -54,6 +54,18 @@ class SelfAttention : public Module {
   Linear& value;
 
  private:
+  struct Heads {
+    Var q, k, v;  // [batch, heads, L, head_dim]
+  };
+  Heads project(const Var& input) const;
+  // softmax_j(scores + mask), kept in the trace as asked, then dropout.
+  Var attention_probs(const Var& scores, const Var& padding_mask, Context& ctx, ForwardTrace* trace) const;
+  // The two departures from forward's one softmax over added terms.
+  Var ablated_attention(const Var& x, const Var& padding_mask, PositionEncoding& pe, const AttentionState& s,
+                        Ablation ablate, ForwardTrace* trace) const;
+  Var sequence_attention(const Var& x, const Var& padding_mask, PositionEncoding& pe, const AttentionState& s,
+                         Ablation ablate, ForwardTrace* trace) const;
+
   int64_t heads_, head_dim_;
   double dropout_;
 };

@@ -4,22 +4,6 @@
 
 namespace ordo::nn {
 
-Ablation parse_ablation(const std::string& name, const std::string& where) {
-  if (name == "none") return Ablation::none;
-  if (name == "contextual") return Ablation::contextual;
-  if (name == "positional") return Ablation::positional;
-  throw Error(where + ": ablation '" + name + "' is not one of none, contextual, positional");
-}
-
-const char* ablation_name(Ablation a) {
-  switch (a) {
-    case Ablation::none: return "none";
-    case Ablation::contextual: return "contextual";
-    case Ablation::positional: return "positional";
-  }
-  return "?";
-}
-
 Parameter& Module::add_parameter(const std::string& name, const Shape& shape, Init init, bool decay,
                                  Device device) {
   for (const auto& p : parameters_)

@@ -41,16 +41,9 @@ struct Parameter {
 
 using NamedParameter = std::pair<std::string, Parameter*>;
 
-// The ablations of the locality/symmetry paper (section 4.1, App. C.2): drop
-// the contextual term gamma or the positional term delta of the scores
-// s = (gamma + delta) / sqrt(d) (its Eq. 5). What each term is for an
-// input-level and an attention-level encoding: EQUATIONS.md, "TUPE,
-// segments, combination and ablations", and nn/bert.cpp.
-//   contextual: gamma dropped, the scores are delta alone (BERT-p at inference, only-p in training)
-//   positional: delta dropped, the scores are gamma alone (BERT-c at inference, only-c in training)
-enum class Ablation { none, contextual, positional };
-Ablation parse_ablation(const std::string& name, const std::string& where);
-const char* ablation_name(Ablation a);
+// An ablation of a score term (nn/position.h, the PE seam, defines it);
+// declared here for Context's inference-time switch.
+enum class Ablation;
 
 // The randomness and mode of one forward pass.
 struct Context {
@@ -59,7 +52,8 @@ struct Context {
   uint64_t next_stream = 0;  // stream of the next dropout call
   // An inference-time ablation (ordo forward --ablate); a model trained with
   // one (pe_options.ablate) applies its own and this must be none or equal.
-  Ablation ablate = Ablation::none;
+  // Value-initialised: Ablation::none.
+  Ablation ablate{};
 
   // Step s, micro-batch m of `micro` uses streams from (s * micro + m) * 2^20:
   // room for 2^20 dropout calls per forward, disjoint across steps.

@@ -25,15 +25,28 @@
 
 namespace ordo::nn {
 
-// What a hook sees of one attention call.
 // How the positional and the contextual weights combine (the locality/
 // symmetry paper, section 5): add them in one softmax (Eq. 5, every paper's
 // default), or in sequence X' = CA(PA(X)) (Eq. 10, Listings 2-3): positional
 // attention mixes the layer's input with positional_weights(), then
 // contextual attention runs on the result with the positional score terms
-// removed. nn/bert.cpp, SelfAttention::forward.
+// removed. nn/bert.cpp, SelfAttention::sequence_attention.
 enum class Combine { add, sequence };
 
+// The ablations of the locality/symmetry paper (section 4.1, App. C.2): drop
+// the contextual term gamma or the positional term delta of the scores
+// s = (gamma + delta) / sqrt(d) (its Eq. 5). What each term is for an
+// input-level and an attention-level encoding: EQUATIONS.md, "TUPE,
+// segments, combination and ablations", and nn/bert.cpp.
+//   contextual: gamma dropped, the scores are delta alone (BERT-p at inference, only-p in training)
+//   positional: delta dropped, the scores are gamma alone (BERT-c at inference, only-c in training)
+// none is 0: Context (nn/module.h, which only declares the type) starts there.
+enum class Ablation { none = 0, contextual, positional };
+static_assert(Ablation{} == Ablation::none, "Context::ablate's default must be none");
+Ablation parse_ablation(const std::string& name, const std::string& where);
+const char* ablation_name(Ablation a);
+
+// What a hook sees of one attention call.
 struct AttentionState {
   int layer = 0;              // 0-based
   int64_t heads = 0, head_dim = 0;
