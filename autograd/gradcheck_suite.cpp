@@ -29,28 +29,29 @@ Tensor ids(const std::vector<int64_t>& values, const Shape& shape) {
   return Tensor::from_vector(values, shape);
 }
 
-void add_unary_cases(std::vector<GradcheckCase>& cases) {
-  struct U {
-    UnaryOp op;
-    bool positive;  // domain (0.2, 2)
-    bool kinked;    // keep inputs away from 0
-  };
-  const U unaries[] = {{UnaryOp::neg, false, false},  {UnaryOp::exp, false, false},
-                       {UnaryOp::log, true, false},   {UnaryOp::sqrt, true, false},
-                       {UnaryOp::rsqrt, true, false}, {UnaryOp::tanh, false, false},
-                       {UnaryOp::erf, false, false},  {UnaryOp::relu, false, true},
-                       {UnaryOp::gelu, false, false}, {UnaryOp::gelu_tanh, false, false},
-                       {UnaryOp::sigmoid, false, false}, {UnaryOp::abs, false, true},
-                       {UnaryOp::sin, false, false},  {UnaryOp::cos, false, false}};
-  uint64_t seed = 100;
-  for (const U& u : unaries) {
-    Tensor x = u.positive ? rnd({3, 4}, ++seed, 0.2, 2.0)
-                          : (u.kinked ? away_from_zero({3, 4}, ++seed) : affine(rnd({3, 4}, ++seed), 2.0));
-    UnaryOp op = u.op;
-    // Applied to a transposed view: the non-contiguous path.
-    cases.push_back({std::string(unary_name(op)) + " (transposed input)", {x},
-                     [op](const std::vector<Var>& v) { return unary(op, transpose(v[0], 0, 1)); }, {}});
+// Where an op of tensor/unary_ops.def is checked (its `domain` column).
+enum class Domain { any, positive, kinked };
+
+Tensor unary_inputs(Domain domain, const Shape& shape, uint64_t seed) {
+  switch (domain) {
+    case Domain::positive: return rnd(shape, seed, 0.2, 2.0);
+    case Domain::kinked: return away_from_zero(shape, seed);
+    case Domain::any: break;
   }
+  return affine(rnd(shape, seed), 2.0);
+}
+
+// op applied to a transposed view: the non-contiguous path.
+void add_transposed_unary_case(std::vector<GradcheckCase>& cases, UnaryOp op, Domain domain, uint64_t seed) {
+  cases.push_back({std::string(unary_name(op)) + " (transposed input)", {unary_inputs(domain, {3, 4}, seed)},
+                   [op](const std::vector<Var>& v) { return unary(op, transpose(v[0], 0, 1)); }, {}});
+}
+
+void add_unary_cases(std::vector<GradcheckCase>& cases) {
+  uint64_t seed = 100;
+#define ORDO_UNARY_OP(name, Formula, domain) add_transposed_unary_case(cases, UnaryOp::name, Domain::domain, ++seed);
+#define ORDO_UNARY_OP_WITH_PARAMS(name, Formula, domain)
+#include "tensor/unary_ops.def"
   cases.push_back({"pow 2.5", {rnd({5}, 120, 0.2, 2.0)},
                    [](const std::vector<Var>& v) { return pow(v[0], 2.5); }, {}});
   cases.push_back({"affine", {rnd({5}, 121)}, [](const std::vector<Var>& v) { return affine(v[0], -1.5, 0.3); }, {}});

@@ -14,20 +14,12 @@ namespace ordo {
 
 // ---- elementwise (ops_elementwise.cpp) -------------------------------------------------
 Var unary(UnaryOp op, const Var& x, UnaryParams params = {});
-inline Var neg(const Var& x) { return unary(UnaryOp::neg, x); }
-inline Var exp(const Var& x) { return unary(UnaryOp::exp, x); }
-inline Var log(const Var& x) { return unary(UnaryOp::log, x); }
-inline Var sqrt(const Var& x) { return unary(UnaryOp::sqrt, x); }
-inline Var rsqrt(const Var& x) { return unary(UnaryOp::rsqrt, x); }
-inline Var tanh(const Var& x) { return unary(UnaryOp::tanh, x); }
-inline Var erf(const Var& x) { return unary(UnaryOp::erf, x); }
-inline Var relu(const Var& x) { return unary(UnaryOp::relu, x); }
-inline Var gelu(const Var& x) { return unary(UnaryOp::gelu, x); }
-inline Var gelu_tanh(const Var& x) { return unary(UnaryOp::gelu_tanh, x); }
-inline Var sigmoid(const Var& x) { return unary(UnaryOp::sigmoid, x); }
-inline Var abs(const Var& x) { return unary(UnaryOp::abs, x); }
-inline Var sin(const Var& x) { return unary(UnaryOp::sin, x); }
-inline Var cos(const Var& x) { return unary(UnaryOp::cos, x); }
+// neg, exp, log, ...: one wrapper per op of tensor/unary_ops.def without
+// parameters, e.g. `Var exp(const Var& x)` = unary(UnaryOp::exp, x).
+#define ORDO_UNARY_OP(name, Formula, domain) \
+  inline Var name(const Var& x) { return unary(UnaryOp::name, x); }
+#define ORDO_UNARY_OP_WITH_PARAMS(name, Formula, domain)
+#include "tensor/unary_ops.def"
 inline Var pow(const Var& x, double exponent) { return unary(UnaryOp::pow, x, {exponent, 0}); }
 inline Var affine(const Var& x, double scale, double shift = 0) {
   return unary(UnaryOp::affine, x, {scale, shift});
@@ -35,13 +27,13 @@ inline Var affine(const Var& x, double scale, double shift = 0) {
 
 // Broadcasting; gradients are summed back to each operand's shape.
 Var binary(BinaryOp op, const Var& a, const Var& b);
-inline Var add(const Var& a, const Var& b) { return binary(BinaryOp::add, a, b); }
-inline Var sub(const Var& a, const Var& b) { return binary(BinaryOp::sub, a, b); }
-inline Var mul(const Var& a, const Var& b) { return binary(BinaryOp::mul, a, b); }
-inline Var div(const Var& a, const Var& b) { return binary(BinaryOp::div, a, b); }
-// At ties the gradient goes to a (maximum) / a (minimum), as a subgradient.
-inline Var maximum(const Var& a, const Var& b) { return binary(BinaryOp::maximum, a, b); }
-inline Var minimum(const Var& a, const Var& b) { return binary(BinaryOp::minimum, a, b); }
+// add, sub, mul, ...: one wrapper per ORDO_BINARY_OP op (not the comparisons) of
+// tensor/binary_ops.def, e.g. `Var add(const Var& a, const Var& b)` = binary(BinaryOp::add, a, b).
+// At ties maximum's and minimum's gradient goes to a, as a subgradient.
+#define ORDO_BINARY_OP(name, Formula) \
+  inline Var name(const Var& a, const Var& b) { return binary(BinaryOp::name, a, b); }
+#define ORDO_COMPARISON_OP(name, Formula)
+#include "tensor/binary_ops.def"
 // cond is a plain Tensor (a mask is not differentiated).
 Var where(const Tensor& cond, const Var& a, const Var& b);
 

@@ -15,7 +15,7 @@ Var unary(UnaryOp op, const Var& x, UnaryParams params) {
 // Each operand's gradient is summed over the axes broadcasting stretched it on.
 Var binary(BinaryOp op, const Var& a, const Var& b) {
   const char* name = binary_name(op);
-  ORDO_CHECK(op <= BinaryOp::minimum, name, " is a comparison and has no gradient; apply it to the values");
+  ORDO_CHECK(!is_comparison(op), name, " is a comparison and has no gradient; apply it to the values");
   check_float(a.value(), name, "a");
   Tensor av = a.value(), bv = b.value();
   Tensor out = binary(op, av, bv);

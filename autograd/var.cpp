@@ -19,9 +19,13 @@ NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
 
 const std::vector<std::string>& differentiable_ops() {
   static const std::vector<std::string> ops = {
-      // elementwise (autograd/ops_elementwise.cpp)
-      "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "erf", "relu", "gelu", "gelu_tanh", "sigmoid",
-      "abs", "sin", "cos", "pow", "affine", "add", "sub", "mul", "div", "maximum", "minimum", "where",
+      // elementwise (autograd/ops_elementwise.cpp): every unary op, every binary op but the comparisons
+#define ORDO_UNARY_OP(name, Formula, domain) #name,
+#include "tensor/unary_ops.def"
+#define ORDO_BINARY_OP(name, Formula) #name,
+#define ORDO_COMPARISON_OP(name, Formula)
+#include "tensor/binary_ops.def"
+      "where",
       // reductions (autograd/ops_reduce.cpp)
       "sum", "mean", "max", "min", "var",
       // shapes (autograd/ops_shape.cpp)

@@ -16,12 +16,15 @@
 
 namespace ordo {
 
+// The ops themselves are listed in tensor/unary_ops.def and tensor/binary_ops.def.
 enum class UnaryOp : uint8_t {
-  neg, exp, log, sqrt, rsqrt, tanh, erf, relu, gelu, gelu_tanh, sigmoid, abs, sin, cos,
-  pow,     // x^p
-  affine,  // p * x + q  (two parameters; see UnaryParams)
+#define ORDO_UNARY_OP(name, Formula, domain) name,
+#include "tensor/unary_ops.def"
 };
-enum class BinaryOp : uint8_t { add, sub, mul, div, maximum, minimum, eq, ne, lt, le, gt, ge };
+enum class BinaryOp : uint8_t {
+#define ORDO_BINARY_OP(name, Formula) name,
+#include "tensor/binary_ops.def"
+};
 
 const char* unary_name(UnaryOp op);
 const char* binary_name(BinaryOp op);
@@ -191,40 +194,18 @@ struct Ge { template <class T> static ORDO_HD T f(T a, T b) { return a >= b ? T(
 template <class Fn>
 void visit_unary(UnaryOp op, Fn&& fn) {
   switch (op) {
-    case UnaryOp::neg: return fn(math::Neg{});
-    case UnaryOp::exp: return fn(math::Exp{});
-    case UnaryOp::log: return fn(math::Log{});
-    case UnaryOp::sqrt: return fn(math::Sqrt{});
-    case UnaryOp::rsqrt: return fn(math::Rsqrt{});
-    case UnaryOp::tanh: return fn(math::Tanh{});
-    case UnaryOp::erf: return fn(math::Erf{});
-    case UnaryOp::relu: return fn(math::Relu{});
-    case UnaryOp::gelu: return fn(math::Gelu{});
-    case UnaryOp::gelu_tanh: return fn(math::GeluTanh{});
-    case UnaryOp::sigmoid: return fn(math::Sigmoid{});
-    case UnaryOp::abs: return fn(math::Abs{});
-    case UnaryOp::sin: return fn(math::Sin{});
-    case UnaryOp::cos: return fn(math::Cos{});
-    case UnaryOp::pow: return fn(math::Pow{});
-    case UnaryOp::affine: return fn(math::Affine{});
+#define ORDO_UNARY_OP(name, Formula, domain) \
+  case UnaryOp::name: return fn(math::Formula{});
+#include "tensor/unary_ops.def"
   }
 }
 
 template <class Fn>
 void visit_binary(BinaryOp op, Fn&& fn) {
   switch (op) {
-    case BinaryOp::add: return fn(math::Add{});
-    case BinaryOp::sub: return fn(math::Sub{});
-    case BinaryOp::mul: return fn(math::Mul{});
-    case BinaryOp::div: return fn(math::Div{});
-    case BinaryOp::maximum: return fn(math::Maximum{});
-    case BinaryOp::minimum: return fn(math::Minimum{});
-    case BinaryOp::eq: return fn(math::Eq{});
-    case BinaryOp::ne: return fn(math::Ne{});
-    case BinaryOp::lt: return fn(math::Lt{});
-    case BinaryOp::le: return fn(math::Le{});
-    case BinaryOp::gt: return fn(math::Gt{});
-    case BinaryOp::ge: return fn(math::Ge{});
+#define ORDO_BINARY_OP(name, Formula) \
+  case BinaryOp::name: return fn(math::Formula{});
+#include "tensor/binary_ops.def"
   }
 }
 

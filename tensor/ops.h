@@ -19,20 +19,12 @@ namespace ordo {
 Tensor unary(UnaryOp op, const Tensor& x, UnaryParams params = {});
 Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& gy,
                       UnaryParams params = {});
-inline Tensor neg(const Tensor& x) { return unary(UnaryOp::neg, x); }
-inline Tensor exp(const Tensor& x) { return unary(UnaryOp::exp, x); }
-inline Tensor log(const Tensor& x) { return unary(UnaryOp::log, x); }
-inline Tensor sqrt(const Tensor& x) { return unary(UnaryOp::sqrt, x); }
-inline Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::rsqrt, x); }
-inline Tensor tanh(const Tensor& x) { return unary(UnaryOp::tanh, x); }
-inline Tensor erf(const Tensor& x) { return unary(UnaryOp::erf, x); }
-inline Tensor relu(const Tensor& x) { return unary(UnaryOp::relu, x); }
-inline Tensor gelu(const Tensor& x) { return unary(UnaryOp::gelu, x); }
-inline Tensor gelu_tanh(const Tensor& x) { return unary(UnaryOp::gelu_tanh, x); }
-inline Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::sigmoid, x); }
-inline Tensor abs(const Tensor& x) { return unary(UnaryOp::abs, x); }
-inline Tensor sin(const Tensor& x) { return unary(UnaryOp::sin, x); }
-inline Tensor cos(const Tensor& x) { return unary(UnaryOp::cos, x); }
+// neg, exp, log, ...: one wrapper per op of tensor/unary_ops.def without
+// parameters, e.g. `Tensor exp(const Tensor& x)` = unary(UnaryOp::exp, x).
+#define ORDO_UNARY_OP(name, Formula, domain) \
+  inline Tensor name(const Tensor& x) { return unary(UnaryOp::name, x); }
+#define ORDO_UNARY_OP_WITH_PARAMS(name, Formula, domain)
+#include "tensor/unary_ops.def"
 inline Tensor pow(const Tensor& x, double exponent) { return unary(UnaryOp::pow, x, {exponent, 0}); }
 // scale * x + shift
 inline Tensor affine(const Tensor& x, double scale, double shift = 0) {
@@ -41,18 +33,13 @@ inline Tensor affine(const Tensor& x, double scale, double shift = 0) {
 
 // NumPy broadcasting. Both operands must have the same dtype and device.
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
-inline Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::add, a, b); }
-inline Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::sub, a, b); }
-inline Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::mul, a, b); }
-inline Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::div, a, b); }
-inline Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::maximum, a, b); }
-inline Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::minimum, a, b); }
-inline Tensor eq(const Tensor& a, const Tensor& b) { return binary(BinaryOp::eq, a, b); }
-inline Tensor ne(const Tensor& a, const Tensor& b) { return binary(BinaryOp::ne, a, b); }
-inline Tensor lt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::lt, a, b); }
-inline Tensor le(const Tensor& a, const Tensor& b) { return binary(BinaryOp::le, a, b); }
-inline Tensor gt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::gt, a, b); }
-inline Tensor ge(const Tensor& a, const Tensor& b) { return binary(BinaryOp::ge, a, b); }
+// add, sub, mul, ..., eq, lt, ...: one wrapper per op of tensor/binary_ops.def,
+// e.g. `Tensor add(const Tensor& a, const Tensor& b)` = binary(BinaryOp::add, a, b).
+#define ORDO_BINARY_OP(name, Formula) \
+  inline Tensor name(const Tensor& a, const Tensor& b) { return binary(BinaryOp::name, a, b); }
+#include "tensor/binary_ops.def"
+// Whether op is one of the ORDO_COMPARISON_OP lines of tensor/binary_ops.def (no gradient).
+bool is_comparison(BinaryOp op);
 // a op= b in place; b broadcast to a's shape; a must be contiguous.
 void binary_(BinaryOp op, const Tensor& a, const Tensor& b);
 inline void add_(const Tensor& a, const Tensor& b) { binary_(BinaryOp::add, a, b); }

@@ -5,42 +5,31 @@ namespace ordo {
 
 const char* unary_name(UnaryOp op) {
   switch (op) {
-    case UnaryOp::neg: return "neg";
-    case UnaryOp::exp: return "exp";
-    case UnaryOp::log: return "log";
-    case UnaryOp::sqrt: return "sqrt";
-    case UnaryOp::rsqrt: return "rsqrt";
-    case UnaryOp::tanh: return "tanh";
-    case UnaryOp::erf: return "erf";
-    case UnaryOp::relu: return "relu";
-    case UnaryOp::gelu: return "gelu";
-    case UnaryOp::gelu_tanh: return "gelu_tanh";
-    case UnaryOp::sigmoid: return "sigmoid";
-    case UnaryOp::abs: return "abs";
-    case UnaryOp::sin: return "sin";
-    case UnaryOp::cos: return "cos";
-    case UnaryOp::pow: return "pow";
-    case UnaryOp::affine: return "affine";
+#define ORDO_UNARY_OP(name, Formula, domain) \
+  case UnaryOp::name: return #name;
+#include "tensor/unary_ops.def"
   }
   return "?";
 }
 
 const char* binary_name(BinaryOp op) {
   switch (op) {
-    case BinaryOp::add: return "add";
-    case BinaryOp::sub: return "sub";
-    case BinaryOp::mul: return "mul";
-    case BinaryOp::div: return "div";
-    case BinaryOp::maximum: return "maximum";
-    case BinaryOp::minimum: return "minimum";
-    case BinaryOp::eq: return "eq";
-    case BinaryOp::ne: return "ne";
-    case BinaryOp::lt: return "lt";
-    case BinaryOp::le: return "le";
-    case BinaryOp::gt: return "gt";
-    case BinaryOp::ge: return "ge";
+#define ORDO_BINARY_OP(name, Formula) \
+  case BinaryOp::name: return #name;
+#include "tensor/binary_ops.def"
   }
   return "?";
+}
+
+bool is_comparison(BinaryOp op) {
+  switch (op) {
+#define ORDO_BINARY_OP(name, Formula) \
+  case BinaryOp::name: return false;
+#define ORDO_COMPARISON_OP(name, Formula) \
+  case BinaryOp::name: return true;
+#include "tensor/binary_ops.def"
+  }
+  return false;
 }
 
 Tensor unary(UnaryOp op, const Tensor& x, UnaryParams params) {
