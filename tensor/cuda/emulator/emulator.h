@@ -35,8 +35,10 @@
 // writes are visible at once), device math to the ulp (the host's libm runs
 // expf and friends), cuBLAS's summation order, access to host memory from a
 // kernel (it works here, a GPU faults), out-of-range accesses that stay inside
-// an allocation or its 256-byte alignment padding, and anything about
-// performance.
+// an allocation or its 256-byte alignment padding (ordo's caching allocator,
+// which runs on top unchanged, rounds blocks up to 512 bytes, 2 MiB above
+// 1 MiB, and reuses larger cached blocks: a tensor ends at a guard page only
+// when it fills its block), and anything about performance.
 #pragma once
 
 #include <cstddef>
