@@ -8,8 +8,11 @@
 #   make bench    build and print the benchmark tables
 #   make deps     install the Debian packages the build and tests use, where missing
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
+#   make test-emulated
+#                 build with the emulated GPU (ORDO_CUDA=emulate) into build-emulate/ and run the
+#                 [cuda] and [emulator] tests under two schedules (EMULATOR_SCHEDULES)
 #
-# Knobs: ORDO_CUDA=auto|on|off  ORDO_BLAS=auto|on|off  SANITIZE=1  JOBS=N  BUILD=dir
+# Knobs: ORDO_CUDA=auto|on|off|emulate  ORDO_BLAS=auto|on|off  SANITIZE=1  JOBS=N  BUILD=dir
 #        ORDO_NATIVE=ON|OFF (-march=native)  CUDA_ARCHS="90-real;80-virtual"
 
 ORDO_CUDA ?= auto
@@ -31,7 +34,7 @@ else
 endif
 CMAKE_FLAGS += -DORDO_BLAS=$(ORDO_BLAS) -DORDO_NATIVE=$(ORDO_NATIVE) "-DORDO_CUDA_ARCHITECTURES=$(CUDA_ARCHS)"
 
-.PHONY: all build configure test run bench deps fuzz clean
+.PHONY: all build configure test test-emulated run bench deps fuzz clean
 
 all: build
 
@@ -64,6 +67,19 @@ run: deps build
 	$(BUILD)/ordo analyze --run $(RUN_DIR) --out $(RUN_DIR)/analysis
 	$(BUILD)/ordo report $(RUN_DIR) --out $(RUN_DIR)/report
 
+# The CUDA sources run on the CPU with CUDA's execution model
+# (tensor/cuda/emulator/): each schedule orders the threads and blocks
+# differently, and a missing barrier often shows under one order only.
+EMULATOR_SCHEDULES ?= forward random:1
+test-emulated: deps
+	cmake -S . -B build-emulate -DORDO_CUDA=emulate -DORDO_BLAS=$(ORDO_BLAS) -DORDO_NATIVE=$(ORDO_NATIVE)
+	cmake --build build-emulate -j $(JOBS) --target ordo_tests
+	@build-emulate/ordo_tests "[emulator]"
+	@for schedule in $(EMULATOR_SCHEDULES); do \
+	  echo "[cuda] tests under ORDO_EMULATOR_SCHEDULE=$$schedule"; \
+	  ORDO_EMULATOR_SCHEDULE=$$schedule OMP_NUM_THREADS=1 build-emulate/ordo_tests --require-gpu "[cuda]" || exit 1; \
+	done
+
 bench: build
 	$(BUILD)/ordo bench
 
@@ -75,4 +91,4 @@ fuzz:
 	scripts/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS)
 
 clean:
-	rm -rf build build-sanitize build-fuzz
+	rm -rf build build-sanitize build-fuzz build-emulate

@@ -5,13 +5,14 @@
 # or not): Catch2 for the tests, OpenBLAS for CPU matrix products, WordNet and
 # fortunes as real English text for the corpus tests (`ordo data english`), zlib
 # for the PNG tests (an independent inflate; ordo itself has its own),
-# clang for the fuzzers (ORDO_DEPS_FUZZ=1). The CUDA toolkit is not a Debian package here: install NVIDIA's.
+# clang for the fuzzers (ORDO_DEPS_FUZZ=1), Boost.Context for the emulated GPU
+# (`make test-emulated`, ORDO_CUDA=emulate). The CUDA toolkit is not a Debian package here: install NVIDIA's.
 # Without root or sudo, prints what is missing and what to run, and fails only
 # when a required package is missing.
 set -euo pipefail
 
 required=(g++ make cmake)
-optional=(catch2 libopenblas-openmp-dev wordnet-base fortunes-min zlib1g-dev)
+optional=(catch2 libopenblas-openmp-dev wordnet-base fortunes-min zlib1g-dev libboost-context-dev)
 [[ "${ORDO_DEPS_FUZZ:-0}" == 1 ]] && optional+=(clang)
 
 missing() {

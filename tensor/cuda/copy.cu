@@ -86,9 +86,9 @@ void launch_copy(const Tensor& dst, const Tensor& src) {
   const S* s = static_cast<const S*>(src.raw_data());
   const unsigned grid = grid_for(ix.numel, kThreads, ctx);
   if (ix.numel <= kNarrowIndexLimit) {
-    copy_kernel<true><<<grid, kThreads, 0, ctx.stream>>>(d, s, ix);
+    ORDO_LAUNCH(copy_kernel<true>, grid, kThreads, 0, ctx.stream, d, s, ix);
   } else {
-    copy_kernel<false><<<grid, kThreads, 0, ctx.stream>>>(d, s, ix);
+    ORDO_LAUNCH(copy_kernel<false>, grid, kThreads, 0, ctx.stream, d, s, ix);
   }
   ORDO_CUDA_CHECK_LAUNCH();
 }
@@ -103,8 +103,8 @@ template <class Word>
 void launch_fill(const Tensor& out, Word pattern) {
   DeviceContext& ctx = context(out);
   const int64_t n = out.numel();
-  fill_kernel<<<grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream>>>(
-      static_cast<Word*>(out.raw_data()), n, pattern);
+  ORDO_LAUNCH(fill_kernel, grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream,
+              static_cast<Word*>(out.raw_data()), n, pattern);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 

@@ -43,8 +43,38 @@ namespace ordo::cuda {
       ::ordo::cuda::throw_cublas_error(ordo_cublas_status_, #call, __FILE__, __LINE__); \
   } while (0)
 
-// After every <<<...>>>: reports a bad launch configuration at the launch site.
+// After every launch: reports a bad launch configuration at the launch site.
 #define ORDO_CUDA_CHECK_LAUNCH() ORDO_CUDA_CHECK(cudaGetLastError())
+
+// ---- launches --------------------------------------------------------------------
+//
+// ORDO_LAUNCH(kernel, grid, block, shared_bytes, stream, args...) is
+// kernel<<<grid, block, shared_bytes, stream>>>(args...) under nvcc, and the
+// emulator's launch under g++ (ORDO_CUDA=emulate, tensor/cuda/emulator/): the
+// one place the kernels' sources differ between the two. Either way it is
+// followed by after_launch, which with ORDO_CUDA_SYNC=1 synchronises and
+// names the kernel that failed.
+#if defined(__CUDACC__)
+#define ORDO_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)  \
+  do {                                                              \
+    kernel<<<grid, block, shared_bytes, stream>>>(__VA_ARGS__);     \
+    ::ordo::cuda::after_launch(#kernel, stream);                    \
+  } while (0)
+#else
+#define ORDO_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                              \
+  do {                                                                                          \
+    ::ordo::cuda::emulator::launch(#kernel, dim3(grid), dim3(block), shared_bytes,                \
+                                   [](auto... ordo_args) { kernel(ordo_args...); }, __VA_ARGS__); \
+    ::ordo::cuda::after_launch(#kernel, stream);                                                \
+  } while (0)
+#endif
+
+namespace ordo::cuda {
+// With ORDO_CUDA_SYNC=1 in the environment: waits for the kernel just
+// launched and throws ordo::Error naming it if it (or its launch) failed.
+// Otherwise nothing (errors then show at the next check or sync).
+void after_launch(const char* kernel, cudaStream_t stream);
+}  // namespace ordo::cuda
 
 namespace ordo::cuda {
 

@@ -94,18 +94,21 @@ void launch_map(const Tensor& out, const std::array<const Tensor*, K>& inputs, F
     aligned = aligned && aligned16(in.p[k]);
   }
   if (contiguous && aligned) {
-    map_contiguous_kernel<true><<<grid_for(n / Pack<T>::kSize + 1, kThreads, ctx), kThreads, 0,
-                                  ctx.stream>>>(n, fn, o, in);
+    ORDO_LAUNCH(map_contiguous_kernel<true>, grid_for(n / Pack<T>::kSize + 1, kThreads, ctx), kThreads, 0,
+                ctx.stream, n, fn, o, in);
   } else if (contiguous) {
-    map_contiguous_kernel<false><<<grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream>>>(n, fn, o, in);
+    ORDO_LAUNCH(map_contiguous_kernel<false>, grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream, n, fn, o,
+                in);
   } else {
     std::array<const Shape*, K> strides;
     for (int k = 0; k < K; ++k) strides[k] = &inputs[k]->strides();
     Indexer<K> ix = make_indexer<K>(out.shape(), strides);
     if (n <= kNarrowIndexLimit) {
-      map_strided_kernel<true><<<grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream>>>(n, fn, o, in, ix);
+      ORDO_LAUNCH(map_strided_kernel<true>, grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream, n, fn, o, in,
+                  ix);
     } else {
-      map_strided_kernel<false><<<grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream>>>(n, fn, o, in, ix);
+      ORDO_LAUNCH(map_strided_kernel<false>, grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream, n, fn, o, in,
+                  ix);
     }
   }
   ORDO_CUDA_CHECK_LAUNCH();

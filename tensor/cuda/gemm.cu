@@ -54,8 +54,8 @@ Operand operand(const MatrixBatch& mb, int64_t rows, int64_t cols, int64_t batch
   if (mb.ld >= least) return {data, mb.ld, mb.batch_stride};
   const int64_t count = mb.batch_stride == 0 ? 1 : batch;
   scratch = Tensor::empty({count, rows, cols}, DType::f32, mb.t.device());
-  densify_kernel<<<grid_for(count * rows * cols, kThreads, ctx), kThreads, 0, ctx.stream>>>(
-      scratch.data<float>(), data, count, rows, cols, mb.ld, mb.batch_stride);
+  ORDO_LAUNCH(densify_kernel, grid_for(count * rows * cols, kThreads, ctx), kThreads, 0, ctx.stream,
+              scratch.data<float>(), data, count, rows, cols, mb.ld, mb.batch_stride);
   ORDO_CUDA_CHECK_LAUNCH();
   return {scratch.data<float>(), cols, mb.batch_stride == 0 ? 0 : rows * cols};
 }
@@ -87,8 +87,8 @@ void gemm(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t b
       ORDO_CUDA_CHECK(cudaMemsetAsync(c.raw_data(), 0, static_cast<size_t>(count) * sizeof(float),
                                       ctx.stream));
     } else {
-      scale_kernel<<<grid_for(count, kThreads, ctx), kThreads, 0, ctx.stream>>>(
-          c.data<float>(), count, static_cast<float>(beta));
+      ORDO_LAUNCH(scale_kernel, grid_for(count, kThreads, ctx), kThreads, 0, ctx.stream, c.data<float>(), count,
+                  static_cast<float>(beta));
       ORDO_CUDA_CHECK_LAUNCH();
     }
     return;

@@ -64,9 +64,9 @@ template <class Word>
 void launch_index_select(const Tensor& out, const Tensor& x, const Tensor& idx, int64_t inner_words) {
   DeviceContext& ctx = context(out);
   const int64_t outer = out.size(0), k = out.size(1), n = x.size(1);
-  index_select_kernel<<<grid_for(outer * k * inner_words, kThreads, ctx), kThreads, 0, ctx.stream>>>(
-      static_cast<Word*>(out.raw_data()), static_cast<const Word*>(x.raw_data()),
-      idx.data<int64_t>(), outer, n, k, inner_words, ctx.index_error);
+  ORDO_LAUNCH(index_select_kernel, grid_for(outer * k * inner_words, kThreads, ctx), kThreads, 0, ctx.stream,
+              static_cast<Word*>(out.raw_data()), static_cast<const Word*>(x.raw_data()), idx.data<int64_t>(),
+              outer, n, k, inner_words, ctx.index_error);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
@@ -91,9 +91,9 @@ template <class Word>
 void launch_gather(const Tensor& out, const Tensor& x, const Tensor& idx) {
   DeviceContext& ctx = context(out);
   const int64_t outer = out.size(0), k = out.size(1), inner = out.size(2), n = x.size(1);
-  gather_kernel<<<grid_for(out.numel(), kThreads, ctx), kThreads, 0, ctx.stream>>>(
-      static_cast<Word*>(out.raw_data()), static_cast<const Word*>(x.raw_data()), idx.data<int64_t>(),
-      outer, n, k, inner, ctx.index_error);
+  ORDO_LAUNCH(gather_kernel, grid_for(out.numel(), kThreads, ctx), kThreads, 0, ctx.stream,
+              static_cast<Word*>(out.raw_data()), static_cast<const Word*>(x.raw_data()), idx.data<int64_t>(),
+              outer, n, k, inner, ctx.index_error);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
@@ -250,14 +250,14 @@ void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g) {
   Tensor storage;
   SortedPairs sorted = sort_pairs(ctx, gx.device(), storage, k, static_cast<uint64_t>(n),
                                   [&](uint64_t* keys, int64_t* positions) {
-    row_keys_kernel<<<grid_for(k, kThreads, ctx), kThreads, 0, ctx.stream>>>(
-        keys, positions, idx.data<int64_t>(), k, n, ctx.index_error);
+    ORDO_LAUNCH(row_keys_kernel, grid_for(k, kThreads, ctx), kThreads, 0, ctx.stream, keys, positions,
+                idx.data<int64_t>(), k, n, ctx.index_error);
     ORDO_CUDA_CHECK_LAUNCH();
   });
   const int64_t total = outer * k * inner;
   if (total == 0) return;
-  add_row_runs_kernel<<<grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream>>>(
-      gx.data<float>(), g.data<float>(), sorted.keys, sorted.positions, outer, n, k, inner);
+  ORDO_LAUNCH(add_row_runs_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream, gx.data<float>(),
+              g.data<float>(), sorted.keys, sorted.positions, outer, n, k, inner);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
@@ -271,12 +271,12 @@ void scatter_add(const Tensor& gx, const Tensor& idx, const Tensor& g) {
   Tensor storage;
   SortedPairs sorted = sort_pairs(ctx, gx.device(), storage, total, invalid,
                                   [&](uint64_t* keys, int64_t* positions) {
-    element_keys_kernel<<<grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream>>>(
-        keys, positions, idx.data<int64_t>(), outer, n, k, inner, ctx.index_error);
+    ORDO_LAUNCH(element_keys_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream, keys, positions,
+                idx.data<int64_t>(), outer, n, k, inner, ctx.index_error);
     ORDO_CUDA_CHECK_LAUNCH();
   });
-  add_element_runs_kernel<<<grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream>>>(
-      gx.data<float>(), g.data<float>(), sorted.keys, sorted.positions, total, invalid);
+  ORDO_LAUNCH(add_element_runs_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream,
+              gx.data<float>(), g.data<float>(), sorted.keys, sorted.positions, total, invalid);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 

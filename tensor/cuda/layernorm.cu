@@ -149,9 +149,9 @@ void layernorm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Te
   const float* b = beta.data<float>();
   launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
-      layernorm_kernel<true><<<grid, threads, 0, ctx.stream>>>(ys, ms, rs, xs, g, b, rows, n, eps);
+      ORDO_LAUNCH(layernorm_kernel<true>, grid, threads, 0, ctx.stream, ys, ms, rs, xs, g, b, rows, n, eps);
     } else {
-      layernorm_kernel<false><<<grid, threads, 0, ctx.stream>>>(ys, ms, rs, xs, g, b, rows, n, eps);
+      ORDO_LAUNCH(layernorm_kernel<false>, grid, threads, 0, ctx.stream, ys, ms, rs, xs, g, b, rows, n, eps);
     }
   });
 }
@@ -171,9 +171,11 @@ void layernorm_backward(const Tensor& gx, const Tensor& ggamma, const Tensor& gb
   const float* gam = gamma.data<float>();
   launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
-      layernorm_backward_kernel<true><<<grid, threads, 0, ctx.stream>>>(g, gys, xs, ms, rs, gam, rows, n);
+      ORDO_LAUNCH(layernorm_backward_kernel<true>, grid, threads, 0, ctx.stream, g, gys, xs, ms, rs, gam, rows,
+                  n);
     } else {
-      layernorm_backward_kernel<false><<<grid, threads, 0, ctx.stream>>>(g, gys, xs, ms, rs, gam, rows, n);
+      ORDO_LAUNCH(layernorm_backward_kernel<false>, grid, threads, 0, ctx.stream, g, gys, xs, ms, rs, gam, rows,
+                  n);
     }
   });
 
@@ -187,12 +189,11 @@ void layernorm_backward(const Tensor& gx, const Tensor& ggamma, const Tensor& gb
   Tensor scratch = workspace(x.device(), static_cast<size_t>(2 * chunks * n) * sizeof(double));
   double* partial_gamma = static_cast<double*>(scratch.raw_data());
   double* partial_beta = partial_gamma + chunks * n;
-  layernorm_param_partials_kernel<<<grid_for_rows(strips * chunks), dim3(kColumns, kRowLanes), 0,
-                                    ctx.stream>>>(partial_gamma, partial_beta, gys, xs, ms, rs,
-                                                  rows, n, chunks, rows_per_chunk);
+  ORDO_LAUNCH(layernorm_param_partials_kernel, grid_for_rows(strips * chunks), dim3(kColumns, kRowLanes), 0,
+              ctx.stream, partial_gamma, partial_beta, gys, xs, ms, rs, rows, n, chunks, rows_per_chunk);
   ORDO_CUDA_CHECK_LAUNCH();
-  layernorm_param_finish_kernel<<<grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream>>>(
-      ggamma.data<float>(), gbeta.data<float>(), partial_gamma, partial_beta, n, chunks);
+  ORDO_LAUNCH(layernorm_param_finish_kernel, grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream,
+              ggamma.data<float>(), gbeta.data<float>(), partial_gamma, partial_beta, n, chunks);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 

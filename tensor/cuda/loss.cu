@@ -82,11 +82,11 @@ void cross_entropy(const Tensor& loss, const Tensor& valid, const Tensor& lse, c
   const int64_t* t = targets.data<int64_t>();
   launch_rows(rows, c, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
-      cross_entropy_kernel<true><<<grid, threads, 0, ctx.stream>>>(ls, vs, lses, z, t, rows, c,
-                                                                  ignore_index, ctx.index_error);
+      ORDO_LAUNCH(cross_entropy_kernel<true>, grid, threads, 0, ctx.stream, ls, vs, lses, z, t, rows, c,
+                  ignore_index, ctx.index_error);
     } else {
-      cross_entropy_kernel<false><<<grid, threads, 0, ctx.stream>>>(ls, vs, lses, z, t, rows, c,
-                                                                   ignore_index, ctx.index_error);
+      ORDO_LAUNCH(cross_entropy_kernel<false>, grid, threads, 0, ctx.stream, ls, vs, lses, z, t, rows, c,
+                  ignore_index, ctx.index_error);
     }
   });
 }
@@ -103,11 +103,11 @@ void cross_entropy_backward(const Tensor& glogits, const Tensor& logits, const T
   const float* s = scale.data<float>();
   launch_rows(rows, c, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
-      cross_entropy_backward_kernel<true><<<grid, threads, 0, ctx.stream>>>(g, z, lses, t, s, rows, c,
-                                                                           ignore_index);
+      ORDO_LAUNCH(cross_entropy_backward_kernel<true>, grid, threads, 0, ctx.stream, g, z, lses, t, s, rows, c,
+                  ignore_index);
     } else {
-      cross_entropy_backward_kernel<false><<<grid, threads, 0, ctx.stream>>>(g, z, lses, t, s, rows,
-                                                                            c, ignore_index);
+      ORDO_LAUNCH(cross_entropy_backward_kernel<false>, grid, threads, 0, ctx.stream, g, z, lses, t, s, rows, c,
+                  ignore_index);
     }
   });
 }

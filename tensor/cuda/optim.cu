@@ -67,10 +67,10 @@ void adamw(const Tensor& param, const Tensor& grad, const Tensor& m, const Tenso
   float* ms = m.data<float>();
   float* vs = v.data<float>();
   if (aligned16(p) && aligned16(g) && aligned16(ms) && aligned16(vs)) {
-    adamw_kernel<true><<<grid_for(n / Pack<float>::kSize + 1, kThreads, ctx), kThreads, 0, ctx.stream>>>(
-        p, g, ms, vs, n, c);
+    ORDO_LAUNCH(adamw_kernel<true>, grid_for(n / Pack<float>::kSize + 1, kThreads, ctx), kThreads, 0,
+                ctx.stream, p, g, ms, vs, n, c);
   } else {
-    adamw_kernel<false><<<grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream>>>(p, g, ms, vs, n, c);
+    ORDO_LAUNCH(adamw_kernel<false>, grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream, p, g, ms, vs, n, c);
   }
   ORDO_CUDA_CHECK_LAUNCH();
 }

@@ -74,13 +74,14 @@ void random(const Tensor& out, RandomDist dist, double a, double b, uint64_t see
   const unsigned grid = grid_for(n, kThreads, ctx);
   switch (dist) {
     case RandomDist::uniform:
-      random_kernel<RandomDist::uniform><<<grid, kThreads, 0, ctx.stream>>>(o, n, a, b, seed, stream);
+      ORDO_LAUNCH(random_kernel<RandomDist::uniform>, grid, kThreads, 0, ctx.stream, o, n, a, b, seed, stream);
       break;
     case RandomDist::normal:
-      random_kernel<RandomDist::normal><<<grid, kThreads, 0, ctx.stream>>>(o, n, a, b, seed, stream);
+      ORDO_LAUNCH(random_kernel<RandomDist::normal>, grid, kThreads, 0, ctx.stream, o, n, a, b, seed, stream);
       break;
     case RandomDist::trunc_normal:
-      random_kernel<RandomDist::trunc_normal><<<grid, kThreads, 0, ctx.stream>>>(o, n, a, b, seed, stream);
+      ORDO_LAUNCH(random_kernel<RandomDist::trunc_normal>, grid, kThreads, 0, ctx.stream, o, n, a, b, seed,
+                  stream);
       break;
   }
   ORDO_CUDA_CHECK_LAUNCH();
@@ -96,11 +97,11 @@ void dropout(const Tensor& out, const Tensor& x, double p, uint64_t seed, uint64
   float* o = out.data<float>();
   const float* xs = x.data<float>();
   if (aligned16(o) && aligned16(xs)) {
-    dropout_kernel<true><<<grid_for(n / Pack<float>::kSize + 1, kThreads, ctx), kThreads, 0, ctx.stream>>>(
-        o, xs, n, threshold, scale, seed, stream);
+    ORDO_LAUNCH(dropout_kernel<true>, grid_for(n / Pack<float>::kSize + 1, kThreads, ctx), kThreads, 0,
+                ctx.stream, o, xs, n, threshold, scale, seed, stream);
   } else {
-    dropout_kernel<false><<<grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream>>>(
-        o, xs, n, threshold, scale, seed, stream);
+    ORDO_LAUNCH(dropout_kernel<false>, grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream, o, xs, n, threshold,
+                scale, seed, stream);
   }
   ORDO_CUDA_CHECK_LAUNCH();
 }

@@ -205,16 +205,16 @@ void run_reduction(const Tensor& x, int64_t outer, int64_t r, int64_t inner, Op 
   Acc* partial = static_cast<Acc*>(scratch.raw_data());
   if (inner == 1) {
     const int threads = threads_for_row(plan.chunk);
-    reduce_rows_kernel<<<grid_for_rows(outer * plan.splits), threads, 0, ctx.stream>>>(
-        xs, outer, r, plan.splits, plan.chunk, op, partial);
+    ORDO_LAUNCH(reduce_rows_kernel, grid_for_rows(outer * plan.splits), threads, 0, ctx.stream, xs, outer, r,
+                plan.splits, plan.chunk, op, partial);
   } else {
     const int64_t tasks = outer * ((inner + kColumnWidth - 1) / kColumnWidth) * plan.splits;
-    reduce_columns_kernel<<<grid_for_rows(tasks), dim3(kColumnWidth, kColumnLanes), 0, ctx.stream>>>(
-        xs, outer, r, inner, plan.splits, plan.chunk, op, partial);
+    ORDO_LAUNCH(reduce_columns_kernel, grid_for_rows(tasks), dim3(kColumnWidth, kColumnLanes), 0, ctx.stream,
+                xs, outer, r, inner, plan.splits, plan.chunk, op, partial);
   }
   ORDO_CUDA_CHECK_LAUNCH();
-  reduce_finish_kernel<<<grid_for(outputs, kThreads, ctx), kThreads, 0, ctx.stream>>>(
-      partial, outputs, plan.splits, op, finish);
+  ORDO_LAUNCH(reduce_finish_kernel, grid_for(outputs, kThreads, ctx), kThreads, 0, ctx.stream, partial, outputs,
+              plan.splits, op, finish);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 

@@ -233,16 +233,16 @@ void grad_a(const Tensor& ga, const Tensor& gs, const Tensor& q, const Tensor& k
   auto* keys_out = reinterpret_cast<uint32_t*>(base + array_bytes);
   auto* pairs_in = reinterpret_cast<int32_t*>(base + 2 * array_bytes);
   auto* pairs_out = reinterpret_cast<int32_t*>(base + 3 * array_bytes);
-  pair_keys_kernel<<<grid_for(count, kThreads, ctx), kThreads, 0, ctx.stream>>>(keys_in, pairs_in, idx.data<int64_t>(),
-                                                                                 count, R, ctx.index_error);
+  ORDO_LAUNCH(pair_keys_kernel, grid_for(count, kThreads, ctx), kThreads, 0, ctx.stream, keys_in, pairs_in,
+              idx.data<int64_t>(), count, R, ctx.index_error);
   ORDO_CUDA_CHECK_LAUNCH();
   ORDO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(base + 4 * array_bytes, temp_bytes, keys_in, keys_out, pairs_in,
                                                   pairs_out, items, 0, end_bit, ctx.stream));
   const int64_t total = H * R * D;
   if (total == 0) return;
-  grad_a_kernel<<<grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream>>>(
-      ga.data<float>(), gs.data<float>(), q.data<float>(), k.data<float>(), keys_out, pairs_out, count, H, L, J, D,
-      R, alpha);
+  ORDO_LAUNCH(grad_a_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream, ga.data<float>(),
+              gs.data<float>(), q.data<float>(), k.data<float>(), keys_out, pairs_out, count, H, L, J, D, R,
+              alpha);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
@@ -253,8 +253,8 @@ void relative_gather(const Tensor& out, const Tensor& x, const Tensor& idx) {
   DeviceContext& ctx = context(out);
   const int64_t H = out.size(1), L = out.size(2), J = out.size(3), R = x.size(3), total = out.numel();
   if (total == 0) return;
-  gather_kernel<<<grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream>>>(
-      out.data<float>(), x.data<float>(), idx.data<int64_t>(), H, L, J, R, total, ctx.index_error);
+  ORDO_LAUNCH(gather_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream, out.data<float>(),
+              x.data<float>(), idx.data<int64_t>(), H, L, J, R, total, ctx.index_error);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
@@ -265,8 +265,8 @@ void relative_scatter(const Tensor& out, const Tensor& g, const Tensor& idx) {
   const int64_t rows = B * H * L;
   if (rows == 0 || R == 0) return;
   // kThreads is a multiple of the warp size, so every warp is whole.
-  scatter_kernel<<<grid_for(rows * kWarp, kThreads, ctx), kThreads, 0, ctx.stream>>>(
-      out.data<float>(), g.data<float>(), idx.data<int64_t>(), H, L, J, R, rows, ctx.index_error);
+  ORDO_LAUNCH(scatter_kernel, grid_for(rows * kWarp, kThreads, ctx), kThreads, 0, ctx.stream, out.data<float>(),
+              g.data<float>(), idx.data<int64_t>(), H, L, J, R, rows, ctx.index_error);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
@@ -278,9 +278,9 @@ void relative_product(const Tensor& s, const Tensor& q, const Tensor& k, const T
   const int64_t rows = B * H * L;
   if (rows == 0 || J == 0) return;
   const int threads = static_cast<int>(std::min<int64_t>(kThreads, (J + kWarp - 1) / kWarp * kWarp));
-  product_kernel<<<grid_for_rows(rows), threads, 0, ctx.stream>>>(
-      s.data<float>(), q.data<float>(), k.data<float>(), a.data<float>(), idx.data<int64_t>(), H, L, J, D, R, rows,
-      static_cast<float>(alpha), ctx.index_error);
+  ORDO_LAUNCH(product_kernel, grid_for_rows(rows), threads, 0, ctx.stream, s.data<float>(), q.data<float>(),
+              k.data<float>(), a.data<float>(), idx.data<int64_t>(), H, L, J, D, R, rows,
+              static_cast<float>(alpha), ctx.index_error);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
@@ -293,15 +293,15 @@ void relative_product_backward(const Tensor& gq, const Tensor& gk, const Tensor&
   const float scale = static_cast<float>(alpha);
   const int threads = threads_for_width(D);
   if (gq.defined() && gq.numel() > 0) {
-    grad_q_kernel<<<grid_for_rows(B * H * L), threads, 0, ctx.stream>>>(
-        gq.data<float>(), gs.data<float>(), k.data<float>(), a.data<float>(), idx.data<int64_t>(), H, L, J, D, R,
-        B * H * L, scale, ctx.index_error);
+    ORDO_LAUNCH(grad_q_kernel, grid_for_rows(B * H * L), threads, 0, ctx.stream, gq.data<float>(),
+                gs.data<float>(), k.data<float>(), a.data<float>(), idx.data<int64_t>(), H, L, J, D, R,
+                B * H * L, scale, ctx.index_error);
     ORDO_CUDA_CHECK_LAUNCH();
   }
   if (gk.defined() && gk.numel() > 0) {
-    grad_k_kernel<<<grid_for_rows(B * H * J), threads, 0, ctx.stream>>>(
-        gk.data<float>(), gs.data<float>(), q.data<float>(), a.data<float>(), idx.data<int64_t>(), H, L, J, D, R,
-        B * H * J, scale, ctx.index_error);
+    ORDO_LAUNCH(grad_k_kernel, grid_for_rows(B * H * J), threads, 0, ctx.stream, gk.data<float>(),
+                gs.data<float>(), q.data<float>(), a.data<float>(), idx.data<int64_t>(), H, L, J, D, R,
+                B * H * J, scale, ctx.index_error);
     ORDO_CUDA_CHECK_LAUNCH();
   }
   if (ga.defined() && ga.numel() > 0) grad_a(ga, gs, q, k, idx, scale);

@@ -43,7 +43,7 @@ struct RowThreads {
 };
 
 // Launches kernel<true> (a warp per row) or kernel<false> (a block per row)
-// for `rows` rows of n: `launch(warp_per_row, grid, threads)` does the <<<>>>.
+// for `rows` rows of n: `launch(warp_per_row, grid, threads)` does the ORDO_LAUNCH.
 // The grid is capped at 16 blocks per SM; the kernels loop over further rows.
 template <class Launch>
 void launch_rows(int64_t rows, int64_t n, const DeviceContext& ctx, Launch launch) {

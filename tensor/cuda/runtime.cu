@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <string>
 #include <unordered_map>
 #include <utility>
 
@@ -16,11 +17,34 @@ namespace ordo {
 
 namespace cuda {
 
+// The emulator knows which kernel failed and why, which a GPU never says.
+std::string emulator_detail() {
+#ifdef ORDO_CUDA_EMULATED
+  const std::string detail = emulator::take_error_detail();
+  if (!detail.empty()) return " [emulator: " + detail + "]";
+#endif
+  return "";
+}
+
 void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
   // Clear the (non-sticky) error so the next call does not report it again.
   (void)cudaGetLastError();
   throw Error(detail::cat("CUDA error ", cudaGetErrorName(err), " (", cudaGetErrorString(err),
-                          ") in ", call, " at ", file, ":", line));
+                          ") in ", call, " at ", file, ":", line, emulator_detail()));
+}
+
+void after_launch(const char* kernel, cudaStream_t stream) {
+  static const bool sync = [] {
+    const char* env = std::getenv("ORDO_CUDA_SYNC");
+    return env != nullptr && std::strcmp(env, "1") == 0;
+  }();
+  if (!sync) return;
+  cudaError_t err = cudaPeekAtLastError();
+  if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+  if (err == cudaSuccess) return;
+  (void)cudaGetLastError();
+  throw Error(detail::cat("CUDA error ", cudaGetErrorName(err), " (", cudaGetErrorString(err), ") in kernel '",
+                          kernel, "' (ORDO_CUDA_SYNC=1: checked right after its launch)", emulator_detail()));
 }
 
 void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {

@@ -90,9 +90,9 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log) {
   const float* xs = x.data<float>();
   launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
-      softmax_kernel<true><<<grid, threads, 0, ctx.stream>>>(ys, xs, m, rows, n, log);
+      ORDO_LAUNCH(softmax_kernel<true>, grid, threads, 0, ctx.stream, ys, xs, m, rows, n, log);
     } else {
-      softmax_kernel<false><<<grid, threads, 0, ctx.stream>>>(ys, xs, m, rows, n, log);
+      ORDO_LAUNCH(softmax_kernel<false>, grid, threads, 0, ctx.stream, ys, xs, m, rows, n, log);
     }
   });
 }
@@ -106,9 +106,9 @@ void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool 
   const float* gys = gy.data<float>();
   launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
-      softmax_backward_kernel<true><<<grid, threads, 0, ctx.stream>>>(g, ys, gys, rows, n, log);
+      ORDO_LAUNCH(softmax_backward_kernel<true>, grid, threads, 0, ctx.stream, g, ys, gys, rows, n, log);
     } else {
-      softmax_backward_kernel<false><<<grid, threads, 0, ctx.stream>>>(g, ys, gys, rows, n, log);
+      ORDO_LAUNCH(softmax_backward_kernel<false>, grid, threads, 0, ctx.stream, g, ys, gys, rows, n, log);
     }
   });
 }

@@ -1,0 +1,145 @@
+// The emulated GPU (ORDO_CUDA=emulate): ordo's CUDA sources, unchanged but
+// for their launch sites (tensor/cuda/launch.cuh), compiled by g++ and run on
+// the CPU with CUDA's execution model, so that the [cuda] tests execute on a
+// machine without a GPU.
+//
+// The model
+//  - A launch runs at once, on the calling host thread (one launch at a time
+//    in the process): its blocks one after another, the threads of a block as
+//    fibers (boost::context, pooled 64 KiB stacks with a guard page). A fiber
+//    runs until it ends or waits: at __syncthreads (a block barrier; threads
+//    that have ended count as arrived, as on Volta and later) or at a warp
+//    operation (__shfl*_sync, __match_any_sync, __ballot_sync, __syncwarp),
+//    which completes when every lane its mask names has arrived at the same
+//    operation with the same mask. A mask naming a lane that does not exist,
+//    that has ended, or that waits elsewhere is an error naming the kernel.
+//  - Which ready fiber runs next, and the order of the blocks, follow
+//    ORDO_EMULATOR_SCHEDULE: forward (the default), reverse, or random:SEED.
+//    A missing barrier usually shows under one order only.
+//  - The launch is checked as the driver checks it (block and grid limits,
+//    dynamic shared memory) and fails with the runtime's error; an error the
+//    emulator finds while running (a bad mask, a deadlock) fails the launch
+//    with cudaErrorLaunchFailure. take_error_detail() says which kernel and
+//    why. Unlike a GPU's, these errors are not sticky.
+//  - Device memory (memory.cpp) is mapped per allocation, ending against a
+//    guard page, and is inaccessible outside kernels and the runtime's copies
+//    and sets: host code that dereferences a device pointer faults, and so
+//    does a kernel reading past an allocation's end. A fault names the kernel
+//    (or the host code) and the allocation, and ends the process.
+//  - cuBLAS (cublas.cpp) and cub's radix sort (radix_sort.cpp) are stand-ins
+//    that execute the documented operation literally, validating arguments as
+//    the libraries document.
+//
+// What it cannot prove: memory-model effects between blocks or between
+// threads that a barrier does not order (blocks never overlap and a fiber's
+// writes are visible at once), device math to the ulp (the host's libm runs
+// expf and friends), cuBLAS's summation order, access to host memory from a
+// kernel (it works here, a GPU faults), out-of-range accesses that stay inside
+// an allocation or its 256-byte alignment padding (ordo's caching allocator,
+// which runs on top unchanged, rounds blocks up to 512 bytes, 2 MiB above
+// 1 MiB, and reuses larger cached blocks: a tensor ends at a guard page only
+// when it fills its block), and anything about performance.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <utility>
+
+namespace ordo::cuda::emulator {
+
+struct Dim {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+// The state a CUDA thread reads through threadIdx, blockIdx, blockDim and gridDim.
+struct ThreadState {
+  Dim thread_idx;
+  Dim block_idx;
+  Dim block_dim;
+  Dim grid_dim;
+};
+// The thread being run (valid only inside a kernel).
+extern thread_local const ThreadState* current_thread;
+
+// ---- launches -------------------------------------------------------------------
+
+// A kernel's body for one thread: body(closure) calls the kernel with its arguments.
+using KernelBody = void (*)(const void* closure);
+
+// Runs `body` for every thread of the grid; returns the launch's error
+// (cudaSuccess == 0), which cudaGetLastError then reports.
+int run_kernel(const char* name, Dim grid, Dim block, size_t shared_bytes, KernelBody body,
+               const void* closure);
+
+// kernel(args...) for every thread: the arguments are copied once, and every
+// thread calls the kernel with them (as a GPU passes them by value).
+template <class Kernel, class... Args>
+void launch(const char* name, Dim grid, Dim block, size_t shared_bytes, Kernel kernel,
+            const Args&... args) {
+  struct Closure {
+    Kernel kernel;
+    std::tuple<Args...> args;
+  };
+  const Closure closure{kernel, std::tuple<Args...>(args...)};
+  auto body = [](const void* c) {
+    const auto& self = *static_cast<const Closure*>(c);
+    std::apply(self.kernel, self.args);
+  };
+  run_kernel(name, grid, block, shared_bytes, body, &closure);
+}
+
+// The order of ready threads and of blocks, as ORDO_EMULATOR_SCHEDULE sets
+// it at start: "forward", "reverse" or "random:SEED". False (and nothing
+// changes) for anything else.
+bool set_schedule(const std::string& schedule);
+
+// ---- errors ---------------------------------------------------------------------
+
+// Records the error the next cudaGetLastError reports, with the emulator's
+// explanation of it (which kernel, what went wrong).
+void set_launch_error(int error, const std::string& detail);
+int peek_launch_error();
+int take_launch_error();
+// The explanation of the last error, cleared by reading it ("" when none).
+std::string take_error_detail();
+
+// ---- block and warp synchronisation ------------------------------------------------
+
+void sync_threads();
+
+enum class WarpOp { sync, shfl, shfl_up, shfl_down, shfl_xor, match_any, ballot };
+const char* warp_op_name(WarpOp op);
+
+// The calling lane's part in a warp operation: waits until every lane the
+// mask names has arrived, then returns this lane's result (the source lane's
+// value for a shuffle, a lane mask for match_any and ballot).
+uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, int operand, int width);
+
+// ---- device memory --------------------------------------------------------------------
+
+void* device_allocate(size_t bytes);  // nullptr when the arena is exhausted
+bool device_free(void* ptr);          // false for a pointer device_allocate did not return
+size_t device_bytes_in_use();
+// True when [ptr, ptr + bytes) lies inside one live allocation.
+bool is_device_range(const void* ptr, size_t bytes);
+
+// While one exists, device memory is accessible (it is unprotected page by
+// page as it is touched, and protected again when the section ends); a fault
+// inside it names `name`. Kernels, copies, sets and the library stand-ins
+// each run in one.
+class DeviceSection {
+ public:
+  explicit DeviceSection(const char* name);
+  ~DeviceSection();
+  DeviceSection(const DeviceSection&) = delete;
+  DeviceSection& operator=(const DeviceSection&) = delete;
+};
+
+// Ends the process as a fault would, after saying what `what` tried to touch
+// at [ptr, ptr + bytes) (for a stand-in library that finds an access outside
+// every allocation before making it).
+[[noreturn]] void report_bad_access(const char* what, const void* ptr, size_t bytes);
+
+}  // namespace ordo::cuda::emulator

@@ -1,0 +1,496 @@
+// The emulated GPU itself (ORDO_CUDA=emulate, tensor/cuda/emulator/): what it
+// must catch that a CPU build never can — a read past an allocation, host
+// code touching device memory, a missing barrier, a warp operation with a bad
+// mask, a launch the driver would refuse — and its cuBLAS and cub stand-ins
+// against loops written here from the libraries' documentation.
+//
+// Faults end the process, so those tests run the faulting code in a forked
+// child and read what it printed. Other builds compile this file to nothing.
+#ifdef ORDO_CUDA_EMULATED
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tensor/cuda/cuda_common.cuh"
+#include "tests/helpers.h"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+namespace emu = ordo::cuda::emulator;
+
+// ---- helpers ---------------------------------------------------------------------
+
+struct ChildResult {
+  bool killed_by_segv = false;
+  std::string stderr_text;
+};
+
+// Runs `body` in a forked child with its stderr captured.
+ChildResult run_in_child(const std::function<void()>& body) {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    body();
+    _exit(0);
+  }
+  close(fds[1]);
+  ChildResult r;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buffer, sizeof buffer)) > 0) r.stderr_text.append(buffer, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.killed_by_segv = WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV;
+  return r;
+}
+
+template <class T>
+T* device_array(const std::vector<T>& host) {
+  void* p = nullptr;
+  REQUIRE(cudaMalloc(&p, host.size() * sizeof(T)) == cudaSuccess);
+  REQUIRE(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
+  return static_cast<T*>(p);
+}
+
+template <class T>
+std::vector<T> host_array(const T* device, size_t n) {
+  std::vector<T> host(n);
+  REQUIRE(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
+  return host;
+}
+
+// The schedule for one test, back to forward after it.
+struct ScheduleGuard {
+  explicit ScheduleGuard(const std::string& s) { REQUIRE(emu::set_schedule(s)); }
+  ~ScheduleGuard() { emu::set_schedule("forward"); }
+};
+
+// The error a launch left, as ORDO_CUDA_CHECK_LAUNCH reports it ("" when none).
+std::string launch_error() {
+  try {
+    ORDO_CUDA_CHECK_LAUNCH();
+  } catch (const ordo::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// ---- kernels -----------------------------------------------------------------------
+
+__global__ void copy_shifted_by_one(float* out, const float* x) { out[threadIdx.x] = x[threadIdx.x + 1]; }
+
+// Thread 0 publishes a value that the block reads; with_barrier says whether
+// the __syncthreads between the write and the reads is there.
+__global__ void broadcast_first_thread(int* out, bool with_barrier) {
+  __shared__ int value;
+  if (threadIdx.x == 0) value = 100 + static_cast<int>(blockIdx.x);
+  if (with_barrier) __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = value;
+}
+
+__global__ void shuffle_full_mask(int* out) {
+  out[threadIdx.x] = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x), 0);
+}
+
+__global__ void lane_leaves_before_shuffle(int* out, int leaving_lane) {
+  if (static_cast<int>(threadIdx.x) == leaving_lane) return;
+  out[threadIdx.x] = __shfl_down_sync(0xffffffffu, static_cast<int>(threadIdx.x), 1);
+}
+
+__global__ void write_thread_index(int* out) { out[threadIdx.x] = static_cast<int>(threadIdx.x); }
+
+__global__ void warp_sums(int* out) {
+  int v = static_cast<int>(threadIdx.x);
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  const unsigned odd = __ballot_sync(0xffffffffu, threadIdx.x % 2);
+  const unsigned same_third = __match_any_sync(0xffffffffu, static_cast<int>(threadIdx.x % 3));
+  if (threadIdx.x % 32 == 0) {
+    out[threadIdx.x / 32 * 3] = v;
+    out[threadIdx.x / 32 * 3 + 1] = static_cast<int>(odd);
+    out[threadIdx.x / 32 * 3 + 2] = static_cast<int>(same_third);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("emulator: a kernel reading one element past an allocation faults, naming the kernel",
+          "[emulator]") {
+  const ChildResult r = run_in_child([] {
+    float* x = device_array(std::vector<float>(64, 1.0f));  // 256 bytes: ends against the guard page
+    float* out = device_array(std::vector<float>(64, 0.0f));
+    ORDO_LAUNCH(copy_shifted_by_one, 1, 64, 0, nullptr, out, x);
+  });
+  CHECK(r.killed_by_segv);
+  CHECK_THAT(r.stderr_text, Contains("kernel 'copy_shifted_by_one'"));
+  CHECK_THAT(r.stderr_text, Contains("thread (63,0,0)"));
+  CHECK_THAT(r.stderr_text, Contains("0 bytes past the end of the device allocation of 256 bytes"));
+}
+
+TEST_CASE("emulator: host code dereferencing a device pointer faults", "[emulator]") {
+  const ChildResult r = run_in_child([] {
+    float* x = device_array(std::vector<float>(8, 1.0f));
+    volatile float v = x[3];
+    (void)v;
+  });
+  CHECK(r.killed_by_segv);
+  CHECK_THAT(r.stderr_text, Contains("host code"));
+  CHECK_THAT(r.stderr_text, Contains("byte 12 of the device allocation of 32 bytes"));
+}
+
+TEST_CASE("emulator: kernels and copies reach device memory, host code only through copies", "[emulator]") {
+  int* out = device_array(std::vector<int>(40, -1));
+  ORDO_LAUNCH(write_thread_index, 1, 40, 0, nullptr, out);
+  REQUIRE(launch_error() == "");
+  std::vector<int> expected(40);
+  for (int i = 0; i < 40; ++i) expected[static_cast<size_t>(i)] = i;
+  CHECK(host_array(out, 40) == expected);
+  CHECK(cudaFree(out) == cudaSuccess);
+}
+
+TEST_CASE("emulator: a missing __syncthreads shows under the reverse schedule", "[emulator]") {
+  constexpr int kBlocks = 2, kThreads = 64;
+  std::vector<int> expected;
+  for (int b = 0; b < kBlocks; ++b) expected.insert(expected.end(), kThreads, 100 + b);
+  int* out = device_array(std::vector<int>(kBlocks * kThreads, 0));
+  auto run = [&](const std::string& schedule, bool with_barrier) {
+    ScheduleGuard guard(schedule);
+    ORDO_LAUNCH(broadcast_first_thread, kBlocks, kThreads, 0, nullptr, out, with_barrier);
+    REQUIRE(launch_error() == "");
+    return host_array(out, expected.size());
+  };
+  // Forward order runs thread 0 first, which hides the missing barrier.
+  CHECK(run("forward", false) == expected);
+  CHECK(run("reverse", false) != expected);
+  CHECK(run("reverse", true) == expected);
+  CHECK(run("random:7", true) == expected);
+  cudaFree(out);
+}
+
+TEST_CASE("emulator: warp operations give CUDA's results under every schedule", "[emulator]") {
+  // Per warp of 32 lanes w*32 + l: the sum of the lanes, the odd lanes, and
+  // lane 0's group of lanes with the same l % 3 (lane 0, 3, ... are 0 mod 3
+  // when w * 32 is; 32 % 3 == 2 shifts warp 1's groups).
+  for (const std::string schedule : {"forward", "reverse", "random:3"}) {
+    ScheduleGuard guard(schedule);
+    int* out = device_array(std::vector<int>(6, 0));
+    ORDO_LAUNCH(warp_sums, 1, 64, 0, nullptr, out);
+    REQUIRE(launch_error() == "");
+    const std::vector<int> got = host_array(out, 6);
+    INFO(schedule);
+    unsigned third0 = 0, third1 = 0;
+    for (int l = 0; l < 32; ++l) {
+      if (l % 3 == 0) third0 |= 1u << l;
+      if ((32 + l) % 3 == 32 % 3) third1 |= 1u << l;
+    }
+    CHECK(got[0] == 31 * 32 / 2);
+    CHECK(got[1] == static_cast<int>(0xaaaaaaaau));
+    CHECK(static_cast<unsigned>(got[2]) == third0);
+    CHECK(got[3] == 32 * 32 + 31 * 32 / 2);
+    CHECK(got[4] == static_cast<int>(0xaaaaaaaau));
+    CHECK(static_cast<unsigned>(got[5]) == third1);
+    cudaFree(out);
+  }
+}
+
+TEST_CASE("emulator: a warp operation whose mask names missing lanes is an error naming the kernel",
+          "[emulator]") {
+  int* out = device_array(std::vector<int>(64, 0));
+  SECTION("lanes that do not exist (a block of 48 threads)") {
+    ORDO_LAUNCH(shuffle_full_mask, 1, 48, 0, nullptr, out);
+    const std::string error = launch_error();
+    CHECK_THAT(error, Contains("cudaErrorLaunchFailure"));
+    CHECK_THAT(error, Contains("kernel 'shuffle_full_mask'"));
+    CHECK_THAT(error, Contains("names lanes 0xffff0000, which do not exist"));
+  }
+  SECTION("a lane that ends without arriving") {
+    for (const std::string schedule : {"forward", "reverse"}) {
+      ScheduleGuard guard(schedule);
+      ORDO_LAUNCH(lane_leaves_before_shuffle, 1, 32, 0, nullptr, out, 5);
+      const std::string error = launch_error();
+      INFO(schedule);
+      CHECK_THAT(error, Contains("kernel 'lane_leaves_before_shuffle'"));
+      CHECK_THAT(error, Contains("__shfl_down_sync"));
+      CHECK_THAT(error, Contains("lane 5, which"));
+    }
+  }
+  // The error is reported once; the next launch is clean.
+  ORDO_LAUNCH(write_thread_index, 1, 32, 0, nullptr, out);
+  CHECK(launch_error() == "");
+  cudaFree(out);
+}
+
+TEST_CASE("emulator: launches the driver refuses fail with the runtime's error, naming the kernel",
+          "[emulator]") {
+  int* out = device_array(std::vector<int>(2048, 0));
+  ORDO_LAUNCH(write_thread_index, 1, 1025, 0, nullptr, out);
+  std::string error = launch_error();
+  CHECK_THAT(error, Contains("cudaErrorInvalidConfiguration (invalid configuration argument)"));
+  CHECK_THAT(error, Contains("kernel 'write_thread_index': blockDim.x = 1025 is outside 1..1024"));
+
+  ORDO_LAUNCH(write_thread_index, 1, dim3(64, 32), 0, nullptr, out);
+  CHECK_THAT(launch_error(), Contains("a block of 2048 threads (64,32,1) exceeds 1024"));
+
+  ORDO_LAUNCH(write_thread_index, 1, dim3(32, 1, 65), 0, nullptr, out);
+  CHECK_THAT(launch_error(), Contains("blockDim.z = 65 is outside 1..64"));
+
+  ORDO_LAUNCH(write_thread_index, dim3(1, 65536), 32, 0, nullptr, out);
+  CHECK_THAT(launch_error(), Contains("gridDim.y = 65536 is outside 1..65535"));
+
+  ORDO_LAUNCH(write_thread_index, 1, 32, 48 * 1024 + 1, nullptr, out);
+  error = launch_error();
+  CHECK_THAT(error, Contains("cudaErrorInvalidValue (invalid argument)"));
+  CHECK_THAT(error, Contains("dynamic shared memory"));
+
+  ORDO_LAUNCH(write_thread_index, 1, 1024, 48 * 1024, nullptr, out);  // at every limit: runs
+  CHECK(launch_error() == "");
+  cudaFree(out);
+}
+
+// ---- the cuBLAS stand-in ----------------------------------------------------------------------
+
+namespace {
+
+// cuBLAS's documented operation, by hand, in double: column-major A (m x k,
+// or k x m when transposed), B (k x n or n x k), C (m x n), per batch.
+struct GemmCase {
+  bool ta, tb;
+  int m, n, k, lda, ldb, ldc, batch;
+  long long sa, sb, sc;
+};
+
+std::vector<double> naive_gemm(const GemmCase& g, const std::vector<float>& a, const std::vector<float>& b,
+                               const std::vector<float>& c, float alpha, float beta, bool tf32) {
+  auto in = [tf32](float v) -> double {
+    if (!tf32) return v;
+    // TF32 keeps 10 mantissa bits; cvt.rna rounds to nearest, ties away from zero.
+    int exponent;
+    const double mantissa = std::frexp(static_cast<double>(v), &exponent);  // in [0.5, 1)
+    return std::ldexp(std::round(std::ldexp(mantissa, 11)), exponent - 11);
+  };
+  std::vector<double> out(c.begin(), c.end());
+  for (int p = 0; p < g.batch; ++p)
+    for (int j = 0; j < g.n; ++j)
+      for (int i = 0; i < g.m; ++i) {
+        double sum = 0;
+        for (int l = 0; l < g.k; ++l) {
+          const float av = g.ta ? a[p * g.sa + l + i * g.lda] : a[p * g.sa + i + l * g.lda];
+          const float bv = g.tb ? b[p * g.sb + j + l * g.ldb] : b[p * g.sb + l + j * g.ldb];
+          sum += in(av) * in(bv);
+        }
+        double& o = out[p * g.sc + i + j * g.ldc];
+        o = alpha * sum + beta * o;
+      }
+  return out;
+}
+
+std::vector<float> random_floats(size_t n, uint64_t seed) {
+  std::vector<float> v;
+  for (double x : ordo::test::random_values(static_cast<int64_t>(n), seed)) v.push_back(static_cast<float>(x));
+  return v;
+}
+
+size_t operand_size(int rows_or_cols, int ld, int batch, long long stride) {
+  return static_cast<size_t>((batch - 1) * stride + static_cast<long long>(ld) * rows_or_cols);
+}
+
+}  // namespace
+
+TEST_CASE("emulator: cublasGemmStridedBatchedEx computes what cuBLAS documents", "[emulator]") {
+  cublasHandle_t handle;
+  REQUIRE(cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS);
+  // Padded leading dimensions, every transpose pair, A shared by the batches (stride 0).
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true})
+      for (const bool tf32 : {false, true}) {
+        GemmCase g{ta, tb, 5, 3, 7, 0, 0, 6, 2, 0, 0, 0};
+        g.lda = (ta ? g.k : g.m) + 1;
+        g.ldb = (tb ? g.n : g.k) + 2;
+        g.sb = static_cast<long long>(g.ldb) * (tb ? g.k : g.n) + 3;
+        g.sc = static_cast<long long>(g.ldc) * g.n;
+        const auto a = random_floats(operand_size(ta ? g.m : g.k, g.lda, 1, 0), 1);
+        const auto b = random_floats(operand_size(tb ? g.k : g.n, g.ldb, g.batch, g.sb), 2);
+        const auto c = random_floats(operand_size(g.n, g.ldc, g.batch, g.sc), 3);
+        const float alpha = 0.75f, beta = -0.5f;
+        float* da = device_array(a);
+        float* db = device_array(b);
+        float* dc = device_array(c);
+        REQUIRE(cublasGemmStridedBatchedEx(handle, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                           g.m, g.n, g.k, &alpha, da, CUDA_R_32F, g.lda, g.sa, db, CUDA_R_32F,
+                                           g.ldb, g.sb, &beta, dc, CUDA_R_32F, g.ldc, g.sc, g.batch,
+                                           tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                                           CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS);
+        const std::vector<float> got = host_array(dc, c.size());
+        const std::vector<double> want = naive_gemm(g, a, b, c, alpha, beta, tf32);
+        INFO("ta " << ta << " tb " << tb << " tf32 " << tf32);
+        // f32 sums of 7 products of values below 1 (plus beta c): a few ulps of 8.
+        for (size_t e = 0; e < got.size(); ++e) CHECK(std::abs(got[e] - want[e]) <= 8 * 8 * 0x1p-24);
+        cudaFree(da);
+        cudaFree(db);
+        cudaFree(dc);
+      }
+  cublasDestroy(handle);
+}
+
+TEST_CASE("emulator: TF32 compute rounds the inputs to 10 mantissa bits, ties away from zero", "[emulator]") {
+  cublasHandle_t handle;
+  REQUIRE(cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS);
+  // 1 + 2^-12 is a quarter of TF32's ulp (2^-10) above 1: rounds to 1.
+  // 1 + 2^-11 is half an ulp: a tie, rounded away from zero to 1 + 2^-10.
+  const std::vector<float> a = {1.0f + 0x1p-12f, 1.0f + 0x1p-11f};
+  const std::vector<float> b = {1.0f, 1.0f};
+  float* da = device_array(a);
+  float* db = device_array(b);
+  float* dc = device_array(std::vector<float>(2, 0.0f));
+  const float alpha = 1.0f, beta = 0.0f;
+  auto product = [&](cublasComputeType_t compute) {
+    // Two 1x1x1 products in a batch of 2 (strides 1).
+    REQUIRE(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &alpha, da, CUDA_R_32F, 1, 1, db,
+                                       CUDA_R_32F, 1, 1, &beta, dc, CUDA_R_32F, 1, 1, 2, compute,
+                                       CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS);
+    return host_array(dc, 2);
+  };
+  CHECK(product(CUBLAS_COMPUTE_32F) == a);
+  CHECK(product(CUBLAS_COMPUTE_32F_FAST_TF32) == std::vector<float>{1.0f, 1.0f + 0x1p-10f});
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dc);
+  cublasDestroy(handle);
+}
+
+TEST_CASE("emulator: cublasGemmStridedBatchedEx validates its arguments as cuBLAS does", "[emulator]") {
+  cublasHandle_t handle;
+  REQUIRE(cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS);
+  float* d = device_array(std::vector<float>(64, 1.0f));
+  const float one = 1.0f, zero = 0.0f;
+  auto gemm = [&](cublasOperation_t ta, int m, int n, int k, int lda, int ldb, int ldc, cudaDataType type) {
+    return cublasGemmStridedBatchedEx(handle, ta, CUBLAS_OP_N, m, n, k, &one, d, type, lda, 0, d, CUDA_R_32F, ldb,
+                                      0, &zero, d, CUDA_R_32F, ldc, 0, 1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  };
+  CHECK(gemm(CUBLAS_OP_N, 2, 2, 2, 2, 2, 2, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS);
+  CHECK(gemm(CUBLAS_OP_N, 3, 2, 2, 2, 2, 3, CUDA_R_32F) == CUBLAS_STATUS_INVALID_VALUE);  // lda < m
+  CHECK(gemm(CUBLAS_OP_T, 3, 2, 4, 3, 4, 3, CUDA_R_32F) == CUBLAS_STATUS_INVALID_VALUE);  // lda < k (transposed)
+  CHECK(gemm(CUBLAS_OP_N, 2, 2, 4, 2, 3, 2, CUDA_R_32F) == CUBLAS_STATUS_INVALID_VALUE);  // ldb < k
+  CHECK(gemm(CUBLAS_OP_N, 2, 2, 2, 2, 2, 1, CUDA_R_32F) == CUBLAS_STATUS_INVALID_VALUE);  // ldc < m
+  CHECK(gemm(CUBLAS_OP_N, -1, 2, 2, 2, 2, 2, CUDA_R_32F) == CUBLAS_STATUS_INVALID_VALUE);
+  CHECK(gemm(CUBLAS_OP_N, 2, 2, 2, 2, 2, 2, CUDA_R_64F) == CUBLAS_STATUS_NOT_SUPPORTED);
+  CHECK(cublasGemmStridedBatchedEx(nullptr, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, d, CUDA_R_32F, 1, 0, d,
+                                   CUDA_R_32F, 1, 0, &zero, d, CUDA_R_32F, 1, 0, 1, CUBLAS_COMPUTE_32F,
+                                   CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_NOT_INITIALIZED);
+  cudaFree(d);
+  cublasDestroy(handle);
+}
+
+TEST_CASE("emulator: a GEMM operand reaching past its allocation is caught before it is read", "[emulator]") {
+  const ChildResult r = run_in_child([] {
+    cublasHandle_t handle;
+    cublasCreate(&handle);
+    float* a = device_array(std::vector<float>(4, 1.0f));
+    float* b = device_array(std::vector<float>(3, 1.0f));  // a 2x2 B needs 4
+    float* c = device_array(std::vector<float>(4, 0.0f));
+    const float one = 1.0f, zero = 0.0f;
+    cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, a, CUDA_R_32F, 2, 0, b, CUDA_R_32F,
+                               2, 0, &zero, c, CUDA_R_32F, 2, 0, 1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  });
+  CHECK(r.killed_by_segv);
+  CHECK_THAT(r.stderr_text, Contains("cublasGemmStridedBatchedEx (matrix B) would touch 16 bytes"));
+}
+
+// ---- the cub stand-in ---------------------------------------------------------------------
+
+TEST_CASE("emulator: cub's radix sort is stable and sorts only the bits asked for", "[emulator]") {
+  // Sorted on bits [0, 4) only: the low nibbles are 3 2 1 1 2, and equal
+  // nibbles keep their input order.
+  const std::vector<uint32_t> keys = {0x13, 0x02, 0x21, 0x01, 0x12};
+  const std::vector<int32_t> values = {0, 1, 2, 3, 4};
+  uint32_t* keys_in = device_array(keys);
+  uint32_t* keys_out = device_array(std::vector<uint32_t>(5, 0));
+  int32_t* values_in = device_array(values);
+  int32_t* values_out = device_array(std::vector<int32_t>(5, 0));
+  size_t temp_bytes = 0;
+  REQUIRE(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys_in, keys_out, values_in, values_out, 5, 0, 4) ==
+          cudaSuccess);
+  REQUIRE(temp_bytes > 0);
+  void* temp = nullptr;
+  REQUIRE(cudaMalloc(&temp, temp_bytes) == cudaSuccess);
+
+  SECTION("the bit range") {
+    REQUIRE(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, values_in, values_out, 5, 0, 4) ==
+            cudaSuccess);
+    CHECK(host_array(keys_out, 5) == std::vector<uint32_t>{0x21, 0x01, 0x02, 0x12, 0x13});
+    CHECK(host_array(values_out, 5) == std::vector<int32_t>{2, 3, 1, 4, 0});
+  }
+  SECTION("temp storage smaller than the first call asked for is refused") {
+    size_t too_small = temp_bytes - 1;
+    CHECK(cub::DeviceRadixSort::SortPairs(temp, too_small, keys_in, keys_out, values_in, values_out, 5, 0, 4) ==
+          cudaErrorInvalidValue);
+    CHECK(cudaGetLastError() == cudaErrorInvalidValue);
+  }
+  SECTION("a bit range outside the key") {
+    CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, values_in, values_out, 5, 0, 33) ==
+          cudaErrorInvalidValue);
+    CHECK(cudaGetLastError() == cudaErrorInvalidValue);
+  }
+  for (void* p : {static_cast<void*>(keys_in), static_cast<void*>(keys_out), static_cast<void*>(values_in),
+                  static_cast<void*>(values_out), temp})
+    cudaFree(p);
+}
+
+TEST_CASE("emulator: cub's radix sort matches std::stable_sort on many 64-bit keys", "[emulator]") {
+  constexpr int kCount = 3001, kEndBit = 19;
+  std::mt19937_64 gen(11);
+  std::vector<uint64_t> keys(kCount);
+  std::vector<int64_t> positions(kCount);
+  for (int i = 0; i < kCount; ++i) {
+    keys[static_cast<size_t>(i)] = gen();  // bits above kEndBit must not order anything
+    positions[static_cast<size_t>(i)] = i;
+  }
+  const uint64_t mask = (uint64_t(1) << kEndBit) - 1;
+  std::vector<int64_t> expected = positions;
+  std::stable_sort(expected.begin(), expected.end(), [&](int64_t x, int64_t y) {
+    return (keys[static_cast<size_t>(x)] & mask) < (keys[static_cast<size_t>(y)] & mask);
+  });
+  uint64_t* keys_in = device_array(keys);
+  uint64_t* keys_out = device_array(std::vector<uint64_t>(kCount, 0));
+  int64_t* values_in = device_array(positions);
+  int64_t* values_out = device_array(std::vector<int64_t>(kCount, 0));
+  size_t temp_bytes = 0;
+  REQUIRE(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys_in, keys_out, values_in, values_out, kCount, 0,
+                                          kEndBit) == cudaSuccess);
+  void* temp = nullptr;
+  REQUIRE(cudaMalloc(&temp, temp_bytes) == cudaSuccess);
+  REQUIRE(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, values_in, values_out, kCount, 0,
+                                          kEndBit) == cudaSuccess);
+  CHECK(host_array(values_out, kCount) == expected);
+  std::vector<uint64_t> expected_keys;
+  for (int64_t p : expected) expected_keys.push_back(keys[static_cast<size_t>(p)]);
+  CHECK(host_array(keys_out, kCount) == expected_keys);
+  for (void* p : {static_cast<void*>(keys_in), static_cast<void*>(keys_out), static_cast<void*>(values_in),
+                  static_cast<void*>(values_out), temp})
+    cudaFree(p);
+}
+
+TEST_CASE("emulator: the device reports itself as emulated", "[emulator]") {
+  REQUIRE(ordo::cuda_available());
+  CHECK_THAT(ordo::cuda_device_description(0), Contains("emulated on the CPU"));
+}
+
+#endif  // ORDO_CUDA_EMULATED
