@@ -28,6 +28,12 @@ ifeq ($(SANITIZE),1)
   # do not mix well, so a sanitized build is a CPU build.
   BUILD ?= build-sanitize
   CMAKE_FLAGS := -DORDO_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORDO_CUDA=off
+  # The [slow] tests (ctest label `slow`) are left out: long end-to-end runs
+  # that take minutes under the sanitizers and reach no code the other tests
+  # do not (.ci/run names them).
+  CTEST_FLAGS := -LE slow
+  # LeakSanitizer on whatever the caller's environment says; UBSan's reports with a stack.
+  TEST_ENV := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 else
   BUILD ?= build
   CMAKE_FLAGS := -DORDO_CUDA=$(ORDO_CUDA)
@@ -52,7 +58,7 @@ build: configure
 
 test: deps build
 	@$(BUILD)/ordo info
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
 # The main job: pretrain the tiny BERT on the embedded synthetic language
 # (a fresh run in $(RUN_DIR) each time; the previous one there is replaced),

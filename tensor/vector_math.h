@@ -5,11 +5,15 @@
 //
 // Accuracy (checked against double-precision libm in tests/tensor/test_vector_math.cpp):
 //   vexp    Cody-Waite reduction + Cephes' degree-6 polynomial: within 2 ulp;
-//           0 below -87.3 (where expf turns subnormal), +inf above 88.72
-//   verfc   Numerical Recipes' Chebyshev fit (erfcc): relative error < 1.2e-7
-//   verf    odd Taylor series below 0.5, 1 - erfc above: within ~2 ulp
-//   vnormal_cdf  Phi(x) = erfc(-x / sqrt 2) / 2: relative error < 2e-7 on
-//           both tails (no 1 + erf cancellation for negative x)
+//           0 below ln(FLT_MIN) = -87.3365 (where expf turns subnormal), +inf
+//           above ln(FLT_MAX) = 88.7228 as expf; NaN in, NaN out
+//   verfc   Numerical Recipes' Chebyshev fit (erfcc; 1.2e-7 in exact arithmetic):
+//           relative error < 5e-7 + x^2 2^-23 in f32, the second term from
+//           rounding z^2 before exp(-z^2) (about 4e-6 in the far tail)
+//   verf    odd Taylor series below 0.5 (within 2 ulp), 1 - erfc above:
+//           relative error < 5e-7, erfc's error where it is largest (x = 0.5)
+//   vnormal_cdf  Phi(x) = erfc(-x / sqrt 2) / 2: relative error < 5e-7 + x^2 2^-23
+//           on both tails (no 1 + erf cancellation for negative x)
 #pragma once
 
 #include <cstdint>
@@ -27,7 +31,14 @@ inline float vexp(float x) {
   const float kLog2e = 1.44269504088896341f;
   const float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;  // ln 2 split so n*hi is exact
   const float kRound = 12582912.0f;                               // 1.5 * 2^23: adding it rounds to an integer
-  float clamped = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
+  // Below kLow, the float nearest ln(FLT_MIN), expf turns subnormal: flushed
+  // to 0. From kLow to kHigh, n = round(x log2 e) stays within [-126, 128],
+  // where 2^n's exponent bits are in range, and e * 2^n itself overflows to
+  // +inf past ln(FLT_MAX) = 88.7228, as expf does.
+  const float kLow = -87.33654f, kHigh = 88.76f;
+  // NaN fails both comparisons and lands on kLow: it must not reach the cast
+  // to int (undefined for NaN); it is given back as NaN at the end.
+  float clamped = x > kLow ? (x < kHigh ? x : kHigh) : kLow;
   float n = (clamped * kLog2e + kRound) - kRound;
   float r = clamped - n * kLn2Hi - n * kLn2Lo;
   float p = 1.9875691500e-4f;
@@ -37,16 +48,17 @@ inline float vexp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   float e = p * r * r + r + 1.0f;
-  // e * 2^n, as e * 2^(n-1) * 2 for n > 0 so that n = 128 (x near 88.7) stays finite.
+  // e * 2^n, as e * 2^(n-1) * 2 for n > 0 so that 2^(n-1) is finite at n = 128.
   int32_t k = static_cast<int32_t>(n);
   int32_t k1 = k > 0 ? k - 1 : k;
   float scaled = e * bits_to_float((k1 + 127) << 23) * (k > 0 ? 2.0f : 1.0f);
-  float result = x < -87.3f ? 0.0f : (x > 88.72f ? __builtin_inff() : scaled);
+  float result = x < kLow ? 0.0f : scaled;
   return x != x ? x : result;  // NaN stays NaN
 }
 
 // erfc for z >= 0: t exp(-z^2 + poly(t)), t = 1 / (1 + z/2) (Press et al.,
-// Numerical Recipes, erfcc; fractional error below 1.2e-7 everywhere).
+// Numerical Recipes, erfcc; fractional error below 1.2e-7 everywhere in exact
+// arithmetic).
 inline float verfc_nonnegative(float z) {
   float t = 1.0f / (1.0f + 0.5f * z);
   float p = 0.17087277f;
