@@ -1,7 +1,8 @@
 # ordo — the front door.
 #
 #   make          build (Release) into build/
-#   make test     install what is missing, build, run the whole suite with ctest
+#   make test     install what is missing, build, run the whole suite with ctest, then the CUDA
+#                 kernels on the emulated GPU (make test-emulated; not with SANITIZE=1)
 #   make run      install what is missing, build, pretrain the tiny BERT on the synthetic language,
 #                 probe it (identical word probing), analyse its learned positions and write
 #                 its report (RUN_DIR/report/index.html)
@@ -59,6 +60,9 @@ build: configure
 test: deps build
 	@$(BUILD)/ordo info
 	cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+ifneq ($(SANITIZE),1)
+	@$(MAKE) --no-print-directory test-emulated
+endif
 
 # The main job: pretrain the tiny BERT on the embedded synthetic language
 # (a fresh run in $(RUN_DIR) each time; the previous one there is replaced),
