@@ -37,9 +37,9 @@ nn::BertInputs to_device(const nn::BertInputs& host, Device device) {
 void one_step(nn::PretrainingModel& model, nn::AdamW& opt, const nn::BertInputs& host_batch,
               const Tensor& host_labels, int64_t step, Device device) {
   nn::Context ctx = nn::Context::train(1, step);
-  nn::PretrainingOutput out = model.forward(to_device(host_batch, device), host_labels.to(device), Tensor(), ctx);
+  nn::PretrainingOutput out = model.forward(to_device(host_batch, device), host_labels, Tensor(), ctx);
   out.loss.backward();
-  opt.step();
+  opt.step(/*read_norm=*/false);
   (void)out.loss.value().item();
 }
 
