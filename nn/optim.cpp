@@ -36,15 +36,17 @@ AdamW::StepInfo AdamW::step(bool read_norm) {
   for (const auto& [name, p] : params_)
     if (p->var.grad().defined()) grads.push_back(p->var.grad());
   const bool on_host = grads.empty() || grads.front().device().is_cpu();
+  double grad_scale = 1;  // what AdamW multiplies the gradients by
   if (on_host || read_norm) {
     info.grad_norm = global_norm(grads);
     check_finite(info.grad_norm);
     // torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when above.
     if (config_.max_grad_norm > 0 && info.grad_norm > config_.max_grad_norm)
       info.clip_scale = config_.max_grad_norm / (info.grad_norm + 1e-6);
+    grad_scale = info.clip_scale;
   } else {
     // On the device without reading anything back: the gradients are clipped
-    // in place there, and what was not read is NaN.
+    // in place there (AdamW then scales by 1), and what was not read is NaN.
     info.grad_norm = info.clip_scale = std::nan("");
     if (config_.max_grad_norm > 0) clip_by_global_norm_(grads, config_.max_grad_norm);
   }
@@ -56,7 +58,7 @@ AdamW::StepInfo AdamW::step(bool read_norm) {
   s.beta2 = config_.beta2;
   s.eps = config_.eps;
   s.step = step_;
-  s.grad_scale = info.clip_scale;
+  s.grad_scale = grad_scale;
   for (size_t i = 0; i < params_.size(); ++i) {
     Parameter* p = params_[i].second;
     if (!p->var.grad().defined()) continue;
