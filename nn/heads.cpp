@@ -31,7 +31,9 @@ PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const Tens
   Var sequence = bert.forward(inputs, ctx, trace);
   const int64_t hidden = sequence.size(-1);
 
-  // The rows that are predicted (label != -100), found on the host.
+  // The rows that are predicted (label != -100), found on the host: labels
+  // given on the host cost no round trip to a device, which the training
+  // loop's batches (made on the host) use; labels on a device are read back.
   std::vector<int64_t> flat = labels.to_vector<int64_t>(), rows, targets;
   for (int64_t i = 0; i < batch * length; ++i) {
     if (flat[i] != -100) {

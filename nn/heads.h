@@ -39,7 +39,8 @@ struct PretrainingOutput {
 class PretrainingModel : public Module {
  public:
   PretrainingModel(const BertConfig& config, std::unique_ptr<PositionEncoding> pe, Device device, bool nsp);
-  // labels [B, L] i64 (-100: not predicted); nsp_labels [B] or undefined.
+  // labels [B, L] i64 (-100: not predicted), on the host or the model's
+  // device (the host saves a device round trip); nsp_labels [B] or undefined.
   // Only the predicted rows go through the vocabulary projection, which
   // gives the same loss as projecting every row.
   PretrainingOutput forward(const BertInputs& inputs, const Tensor& labels, const Tensor& nsp_labels,

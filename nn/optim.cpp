@@ -20,23 +20,36 @@ AdamW::AdamW(std::vector<NamedParameter> params, AdamWConfig config) : params_(s
   }
 }
 
-AdamW::StepInfo AdamW::step() {
+void AdamW::check_finite(double grad_norm) const {
+  if (std::isfinite(grad_norm)) return;
+  for (const auto& [name, p] : params_) {
+    const Tensor& g = p->var.grad();
+    if (g.defined() && !std::isfinite(global_norm({g})))
+      throw Error(detail::cat("step ", step_ + 1, ": the gradient of '", name,
+                              "' is not finite (NaN or Inf); no parameter was updated"));
+  }
+}
+
+AdamW::StepInfo AdamW::step(bool read_norm) {
   StepInfo info;
   std::vector<Tensor> grads;
   for (const auto& [name, p] : params_)
     if (p->var.grad().defined()) grads.push_back(p->var.grad());
-  info.grad_norm = global_norm(grads);
-  if (!std::isfinite(info.grad_norm)) {
-    for (const auto& [name, p] : params_) {
-      const Tensor& g = p->var.grad();
-      if (g.defined() && !std::isfinite(global_norm({g})))
-        throw Error(detail::cat("step ", step_ + 1, ": the gradient of '", name,
-                                "' is not finite (NaN or Inf); no parameter was updated"));
-    }
+  const bool on_host = grads.empty() || grads.front().device().is_cpu();
+  double grad_scale = 1;  // what AdamW multiplies the gradients by
+  if (on_host || read_norm) {
+    info.grad_norm = global_norm(grads);
+    check_finite(info.grad_norm);
+    // torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when above.
+    if (config_.max_grad_norm > 0 && info.grad_norm > config_.max_grad_norm)
+      info.clip_scale = config_.max_grad_norm / (info.grad_norm + 1e-6);
+    grad_scale = info.clip_scale;
+  } else {
+    // On the device without reading anything back: the gradients are clipped
+    // in place there (AdamW then scales by 1), and what was not read is NaN.
+    info.grad_norm = info.clip_scale = std::nan("");
+    if (config_.max_grad_norm > 0) clip_by_global_norm_(grads, config_.max_grad_norm);
   }
-  // torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when above.
-  if (config_.max_grad_norm > 0 && info.grad_norm > config_.max_grad_norm)
-    info.clip_scale = config_.max_grad_norm / (info.grad_norm + 1e-6);
   ++step_;
   info.lr = scheduled_lr(config_, step_);
   AdamWStep s;
@@ -45,7 +58,7 @@ AdamW::StepInfo AdamW::step() {
   s.beta2 = config_.beta2;
   s.eps = config_.eps;
   s.step = step_;
-  s.grad_scale = info.clip_scale;
+  s.grad_scale = grad_scale;
   for (size_t i = 0; i < params_.size(); ++i) {
     Parameter* p = params_[i].second;
     if (!p->var.grad().defined()) continue;

@@ -36,7 +36,13 @@ class AdamW {
   // One update from the parameters' accumulated gradients, which are then
   // cleared. Throws ordo::Error naming the step and the first parameter whose
   // gradient is not finite (nothing is updated then).
-  StepInfo step();
+  //
+  // On a device, read_norm = false keeps the step free of host round trips:
+  // the norm is neither read nor checked (grad_norm and clip_scale are NaN)
+  // and clipping happens on the device; a non-finite gradient then spoils
+  // the parameters, which the next loss read shows. On the CPU (no round
+  // trips to save) the norm is always read and checked.
+  StepInfo step(bool read_norm = true);
   int64_t steps_taken() const { return step_; }
 
   // The state a resume needs: the step count and both moments of every
@@ -48,6 +54,10 @@ class AdamW {
   const std::vector<NamedParameter>& parameters() const { return params_; }
 
  private:
+  // Throws naming the first parameter with a non-finite gradient when
+  // grad_norm is not finite.
+  void check_finite(double grad_norm) const;
+
   std::vector<NamedParameter> params_;
   std::vector<Tensor> m_, v_;
   AdamWConfig config_;

@@ -27,6 +27,8 @@ AllocatorStats allocator_stats(Device device) {
 }
 void reset_peak_memory(Device) { detail::host_reset_peak(); }
 void empty_cache(Device) { detail::host_empty_cache(); }
+DeviceCounters device_counters() { return {}; }
+void reset_device_counters() {}
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
 

@@ -39,6 +39,20 @@ void reset_peak_memory(Device device);
 // Returns every cached (unused) block to the driver.
 void empty_cache(Device device);
 
+// What the devices did since the start or the last reset_device_counters,
+// summed over all devices: the host round-trips and driver calls that a
+// training step on a GPU must keep out of its steady state. Counted the same
+// way by the real CUDA runtime and the emulated one; all zero without CUDA.
+struct DeviceCounters {
+  int64_t kernel_launches = 0;  // ordo's own kernels (ORDO_LAUNCH); cuBLAS's and cub's are not seen
+  int64_t host_syncs = 0;       // times the host waited for a stream (synchronize, a read to the host)
+  int64_t device_mallocs = 0;   // cudaMalloc calls: requests the caching allocator could not serve
+  int64_t bytes_to_device = 0;  // host -> device copies
+  int64_t bytes_to_host = 0;    // device -> host copies (what the caller asked for)
+};
+DeviceCounters device_counters();
+void reset_device_counters();
+
 // Matrix products in TF32 on tensor cores (about 10 mantissa bits per input);
 // off by default so that results are comparable with the CPU to ~1e-6.
 void set_allow_tf32(bool allow);

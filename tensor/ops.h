@@ -140,8 +140,18 @@ void trunc_normal_(const Tensor& out, double mean, double std, uint64_t seed, ui
 
 void adamw_(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
             const AdamWStep& step);
-// sqrt of the sum of squares of every element of every tensor, reduced in a
-// fixed order (the same result for any thread count).
+// The sum of the squares of each tensor's elements, [tensors.size()] on
+// their device in their dtype (all the same); each sum reduced in a fixed
+// order (the same result for any thread count).
+Tensor sums_of_squares(const std::vector<Tensor>& tensors);
+// sqrt of the sum of squares of every element of every tensor, read to the
+// host (one synchronisation on a device); 0 for no tensors.
 double global_norm(const std::vector<Tensor>& tensors);
+// torch.nn.utils.clip_grad_norm_ without reading anything to the host: when
+// the global norm n exceeds max_norm, every tensor (contiguous, as gradients
+// are) is scaled in place by max_norm / (n + 1e-6). Returns n, 0-d on the
+// tensors' device, for the caller to read when it needs it (non-finite when
+// some element is, and then the tensors are no longer meaningful).
+Tensor clip_by_global_norm_(const std::vector<Tensor>& tensors, double max_norm);
 
 }  // namespace ordo

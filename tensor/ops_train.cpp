@@ -47,15 +47,39 @@ void adamw_(const Tensor& param, const Tensor& grad, const Tensor& m, const Tens
   ORDO_BACKEND(param.device(), adamw)(param, grad, m, v, step);
 }
 
-double global_norm(const std::vector<Tensor>& tensors) {
-  double total = 0;
-  for (const Tensor& t : tensors) {
-    check_float(t, "global_norm", "tensor");
-    Tensor out = Tensor::empty({}, t.dtype(), t.device());
-    ORDO_BACKEND(t.device(), sum_squares)(out, t.contiguous());
-    total += out.item();
+Tensor sums_of_squares(const std::vector<Tensor>& tensors) {
+  ORDO_CHECK(!tensors.empty(), "sums_of_squares: no tensors");
+  const Tensor& first = tensors.front();
+  Tensor sums = Tensor::empty({static_cast<int64_t>(tensors.size())}, first.dtype(), first.device());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    check_float(t, "sums_of_squares", "tensor");
+    check_same_dtype(first, t, "sums_of_squares");
+    check_same_device(first, t, "sums_of_squares");
+    ORDO_BACKEND(t.device(), sum_squares)(sums.select(0, static_cast<int64_t>(i)), t.contiguous());
   }
+  return sums;
+}
+
+double global_norm(const std::vector<Tensor>& tensors) {
+  if (tensors.empty()) return 0;
+  // One read of all the partial sums (one host sync on a device), added in
+  // f64 in the tensors' order: the same total as adding them one by one.
+  double total = 0;
+  for (double partial : sums_of_squares(tensors).to_doubles()) total += partial;
   return std::sqrt(total);
+}
+
+Tensor clip_by_global_norm_(const std::vector<Tensor>& tensors, double max_norm) {
+  ORDO_CHECK(max_norm > 0, "clip_by_global_norm_: max_norm must be > 0, got ", max_norm);
+  const Tensor& first = tensors.front();
+  Tensor norm = sqrt(sum(sums_of_squares(tensors)));
+  Tensor limit = Tensor::scalar(max_norm, first.dtype(), first.device());
+  // torch.nn.utils.clip_grad_norm_'s factor, applied only above the limit.
+  Tensor scale = where(gt(norm, limit), div(limit, affine(norm, 1.0, 1e-6)),
+                       Tensor::scalar(1.0, first.dtype(), first.device()));
+  for (const Tensor& t : tensors) binary_(BinaryOp::mul, t, scale);
+  return norm;
 }
 
 }  // namespace ordo

@@ -186,7 +186,7 @@ StepResult optimizer_step(nn::AdamW& opt, int64_t step, int64_t micro_batches, b
   }
   if (read_scalars) result.means = scalars.means(read_finite(scalars, step, report));
   try {
-    result.optimizer = opt.step();
+    result.optimizer = opt.step(/*read_norm=*/read_scalars);  // a step that logs nothing reads nothing back
   } catch (const Error&) {
     // AdamW refused non-finite gradients. On a step that did not log, its
     // losses are read only now: a non-finite one is the likelier cause and the

@@ -52,8 +52,8 @@ namespace ordo::cuda {
 // kernel<<<grid, block, shared_bytes, stream>>>(args...) under nvcc, and the
 // emulator's launch under g++ (ORDO_CUDA=emulate, tensor/cuda/emulator/): the
 // one place the kernels' sources differ between the two. Either way it is
-// followed by after_launch, which with ORDO_CUDA_SYNC=1 synchronises and
-// names the kernel that failed.
+// followed by after_launch, which counts it and, with ORDO_CUDA_SYNC=1,
+// synchronises and names the kernel that failed.
 #if defined(__CUDACC__)
 #define ORDO_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)  \
   do {                                                              \
@@ -70,8 +70,8 @@ namespace ordo::cuda {
 #endif
 
 namespace ordo::cuda {
-// With ORDO_CUDA_SYNC=1 in the environment: waits for the kernel just
-// launched and throws ordo::Error naming it if it (or its launch) failed.
+// Counts the launch (device_counters) and, with ORDO_CUDA_SYNC=1 in the
+// environment, waits for the kernel just launched and throws ordo::Error naming it if it (or its launch) failed.
 // Otherwise nothing (errors then show at the next check or sync).
 void after_launch(const char* kernel, cudaStream_t stream);
 }  // namespace ordo::cuda

@@ -33,14 +33,37 @@ void throw_cuda_error(cudaError_t err, const char* call, const char* file, int l
                           ") in ", call, " at ", file, ":", line, emulator_detail()));
 }
 
+// ---- counters (tensor/device_runtime.h) ----------------------------------------------
+
+namespace {
+
+struct AtomicCounters {
+  std::atomic<int64_t> kernel_launches{0}, host_syncs{0}, device_mallocs{0}, bytes_to_device{0},
+      bytes_to_host{0};
+};
+
+AtomicCounters& counters() {
+  static AtomicCounters c;
+  return c;
+}
+
+// Every wait of the host for a stream goes through here, so that it is counted.
+cudaError_t wait_for_stream(cudaStream_t stream) {
+  counters().host_syncs.fetch_add(1, std::memory_order_relaxed);
+  return cudaStreamSynchronize(stream);
+}
+
+}  // namespace
+
 void after_launch(const char* kernel, cudaStream_t stream) {
+  counters().kernel_launches.fetch_add(1, std::memory_order_relaxed);
   static const bool sync = [] {
     const char* env = std::getenv("ORDO_CUDA_SYNC");
     return env != nullptr && std::strcmp(env, "1") == 0;
   }();
   if (!sync) return;
   cudaError_t err = cudaPeekAtLastError();
-  if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+  if (err == cudaSuccess) err = wait_for_stream(stream);
   if (err == cudaSuccess) return;
   (void)cudaGetLastError();
   throw Error(detail::cat("CUDA error ", cudaGetErrorName(err), " (", cudaGetErrorString(err), ") in kernel '",
@@ -183,12 +206,13 @@ class CachingAllocator {
     }
     ORDO_CUDA_CHECK(err);
     ++stats_.device_mallocs;
+    counters().device_mallocs.fetch_add(1, std::memory_order_relaxed);
     return ptr;
   }
 
   void release_cache_locked() {
     if (cached_.empty()) return;
-    ORDO_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream));  // no kernel may still use a cached block
+    ORDO_CUDA_CHECK(wait_for_stream(ctx_->stream));  // no kernel may still use a cached block
     for (const auto& block : cached_) ORDO_CUDA_CHECK(cudaFree(block.second));
     cached_.clear();
     stats_.bytes_cached = 0;
@@ -266,7 +290,7 @@ DeviceState* create_state(int index) {
   ORDO_CUDA_CHECK(cudaStreamCreateWithFlags(&s->ctx.stream, cudaStreamDefault));
   s->ctx.index_error = static_cast<int*>(s->allocator.permanent(sizeof(int)));
   ORDO_CUDA_CHECK(cudaMemsetAsync(s->ctx.index_error, 0, sizeof(int), s->ctx.stream));
-  ORDO_CUDA_CHECK(cudaStreamSynchronize(s->ctx.stream));
+  ORDO_CUDA_CHECK(wait_for_stream(s->ctx.stream));
   return s;
 }
 
@@ -284,13 +308,14 @@ DeviceState* existing_state(Device device) {
   return device_slots()[device.index].state.load();
 }
 
-// Throws (and clears the flag) when a kernel met an out-of-range index.
-// Synchronises the stream.
-void raise_index_error(DeviceContext& ctx) {
+// Waits for the stream, reading the index-error flag in the same round trip
+// as whatever the caller queued before (a copy to the host), and throws (and
+// clears the flag) when a kernel met an out-of-range index.
+void wait_and_raise_index_error(DeviceContext& ctx) {
   int site = 0;
   ORDO_CUDA_CHECK(cudaMemcpyAsync(&site, ctx.index_error, sizeof(int), cudaMemcpyDeviceToHost,
                                   ctx.stream));
-  ORDO_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+  ORDO_CUDA_CHECK(wait_for_stream(ctx.stream));
   if (site == 0) return;
   ORDO_CUDA_CHECK(cudaMemsetAsync(ctx.index_error, 0, sizeof(int), ctx.stream));
   throw Error(detail::cat("index out of range on cuda:", ctx.index, ": a ",
@@ -354,9 +379,7 @@ std::string cuda_device_description(int index) {
 
 void synchronize(Device device) {
   if (device.is_cpu()) return;
-  cuda::DeviceContext& ctx = cuda::context(device);
-  ORDO_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
-  cuda::raise_index_error(ctx);
+  cuda::wait_and_raise_index_error(cuda::context(device));
 }
 
 AllocatorStats allocator_stats(Device device) {
@@ -372,6 +395,24 @@ void reset_peak_memory(Device device) {
 void empty_cache(Device device) {
   if (device.is_cpu()) return detail::host_empty_cache();
   cuda::state(device).allocator.release_cache();
+}
+
+DeviceCounters device_counters() {
+  const cuda::AtomicCounters& c = cuda::counters();
+  DeviceCounters out;
+  out.kernel_launches = c.kernel_launches.load();
+  out.host_syncs = c.host_syncs.load();
+  out.device_mallocs = c.device_mallocs.load();
+  out.bytes_to_device = c.bytes_to_device.load();
+  out.bytes_to_host = c.bytes_to_host.load();
+  return out;
+}
+
+void reset_device_counters() {
+  cuda::AtomicCounters& c = cuda::counters();
+  for (std::atomic<int64_t>* counter : {&c.kernel_launches, &c.host_syncs, &c.device_mallocs,
+                                        &c.bytes_to_device, &c.bytes_to_host})
+    counter->store(0);
 }
 
 void set_allow_tf32(bool allow) { cuda::g_allow_tf32.store(allow); }
@@ -403,14 +444,15 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
     // caller may free it as soon as this returns.
     cuda::DeviceContext& ctx = cuda::context(dst_device);
     ORDO_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, ctx.stream));
+    cuda::counters().bytes_to_device.fetch_add(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
     return;
   }
   if (dst_device.is_cpu()) {
     // Device to host: the host reads dst as soon as this returns.
     cuda::DeviceContext& ctx = cuda::context(src_device);
     ORDO_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, ctx.stream));
-    ORDO_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
-    cuda::raise_index_error(ctx);
+    cuda::counters().bytes_to_host.fetch_add(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
+    cuda::wait_and_raise_index_error(ctx);
     return;
   }
   if (dst_device == src_device) {
@@ -421,12 +463,12 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   // Between two devices (rare): both streams drained first, since the source
   // is written on one and the destination may still be in use on the other.
   cuda::DeviceContext& src_ctx = cuda::context(src_device);
-  ORDO_CUDA_CHECK(cudaStreamSynchronize(src_ctx.stream));
+  ORDO_CUDA_CHECK(cuda::wait_for_stream(src_ctx.stream));
   cuda::DeviceContext& dst_ctx = cuda::context(dst_device);
-  ORDO_CUDA_CHECK(cudaStreamSynchronize(dst_ctx.stream));
+  ORDO_CUDA_CHECK(cuda::wait_for_stream(dst_ctx.stream));
   ORDO_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, nbytes,
                                       dst_ctx.stream));
-  ORDO_CUDA_CHECK(cudaStreamSynchronize(dst_ctx.stream));
+  ORDO_CUDA_CHECK(cuda::wait_for_stream(dst_ctx.stream));
 }
 
 }  // namespace detail

@@ -43,3 +43,12 @@ TEST_CASE("ordo bench ops refuses an unknown flag", "[bench]") {
   CHECK(r.exit_code != 0);
   CHECK(r.output.find("unknown flag --fast") != std::string::npos);
 }
+
+TEST_CASE("ordo bench step counts a tiny step on the CPU, saying what applies there", "[bench]") {
+  Run r = run_ordo("bench step --config tiny --device cpu --batch 2 --length 8 --steps 2 --warmup 1");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("only tensor allocations apply") != std::string::npos);
+  CHECK(r.output.find("host syncs") != std::string::npos);
+  CHECK(r.output.find("2 x 8") != std::string::npos);
+}
