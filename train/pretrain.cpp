@@ -338,11 +338,11 @@ double unigram_baseline(text::PretrainingData& data, int64_t batch_size, int64_t
 // ---- setup ----------------------------------------------------------------------------------
 
 // The model config with the vocabulary's size (which a config may also fix, then checked).
-nn::BertConfig model_config_for(const RunConfig& c, const text::Vocab& vocab, const std::string& run) {
+nn::BertConfig model_config_for(const RunConfig& c, const text::Vocab& vocab, const std::string& vocab_path) {
   nn::BertConfig config = c.model;
   if (config.vocab_size == 0) config.vocab_size = vocab.size();
   ORDO_CHECK(config.vocab_size == vocab.size(), "model.vocab_size ", config.vocab_size, " differs from the vocabulary's ",
-             vocab.size(), " tokens (", run, "/vocab.txt)");
+             vocab.size(), " tokens (", vocab_path, ")");
   nn::validate(config, "model config");
   return config;
 }
@@ -369,7 +369,7 @@ struct PretrainRun {
 PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resuming, bool quiet)
     : device(resolve_device(c.train.device)),
       corpus(prepare_corpus(c, run, quiet)),
-      model_config(model_config_for(c, corpus.vocab, run)) {
+      model_config(model_config_for(c, corpus.vocab, run + "/vocab.txt")) {
   const bool nsp = c.data.objective == "mlm+nsp";
   if (resuming) {
     int64_t step = latest_checkpoint(run);
@@ -391,6 +391,46 @@ PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resumi
                             ? std::make_unique<text::PretrainingData>(corpus.split.held_out, corpus.vocab, data_options(c.data, p.max_seq_length))
                             : nullptr);
   }
+}
+
+// ---- checks before the first write ------------------------------------------------------------
+
+// The corpus opens and holds a first sentence (reading all of it is the run's job).
+void check_corpus_readable(const std::string& path) {
+  text::CorpusReader reader(path);
+  text::Document first;
+  reader.next(first);
+}
+
+// The model the run will build, built on the CPU and left uninitialised:
+// building it runs every check of the PE variant and its options. An
+// absolute table must reach the longest sequence of the schedule.
+void build_dry_model(const nn::BertConfig& config, const RunConfig& c) {
+  std::unique_ptr<nn::PositionEncoding> position = pe::make_position_encoding(config, Device::cpu());
+  const int64_t reach = position->max_position();
+  for (const Phase& p : c.train.phases)
+    ORDO_CHECK(reach < 0 || p.max_seq_length - 1 <= reach, "train.max_seq_length ", p.max_seq_length,
+               " is beyond the ", reach + 1, " positions of pe '", config.pe,
+               "' (its absolute table: model.max_position_embeddings)");
+  nn::PretrainingModel dry(config, std::move(position), Device::cpu(), c.data.objective == "mlm+nsp");
+}
+
+// Everything a run can be refused for without training — the device, the
+// model and its PE on the vocabulary's size (data.vocab_size until a trained
+// vocabulary is known), a given vocabulary (its special tokens), a corpus
+// file — checked before the run writes anything, so that a refused start
+// leaves the disk as it was.
+void check_before_writing(const RunConfig& c) {
+  resolve_device(c.train.device);
+  nn::BertConfig model = c.model;
+  if (!c.data.vocab.empty()) {
+    model = model_config_for(c, text::Vocab::load(c.data.vocab), c.data.vocab);
+  } else {
+    if (model.vocab_size == 0) model.vocab_size = c.data.vocab_size;
+    nn::validate(model, "model config");
+  }
+  build_dry_model(model, c);
+  if (c.data.corpus != "synthetic") check_corpus_readable(c.data.corpus);
 }
 
 void print_start(const RunConfig& c, const PretrainRun& r, bool resuming) {
@@ -660,6 +700,7 @@ EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text:
 
 int64_t pretrain(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer) {
   check_output(o);
+  check_before_writing(c);
   RunDirectory run = RunDirectory::beside(o.out);
   write_file_atomic(run.path() + "/config.json", json::dump(c.source, 2) + "\n");
   return run_loop(c, o, observer, std::move(run));

@@ -122,3 +122,33 @@ TEST_CASE("ordo pretrain --overwrite keeps the old run whole until the new one h
   CHECK_FALSE(std::filesystem::exists(run + "/analysis"));
   CHECK(sorted_names(dir) == neighbours);
 }
+
+TEST_CASE("ordo pretrain checks the whole run before its first write", "[pretrain][errors][cli]") {
+  TempDir dir("pretrain-cli");
+  std::ofstream(dir / "ok.json") << kSmall;
+  std::ofstream(dir / "no_mask_vocab.txt") << "[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\nof\n";
+  std::string five_tokens = dir.write("five_tokens.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n");
+  std::string run = dir / "deeper/run";
+  const auto neighbours = sorted_names(dir);
+  // Each is refused before the corpus is generated or the vocabulary trained.
+  const std::pair<std::string, std::string> refusals[] = {
+      {"--set model.pe=rope_typo", "unknown position encoding"},
+      {"--set model.pe_options.clip=4", "unknown key 'clip'"},
+      {"--set model.pe=abs_scalar --set model.pe_options.rank=0", "rank"},
+      {"--set model.pe=tupe --set train.max_seq_length=64", "max_position_embeddings"},
+      {"--set train.device=cuda:7", "not available"},
+      {"--set data.corpus=" + (dir / "no_corpus.txt"), "no_corpus.txt"},
+      {"--set data.vocab=" + (dir / "no_mask_vocab.txt"), "[MASK]"},
+      {"--set data.vocab=" + five_tokens + " --set model.vocab_size=7", "differs from the vocabulary's"},
+  };
+  for (const auto& [set, message] : refusals) {
+    ordo::test::CommandResult r = run_ordo("pretrain --config " + (dir / "ok.json") + " --out " + run + " " + set);
+    INFO(set << "\n" << r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find(message) != std::string::npos);
+    CHECK(r.output.find("generating") == std::string::npos);
+    CHECK(sorted_names(dir) == neighbours);  // not even the folders above the run
+  }
+  // The same --out then works without --overwrite.
+  CHECK(run_ordo(pretrain_args(dir, run, "")).exit_code == 0);
+}
