@@ -61,7 +61,15 @@ void save_model(const std::string& dir, PretrainingModel& model) {
                          Tensor::zeros({c.max_position_embeddings, c.hidden_size}, dtype, Device::cpu()));
   }
   safetensors::save(dir + "/model.safetensors", tensors, {{"format", "pt"}});
-  write_file_atomic(dir + "/config.json", json::dump(config_to_json(model.bert.config()), 2) + "\n");
+  json::Value config = config_to_json(model.bert.config());
+  config["architectures"] = json::Value::array();
+  config["architectures"].push_back(architecture(model));
+  write_file_atomic(dir + "/config.json", json::dump(config, 2) + "\n");
+}
+
+std::string architecture(const PretrainingModel& model) {
+  if (model.bert.config().decoder) return "BertLMHeadModel";
+  return model.seq_relationship ? "BertForPreTraining" : "BertForMaskedLM";
 }
 
 BertConfig load_config(const std::string& dir) {
@@ -73,6 +81,23 @@ BertConfig load_config(const std::string& dir) {
     throw Error(path + ": " + e.what());
   }
   return config_from_json(value, path, /*hf_lenient=*/true);
+}
+
+Checkpoint read_checkpoint(const std::string& dir) {
+  Checkpoint c;
+  c.config = load_config(dir);
+  c.weights_path = dir + "/model.safetensors";
+  c.tensors = safetensors::load(c.weights_path);
+  const bool nsp_weights = std::any_of(c.tensors.begin(), c.tensors.end(), [](const auto& named) {
+    return canonical_name(named.first) == "cls.seq_relationship.weight";
+  });
+  c.nsp = nsp_weights && !c.config.decoder;
+  if (!c.nsp) {
+    c.tensors.erase(std::remove_if(c.tensors.begin(), c.tensors.end(),
+                                   [](const auto& named) { return canonical_name(named.first).rfind("bert.pooler.", 0) == 0; }),
+                    c.tensors.end());
+  }
+  return c;
 }
 
 void load_weights(PretrainingModel& model, const NamedTensors& tensors, const std::string& where,

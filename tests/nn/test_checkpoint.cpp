@@ -143,7 +143,7 @@ TEST_CASE("a saved checkpoint is laid out as HuggingFace's", "[checkpoint]") {
 
   json::Value config = json::parse(read_file(dir.path + "/config.json"));
   CHECK(config["model_type"].as_string() == "bert");
-  CHECK(config["architectures"][0].as_string() == "BertForMaskedLM");
+  CHECK(config["architectures"][0].as_string() == "BertForPreTraining");  // it holds the NSP head (cls.seq_relationship above)
   CHECK(config["position_embedding_type"].as_string() == "absolute");
   CHECK(config["is_decoder"].as_bool() == false);
   // ordo's `decoder` travels as HF's is_decoder only: transformers takes a
@@ -385,4 +385,28 @@ TEST_CASE("HuggingFace's own checkpoint (save_pretrained) loads in ordo", "[chec
     nn::BertConfig d = nn::load_config(tmp.path);
     CHECK(d.decoder);
   }
+}
+
+TEST_CASE("a checkpoint's NSP head is read from its weights, whatever 'architectures' says", "[checkpoint]") {
+  test::TempDir dir("heads");
+  auto model = pe::build_model(test::tiny_bert_config(23, 8, 1, 2, 12, 10), Device::cpu(), /*nsp=*/true, 3);
+  nn::save_model(dir.path, *model);
+  // ordo's MLM+NSP checkpoints before they were named right (and HF's
+  // bert-base-uncased) say BertForMaskedLM while holding the NSP head.
+  json::Value config = json::parse(read_file(dir.path + "/config.json"));
+  config["architectures"] = json::parse("[\"BertForMaskedLM\"]");
+  write_file_atomic(dir.path + "/config.json", json::dump(config));
+  CHECK(nn::read_checkpoint(dir.path).nsp);
+  CHECK(pe::load_model(dir.path, Device::cpu())->seq_relationship != nullptr);
+
+  // A checkpoint with a pooler but no NSP head (HF's BertModel writes one):
+  // read as MLM, the pooler left out.
+  nn::NamedTensors without_nsp;
+  for (auto& [name, t] : safetensors::load(dir.path + "/model.safetensors"))
+    if (name.rfind("cls.seq_relationship.", 0) != 0) without_nsp.emplace_back(name, t);
+  safetensors::save(dir.path + "/model.safetensors", without_nsp);
+  nn::Checkpoint mlm = nn::read_checkpoint(dir.path);
+  CHECK_FALSE(mlm.nsp);
+  for (const auto& [name, t] : mlm.tensors) CHECK(name.rfind("bert.pooler.", 0) != 0);
+  CHECK(pe::load_model(dir.path, Device::cpu())->seq_relationship == nullptr);
 }
