@@ -1,6 +1,7 @@
 #include "nn/checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "base/file_io.h"
@@ -33,6 +34,20 @@ const std::vector<std::pair<std::string, std::string>>& tied_copies() {
       {"cls.predictions.decoder.weight", "bert.embeddings.word_embeddings.weight"},
       {"cls.predictions.decoder.bias", "cls.predictions.bias"}};
   return copies;
+}
+
+// A weight that is NaN or Inf makes everything computed from it meaningless
+// (a probe would print OPR 0 beside "nan"): refused, naming the first such
+// element of the first such tensor.
+void check_finite(const NamedTensors& tensors, const std::string& where) {
+  for (const auto& [name, t] : tensors) {
+    if (!is_floating(t.dtype())) continue;
+    const std::vector<double> values = t.to_doubles();
+    auto bad = std::find_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); });
+    if (bad == values.end()) continue;
+    throw Error(detail::cat(where, ": tensor '", name, "' holds ", std::isnan(*bad) ? "nan" : *bad > 0 ? "inf" : "-inf",
+                            " at element ", bad - values.begin(), " (of ", values.size(), "); the checkpoint is damaged"));
+  }
 }
 
 }  // namespace
@@ -88,6 +103,7 @@ Checkpoint read_checkpoint(const std::string& dir) {
   c.config = load_config(dir);
   c.weights_path = dir + "/model.safetensors";
   c.tensors = safetensors::load(c.weights_path);
+  check_finite(c.tensors, c.weights_path);
   const bool nsp_weights = std::any_of(c.tensors.begin(), c.tensors.end(), [](const auto& named) {
     return canonical_name(named.first) == "cls.seq_relationship.weight";
   });

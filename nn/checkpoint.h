@@ -42,7 +42,8 @@ struct Checkpoint {
 // bert-base-uncased names BertForMaskedLM while holding it, and so did ordo's
 // MLM+NSP checkpoints before they were named right. A decoder has no NSP
 // head. Without one, a pooler the checkpoint holds (HF's BertModel writes
-// it) is dropped: nothing would read it.
+// it) is dropped: nothing would read it. A NaN or Inf in any tensor is an
+// error naming the tensor and the element.
 Checkpoint read_checkpoint(const std::string& dir);
 
 // Copies checkpoint tensors into the model's parameters. Accepted as HF

@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -409,4 +410,23 @@ TEST_CASE("a checkpoint's NSP head is read from its weights, whatever 'architect
   CHECK_FALSE(mlm.nsp);
   for (const auto& [name, t] : mlm.tensors) CHECK(name.rfind("bert.pooler.", 0) != 0);
   CHECK(pe::load_model(dir.path, Device::cpu())->seq_relationship == nullptr);
+}
+
+TEST_CASE("a NaN or Inf in a checkpoint is an error naming the tensor and the element", "[checkpoint][errors]") {
+  test::TempDir dir("non-finite");
+  auto model = pe::build_model(test::tiny_bert_config(23, 8, 1, 2, 12, 10), Device::cpu(), /*nsp=*/false, 3);
+  nn::save_model(dir.path, *model);
+  const std::string weights = dir.path + "/model.safetensors";
+  const auto clean = safetensors::load(weights);
+  for (double bad : {NAN, INFINITY, -INFINITY}) {
+    INFO(bad);
+    auto tensors = clean;
+    for (auto& [name, t] : tensors)
+      if (name == "bert.encoder.layer.0.output.dense.weight") t.select(0, 2).select(0, 5).fill_(bad);  // element [2, 5]
+    safetensors::save(weights, tensors);
+    CHECK_THROWS_WITH(pe::load_model(dir.path, Device::cpu()),
+                      Catch::Contains("model.safetensors") && Catch::Contains("'bert.encoder.layer.0.output.dense.weight'") &&
+                          Catch::Contains(std::isnan(bad) ? "nan" : bad > 0 ? "inf" : "-inf") &&
+                          Catch::Contains("element 29"));  // [8, 12] (out, in): row 2, column 5 is 2 * 12 + 5
+  }
 }

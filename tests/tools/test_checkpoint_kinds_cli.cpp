@@ -3,10 +3,12 @@
 // forward`, `ordo probe` and `ordo analyze` (given a checkpoint or the run),
 // each with the heads the checkpoint holds, and its config.json names the
 // HuggingFace class that holds those heads.
+#include <cmath>
 #include <fstream>
 
 #include "base/file_io.h"
 #include "base/json.h"
+#include "tensor/safetensors.h"
 #include "tests/helpers.h"
 
 using ordo::test::run_ordo;
@@ -61,5 +63,25 @@ TEST_CASE("forward, probe and analyze read MLM, MLM+NSP and causal checkpoints a
       require_success("probe --checkpoint " + given + " --out " + (dir / "probe") + " --words 5 --length 6");
     }
     require_success("analyze --quiet --run " + run + " --out " + (dir / "analysis"));
+  }
+}
+
+TEST_CASE("forward, probe and analyze refuse a checkpoint holding NaN, naming the tensor", "[cli][checkpoint_kinds][errors]") {
+  TempDir dir("kinds");
+  std::ofstream(dir / "run.json") << config(kKinds[0]);
+  const std::string run = dir / "run", checkpoint = run + "/checkpoints/step_000000002";
+  require_success("pretrain --quiet --config " + (dir / "run.json") + " --out " + run);
+  auto tensors = ordo::safetensors::load(checkpoint + "/model.safetensors");
+  for (auto& [name, t] : tensors)
+    if (name == "bert.encoder.layer.0.attention.self.key.weight") t.select(0, 1).fill_(NAN);
+  ordo::safetensors::save(checkpoint + "/model.safetensors", tensors);
+  std::string input = dir.write("in.json", R"({"input_ids": [[2, 7, 9, 3]]})");
+  for (const std::string& args : {"forward --checkpoint " + run + " --input " + input + " --out " + (dir / "out.safetensors"),
+                                  "probe --checkpoint " + run + " --out " + (dir / "probe") + " --words 5 --length 6",
+                                  "analyze --quiet --run " + run + " --out " + (dir / "analysis")}) {
+    ordo::test::CommandResult r = run_ordo(args);
+    INFO("ordo " << args << "\n" << r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find("'bert.encoder.layer.0.attention.self.key.weight' holds nan") != std::string::npos);
   }
 }
