@@ -519,18 +519,18 @@ void evaluate_and_log(MetricsLog& log, PretrainRun& r, const TrainConfig& t, int
   text::PretrainingData* held_out = r.eval_data[r.state.phase].get();
   if (!held_out) return;
   EvalResult e = evaluate(*r.model, *held_out, t.phases[r.state.phase].batch_size, t.eval_batches, r.device);
-  const double perplexity = std::exp(std::min(e.loss, 700.0));
+  const double ppl = perplexity(e.loss);
   json::Value line = json::Value::object();
   line["step"] = step;
   line["eval_loss"] = e.loss;
   line["eval_accuracy"] = e.accuracy;
-  line["eval_perplexity"] = perplexity;
+  line["eval_perplexity"] = std::isinf(ppl) ? json::Value("inf") : json::Value(ppl);  // JSON has no inf: a string, as indicators.json writes it
   line["eval_predicted_tokens"] = e.predicted;
   if (e.nsp_accuracy >= 0) line["eval_nsp_accuracy"] = e.nsp_accuracy;
   log.write(line);
   if (!quiet)
     std::fprintf(stderr, "eval step %lld | held-out loss %.4f | accuracy %.2f%% | perplexity %.2f\n",
-                 static_cast<long long>(step), e.loss, 100 * e.accuracy, perplexity);
+                 static_cast<long long>(step), e.loss, 100 * e.accuracy, ppl);
 }
 
 void save_checkpoint(const std::string& run, PretrainRun& r) {
@@ -689,6 +689,8 @@ int64_t run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObse
 }
 
 }  // namespace
+
+double perplexity(double mean_loss) { return std::exp(mean_loss); }
 
 EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text::Batch>& batches, Device device) {
   NoGradGuard no_grad;

@@ -257,3 +257,9 @@ TEST_CASE("overwriting keeps the old run when the new one fails or is interrupte
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("the perplexity of a diverged loss is inf, not a number clamped to e^700", "[pretrain]") {
+  CHECK(train::perplexity(std::log(274.37)) == Approx(274.37).epsilon(1e-12));
+  CHECK(train::perplexity(0) == 1);
+  CHECK(std::isinf(train::perplexity(800)));  // e^800 overflows a double (its largest is about e^709.78)
+}
