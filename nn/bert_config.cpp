@@ -108,8 +108,6 @@ void validate(const BertConfig& c, const std::string& where) {
 
 json::Value config_to_json(const BertConfig& c) {
   json::Value o = json::Value::object();
-  o["architectures"] = json::Value::array();
-  o["architectures"].push_back(c.decoder ? "BertLMHeadModel" : "BertForMaskedLM");
   o["model_type"] = "bert";
   o["vocab_size"] = c.vocab_size;
   o["hidden_size"] = c.hidden_size;

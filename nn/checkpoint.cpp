@@ -1,6 +1,7 @@
 #include "nn/checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "base/file_io.h"
@@ -35,6 +36,20 @@ const std::vector<std::pair<std::string, std::string>>& tied_copies() {
   return copies;
 }
 
+// A weight that is NaN or Inf makes everything computed from it meaningless
+// (a probe would print OPR 0 beside "nan"): refused, naming the first such
+// element of the first such tensor.
+void check_finite(const NamedTensors& tensors, const std::string& where) {
+  for (const auto& [name, t] : tensors) {
+    if (!is_floating(t.dtype())) continue;
+    const std::vector<double> values = t.to_doubles();
+    auto bad = std::find_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); });
+    if (bad == values.end()) continue;
+    throw Error(detail::cat(where, ": tensor '", name, "' holds ", std::isnan(*bad) ? "nan" : *bad > 0 ? "inf" : "-inf",
+                            " at element ", bad - values.begin(), " (of ", values.size(), "); the checkpoint is damaged"));
+  }
+}
+
 }  // namespace
 
 std::string canonical_name(const std::string& checkpoint_name) {
@@ -61,7 +76,15 @@ void save_model(const std::string& dir, PretrainingModel& model) {
                          Tensor::zeros({c.max_position_embeddings, c.hidden_size}, dtype, Device::cpu()));
   }
   safetensors::save(dir + "/model.safetensors", tensors, {{"format", "pt"}});
-  write_file_atomic(dir + "/config.json", json::dump(config_to_json(model.bert.config()), 2) + "\n");
+  json::Value config = config_to_json(model.bert.config());
+  config["architectures"] = json::Value::array();
+  config["architectures"].push_back(architecture(model));
+  write_file_atomic(dir + "/config.json", json::dump(config, 2) + "\n");
+}
+
+std::string architecture(const PretrainingModel& model) {
+  if (model.bert.config().decoder) return "BertLMHeadModel";
+  return model.seq_relationship ? "BertForPreTraining" : "BertForMaskedLM";
 }
 
 BertConfig load_config(const std::string& dir) {
@@ -73,6 +96,24 @@ BertConfig load_config(const std::string& dir) {
     throw Error(path + ": " + e.what());
   }
   return config_from_json(value, path, /*hf_lenient=*/true);
+}
+
+Checkpoint read_checkpoint(const std::string& dir) {
+  Checkpoint c;
+  c.config = load_config(dir);
+  c.weights_path = dir + "/model.safetensors";
+  c.tensors = safetensors::load(c.weights_path);
+  check_finite(c.tensors, c.weights_path);
+  const bool nsp_weights = std::any_of(c.tensors.begin(), c.tensors.end(), [](const auto& named) {
+    return canonical_name(named.first) == "cls.seq_relationship.weight";
+  });
+  c.nsp = nsp_weights && !c.config.decoder;
+  if (!c.nsp) {
+    c.tensors.erase(std::remove_if(c.tensors.begin(), c.tensors.end(),
+                                   [](const auto& named) { return canonical_name(named.first).rfind("bert.pooler.", 0) == 0; }),
+                    c.tensors.end());
+  }
+  return c;
 }
 
 void load_weights(PretrainingModel& model, const NamedTensors& tensors, const std::string& where,

@@ -18,13 +18,33 @@ namespace ordo::nn {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
-// Writes DIR/config.json and DIR/model.safetensors, each atomically (DIR is
-// created when missing). With position_embedding_type relative_key or
+// transformers' class for the heads a model holds: BertForPreTraining (MLM
+// and NSP), BertForMaskedLM (MLM alone), BertLMHeadModel (a causal decoder).
+std::string architecture(const PretrainingModel& model);
+
+// Writes DIR/config.json (naming architecture(model) in "architectures") and
+// DIR/model.safetensors, each atomically (DIR is created when missing). With position_embedding_type relative_key or
 // relative_key_query the file also holds HF's unused absolute table (zeros),
 // so its names and shapes are exactly those HF writes.
 void save_model(const std::string& dir, PretrainingModel& model);
 
 BertConfig load_config(const std::string& dir);
+
+// A checkpoint read whole: its config, its tensors and the heads they hold.
+struct Checkpoint {
+  BertConfig config;
+  NamedTensors tensors;
+  bool nsp = false;          // the NSP head (with the pooler it reads)
+  std::string weights_path;  // DIR/model.safetensors, for messages
+};
+// The causal LM head comes from the config (is_decoder); the NSP head from
+// the weights (cls.seq_relationship.*), not from "architectures": HF's
+// bert-base-uncased names BertForMaskedLM while holding it, and so did ordo's
+// MLM+NSP checkpoints before they were named right. A decoder has no NSP
+// head. Without one, a pooler the checkpoint holds (HF's BertModel writes
+// it) is dropped: nothing would read it. A NaN or Inf in any tensor is an
+// error naming the tensor and the element.
+Checkpoint read_checkpoint(const std::string& dir);
 
 // Copies checkpoint tensors into the model's parameters. Accepted as HF
 // writes them: names with or without the "bert." prefix, the legacy

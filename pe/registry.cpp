@@ -217,4 +217,11 @@ std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device 
   return model;
 }
 
+std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device device) {
+  nn::Checkpoint checkpoint = nn::read_checkpoint(dir);
+  auto model = build_model(checkpoint.config, device, checkpoint.nsp, /*seed=*/0);
+  nn::load_weights(*model, checkpoint.tensors, checkpoint.weights_path);
+  return model;
+}
+
 }  // namespace ordo::pe

@@ -23,5 +23,8 @@ std::unique_ptr<nn::PretrainingModel> build_model(const nn::BertConfig& config, 
 // and the head initialised from `seed`.
 std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device device, bool nsp,
                                                  uint64_t seed = 0);
+// A model read from a checkpoint directory with the heads the checkpoint
+// holds (nn::read_checkpoint): MLM, MLM+NSP or a causal decoder, as saved.
+std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device device);
 
 }  // namespace ordo::pe

@@ -608,7 +608,7 @@ void snapshots(RunState& c, Output& out) {
   json::Value files = json::Value::array();
   for (int64_t step : chosen) {
     std::unique_ptr<nn::PretrainingModel> m =
-        step == c.step ? nullptr : pe::load_model(train::checkpoint_dir(c.run_dir, step), Device::cpu(), false);
+        step == c.step ? nullptr : pe::load_model(train::checkpoint_dir(c.run_dir, step), Device::cpu());
     nn::PretrainingModel& model = m ? *m : *c.model;
     Matrix dot;
     int64_t first = 0;
@@ -786,7 +786,7 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
                               " (it has ", have, ")"));
     }
   }
-  c.model = pe::load_model(train::checkpoint_dir(o.run, c.step), Device::cpu(), false);
+  c.model = pe::load_model(train::checkpoint_dir(o.run, c.step), Device::cpu());
   const nn::BertConfig& m = c.model->bert.config();
   const int64_t max_position = c.model->bert.position_encoding().max_position();
   const int64_t rows = max_position >= 0 ? max_position + 1 : m.max_position_embeddings;

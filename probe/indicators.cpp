@@ -35,8 +35,8 @@ double population_variance(const std::vector<double>& v) {
 // A probe averages f32 attention, and a row computed by a GEMM's edge tile
 // sums in another order than its neighbours: a model without position
 // information gives an inner matrix whose entries differ by ~1e-8 relative,
-// which the scale-free indicators (AIV's ratio of variances, OPR's pair
-// signs, symmetry's min-max scaling) would otherwise blow up into structure.
+// which AIV's ratio of variances and symmetry's min-max scaling would
+// otherwise blow up into structure. (OPR's pair signs use the pair rule, tied.)
 double rounding_floor(const Matrix& a) {
   constexpr double kRoundingTolerance = 1e-6;
   double largest = 0;
@@ -71,21 +71,32 @@ double translation_invariance_no_special(const Matrix& a) {
 
 // ---- OPR (Wang et al. 2021, App. B) ----------------------------------------------------
 
+namespace {
+
+// OPR's tie rule (the catalog's): relative to the pair, not to the matrix, so
+// that a [CLS] column near 1 does not turn real differences between inner
+// entries near 0.005 into ties, as a floor of 1e-6 times the largest entry did.
+bool tied(double x, double y) {
+  constexpr double kPairTolerance = 1e-5;
+  return std::fabs(x - y) <= kPairTolerance * std::max(std::fabs(x), std::fabs(y));
+}
+
+}  // namespace
+
 double monotonicity(const Matrix& a, int64_t first_k) {
   require_square(a, "monotonicity");
   const int64_t L = a.rows;
-  const double floor = rounding_floor(a);
   double weighted = 0, total_length = 0;
   std::vector<double> s;
   // OPR(S) for the sequence in s: the share of ordered pairs (a, b), a != b,
-  // with (s_a - s_b)(a - b) > 0 (ties, to rounding: 0).
+  // with (s_a - s_b)(a - b) > 0; a tied pair never counts.
   auto add_sequence = [&]() {
     const int64_t n = static_cast<int64_t>(s.size());
     if (n < 2) return;
     int64_t increasing = 0;
     for (int64_t x = 0; x < n; ++x)
       for (int64_t y = 0; y < n; ++y)
-        if (x != y && std::fabs(s[x] - s[y]) > floor && (s[x] - s[y]) * static_cast<double>(x - y) > 0) ++increasing;
+        if (x != y && !tied(s[x], s[y]) && (s[x] - s[y]) * static_cast<double>(x - y) > 0) ++increasing;
     const double opr = static_cast<double>(increasing) / static_cast<double>(n * n - n);
     weighted += opr * static_cast<double>(n);
     total_length += static_cast<double>(n);

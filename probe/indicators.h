@@ -10,10 +10,13 @@
 // compute them for any finite values (`ordo metrics` refuses negatives), and
 // throw ordo::Error for a matrix that is not square.
 //
-// Rounding: entries closer than 1e-6 times the matrix's largest |entry| count
-// as equal (ties) in AIV, OPR and symmetry — a probe averages f32 attention,
-// whose rounding would otherwise read as structure in these scale-free
-// indicators (a model without positions gives an inner matrix equal to ~1e-8).
+// Rounding: a probe averages f32 attention, whose rounding would otherwise
+// read as structure in the scale-free indicators (a model without positions
+// gives an inner matrix equal to ~1e-8 relative). Each states which rule it uses:
+//   AIV and symmetry: the matrix-level floor, rounding_floor (differences
+//     within 1e-6 times the matrix's largest |entry| are nothing);
+//   OPR: the catalog's pair rule, s_a and s_b tie when
+//     |s_a - s_b| <= 1e-5 max(|s_a|, |s_b|) (a tie is never an order violation).
 //
 // Each function states what it returns at its edges (L = 1 or 2, zero rows,
 // ties, a zero denominator); tests/probe/test_indicators.cpp checks them.
@@ -26,8 +29,8 @@
 
 namespace ordo::probe {
 
-// Entries of `a` closer than this count as equal (the rounding rule above):
-// 1e-6 times the largest |entry|.
+// AIV's and symmetry's rounding floor (the rule above): entries closer than
+// 1e-6 times the largest |entry| count as equal.
 double rounding_floor(const Matrix& a);
 
 // AIV, Average In-group Variance, for translation invariance (Wang et al.
@@ -60,8 +63,8 @@ double translation_invariance_no_special(const Matrix& a);
 // first_k >= 0: each sequence truncated to its first first_k + 1 elements
 // (offsets 0..k; Table 2's "first 20 offsets" is first_k = 20). first_k < 0:
 // all offsets.
-// Ties: [x > 0] is the paper's sign(x) = 1 only for x > 0, so a tied pair
-// counts as not increasing — a constant sequence (uniform attention) scores
+// Ties (the pair rule above): [x > 0] is the paper's sign(x) = 1 only for
+// x > 0, so a tied pair counts as not increasing — a constant sequence (uniform attention) scores
 // 0, the same as a strictly decreasing one. Edges: no sequence of length >= 2
 // (L = 1, or first_k = 0): 0.
 double monotonicity(const Matrix& a, int64_t first_k = -1);

@@ -5,6 +5,9 @@
 //   ordo forward --checkpoint DIR --input FILE.json --out FILE.safetensors [--device cpu|cuda[:N]]
 //                [--ablate contextual|positional]
 //
+// DIR: a checkpoint (MLM, MLM+NSP or causal: the heads it holds are run), or
+// a run directory, meaning its latest checkpoint.
+//
 // --ablate drops a term of the attention scores (the locality/symmetry
 // paper, section 4.1): contextual keeps the positional term alone (BERT-p,
 // TUPE-p), positional keeps the contextual term alone (BERT-c, TUPE-c). What
@@ -35,6 +38,7 @@
 #include "base/json.h"
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
+#include "probe/probe.h"
 #include "tensor/safetensors.h"
 #include "tools/cli.h"
 
@@ -158,34 +162,19 @@ Batch read_batch(const std::string& file, const nn::BertConfig& config, int64_t 
   return b;
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
-
 int run(const std::vector<std::string>& argv) {
   cli::Args args(argv, {"checkpoint", "input", "out", "device", "ablate"});
-  const std::string dir = args.required("checkpoint");
+  const std::string dir = probe::resolve_checkpoint(args.required("checkpoint"));
   const std::string input_file = args.required("input");
   const std::string out_file = args.required("out");
   const nn::Ablation ablate = nn::parse_ablation(args.str("ablate", "none"), "--ablate");
   const Device device = args.device("device", "cpu");
 
-  // The model as the checkpoint holds it: the NSP head (and the pooler it
-  // reads) only when the checkpoint has one, so no logit comes from a
-  // freshly initialised head; a pooler without an NSP head is not used.
-  nn::BertConfig config = nn::load_config(dir);
-  const std::string weights_path = dir + "/model.safetensors";
-  nn::NamedTensors tensors = safetensors::load(weights_path);
-  bool nsp = false;
-  for (const auto& [name, t] : tensors) nsp |= nn::canonical_name(name) == "cls.seq_relationship.weight";
-  nsp = nsp && !config.decoder;
-  if (!nsp) {
-    nn::NamedTensors kept;
-    for (auto& [name, t] : tensors)
-      if (!starts_with(nn::canonical_name(name), "bert.pooler.")) kept.emplace_back(name, t);
-    tensors.swap(kept);
-  }
-  auto model = pe::build_model(config, device, nsp, /*seed=*/0);
-  nn::load_weights(*model, tensors, weights_path);
-  tensors.clear();
+  // The model as the checkpoint holds it: the NSP head only when the
+  // checkpoint has one, so no logit comes from a freshly initialised head.
+  auto model = pe::load_model(dir, device);
+  const nn::BertConfig& config = model->bert.config();
+  const bool nsp = model->seq_relationship != nullptr;
 
   // Inputs are validated in full before anything runs.
   Batch batch = read_batch(input_file, config, model->bert.position_encoding().max_position());

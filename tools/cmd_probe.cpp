@@ -74,7 +74,7 @@ int run(const std::vector<std::string>& argv) {
   options.layers = parse_layers(args.str("layer", "1"), config.num_hidden_layers);
   const std::string vocab_path = args.has("vocab") ? args.required("vocab") : probe::find_vocab(dir);
   const text::Vocab vocab = text::Vocab::load(vocab_path);
-  auto model = pe::load_model(dir, device, /*nsp=*/false);
+  auto model = pe::load_model(dir, device);
 
   probe::ProbeResult r = probe::identical_word_probe(*model, vocab, options);
 

@@ -1,4 +1,5 @@
 // ordo — the command-line entry point. Subcommands live in tools/cmd_*.cpp.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -33,10 +34,22 @@ const ordo::cli::Command* find(const std::vector<std::string>& words, size_t& us
   return nullptr;
 }
 
+// A command's help: its summary and its flags.
+void print_command_help(const ordo::cli::Command& c) {
+  std::printf("ordo %s — %s\nusage: ordo %s %s\n", c.name.c_str(), c.summary.c_str(), c.name.c_str(), c.usage.c_str());
+}
+
+// `ordo CMD ... --help` (or -h) anywhere among the command's arguments.
+bool asks_for_help(const std::vector<std::string>& args) {
+  return std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
+}
+
 int info(const std::vector<std::string>&) {
   std::printf("ordo %s\nbuild: %s\n", "0.1", ORDO_BUILD_INFO);
   int n = ordo::cuda_device_count();
-  if (n == 0) std::printf("cuda: %s\n", ordo::cuda_device_description(0).c_str());
+  // Without a GPU the CUDA runtime's reason is a driver message ("CUDA driver
+  // version is insufficient") that reads as a fault; say what it means.
+  if (n == 0) std::printf("cuda: no GPU%s\n", ordo::cuda_compiled() ? "" : " (this build has no CUDA backend)");
   for (int i = 0; i < n; ++i) std::printf("cuda:%d: %s\n", i, ordo::cuda_device_description(i).c_str());
   return 0;
 }
@@ -52,9 +65,11 @@ int main(int argc, char** argv) {
       size_t used = 0;
       std::vector<std::string> rest(words.begin() + 1, words.end());
       if (const auto* c = find(rest, used)) {
-        std::printf("ordo %s — %s\n%s\n", c->name.c_str(), c->summary.c_str(), c->usage.c_str());
+        print_command_help(*c);
         return 0;
       }
+      std::fprintf(stderr, "ordo help: unknown command '%s' (see `ordo help`)\n", words[1].c_str());
+      return 2;
     }
     print_help();
     return words.empty() ? 2 : 0;
@@ -65,8 +80,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ordo: unknown command '%s' (see `ordo help`)\n", words[0].c_str());
     return 2;
   }
+  const std::vector<std::string> args(words.begin() + used, words.end());
+  if (asks_for_help(args)) {
+    print_command_help(*command);
+    return 0;
+  }
   try {
-    return command->run(std::vector<std::string>(words.begin() + used, words.end()));
+    return command->run(args);
   } catch (const ordo::Error& e) {
     std::fprintf(stderr, "ordo %s: error: %s\n", command->name.c_str(), e.what());
     if (!command->usage.empty()) std::fprintf(stderr, "usage: ordo %s %s\n", command->name.c_str(), command->usage.c_str());

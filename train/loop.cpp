@@ -1,7 +1,6 @@
 #include "train/loop.h"
 
 #include <dirent.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -72,17 +71,6 @@ int64_t latest_checkpoint(const std::string& run) {
     best = std::max<int64_t>(best, std::atoll(n.c_str() + 5));
   }
   return best;
-}
-
-void remove_run_files(const std::string& run) {
-  for (const std::string& n : list_directory(run + "/checkpoints")) {
-    std::string dir = run + "/checkpoints/" + n;
-    for (const char* f : {"config.json", "model.safetensors", "optimizer.safetensors", "trainer_state.json", "vocab.txt"})
-      std::remove((dir + "/" + f).c_str());
-    ::rmdir(dir.c_str());
-  }
-  ::rmdir((run + "/checkpoints").c_str());
-  for (const char* f : {"metrics.jsonl", "config.json", "vocab.txt"}) std::remove((run + "/" + f).c_str());
 }
 
 void save_training_state(const std::string& run, const nn::AdamW& opt, const TrainerState& s) {

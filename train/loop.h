@@ -38,8 +38,6 @@ void set_threads(int64_t threads);
 std::string checkpoint_dir(const std::string& run, int64_t step);
 // The step of the newest complete checkpoint (its trainer_state.json written), or -1.
 int64_t latest_checkpoint(const std::string& run);
-// The files a run writes; --overwrite removes exactly these, nothing else.
-void remove_run_files(const std::string& run);
 
 // Where a run stands: what a checkpoint keeps, besides the model and the
 // optimizer, for --resume to continue exactly.

@@ -1,7 +1,11 @@
 #include "train/pretrain.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <map>
 
 #include "base/config.h"
@@ -335,11 +339,11 @@ double unigram_baseline(text::PretrainingData& data, int64_t batch_size, int64_t
 // ---- setup ----------------------------------------------------------------------------------
 
 // The model config with the vocabulary's size (which a config may also fix, then checked).
-nn::BertConfig model_config_for(const RunConfig& c, const text::Vocab& vocab, const std::string& run) {
+nn::BertConfig model_config_for(const RunConfig& c, const text::Vocab& vocab, const std::string& vocab_path) {
   nn::BertConfig config = c.model;
   if (config.vocab_size == 0) config.vocab_size = vocab.size();
   ORDO_CHECK(config.vocab_size == vocab.size(), "model.vocab_size ", config.vocab_size, " differs from the vocabulary's ",
-             vocab.size(), " tokens (", run, "/vocab.txt)");
+             vocab.size(), " tokens (", vocab_path, ")");
   nn::validate(config, "model config");
   return config;
 }
@@ -366,7 +370,7 @@ struct PretrainRun {
 PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resuming, bool quiet)
     : device(resolve_device(c.train.device)),
       corpus(prepare_corpus(c, run, quiet)),
-      model_config(model_config_for(c, corpus.vocab, run)) {
+      model_config(model_config_for(c, corpus.vocab, run + "/vocab.txt")) {
   const bool nsp = c.data.objective == "mlm+nsp";
   if (resuming) {
     int64_t step = latest_checkpoint(run);
@@ -388,6 +392,46 @@ PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resumi
                             ? std::make_unique<text::PretrainingData>(corpus.split.held_out, corpus.vocab, data_options(c.data, p.max_seq_length))
                             : nullptr);
   }
+}
+
+// ---- checks before the first write ------------------------------------------------------------
+
+// The corpus opens and holds a first sentence (reading all of it is the run's job).
+void check_corpus_readable(const std::string& path) {
+  text::CorpusReader reader(path);
+  text::Document first;
+  reader.next(first);
+}
+
+// The model the run will build, built on the CPU and left uninitialised:
+// building it runs every check of the PE variant and its options. An
+// absolute table must reach the longest sequence of the schedule.
+void build_dry_model(const nn::BertConfig& config, const RunConfig& c) {
+  std::unique_ptr<nn::PositionEncoding> position = pe::make_position_encoding(config, Device::cpu());
+  const int64_t reach = position->max_position();
+  for (const Phase& p : c.train.phases)
+    ORDO_CHECK(reach < 0 || p.max_seq_length - 1 <= reach, "train.max_seq_length ", p.max_seq_length,
+               " is beyond the ", reach + 1, " positions of pe '", config.pe,
+               "' (its absolute table: model.max_position_embeddings)");
+  nn::PretrainingModel dry(config, std::move(position), Device::cpu(), c.data.objective == "mlm+nsp");
+}
+
+// Everything a run can be refused for without training — the device, the
+// model and its PE on the vocabulary's size (data.vocab_size until a trained
+// vocabulary is known), a given vocabulary (its special tokens), a corpus
+// file — checked before the run writes anything, so that a refused start
+// leaves the disk as it was.
+void check_before_writing(const RunConfig& c) {
+  resolve_device(c.train.device);
+  nn::BertConfig model = c.model;
+  if (!c.data.vocab.empty()) {
+    model = model_config_for(c, text::Vocab::load(c.data.vocab), c.data.vocab);
+  } else {
+    if (model.vocab_size == 0) model.vocab_size = c.data.vocab_size;
+    nn::validate(model, "model config");
+  }
+  build_dry_model(model, c);
+  if (c.data.corpus != "synthetic") check_corpus_readable(c.data.corpus);
 }
 
 void print_start(const RunConfig& c, const PretrainRun& r, bool resuming) {
@@ -476,18 +520,18 @@ void evaluate_and_log(MetricsLog& log, PretrainRun& r, const TrainConfig& t, int
   text::PretrainingData* held_out = r.eval_data[r.state.phase].get();
   if (!held_out) return;
   EvalResult e = evaluate(*r.model, *held_out, t.phases[r.state.phase].batch_size, t.eval_batches, r.device);
-  const double perplexity = std::exp(std::min(e.loss, 700.0));
+  const double ppl = perplexity(e.loss);
   json::Value line = json::Value::object();
   line["step"] = step;
   line["eval_loss"] = e.loss;
   line["eval_accuracy"] = e.accuracy;
-  line["eval_perplexity"] = perplexity;
+  line["eval_perplexity"] = std::isinf(ppl) ? json::Value("inf") : json::Value(ppl);  // JSON has no inf: a string, as indicators.json writes it
   line["eval_predicted_tokens"] = e.predicted;
   if (e.nsp_accuracy >= 0) line["eval_nsp_accuracy"] = e.nsp_accuracy;
   log.write(line);
   if (!quiet)
     std::fprintf(stderr, "eval step %lld | held-out loss %.4f | accuracy %.2f%% | perplexity %.2f\n",
-                 static_cast<long long>(step), e.loss, 100 * e.accuracy, perplexity);
+                 static_cast<long long>(step), e.loss, 100 * e.accuracy, ppl);
 }
 
 void save_checkpoint(const std::string& run, PretrainRun& r) {
@@ -496,13 +540,116 @@ void save_checkpoint(const std::string& run, PretrainRun& r) {
   save_training_state(run, *r.opt, r.state);
 }
 
+// ---- where a run writes -------------------------------------------------------------------
+
+// The folder a run writes into. A resumed run writes in place. A new run is
+// built in a fresh folder beside its output (OUT.new-XXXXXX in the same
+// parent, so that taking its place is a rename) and replaces the output — a
+// previous run there, whole — only once it has done its first step; until
+// then a failure or Ctrl-C removes the new folder and leaves the output (and
+// the folders above it) exactly as they were.
+class RunDirectory {
+ public:
+  static RunDirectory in_place(const std::string& out) { return RunDirectory(out, out, ""); }
+  static RunDirectory beside(const std::string& out);
+  RunDirectory(RunDirectory&& other) noexcept;
+  ~RunDirectory();
+
+  const std::string& path() const { return building_ ? staging_ : out_; }
+  bool building() const { return building_; }
+  // Swaps the new run in for whatever the output held, which is then removed.
+  void take_place();
+
+ private:
+  RunDirectory(std::string out, std::string staging, std::string created)
+      : out_(std::move(out)), staging_(std::move(staging)), created_(std::move(created)), building_(out_ != staging_) {}
+
+  std::string out_, staging_;
+  std::string created_;  // the outermost folder made for the staging folder, removed with it on failure
+  bool building_;
+};
+
+// `out` without trailing slashes ("runs/a/" names the folder "runs/a").
+std::string without_trailing_slashes(std::string out) {
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+// The outermost of `folder` and its parents that does not exist yet ("" when it does).
+std::string outermost_missing(const std::string& folder) {
+  std::filesystem::path p = std::filesystem::absolute(folder), missing;
+  while (!p.empty() && !std::filesystem::exists(p)) {
+    missing = p;
+    if (p == p.parent_path()) break;
+    p = p.parent_path();
+  }
+  return missing.string();
+}
+
+RunDirectory RunDirectory::beside(const std::string& out_given) {
+  const std::string out = without_trailing_slashes(out_given);
+  const std::filesystem::path parent = std::filesystem::path(out).parent_path();
+  const std::string folder = parent.empty() ? "." : parent.string();
+  const std::string created = outermost_missing(folder);
+  make_directories(folder);
+  std::string pattern = out + ".new-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    const int err = errno;
+    if (!created.empty()) std::filesystem::remove_all(created);
+    throw Error(detail::cat("cannot create the folder ", pattern, " to build the run in: ", std::strerror(err)));
+  }
+  return RunDirectory(out, pattern, created);
+}
+
+RunDirectory::RunDirectory(RunDirectory&& other) noexcept
+    : out_(std::move(other.out_)), staging_(std::move(other.staging_)), created_(std::move(other.created_)),
+      building_(other.building_) {
+  other.building_ = false;
+}
+
+RunDirectory::~RunDirectory() {
+  if (!building_) return;
+  std::error_code ignored;  // a destructor reports nothing; the failure that brought us here is reported
+  std::filesystem::remove_all(created_.empty() ? staging_ : created_, ignored);
+}
+
+void RunDirectory::take_place() {
+  const std::string aside = out_ + ".old-" + staging_.substr(staging_.size() - 6);
+  const bool replaces = std::filesystem::exists(std::filesystem::symlink_status(out_));
+  auto move = [](const std::string& from, const std::string& to) {
+    ORDO_CHECK(std::rename(from.c_str(), to.c_str()) == 0, "cannot move ", from, " to ", to, ": ", std::strerror(errno));
+  };
+  if (replaces) move(out_, aside);
+  try {
+    move(staging_, out_);
+  } catch (const Error&) {
+    if (replaces) std::rename(aside.c_str(), out_.c_str());  // the old run back where it was
+    throw;
+  }
+  building_ = false;
+  if (replaces) std::filesystem::remove_all(aside);
+}
+
+// Refuses an output that holds anything (a run, or other files) unless
+// --overwrite, and one that is not a folder.
+void check_output(const PretrainOptions& o) {
+  ORDO_CHECK(!o.out.empty(), "pretrain: no run directory given (--out)");
+  if (!std::filesystem::exists(std::filesystem::symlink_status(o.out))) return;
+  ORDO_CHECK(directory_exists(o.out), "--out '", o.out, "' is not a folder");
+  const bool holds_run = file_exists(o.out + "/config.json") || file_exists(o.out + "/metrics.jsonl");
+  ORDO_CHECK(!holds_run || o.overwrite, "'", o.out, "' already holds a run; use --resume to continue it or --overwrite to replace it");
+  ORDO_CHECK(o.overwrite || std::filesystem::is_empty(o.out), "'", o.out,
+             "' is not empty (it holds no run); use --overwrite to replace it, or name another folder");
+}
+
 // ---- the loop -------------------------------------------------------------------------------
 
-int64_t run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer, bool resuming) {
+int64_t run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer, RunDirectory run) {
+  const bool resuming = !run.building();
   set_threads(c.train.threads);
-  PretrainRun r(c, o.out, resuming, o.quiet);
+  PretrainRun r(c, run.path(), resuming, o.quiet);
   if (!o.quiet) print_start(c, r, resuming);
-  MetricsLog log(o.out + "/metrics.jsonl", observer);
+  MetricsLog log(run.path() + "/metrics.jsonl", observer);  // the open file follows its folder when it takes its place
   InterruptScope interrupt;
   RunClock clock(r.state.elapsed_seconds);
   Throughput throughput;
@@ -523,10 +670,15 @@ int64_t run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObse
                        clock.seconds_left(steps_this_call, cadence.total_steps - step));
     }
     if (cadence.evaluates(step)) evaluate_and_log(log, r, c.train, step, o.quiet);
+    if (run.building()) {
+      // The first step is done: the new run has started and takes the output's place.
+      ORDO_CHECK(!InterruptScope::interrupted(), "interrupted during the first step; '", o.out, "' is left as it was");
+      run.take_place();
+    }
     bool stop = InterruptScope::interrupted() || (o.stop_after >= 0 && steps_this_call >= o.stop_after);
     if (cadence.checkpoints(step) || stop) {
       r.state.elapsed_seconds = clock.elapsed();
-      save_checkpoint(o.out, r);
+      save_checkpoint(run.path(), r);
     }
     if (stop) {
       if (!o.quiet) std::fprintf(stderr, "stopped at step %lld with a checkpoint; continue with --resume %s\n",
@@ -539,6 +691,8 @@ int64_t run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObse
 
 }  // namespace
 
+double perplexity(double mean_loss) { return std::exp(mean_loss); }
+
 EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text::Batch>& batches, Device device) {
   NoGradGuard no_grad;
   nn::Context ctx = nn::Context::eval();
@@ -548,20 +702,18 @@ EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text:
 }
 
 int64_t pretrain(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer) {
-  ORDO_CHECK(!o.out.empty(), "pretrain: no run directory given (--out)");
-  bool holds_run = file_exists(o.out + "/config.json") || file_exists(o.out + "/metrics.jsonl");
-  ORDO_CHECK(!holds_run || o.overwrite, "'", o.out, "' already holds a run; use --resume to continue it or --overwrite to replace it");
-  make_directories(o.out);
-  if (holds_run) remove_run_files(o.out);
-  write_file_atomic(o.out + "/config.json", json::dump(c.source, 2) + "\n");
-  return run_loop(c, o, observer, false);
+  check_output(o);
+  check_before_writing(c);
+  RunDirectory run = RunDirectory::beside(o.out);
+  write_file_atomic(run.path() + "/config.json", json::dump(c.source, 2) + "\n");
+  return run_loop(c, o, observer, std::move(run));
 }
 
 int64_t resume_pretrain(const PretrainOptions& o, const MetricsObserver& observer) {
   ORDO_CHECK(directory_exists(o.out), "--resume: '", o.out, "' is not a directory");
   ORDO_CHECK(file_exists(o.out + "/config.json"), "--resume: '", o.out, "' holds no run (no config.json)");
   RunConfig c = read_run_config(o.out + "/config.json", {});
-  return run_loop(c, o, observer, true);
+  return run_loop(c, o, observer, RunDirectory::in_place(o.out));
 }
 
 }  // namespace ordo::train

@@ -103,6 +103,10 @@ int64_t resume_pretrain(const PretrainOptions& options, const MetricsObserver& o
 // as pretraining splits it (data.lower_case, held_out_fraction, seed).
 text::CorpusSplit split_corpus(const DataConfig& data, const std::string& corpus_path, const text::Vocab& vocab);
 
+// e^loss: the perplexity of a mean LM loss (natural log); inf when it
+// overflows, so a diverged run reads inf rather than a 300-digit number.
+double perplexity(double mean_loss);
+
 // A held-out evaluation: mean LM loss and accuracy over the predicted tokens
 // (labels != -100), NSP accuracy where the model has the head and the batch
 // NSP labels (-1 otherwise).

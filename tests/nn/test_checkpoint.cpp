@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -143,7 +144,7 @@ TEST_CASE("a saved checkpoint is laid out as HuggingFace's", "[checkpoint]") {
 
   json::Value config = json::parse(read_file(dir.path + "/config.json"));
   CHECK(config["model_type"].as_string() == "bert");
-  CHECK(config["architectures"][0].as_string() == "BertForMaskedLM");
+  CHECK(config["architectures"][0].as_string() == "BertForPreTraining");  // it holds the NSP head (cls.seq_relationship above)
   CHECK(config["position_embedding_type"].as_string() == "absolute");
   CHECK(config["is_decoder"].as_bool() == false);
   // ordo's `decoder` travels as HF's is_decoder only: transformers takes a
@@ -384,5 +385,48 @@ TEST_CASE("HuggingFace's own checkpoint (save_pretrained) loads in ordo", "[chec
     write_file_atomic(tmp.path + "/config.json", json::dump(config, 2));
     nn::BertConfig d = nn::load_config(tmp.path);
     CHECK(d.decoder);
+  }
+}
+
+TEST_CASE("a checkpoint's NSP head is read from its weights, whatever 'architectures' says", "[checkpoint]") {
+  test::TempDir dir("heads");
+  auto model = pe::build_model(test::tiny_bert_config(23, 8, 1, 2, 12, 10), Device::cpu(), /*nsp=*/true, 3);
+  nn::save_model(dir.path, *model);
+  // ordo's MLM+NSP checkpoints before they were named right (and HF's
+  // bert-base-uncased) say BertForMaskedLM while holding the NSP head.
+  json::Value config = json::parse(read_file(dir.path + "/config.json"));
+  config["architectures"] = json::parse("[\"BertForMaskedLM\"]");
+  write_file_atomic(dir.path + "/config.json", json::dump(config));
+  CHECK(nn::read_checkpoint(dir.path).nsp);
+  CHECK(pe::load_model(dir.path, Device::cpu())->seq_relationship != nullptr);
+
+  // A checkpoint with a pooler but no NSP head (HF's BertModel writes one):
+  // read as MLM, the pooler left out.
+  nn::NamedTensors without_nsp;
+  for (auto& [name, t] : safetensors::load(dir.path + "/model.safetensors"))
+    if (name.rfind("cls.seq_relationship.", 0) != 0) without_nsp.emplace_back(name, t);
+  safetensors::save(dir.path + "/model.safetensors", without_nsp);
+  nn::Checkpoint mlm = nn::read_checkpoint(dir.path);
+  CHECK_FALSE(mlm.nsp);
+  for (const auto& [name, t] : mlm.tensors) CHECK(name.rfind("bert.pooler.", 0) != 0);
+  CHECK(pe::load_model(dir.path, Device::cpu())->seq_relationship == nullptr);
+}
+
+TEST_CASE("a NaN or Inf in a checkpoint is an error naming the tensor and the element", "[checkpoint][errors]") {
+  test::TempDir dir("non-finite");
+  auto model = pe::build_model(test::tiny_bert_config(23, 8, 1, 2, 12, 10), Device::cpu(), /*nsp=*/false, 3);
+  nn::save_model(dir.path, *model);
+  const std::string weights = dir.path + "/model.safetensors";
+  const auto clean = safetensors::load(weights);
+  for (double bad : {NAN, INFINITY, -INFINITY}) {
+    INFO(bad);
+    auto tensors = clean;
+    for (auto& [name, t] : tensors)
+      if (name == "bert.encoder.layer.0.output.dense.weight") t.select(0, 2).select(0, 5).fill_(bad);  // element [2, 5]
+    safetensors::save(weights, tensors);
+    CHECK_THROWS_WITH(pe::load_model(dir.path, Device::cpu()),
+                      Catch::Contains("model.safetensors") && Catch::Contains("'bert.encoder.layer.0.output.dense.weight'") &&
+                          Catch::Contains(std::isnan(bad) ? "nan" : bad > 0 ? "inf" : "-inf") &&
+                          Catch::Contains("element 29"));  // [8, 12] (out, in): row 2, column 5 is 2 * 12 + 5
   }
 }

@@ -443,3 +443,27 @@ TEST_CASE("indicators: compute_indicators and its JSON", "[probe][indicators]") 
   CHECK(probe::number_from_json(probe::json_number(0.25)) == 0.25);
   CHECK_THROWS_WITH(probe::number_from_json(json::Value("infinity")), Catch::Contains("infinity"));
 }
+
+TEST_CASE("OPR: ties are relative to the pair, not to the matrix's largest entry", "[probe][indicators]") {
+  // The catalog's rule: s_a and s_b tie when |s_a - s_b| <= 1e-5 max(|s_a|, |s_b|).
+  SECTION("a [CLS] column near 1 does not swallow differences between inner entries near 0.005") {
+    const double lo = 0.005, hi = 0.0050009;  // 9e-7 apart: 1.8e-4 relative, far above 1e-5
+    Matrix a = rows({{1.0, lo, hi},    //
+                     {1.0, lo, hi},    //
+                     {1.0, hi, lo}});
+    // The sequences with |S| >= 2 (OPR(S) = increasing ordered pairs / (n^2 - n)):
+    //   row 1 forward  (1, lo, hi)   only lo -> hi rises: 2 / 6
+    //   row 2 forward  (lo, hi)      rises:               2 / 2
+    //   row 2 backward (lo, 1)       rises:               2 / 2
+    //   row 3 backward (lo, hi, 1)   every pair rises:    6 / 6
+    // OPR = (3 * 1/3 + 2 * 1 + 2 * 1 + 3 * 1) / (3 + 2 + 2 + 3) = 8 / 10.
+    // (A tie floor of 1e-6 times the largest entry, 1, would tie lo and hi,
+    // leaving 0, 0, 1 and 4/6: OPR (0 + 0 + 2 + 2) / 10 = 0.4.)
+    CHECK(probe::monotonicity(a) == Approx(0.8).epsilon(1e-15));
+  }
+  SECTION("entries within 1e-5 of each other tie even where they are the largest") {
+    // 1 and 1.000004 differ by 4e-6 relative: a tie, so nothing rises (a floor
+    // of 1e-6 times the largest entry would count both pairs as rising: OPR 1).
+    CHECK(probe::monotonicity(rows({{1.0, 1.000004}, {1.000004, 1.0}})) == 0);
+  }
+}

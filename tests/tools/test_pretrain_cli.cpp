@@ -1,6 +1,9 @@
 // `ordo pretrain` from the command line: mistakes end in one clear line and a
 // non-zero exit, and nothing already on disk is destroyed.
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "base/file_io.h"
 #include "tests/helpers.h"
@@ -55,4 +58,97 @@ TEST_CASE("ordo pretrain will not write over a run unless asked", "[pretrain][er
   CHECK(again.output.find("already holds a run") != std::string::npos);
   CHECK(ordo::read_file(run + "/metrics.jsonl") == metrics);
   CHECK(run_ordo("pretrain --quiet --config " + (dir / "ok.json") + " --out " + run + " --overwrite").exit_code == 0);
+}
+
+namespace {
+
+// Every file under `dir` by its path relative to it, with its bytes (and every
+// folder, with no bytes): two equal snapshots mean the tree is byte for byte the same.
+std::map<std::string, std::string> snapshot(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    std::string relative = std::filesystem::relative(entry.path(), dir).string();
+    files[relative] = entry.is_directory() ? std::string("<folder>") : ordo::read_file(entry.path().string());
+  }
+  return files;
+}
+
+// The names in a folder, sorted (the order a directory lists them in is arbitrary).
+std::vector<std::string> sorted_names(const TempDir& dir) {
+  std::vector<std::string> names = dir.names();
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string pretrain_args(const TempDir& dir, const std::string& run, const std::string& extra) {
+  return "pretrain --quiet --config " + (dir / "ok.json") + " --out " + run + " " + extra;
+}
+
+}  // namespace
+
+TEST_CASE("ordo pretrain --overwrite keeps the old run whole until the new one has done its first step",
+          "[pretrain][errors][cli]") {
+  TempDir dir("pretrain-cli");
+  std::ofstream(dir / "ok.json") << kSmall;
+  std::string run = dir / "run";
+  REQUIRE(run_ordo(pretrain_args(dir, run, "")).exit_code == 0);
+  // What a finished study leaves beside the run: its probes and analyses.
+  std::filesystem::create_directories(run + "/probe");
+  std::filesystem::create_directories(run + "/analysis");
+  std::ofstream(run + "/probe/indicators.json") << "{}";
+  std::ofstream(run + "/analysis/notes.txt") << "old";
+  const auto before = snapshot(run);
+  const auto neighbours = sorted_names(dir);
+  // A failure at each stage: the config, the corpus, the vocabulary, the model against the vocabulary.
+  const std::pair<std::string, std::string> failures[] = {
+      {"--set model.pe=rope_typo", "unknown position encoding"},
+      {"--set model.pe_options.clip=4", "unknown key 'clip'"},
+      {"--set data.corpus=" + (dir / "no_corpus.txt"), "no_corpus.txt"},
+      {"--set data.vocab=" + (dir / "no_vocab.txt"), "no_vocab.txt"},
+      {"--set model.vocab_size=7", "differs from the vocabulary's"},
+  };
+  for (const auto& [set, message] : failures) {
+    ordo::test::CommandResult r = run_ordo(pretrain_args(dir, run, "--overwrite " + set));
+    INFO(set << "\n" << r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find(message) != std::string::npos);
+    CHECK(snapshot(run) == before);
+    CHECK(sorted_names(dir) == neighbours);  // no half-built run left beside it
+  }
+  // A run that starts replaces the old one whole: no stale probe/ or analysis/.
+  REQUIRE(run_ordo(pretrain_args(dir, run, "--overwrite")).exit_code == 0);
+  CHECK(ordo::file_exists(run + "/checkpoints/step_000000002/model.safetensors"));
+  CHECK_FALSE(std::filesystem::exists(run + "/probe"));
+  CHECK_FALSE(std::filesystem::exists(run + "/analysis"));
+  CHECK(sorted_names(dir) == neighbours);
+}
+
+TEST_CASE("ordo pretrain checks the whole run before its first write", "[pretrain][errors][cli]") {
+  TempDir dir("pretrain-cli");
+  std::ofstream(dir / "ok.json") << kSmall;
+  std::ofstream(dir / "no_mask_vocab.txt") << "[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\nof\n";
+  std::string five_tokens = dir.write("five_tokens.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n");
+  std::string run = dir / "deeper/run";
+  const auto neighbours = sorted_names(dir);
+  // Each is refused before the corpus is generated or the vocabulary trained.
+  const std::pair<std::string, std::string> refusals[] = {
+      {"--set model.pe=rope_typo", "unknown position encoding"},
+      {"--set model.pe_options.clip=4", "unknown key 'clip'"},
+      {"--set model.pe=abs_scalar --set model.pe_options.rank=0", "rank"},
+      {"--set model.pe=tupe --set train.max_seq_length=64", "max_position_embeddings"},
+      {"--set train.device=cuda:7", "not available"},
+      {"--set data.corpus=" + (dir / "no_corpus.txt"), "no_corpus.txt"},
+      {"--set data.vocab=" + (dir / "no_mask_vocab.txt"), "[MASK]"},
+      {"--set data.vocab=" + five_tokens + " --set model.vocab_size=7", "differs from the vocabulary's"},
+  };
+  for (const auto& [set, message] : refusals) {
+    ordo::test::CommandResult r = run_ordo("pretrain --config " + (dir / "ok.json") + " --out " + run + " " + set);
+    INFO(set << "\n" << r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find(message) != std::string::npos);
+    CHECK(r.output.find("generating") == std::string::npos);
+    CHECK(sorted_names(dir) == neighbours);  // not even the folders above the run
+  }
+  // The same --out then works without --overwrite.
+  CHECK(run_ordo(pretrain_args(dir, run, "")).exit_code == 0);
 }

@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "base/file_io.h"
@@ -199,4 +201,65 @@ TEST_CASE("a non-finite loss on a step that is not logged still stops the run na
   std::string dir = stopped_run_with_nan(config, "nan_unlogged", "bert.encoder.layer.0.output.dense.weight", 5);
   CHECK_THROWS_WITH(train::resume_pretrain(options(dir)),
                     Contains("step 3") && Contains("bert.encoder.layer.0.output.dense.weight"));
+}
+
+namespace {
+
+// The entries beside `run` in its folder whose names start with run's own
+// (a half-built RUN.new-... or a set-aside RUN.old-... would be one).
+std::vector<std::string> entries_beside(const std::string& run) {
+  std::filesystem::path path(run);
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(path.parent_path())) {
+    std::string name = e.path().filename().string();
+    if (name != path.filename().string() && name.rfind(path.filename().string(), 0) == 0) names.push_back(name);
+  }
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("overwriting keeps the old run when the new one fails or is interrupted in its first step",
+          "[pretrain][errors]") {
+  train::RunConfig config = train::parse_run_config(small_config(), {"train.steps=2", "train.eval_every=0"}, "test");
+  std::string dir = temp_dir("first_step");
+  train::pretrain(config, options(dir));
+  const std::string metrics_before = read_file(dir + "/metrics.jsonl");
+  const std::string model_before = read_file(dir + "/checkpoints/step_000000002/model.safetensors");
+  train::RunConfig other = train::parse_run_config(small_config(), {"train.steps=3", "train.seed=9"}, "test");
+  train::PretrainOptions overwrite = options(dir);
+  overwrite.overwrite = true;
+  auto check_old_run_kept = [&] {
+    CHECK(read_file(dir + "/metrics.jsonl") == metrics_before);
+    CHECK(read_file(dir + "/checkpoints/step_000000002/model.safetensors") == model_before);
+    CHECK_FALSE(file_exists(dir + "/checkpoints/step_000000003/trainer_state.json"));
+    CHECK(entries_beside(dir).empty());
+  };
+  SECTION("a first step that fails") {
+    auto fail_at_step_1 = [](const json::Value& line) {
+      if (line["step"].as_int() == 1) throw Error("the first step failed");
+    };
+    CHECK_THROWS_WITH(train::pretrain(other, overwrite, fail_at_step_1), Contains("the first step failed"));
+    check_old_run_kept();
+  }
+  SECTION("Ctrl-C during the first step") {
+    auto interrupt_at_step_1 = [](const json::Value& line) {
+      if (line["step"].as_int() == 1) std::raise(SIGINT);
+    };
+    CHECK_THROWS_WITH(train::pretrain(other, overwrite, interrupt_at_step_1), Contains("interrupted"));
+    check_old_run_kept();
+  }
+  SECTION("a run that gets past its first step replaces the old one") {
+    CHECK(train::pretrain(other, overwrite) == 3);
+    CHECK(file_exists(dir + "/checkpoints/step_000000003/trainer_state.json"));
+    CHECK_FALSE(file_exists(dir + "/checkpoints/step_000000002/trainer_state.json"));
+    CHECK(entries_beside(dir).empty());
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the perplexity of a diverged loss is inf, not a number clamped to e^700", "[pretrain]") {
+  CHECK(train::perplexity(std::log(274.37)) == Approx(274.37).epsilon(1e-12));
+  CHECK(train::perplexity(0) == 1);
+  CHECK(std::isinf(train::perplexity(800)));  // e^800 overflows a double (its largest is about e^709.78)
 }
