@@ -19,9 +19,12 @@ using Catch::Contains;
 
 namespace {
 
+// A fresh run directory, inside one folder per test process that is removed
+// with everything in it when the process exits (ctest runs each case alone).
 std::string temp_dir(const std::string& name) {
-  std::string dir = "/tmp/ordo_test_pretrain_" + name + "_" + std::to_string(::getpid());
-  std::system(("rm -rf " + dir).c_str());
+  static const test::TempDir root("pretrain");
+  std::string dir = root / name;
+  std::filesystem::remove_all(dir);
   return dir;
 }
 
