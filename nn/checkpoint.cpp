@@ -170,8 +170,10 @@ void load_weights(PretrainingModel& model, const NamedTensors& tensors, const st
     Parameter* p = model.find_parameter(original);
     if (it == copies.end() || p == nullptr) continue;
     const Tensor& t = *it->second;
+    // Compared on the host: the parameter may be on a GPU, which refuses f64.
+    const Tensor original_values = p->var.value().to(Device::cpu());
     ORDO_CHECK(t.shape() == p->var.shape() && is_floating(t.dtype()) &&
-                   max(abs(sub(t.to(p->var.dtype()).to(DType::f64), p->var.value().to(DType::f64)))).item() == 0,
+                   max(abs(sub(t.to(p->var.dtype()).to(DType::f64), original_values.to(DType::f64)))).item() == 0,
                where, ": tensor '", copy, "' differs from '", original,
                "'; ordo ties the two (an untied output layer is not supported)");
   }

@@ -145,7 +145,8 @@ namespace {
 // positional weights combine with the contextual ones (the locality/symmetry
 // paper, Eq. 5 "add" or Eq. 10 "sequence") and a training-time ablation
 // (only-p / only-c of its Table 7). nn/bert.cpp acts on them.
-void read_shared_options(nn::PositionEncoding& pe, const nn::BertConfig& config, FieldReader& options) {
+void read_shared_options(nn::PositionEncoding& pe, const nn::BertConfig& config, FieldReader& options,
+                         Device device) {
   const std::string where = "pe_options of '" + config.pe + "'";
   std::string combine = options.string("combine", "add", {"add", "sequence"});
   pe.combine = combine == "sequence" ? nn::Combine::sequence : nn::Combine::add;
@@ -153,9 +154,9 @@ void read_shared_options(nn::PositionEncoding& pe, const nn::BertConfig& config,
   if (pe.combine == nn::Combine::sequence) {
     // Positional attention needs the variant's positional weights: asked for
     // once here, on two positions, so that a variant without them fails when
-    // the model is built rather than at its first forward pass.
+    // the model is built rather than at its first forward pass. On the
+    // model's device: a variant without parameters keeps its fixed tensors there.
     NoGradGuard no_grad;
-    Device device = pe.named_parameters().empty() ? Device::cpu() : pe.named_parameters()[0].second->var.device();
     Tensor positions = nn::default_positions(1, 2, device);
     Tensor segments = Tensor::zeros({1, 2}, DType::i64, device);
     nn::Context ctx = nn::Context::eval();
@@ -195,7 +196,7 @@ std::unique_ptr<nn::PositionEncoding> make_position_encoding(const nn::BertConfi
     pe->acts_at_input = at_input;
     pe->acts_in_attention = in_attention;
   }
-  read_shared_options(*pe, config, options);
+  read_shared_options(*pe, config, options, device);
   options.finish();
   return pe;
 }

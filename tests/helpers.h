@@ -91,6 +91,13 @@ inline double relative_error(const Tensor& actual, const Tensor& expected) {
   return scale > 0 ? diff / scale : diff;
 }
 
+// max |element| of a tensor (0 for an empty one).
+inline double max_abs(const Tensor& t) {
+  double m = 0;
+  for (double x : t.to_doubles()) m = std::max(m, std::fabs(x));
+  return m;
+}
+
 // Every tensor of a safetensors file by name.
 inline std::map<std::string, Tensor> load_tensors(const std::string& path) {
   std::map<std::string, Tensor> m;

@@ -430,3 +430,40 @@ TEST_CASE("a NaN or Inf in a checkpoint is an error naming the tensor and the el
                           Catch::Contains("element 29"));  // [8, 12] (out, in): row 2, column 5 is 2 * 12 + 5
   }
 }
+
+#ifdef ORDO_HAS_CUDA
+// Loading onto the GPU: the checkpoint's tensors are on the host, the
+// model's parameters on the device. Runs only where a GPU is (`ordo_tests
+// --require-gpu "[cuda]"`).
+TEST_CASE("cuda: a checkpoint with the tied decoder copies loads onto the device, an untied one is refused",
+          "[cuda][checkpoint]") {
+  auto source = pe::build_model(tiny_config(), Device::cpu(), /*nsp=*/true, 5);
+  const nn::NamedTensors values = named_values(*source);
+  const Tensor& words = values.front().second;
+  REQUIRE(values.front().first == "bert.embeddings.word_embeddings.weight");
+  nn::NamedTensors hf = values;
+  auto target = pe::build_model(tiny_config(), Device::cuda(0), true, 6);
+
+  SECTION("tied copies equal to the originals") {
+    hf.emplace_back("cls.predictions.decoder.weight", words);
+    hf.emplace_back("cls.predictions.decoder.bias", source->predictions.bias.var.value());
+    REQUIRE(load_error(*target, hf) == "");
+    require_same_parameters(*source, *target);
+  }
+  SECTION("an untied copy") {
+    hf.emplace_back("cls.predictions.decoder.weight", affine(words, 1.0, 1e-3));
+    std::string e = load_error(*target, hf);
+    CHECK(contains(e, "cls.predictions.decoder.weight"));
+    CHECK(contains(e, "ties"));
+  }
+}
+
+TEST_CASE("cuda: a saved checkpoint loads onto the device bit for bit", "[cuda][checkpoint]") {
+  TempDir dir("ckpt-cuda");
+  auto source = pe::build_model(tiny_config(), Device::cpu(), /*nsp=*/true, 5);
+  nn::save_model(dir.path, *source);
+  auto loaded = pe::load_model(dir.path, Device::cuda(0), true);
+  for (const auto& [name, p] : loaded->named_parameters()) CHECK(p->var.device() == Device::cuda(0));
+  require_same_parameters(*source, *loaded);
+}
+#endif  // ORDO_HAS_CUDA

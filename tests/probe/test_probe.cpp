@@ -441,3 +441,33 @@ TEST_CASE("png: a probing map's colours span its word positions, not [CLS]/[SEP]
   probe::range_of_word_positions(tiny, Matrix(2, 2, 0.5));
   CHECK(std::isnan(tiny.vmin));
 }
+
+#ifdef ORDO_HAS_CUDA
+// Runs only where a GPU is (`ordo_tests --require-gpu "[cuda]"`).
+TEST_CASE("cuda: ordo probe --device cuda gives the CPU's matrices and indicators", "[cuda][probe_cli]") {
+  test::TempDir dir("probe-cuda");
+  const std::string run = dir / "run";
+  make_run(run);
+  // The random ape_learned model of step 2: attention that is neither
+  // uniform nor ALiBi's closed form.
+  const std::string checkpoint = run + "/checkpoints/step_000000002";
+  for (const char* device : {"cpu", "cuda"}) {
+    test::CommandResult r = test::run_ordo("probe --checkpoint " + checkpoint + " --out " + dir / device +
+                                           " --words 10 --length 9 --layer all --seed 4 --device " + device);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+  }
+  // Averages of softmax rows (entries in [0, 1]) over the words: f32 on two
+  // devices, the forward half of the training step's bound
+  // (tests/train/test_step_cuda.cpp), 2^-13, absolute.
+  for (const char* matrix : {"attention_layer1.csv", "attention_layer2.csv"})
+    require_matrix_close(probe::read_matrix_file(dir / "cuda/" + matrix), probe::read_matrix_file(dir / "cpu/" + matrix),
+                         0x1p-13, matrix);
+  // Locality weighs a row's entries by 2^-|i-j|, weights summing to less
+  // than 3: it moves by at most 3 times the entries' bound.
+  json::Value cpu = read_json(dir / "cpu/indicators.json"), gpu = read_json(dir / "cuda/indicators.json");
+  for (const char* layer : {"layer_1", "layer_2"})
+    CHECK(gpu[layer]["with_special"]["locality"].as_number() ==
+          Approx(cpu[layer]["with_special"]["locality"].as_number()).margin(3 * 0x1p-13));
+}
+#endif  // ORDO_HAS_CUDA

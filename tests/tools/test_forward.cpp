@@ -80,7 +80,12 @@ const char* kBatch = R"({
   "attention_mask": [[1, 1, 1, 1, 1, 1, 1],   [1, 1, 1, 1, 0, 0, 0],  [1, 1, 1, 1, 1, 1, 0]]
 })";
 
-void check_against_model(nn::PretrainingModel& model, const std::map<std::string, Tensor>& out, bool nsp) {
+// The same computation in two processes of the same build: only thread
+// scheduling may differ, so the bound is a few f32 roundings.
+constexpr double kSameBuildBound = 1e-6;
+
+void check_against_model(nn::PretrainingModel& model, const std::map<std::string, Tensor>& out, bool nsp,
+                         double bound = kSameBuildBound) {
   json::Value batch = json::parse(kBatch);
   auto matrix = [&](const char* key) {
     std::vector<int64_t> v;
@@ -100,9 +105,6 @@ void check_against_model(nn::PretrainingModel& model, const std::map<std::string
   trace.keep_hidden_states = trace.keep_attentions = true;
   Var sequence = model.bert.forward(in, ctx, &trace);
   Var logits = model.predictions.forward(sequence, model.bert.embeddings.word_embeddings.weight.var);
-  // The same computation in two processes of the same build: only thread
-  // scheduling may differ, so the bound is a few f32 roundings.
-  const double bound = 1e-6;
   for (size_t l = 0; l < trace.hidden_states.size(); ++l) {
     INFO("hidden_states." << l);
     REQUIRE(out.count("hidden_states." + std::to_string(l)));
@@ -296,3 +298,25 @@ TEST_CASE("ordo forward refuses bad input with a message naming it, and keeps an
     CHECK(load_tensors(out).count("logits") == 1);
   }
 }
+
+#ifdef ORDO_HAS_CUDA
+// Runs only where a GPU is (`ordo_tests --require-gpu "[cuda]"`).
+TEST_CASE("cuda: ordo forward --device cuda matches the model run on the CPU, encoder and decoder",
+          "[cuda][forward]") {
+  // f32 on two devices: summation orders and exp/tanh/erf ulps differ. Half
+  // the training step's bound (tests/train/test_step_cuda.cpp), as this is
+  // its forward half: 2^-13 relative to each tensor's largest element.
+  const double bound = 0x1p-13;
+  for (bool decoder : {false, true}) {
+    INFO((decoder ? "decoder" : "encoder"));
+    TempDir tmp;
+    auto model = write_checkpoint(tmp.path + "/ckpt", decoder);
+    write_file_atomic(tmp.path + "/in.json", kBatch);
+    Run r = run_ordo("forward --checkpoint " + tmp.path + "/ckpt --input " + tmp.path + "/in.json --out " +
+                     tmp.path + "/out.safetensors --device cuda");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    check_against_model(*model, load_tensors(tmp.path + "/out.safetensors"), /*nsp=*/!decoder, bound);
+  }
+}
+#endif  // ORDO_HAS_CUDA

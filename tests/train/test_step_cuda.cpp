@@ -1,0 +1,211 @@
+// A whole training step — forward in training mode (dropout on), backward,
+// AdamW with clipping — of a tiny pretraining model on CUDA against the same
+// step on the CPU from the same seed, for every registered position encoding
+// and every option family of the seam (sharing, clip, Shaw's values,
+// combine = sequence, per-head segments, the ablations, INPUT+ATTENTION), and
+// for MLM+NSP and the causal decoder. The initial weights and the dropout
+// masks come from Philox on both devices, so the two steps compute the same
+// function and differ only by f32 rounding (summation orders, exp/log ulps).
+// The CPU side is the independent reference: it is itself checked against
+// f64 gradient checks and the HF golden files (tests/nn/).
+//
+// Runs only where a GPU is (`ordo_tests --require-gpu "[cuda]"`; emulated on
+// the CPU in CI).
+#ifdef ORDO_HAS_CUDA
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include "tests/train/device_step.h"
+#include "train/pretrain.h"
+
+using namespace ordo;
+using ordo::test::relative_error;
+using ordo::test::StepOutcome;
+using ordo::test::step_config;
+using ordo::test::training_step;
+
+namespace {
+
+const Device kGpu = Device::cuda(0);
+constexpr double kU = 0x1p-24;  // unit roundoff of f32
+
+// Bounds (f32; u = 2^-24). A step of this model is a chain of about 40
+// operations forward and as many backward, each a dot product or a reduction
+// of at most 53 terms (the vocabulary) whose CPU and CUDA summation orders
+// differ, plus exp/log/tanh/erf whose CUDA ulps are not the CPU's. Each
+// contributes a relative error of at most sqrt(n) u ~ 8u (Higham & Mary's
+// probabilistic bound, see tests/tensor/test_cuda.cpp), amplified by the
+// conditioning of softmax and LayerNorm (whose 1/sigma multiplies it by at
+// most ~10 here). 80 operations x 8u x 10 ~ 6400u ~ 4e-4 would be the worst
+// case; 2^-12 ~ 2.4e-4 (4096u) relative to the tensor's largest element is
+// the bound. A wrong mask, a misplaced term, a missed dropout element or a
+// lost gradient contribution moves some element by O(1) of the tensor's
+// scale and fails it.
+constexpr double kLossBound = 4096 * kU;      // relative, on the scalar loss
+constexpr double kGradientBound = 4096 * kU;  // max |diff| / max |cpu| per gradient tensor
+
+// The first AdamW step from zero moments updates each element by
+// lr (c g / (c |g| + eps) + wd p) with c the clipping scale. The CUDA
+// gradient differs from the CPU one by the measured |dg|, and the CUDA scale
+// by dc; the update's derivative in c g is at most 1 / eps, so the updated
+// parameters may differ by lr * min(2, (c |dg| + |g| |dc|) / eps), plus the
+// rounding of p0 - update, a few u of |p0| <= |p| + 2 lr (the new value may
+// be far smaller than the old one). A parameter without a gradient (the
+// position table under an ablation that leaves it out) only decays.
+void require_updates_close(const StepOutcome& cpu, const StepOutcome& gpu, const nn::AdamWConfig& o) {
+  const double c = cpu.info.clip_scale, dc = std::fabs(gpu.info.clip_scale - cpu.info.clip_scale);
+  for (size_t i = 0; i < cpu.names.size(); ++i) {
+    INFO("updated parameter " << cpu.names[i]);
+    std::vector<double> p_cpu = cpu.updated[i].to_doubles(), p_gpu = gpu.updated[i].to_doubles();
+    std::vector<double> g_cpu(p_cpu.size(), 0.0), g_gpu(p_cpu.size(), 0.0);
+    if (cpu.grads[i].defined()) g_cpu = cpu.grads[i].to_doubles(), g_gpu = gpu.grads[i].to_doubles();
+    int violations = 0;
+    for (size_t k = 0; k < p_cpu.size(); ++k) {
+      const double dg = std::fabs(g_gpu[k] - g_cpu[k]);
+      const double bound = o.lr * std::min(2.0, (c * dg + std::fabs(g_cpu[k]) * dc) / o.eps) +
+                           4 * kU * (std::fabs(p_cpu[k]) + 2 * o.lr);
+      if (!(std::fabs(p_gpu[k] - p_cpu[k]) <= bound) && violations++ < 3)
+        UNSCOPED_INFO("[" << k << "] cpu " << p_cpu[k] << ", cuda " << p_gpu[k] << ", bound " << bound);
+    }
+    CHECK(violations == 0);
+  }
+}
+
+// The key bias adds q.b to every score of a softmax row, which the softmax
+// cancels: its gradient is zero in exact arithmetic, and what both devices
+// compute is rounding noise of the terms that cancel. It has no scale of its
+// own to be relative to, so it is bounded against the whole gradient's norm.
+bool gradient_is_exactly_zero(const std::string& name) {
+  const std::string suffix = "attention.self.key.bias";
+  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+void require_steps_agree(const nn::BertConfig& c, bool nsp, nn::Ablation ablate = nn::Ablation::none) {
+  const StepOutcome cpu = training_step(c, nsp, Device::cpu(), ablate);
+  const StepOutcome gpu = training_step(c, nsp, kGpu, ablate);
+  REQUIRE(std::isfinite(cpu.loss));
+  CHECK(std::fabs(gpu.loss - cpu.loss) <= kLossBound * std::fabs(cpu.loss));
+  // Clipping acted, by the same factor (the norm is a sum of squares over
+  // every gradient element: the gradients' bound carries over).
+  CHECK(cpu.info.clip_scale < 1);
+  CHECK(std::fabs(gpu.info.grad_norm - cpu.info.grad_norm) <= kGradientBound * cpu.info.grad_norm);
+  REQUIRE(gpu.names == cpu.names);
+  for (size_t i = 0; i < cpu.names.size(); ++i) {
+    INFO("gradient of " << cpu.names[i]);
+    REQUIRE(gpu.grads[i].defined() == cpu.grads[i].defined());
+    if (!cpu.grads[i].defined()) continue;
+    if (gradient_is_exactly_zero(cpu.names[i])) {
+      for (const StepOutcome* side : {&cpu, &gpu})
+        CHECK(ordo::test::max_abs(side->grads[i]) <= kGradientBound * cpu.info.grad_norm);
+    } else {
+      CHECK(relative_error(gpu.grads[i], cpu.grads[i]) <= kGradientBound);
+    }
+  }
+  require_updates_close(cpu, gpu, ordo::test::step_optimizer());
+}
+
+}  // namespace
+
+TEST_CASE("cuda: a training step of every variant matches the CPU's: loss, gradients, updated parameters",
+          "[cuda][step]") {
+  for (const std::string& name : pe::variant_names()) {
+    INFO("variant " << name);
+    require_steps_agree(step_config(name), false);
+  }
+}
+
+TEST_CASE("cuda: a training step with every option family of the seam matches the CPU's", "[cuda][step]") {
+  struct Case {
+    std::string pe, options, segment = "input";
+  };
+  const std::vector<Case> cases = {
+      // Sharing of the relative tables (rpe_shaw's default is "heads").
+      {"rpe_shaw", R"({"share": "none"})"},
+      {"rpe_shaw", R"({"share": "layers"})"},
+      {"rpe_shaw", R"({"share": "all"})"},
+      // Clipping of the distances, and Shaw's value vectors.
+      {"rpe_shaw", R"({"clip": 3, "value": true})"},
+      // The sequence combination (Eq. 10 of the locality/symmetry paper).
+      {"attenuated", R"({"combine": "sequence"})"},
+      {"alibi", R"({"combine": "sequence"})"},
+      // Per-head segments (Chen et al. 2021, Eq. 9-11).
+      {"rel_scalar", "{}", "per_head"},
+      // Training-time ablations: only-c / only-p at the input and in attention.
+      {"ape_learned", R"({"ablate": "contextual"})"},
+      {"ape_learned", R"({"ablate": "positional"})"},
+      {"tupe", R"({"ablate": "contextual"})"},
+      {"tupe", R"({"ablate": "positional"})"},
+      // An input-level and an attention-level variant together.
+      {"ape_learned+rpe_shaw", "{}"},
+      {"ape_sin_learnable+rpe_sin_learnable", "{}"},
+  };
+  for (const Case& k : cases) {
+    INFO(k.pe << " " << k.options << " segment " << k.segment);
+    require_steps_agree(step_config(k.pe, k.options, k.segment), false);
+  }
+}
+
+TEST_CASE("cuda: the inference-time ablations BERT-p and BERT-c match the CPU's", "[cuda][step]") {
+  for (const char* pe : {"ape_learned", "tupe"})
+    for (nn::Ablation a : {nn::Ablation::contextual, nn::Ablation::positional}) {
+      INFO(pe << " ablate " << nn::ablation_name(a));
+      require_steps_agree(step_config(pe), false, a);
+    }
+}
+
+TEST_CASE("cuda: a training step of MLM+NSP and of the causal decoder matches the CPU's", "[cuda][step]") {
+  SECTION("MLM + NSP") { require_steps_agree(step_config("ape_learned"), true); }
+  SECTION("causal decoder") { require_steps_agree(step_config("rope", "{}", "input", true), false); }
+}
+
+namespace {
+
+// The logged losses of a 20-step `ordo pretrain` run of a tiny model on a
+// four-sentence corpus, on `device` (dropout on; the same seed on both).
+std::vector<double> pretrain_losses(const test::TempDir& dir, const std::string& device) {
+  json::Value c = json::parse(R"({
+    "model": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 48,
+              "max_position_embeddings": 24},
+    "data": {"corpus": "", "held_out_fraction": 0, "vocab_size": 120, "vocab_min_frequency": 1,
+             "max_predictions_per_seq": 5},
+    "train": {"steps": 20, "batch_size": 4, "max_seq_length": 13, "lr": 5e-3, "warmup_steps": 2,
+              "log_every": 1, "eval_every": 0, "threads": 1}
+  })");
+  c["data"]["corpus"] = dir / "corpus.txt";
+  c["train"]["device"] = device;
+  train::PretrainOptions o;
+  o.out = dir / device;
+  o.quiet = true;
+  std::vector<double> losses;
+  train::pretrain(train::parse_run_config(c, {}, "20 steps on " + device), o, [&](const json::Value& line) {
+    if (line.contains("loss")) losses.push_back(line["loss"].as_number());
+  });
+  return losses;
+}
+
+}  // namespace
+
+// Twenty steps compound the one step's rounding differences through AdamW,
+// whose first updates are near sign(g): an element with |g| ~ eps may move
+// by up to 2 lr more on one device than on the other. Such elements carry
+// almost none of the loss's gradient, so the losses stay within the single
+// step's bound, 2^-12 relative (measured: ~1e-7). The loss falls by more than
+// 1 over the run, so a wrong update, a stale gradient, another batch or
+// another dropout mask would leave the CPU's curve by far more.
+TEST_CASE("cuda: 20 steps of ordo pretrain on cuda track the CPU's losses", "[cuda][step]") {
+  test::TempDir dir("track");
+  std::ofstream(dir / "corpus.txt") << "the dog chased the cat .\nthe cat saw a bird near the house .\n"
+                                       "a small boy ran to the old man .\nthe old man gave the boy a red ball .\n";
+  const std::vector<double> cpu = pretrain_losses(dir, "cpu"), gpu = pretrain_losses(dir, "cuda");
+  REQUIRE(cpu.size() == 20);
+  REQUIRE(gpu.size() == 20);
+  double worst = 0;
+  for (size_t i = 0; i < cpu.size(); ++i) worst = std::max(worst, std::fabs(gpu[i] - cpu[i]) / cpu[i]);
+  INFO("losses: first " << cpu.front() << ", last " << cpu.back() << "; worst relative difference " << worst);
+  CHECK(worst <= kLossBound);
+  CHECK(cpu.back() < cpu.front() - 1);  // the run learns: the bound is small against what it tracks
+}
+
+#endif  // ORDO_HAS_CUDA
