@@ -10,6 +10,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 
 #include "base/host_device.h"
 #include "tensor/vector_math.h"
@@ -48,6 +50,23 @@ using std::tanh;
 constexpr double kInvSqrt2 = 0.70710678118654752440;
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+
+// A value of a cast (copy, fill) stored into dtype T, through double as
+// both devices cast. Into an integer type: truncated toward zero; NaN gives
+// 0 and a value beyond the type's range its minimum or maximum (saturation,
+// what CUDA's conversion instructions do), where a plain static_cast would be
+// undefined and give x86's 0x80..0 on the CPU. One definition for both
+// devices (tensor/kernels.inc, "Edge values").
+template <class T>
+ORDO_HD T cast_from_double(double v) {
+  if constexpr (std::is_integral_v<T>) {
+    constexpr T lowest = std::numeric_limits<T>::min(), highest = std::numeric_limits<T>::max();
+    if (v != v) return T(0);
+    if (v <= static_cast<double>(lowest)) return lowest;
+    if (v >= static_cast<double>(highest)) return highest;  // 2^63 for i64: rounded up, so exact
+  }
+  return static_cast<T>(v);
+}
 
 // exp, erf and the normal CDF: f32 on the host goes through the vectorisable
 // versions of tensor/vector_math.h (libm's are scalar calls that keep

@@ -3,6 +3,7 @@
 
 #include "tensor/cpu/common.h"
 #include "tensor/dispatch.h"
+#include "tensor/elementwise_math.h"
 
 namespace ordo::cpu {
 
@@ -13,7 +14,7 @@ namespace {
 template <class T> double load(const T* p) { return static_cast<double>(*p); }
 template <> double load<BF16>(const BF16* p) { return bf16_to_f32(p->bits); }
 template <> double load<F16>(const F16* p) { return f16_to_f32(p->bits); }
-template <class T> void store(T* p, double v) { *p = static_cast<T>(v); }
+template <class T> void store(T* p, double v) { *p = math::cast_from_double<T>(v); }
 template <> void store<BF16>(BF16* p, double v) { p->bits = f32_to_bf16(static_cast<float>(v)); }
 template <> void store<F16>(F16* p, double v) { p->bits = f32_to_f16(static_cast<float>(v)); }
 

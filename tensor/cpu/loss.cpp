@@ -35,7 +35,13 @@ void cross_entropy(const Tensor& loss, const Tensor& valid, const Tensor& lse, c
       for (int64_t r = b; r < e; ++r) {
         const T* zr = z + r * c;
         const T max_value = row_max(zr, c);
-        const T l = max_value + std::log(lane_sum<T>(c, [zr, max_value](int64_t j) { return math::exp(zr[j] - max_value); }));
+        // A row entirely -inf has lse = log 0 = -inf (tensor/kernels.inc,
+        // "Edge values"), not the NaN that -inf - -inf would give.
+        const T l = max_value == -std::numeric_limits<T>::infinity()
+                        ? max_value
+                        : max_value + std::log(lane_sum<T>(c, [zr, max_value](int64_t j) {
+                            return math::exp(zr[j] - max_value);
+                          }));
         lses[r] = l;
         bool counted = t[r] != ignore_index;
         ls[r] = counted ? l - zr[t[r]] : T(0);

@@ -14,6 +14,7 @@
 
 #include "tensor/cuda/cuda_common.cuh"
 #include "tensor/dispatch.h"
+#include "tensor/elementwise_math.h"
 
 namespace ordo::cuda {
 
@@ -31,7 +32,7 @@ __device__ __forceinline__ double load<F16>(const F16* p) {
 }
 
 template <class T>
-__device__ __forceinline__ void store(T* p, double v) { *p = static_cast<T>(v); }
+__device__ __forceinline__ void store(T* p, double v) { *p = math::cast_from_double<T>(v); }
 // f32_to_bf16 of tensor/dtype.h, on the device: round to nearest even, NaN kept quiet.
 template <>
 __device__ __forceinline__ void store<BF16>(BF16* p, double v) {
@@ -110,7 +111,7 @@ void launch_fill(const Tensor& out, Word pattern) {
 
 // The stored bits of `value` in dtype T, converted on the host exactly as the CPU fill does.
 template <class T>
-T host_value(double value) { return static_cast<T>(value); }
+T host_value(double value) { return math::cast_from_double<T>(value); }
 template <>
 BF16 host_value<BF16>(double value) { return BF16{f32_to_bf16(static_cast<float>(value))}; }
 template <>

@@ -63,7 +63,10 @@ void launch_rows(int64_t rows, int64_t n, const DeviceContext& ctx, Launch launc
 // The running maximum of a row and the sum of exp(v - max) over the values
 // seen so far (Milakov & Gimelshein 2018, "Online normalizer calculation for
 // softmax"): one pass gives both, and two partial results combine exactly.
-// -inf values (masked positions) contribute nothing; a NaN makes the sum NaN.
+// -inf values (masked positions) contribute nothing. A NaN or a +inf makes
+// the whole row NaN, as the CPU's max-subtracting passes do (tensor/kernels.inc,
+// "Edge values"): the NaN is carried in the max, which every output of the
+// row subtracts, whatever order the values were combined in.
 struct MaxSum {
   float max;
   float sum;
@@ -78,7 +81,10 @@ __device__ __forceinline__ MaxSum shuffle_broadcast(MaxSum v, int lane) {
 
 __device__ __forceinline__ MaxSum max_sum_identity() { return {-INFINITY, 0.0f}; }
 
+__device__ __forceinline__ MaxSum max_sum_nan() { return {NAN, NAN}; }
+
 __device__ __forceinline__ MaxSum max_sum_add(MaxSum a, float v) {
+  if (isnan(v) || v == INFINITY || isnan(a.max)) return max_sum_nan();
   if (v > a.max) return {v, a.sum * expf(a.max - v) + 1.0f};
   if (v == -INFINITY) return a;  // also keeps an all -inf prefix at sum 0
   return {a.max, a.sum + expf(v - a.max)};
@@ -86,6 +92,7 @@ __device__ __forceinline__ MaxSum max_sum_add(MaxSum a, float v) {
 
 struct MaxSumCombine {
   __device__ __forceinline__ MaxSum operator()(MaxSum a, MaxSum b) const {
+    if (isnan(a.max) || isnan(b.max)) return max_sum_nan();
     const float m = a.max > b.max ? a.max : b.max;
     if (m == -INFINITY) return {m, 0.0f};
     return {m, a.sum * expf(a.max - m) + b.sum * expf(b.max - m)};
