@@ -30,26 +30,43 @@ void AdamW::check_finite(double grad_norm) const {
   }
 }
 
-AdamW::StepInfo AdamW::step(bool read_norm) {
-  StepInfo info;
+std::vector<Tensor> AdamW::gradients() const {
   std::vector<Tensor> grads;
   for (const auto& [name, p] : params_)
     if (p->var.grad().defined()) grads.push_back(p->var.grad());
+  return grads;
+}
+
+Tensor AdamW::gradient_sums_of_squares() const {
+  std::vector<Tensor> grads = gradients();
+  return grads.empty() ? Tensor() : sums_of_squares(grads);
+}
+
+AdamW::StepInfo AdamW::step(bool read_norm) {
+  std::vector<Tensor> grads = gradients();
   const bool on_host = grads.empty() || grads.front().device().is_cpu();
-  double grad_scale = 1;  // what AdamW multiplies the gradients by
-  if (on_host || read_norm) {
-    info.grad_norm = global_norm(grads);
-    check_finite(info.grad_norm);
-    // torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when above.
-    if (config_.max_grad_norm > 0 && info.grad_norm > config_.max_grad_norm)
-      info.clip_scale = config_.max_grad_norm / (info.grad_norm + 1e-6);
-    grad_scale = info.clip_scale;
-  } else {
-    // On the device without reading anything back: the gradients are clipped
-    // in place there (AdamW then scales by 1), and what was not read is NaN.
-    info.grad_norm = info.clip_scale = std::nan("");
-    if (config_.max_grad_norm > 0) clip_by_global_norm_(grads, config_.max_grad_norm);
-  }
+  if (on_host || read_norm) return step_with_norm(global_norm(grads));
+  // On the device without reading anything back: the gradients are clipped
+  // in place there (AdamW then scales by 1), and what was not read is NaN.
+  StepInfo info;
+  info.grad_norm = info.clip_scale = std::nan("");
+  if (config_.max_grad_norm > 0) clip_by_global_norm_(grads, config_.max_grad_norm);
+  update(info, 1.0);
+  return info;
+}
+
+AdamW::StepInfo AdamW::step_with_norm(double grad_norm) {
+  StepInfo info;
+  info.grad_norm = grad_norm;
+  check_finite(grad_norm);
+  // torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when above.
+  if (config_.max_grad_norm > 0 && grad_norm > config_.max_grad_norm)
+    info.clip_scale = config_.max_grad_norm / (grad_norm + 1e-6);
+  update(info, info.clip_scale);
+  return info;
+}
+
+void AdamW::update(StepInfo& info, double grad_scale) {
   ++step_;
   info.lr = scheduled_lr(config_, step_);
   AdamWStep s;
@@ -66,7 +83,6 @@ AdamW::StepInfo AdamW::step(bool read_norm) {
     adamw_(p->var.value(), p->var.grad(), m_[i], v_[i], s);
     p->var.zero_grad();
   }
-  return info;
 }
 
 std::vector<std::pair<std::string, Tensor>> AdamW::state_tensors() const {

@@ -43,6 +43,13 @@ class AdamW {
   // the parameters, which the next loss read shows. On the CPU (no round
   // trips to save) the norm is always read and checked.
   StepInfo step(bool read_norm = true);
+  // The two halves of step(true) for a caller that reads the norm together
+  // with other values in one host copy (a logged training step's single
+  // synchronisation): the sum of the squares of each gradient, [gradients] on
+  // their device (undefined when no parameter has a gradient), and the step
+  // given the norm read from them (norm_of_sums in tensor/ops.h).
+  Tensor gradient_sums_of_squares() const;
+  StepInfo step_with_norm(double grad_norm);
   int64_t steps_taken() const { return step_; }
 
   // The state a resume needs: the step count and both moments of every
@@ -57,6 +64,10 @@ class AdamW {
   // Throws naming the first parameter with a non-finite gradient when
   // grad_norm is not finite.
   void check_finite(double grad_norm) const;
+  std::vector<Tensor> gradients() const;
+  // Counts the step, sets info.lr and updates every parameter with a gradient
+  // (multiplied by grad_scale), clearing the gradients.
+  void update(StepInfo& info, double grad_scale);
 
   std::vector<NamedParameter> params_;
   std::vector<Tensor> m_, v_;

@@ -147,6 +147,9 @@ Tensor sums_of_squares(const std::vector<Tensor>& tensors);
 // sqrt of the sum of squares of every element of every tensor, read to the
 // host (one synchronisation on a device); 0 for no tensors.
 double global_norm(const std::vector<Tensor>& tensors);
+// sqrt of partial sums of squares added in f64 in their order: global_norm's
+// total from sums_of_squares read to the host.
+double norm_of_sums(const std::vector<double>& partial_sums);
 // torch.nn.utils.clip_grad_norm_ without reading anything to the host: when
 // the global norm n exceeds max_norm, every tensor (contiguous, as gradients
 // are) is scaled in place by max_norm / (n + 1e-6). Returns n, 0-d on the

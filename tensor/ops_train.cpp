@@ -63,10 +63,14 @@ Tensor sums_of_squares(const std::vector<Tensor>& tensors) {
 
 double global_norm(const std::vector<Tensor>& tensors) {
   if (tensors.empty()) return 0;
-  // One read of all the partial sums (one host sync on a device), added in
-  // f64 in the tensors' order: the same total as adding them one by one.
+  // One read of all the partial sums (one host sync on a device).
+  return norm_of_sums(sums_of_squares(tensors).to_doubles());
+}
+
+double norm_of_sums(const std::vector<double>& partial_sums) {
+  // Added in f64 in the tensors' order: the same total as adding them one by one.
   double total = 0;
-  for (double partial : sums_of_squares(tensors).to_doubles()) total += partial;
+  for (double partial : partial_sums) total += partial;
   return std::sqrt(total);
 }
 

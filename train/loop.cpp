@@ -123,8 +123,16 @@ class StepScalars {
     for (const auto& [name, value] : scalars) values_.push_back(value.reshape({1}));
   }
 
-  // Every value with one host copy, micro-batch after micro-batch.
-  std::vector<double> read() const { return concat(values_, 0).to_doubles(); }
+  // Every value with one host copy, micro-batch after micro-batch, followed
+  // by the elements of `also` (1-d, the values' dtype and device; undefined:
+  // nothing) in the same copy.
+  std::vector<double> read(const Tensor& also = Tensor()) const {
+    std::vector<Tensor> parts = values_;
+    if (also.defined()) parts.push_back(also);
+    return concat(parts, 0).to_doubles();
+  }
+
+  DType dtype() const { return values_.front().dtype(); }
 
   // The first micro-batch whose loss (its first scalar) is not finite, or -1.
   int64_t first_non_finite(const std::vector<double>& values) const {
@@ -150,40 +158,68 @@ class StepScalars {
   std::vector<Tensor> values_;
 };
 
-// Reads the step's scalars; a non-finite loss goes to `report`, which throws.
-std::vector<double> read_finite(const StepScalars& scalars, int64_t step, const NonFiniteReport& report) {
-  std::vector<double> values = scalars.read();
+// A non-finite loss among the step's scalars goes to `report`, which throws.
+void check_losses(const StepScalars& scalars, const std::vector<double>& values, int64_t step,
+                  const NonFiniteReport& report) {
   int64_t m = scalars.first_non_finite(values);
-  if (m < 0) return values;
+  if (m < 0) return;
   report(m);
   throw Error(detail::cat("step ", step, ": the loss of micro-batch ", m, " is not finite"));
+}
+
+// A logged step: the scalars and the gradients' sums of squares in one host
+// copy (the step's single synchronisation), the losses checked, then AdamW
+// given the norm. The numbers are those of reading each separately.
+StepResult logged_update(nn::AdamW& opt, const StepScalars& scalars, int64_t step, const NonFiniteReport& report) {
+  Tensor sums = opt.gradient_sums_of_squares();
+  std::vector<double> values;
+  if (sums.defined() && scalars.dtype() == sums.dtype()) {
+    values = scalars.read(sums);
+  } else {  // a model whose loss and gradients differ in dtype: two reads
+    values = scalars.read();
+    if (sums.defined()) {
+      std::vector<double> more = sums.to_doubles();
+      values.insert(values.end(), more.begin(), more.end());
+    }
+  }
+  const size_t gradients = sums.defined() ? static_cast<size_t>(sums.numel()) : 0;
+  std::vector<double> partial_sums(values.end() - static_cast<std::ptrdiff_t>(gradients), values.end());
+  values.resize(values.size() - gradients);
+  check_losses(scalars, values, step, report);
+  StepResult result;
+  result.means = scalars.means(values);
+  result.optimizer = opt.step_with_norm(norm_of_sums(partial_sums));
+  return result;
 }
 
 }  // namespace
 
 StepResult optimizer_step(nn::AdamW& opt, int64_t step, int64_t micro_batches, bool read_scalars,
                           const MicroBatchForward& forward, const NonFiniteReport& report) {
-  StepResult result;
   StepScalars scalars;
+  int64_t tokens = 0;
   for (int64_t m = 0; m < micro_batches; ++m) {
     MicroBatch b = forward(m);
     Var share = micro_batches > 1 ? affine(b.loss, 1.0 / static_cast<double>(micro_batches)) : b.loss;
     share.backward();
     scalars.add(b.scalars);
-    result.tokens += b.tokens;
+    tokens += b.tokens;
   }
-  if (read_scalars) result.means = scalars.means(read_finite(scalars, step, report));
-  try {
-    result.optimizer = opt.step(/*read_norm=*/read_scalars);  // a step that logs nothing reads nothing back
-  } catch (const Error&) {
-    // AdamW refused non-finite gradients. On a step that did not log, its
-    // losses are read only now: a non-finite one is the likelier cause and the
-    // more useful message. (When every micro-batch's loss was read, it was
-    // checked before its backward; now a non-finite loss whose gradients stay
-    // finite is caught at the next logged step only if it persists.)
-    if (!read_scalars) read_finite(scalars, step, report);
-    throw;
+  StepResult result;
+  if (read_scalars) {
+    result = logged_update(opt, scalars, step, report);
+  } else {
+    try {
+      result.optimizer = opt.step(/*read_norm=*/false);  // a step that logs nothing reads nothing back
+    } catch (const Error&) {
+      // AdamW refused non-finite gradients (on the CPU, where it always
+      // checks). The losses are read only now: a non-finite one is the
+      // likelier cause and the more useful message.
+      check_losses(scalars, scalars.read(), step, report);
+      throw;
+    }
   }
+  result.tokens = tokens;
   return result;
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "autograd/ops.h"
+#include "tensor/device_runtime.h"
 #include "tests/helpers.h"
 #include "train/loop.h"
 
@@ -17,12 +18,12 @@ struct OneWeight {
   nn::Parameter p;
   std::unique_ptr<nn::AdamW> opt;
 
-  OneWeight() {
-    p.var = Var(Tensor::full({1}, 2.0), true, "w");
+  explicit OneWeight(Device device = Device::cpu(), double max_grad_norm = 0) {
+    p.var = Var(Tensor::full({1}, 2.0, DType::f32, device), true, "w");
     nn::AdamWConfig c;
     c.lr = 0.1;
     c.weight_decay = 0;
-    c.max_grad_norm = 0;  // no clipping
+    c.max_grad_norm = max_grad_norm;  // 0: no clipping
     opt = std::make_unique<nn::AdamW>(std::vector<nn::NamedParameter>{{"w", &p}}, c);
   }
 
@@ -30,7 +31,8 @@ struct OneWeight {
   train::MicroBatchForward forward(std::vector<double> c) {
     return [this, c](int64_t m) {
       Var loss = sum(affine(p.var, c[m]));
-      return train::MicroBatch{loss, {{"loss", loss.value()}, {"twice", mul(loss.value(), Tensor::scalar(2.0))}}, 10};
+      Tensor two = Tensor::scalar(2.0, DType::f32, loss.value().device());
+      return train::MicroBatch{loss, {{"loss", loss.value()}, {"twice", mul(loss.value(), two)}}, 10};
     };
   }
   double w() const { return p.var.value().item(); }
@@ -84,3 +86,28 @@ TEST_CASE("the cadence logs the first, every n-th and the last step; evaluates a
   CHECK(evaluations == std::vector<int64_t>{5, 10});
   CHECK(checkpoints == std::vector<int64_t>{10});
 }
+
+#ifdef ORDO_HAS_CUDA
+TEST_CASE("cuda: a logged optimizer step reads its losses and the gradient norm in one host synchronisation",
+          "[cuda][train]") {
+  // As the CPU case above, clipped at 1.5: the norm 2 is read, the
+  // gradient scaled by 1.5 / (2 + 1e-6), and Adam's first step still moves w
+  // by lr against the gradient's sign.
+  OneWeight model(Device::cuda(0), 1.5);
+  auto forward = model.forward({1, 3});
+  synchronize(Device::cuda(0));
+  reset_device_counters();
+  train::StepResult s = train::optimizer_step(*model.opt, 1, 2, true, forward, name_micro_batch);
+  CHECK(device_counters().host_syncs == 1);
+  using Means = std::vector<std::pair<std::string, double>>;
+  CHECK(s.means == Means{{"loss", 4.0}, {"twice", 8.0}});
+  CHECK(s.optimizer.grad_norm == 2.0);
+  CHECK(s.optimizer.clip_scale == 1.5 / (2.0 + 1e-6));
+  CHECK(model.w() == Approx(1.9).margin(1e-6));
+  // A step that does not log never waits for the device.
+  reset_device_counters();
+  train::StepResult quiet = train::optimizer_step(*model.opt, 2, 2, false, model.forward({1, 3}), name_micro_batch);
+  CHECK(device_counters().host_syncs == 0);
+  CHECK(quiet.means.empty());
+}
+#endif  // ORDO_HAS_CUDA
