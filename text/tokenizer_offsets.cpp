@@ -8,9 +8,9 @@
 //                   that starts at a character below U+0300: nothing there is
 //                   ever the second of a composition or reordered, so NFC never
 //                   looks across that boundary); a segment NFC leaves alone
-//                   keeps its spans, one it changes is refined into starter +
-//                   marks pieces, and a character composed from several gets
-//                   the span of all of them;
+//                   keeps its spans, one it changes is cut into groups wherever
+//                   NFC of the parts is NFC of the whole, and a character
+//                   composed from several gets the span of all of them;
 //   lower-casing    a character becomes one or more (U+0130 -> i + U+0307),
 //                   all with its span;
 //   NFD             each character decomposes with its span, then canonical
@@ -65,39 +65,39 @@ void push_covered(Spanned& out, std::u32string_view out_cps, const CharSpan* spa
 
 // NFC of in[begin, end): one segment, nothing in it composes with what is outside.
 void nfc_segment(const Spanned& in, size_t begin, size_t end, Spanned& out) {
-  const std::u32string_view segment(in.cps.data() + begin, end - begin);
-  std::u32string whole;
-  unicode::nfc(segment, whole);
-  if (whole == segment) {
+  const auto nfc_of = [&](size_t b, size_t e) {
+    std::u32string r;
+    unicode::nfc(std::u32string_view(in.cps.data() + b, e - b), r);
+    return r;
+  };
+  const std::u32string whole = nfc_of(begin, end);
+  if (whole == std::u32string_view(in.cps.data() + begin, end - begin)) {
     for (size_t i = begin; i < end; ++i) out.push(in.cps[i], in.spans[i]);
     return;
   }
-  // Refine: pieces that each start at a starter (class 0). When their NFCs
-  // put together give the segment's, each piece maps on its own.
-  std::vector<std::pair<size_t, size_t>> pieces;
-  for (size_t i = begin; i < end;) {
-    size_t j = i + 1;
-    while (j < end && unicode::combining_class(in.cps[j]) != 0) ++j;
-    pieces.emplace_back(i, j);
-    i = j;
-  }
-  std::vector<std::u32string> composed(pieces.size());
+  // Refine: cut before a starter (class 0) where NFC of the two sides put
+  // together is NFC of the whole (not so inside a Hangul syllable spelled in
+  // jamo, which are all starters); each group between cuts maps on its own.
+  std::vector<size_t> cuts{begin};
+  for (size_t k = begin + 1; k < end; ++k)
+    if (unicode::combining_class(in.cps[k]) == 0 && nfc_of(begin, k) + nfc_of(k, end) == whole) cuts.push_back(k);
+  cuts.push_back(end);
+  std::vector<std::u32string> groups;
   std::u32string joined;
-  for (size_t p = 0; p < pieces.size(); ++p) {
-    unicode::nfc(std::u32string_view(in.cps.data() + pieces[p].first, pieces[p].second - pieces[p].first),
-                 composed[p]);
-    joined += composed[p];
+  for (size_t g = 0; g + 1 < cuts.size(); ++g) {
+    groups.push_back(nfc_of(cuts[g], cuts[g + 1]));
+    joined += groups.back();
   }
-  if (joined != whole) {  // compositions across starters (Hangul jamo, some Indic vowels)
+  if (joined != whole) {  // cannot happen for canonical composition; stay safe
     push_covered(out, whole, in.spans.data() + begin, end - begin);
     return;
   }
-  for (size_t p = 0; p < pieces.size(); ++p) {
-    const auto [b, e] = pieces[p];
-    if (composed[p] == std::u32string_view(in.cps.data() + b, e - b)) {
+  for (size_t g = 0; g + 1 < cuts.size(); ++g) {
+    const size_t b = cuts[g], e = cuts[g + 1];
+    if (groups[g] == std::u32string_view(in.cps.data() + b, e - b)) {
       for (size_t i = b; i < e; ++i) out.push(in.cps[i], in.spans[i]);
     } else {
-      push_covered(out, composed[p], in.spans.data() + b, e - b);
+      push_covered(out, groups[g], in.spans.data() + b, e - b);
     }
   }
 }
