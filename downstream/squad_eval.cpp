@@ -59,9 +59,9 @@ std::unordered_map<std::string, const std::string*> match_predictions(const Squa
     for (size_t i = 0; i < ids.size() && i < 5; ++i) out += (i ? ", '" : "'") + ids[i] + "'";
     return out + (ids.size() > 5 ? ", ..." : "");
   };
-  ORDO_CHECK(missing.empty(), what, " lack", missing.size() == 1 ? "s" : "", " ", missing.size(), " of the ",
+  ORDO_CHECK(missing.empty(), what, " lack ", missing.size(), " of the ",
              data.questions.size(), " questions of ", data.path, ": ", first_few(missing));
-  ORDO_CHECK(unknown.empty(), what, " hold", unknown.size() == 1 ? "s" : "", " ", unknown.size(),
+  ORDO_CHECK(unknown.empty(), what, " hold ", unknown.size(),
              " id", unknown.size() == 1 ? "" : "s", " that ", data.path, " does not have: ", first_few(unknown));
   return by_id;
 }

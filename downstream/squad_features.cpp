@@ -46,9 +46,6 @@ std::vector<SquadFeature> make_squad_features(const SquadDataset& data, const te
                                               SquadFeatureStats* stats) {
   ORDO_CHECK(options.max_query_length >= 1, "max_query_length must be >= 1, got ", options.max_query_length);
   ORDO_CHECK(options.doc_stride >= 1, "doc_stride must be >= 1, got ", options.doc_stride);
-  ORDO_CHECK(options.max_seq_length >= options.max_query_length + 4, "max_seq_length ", options.max_seq_length,
-             " leaves no room for the context after a question of up to ", options.max_query_length,
-             " tokens and [CLS] [SEP] [SEP] (it must be >= max_query_length + 4)");
   const text::SpecialIds& special = tokenizer.vocab().special();
   SquadFeatureStats local;
   SquadFeatureStats& st = stats ? *stats : local;
@@ -86,6 +83,9 @@ std::vector<SquadFeature> make_squad_features(const SquadDataset& data, const te
     std::vector<int32_t> query = tokenizer.encode(q.question);
     if (static_cast<int>(query.size()) > options.max_query_length) query.resize(static_cast<size_t>(options.max_query_length));
     const int max_tokens = options.max_seq_length - static_cast<int>(query.size()) - 3;
+    ORDO_CHECK(max_tokens >= 1, "max_seq_length ", options.max_seq_length, " leaves no room for the context of "
+               "question '", q.id, "' after its ", query.size(), " query tokens and [CLS] [SEP] [SEP] (lower "
+               "max_query_length, now ", options.max_query_length, ", or raise max_seq_length)");
     const std::vector<Window> windows =
         windows_over(static_cast<int>(context.ids.size()), max_tokens, options.doc_stride);
     ++st.questions;

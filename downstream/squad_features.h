@@ -57,7 +57,8 @@ struct SquadFeatureStats {
 };
 
 // The windows of every question, in question order (training: those not
-// skipped). ordo::Error for options that leave no room for the context.
+// skipped). ordo::Error for options that leave a question's context no room
+// (max_seq_length - its query tokens - 3 < 1).
 std::vector<SquadFeature> make_squad_features(const SquadDataset& data, const text::Tokenizer& tokenizer,
                                               const SquadWindowOptions& options, bool training,
                                               SquadFeatureStats* stats = nullptr);
