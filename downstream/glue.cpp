@@ -145,7 +145,7 @@ std::string shortest(double x) {
 
 }  // namespace
 
-GlueSet read_glue(const GlueTask& task, const std::string& path) {
+GlueSet read_glue(const GlueTask& task, const std::string& path, const GlueReadOptions& options) {
   const std::vector<TsvRow> rows = read_tsv(path);
   ORDO_CHECK(!rows.empty(), path, ": empty file (a GLUE ", task.display, " file was expected)");
   const std::vector<Layout> layouts = layouts_of(task.name);
@@ -167,6 +167,10 @@ GlueSet read_glue(const GlueTask& task, const std::string& path) {
   const size_t width = layout->header.empty() ? layout->columns : rows[0].fields.size();
   for (size_t r = layout->header.empty() ? 0 : 1; r < rows.size(); ++r) {
     const TsvRow& row = rows[r];
+    if (row.fields.size() != width && options.skip_malformed_rows) {
+      set.skipped_lines.push_back(row.line);
+      continue;
+    }
     ORDO_CHECK(row.fields.size() == width, path, ":", row.line, ": ", row.fields.size(), " column",
                row.fields.size() == 1 ? "" : "s", ", but ", task.display, "'s ", layout->split, " layout has ", width,
                " (", describe(*layout), ")");

@@ -69,13 +69,21 @@ struct GlueSet {
   bool labelled = false;         // train/dev files; GLUE's test files have no labels
   MnliSet mnli = MnliSet::none;  // MNLI/ from the file name: *_matched.tsv or *_mismatched.tsv
   std::vector<GlueExample> examples;
+  std::vector<int> skipped_lines;  // rows left out under skip_malformed_rows
+};
+
+struct GlueReadOptions {
+  // Leave out rows with the wrong number of columns (listed in skipped_lines for
+  // the caller to report) instead of refusing the file: some old downloads of
+  // QQP's train.tsv hold broken rows, which HuggingFace's processor skips.
+  bool skip_malformed_rows = false;
 };
 
 // Reads one GLUE file of `task`. Errors (ordo::Error) name path:line: a header
 // that is none of the task's layouts (with the expected ones), a row with the
 // wrong number of columns, a label outside the task's set (with the valid
 // ones), a score that is not a finite number, an empty file.
-GlueSet read_glue(const GlueTask& task, const std::string& path);
+GlueSet read_glue(const GlueTask& task, const std::string& path, const GlueReadOptions& options = {});
 
 // The submission's file name as the GLUE server expects it: CoLA.tsv, SST-2.tsv,
 // MRPC.tsv, STS-B.tsv, QQP.tsv, MNLI-m.tsv, MNLI-mm.tsv, QNLI.tsv, RTE.tsv,

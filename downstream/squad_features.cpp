@@ -41,6 +41,15 @@ bool is_max_context(const std::vector<Window>& windows, size_t current, int posi
 
 }  // namespace
 
+std::string SquadFeatureStats::skipped_report() const {
+  if (skipped.empty()) return "";
+  std::string ids;
+  for (size_t i = 0; i < skipped.size() && i < 10; ++i) ids += (i ? ", " : "") + skipped[i];
+  if (skipped.size() > 10) ids += ", ...";
+  return "skipped " + std::to_string(skipped.size()) + " training question" + (skipped.size() == 1 ? "" : "s") +
+         " whose answer text is not at its answer_start (run_squad's 'Could not find answer'): " + ids;
+}
+
 std::vector<SquadFeature> make_squad_features(const SquadDataset& data, const text::Tokenizer& tokenizer,
                                               const SquadWindowOptions& options, bool training,
                                               SquadFeatureStats* stats) {

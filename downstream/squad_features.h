@@ -54,6 +54,9 @@ struct SquadFeatureStats {
   int features = 0;         // windows in all
   int out_of_window = 0;    // training windows whose target became [CLS] because the answer lies outside
   std::vector<std::string> skipped;  // training questions whose answer failed the check (their ids)
+  // One line for the log: "skipped 2 training questions whose answer text is not at its
+  // answer_start (run_squad's 'Could not find answer'): a, b"; "" when none was.
+  std::string skipped_report() const;
 };
 
 // The windows of every question, in question order (training: those not

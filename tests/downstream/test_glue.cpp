@@ -234,3 +234,17 @@ TEST_CASE("bad submission files: header, index order, labels, counts, each at fi
   CHECK_THROWS_WITH(read_glue_submission(dir.write("s.tsv", "index\tprediction\n0\tnan\n"), stsb),
                     Contains("s.tsv:2: prediction 'nan' is not a finite number"));
 }
+
+TEST_CASE("skip_malformed_rows leaves out rows of the wrong width and lists their lines", "[downstream][glue]") {
+  ordo::test::TempDir dir("glue-skip");
+  const std::string qqp = dir.write("train.tsv", "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n"
+                                                 "0\t1\t2\tWhy?\tHow?\t0\n"
+                                                 "\"\tWas it real?\t0\n"
+                                                 "1\t3\t4\tWho?\tWhom?\t1\n");
+  CHECK_THROWS_WITH(read_glue(glue_task("qqp"), qqp), Contains("train.tsv:3: 3 columns"));
+  const GlueSet set = read_glue(glue_task("qqp"), qqp, GlueReadOptions{true});
+  CHECK(set.skipped_lines == std::vector<int>{3});
+  REQUIRE(set.examples.size() == 2);
+  CHECK(set.examples[1].text_a == "Who?");
+  CHECK(set.examples[1].line == 4);
+}

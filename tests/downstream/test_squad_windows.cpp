@@ -99,6 +99,9 @@ TEST_CASE("SQuAD training targets: the answer's tokens in its windows, [CLS] els
   SquadFeatureStats stats;
   const std::vector<SquadFeature> f = make_squad_features(d, tok, {10, 2, 4}, true, &stats);
   CHECK(stats.skipped == std::vector<std::string>{"d"});
+  CHECK(stats.skipped_report() ==
+        "skipped 1 training question whose answer text is not at its answer_start (run_squad's 'Could not find "
+        "answer'): d");
   CHECK(stats.questions == 4);
   // a: query 3 tokens, windows of 4 from 0, 2, ..., 10; token 1 only in window 0, at 1 + 5.
   std::vector<const SquadFeature*> of_a, of_b, of_c, of_e;
