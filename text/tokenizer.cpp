@@ -145,11 +145,7 @@ void BasicTokenizer::split_chunk(std::string_view chunk, const WordSink& on_word
     while (end < n && !unicode::is_python_space(normalized[end])) ++end;
     if (end > start) {
       std::u32string_view word(normalized.data() + start, end - start);
-      bool special = std::any_of(never_split_.begin(), never_split_.end(), [&](const std::string& s) {
-        return s.size() == word.size() && std::equal(word.begin(), word.end(), s.begin(),
-                                                     [](char32_t a, char b) { return a == char32_t(uint8_t(b)); });
-      });
-      if (special) {
+      if (is_never_split(word)) {
         on_word(word, true);
       } else {
         split_word(word, on_word);
@@ -157,6 +153,13 @@ void BasicTokenizer::split_chunk(std::string_view chunk, const WordSink& on_word
     }
     start = end;
   }
+}
+
+bool BasicTokenizer::is_never_split(std::u32string_view word) const {
+  return std::any_of(never_split_.begin(), never_split_.end(), [&](const std::string& s) {
+    return s.size() == word.size() &&
+           std::equal(word.begin(), word.end(), s.begin(), [](char32_t a, char b) { return a == char32_t(uint8_t(b)); });
+  });
 }
 
 void BasicTokenizer::split_word(std::u32string_view word, const WordSink& on_word) const {

@@ -12,6 +12,11 @@
 //
 // tests/data/tokenizer_golden.json (written by scripts/tokenizer_twin.py from HF's
 // own tokenizer) pins the behaviour down.
+//
+// encode_with_offsets() also says where each token came from in the original
+// text (what SQuAD needs to map answers to tokens and back): every step above
+// carries, for each character it produces, the span of original characters it
+// grew out of (text/tokenizer_offsets.cpp).
 #pragma once
 
 #include <cstdint>
@@ -95,6 +100,13 @@ class PieceTrie {
 
 // HF's BasicTokenizer (see the top of this file) plus the cutting-out of
 // special tokens that HF's PreTrainedTokenizer.tokenize does before it.
+// Where a token or character came from: code points [begin, end) of the
+// original text — Python str indices, what SQuAD's answer_start counts.
+struct CharSpan {
+  int32_t begin = 0, end = 0;
+  friend bool operator==(CharSpan a, CharSpan b) { return a.begin == b.begin && a.end == b.end; }
+};
+
 class BasicTokenizer {
  public:
   // `never_split`: strings kept whole wherever they appear in the raw text.
@@ -107,11 +119,22 @@ class BasicTokenizer {
   // The words as UTF-8 strings.
   std::vector<std::string> words(std::string_view text) const;
 
+  // split() over code points, saying also where each character of each word
+  // came from: spans[i] is the span of `text` that word[i] grew out of (a
+  // character lower-casing or decomposition made several of shares its span; a
+  // character NFC composed from several spans them all). Same words as split().
+  using SpannedWordSink = std::function<void(std::u32string_view word, const CharSpan* spans, bool is_special)>;
+  void split_with_offsets(std::u32string_view text, const SpannedWordSink& on_word) const;
+
   bool lower_case() const { return lower_case_; }
 
  private:
   void split_chunk(std::string_view chunk, const WordSink& on_word) const;
   void split_word(std::u32string_view word, const WordSink& on_word) const;
+  bool is_never_split(std::u32string_view word) const;
+  // The spanned twins of split_chunk and split_word (text/tokenizer_offsets.cpp).
+  void split_chunk_spanned(std::u32string_view text, size_t begin, size_t end, const SpannedWordSink& on_word) const;
+  void split_word_spanned(std::u32string_view word, const CharSpan* spans, const SpannedWordSink& on_word) const;
 
   bool lower_case_;
   std::vector<std::string> never_split_;
@@ -139,6 +162,16 @@ class Tokenizer {
   void wordpiece(std::u32string_view word, std::vector<int32_t>& out) const;
   // Tokens joined back into text, "##" pieces glued to their word.
   std::string decode(const std::vector<int32_t>& ids) const;
+
+  // encode() with each token's span of original code points. A "##" piece
+  // covers the characters it matched; a word that became [UNK] covers the
+  // whole word; a special token the text it was cut from. Throws ordo::Error
+  // when text is not valid UTF-8.
+  struct Encoding {
+    std::vector<int32_t> ids;
+    std::vector<CharSpan> offsets;  // one per id
+  };
+  Encoding encode_with_offsets(std::string_view text) const;
 
  private:
   Vocab vocab_;

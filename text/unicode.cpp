@@ -38,7 +38,7 @@ struct Composition {
 
 // Flag bits of kPropertyRanges (must match the generator).
 constexpr uint8_t kControl = 1, kPunct = 2, kZs = 4, kMn = 8, kPySpace = 16, kCaseIgnorable = 32,
-                  kCased = 64;
+                  kCased = 64, kAlnum = 128;
 
 uint8_t lookup_flags(char32_t cp) {
   const auto* end = kPropertyRanges + std::size(kPropertyRanges);
@@ -162,6 +162,8 @@ bool is_chinese_char(char32_t cp) {
 bool is_nonspacing_mark(char32_t cp) { return flags(cp) & kMn; }
 
 bool is_python_space(char32_t cp) { return flags(cp) & kPySpace; }
+
+bool is_alnum(char32_t cp) { return flags(cp) & kAlnum; }
 
 int combining_class(char32_t cp) {
   if (cp < 0x300) return 0;

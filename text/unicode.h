@@ -26,6 +26,9 @@ bool is_chinese_char(char32_t cp);
 bool is_nonspacing_mark(char32_t cp);
 // CPython str.isspace() for one character: what str.split() splits on.
 bool is_python_space(char32_t cp);
+// CPython str.isalnum() for one character (isalpha, isdecimal, isdigit or
+// isnumeric): what Python's regex \w matches, less the underscore.
+bool is_alnum(char32_t cp);
 // Canonical combining class (0 for starters).
 int combining_class(char32_t cp);
 

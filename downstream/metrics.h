@@ -1,0 +1,38 @@
+// The GLUE metrics, computed as the reference implementations compute them
+// (HuggingFace's glue_compute_metrics calls these from scikit-learn and SciPy;
+// the values are fractions, as those functions return them):
+//   accuracy   the fraction of predictions equal to the gold label;
+//   binary_f1  sklearn f1_score(average='binary', pos_label=1): 2 tp / (2 tp + fp + fn),
+//              0 when there is no positive at all (sklearn's zero_division);
+//   matthews   sklearn matthews_corrcoef, its multi-class form (Gorodkin's R_K):
+//              with C the confusion matrix, t = row sums, p = column sums,
+//              s = samples, c = trace: (c s - t.p) / sqrt((s^2 - p.p)(s^2 - t.t)),
+//              0 when the denominator is 0 (a constant prediction or gold);
+//   pearson    scipy.stats.pearsonr: the mean-centred vectors, each divided by its
+//              norm, dotted, clipped to [-1, 1]; NaN when either input is constant
+//              (SciPy's ConstantInputWarning), exactly +-1 for two points;
+//   spearman   scipy.stats.spearmanr: Pearson's r of the ranks, ties given the
+//              average of the ranks they span (rankdata(method='average')).
+#pragma once
+
+#include <vector>
+
+#include "base/json.h"
+#include "downstream/glue.h"
+
+namespace ordo::downstream {
+
+double accuracy(const std::vector<int>& gold, const std::vector<int>& predicted);
+double binary_f1(const std::vector<int>& gold, const std::vector<int>& predicted, int positive = 1);
+double matthews(const std::vector<int>& gold, const std::vector<int>& predicted);
+double pearson(const std::vector<double>& x, const std::vector<double>& y);
+double spearman(const std::vector<double>& x, const std::vector<double>& y);
+// 1-based ranks, ties averaged (scipy.stats.rankdata's default).
+std::vector<double> average_ranks(const std::vector<double>& x);
+
+// The task's metrics of predictions against a labelled set, one key per metric
+// in the task's order (metric_key): {"accuracy": .., "f1": ..} and so on. A
+// Pearson or Spearman that is undefined (constant input) is null.
+json::Value glue_metrics(const GlueSet& gold, const GluePredictions& predicted);
+
+}  // namespace ordo::downstream
