@@ -155,7 +155,11 @@ ProbeResult identical_word_probe(const nn::PretrainingModel& model, const text::
 json::Value layer_indicators_json(const Matrix& attention) {
   json::Value o = json::Value::object();
   o["with_special"] = indicators_json(compute_indicators(attention));
-  o["without_special"] = indicators_json(compute_indicators(without_special(attention)));
+  Indicators words = compute_indicators(without_special(attention));
+  // That matrix has no specials left: its AIV "without them" is its AIV, not a
+  // second trim (which would drop the first and last word positions too).
+  words.translation_invariance_no_special = words.translation_invariance;
+  o["without_special"] = indicators_json(words);
   return o;
 }
 

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "probe/indicators.h"
+#include "probe/probe.h"
 #include "tests/helpers.h"
 
 using namespace ordo;
@@ -466,4 +467,26 @@ TEST_CASE("OPR: ties are relative to the pair, not to the matrix's largest entry
     // of 1e-6 times the largest entry would count both pairs as rising: OPR 1).
     CHECK(probe::monotonicity(rows({{1.0, 1.000004}, {1.000004, 1.0}})) == 0);
   }
+}
+
+TEST_CASE("indicators.json's without_special block trims [CLS] and [SEP] once, AIV w/o specials included", "[indicators]") {
+  // An 8 x 8 map with no structure to hide behind: entry (i, j) = ((7i + 3j) mod 11 + 1) / 100.
+  Matrix a(8, 8);
+  for (int64_t i = 0; i < 8; ++i)
+    for (int64_t j = 0; j < 8; ++j) a(i, j) = static_cast<double>((7 * i + 3 * j) % 11 + 1) / 100.0;
+  // The words alone, cut out by hand: rows and columns 1..6.
+  Matrix words(6, 6);
+  for (int64_t i = 0; i < 6; ++i)
+    for (int64_t j = 0; j < 6; ++j) words(i, j) = a(i + 1, j + 1);
+  Matrix twice(4, 4);  // what a second trim would leave: rows and columns 2..5
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 4; ++j) twice(i, j) = a(i + 2, j + 2);
+  REQUIRE(std::fabs(naive_aiv(words) - naive_aiv(twice)) > 1e-3);  // the test can tell them apart
+
+  json::Value j = probe::layer_indicators_json(a);
+  const json::Value& without = j["without_special"];
+  CHECK(without["translation_invariance"].as_number() == Approx(naive_aiv(words)).epsilon(1e-12));
+  CHECK(without["translation_invariance_no_special"].as_number() == Approx(naive_aiv(words)).epsilon(1e-12));
+  CHECK(j["with_special"]["translation_invariance_no_special"].as_number() == Approx(naive_aiv(words)).epsilon(1e-12));
+  CHECK(j["with_special"]["translation_invariance"].as_number() == Approx(naive_aiv(a)).epsilon(1e-12));
 }
