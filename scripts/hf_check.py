@@ -181,7 +181,7 @@ def hf_to_ordo(ordo, work):
 def make_ordo_checkpoint(ordo, work, objective):
     """A short `ordo pretrain` run of the tiny config on the synthetic language."""
     run_dir = os.path.join(work, f"ordo_run_{objective.replace('+', '_')}")
-    sets = ["train.steps=150", "train.warmup_steps=10", "train.batch_size=8", "train.max_seq_length=32",
+    sets = ["train.steps=150", "train.batch_size=8", "train.max_seq_length=32",
             "train.checkpoint_every=150", "train.eval_every=150", "train.log_every=50",
             "data.synthetic_sentences=2000", "data.vocab_size=500", f"data.objective={objective}"]
     if objective == "causal":

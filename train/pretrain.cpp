@@ -85,7 +85,12 @@ TrainConfig parse_train(const json::Value& v, const std::string& where) {
   t.adam.eps = r.number("adam_eps", t.adam.eps, 1e-30, 1);
   t.adam.weight_decay = r.number("weight_decay", t.adam.weight_decay, 0, 10);
   t.adam.max_grad_norm = r.number("max_grad_norm", t.adam.max_grad_norm, 0, 1e30);
+  // Warm-up in steps, or as a fraction of the run's steps (HF's warmup_ratio:
+  // ceil(ratio x total steps)), which a shorter run (--set train.steps=60) keeps.
+  ORDO_CHECK(!(r.has("warmup_steps") && r.has("warmup_ratio")), where,
+             ": give warmup_steps or warmup_ratio, not both");
   t.adam.warmup_steps = r.integer("warmup_steps", 0, 0, int64_t{1} << 40);
+  const double warmup_ratio = r.number("warmup_ratio", 0, 0, 1);
   t.seed = static_cast<uint64_t>(r.integer("seed", static_cast<int64_t>(t.seed), 0, INT64_MAX));
   t.log_every = r.integer("log_every", t.log_every, 1, INT64_MAX);
   t.eval_every = r.integer("eval_every", t.eval_every, 0, INT64_MAX);
@@ -96,6 +101,8 @@ TrainConfig parse_train(const json::Value& v, const std::string& where) {
   r.finish();
   t.adam.total_steps = t.total_steps();
   ORDO_CHECK(t.total_steps() > 0, where, ": the run has no steps");
+  if (warmup_ratio > 0)
+    t.adam.warmup_steps = static_cast<int64_t>(std::ceil(warmup_ratio * static_cast<double>(t.total_steps())));
   ORDO_CHECK(t.adam.warmup_steps <= t.total_steps(), where, ": warmup_steps ", t.adam.warmup_steps,
              " exceeds the ", t.total_steps(), " steps of the run");
   return t;

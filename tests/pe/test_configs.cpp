@@ -103,3 +103,33 @@ TEST_CASE("\"extends\": a config builds on another, objects merging key by key",
   CHECK_THROWS_WITH(train::read_run_config(dir / "loop.json", {}), Catch::Contains("a cycle?"));
   CHECK_THROWS_WITH(train::read_run_config(dir / "missing.json", {}), Catch::Contains("nowhere.json"));
 }
+
+TEST_CASE("every shipped config takes a short run with train.steps=60 and no other key", "[configs]") {
+  for (const std::string& path : config_files()) {
+    INFO(path);
+    train::RunConfig rc = train::read_run_config(path, {"train.steps=60"});
+    CHECK(rc.train.total_steps() == 60);
+    CHECK(rc.train.adam.total_steps == 60);
+    CHECK(rc.train.adam.warmup_steps <= 60);
+  }
+}
+
+TEST_CASE("warm-up as a ratio of the run's steps, as HF's warmup_ratio", "[configs][errors]") {
+  // ceil(ratio x steps): Python's math.ceil(1000 * 0.1) == 100, math.ceil(60 * 0.1) == 6,
+  // math.ceil(7 * 0.25) == 2 (1.75 rounded up).
+  auto warmup = [](const std::vector<std::string>& sets) {
+    return train::read_run_config(std::string(ORDO_SOURCE_DIR) + "/configs/tiny.json", sets).train.adam.warmup_steps;
+  };
+  CHECK(warmup({"train.steps=1000"}) == 100);
+  CHECK(warmup({"train.steps=60"}) == 6);
+  CHECK(warmup({"train.steps=7", "train.warmup_ratio=0.25"}) == 2);
+  CHECK(warmup({"train.steps=7", "train.warmup_ratio=0"}) == 0);
+  // Steps instead of a ratio: an explicit count, still refused beyond the run.
+  json::Value c = json::parse(R"({"model": {"pe": "none"}, "train": {"steps": 50, "warmup_steps": 20}})");
+  CHECK(train::parse_run_config(c, {}, "test").train.adam.warmup_steps == 20);
+  CHECK_THROWS_WITH(train::parse_run_config(c, {"train.warmup_steps=51"}, "test"), Catch::Contains("exceeds"));
+  CHECK_THROWS_WITH(train::parse_run_config(c, {"train.warmup_ratio=0.1"}, "test"),
+                    Catch::Contains("warmup_steps or warmup_ratio, not both"));
+  CHECK_THROWS_WITH(train::read_run_config(std::string(ORDO_SOURCE_DIR) + "/configs/tiny.json", {"train.warmup_ratio=1.5"}),
+                    Catch::Contains("warmup_ratio") && !Catch::Contains("not both"));
+}
