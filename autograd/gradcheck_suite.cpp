@@ -185,18 +185,31 @@ std::vector<GradcheckCase> gradcheck_cases() {
   return cases;
 }
 
-std::vector<GradcheckOutcome> run_gradcheck_suite() {
+std::vector<GradcheckOutcome> run_gradcheck_suite(const std::vector<std::string>& ops) {
+  const std::vector<std::string> known = differentiable_ops();
+  for (const std::string& op : ops)
+    if (std::find(known.begin(), known.end(), op) == known.end()) {
+      std::string names;
+      for (const std::string& k : known) names += " " + k;
+      throw Error("gradcheck: '" + op + "' is not a differentiable op; the ops are:" + names);
+    }
   std::vector<GradcheckOutcome> outcomes;
-  for (const GradcheckCase& c : gradcheck_cases())
-    outcomes.push_back({c.name, gradcheck(c.f, c.inputs, GradcheckOptions{}, c.constant)});
+  for (const GradcheckCase& c : gradcheck_cases()) {
+    GradcheckOutcome o{c.name, gradcheck(c.f, c.inputs, GradcheckOptions{}, c.constant)};
+    const auto touches = [&](const std::string& op) {
+      return std::find(o.result.ops.begin(), o.result.ops.end(), op) != o.result.ops.end();
+    };
+    if (ops.empty() || std::any_of(ops.begin(), ops.end(), touches)) outcomes.push_back(std::move(o));
+  }
   return outcomes;
 }
 
-std::vector<std::string> uncovered_ops(const std::vector<GradcheckOutcome>& outcomes) {
+std::vector<std::string> uncovered_ops(const std::vector<GradcheckOutcome>& outcomes,
+                                       const std::vector<std::string>& ops) {
   std::set<std::string> seen;
   for (const auto& o : outcomes) seen.insert(o.result.ops.begin(), o.result.ops.end());
   std::vector<std::string> missing;
-  for (const std::string& op : differentiable_ops())
+  for (const std::string& op : ops.empty() ? differentiable_ops() : ops)
     if (!seen.count(op)) missing.push_back(op);
   return missing;
 }

@@ -26,9 +26,12 @@ struct GradcheckOutcome {
   std::string name;
   GradcheckResult result;
 };
-std::vector<GradcheckOutcome> run_gradcheck_suite();
+// Every case, or with `ops` only the cases whose graph contains one of them
+// (an op that is not differentiable is an error listing those that are).
+std::vector<GradcheckOutcome> run_gradcheck_suite(const std::vector<std::string>& ops = {});
 
-// Differentiable ops that no outcome's graph contains.
-std::vector<std::string> uncovered_ops(const std::vector<GradcheckOutcome>& outcomes);
+// The differentiable ops (or only `ops`) that no outcome's graph contains.
+std::vector<std::string> uncovered_ops(const std::vector<GradcheckOutcome>& outcomes,
+                                       const std::vector<std::string>& ops = {});
 
 }  // namespace ordo

@@ -1,5 +1,6 @@
-// `ordo gradcheck`: runs the f64 finite-difference gradient check of every
-// differentiable op and prints one line per case plus the op coverage.
+// `ordo gradcheck [OP ...]`: runs the f64 finite-difference gradient check of
+// every differentiable op (or of the cases whose graph contains a named op)
+// and prints one line per case plus the op coverage.
 #include <cstdio>
 
 #include "autograd/gradcheck_suite.h"
@@ -9,7 +10,8 @@ namespace {
 
 int run(const std::vector<std::string>& argv) {
   ordo::cli::Args args(argv, {});
-  std::vector<ordo::GradcheckOutcome> outcomes = ordo::run_gradcheck_suite();
+  const std::vector<std::string>& ops = args.positional();
+  std::vector<ordo::GradcheckOutcome> outcomes = ordo::run_gradcheck_suite(ops);
   int failed = 0;
   std::printf("%-50s %-6s %12s %12s\n", "case", "result", "max abs err", "max rel err");
   for (const auto& o : outcomes) {
@@ -18,10 +20,11 @@ int run(const std::vector<std::string>& argv) {
                 o.result.max_abs_error, o.result.max_rel_error);
     if (!o.result.ok) std::printf("    worst: %s\n", o.result.worst.c_str());
   }
-  std::vector<std::string> missing = ordo::uncovered_ops(outcomes);
-  std::printf("\ncovered: %zu of %zu differentiable ops:", ordo::differentiable_ops().size() - missing.size(),
-              ordo::differentiable_ops().size());
-  for (const auto& op : ordo::differentiable_ops()) std::printf(" %s", op.c_str());
+  std::vector<std::string> missing = ordo::uncovered_ops(outcomes, ops);
+  const std::vector<std::string> checked = ops.empty() ? ordo::differentiable_ops() : ops;
+  std::printf("\ncovered: %zu of %zu %s:", checked.size() - missing.size(), checked.size(),
+              ops.empty() ? "differentiable ops" : "named ops");
+  for (const auto& op : checked) std::printf(" %s", op.c_str());
   std::printf("\n");
   for (const auto& op : missing) std::printf("NOT COVERED: %s\n", op.c_str());
   std::printf("%d of %zu cases failed\n", failed, outcomes.size());
@@ -29,6 +32,6 @@ int run(const std::vector<std::string>& argv) {
 }
 
 ordo::cli::Register command({"gradcheck", "f64 finite-difference check of every differentiable op",
-                             "(no flags)", run});
+                             "[OP ...]  only the cases whose graph contains a named op (default: every case)", run});
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Every differentiable op passes the f64 finite-difference gradient check,
 // and the suite covers every op that can record a node.
+#include <algorithm>
 #include <iostream>
 
 #include "autograd/gradcheck_suite.h"
@@ -44,4 +45,27 @@ TEST_CASE("the checker catches a wrong backward", "[gradcheck]") {
     });
   };
   CHECK_FALSE(gradcheck(nan_grad, {ordo::test::random_tensor({2}, 2)}).ok);
+}
+
+TEST_CASE("ordo gradcheck OP runs exactly the cases whose graph holds a named op", "[gradcheck][errors]") {
+  std::vector<GradcheckOutcome> all = run_gradcheck_suite();
+  auto holds = [](const GradcheckOutcome& o, const std::string& op) {
+    return std::find(o.result.ops.begin(), o.result.ops.end(), op) != o.result.ops.end();
+  };
+  for (const std::vector<std::string>& ops :
+       {std::vector<std::string>{"softmax"}, std::vector<std::string>{"matmul", "layernorm"}}) {
+    std::vector<std::string> expected;  // the full suite's cases, filtered here
+    for (const auto& o : all)
+      if (std::any_of(ops.begin(), ops.end(), [&](const std::string& op) { return holds(o, op); }))
+        expected.push_back(o.name);
+    std::vector<GradcheckOutcome> some = run_gradcheck_suite(ops);
+    std::vector<std::string> names;
+    for (const auto& o : some) names.push_back(o.name);
+    CHECK(names == expected);
+    CHECK(!names.empty());
+    CHECK(names.size() < all.size());
+    CHECK(uncovered_ops(some, ops).empty());
+  }
+  CHECK_THROWS_WITH(run_gradcheck_suite({"softmax", "no_such_op"}),
+                    Catch::Contains("'no_such_op' is not a differentiable op") && Catch::Contains("matmul"));
 }
