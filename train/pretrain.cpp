@@ -1,12 +1,15 @@
 #include "train/pretrain.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "base/config.h"
 #include "base/file_io.h"
@@ -523,9 +526,10 @@ void print_progress(int64_t step, int64_t total, const StepResult& s, double tok
 }
 
 // Evaluates on the phase's held-out batches (if any) and logs the result.
-void evaluate_and_log(MetricsLog& log, PretrainRun& r, const TrainConfig& t, int64_t step, bool quiet) {
+std::optional<EvalResult> evaluate_and_log(MetricsLog& log, PretrainRun& r, const TrainConfig& t, int64_t step,
+                                           bool quiet) {
   text::PretrainingData* held_out = r.eval_data[r.state.phase].get();
-  if (!held_out) return;
+  if (!held_out) return std::nullopt;
   EvalResult e = evaluate(*r.model, *held_out, t.phases[r.state.phase].batch_size, t.eval_batches, r.device);
   const double ppl = perplexity(e.loss);
   json::Value line = json::Value::object();
@@ -539,6 +543,21 @@ void evaluate_and_log(MetricsLog& log, PretrainRun& r, const TrainConfig& t, int
   if (!quiet)
     std::fprintf(stderr, "eval step %lld | held-out loss %.4f | accuracy %.2f%% | perplexity %.2f\n",
                  static_cast<long long>(step), e.loss, 100 * e.accuracy, ppl);
+  return e;
+}
+
+// The run's last line, printed also when quiet: where it stands, where its
+// last checkpoint is, its final held-out metrics and its wall time.
+void print_summary(const RunSummary& s, const std::string& out, const std::optional<EvalResult>& eval,
+                   double run_seconds, double call_seconds) {
+  char metrics[96] = "no held-out evaluation at this step";
+  if (eval) std::snprintf(metrics, sizeof metrics, "held-out loss %.4f, accuracy %.2f%%", eval->loss, 100 * eval->accuracy);
+  std::fprintf(stderr, "ordo pretrain: %s at step %lld of %lld; checkpoint %s; %s; wall time %s (this call %s)%s\n",
+               s.interrupted ? "interrupted (Ctrl-C)" : s.step >= s.total_steps ? "complete" : "stopped",
+               static_cast<long long>(s.step), static_cast<long long>(s.total_steps),
+               checkpoint_dir(out, s.step).c_str(), metrics, format_duration(run_seconds).c_str(),
+               format_duration(call_seconds).c_str(),
+               s.step < s.total_steps ? (std::string("; continue with --resume ") + out).c_str() : "");
 }
 
 void save_checkpoint(const std::string& run, PretrainRun& r) {
@@ -651,7 +670,7 @@ void check_output(const PretrainOptions& o) {
 
 // ---- the loop -------------------------------------------------------------------------------
 
-int64_t run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer, RunDirectory run) {
+RunSummary run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer, RunDirectory run) {
   const bool resuming = !run.building();
   set_threads(c.train.threads);
   PretrainRun r(c, run.path(), resuming, o.quiet);
@@ -661,9 +680,21 @@ int64_t run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObse
   RunClock clock(r.state.elapsed_seconds);
   Throughput throughput;
   const Cadence cadence{c.train.total_steps(), c.train.log_every, c.train.eval_every, c.train.checkpoint_every};
+  const auto call_started = std::chrono::steady_clock::now();
+  RunSummary summary;
+  summary.total_steps = cadence.total_steps;
+  std::optional<EvalResult> last_eval;
   int64_t steps_this_call = 0;
   while (r.state.step < cadence.total_steps) {
+    const int64_t phase_before = r.state.phase;
     enter_current_phase(r.state, c.train.phases);
+    if (r.state.phase != phase_before && !o.quiet) {
+      const Phase& p = c.train.phases[r.state.phase];
+      std::fprintf(stderr, "phase %lld of %zu from step %lld: max_seq_length %lld, batch %lld\n",
+                   static_cast<long long>(r.state.phase + 1), c.train.phases.size(),
+                   static_cast<long long>(r.state.step + 1), static_cast<long long>(p.max_seq_length),
+                   static_cast<long long>(p.batch_size));
+    }
     const int64_t step = r.state.step + 1;
     StepResult s = pretrain_step(r, c.train, step, cadence.logs(step));
     r.state.step = step;
@@ -676,7 +707,7 @@ int64_t run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObse
         print_progress(step, cadence.total_steps, s, tokens_per_s,
                        clock.seconds_left(steps_this_call, cadence.total_steps - step));
     }
-    if (cadence.evaluates(step)) evaluate_and_log(log, r, c.train, step, o.quiet);
+    if (cadence.evaluates(step)) last_eval = evaluate_and_log(log, r, c.train, step, o.quiet);
     if (run.building()) {
       // The first step is done: the new run has started and takes the output's place.
       ORDO_CHECK(!InterruptScope::interrupted(), "interrupted during the first step; '", o.out, "' is left as it was");
@@ -688,12 +719,33 @@ int64_t run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObse
       save_checkpoint(run.path(), r);
     }
     if (stop) {
-      if (!o.quiet) std::fprintf(stderr, "stopped at step %lld with a checkpoint; continue with --resume %s\n",
-                                 static_cast<long long>(step), o.out.c_str());
+      summary.interrupted = InterruptScope::interrupted();
+      if (!cadence.evaluates(step)) last_eval.reset();  // an older evaluation is not this step's
       break;
     }
   }
-  return steps_this_call;
+  summary.steps = steps_this_call;
+  summary.step = r.state.step;
+  print_summary(summary, o.out, last_eval, clock.elapsed(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - call_started).count());
+  return summary;
+}
+
+// The stored config of a run trained on to `steps` (PretrainOptions::extend_to):
+// train.steps = steps, the warm-up fixed at the steps it had.
+RunConfig extended_config(const RunConfig& c, int64_t steps, int64_t done, const std::string& where) {
+  ORDO_CHECK(c.train.phases.size() == 1, "--set train.steps=", steps, ": the run has ", c.train.phases.size(),
+             " phases; only a single-phase run can be extended this way");
+  ORDO_CHECK(steps > done, "--set train.steps=", steps, ": a run is extended beyond the ", done,
+             " steps it has done; give more steps");
+  json::Value source = c.source;
+  json::Value train = json::Value::object();
+  for (const auto& [key, value] : source["train"].items())
+    if (key != "warmup_ratio") train[key] = value;
+  train["steps"] = steps;
+  train["warmup_steps"] = c.train.adam.warmup_steps;  // a ratio would move it with the new end
+  source["train"] = train;
+  return parse_run_config(source, {}, where);
 }
 
 }  // namespace
@@ -708,7 +760,7 @@ EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text:
   return sums.finish();
 }
 
-int64_t pretrain(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer) {
+RunSummary pretrain(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer) {
   check_output(o);
   check_before_writing(c);
   RunDirectory run = RunDirectory::beside(o.out);
@@ -716,10 +768,25 @@ int64_t pretrain(const RunConfig& c, const PretrainOptions& o, const MetricsObse
   return run_loop(c, o, observer, std::move(run));
 }
 
-int64_t resume_pretrain(const PretrainOptions& o, const MetricsObserver& observer) {
+RunSummary resume_pretrain(const PretrainOptions& o, const MetricsObserver& observer) {
   ORDO_CHECK(directory_exists(o.out), "--resume: '", o.out, "' is not a directory");
-  ORDO_CHECK(file_exists(o.out + "/config.json"), "--resume: '", o.out, "' holds no run (no config.json)");
-  RunConfig c = read_run_config(o.out + "/config.json", {});
+  const std::string config_path = o.out + "/config.json";
+  ORDO_CHECK(file_exists(config_path), "--resume: '", o.out, "' holds no run (no config.json)");
+  RunConfig c = read_run_config(config_path, {});
+  const int64_t done = std::max<int64_t>(latest_checkpoint(o.out), 0);
+  if (o.extend_to >= 0) {
+    c = extended_config(c, o.extend_to, done, config_path);
+    write_file_atomic(config_path, json::dump(c.source, 2) + "\n");  // validated above: the run's new plan
+  } else if (done >= c.train.total_steps()) {
+    std::fprintf(stderr,
+                 "ordo pretrain: '%s' is complete (step %lld of %lld); nothing to do. To train it further: "
+                 "ordo pretrain --resume %s --set train.steps=N (N > %lld)\n",
+                 o.out.c_str(), static_cast<long long>(done), static_cast<long long>(c.train.total_steps()),
+                 o.out.c_str(), static_cast<long long>(done));
+    RunSummary complete;
+    complete.step = complete.total_steps = done;
+    return complete;
+  }
   return run_loop(c, o, observer, RunDirectory::in_place(o.out));
 }
 

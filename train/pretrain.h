@@ -88,13 +88,29 @@ struct PretrainOptions {
   bool overwrite = false; // replace a run already in `out`
   bool quiet = false;     // no progress lines (tests)
   int64_t stop_after = -1;  // stop (with a checkpoint) after this many steps (tests of resume)
+  // With resume: train the run on to this many steps (--resume RUN --set
+  // train.steps=N, N beyond the steps done; a finished run too). The warm-up
+  // keeps the steps it had; the linear decay is re-aimed at the new end, so the
+  // next step's learning rate is lr x (N - s) / (N - warm-up) for step s. The
+  // run's config.json is updated. Single-phase runs only.
+  int64_t extend_to = -1;
 };
 
-// Runs (or resumes) a pretraining run. Returns the number of optimizer steps
-// done. Ctrl-C stops cleanly after the current step with a checkpoint.
-int64_t pretrain(const RunConfig& config, const PretrainOptions& options, const MetricsObserver& observer = {});
-// Resumes the run in `out` with the config stored there.
-int64_t resume_pretrain(const PretrainOptions& options, const MetricsObserver& observer = {});
+// What one call did: the command's exit status and its last line come from it.
+struct RunSummary {
+  int64_t steps = 0;         // optimizer steps done by this call
+  int64_t step = 0;          // where the run stands
+  int64_t total_steps = 0;   // the run's planned steps
+  bool interrupted = false;  // Ctrl-C: stopped after a checkpoint (`ordo pretrain` exits 130)
+};
+
+// Runs (or resumes) a pretraining run and ends with one line saying where the
+// last checkpoint is, the final held-out metrics and the wall time (also when
+// quiet). Ctrl-C stops cleanly after the current step with a checkpoint.
+RunSummary pretrain(const RunConfig& config, const PretrainOptions& options, const MetricsObserver& observer = {});
+// Resumes the run in `out` with the config stored there. A finished run (and
+// no extend_to) is left untouched: it says it is complete and does nothing.
+RunSummary resume_pretrain(const PretrainOptions& options, const MetricsObserver& observer = {});
 
 // ---- for analyses of a finished run (ordo analyze) -----------------------------------------
 // (checkpoint_dir and latest_checkpoint are train/loop.h's.)

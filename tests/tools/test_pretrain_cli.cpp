@@ -6,6 +6,7 @@
 #include <map>
 
 #include "base/file_io.h"
+#include "base/json.h"
 #include "tests/helpers.h"
 
 using ordo::test::run_ordo;
@@ -151,4 +152,76 @@ TEST_CASE("ordo pretrain checks the whole run before its first write", "[pretrai
   }
   // The same --out then works without --overwrite.
   CHECK(run_ordo(pretrain_args(dir, run, "")).exit_code == 0);
+}
+
+TEST_CASE("ordo pretrain ends with one line: where it stands, its checkpoint, held-out metrics, wall time", "[pretrain][cli]") {
+  TempDir dir("pretrain-cli");
+  std::ofstream(dir / "ok.json") << kSmall;
+  std::string run = dir / "run";
+  // --quiet too: the last line is what a sweep's log keeps.
+  ordo::test::CommandResult r =
+      run_ordo("pretrain --quiet --config " + (dir / "ok.json") + " --out " + run + " --set train.eval_every=2");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("complete at step 2 of 2; checkpoint " + run + "/checkpoints/step_000000002; held-out loss ") !=
+        std::string::npos);
+  CHECK(r.output.find("wall time ") != std::string::npos);
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+}
+
+TEST_CASE("ordo pretrain --resume: a finished run says so and is untouched; --set train.steps=N trains it on",
+          "[pretrain][cli]") {
+  TempDir dir("pretrain-cli");
+  std::ofstream(dir / "ok.json") << kSmall;
+  std::string run = dir / "run";
+  REQUIRE(run_ordo("pretrain --quiet --config " + (dir / "ok.json") + " --out " + run).exit_code == 0);
+  const std::string metrics = ordo::read_file(run + "/metrics.jsonl"), config = ordo::read_file(run + "/config.json");
+
+  ordo::test::CommandResult done = run_ordo("pretrain --resume " + run);
+  INFO(done.output);
+  CHECK(done.exit_code == 0);
+  CHECK(done.output.find("is complete (step 2 of 2); nothing to do") != std::string::npos);
+  CHECK(ordo::read_file(run + "/metrics.jsonl") == metrics);
+  CHECK(ordo::read_file(run + "/config.json") == config);
+
+  // Only train.steps may be set, and only beyond the steps done; refused, nothing changes.
+  for (const char* set : {"train.steps=2", "train.steps=1", "train.lr=1", "train.steps=x"}) {
+    ordo::test::CommandResult bad = run_ordo("pretrain --resume " + run + " --set " + set);
+    INFO(set << "\n" << bad.output);
+    CHECK(bad.exit_code == 1);
+    CHECK(ordo::read_file(run + "/config.json") == config);
+    CHECK(ordo::read_file(run + "/metrics.jsonl") == metrics);
+  }
+
+  ordo::test::CommandResult more = run_ordo("pretrain --quiet --resume " + run + " --set train.steps=4");
+  INFO(more.output);
+  CHECK(more.exit_code == 0);
+  CHECK(more.output.find("complete at step 4 of 4") != std::string::npos);
+  CHECK(ordo::file_exists(run + "/checkpoints/step_000000004/trainer_state.json"));
+  CHECK(ordo::json::parse(ordo::read_file(run + "/config.json"))["train"]["steps"].as_int() == 4);
+}
+
+TEST_CASE("Ctrl-C stops ordo pretrain after a checkpoint and exits 130", "[pretrain][cli]") {
+  TempDir dir("pretrain-cli");
+  std::ofstream(dir / "ok.json") << kSmall;
+  std::string run = dir / "run";
+  // A long run in the background of the test's shell; once its first step
+  // is logged (the run has taken its folder), SIGINT as a terminal's Ctrl-C.
+  // (A process killed by SIGINT also shows status 130 in a shell: the
+  // summary line and the checkpoint tell that it stopped by itself.)
+  ordo::test::CommandResult r =
+      run_ordo("pretrain --quiet --config " + (dir / "ok.json") + " --out " + run +
+               " --set train.steps=1000000 --set train.log_every=1 2>&1 & pid=$!; "
+               "for i in $(seq 1200); do grep -q '\"step\"' " + run + "/metrics.jsonl 2>/dev/null && break; sleep 0.05; done; "
+               "kill -INT $pid; wait $pid; echo \"exit status $?\"");
+  INFO(r.output);
+  CHECK(r.output.find("exit status 130") != std::string::npos);
+  CHECK(r.output.find("interrupted (Ctrl-C) at step ") != std::string::npos);
+  CHECK(r.output.find("continue with --resume " + run) != std::string::npos);
+  // Its checkpoint is complete: the run resumes from it.
+  const std::string last = run + "/checkpoints";
+  bool complete_checkpoint = false;
+  for (const auto& e : std::filesystem::directory_iterator(last))
+    complete_checkpoint |= std::filesystem::exists(e.path() / "trainer_state.json");
+  CHECK(complete_checkpoint);
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "base/file_io.h"
 #include "nn/checkpoint.h"
@@ -79,12 +80,12 @@ std::string stopped_run_with_nan(const train::RunConfig& config, const std::stri
 TEST_CASE("a resumed run continues bit for bit like an uninterrupted one", "[pretrain]") {
   train::RunConfig config = train::parse_run_config(small_config(), {}, "test");
   std::string whole = temp_dir("whole"), split = temp_dir("split");
-  CHECK(train::pretrain(config, options(whole)) == 12);
+  CHECK(train::pretrain(config, options(whole)).steps == 12);
   train::PretrainOptions first = options(split);
   first.stop_after = 5;
-  CHECK(train::pretrain(config, first) == 5);
+  CHECK(train::pretrain(config, first).steps == 5);
   CHECK(file_exists(split + "/checkpoints/step_000000005/trainer_state.json"));
-  CHECK(train::resume_pretrain(options(split)) == 7);
+  CHECK(train::resume_pretrain(options(split)).steps == 7);
   std::vector<json::Value> a = metrics(whole), b = metrics(split);
   REQUIRE(a.size() == b.size());
   REQUIRE(a.size() == 14);  // 12 step lines and 2 evaluations
@@ -185,7 +186,7 @@ TEST_CASE("an output directory that holds a run is refused and left as it was", 
   CHECK(read_file(dir + "/metrics.jsonl") == before);
   train::PretrainOptions overwrite = options(dir);
   overwrite.overwrite = true;
-  CHECK(train::pretrain(config, overwrite) == 2);
+  CHECK(train::pretrain(config, overwrite).steps == 2);
   CHECK_THROWS_WITH(train::resume_pretrain(options(temp_dir("nothing"))), Contains("is not a directory"));
 }
 
@@ -253,7 +254,7 @@ TEST_CASE("overwriting keeps the old run when the new one fails or is interrupte
     check_old_run_kept();
   }
   SECTION("a run that gets past its first step replaces the old one") {
-    CHECK(train::pretrain(other, overwrite) == 3);
+    CHECK(train::pretrain(other, overwrite).steps == 3);
     CHECK(file_exists(dir + "/checkpoints/step_000000003/trainer_state.json"));
     CHECK_FALSE(file_exists(dir + "/checkpoints/step_000000002/trainer_state.json"));
     CHECK(entries_beside(dir).empty());
@@ -265,4 +266,49 @@ TEST_CASE("the perplexity of a diverged loss is inf, not a number clamped to e^7
   CHECK(train::perplexity(std::log(274.37)) == Approx(274.37).epsilon(1e-12));
   CHECK(train::perplexity(0) == 1);
   CHECK(std::isinf(train::perplexity(800)));  // e^800 overflows a double (its largest is about e^709.78)
+}
+
+TEST_CASE("a run trained on past its end keeps its warm-up and re-aims the linear decay", "[pretrain]") {
+  // 6 steps, warm-up 3 (a ratio of 0.5), then on to 9. By hand: the decay of a
+  // 9-step plan, lr (9 - s) / (9 - 3): steps 7, 8, 9 at 2/6, 1/6 and 0 of lr.
+  json::Value c = small_config();
+  c["train"] = json::parse(R"({"steps": 6, "batch_size": 4, "max_seq_length": 32, "lr": 1e-3, "warmup_ratio": 0.5,
+                               "log_every": 1, "eval_every": 0, "eval_batches": 2, "device": "cpu"})");
+  std::string dir = temp_dir("extend");
+  REQUIRE(train::pretrain(train::parse_run_config(c, {}, "test"), options(dir)).steps == 6);
+  train::PretrainOptions more = options(dir);
+  more.resume = true;
+  more.extend_to = 9;
+  std::map<int64_t, double> lr;
+  train::RunSummary s = train::resume_pretrain(more, [&](const json::Value& l) {
+    if (l.contains("lr")) lr[l["step"].as_int()] = l["lr"].as_number();
+  });
+  CHECK(s.steps == 3);
+  CHECK(s.step == 9);
+  CHECK(lr.size() == 3);
+  CHECK(lr[7] == Approx(1e-3 * 2 / 6).epsilon(1e-12));
+  CHECK(lr[8] == Approx(1e-3 * 1 / 6).epsilon(1e-12));
+  CHECK(lr[9] == 0);
+  json::Value stored = json::parse(read_file(dir + "/config.json"));
+  CHECK(stored["train"]["steps"].as_int() == 9);
+  CHECK(stored["train"]["warmup_steps"].as_int() == 3);
+  CHECK_FALSE(stored["train"].contains("warmup_ratio"));
+
+  // Finished again: a plain resume does nothing; an extension that is not one is refused.
+  more.extend_to = -1;
+  CHECK(train::resume_pretrain(more).steps == 0);
+  more.extend_to = 9;
+  CHECK_THROWS_WITH(train::resume_pretrain(more), Contains("beyond the 9 steps it has done"));
+}
+
+TEST_CASE("Ctrl-C during a run stops it after the step with a checkpoint, and the summary says so", "[pretrain]") {
+  std::string dir = temp_dir("interrupt");
+  train::RunConfig config = train::parse_run_config(small_config(), {"train.eval_every=0"}, "test");
+  train::RunSummary s = train::pretrain(config, options(dir), [](const json::Value& l) {
+    if (l.contains("loss") && l["step"].as_int() == 3) std::raise(SIGINT);
+  });
+  CHECK(s.interrupted);
+  CHECK(s.steps == 3);
+  CHECK(s.step == 3);
+  CHECK(file_exists(dir + "/checkpoints/step_000000003/trainer_state.json"));
 }
