@@ -255,10 +255,21 @@ Corpus prepare_corpus(const RunConfig& c, const std::string& run, bool quiet) {
     vo.vocab_size = c.data.vocab_size;
     vo.min_frequency = c.data.vocab_min_frequency;
     vo.lower_case = c.data.lower_case;
-    text::train_wordpiece_from_corpus(corpus_path, vo).save(vocab_path);
+    text::Vocab trained = text::train_wordpiece_from_corpus(corpus_path, vo);
+    // Fewer than half the tokens asked for: the corpus is too small for the
+    // vocabulary (or min_frequency too high) — the model's table is mostly unused.
+    if (trained.size() < c.data.vocab_size / 2)
+      std::fprintf(stderr, "warning: the trained vocabulary has %d tokens, far fewer than the vocab_size %lld asked "
+                           "for: the corpus (%s) is small for it\n",
+                   trained.size(), static_cast<long long>(c.data.vocab_size), corpus_path.c_str());
+    trained.save(vocab_path);
   }
   Corpus out{text::Vocab::load(vocab_path), {}};
   out.split = split_corpus(c.data, corpus_path, out.vocab);
+  if (c.data.held_out_fraction > 0 && out.split.held_out.documents() == 0)
+    std::fprintf(stderr, "warning: the held-out split has no document (%lld documents, held_out_fraction %g): the run "
+                         "has no held-out evaluation; give a larger corpus or fraction\n",
+                 static_cast<long long>(out.split.train.documents()), c.data.held_out_fraction);
   return out;
 }
 

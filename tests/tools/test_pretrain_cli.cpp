@@ -225,3 +225,22 @@ TEST_CASE("Ctrl-C stops ordo pretrain after a checkpoint and exits 130", "[pretr
     complete_checkpoint |= std::filesystem::exists(e.path() / "trainer_state.json");
   CHECK(complete_checkpoint);
 }
+
+TEST_CASE("a corpus too small for its split or its vocabulary is a warning saying so", "[pretrain][cli]") {
+  TempDir dir("pretrain-cli");
+  std::ofstream(dir / "ok.json") << kSmall;
+  // 12 sentences: 2 or 3 documents, none left for 5% held out; a vocabulary
+  // of 5000 asked of ~100 distinct words.
+  ordo::test::CommandResult small =
+      run_ordo("pretrain --quiet --config " + (dir / "ok.json") + " --out " + (dir / "small") +
+               " --set data.synthetic_sentences=12 --set data.vocab_size=5000 --set data.held_out_fraction=0.05");
+  INFO(small.output);
+  CHECK(small.exit_code == 0);
+  CHECK(small.output.find("warning: the held-out split has no document") != std::string::npos);
+  CHECK(small.output.find("far fewer than the vocab_size 5000") != std::string::npos);
+  // The default-sized small run warns of neither.
+  ordo::test::CommandResult fine = run_ordo("pretrain --quiet --config " + (dir / "ok.json") + " --out " + (dir / "fine"));
+  INFO(fine.output);
+  CHECK(fine.exit_code == 0);
+  CHECK(fine.output.find("warning") == std::string::npos);
+}
