@@ -17,6 +17,10 @@ namespace ordo::report {
 
 namespace {
 
+// The table's columns (table_columns()) by kind.
+bool text_column(const std::string& key) { return key == "variant" || key == "objective" || key == "layer"; }
+bool indicator_column(const std::string& key) { return !text_column(key) && key.rfind("eval_", 0) != 0; }
+
 const double kMissing = std::numeric_limits<double>::quiet_NaN();
 
 json::Value read_json_file(const std::string& path) {
@@ -96,7 +100,7 @@ void read_probe(RunRecord& r) {
     ORDO_CHECK(v && v->is_object(), ind_file, ": \"layer_", k, "\" has no \"", part, "\" object");
     for (const auto& [key, heading] : table_columns()) {
       (void)heading;
-      if (key == "variant" || key == "layer" || key == "eval_loss" || key == "eval_accuracy") continue;
+      if (!indicator_column(key)) continue;
       const json::Value* x = v->find(key);
       ORDO_CHECK(x != nullptr, ind_file, ": \"layer_", k, "\".\"", part, "\" has no \"", key, "\"");
       try {
@@ -115,6 +119,14 @@ void read_probe(RunRecord& r) {
   if (file_exists(scores)) r.scores_png = scores;
 }
 
+// The objective's name in the table: the loss its eval_loss is.
+std::string objective_label(const std::string& objective, const std::string& where) {
+  if (objective == "mlm") return "MLM";
+  if (objective == "mlm+nsp") return "MLM+NSP";
+  if (objective == "causal") return "causal";
+  throw Error(where + ": data.objective '" + objective + "' is not mlm, mlm+nsp or causal");
+}
+
 void read_variant(RunRecord& r) {
   const std::string config = r.run_dir + "/config.json";
   if (file_exists(config)) {
@@ -125,6 +137,10 @@ void read_variant(RunRecord& r) {
     // A run config may leave pe at its default (learned absolute), as BertConfig does.
     if (!pe) r.variant = "ape_learned";
     else r.variant = string_at(*model, "pe", config + " (model)");
+    // Likewise data.objective (default mlm, as train::DataConfig).
+    const json::Value* data = c.find("data");
+    const bool given = data && data->is_object() && data->contains("objective");
+    r.objective = objective_label(given ? string_at(*data, "objective", config + " (data)") : "mlm", config);
     return;
   }
   const json::Value* v = r.probe.find("variant");
@@ -132,7 +148,7 @@ void read_variant(RunRecord& r) {
   r.variant = v->as_string();
 }
 
-// The last evaluation in metrics.jsonl: the final held-out MLM loss and accuracy.
+// The last evaluation in metrics.jsonl: the final held-out LM loss and accuracy.
 void read_metrics(RunRecord& r) {
   const std::string file = r.run_dir + "/metrics.jsonl";
   if (!file_exists(file)) return;
@@ -238,6 +254,7 @@ std::vector<RunRecord> read_runs(const std::vector<std::string>& run_dirs) {
 const std::vector<std::pair<std::string, std::string>>& table_columns() {
   static const std::vector<std::pair<std::string, std::string>> columns = {
       {"variant", "PE"},
+      {"objective", "objective"},
       {"layer", "layer"},
       {"monotonicity", "monotonicity, all offsets"},
       {"monotonicity_first_k", "monotonicity, first 20 offsets"},
@@ -247,13 +264,20 @@ const std::vector<std::pair<std::string, std::string>>& table_columns() {
       {"direction_balance", "direction balance"},
       {"locality", "locality"},
       {"symmetry", "symmetry (locality/symmetry paper)"},
-      {"eval_loss", "held-out MLM loss"},
-      {"eval_accuracy", "held-out MLM accuracy"},
+      {"eval_loss", "held-out LM loss (masked tokens; causal: next token)"},
+      {"eval_accuracy", "held-out LM accuracy (likewise)"},
   };
   return columns;
 }
 
 namespace {
+
+// A text cell.
+std::string text_cell(const RunRecord& r, const std::string& key) {
+  if (key == "variant") return r.label;
+  if (key == "objective") return r.objective.empty() ? "n/a" : r.objective;
+  return std::to_string(r.layer);
+}
 
 // A numeric cell: an indicator (with the special tokens, as Table 2) or the evaluation.
 double cell_value(const RunRecord& r, const std::string& key) {
@@ -299,8 +323,7 @@ std::string html_escape(const std::string& s) {
 
 // The text of a cell as the Markdown and HTML tables show it.
 std::string display_cell(const RunRecord& r, const std::string& key) {
-  if (key == "variant") return r.label;
-  if (key == "layer") return std::to_string(r.layer);
+  if (text_column(key)) return text_cell(r, key);
   const std::string s = format(cell_value(r, key), "%.4f");
   return s.empty() ? "n/a" : s;
 }
@@ -311,7 +334,7 @@ std::string table_markdown(const std::vector<RunRecord>& runs) {
   std::string out = "|";
   for (const auto& [key, heading] : table_columns()) out += " " + heading + " |";
   out += "\n|";
-  for (size_t k = 0; k < table_columns().size(); ++k) out += k < 2 ? " --- |" : " ---: |";
+  for (const auto& [key, heading] : table_columns()) out += text_column(key) ? " --- |" : " ---: |";
   out += "\n";
   for (const RunRecord& r : runs) {
     out += "|";
@@ -327,8 +350,7 @@ std::string table_csv(const std::vector<RunRecord>& runs) {
   out += "eval_step,run\n";
   for (const RunRecord& r : runs) {
     for (const auto& [key, heading] : table_columns()) {
-      if (key == "variant") out += csv_field(r.label);
-      else if (key == "layer") out += std::to_string(r.layer);
+      if (text_column(key)) out += csv_field(text_cell(r, key));
       else out += format(cell_value(r, key), "%.9g");
       out += ",";
     }
@@ -349,8 +371,8 @@ json::Value table_json(const std::vector<RunRecord>& runs) {
   for (const RunRecord& r : runs) {
     json::Value row = json::Value::object();
     for (const auto& [key, heading] : table_columns()) {
-      if (key == "variant") row[key] = r.label;
-      else if (key == "layer") row[key] = r.layer;
+      if (key == "layer") row[key] = r.layer;
+      else if (text_column(key)) row[key] = text_cell(r, key);
       else if (std::isnan(cell_value(r, key))) row[key] = nullptr;
       else row[key] = probe::json_number(cell_value(r, key));
     }
@@ -413,7 +435,8 @@ std::string run_section(const RunRecord& r, std::vector<OutputFile>& files) {
          "</code>; identical word probing of layer " + std::to_string(r.layer) + " with " + num("words") +
          " words, length " + num("length") + " ([CLS] and [SEP] included), seed " + num("seed") + ".";
   if (r.has_eval)
-    out += " Final held-out MLM loss " + format(r.eval_loss, "%.4f") +
+    out += " Final held-out " + std::string(r.objective == "causal" ? "next-token" : "masked-LM") + " loss " +
+           format(r.eval_loss, "%.4f") +
            (std::isnan(r.eval_accuracy) ? "" : ", accuracy " + format(r.eval_accuracy, "%.4f")) +
            (r.eval_step >= 0 ? " (step " + std::to_string(r.eval_step) + ")" : "") + ".";
   out += "</p>\n<div class=\"row\">\n";
@@ -428,7 +451,7 @@ std::string run_section(const RunRecord& r, std::vector<OutputFile>& files) {
   // Indicators with and without the specials.
   out += "<table>\n<tr><th>indicator</th><th>with [CLS], [SEP]</th><th>without their rows and columns</th></tr>\n";
   for (const auto& [key, heading] : table_columns()) {
-    if (key == "variant" || key == "layer" || key == "eval_loss" || key == "eval_accuracy") continue;
+    if (!indicator_column(key)) continue;
     out += "<tr><td>" + html_escape(heading) + "</td><td>" +
            format(probe::number_from_json(r.with_special[key]), "%.4f") + "</td><td>" +
            format(probe::number_from_json(r.without_special[key]), "%.4f") + "</td></tr>\n";
@@ -509,7 +532,8 @@ std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs) {
       "distance, 0.5 = random; translation invariance AIV: 0 = invariant; symmetry SD: 0 = symmetric; direction "
       "balance DB: attention to preceding over succeeding tokens within 20 offsets, 1 = balanced, inf = nothing "
       "ahead), then the locality/symmetry paper's locality (Eq. 7; 1 = all on the diagonal) and symmetry (Eq. 8; "
-      "1 = symmetric), then the final held-out MLM loss and accuracy of the run. Also as "
+      "1 = symmetric), then the final held-out language-model loss and accuracy of the run (masked tokens for MLM "
+      "and MLM+NSP, the next token for causal: the objective column says which). Also as "
       "<a href=\"table.md\">Markdown</a>, <a href=\"table.csv\">CSV</a> and <a href=\"table.json\">JSON</a>.</p>\n" +
       html_table(runs) + "<h2>Heatmaps</h2>\n" +
       figure_html("heatmaps.png", "softmax attention of the probed layer, one panel per run (rows: query position i, "

@@ -41,6 +41,7 @@ struct AnalysisEntry {
 struct RunRecord {
   std::string run_dir;
   std::string variant;  // model.pe
+  std::string objective;  // "MLM", "MLM+NSP" or "causal" (config.json's data.objective); "" when unknown
   std::string label;    // the row's name: the variant, made unique with the run's folder name
   std::string slug;     // the run's folder inside the report: "<n>_<variant>"
   json::Value probe;    // probe.json as read
@@ -62,7 +63,8 @@ RunRecord read_run(const std::string& run_dir);
 std::vector<RunRecord> read_runs(const std::vector<std::string>& run_dirs);
 
 // The table's columns: (key, heading) in order; the indicator keys are
-// probe/indicators.h's.
+// probe/indicators.h's. The first three (variant, objective, layer) are text;
+// the rest are numbers: the indicators, then the evaluation (eval_*).
 const std::vector<std::pair<std::string, std::string>>& table_columns();
 std::string table_markdown(const std::vector<RunRecord>& runs);
 std::string table_csv(const std::vector<RunRecord>& runs);

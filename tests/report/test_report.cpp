@@ -44,9 +44,11 @@ void write(const std::string& path, const std::string& text) {
 
 // A run as ordo pretrain + ordo probe (+ ordo analyze) leave it, written by hand.
 // layers: the probed layers; the row uses layer 1 if there, else the first.
+// objective: data.objective in its config.json, or "" for none (MLM, the default).
 void fake_run(const std::string& run, const std::string& pe, const std::vector<int>& layers, bool db_inf,
-              const std::string& metrics, bool analysis) {
-  write(run + "/config.json", "{\"model\": {\"pe\": \"" + pe + "\", \"hidden_size\": 16}, \"train\": {}}\n");
+              const std::string& metrics, bool analysis, const std::string& objective = "") {
+  const std::string data = objective.empty() ? "" : ", \"data\": {\"objective\": \"" + objective + "\"}";
+  write(run + "/config.json", "{\"model\": {\"pe\": \"" + pe + "\", \"hidden_size\": 16}" + data + ", \"train\": {}}\n");
   if (!metrics.empty()) write(run + "/metrics.jsonl", metrics);
   json::Value meta = json::Value::object();
   json::Value l = json::Value::array();
@@ -118,7 +120,7 @@ TEST_CASE("ordo report: the table matches the probe JSONs and metrics", "[probe]
   test::TempDir dir("report");
   const std::string a = dir / "run_a", b = dir / "run_b", out = dir / "report";
   fake_run(a, "alibi", {1, 2}, false, kMetrics, true);
-  fake_run(b, "rope", {2, 3}, true, "", false);
+  fake_run(b, "rope", {2, 3}, true, "", false, "mlm+nsp");
   test::CommandResult r = test::run_ordo("report " + a + " " + b + " --out " + out);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -130,6 +132,8 @@ TEST_CASE("ordo report: the table matches the probe JSONs and metrics", "[probe]
   const json::Value& rb = t["rows"][1];
   CHECK(ra["variant"].as_string() == "alibi");
   CHECK(rb["variant"].as_string() == "rope");
+  CHECK(ra["objective"].as_string() == "MLM");  // no data.objective: the default
+  CHECK(rb["objective"].as_string() == "MLM+NSP");
   CHECK(ra["layer"].as_int() == 1);
   CHECK(rb["layer"].as_int() == 2);
   int k = 0;
@@ -152,14 +156,14 @@ TEST_CASE("ordo report: the table matches the probe JSONs and metrics", "[probe]
   std::vector<std::string> csv = lines_of(read_file(out + "/table.csv"));
   REQUIRE(csv.size() == 3);
   std::vector<std::string> head = split(csv[0]);
-  CHECK(head == std::vector<std::string>{"variant", "layer", "monotonicity", "monotonicity_first_k",
+  CHECK(head == std::vector<std::string>{"variant", "objective", "layer", "monotonicity", "monotonicity_first_k",
                                          "translation_invariance", "translation_invariance_no_special",
                                          "symmetry_sd", "direction_balance", "locality", "symmetry", "eval_loss",
                                          "eval_accuracy", "eval_step", "run"});
   std::vector<std::string> ca = split(csv[1]), cb = split(csv[2]);
   REQUIRE(ca.size() == head.size());
   REQUIRE(cb.size() == head.size());
-  for (size_t c = 2; c < 10; ++c) {
+  for (size_t c = 3; c < 11; ++c) {
     INFO(head[c]);
     int idx = 0;
     while (kIndicatorKeys[idx] != head[c]) ++idx;
@@ -168,21 +172,24 @@ TEST_CASE("ordo report: the table matches the probe JSONs and metrics", "[probe]
     else CHECK(std::stod(cb[c]) == Approx(0.2 + idx / 100.0).epsilon(1e-8));
   }
   CHECK(ca[0] == "alibi");
-  CHECK(ca[10] == "5.0625");
-  CHECK(ca[11] == "0.1875");
-  CHECK(ca[12] == "400");
-  CHECK(cb[10] == "");
-  CHECK(ca[13] == a);
+  CHECK(ca[1] == "MLM");
+  CHECK(cb[1] == "MLM+NSP");
+  CHECK(ca[11] == "5.0625");
+  CHECK(ca[12] == "0.1875");
+  CHECK(ca[13] == "400");
+  CHECK(cb[11] == "");
+  CHECK(ca[14] == a);
 
   // Markdown: the rows in Table 2's column order, 4 decimals.
   const std::string md = read_file(out + "/table.md");
-  CHECK_THAT(md, Catch::Contains("| PE | layer | monotonicity, all offsets | monotonicity, first 20 offsets | "
+  CHECK_THAT(md, Catch::Contains("| PE | objective | layer | monotonicity, all offsets | monotonicity, first 20 offsets | "
                                  "translation invariance, w/ [CLS] | translation invariance, w/o [CLS] | "
                                  "symmetry (SD) | direction balance |"));
   // A: monotonicity 0.12, first-k 0.13, AIV 0.10, AIV w/o 0.11, SD 0.14, DB 0.15, locality 0.16, symmetry 0.17.
-  CHECK_THAT(md, Catch::Contains("| alibi | 1 | 0.1200 | 0.1300 | 0.1000 | 0.1100 | 0.1400 | 0.1500 | 0.1600 | "
+  CHECK_THAT(md, Catch::Contains("| held-out LM loss (masked tokens; causal: next token) |"));
+  CHECK_THAT(md, Catch::Contains("| alibi | MLM | 1 | 0.1200 | 0.1300 | 0.1000 | 0.1100 | 0.1400 | 0.1500 | 0.1600 | "
                                  "0.1700 | 5.0625 | 0.1875 |"));
-  CHECK_THAT(md, Catch::Contains("| rope | 2 | 0.2200 | 0.2300 | 0.2000 | 0.2100 | 0.2400 | inf | 0.2600 | "
+  CHECK_THAT(md, Catch::Contains("| rope | MLM+NSP | 2 | 0.2200 | 0.2300 | 0.2000 | 0.2100 | 0.2400 | inf | 0.2600 | "
                                  "0.2700 | n/a | n/a |"));
 }
 
