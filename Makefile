@@ -10,8 +10,9 @@
 #   make deps     install the Debian packages the build and tests use, where missing
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
 #   make test-emulated
-#                 build with the emulated GPU (ORDO_CUDA=emulate) into build-emulate/ and run the
-#                 [cuda] and [emulator] tests under two schedules (EMULATOR_SCHEDULES)
+#                 build with the emulated GPU (ORDO_CUDA=emulate) into build-emulate/, run the
+#                 [emulator] and [cuda] tests, then tools/gpu_check.sh --emulate under a second
+#                 schedule (EMULATOR_SCHEDULE, GPU_CHECK_SCHEDULE)
 #
 # Knobs: ORDO_CUDA=auto|on|off|emulate  ORDO_BLAS=auto|on|off  SANITIZE=1  JOBS=N  BUILD=dir
 #        ORDO_NATIVE=ON|OFF (-march=native)  CUDA_ARCHS="90-real;80-virtual"
@@ -79,16 +80,19 @@ run: deps build
 
 # The CUDA sources run on the CPU with CUDA's execution model
 # (tensor/cuda/emulator/): each schedule orders the threads and blocks
-# differently, and a missing barrier often shows under one order only.
-EMULATOR_SCHEDULES ?= forward random:1
+# differently, and a missing barrier often shows under one order only. The
+# [cuda] tests run under EMULATOR_SCHEDULE here, then tools/gpu_check.sh --emulate
+# (what a GPU owner runs: [cuda] tests, the CPU-vs-GPU training steps, the
+# step benchmark) runs them again under GPU_CHECK_SCHEDULE.
+EMULATOR_SCHEDULE ?= forward
+GPU_CHECK_SCHEDULE ?= random:1
 test-emulated: deps
 	cmake -S . -B build-emulate -DORDO_CUDA=emulate -DORDO_BLAS=$(ORDO_BLAS) -DORDO_NATIVE=$(ORDO_NATIVE)
-	cmake --build build-emulate -j $(JOBS) --target ordo_tests
+	cmake --build build-emulate -j $(JOBS)
 	@build-emulate/ordo_tests "[emulator]"
-	@for schedule in $(EMULATOR_SCHEDULES); do \
-	  echo "[cuda] tests under ORDO_EMULATOR_SCHEDULE=$$schedule"; \
-	  ORDO_EMULATOR_SCHEDULE=$$schedule OMP_NUM_THREADS=1 build-emulate/ordo_tests --require-gpu "[cuda]" || exit 1; \
-	done
+	@echo "[cuda] tests under ORDO_EMULATOR_SCHEDULE=$(EMULATOR_SCHEDULE)"
+	@ORDO_EMULATOR_SCHEDULE=$(EMULATOR_SCHEDULE) OMP_NUM_THREADS=1 build-emulate/ordo_tests --require-gpu "[cuda]"
+	@ORDO_EMULATOR_SCHEDULE=$(GPU_CHECK_SCHEDULE) tools/gpu_check.sh --emulate --build build-emulate --jobs $(JOBS)
 
 bench: build
 	$(BUILD)/ordo bench

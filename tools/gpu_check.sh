@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# tools/gpu_check.sh — everything a person with an NVIDIA GPU runs to check
+# ordo's CUDA backend, in one go, ending with a table:
+#
+#   1. build for the GPU present (its compute capability from nvidia-smi);
+#   2. the [cuda] kernel tests;
+#   3. the same under compute-sanitizer: memcheck, racecheck, synccheck, initcheck;
+#   4. the CPU-vs-GPU training step of every PE variant and option family,
+#      MLM+NSP, the causal decoder and a 20-step run ([cuda][step]);
+#   5. the step benchmark (`ordo bench step`: launches, host syncs, device
+#      allocations and bytes per step, and the step's time).
+#
+# Usage: tools/gpu_check.sh [--emulate] [--build DIR] [--jobs N]
+#   --emulate   the emulated GPU (ORDO_CUDA=emulate: the .cu kernels on the CPU
+#               with CUDA's execution model); chosen by itself, and said so, where
+#               no GPU answers nvidia-smi. compute-sanitizer needs a real GPU: its
+#               four checks are reported "skipped", never "ok". CI runs this mode.
+#   --build DIR the build folder (default build-gpu, or build-emulate)
+# Logs go to $OUT when it is set (the project's GPU-lending tool collects it),
+# else to gpu_check_logs/. Exit status 1 if any check failed.
+# The emulator's schedule comes from ORDO_EMULATOR_SCHEDULE, as for the tests.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+emulate=0 build="" jobs=$(nproc 2>/dev/null || echo 2)
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --emulate) emulate=1 ;;
+    --build) build=${2:?--build needs a folder}; shift ;;
+    --jobs) jobs=${2:?--jobs needs a number}; shift ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if [[ $emulate == 0 ]] && ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "gpu_check: no GPU answers nvidia-smi: checking the emulated GPU instead (--emulate)"
+  emulate=1
+fi
+
+logs=${OUT:-gpu_check_logs}
+mkdir -p "$logs"
+results=()
+failed=0
+
+# check NAME LOG COMMAND...: runs it, its output into LOG, and records the result.
+check() {
+  local name=$1 log=$logs/$2 start=$SECONDS status
+  shift 2
+  echo "gpu_check: $name"
+  "$@" >"$log" 2>&1
+  status=$?
+  local result=ok
+  if [[ $status != 0 ]]; then result="FAILED (exit $status)"; failed=1; tail -n 20 "$log"; fi
+  results+=("$name|$result|$((SECONDS - start))|$log")
+}
+skip() { results+=("$1|skipped: $2|0|-"); }
+
+if [[ $emulate == 1 ]]; then
+  build=${build:-build-emulate}
+  device="emulated GPU on the CPU (schedule ${ORDO_EMULATOR_SCHEDULE:-forward})"
+  check "build (ORDO_CUDA=emulate)" build.log \
+    bash -c "cmake -S . -B '$build' -DORDO_CUDA=emulate && cmake --build '$build' -j $jobs"
+  # Small sizes: the emulator runs each CUDA thread as a fiber.
+  bench=(--config tiny --device cuda --batch 2 --length 16 --steps 1 --warmup 1)
+else
+  build=${build:-build-gpu}
+  cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d ' .')
+  device="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1) (sm_$cap)"
+  check "build (sm_$cap)" build.log \
+    bash -c "cmake -S . -B '$build' -DORDO_CUDA=on '-DORDO_CUDA_ARCHITECTURES=$cap-real' && cmake --build '$build' -j $jobs"
+  bench=(--config tiny --config base --device cuda)
+fi
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+tests=$build/ordo_tests
+
+if [[ -x $tests ]]; then
+  check "[cuda] kernel tests" cuda_tests.log "$tests" --require-gpu "[cuda]~[step]"
+  for tool in memcheck racecheck synccheck initcheck; do
+    if [[ $emulate == 1 ]]; then
+      skip "compute-sanitizer $tool" "no GPU"
+    elif ! command -v compute-sanitizer >/dev/null 2>&1; then
+      skip "compute-sanitizer $tool" "compute-sanitizer not found (CUDA toolkit's bin/)"
+    else
+      check "compute-sanitizer $tool" "sanitizer_$tool.log" \
+        compute-sanitizer --tool "$tool" --error-exitcode 1 "$tests" --require-gpu "[cuda]~[step]"
+    fi
+  done
+  check "CPU vs GPU training step, every variant" step_compare.log "$tests" --require-gpu "[cuda][step]"
+  check "ordo bench step" bench_step.log "$build/ordo" bench step "${bench[@]}"
+else
+  skip "every test" "the build failed"
+fi
+
+echo
+echo "gpu_check on $device — logs in $logs/"
+printf '%-42s %-34s %8s  %s\n' check result seconds log
+for row in "${results[@]}"; do
+  IFS='|' read -r name result seconds log <<<"$row"
+  printf '%-42s %-34s %8s  %s\n' "$name" "$result" "$seconds" "$log"
+done
+[[ -f $logs/bench_step.log ]] && { echo; cat "$logs/bench_step.log"; }
+exit $failed
