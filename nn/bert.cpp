@@ -253,6 +253,33 @@ BertModel::BertModel(const BertConfig& config, std::unique_ptr<PositionEncoding>
   pe_ = &add_module(path, std::move(pe));
 }
 
+namespace {
+
+// The facts of inputs made without them: the default positions and segments
+// are known; given ones are read to the host once for the whole forward.
+InputFacts read_facts(const BertInputs& in, int64_t batch, int64_t length) {
+  Tensor positions = in.positions.defined() ? in.positions.to(Device::cpu()).contiguous()
+                                            : default_positions(batch, length, Device::cpu());
+  Tensor segments = in.segment_ids.defined() ? in.segment_ids.to(Device::cpu()).contiguous() : Tensor();
+  return input_facts(positions.data<int64_t>(), segments.defined() ? segments.data<int64_t>() : nullptr, batch,
+                     length);
+}
+
+// Puts a forward's facts in its Context, and takes them out after it.
+class FactsScope {
+ public:
+  FactsScope(Context& ctx, const InputFacts& facts) : ctx_(ctx), before_(ctx.facts) { ctx_.facts = facts; }
+  ~FactsScope() { ctx_.facts = before_; }
+  FactsScope(const FactsScope&) = delete;
+  FactsScope& operator=(const FactsScope&) = delete;
+
+ private:
+  Context& ctx_;
+  std::optional<InputFacts> before_;
+};
+
+}  // namespace
+
 Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace) const {
   check_dtype(in.input_ids, DType::i64, "BertModel", "input_ids");
   check_dim(in.input_ids, 2, "BertModel", "input_ids");
@@ -267,6 +294,7 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace) 
              ", the model on ", device_.str());
   Tensor positions = in.positions.defined() ? in.positions : default_positions(batch, length, device_);
   Tensor segments = in.segment_ids.defined() ? in.segment_ids : Tensor::zeros(shape, DType::i64, device_);
+  FactsScope facts(ctx, in.facts ? *in.facts : read_facts(in, batch, length));
 
   // HF's order of the sums: (word + token type) + position. The ablations of
   // an input-level encoding act here, on the two terms of the locality/

@@ -11,6 +11,8 @@
 // encoder-vs-decoder comparison (Wang & Chen 2020).
 #pragma once
 
+#include <optional>
+
 #include <memory>
 #include <vector>
 
@@ -26,6 +28,9 @@ struct BertInputs {
   Tensor segment_ids;     // undefined: all 0
   Tensor positions;       // undefined: 0..length-1 in every row
   Tensor attention_mask;  // undefined: every token real; else 1 real / 0 padding
+  // The facts of positions and segment_ids, given by whoever made them on the
+  // host (the training loop); else BertModel::forward reads them once.
+  std::optional<InputFacts> facts;
 };
 
 // What a forward pass can hand back besides the last hidden state, for

@@ -1,8 +1,30 @@
 #include "nn/module.h"
 
+#include <algorithm>
+
 #include "tensor/ops.h"
 
 namespace ordo::nn {
+
+InputFacts input_facts(const int64_t* positions, const int64_t* segments, int64_t batch, int64_t length) {
+  InputFacts f;
+  if (batch <= 0 || length <= 0) return f;
+  f.position_min = f.position_max = positions[0];
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t* row = positions + b * length;
+    auto [lo, hi] = std::minmax_element(row, row + length);
+    f.position_min = std::min(f.position_min, *lo);
+    f.position_max = std::max(f.position_max, *hi);
+    f.widest = std::max(f.widest, *hi - *lo);
+    if (b > 0 && !std::equal(row, row + length, positions)) f.rows_identical = false;
+  }
+  if (segments) {
+    auto [lo, hi] = std::minmax_element(segments, segments + batch * length);
+    f.segment_min = *lo;
+    f.segment_max = *hi;
+  }
+  return f;
+}
 
 Parameter& Module::add_parameter(const std::string& name, const Shape& shape, Init init, bool decay,
                                  Device device) {

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +46,19 @@ using NamedParameter = std::pair<std::string, Parameter*>;
 // declared here for Context's inference-time switch.
 enum class Ablation;
 
+// What the host knows of a forward's positions and segment ids (the batch is
+// made there): their ranges, so that no encoding reads a device tensor back —
+// a host synchronisation — to check a table's bounds or size its rows.
+// BertModel::forward puts them in the Context for its duration.
+struct InputFacts {
+  int64_t position_min = 0, position_max = 0;
+  int64_t widest = 0;           // max over rows of (largest - smallest position): every p_j - p_i is within +-widest
+  bool rows_identical = true;   // every row's positions equal the first row's
+  int64_t segment_min = 0, segment_max = 0;
+};
+// From row-major host arrays [batch, length]; `segments` null: all 0.
+InputFacts input_facts(const int64_t* positions, const int64_t* segments, int64_t batch, int64_t length);
+
 // The randomness and mode of one forward pass.
 struct Context {
   bool training = false;
@@ -54,11 +68,18 @@ struct Context {
   // one (pe_options.ablate) applies its own and this must be none or equal.
   // Value-initialised: Ablation::none.
   Ablation ablate{};
+  // The current forward's InputFacts (set by BertModel::forward); empty
+  // outside one, where an encoding reads what it needs from the tensors.
+  std::optional<InputFacts> facts;
 
   // Step s, micro-batch m of `micro` uses streams from (s * micro + m) * 2^20:
   // room for 2^20 dropout calls per forward, disjoint across steps.
   static Context train(uint64_t seed, int64_t step, int64_t micro_batch = 0, int64_t micro_batches = 1) {
-    return {true, seed, static_cast<uint64_t>(step * micro_batches + micro_batch) << 20};
+    Context c;
+    c.training = true;
+    c.seed = seed;
+    c.next_stream = static_cast<uint64_t>(step * micro_batches + micro_batch) << 20;
+    return c;
   }
   static Context eval() { return {}; }
   uint64_t take_stream() { return next_stream++; }

@@ -31,6 +31,16 @@ std::pair<int64_t, int64_t> integer_range(const Tensor& t) {
   return {*lo, *hi};
 }
 
+std::pair<int64_t, int64_t> position_range(const Tensor& positions, const nn::Context* ctx) {
+  if (ctx && ctx->facts) return {ctx->facts->position_min, ctx->facts->position_max};
+  return integer_range(positions);
+}
+
+std::pair<int64_t, int64_t> segment_range(const Tensor& segments, const nn::Context* ctx) {
+  if (ctx && ctx->facts) return {ctx->facts->segment_min, ctx->facts->segment_max};
+  return integer_range(segments);
+}
+
 Share parse_share(const std::string& name, const std::string& where) {
   if (name == "none") return Share::none;
   if (name == "heads") return Share::heads;

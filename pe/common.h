@@ -29,6 +29,11 @@ Tensor clip_distances(const Tensor& r, int64_t k);
 // ids) for bounds checks, read on the host: exact for any integer, on either
 // device (CUDA has no f64, and reductions there are f32 only).
 std::pair<int64_t, int64_t> integer_range(const Tensor& t);
+// The smallest and largest position / segment id of a forward: from its
+// InputFacts (no device read) when ctx is BertModel::forward's, else read
+// from the tensor with integer_range.
+std::pair<int64_t, int64_t> position_range(const Tensor& positions, const nn::Context* ctx);
+std::pair<int64_t, int64_t> segment_range(const Tensor& segments, const nn::Context* ctx);
 
 // ---- sharing of learned tables (Chen et al., section 4.4.1) -------------------------
 

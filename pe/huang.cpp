@@ -18,8 +18,8 @@ HuangScalar::HuangScalar(const nn::BertConfig& c, const RelativeOptions& o, bool
   keep_out_of_decay(*this, tables_, o.share, c.num_attention_heads, "distance_gate");
 }
 
-Var HuangScalar::gates(int layer, const Tensor& positions) {
-  DistanceRows rows = spec_.rows(positions, name());
+Var HuangScalar::gates(int layer, const Tensor& positions, const nn::Context* ctx) {
+  DistanceRows rows = spec_.rows(positions, name(), false, ctx);
   Var w = layer_rows(tables_, layer, rows);  // [R] shared by the heads, or [H, R]
   // w as the rows of an embedding table [R, H or 1], looked up per pair:
   // [B, L, L, H or 1], then heads first (a view).
@@ -28,7 +28,7 @@ Var HuangScalar::gates(int layer, const Tensor& positions) {
 }
 
 Var HuangScalar::contextual_scores(const nn::AttentionState& s, const Var& q, const Var& k) {
-  return mul(matmul(q, k, false, true), gates(s.layer, *s.positions));  // (q_i . k_j) w_{r_ij}
+  return mul(matmul(q, k, false, true), gates(s.layer, *s.positions, s.ctx));  // (q_i . k_j) w_{r_ij}
 }
 
 // ---- method 3 -----------------------------------------------------------------------------------
@@ -41,7 +41,7 @@ HuangProduct::HuangProduct(const nn::BertConfig& c, const RelativeOptions& o, De
 }
 
 Var HuangProduct::contextual_scores(const nn::AttentionState& s, const Var& q, const Var& k) {
-  DistanceRows rows = spec_.rows(*s.positions, name());
+  DistanceRows rows = spec_.rows(*s.positions, name(), false, s.ctx);
   Var a = layer_rows(tables_, s.layer, rows);
   if (a.dim() == 2) a = expand(unsqueeze(a, 0), {s.heads, a.size(0), a.size(1)});  // one table for every head
   return relative_product(q, k, a, rows.idx);  // sum_d q_id k_jd a_{r_ij,d}, pair by pair
@@ -56,7 +56,7 @@ HuangInteraction::HuangInteraction(const nn::BertConfig& c, const RelativeOption
               relative_table_names(o.share, c.num_attention_heads, "distance_embedding")) {}
 
 Var HuangInteraction::score_bias(const nn::AttentionState& s, const Var& q, const Var& k) {
-  DistanceRows rows = spec_.rows(*s.positions, name(), /*with_transpose=*/true);
+  DistanceRows rows = spec_.rows(*s.positions, name(), /*with_transpose=*/true, s.ctx);
   Var a = layer_rows(tables_, s.layer, rows);
   const double scale = score_scale(s);
   return add(query_vector_term(q, a, rows, scale), key_vector_term(k, a, rows, scale));

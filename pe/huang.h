@@ -52,7 +52,7 @@ class HuangScalar : public nn::PositionEncoding {
   // (q_i . k_j) w_{r_ij} before the 1/sqrt(d_h) that attention applies (Eq. 12).
   Var contextual_scores(const nn::AttentionState& s, const Var& q, const Var& k) override;
   // The gate of every pair, [B, H or 1, L, L].
-  Var gates(int layer, const Tensor& positions);
+  Var gates(int layer, const Tensor& positions, const nn::Context* ctx = nullptr);
   const DistanceSpec& distances() const { return spec_; }
   const TableSet& tables() const { return tables_; }
 

@@ -31,6 +31,7 @@ Share read_share(FieldReader& options, Share fallback, const std::string& varian
 Tensor real_positions(const Tensor& positions, DType dtype);
 
 // The largest |p_j - p_i| within any row of positions [batch, L].
-int64_t widest_distance(const Tensor& positions);
+// ctx: BertModel::forward's (its InputFacts answer without a device read), or null.
+int64_t widest_distance(const Tensor& positions, const nn::Context* ctx = nullptr);
 
 }  // namespace ordo::pe

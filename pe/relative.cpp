@@ -24,7 +24,8 @@ std::string offsets_label(int64_t k) { return "offsets -" + std::to_string(k) + 
 
 }  // namespace
 
-DistanceRows DistanceSpec::rows(const Tensor& positions, const std::string& variant, bool with_transpose) const {
+DistanceRows DistanceSpec::rows(const Tensor& positions, const std::string& variant, bool with_transpose,
+                                const nn::Context* ctx) const {
   Tensor r = relative_distances(positions);  // r_ij = p_j - p_i
   if (clip >= 0) r = clip_distances(r, clip);
   DistanceRows out;
@@ -33,7 +34,11 @@ DistanceRows DistanceSpec::rows(const Tensor& positions, const std::string& vari
     if (with_transpose) out.idx_t = r;
     return out;
   }
-  auto [lo, hi] = integer_range(r);
+  // Within a row every p_j - p_i has its negation too, so the distances span
+  // exactly -widest .. widest (then clipped, which is monotone).
+  auto [lo, hi] = ctx && ctx->facts ? std::pair<int64_t, int64_t>{-ctx->facts->widest, ctx->facts->widest}
+                                    : integer_range(r);
+  if (ctx && ctx->facts && clip >= 0) lo = std::max(lo, -clip), hi = std::min(hi, clip);
   const Device device = r.device();
   if (has_table()) {
     const int64_t far = std::max(-lo, hi);
@@ -163,13 +168,13 @@ ShawRelative::ShawRelative(const nn::BertConfig& c, const RelativeOptions& o, bo
 }
 
 Var ShawRelative::score_bias(const nn::AttentionState& s, const Var& q, const Var&) {
-  DistanceRows rows = spec_.rows(*s.positions, name());
+  DistanceRows rows = spec_.rows(*s.positions, name(), false, s.ctx);
   return query_vector_term(q, layer_rows(keys_, s.layer, rows), rows, score_scale(s));
 }
 
 Var ShawRelative::value_term(const nn::AttentionState& s, const Var& probs) {
   if (!values_) return {};
-  DistanceRows rows = spec_.rows(*s.positions, name());
+  DistanceRows rows = spec_.rows(*s.positions, name(), false, s.ctx);
   return value_vector_term(probs, layer_rows(*values_, s.layer, rows), rows);
 }
 
@@ -290,13 +295,13 @@ nn::PositionEncoding::LearnedFrequencies SinusoidRelative::learned_frequencies(i
 }
 
 Var SinusoidRelative::score_bias(const nn::AttentionState& s, const Var& q, const Var&) {
-  DistanceRows rows = spec_.rows(*s.positions, name());
+  DistanceRows rows = spec_.rows(*s.positions, name(), false, s.ctx);
   return query_vector_term(q, vectors(s.layer, rows, q.dtype(), q.device()), rows, score_scale(s));
 }
 
 Var SinusoidRelative::value_term(const nn::AttentionState& s, const Var& probs) {
   if (!values_) return {};
-  DistanceRows rows = spec_.rows(*s.positions, name());
+  DistanceRows rows = spec_.rows(*s.positions, name(), false, s.ctx);
   return value_vector_term(probs, vectors(s.layer, rows, probs.dtype(), probs.device()), rows);
 }
 

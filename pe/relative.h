@@ -68,7 +68,10 @@ struct DistanceSpec {
   // r_ij = p_j - p_i of positions [B, L], clipped, mapped to rows, trimmed.
   // A distance beyond a table's reach is an error naming the variant and the
   // options that bound it (max_distance, clip).
-  DistanceRows rows(const Tensor& positions, const std::string& variant, bool with_transpose = false) const;
+  // ctx: BertModel::forward's, whose InputFacts give the distances' range
+  // without reading them back from a device; null: read from the tensor.
+  DistanceRows rows(const Tensor& positions, const std::string& variant, bool with_transpose = false,
+                    const nn::Context* ctx = nullptr) const;
 };
 
 // ---- options and tables -------------------------------------------------------------------

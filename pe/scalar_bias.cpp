@@ -76,7 +76,7 @@ RelativeScalar::RelativeScalar(const nn::BertConfig& c, FieldReader& o, Device d
 Var RelativeScalar::score_bias(const nn::AttentionState& s, const Var&, const Var&) {
   // R_h[p_j - p_i]: row r + max_distance; a distance beyond max_distance is
   // an error naming the option (no clipping, as Chen et al. define it).
-  int64_t widest = widest_distance(*s.positions);
+  int64_t widest = widest_distance(*s.positions, s.ctx);
   ORDO_CHECK(widest <= max_distance_, "rel_scalar: a relative distance of ", widest, " is outside its table (-",
              max_distance_, " .. ", max_distance_, "); raise the option max_distance (no clipping: Chen et al.'s Eq. 8)");
   Tensor r = relative_distances(*s.positions);
@@ -96,7 +96,7 @@ AbsoluteScalar::AbsoluteScalar(const nn::BertConfig& c, FieldReader& o, Device d
 Var AbsoluteScalar::score_bias(const nn::AttentionState& s, const Var&, const Var&) {
   const Tensor& positions = *s.positions;
   const int64_t batch = positions.size(0), length = positions.size(1);
-  auto [smallest, largest] = integer_range(positions);
+  auto [smallest, largest] = position_range(positions, s.ctx);
   ORDO_CHECK(smallest >= 0 && largest < rows_, "abs_scalar: position ", largest >= rows_ ? largest : smallest,
              " is outside its table of ", rows_, " positions (0..", rows_ - 1,
              "); raise the option max_position (default max_position_embeddings) or use a relative variant");

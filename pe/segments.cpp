@@ -21,7 +21,7 @@ nn::PositionEncoding& PerHeadSegments::adopt(std::unique_ptr<nn::PositionEncodin
 Var PerHeadSegments::segment_scores(const nn::AttentionState& s) const {
   const Tensor& positions = *s.positions;
   Tensor seg = s.segments && s.segments->defined() ? *s.segments : Tensor::zeros(positions.shape(), DType::i64, positions.device());
-  auto [smallest, largest] = integer_range(seg);
+  auto [smallest, largest] = segment_range(seg, s.ctx);
   ORDO_CHECK(smallest >= 0 && largest < types_, "segment per_head: segment id ", largest >= types_ ? largest : smallest,
              " is outside type_vocab_size ", types_, " (ids 0..", types_ - 1, ")");
   // Entry seg(i) * k + seg(j) of Seg_h, for every (b, i, j).

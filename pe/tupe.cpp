@@ -14,7 +14,8 @@ Tensor i64_scalar(int64_t v, Device device) { return Tensor::scalar(static_cast<
 
 // Whether every row of positions [batch, L] equals the first: then the
 // positional term is computed once, as [1, H, L, L], and broadcast.
-bool rows_identical(const Tensor& positions) {
+bool rows_identical(const Tensor& positions, const nn::Context* ctx) {
+  if (ctx && ctx->facts) return ctx->facts->rows_identical;
   std::vector<int64_t> p = positions.to(Device::cpu()).contiguous().to_vector<int64_t>();
   const int64_t batch = positions.size(0), length = positions.size(1);
   for (int64_t b = 1; b < batch; ++b)
@@ -68,17 +69,17 @@ Tensor Tupe::buckets(const Tensor& positions) const {
   return add(lower, upper);
 }
 
-Var Tupe::positional_term(const Tensor& positions) const {
+Var Tupe::positional_term(const Tensor& positions, const nn::Context* ctx) const {
   check_dtype(positions, DType::i64, "tupe", "positions");
   check_dim(positions, 2, "tupe", "positions");
   const int64_t rows = table_.var.size(0);
-  const auto [smallest, largest] = integer_range(positions);
+  const auto [smallest, largest] = position_range(positions, ctx);
   ORDO_CHECK(smallest >= 0 && largest < rows, "tupe: position ", largest >= rows ? largest : smallest,
              " is outside the learned table of ", rows, " positions (0..", rows - 1,
              "); raise max_position_embeddings");
   // The term depends on the positions alone: pretraining batches share one
   // row of positions, so it is computed once for the batch.
-  Tensor pos = rows_identical(positions) ? positions.slice(0, 0, 1).contiguous() : positions;
+  Tensor pos = rows_identical(positions, ctx) ? positions.slice(0, 0, 1).contiguous() : positions;
   const int64_t batch = pos.size(0), length = pos.size(1);
   auto heads = [&](const Var& t) { return permute(reshape(t, {batch, length, heads_, head_dim_}), {0, 2, 1, 3}); };
 
@@ -107,7 +108,7 @@ Var Tupe::positional_term(const Tensor& positions) const {
 
 Var Tupe::score_bias(const nn::AttentionState& s, const Var&, const Var&) {
   // The same for every layer (P, U^Q, U^K, b and theta are shared).
-  return positional_term(*s.positions);
+  return positional_term(*s.positions, s.ctx);
 }
 
 }  // namespace ordo::pe

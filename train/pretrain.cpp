@@ -286,6 +286,8 @@ DeviceBatch to_device(const text::Batch& b, Device device) {
   d.inputs.segment_ids = Tensor::from_vector(b.segment_ids, shape, device);
   d.inputs.positions = Tensor::from_vector(b.positions, shape, device);
   d.inputs.attention_mask = Tensor::from_vector(b.attention_mask, shape, device);
+  // Known here, on the host: the encodings need not read them back from the device.
+  d.inputs.facts = nn::input_facts(b.positions.data(), b.segment_ids.data(), b.batch, b.length);
   // On the host: the model reads them there (nn/heads.h), which on a device saves a round trip.
   d.labels = Tensor::from_vector(b.clm_labels.empty() ? b.mlm_labels : b.clm_labels, shape);
   if (!b.nsp_labels.empty()) d.nsp_labels = Tensor::from_vector(b.nsp_labels, {b.batch}, device);

@@ -93,7 +93,11 @@ void check_against_model(nn::PretrainingModel& model, const std::map<std::string
       for (const auto& x : row.as_array()) v.push_back(x.as_int());
     return Tensor::from_vector(v, {3, 7});
   };
-  nn::BertInputs in{matrix("input_ids"), matrix("segment_ids"), matrix("positions"), matrix("attention_mask")};
+  nn::BertInputs in;
+  in.input_ids = matrix("input_ids");
+  in.segment_ids = matrix("segment_ids");
+  in.positions = matrix("positions");
+  in.attention_mask = matrix("attention_mask");
   // The inputs come back as given.
   for (const char* key : {"input_ids", "segment_ids", "positions", "attention_mask"}) {
     INFO(key);

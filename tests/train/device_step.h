@@ -54,8 +54,10 @@ inline StepBatch step_batch(const nn::BertConfig& c, bool nsp) {
     }
   const Shape shape{B, L};
   StepBatch s;
-  s.inputs = {Tensor::from_vector(ids, shape), Tensor::from_vector(segments, shape),
-              Tensor::from_vector(positions, shape), Tensor::from_vector(mask, shape)};
+  s.inputs.input_ids = Tensor::from_vector(ids, shape);
+  s.inputs.segment_ids = Tensor::from_vector(segments, shape);
+  s.inputs.positions = Tensor::from_vector(positions, shape);
+  s.inputs.attention_mask = Tensor::from_vector(mask, shape);
   s.labels = Tensor::from_vector(labels, shape);
   if (nsp) s.nsp_labels = Tensor::from_vector(std::vector<int64_t>{1, 0}, {B});
   return s;
@@ -63,8 +65,10 @@ inline StepBatch step_batch(const nn::BertConfig& c, bool nsp) {
 
 inline StepBatch to_device(const StepBatch& b, Device device) {
   StepBatch d;
-  d.inputs = {b.inputs.input_ids.to(device), b.inputs.segment_ids.to(device), b.inputs.positions.to(device),
-              b.inputs.attention_mask.to(device)};
+  d.inputs.input_ids = b.inputs.input_ids.to(device);
+  d.inputs.segment_ids = b.inputs.segment_ids.to(device);
+  d.inputs.positions = b.inputs.positions.to(device);
+  d.inputs.attention_mask = b.inputs.attention_mask.to(device);
   d.labels = b.labels.to(device);
   if (b.nsp_labels.defined()) d.nsp_labels = b.nsp_labels.to(device);
   return d;
