@@ -132,8 +132,6 @@ class StepScalars {
     return concat(parts, 0).to_doubles();
   }
 
-  DType dtype() const { return values_.front().dtype(); }
-
   // The first micro-batch whose loss (its first scalar) is not finite, or -1.
   int64_t first_non_finite(const std::vector<double>& values) const {
     for (size_t i = 0; i < values.size(); i += names_.size())
@@ -171,17 +169,8 @@ void check_losses(const StepScalars& scalars, const std::vector<double>& values,
 // copy (the step's single synchronisation), the losses checked, then AdamW
 // given the norm. The numbers are those of reading each separately.
 StepResult logged_update(nn::AdamW& opt, const StepScalars& scalars, int64_t step, const NonFiniteReport& report) {
-  Tensor sums = opt.gradient_sums_of_squares();
-  std::vector<double> values;
-  if (sums.defined() && scalars.dtype() == sums.dtype()) {
-    values = scalars.read(sums);
-  } else {  // a model whose loss and gradients differ in dtype: two reads
-    values = scalars.read();
-    if (sums.defined()) {
-      std::vector<double> more = sums.to_doubles();
-      values.insert(values.end(), more.begin(), more.end());
-    }
-  }
+  Tensor sums = opt.gradient_sums_of_squares();  // the losses' dtype: a model computes in one
+  std::vector<double> values = scalars.read(sums);
   const size_t gradients = sums.defined() ? static_cast<size_t>(sums.numel()) : 0;
   std::vector<double> partial_sums(values.end() - static_cast<std::ptrdiff_t>(gradients), values.end());
   values.resize(values.size() - gradients);

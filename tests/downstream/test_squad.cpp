@@ -7,27 +7,17 @@
 #include "base/error.h"
 #include "downstream/squad.h"
 #include "downstream/squad_eval.h"
+#include "tests/downstream/squad_helpers.h"
 #include "tests/helpers.h"
-#include "text/utf8.h"
 
 using namespace ordo;
 using namespace ordo::downstream;
+using ordo::test::one_paragraph;
 using Catch::Matchers::Contains;
 
 namespace {
 
 const std::string kDir = std::string(ORDO_SOURCE_DIR) + "/tests/data/downstream/squad/";
-
-SquadDataset one_paragraph(const std::string& context, const std::vector<SquadQuestion>& questions) {
-  SquadDataset d;
-  d.path = "inline";
-  SquadParagraph p;
-  p.context = context;
-  p.code_points = text::utf8::decode_or_throw(context, "context");
-  d.paragraphs.push_back(p);
-  d.questions = questions;
-  return d;
-}
 
 }  // namespace
 

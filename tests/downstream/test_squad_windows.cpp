@@ -12,11 +12,12 @@
 #include "base/json.h"
 #include "downstream/squad_features.h"
 #include "downstream/squad_predict.h"
+#include "tests/downstream/squad_helpers.h"
 #include "tests/helpers.h"
-#include "text/utf8.h"
 
 using namespace ordo;
 using namespace ordo::downstream;
+using ordo::test::one_paragraph;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -25,17 +26,6 @@ text::Tokenizer small_tokenizer() {
   return text::Tokenizer(text::Vocab::from_tokens(
       {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", ".", "dog", "chased", "who",
        "what", "did", "?", ",", "!", "frederic", "chopin", "pianist"}));
-}
-
-SquadDataset dataset(const std::string& context, const std::vector<SquadQuestion>& questions) {
-  SquadDataset d;
-  d.path = "inline";
-  SquadParagraph p;
-  p.context = context;
-  p.code_points = text::utf8::decode_or_throw(context, "context");
-  d.paragraphs.push_back(p);
-  d.questions = questions;
-  return d;
 }
 
 // "The cat sat on the mat. The dog chased the cat." Tokens (chars):
@@ -47,7 +37,7 @@ const char* kCats = "The cat sat on the mat. The dog chased the cat.";
 
 TEST_CASE("SQuAD windows: doc stride, [CLS] question [SEP] window [SEP], max context", "[downstream][squad]") {
   const text::Tokenizer tok = small_tokenizer();
-  const SquadDataset d = dataset(kCats, {{"q", "who sat?", {{"cat", 4}}, false, 0}});
+  const SquadDataset d = one_paragraph(kCats, {{"q", "who sat?", {{"cat", 4}}, false, 0}});
   // Query who sat ? = 3 tokens; max_seq_length 10 leaves 10 - 3 - 3 = 4 per window;
   // stride 2: windows start at 0, 2, 4, 6, 8, 10 (the last: tokens 10..12, reaching the end).
   const std::vector<SquadFeature> f = make_squad_features(d, tok, {10, 2, 64}, false);
@@ -78,7 +68,7 @@ TEST_CASE("SQuAD windows: doc stride, [CLS] question [SEP] window [SEP], max con
 
 TEST_CASE("SQuAD windows with stride 1: a tie in max context goes to the first window", "[downstream][squad]") {
   const text::Tokenizer tok = small_tokenizer();
-  const SquadDataset d = dataset(kCats, {{"q", "who sat?", {}, true, 0}});
+  const SquadDataset d = one_paragraph(kCats, {{"q", "who sat?", {}, true, 0}});
   const std::vector<SquadFeature> f = make_squad_features(d, tok, {10, 1, 64}, false);
   REQUIRE(f.size() == 10);  // starts 0..9, the last [9, 12]
   // Token 2: w0 (left 2, right 1: 1.04), w1 (1, 2: 1.04), w2 (0, 3: 0.04): w0 and w1 tie, w0 wins.
@@ -89,7 +79,7 @@ TEST_CASE("SQuAD windows with stride 1: a tie in max context goes to the first w
 TEST_CASE("SQuAD training targets: the answer's tokens in its windows, [CLS] elsewhere, bad answers skipped",
           "[downstream][squad]") {
   const text::Tokenizer tok = small_tokenizer();
-  const SquadDataset d = dataset(kCats, {
+  const SquadDataset d = one_paragraph(kCats, {
       {"a", "who sat?", {{"cat", 4}}, false, 0},                  // tokens 1..1
       {"b", "what did the dog chased?", {{"the cat", 39}}, false, 0},  // tokens 10..11
       {"c", "who sat?", {{"mat", 20}}, false, 0},                 // off by one, corrected to [19, 22): token 5
@@ -131,7 +121,7 @@ TEST_CASE("SQuAD training targets: the answer's tokens in its windows, [CLS] els
 TEST_CASE("SQuAD window options that leave no room are refused", "[downstream][squad][errors]") {
   const text::Tokenizer tok = small_tokenizer();
   // "what did the dog chased the cat?" is 8 tokens: 8 + 3 leaves nothing of 11, one token of 12.
-  const SquadDataset d = dataset(kCats, {{"q", "what did the dog chased the cat?", {}, true, 0}});
+  const SquadDataset d = one_paragraph(kCats, {{"q", "what did the dog chased the cat?", {}, true, 0}});
   CHECK_THROWS_WITH(make_squad_features(d, tok, {11, 128, 64}, false),
                     Contains("max_seq_length 11 leaves no room for the context of question 'q' after its 8 query "
                              "tokens"));
@@ -147,7 +137,7 @@ namespace {
 // 8 pianist 9 ! 10 [SEP].
 struct Chopin {
   text::Tokenizer tok = small_tokenizer();
-  SquadDataset d = dataset("Frédéric Chopin, the pianist!", {{"q", "who?", {}, false, 0}});
+  SquadDataset d = one_paragraph("Frédéric Chopin, the pianist!", {{"q", "who?", {}, false, 0}});
   std::vector<SquadFeature> f = make_squad_features(d, tok, {384, 128, 64}, false);
   std::vector<std::vector<float>> start{std::vector<float>(11, 0.0f)}, end{std::vector<float>(11, 0.0f)};
   Chopin() {
@@ -224,7 +214,7 @@ TEST_CASE("SQuAD v2.0: the null score against the best span, and the threshold",
 
 TEST_CASE("SQuAD n-best across windows: max context only, one entry per text", "[downstream][squad]") {
   const text::Tokenizer tok = small_tokenizer();
-  const SquadDataset d = dataset(kCats, {{"q", "who sat?", {}, false, 0}});
+  const SquadDataset d = one_paragraph(kCats, {{"q", "who sat?", {}, false, 0}});
   const std::vector<SquadFeature> f = make_squad_features(d, tok, {10, 2, 64}, false);
   REQUIRE(f.size() == 6);
   std::vector<std::vector<float>> start(6, std::vector<float>(10, 0.0f)), end = start;
