@@ -12,6 +12,7 @@
 #include "base/counter_rng.h"
 #include "base/file_io.h"
 #include "base/json.h"
+#include "base/output.h"
 #include "nn/bert.h"
 #include "nn/heads.h"
 #include "pe/registry.h"
@@ -767,7 +768,8 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
   ORDO_CHECK(o.eval_sequences >= 1, "analyze: --eval-sequences must be at least 1, got ", o.eval_sequences);
   ORDO_CHECK(directory_exists(o.run), "--run: '", o.run, "' is not a directory");
   ORDO_CHECK(file_exists(o.run + "/config.json"), "--run: '", o.run, "' holds no run (no config.json)");
-  ORDO_CHECK(!file_exists(o.out), "--out: '", o.out, "' is a file, not a directory");
+  check_output(o.out, OutputKind::folder, o.overwrite);
+  check_output_spares(o.out, o.run, "--run");
 
   RunState c;
   c.options = o;
@@ -821,10 +823,9 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
   index["checkpoint"] = step_name(c.step);
   index["analyses"] = out.analyses;
   index["skipped"] = out.skipped;
-  // Everything computed: now the files, each atomically, the index last.
-  make_directories(o.out);
-  for (const auto& [name, bytes] : out.files) write_file_atomic(o.out + "/" + name, bytes);
-  write_file_atomic(o.out + "/index.json", json::dump(index, 2) + "\n");
+  // Everything computed: now the files, the index last, in a folder swapped in whole for o.out.
+  out.file("index.json", json::dump(index, 2) + "\n");
+  write_folder(o.out, out.files);
 
   AnalyzeSummary s;
   s.variant = m.pe;

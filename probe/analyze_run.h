@@ -41,7 +41,9 @@
 // [{"title", "png", "csv" | "json", "caption"}...], "skipped": [{"title",
 // "reason"}...]}, file names relative to DIR. Everything is computed in
 // memory first and written at the end, each file atomically, index.json
-// last; an error before that leaves DIR as it was.
+// last, in a folder built beside DIR and swapped in whole (base/output.h:
+// an existing DIR is refused unless overwrite, and no file of a previous
+// analysis stays); an error leaves DIR as it was.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +59,7 @@ struct AnalyzeOptions {
   uint64_t seed = 1;       // folds, the random control table, the evaluation masks
   int64_t eval_sequences = 64;  // held-out windows per evaluated condition
   bool quiet = false;
+  bool overwrite = false;  // replace an existing `out`
 };
 
 struct AnalyzeSummary {

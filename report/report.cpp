@@ -9,6 +9,7 @@
 #include <map>
 
 #include "base/file_io.h"
+#include "base/output.h"
 #include "plot/plot.h"
 #include "plot/png.h"
 #include "probe/probe.h"
@@ -544,12 +545,9 @@ std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs) {
 }
 
 void write_report(const std::string& dir, const std::vector<OutputFile>& files) {
-  make_directories(dir);
-  for (const OutputFile& f : files) {
-    const std::string path = dir + "/" + f.name;
-    make_directories(std::filesystem::path(path).parent_path().string());
-    write_file_atomic(path, f.bytes);
-  }
+  std::vector<std::pair<std::string, std::string>> named;
+  for (const OutputFile& f : files) named.emplace_back(f.name, f.bytes);
+  write_folder(dir, named);
 }
 
 }  // namespace ordo::report

@@ -77,7 +77,9 @@ struct OutputFile {
 // Every file of the report; reads the files it copies. Nothing is written.
 std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs);
 
-// Writes the files under dir (created when missing), each atomically.
+// Writes the files into a folder built beside dir and swapped in whole for it
+// (base/output.h: no file of a previous report stays; the caller checks the
+// output policy first).
 void write_report(const std::string& dir, const std::vector<OutputFile>& files);
 
 }  // namespace ordo::report

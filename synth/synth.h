@@ -210,8 +210,10 @@ struct Counts {
 
 // Generates `sentences` sentences (the last document cut short to fit) and
 // writes dir/corpus.txt (a sentence a line, a blank line between documents),
-// dir/annotations.jsonl and dir/meta.json, each atomically, meta.json last.
-// A dir that exists and is not empty is refused unless overwrite is set.
+// dir/annotations.jsonl and dir/meta.json, meta.json last, in a folder built
+// beside dir and swapped in whole (base/output.h: no file of a previous
+// corpus stays). A dir that exists and is not empty is refused unless
+// overwrite is set.
 Counts write_synthetic(const std::string& dir, int64_t sentences, uint64_t seed,
                        const Config& config, bool overwrite);
 

@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "base/file_io.h"
+#include "base/output.h"
 #include "synth/synth.h"
 
 namespace ordo::synth {
@@ -133,19 +134,6 @@ json::Value length_histogram(const std::map<int, int64_t>& lengths) {
     if (len >= kLast) tail += n;
   h[std::to_string(kLast) + "+"] = tail;
   return h;
-}
-
-void prepare_directory(const std::string& dir, bool overwrite) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::exists(dir, ec)) {
-    ORDO_CHECK(fs::is_directory(dir, ec), "the output '", dir, "' exists and is not a directory");
-    ORDO_CHECK(overwrite || fs::is_empty(dir, ec), "the output directory '", dir,
-               "' exists and is not empty (pass --overwrite to replace its files)");
-    return;
-  }
-  fs::create_directories(dir, ec);
-  ORDO_CHECK(!ec, "cannot create the output directory '", dir, "': ", ec.message());
 }
 
 json::Value meta(int64_t want, uint64_t seed, const Config& config, const Grammar& grammar,
@@ -288,7 +276,7 @@ Counts write_synthetic(const std::string& dir, int64_t sentences, uint64_t seed,
                        bool overwrite) {
   ORDO_CHECK(sentences >= 1, "the number of sentences must be at least 1, got ", sentences);
   Grammar grammar(config, seed);  // checks the config before anything is written
-  prepare_directory(dir, overwrite);
+  check_output(dir, OutputKind::folder, overwrite);
 
   std::string corpus, annotations;
   Counts counts;
@@ -311,10 +299,10 @@ Counts write_synthetic(const std::string& dir, int64_t sentences, uint64_t seed,
     }
     ++counts.documents;
   }
-  // meta.json last: its presence says the other two are complete.
-  write_file_atomic(dir + "/annotations.jsonl", annotations);
-  write_file_atomic(dir + "/corpus.txt", corpus);
-  write_file_atomic(dir + "/meta.json", json::dump(meta(sentences, seed, config, grammar, counts, lengths), 2) + "\n");
+  // Built beside dir and swapped in whole (base/output.h); meta.json last: its presence says the other two are complete.
+  write_folder(dir, {{"annotations.jsonl", annotations},
+                     {"corpus.txt", corpus},
+                     {"meta.json", json::dump(meta(sentences, seed, config, grammar, counts, lengths), 2) + "\n"}});
   return counts;
 }
 

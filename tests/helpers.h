@@ -162,9 +162,10 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs the ordo binary of this build with `args` (shell words) and collects its output.
-inline CommandResult run_ordo(const std::string& args) {
-  std::string command = std::string(ORDO_BINARY) + " " + args + " 2>&1";
+// Runs the ordo binary of this build with `args` (shell words) and collects
+// its output; `shell_prefix` runs first in the same shell (e.g. "cd DIR && ").
+inline CommandResult run_ordo(const std::string& args, const std::string& shell_prefix = "") {
+  std::string command = shell_prefix + std::string(ORDO_BINARY) + " " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   CommandResult r;

@@ -195,4 +195,12 @@ Vocab train_wordpiece_from_corpus(const std::string& corpus_path, const VocabTra
   return train_wordpiece(counter, options, stats);
 }
 
+std::string small_vocabulary_warning(int64_t trained, int64_t asked, const std::string& size_name,
+                                     int64_t min_frequency, const std::string& frequency_name) {
+  if (2 * trained >= asked) return "";
+  return detail::cat("the trained vocabulary has ", trained, " tokens, under half of the ", asked, " asked (", size_name,
+                     "): the corpus holds too few pieces seen ", min_frequency, " times (", frequency_name,
+                     "); a larger corpus, or a smaller ", size_name, ", gives a vocabulary of the size asked");
+}
+
 }  // namespace ordo::text

@@ -60,4 +60,11 @@ Vocab train_wordpiece(const WordCounter& words, const VocabTrainerOptions& optio
 Vocab train_wordpiece_from_corpus(const std::string& corpus_path, const VocabTrainerOptions& options,
                                   VocabTrainerStats* stats = nullptr);
 
+// A trained vocabulary far smaller than asked — under half of `asked` — means
+// the corpus ran out of pieces seen min_frequency times: a warning saying so
+// (the flags or keys named as given), "" otherwise. Below the size but above
+// half is the ordinary end of training on a modest corpus.
+std::string small_vocabulary_warning(int64_t trained, int64_t asked, const std::string& size_name,
+                                     int64_t min_frequency, const std::string& frequency_name);
+
 }  // namespace ordo::text

@@ -29,13 +29,15 @@
 // hidden_states.l is transformers' hidden_states[l]. (In a pre-LN model the
 // last hidden state is taken before the final LayerNorm, which the logits
 // include; HF BERT has no pre-LN form.) The file is written
-// atomically: on any error nothing is written and an existing file stays.
+// atomically: on any error nothing is written and an existing file stays. An
+// existing file is refused unless --overwrite (base/output.h).
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "base/file_io.h"
 #include "base/json.h"
+#include "base/output.h"
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
 #include "probe/probe.h"
@@ -163,10 +165,13 @@ Batch read_batch(const std::string& file, const nn::BertConfig& config, int64_t 
 }
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"checkpoint", "input", "out", "device", "ablate"});
+  cli::Args args(argv, {"checkpoint", "input", "out", "device", "ablate"}, {"overwrite"});
+  const std::string out_file = args.required("out");
+  check_output(out_file, OutputKind::file, args.has("overwrite"));
   const std::string dir = probe::resolve_checkpoint(args.required("checkpoint"));
   const std::string input_file = args.required("input");
-  const std::string out_file = args.required("out");
+  check_output_spares(out_file, input_file, "--input");
+  for (const char* name : {"/model.safetensors", "/config.json"}) check_output_spares(out_file, dir + name, "--checkpoint");
   const nn::Ablation ablate = nn::parse_ablation(args.str("ablate", "none"), "--ablate");
   const Device device = args.device("device", "cpu");
 
@@ -217,7 +222,8 @@ int run(const std::vector<std::string>& argv) {
 cli::Register command({"forward",
                        "run a batch through a checkpoint and write every hidden state, attention and the logits",
                        "--checkpoint DIR --input FILE.json --out FILE.safetensors [--device cpu|cuda[:N]]"
-                       " [--ablate contextual|positional]\n"
+                       " [--ablate contextual|positional] [--overwrite]\n"
+                       "  --overwrite  replace FILE.safetensors if it exists\n"
                        "  FILE.json: {\"input_ids\": [[...], ...], optional \"segment_ids\", \"positions\","
                        " \"attention_mask\" of the same shape}",
                        run});

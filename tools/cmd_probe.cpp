@@ -14,14 +14,16 @@
 //   indicators.json         {"layer_K": {"with_special": {...}, "without_special": {...}}, ...}
 //   probe.json              what was probed: checkpoint, variant, words, length, layers, seed, files
 // Every flag and the checkpoint are checked and the probe computed before the
-// first file is written; each file is written atomically, so an error leaves
-// an existing DIR2 as it was.
+// first file is written. DIR2 follows the output policy (base/output.h): an
+// existing one is refused unless --overwrite, and the new one is built beside
+// it and swapped in whole, so an error leaves an existing DIR2 as it was.
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "base/file_io.h"
 #include "base/json.h"
+#include "base/output.h"
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
 #include "plot/plot.h"
@@ -57,7 +59,7 @@ png::Image layer_heatmap(const Matrix& m, const std::string& variant, int layer,
 }
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"checkpoint", "out", "words", "length", "layer", "seed", "vocab", "device"});
+  cli::Args args(argv, {"checkpoint", "out", "words", "length", "layer", "seed", "vocab", "device"}, {"overwrite"});
   ORDO_CHECK(args.positional().empty(), "unexpected argument '", args.positional().empty() ? "" : args.positional()[0],
              "' (give the checkpoint with --checkpoint DIR)");
   const std::string given = args.required("checkpoint");
@@ -67,12 +69,14 @@ int run(const std::vector<std::string>& argv) {
   options.length = args.integer("length", 0, 3, 1 << 16);  // 0 (absent): the default length
   options.seed = static_cast<uint64_t>(args.integer("seed", 1, 0, INT64_MAX));
   const Device device = args.device("device", "cpu");
-  ORDO_CHECK(!file_exists(out), "--out ", out, " is a file; give a directory");
+  check_output(out, OutputKind::folder, args.has("overwrite"));
 
   const std::string dir = probe::resolve_checkpoint(given);
+  check_output_spares(out, dir, "--checkpoint");
   const nn::BertConfig config = nn::load_config(dir);
   options.layers = parse_layers(args.str("layer", "1"), config.num_hidden_layers);
   const std::string vocab_path = args.has("vocab") ? args.required("vocab") : probe::find_vocab(dir);
+  check_output_spares(out, vocab_path, "--vocab");
   const text::Vocab vocab = text::Vocab::load(vocab_path);
   auto model = pe::load_model(dir, device);
 
@@ -120,8 +124,7 @@ int run(const std::vector<std::string>& argv) {
   meta["files"] = file_list;
   files.emplace_back("probe.json", json::dump(meta, 2) + "\n");
 
-  make_directories(out);
-  for (const auto& [name, bytes] : files) write_file_atomic(out + "/" + name, bytes);
+  write_folder(out, files);
 
   std::printf("ordo probe: %lld words x length %lld through %s (pe %s), layer%s", static_cast<long long>(options.words),
               static_cast<long long>(r.length), dir.c_str(), config.pe.c_str(), r.layers.size() > 1 ? "s" : "");
@@ -132,7 +135,7 @@ int run(const std::vector<std::string>& argv) {
 
 cli::Register command({"probe", "identical word probing of a checkpoint: attention maps, heatmaps and indicators",
                        "--checkpoint DIR --out DIR2 [--words N] [--length L] [--layer K|all] [--seed S]"
-                       " [--vocab FILE] [--device cpu|cuda[:N]]\n"
+                       " [--vocab FILE] [--device cpu|cuda[:N]] [--overwrite]\n"
                        "  DIR: a checkpoint (config.json + model.safetensors) or a run directory (its latest\n"
                        "       checkpoint: the highest RUN/checkpoints/step_N)\n"
                        "  --words N     random words, neither special nor ##-pieces (default 300)\n"
@@ -141,6 +144,7 @@ cli::Register command({"probe", "identical word probing of a checkpoint: attenti
                        "  --layer K     the layer probed, 1-based (default 1); 'all': every layer\n"
                        "  --seed S      the word draw (default 1)\n"
                        "  --vocab FILE  default: DIR's vocab.txt, else its run's\n"
+                       "  --overwrite   replace DIR2 if it exists (whole: no file of the previous probe stays)\n"
                        "  writes DIR2/attention_layerK.{csv,png}, scores_layerK.{csv,png}, indicators.json, probe.json",
                        run});
 

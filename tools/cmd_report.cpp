@@ -8,9 +8,10 @@
 // files beside it), table.{md,csv,json}, heatmaps.png and runs/<n>_<variant>/.
 // Every run is read and every file rendered before the first is written: a
 // bad RUN_DIR ends in one line naming it, exit 1, and REPORT_DIR untouched.
+// An existing REPORT_DIR is refused unless --overwrite, which replaces it whole.
 #include <cstdio>
 
-#include "base/file_io.h"
+#include "base/output.h"
 #include "report/report.h"
 #include "tools/cli.h"
 
@@ -19,11 +20,13 @@ namespace {
 using namespace ordo;
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"out"});
+  cli::Args args(argv, {"out"}, {"overwrite"});
   const std::string out = args.required("out");
-  ORDO_CHECK(!file_exists(out), "--out ", out, " is a file; give a directory");
-  for (const std::string& p : args.positional())
+  check_output(out, OutputKind::folder, args.has("overwrite"));
+  for (const std::string& p : args.positional()) {
     ORDO_CHECK(p.rfind("--", 0) != 0, "unexpected flag '", p, "'");
+    check_output_spares(out, p, "RUN_DIR");
+  }
   std::vector<report::RunRecord> runs = report::read_runs(args.positional());
   std::vector<report::OutputFile> files = report::render_report(runs);
   report::write_report(out, files);
@@ -32,9 +35,10 @@ int run(const std::vector<std::string>& argv) {
 }
 
 cli::Register command({"report", "one report of several runs: the indicator table, heatmaps and analyses as HTML",
-                       "RUN_DIR... --out REPORT_DIR\n"
+                       "RUN_DIR... --out REPORT_DIR [--overwrite]\n"
                        "  RUN_DIR: a run (ordo pretrain --out RUN_DIR) probed with ordo probe --checkpoint RUN_DIR\n"
                        "           --out RUN_DIR/probe; RUN_DIR/analysis (ordo analyze) is included when present\n"
+                       "  --overwrite  replace REPORT_DIR if it exists (whole: no file of the previous report stays)\n"
                        "  writes REPORT_DIR/index.html, table.md, table.csv, table.json, heatmaps.png, runs/",
                        run});
 

@@ -39,6 +39,7 @@ int run(const std::vector<std::string>& argv) {
 ordo::cli::Register command(
     {"data synth", "write a corpus of the synthetic language with its annotations",
      "--sentences N --out DIR [--seed S (0)] [--set name=value ...] [--overwrite]\n"
+     "  an existing DIR is refused unless --overwrite, which replaces it whole\n"
      "  writes DIR/corpus.txt (a sentence a line, a blank line between documents),\n"
      "  DIR/annotations.jsonl (one JSON object per sentence: tree, arcs, clauses) and\n"
      "  DIR/meta.json; --set changes a grammar probability (see meta.json's \"config\")",

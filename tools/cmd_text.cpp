@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "base/file_io.h"
+#include "base/output.h"
 #include "text/corpus.h"
 #include "text/english.h"
 #include "text/pretraining_data.h"
@@ -83,12 +84,14 @@ ordo::cli::Register tokenize_command(
 // ---- ordo vocab train ------------------------------------------------------------------
 
 int vocab_train(const std::vector<std::string>& argv) {
-  ordo::cli::Args args(argv, {"corpus", "out", "size", "min-frequency"}, {"no-lower"});
+  ordo::cli::Args args(argv, {"corpus", "out", "size", "min-frequency"}, {"no-lower", "overwrite"});
   VocabTrainerOptions options;
   options.vocab_size = args.integer("size", 8000, 5, 1 << 24);
   options.min_frequency = args.integer("min-frequency", 2, 1, INT64_MAX);
   options.lower_case = !args.has("no-lower");
   const std::string corpus = args.required("corpus"), out = args.required("out");
+  ordo::check_output(out, ordo::OutputKind::file, args.has("overwrite"));
+  ordo::check_output_spares(out, corpus, "--corpus");
   auto start = Clock::now();
   VocabTrainerStats stats;
   Vocab vocab = train_wordpiece_from_corpus(corpus, options, &stats);
@@ -97,7 +100,11 @@ int vocab_train(const std::vector<std::string>& argv) {
               out.c_str(), vocab.size(), static_cast<long long>(stats.alphabet),
               static_cast<long long>(stats.merges), static_cast<long long>(stats.words),
               static_cast<long long>(stats.unique_words), seconds_since(start));
-  if (vocab.size() < options.vocab_size) {
+  const std::string warning =
+      small_vocabulary_warning(vocab.size(), options.vocab_size, "--size", options.min_frequency, "--min-frequency");
+  if (!warning.empty()) {
+    std::fprintf(stderr, "warning: %s\n", warning.c_str());
+  } else if (vocab.size() < options.vocab_size) {
     std::printf("note: stopped below --size %lld: no pair is seen --min-frequency %lld times any more\n",
                 static_cast<long long>(options.vocab_size), static_cast<long long>(options.min_frequency));
   }
@@ -106,14 +113,17 @@ int vocab_train(const std::vector<std::string>& argv) {
 
 ordo::cli::Register vocab_train_command(
     {"vocab train", "learn a WordPiece vocab.txt from a corpus",
-     "--corpus FILE_OR_DIR --out vocab.txt [--size 8000] [--min-frequency 2] [--no-lower]", vocab_train});
+     "--corpus FILE_OR_DIR --out vocab.txt [--size 8000] [--min-frequency 2] [--no-lower] [--overwrite]\n"
+     "  an existing vocab.txt is replaced only with --overwrite; a vocabulary under half of --size is a warning",
+     vocab_train});
 
 // ---- ordo data english ------------------------------------------------------------------
 
 int data_english(const std::vector<std::string>& argv) {
-  ordo::cli::Args args(argv, {"out", "source"});
+  ordo::cli::Args args(argv, {"out", "source"}, {"overwrite"});
   EnglishSource source = parse_english_source(args.str("source", "wordnet"));
   const std::string out = args.required("out");
+  ordo::check_output(out, ordo::OutputKind::file, args.has("overwrite"));
   EnglishStats stats;
   std::string text = extract_english(source, &stats);
   ordo::write_file_atomic(out, text);
@@ -125,7 +135,7 @@ int data_english(const std::vector<std::string>& argv) {
 
 ordo::cli::Register data_english_command(
     {"data english", "extract a real-English corpus from an installed Debian package",
-     "--out FILE [--source wordnet|fortunes]  (packages wordnet-base / fortunes-min)", data_english});
+     "--out FILE [--source wordnet|fortunes] [--overwrite]  (packages wordnet-base / fortunes-min)", data_english});
 
 // ---- ordo bench data ------------------------------------------------------------------
 

@@ -1,18 +1,17 @@
 #include "train/pretrain.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
 
 #include "base/config.h"
 #include "base/file_io.h"
+#include "base/output.h"
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
 #include "synth/synth.h"
@@ -256,12 +255,9 @@ Corpus prepare_corpus(const RunConfig& c, const std::string& run, bool quiet) {
     vo.min_frequency = c.data.vocab_min_frequency;
     vo.lower_case = c.data.lower_case;
     text::Vocab trained = text::train_wordpiece_from_corpus(corpus_path, vo);
-    // Fewer than half the tokens asked for: the corpus is too small for the
-    // vocabulary (or min_frequency too high) — the model's table is mostly unused.
-    if (trained.size() < c.data.vocab_size / 2)
-      std::fprintf(stderr, "warning: the trained vocabulary has %d tokens, far fewer than the vocab_size %lld asked "
-                           "for: the corpus (%s) is small for it\n",
-                   trained.size(), static_cast<long long>(c.data.vocab_size), corpus_path.c_str());
+    const std::string warning = text::small_vocabulary_warning(trained.size(), c.data.vocab_size, "data.vocab_size",
+                                                               c.data.vocab_min_frequency, "data.vocab_min_frequency");
+    if (!warning.empty()) std::fprintf(stderr, "warning: %s (corpus %s)\n", warning.c_str(), corpus_path.c_str());
     trained.save(vocab_path);
   }
   Corpus out{text::Vocab::load(vocab_path), {}};
@@ -582,103 +578,36 @@ void save_checkpoint(const std::string& run, PretrainRun& r) {
 // ---- where a run writes -------------------------------------------------------------------
 
 // The folder a run writes into. A resumed run writes in place. A new run is
-// built in a fresh folder beside its output (OUT.new-XXXXXX in the same
-// parent, so that taking its place is a rename) and replaces the output — a
-// previous run there, whole — only once it has done its first step; until
-// then a failure or Ctrl-C removes the new folder and leaves the output (and
-// the folders above it) exactly as they were.
+// built in base/output.h's StagedFolder beside its output (OUT.new-XXXXXX in
+// the same parent) and replaces the output — a previous run there, whole —
+// only once it has done its first step; until then a failure or Ctrl-C
+// removes the new folder and leaves the output (and the folders above it)
+// exactly as they were.
 class RunDirectory {
  public:
-  static RunDirectory in_place(const std::string& out) { return RunDirectory(out, out, ""); }
-  static RunDirectory beside(const std::string& out);
-  RunDirectory(RunDirectory&& other) noexcept;
-  ~RunDirectory();
+  static RunDirectory in_place(const std::string& out) { return RunDirectory(out, std::nullopt); }
+  static RunDirectory beside(const std::string& out) { return RunDirectory(out, StagedFolder(out)); }
 
-  const std::string& path() const { return building_ ? staging_ : out_; }
-  bool building() const { return building_; }
+  const std::string& path() const { return building() ? staged_->path() : out_; }
+  bool building() const { return staged_ && !staged_->committed(); }
   // Swaps the new run in for whatever the output held, which is then removed.
-  void take_place();
+  void take_place() { staged_->commit(); }
 
  private:
-  RunDirectory(std::string out, std::string staging, std::string created)
-      : out_(std::move(out)), staging_(std::move(staging)), created_(std::move(created)), building_(out_ != staging_) {}
-
-  std::string out_, staging_;
-  std::string created_;  // the outermost folder made for the staging folder, removed with it on failure
-  bool building_;
+  RunDirectory(std::string out, std::optional<StagedFolder> staged) : out_(std::move(out)), staged_(std::move(staged)) {}
+  std::string out_;
+  std::optional<StagedFolder> staged_;
 };
 
-// `out` without trailing slashes ("runs/a/" names the folder "runs/a").
-std::string without_trailing_slashes(std::string out) {
-  while (out.size() > 1 && out.back() == '/') out.pop_back();
-  return out;
-}
-
-// The outermost of `folder` and its parents that does not exist yet ("" when it does).
-std::string outermost_missing(const std::string& folder) {
-  std::filesystem::path p = std::filesystem::absolute(folder), missing;
-  while (!p.empty() && !std::filesystem::exists(p)) {
-    missing = p;
-    if (p == p.parent_path()) break;
-    p = p.parent_path();
-  }
-  return missing.string();
-}
-
-RunDirectory RunDirectory::beside(const std::string& out_given) {
-  const std::string out = without_trailing_slashes(out_given);
-  const std::filesystem::path parent = std::filesystem::path(out).parent_path();
-  const std::string folder = parent.empty() ? "." : parent.string();
-  const std::string created = outermost_missing(folder);
-  make_directories(folder);
-  std::string pattern = out + ".new-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    const int err = errno;
-    if (!created.empty()) std::filesystem::remove_all(created);
-    throw Error(detail::cat("cannot create the folder ", pattern, " to build the run in: ", std::strerror(err)));
-  }
-  return RunDirectory(out, pattern, created);
-}
-
-RunDirectory::RunDirectory(RunDirectory&& other) noexcept
-    : out_(std::move(other.out_)), staging_(std::move(other.staging_)), created_(std::move(other.created_)),
-      building_(other.building_) {
-  other.building_ = false;
-}
-
-RunDirectory::~RunDirectory() {
-  if (!building_) return;
-  std::error_code ignored;  // a destructor reports nothing; the failure that brought us here is reported
-  std::filesystem::remove_all(created_.empty() ? staging_ : created_, ignored);
-}
-
-void RunDirectory::take_place() {
-  const std::string aside = out_ + ".old-" + staging_.substr(staging_.size() - 6);
-  const bool replaces = std::filesystem::exists(std::filesystem::symlink_status(out_));
-  auto move = [](const std::string& from, const std::string& to) {
-    ORDO_CHECK(std::rename(from.c_str(), to.c_str()) == 0, "cannot move ", from, " to ", to, ": ", std::strerror(errno));
-  };
-  if (replaces) move(out_, aside);
-  try {
-    move(staging_, out_);
-  } catch (const Error&) {
-    if (replaces) std::rename(aside.c_str(), out_.c_str());  // the old run back where it was
-    throw;
-  }
-  building_ = false;
-  if (replaces) std::filesystem::remove_all(aside);
-}
-
-// Refuses an output that holds anything (a run, or other files) unless
-// --overwrite, and one that is not a folder.
-void check_output(const PretrainOptions& o) {
+// The output policy (base/output.h), with the hint a folder holding a run
+// deserves; what the run reads must survive the old output's removal.
+void check_output(const RunConfig& c, const PretrainOptions& o) {
   ORDO_CHECK(!o.out.empty(), "pretrain: no run directory given (--out)");
-  if (!std::filesystem::exists(std::filesystem::symlink_status(o.out))) return;
-  ORDO_CHECK(directory_exists(o.out), "--out '", o.out, "' is not a folder");
   const bool holds_run = file_exists(o.out + "/config.json") || file_exists(o.out + "/metrics.jsonl");
   ORDO_CHECK(!holds_run || o.overwrite, "'", o.out, "' already holds a run; use --resume to continue it or --overwrite to replace it");
-  ORDO_CHECK(o.overwrite || std::filesystem::is_empty(o.out), "'", o.out,
-             "' is not empty (it holds no run); use --overwrite to replace it, or name another folder");
+  ordo::check_output(o.out, OutputKind::folder, o.overwrite);
+  if (c.data.corpus != "synthetic") check_output_spares(o.out, c.data.corpus, "data.corpus");
+  check_output_spares(o.out, c.data.vocab, "data.vocab");
 }
 
 // ---- the loop -------------------------------------------------------------------------------
@@ -774,7 +703,7 @@ EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text:
 }
 
 RunSummary pretrain(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer) {
-  check_output(o);
+  check_output(c, o);
   check_before_writing(c);
   RunDirectory run = RunDirectory::beside(o.out);
   write_file_atomic(run.path() + "/config.json", json::dump(c.source, 2) + "\n");

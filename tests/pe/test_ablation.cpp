@@ -276,7 +276,7 @@ TEST_CASE("ordo forward --ablate: TUPE-p attention ignores the tokens, TUPE-c di
   write_file_atomic(dir / "b.json", R"({"input_ids": [[5, 5, 11, 3]]})");
   auto attention = [&](const std::string& input, const std::string& flags) {
     test::CommandResult r = test::run_ordo("forward --checkpoint " + dir / "ckpt" + " --input " + dir / input +
-                                           " --out " + dir / "out.safetensors " + flags);
+                                           " --out " + dir / "out.safetensors --overwrite " + flags);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     for (auto& [name, t] : safetensors::load(dir / "out.safetensors"))

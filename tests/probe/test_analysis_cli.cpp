@@ -168,19 +168,22 @@ TEST_CASE("ordo analyze refuses bad flags and runs with a message, exit 1 and th
     std::string args, message;
   };
   const std::string run = " --run " + (dir / "run");
+  // --overwrite throughout: even with it, bad input leaves the output as it was.
   const Case cases[] = {
-      {"--out " + out, "--run"},
+      {"--out " + out + " --overwrite", "--run"},
       {run, "--out"},
-      {"--run " + (dir / "missing") + " --out " + out, "is not a directory"},
-      {"--run " + (dir / "empty") + " --out " + out, "no config.json"},
-      {"--run " + (dir / "nockpt") + " --out " + out, "no complete checkpoint"},
-      {run + " --out " + out + " --checkpoint step_7", "it has step_1, step_2"},
-      {run + " --out " + out + " --checkpoint latest", "expected step_N"},
-      {run + " --out " + (dir / "afile"), "is a file"},
-      {run + " --out " + out + " --seed -1", "--seed"},
-      {run + " --out " + out + " --eval-sequences 0", "--eval-sequences"},
-      {run + " --out " + out + " --colour red", "colour"},
-      {run + " --out " + out + " extra", "unexpected argument 'extra'"},
+      {"--run " + (dir / "missing") + " --out " + out + " --overwrite", "is not a directory"},
+      {"--run " + (dir / "empty") + " --out " + out + " --overwrite", "no config.json"},
+      {"--run " + (dir / "nockpt") + " --out " + out + " --overwrite", "no complete checkpoint"},
+      {run + " --out " + out + " --overwrite --checkpoint step_7", "it has step_1, step_2"},
+      {run + " --out " + out + " --overwrite --checkpoint latest", "expected step_N"},
+      {run + " --out " + (dir / "afile") + " --overwrite", "is a file"},
+      {run + " --out " + out, "already exists and is not empty; give --overwrite"},
+      {run + " --out " + (dir / "run") + " --overwrite", "is --run"},
+      {run + " --out " + out + " --overwrite --seed -1", "--seed"},
+      {run + " --out " + out + " --overwrite --eval-sequences 0", "--eval-sequences"},
+      {run + " --out " + out + " --overwrite --colour red", "colour"},
+      {run + " --out " + out + " --overwrite extra", "unexpected argument 'extra'"},
   };
   for (const Case& c : cases) {
     auto r = run_ordo("analyze " + c.args);
@@ -191,7 +194,7 @@ TEST_CASE("ordo analyze refuses bad flags and runs with a message, exit 1 and th
   // A checkpoint whose weights are damaged: the error names the file.
   const std::string weights = dir / "run/checkpoints/step_000000002/model.safetensors";
   ordo::write_file_atomic(weights, "not safetensors");
-  auto r = run_ordo("analyze" + run + " --out " + out);
+  auto r = run_ordo("analyze" + run + " --out " + out + " --overwrite");
   INFO(r.output);
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("model.safetensors") != std::string::npos);

@@ -344,7 +344,8 @@ TEST_CASE("ordo probe: bad input exits non-zero and leaves the output alone", "[
   struct Case {
     std::string args, expected;
   };
-  const std::string base = "--checkpoint " + run + " --out " + out;
+  // --overwrite throughout: even with it, bad input leaves the output as it was.
+  const std::string base = "--checkpoint " + run + " --out " + out + " --overwrite";
   const Case cases[] = {
       {base + " --layer 0", "--layer 0 is outside 1..2"},
       {base + " --layer 3", "--layer 3 is outside 1..2"},
@@ -357,10 +358,11 @@ TEST_CASE("ordo probe: bad input exits non-zero and leaves the output alone", "[
       {base + " --vocab " + dir / "missing.txt", "missing.txt"},
       {base + " --frobnicate 1", "unknown flag --frobnicate"},
       {base + " stray", "unexpected argument 'stray'"},
-      {"--checkpoint " + dir / "nowhere" + " --out " + out, "nowhere: not a directory"},
-      {"--checkpoint " + dir / "empty" + " --out " + out, "neither a checkpoint"},
-      {"--checkpoint " + run + " --out " + a_file, "is a file"},
-      {"--out " + out, "missing required flag --checkpoint"},
+      {"--checkpoint " + dir / "nowhere" + " --out " + out + " --overwrite", "nowhere: not a directory"},
+      {"--checkpoint " + dir / "empty" + " --out " + out + " --overwrite", "neither a checkpoint"},
+      {"--checkpoint " + run + " --out " + a_file + " --overwrite", "is a file"},
+      {"--checkpoint " + run + " --out " + out, "already exists and is not empty; give --overwrite"},
+      {"--out " + out + " --overwrite", "missing required flag --checkpoint"},
       {"--checkpoint " + run, "missing required flag --out"},
   };
   for (const Case& c : cases) {
@@ -375,7 +377,7 @@ TEST_CASE("ordo probe: bad input exits non-zero and leaves the output alone", "[
   }
   // A run whose checkpoints are all incomplete.
   make_directories(dir / "run2/checkpoints/step_000000005");
-  test::CommandResult r = test::run_ordo("probe --checkpoint " + dir / "run2" + " --out " + out);
+  test::CommandResult r = test::run_ordo("probe --checkpoint " + dir / "run2" + " --out " + out + " --overwrite");
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.output, Catch::Contains("no complete checkpoint"));
 }

@@ -109,9 +109,11 @@ TEST_CASE("bad requests and existing output are refused", "[synth]") {
   CHECK_THROWS_WITH(write_synthetic(dir, 10, 1, Config(), false), Catch::Matchers::Contains("not empty") &&
                                                                      Catch::Matchers::Contains("--overwrite"));
   CHECK_FALSE(fs::exists(dir + "/corpus.txt"));
+  // --overwrite replaces the folder whole: nothing of what was there stays.
   write_synthetic(dir, 10, 1, Config(), true);
   CHECK(fs::exists(dir + "/corpus.txt"));
-  CHECK(slurp(dir + "/notes.txt") == "mine");
+  CHECK_FALSE(fs::exists(dir + "/notes.txt"));
+  ordo::write_file_atomic(dir + "/notes.txt", "mine");
   // An empty existing directory is fine.
   fs::create_directories(scratch.file("empty"));
   CHECK_NOTHROW(write_synthetic(scratch.file("empty"), 5, 1, Config(), false));
@@ -120,7 +122,7 @@ TEST_CASE("bad requests and existing output are refused", "[synth]") {
   CHECK_THROWS_WITH(write_synthetic(dir + "/notes.txt/sub", 5, 1, Config(), false),
                     Catch::Matchers::Contains("notes.txt"));
   CHECK_THROWS_WITH(write_synthetic(dir + "/notes.txt", 5, 1, Config(), false),
-                    Catch::Matchers::Contains("not a directory"));
+                    Catch::Matchers::Contains("is a file, not a folder"));
   Config bad;
   bad.p_relative = -0.1;
   CHECK_THROWS_WITH(write_synthetic(scratch.file("bad"), 5, 1, bad, false), Catch::Matchers::Contains("p_relative"));

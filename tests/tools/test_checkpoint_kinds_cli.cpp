@@ -56,11 +56,12 @@ TEST_CASE("forward, probe and analyze read MLM, MLM+NSP and causal checkpoints a
 
     std::string input = dir.write("in.json", R"({"input_ids": [[2, 7, 9, 3, 11, 3]], "segment_ids": [[0, 0, 0, 0, 1, 1]]})");
     for (const std::string& given : {checkpoint, run}) {
-      require_success("forward --checkpoint " + given + " --input " + input + " --out " + (dir / "out.safetensors"));
+      require_success("forward --checkpoint " + given + " --input " + input + " --out " + (dir / "out.safetensors") +
+                      " --overwrite");
       auto out = ordo::test::load_tensors(dir / "out.safetensors");
       CHECK(out.count("logits") == 1);
       CHECK(out.count("nsp_logits") == (kind.objective == "mlm+nsp" ? 1u : 0u));
-      require_success("probe --checkpoint " + given + " --out " + (dir / "probe") + " --words 5 --length 6");
+      require_success("probe --checkpoint " + given + " --out " + (dir / "probe") + " --words 5 --length 6 --overwrite");
     }
     require_success("analyze --quiet --run " + run + " --out " + (dir / "analysis"));
   }

@@ -219,8 +219,9 @@ TEST_CASE("ordo forward refuses bad input with a message naming it, and keeps an
   write_file_atomic(out, previous);
   auto run_with = [&](const std::string& json_text, const std::string& extra = "") {
     write_file_atomic(tmp.path + "/in.json", json_text);
+    // --overwrite: even with it, bad input leaves the output as it was.
     return run_ordo("forward --checkpoint " + tmp.path + "/ckpt --input " + tmp.path + "/in.json --out " + out +
-                    " " + extra);
+                    " --overwrite " + extra);
   };
   struct Case {
     const char* what;
@@ -269,10 +270,12 @@ TEST_CASE("ordo forward refuses bad input with a message naming it, and keeps an
   SECTION("flags and files") {
     const std::string good = R"({"input_ids": [[2, 3]]})";
     write_file_atomic(tmp.path + "/in.json", good);
-    Run r = run_ordo("forward --checkpoint " + tmp.path + "/nowhere --input " + tmp.path + "/in.json --out " + out);
+    Run r = run_ordo("forward --checkpoint " + tmp.path + "/nowhere --input " + tmp.path + "/in.json --out " + out +
+                     " --overwrite");
     CHECK(r.exit_code != 0);
     CHECK(r.output.find(tmp.path + "/nowhere: not a directory") != std::string::npos);  // a checkpoint or a run, as ordo probe reads it
-    r = run_ordo("forward --checkpoint " + tmp.path + "/ckpt --input " + tmp.path + "/missing.json --out " + out);
+    r = run_ordo("forward --checkpoint " + tmp.path + "/ckpt --input " + tmp.path + "/missing.json --out " + out +
+                 " --overwrite");
     CHECK(r.exit_code != 0);
     CHECK(r.output.find("missing.json") != std::string::npos);
     r = run_ordo("forward --checkpoint " + tmp.path + "/ckpt --input " + tmp.path + "/in.json");
