@@ -2,7 +2,8 @@
 #
 #   make          build (Release) into build/
 #   make test     install what is missing, build, run the whole suite with ctest, then the CUDA
-#                 kernels on the emulated GPU (make test-emulated; not with SANITIZE=1)
+#                 kernels on the emulated GPU (make test-emulated; not with SANITIZE=1) and the
+#                 nvcc build's registers against every launch shape (tools/check_cuda_resources.sh)
 #   make run      install what is missing, build, pretrain the tiny BERT on the synthetic language,
 #                 probe it (identical word probing), analyse its learned positions and write
 #                 its report (RUN_DIR/report/index.html)
@@ -63,6 +64,7 @@ test: deps build
 	cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 ifneq ($(SANITIZE),1)
 	@$(MAKE) --no-print-directory test-emulated
+	@tools/check_cuda_resources.sh $(BUILD) $(LAUNCH_LOG)
 endif
 
 # The main job: pretrain the tiny BERT on the embedded synthetic language
@@ -84,15 +86,22 @@ run: deps build
 # [cuda] tests run under EMULATOR_SCHEDULE here, then tools/gpu_check.sh --emulate
 # (what a GPU owner runs: [cuda] tests, the CPU-vs-GPU training steps, the
 # step benchmark) runs them again under GPU_CHECK_SCHEDULE.
+# Every launch shape the [cuda] runs make is logged to LAUNCH_LOG, which
+# make test then checks against the nvcc build's registers per kernel
+# (tools/check_cuda_resources.sh: no spills, registers x threads within the SM's file).
 EMULATOR_SCHEDULE ?= forward
 GPU_CHECK_SCHEDULE ?= random:1
+LAUNCH_LOG := $(CURDIR)/build-emulate/cuda_launches.tsv
 test-emulated: deps
 	cmake -S . -B build-emulate -DORDO_CUDA=emulate -DORDO_BLAS=$(ORDO_BLAS) -DORDO_NATIVE=$(ORDO_NATIVE)
 	cmake --build build-emulate -j $(JOBS)
 	@build-emulate/ordo_tests "[emulator]"
+	@rm -f $(LAUNCH_LOG)
 	@echo "[cuda] tests under ORDO_EMULATOR_SCHEDULE=$(EMULATOR_SCHEDULE)"
-	@ORDO_EMULATOR_SCHEDULE=$(EMULATOR_SCHEDULE) OMP_NUM_THREADS=1 build-emulate/ordo_tests --require-gpu "[cuda]"
-	@ORDO_EMULATOR_SCHEDULE=$(GPU_CHECK_SCHEDULE) tools/gpu_check.sh --emulate --build build-emulate --jobs $(JOBS)
+	@ORDO_EMULATOR_LAUNCH_LOG=$(LAUNCH_LOG) ORDO_EMULATOR_SCHEDULE=$(EMULATOR_SCHEDULE) OMP_NUM_THREADS=1 \
+	  build-emulate/ordo_tests --require-gpu "[cuda]"
+	@ORDO_EMULATOR_LAUNCH_LOG=$(LAUNCH_LOG) ORDO_EMULATOR_SCHEDULE=$(GPU_CHECK_SCHEDULE) \
+	  tools/gpu_check.sh --emulate --build build-emulate --jobs $(JOBS)
 
 bench: build
 	$(BUILD)/ordo bench

@@ -4,12 +4,15 @@
 // ordo::cpu and (when built with CUDA) ordo::cuda. Ops call
 //   ORDO_BACKEND(device, kernel)(args...)
 // which names cpu::kernel or cuda::kernel for the device, and throws a clear
-// ordo::Error for a CUDA tensor in a build without CUDA.
+// ordo::Error for a CUDA tensor in a build without CUDA. The call goes through
+// detail::BackendCall (tensor/kernel_calls.h), which records it while a
+// KernelCallRecording is alive.
 #pragma once
 
 #include <cstdint>
 
 #include "tensor/elementwise_math.h"
+#include "tensor/kernel_calls.h"
 #include "tensor/tensor.h"
 
 namespace ordo {
@@ -63,8 +66,12 @@ namespace detail {
 }  // namespace ordo
 
 #ifdef ORDO_HAS_CUDA
-#define ORDO_BACKEND(device, kernel) ((device).is_cuda() ? ::ordo::cuda::kernel : ::ordo::cpu::kernel)
+#define ORDO_BACKEND(device, kernel)             \
+  ::ordo::detail::backend_call(#kernel, (device), \
+                               (device).is_cuda() ? ::ordo::cuda::kernel : ::ordo::cpu::kernel)
 #else
-#define ORDO_BACKEND(device, kernel) \
-  ((device).is_cuda() ? (::ordo::detail::throw_no_cuda(#kernel), ::ordo::cpu::kernel) : ::ordo::cpu::kernel)
+#define ORDO_BACKEND(device, kernel)                                                                   \
+  ::ordo::detail::backend_call(                                                                       \
+      #kernel, (device),                                                                              \
+      (device).is_cuda() ? (::ordo::detail::throw_no_cuda(#kernel), ::ordo::cpu::kernel) : ::ordo::cpu::kernel)
 #endif

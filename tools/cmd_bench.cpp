@@ -73,7 +73,9 @@ using GemmKernel = void (*)(const Tensor&, const MatrixBatch&, const MatrixBatch
                             int64_t, int64_t, int64_t, double, double);
 
 // FLOP/s of c = op(a) op(b) (beta 0) for one case.
-double gemm_rate(const GemmCase& g, Device device, GemmKernel kernel, const TimingPlan& plan) {
+// Kernel: a GemmKernel, or what ORDO_BACKEND(device, gemm) gives.
+template <class Kernel>
+double gemm_rate(const GemmCase& g, Device device, const Kernel& kernel, const TimingPlan& plan) {
   Tensor a = random_tensor({g.batch, g.ta ? g.k : g.m, g.ta ? g.m : g.k}, g.dtype, device, 1);
   Tensor b = random_tensor({g.batch, g.tb ? g.n : g.k, g.tb ? g.k : g.n}, g.dtype, device, 2);
   Tensor c = Tensor::empty({g.batch, g.m, g.n}, g.dtype, device);
@@ -268,7 +270,7 @@ json::Value gpu_all(const Options& opt) {
   std::vector<GemmCase> cases = square_cases(
       DType::f32, opt.quick ? std::vector<int64_t>{1024} : std::vector<int64_t>{1024, 2048, 4096, 8192});
   for (const auto& g : transformer_cases(opt.quick)) cases.push_back(g);
-  GemmKernel kernel = ORDO_BACKEND(device, gemm);
+  auto kernel = ORDO_BACKEND(device, gemm);
   bool tf32_before = allow_tf32();
   std::vector<double> fp32(cases.size()), tf32(cases.size());
   for (size_t i = 0; i < cases.size(); ++i) {

@@ -17,7 +17,8 @@
 //    ORDO_EMULATOR_SCHEDULE: forward (the default), reverse, or random:SEED.
 //    A missing barrier usually shows under one order only.
 //  - The launch is checked as the driver checks it (block and grid limits,
-//    dynamic shared memory) and fails with the runtime's error; an error the
+//    dynamic shared memory) and fails with the runtime's error (each distinct
+//    launch shape is logged to ORDO_EMULATOR_LAUNCH_LOG when set); an error the
 //    emulator finds while running (a bad mask, a deadlock) fails the launch
 //    with cudaErrorLaunchFailure. take_error_detail() says which kernel and
 //    why. Unlike a GPU's, these errors are not sticky.

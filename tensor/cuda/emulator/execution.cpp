@@ -11,6 +11,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -410,6 +411,24 @@ void run_block(Block& b, std::vector<int>& order) {
   for (Thread& t : b.threads) t.fiber = bc::fiber();  // unwinds the threads an error left waiting
 }
 
+// With ORDO_EMULATOR_LAUNCH_LOG=FILE, each distinct launch shape (kernel,
+// threads per block, dynamic shared bytes) is appended to FILE once, as
+// "name<TAB>threads<TAB>bytes": tools/check_cuda_resources.sh joins it with
+// the registers ptxas gives each kernel in the nvcc build, to check every
+// launch configuration the tests use against the SM's register file.
+void log_launch_shape(const char* name, Dim block, size_t shared_bytes) {
+  static const char* path = std::getenv("ORDO_EMULATOR_LAUNCH_LOG");
+  if (path == nullptr || *path == '\0') return;
+  static std::set<std::string> seen;  // launches are serialised (DeviceSection)
+  const std::string line = std::string(name) + "\t" + std::to_string(uint64_t(block.x) * block.y * block.z) + "\t" +
+                           std::to_string(shared_bytes) + "\n";
+  if (!seen.insert(line).second) return;
+  if (std::FILE* f = std::fopen(path, "a")) {
+    std::fputs(line.c_str(), f);
+    std::fclose(f);
+  }
+}
+
 std::string check_launch(Dim grid, Dim block, size_t shared_bytes, int& error) {
   const unsigned bd[3] = {block.x, block.y, block.z}, gd[3] = {grid.x, grid.y, grid.z};
   const char* axis[3] = {"x", "y", "z"};
@@ -445,6 +464,7 @@ int run_kernel(const char* name, Dim grid, Dim block, size_t shared_bytes, Kerne
     return error;
   }
   DeviceSection section(name);  // also keeps launches from other host threads out
+  log_launch_shape(name, block, shared_bytes);
   Block b;
   b.kernel = name;
   b.body = body;

@@ -1,0 +1,114 @@
+// The kernel-call record (tensor/kernel_calls.h) and the roofline arithmetic
+// (tensor/roofline.h). Expected values are worked by hand from the shapes:
+// a product of [5, 7] by [7, 3] touches (35 + 21 + 15) f32 and needs 2·5·3·7 FLOPs.
+#include <algorithm>
+
+
+#include "tensor/ops.h"
+#include "tensor/roofline.h"
+#include "tests/helpers.h"
+
+using namespace ordo;
+using Catch::Matchers::WithinRel;
+
+
+TEST_CASE("kernel calls: a matrix product is recorded with its shapes, sizes and bytes", "[roofline]") {
+  Tensor a = Tensor::ones({5, 7});
+  Tensor b = Tensor::ones({7, 3});
+  KernelCallRecording recording;
+  Tensor c = matmul(a, b);
+  std::vector<KernelCall> calls = recording.calls();
+  auto gemm = std::find_if(calls.begin(), calls.end(), [](const KernelCall& k) { return std::string(k.kernel) == "gemm"; });
+  REQUIRE(gemm != calls.end());
+  CHECK(gemm->shapes == std::vector<Shape>{{5, 3}, {5, 7}, {7, 3}});
+  CHECK(gemm->integers == std::vector<int64_t>{1, 5, 3, 7});
+  CHECK(gemm->bytes == 4.0 * (15 + 35 + 21));
+  CHECK(kernel_flops(*gemm) == 2.0 * 5 * 3 * 7);
+  CHECK(gemm->launches == 0);        // the CPU launches nothing
+  CHECK(kernel_launches(*gemm) == 1);  // cuBLAS's one launch, on a GPU
+}
+
+TEST_CASE("kernel calls: nothing is recorded without a recording, and one recording at a time", "[roofline]") {
+  Tensor a = Tensor::ones({4});
+  (void)binary(BinaryOp::add, a, a);  // before any recording
+  KernelCallRecording recording;
+  CHECK(recording.calls().empty());
+  CHECK_THROWS_WITH(KernelCallRecording(), Catch::Contains("one KernelCallRecording at a time"));
+  (void)binary(BinaryOp::add, a, a);
+  REQUIRE(recording.calls().size() == 1);
+  CHECK(std::string(recording.calls()[0].kernel) == "binary");
+}
+
+TEST_CASE("kernel calls: a broadcast dimension's bytes count once", "[roofline]") {
+  Tensor row = Tensor::ones({3});
+  CHECK(distinct_bytes(row.expand({4, 3})) == 12.0);
+  CHECK(distinct_bytes(Tensor::ones({4, 3}, DType::f64)) == 96.0);
+  CHECK(distinct_bytes(Tensor()) == 0.0);
+  KernelCallRecording recording;
+  (void)binary(BinaryOp::add, Tensor::ones({4, 3}), row);  // out 48 B, a 48 B, b broadcast: 12 B
+  REQUIRE(recording.calls().size() >= 1);
+  CHECK(recording.calls().back().bytes == 48.0 + 48.0 + 12.0);
+}
+
+TEST_CASE("kernel flops: the relative product counts 3 FLOPs per (score, feature), its gradient 9", "[roofline]") {
+  KernelCall forward;
+  forward.kernel = "relative_product";
+  forward.shapes = {{2, 3, 5, 5}, {2, 3, 5, 8}, {2, 3, 5, 8}, {3, 9, 8}, {2, 5, 5}};
+  CHECK(kernel_flops(forward) == 3.0 * (2 * 3 * 5 * 5) * 8);
+  KernelCall backward;
+  backward.kernel = "relative_product_backward";
+  backward.shapes = {{2, 3, 5, 8}, {2, 3, 5, 8}, {3, 9, 8}, {2, 3, 5, 5}, {2, 3, 5, 8}, {2, 3, 5, 8}, {3, 9, 8},
+                     {2, 5, 5}};
+  CHECK(kernel_flops(backward) == 9.0 * (2 * 3 * 5 * 5) * 8);
+  KernelCall softmax;  // a memory-bound kernel: a per-element constant of its largest tensor
+  softmax.kernel = "softmax";
+  softmax.shapes = {{6, 10}, {6, 10}, {}};
+  CHECK(kernel_flops(softmax) == 5.0 * 60);
+}
+
+TEST_CASE("roofline: each call is max(bytes / bandwidth, FLOPs / peak) plus its launches' overhead", "[roofline]") {
+  RooflineMachine m;
+  m.bytes_per_second = 1e9;
+  m.fp32_flops = 1e9;
+  m.tf32_flops = 4e9;
+  m.launch_seconds = 1e-6;
+  KernelCall product;  // 1 ms of bytes, 2 ms of FLOPs (2·1·100·100·100): compute-bound
+  product.kernel = "gemm";
+  product.integers = {1, 100, 100, 100};
+  product.bytes = 1e6;
+  KernelCall add;  // 4 ms of bytes, two launches
+  add.kernel = "binary";
+  add.shapes = {{1000}};
+  add.bytes = 4e6;
+  add.launches = 2;
+  Roofline fp32 = roofline({product, add, add}, m, /*tf32=*/false);
+  REQUIRE(fp32.rows.size() == 2);
+  CHECK(fp32.rows[0].kernel == "binary");  // slowest first
+  CHECK(fp32.rows[0].calls == 2);
+  CHECK(fp32.rows[0].launches == 4);
+  CHECK_THAT(fp32.rows[0].seconds, WithinRel(2 * 4e-3 + 4e-6, 1e-12));
+  CHECK_THAT(fp32.rows[1].seconds, WithinRel(2e-3 + 1e-6, 1e-12));
+  CHECK_THAT(fp32.rows[1].compute_seconds, WithinRel(2e-3, 1e-12));
+  CHECK(fp32.rows[1].memory_seconds == 0);
+  CHECK(fp32.total.launches == 5);
+  CHECK_THAT(fp32.total.seconds, WithinRel(8e-3 + 2e-3 + 5e-6, 1e-12));
+  // TF32: the product's FLOPs take 0.5 ms, so its 1 ms of bytes binds.
+  Roofline tf32 = roofline({product}, m, /*tf32=*/true);
+  CHECK_THAT(tf32.total.memory_seconds, WithinRel(1e-3, 1e-12));
+  CHECK(tf32.total.compute_seconds == 0);
+}
+
+#ifdef ORDO_HAS_CUDA
+TEST_CASE("cuda: kernel calls on the device count the launches they made", "[cuda][roofline]") {
+  Tensor a = Tensor::ones({4, 3}, DType::f32, Device::cuda(0));
+  KernelCallRecording recording;
+  (void)binary(BinaryOp::add, a, a);
+  Tensor total = sum(a);
+  std::vector<KernelCall> calls = recording.calls();
+  REQUIRE(calls.size() >= 2);
+  CHECK(std::string(calls[0].kernel) == "binary");
+  CHECK(calls[0].launches == 1);
+  CHECK(calls[0].device == Device::cuda(0));
+  for (const KernelCall& call : calls) CHECK(call.launches >= 1);
+}
+#endif
