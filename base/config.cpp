@@ -1,8 +1,27 @@
 #include "base/config.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace ordo {
+
+namespace {
+thread_local ConfigKeyLog* key_log = nullptr;
+
+// A bound as a person reads it: the extremes of int64 as no bound at all.
+std::string bound(int64_t n) {
+  if (n == INT64_MAX) return "inf";
+  return std::to_string(n);
+}
+std::string bound(double d) { return json::dump(json::Value(d)); }
+}  // namespace
+
+ConfigKeyLog::ConfigKeyLog() : previous_(key_log) { key_log = this; }
+ConfigKeyLog::~ConfigKeyLog() { key_log = previous_; }
+
+void FieldReader::log(const std::string& key, const char* type, std::string fallback, std::string range) const {
+  if (key_log != nullptr) key_log->keys_.push_back({where_, key, type, std::move(fallback), std::move(range)});
+}
 
 FieldReader::FieldReader(const json::Value& object, std::string where)
     : object_(object), where_(std::move(where)) {
@@ -20,6 +39,7 @@ const json::Value* FieldReader::get(const std::string& key, json::Type type) {
 }
 
 int64_t FieldReader::integer(const std::string& key, int64_t fallback, int64_t min, int64_t max) {
+  log(key, "integer", std::to_string(fallback), bound(min) + ".." + bound(max));
   const json::Value* v = get(key, json::Type::number);
   if (!v) return fallback;
   double d = v->as_number();
@@ -31,6 +51,7 @@ int64_t FieldReader::integer(const std::string& key, int64_t fallback, int64_t m
 }
 
 double FieldReader::number(const std::string& key, double fallback, double min, double max) {
+  log(key, "number", bound(fallback), bound(min) + ".." + bound(max));
   const json::Value* v = get(key, json::Type::number);
   if (!v) return fallback;
   double d = v->as_number();
@@ -39,12 +60,16 @@ double FieldReader::number(const std::string& key, double fallback, double min, 
 }
 
 bool FieldReader::boolean(const std::string& key, bool fallback) {
+  log(key, "boolean", fallback ? "true" : "false", "");
   const json::Value* v = get(key, json::Type::boolean);
   return v ? v->as_bool() : fallback;
 }
 
 std::string FieldReader::string(const std::string& key, const std::string& fallback,
                                 const std::vector<std::string>& choices) {
+  std::string listed;
+  for (const auto& c : choices) listed += (listed.empty() ? "one of " : ", ") + c;
+  log(key, "string", json::dump(json::Value(fallback)), listed);
   const json::Value* v = get(key, json::Type::string);
   std::string s = v ? v->as_string() : fallback;
   if (v && !choices.empty() && std::find(choices.begin(), choices.end(), s) == choices.end()) {
@@ -55,9 +80,20 @@ std::string FieldReader::string(const std::string& key, const std::string& fallb
   return s;
 }
 
-const json::Value* FieldReader::object(const std::string& key) { return get(key, json::Type::object); }
+const json::Value* FieldReader::object(const std::string& key) {
+  log(key, "object", "", "");
+  return get(key, json::Type::object);
+}
 
-void FieldReader::ignore(const std::vector<std::string>& keys) { known_.insert(keys.begin(), keys.end()); }
+const json::Value* FieldReader::array(const std::string& key) {
+  log(key, "array", "", "");
+  return get(key, json::Type::array);
+}
+
+void FieldReader::ignore(const std::vector<std::string>& keys) {
+  for (const auto& key : keys) log(key, "ignored", "", "");
+  known_.insert(keys.begin(), keys.end());
+}
 
 void FieldReader::finish() const {
   for (const auto& [key, value] : object_.items()) {

@@ -26,6 +26,8 @@ class FieldReader {
                      const std::vector<std::string>& choices = {});
   // A nested object (nullptr when absent); an error if present but not an object.
   const json::Value* object(const std::string& key);
+  // An array (nullptr when absent); an error if present but not an array.
+  const json::Value* array(const std::string& key);
   // Marks keys as known without reading them (e.g. HF fields ordo ignores).
   void ignore(const std::vector<std::string>& keys);
   bool has(const std::string& key) const { return object_.contains(key); }
@@ -33,9 +35,35 @@ class FieldReader {
 
  private:
   const json::Value* get(const std::string& key, json::Type type);
+  void log(const std::string& key, const char* type, std::string fallback, std::string range) const;
   const json::Value& object_;
   std::string where_;
   std::set<std::string> known_;
+};
+
+// What a FieldReader accepted, as `ordo help config` lists it: recorded by
+// every getter while a ConfigKeyLog is alive on the calling thread, so the
+// listing is made by the code that validates and cannot drift from it.
+struct ConfigKey {
+  std::string where;     // the reader's `where`, as given to FieldReader
+  std::string key;
+  std::string type;      // integer, number, boolean, string, object, ignored
+  std::string fallback;  // the default, as JSON ("" for objects and ignored keys)
+  std::string range;     // "1..1024", one of "a, b", or ""
+};
+
+class ConfigKeyLog {
+ public:
+  ConfigKeyLog();
+  ~ConfigKeyLog();
+  ConfigKeyLog(const ConfigKeyLog&) = delete;
+  ConfigKeyLog& operator=(const ConfigKeyLog&) = delete;
+  const std::vector<ConfigKey>& keys() const { return keys_; }
+
+ private:
+  friend class FieldReader;
+  std::vector<ConfigKey> keys_;
+  ConfigKeyLog* previous_;
 };
 
 // Applies "a.b.c=value" to root: the value is read as JSON when it parses

@@ -57,8 +57,9 @@ BertConfig config_from_json(const json::Value& object, const std::string& where,
   c.decoder = r.boolean("decoder", c.decoder);
   // HF's name for the same switch (BertLMHeadModel's config has is_decoder
   // true): an HF decoder checkpoint must load as a decoder, not an encoder.
-  if (r.has("is_decoder")) {
-    bool hf_decoder = r.boolean("is_decoder", false);
+  const bool has_is_decoder = r.has("is_decoder");
+  const bool hf_decoder = r.boolean("is_decoder", false);
+  if (has_is_decoder) {
     ORDO_CHECK(!has_decoder || hf_decoder == c.decoder, where, ": is_decoder ", hf_decoder ? "true" : "false",
                " contradicts decoder ", c.decoder ? "true" : "false");
     c.decoder = hf_decoder;

@@ -88,12 +88,14 @@ RelativeOptions read_relative_options(const nn::BertConfig& config, FieldReader&
                                       Share default_share, OptionSet allowed) {
   RelativeOptions o;
   o.share = default_share;
-  if (allowed.share) o.share = parse_share(options.string("share", share_name(default_share)), variant);
+  if (allowed.share)
+    o.share = parse_share(options.string("share", share_name(default_share), {"none", "heads", "layers", "all"}), variant);
   const int64_t longest = std::max<int64_t>(config.max_position_embeddings - 1, 0);
   o.max_distance = longest;
-  if (allowed.clip && options.has("clip")) o.clip = options.integer("clip", -1, 0, int64_t{1} << 30);
-  if (allowed.max_distance && options.has("max_distance")) {
-    ORDO_CHECK(o.clip < 0, variant, ": give clip or max_distance, not both (a clipped table holds |distance| <= clip)");
+  if (allowed.clip) o.clip = options.integer("clip", -1, 0, int64_t{1} << 30);  // -1: not clipped
+  if (allowed.max_distance) {
+    ORDO_CHECK(o.clip < 0 || !options.has("max_distance"), variant,
+               ": give clip or max_distance, not both (a clipped table holds |distance| <= clip)");
     o.max_distance = options.integer("max_distance", longest, 0, int64_t{1} << 30);
   }
   return o;

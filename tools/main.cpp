@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "tensor/device_runtime.h"
 #include "tools/cli.h"
+#include "tools/config_help.h"
 
 namespace {
 
@@ -15,7 +16,7 @@ void print_help() {
   std::printf("ordo — a from-scratch framework for studying position encodings in transformers\n\n"
               "usage: ordo COMMAND [flags]\n\ncommands:\n");
   for (const auto& c : ordo::cli::commands()) std::printf("  %-18s %s\n", c.name.c_str(), c.summary.c_str());
-  std::printf("\n`ordo help COMMAND` shows a command's flags.\n");
+  std::printf("\n`ordo help COMMAND` shows a command's flags; `ordo help config` every run-config key and PE option.\n");
 }
 
 const ordo::cli::Command* find(const std::vector<std::string>& words, size_t& used) {
@@ -34,9 +35,10 @@ const ordo::cli::Command* find(const std::vector<std::string>& words, size_t& us
   return nullptr;
 }
 
-// A command's help: its summary and its flags.
+// A command's help: its summary and its flags (pretrain's: and its config's keys).
 void print_command_help(const ordo::cli::Command& c) {
   std::printf("ordo %s — %s\nusage: ordo %s %s\n", c.name.c_str(), c.summary.c_str(), c.name.c_str(), c.usage.c_str());
+  if (c.name == "pretrain") std::printf("\n%s", ordo::tools::config_help().c_str());
 }
 
 // `ordo CMD ... --help` (or -h) anywhere among the command's arguments.
@@ -61,6 +63,10 @@ ordo::cli::Register info_command({"info", "what this build has and which devices
 int main(int argc, char** argv) {
   std::vector<std::string> words(argv + 1, argv + argc);
   if (words.empty() || words[0] == "help" || words[0] == "--help" || words[0] == "-h") {
+    if (words.size() == 2 && words[1] == "config") {
+      std::fputs(ordo::tools::config_help().c_str(), stdout);
+      return 0;
+    }
     if (words.size() >= 2) {
       size_t used = 0;
       std::vector<std::string> rest(words.begin() + 1, words.end());

@@ -70,11 +70,10 @@ TrainConfig parse_train(const json::Value& v, const std::string& where) {
   one.steps = r.integer("steps", 1000, 0, int64_t{1} << 40);
   one.max_seq_length = r.integer("max_seq_length", 128, 2, 1 << 20);
   one.batch_size = r.integer("batch_size", 32, 1, 1 << 20);
-  if (r.has("phases")) {
+  if (const json::Value* phases = r.array("phases")) {
     ORDO_CHECK(!single, where, ": give either 'phases' or steps/max_seq_length/batch_size, not both");
-    r.ignore({"phases"});
-    const json::Value& list = v["phases"];
-    ORDO_CHECK(list.is_array() && list.size() > 0, where, ": 'phases' must be a non-empty array of objects");
+    const json::Value& list = *phases;
+    ORDO_CHECK(list.size() > 0, where, ": 'phases' must be a non-empty array of objects");
     for (size_t i = 0; i < list.size(); ++i)
       t.phases.push_back(parse_phase(list[i], where + ".phases[" + std::to_string(i) + "]", one));
   } else {
