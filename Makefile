@@ -24,6 +24,7 @@ ORDO_NATIVE ?= ON
 SANITIZE ?= 0
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 180
+FUZZ_TARGETS := fuzz_json fuzz_safetensors fuzz_run_config fuzz_corpus fuzz_forward_input fuzz_metrics_matrix fuzz_downstream
 CUDA_ARCHS ?= 90-real;80-virtual
 
 ifeq ($(SANITIZE),1)
@@ -110,8 +111,8 @@ fuzz:
 	ORDO_DEPS_FUZZ=1 scripts/install_deps.sh
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DORDO_FUZZ=ON -DORDO_CUDA=off -DORDO_BLAS=off \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
-	cmake --build build-fuzz -j $(JOBS) --target fuzz_json fuzz_safetensors
-	scripts/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS)
+	cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
+	scripts/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 clean:
 	rm -rf build build-sanitize build-fuzz build-emulate

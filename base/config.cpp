@@ -1,6 +1,7 @@
 #include "base/config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 namespace ordo {
@@ -42,9 +43,11 @@ int64_t FieldReader::integer(const std::string& key, int64_t fallback, int64_t m
   log(key, "integer", std::to_string(fallback), bound(min) + ".." + bound(max));
   const json::Value* v = get(key, json::Type::number);
   if (!v) return fallback;
-  double d = v->as_number();
-  ORDO_CHECK(d == static_cast<double>(static_cast<int64_t>(d)), where_, ": '", key,
-             "' must be an integer, got ", json::dump(*v));
+  const double d = v->as_number();
+  ORDO_CHECK(d == std::floor(d), where_, ": '", key, "' must be an integer, got ", json::dump(*v));
+  // Beyond int64 the cast would be undefined (found by fuzz_run_config): out of range, whatever the range.
+  ORDO_CHECK(d >= -0x1p63 && d < 0x1p63, where_, ": '", key, "' must be between ", min, " and ", max, ", got ",
+             json::dump(*v));
   int64_t n = v->as_int();
   ORDO_CHECK(n >= min && n <= max, where_, ": '", key, "' must be between ", min, " and ", max, ", got ", n);
   return n;

@@ -139,8 +139,9 @@ void load_weights(PretrainingModel& model, const NamedTensors& tensors, const st
   for (const auto& [name, p] : model.named_parameters()) {
     auto it = by_name.find(name);
     if (it == by_name.end()) {
+      const std::string& parameter = name;  // a structured binding cannot be captured in C++17
       bool allowed = std::any_of(may_be_missing.begin(), may_be_missing.end(),
-                                 [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
+                                 [&](const std::string& prefix) { return parameter.rfind(prefix, 0) == 0; });
       if (!allowed) missing.push_back(name);
       continue;
     }
