@@ -1,0 +1,142 @@
+// The fine-tuning heads (nn/task_heads.h): HF's parameter names and shapes,
+// the losses against naive loops over the logits written from HF's
+// definitions (cross-entropy; MSE for regression; the span loss with
+// positions past the window ignored), and every parameter through the f64
+// gradient check.
+#include <cmath>
+
+#include "nn/task_heads.h"
+#include "pe/registry.h"
+#include "tests/helpers.h"
+#include "tests/nn/gradcheck_model.h"
+
+using namespace ordo;
+using ordo::test::check_model;
+
+namespace {
+
+nn::BertConfig small_config() {
+  return ordo::test::tiny_bert_config(/*vocab_size=*/13, /*hidden_size=*/8, /*layers=*/1, /*heads=*/2,
+                                      /*intermediate_size=*/12, /*max_position_embeddings=*/9);
+}
+
+nn::BertInputs batch() {
+  nn::BertInputs in;
+  in.input_ids = Tensor::from_vector(std::vector<int64_t>{2, 7, 4, 9, 3, 2, 11, 3, 0, 0, 2, 5, 6, 3, 0}, {3, 5});
+  in.segment_ids = Tensor::from_vector(std::vector<int64_t>{0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0}, {3, 5});
+  in.attention_mask = Tensor::from_vector(std::vector<int64_t>{1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0}, {3, 5});
+  return in;
+}
+
+// -log softmax(row)[target], in long double from the logits' values.
+double naive_cross_entropy(const std::vector<double>& row, int64_t target) {
+  long double most = row[0], total = 0;
+  for (double x : row) most = std::max<long double>(most, x);
+  for (double x : row) total += std::exp(static_cast<long double>(x) - most);
+  return static_cast<double>(most + std::log(total) - row[static_cast<size_t>(target)]);
+}
+
+std::vector<double> row_of(const std::vector<double>& flat, int64_t row, int64_t width) {
+  return std::vector<double>(flat.begin() + row * width, flat.begin() + (row + 1) * width);
+}
+
+template <class Model>
+std::unique_ptr<Model> make(const nn::BertConfig& c, int labels = 0) {
+  std::unique_ptr<Model> model;
+  if constexpr (std::is_same_v<Model, nn::SequenceClassifier>)
+    model = std::make_unique<Model>(c, pe::make_position_encoding(c, Device::cpu()), Device::cpu(), labels);
+  else
+    model = std::make_unique<Model>(c, pe::make_position_encoding(c, Device::cpu()), Device::cpu());
+  nn::initialize(*model, 7);
+  model->to_dtype(DType::f64);
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("task heads carry HF's names: classifier on the pooler, qa_outputs without one", "[nn][finetune]") {
+  auto classifier = make<nn::SequenceClassifier>(small_config(), 3);
+  std::map<std::string, Shape> shapes;
+  for (auto& [name, p] : classifier->named_parameters()) shapes[name] = p->var.shape();
+  CHECK(shapes.at("classifier.weight") == Shape{3, 8});
+  CHECK(shapes.at("classifier.bias") == Shape{3});
+  CHECK(shapes.count("bert.pooler.dense.weight") == 1);
+  auto span = make<nn::SpanExtractor>(small_config());
+  shapes.clear();
+  for (auto& [name, p] : span->named_parameters()) shapes[name] = p->var.shape();
+  CHECK(shapes.at("qa_outputs.weight") == Shape{2, 8});
+  CHECK(shapes.at("qa_outputs.bias") == Shape{2});
+  for (const auto& [name, shape] : shapes) CHECK(name.rfind("bert.pooler", 0) != 0);
+  CHECK_THROWS_WITH(nn::SequenceClassifier(small_config(), pe::make_position_encoding(small_config(), Device::cpu()),
+                                           Device::cpu(), 0),
+                    Catch::Contains("at least 1 label"));
+}
+
+TEST_CASE("classification loss is the mean cross-entropy of the logits; regression the mean squared error",
+          "[nn][finetune]") {
+  nn::Context ctx = nn::Context::eval();
+  auto classifier = make<nn::SequenceClassifier>(small_config(), 3);
+  Var logits = classifier->forward(batch(), ctx);
+  REQUIRE(logits.shape() == Shape{3, 3});
+  const std::vector<int64_t> labels{2, 0, 1};
+  const std::vector<double> z = logits.value().to_doubles();
+  double expected = 0;
+  for (int64_t i = 0; i < 3; ++i) expected += naive_cross_entropy(row_of(z, i, 3), labels[i]) / 3;
+  CHECK(classifier->loss(logits, Tensor::from_vector(labels, {3})).value().item() == Approx(expected).epsilon(1e-12));
+
+  auto regressor = make<nn::SequenceClassifier>(small_config(), 1);
+  Var scores = regressor->forward(batch(), ctx);
+  REQUIRE(scores.shape() == Shape{3, 1});
+  const std::vector<double> gold{0.5, 4.25, 2.0}, y = scores.value().to_doubles();
+  double mse = 0;
+  for (int64_t i = 0; i < 3; ++i) mse += (y[i] - gold[i]) * (y[i] - gold[i]) / 3;
+  CHECK(regressor->loss(scores, Tensor::from_vector(gold, {3})).value().item() == Approx(mse).epsilon(1e-12));
+  CHECK_THROWS_WITH(classifier->loss(logits, Tensor::from_vector(std::vector<int64_t>{1, 2}, {2})),
+                    Catch::Contains("labels"));
+}
+
+TEST_CASE("span loss: the mean of the start and end cross-entropies, positions past the window ignored",
+          "[nn][finetune]") {
+  nn::Context ctx = nn::Context::eval();
+  auto span = make<nn::SpanExtractor>(small_config());
+  nn::SpanLogits logits = span->forward(batch(), ctx);
+  REQUIRE(logits.start.shape() == Shape{3, 5});
+  REQUIRE(logits.end.shape() == Shape{3, 5});
+  // Row 1's start is past the window (HF clamps it to L = 5 and ignores it); row 2's end is negative (clamped to 0).
+  const std::vector<int64_t> starts{1, 17, 0}, ends{3, 2, -4};
+  const std::vector<double> s = logits.start.value().to_doubles(), e = logits.end.value().to_doubles();
+  const double start_loss = (naive_cross_entropy(row_of(s, 0, 5), 1) + naive_cross_entropy(row_of(s, 2, 5), 0)) / 2;
+  const double end_loss = (naive_cross_entropy(row_of(e, 0, 5), 3) + naive_cross_entropy(row_of(e, 1, 5), 2) +
+                           naive_cross_entropy(row_of(e, 2, 5), 0)) / 3;
+  Var loss = span->loss(logits, Tensor::from_vector(starts, {3}), Tensor::from_vector(ends, {3}));
+  CHECK(loss.value().item() == Approx((start_loss + end_loss) / 2).epsilon(1e-12));
+}
+
+TEST_CASE("task heads pass the f64 gradient check, every parameter", "[gradcheck][nn][finetune]") {
+  nn::BertConfig c = small_config();
+  c.hidden_dropout_prob = 0;  // the check needs one function; dropout's own check is elsewhere
+  c.attention_probs_dropout_prob = 0;
+  nn::Context ctx = nn::Context::eval();
+  for (int labels : {3, 1}) {
+    auto model = make<nn::SequenceClassifier>(c, labels);
+    const Tensor gold = labels == 1 ? Tensor::from_vector(std::vector<double>{0.5, -1.0, 2.0}, {3})
+                                    : Tensor::from_vector(std::vector<int64_t>{2, 0, 1}, {3});
+    GradcheckResult r = check_model(*model, [&] { return model->loss(model->forward(batch(), ctx), gold); });
+    INFO((labels == 1 ? "regression: " : "classification: ") << r.worst);
+    CHECK(r.ok);
+  }
+  // The span logits of padding positions enter the softmax (as in HF), so the
+  // [PAD] embedding moves the loss while padding_idx keeps its gradient at 0
+  // (PyTorch's rule): here the padded places hold another id.
+  nn::BertInputs in = batch();
+  std::vector<int64_t> ids = in.input_ids.to_vector<int64_t>();
+  for (int64_t& id : ids) id = id == 0 ? 1 : id;
+  in.input_ids = Tensor::from_vector(ids, {3, 5});
+  auto span = make<nn::SpanExtractor>(c);
+  GradcheckResult r = check_model(*span, [&] {
+    return span->loss(span->forward(in, ctx), Tensor::from_vector(std::vector<int64_t>{1, 17, 0}, {3}),
+                      Tensor::from_vector(std::vector<int64_t>{3, 2, 4}, {3}));
+  });
+  INFO("span: " << r.worst);
+  CHECK(r.ok);
+}
