@@ -23,9 +23,13 @@ bool ignored_name(const std::string& name) { return name == "bert.embeddings.pos
 // relative_key and relative_key_query but never adds it (BertEmbeddings.forward
 // adds it only for "absolute"); ordo's rpe_shaw and huang_m4 models have none.
 const char* kUnusedAbsoluteTable = "bert.embeddings.position_embeddings.weight";
-bool unused_absolute_table(PretrainingModel& model) {
-  return model.bert.config().position_embedding_type != "absolute" &&
-         model.find_parameter(kUnusedAbsoluteTable) == nullptr;
+bool unused_absolute_table(Module& model, const BertConfig& config) {
+  return config.position_embedding_type != "absolute" && model.find_parameter(kUnusedAbsoluteTable) == nullptr;
+}
+
+bool starts_with_any(const std::string& name, const std::vector<std::string>& prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(),
+                     [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
 }
 
 // The copies HF may write of tied parameters, and what each is a copy of.
@@ -54,8 +58,11 @@ void check_finite(const NamedTensors& tensors, const std::string& where) {
 
 std::string canonical_name(const std::string& checkpoint_name) {
   std::string name = checkpoint_name;
-  // A BertModel checkpoint has no "bert." prefix; the heads ("cls.") never do.
-  if (name.rfind("bert.", 0) != 0 && name.rfind("cls.", 0) != 0) name = "bert." + name;
+  // A BertModel checkpoint has no "bert." prefix; the heads (pretraining
+  // "cls.", fine-tuning "classifier." and "qa_outputs.") never do.
+  bool head = false;
+  for (const char* prefix : {"bert.", "cls.", "classifier.", "qa_outputs."}) head |= name.rfind(prefix, 0) == 0;
+  if (!head) name = "bert." + name;
   // TF-era LayerNorm names.
   if (ends_with(name, "LayerNorm.gamma")) name.replace(name.size() - 5, 5, "weight");
   if (ends_with(name, "LayerNorm.beta")) name.replace(name.size() - 4, 4, "bias");
@@ -69,7 +76,7 @@ void save_model(const std::string& dir, PretrainingModel& model) {
   // HF's names and shapes exactly: the absolute table HF's relative types keep
   // unused is written as zeros, so transformers loads the checkpoint with no
   // missing key (and nothing it computes depends on the values).
-  if (unused_absolute_table(model)) {
+  if (unused_absolute_table(model, model.bert.config())) {
     const BertConfig& c = model.bert.config();
     DType dtype = tensors.empty() ? DType::f32 : tensors.front().second.dtype();
     tensors.emplace_back(kUnusedAbsoluteTable,
@@ -98,7 +105,7 @@ BertConfig load_config(const std::string& dir) {
   return config_from_json(value, path, /*hf_lenient=*/true);
 }
 
-Checkpoint read_checkpoint(const std::string& dir) {
+Checkpoint read_checkpoint(const std::string& dir, bool keep_pooler) {
   Checkpoint c;
   c.config = load_config(dir);
   c.weights_path = dir + "/model.safetensors";
@@ -108,7 +115,7 @@ Checkpoint read_checkpoint(const std::string& dir) {
     return canonical_name(named.first) == "cls.seq_relationship.weight";
   });
   c.nsp = nsp_weights && !c.config.decoder;
-  if (!c.nsp) {
+  if (!c.nsp && !keep_pooler) {
     c.tensors.erase(std::remove_if(c.tensors.begin(), c.tensors.end(),
                                    [](const auto& named) { return canonical_name(named.first).rfind("bert.pooler.", 0) == 0; }),
                     c.tensors.end());
@@ -118,13 +125,23 @@ Checkpoint read_checkpoint(const std::string& dir) {
 
 void load_weights(PretrainingModel& model, const NamedTensors& tensors, const std::string& where,
                   const std::vector<std::string>& may_be_missing) {
+  load_weights(model, model.bert.config(), tensors, where, may_be_missing, {});
+}
+
+LoadReport load_weights(Module& model, const BertConfig& config, const NamedTensors& tensors, const std::string& where,
+                        const std::vector<std::string>& may_be_missing, const std::vector<std::string>& may_be_unused) {
+  LoadReport report;
   std::map<std::string, const Tensor*> by_name;
   std::map<std::string, const Tensor*> copies;  // tied copies, checked after loading
   std::vector<std::string> unexpected;
-  const bool skip_absolute = unused_absolute_table(model);
+  const bool skip_absolute = unused_absolute_table(model, config);
   for (const auto& [raw, t] : tensors) {
     std::string name = canonical_name(raw);
     if (ignored_name(name) || (skip_absolute && name == kUnusedAbsoluteTable)) continue;
+    if (starts_with_any(name, may_be_unused) && model.find_parameter(name) == nullptr) {
+      report.unused.push_back(name);
+      continue;
+    }
     bool is_copy = std::any_of(tied_copies().begin(), tied_copies().end(),
                                [&](const auto& c) { return c.first == name; });
     ORDO_CHECK((is_copy ? copies : by_name).emplace(name, &t).second, where, ": tensor '", raw,
@@ -139,10 +156,7 @@ void load_weights(PretrainingModel& model, const NamedTensors& tensors, const st
   for (const auto& [name, p] : model.named_parameters()) {
     auto it = by_name.find(name);
     if (it == by_name.end()) {
-      const std::string& parameter = name;  // a structured binding cannot be captured in C++17
-      bool allowed = std::any_of(may_be_missing.begin(), may_be_missing.end(),
-                                 [&](const std::string& prefix) { return parameter.rfind(prefix, 0) == 0; });
-      if (!allowed) missing.push_back(name);
+      (starts_with_any(name, may_be_missing) ? report.missing : missing).push_back(name);
       continue;
     }
     const Tensor& t = *it->second;
@@ -178,6 +192,7 @@ void load_weights(PretrainingModel& model, const NamedTensors& tensors, const st
                where, ": tensor '", copy, "' differs from '", original,
                "'; ordo ties the two (an untied output layer is not supported)");
   }
+  return report;
 }
 
 }  // namespace ordo::nn

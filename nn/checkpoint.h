@@ -44,7 +44,9 @@ struct Checkpoint {
 // head. Without one, a pooler the checkpoint holds (HF's BertModel writes
 // it) is dropped: nothing would read it. A NaN or Inf in any tensor is an
 // error naming the tensor and the element.
-Checkpoint read_checkpoint(const std::string& dir);
+// keep_pooler: keep the pooler of a checkpoint without the NSP head (a
+// fine-tuned classifier reads it).
+Checkpoint read_checkpoint(const std::string& dir, bool keep_pooler = false);
 
 // Copies checkpoint tensors into the model's parameters. Accepted as HF
 // writes them: names with or without the "bert." prefix, the legacy
@@ -58,6 +60,17 @@ Checkpoint read_checkpoint(const std::string& dir);
 // does not have, a shape that differs.
 void load_weights(PretrainingModel& model, const NamedTensors& tensors, const std::string& where,
                   const std::vector<std::string>& may_be_missing = {});
+
+// The same for any model on a BertModel named "bert" (the fine-tuning models
+// of nn/task_heads.h), configured by `config`. Checkpoint tensors whose name
+// starts with one of `may_be_unused` (the pretraining heads "cls." a
+// classifier drops) are left out rather than refused. Says what it did.
+struct LoadReport {
+  std::vector<std::string> missing;  // parameters kept at their initial values (matched may_be_missing)
+  std::vector<std::string> unused;   // checkpoint tensors left out (matched may_be_unused)
+};
+LoadReport load_weights(Module& model, const BertConfig& config, const NamedTensors& tensors, const std::string& where,
+                        const std::vector<std::string>& may_be_missing, const std::vector<std::string>& may_be_unused);
 
 // The checkpoint's name for an ordo parameter name after normalising: what
 // load_weights matches on (exposed for tests).

@@ -65,9 +65,11 @@ Var PretrainingModel::all_logits(const BertInputs& inputs, Context& ctx, Forward
   return predictions.forward(sequence, bert.embeddings.word_embeddings.weight.var);
 }
 
-void initialize_bert(PretrainingModel& model, uint64_t seed) {
+void initialize_bert(PretrainingModel& model, uint64_t seed) { initialize_bert(model, model.bert, seed); }
+
+void initialize_bert(Module& model, const BertModel& bert, uint64_t seed) {
   initialize(model, seed);
-  const Embedding& words = model.bert.embeddings.word_embeddings;
+  const Embedding& words = bert.embeddings.word_embeddings;
   if (words.padding_idx >= 0) words.weight.var.value().select(0, words.padding_idx).fill_(0);
 }
 

@@ -56,5 +56,7 @@ class PretrainingModel : public Module {
 // Sets every parameter from its Init with Philox(seed) and zeroes the [PAD]
 // row of the word embeddings, as HF's _init_weights does.
 void initialize_bert(PretrainingModel& model, uint64_t seed);
+// The same for any model holding `bert` (the fine-tuning models).
+void initialize_bert(Module& model, const BertModel& bert, uint64_t seed);
 
 }  // namespace ordo::nn

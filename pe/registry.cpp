@@ -225,4 +225,36 @@ std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device 
   return model;
 }
 
+namespace {
+
+// fresh: the parameters the checkpoint may lack; unused: its tensors the model may leave out.
+template <class Model, class... Args>
+std::unique_ptr<Model> load_task_model(const std::string& dir, Device device, uint64_t seed, nn::LoadReport* report,
+                                       const std::vector<std::string>& fresh, const std::vector<std::string>& unused,
+                                       Args... args) {
+  nn::Checkpoint checkpoint = nn::read_checkpoint(dir, /*keep_pooler=*/true);
+  ORDO_CHECK(!checkpoint.config.decoder, dir, ": a causal decoder checkpoint; fine-tuning heads read an encoder");
+  auto model = std::make_unique<Model>(checkpoint.config, make_position_encoding(checkpoint.config, device), device,
+                                       args...);
+  nn::initialize_bert(*model, model->bert, seed);
+  nn::LoadReport r =
+      nn::load_weights(*model, checkpoint.config, checkpoint.tensors, checkpoint.weights_path, fresh, unused);
+  if (report) *report = r;
+  return model;
+}
+
+}  // namespace
+
+std::unique_ptr<nn::SequenceClassifier> load_classifier(const std::string& dir, int num_labels, Device device,
+                                                        uint64_t seed, nn::LoadReport* report) {
+  return load_task_model<nn::SequenceClassifier>(dir, device, seed, report, {"classifier.", "bert.pooler."}, {"cls."},
+                                                 num_labels);
+}
+
+std::unique_ptr<nn::SpanExtractor> load_span_extractor(const std::string& dir, Device device, uint64_t seed,
+                                                       nn::LoadReport* report) {
+  return load_task_model<nn::SpanExtractor>(dir, device, seed, report, {"qa_outputs."},
+                                          {"cls.", "bert.pooler."});
+}
+
 }  // namespace ordo::pe

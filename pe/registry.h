@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "nn/checkpoint.h"
 #include "nn/heads.h"
+#include "nn/task_heads.h"
 
 namespace ordo::pe {
 
@@ -26,5 +28,18 @@ std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device 
 // A model read from a checkpoint directory with the heads the checkpoint
 // holds (nn::read_checkpoint): MLM, MLM+NSP or a causal decoder, as saved.
 std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device device);
+
+// A fine-tuning model (nn/task_heads.h) from a checkpoint directory: an ordo
+// run's (MLM or MLM+NSP), HF's BertForPreTraining/BertForMaskedLM, a bare
+// BertModel (names without "bert.", with a pooler or without: what
+// sentence-transformers and AutoModel.save_pretrained write) or a fine-tuned
+// model of the same kind. The pretraining heads are left out; the task head
+// (and, for a classifier, a pooler the checkpoint lacks) start from
+// Philox(seed). `report` (optional) says what was initialised and left out.
+// A causal decoder is refused: the heads read an encoder.
+std::unique_ptr<nn::SequenceClassifier> load_classifier(const std::string& dir, int num_labels, Device device,
+                                                        uint64_t seed, nn::LoadReport* report = nullptr);
+std::unique_ptr<nn::SpanExtractor> load_span_extractor(const std::string& dir, Device device, uint64_t seed,
+                                                       nn::LoadReport* report = nullptr);
 
 }  // namespace ordo::pe

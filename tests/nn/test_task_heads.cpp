@@ -5,7 +5,10 @@
 // gradient check.
 #include <cmath>
 
+#include "base/file_io.h"
+#include "nn/checkpoint.h"
 #include "nn/task_heads.h"
+#include "tensor/safetensors.h"
 #include "pe/registry.h"
 #include "tests/helpers.h"
 #include "tests/nn/gradcheck_model.h"
@@ -139,4 +142,87 @@ TEST_CASE("task heads pass the f64 gradient check, every parameter", "[gradcheck
   });
   INFO("span: " << r.worst);
   CHECK(r.ok);
+}
+
+// ---- loading checkpoints into the task models (pe::load_classifier, load_span_extractor) ----
+
+namespace {
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Every parameter of `model` under "bert." equals the tensor of that name in `source`.
+void check_encoder_copied(nn::Module& model, nn::Module& source) {
+  int compared = 0;
+  for (auto& [name, p] : model.named_parameters()) {
+    if (name.rfind("bert.", 0) != 0 || name.rfind("bert.pooler.", 0) == 0) continue;
+    nn::Parameter* original = source.find_parameter(name);
+    REQUIRE(original != nullptr);
+    INFO(name);
+    CHECK(p->var.value().to_doubles() == original->var.value().to_doubles());
+    ++compared;
+  }
+  CHECK(compared > 10);
+}
+
+}  // namespace
+
+TEST_CASE("task models load an MLM+NSP checkpoint: encoder and pooler copied, pretraining heads left out",
+          "[nn][finetune][checkpoint]") {
+  ordo::test::TempDir dir("task-load");
+  nn::BertConfig c = small_config();
+  auto pretrained = pe::build_model(c, Device::cpu(), /*nsp=*/true, 3);
+  nn::save_model(dir.path, *pretrained);
+
+  nn::LoadReport report;
+  auto classifier = pe::load_classifier(dir.path, 2, Device::cpu(), 9, &report);
+  check_encoder_copied(*classifier, *pretrained);
+  CHECK(classifier->bert.pooler->dense.weight.var.value().to_doubles() ==
+        pretrained->bert.pooler->dense.weight.var.value().to_doubles());
+  CHECK(report.missing == std::vector<std::string>{"classifier.weight", "classifier.bias"});
+  CHECK(contains(report.unused, "cls.seq_relationship.weight"));
+  CHECK(contains(report.unused, "cls.predictions.bias"));
+
+  auto span = pe::load_span_extractor(dir.path, Device::cpu(), 9, &report);
+  check_encoder_copied(*span, *pretrained);
+  CHECK(report.missing == std::vector<std::string>{"qa_outputs.weight", "qa_outputs.bias"});
+  CHECK(contains(report.unused, "bert.pooler.dense.weight"));
+}
+
+TEST_CASE("a bare BertModel checkpoint (no bert. prefix, no pooler) loads; the pooler starts fresh and is reported",
+          "[nn][finetune][checkpoint]") {
+  ordo::test::TempDir dir("task-bare");
+  nn::BertConfig c = small_config();
+  auto source = pe::build_model(c, Device::cpu(), /*nsp=*/false, 4);
+  nn::save_model(dir.path, *source);
+  // What AutoModel.save_pretrained writes for a BertModel: the encoder's tensors without "bert.", no heads.
+  nn::NamedTensors bare;
+  for (auto& [name, t] : safetensors::load(dir.path + "/model.safetensors"))
+    if (name.rfind("bert.", 0) == 0) bare.emplace_back(name.substr(5), t);
+  safetensors::save(dir.path + "/model.safetensors", bare, {{"format", "pt"}});
+
+  nn::LoadReport report;
+  auto classifier = pe::load_classifier(dir.path, 3, Device::cpu(), 9, &report);
+  check_encoder_copied(*classifier, *source);
+  CHECK(contains(report.missing, "bert.pooler.dense.weight"));
+  CHECK(contains(report.missing, "classifier.weight"));
+  CHECK(report.unused.empty());
+}
+
+TEST_CASE("task models refuse a causal decoder checkpoint and a checkpoint whose shapes differ",
+          "[nn][finetune][checkpoint][errors]") {
+  ordo::test::TempDir dir("task-refuse");
+  nn::BertConfig c = small_config();
+  c.decoder = true;
+  nn::save_model(dir.path, *pe::build_model(c, Device::cpu(), false, 1));
+  CHECK_THROWS_WITH(pe::load_classifier(dir.path, 2, Device::cpu(), 1), Catch::Contains("causal decoder"));
+
+  ordo::test::TempDir other("task-shapes");
+  nn::BertConfig wide = small_config();
+  nn::save_model(other.path, *pe::build_model(wide, Device::cpu(), false, 1));
+  wide.hidden_size = 12;  // the config now disagrees with the tensors
+  json::Value config = nn::config_to_json(wide);
+  write_file_atomic(other.path + "/config.json", json::dump(config));
+  CHECK_THROWS_WITH(pe::load_span_extractor(other.path, Device::cpu(), 1), Catch::Contains("has shape"));
 }
