@@ -70,22 +70,28 @@ std::string canonical_name(const std::string& checkpoint_name) {
 }
 
 void save_model(const std::string& dir, PretrainingModel& model) {
+  save_weights(dir, model, model.bert.config(), architecture(model));
+}
+
+void save_weights(const std::string& dir, Module& model, const BertConfig& bert_config, const std::string& architecture,
+                  const json::Value& extra_config) {
   make_directories(dir);
   NamedTensors tensors;
   for (const auto& [name, p] : model.named_parameters()) tensors.emplace_back(name, p->var.value());
   // HF's names and shapes exactly: the absolute table HF's relative types keep
   // unused is written as zeros, so transformers loads the checkpoint with no
   // missing key (and nothing it computes depends on the values).
-  if (unused_absolute_table(model, model.bert.config())) {
-    const BertConfig& c = model.bert.config();
+  if (unused_absolute_table(model, bert_config)) {
     DType dtype = tensors.empty() ? DType::f32 : tensors.front().second.dtype();
-    tensors.emplace_back(kUnusedAbsoluteTable,
-                         Tensor::zeros({c.max_position_embeddings, c.hidden_size}, dtype, Device::cpu()));
+    tensors.emplace_back(kUnusedAbsoluteTable, Tensor::zeros({bert_config.max_position_embeddings,
+                                                              bert_config.hidden_size}, dtype, Device::cpu()));
   }
   safetensors::save(dir + "/model.safetensors", tensors, {{"format", "pt"}});
-  json::Value config = config_to_json(model.bert.config());
+  json::Value config = config_to_json(bert_config);
   config["architectures"] = json::Value::array();
-  config["architectures"].push_back(architecture(model));
+  config["architectures"].push_back(architecture);
+  if (extra_config.is_object())
+    for (const auto& [key, value] : extra_config.items()) config[key] = value;
   write_file_atomic(dir + "/config.json", json::dump(config, 2) + "\n");
 }
 

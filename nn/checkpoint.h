@@ -27,6 +27,11 @@ std::string architecture(const PretrainingModel& model);
 // relative_key_query the file also holds HF's unused absolute table (zeros),
 // so its names and shapes are exactly those HF writes.
 void save_model(const std::string& dir, PretrainingModel& model);
+// The same for any model on a BertModel "bert" (the fine-tuning models):
+// `architecture` names its transformers class in config.json, which also
+// gets the members of `extra_config` (num_labels, id2label, ...).
+void save_weights(const std::string& dir, Module& model, const BertConfig& config, const std::string& architecture,
+                  const json::Value& extra_config = json::Value());
 
 BertConfig load_config(const std::string& dir);
 

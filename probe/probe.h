@@ -53,16 +53,6 @@ struct ProbeResult {
   std::vector<LayerProbe> layers;
 };
 
-// The checkpoint a path names: a checkpoint directory itself (it holds
-// config.json and model.safetensors), or a run directory (`ordo pretrain
-// --out RUN`), meaning its latest checkpoint: the RUN/checkpoints/step_N
-// with the highest N. Errors name the path and what was looked for.
-std::string resolve_checkpoint(const std::string& path);
-// The vocab.txt of a checkpoint: the one inside it, else its run's
-// (CHECKPOINT/../../vocab.txt for RUN/checkpoints/step_N); an error naming
-// both places when neither exists.
-std::string find_vocab(const std::string& checkpoint_dir);
-
 // The length probed when none is given: 128 (Wang et al. draw the first 128
 // positions, footnote 6), or fewer when an absolute table has fewer rows.
 int64_t default_probe_length(const nn::PretrainingModel& model);

@@ -44,6 +44,7 @@
 #include "probe/probe.h"
 #include "tensor/safetensors.h"
 #include "tools/cli.h"
+#include "train/checkpoint_paths.h"
 
 namespace {
 
@@ -53,7 +54,7 @@ int run(const std::vector<std::string>& argv) {
   cli::Args args(argv, {"checkpoint", "input", "out", "device", "ablate"}, {"overwrite"});
   const std::string out_file = args.required("out");
   check_output(out_file, OutputKind::file, args.has("overwrite"));
-  const std::string dir = probe::resolve_checkpoint(args.required("checkpoint"));
+  const std::string dir = train::resolve_checkpoint(args.required("checkpoint"));
   const std::string input_file = args.required("input");
   check_output_spares(out_file, input_file, "--input");
   for (const char* name : {"/model.safetensors", "/config.json"}) check_output_spares(out_file, dir + name, "--checkpoint");

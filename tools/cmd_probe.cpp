@@ -29,6 +29,7 @@
 #include "plot/plot.h"
 #include "probe/probe.h"
 #include "tools/cli.h"
+#include "train/checkpoint_paths.h"
 
 namespace {
 
@@ -71,11 +72,11 @@ int run(const std::vector<std::string>& argv) {
   const Device device = args.device("device", "cpu");
   check_output(out, OutputKind::folder, args.has("overwrite"));
 
-  const std::string dir = probe::resolve_checkpoint(given);
+  const std::string dir = train::resolve_checkpoint(given);
   check_output_spares(out, dir, "--checkpoint");
   const nn::BertConfig config = nn::load_config(dir);
   options.layers = parse_layers(args.str("layer", "1"), config.num_hidden_layers);
-  const std::string vocab_path = args.has("vocab") ? args.required("vocab") : probe::find_vocab(dir);
+  const std::string vocab_path = args.has("vocab") ? args.required("vocab") : train::find_vocab(dir);
   check_output_spares(out, vocab_path, "--vocab");
   const text::Vocab vocab = text::Vocab::load(vocab_path);
   auto model = pe::load_model(dir, device);

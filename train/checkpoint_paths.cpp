@@ -1,0 +1,43 @@
+#include "train/checkpoint_paths.h"
+
+#include <filesystem>
+
+#include "base/error.h"
+#include "base/file_io.h"
+
+namespace ordo::train {
+
+std::string resolve_checkpoint(const std::string& path) {
+  namespace fs = std::filesystem;
+  ORDO_CHECK(directory_exists(path), "--checkpoint ", path, ": not a directory");
+  if (file_exists(path + "/config.json") && file_exists(path + "/model.safetensors")) return path;
+  // A run directory: the step_N with the highest N (the names are zero-padded,
+  // but the number is compared, not the text, so unpadded names work too).
+  const std::string dir = path + "/checkpoints";
+  ORDO_CHECK(directory_exists(dir), "--checkpoint ", path,
+             ": neither a checkpoint (config.json + model.safetensors) nor a run directory (no checkpoints/)");
+  std::string best;
+  long long best_step = -1;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("step_", 0) != 0 || name.size() == 5 || name.size() > 5 + 18) continue;
+    if (name.find_first_not_of("0123456789", 5) != std::string::npos) continue;
+    const long long step = std::stoll(name.substr(5));
+    const std::string candidate = dir + "/" + name;
+    if (step > best_step && file_exists(candidate + "/config.json") && file_exists(candidate + "/model.safetensors"))
+      best_step = step, best = candidate;
+  }
+  ORDO_CHECK(!best.empty(), "--checkpoint ", path, ": the run has no complete checkpoint (no ", dir,
+             "/step_N holding config.json and model.safetensors)");
+  return best;
+}
+
+std::string find_vocab(const std::string& checkpoint_dir) {
+  const std::string inside = checkpoint_dir + "/vocab.txt";
+  if (file_exists(inside)) return inside;
+  const std::string run = checkpoint_dir + "/../../vocab.txt";
+  if (file_exists(run)) return run;
+  throw Error("no vocab.txt in " + checkpoint_dir + " nor in its run (" + run + "); give one with --vocab FILE");
+}
+
+}  // namespace ordo::train

@@ -1,0 +1,19 @@
+// Where a command finds what a path names: the checkpoint of a run, and the
+// vocabulary beside a checkpoint.
+#pragma once
+
+#include <string>
+
+namespace ordo::train {
+
+// The checkpoint a path names: a checkpoint directory itself (it holds
+// config.json and model.safetensors), or a run directory (`ordo pretrain
+// --out RUN`), meaning its latest checkpoint: the RUN/checkpoints/step_N
+// with the highest N. Errors name the path and what was looked for.
+std::string resolve_checkpoint(const std::string& path);
+// The vocab.txt of a checkpoint: the one inside it, else its run's
+// (CHECKPOINT/../../vocab.txt for RUN/checkpoints/step_N); an error naming
+// both places when neither exists.
+std::string find_vocab(const std::string& checkpoint_dir);
+
+}  // namespace ordo::train
