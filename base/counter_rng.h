@@ -37,6 +37,7 @@ enum class RngPurpose : uint64_t {
   held_out_positions = 8, // probe: which positions of a held-out window are predicted
   held_out_masks = 9,     // probe: what replaces a predicted position
   gaussian_control = 10,  // probe: the random table of the chance-level control
+  finetune_order = 11,    // train: the order of a fine-tuning epoch's examples
 };
 
 // The stream of `purpose` in `epoch`: each epoch of a purpose its own.

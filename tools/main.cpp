@@ -95,7 +95,13 @@ int main(int argc, char** argv) {
     return command->run(args);
   } catch (const ordo::Error& e) {
     std::fprintf(stderr, "ordo %s: error: %s\n", command->name.c_str(), e.what());
-    if (!command->usage.empty()) std::fprintf(stderr, "usage: ordo %s %s\n", command->name.c_str(), command->usage.c_str());
+    // The usage's first line: the flags at a glance; `ordo help CMD` has the rest.
+    if (!command->usage.empty()) {
+      const size_t end = command->usage.find('\n');
+      const std::string more = end == std::string::npos ? "" : "   (more: ordo help " + command->name + ")";
+      std::fprintf(stderr, "usage: ordo %s %s%s\n", command->name.c_str(), command->usage.substr(0, end).c_str(),
+                   more.c_str());
+    }
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ordo %s: error: %s\n", command->name.c_str(), e.what());

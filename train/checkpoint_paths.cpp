@@ -1,9 +1,11 @@
 #include "train/checkpoint_paths.h"
 
 #include <filesystem>
+#include <vector>
 
 #include "base/error.h"
 #include "base/file_io.h"
+#include "base/json.h"
 
 namespace ordo::train {
 
@@ -38,6 +40,34 @@ std::string find_vocab(const std::string& checkpoint_dir) {
   const std::string run = checkpoint_dir + "/../../vocab.txt";
   if (file_exists(run)) return run;
   throw Error("no vocab.txt in " + checkpoint_dir + " nor in its run (" + run + "); give one with --vocab FILE");
+}
+
+namespace {
+
+// The boolean at object.key1.key2... of a JSON file; nullopt when the file or
+// any key is absent (an unreadable file is an error: it is there but broken).
+std::optional<bool> flag_in(const std::string& path, const std::vector<std::string>& keys) {
+  if (!file_exists(path)) return std::nullopt;
+  json::Value v;
+  try {
+    v = json::parse(read_file(path));
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+  const json::Value* at = &v;
+  for (const std::string& key : keys) {
+    at = at->is_object() ? at->find(key) : nullptr;
+    if (!at) return std::nullopt;
+  }
+  ORDO_CHECK(at->is_bool(), path, ": '", keys.back(), "' must be true or false");
+  return at->as_bool();
+}
+
+}  // namespace
+
+std::optional<bool> checkpoint_lower_case(const std::string& checkpoint_dir) {
+  if (auto hf = flag_in(checkpoint_dir + "/tokenizer_config.json", {"do_lower_case"})) return hf;
+  return flag_in(checkpoint_dir + "/../../config.json", {"data", "lower_case"});
 }
 
 }  // namespace ordo::train

@@ -1,7 +1,8 @@
 // Where a command finds what a path names: the checkpoint of a run, and the
-// vocabulary beside a checkpoint.
+// vocabulary beside a checkpoint and how it tokenizes.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace ordo::train {
@@ -15,5 +16,10 @@ std::string resolve_checkpoint(const std::string& path);
 // (CHECKPOINT/../../vocab.txt for RUN/checkpoints/step_N); an error naming
 // both places when neither exists.
 std::string find_vocab(const std::string& checkpoint_dir);
+// Whether the checkpoint's vocabulary was made for lower-cased text: an HF
+// tokenizer_config.json's do_lower_case inside it, else the data.lower_case of
+// the ordo run it belongs to (CHECKPOINT/../../config.json); nullopt when
+// neither says.
+std::optional<bool> checkpoint_lower_case(const std::string& checkpoint_dir);
 
 }  // namespace ordo::train

@@ -185,9 +185,11 @@ json::Value read_with_extends(const std::string& path, int depth) {
 
 }  // namespace
 
+json::Value read_config_file(const std::string& path) { return read_with_extends(path, 0); }
+
 RunConfig read_run_config(const std::string& path, const std::vector<std::string>& overrides) {
   // The resolved config (every "extends" merged in) is what the run records.
-  return parse_run_config(read_with_extends(path, 0), overrides, path);
+  return parse_run_config(read_config_file(path), overrides, path);
 }
 
 namespace {

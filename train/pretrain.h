@@ -81,6 +81,8 @@ RunConfig parse_run_config(const json::Value& json, const std::vector<std::strin
 // file's folder): objects merge key by key, the extending file's values win
 // (configs/papers/ extend ../../tiny.json and set only the model's pe).
 RunConfig read_run_config(const std::string& path, const std::vector<std::string>& overrides);
+// The JSON of such a file with its "extends" chain merged in (also read by ordo finetune).
+json::Value read_config_file(const std::string& path);
 
 struct PretrainOptions {
   std::string out;        // the run directory

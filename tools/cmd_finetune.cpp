@@ -1,0 +1,50 @@
+// `ordo finetune`: fine-tunes a pretrained encoder on a GLUE task or SQuAD
+// (train/finetune.h).
+#include "tools/cli.h"
+#include "train/finetune.h"
+#include "train/pretrain.h"
+
+namespace {
+
+using namespace ordo;
+
+int run(const std::vector<std::string>& argv) {
+  cli::Args args(argv, {"checkpoint", "task", "data", "out", "config", "set", "seeds", "lr"}, {"overwrite", "quiet"});
+  ORDO_CHECK(args.positional().empty(), "unexpected argument '", args.positional().empty() ? "" : args.positional()[0],
+             "'");
+  train::FinetuneOptions o;
+  o.checkpoint = args.required("checkpoint");
+  o.task = args.required("task");
+  o.data = args.required("data");
+  o.out = args.required("out");
+  o.overwrite = args.has("overwrite");
+  o.quiet = args.has("quiet");
+  // --seeds and --lr are shorthands for --set train.seeds / train.learning_rates, applied after the other --set.
+  std::vector<std::string> overrides = args.all("set");
+  if (args.has("seeds")) overrides.push_back("train.seeds=" + std::to_string(args.integer("seeds", 1, 1, 1000)));
+  if (args.has("lr")) overrides.push_back("train.learning_rates=[" + args.str("lr", "") + "]");
+  const std::string where = args.has("config") ? args.str("config", "") : "the fine-tuning defaults";
+  const json::Value base = args.has("config") ? train::read_config_file(where) : json::Value::object();
+  const train::FinetuneConfig config = train::parse_finetune_config(base, overrides, where);
+  const train::FinetuneSummary summary = train::finetune(config, o);
+  return summary.interrupted ? 130 : 0;
+}
+
+cli::Register command(
+    {"finetune", "fine-tune a pretrained encoder on a GLUE task or SQuAD, with the official dev metrics",
+     "--checkpoint DIR|RUN_DIR --task NAME --data DIR --out DIR [--config FILE.json] [--set key=value ...]\n"
+     "      [--seeds N] [--lr A,B,C] [--overwrite] [--quiet]\n"
+     "  NAME: cola sst2 mrpc stsb qqp mnli qnli rte wnli | squad (v1.1) | squad2 (v2.0)\n"
+     "  --data: the task's folder as GLUE ships it (train.tsv, dev.tsv; MNLI dev_matched.tsv and\n"
+     "    dev_mismatched.tsv; test files, when there, are predicted into GLUE submission files) or\n"
+     "    SQuAD's (train-v1.1.json + dev-v1.1.json, train-v2.0.json + dev-v2.0.json, or train.json + dev.json)\n"
+     "  --checkpoint: an ordo checkpoint or run (MLM, MLM+NSP), or a HuggingFace BERT checkpoint (with or\n"
+     "    without its MLM head, with or without a pooler: a missing pooler is initialised and said so)\n"
+     "  Defaults: BERT's recipe (AdamW lr 3e-5, warm-up 10% then linear decay, batch 32, 3 epochs,\n"
+     "    max_seq_length 128); configs/finetune/ holds the base grid and a recipe for tiny/mini models.\n"
+     "  --seeds N runs seeds seed..seed+N-1; --lr A,B,C a learning-rate grid: results.json gives each run's\n"
+     "    best epoch and, per learning rate, mean, std (n-1) and median over the seeds.\n"
+     "  See `ordo help config` for every key (train.*, tokenizer.lower_case, squad.*).",
+     run});
+
+}  // namespace

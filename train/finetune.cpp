@@ -1,0 +1,732 @@
+#include "train/finetune.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <optional>
+
+#include "base/config.h"
+#include "base/counter_rng.h"
+#include "base/error.h"
+#include "base/file_io.h"
+#include "base/output.h"
+#include "downstream/classification.h"
+#include "downstream/glue.h"
+#include "downstream/metrics.h"
+#include "downstream/squad.h"
+#include "downstream/squad_eval.h"
+#include "downstream/squad_features.h"
+#include "downstream/squad_predict.h"
+#include "nn/checkpoint.h"
+#include "nn/task_heads.h"
+#include "pe/registry.h"
+#include "text/tokenizer.h"
+#include "train/checkpoint_paths.h"
+#include "train/loop.h"
+
+namespace ordo::train {
+
+// ---- the config ------------------------------------------------------------------------------
+
+FinetuneConfig parse_finetune_config(const json::Value& json_in, const std::vector<std::string>& overrides,
+                                     const std::string& where) {
+  json::Value json = json_in.is_null() ? json::Value::object() : json_in;
+  for (const auto& o : overrides) apply_override(json, o);
+  ORDO_CHECK(json.is_object(), where, ": a fine-tuning config is a JSON object");
+  FieldReader top(json, where);
+  const json::Value* train = top.object("train");
+  const json::Value* tokenizer = top.object("tokenizer");
+  const json::Value* squad = top.object("squad");
+  top.string("description", "");
+  top.finish();
+  FinetuneConfig c;
+
+  const json::Value empty = json::Value::object();
+  FieldReader t(train ? *train : empty, where + ": train");
+  ORDO_CHECK(!(t.has("lr") && t.has("learning_rates")), where, ": train: give lr or learning_rates, not both");
+  if (const json::Value* grid = t.array("learning_rates")) {
+    c.learning_rates.clear();
+    for (size_t i = 0; i < grid->size(); ++i) {
+      const json::Value& lr = (*grid)[i];
+      ORDO_CHECK(lr.is_number() && lr.as_number() > 0 && lr.as_number() <= 10, where,
+                 ": train: learning_rates[", i, "] must be a number in (0, 10]");
+      c.learning_rates.push_back(lr.as_number());
+    }
+    ORDO_CHECK(!c.learning_rates.empty(), where, ": train: learning_rates is empty");
+  } else {
+    c.learning_rates = {t.number("lr", c.learning_rates[0], 1e-12, 10)};
+  }
+  c.seeds = t.integer("seeds", c.seeds, 1, 1000);
+  c.seed = static_cast<uint64_t>(t.integer("seed", static_cast<int64_t>(c.seed), 0, int64_t{1} << 40));
+  c.epochs = t.integer("epochs", c.epochs, 1, 100000);
+  c.batch_size = t.integer("batch_size", c.batch_size, 1, 1 << 16);
+  c.eval_batch_size = t.integer("eval_batch_size", c.eval_batch_size, 1, 1 << 16);
+  c.max_seq_length = t.integer("max_seq_length", c.max_seq_length, 4, 1 << 16);
+  c.warmup_ratio = t.number("warmup_ratio", c.warmup_ratio, 0, 1);
+  c.weight_decay = t.number("weight_decay", c.weight_decay, 0, 10);
+  c.max_grad_norm = t.number("max_grad_norm", c.max_grad_norm, 0, 1e30);
+  c.log_every = t.integer("log_every", c.log_every, 1, INT64_MAX);
+  c.save_best = t.boolean("save_best", c.save_best);
+  c.device = t.string("device", c.device);
+  c.threads = t.integer("threads", c.threads, 0, 4096);
+  t.finish();
+
+  FieldReader k(tokenizer ? *tokenizer : empty, where + ": tokenizer");
+  c.lower_case = k.string("lower_case", c.lower_case, {"auto", "true", "false"});
+  k.finish();
+
+  FieldReader s(squad ? *squad : empty, where + ": squad");
+  c.doc_stride = s.integer("doc_stride", c.doc_stride, 1, 1 << 16);
+  c.max_query_length = s.integer("max_query_length", c.max_query_length, 1, 1 << 16);
+  c.n_best_size = s.integer("n_best_size", c.n_best_size, 1, 1000);
+  c.max_answer_length = s.integer("max_answer_length", c.max_answer_length, 1, 1 << 16);
+  c.null_score_diff_threshold = s.number("null_score_diff_threshold", c.null_score_diff_threshold, -1e30, 1e30);
+  s.finish();
+  c.source = json;
+  return c;
+}
+
+const std::vector<std::string>& finetune_task_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const downstream::GlueTask& t : downstream::glue_tasks())
+      if (t.name != "ax") n.push_back(t.name);  // AX is a test-only diagnostic: nothing to train on
+    n.push_back("squad");
+    n.push_back("squad2");
+    return n;
+  }();
+  return names;
+}
+
+Spread spread(const std::vector<double>& values) {
+  Spread s;
+  s.n = static_cast<int64_t>(values.size());
+  if (values.empty()) return s;
+  s.mean = std::accumulate(values.begin(), values.end(), 0.0) / s.n;
+  double squares = 0;
+  for (double v : values) squares += (v - s.mean) * (v - s.mean);
+  s.std = s.n > 1 ? std::sqrt(squares / (s.n - 1)) : 0.0;
+  std::vector<double> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  s.median = s.n % 2 ? sorted[s.n / 2] : (sorted[s.n / 2 - 1] + sorted[s.n / 2]) / 2;
+  return s;
+}
+
+// ---- the files of a task -------------------------------------------------------------------------
+
+namespace {
+
+bool is_squad(const std::string& task) { return task == "squad" || task == "squad2"; }
+
+// The first of `names` present in `folder`, or "".
+std::string first_present(const std::string& folder, const std::vector<std::string>& names) {
+  for (const std::string& n : names)
+    if (file_exists(folder + "/" + n)) return folder + "/" + n;
+  return "";
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : " or ") + n;
+  return s;
+}
+
+}  // namespace
+
+TaskFiles find_task_files(const std::string& task, const std::string& folder) {
+  const auto& names = finetune_task_names();
+  ORDO_CHECK(std::find(names.begin(), names.end(), task) != names.end(), "unknown task '", task,
+             "': fine-tuning knows cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, squad, squad2");
+  ORDO_CHECK(directory_exists(folder), "--data ", folder, ": not a directory");
+  TaskFiles f;
+  std::vector<std::string> train_names{"train.tsv"}, dev_names{"dev.tsv"};
+  if (task == "squad") train_names = {"train-v1.1.json", "train.json"}, dev_names = {"dev-v1.1.json", "dev.json"};
+  if (task == "squad2") train_names = {"train-v2.0.json", "train.json"}, dev_names = {"dev-v2.0.json", "dev.json"};
+  if (task == "mnli") dev_names = {"dev_matched.tsv"};
+  f.train = first_present(folder, train_names);
+  const std::string dev = first_present(folder, dev_names);
+  ORDO_CHECK(!f.train.empty() && !dev.empty(), "--data ", folder, ": the ", task, " task needs its training file (",
+             joined(train_names), ") and its dev file (", joined(dev_names), "); ",
+             f.train.empty() ? "the training file" : "the dev file", " is missing");
+  f.dev.push_back(dev);
+  if (task == "mnli" && file_exists(folder + "/dev_mismatched.tsv")) f.dev.push_back(folder + "/dev_mismatched.tsv");
+  if (!is_squad(task)) {
+    const std::vector<std::string> tests =
+        task == "mnli" ? std::vector<std::string>{"test_matched.tsv", "test_mismatched.tsv"}
+                       : std::vector<std::string>{"test.tsv"};
+    for (const std::string& t : tests)
+      if (file_exists(folder + "/" + t)) f.test.push_back(folder + "/" + t);
+  }
+  return f;
+}
+
+namespace {
+
+// ---- batches ---------------------------------------------------------------------------------------
+
+// Rows of token ids padded to the longest, with their segments, positions
+// 0..L-1 and the attention mask, on `device`.
+nn::BertInputs pad_batch(const std::vector<const std::vector<int32_t>*>& ids,
+                         const std::vector<const std::vector<int32_t>*>& segments, int32_t pad_id, Device device,
+                         int64_t* tokens) {
+  const int64_t batch = static_cast<int64_t>(ids.size());
+  int64_t length = 1;
+  for (const auto* row : ids) length = std::max<int64_t>(length, static_cast<int64_t>(row->size()));
+  std::vector<int64_t> input(batch * length, pad_id), segment(batch * length, 0), position(batch * length),
+      mask(batch * length, 0);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t i = 0; i < length; ++i) position[b * length + i] = i;
+    for (size_t i = 0; i < ids[b]->size(); ++i) {
+      input[b * length + i] = (*ids[b])[i];
+      segment[b * length + i] = (*segments[b])[i];
+      mask[b * length + i] = 1;
+    }
+  }
+  const Shape shape{batch, length};
+  nn::BertInputs in;
+  in.input_ids = Tensor::from_vector(input, shape, device);
+  in.segment_ids = Tensor::from_vector(segment, shape, device);
+  in.positions = Tensor::from_vector(position, shape, device);
+  in.attention_mask = Tensor::from_vector(mask, shape, device);
+  in.facts = nn::input_facts(position.data(), segment.data(), batch, length);
+  if (tokens) *tokens = batch * length;
+  return in;
+}
+
+// ---- a task: its data, its model, its evaluation ----------------------------------------------------
+
+// One epoch's evaluation: the metrics per dev set ("dev" or MNLI's "dev_matched"
+// and "dev_mismatched") and the score that picks the best epoch.
+struct Evaluation {
+  json::Value metrics = json::Value::object();
+  double score = 0;
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual int64_t train_size() const = 0;
+  virtual std::string describe() const = 0;
+  // A fresh model from the checkpoint for one run (the new head from `seed`).
+  virtual void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet) = 0;
+  virtual nn::Module& model() = 0;
+  // The loss on training examples `indices`, and the positions it processed.
+  virtual Var loss(const std::vector<int64_t>& indices, nn::Context& ctx, int64_t* tokens) = 0;
+  virtual Evaluation evaluate() = 0;
+  // The last evaluation's predictions (and, for GLUE, the test files') into `dir`.
+  virtual void write_predictions(const std::string& dir) = 0;
+  // The model's checkpoint into `dir`.
+  virtual void save(const std::string& dir) = 0;
+};
+
+// The score of a GLUE evaluation: the mean of its metrics (GLUE's per-task score), nulls left out.
+double mean_of_metrics(const json::Value& metrics) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& [key, value] : metrics.items())
+    if (value.is_number()) sum += value.as_number(), ++n;
+  return n ? sum / n : 0.0;
+}
+
+std::string dev_key(const std::string& path) {
+  std::string name = path.substr(path.rfind('/') + 1);
+  return name.substr(0, name.rfind('.'));  // "dev", "dev_matched", "dev_mismatched"
+}
+
+// What the task model took from the checkpoint and what it made new.
+void print_load_report(const nn::LoadReport& r) {
+  for (const std::string& name : r.missing)
+    std::fprintf(stderr, "  new (not in the checkpoint, initialised): %s\n", name.c_str());
+  if (!r.unused.empty())
+    std::fprintf(stderr, "  left out of the checkpoint: %zu tensors (%s ...)\n", r.unused.size(), r.unused[0].c_str());
+}
+
+class GlueFinetuneTask : public Task {
+ public:
+  GlueFinetuneTask(const downstream::GlueTask& task, const TaskFiles& files, const text::Tokenizer& tokenizer,
+                   int64_t max_seq_length, int64_t eval_batch_size)
+      : task_(task), tokenizer_(tokenizer), eval_batch_size_(eval_batch_size) {
+    train_set_ = read_glue_labelled(files.train);
+    train_ = downstream::make_glue_features(train_set_, tokenizer, static_cast<int>(max_seq_length));
+    for (const std::string& path : files.dev) {
+      dev_sets_.push_back(read_glue_labelled(path));
+      dev_features_.push_back(downstream::make_glue_features(dev_sets_.back(), tokenizer, static_cast<int>(max_seq_length)));
+    }
+    for (const std::string& path : files.test) {
+      test_sets_.push_back(downstream::read_glue(task, path));
+      ORDO_CHECK(!test_sets_.back().labelled, path, ": a test file is GLUE's unlabelled one (index and text)");
+      test_features_.push_back(downstream::make_glue_features(test_sets_.back(), tokenizer, static_cast<int>(max_seq_length)));
+    }
+    dev_predictions_.resize(dev_sets_.size());
+  }
+
+  int64_t train_size() const override { return static_cast<int64_t>(train_.size()); }
+  std::string describe() const override {
+    std::string s = task_.display + ": " + std::to_string(train_.size()) + " training examples";
+    for (size_t i = 0; i < dev_sets_.size(); ++i)
+      s += ", " + std::to_string(dev_sets_[i].examples.size()) + " " + dev_key(dev_sets_[i].path);
+    for (const auto& t : test_sets_) s += ", " + std::to_string(t.examples.size()) + " " + dev_key(t.path);
+    return s + (task_.regression() ? " (regression)" : ", labels " + task_.label_list());
+  }
+
+  void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet) override {
+    nn::LoadReport report;
+    model_ = pe::load_classifier(checkpoint, task_.regression() ? 1 : static_cast<int>(task_.labels.size()), device,
+                                 seed, &report);
+    device_ = device;
+    if (!quiet) print_load_report(report);
+  }
+  nn::Module& model() override { return *model_; }
+
+  Var loss(const std::vector<int64_t>& indices, nn::Context& ctx, int64_t* tokens) override {
+    std::vector<int64_t> labels;
+    std::vector<float> scores;
+    nn::BertInputs in = inputs(train_, indices, tokens);
+    for (int64_t i : indices) task_.regression() ? scores.push_back(static_cast<float>(train_[i].score))
+                                                 : labels.push_back(train_[i].label);
+    const int64_t n = static_cast<int64_t>(indices.size());
+    const Tensor gold = task_.regression() ? Tensor::from_vector(scores, {n}) : Tensor::from_vector(labels, {n});
+    return model_->loss(model_->forward(in, ctx), gold);
+  }
+
+  Evaluation evaluate() override {
+    Evaluation e;
+    for (size_t d = 0; d < dev_sets_.size(); ++d) {
+      dev_predictions_[d] = predict(dev_features_[d]);
+      e.metrics[dev_key(dev_sets_[d].path)] = downstream::glue_metrics(dev_sets_[d], dev_predictions_[d]);
+    }
+    e.score = mean_of_metrics(e.metrics[dev_key(dev_sets_[0].path)]);  // MNLI: the matched set's
+    return e;
+  }
+
+  void write_predictions(const std::string& dir) override {
+    for (size_t d = 0; d < dev_sets_.size(); ++d)
+      downstream::write_glue_submission(dir + "/" + dev_key(dev_sets_[d].path) + "_predictions.tsv", dev_sets_[d],
+                                        dev_predictions_[d]);
+    if (!test_sets_.empty()) make_directories(dir + "/test");
+    for (size_t t = 0; t < test_sets_.size(); ++t)
+      downstream::write_glue_submission(dir + "/test/" + downstream::glue_submission_name(task_, test_sets_[t].mnli),
+                                        test_sets_[t], predict(test_features_[t]));
+  }
+
+  void save(const std::string& dir) override {
+    json::Value extra = json::Value::object();
+    extra["finetuning_task"] = task_.name;
+    if (task_.regression()) {
+      extra["problem_type"] = "regression";
+    } else {
+      json::Value id2label = json::Value::object(), label2id = json::Value::object();
+      for (size_t i = 0; i < task_.labels.size(); ++i) {
+        id2label[std::to_string(i)] = task_.labels[i];
+        label2id[task_.labels[i]] = static_cast<int64_t>(i);
+      }
+      extra["id2label"] = id2label;
+      extra["label2id"] = label2id;
+    }
+    nn::save_weights(dir, *model_, model_->bert.config(), "BertForSequenceClassification", extra);
+    tokenizer_.vocab().save(dir + "/vocab.txt");
+  }
+
+ private:
+  downstream::GlueSet read_glue_labelled(const std::string& path) {
+    downstream::GlueSet set = downstream::read_glue(task_, path);
+    ORDO_CHECK(set.labelled, path, ": ", task_.display, " training and dev files carry labels; this one has none");
+    ORDO_CHECK(!set.examples.empty(), path, ": no examples");
+    return set;
+  }
+
+  nn::BertInputs inputs(const std::vector<downstream::ClassificationFeature>& features,
+                        const std::vector<int64_t>& indices, int64_t* tokens) const {
+    std::vector<const std::vector<int32_t>*> ids, segments;
+    for (int64_t i : indices) ids.push_back(&features[i].input_ids), segments.push_back(&features[i].token_type_ids);
+    return pad_batch(ids, segments, tokenizer_.vocab().special().pad, device_, tokens);
+  }
+
+  downstream::GluePredictions predict(const std::vector<downstream::ClassificationFeature>& features) {
+    NoGradGuard no_grad;
+    nn::Context ctx = nn::Context::eval();
+    downstream::GluePredictions p;
+    const int64_t n = static_cast<int64_t>(features.size());
+    for (int64_t start = 0; start < n; start += eval_batch_size_) {
+      std::vector<int64_t> indices;
+      for (int64_t i = start; i < std::min(n, start + eval_batch_size_); ++i) indices.push_back(i);
+      const Tensor logits = model_->forward(inputs(features, indices, nullptr), ctx).value();
+      const std::vector<double> v = logits.to_doubles();
+      const int64_t labels = logits.shape()[1];
+      for (size_t r = 0; r < indices.size(); ++r) {
+        const double* row = v.data() + r * labels;
+        if (task_.regression()) p.scores.push_back(row[0]);
+        else p.labels.push_back(static_cast<int>(std::max_element(row, row + labels) - row));  // first of ties, as argmax
+      }
+    }
+    return p;
+  }
+
+  const downstream::GlueTask& task_;
+  const text::Tokenizer& tokenizer_;
+  int64_t eval_batch_size_;
+  downstream::GlueSet train_set_;
+  std::vector<downstream::ClassificationFeature> train_;
+  std::vector<downstream::GlueSet> dev_sets_, test_sets_;
+  std::vector<std::vector<downstream::ClassificationFeature>> dev_features_, test_features_;
+  std::vector<downstream::GluePredictions> dev_predictions_;
+  std::unique_ptr<nn::SequenceClassifier> model_;
+  Device device_ = Device::cpu();
+};
+
+class SquadFinetuneTask : public Task {
+ public:
+  SquadFinetuneTask(bool version_2, const TaskFiles& files, const text::Tokenizer& tokenizer, const FinetuneConfig& c,
+                    bool quiet)
+      : tokenizer_(tokenizer), eval_batch_size_(c.eval_batch_size) {
+    post_.version_2 = version_2;
+    post_.n_best_size = static_cast<int>(c.n_best_size);
+    post_.max_answer_length = static_cast<int>(c.max_answer_length);
+    post_.null_score_diff_threshold = c.null_score_diff_threshold;
+    downstream::SquadWindowOptions w;
+    w.max_seq_length = static_cast<int>(c.max_seq_length);
+    w.doc_stride = static_cast<int>(c.doc_stride);
+    w.max_query_length = static_cast<int>(c.max_query_length);
+    train_data_ = downstream::read_squad(files.train);
+    dev_ = downstream::read_squad(files.dev[0]);
+    check_version(train_data_);
+    check_version(dev_);
+    downstream::SquadFeatureStats stats;
+    train_ = downstream::make_squad_features(train_data_, tokenizer, w, /*training=*/true, &stats);
+    if (!quiet && !stats.skipped.empty()) std::fprintf(stderr, "warning: %s\n", stats.skipped_report().c_str());
+    skipped_ = static_cast<int64_t>(stats.skipped.size());
+    dev_features_ = downstream::make_squad_features(dev_, tokenizer, w, /*training=*/false);
+    ORDO_CHECK(!train_.empty(), files.train, ": no training question could be used");
+  }
+
+  int64_t train_size() const override { return static_cast<int64_t>(train_.size()); }
+  std::string describe() const override {
+    return std::string(post_.version_2 ? "SQuAD v2.0" : "SQuAD v1.1") + ": " +
+           std::to_string(train_data_.questions.size()) + " training questions (" + std::to_string(train_.size()) +
+           " windows, " + std::to_string(skipped_) + " skipped), " + std::to_string(dev_.questions.size()) +
+           " dev questions (" + std::to_string(dev_features_.size()) + " windows)";
+  }
+
+  void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet) override {
+    nn::LoadReport report;
+    model_ = pe::load_span_extractor(checkpoint, device, seed, &report);
+    device_ = device;
+    if (!quiet) print_load_report(report);
+  }
+  nn::Module& model() override { return *model_; }
+
+  Var loss(const std::vector<int64_t>& indices, nn::Context& ctx, int64_t* tokens) override {
+    std::vector<int64_t> starts, ends;
+    for (int64_t i : indices) starts.push_back(train_[i].start_position), ends.push_back(train_[i].end_position);
+    const int64_t n = static_cast<int64_t>(indices.size());
+    return model_->loss(model_->forward(inputs(train_, indices, tokens), ctx), Tensor::from_vector(starts, {n}),
+                        Tensor::from_vector(ends, {n}));
+  }
+
+  Evaluation evaluate() override {
+    NoGradGuard no_grad;
+    nn::Context ctx = nn::Context::eval();
+    std::vector<std::vector<float>> starts, ends;
+    const int64_t n = static_cast<int64_t>(dev_features_.size());
+    for (int64_t first = 0; first < n; first += eval_batch_size_) {
+      std::vector<int64_t> indices;
+      for (int64_t i = first; i < std::min(n, first + eval_batch_size_); ++i) indices.push_back(i);
+      nn::SpanLogits logits = model_->forward(inputs(dev_features_, indices, nullptr), ctx);
+      const std::vector<double> s = logits.start.value().to_doubles(), e = logits.end.value().to_doubles();
+      const int64_t length = logits.start.value().shape()[1];
+      for (size_t r = 0; r < indices.size(); ++r) {
+        starts.emplace_back(s.begin() + r * length, s.begin() + (r + 1) * length);
+        ends.emplace_back(e.begin() + r * length, e.begin() + (r + 1) * length);
+      }
+    }
+    predictions_ = downstream::predict_squad(dev_, dev_features_, starts, ends, post_);
+    downstream::SquadPredictionMap answers;
+    downstream::SquadNaProbs null_odds;
+    for (const auto& p : predictions_) answers.emplace_back(p.id, p.text), null_odds.emplace_back(p.id, p.score_diff);
+    Evaluation e;
+    e.metrics["dev"] = post_.version_2 ? downstream::evaluate_squad_v2(dev_, answers, &null_odds)
+                                       : downstream::evaluate_squad_v1(dev_, answers);
+    e.score = e.metrics["dev"]["f1"].as_number();
+    return e;
+  }
+
+  void write_predictions(const std::string& dir) override {
+    downstream::write_squad_predictions(dir + "/predictions.json", predictions_);
+    downstream::write_squad_nbest(dir + "/nbest_predictions.json", predictions_);
+    if (post_.version_2) downstream::write_squad_null_odds(dir + "/null_odds.json", predictions_);
+  }
+
+  void save(const std::string& dir) override {
+    json::Value extra = json::Value::object();
+    extra["finetuning_task"] = post_.version_2 ? "squad2" : "squad";
+    nn::save_weights(dir, *model_, model_->bert.config(), "BertForQuestionAnswering", extra);
+    tokenizer_.vocab().save(dir + "/vocab.txt");
+  }
+
+ private:
+  void check_version(const downstream::SquadDataset& d) const {
+    if (post_.version_2) return;
+    for (const auto& q : d.questions)
+      ORDO_CHECK(!q.is_impossible, d.path, ": question '", q.id,
+                 "' is unanswerable: a SQuAD v2.0 file; fine-tune it as --task squad2");
+  }
+
+  nn::BertInputs inputs(const std::vector<downstream::SquadFeature>& features, const std::vector<int64_t>& indices,
+                        int64_t* tokens) const {
+    std::vector<const std::vector<int32_t>*> ids, segments;
+    for (int64_t i : indices) ids.push_back(&features[i].input_ids), segments.push_back(&features[i].token_type_ids);
+    return pad_batch(ids, segments, tokenizer_.vocab().special().pad, device_, tokens);
+  }
+
+  const text::Tokenizer& tokenizer_;
+  int64_t eval_batch_size_;
+  downstream::SquadPostOptions post_;
+  downstream::SquadDataset train_data_, dev_;
+  std::vector<downstream::SquadFeature> train_, dev_features_;
+  int64_t skipped_ = 0;
+  std::vector<downstream::SquadPrediction> predictions_;
+  std::unique_ptr<nn::SpanExtractor> model_;
+  Device device_ = Device::cpu();
+};
+
+// ---- one run ------------------------------------------------------------------------------------------
+
+struct RunResult {
+  bool finished = false;
+  int64_t best_epoch = 0;
+  double best_score = 0;
+  json::Value best_metrics;
+};
+
+std::string lr_text(double lr) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", lr);
+  return buf;
+}
+
+// Fine-tunes one model (learning rate `lr`, seed `seed`) into root/name;
+// `started` is called after its first optimizer step, and may move `root`
+// (the staged output taking its place): paths are made from it when used.
+RunResult run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o, double lr, uint64_t seed,
+                  const std::string& root, const std::string& name, Device device,
+                  const std::function<void()>& started) {
+  task.load(o.checkpoint, device, seed, /*quiet=*/true);  // what the checkpoint lacks was said once, up front
+  nn::AdamWConfig adam;
+  adam.lr = lr;
+  adam.weight_decay = c.weight_decay;
+  adam.max_grad_norm = c.max_grad_norm;
+  const int64_t n = task.train_size();
+  const int64_t steps_per_epoch = (n + c.batch_size - 1) / c.batch_size;
+  adam.total_steps = steps_per_epoch * c.epochs;
+  adam.warmup_steps = static_cast<int64_t>(std::ceil(c.warmup_ratio * static_cast<double>(adam.total_steps)));
+  nn::AdamW opt(task.model().named_parameters(), adam);
+
+  make_directories(root + "/" + name);
+  MetricsLog log(root + "/" + name + "/metrics.jsonl", {});  // the open file follows its folder
+  RunClock clock(0);
+  Throughput throughput;
+  RunResult result;
+  int64_t step = 0;
+  for (int64_t epoch = 1; epoch <= c.epochs; ++epoch) {
+    const std::vector<int64_t> order =
+        shuffled_order(n, CounterRng(seed, rng_stream(RngPurpose::finetune_order, epoch)));
+    for (int64_t first = 0; first < n; first += c.batch_size) {
+      const std::vector<int64_t> indices(order.begin() + first, order.begin() + std::min(n, first + c.batch_size));
+      ++step;
+      const bool logged = step % c.log_every == 0 || step == 1 || step == adam.total_steps;
+      auto forward = [&](int64_t) {
+        nn::Context ctx = nn::Context::train(seed, step);
+        int64_t tokens = 0;
+        Var loss = task.loss(indices, ctx, &tokens);
+        return MicroBatch{loss, {{"loss", loss.value()}}, tokens};
+      };
+      auto report = [&](int64_t) -> void {
+        throw Error(detail::cat("step ", step, " (epoch ", epoch, "): the fine-tuning loss is not finite; try a "
+                                "smaller learning rate than ", lr));
+      };
+      StepResult s = optimizer_step(opt, step, 1, logged, forward, report);
+      throughput.add(s.tokens);
+      if (step == 1) started();
+      if (logged) {
+        json::Value line = json::Value::object();
+        line["step"] = step;
+        line["epoch"] = epoch;
+        const double tokens_per_s = throughput.per_second_and_restart();
+        log.write(step_line(line, s, tokens_per_s));
+        if (!o.quiet)
+          std::fprintf(stderr, "  epoch %lld/%lld step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s | ETA %s\n",
+                       static_cast<long long>(epoch), static_cast<long long>(c.epochs), static_cast<long long>(step),
+                       static_cast<long long>(adam.total_steps), s.means.empty() ? 0.0 : s.means[0].second,
+                       s.optimizer.lr, tokens_per_s,
+                       format_duration(clock.seconds_left(step, adam.total_steps - step)).c_str());
+      }
+      if (InterruptScope::interrupted()) return result;
+    }
+    const Evaluation e = task.evaluate();
+    json::Value line = json::Value::object();
+    line["epoch"] = epoch;
+    line["step"] = step;
+    line["eval"] = e.metrics;
+    line["score"] = e.score;
+    log.write(line);
+    const bool best = epoch == 1 || e.score > result.best_score;
+    if (!o.quiet)
+      std::fprintf(stderr, "  epoch %lld: dev %s, score %.4f%s\n", static_cast<long long>(epoch),
+                   json::dump(e.metrics).c_str(), e.score, best ? " (best so far)" : "");
+    if (best) {
+      result.best_epoch = epoch;
+      result.best_score = e.score;
+      result.best_metrics = e.metrics;
+      task.write_predictions(root + "/" + name);
+      if (c.save_best) task.save(root + "/" + name + "/best");
+    }
+  }
+  result.finished = true;
+  return result;
+}
+
+// ---- the grid and its summary ---------------------------------------------------------------------
+
+// Each metric's spread over runs: {"dev": {"accuracy": {"mean", "std", "median"}}}.
+json::Value summarise(const std::vector<RunResult>& runs) {
+  json::Value out = json::Value::object();
+  std::vector<double> scores;
+  for (const RunResult& r : runs)
+    if (r.finished) scores.push_back(r.best_score);
+  auto as_json = [](const Spread& s) {
+    json::Value v = json::Value::object();
+    v["mean"] = s.mean;
+    v["std"] = s.std;
+    v["median"] = s.median;
+    v["runs"] = s.n;
+    return v;
+  };
+  out["score"] = as_json(spread(scores));
+  if (scores.empty()) return out;
+  const RunResult& first = *std::find_if(runs.begin(), runs.end(), [](const RunResult& r) { return r.finished; });
+  json::Value metrics = json::Value::object();
+  for (const auto& [set, keys] : first.best_metrics.items()) {
+    json::Value per_set = json::Value::object();
+    for (const auto& [key, value] : keys.items()) {
+      if (!value.is_number()) continue;
+      std::vector<double> values;
+      for (const RunResult& r : runs) {
+        if (!r.finished) continue;
+        const json::Value* v = r.best_metrics[set].find(key);
+        if (v && v->is_number()) values.push_back(v->as_number());
+      }
+      per_set[key] = as_json(spread(values));
+    }
+    metrics[set] = per_set;
+  }
+  out["metrics"] = metrics;
+  return out;
+}
+
+std::string run_name(double lr, uint64_t seed) { return "lr_" + lr_text(lr) + "_seed_" + std::to_string(seed); }
+
+text::TokenizerOptions tokenizer_options(const FinetuneConfig& c, const std::string& checkpoint) {
+  text::TokenizerOptions t;
+  if (c.lower_case == "auto") t.lower_case = checkpoint_lower_case(checkpoint).value_or(true);
+  else t.lower_case = c.lower_case == "true";
+  return t;
+}
+
+}  // namespace
+
+FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
+  FinetuneOptions o = o_in;
+  // Everything is read and checked before anything is written.
+  const TaskFiles files = find_task_files(o.task, o.data);
+  o.checkpoint = resolve_checkpoint(o.checkpoint);
+  ORDO_CHECK(!o.out.empty(), "finetune: no output folder given (--out)");
+  check_output(o.out, OutputKind::folder, o.overwrite);
+  check_output_spares(o.out, o.checkpoint, "--checkpoint");
+  check_output_spares(o.out, o.data, "--data");
+  const Device device = resolve_device(c.device);
+  set_threads(c.threads);
+  const text::Tokenizer tokenizer(text::Vocab::load(find_vocab(o.checkpoint)), tokenizer_options(c, o.checkpoint));
+  std::unique_ptr<Task> task;
+  if (is_squad(o.task)) task = std::make_unique<SquadFinetuneTask>(o.task == "squad2", files, tokenizer, c, o.quiet);
+  else task = std::make_unique<GlueFinetuneTask>(downstream::glue_task(o.task), files, tokenizer, c.max_seq_length,
+                                                 c.eval_batch_size);
+  task->load(o.checkpoint, device, c.seed, o.quiet);  // the checkpoint fits the task's model; what is new is said
+  ORDO_CHECK(task->train_size() > 0, files.train, ": no training examples");
+  const nn::BertConfig model_config = nn::load_config(o.checkpoint);
+  ORDO_CHECK(c.max_seq_length <= model_config.max_position_embeddings ||
+                 model_config.pe.find("ape_learned") == std::string::npos,
+             "train.max_seq_length ", c.max_seq_length, " is beyond the checkpoint's max_position_embeddings ",
+             model_config.max_position_embeddings, " (its learned absolute position table)");
+  if (!o.quiet)
+    std::fprintf(stderr, "ordo finetune: %s from %s (lower_case %s), %zu learning rate(s) x %lld seed(s), %lld epochs\n",
+                 task->describe().c_str(), o.checkpoint.c_str(), tokenizer.options().lower_case ? "true" : "false",
+                 c.learning_rates.size(), static_cast<long long>(c.seeds), static_cast<long long>(c.epochs));
+
+  StagedFolder staged(o.out);
+  std::string root = staged.path();
+  json::Value recorded = c.source;
+  recorded["checkpoint"] = o.checkpoint;
+  recorded["task"] = o.task;
+  recorded["data"] = o.data;
+  write_file_atomic(root + "/config.json", json::dump(recorded, 2) + "\n");
+
+  InterruptScope interrupt;
+  FinetuneSummary summary;
+  json::Value results = json::Value::object();
+  results["task"] = o.task;
+  results["score"] = is_squad(o.task) ? "dev f1" : "mean of the dev metrics";
+  json::Value per_lr = json::Value::array();
+  double best_mean = -1e300;
+  auto write_results = [&] { write_file_atomic(root + "/results.json", json::dump(results, 2) + "\n"); };
+  for (double lr : c.learning_rates) {
+    std::vector<RunResult> runs;
+    json::Value run_lines = json::Value::array();
+    for (int64_t k = 0; k < c.seeds && !InterruptScope::interrupted(); ++k) {
+      const uint64_t seed = c.seed + static_cast<uint64_t>(k);
+      if (!o.quiet) std::fprintf(stderr, "run %s\n", run_name(lr, seed).c_str());
+      // The new output takes the old one's place once a run has done its first step.
+      auto started = [&] {
+        if (staged.committed()) return;
+        staged.commit();
+        root = o.out;
+      };
+      runs.push_back(run_one(*task, c, o, lr, seed, root, "runs/" + run_name(lr, seed), device, started));
+      const RunResult& r = runs.back();
+      json::Value line = json::Value::object();
+      line["run"] = run_name(lr, seed);
+      line["seed"] = static_cast<int64_t>(seed);
+      line["finished"] = r.finished;
+      line["best_epoch"] = r.best_epoch;
+      line["best_score"] = r.best_score;
+      line["best"] = r.best_metrics;
+      run_lines.push_back(line);
+      summary.runs_finished += r.finished;
+    }
+    json::Value entry = json::Value::object();
+    entry["lr"] = lr;
+    entry["runs"] = run_lines;
+    entry["summary"] = summarise(runs);
+    const double mean = entry["summary"]["score"]["mean"].as_number();
+    if (entry["summary"]["score"]["runs"].as_int() > 0 && mean > best_mean) {
+      best_mean = mean;
+      results["best_lr"] = lr;
+    }
+    per_lr.push_back(entry);
+    results["learning_rates"] = per_lr;
+    if (staged.committed()) write_results();
+    if (InterruptScope::interrupted()) break;
+  }
+  ORDO_CHECK(staged.committed(), "interrupted before the first step; '", o.out, "' is left as it was");
+  write_results();
+  summary.interrupted = InterruptScope::interrupted();
+  summary.results = results;
+  if (!o.quiet) std::fprintf(stderr, "ordo finetune: %lld run(s) finished; results in %s/results.json\n",
+                             static_cast<long long>(summary.runs_finished), o.out.c_str());
+  return summary;
+}
+
+}  // namespace ordo::train

@@ -1,0 +1,125 @@
+// Fine-tuning: the loop behind `ordo finetune`, BERT's recipe on a pretrained
+// encoder (Devlin et al. 2019, §4 and appendix A.3; Google's run_classifier.py
+// and run_squad.py):
+//
+//   GLUE tasks (classification, STS-B regression): SequenceClassifier on the
+//     pooled [CLS] vector, cross-entropy (MSE for STS-B);
+//   SQuAD v1.1 / v2.0: SpanExtractor, start/end cross-entropy over windows
+//     of max_seq_length with a document stride; answers chosen by n-best with
+//     a maximum answer length (and v2.0's null-score threshold).
+//
+// AdamW with a linear warm-up over warmup_ratio of the steps, then linear
+// decay to 0; the training set shuffled each epoch (RngPurpose::finetune_order);
+// dev evaluated after every epoch with the official metrics; the best epoch
+// (by the task's score: the mean of its GLUE metrics, MNLI's on the matched
+// set; SQuAD's F1) kept with its predictions.
+//
+// Repeated runs as the papers report them: every learning rate of
+// train.learning_rates x train.seeds seeds (seed, seed + 1, ...). For each
+// learning rate, over its seeds: the mean, the standard deviation (n - 1
+// in the denominator; 0 for one run) and the median of each run's best-epoch
+// score and metrics (Wang et al. 2021 report mean ± std of 5 runs; Chen et al.
+// 2021 the median over 5 runs of the best checkpoint).
+//
+// The output folder (built beside its place, as `ordo pretrain`'s run, and
+// swapped in after the first training step):
+//   OUT/config.json        the resolved fine-tuning config, with the checkpoint, task and data
+//   OUT/results.json       per learning rate: each run's best epoch and the summary over seeds;
+//                          the best learning rate (by the mean score)
+//   OUT/runs/lr_<lr>_seed_<seed>/
+//       metrics.jsonl      a line per logged step and per epoch's evaluation
+//       best/              the best epoch's model (config.json with the architecture and
+//                          labels, model.safetensors with HF names, vocab.txt) unless
+//                          train.save_best is false
+//       dev predictions of the best epoch: GLUE, a GLUE submission file per dev set
+//                          (dev.tsv -> dev_predictions.tsv; MNLI dev_matched_predictions.tsv
+//                          and dev_mismatched_predictions.tsv); SQuAD, predictions.json,
+//                          nbest_predictions.json and (v2.0) null_odds.json
+//       test/              GLUE only, when --data has the test files: the submission
+//                          files as the GLUE server names them (SST-2.tsv, MNLI-m.tsv, ...)
+// There is no --resume: a run that stops (an error, Ctrl-C) keeps what it has
+// written so far, and its results.json says which runs finished.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/json.h"
+
+namespace ordo::train {
+
+struct FinetuneConfig {
+  // train
+  std::vector<double> learning_rates{3e-5};  // one run per lr and seed
+  int64_t seeds = 1;                         // runs per learning rate: seed, seed + 1, ...
+  uint64_t seed = 42;                        // the new head's weights, dropout, the epochs' orders
+  int64_t epochs = 3;
+  int64_t batch_size = 32;
+  int64_t eval_batch_size = 64;
+  int64_t max_seq_length = 128;
+  double warmup_ratio = 0.1;
+  double weight_decay = 0.01;
+  double max_grad_norm = 1.0;
+  int64_t log_every = 50;
+  bool save_best = true;
+  std::string device = "auto";
+  int64_t threads = 0;
+  // tokenizer: BERT's uncased default; a checkpoint of an ordo run or with an
+  // HF tokenizer_config.json says what it was trained with (lower_case "auto").
+  std::string lower_case = "auto";  // "auto", "true", "false"
+  // squad
+  int64_t doc_stride = 128;
+  int64_t max_query_length = 64;
+  int64_t n_best_size = 20;
+  int64_t max_answer_length = 30;
+  double null_score_diff_threshold = 0.0;
+
+  json::Value source;  // the resolved JSON
+};
+
+// Reads a fine-tuning config {"train": {...}, "tokenizer": {...}, "squad": {...}}
+// strictly after applying the --set overrides; `json` may be an empty object
+// (every default).
+FinetuneConfig parse_finetune_config(const json::Value& json, const std::vector<std::string>& overrides,
+                                     const std::string& where);
+
+struct FinetuneOptions {
+  std::string checkpoint;  // a checkpoint folder or a run folder (its latest checkpoint)
+  std::string task;        // cola sst2 mrpc stsb qqp mnli qnli rte wnli | squad | squad2
+  std::string data;        // the task's folder as GLUE / SQuAD ship it
+  std::string out;
+  bool overwrite = false;
+  bool quiet = false;
+};
+
+// The names fine-tuning takes, in order: the GLUE tasks, then squad, squad2.
+const std::vector<std::string>& finetune_task_names();
+
+// The data files of a task in `folder`, [train, dev..., test...] as found; an
+// error naming the folder and the files looked for when train or dev is missing.
+struct TaskFiles {
+  std::string train;
+  std::vector<std::string> dev;   // MNLI: matched first, then mismatched when present
+  std::vector<std::string> test;  // GLUE test files present (unlabelled)
+};
+TaskFiles find_task_files(const std::string& task, const std::string& folder);
+
+struct FinetuneSummary {
+  int64_t runs_finished = 0;
+  bool interrupted = false;
+  json::Value results;  // what results.json holds
+};
+
+// Validates everything (the checkpoint, the task, the files, the output) before
+// writing, then runs the grid.
+FinetuneSummary finetune(const FinetuneConfig& config, const FinetuneOptions& options);
+
+// mean, sample standard deviation and median of values (for the summaries; exposed for tests).
+struct Spread {
+  double mean = 0, std = 0, median = 0;
+  int64_t n = 0;
+};
+Spread spread(const std::vector<double>& values);
+
+}  // namespace ordo::train
