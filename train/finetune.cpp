@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <numeric>
@@ -153,7 +154,19 @@ TaskFiles find_task_files(const std::string& task, const std::string& folder) {
              joined(train_names), ") and its dev file (", joined(dev_names), "); ",
              f.train.empty() ? "the training file" : "the dev file", " is missing");
   f.dev.push_back(dev);
-  if (task == "mnli" && file_exists(folder + "/dev_mismatched.tsv")) f.dev.push_back(folder + "/dev_mismatched.tsv");
+  if (!is_squad(task)) {
+    // Further dev sets beside the main one, evaluated too (MNLI's mismatched
+    // set; probes such as ordo data tasks' dev_shuffle_3.tsv), in name order.
+    std::vector<std::string> more;
+    for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("dev_", 0) == 0 && name.size() > 8 && name.substr(name.size() - 4) == ".tsv" &&
+          folder + "/" + name != dev)
+        more.push_back(folder + "/" + name);
+    }
+    std::sort(more.begin(), more.end());
+    f.dev.insert(f.dev.end(), more.begin(), more.end());
+  }
   if (!is_squad(task)) {
     const std::vector<std::string> tests =
         task == "mnli" ? std::vector<std::string>{"test_matched.tsv", "test_mismatched.tsv"}

@@ -33,7 +33,9 @@
 //                          train.save_best is false
 //       dev predictions of the best epoch: GLUE, a GLUE submission file per dev set
 //                          (dev.tsv -> dev_predictions.tsv; MNLI dev_matched_predictions.tsv
-//                          and dev_mismatched_predictions.tsv); SQuAD, predictions.json,
+//                          and dev_mismatched_predictions.tsv; every further dev_*.tsv in
+//                          --data, such as the word-swap probes, is evaluated and predicted
+//                          too, the main dev set alone choosing the best epoch); SQuAD, predictions.json,
 //                          nbest_predictions.json and (v2.0) null_odds.json
 //       test/              GLUE only, when --data has the test files: the submission
 //                          files as the GLUE server names them (SST-2.tsv, MNLI-m.tsv, ...)
@@ -100,7 +102,7 @@ const std::vector<std::string>& finetune_task_names();
 // error naming the folder and the files looked for when train or dev is missing.
 struct TaskFiles {
   std::string train;
-  std::vector<std::string> dev;   // MNLI: matched first, then mismatched when present
+  std::vector<std::string> dev;   // the main dev file (MNLI: dev_matched.tsv), then GLUE's other dev_*.tsv by name
   std::vector<std::string> test;  // GLUE test files present (unlabelled)
 };
 TaskFiles find_task_files(const std::string& task, const std::string& folder);

@@ -1,0 +1,339 @@
+#include "synth/tasks.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "base/counter_rng.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/output.h"
+
+namespace ordo::synth {
+
+namespace {
+
+// The draws of each part of the task set, apart so that one task's changes
+// leave the others' files alone.
+enum Stream : uint64_t { kSplit = 1, kRoles, kShuffle, kSquad, kProbes };
+
+enum class Split { train, dev, test };
+const char* split_name(Split s) { return s == Split::train ? "train" : s == Split::dev ? "dev" : "test"; }
+
+std::string joined(const std::vector<std::string>& words, int begin, int end) {
+  std::string s;
+  for (int i = begin; i < end; ++i) s += (i > begin ? " " : "") + words[i];
+  return s;
+}
+std::string joined(const std::vector<std::string>& words) { return joined(words, 0, static_cast<int>(words.size())); }
+
+// Python's len(): code points, which SQuAD's answer_start counts.
+int64_t code_points(const std::string& s) {
+  int64_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// A main clause with both roles, neither inside the other and their words
+// different (else the swap changes nothing).
+const Clause* main_with_roles(const Sentence& s) {
+  if (s.clauses.empty()) return nullptr;
+  const Clause& c = s.clauses[0];
+  if (c.kind != ClauseKind::Main || !c.agent || !c.patient) return nullptr;
+  const Span a = *c.agent, p = *c.patient;
+  if (!(a.end <= p.start || p.end <= a.start)) return nullptr;
+  if (joined(s.words, a.start, a.end) == joined(s.words, p.start, p.end)) return nullptr;
+  return &c;
+}
+
+// ---- GLUE-layout files ------------------------------------------------------------------
+
+struct TsvFile {
+  std::string header;
+  std::vector<std::string> rows;
+  std::string text() const {
+    std::string s = header + "\n";
+    for (const std::string& r : rows) s += r + "\n";
+    return s;
+  }
+};
+
+// RTE's layout: index sentence1 sentence2 label (test: without the label).
+struct RteSplit {
+  TsvFile file;
+  bool test = false;
+  explicit RteSplit(bool is_test) : test(is_test) {
+    file.header = test ? "index\tsentence1\tsentence2" : "index\tsentence1\tsentence2\tlabel";
+  }
+  void add(const std::string& a, const std::string& b, bool entailed) {
+    std::string row = std::to_string(file.rows.size()) + "\t" + a + "\t" + b;
+    if (!test) row += entailed ? "\tentailment" : "\tnot_entailment";
+    file.rows.push_back(row);
+  }
+};
+
+// SST-2's layout: sentence label (test: index sentence).
+struct Sst2Split {
+  TsvFile file;
+  bool test = false;
+  explicit Sst2Split(bool is_test) : test(is_test) { file.header = test ? "index\tsentence" : "sentence\tlabel"; }
+  void add(const std::string& sentence, int label) {
+    file.rows.push_back(test ? std::to_string(file.rows.size()) + "\t" + sentence
+                             : sentence + "\t" + std::to_string(label));
+  }
+};
+
+// ---- roles and the word-swap probes --------------------------------------------------------
+
+// The hypothesis of the roles task: the main clause from its first role or
+// verb to its last, with the roles exchanged when `swap`.
+std::string role_hypothesis(const Sentence& s, const Clause& c, bool swap) {
+  const int begin = std::min({c.agent->start, c.patient->start, c.verb});
+  const int end = std::max({c.agent->end, c.patient->end, c.verb + 1});
+  std::vector<std::string> words = s.words;
+  if (swap) words = swap_spans(words, *c.agent, *c.patient);
+  // The swapped spans may differ in length: the stretch keeps its bounds,
+  // which still hold both roles and the verb.
+  return joined(words, begin, end);
+}
+
+// The premise with the words of one phrase of exactly `length` words
+// shuffled into a different order; "" when the sentence has none.
+std::string shuffle_phrase(const Sentence& s, int length, CounterRng& rng) {
+  static const std::set<std::string> kinds{"NP", "VP", "PP", "ADJP", "ADVP"};
+  std::vector<Span> candidates;
+  for (const Constituent& c : s.tree) {
+    if (!kinds.count(c.label) || c.span.end - c.span.start != length) continue;
+    const std::set<std::string> distinct(s.words.begin() + c.span.start, s.words.begin() + c.span.end);
+    if (distinct.size() > 1) candidates.push_back(c.span);
+  }
+  if (candidates.empty()) return "";
+  const Span span = candidates[rng.next_u32() % candidates.size()];
+  std::vector<std::string> words = s.words;
+  std::vector<std::string> inside(words.begin() + span.start, words.begin() + span.end);
+  const std::vector<std::string> before = inside;
+  while (inside == before) shuffle(inside, rng);  // some order differs: the phrase has two distinct words
+  std::copy(inside.begin(), inside.end(), words.begin() + span.start);
+  return joined(words);
+}
+
+// ---- SQuAD -------------------------------------------------------------------------------------
+
+struct SquadBuilder {
+  json::Value data = json::Value::array();
+  int64_t questions = 0;
+
+  // One context (sentences joined by a space) and its questions.
+  void add_context(const std::vector<const Sentence*>& sentences, const std::string& id_prefix, bool version_2,
+                   const std::vector<std::string>& foreign_patients, CounterRng& rng) {
+    std::string context;
+    std::vector<int64_t> sentence_start;  // code points
+    for (const Sentence* s : sentences) {
+      if (!context.empty()) context += " ";
+      sentence_start.push_back(code_points(context));
+      context += joined(s->words);
+    }
+    json::Value qas = json::Value::array();
+    for (size_t k = 0; k < sentences.size(); ++k) {
+      const Sentence& s = *sentences[k];
+      for (const Clause& c : s.clauses) {
+        if (c.passive || !c.agent || !c.patient) continue;
+        const Span a = *c.agent, p = *c.patient;
+        if (!(a.end <= c.verb && c.verb < p.start)) continue;  // agent verb ... patient, as an active clause reads
+        const std::string agent = joined(s.words, a.start, a.end), patient = joined(s.words, p.start, p.end);
+        if (agent == patient) continue;
+        auto offset = [&](int word) {
+          return sentence_start[k] + (word == 0 ? 0 : code_points(joined(s.words, 0, word)) + 1);
+        };
+        qas.push_back(question(id_prefix, "who " + s.words[c.verb] + " " + patient + " ?", agent, offset(a.start)));
+        qas.push_back(question(id_prefix, agent + " " + s.words[c.verb] + " whom ?", patient, offset(p.start)));
+        if (version_2 && !foreign_patients.empty() && rng.chance(0.5)) {
+          const std::string& other = foreign_patients[rng.next_u32() % foreign_patients.size()];
+          if (context.find(other) == std::string::npos)
+            qas.push_back(question(id_prefix, "who " + s.words[c.verb] + " " + other + " ?", "", -1));
+        }
+      }
+    }
+    if (qas.size() == 0) return;
+    json::Value paragraph = json::Value::object();
+    paragraph["context"] = context;
+    paragraph["qas"] = qas;
+    json::Value article = json::Value::object();
+    article["title"] = id_prefix;
+    article["paragraphs"] = json::Value::array();
+    article["paragraphs"].push_back(paragraph);
+    data.push_back(article);
+  }
+
+  json::Value question(const std::string& prefix, const std::string& text, const std::string& answer, int64_t start) {
+    json::Value q = json::Value::object();
+    q["id"] = prefix + "_q" + std::to_string(questions++);
+    q["question"] = text;
+    json::Value answers = json::Value::array();
+    if (start >= 0) {
+      json::Value a = json::Value::object();
+      a["text"] = answer;
+      a["answer_start"] = start;
+      answers.push_back(a);
+    }
+    q["answers"] = answers;
+    q["is_impossible"] = start < 0;
+    return q;
+  }
+
+  std::string text(const std::string& version) const {
+    json::Value root = json::Value::object();
+    root["version"] = version;
+    root["data"] = data;
+    return json::dump(root) + "\n";
+  }
+};
+
+// ---- SentEval-style probes ----------------------------------------------------------------------
+
+// The number (0 singular, 1 plural) of the main verb's dependent with `label`,
+// by its tag; -1 when it has none or it is not a common noun.
+int dependent_number(const Sentence& s, const std::string& label) {
+  if (s.clauses.empty()) return -1;
+  const int verb = s.clauses[0].verb;
+  for (size_t i = 0; i < s.arcs.size(); ++i) {
+    if (s.arcs[i].head != verb || s.arcs[i].label != label) continue;
+    if (s.tags[i] == "NN") return 0;
+    if (s.tags[i] == "NNS") return 1;
+    return -1;
+  }
+  return -1;
+}
+
+const char* kReadme =
+    "# The synthetic language's tasks (ordo data tasks)\n\n"
+    "Made from the annotations of a synthetic corpus; each folder is in a real format and is read by the\n"
+    "same code as the real data set (`ordo finetune --task NAME --data FOLDER`). Splits are by document.\n\n"
+    "| folder | format (`--task`) | what a model must know to solve it |\n"
+    "| --- | --- | --- |\n"
+    "| roles/ | RTE (`rte`) | who did what to whom: the hypothesis holds the same words entailed or with agent and "
+    "patient exchanged, so without word order it is at chance. dev_shuffle_3..6.tsv (a phrase of that length "
+    "shuffled, label kept) and dev_shuffle_sr.tsv (premise roles exchanged, label not_entailment) are the word-swap "
+    "probes of the locality/symmetry paper, evaluated beside dev.tsv |\n"
+    "| squad/ | SQuAD v1.1 (`squad`) | which noun phrase is the agent and which the patient of a verb, to point at it |\n"
+    "| squad2/ | SQuAD v2.0 (`squad2`) | the same, and that a question about a phrase absent from the context has no "
+    "answer |\n"
+    "| bigram_shift/ | SST-2 (`sst2`) | whether two adjacent words were inverted (local order) |\n"
+    "| tense/ | SST-2 (`sst2`) | the main verb's tense (0 past, 1 present): a word's form |\n"
+    "| subject_number/ | SST-2 (`sst2`) | the main clause's subject singular (0) or plural (1): which noun is the subject |\n"
+    "| object_number/ | SST-2 (`sst2`) | the main clause's object singular (0) or plural (1): which noun is the object |\n";
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> make_tasks(const std::vector<Document>& documents,
+                                                            const TaskOptions& o) {
+  ORDO_CHECK(o.dev_fraction > 0 && o.test_fraction >= 0 && o.dev_fraction + o.test_fraction < 1,
+             "task splits: dev_fraction ", o.dev_fraction, " and test_fraction ", o.test_fraction,
+             " must be positive and leave documents to train on");
+  ORDO_CHECK(documents.size() >= 3, "the annotations hold ", documents.size(),
+             " documents; the tasks' train/dev/test splits need at least 3");
+  // Each document's split, drawn from its own counter.
+  std::vector<Split> split(documents.size());
+  for (size_t d = 0; d < documents.size(); ++d) {
+    CounterRng rng(o.seed, kSplit, d);
+    const double u = rng.uniform();
+    split[d] = u < o.dev_fraction ? Split::dev : u < o.dev_fraction + o.test_fraction ? Split::test : Split::train;
+  }
+  std::vector<std::pair<std::string, std::string>> files;
+
+  // roles and its probes
+  {
+    std::map<Split, RteSplit> roles{{Split::train, RteSplit(false)}, {Split::dev, RteSplit(false)},
+                                    {Split::test, RteSplit(true)}};
+    std::map<int, RteSplit> shuffled;
+    for (int x = 3; x <= 6; ++x) shuffled.emplace(x, RteSplit(false));
+    RteSplit shuffle_sr(false);
+    for (size_t d = 0; d < documents.size(); ++d) {
+      CounterRng rng(o.seed, kRoles, d);
+      CounterRng shuffle_rng(o.seed, kShuffle, d);
+      for (const Sentence& s : documents[d].sentences) {
+        const Clause* c = main_with_roles(s);
+        if (!c) continue;
+        const bool entailed = rng.chance(0.5);
+        const std::string premise = joined(s.words), hypothesis = role_hypothesis(s, *c, !entailed);
+        roles.at(split[d]).add(premise, hypothesis, entailed);
+        if (split[d] != Split::dev) continue;
+        for (int x = 3; x <= 6; ++x) {
+          const std::string shuffled_premise = shuffle_phrase(s, x, shuffle_rng);
+          if (!shuffled_premise.empty()) shuffled.at(x).add(shuffled_premise, hypothesis, entailed);
+        }
+        if (entailed) shuffle_sr.add(joined(swap_spans(s.words, *c->agent, *c->patient)), hypothesis, false);
+      }
+    }
+    for (const auto& [which, file] : roles)
+      files.emplace_back(std::string("roles/") + split_name(which) + ".tsv", file.file.text());
+    for (const auto& [x, file] : shuffled)
+      files.emplace_back("roles/dev_shuffle_" + std::to_string(x) + ".tsv", file.file.text());
+    files.emplace_back("roles/dev_shuffle_sr.tsv", shuffle_sr.file.text());
+  }
+
+  // SQuAD v1.1 and v2.0: the same contexts and questions; v2.0 adds the unanswerable ones.
+  {
+    std::vector<std::string> patients;  // the pool of the unanswerable questions' phrases
+    for (const Document& doc : documents)
+      for (const Sentence& s : doc.sentences)
+        for (const Clause& c : s.clauses)
+          if (c.patient) patients.push_back(joined(s.words, c.patient->start, c.patient->end));
+    for (const bool version_2 : {false, true}) {
+      std::map<Split, SquadBuilder> squad;
+      for (size_t d = 0; d < documents.size(); ++d) {
+        if (split[d] == Split::test) continue;  // SQuAD ships no test file
+        CounterRng rng(o.seed, kSquad, d);
+        const auto& sentences = documents[d].sentences;
+        for (size_t first = 0; first < sentences.size(); first += 3) {
+          std::vector<const Sentence*> context;
+          for (size_t k = first; k < std::min(sentences.size(), first + 3); ++k) context.push_back(&sentences[k]);
+          squad[split[d]].add_context(context, "d" + std::to_string(d) + "_s" + std::to_string(first), version_2,
+                                      patients, rng);
+        }
+      }
+      const std::string folder = version_2 ? "squad2/" : "squad/", version = version_2 ? "v2.0" : "1.1";
+      const std::string suffix = version_2 ? "-v2.0.json" : "-v1.1.json";
+      files.emplace_back(folder + "train" + suffix, squad[Split::train].text(version));
+      files.emplace_back(folder + "dev" + suffix, squad[Split::dev].text(version));
+    }
+  }
+
+  // SentEval-style probes
+  {
+    const char* names[] = {"bigram_shift", "tense", "subject_number", "object_number"};
+    std::map<std::string, std::map<Split, Sst2Split>> probes;
+    for (const char* n : names)
+      probes[n] = {{Split::train, Sst2Split(false)}, {Split::dev, Sst2Split(false)}, {Split::test, Sst2Split(true)}};
+    for (size_t d = 0; d < documents.size(); ++d) {
+      CounterRng rng(o.seed, kProbes, d);
+      for (const Sentence& s : documents[d].sentences) {
+        const int n = static_cast<int>(s.words.size());
+        if (n >= 4) {  // two adjacent words before the final punctuation, inverted or not
+          const bool shift = rng.chance(0.5);
+          std::vector<std::string> words = s.words;
+          const int i = static_cast<int>(rng.next_u32() % static_cast<uint32_t>(n - 2));
+          if (shift && words[i] != words[i + 1]) std::swap(words[i], words[i + 1]);
+          probes["bigram_shift"].at(split[d]).add(joined(words), shift && s.words[i] != s.words[i + 1]);
+        }
+        if (!s.clauses.empty()) probes["tense"].at(split[d]).add(joined(s.words), s.clauses[0].tense == Tense::Present);
+        const int subject = dependent_number(s, "nsubj"), object = dependent_number(s, "obj");
+        if (subject >= 0) probes["subject_number"].at(split[d]).add(joined(s.words), subject);
+        if (object >= 0) probes["object_number"].at(split[d]).add(joined(s.words), object);
+      }
+    }
+    for (const auto& [name, splits] : probes)
+      for (const auto& [which, file] : splits)
+        files.emplace_back(name + "/" + split_name(which) + ".tsv", file.file.text());
+  }
+  files.emplace_back("README.md", kReadme);
+  return files;
+}
+
+void write_tasks(const std::vector<Document>& documents, const TaskOptions& options, const std::string& out,
+                 bool overwrite) {
+  check_output(out, OutputKind::folder, overwrite);
+  write_folder(out, make_tasks(documents, options));
+}
+
+}  // namespace ordo::synth

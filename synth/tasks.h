@@ -1,0 +1,63 @@
+// The synthetic language's fine-tuning tasks, made from its annotations (who
+// did what to whom, the trees) and written in the real formats, so that the
+// embedded default goes through the same readers (downstream/) and the same
+// `ordo finetune` as GLUE and SQuAD:
+//
+//   roles/      RTE layout (entailment / not_entailment). The premise is a
+//               sentence, the hypothesis the stretch of its main clause from
+//               the first of agent, verb and patient to the last, taken word
+//               for word: entailed as it stands, not entailed with agent and
+//               patient exchanged. Both hypotheses hold the same words, so a
+//               model blind to word order is at chance by construction.
+//               Its dev split comes with the word-swap probes of the
+//               locality/symmetry paper (003 §3.4, appendix B.2), labels
+//               as the paper assigns them:
+//                 dev_shuffle_X.tsv  (X = 3..6) the premise with the words
+//                   of one NP/VP/PP/ADJP/ADVP of exactly X words shuffled;
+//                   meaning kept, label kept;
+//                 dev_shuffle_sr.tsv the entailed pairs with the premise's
+//                   agent and patient exchanged (Algorithm 1's swap): label
+//                   not_entailment.
+//   squad/      SQuAD v1.1 JSON (train-v1.1.json, dev-v1.1.json): contexts of
+//               up to three sentences; for each active clause with both roles,
+//               "who <verb> <patient> ?" (answer: the agent) and "<agent>
+//               <verb> whom ?" (answer: the patient), answers located by
+//               character offset in the context.
+//   squad2/     SQuAD v2.0 JSON: the same, plus unanswerable questions (about a
+//               patient that occurs nowhere in the context).
+//   bigram_shift/, tense/, subject_number/, object_number/
+//               SentEval-style probes (Conneau et al. 2018) in SST-2's layout
+//               (sentence, label 0/1): two adjacent words inverted or not; the
+//               main verb past (0) or present (1); the main clause's subject,
+//               and object, singular (0) or plural (1).
+// Every task has train/dev/test splits (split by document, so no sentence of
+// a dev document is trained on); test files are unlabelled as GLUE's are
+// (SQuAD: no test file, as SQuAD ships none). README.md says what a model
+// must know to solve each. Deterministic per seed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "synth/synth.h"
+
+namespace ordo::synth {
+
+struct TaskOptions {
+  uint64_t seed = 1;
+  double dev_fraction = 0.1;   // of the documents
+  double test_fraction = 0.1;
+};
+
+// The files of every task, as (path relative to the output folder, contents).
+std::vector<std::pair<std::string, std::string>> make_tasks(const std::vector<Document>& documents,
+                                                            const TaskOptions& options);
+
+// make_tasks written into `out` (base/output.h's policy: refused when it
+// exists unless overwrite; built beside it and swapped in whole).
+void write_tasks(const std::vector<Document>& documents, const TaskOptions& options, const std::string& out,
+                 bool overwrite);
+
+}  // namespace ordo::synth
