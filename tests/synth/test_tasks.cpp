@@ -1,0 +1,156 @@
+// The synthetic tasks (synth/tasks.h) read back by the readers a user points
+// at GLUE and SQuAD, and checked against their construction: the roles task's
+// two hypotheses hold the same words (a bag-of-words model is at chance), its
+// entailed hypotheses are word for word in the premise, SQuAD answers sit at
+// their offsets, and the probes' labels say what was done to the sentence.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "base/file_io.h"
+#include "downstream/glue.h"
+#include "downstream/squad.h"
+#include "synth/tasks.h"
+#include "tests/helpers.h"
+
+using namespace ordo;
+
+namespace {
+
+std::vector<synth::Document> documents(int n) {
+  synth::Grammar grammar(synth::Config{}, 7);
+  std::vector<synth::Document> docs;
+  for (int i = 0; i < n; ++i) docs.push_back(grammar.next_document());
+  return docs;
+}
+
+std::vector<std::string> sorted_words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  std::sort(words.begin(), words.end());
+  return words;
+}
+
+struct Written {
+  test::TempDir dir{"tasks"};
+  explicit Written(const std::vector<synth::Document>& docs, uint64_t seed = 1) {
+    synth::TaskOptions o;
+    o.seed = seed;
+    synth::write_tasks(docs, o, dir / "tasks", /*overwrite=*/false);
+  }
+  std::string operator/(const std::string& name) const { return dir / ("tasks/" + name); }
+};
+
+}  // namespace
+
+TEST_CASE("synthetic tasks: every file reads back through the GLUE and SQuAD readers", "[synth][tasks]") {
+  Written w(documents(200));
+  const auto& rte = downstream::glue_task("rte");
+  for (const char* file : {"train", "dev", "dev_shuffle_3", "dev_shuffle_4", "dev_shuffle_5", "dev_shuffle_6",
+                           "dev_shuffle_sr"}) {
+    downstream::GlueSet set = downstream::read_glue(rte, w / ("roles/" + std::string(file) + ".tsv"));
+    CHECK(set.labelled);
+    CHECK(!set.examples.empty());
+  }
+  CHECK(!downstream::read_glue(rte, w / "roles/test.tsv").labelled);
+  for (const char* probe : {"bigram_shift", "tense", "subject_number", "object_number"}) {
+    INFO(probe);
+    downstream::GlueSet train = downstream::read_glue(downstream::glue_task("sst2"), w / (std::string(probe) + "/train.tsv"));
+    CHECK(train.examples.size() > 100);
+    int ones = 0;
+    for (const auto& e : train.examples) ones += e.label;
+    // Both classes present in fair numbers (the grammar's draws, not a constant label).
+    CHECK(ones > static_cast<int>(train.examples.size()) / 10);
+    CHECK(ones < static_cast<int>(train.examples.size()) * 9 / 10);
+  }
+  for (const char* file : {"squad/train-v1.1.json", "squad/dev-v1.1.json", "squad2/train-v2.0.json",
+                           "squad2/dev-v2.0.json"})
+    CHECK(!downstream::read_squad(w / file).questions.empty());
+}
+
+TEST_CASE("synthetic tasks: roles hypotheses hold the premise's role words either way; entailed ones are in it",
+          "[synth][tasks]") {
+  Written w(documents(200));
+  downstream::GlueSet train = downstream::read_glue(downstream::glue_task("rte"), w / "roles/train.tsv");
+  int entailed = 0;
+  for (const auto& e : train.examples) {
+    // The same words whether entailed or swapped: only their order tells.
+    const std::vector<std::string> premise = sorted_words(e.text_a), hypothesis = sorted_words(e.text_b);
+    CHECK(std::includes(premise.begin(), premise.end(), hypothesis.begin(), hypothesis.end()));
+    const bool inside = e.text_a.find(e.text_b) != std::string::npos;
+    if (e.label == 0) {  // entailment: word for word a stretch of the premise
+      ++entailed;
+      CHECK(inside);
+    }
+  }
+  const double share = static_cast<double>(entailed) / train.examples.size();
+  CHECK(share > 0.4);
+  CHECK(share < 0.6);
+  // Shuffle-SR: premises with roles exchanged against entailed hypotheses: not entailed.
+  for (const auto& e : downstream::read_glue(downstream::glue_task("rte"), w / "roles/dev_shuffle_sr.tsv").examples) {
+    CHECK(e.label == 1);
+    CHECK(e.text_a.find(e.text_b) == std::string::npos);  // the roles no longer read as the hypothesis has them
+  }
+  // Shuffle-x: the premise keeps its words, in another order.
+  downstream::GlueSet dev = downstream::read_glue(downstream::glue_task("rte"), w / "roles/dev.tsv");
+  std::map<std::string, std::string> original_by_hypothesis;
+  for (const auto& e : dev.examples) original_by_hypothesis[e.text_b] = e.text_a;
+  for (const auto& e : downstream::read_glue(downstream::glue_task("rte"), w / "roles/dev_shuffle_3.tsv").examples) {
+    auto it = original_by_hypothesis.find(e.text_b);
+    REQUIRE(it != original_by_hypothesis.end());
+    CHECK(sorted_words(it->second) == sorted_words(e.text_a));
+    CHECK(it->second != e.text_a);
+  }
+}
+
+TEST_CASE("synthetic tasks: SQuAD answers are where answer_start says, v2.0 adds unanswerable questions",
+          "[synth][tasks]") {
+  Written w(documents(200));
+  for (const char* file : {"squad/dev-v1.1.json", "squad2/train-v2.0.json"}) {
+    downstream::SquadDataset d = downstream::read_squad(w / file);
+    int impossible = 0;
+    for (const auto& q : d.questions) {
+      const auto& p = d.paragraphs[q.paragraph];
+      if (q.answers.empty()) {
+        ++impossible;
+        continue;
+      }
+      for (const auto& a : q.answers) {
+        // ASCII words: code points are bytes.
+        CHECK(p.context.substr(a.start, a.text.size()) == a.text);
+        int64_t begin = 0, end = 0;
+        CHECK(downstream::squad_answer_span(p, a, begin, end));  // run_squad's check keeps it
+      }
+    }
+    CHECK((impossible > 0) == (std::string(file).find("v2.0") != std::string::npos));
+  }
+}
+
+TEST_CASE("synthetic tasks: deterministic per seed, split by document", "[synth][tasks]") {
+  const auto docs = documents(120);
+  synth::TaskOptions o;
+  const auto a = synth::make_tasks(docs, o), b = synth::make_tasks(docs, o);
+  CHECK(a == b);
+  o.seed = 2;
+  CHECK(synth::make_tasks(docs, o) != a);
+  // No sentence of a dev premise is a training premise (documents do not repeat sentences often;
+  // a collision would need the same sentence drawn in two documents).
+  Written w(docs);
+  const auto& rte = downstream::glue_task("rte");
+  std::set<std::string> train;
+  for (const auto& e : downstream::read_glue(rte, w / "roles/train.tsv").examples) train.insert(e.text_a);
+  int shared = 0, dev = 0;
+  for (const auto& e : downstream::read_glue(rte, w / "roles/dev.tsv").examples) shared += train.count(e.text_a), ++dev;
+  CHECK(dev > 0);
+  CHECK(shared * 20 < dev);
+}
+
+TEST_CASE("synthetic tasks: too few documents and an existing output are refused", "[synth][tasks][errors]") {
+  CHECK_THROWS_WITH(synth::make_tasks(documents(2), {}), Catch::Matchers::Contains("at least 3"));
+  Written w(documents(10));
+  synth::TaskOptions o;
+  CHECK_THROWS_WITH(synth::write_tasks(documents(10), o, w.dir / "tasks", false),
+                    Catch::Matchers::Contains("--overwrite"));
+}
