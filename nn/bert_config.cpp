@@ -82,7 +82,9 @@ BertConfig config_from_json(const json::Value& object, const std::string& where,
               "classifier_dropout", "gradient_checkpointing", "add_cross_attention",
               "bos_token_id", "eos_token_id", "_name_or_path", "directionality", "pooler_fc_size",
               "pooler_num_attention_heads", "pooler_num_fc_layers", "pooler_size_per_head",
-              "pooler_type", "output_past", "tie_word_embeddings", "chunk_size_feed_forward"});
+              "pooler_type", "output_past", "tie_word_embeddings", "chunk_size_feed_forward",
+              // a fine-tuned model's (BertForSequenceClassification, ordo finetune's best/)
+              "finetuning_task", "id2label", "label2id", "problem_type", "num_labels"});
   }
   r.finish();
   validate(c, where);

@@ -1,0 +1,166 @@
+// `ordo finetune` end to end on a small model: a GLUE-layout task and SQuAD
+// v2.0 from the synthetic tasks, a bare BertModel checkpoint (no MLM head, no
+// "bert." prefix, no pooler), the official scorer agreeing with the run's own
+// evaluation, and bad inputs refused before anything is written.
+#include <fstream>
+
+#include "base/file_io.h"
+#include "base/json.h"
+#include "tensor/safetensors.h"
+#include "tests/helpers.h"
+#include "tests/tools/disk_state.h"
+
+using ordo::test::run_ordo;
+using ordo::test::TempDir;
+namespace json = ordo::json;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const char* kRunConfig =
+    R"({"model": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,)"
+    R"( "max_position_embeddings": 64},)"
+    R"( "data": {"synthetic_sentences": 300, "vocab_size": 200, "held_out_fraction": 0.1},)"
+    R"( "train": {"steps": 2, "batch_size": 4, "max_seq_length": 32, "eval_every": 0, "device": "cpu"}})";
+
+const char* kFast = " --quiet --set train.epochs=2 --set train.batch_size=8 --set train.max_seq_length=48 "
+                    "--set train.lr=1e-3 --set train.device=cpu";
+
+// A pretrained run and the synthetic tasks of its corpus, made once.
+struct Fixture {
+  TempDir dir{"finetune"};
+  std::string run = dir / "run";
+  std::string tasks = dir / "tasks";
+  Fixture() {
+    std::ofstream(dir / "run.json") << kRunConfig;
+    REQUIRE(run_ordo("pretrain --quiet --config " + (dir / "run.json") + " --out " + run).exit_code == 0);
+    REQUIRE(run_ordo("data tasks --from " + run + " --out " + tasks).exit_code == 0);
+  }
+};
+
+Fixture& fixture() {
+  static Fixture f;
+  return f;
+}
+
+ordo::test::CommandResult finetune(const std::string& args) { return run_ordo("finetune" + std::string(kFast) + " " + args); }
+
+}  // namespace
+
+TEST_CASE("finetune: a GLUE-layout task end to end; ordo score agrees with the run's dev metrics", "[cli][finetune]") {
+  Fixture& f = fixture();
+  const std::string out = f.dir / "roles";
+  auto r = finetune("--checkpoint " + f.run + " --task rte --data " + f.tasks + "/roles --out " + out + " --seeds 2");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  json::Value results = json::parse(ordo::read_file(out + "/results.json"));
+  const json::Value& lr = results["learning_rates"][0];
+  REQUIRE(lr["runs"].size() == 2);
+  CHECK(lr["summary"]["score"]["runs"].as_int() == 2);
+  for (size_t k = 0; k < 2; ++k) {
+    const json::Value& run = lr["runs"][k];
+    const std::string dir = out + "/runs/" + run["run"].as_string();
+    // The scorer reads the submission file and the dev TSV on its own.
+    auto scored = run_ordo("score --task rte --data " + f.tasks + "/roles/dev.tsv --predictions " + dir +
+                           "/dev_predictions.tsv");
+    REQUIRE(scored.exit_code == 0);
+    CHECK(json::parse(scored.output)["accuracy"].as_number() == run["best"]["dev"]["accuracy"].as_number());
+    // The probes are evaluated and predicted beside dev.
+    CHECK(run["best"].contains("dev_shuffle_sr"));
+    CHECK(ordo::file_exists(dir + "/dev_shuffle_sr_predictions.tsv"));
+    CHECK(ordo::file_exists(dir + "/test/RTE.tsv"));
+    json::Value saved = json::parse(ordo::read_file(dir + "/best/config.json"));
+    CHECK(saved["architectures"][0].as_string() == "BertForSequenceClassification");
+    CHECK(saved["id2label"]["1"].as_string() == "not_entailment");
+    // The best checkpoint fine-tunes again (its classifier is loaded, not made new).
+    if (k == 0) {
+      auto again = run_ordo("finetune --checkpoint " + dir + "/best --task rte --data " + f.tasks + "/roles --out " +
+                            (f.dir / "again") + " --set train.epochs=1 --set train.max_seq_length=48");
+      INFO(again.output);
+      CHECK(again.exit_code == 0);
+      CHECK_THAT(again.output, !Contains("new (not in the checkpoint"));
+    }
+  }
+  // Seeds differ in what they draw: two runs, two different trainings.
+  CHECK(ordo::read_file(out + "/runs/" + lr["runs"][0]["run"].as_string() + "/metrics.jsonl") !=
+        ordo::read_file(out + "/runs/" + lr["runs"][1]["run"].as_string() + "/metrics.jsonl"));
+}
+
+TEST_CASE("finetune: SQuAD v2.0 from the synthetic tasks writes the official files and scores", "[cli][finetune]") {
+  Fixture& f = fixture();
+  const std::string out = f.dir / "squad2";
+  auto r = finetune("--checkpoint " + f.run + " --task squad2 --data " + f.tasks + "/squad2 --out " + out +
+                    " --set squad.doc_stride=16 --set squad.max_query_length=16");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  json::Value results = json::parse(ordo::read_file(out + "/results.json"));
+  const json::Value& run = results["learning_rates"][0]["runs"][0];
+  const std::string dir = out + "/runs/" + run["run"].as_string();
+  auto scored = run_ordo("score --task squad2 --data " + f.tasks + "/squad2/dev-v2.0.json --predictions " + dir +
+                         "/predictions.json --na-probs " + dir + "/null_odds.json");
+  INFO(scored.output);
+  REQUIRE(scored.exit_code == 0);
+  json::Value official = json::parse(scored.output);
+  CHECK(official["f1"].as_number() == run["best"]["dev"]["f1"].as_number());
+  CHECK(official["HasAns_total"].as_int() > 0);
+  CHECK(official["NoAns_total"].as_int() > 0);
+  CHECK(ordo::file_exists(dir + "/nbest_predictions.json"));
+}
+
+TEST_CASE("finetune: a bare BertModel checkpoint (no heads, no prefix, no pooler) fine-tunes and says what is new",
+          "[cli][finetune]") {
+  Fixture& f = fixture();
+  const std::string bare = f.dir / "bare";
+  ordo::make_directories(bare);
+  const std::string checkpoint = f.run + "/checkpoints/step_000000002";
+  auto tensors = ordo::safetensors::load(checkpoint + "/model.safetensors");
+  std::vector<std::pair<std::string, ordo::Tensor>> kept;
+  for (auto& [name, t] : tensors) {
+    if (name.rfind("bert.", 0) != 0 || name.rfind("bert.pooler.", 0) == 0) continue;
+    kept.emplace_back(name.substr(5), t);  // AutoModel.save_pretrained's names
+  }
+  ordo::safetensors::save(bare + "/model.safetensors", kept);
+  ordo::write_file_atomic(bare + "/config.json", ordo::read_file(checkpoint + "/config.json"));
+  ordo::write_file_atomic(bare + "/vocab.txt", ordo::read_file(f.run + "/vocab.txt"));
+  auto r = run_ordo("finetune --checkpoint " + bare + " --task sst2 --data " + f.tasks + "/tense --out " +
+                    (f.dir / "bare_out") + " --set train.epochs=1 --set train.max_seq_length=48");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("new (not in the checkpoint, initialised): bert.pooler.dense.weight"));
+  CHECK_THAT(r.output, Contains("new (not in the checkpoint, initialised): classifier.weight"));
+}
+
+TEST_CASE("finetune: bad inputs are refused before anything is written", "[cli][finetune][errors]") {
+  Fixture& f = fixture();
+  TempDir scratch("finetune_bad");
+  // A task folder with a row that has the wrong number of columns.
+  const std::string bad = scratch / "bad";
+  ordo::make_directories(bad);
+  ordo::write_file_atomic(bad + "/train.tsv", "sentence\tlabel\nthe dog ran .\t1\nthe cat\tsat\t0\n");
+  ordo::write_file_atomic(bad + "/dev.tsv", "sentence\tlabel\nthe dog ran .\t1\n");
+  // An existing output with something in it, which must survive every refusal.
+  const std::string out = scratch / "out";
+  ordo::make_directories(out);
+  ordo::write_file_atomic(out + "/keep.txt", "mine");
+  const std::string base = "finetune --checkpoint " + f.run + " ";
+  struct Case {
+    std::string args, message;
+  } cases[] = {
+      {"--task sst2 --data " + bad + " --out " + out + " --overwrite", "train.tsv:3"},
+      {"--task sst3 --data " + bad + " --out " + out, "unknown task 'sst3'"},
+      {"--task rte --data " + scratch / "nowhere" + " --out " + out, "not a directory"},
+      {"--task sst2 --data " + f.tasks + "/tense --out " + out, "--overwrite"},
+      {"--task sst2 --data " + f.tasks + "/tense --out " + out + " --overwrite --set train.lr=-1", "'lr'"},
+      {"--task sst2 --data " + f.tasks + "/roles --out " + out + " --overwrite", "roles/train.tsv"},
+      {"--task squad --data " + f.tasks + "/squad2 --out " + out + " --overwrite", "train-v1.1.json"},
+  };
+  const auto before = ordo::test::snapshot(scratch.path);
+  for (const Case& c : cases) {
+    auto r = run_ordo(base + c.args);
+    INFO("ordo " << base << c.args << "\n" << r.output);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.output, Contains(c.message));
+  }
+  CHECK(ordo::test::snapshot(scratch.path) == before);
+  CHECK(ordo::read_file(out + "/keep.txt") == "mine");
+}
