@@ -9,7 +9,8 @@ namespace {
 using namespace ordo;
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"checkpoint", "task", "data", "out", "config", "set", "seeds", "lr"}, {"overwrite", "quiet"});
+  cli::Args args(argv, {"checkpoint", "task", "data", "out", "config", "set", "seeds", "lr"},
+                 {"overwrite", "quiet", "from-scratch"});
   ORDO_CHECK(args.positional().empty(), "unexpected argument '", args.positional().empty() ? "" : args.positional()[0],
              "'");
   train::FinetuneOptions o;
@@ -19,6 +20,7 @@ int run(const std::vector<std::string>& argv) {
   o.out = args.required("out");
   o.overwrite = args.has("overwrite");
   o.quiet = args.has("quiet");
+  o.from_scratch = args.has("from-scratch");
   // --seeds and --lr are shorthands for --set train.seeds / train.learning_rates, applied after the other --set.
   std::vector<std::string> overrides = args.all("set");
   if (args.has("seeds")) overrides.push_back("train.seeds=" + std::to_string(args.integer("seeds", 1, 1, 1000)));
@@ -33,7 +35,7 @@ int run(const std::vector<std::string>& argv) {
 cli::Register command(
     {"finetune", "fine-tune a pretrained encoder on a GLUE task or SQuAD, with the official dev metrics",
      "--checkpoint DIR|RUN_DIR --task NAME --data DIR --out DIR [--config FILE.json] [--set key=value ...]\n"
-     "      [--seeds N] [--lr A,B,C] [--overwrite] [--quiet]\n"
+     "      [--seeds N] [--lr A,B,C] [--from-scratch] [--overwrite] [--quiet]\n"
      "  NAME: cola sst2 mrpc stsb qqp mnli qnli rte wnli | squad (v1.1) | squad2 (v2.0)\n"
      "  --data: the task's folder as GLUE ships it (train.tsv, dev.tsv; MNLI dev_matched.tsv and\n"
      "    dev_mismatched.tsv; test files, when there, are predicted into GLUE submission files) or\n"
@@ -44,6 +46,8 @@ cli::Register command(
      "    max_seq_length 128); configs/finetune/ holds the base grid and a recipe for tiny/mini models.\n"
      "  --seeds N runs seeds seed..seed+N-1; --lr A,B,C a learning-rate grid: results.json gives each run's\n"
      "    best epoch and, per learning rate, mean, std (n-1) and median over the seeds.\n"
+     "  --from-scratch: the checkpoint's config and vocabulary with random weights (the baseline\n"
+     "    that shows what pretraining brings).\n"
      "  See `ordo help config` for every key (train.*, tokenizer.lower_case, squad.*).",
      run});
 

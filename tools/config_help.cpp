@@ -7,6 +7,7 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "pe/registry.h"
+#include "train/finetune.h"
 #include "train/pretrain.h"
 
 namespace ordo::tools {
@@ -61,7 +62,35 @@ nn::BertConfig dry_model(const std::string& pe) {
   return c;
 }
 
+// The keys under a heading per section, sections in name order.
+std::string by_section(const std::vector<ConfigKey>& read) {
+  std::string out, section;
+  std::vector<ConfigKey> keys = distinct(read);
+  std::stable_sort(keys.begin(), keys.end(),
+                   [](const ConfigKey& a, const ConfigKey& b) { return section_of(a.where) < section_of(b.where); });
+  for (ConfigKey& k : keys) {
+    if (k.key == "pe_options") k.range = "(see model.pe_options and model.pe below)";
+    if (section_of(k.where) != section) {
+      section = section_of(k.where);
+      out += "\n" + section + (section == "train.phases[i]"
+                                   ? " (a list of phases instead of train's steps/max_seq_length/batch_size)"
+                                   : "") + "\n";
+    }
+    out += describe(k);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string finetune_config_help() {
+  ConfigKeyLog log;
+  train::parse_finetune_config(json::Value::object(), {}, kWhere);
+  return "ordo finetune config (--config FILE.json [--set key=value]; \"extends\" as in a run config): every key,\n"
+         "its type, default and range, as the validator reads them. train.lr and train.learning_rates exclude each\n"
+         "other (--lr A,B sets the grid).\n" +
+         by_section(log.keys());
+}
 
 std::string config_help() {
   std::string out =
@@ -75,20 +104,7 @@ std::string config_help() {
     train::parse_run_config(json::parse(text), {}, kWhere);
     run_keys.insert(run_keys.end(), log.keys().begin(), log.keys().end());
   }
-  std::string section;
-  std::vector<ConfigKey> keys = distinct(run_keys);
-  std::stable_sort(keys.begin(), keys.end(),
-                   [](const ConfigKey& a, const ConfigKey& b) { return section_of(a.where) < section_of(b.where); });
-  for (ConfigKey& k : keys) {
-    if (k.key == "pe_options") k.range = "(see model.pe_options and model.pe below)";
-    if (section_of(k.where) != section) {
-      section = section_of(k.where);
-      out += "\n" + section + (section == "train.phases[i]"
-                                   ? " (a list of phases instead of train's steps/max_seq_length/batch_size)"
-                                   : "") + "\n";
-    }
-    out += describe(k);
-  }
+  out += by_section(run_keys);
 
   // The PE variants: each one's options, read from an empty model.pe_options
   // on a dry model, then again with each boolean option flipped, since some

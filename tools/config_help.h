@@ -8,6 +8,7 @@
 
 namespace ordo::tools {
 
-std::string config_help();
+std::string config_help();           // the run config's (ordo pretrain)
+std::string finetune_config_help();  // the fine-tuning config's (ordo finetune)
 
 }  // namespace ordo::tools

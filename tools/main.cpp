@@ -35,10 +35,11 @@ const ordo::cli::Command* find(const std::vector<std::string>& words, size_t& us
   return nullptr;
 }
 
-// A command's help: its summary and its flags (pretrain's: and its config's keys).
+// A command's help: its summary and its flags (pretrain's and finetune's: and their configs' keys).
 void print_command_help(const ordo::cli::Command& c) {
   std::printf("ordo %s — %s\nusage: ordo %s %s\n", c.name.c_str(), c.summary.c_str(), c.name.c_str(), c.usage.c_str());
   if (c.name == "pretrain") std::printf("\n%s", ordo::tools::config_help().c_str());
+  if (c.name == "finetune") std::printf("\n%s", ordo::tools::finetune_config_help().c_str());
 }
 
 // `ordo CMD ... --help` (or -h) anywhere among the command's arguments.
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
   if (words.empty() || words[0] == "help" || words[0] == "--help" || words[0] == "-h") {
     if (words.size() == 2 && words[1] == "config") {
       std::fputs(ordo::tools::config_help().c_str(), stdout);
+      std::printf("\n%s", ordo::tools::finetune_config_help().c_str());
       return 0;
     }
     if (words.size() >= 2) {

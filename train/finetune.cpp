@@ -48,7 +48,9 @@ FinetuneConfig parse_finetune_config(const json::Value& json_in, const std::vect
 
   const json::Value empty = json::Value::object();
   FieldReader t(train ? *train : empty, where + ": train");
-  ORDO_CHECK(!(t.has("lr") && t.has("learning_rates")), where, ": train: give lr or learning_rates, not both");
+  ORDO_CHECK(!(t.has("lr") && t.has("learning_rates")), where,
+             ": train: give lr or learning_rates, not both (to replace a config's grid: --lr A[,B...], which sets "
+             "train.learning_rates)");
   if (const json::Value* grid = t.array("learning_rates")) {
     c.learning_rates.clear();
     for (size_t i = 0; i < grid->size(); ++i) {
@@ -225,7 +227,9 @@ class Task {
   virtual int64_t train_size() const = 0;
   virtual std::string describe() const = 0;
   // A fresh model from the checkpoint for one run (the new head from `seed`).
-  virtual void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet) = 0;
+  // With from_scratch, the checkpoint's config with new random weights: the
+  // baseline that shows what pretraining brings.
+  virtual void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, bool from_scratch) = 0;
   virtual nn::Module& model() = 0;
   // The loss on training examples `indices`, and the positions it processed.
   virtual Var loss(const std::vector<int64_t>& indices, nn::Context& ctx, int64_t* tokens) = 0;
@@ -258,6 +262,15 @@ void print_load_report(const nn::LoadReport& r) {
     std::fprintf(stderr, "  left out of the checkpoint: %zu tensors (%s ...)\n", r.unused.size(), r.unused[0].c_str());
 }
 
+// A task model with the checkpoint's config and new weights from `seed`.
+template <class Model, class... Args>
+std::unique_ptr<Model> fresh_model(const std::string& checkpoint, Device device, uint64_t seed, Args... args) {
+  const nn::BertConfig config = nn::load_config(checkpoint);
+  auto model = std::make_unique<Model>(config, pe::make_position_encoding(config, device), device, args...);
+  nn::initialize_bert(*model, model->bert, seed);
+  return model;
+}
+
 class GlueFinetuneTask : public Task {
  public:
   GlueFinetuneTask(const downstream::GlueTask& task, const TaskFiles& files, const text::Tokenizer& tokenizer,
@@ -286,11 +299,15 @@ class GlueFinetuneTask : public Task {
     return s + (task_.regression() ? " (regression)" : ", labels " + task_.label_list());
   }
 
-  void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet) override {
-    nn::LoadReport report;
-    model_ = pe::load_classifier(checkpoint, task_.regression() ? 1 : static_cast<int>(task_.labels.size()), device,
-                                 seed, &report);
+  void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, bool from_scratch) override {
+    const int labels = task_.regression() ? 1 : static_cast<int>(task_.labels.size());
     device_ = device;
+    if (from_scratch) {
+      model_ = fresh_model<nn::SequenceClassifier>(checkpoint, device, seed, labels);
+      return;
+    }
+    nn::LoadReport report;
+    model_ = pe::load_classifier(checkpoint, labels, device, seed, &report);
     if (!quiet) print_load_report(report);
   }
   nn::Module& model() override { return *model_; }
@@ -424,10 +441,14 @@ class SquadFinetuneTask : public Task {
            " dev questions (" + std::to_string(dev_features_.size()) + " windows)";
   }
 
-  void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet) override {
+  void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, bool from_scratch) override {
+    device_ = device;
+    if (from_scratch) {
+      model_ = fresh_model<nn::SpanExtractor>(checkpoint, device, seed);
+      return;
+    }
     nn::LoadReport report;
     model_ = pe::load_span_extractor(checkpoint, device, seed, &report);
-    device_ = device;
     if (!quiet) print_load_report(report);
   }
   nn::Module& model() override { return *model_; }
@@ -527,7 +548,7 @@ std::string lr_text(double lr) {
 RunResult run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o, double lr, uint64_t seed,
                   const std::string& root, const std::string& name, Device device,
                   const std::function<void()>& started) {
-  task.load(o.checkpoint, device, seed, /*quiet=*/true);  // what the checkpoint lacks was said once, up front
+  task.load(o.checkpoint, device, seed, /*quiet=*/true, o.from_scratch);  // what is new was said once, up front
   nn::AdamWConfig adam;
   adam.lr = lr;
   adam.weight_decay = c.weight_decay;
@@ -667,7 +688,8 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   if (is_squad(o.task)) task = std::make_unique<SquadFinetuneTask>(o.task == "squad2", files, tokenizer, c, o.quiet);
   else task = std::make_unique<GlueFinetuneTask>(downstream::glue_task(o.task), files, tokenizer, c.max_seq_length,
                                                  c.eval_batch_size);
-  task->load(o.checkpoint, device, c.seed, o.quiet);  // the checkpoint fits the task's model; what is new is said
+  // The checkpoint fits the task's model (read even from scratch: its tensors must match its config).
+  task->load(o.checkpoint, device, c.seed, o.quiet || o.from_scratch, /*from_scratch=*/false);
   ORDO_CHECK(task->train_size() > 0, files.train, ": no training examples");
   const nn::BertConfig model_config = nn::load_config(o.checkpoint);
   ORDO_CHECK(c.max_seq_length <= model_config.max_position_embeddings ||
@@ -675,8 +697,8 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
              "train.max_seq_length ", c.max_seq_length, " is beyond the checkpoint's max_position_embeddings ",
              model_config.max_position_embeddings, " (its learned absolute position table)");
   if (!o.quiet)
-    std::fprintf(stderr, "ordo finetune: %s from %s (lower_case %s), %zu learning rate(s) x %lld seed(s), %lld epochs\n",
-                 task->describe().c_str(), o.checkpoint.c_str(), tokenizer.options().lower_case ? "true" : "false",
+    std::fprintf(stderr, "ordo finetune: %s from %s%s (lower_case %s), %zu learning rate(s) x %lld seed(s), %lld epochs\n",
+                 task->describe().c_str(), o.from_scratch ? "random weights in the config of " : "", o.checkpoint.c_str(), tokenizer.options().lower_case ? "true" : "false",
                  c.learning_rates.size(), static_cast<long long>(c.seeds), static_cast<long long>(c.epochs));
 
   StagedFolder staged(o.out);
@@ -685,6 +707,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   recorded["checkpoint"] = o.checkpoint;
   recorded["task"] = o.task;
   recorded["data"] = o.data;
+  recorded["from_scratch"] = o.from_scratch;
   write_file_atomic(root + "/config.json", json::dump(recorded, 2) + "\n");
 
   InterruptScope interrupt;

@@ -93,6 +93,9 @@ struct FinetuneOptions {
   std::string out;
   bool overwrite = false;
   bool quiet = false;
+  // The checkpoint's config and vocabulary with random weights instead of its
+  // own (initialised as pretraining starts): the baseline pretraining is to beat.
+  bool from_scratch = false;
 };
 
 // The names fine-tuning takes, in order: the GLUE tasks, then squad, squad2.

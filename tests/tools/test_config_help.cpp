@@ -12,6 +12,7 @@
 #include "base/json.h"
 #include "pe/registry.h"
 #include "tests/helpers.h"
+#include "train/finetune.h"
 #include "train/pretrain.h"
 
 using ordo::test::run_ordo;
@@ -87,7 +88,10 @@ const std::string& listing() {
   static const std::string text = [] {
     auto r = run_ordo("help config");
     REQUIRE(r.exit_code == 0);
-    return r.output;
+    // The run config's part; the fine-tuning config's follows (checked below on its own).
+    const size_t finetune = r.output.find("\nordo finetune config");
+    REQUIRE(finetune != std::string::npos);
+    return r.output.substr(0, finetune);
   }();
   return text;
 }
@@ -106,6 +110,10 @@ TEST_CASE("help config: every key of every shipped config is listed under its se
   int files = 0;
   for (const auto& entry : fs::recursive_directory_iterator(std::string(ORDO_SOURCE_DIR) + "/configs")) {
     if (entry.path().extension() != ".json") continue;
+    if (entry.path().parent_path().filename() == "finetune") {  // fine-tuning configs: their own reader
+      CHECK_NOTHROW(ordo::train::parse_finetune_config(json::parse(ordo::read_file(entry.path().string())), {}, "f"));
+      continue;
+    }
     collect_keys(json::parse(ordo::read_file(entry.path().string())), keys);
     ++files;
   }
@@ -183,4 +191,16 @@ TEST_CASE("help: help config, a command's --help and -h exit 0; an unknown comma
   auto unknown = run_ordo("help nosuch");
   CHECK(unknown.exit_code == 2);
   CHECK_THAT(unknown.output, Contains("unknown command 'nosuch'"));
+}
+
+TEST_CASE("help: the fine-tuning config's keys are listed, and each listed key is accepted", "[cli][help][finetune]") {
+  auto help = run_ordo("finetune --help");
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.output, Contains("doc_stride") && Contains("learning_rates") && Contains("lower_case"));
+  // Every key of the listing's sections, set to its own default, passes the validator.
+  for (const char* set : {"train.epochs=3", "train.warmup_ratio=0.1", "squad.n_best_size=20", "tokenizer.lower_case=auto",
+                          "train.save_best=true"})
+    CHECK_NOTHROW(ordo::train::parse_finetune_config(json::Value::object(), {set}, "test"));
+  CHECK_THROWS_WITH(ordo::train::parse_finetune_config(json::Value::object(), {"squad.not_a_listed_key=1"}, "test"),
+                    Contains("unknown key 'not_a_listed_key'"));
 }
