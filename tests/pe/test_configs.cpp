@@ -19,7 +19,8 @@ namespace {
 std::vector<std::string> config_files() {
   std::vector<std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(std::string(ORDO_SOURCE_DIR) + "/configs"))
-    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path().string());
+    if (e.is_regular_file() && e.path().extension() == ".json" && e.path().parent_path().filename() != "finetune")
+      files.push_back(e.path().string());  // (configs/finetune/ holds fine-tuning configs: tests/tools/test_config_help.cpp)
   std::sort(files.begin(), files.end());
   return files;
 }
