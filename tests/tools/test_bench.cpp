@@ -52,3 +52,11 @@ TEST_CASE("ordo bench step counts a tiny step on the CPU, saying what applies th
   CHECK(r.output.find("host syncs") != std::string::npos);
   CHECK(r.output.find("2 x 8") != std::string::npos);
 }
+
+TEST_CASE("ordo bench finetune times classification and span extraction on the CPU", "[bench][finetune]") {
+  Run r = run_ordo("bench finetune --config tiny --device cpu --batch 2 --length 8 --squad-length 12 --steps 1 --warmup 0");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("classification (8)") != std::string::npos);
+  CHECK(r.output.find("span (12)") != std::string::npos);
+}
