@@ -7,6 +7,8 @@
 #   make run      install what is missing, build, pretrain the tiny BERT on the synthetic language,
 #                 probe it (identical word probing), analyse its learned positions and write
 #                 its report (RUN_DIR/report/index.html)
+#   make finetune after make run: the synthetic language's tasks (GLUE/SQuAD formats) from the run's
+#                 corpus, each fine-tuned from the run's checkpoint over 3 seeds (mean +- std)
 #   make bench    build and print the benchmark tables
 #   make deps     install the Debian packages the build and tests use, where missing
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
@@ -44,7 +46,7 @@ else
 endif
 CMAKE_FLAGS += -DORDO_BLAS=$(ORDO_BLAS) -DORDO_NATIVE=$(ORDO_NATIVE) "-DORDO_CUDA_ARCHITECTURES=$(CUDA_ARCHS)"
 
-.PHONY: all build configure test test-emulated run bench deps fuzz clean
+.PHONY: all build configure test test-emulated run finetune bench deps fuzz clean
 
 all: build
 
@@ -80,6 +82,22 @@ run: deps build
 	$(BUILD)/ordo probe --checkpoint $(RUN_DIR) --out $(RUN_DIR)/probe
 	$(BUILD)/ordo analyze --run $(RUN_DIR) --out $(RUN_DIR)/analysis
 	$(BUILD)/ordo report $(RUN_DIR) --out $(RUN_DIR)/report
+
+# Fine-tune the run's model on the synthetic language's tasks (after make run):
+# the tasks are generated from the run's corpus annotations into GLUE/SQuAD
+# formats (RUN_DIR/tasks/README.md says what each asks) and fine-tuned with
+# configs/finetune/tiny.json (3 seeds each); each prints its dev score mean +- std
+# and writes RUN_DIR/finetune/<task>/results.json. FINETUNE_FLAGS adds flags
+# (e.g. --from-scratch for the baseline without pretraining).
+FINETUNE_TASKS ?= roles:rte bigram_shift:sst2 subject_number:sst2 tense:sst2 squad2:squad2
+finetune: build
+	$(BUILD)/ordo data tasks --from $(RUN_DIR) --out $(RUN_DIR)/tasks --overwrite
+	@set -e; for t in $(FINETUNE_TASKS); do \
+	  folder=$${t%%:*}; task=$${t#*:}; \
+	  echo "== $$folder ($$task)"; \
+	  $(BUILD)/ordo finetune --checkpoint $(RUN_DIR) --task $$task --data $(RUN_DIR)/tasks/$$folder \
+	    --config configs/finetune/tiny.json --out $(RUN_DIR)/finetune/$$folder --overwrite --quiet $(FINETUNE_FLAGS); \
+	done
 
 # The CUDA sources run on the CPU with CUDA's execution model
 # (tensor/cuda/emulator/): each schedule orders the threads and blocks

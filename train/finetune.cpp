@@ -760,8 +760,16 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   write_results();
   summary.interrupted = InterruptScope::interrupted();
   summary.results = results;
-  if (!o.quiet) std::fprintf(stderr, "ordo finetune: %lld run(s) finished; results in %s/results.json\n",
-                             static_cast<long long>(summary.runs_finished), o.out.c_str());
+  // The outcome, also under --quiet: one line per learning rate.
+  for (const json::Value& entry : per_lr.as_array()) {
+    const json::Value& score = entry["summary"]["score"];
+    std::fprintf(stderr, "ordo finetune: %s lr %g: dev %s %.4f +- %.4f (median %.4f) over %lld run(s)\n",
+                 o.task.c_str(), entry["lr"].as_number(), results["score"].as_string().c_str(),
+                 score["mean"].as_number(), score["std"].as_number(), score["median"].as_number(),
+                 static_cast<long long>(score["runs"].as_int()));
+  }
+  std::fprintf(stderr, "ordo finetune: %lld run(s) finished; results in %s/results.json\n",
+               static_cast<long long>(summary.runs_finished), o.out.c_str());
   return summary;
 }
 
