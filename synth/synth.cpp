@@ -363,6 +363,12 @@ class Grammar::Writer {
     return np;
   }
 
+  // A noun's own adjective (Config::p_collocation): fixed by the lexicon,
+  // nouns spread evenly over the adjectives by a multiplicative hash.
+  size_t collocate(int noun) const {
+    return (static_cast<uint64_t>(noun) * 2654435761u) % lex_.adjectives.size();
+  }
+
   // DT|CD [ADJP|JJ]* N.
   NounPhrase base_np(NounKind kind, const std::vector<int>& exclude) {
     int noun = draw_noun(kind, exclude);
@@ -371,6 +377,11 @@ class Grammar::Writer {
     while (adjectives.size() < 2 && rng_.chance(c_.p_adjective)) {
       const std::string* a = &lex_.adjectives[draw(g_.adjectives_)];
       if (adjectives.empty() || *adjectives[0] != *a) adjectives.push_back(a);
+    }
+    if (!adjectives.empty() && c_.p_collocation > 0 && rng_.chance(c_.p_collocation)) {
+      const std::string* own = &lex_.adjectives[collocate(noun)];
+      if (adjectives.size() == 2 && *adjectives[0] == *own) std::swap(adjectives[0], adjectives[1]);
+      else adjectives.back() = own;  // the one next to the noun
     }
     const char* degree = !adjectives.empty() && rng_.chance(c_.p_degree) ? pick(rng_, kDegreeAdverbs) : nullptr;
     const std::string& noun_word = plural ? lex_.nouns[noun].plural : lex_.nouns[noun].singular;

@@ -144,6 +144,10 @@ struct Config {
   double p_definite = 0.6;     // the determiner is "the"
   double p_numeral = 0.1;      // a plural without "the" is counted ("three dogs")
   double p_adjective = 0.3;    // per adjective, at most two
+  double p_collocation = 0;    // the adjective next to the noun is the noun's own (a fixed
+                               // adjective per noun: "fine crops"), a local dependency that
+                               // only the neighbouring position tells; 0 leaves the draws
+                               // exactly as they were before the option existed
   double p_degree = 0.15;      // an adjective is graded ("very old")
   double p_np_pp = 0.1;        // "the dog near the house"
   double p_relative = 0.15;    // "the dog that chased the cat"

@@ -46,6 +46,7 @@ const Field kFields[] = {
     ORDO_PROB(p_definite),
     ORDO_PROB(p_numeral),
     ORDO_PROB(p_adjective),
+    ORDO_PROB(p_collocation),
     ORDO_PROB(p_degree),
     ORDO_PROB(p_np_pp),
     ORDO_PROB(p_relative),

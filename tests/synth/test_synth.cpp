@@ -523,3 +523,32 @@ TEST_CASE("check names what is inconsistent", "[synth]") {
   s.clauses[0].agent = Span{0, static_cast<int>(s.words.size()) - 1};  // not an NP
   CHECK_THROWS_WITH(check(s), Catch::Matchers::Contains("not an NP"));
 }
+
+TEST_CASE("collocations: with p_collocation 1 a noun is always next to the same adjective, with 0 not",
+          "[synth]") {
+  // noun (each form) -> the adjectives seen right before it, over 200 documents
+  auto adjectives_before = [](double p_collocation, int* pairs) {
+    Config c;
+    c.p_adjective = 0.6;
+    c.p_collocation = p_collocation;
+    Grammar g(c, 3);
+    std::map<std::string, std::set<std::string>> before;
+    for (int d = 0; d < 200; ++d)
+      for (const Sentence& s : g.next_document().sentences)
+        for (size_t i = 1; i < s.words.size(); ++i)
+          if ((s.tags[i] == "NN" || s.tags[i] == "NNS") && s.tags[i - 1] == "JJ") {
+            before[s.words[i]].insert(s.words[i - 1]);
+            ++*pairs;
+          }
+    return before;
+  };
+  int pairs = 0;
+  for (const auto& [noun, adjectives] : adjectives_before(1, &pairs)) {
+    INFO(noun);
+    CHECK(adjectives.size() == 1);
+  }
+  CHECK(pairs > 500);
+  size_t most = 0;
+  for (const auto& [noun, adjectives] : adjectives_before(0, &pairs)) most = std::max(most, adjectives.size());
+  CHECK(most >= 5);  // without the option the adjective is drawn freely
+}
