@@ -410,8 +410,7 @@ class GlueFinetuneTask : public Task {
 
 class SquadFinetuneTask : public Task {
  public:
-  SquadFinetuneTask(bool version_2, const TaskFiles& files, const text::Tokenizer& tokenizer, const FinetuneConfig& c,
-                    bool quiet)
+  SquadFinetuneTask(bool version_2, const TaskFiles& files, const text::Tokenizer& tokenizer, const FinetuneConfig& c)
       : tokenizer_(tokenizer), eval_batch_size_(c.eval_batch_size) {
     post_.version_2 = version_2;
     post_.n_best_size = static_cast<int>(c.n_best_size);
@@ -427,7 +426,8 @@ class SquadFinetuneTask : public Task {
     check_version(dev_);
     downstream::SquadFeatureStats stats;
     train_ = downstream::make_squad_features(train_data_, tokenizer, w, /*training=*/true, &stats);
-    if (!quiet && !stats.skipped.empty()) std::fprintf(stderr, "warning: %s\n", stats.skipped_report().c_str());
+    // Counted and said even under --quiet: a skipped question is never silent.
+    if (!stats.skipped.empty()) std::fprintf(stderr, "warning: %s\n", stats.skipped_report().c_str());
     skipped_ = static_cast<int64_t>(stats.skipped.size());
     dev_features_ = downstream::make_squad_features(dev_, tokenizer, w, /*training=*/false);
     ORDO_CHECK(!train_.empty(), files.train, ": no training question could be used");
@@ -685,7 +685,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   set_threads(c.threads);
   const text::Tokenizer tokenizer(text::Vocab::load(find_vocab(o.checkpoint)), tokenizer_options(c, o.checkpoint));
   std::unique_ptr<Task> task;
-  if (is_squad(o.task)) task = std::make_unique<SquadFinetuneTask>(o.task == "squad2", files, tokenizer, c, o.quiet);
+  if (is_squad(o.task)) task = std::make_unique<SquadFinetuneTask>(o.task == "squad2", files, tokenizer, c);
   else task = std::make_unique<GlueFinetuneTask>(downstream::glue_task(o.task), files, tokenizer, c.max_seq_length,
                                                  c.eval_batch_size);
   // The checkpoint fits the task's model (read even from scratch: its tensors must match its config).

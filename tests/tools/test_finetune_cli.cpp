@@ -164,3 +164,22 @@ TEST_CASE("finetune: bad inputs are refused before anything is written", "[cli][
   CHECK(ordo::test::snapshot(scratch.path) == before);
   CHECK(ordo::read_file(out + "/keep.txt") == "mine");
 }
+
+TEST_CASE("finetune: a SQuAD training answer not at its offset is skipped, counted and said", "[cli][finetune][errors]") {
+  Fixture& f = fixture();
+  TempDir scratch("finetune_squad");
+  const std::string context = "the dog chased the cat .";
+  auto file = [&](bool bad) {
+    return std::string(R"({"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": ")") + context +
+           R"(", "qas": [{"id": "q1", "question": "who chased the cat ?", "answers": [{"text": "the dog", "answer_start": 0}]},)"
+           R"( {"id": "q2", "question": "the dog chased whom ?", "answers": [{"text": "the cat", "answer_start": )" +
+           (bad ? "2" : "15") + "}]}]}]}]}";
+  };
+  scratch.write("train-v1.1.json", file(/*bad=*/true));
+  scratch.write("dev-v1.1.json", file(/*bad=*/false));
+  auto r = run_ordo("finetune --quiet --checkpoint " + f.run + " --task squad --data " + scratch.path + " --out " +
+                    (scratch / "out") + " --set train.epochs=1 --set train.max_seq_length=32");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("skipped 1 training question") && Contains("q2"));
+}
