@@ -2,6 +2,7 @@
 // v2.0 from the synthetic tasks, a bare BertModel checkpoint (no MLM head, no
 // "bert." prefix, no pooler), the official scorer agreeing with the run's own
 // evaluation, and bad inputs refused before anything is written.
+#include <filesystem>
 #include <fstream>
 
 #include "base/file_io.h"
@@ -182,4 +183,60 @@ TEST_CASE("finetune: a SQuAD training answer not at its offset is skipped, count
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Contains("skipped 1 training question") && Contains("q2"));
+}
+
+TEST_CASE("finetune: every GLUE layout and SQuAD v1.1/v2.0 as shipped, scored with the task's official keys",
+          "[cli][finetune]") {
+  Fixture& f = fixture();
+  namespace fs = std::filesystem;
+  const std::string data = std::string(ORDO_SOURCE_DIR) + "/tests/data/downstream";
+  struct Case {
+    std::string folder, task;
+    std::vector<std::string> keys;  // of results' best dev metrics
+    std::vector<std::string> dev_sets, submissions;
+  } cases[] = {
+      {"CoLA", "cola", {"mcc"}, {"dev"}, {"CoLA.tsv"}},
+      {"SST-2", "sst2", {"accuracy"}, {"dev"}, {"SST-2.tsv"}},
+      {"MRPC", "mrpc", {"accuracy", "f1"}, {"dev"}, {"MRPC.tsv"}},
+      {"STS-B", "stsb", {"pearson", "spearman"}, {"dev"}, {"STS-B.tsv"}},
+      {"QQP", "qqp", {"accuracy", "f1"}, {"dev"}, {"QQP.tsv"}},
+      {"MNLI", "mnli", {"accuracy"}, {"dev_matched", "dev_mismatched"}, {"MNLI-m.tsv"}},
+      {"QNLI", "qnli", {"accuracy"}, {"dev"}, {}},
+      {"RTE", "rte", {"accuracy"}, {"dev"}, {"RTE.tsv"}},
+      {"WNLI", "wnli", {"accuracy"}, {"dev"}, {}},
+      {"squad", "squad", {"exact_match", "f1"}, {"dev"}, {}},
+      {"squad", "squad2", {"exact", "f1", "HasAns_total", "NoAns_total", "best_f1"}, {"dev"}, {}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.task);
+    // The shipped files, the dev set doubling as the training set where the folder has none.
+    TempDir folder("glue_" + c.task);
+    for (const auto& entry : fs::directory_iterator(data + "/" + c.folder)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("pred", 0) == 0 || name.rfind("na_probs", 0) == 0) continue;
+      if (c.task == "squad" && name.find("v2.0") != std::string::npos) continue;
+      if (c.task == "squad2" && name.find("v1.1") != std::string::npos) continue;
+      fs::copy_file(entry.path(), folder / name);
+    }
+    const bool squad = c.task == "squad" || c.task == "squad2";
+    const std::string dev = squad ? (c.task == "squad" ? "dev-v1.1.json" : "dev-v2.0.json")
+                                  : c.task == "mnli" ? "dev_matched.tsv" : "dev.tsv";
+    const std::string train = squad ? "train" + dev.substr(3) : "train.tsv";
+    if (!ordo::file_exists(folder / train)) fs::copy_file(folder / dev, folder / train);
+    const std::string out = folder / "out";
+    auto r = run_ordo("finetune --quiet --checkpoint " + f.run + " --task " + c.task + " --data " + folder.path +
+                      " --out " + out + " --set train.epochs=1 --set train.batch_size=4 --set train.max_seq_length=48" +
+                      " --set squad.doc_stride=16 --set squad.max_query_length=16");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const json::Value results = json::parse(ordo::read_file(out + "/results.json"));
+    const json::Value& run = results["learning_rates"][0]["runs"][0];
+    for (const std::string& set : c.dev_sets)
+      for (const std::string& key : c.keys) {
+        INFO(set << " " << key);
+        CHECK(run["best"][set].contains(key));
+      }
+    const std::string dir = out + "/runs/" + run["run"].as_string();
+    for (const std::string& submission : c.submissions) CHECK(ordo::file_exists(dir + "/test/" + submission));
+  }
 }
