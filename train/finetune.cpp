@@ -1,14 +1,12 @@
 #include "train/finetune.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <numeric>
-#include <optional>
 
 #include "base/config.h"
 #include "base/counter_rng.h"
