@@ -74,15 +74,6 @@ void require_updates_close(const StepOutcome& cpu, const StepOutcome& gpu, const
   }
 }
 
-// The key bias adds q.b to every score of a softmax row, which the softmax
-// cancels: its gradient is zero in exact arithmetic, and what both devices
-// compute is rounding noise of the terms that cancel. It has no scale of its
-// own to be relative to, so it is bounded against the whole gradient's norm.
-bool gradient_is_exactly_zero(const std::string& name) {
-  const std::string suffix = "attention.self.key.bias";
-  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 void require_steps_agree(const nn::BertConfig& c, bool nsp, nn::Ablation ablate = nn::Ablation::none) {
   const StepOutcome cpu = training_step(c, nsp, Device::cpu(), ablate);
   const StepOutcome gpu = training_step(c, nsp, kGpu, ablate);
@@ -97,7 +88,7 @@ void require_steps_agree(const nn::BertConfig& c, bool nsp, nn::Ablation ablate 
     INFO("gradient of " << cpu.names[i]);
     REQUIRE(gpu.grads[i].defined() == cpu.grads[i].defined());
     if (!cpu.grads[i].defined()) continue;
-    if (gradient_is_exactly_zero(cpu.names[i])) {
+    if (ordo::test::gradient_is_exactly_zero(cpu.names[i])) {
       for (const StepOutcome* side : {&cpu, &gpu})
         CHECK(ordo::test::max_abs(side->grads[i]) <= kGradientBound * cpu.info.grad_norm);
     } else {
