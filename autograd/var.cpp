@@ -138,7 +138,8 @@ void accumulate_leaf(VarState& leaf, const Tensor& g) {
 
 }  // namespace
 
-void Var::backward(const Tensor& seed, bool retain_graph) const {
+void Var::backward(const Tensor& seed, bool retain_graph,
+                   const std::function<void(VarState& leaf)>& on_leaf_done) const {
   ORDO_CHECK(state_, "backward() on an undefined Var");
   ORDO_CHECK(state_->requires_grad, "backward(): '", state_->name.empty() ? "this value" : state_->name,
              "' does not require a gradient (no input of the ops that made it did)");
@@ -159,7 +160,10 @@ void Var::backward(const Tensor& seed, bool retain_graph) const {
     Tensor g = std::move(it->second);
     pending.erase(it);
     if (!state->node) {
+      // Reverse topological order: every consumer of this leaf came before it,
+      // so its gradient is complete now.
       accumulate_leaf(*state, g);
+      if (on_leaf_done) on_leaf_done(*state);
       continue;
     }
     if (state->retain_grad) state->grad = g;

@@ -64,7 +64,11 @@ class Var {
   // Back-propagates from this Var. Without a seed it must have one element
   // (the loss) and is seeded with 1. The graph is freed afterwards unless
   // retain_graph; a second backward through a freed graph is an error.
-  void backward(const Tensor& seed = Tensor(), bool retain_graph = false) const;
+  // `on_leaf_done`, if given, is called for each leaf as soon as its .grad
+  // holds all of this backward's contributions — while the rest of the graph
+  // is still being walked (data parallelism reduces gradients meanwhile).
+  void backward(const Tensor& seed = Tensor(), bool retain_graph = false,
+                const std::function<void(VarState& leaf)>& on_leaf_done = {}) const;
 
   // The same value, cut from the graph.
   Var detach() const { return Var(value()); }

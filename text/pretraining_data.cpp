@@ -227,6 +227,19 @@ Example PretrainingData::example(int64_t epoch, int64_t index) {
   return materialize(plan(epoch).instances[index], epoch, index);
 }
 
+void PretrainingData::skip(Cursor& cursor, int64_t examples) {
+  ORDO_CHECK(examples >= 0, "cannot skip ", examples, " examples");
+  while (examples > 0) {  // as next_batch: an epoch is left only when an example is wanted beyond it
+    if (cursor.example >= examples_in_epoch(cursor.epoch)) {
+      ++cursor.epoch;
+      cursor.example = 0;
+    }
+    const int64_t take = std::min(examples, examples_in_epoch(cursor.epoch) - cursor.example);
+    cursor.example += take;
+    examples -= take;
+  }
+}
+
 Batch PretrainingData::next_batch(Cursor& cursor, int64_t batch_size) {
   ORDO_CHECK(batch_size >= 1, "batch size must be at least 1, got ", batch_size);
   const int64_t length = options_.max_seq_length;

@@ -96,6 +96,9 @@ class PretrainingData {
   // The next `batch_size` examples from `cursor`, moving it on (into the next
   // epoch when one ends).
   Batch next_batch(Cursor& cursor, int64_t batch_size);
+  // Moves the cursor past `examples` examples, as next_batch would (a data-
+  // parallel rank passing over the other ranks' share of a step).
+  void skip(Cursor& cursor, int64_t examples);
 
  private:
   // A pretraining instance before masking: token ranges into corpus_.tokens.

@@ -2,7 +2,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 
+#include "dist/communicator.h"
 #include "tools/cli.h"
 #include "train/pretrain.h"
 
@@ -26,9 +28,10 @@ int64_t extension(const ordo::cli::Args& args) {
   return steps;
 }
 
-int run(const std::vector<std::string>& argv) {
+int train(const std::vector<std::string>& argv, ordo::dist::Communicator* comm) {
   ordo::cli::Args args(argv, {"config", "set", "out", "resume", "stop-after"}, {"overwrite", "quiet"});
   ordo::train::PretrainOptions options;
+  options.comm = comm;
   options.quiet = args.has("quiet");
   options.stop_after = args.integer("stop-after", -1, 1, INT64_MAX);
   ordo::train::RunSummary summary;
@@ -49,13 +52,29 @@ int run(const std::vector<std::string>& argv) {
   return summary.interrupted ? 130 : 0;  // 128 + SIGINT, as a shell reports a Ctrl-C'd command
 }
 
+// Under mpirun every rank runs this command; a rank that fails ends the whole
+// job (the others would wait for it forever), saying which rank and why.
+int run(const std::vector<std::string>& argv) {
+  std::unique_ptr<ordo::dist::Communicator> comm = ordo::dist::make_communicator();
+  if (comm->size() == 1) return train(argv, nullptr);
+  try {
+    return train(argv, comm.get());
+  } catch (const std::exception& e) {
+    comm->abort(ordo::detail::cat("ordo pretrain: rank ", comm->rank(), " of ", comm->size(), ": error: ", e.what(),
+                                  "\n(the whole job is stopped)"));
+  }
+  return 1;  // not reached: abort() ends the process
+}
+
 ordo::cli::Register command({"pretrain", "pretrain a BERT (or a causal decoder) from a run config",
                              "--config FILE.json [--set key=value ...] --out RUN_DIR [--overwrite] | --resume RUN_DIR"
                              " [--set train.steps=N] [--stop-after N] [--quiet]\n"
                              "  --resume RUN --set train.steps=N trains a run (finished or not) on to N steps: the\n"
                              "  warm-up keeps its steps, the linear decay is re-aimed at step N (the next step's\n"
                              "  learning rate is lr x (N - s) / (N - warm-up)); RUN/config.json is updated.\n"
-                             "  Ctrl-C stops after the current step with a checkpoint and exits with status 130.",
+                             "  Ctrl-C stops after the current step with a checkpoint and exits with status 130.\n"
+                             "  Data parallel: mpirun -np N ordo pretrain ... (one process per GPU or CPU socket;\n"
+                             "  each takes a share of every global batch of N x grad_accum x batch_size; rank 0 writes).",
                              run});
 
 }  // namespace

@@ -84,6 +84,7 @@ void save_training_state(const std::string& run, const nn::AdamW& opt, const Tra
   state["example"] = s.cursor.example;
   state["optimizer_steps"] = opt.steps_taken();
   state["elapsed_seconds"] = s.elapsed_seconds;
+  state["ranks"] = s.ranks;
   write_file_atomic(dir + "/trainer_state.json", json::dump(state, 2) + "\n");  // last: marks the checkpoint complete
 }
 
@@ -98,6 +99,7 @@ TrainerState load_trainer_state(const std::string& checkpoint) {
   s.cursor.example = r.integer("example", 0, 0, INT64_MAX);
   r.integer("optimizer_steps", 0, 0, INT64_MAX);
   s.elapsed_seconds = r.number("elapsed_seconds", 0, 0, 1e300);
+  s.ranks = r.integer("ranks", 1, 1, INT32_MAX);
   r.finish();
   return s;
 }
@@ -165,10 +167,22 @@ void check_losses(const StepScalars& scalars, const std::vector<double>& values,
   throw Error(detail::cat("step ", step, ": the loss of micro-batch ", m, " is not finite"));
 }
 
+// Each rank's means become the global batch's: the mean of the ranks' means
+// (their micro-batches are equally many).
+void average_over_ranks(std::vector<std::pair<std::string, double>>& means, dist::Communicator& comm) {
+  std::vector<double> values;
+  for (const auto& [name, value] : means) values.push_back(value);
+  Tensor sums = Tensor::from_vector(values);
+  comm.all_reduce_sum(sums);
+  const std::vector<double> summed = sums.to_doubles();
+  for (size_t i = 0; i < means.size(); ++i) means[i].second = summed[i] / static_cast<double>(comm.size());
+}
+
 // A logged step: the scalars and the gradients' sums of squares in one host
 // copy (the step's single synchronisation), the losses checked, then AdamW
 // given the norm. The numbers are those of reading each separately.
-StepResult logged_update(nn::AdamW& opt, const StepScalars& scalars, int64_t step, const NonFiniteReport& report) {
+StepResult logged_update(nn::AdamW& opt, const StepScalars& scalars, int64_t step, const NonFiniteReport& report,
+                         const DataParallel& dp) {
   Tensor sums = opt.gradient_sums_of_squares();  // the losses' dtype: a model computes in one
   std::vector<double> values = scalars.read(sums);
   const size_t gradients = sums.defined() ? static_cast<size_t>(sums.numel()) : 0;
@@ -177,6 +191,7 @@ StepResult logged_update(nn::AdamW& opt, const StepScalars& scalars, int64_t ste
   check_losses(scalars, values, step, report);
   StepResult result;
   result.means = scalars.means(values);
+  if (dp.ranks() > 1) average_over_ranks(result.means, *dp.comm);
   result.optimizer = opt.step_with_norm(norm_of_sums(partial_sums));
   return result;
 }
@@ -184,19 +199,25 @@ StepResult logged_update(nn::AdamW& opt, const StepScalars& scalars, int64_t ste
 }  // namespace
 
 StepResult optimizer_step(nn::AdamW& opt, int64_t step, int64_t micro_batches, bool read_scalars,
-                          const MicroBatchForward& forward, const NonFiniteReport& report) {
+                          const MicroBatchForward& forward, const NonFiniteReport& report, const DataParallel& dp) {
   StepScalars scalars;
   int64_t tokens = 0;
+  const int64_t shares = micro_batches * dp.ranks();
   for (int64_t m = 0; m < micro_batches; ++m) {
     MicroBatch b = forward(m);
-    Var share = micro_batches > 1 ? affine(b.loss, 1.0 / static_cast<double>(micro_batches)) : b.loss;
-    share.backward();
+    Var share = shares > 1 ? affine(b.loss, 1.0 / static_cast<double>(shares)) : b.loss;
+    if (dp.reducer && m == micro_batches - 1) {
+      share.backward(Tensor(), false, dp.reducer->hook());
+      dp.reducer->finish();
+    } else {
+      share.backward();
+    }
     scalars.add(b.scalars);
     tokens += b.tokens;
   }
   StepResult result;
   if (read_scalars) {
-    result = logged_update(opt, scalars, step, report);
+    result = logged_update(opt, scalars, step, report, dp);
   } else {
     try {
       result.optimizer = opt.step(/*read_norm=*/false);  // a step that logs nothing reads nothing back
@@ -208,7 +229,7 @@ StepResult optimizer_step(nn::AdamW& opt, int64_t step, int64_t micro_batches, b
       throw;
     }
   }
-  result.tokens = tokens;
+  result.tokens = tokens * dp.ranks();  // every rank's micro-batches have the same shape
   return result;
 }
 

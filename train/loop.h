@@ -22,6 +22,7 @@
 
 #include "autograd/var.h"
 #include "base/json.h"
+#include "dist/gradient_reducer.h"
 #include "nn/optim.h"
 #include "text/pretraining_data.h"
 
@@ -46,6 +47,9 @@ struct TrainerState {
   int64_t phase = 0;
   text::Cursor cursor;  // the next training example of the phase
   double elapsed_seconds = 0;
+  // The data-parallel processes that trained it: a step's global batch is
+  // theirs together, so a resume takes as many (1 in checkpoints before it was kept).
+  int64_t ranks = 1;
 };
 
 // Writes the optimizer's moments, the run's vocabulary and, last (marking the
@@ -79,14 +83,25 @@ using MicroBatchForward = std::function<MicroBatch(int64_t m)>;
 // Names the first tensor behind micro-batch m's non-finite loss and throws.
 using NonFiniteReport = std::function<void(int64_t m)>;
 
+// A data-parallel step's company: the ranks, and the reducer that sums their
+// gradients during the last micro-batch's backward. Empty: one process.
+struct DataParallel {
+  dist::Communicator* comm = nullptr;
+  dist::GradientReducer* reducer = nullptr;
+  int64_t ranks() const { return comm ? comm->size() : 1; }
+};
+
 // One optimizer step of step number `step`: `micro_batches` forwards and
-// backwards, then AdamW. With `read_scalars` (a logged step) the scalars are
+// backwards, then AdamW. Data parallel, `micro_batches` are this rank's:
+// each loss is weighted 1 / (ranks x micro_batches), the gradients are summed
+// over the ranks, and the logged scalars and tokens are the global batch's. With `read_scalars` (a logged step) the scalars are
 // read once, before the update, and a non-finite loss goes to `report`. On
 // the other steps nothing is read: a non-finite loss gives non-finite
 // gradients, which AdamW refuses before updating anything, and only then are
 // the scalars read, so that `report` still names the step and the tensor.
 StepResult optimizer_step(nn::AdamW& opt, int64_t step, int64_t micro_batches, bool read_scalars,
-                          const MicroBatchForward& forward, const NonFiniteReport& report);
+                          const MicroBatchForward& forward, const NonFiniteReport& report,
+                          const DataParallel& dp = {});
 
 // ---- logging ------------------------------------------------------------------------------
 

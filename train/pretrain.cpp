@@ -99,6 +99,7 @@ TrainConfig parse_train(const json::Value& v, const std::string& where) {
   t.checkpoint_every = r.integer("checkpoint_every", t.checkpoint_every, 0, INT64_MAX);
   t.device = r.string("device", t.device);
   t.threads = r.integer("threads", t.threads, 0, 4096);
+  t.bucket_cap_mb = r.number("bucket_cap_mb", t.bucket_cap_mb, 1e-6, 1e6);
   r.finish();
   t.adam.total_steps = t.total_steps();
   ORDO_CHECK(t.total_steps() > 0, where, ": the run has no steps");
@@ -228,7 +229,9 @@ struct Corpus {
 };
 
 // The corpus and the vocabulary of a run, made or found in the run directory.
-Corpus prepare_corpus(const RunConfig& c, const std::string& run, bool quiet) {
+// Rank 0 writes what the run needs (the synthetic corpus, the vocabulary);
+// the other ranks of a data-parallel run read it from rank 0's folder.
+Corpus prepare_corpus(const RunConfig& c, const std::string& run, bool quiet, bool writes) {
   std::string corpus_path = c.data.corpus;
   if (corpus_path == "synthetic") {
     corpus_path = run + "/data/corpus.txt";
@@ -240,6 +243,7 @@ Corpus prepare_corpus(const RunConfig& c, const std::string& run, bool quiet) {
                 meta["sentences_requested"].as_int() == c.data.synthetic_sentences &&
                 meta["grammar_version"].as_int() == synth::kGrammarVersion;
     }
+    ORDO_CHECK(current || writes, "rank 0 wrote no synthetic corpus into ", run, "/data");
     if (!current) {
       if (!quiet) std::fprintf(stderr, "generating %lld synthetic sentences (seed %llu) into %s/data\n",
                                static_cast<long long>(c.data.synthetic_sentences),
@@ -248,7 +252,9 @@ Corpus prepare_corpus(const RunConfig& c, const std::string& run, bool quiet) {
     }
   }
   std::string vocab_path = run + "/vocab.txt";
-  if (!c.data.vocab.empty()) {
+  if (!writes) {
+    ORDO_CHECK(file_exists(vocab_path), "rank 0 wrote no vocabulary at ", vocab_path);
+  } else if (!c.data.vocab.empty()) {
     text::Vocab::load(c.data.vocab).save(vocab_path);
   } else if (!file_exists(vocab_path)) {
     text::VocabTrainerOptions vo;
@@ -372,10 +378,11 @@ nn::BertConfig model_config_for(const RunConfig& c, const text::Vocab& vocab, co
 // optimizer, and where it stands (restored from the latest checkpoint when
 // resuming). Not movable: the data streams keep references into the corpus.
 struct PretrainRun {
-  PretrainRun(const RunConfig& c, const std::string& run, bool resuming, bool quiet);
+  PretrainRun(const RunConfig& c, const std::string& run, bool resuming, bool quiet, dist::Communicator& comm);
   PretrainRun(const PretrainRun&) = delete;
   PretrainRun& operator=(const PretrainRun&) = delete;
 
+  dist::Communicator& comm;
   Device device;
   Corpus corpus;
   nn::BertConfig model_config;
@@ -385,11 +392,14 @@ struct PretrainRun {
   // One data stream per phase (lengths differ), one held-out stream per phase
   // for evaluation (none when the held-out split is empty).
   std::vector<std::unique_ptr<text::PretrainingData>> train_data, eval_data;
+  std::unique_ptr<dist::GradientReducer> reducer;  // data parallel only
 };
 
-PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resuming, bool quiet)
-    : device(resolve_device(c.train.device)),
-      corpus(prepare_corpus(c, run, quiet)),
+PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resuming, bool quiet,
+                         dist::Communicator& comm)
+    : comm(comm),
+      device(resolve_device(c.train.device)),
+      corpus(prepare_corpus(c, run, quiet, comm.rank() == 0)),
       model_config(model_config_for(c, corpus.vocab, run + "/vocab.txt")) {
   const bool nsp = c.data.objective == "mlm+nsp";
   if (resuming) {
@@ -398,13 +408,17 @@ PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resumi
     std::string dir = checkpoint_dir(run, step);
     model = pe::load_model(dir, device, nsp, c.train.seed);
     state = load_trainer_state(dir);
+    ORDO_CHECK(state.ranks == comm.size(), "--resume: ", dir, " was trained by ", state.ranks,
+               " process(es) and this is ", comm.size(), "; a step's global batch is all of theirs together, so resume it "
+               "with as many (", state.ranks == 1 ? "one process" : "mpirun -np " + std::to_string(state.ranks), ")");
   } else {
     model = pe::build_model(model_config, device, nsp, c.train.seed);
   }
+  state.ranks = comm.size();
   opt = std::make_unique<nn::AdamW>(model->named_parameters(), c.train.adam);
   if (resuming) {
     restore_optimizer(checkpoint_dir(run, state.step), *opt, state.step, device);
-    truncate_metrics(run + "/metrics.jsonl", state.step);
+    if (comm.rank() == 0) truncate_metrics(run + "/metrics.jsonl", state.step);
   }
   for (const Phase& p : c.train.phases) {
     train_data.push_back(std::make_unique<text::PretrainingData>(corpus.split.train, corpus.vocab, data_options(c.data, p.max_seq_length)));
@@ -465,6 +479,14 @@ void print_start(const RunConfig& c, const PretrainRun& r, bool resuming) {
   if (r.eval_data[0])
     std::fprintf(stderr, "held-out baseline (always the most frequent target): accuracy %.1f%%\n",
                  100 * unigram_baseline(*r.eval_data[0], c.train.phases[0].batch_size, c.train.eval_batches));
+  if (r.comm.size() > 1) {
+    const Phase& p = c.train.phases[0];
+    std::fprintf(stderr, "data parallel: %d processes (%s), gradient buckets %lld (%.1f MB each step); global batch "
+                 "%d x %lld micro-batches x %lld = %lld\n", r.comm.size(), r.comm.backend().c_str(),
+                 static_cast<long long>(r.reducer->buckets()), r.reducer->bytes_per_step() / 1e6, r.comm.size(),
+                 static_cast<long long>(c.train.grad_accum), static_cast<long long>(p.batch_size),
+                 static_cast<long long>(r.comm.size() * c.train.grad_accum * p.batch_size));
+  }
   if (resuming) std::fprintf(stderr, "resuming at step %lld\n", static_cast<long long>(r.state.step));
 }
 
@@ -504,20 +526,29 @@ void enter_current_phase(TrainerState& s, const std::vector<Phase>& phases) {
 
 // One optimizer step of the pretraining objective on the phase's next
 // micro-batches; their losses are read (once) only when the step is logged.
+// Data parallel, the step's global batch is ranks x grad_accum micro-batches
+// in data order, rank r taking the r-th run of grad_accum of them — with the
+// dropout streams of those micro-batches: the same batches and masks as one
+// process with grad_accum x ranks micro-batches.
 StepResult pretrain_step(PretrainRun& r, const TrainConfig& t, int64_t step, bool logged) {
   const Phase& phase = t.phases[r.state.phase];
+  text::PretrainingData& data = *r.train_data[r.state.phase];
+  const int64_t ranks = r.comm.size(), rank = r.comm.rank();
+  data.skip(r.state.cursor, rank * t.grad_accum * phase.batch_size);
   std::vector<DeviceBatch> batches;  // kept to name the tensor behind a non-finite loss
   auto forward = [&](int64_t m) {
-    batches.push_back(to_device(r.train_data[r.state.phase]->next_batch(r.state.cursor, phase.batch_size), r.device));
+    batches.push_back(to_device(data.next_batch(r.state.cursor, phase.batch_size), r.device));
     const DeviceBatch& b = batches.back();
-    nn::Context ctx = nn::Context::train(t.seed, step, m, t.grad_accum);
+    nn::Context ctx = nn::Context::train(t.seed, step, rank * t.grad_accum + m, ranks * t.grad_accum);
     nn::PretrainingOutput out = r.model->forward(b.inputs, b.labels, b.nsp_labels, ctx);
     MicroBatch mb{out.loss, {{"loss", out.loss.value()}, {"lm_loss", out.lm_loss.value()}}, b.tokens};
     if (out.nsp_loss.defined()) mb.scalars.emplace_back("nsp_loss", out.nsp_loss.value());
     return mb;
   };
   auto report = [&](int64_t m) { report_non_finite(step, *r.model, batches[m]); };
-  return optimizer_step(*r.opt, step, t.grad_accum, logged, forward, report);
+  StepResult result = optimizer_step(*r.opt, step, t.grad_accum, logged, forward, report, {&r.comm, r.reducer.get()});
+  data.skip(r.state.cursor, (ranks - 1 - rank) * t.grad_accum * phase.batch_size);
+  return result;
 }
 
 // ---- logging, evaluation, checkpoints -----------------------------------------------------
@@ -611,14 +642,71 @@ void check_output(const RunConfig& c, const PretrainOptions& o) {
   check_output_spares(o.out, c.data.vocab, "data.vocab");
 }
 
+// ---- the ranks of a data-parallel run ---------------------------------------------------------
+
+// The first key at which two resolved configs differ ("train.lr"), or "".
+std::string first_difference(const json::Value& a, const json::Value& b, const std::string& path) {
+  if (a.is_object() && b.is_object()) {
+    for (const auto& [key, value] : a.items()) {
+      const std::string here = path.empty() ? key : path + "." + key;
+      if (!b.contains(key)) return here;
+      std::string inner = first_difference(value, b[key], here);
+      if (!inner.empty()) return inner;
+    }
+    for (const auto& [key, value] : b.items())
+      if (!a.contains(key)) return path.empty() ? key : path + "." + key;
+    return "";
+  }
+  return a == b ? "" : (path.empty() ? "(the whole config)" : path);
+}
+
+// Every rank must train the same run: a rank whose resolved config (or
+// output) differs from rank 0's is refused, naming the first differing key.
+void check_same_config(dist::Communicator& comm, const json::Value& config, const std::string& out) {
+  if (comm.size() == 1) return;
+  std::string mine = json::dump(config) + "\n" + out, lead = mine;
+  comm.broadcast(lead, 0);
+  if (lead == mine) return;
+  const size_t split = lead.rfind('\n');
+  const std::string lead_out = lead.substr(split + 1);
+  ORDO_CHECK(lead_out == out, "rank ", comm.rank(), " writes to '", out, "', rank 0 to '", lead_out,
+             "': every rank of a data-parallel run must be given the same --out");
+  const json::Value theirs = json::parse(lead.substr(0, split));
+  const std::string key = first_difference(theirs, config, "");
+  throw Error(detail::cat("rank ", comm.rank(), "'s run config differs from rank 0's at '", key,
+                          "': every rank of a data-parallel run must resolve the same config (same files, same --set)"));
+}
+
 // ---- the loop -------------------------------------------------------------------------------
 
-RunSummary run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer, RunDirectory run) {
-  const bool resuming = !run.building();
+// Rank 0 sets up first (writing the corpus and vocabulary where the run
+// needs them); the other ranks then read them from its folder.
+std::unique_ptr<PretrainRun> set_up(const RunConfig& c, const std::string& path, bool resuming, bool quiet,
+                                    dist::Communicator& comm) {
+  std::unique_ptr<PretrainRun> r;
+  std::string lead_path = path;
+  if (comm.rank() == 0) r = std::make_unique<PretrainRun>(c, path, resuming, quiet, comm);
+  comm.broadcast(lead_path, 0);
+  if (comm.rank() != 0) r = std::make_unique<PretrainRun>(c, lead_path, resuming, true, comm);
+  if (comm.size() > 1) {
+    // Every rank starts from rank 0's weights (the same seed builds the same
+    // ones; the broadcast makes it so whatever happened).
+    dist::broadcast_parameters(comm, r->model->named_parameters());
+    r->reducer = std::make_unique<dist::GradientReducer>(
+        comm, r->model->named_parameters(), static_cast<int64_t>(c.train.bucket_cap_mb * (1 << 20)));
+  }
+  return r;
+}
+
+RunSummary run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer, RunDirectory run,
+                    bool resuming, dist::Communicator& comm) {
+  const bool lead = comm.rank() == 0, quiet = o.quiet || !lead;
   set_threads(c.train.threads);
-  PretrainRun r(c, run.path(), resuming, o.quiet);
-  if (!o.quiet) print_start(c, r, resuming);
-  MetricsLog log(run.path() + "/metrics.jsonl", observer);  // the open file follows its folder when it takes its place
+  std::unique_ptr<PretrainRun> owned = set_up(c, run.path(), resuming, quiet, comm);
+  PretrainRun& r = *owned;
+  if (!quiet) print_start(c, r, resuming);
+  std::optional<MetricsLog> log;  // rank 0's; the open file follows its folder when it takes its place
+  if (lead) log.emplace(run.path() + "/metrics.jsonl", observer);
   InterruptScope interrupt;
   RunClock clock(r.state.elapsed_seconds);
   Throughput throughput;
@@ -631,7 +719,7 @@ RunSummary run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsO
   while (r.state.step < cadence.total_steps) {
     const int64_t phase_before = r.state.phase;
     enter_current_phase(r.state, c.train.phases);
-    if (r.state.phase != phase_before && !o.quiet) {
+    if (r.state.phase != phase_before && !quiet) {
       const Phase& p = c.train.phases[r.state.phase];
       std::fprintf(stderr, "phase %lld of %zu from step %lld: max_seq_length %lld, batch %lld\n",
                    static_cast<long long>(r.state.phase + 1), c.train.phases.size(),
@@ -643,34 +731,40 @@ RunSummary run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsO
     r.state.step = step;
     ++steps_this_call;
     throughput.add(s.tokens);
-    if (cadence.logs(step)) {
+    if (cadence.logs(step) && lead) {
       double tokens_per_s = throughput.per_second_and_restart();
-      log_step(log, r, step, s, tokens_per_s);
-      if (!o.quiet)
+      log_step(*log, r, step, s, tokens_per_s);
+      if (!quiet)
         print_progress(step, cadence.total_steps, s, tokens_per_s,
                        clock.seconds_left(steps_this_call, cadence.total_steps - step));
     }
-    if (cadence.evaluates(step)) last_eval = evaluate_and_log(log, r, c.train, step, o.quiet);
+    if (cadence.evaluates(step) && lead) last_eval = evaluate_and_log(*log, r, c.train, step, quiet);
+    // Every rank stops at the same step: a Ctrl-C seen by any stops all.
+    bool interrupted = InterruptScope::interrupted();
+    if (comm.size() > 1) interrupted = comm.any(interrupted);
     if (run.building()) {
       // The first step is done: the new run has started and takes the output's place.
-      ORDO_CHECK(!InterruptScope::interrupted(), "interrupted during the first step; '", o.out, "' is left as it was");
+      ORDO_CHECK(!interrupted, "interrupted during the first step; '", o.out, "' is left as it was");
       run.take_place();
     }
-    bool stop = InterruptScope::interrupted() || (o.stop_after >= 0 && steps_this_call >= o.stop_after);
-    if (cadence.checkpoints(step) || stop) {
+    const bool stop = interrupted || (o.stop_after >= 0 && steps_this_call >= o.stop_after);
+    if ((cadence.checkpoints(step) || stop) && lead) {
       r.state.elapsed_seconds = clock.elapsed();
       save_checkpoint(run.path(), r);
     }
     if (stop) {
-      summary.interrupted = InterruptScope::interrupted();
+      summary.interrupted = interrupted;
       if (!cadence.evaluates(step)) last_eval.reset();  // an older evaluation is not this step's
       break;
     }
   }
   summary.steps = steps_this_call;
   summary.step = r.state.step;
-  print_summary(summary, o.out, last_eval, clock.elapsed(),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - call_started).count());
+  if (lead)
+    print_summary(summary, o.out, last_eval, clock.elapsed(),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - call_started).count());
+  // The others wait for rank 0's last checkpoint: when the command returns, the run is on disk.
+  comm.barrier();
   return summary;
 }
 
@@ -704,24 +798,34 @@ EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text:
 }
 
 RunSummary pretrain(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer) {
+  dist::SingleProcess single;
+  dist::Communicator& comm = o.comm ? *o.comm : single;
+  check_same_config(comm, c.source, o.out);
   check_output(c, o);
   check_before_writing(c);
+  comm.barrier();  // every rank passed its checks before rank 0 writes anything
+  if (comm.rank() != 0) return run_loop(c, o, observer, RunDirectory::in_place(o.out), false, comm);
   RunDirectory run = RunDirectory::beside(o.out);
   write_file_atomic(run.path() + "/config.json", json::dump(c.source, 2) + "\n");
-  return run_loop(c, o, observer, std::move(run));
+  return run_loop(c, o, observer, std::move(run), false, comm);
 }
 
 RunSummary resume_pretrain(const PretrainOptions& o, const MetricsObserver& observer) {
+  dist::SingleProcess single;
+  dist::Communicator& comm = o.comm ? *o.comm : single;
   ORDO_CHECK(directory_exists(o.out), "--resume: '", o.out, "' is not a directory");
   const std::string config_path = o.out + "/config.json";
   ORDO_CHECK(file_exists(config_path), "--resume: '", o.out, "' holds no run (no config.json)");
   RunConfig c = read_run_config(config_path, {});
   const int64_t done = std::max<int64_t>(latest_checkpoint(o.out), 0);
+  comm.barrier();  // every rank has read the stored config before rank 0 updates it
   if (o.extend_to >= 0) {
     c = extended_config(c, o.extend_to, done, config_path);
-    write_file_atomic(config_path, json::dump(c.source, 2) + "\n");  // validated above: the run's new plan
+    if (comm.rank() == 0)
+      write_file_atomic(config_path, json::dump(c.source, 2) + "\n");  // validated above: the run's new plan
   } else if (done >= c.train.total_steps()) {
-    std::fprintf(stderr,
+    if (comm.rank() == 0)
+      std::fprintf(stderr,
                  "ordo pretrain: '%s' is complete (step %lld of %lld); nothing to do. To train it further: "
                  "ordo pretrain --resume %s --set train.steps=N (N > %lld)\n",
                  o.out.c_str(), static_cast<long long>(done), static_cast<long long>(c.train.total_steps()),
@@ -730,7 +834,8 @@ RunSummary resume_pretrain(const PretrainOptions& o, const MetricsObserver& obse
     complete.step = complete.total_steps = done;
     return complete;
   }
-  return run_loop(c, o, observer, RunDirectory::in_place(o.out));
+  check_same_config(comm, c.source, o.out);
+  return run_loop(c, o, observer, RunDirectory::in_place(o.out), true, comm);
 }
 
 }  // namespace ordo::train

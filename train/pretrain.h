@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/json.h"
+#include "dist/communicator.h"
 #include "nn/bert_config.h"
 #include "nn/heads.h"
 #include "nn/optim.h"
@@ -63,6 +64,7 @@ struct TrainConfig {
   int64_t checkpoint_every = 0;      // 0: only at the end (and on Ctrl-C)
   std::string device = "auto";       // auto, cpu, cuda, cuda:N
   int64_t threads = 0;               // CPU threads; 0: OpenMP's default
+  double bucket_cap_mb = 25;         // data parallel: gradient bucket size (PyTorch DDP's bucket_cap_mb)
   int64_t total_steps() const;
 };
 
@@ -96,6 +98,9 @@ struct PretrainOptions {
   // next step's learning rate is lr x (N - s) / (N - warm-up) for step s. The
   // run's config.json is updated. Single-phase runs only.
   int64_t extend_to = -1;
+  // The processes of a data-parallel run (mpirun -np N); null: one process.
+  // Every rank calls pretrain() alike; rank 0 alone writes and prints.
+  dist::Communicator* comm = nullptr;
 };
 
 // What one call did: the command's exit status and its last line come from it.
