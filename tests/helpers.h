@@ -162,10 +162,9 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs the ordo binary of this build with `args` (shell words) and collects
-// its output; `shell_prefix` runs first in the same shell (e.g. "cd DIR && ").
-inline CommandResult run_ordo(const std::string& args, const std::string& shell_prefix = "") {
-  std::string command = shell_prefix + std::string(ORDO_BINARY) + " " + args + " 2>&1";
+// Runs a shell command line and collects its output (stdout and stderr).
+inline CommandResult run_command(const std::string& command_line) {
+  std::string command = command_line + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   CommandResult r;
@@ -175,6 +174,12 @@ inline CommandResult run_ordo(const std::string& args, const std::string& shell_
   int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Runs the ordo binary of this build with `args` (shell words) and collects
+// its output; `shell_prefix` runs first in the same shell (e.g. "cd DIR && ").
+inline CommandResult run_ordo(const std::string& args, const std::string& shell_prefix = "") {
+  return run_command(shell_prefix + std::string(ORDO_BINARY) + " " + args);
 }
 
 }  // namespace ordo::test

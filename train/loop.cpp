@@ -23,8 +23,10 @@ namespace ordo::train {
 
 // ---- setup ------------------------------------------------------------------------------
 
-Device resolve_device(const std::string& name) {
-  if (name == "auto") return cuda_available() ? Device::cuda(0) : Device::cpu();
+Device resolve_device(const std::string& name, int local_rank) {
+  // A GPU per process of the node: "auto" and "cuda" take the local rank's.
+  if (name == "auto") return cuda_available() ? Device::cuda(local_rank % cuda_device_count()) : Device::cpu();
+  if (name == "cuda" && cuda_available()) return Device::cuda(local_rank % cuda_device_count());
   Device d = Device::parse(name);
   ORDO_CHECK(d.is_cpu() || d.index < cuda_device_count(), "train.device '", name, "' is not available: ",
              cuda_device_description(d.index));
@@ -309,8 +311,16 @@ extern "C" void on_interrupt(int) { g_interrupted = true; }
 
 }  // namespace
 
-InterruptScope::InterruptScope() : previous_(std::signal(SIGINT, on_interrupt)) { g_interrupted = false; }
-InterruptScope::~InterruptScope() { std::signal(SIGINT, previous_); }
+// SIGTERM too: it is what mpirun sends every rank on Ctrl-C (and Slurm at a
+// job's time limit), a grace period before SIGKILL.
+InterruptScope::InterruptScope()
+    : previous_(std::signal(SIGINT, on_interrupt)), previous_term_(std::signal(SIGTERM, on_interrupt)) {
+  g_interrupted = false;
+}
+InterruptScope::~InterruptScope() {
+  std::signal(SIGINT, previous_);
+  std::signal(SIGTERM, previous_term_);
+}
 bool InterruptScope::interrupted() { return g_interrupted; }
 
 }  // namespace ordo::train

@@ -30,8 +30,10 @@ namespace ordo::train {
 
 // ---- setup ------------------------------------------------------------------------------
 
-// "auto" (the first GPU if there is one, else the CPU), "cpu", "cuda", "cuda:N".
-Device resolve_device(const std::string& name);
+// "auto" (a GPU if there is one, else the CPU), "cpu", "cuda", "cuda:N". A
+// data-parallel process takes, for "auto" and "cuda", the GPU of its rank
+// among the node's processes (modulo the GPUs: more processes than GPUs share).
+Device resolve_device(const std::string& name, int local_rank = 0);
 // CPU threads for the run; 0 leaves OpenMP's default.
 void set_threads(int64_t threads);
 
@@ -172,8 +174,8 @@ struct Cadence {
   }
 };
 
-// While alive, Ctrl-C sets interrupted() instead of killing the process, so
-// the loop stops after the current step with a checkpoint.
+// While alive, Ctrl-C (SIGINT) or SIGTERM sets interrupted() instead of
+// killing the process, so the loop stops after the current step with a checkpoint.
 class InterruptScope {
  public:
   InterruptScope();
@@ -184,6 +186,7 @@ class InterruptScope {
 
  private:
   void (*previous_)(int);
+  void (*previous_term_)(int);
 };
 
 }  // namespace ordo::train

@@ -398,7 +398,7 @@ struct PretrainRun {
 PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resuming, bool quiet,
                          dist::Communicator& comm)
     : comm(comm),
-      device(resolve_device(c.train.device)),
+      device(resolve_device(c.train.device, comm.local_rank())),
       corpus(prepare_corpus(c, run, quiet, comm.rank() == 0)),
       model_config(model_config_for(c, corpus.vocab, run + "/vocab.txt")) {
   const bool nsp = c.data.objective == "mlm+nsp";
