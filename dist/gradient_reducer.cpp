@@ -56,9 +56,14 @@ GradientReducer::~GradientReducer() {
   thread_.join();
 }
 
+int64_t GradientReducer::bucket_bytes(int64_t i) const {
+  const Tensor& buffer = buckets_.at(static_cast<size_t>(i)).buffer;
+  return buffer.numel() * static_cast<int64_t>(dtype_size(buffer.dtype()));
+}
+
 int64_t GradientReducer::bytes_per_step() const {
   int64_t bytes = 0;
-  for (const Bucket& b : buckets_) bytes += b.buffer.numel() * static_cast<int64_t>(dtype_size(b.buffer.dtype()));
+  for (int64_t i = 0; i < buckets(); ++i) bytes += bucket_bytes(i);
   return bytes;
 }
 

@@ -58,6 +58,8 @@ class GradientReducer {
   int64_t bytes_per_step() const;
   // Buckets of the last step whose all-reduce started before the backward ended.
   int64_t started_during_backward() const { return started_during_backward_; }
+  // Bytes bucket i all-reduces (its gradients and presence counts).
+  int64_t bucket_bytes(int64_t i) const;
   // The parameter names of bucket i, in packing order.
   std::vector<std::string> bucket_names(int64_t i) const;
 

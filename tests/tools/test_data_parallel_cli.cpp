@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <sstream>
 
 #include "base/file_io.h"
 #include "base/json.h"
@@ -165,6 +166,26 @@ TEST_CASE("mpirun: Ctrl-C stops every rank after the same step, with a checkpoin
   CHECK(last < 1000000);
   REQUIRE(ordo::file_exists(checkpoint(run, last) + "/trainer_state.json"));
   CHECK(ordo::read_file(dir / "log").find("interrupted (Ctrl-C) at step " + std::to_string(last)) != std::string::npos);
+}
+
+TEST_CASE("ordo bench dp: the bytes all-reduced are the parameters', the 2-process step is measured", "[mpi][bench]") {
+  const CommandResult r = run_ordo("bench dp --config tiny --cpu-config tiny --cpu-batch 1 --steps 1"
+                                   " --set train.batch_size=2 --set train.max_seq_length=8");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  // The measured table's tiny row: name, parameters, MB all-reduced, calls, 1 process ms, 2 processes ms, efficiency.
+  const size_t row = r.output.find("\ntiny ");
+  REQUIRE(row != std::string::npos);
+  std::istringstream cells(r.output.substr(row + 1));
+  std::string name, calls, efficiency;
+  double parameters = 0, megabytes = 0, one = 0, two = 0;
+  REQUIRE(cells >> name >> parameters >> megabytes >> calls >> one >> two >> efficiency);
+  // f32 gradients plus one presence count per tensor (a few hundred bytes):
+  // within the table's 0.01 MB rounding of 4 bytes per parameter.
+  CHECK(std::fabs(megabytes - 4 * parameters / 1e6) <= 0.01);
+  CHECK(one > 0);
+  CHECK(two > 0);
+  CHECK(r.output.find("MODEL of one step on 8 x NVIDIA H100") != std::string::npos);
 }
 
 #endif  // ORDO_TEST_MPIEXEC
