@@ -81,7 +81,8 @@ double cpu_step_seconds(const Setup& s, int64_t batch, int steps, dist::Communic
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps;
 }
 
-// The 2-process time: this command again under mpirun, as a worker.
+// The 2-process time: this command again under mpirun, as a worker (its
+// errors, if any, go to this command's standard error). -1: not measured.
 double two_process_seconds(const std::string& config, const std::vector<std::string>& sets, int64_t batch, int steps) {
   char self[4096];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -93,7 +94,6 @@ double two_process_seconds(const std::string& config, const std::vector<std::str
                         " bench dp --worker " + config + " --cpu-batch " + std::to_string(batch) + " --steps " +
                         std::to_string(steps);
   for (const std::string& set : sets) command += " --set " + set;
-  command += " 2>/dev/null";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return -1;
   double seconds = -1;
@@ -203,7 +203,7 @@ int run(const std::vector<std::string>& argv) {
     const double two = two_process_seconds(name, sets, cpu_batch, steps);
     measured.add({name, std::to_string(model->parameter_count()), bench::fixed(layout.bytes_per_step() / 1e6, 2),
                   std::to_string(layout.buckets()), bench::fixed(1e3 * one, 1),
-                  two > 0 ? bench::fixed(1e3 * two, 1) : "no mpirun",
+                  two > 0 ? bench::fixed(1e3 * two, 1) : dist::has_mpi() ? "mpirun failed" : "no MPI",
                   two > 0 ? bench::fixed(100 * one / two, 1) + "%" : "-"});
   }
   measured.print();
