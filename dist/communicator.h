@@ -3,7 +3,9 @@
 // with a backend per transport —
 //   single   one process: every collective is the identity;
 //   mpi      the processes mpirun/srun started (Open MPI, MPICH), for CPU
-//            tensors; a CUDA tensor goes through a host copy.
+//            tensors; CUDA tensors go through NCCL where the build has it
+//            (dist/nccl_group.h: its own stream, overlapping ordo's work),
+//            and through a host copy otherwise.
 // The launcher starts the processes and connects them; ordo never starts a
 // process of its own. make_communicator() reads the launcher's environment:
 // launched by mpirun with N > 1 processes, it is MPI (and an error where the
@@ -30,12 +32,20 @@ class Communicator {
   virtual int size() const = 0;
   // The rank among the processes of this node (a GPU per local rank).
   virtual int local_rank() const = 0;
-  virtual std::string backend() const = 0;
+  // What carries the collectives of tensors on `device`: "mpi", "nccl", ...
+  virtual std::string backend(Device device) const = 0;
 
   // Sums `t` (contiguous, f32 or f64) over the ranks, in place: every rank
-  // ends with the same values.
+  // ends with the same values. On a CUDA tensor the sum may be queued on the
+  // GPU rather than done when this returns (NCCL): ordo's work on t's device
+  // sees it after wait_for_collectives(device), and t must live until then.
   virtual void all_reduce_sum(const Tensor& t) = 0;
-  // Copies root's `t` into every rank's `t` (same shape and dtype everywhere).
+  // Makes the work queued on `device` from now on wait for the collectives
+  // queued on it so far (on the GPU: the host does not wait). A no-op where
+  // collectives finish before they return.
+  virtual void wait_for_collectives(Device) {}
+  // Copies root's `t` into every rank's `t` (same shape and dtype
+  // everywhere), in order with ordo's work on t's device.
   virtual void broadcast(const Tensor& t, int root) = 0;
   // Copies root's string to every rank.
   virtual void broadcast(std::string& text, int root) = 0;
@@ -56,7 +66,7 @@ class SingleProcess final : public Communicator {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   int local_rank() const override { return 0; }
-  std::string backend() const override { return "single"; }
+  std::string backend(Device) const override { return "single"; }
   void all_reduce_sum(const Tensor&) override {}
   void broadcast(const Tensor&, int) override {}
   void broadcast(std::string&, int) override {}

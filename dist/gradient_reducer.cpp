@@ -158,6 +158,7 @@ void GradientReducer::finish() {
   in_backward_ = false;
   for (; next_to_start_ < buckets_.size(); ++next_to_start_) start(buckets_[next_to_start_]);
   wait_idle();
+  for (Bucket& b : buckets_) comm_.wait_for_collectives(b.buffer.device());
   for (Bucket& b : buckets_) {
     const std::vector<double> present = b.buffer.slice(0, b.elements, b.buffer.numel()).to_doubles();
     for (size_t j = 0; j < b.params.size(); ++j) {

@@ -2,7 +2,9 @@
 // initialised with MPI_THREAD_SERIALIZED — one thread at a time calls MPI,
 // which is how the gradient reducer's communication thread and the training
 // loop take turns — and errors return codes (MPI_ERRORS_RETURN) that become
-// ordo::Error with MPI's own message, instead of aborting inside MPI.
+// ordo::Error with MPI's own message, instead of aborting inside MPI. CUDA
+// tensors go through NCCL where the build has it (ORDO_HAS_NCCL), through a
+// host copy otherwise.
 #ifdef ORDO_HAS_MPI
 
 #include <mpi.h>
@@ -10,10 +12,12 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <vector>
 
 #include "base/error.h"
 #include "dist/communicator.h"
+#include "dist/nccl_group.h"
 
 namespace ordo::dist {
 
@@ -70,10 +74,18 @@ class MpiCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int local_rank() const override { return local_rank_; }
-  std::string backend() const override { return "mpi"; }
+  std::string backend(Device device) const override {
+    if (device.is_cpu()) return "mpi";
+#ifdef ORDO_HAS_NCCL
+    return "nccl";
+#else
+    return "mpi through host copies";
+#endif
+  }
   bool collectives_from_any_thread() const override { return thread_level_ >= MPI_THREAD_SERIALIZED; }
 
   void all_reduce_sum(const Tensor& t) override {
+    if (NcclGroup* group = nccl(t)) return group->all_reduce_sum(t);
     on_host(t, [&](const Tensor& h) {
       for_chunks(h, [&](void* data, int count) {
         check(MPI_Allreduce(MPI_IN_PLACE, data, count, mpi_type(h), MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
@@ -81,7 +93,19 @@ class MpiCommunicator final : public Communicator {
     });
   }
 
+  void wait_for_collectives(Device device) override {
+#ifdef ORDO_HAS_NCCL
+    if (nccl_ && nccl_->device() == device) nccl_->wait();
+#else
+    (void)device;
+#endif
+  }
+
   void broadcast(const Tensor& t, int root) override {
+    if (NcclGroup* group = nccl(t)) {
+      group->broadcast(t, root);
+      return group->wait();
+    }
     on_host(t, [&](const Tensor& h) {
       for_chunks(h, [&](void* data, int count) {
         check(MPI_Bcast(data, count, mpi_type(h), root, MPI_COMM_WORLD), "MPI_Bcast");
@@ -135,6 +159,29 @@ class MpiCommunicator final : public Communicator {
     }
   }
 
+  // The NCCL group of t's GPU, made (collectively: every rank reaches its
+  // first CUDA collective at the same point) on first use; nullptr for a CPU
+  // tensor or in a build without NCCL. One GPU per process.
+  NcclGroup* nccl(const Tensor& t) {
+#ifdef ORDO_HAS_NCCL
+    if (!t.device().is_cuda()) return nullptr;
+    if (!nccl_) {
+      nccl_ = std::make_unique<NcclGroup>(t.device(), rank_, size_, [](void* bytes, size_t n) {
+        check(MPI_Bcast(bytes, static_cast<int>(n), MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+      });
+    }
+    ORDO_CHECK(nccl_->device() == t.device(), "one GPU per process: this rank's collectives run on ",
+               nccl_->device().str(), ", not ", t.device().str());
+    return nccl_.get();
+#else
+    (void)t;
+    return nullptr;
+#endif
+  }
+
+#ifdef ORDO_HAS_NCCL
+  std::unique_ptr<NcclGroup> nccl_;
+#endif
   int thread_level_ = MPI_THREAD_SINGLE;
   int rank_ = 0, size_ = 1, local_rank_ = 0;
 };

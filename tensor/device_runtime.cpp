@@ -21,6 +21,9 @@ bool cuda_compiled() { return false; }
 int cuda_device_count() { return 0; }
 std::string cuda_device_description(int) { return "no CUDA: this build of ordo has no CUDA backend"; }
 void synchronize(Device) {}
+void* cuda_stream(Device device) {
+  throw Error("no stream for " + device.str() + ": this build of ordo has no CUDA backend");
+}
 AllocatorStats allocator_stats(Device device) {
   ORDO_CHECK(device.is_cpu(), "no ", device.str(), ": this build of ordo has no CUDA backend");
   return detail::host_allocator_stats();

@@ -25,6 +25,11 @@ std::string cuda_device_description(int index = 0);
 // as ordo::Error, an out-of-range index a kernel met since the last sync.
 void synchronize(Device device);
 
+// The stream ordo queues `device`'s work on (a cudaStream_t), for a library
+// that must order its own work against ordo's (NCCL: dist/nccl_group.cpp);
+// makes `device` the current one. Throws in a build without CUDA.
+void* cuda_stream(Device device);
+
 // Memory of one device: its caching allocator's on a GPU; on the CPU the
 // bytes held by tensors (host allocations are not cached).
 struct AllocatorStats {

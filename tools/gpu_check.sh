@@ -7,7 +7,9 @@
 #   3. the same under compute-sanitizer: memcheck, racecheck, synccheck, initcheck;
 #   4. the CPU-vs-GPU training step of every PE variant and option family,
 #      MLM+NSP, the causal decoder and a 20-step run ([cuda][step]);
-#   5. the step benchmark (`ordo bench step`: launches, host syncs, device
+#   5. with two GPUs or more, mpirun -np 2 ordo pretrain on two of them (NCCL)
+#      against one process with the global batch ([mpi][cuda]);
+#   6. the step benchmark (`ordo bench step`: launches, host syncs, device
 #      allocations and bytes per step, and the step's time).
 #
 # Usage: tools/gpu_check.sh [--emulate] [--build DIR] [--jobs N]
@@ -76,7 +78,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 tests=$build/ordo_tests
 
 if [[ -x $tests ]]; then
-  check "[cuda] kernel tests" cuda_tests.log "$tests" --require-gpu "[cuda]~[step]"
+  check "[cuda] kernel tests" cuda_tests.log "$tests" --require-gpu "[cuda]~[step]~[mpi]"
   for tool in memcheck racecheck synccheck initcheck; do
     if [[ $emulate == 1 ]]; then
       skip "compute-sanitizer $tool" "no GPU"
@@ -84,10 +86,17 @@ if [[ -x $tests ]]; then
       skip "compute-sanitizer $tool" "compute-sanitizer not found (CUDA toolkit's bin/)"
     else
       check "compute-sanitizer $tool" "sanitizer_$tool.log" \
-        compute-sanitizer --tool "$tool" --error-exitcode 1 "$tests" --require-gpu "[cuda]~[step]"
+        compute-sanitizer --tool "$tool" --error-exitcode 1 "$tests" --require-gpu "[cuda]~[step]~[mpi]"
     fi
   done
   check "CPU vs GPU training step, every variant" step_compare.log "$tests" --require-gpu "[cuda][step]"
+  if [[ $emulate == 1 ]]; then
+    skip "mpirun -np 2 on 2 GPUs (NCCL)" "run by make test-emulated's [cuda] tests"
+  elif [[ $(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l) -lt 2 ]]; then
+    skip "mpirun -np 2 on 2 GPUs (NCCL)" "one GPU: NCCL needs a GPU per rank"
+  else
+    check "mpirun -np 2 on 2 GPUs (NCCL)" data_parallel_cuda.log "$tests" --require-gpus 2 "[mpi][cuda]"
+  fi
   check "ordo bench step" bench_step.log "$build/ordo" bench step "${bench[@]}"
 else
   skip "every test" "the build failed"

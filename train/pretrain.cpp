@@ -482,7 +482,7 @@ void print_start(const RunConfig& c, const PretrainRun& r, bool resuming) {
   if (r.comm.size() > 1) {
     const Phase& p = c.train.phases[0];
     std::fprintf(stderr, "data parallel: %d processes (%s), gradient buckets %lld (%.1f MB each step); global batch "
-                 "%d x %lld micro-batches x %lld = %lld\n", r.comm.size(), r.comm.backend().c_str(),
+                 "%d x %lld micro-batches x %lld = %lld\n", r.comm.size(), r.comm.backend(r.device).c_str(),
                  static_cast<long long>(r.reducer->buckets()), r.reducer->bytes_per_step() / 1e6, r.comm.size(),
                  static_cast<long long>(c.train.grad_accum), static_cast<long long>(p.batch_size),
                  static_cast<long long>(r.comm.size() * c.train.grad_accum * p.batch_size));

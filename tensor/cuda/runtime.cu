@@ -382,6 +382,11 @@ void synchronize(Device device) {
   cuda::wait_and_raise_index_error(cuda::context(device));
 }
 
+void* cuda_stream(Device device) {
+  ORDO_CHECK(device.is_cuda(), "cuda_stream: ", device.str(), " is not a CUDA device");
+  return cuda::context(device).stream;
+}
+
 AllocatorStats allocator_stats(Device device) {
   if (device.is_cpu()) return detail::host_allocator_stats();
   return cuda::state(device).allocator.stats();

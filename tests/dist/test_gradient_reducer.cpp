@@ -79,7 +79,7 @@ class Loopback final : public dist::Communicator {
   int rank() const override { return rank_; }
   int size() const override { return group_.size(); }
   int local_rank() const override { return rank_; }
-  std::string backend() const override { return "loopback"; }
+  std::string backend(Device) const override { return "loopback"; }
   void all_reduce_sum(const Tensor& t) override { group_.all_reduce_sum(rank_, t); }
   void broadcast(const Tensor& t, int root) override { group_.broadcast(rank_, t, root); }
   void broadcast(std::string&, int) override { FAIL("not used"); }

@@ -118,6 +118,36 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 
+struct CUevent_st {
+  unsigned flags;
+};
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
+  if (event == nullptr || (flags & ~cudaEventDisableTiming) != 0)
+    return fail(cudaErrorInvalidValue, "cudaEventCreateWithFlags: no event pointer, or flags the emulator does not know");
+  *event = new CUevent_st{flags};
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+  if (event == nullptr) return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord: a null event");
+  return cudaSuccess;
+}
+
+// Work queued on `stream` after this call waits for the work the event
+// captured; here that work has already run. A never-recorded event is
+// complete (as CUDA documents).
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event, unsigned flags) {
+  if (event == nullptr) return fail(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent: a null event");
+  if (flags != 0) return fail(cudaErrorInvalidValue, "cudaStreamWaitEvent: flags must be 0");
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete event;
+  return cudaSuccess;
+}
+
 cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   *ptr = nullptr;
   if (bytes == 0) return cudaSuccess;

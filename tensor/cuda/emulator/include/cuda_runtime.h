@@ -71,6 +71,14 @@ using cudaStream_t = CUstream_st*;
 constexpr unsigned cudaStreamDefault = 0x00;
 constexpr unsigned cudaStreamNonBlocking = 0x01;
 
+// Events order one stream after work queued on another (dist/nccl_group.cpp's
+// communication stream). Streams run everything at once here, so an event is
+// complete when recorded; the calls check their handles and flags.
+struct CUevent_st;
+using cudaEvent_t = CUevent_st*;
+constexpr unsigned cudaEventDefault = 0x00;
+constexpr unsigned cudaEventDisableTiming = 0x02;
+
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
   cudaMemcpyHostToDevice = 1,
@@ -120,6 +128,10 @@ cudaError_t cudaDeviceSynchronize();
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags = 0);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
 
 cudaError_t cudaMalloc(void** ptr, size_t bytes);
 cudaError_t cudaFree(void* ptr);
