@@ -1,6 +1,7 @@
 // `ordo finetune`: fine-tunes a pretrained encoder on a GLUE task or SQuAD
 // (train/finetune.h).
 #include "tools/cli.h"
+#include "tools/ranks.h"
 #include "train/finetune.h"
 #include "train/pretrain.h"
 
@@ -8,7 +9,7 @@ namespace {
 
 using namespace ordo;
 
-int run(const std::vector<std::string>& argv) {
+int finetune(const std::vector<std::string>& argv, dist::Communicator* comm) {
   cli::Args args(argv, {"checkpoint", "task", "data", "out", "config", "set", "seeds", "lr"},
                  {"overwrite", "quiet", "from-scratch"});
   ORDO_CHECK(args.positional().empty(), "unexpected argument '", args.positional().empty() ? "" : args.positional()[0],
@@ -21,6 +22,7 @@ int run(const std::vector<std::string>& argv) {
   o.overwrite = args.has("overwrite");
   o.quiet = args.has("quiet");
   o.from_scratch = args.has("from-scratch");
+  o.comm = comm;
   // --seeds and --lr are shorthands for --set train.seeds / train.learning_rates, applied after the other --set.
   std::vector<std::string> overrides = args.all("set");
   if (args.has("seeds")) overrides.push_back("train.seeds=" + std::to_string(args.integer("seeds", 1, 1, 1000)));
@@ -30,6 +32,10 @@ int run(const std::vector<std::string>& argv) {
   const train::FinetuneConfig config = train::parse_finetune_config(base, overrides, where);
   const train::FinetuneSummary summary = train::finetune(config, o);
   return summary.interrupted ? 130 : 0;
+}
+
+int run(const std::vector<std::string>& argv) {
+  return tools::run_on_every_rank("ordo finetune", [&](dist::Communicator* comm) { return finetune(argv, comm); });
 }
 
 cli::Register command(
@@ -48,7 +54,8 @@ cli::Register command(
      "    best epoch and, per learning rate, mean, std (n-1) and median over the seeds.\n"
      "  --from-scratch: the checkpoint's config and vocabulary with random weights (the baseline\n"
      "    that shows what pretraining brings).\n"
-     "  See `ordo help config` for every key (train.*, tokenizer.lower_case, squad.*).",
+     "  See `ordo help config` for every key (train.*, tokenizer.lower_case, squad.*).\n"
+     "  Under mpirun -np N: data parallel, each batch shared among the N processes; rank 0 evaluates and writes.",
      run});
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "dist/communicator.h"
 #include "tools/cli.h"
+#include "tools/ranks.h"
 #include "train/pretrain.h"
 
 namespace {
@@ -52,18 +53,8 @@ int train(const std::vector<std::string>& argv, ordo::dist::Communicator* comm) 
   return summary.interrupted ? 130 : 0;  // 128 + SIGINT, as a shell reports a Ctrl-C'd command
 }
 
-// Under mpirun every rank runs this command; a rank that fails ends the whole
-// job (the others would wait for it forever), saying which rank and why.
 int run(const std::vector<std::string>& argv) {
-  std::unique_ptr<ordo::dist::Communicator> comm = ordo::dist::make_communicator();
-  if (comm->size() == 1) return train(argv, nullptr);
-  try {
-    return train(argv, comm.get());
-  } catch (const std::exception& e) {
-    comm->abort(ordo::detail::cat("ordo pretrain: rank ", comm->rank(), " of ", comm->size(), ": error: ", e.what(),
-                                  "\n(the whole job is stopped)"));
-  }
-  return 1;  // not reached: abort() ends the process
+  return ordo::tools::run_on_every_rank("ordo pretrain", [&](ordo::dist::Communicator* comm) { return train(argv, comm); });
 }
 
 ordo::cli::Register command({"pretrain", "pretrain a BERT (or a causal decoder) from a run config",

@@ -7,12 +7,15 @@
 #include <functional>
 #include <memory>
 #include <numeric>
+#include <optional>
 
 #include "base/config.h"
 #include "base/counter_rng.h"
 #include "base/error.h"
 #include "base/file_io.h"
 #include "base/output.h"
+#include "dist/communicator.h"
+#include "dist/gradient_reducer.h"
 #include "downstream/classification.h"
 #include "downstream/glue.h"
 #include "downstream/metrics.h"
@@ -74,6 +77,7 @@ FinetuneConfig parse_finetune_config(const json::Value& json_in, const std::vect
   c.save_best = t.boolean("save_best", c.save_best);
   c.device = t.string("device", c.device);
   c.threads = t.integer("threads", c.threads, 0, 4096);
+  c.bucket_cap_mb = t.number("bucket_cap_mb", c.bucket_cap_mb, 1e-6, 1e6);
   t.finish();
 
   FieldReader k(tokenizer ? *tokenizer : empty, where + ": tokenizer");
@@ -540,13 +544,36 @@ std::string lr_text(double lr) {
   return buf;
 }
 
+// This rank's share of a batch of `n` examples among `ranks`: a contiguous
+// run of them, and the weight of its mean loss — ranks x share / n, so that
+// the reducer's mean over the ranks is the batch's mean over its examples.
+struct Share {
+  int64_t begin = 0, end = 0;
+  double weight = 1;
+};
+
+Share batch_share(int64_t n, int rank, int ranks) {
+  Share s{n * rank / ranks, n * (rank + 1) / ranks, 0};
+  s.weight = static_cast<double>(ranks) * static_cast<double>(s.end - s.begin) / static_cast<double>(n);
+  if (s.begin == s.end) s.end = std::min(s.begin + 1, n), s.begin = s.end - 1;  // one example, at weight 0
+  return s;
+}
+
 // Fine-tunes one model (learning rate `lr`, seed `seed`) into root/name;
 // `started` is called after its first optimizer step, and may move `root`
 // (the staged output taking its place): paths are made from it when used.
+// Data parallel, rank 0 alone evaluates and writes (its result is the run's).
 RunResult run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o, double lr, uint64_t seed,
-                  const std::string& root, const std::string& name, Device device,
+                  const std::string& root, const std::string& name, Device device, dist::Communicator& comm,
                   const std::function<void()>& started) {
   task.load(o.checkpoint, device, seed, /*quiet=*/true, o.from_scratch);  // what is new was said once, up front
+  const bool lead = comm.rank() == 0;
+  std::unique_ptr<dist::GradientReducer> reducer;
+  if (comm.size() > 1) {
+    dist::broadcast_parameters(comm, task.model().named_parameters());
+    reducer = std::make_unique<dist::GradientReducer>(comm, task.model().named_parameters(),
+                                                      static_cast<int64_t>(c.bucket_cap_mb * (1 << 20)));
+  }
   nn::AdamWConfig adam;
   adam.lr = lr;
   adam.weight_decay = c.weight_decay;
@@ -557,8 +584,11 @@ RunResult run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o,
   adam.warmup_steps = static_cast<int64_t>(std::ceil(c.warmup_ratio * static_cast<double>(adam.total_steps)));
   nn::AdamW opt(task.model().named_parameters(), adam);
 
-  make_directories(root + "/" + name);
-  MetricsLog log(root + "/" + name + "/metrics.jsonl", {});  // the open file follows its folder
+  std::optional<MetricsLog> log;  // the open file follows its folder
+  if (lead) {
+    make_directories(root + "/" + name);
+    log.emplace(root + "/" + name + "/metrics.jsonl", MetricsObserver{});
+  }
   RunClock clock(0);
   Throughput throughput;
   RunResult result;
@@ -567,28 +597,31 @@ RunResult run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o,
     const std::vector<int64_t> order =
         shuffled_order(n, CounterRng(seed, rng_stream(RngPurpose::finetune_order, epoch)));
     for (int64_t first = 0; first < n; first += c.batch_size) {
-      const std::vector<int64_t> indices(order.begin() + first, order.begin() + std::min(n, first + c.batch_size));
+      const int64_t size = std::min(n, first + c.batch_size) - first;
+      const Share share = batch_share(size, comm.rank(), comm.size());
+      const std::vector<int64_t> indices(order.begin() + first + share.begin, order.begin() + first + share.end);
       ++step;
       const bool logged = step % c.log_every == 0 || step == 1 || step == adam.total_steps;
       auto forward = [&](int64_t) {
-        nn::Context ctx = nn::Context::train(seed, step);
+        nn::Context ctx = nn::Context::train(seed, step, comm.rank(), comm.size());
         int64_t tokens = 0;
         Var loss = task.loss(indices, ctx, &tokens);
-        return MicroBatch{loss, {{"loss", loss.value()}}, tokens};
+        if (share.weight != 1) loss = affine(loss, share.weight);
+        return MicroBatch{loss, {{"loss", loss.value()}}, share.weight == 0 ? 0 : tokens};
       };
       auto report = [&](int64_t) -> void {
         throw Error(detail::cat("step ", step, " (epoch ", epoch, "): the fine-tuning loss is not finite; try a "
                                 "smaller learning rate than ", lr));
       };
-      StepResult s = optimizer_step(opt, step, 1, logged, forward, report);
+      StepResult s = optimizer_step(opt, step, 1, logged, forward, report, {&comm, reducer.get(), true});
       throughput.add(s.tokens);
       if (step == 1) started();
-      if (logged) {
+      if (logged && lead) {
         json::Value line = json::Value::object();
         line["step"] = step;
         line["epoch"] = epoch;
         const double tokens_per_s = throughput.per_second_and_restart();
-        log.write(step_line(line, s, tokens_per_s));
+        log->write(step_line(line, s, tokens_per_s));
         if (!o.quiet)
           std::fprintf(stderr, "  epoch %lld/%lld step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s | ETA %s\n",
                        static_cast<long long>(epoch), static_cast<long long>(c.epochs), static_cast<long long>(step),
@@ -596,15 +629,17 @@ RunResult run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o,
                        s.optimizer.lr, tokens_per_s,
                        format_duration(clock.seconds_left(step, adam.total_steps - step)).c_str());
       }
-      if (InterruptScope::interrupted()) return result;
+      // Every rank stops at the same step: a Ctrl-C seen by any stops all.
+      if (comm.any(InterruptScope::interrupted())) return result;
     }
+    if (!lead) continue;
     const Evaluation e = task.evaluate();
     json::Value line = json::Value::object();
     line["epoch"] = epoch;
     line["step"] = step;
     line["eval"] = e.metrics;
     line["score"] = e.score;
-    log.write(line);
+    log->write(line);
     const bool best = epoch == 1 || e.score > result.best_score;
     if (!o.quiet)
       std::fprintf(stderr, "  epoch %lld: dev %s, score %.4f%s\n", static_cast<long long>(epoch),
@@ -672,6 +707,10 @@ text::TokenizerOptions tokenizer_options(const FinetuneConfig& c, const std::str
 
 FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   FinetuneOptions o = o_in;
+  dist::SingleProcess single;
+  dist::Communicator& comm = o.comm ? *o.comm : single;
+  const bool lead = comm.rank() == 0;
+  if (!lead) o.quiet = true;
   // Everything is read and checked before anything is written.
   const TaskFiles files = find_task_files(o.task, o.data);
   o.checkpoint = resolve_checkpoint(o.checkpoint);
@@ -679,7 +718,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   check_output(o.out, OutputKind::folder, o.overwrite);
   check_output_spares(o.out, o.checkpoint, "--checkpoint");
   check_output_spares(o.out, o.data, "--data");
-  const Device device = resolve_device(c.device);
+  const Device device = resolve_device(c.device, comm.local_rank());
   set_threads(c.threads);
   const text::Tokenizer tokenizer(text::Vocab::load(find_vocab(o.checkpoint)), tokenizer_options(c, o.checkpoint));
   std::unique_ptr<Task> task;
@@ -694,19 +733,29 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
                  model_config.pe.find("ape_learned") == std::string::npos,
              "train.max_seq_length ", c.max_seq_length, " is beyond the checkpoint's max_position_embeddings ",
              model_config.max_position_embeddings, " (its learned absolute position table)");
-  if (!o.quiet)
-    std::fprintf(stderr, "ordo finetune: %s from %s%s (lower_case %s), %zu learning rate(s) x %lld seed(s), %lld epochs\n",
-                 task->describe().c_str(), o.from_scratch ? "random weights in the config of " : "", o.checkpoint.c_str(), tokenizer.options().lower_case ? "true" : "false",
-                 c.learning_rates.size(), static_cast<long long>(c.seeds), static_cast<long long>(c.epochs));
-
-  StagedFolder staged(o.out);
-  std::string root = staged.path();
   json::Value recorded = c.source;
   recorded["checkpoint"] = o.checkpoint;
   recorded["task"] = o.task;
   recorded["data"] = o.data;
   recorded["from_scratch"] = o.from_scratch;
-  write_file_atomic(root + "/config.json", json::dump(recorded, 2) + "\n");
+  check_same_config(comm, recorded, o.out);
+  if (!o.quiet) {
+    std::fprintf(stderr, "ordo finetune: %s from %s%s (lower_case %s), %zu learning rate(s) x %lld seed(s), %lld epochs\n",
+                 task->describe().c_str(), o.from_scratch ? "random weights in the config of " : "", o.checkpoint.c_str(), tokenizer.options().lower_case ? "true" : "false",
+                 c.learning_rates.size(), static_cast<long long>(c.seeds), static_cast<long long>(c.epochs));
+    if (comm.size() > 1)
+      std::fprintf(stderr, "data parallel: %d processes (%s); each batch of %lld shared among them\n", comm.size(),
+                   comm.backend(device).c_str(), static_cast<long long>(c.batch_size));
+  }
+
+  // Rank 0 writes; the others only train.
+  std::optional<StagedFolder> staged;
+  std::string root;
+  if (lead) {
+    staged.emplace(o.out);
+    root = staged->path();
+    write_file_atomic(root + "/config.json", json::dump(recorded, 2) + "\n");
+  }
 
   InterruptScope interrupt;
   FinetuneSummary summary;
@@ -715,21 +764,26 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   results["score"] = is_squad(o.task) ? "dev f1" : "mean of the dev metrics";
   json::Value per_lr = json::Value::array();
   double best_mean = -1e300;
-  auto write_results = [&] { write_file_atomic(root + "/results.json", json::dump(results, 2) + "\n"); };
+  bool stopped = false;  // by Ctrl-C (on any rank)
+  auto write_results = [&] {
+    if (lead) write_file_atomic(root + "/results.json", json::dump(results, 2) + "\n");
+  };
   for (double lr : c.learning_rates) {
     std::vector<RunResult> runs;
     json::Value run_lines = json::Value::array();
-    for (int64_t k = 0; k < c.seeds && !InterruptScope::interrupted(); ++k) {
+    for (int64_t k = 0; k < c.seeds && !stopped; ++k) {
       const uint64_t seed = c.seed + static_cast<uint64_t>(k);
       if (!o.quiet) std::fprintf(stderr, "run %s\n", run_name(lr, seed).c_str());
       // The new output takes the old one's place once a run has done its first step.
       auto started = [&] {
-        if (staged.committed()) return;
-        staged.commit();
+        if (!lead || staged->committed()) return;
+        staged->commit();
         root = o.out;
       };
-      runs.push_back(run_one(*task, c, o, lr, seed, root, "runs/" + run_name(lr, seed), device, started));
+      runs.push_back(run_one(*task, c, o, lr, seed, root, "runs/" + run_name(lr, seed), device, comm, started));
       const RunResult& r = runs.back();
+      stopped = !r.finished;
+      if (!lead) continue;  // rank 0's results are the run's
       json::Value line = json::Value::object();
       line["run"] = run_name(lr, seed);
       line["seed"] = static_cast<int64_t>(seed);
@@ -739,6 +793,10 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
       line["best"] = r.best_metrics;
       run_lines.push_back(line);
       summary.runs_finished += r.finished;
+    }
+    if (!lead) {
+      if (stopped) break;
+      continue;
     }
     json::Value entry = json::Value::object();
     entry["lr"] = lr;
@@ -751,13 +809,19 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
     }
     per_lr.push_back(entry);
     results["learning_rates"] = per_lr;
-    if (staged.committed()) write_results();
-    if (InterruptScope::interrupted()) break;
+    if (lead && staged->committed()) write_results();
+    if (stopped) break;
   }
-  ORDO_CHECK(staged.committed(), "interrupted before the first step; '", o.out, "' is left as it was");
-  write_results();
-  summary.interrupted = InterruptScope::interrupted();
+  summary.interrupted = stopped;
   summary.results = results;
+  // The others wait for rank 0's last files: when the command returns, the runs are on disk.
+  if (!lead) {
+    comm.barrier();
+    return summary;
+  }
+  ORDO_CHECK(staged->committed(), "interrupted before the first step; '", o.out, "' is left as it was");
+  write_results();
+  comm.barrier();
   // The outcome, also under --quiet: one line per learning rate.
   for (const json::Value& entry : per_lr.as_array()) {
     const json::Value& score = entry["summary"]["score"];

@@ -41,6 +41,14 @@
 //                          files as the GLUE server names them (SST-2.tsv, MNLI-m.tsv, ...)
 // There is no --resume: a run that stops (an error, Ctrl-C) keeps what it has
 // written so far, and its results.json says which runs finished.
+//
+// Data parallel (mpirun -np N): every rank builds the same model (rank 0's
+// weights broadcast) and takes a contiguous share of each batch, its loss
+// weighted by its share of the batch's examples, so that the summed gradient
+// is the whole batch's mean loss's, as one process computes it (up to the
+// order of the sums; the dropout masks differ, drawn per share). A rank whose
+// share is empty (a last batch smaller than N) runs one example at weight 0.
+// Rank 0 alone evaluates, prints and writes.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +56,10 @@
 #include <vector>
 
 #include "base/json.h"
+
+namespace ordo::dist {
+class Communicator;
+}
 
 namespace ordo::train {
 
@@ -67,6 +79,7 @@ struct FinetuneConfig {
   bool save_best = true;
   std::string device = "auto";
   int64_t threads = 0;
+  double bucket_cap_mb = 25;  // data parallel: gradient bucket size (PyTorch DDP's bucket_cap_mb)
   // tokenizer: BERT's uncased default; a checkpoint of an ordo run or with an
   // HF tokenizer_config.json says what it was trained with (lower_case "auto").
   std::string lower_case = "auto";  // "auto", "true", "false"
@@ -96,6 +109,8 @@ struct FinetuneOptions {
   // The checkpoint's config and vocabulary with random weights instead of its
   // own (initialised as pretraining starts): the baseline pretraining is to beat.
   bool from_scratch = false;
+  // The ranks of a data-parallel run (mpirun); nullptr: one process.
+  dist::Communicator* comm = nullptr;
 };
 
 // The names fine-tuning takes, in order: the GLUE tasks, then squad, squad2.

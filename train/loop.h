@@ -90,6 +90,10 @@ using NonFiniteReport = std::function<void(int64_t m)>;
 struct DataParallel {
   dist::Communicator* comm = nullptr;
   dist::GradientReducer* reducer = nullptr;
+  // The ranks' micro-batches may hold different numbers of tokens (a
+  // fine-tuning batch split unevenly): the step's tokens are summed over the
+  // ranks rather than taken as this rank's times the ranks.
+  bool uneven_shares = false;
   int64_t ranks() const { return comm ? comm->size() : 1; }
 };
 
@@ -104,6 +108,11 @@ struct DataParallel {
 StepResult optimizer_step(nn::AdamW& opt, int64_t step, int64_t micro_batches, bool read_scalars,
                           const MicroBatchForward& forward, const NonFiniteReport& report,
                           const DataParallel& dp = {});
+
+// Every rank of a data-parallel run must train the same run: a rank whose
+// resolved config (or output folder) differs from rank 0's throws, naming the
+// first differing key ("train.lr"). Nothing for one process.
+void check_same_config(dist::Communicator& comm, const json::Value& config, const std::string& out);
 
 // ---- logging ------------------------------------------------------------------------------
 

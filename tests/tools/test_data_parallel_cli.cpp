@@ -202,6 +202,51 @@ TEST_CASE("mpirun: Ctrl-C stops every rank after the same step, with a checkpoin
   CHECK(ordo::read_file(dir / "log").find("interrupted (Ctrl-C) at step " + std::to_string(last)) != std::string::npos);
 }
 
+// Fine-tuning: each rank a contiguous share of every batch, its loss weighted
+// by its share of the examples. Expected: one process's run of the same
+// batches, within the rounding of the different order of the sums (dropout
+// off: its masks are drawn per share). The batch size is odd, so the two
+// shares of a full batch differ in size and only their weights make the mean
+// right; where it leaves a last batch of one example, one rank's share is
+// empty (one example at weight 0).
+TEST_CASE("mpirun -np 2 ordo finetune: one process's run within rounding; rank 0 alone writes", "[mpi]") {
+  TempDir dir("dp-finetune");
+  REQUIRE(run_ordo(tiny_run("--set model.hidden_dropout_prob=0 --set model.attention_probs_dropout_prob=0 --out " +
+                            (dir / "pretrained"))).exit_code == 0);
+  REQUIRE(run_ordo("data tasks --from " + (dir / "pretrained") + " --out " + (dir / "tasks")).exit_code == 0);
+  std::ifstream train(dir / "tasks/roles/train.tsv");
+  int64_t examples = -1;  // the header
+  for (std::string line; std::getline(train, line);) ++examples;
+  REQUIRE(examples > 8);
+  const std::string finetune = "finetune --quiet --checkpoint " + (dir / "pretrained") + " --task rte --data " +
+                               (dir / "tasks/roles") + " --set train.epochs=2 --set train.log_every=1"
+                               " --set train.max_seq_length=32 --set train.lr=1e-3 --set train.threads=1"
+                               " --set train.batch_size=" + std::to_string(examples % 2 == 0 ? examples - 1 : examples - 2) +
+                               " --set train.bucket_cap_mb=0.02 --out ";
+  REQUIRE(run_ordo(finetune + (dir / "one")).exit_code == 0);
+  const CommandResult r = mpirun(2, finetune + (dir / "two"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const std::string run = "/runs/lr_0.001_seed_42";
+  const auto one = step_lines(dir / ("one" + run)), two = step_lines(dir / ("two" + run));
+  REQUIRE(one.size() == 4);  // two batches an epoch
+  REQUIRE(two.size() == 4);
+  CHECK(two[0]["loss"].as_number() == Approx(one[0]["loss"].as_number()).epsilon(1e-6));  // the same forward
+  for (size_t i = 0; i < 4; ++i) {
+    INFO("step " << i + 1);
+    CHECK(std::fabs(two[i]["loss"].as_number() - one[i]["loss"].as_number()) <= 1e-5 * one[i]["loss"].as_number());
+    CHECK(std::fabs(two[i]["grad_norm"].as_number() - one[i]["grad_norm"].as_number()) <=
+          1e-5 * one[i]["grad_norm"].as_number());
+  }
+  const ordo::json::Value a = ordo::json::parse(ordo::read_file(dir / "one/results.json"));
+  const ordo::json::Value b = ordo::json::parse(ordo::read_file(dir / "two/results.json"));
+  CHECK(b["learning_rates"][0]["runs"][0]["best"] == a["learning_rates"][0]["runs"][0]["best"]);
+  // The same files, written once.
+  for (const char* file : {"config.json", "runs/lr_0.001_seed_42/dev_predictions.tsv",
+                           "runs/lr_0.001_seed_42/best/model.safetensors"})
+    CHECK(ordo::file_exists(dir / "two/" + std::string(file)));
+}
+
 TEST_CASE("ordo bench dp: the bytes all-reduced are the parameters', the 2-process step is measured", "[mpi][bench]") {
   const CommandResult r = run_ordo("bench dp --config tiny --cpu-config tiny --cpu-batch 1 --steps 1"
                                    " --set train.batch_size=2 --set train.max_seq_length=8",
