@@ -9,6 +9,8 @@
 #                 its report (RUN_DIR/report/index.html)
 #   make finetune after make run: the synthetic language's tasks (GLUE/SQuAD formats) from the run's
 #                 corpus, each fine-tuned from the run's checkpoint over 3 seeds (mean +- std)
+#   make table2   Wang et al. 2021's Table 2: the 13 configurations pretrained, probed and reported
+#                 beside the paper's values in runs/table2/report (resumable)
 #   make bench    build and print the benchmark tables
 #   make deps     install the Debian packages the build and tests use, where missing
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
@@ -46,7 +48,7 @@ else
 endif
 CMAKE_FLAGS += -DORDO_BLAS=$(ORDO_BLAS) -DORDO_NATIVE=$(ORDO_NATIVE) "-DORDO_CUDA_ARCHITECTURES=$(CUDA_ARCHS)"
 
-.PHONY: all build configure test test-emulated run finetune bench deps fuzz clean
+.PHONY: all build configure test test-emulated run finetune table2 bench deps fuzz clean
 
 all: build
 
@@ -98,6 +100,15 @@ finetune: build
 	  $(BUILD)/ordo finetune --checkpoint $(RUN_DIR) --task $$task --data $(RUN_DIR)/tasks/$$folder \
 	    --config configs/finetune/tiny.json --out $(RUN_DIR)/finetune/$$folder --overwrite --quiet $(FINETUNE_FLAGS); \
 	done
+
+# Wang et al. 2021's Table 2 (report/experiment.h): the 13 configurations
+# pretrained one after another into $(TABLE2_DIR)/runs, probed and reported
+# beside the paper's values in $(TABLE2_DIR)/report. Interrupted, the same
+# command continues where it stopped. TABLE2_FLAGS adds flags (--set ...).
+TABLE2_DIR ?= runs/table2
+TABLE2_FLAGS ?=
+table2: deps build
+	$(BUILD)/ordo experiment configs/papers/wang2021_table2 --out $(TABLE2_DIR) --probe-length 64 $(TABLE2_FLAGS)
 
 # The CUDA sources run on the CPU with CUDA's execution model
 # (tensor/cuda/emulator/): each schedule orders the threads and blocks

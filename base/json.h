@@ -140,6 +140,12 @@ Value parse(std::string_view text, const ParseLimits& limits = {});
 // not valid UTF-8.
 std::string dump(const Value& v, int indent = -1);
 
+// Where two values first differ, as a dotted path of object keys ("train.lr"):
+// a key of either object missing from the other, or the first unequal leaf
+// (arrays compare whole). "" when equal; "(the whole value)" when they differ
+// at the top.
+std::string first_difference(const Value& a, const Value& b);
+
 }  // namespace ordo::json
 
 #endif  // ORDO_TENSOR_JSON_H
@@ -817,6 +823,27 @@ std::string dump(const Value& v, int indent) {
   writer.value(v, 0);
   return std::move(writer.out);
 }
+
+namespace detail {
+
+inline std::string first_difference_at(const Value& a, const Value& b, const std::string& path) {
+  if (a.is_object() && b.is_object()) {
+    for (const auto& [key, value] : a.items()) {
+      const std::string here = path.empty() ? key : path + "." + key;
+      if (!b.contains(key)) return here;
+      std::string inner = first_difference_at(value, b[key], here);
+      if (!inner.empty()) return inner;
+    }
+    for (const auto& [key, value] : b.items())
+      if (!a.contains(key)) return path.empty() ? key : path + "." + key;
+    return "";
+  }
+  return a == b ? "" : (path.empty() ? "(the whole value)" : path);
+}
+
+}  // namespace detail
+
+std::string first_difference(const Value& a, const Value& b) { return detail::first_difference_at(a, b, ""); }
 
 }  // namespace ordo::json
 

@@ -18,7 +18,7 @@
 // (base/counter_rng.h), so one seed gives the same words on every platform.
 //
 // The function is pure: a model and a vocabulary in, matrices out; the
-// files are tools/cmd_probe.cpp's.
+// files are probe/probe_folder.h's.
 #pragma once
 
 #include <cstdint>

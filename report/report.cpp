@@ -500,7 +500,7 @@ std::string run_section(const RunRecord& r, std::vector<OutputFile>& files) {
 
 }  // namespace
 
-std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs) {
+std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs, const std::string& lead_html) {
   ORDO_CHECK(!runs.empty(), "report: no runs");
   std::vector<OutputFile> files;
   files.push_back({"table.md", table_markdown(runs)});
@@ -536,7 +536,7 @@ std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs) {
       "1 = symmetric), then the final held-out language-model loss and accuracy of the run (masked tokens for MLM "
       "and MLM+NSP, the next token for causal: the objective column says which). Also as "
       "<a href=\"table.md\">Markdown</a>, <a href=\"table.csv\">CSV</a> and <a href=\"table.json\">JSON</a>.</p>\n" +
-      html_table(runs) + "<h2>Heatmaps</h2>\n" +
+      html_table(runs) + lead_html + "<h2>Heatmaps</h2>\n" +
       figure_html("heatmaps.png", "softmax attention of the probed layer, one panel per run (rows: query position i, "
                                   "columns: key position j; viridis, each panel its own scale)") +
       sections + "</body>\n</html>\n";

@@ -75,7 +75,9 @@ struct OutputFile {
   std::string bytes;
 };
 // Every file of the report; reads the files it copies. Nothing is written.
-std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs);
+// `lead_html`, when given, is a section set after the table (an experiment's
+// comparison with the paper's values, report/paper_table.h).
+std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs, const std::string& lead_html = "");
 
 // Writes the files into a folder built beside dir and swapped in whole for it
 // (base/output.h: no file of a previous report stays; the caller checks the

@@ -331,26 +331,6 @@ bool InterruptScope::interrupted() { return g_interrupted; }
 
 // ---- the ranks of a data-parallel run ---------------------------------------------------------
 
-namespace {
-
-// The first key at which two resolved configs differ ("train.lr"), or "".
-std::string first_difference(const json::Value& a, const json::Value& b, const std::string& path) {
-  if (a.is_object() && b.is_object()) {
-    for (const auto& [key, value] : a.items()) {
-      const std::string here = path.empty() ? key : path + "." + key;
-      if (!b.contains(key)) return here;
-      std::string inner = first_difference(value, b[key], here);
-      if (!inner.empty()) return inner;
-    }
-    for (const auto& [key, value] : b.items())
-      if (!a.contains(key)) return path.empty() ? key : path + "." + key;
-    return "";
-  }
-  return a == b ? "" : (path.empty() ? "(the whole config)" : path);
-}
-
-}  // namespace
-
 // Every rank must train the same run: a rank whose resolved config (or
 // output) differs from rank 0's is refused, naming the first differing key.
 void check_same_config(dist::Communicator& comm, const json::Value& config, const std::string& out) {
@@ -363,7 +343,7 @@ void check_same_config(dist::Communicator& comm, const json::Value& config, cons
   ORDO_CHECK(lead_out == out, "rank ", comm.rank(), " writes to '", out, "', rank 0 to '", lead_out,
              "': every rank of a data-parallel run must be given the same --out");
   const json::Value theirs = json::parse(lead.substr(0, split));
-  const std::string key = first_difference(theirs, config, "");
+  const std::string key = json::first_difference(theirs, config);
   throw Error(detail::cat("rank ", comm.rank(), "'s run config differs from rank 0's at '", key,
                           "': every rank of a data-parallel run must resolve the same config (same files, same --set)"));
 }

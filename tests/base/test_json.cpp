@@ -350,3 +350,15 @@ TEST_CASE("json: building values and comparing them", "[json]") {
   CHECK(parse("9007199254740993") != parse("9007199254740992.0"));
   CHECK(parse("9007199254740992") == parse("9007199254740992.0"));
 }
+
+namespace json = ordo::json;
+
+TEST_CASE("json: first_difference names the first differing key as a dotted path", "[json]") {
+  const json::Value a = json::parse(R"({"model": {"pe": "none", "hidden": 4}, "train": {"lr": 1, "steps": [1, 2]}})");
+  CHECK(json::first_difference(a, a).empty());
+  CHECK(json::first_difference(a, json::parse(R"({"model": {"pe": "none", "hidden": 4}, "train": {"lr": 2, "steps": [1, 2]}})")) == "train.lr");
+  CHECK(json::first_difference(a, json::parse(R"({"model": {"pe": "none"}, "train": {"lr": 1, "steps": [1, 2]}})")) == "model.hidden");
+  CHECK(json::first_difference(json::parse(R"({"model": {"pe": "none"}})"), json::parse(R"({"model": {"pe": "none", "x": 1}})")) == "model.x");
+  CHECK(json::first_difference(a, json::parse(R"({"model": {"pe": "none", "hidden": 4}, "train": {"lr": 1, "steps": [1, 3]}})")) == "train.steps");
+  CHECK(json::first_difference(json::Value(1.0), json::Value(2.0)) == "(the whole value)");
+}

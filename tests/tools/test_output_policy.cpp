@@ -144,7 +144,7 @@ TEST_CASE("an output that would delete an input, or is the wrong kind, is refuse
     std::string args, message;
   };
   const Case cases[] = {
-      {"probe --checkpoint " + in.run + " --out " + in.run + " --words 5 --length 6", "holds --checkpoint"},
+      {"probe --checkpoint " + in.run + " --out " + in.run + " --words 5 --length 6", "is --checkpoint"},
       {"probe --checkpoint " + in.run + " --out " + in.dir.path + " --words 5 --length 6", "holds --checkpoint"},
       {"analyze --run " + in.run + " --out " + in.run, "is --run"},
       {"analyze --run " + in.run + " --out " + in.dir.path, "holds --run"},

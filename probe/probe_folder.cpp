@@ -1,0 +1,95 @@
+// The folder of `ordo probe` (probe/probe_folder.h).
+#include "probe/probe_folder.h"
+
+#include <cstdlib>
+
+#include "base/error.h"
+#include "nn/checkpoint.h"
+#include "pe/registry.h"
+#include "plot/plot.h"
+#include "train/checkpoint_paths.h"
+
+namespace ordo::probe {
+
+namespace {
+
+png::Image layer_heatmap(const Matrix& m, const std::string& variant, int layer, bool scores) {
+  plot::HeatmapStyle style;
+  style.title = variant + ": layer " + std::to_string(layer) + (scores ? " scores (unnormalised)" : " attention");
+  style.colorbar_label = scores ? "score" : "attention";
+  range_of_word_positions(style, m);
+  return plot::heatmap(m, style);
+}
+
+}  // namespace
+
+std::vector<int> parse_layers(const std::string& text, int64_t layers) {
+  std::vector<int> out;
+  if (text == "all") {
+    for (int l = 1; l <= layers; ++l) out.push_back(l);
+    return out;
+  }
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  ORDO_CHECK(!text.empty() && *end == '\0', "flag --layer expects a layer number (1-based) or 'all', got '", text, "'");
+  ORDO_CHECK(v >= 1 && v <= layers, "flag --layer ", v, " is outside 1..", layers, " (the checkpoint has ", layers,
+             " layers; they count from 1)");
+  out.push_back(static_cast<int>(v));
+  return out;
+}
+
+ProbeFolder probe_folder(const ProbeRequest& request) {
+  ProbeFolder f;
+  f.checkpoint = train::resolve_checkpoint(request.checkpoint);
+  const nn::BertConfig config = nn::load_config(f.checkpoint);
+  f.variant = config.pe;
+  ProbeOptions options = request.options;
+  options.layers = parse_layers(request.layers, config.num_hidden_layers);
+  f.vocab = request.vocab.empty() ? train::find_vocab(f.checkpoint) : request.vocab;
+  const text::Vocab vocab = text::Vocab::load(f.vocab);
+  auto model = pe::load_model(f.checkpoint, request.device);
+  f.result = identical_word_probe(*model, vocab, options);
+
+  json::Value indicators = json::Value::object();
+  json::Value file_list = json::Value::object();
+  for (const LayerProbe& p : f.result.layers) {
+    const std::string k = std::to_string(p.layer), key = "layer_" + k;
+    indicators[key] = layer_indicators_json(p.attention);
+    json::Value names = json::Value::object();
+    names["attention_csv"] = "attention_layer" + k + ".csv";
+    names["scores_csv"] = "scores_layer" + k + ".csv";
+    names["attention_png"] = "attention_layer" + k + ".png";
+    names["scores_png"] = "scores_layer" + k + ".png";
+    f.files.emplace_back(names["attention_csv"].as_string(), to_csv(p.attention));
+    f.files.emplace_back(names["scores_csv"].as_string(), to_csv(p.scores));
+    f.files.emplace_back(names["attention_png"].as_string(), png::encode(layer_heatmap(p.attention, config.pe, p.layer, false)));
+    f.files.emplace_back(names["scores_png"].as_string(), png::encode(layer_heatmap(p.scores, config.pe, p.layer, true)));
+    file_list[key] = names;
+  }
+  f.files.emplace_back("indicators.json", json::dump(indicators, 2) + "\n");
+
+  json::Value meta = json::Value::object();
+  meta["written_by"] = "ordo probe";
+  meta["checkpoint"] = f.checkpoint;
+  meta["checkpoint_given"] = request.checkpoint;
+  meta["vocab"] = f.vocab;
+  meta["variant"] = config.pe;
+  meta["num_hidden_layers"] = config.num_hidden_layers;
+  meta["num_attention_heads"] = config.num_attention_heads;
+  meta["words"] = options.words;
+  meta["length"] = f.result.length;
+  meta["length_note"] = "tokens per sequence, [CLS] and [SEP] included: [CLS] + (length - 2) x word + [SEP]";
+  json::Value layers = json::Value::array();
+  for (const auto& p : f.result.layers) layers.push_back(p.layer);
+  meta["layers"] = layers;
+  meta["seed"] = static_cast<int64_t>(options.seed);
+  json::Value words = json::Value::array();
+  for (int32_t id : f.result.word_ids) words.push_back(vocab.token(id));
+  meta["word_tokens"] = words;
+  meta["indicators"] = "indicators.json";
+  meta["files"] = file_list;
+  f.files.emplace_back("probe.json", json::dump(meta, 2) + "\n");
+  return f;
+}
+
+}  // namespace ordo::probe

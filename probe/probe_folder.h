@@ -1,0 +1,47 @@
+// The folder `ordo probe --out DIR` writes, from a checkpoint: what the
+// command and the experiment runner (report/experiment.h) both make.
+//
+// For each probed layer K:
+//   attention_layerK.csv    the softmax attention averaged over heads and words (L x L)
+//   scores_layerK.csv       the pre-softmax scores averaged likewise (Wang et al. App. J)
+//   attention_layerK.png, scores_layerK.png   their heatmaps
+// and
+//   indicators.json         {"layer_K": {"with_special": {...}, "without_special": {...}}, ...}
+//   probe.json              what was probed: checkpoint, variant, words, length, layers, seed, files
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "probe/probe.h"
+#include "tensor/tensor.h"
+
+namespace ordo::probe {
+
+struct ProbeRequest {
+  std::string checkpoint;  // a checkpoint directory, or a run directory (its latest checkpoint)
+  std::string vocab;       // "": the checkpoint's own, else its run's
+  std::string layers = "1";  // a layer number (1-based) or "all"
+  ProbeOptions options;      // its layers are taken from `layers`
+  Device device;
+};
+
+// The request's layers as numbers: "all" or one layer K in 1..layers;
+// an error naming the flag --layer otherwise.
+std::vector<int> parse_layers(const std::string& text, int64_t layers);
+
+// The checkpoint probed and every file of its folder, rendered in memory.
+struct ProbeFolder {
+  std::string checkpoint;  // the checkpoint directory probed
+  std::string vocab;       // the vocabulary read
+  std::string variant;     // its model.pe
+  ProbeResult result;
+  std::vector<std::pair<std::string, std::string>> files;  // (name, bytes)
+};
+
+// Resolves, loads and probes the request's checkpoint and renders the folder:
+// nothing is written (write_folder(out, folder.files) writes it whole).
+ProbeFolder probe_folder(const ProbeRequest& request);
+
+}  // namespace ordo::probe
