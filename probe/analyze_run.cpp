@@ -19,6 +19,7 @@
 #include "plot/plot.h"
 #include "probe/analysis_linalg.h"
 #include "probe/analysis_position.h"
+#include "probe/probe.h"
 #include "text/corpus.h"
 #include "text/tokenizer.h"
 #include "train/pretrain.h"
@@ -592,6 +593,78 @@ void probes_of_table(RunState& c, Output& out) {
                    " table (Wang & Chen 2020, §4.2.2, Fig. 2). Components for 90 %: " + counts + ".");
 }
 
+// The identical-word indicators of layer 1 at each checkpoint: how the
+// attention's position pattern forms during pretraining (the keys and the
+// reading of probe/indicators.h; without the special tokens' rows and columns).
+const char* const kTrajectoryKeys[][2] = {
+    {"translation_invariance", "translation invariance (AIV)"},
+    {"monotonicity_first_k", "monotonicity, first 20 offsets (OPR)"},
+    {"symmetry_sd", "symmetry (SD)"},
+    {"direction_balance", "direction balance (DB)"},
+};
+
+void indicator_trajectory(RunState& c, Output& out) {
+  const std::string title = "Indicators of layer 1 during pretraining";
+  const std::vector<int64_t> steps = checkpoint_steps(c.run_dir);
+  std::string vocab_path = c.run_dir + "/vocab.txt";
+  if (!file_exists(vocab_path)) return out.skip(title, "the run has no vocab.txt to draw the probe's words from");
+  const text::Vocab vocab = text::Vocab::load(vocab_path);
+  probe::ProbeOptions options;
+  // Fewer than the paper's 300 (which, it says, change the indicators little: Wang et al. 2021, footnote 9),
+  // as 12 checkpoints are probed; all there are in a smaller vocabulary.
+  options.words = std::min<int64_t>(100, probe::probe_words_available(vocab));
+  options.length = std::min<int64_t>(c.length, 128);
+  options.seed = c.options.seed;
+  // At most 12 checkpoints, evenly spread, the first and the last included.
+  std::vector<int64_t> chosen;
+  const size_t n = std::min<size_t>(12, steps.size());
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = n == 1 ? steps.size() - 1 : k * (steps.size() - 1) / (n - 1);
+    if (chosen.empty() || chosen.back() != steps[i]) chosen.push_back(steps[i]);
+  }
+  json::Value rows = json::Value::array();
+  std::vector<plot::Series> series(std::size(kTrajectoryKeys));
+  for (int64_t step : chosen) {
+    std::unique_ptr<nn::PretrainingModel> m =
+        step == c.step ? nullptr : pe::load_model(train::checkpoint_dir(c.run_dir, step), Device::cpu());
+    const probe::ProbeResult r = probe::identical_word_probe(m ? *m : *c.model, vocab, options);
+    const json::Value indicators = probe::layer_indicators_json(r.layers[0].attention);
+    json::Value row = json::Value::object();
+    row["step"] = step;
+    row["with_special"] = indicators["with_special"];
+    row["without_special"] = indicators["without_special"];
+    rows.push_back(row);
+    for (size_t k = 0; k < series.size(); ++k) {
+      const double v = probe::number_from_json(indicators["without_special"][kTrajectoryKeys[k][0]]);
+      if (!std::isfinite(v)) continue;  // DB is infinite when nothing is attended ahead
+      series[k].x.push_back(static_cast<double>(step));
+      series[k].y.push_back(v);
+    }
+  }
+  std::vector<png::Image> panels;
+  for (size_t k = 0; k < series.size(); ++k) {
+    series[k].name = c.run.model.pe;
+    series[k].points = true;
+    panels.push_back(plot::line_chart({series[k]}, chart(kTrajectoryKeys[k][1], "step", kTrajectoryKeys[k][0], {})));
+  }
+  json::Value j = json::Value::object();
+  j["what"] = "identical word probing of layer 1 at each checkpoint (probe/indicators.h)";
+  j["words"] = options.words;
+  j["length"] = options.length;
+  j["seed"] = static_cast<int64_t>(options.seed);
+  j["steps"] = rows;
+  out.json_file("indicator_trajectory.json", j);
+  out.png("indicator_trajectory.png",
+          plot::grid(panels, 2, c.run.model.pe + ": layer-1 indicators during pretraining (w/o [CLS], [SEP])"));
+  out.analysis(title, "indicator_trajectory.png", "json", "indicator_trajectory.json",
+               "Identical word probing (" + std::to_string(options.words) + " words, length " +
+                   std::to_string(options.length) + ") of layer 1 at " + std::to_string(chosen.size()) +
+                   " of the run's checkpoints: translation invariance (AIV), monotonicity over the first 20 offsets "
+                   "(OPR), symmetry (SD) and direction balance (DB), without the special tokens' rows and columns "
+                   "(0 is the property met; DB 1 is balanced). Wang et al. 2021, Table 2, report for BERT's learned "
+                   "positions AIV 0.0143 and OPR 0.0208 after 1M steps.");
+}
+
 void snapshots(RunState& c, Output& out) {
   const std::string title = "Position patterns at checkpoints during pretraining";
   std::vector<int64_t> steps = checkpoint_steps(c.run_dir);
@@ -815,6 +888,7 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
   attention_rank(c, out, held ? &sample : nullptr);
   probes_of_table(c, out);
   snapshots(c, out);
+  indicator_trajectory(c, out);
   evaluations(c, out, held.get(), why_not);
 
   json::Value index = json::Value::object();

@@ -26,6 +26,9 @@
 //   relative vectors (rpe_shaw's a^K table, rpe_sin(_learnable)'s P(r), of
 //   layer 1, first table): dot products and cosines with the 0.95 threshold
 //   (Wang et al. 2021, App. D); for relative-only variants also the snapshots
+//   every variant: the identical-word indicators of layer 1 (AIV, OPR over
+//     the first 20 offsets, SD, DB) at up to 12 of the run's checkpoints
+//     (Wang et al. 2021, Table 2's indicators during pretraining)
 //   learnable sinusoids (ape_sin_learnable, rpe_sin_learnable): the learned
 //   frequencies against the fixed ones and psi(m) = sum_i cos(w_i m) (Wang et
 //   al. 2021, section 3.1, App. A.3)

@@ -16,10 +16,21 @@ int64_t default_probe_length(const nn::PretrainingModel& model) {
   return max_position >= 0 ? std::min<int64_t>(128, max_position + 1) : 128;
 }
 
-std::vector<int32_t> draw_probe_words(const text::Vocab& vocab, int64_t n, uint64_t seed) {
+namespace {
+
+std::vector<int32_t> probe_word_pool(const text::Vocab& vocab) {
   std::vector<int32_t> pool;
   for (int32_t id = 0; id < vocab.size(); ++id)
     if (!vocab.is_special(id) && !vocab.is_continuation(id)) pool.push_back(id);
+  return pool;
+}
+
+}  // namespace
+
+int64_t probe_words_available(const text::Vocab& vocab) { return static_cast<int64_t>(probe_word_pool(vocab).size()); }
+
+std::vector<int32_t> draw_probe_words(const text::Vocab& vocab, int64_t n, uint64_t seed) {
+  std::vector<int32_t> pool = probe_word_pool(vocab);
   ORDO_CHECK(n >= 1, "identical word probing: the number of words must be >= 1, got ", n);
   ORDO_CHECK(n <= static_cast<int64_t>(pool.size()), "identical word probing: ", n,
              " words asked for, the vocabulary has only ", pool.size(),

@@ -60,6 +60,8 @@ int64_t default_probe_length(const nn::PretrainingModel& model);
 // The N probe words: ids neither special nor continuations, without
 // replacement. An error when the vocabulary has fewer than N such words.
 std::vector<int32_t> draw_probe_words(const text::Vocab& vocab, int64_t n, uint64_t seed);
+// How many words there are to draw from.
+int64_t probe_words_available(const text::Vocab& vocab);
 
 // Runs the probe. Errors (with the value and the limit): N < 1, L < 3 (one
 // word between the specials at least), L beyond an absolute position table,

@@ -1,6 +1,7 @@
 // The report of several runs: see report/report.h.
 #include "report/report.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -206,6 +207,13 @@ void read_analysis(RunRecord& r) {
     a.data = path_of("csv");
     if (a.data.empty()) a.data = path_of("json");
     r.analyses.push_back(a);
+    // The layer-1 indicators at the run's checkpoints, drawn beside the other runs'.
+    if (std::filesystem::path(a.data).filename() == "indicator_trajectory.json" && file_exists(a.data)) {
+      const json::Value t = read_json_file(a.data);
+      const json::Value* steps = t.is_object() ? t.find("steps") : nullptr;
+      ORDO_CHECK(steps && steps->is_array(), a.data, ": expected {\"steps\": [...]}");
+      r.trajectory = *steps;
+    }
   }
   const json::Value* skipped = index.is_object() ? index.find("skipped") : nullptr;
   if (skipped && skipped->is_array())
@@ -500,6 +508,50 @@ std::string run_section(const RunRecord& r, std::vector<OutputFile>& files) {
 
 }  // namespace
 
+namespace {
+
+// The layer-1 indicators against step, one panel per indicator and one line
+// per run that has them (ordo analyze's indicator_trajectory.json).
+png::Image trajectory_grid(const std::vector<RunRecord>& runs) {
+  const char* const keys[][2] = {{"translation_invariance", "translation invariance (AIV)"},
+                                 {"monotonicity_first_k", "monotonicity, first 20 offsets (OPR)"},
+                                 {"symmetry_sd", "symmetry (SD)"},
+                                 {"direction_balance", "direction balance (DB)"}};
+  std::vector<png::Image> panels;
+  for (const auto& [key, title] : keys) {
+    std::vector<plot::Series> lines;
+    int color = 0;
+    for (const RunRecord& r : runs) {
+      if (!r.trajectory.is_array()) continue;
+      plot::Series line;
+      line.name = r.label;
+      line.color = plot::series_color(color++);
+      line.points = true;
+      for (size_t i = 0; i < r.trajectory.size(); ++i) {
+        const json::Value& row = r.trajectory[i];
+        const json::Value* inner = row.is_object() ? row.find("without_special") : nullptr;
+        const json::Value* v = inner && inner->is_object() ? inner->find(key) : nullptr;
+        const json::Value* step = row.is_object() ? row.find("step") : nullptr;
+        ORDO_CHECK(v && step && step->is_number(), r.run_dir, "/analysis/indicator_trajectory.json: steps[", i,
+                   "] lacks \"step\" or \"without_special\".\"", key, "\"");
+        const double y = probe::number_from_json(*v);
+        if (!std::isfinite(y)) continue;
+        line.x.push_back(step->as_number());
+        line.y.push_back(y);
+      }
+      lines.push_back(line);
+    }
+    plot::ChartStyle style;
+    style.title = title;
+    style.x_label = "step";
+    style.y_label = key;
+    panels.push_back(plot::line_chart(lines, style));
+  }
+  return plot::grid(panels, 2, "layer-1 indicators during pretraining (w/o [CLS], [SEP])");
+}
+
+}  // namespace
+
 std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs, const std::string& lead_html) {
   ORDO_CHECK(!runs.empty(), "report: no runs");
   std::vector<OutputFile> files;
@@ -513,6 +565,13 @@ std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs, const 
   files.push_back({"heatmaps.png", png::encode(plot::grid(panels, columns, "identical word probing: attention"))});
 
   std::string sections;
+  if (std::any_of(runs.begin(), runs.end(), [](const RunRecord& r) { return r.trajectory.is_array(); })) {
+    files.push_back({"trajectories.png", png::encode(trajectory_grid(runs))});
+    sections += "<h2>Indicators during pretraining</h2>\n" +
+                figure_html("trajectories.png", "identical word probing of layer 1 at the runs' checkpoints (ordo "
+                                                "analyze), without the special tokens' rows and columns: 0 is the "
+                                                "property met, DB 1 is balanced");
+  }
   for (const RunRecord& r : runs) sections += run_section(r, files);
 
   std::string html =

@@ -15,6 +15,8 @@
 //       invariance: with and without [CLS]; symmetry (SD); direction
 //       balance), then the locality/symmetry paper's locality and symmetry,
 //       then the final held-out MLM loss and accuracy
+//   trajectories.png   when runs' analyses have them: the layer-1 indicators
+//       against step (indicator_trajectory.json), one line per run
 //   heatmaps.png   one panel per run (as Wang et al.'s Fig. 2 and the
 //       locality/symmetry paper's Fig. 1): viridis, colour bar, axis labels,
 //       the row's name as title
@@ -55,6 +57,7 @@ struct RunRecord {
   bool has_analysis = false;
   std::vector<AnalysisEntry> analyses;
   std::vector<std::pair<std::string, std::string>> skipped;  // (title, reason)
+  json::Value trajectory;  // the analysis' layer-1 indicators per checkpoint ("steps"), null when absent
 };
 
 // Reads one run; errors name the file (and line or key) at fault.

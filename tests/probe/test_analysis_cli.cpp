@@ -89,8 +89,20 @@ TEST_CASE("ordo analyze on a tiny ape_learned run writes every analysis and the 
                         "Relative order classification (logistic regression on position pairs)",
                         "Informativeness: cumulative share of the top-k singular values",
                         "Position patterns at checkpoints during pretraining",
+                        "Indicators of layer 1 during pretraining",
                         "Skip-position attack: positions multiplied by c at evaluation"})
     CHECK(done.count(t) == 1);
+  // The trajectory: a row per checkpoint; its last is what `ordo probe` finds with the same words.
+  const json::Value trajectory = json::parse(ordo::read_file(out + "/indicator_trajectory.json"));
+  REQUIRE(trajectory["steps"].size() == 2);
+  CHECK(trajectory["steps"][0]["step"].as_int() == 1);
+  CHECK(trajectory["length"].as_int() == 16);
+  auto probed = run_ordo("probe --checkpoint " + (dir / "run") + " --out " + (dir / "probe") + " --words " +
+                         std::to_string(trajectory["words"].as_int()) + " --length 16 --seed 1");
+  REQUIRE(probed.exit_code == 0);
+  const json::Value layer1 = json::parse(ordo::read_file(dir / "probe/indicators.json"))["layer_1"];
+  CHECK(json::dump(trajectory["steps"][1]["without_special"]) == json::dump(layer1["without_special"]));
+  CHECK(json::dump(trajectory["steps"][1]["with_special"]) == json::dump(layer1["with_special"]));
   // No relative vectors, no learnable frequencies. Beyond the pretraining
   // length 16: the 24-row table holds length 24 (1.5 x 16), not 32 (2 x 16).
   CHECK(skipped.count("Relative position vectors: dot products and cosine similarity (0.95 threshold)") == 1);
@@ -134,7 +146,14 @@ TEST_CASE("ordo analyze skips what a variant lacks: none and rpe_sin_learnable",
   check_index(index, dir / "a");
   std::set<std::string> done = titles(index["analyses"]);
   CHECK(done == std::set<std::string>{"Skip-position attack: positions multiplied by c at evaluation",
+                                      "Indicators of layer 1 during pretraining",
                                       "Evaluation beyond the pretraining length"});
+  // Identical words and no positions: every inner row of the attention is the same, so the inner
+  // matrix is translation invariant (AIV 0) at every checkpoint.
+  const json::Value steps = json::parse(ordo::read_file(dir / "a/indicator_trajectory.json"))["steps"];
+  REQUIRE(steps.size() == 2);
+  for (size_t i = 0; i < steps.size(); ++i)
+    CHECK(steps[i]["without_special"]["translation_invariance"].as_number() == 0);
   for (size_t i = 0; i < index["skipped"].size(); ++i)
     CHECK(index["skipped"][i]["reason"].as_string().find("none") != std::string::npos);
 

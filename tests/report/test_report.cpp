@@ -247,6 +247,38 @@ TEST_CASE("ordo report: the HTML links only files that exist", "[probe][report]"
   CHECK(grid.width > 2 * one.width);
 }
 
+TEST_CASE("ordo report: the runs' indicator trajectories drawn together; a malformed one is named",
+          "[probe][report]") {
+  test::TempDir dir("report-trajectory");
+  const std::string a = dir / "run_a", b = dir / "run_b";
+  fake_run(a, "ape_learned", {1}, false, kMetrics, true);
+  fake_run(b, "rpe_shaw", {1}, false, kMetrics, false);
+  write(a + "/analysis/png.png", png::encode(png::Image(5, 5, 0, 0, 200)));
+  write(a + "/analysis/index.json",
+        "{\"variant\": \"ape_learned\", \"analyses\": [{\"title\": \"Indicators of layer 1 during pretraining\","
+        " \"png\": \"png.png\", \"json\": \"indicator_trajectory.json\", \"caption\": \"c\"}]}");
+  const std::string row = "{\"translation_invariance\": 0.5, \"monotonicity_first_k\": 0.25, \"symmetry_sd\": 0.01,"
+                          " \"direction_balance\": \"inf\"}";
+  write(a + "/analysis/indicator_trajectory.json", "{\"steps\": [{\"step\": 1, \"without_special\": " + row +
+                                                       "}, {\"step\": 2, \"without_special\": " + row + "}]}");
+  test::CommandResult r = test::run_ordo("report " + a + " " + b + " --out " + (dir / "report"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  png_check::read(read_file(dir / "report/trajectories.png"), "trajectories.png");
+  CHECK_THAT(read_file(dir / "report/index.html"), Catch::Contains("src=\"trajectories.png\""));
+
+  write(a + "/analysis/indicator_trajectory.json", "{\"steps\": [{\"step\": 1, \"without_special\": {}}]}");
+  r = test::run_ordo("report " + a + " " + b + " --out " + (dir / "report2"));
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("indicator_trajectory.json: steps[0] lacks"));
+  CHECK_FALSE(file_exists(dir / "report2"));
+
+  // Without trajectories, no such figure.
+  r = test::run_ordo("report " + b + " --out " + (dir / "report3"));
+  REQUIRE(r.exit_code == 0);
+  CHECK_FALSE(file_exists(dir / "report3/trajectories.png"));
+}
+
 TEST_CASE("ordo report: a bad run directory writes nothing", "[probe][report]") {
   test::TempDir dir("report-bad");
   const std::string good = dir / "good";
