@@ -431,6 +431,29 @@ std::string figure_html(const std::string& src, const std::string& caption) {
          html_escape(caption) + "</figcaption></figure>\n";
 }
 
+}  // namespace
+
+std::string reading_of(const RunRecord& r) {
+  const double aiv = probe::number_from_json(r.without_special["translation_invariance"]);
+  const double opr = probe::number_from_json(r.without_special["monotonicity_first_k"]);
+  const bool invariant = aiv <= kInvariantAiv, local = opr <= kLocalOpr;
+  char figures[160];
+  std::snprintf(figures, sizeof figures, " (AIV %.3f, OPR over the first 20 offsets %.3f, without [CLS] and [SEP]; ",
+                aiv, opr);
+  const std::string shape =
+      invariant && local ? "a diagonal band: attention falls with distance and depends on the offset alone"
+      : local            ? "local (attention falls with distance) but not translation invariant: the band changes "
+                           "along the diagonal"
+      : invariant        ? "translation invariant (each diagonal constant) but not local: no band around the diagonal"
+                         : "neither local nor translation invariant: no diagonal band";
+  return "Layer " + std::to_string(r.layer) + " of " + r.label + " attends to identical words with " + shape +
+         figures + "a band is AIV <= 0.1 and OPR <= 0.2 here). Wang et al. 2021 found the layer-1 attention of BERT-base "
+         "local and near translation invariant with every position encoding after pretraining (their Table 2; "
+         "configs/papers/wang2021_table2/paper_table2.tsv holds the values), and uniform without one.";
+}
+
+namespace {
+
 // One run's section; adds the files it links to `files`.
 std::string run_section(const RunRecord& r, std::vector<OutputFile>& files) {
   const std::string base = "runs/" + r.slug + "/";
@@ -455,7 +478,7 @@ std::string run_section(const RunRecord& r, std::vector<OutputFile>& files) {
     files.push_back({base + "scores.png", read_file(r.scores_png)});
     out += figure_html(base + "scores.png", "pre-softmax scores, averaged likewise (unnormalised; Wang et al. 2021, App. J)");
   }
-  out += "</div>\n";
+  out += "</div>\n<p><b>What it shows.</b> " + html_escape(reading_of(r)) + "</p>\n";
 
   // Indicators with and without the specials.
   out += "<table>\n<tr><th>indicator</th><th>with [CLS], [SEP]</th><th>without their rows and columns</th></tr>\n";

@@ -65,6 +65,13 @@ RunRecord read_run(const std::string& run_dir);
 // Reads every run (at least one) and makes their labels and slugs unique.
 std::vector<RunRecord> read_runs(const std::vector<std::string>& run_dirs);
 
+// The reading of a run's probed layer in one sentence, as its report section
+// opens with it: local (OPR over the first 20 offsets, without the special
+// tokens, <= kLocalOpr) and translation invariant (AIV without them <=
+// kInvariantAiv) is a diagonal band; and what the paper found.
+constexpr double kLocalOpr = 0.2, kInvariantAiv = 0.1;
+std::string reading_of(const RunRecord& r);
+
 // The table's columns: (key, heading) in order; the indicator keys are
 // probe/indicators.h's. The first three (variant, objective, layer) are text;
 // the rest are numbers: the indicators, then the evaluation (eval_*).

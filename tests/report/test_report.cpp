@@ -369,3 +369,19 @@ TEST_CASE("ordo report: end to end after ordo probe", "[probe][report]") {
   }
   CHECK(row["eval_loss"].is_null());  // no metrics.jsonl
 }
+
+TEST_CASE("report: the one-sentence reading of a run's probed layer follows its AIV and OPR", "[report]") {
+  auto reading = [](double aiv, double opr) {
+    report::RunRecord r;
+    r.label = "ape_learned";
+    r.without_special = json::Value::object();
+    r.without_special["translation_invariance"] = aiv;
+    r.without_special["monotonicity_first_k"] = opr;
+    return report::reading_of(r);
+  };
+  CHECK_THAT(reading(0.05, 0.15), Catch::Contains("with a diagonal band") && Catch::Contains("AIV 0.050, OPR over the first 20 offsets 0.150"));
+  CHECK_THAT(reading(0.5, 0.15), Catch::Contains("local (attention falls with distance) but not translation invariant"));
+  CHECK_THAT(reading(0.05, 0.45), Catch::Contains("translation invariant (each diagonal constant) but not local"));
+  CHECK_THAT(reading(0.9, 0.5), Catch::Contains("neither local nor translation invariant"));
+  CHECK_THAT(reading(0.1, 0.2), Catch::Contains("diagonal band"));  // the bounds themselves are a band
+}
