@@ -593,16 +593,20 @@ void probes_of_table(RunState& c, Output& out) {
                    " table (Wang & Chen 2020, §4.2.2, Fig. 2). Components for 90 %: " + counts + ".");
 }
 
+// At most n of the steps, evenly spread, the first and the last included.
+std::vector<int64_t> evenly_spread(const std::vector<int64_t>& steps, size_t n) {
+  std::vector<int64_t> chosen;
+  n = std::min(n, steps.size());
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = n == 1 ? steps.size() - 1 : k * (steps.size() - 1) / (n - 1);
+    if (chosen.empty() || chosen.back() != steps[i]) chosen.push_back(steps[i]);
+  }
+  return chosen;
+}
+
 // The identical-word indicators of layer 1 at each checkpoint: how the
 // attention's position pattern forms during pretraining (the keys and the
 // reading of probe/indicators.h; without the special tokens' rows and columns).
-const char* const kTrajectoryKeys[][2] = {
-    {"translation_invariance", "translation invariance (AIV)"},
-    {"monotonicity_first_k", "monotonicity, first 20 offsets (OPR)"},
-    {"symmetry_sd", "symmetry (SD)"},
-    {"direction_balance", "direction balance (DB)"},
-};
-
 void indicator_trajectory(RunState& c, Output& out) {
   const std::string title = "Indicators of layer 1 during pretraining";
   const std::vector<int64_t> steps = checkpoint_steps(c.run_dir);
@@ -615,15 +619,10 @@ void indicator_trajectory(RunState& c, Output& out) {
   options.words = std::min<int64_t>(100, probe::probe_words_available(vocab));
   options.length = std::min<int64_t>(c.length, 128);
   options.seed = c.options.seed;
-  // At most 12 checkpoints, evenly spread, the first and the last included.
-  std::vector<int64_t> chosen;
-  const size_t n = std::min<size_t>(12, steps.size());
-  for (size_t k = 0; k < n; ++k) {
-    const size_t i = n == 1 ? steps.size() - 1 : k * (steps.size() - 1) / (n - 1);
-    if (chosen.empty() || chosen.back() != steps[i]) chosen.push_back(steps[i]);
-  }
+  const std::vector<int64_t> chosen = evenly_spread(steps, 12);
   json::Value rows = json::Value::array();
-  std::vector<plot::Series> series(std::size(kTrajectoryKeys));
+  const auto& keys = trajectory_indicators();
+  std::vector<plot::Series> series(keys.size());
   for (int64_t step : chosen) {
     std::unique_ptr<nn::PretrainingModel> m =
         step == c.step ? nullptr : pe::load_model(train::checkpoint_dir(c.run_dir, step), Device::cpu());
@@ -635,7 +634,7 @@ void indicator_trajectory(RunState& c, Output& out) {
     row["without_special"] = indicators["without_special"];
     rows.push_back(row);
     for (size_t k = 0; k < series.size(); ++k) {
-      const double v = probe::number_from_json(indicators["without_special"][kTrajectoryKeys[k][0]]);
+      const double v = probe::number_from_json(indicators["without_special"][keys[k].first]);
       if (!std::isfinite(v)) continue;  // DB is infinite when nothing is attended ahead
       series[k].x.push_back(static_cast<double>(step));
       series[k].y.push_back(v);
@@ -645,7 +644,7 @@ void indicator_trajectory(RunState& c, Output& out) {
   for (size_t k = 0; k < series.size(); ++k) {
     series[k].name = c.run.model.pe;
     series[k].points = true;
-    panels.push_back(plot::line_chart({series[k]}, chart(kTrajectoryKeys[k][1], "step", kTrajectoryKeys[k][0], {})));
+    panels.push_back(plot::line_chart({series[k]}, chart(keys[k].second, "step", keys[k].first, {})));
   }
   json::Value j = json::Value::object();
   j["what"] = "identical word probing of layer 1 at each checkpoint (probe/indicators.h)";
@@ -671,13 +670,7 @@ void snapshots(RunState& c, Output& out) {
   const bool absolute = !c.table.empty();
   if (!absolute && relative_vectors(*c.model, trained_length(c.run)).vectors.empty())
     return out.skip(title, "variant " + c.run.model.pe + " has neither input position vectors nor per-offset vectors");
-  // At most 6, evenly spread, the first and the last included.
-  std::vector<int64_t> chosen;
-  const size_t n = std::min<size_t>(6, steps.size());
-  for (size_t k = 0; k < n; ++k) {
-    const size_t i = n == 1 ? steps.size() - 1 : k * (steps.size() - 1) / (n - 1);
-    if (chosen.empty() || chosen.back() != steps[i]) chosen.push_back(steps[i]);
-  }
+  const std::vector<int64_t> chosen = evenly_spread(steps, 6);
   std::vector<png::Image> panels;
   json::Value files = json::Value::array();
   for (int64_t step : chosen) {
@@ -833,6 +826,16 @@ void evaluations(RunState& c, Output& out, const HeldOut* held, const std::strin
 }
 
 }  // namespace
+
+const std::vector<std::pair<std::string, std::string>>& trajectory_indicators() {
+  static const std::vector<std::pair<std::string, std::string>> keys = {
+      {"translation_invariance", "translation invariance (AIV)"},
+      {"monotonicity_first_k", "monotonicity, first 20 offsets (OPR)"},
+      {"symmetry_sd", "symmetry (SD)"},
+      {"direction_balance", "direction balance (DB)"},
+  };
+  return keys;
+}
 
 AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();

@@ -51,9 +51,14 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ordo::probe {
+
+// The indicators the layer-1 trajectory follows (indicator_trajectory.json,
+// without the special tokens), as (key, title); ordo report draws the same.
+const std::vector<std::pair<std::string, std::string>>& trajectory_indicators();
 
 struct AnalyzeOptions {
   std::string run;         // the run directory (RUN/config.json, RUN/checkpoints/...)

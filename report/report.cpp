@@ -13,6 +13,7 @@
 #include "base/output.h"
 #include "plot/plot.h"
 #include "plot/png.h"
+#include "probe/analyze_run.h"
 #include "probe/probe.h"
 
 namespace ordo::report {
@@ -536,12 +537,8 @@ namespace {
 // The layer-1 indicators against step, one panel per indicator and one line
 // per run that has them (ordo analyze's indicator_trajectory.json).
 png::Image trajectory_grid(const std::vector<RunRecord>& runs) {
-  const char* const keys[][2] = {{"translation_invariance", "translation invariance (AIV)"},
-                                 {"monotonicity_first_k", "monotonicity, first 20 offsets (OPR)"},
-                                 {"symmetry_sd", "symmetry (SD)"},
-                                 {"direction_balance", "direction balance (DB)"}};
   std::vector<png::Image> panels;
-  for (const auto& [key, title] : keys) {
+  for (const auto& [key, title] : probe::trajectory_indicators()) {
     std::vector<plot::Series> lines;
     int color = 0;
     for (const RunRecord& r : runs) {

@@ -40,7 +40,9 @@ std::string tiny_run(const std::string& extra) {
   return std::string("pretrain --quiet --config ") + ORDO_SOURCE_DIR + "/configs/tiny.json"
          " --set data.synthetic_sentences=300 --set data.vocab_size=200 --set model.hidden_size=32"
          " --set model.intermediate_size=64 --set train.steps=4 --set train.batch_size=4 --set train.max_seq_length=32"
-         " --set train.threads=1 --set train.log_every=1 --set train.eval_every=0 --set train.warmup_ratio=0 " + extra;
+         " --set train.threads=1 --set train.log_every=1 --set train.eval_every=0 --set train.warmup_ratio=0"
+         // Dropout on (tiny.json has none): the ranks must draw each micro-batch's masks as one process does.
+         " --set model.hidden_dropout_prob=0.1 --set model.attention_probs_dropout_prob=0.1 " + extra;
 }
 
 CommandResult mpirun(int processes, const std::string& ordo_args) {
@@ -161,7 +163,7 @@ TEST_CASE("mpirun: ranks given different configs are refused, naming the rank an
   const std::string out = dir / "run";
   // Open MPI's MPMD form: rank 0 and rank 1 run different command lines.
   const CommandResult r = run_command(kMpirun + "-np 1 " + ORDO_BINARY + " " + tiny_run("--out " + out) + " : -np 1 " +
-                                      ORDO_BINARY + " " + tiny_run("--set train.lr=0.001 --out " + out));
+                                      ORDO_BINARY + " " + tiny_run("--set train.lr=0.0005 --out " + out));
   CHECK(r.exit_code != 0);
   CHECK(r.output.find("rank 1 of 2: error: rank 1's run config differs from rank 0's at 'train.lr'") != std::string::npos);
   CHECK(dir.names().empty());  // no run folder, no staging folder
