@@ -1,6 +1,7 @@
 // The folder of `ordo probe` (probe/probe_folder.h).
 #include "probe/probe_folder.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "base/error.h"
@@ -48,6 +49,11 @@ ProbeFolder probe_folder(const ProbeRequest& request) {
   f.vocab = request.vocab.empty() ? train::find_vocab(f.checkpoint) : request.vocab;
   const text::Vocab vocab = text::Vocab::load(f.vocab);
   auto model = pe::load_model(f.checkpoint, request.device);
+  // By default the positions the model was trained on: rows of a table past the
+  // pretraining length, or distances past it, were never trained.
+  if (options.length == 0)
+    if (const std::optional<int64_t> trained = train::checkpoint_trained_length(f.checkpoint))
+      options.length = std::min(*trained, default_probe_length(*model));
   f.result = identical_word_probe(*model, vocab, options);
 
   json::Value indicators = json::Value::object();

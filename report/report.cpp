@@ -565,6 +565,9 @@ png::Image trajectory_grid(const std::vector<RunRecord>& runs) {
     style.title = title;
     style.x_label = "step";
     style.y_label = key;
+    int legend = 110;  // wide enough for every run's name in the legend
+    for (const plot::Series& line : lines) legend += 36 + plot::text_width(line.name);
+    style.width = std::max(style.width, legend);
     panels.push_back(plot::line_chart(lines, style));
   }
   return plot::grid(panels, 2, "layer-1 indicators during pretraining (w/o [CLS], [SEP])");

@@ -1,11 +1,13 @@
 #include "train/checkpoint_paths.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <vector>
 
 #include "base/error.h"
 #include "base/file_io.h"
 #include "base/json.h"
+#include "train/pretrain.h"
 
 namespace ordo::train {
 
@@ -68,6 +70,14 @@ std::optional<bool> flag_in(const std::string& path, const std::vector<std::stri
 std::optional<bool> checkpoint_lower_case(const std::string& checkpoint_dir) {
   if (auto hf = flag_in(checkpoint_dir + "/tokenizer_config.json", {"do_lower_case"})) return hf;
   return flag_in(checkpoint_dir + "/../../config.json", {"data", "lower_case"});
+}
+
+std::optional<int64_t> checkpoint_trained_length(const std::string& checkpoint_dir) {
+  const std::string run_config = checkpoint_dir + "/../../config.json";
+  if (!file_exists(run_config) || !file_exists(checkpoint_dir + "/../../metrics.jsonl")) return std::nullopt;
+  int64_t longest = 0;
+  for (const Phase& p : read_run_config(run_config, {}).train.phases) longest = std::max(longest, p.max_seq_length);
+  return longest;
 }
 
 }  // namespace ordo::train

@@ -2,6 +2,7 @@
 // vocabulary beside a checkpoint and how it tokenizes.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -21,5 +22,9 @@ std::string find_vocab(const std::string& checkpoint_dir);
 // the ordo run it belongs to (CHECKPOINT/../../config.json); nullopt when
 // neither says.
 std::optional<bool> checkpoint_lower_case(const std::string& checkpoint_dir);
+// The longest sequence the checkpoint's model was pretrained on, when it is
+// a checkpoint of an ordo run (RUN/checkpoints/step_N: the run's config.json
+// and metrics.jsonl beside checkpoints/); nullopt otherwise.
+std::optional<int64_t> checkpoint_trained_length(const std::string& checkpoint_dir);
 
 }  // namespace ordo::train

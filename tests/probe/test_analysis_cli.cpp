@@ -103,6 +103,9 @@ TEST_CASE("ordo analyze on a tiny ape_learned run writes every analysis and the 
   const json::Value layer1 = json::parse(ordo::read_file(dir / "probe/indicators.json"))["layer_1"];
   CHECK(json::dump(trajectory["steps"][1]["without_special"]) == json::dump(layer1["without_special"]));
   CHECK(json::dump(trajectory["steps"][1]["with_special"]) == json::dump(layer1["with_special"]));
+  // Without --length, a run's checkpoint is probed at the length it was pretrained at (16), not its table's 24.
+  REQUIRE(run_ordo("probe --checkpoint " + (dir / "run") + " --out " + (dir / "probe16") + " --words 5").exit_code == 0);
+  CHECK(json::parse(ordo::read_file(dir / "probe16/probe.json"))["length"].as_int() == 16);
   // No relative vectors, no learnable frequencies. Beyond the pretraining
   // length 16: the 24-row table holds length 24 (1.5 x 16), not 32 (2 x 16).
   CHECK(skipped.count("Relative position vectors: dot products and cosine similarity (0.95 threshold)") == 1);
