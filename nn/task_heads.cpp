@@ -8,17 +8,42 @@ namespace ordo::nn {
 
 SequenceClassifier::SequenceClassifier(const BertConfig& config, std::unique_ptr<PositionEncoding> pe, Device device,
                                        int num_labels)
-    : bert(add_module("bert", std::make_unique<BertModel>(config, std::move(pe), device, /*with_pooler=*/true))),
+    : bert(add_module("bert", std::make_unique<BertModel>(config, std::move(pe), device,
+                                                          /*with_pooler=*/!config.decoder))),
       classifier(add_module("classifier",
                             std::make_unique<Linear>(config.hidden_size, num_labels, config.initializer_range, device))),
       num_labels(num_labels) {
   ORDO_CHECK(num_labels >= 1, "a sequence classifier needs at least 1 label (1: regression), got ", num_labels);
-  ORDO_CHECK(!config.decoder, "sequence classification reads the pooled [CLS] vector of an encoder, not a decoder");
 }
 
+namespace {
+
+// The hidden state of each row's last real token [batch, H]: under a causal
+// mask the only one that has seen the whole input. Padding may sit anywhere
+// after it; a row without a real token is refused.
+Var last_real_token(const Var& hidden, const Tensor& attention_mask) {
+  const int64_t batch = hidden.size(0), length = hidden.size(1), width = hidden.size(2);
+  std::vector<int64_t> rows(static_cast<size_t>(batch), length - 1);
+  if (attention_mask.defined()) {
+    const std::vector<double> mask = attention_mask.to_doubles();
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t last = length - 1;
+      while (last >= 0 && mask[static_cast<size_t>(b * length + last)] == 0) --last;
+      ORDO_CHECK(last >= 0, "SequenceClassifier: row ", b, " of the batch has no real token");
+      rows[static_cast<size_t>(b)] = last;
+    }
+  }
+  for (int64_t b = 0; b < batch; ++b) rows[static_cast<size_t>(b)] += b * length;
+  return index_select(reshape(hidden, {batch * length, width}), 0,
+                      Tensor::from_vector(rows, {batch}, hidden.device()));
+}
+
+}  // namespace
+
 Var SequenceClassifier::forward(const BertInputs& inputs, Context& ctx) const {
-  Var pooled = bert.pooler->forward(bert.forward(inputs, ctx));
-  return classifier.forward(dropout(pooled, bert.config().hidden_dropout_prob, ctx));
+  Var hidden = bert.forward(inputs, ctx);
+  Var summary = bert.config().decoder ? last_real_token(hidden, inputs.attention_mask) : bert.pooler->forward(hidden);
+  return classifier.forward(dropout(summary, bert.config().hidden_dropout_prob, ctx));
 }
 
 Var SequenceClassifier::loss(const Var& logits, const Tensor& labels) const {
@@ -36,7 +61,6 @@ Var SequenceClassifier::loss(const Var& logits, const Tensor& labels) const {
 SpanExtractor::SpanExtractor(const BertConfig& config, std::unique_ptr<PositionEncoding> pe, Device device)
     : bert(add_module("bert", std::make_unique<BertModel>(config, std::move(pe), device, /*with_pooler=*/false))),
       qa_outputs(add_module("qa_outputs", std::make_unique<Linear>(config.hidden_size, 2, config.initializer_range, device))) {
-  ORDO_CHECK(!config.decoder, "span extraction reads every token of an encoder, not a decoder");
 }
 
 SpanLogits SpanExtractor::forward(const BertInputs& inputs, Context& ctx) const {

@@ -6,13 +6,19 @@
 //     loss   = cross-entropy over the classes, or, with num_labels = 1
 //              (regression: STS-B), the mean squared error against the score.
 //     The dropout is hidden_dropout_prob (HF's classifier_dropout unset).
+//     On a causal decoder (config.decoder; HF's BertLMHeadModel has no pooler)
+//     h is instead the hidden state of each row's last real token, the one
+//     that has seen the whole input, as GPT2ForSequenceClassification reads it:
+//       logits = classifier(dropout(h_last))
 //
 //   BertForQuestionAnswering ("bert" without a pooler, "qa_outputs"):
 //     (start, end) = qa_outputs(h) split on its last axis          [batch, L] each
 //     loss = (CE(start, s) + CE(end, e)) / 2, the gold positions clamped to
 //            [0, L] and L ignored (HF's rule for a position past the window);
 //            SQuAD v2.0's "no answer" is position 0, the [CLS] token.
-//     Padding positions are scored like any other, as HF does.
+//     Padding positions are scored like any other, as HF does. On a causal
+//     decoder each token's logits see the tokens before it only (the question
+//     comes first, so every context token has seen it).
 #pragma once
 
 #include <memory>

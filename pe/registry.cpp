@@ -233,12 +233,13 @@ std::unique_ptr<Model> load_task_model(const std::string& dir, Device device, ui
                                        const std::vector<std::string>& fresh, const std::vector<std::string>& unused,
                                        Args... args) {
   nn::Checkpoint checkpoint = nn::read_checkpoint(dir, /*keep_pooler=*/true);
-  ORDO_CHECK(!checkpoint.config.decoder, dir, ": a causal decoder checkpoint; fine-tuning heads read an encoder");
+  std::vector<std::string> left_out = unused;
+  if (checkpoint.config.decoder) left_out.push_back("bert.pooler.");  // a decoder's classifier reads no pooler
   auto model = std::make_unique<Model>(checkpoint.config, make_position_encoding(checkpoint.config, device), device,
                                        args...);
   nn::initialize_bert(*model, model->bert, seed);
   nn::LoadReport r =
-      nn::load_weights(*model, checkpoint.config, checkpoint.tensors, checkpoint.weights_path, fresh, unused);
+      nn::load_weights(*model, checkpoint.config, checkpoint.tensors, checkpoint.weights_path, fresh, left_out);
   if (report) *report = r;
   return model;
 }

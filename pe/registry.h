@@ -36,7 +36,8 @@ std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device 
 // model of the same kind. The pretraining heads are left out; the task head
 // (and, for a classifier, a pooler the checkpoint lacks) start from
 // Philox(seed). `report` (optional) says what was initialised and left out.
-// A causal decoder is refused: the heads read an encoder.
+// A causal decoder keeps its mask: its classifier reads the last real token
+// (nn/task_heads.h), without a pooler.
 std::unique_ptr<nn::SequenceClassifier> load_classifier(const std::string& dir, int num_labels, Device device,
                                                         uint64_t seed, nn::LoadReport* report = nullptr);
 std::unique_ptr<nn::SpanExtractor> load_span_extractor(const std::string& dir, Device device, uint64_t seed,

@@ -128,6 +128,15 @@ TEST_CASE("task heads pass the f64 gradient check, every parameter", "[gradcheck
     INFO((labels == 1 ? "regression: " : "classification: ") << r.worst);
     CHECK(r.ok);
   }
+  nn::BertConfig decoder = c;
+  decoder.decoder = true;  // the classifier on the last real token, without a pooler
+  auto last_token = make<nn::SequenceClassifier>(decoder, 3);
+  GradcheckResult decoded = check_model(*last_token, [&] {
+    return last_token->loss(last_token->forward(batch(), ctx),
+                            Tensor::from_vector(std::vector<int64_t>{2, 0, 1}, {3}));
+  });
+  INFO("decoder classification: " << decoded.worst);
+  CHECK(decoded.ok);
   // The span logits of padding positions enter the softmax (as in HF), so the
   // [PAD] embedding moves the loss while padding_idx keeps its gradient at 0
   // (PyTorch's rule): here the padded places hold another id.
@@ -210,14 +219,64 @@ TEST_CASE("a bare BertModel checkpoint (no bert. prefix, no pooler) loads; the p
   CHECK(report.unused.empty());
 }
 
-TEST_CASE("task models refuse a causal decoder checkpoint and a checkpoint whose shapes differ",
-          "[nn][finetune][checkpoint][errors]") {
-  ordo::test::TempDir dir("task-refuse");
+TEST_CASE("a causal decoder fine-tunes: the classifier reads each row's last real token, the spans keep the mask",
+          "[nn][finetune][checkpoint]") {
+  ordo::test::TempDir dir("task-decoder");
   nn::BertConfig c = small_config();
   c.decoder = true;
-  nn::save_model(dir.path, *pe::build_model(c, Device::cpu(), false, 1));
-  CHECK_THROWS_WITH(pe::load_classifier(dir.path, 2, Device::cpu(), 1), Catch::Contains("causal decoder"));
+  auto pretrained = pe::build_model(c, Device::cpu(), false, 1);
+  nn::save_model(dir.path, *pretrained);
 
+  nn::LoadReport report;
+  auto classifier = pe::load_classifier(dir.path, 3, Device::cpu(), 9, &report);
+  check_encoder_copied(*classifier, *pretrained);
+  CHECK(classifier->bert.pooler == nullptr);
+  CHECK(report.missing == std::vector<std::string>{"classifier.weight", "classifier.bias"});
+  nn::Context ctx = nn::Context::eval();
+  const nn::BertInputs padded = batch();
+  const std::vector<double> logits = classifier->forward(padded, ctx).value().to_doubles();
+  // Independently, each row alone without its padding: W h_last + b from the
+  // encoder's last hidden state, in a loop.
+  const std::vector<int64_t> ids = padded.input_ids.to_vector<int64_t>(),
+                             segments = padded.segment_ids.to_vector<int64_t>();
+  const std::vector<double> w = classifier->classifier.weight.var.value().to_doubles(),
+                            bias = classifier->classifier.bias->var.value().to_doubles();
+  const int64_t lengths[] = {5, 3, 4}, hidden = 8;
+  for (int64_t row = 0; row < 3; ++row) {
+    const int64_t n = lengths[row];
+    nn::BertInputs alone;
+    alone.input_ids = Tensor::from_vector(std::vector<int64_t>(ids.begin() + row * 5, ids.begin() + row * 5 + n), {1, n});
+    alone.segment_ids =
+        Tensor::from_vector(std::vector<int64_t>(segments.begin() + row * 5, segments.begin() + row * 5 + n), {1, n});
+    const std::vector<double> h = classifier->bert.forward(alone, ctx).value().to_doubles();
+    for (int64_t label = 0; label < 3; ++label) {
+      double expected = bias[static_cast<size_t>(label)];
+      for (int64_t k = 0; k < hidden; ++k)
+        expected += w[static_cast<size_t>(label * hidden + k)] * h[static_cast<size_t>((n - 1) * hidden + k)];
+      INFO("row " << row << " label " << label);
+      CHECK(logits[static_cast<size_t>(row * 3 + label)] == Approx(expected).margin(1e-5));
+    }
+  }
+  nn::BertInputs empty_row = batch();
+  empty_row.attention_mask = Tensor::from_vector(std::vector<int64_t>(15, 0), {3, 5});
+  CHECK_THROWS_WITH(classifier->forward(empty_row, ctx), Catch::Contains("row 0 of the batch has no real token"));
+
+  // A token's span logits see only the tokens before it: changing the last
+  // token of row 0 moves its own logits and none before.
+  auto span = pe::load_span_extractor(dir.path, Device::cpu(), 9, &report);
+  check_encoder_copied(*span, *pretrained);
+  CHECK(report.missing == std::vector<std::string>{"qa_outputs.weight", "qa_outputs.bias"});
+  nn::BertInputs changed = batch();
+  std::vector<int64_t> changed_ids = ids;
+  changed_ids[4] = 8;
+  changed.input_ids = Tensor::from_vector(changed_ids, {3, 5});
+  const std::vector<double> before = span->forward(batch(), ctx).start.value().to_doubles(),
+                            after = span->forward(changed, ctx).start.value().to_doubles();
+  for (size_t t = 0; t < 4; ++t) CHECK(after[t] == before[t]);
+  CHECK(after[4] != before[4]);
+}
+
+TEST_CASE("task models refuse a checkpoint whose shapes differ from its config", "[nn][finetune][checkpoint][errors]") {
   ordo::test::TempDir other("task-shapes");
   nn::BertConfig wide = small_config();
   nn::save_model(other.path, *pe::build_model(wide, Device::cpu(), false, 1));

@@ -1,7 +1,8 @@
 // `ordo finetune` end to end on a small model: a GLUE-layout task and SQuAD
 // v2.0 from the synthetic tasks, a bare BertModel checkpoint (no MLM head, no
-// "bert." prefix, no pooler), the official scorer agreeing with the run's own
-// evaluation, and bad inputs refused before anything is written.
+// "bert." prefix, no pooler), a causal decoder, the official scorer agreeing
+// with the run's own evaluation, and bad inputs refused before anything is
+// written.
 #include <filesystem>
 #include <fstream>
 
@@ -129,6 +130,37 @@ TEST_CASE("finetune: a bare BertModel checkpoint (no heads, no prefix, no pooler
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Contains("new (not in the checkpoint, initialised): bert.pooler.dense.weight"));
   CHECK_THAT(r.output, Contains("new (not in the checkpoint, initialised): classifier.weight"));
+}
+
+TEST_CASE("finetune: a causal decoder run fine-tunes both heads, its classifier on the last real token",
+          "[cli][finetune]") {
+  Fixture& f = fixture();
+  const std::string decoder = f.dir / "decoder_run";
+  auto pretrained = run_ordo("pretrain --quiet --config " + (f.dir / "run.json") + " --out " + decoder +
+                             " --set data.objective=causal --set model.decoder=true");
+  INFO(pretrained.output);
+  REQUIRE(pretrained.exit_code == 0);
+  auto classified = finetune("--checkpoint " + decoder + " --task sst2 --data " + f.tasks + "/tense --out " +
+                             (f.dir / "decoder_tense") + " --set train.epochs=1");
+  INFO(classified.output);
+  REQUIRE(classified.exit_code == 0);
+  // The kept model is a decoder with a classifier and no pooler.
+  json::Value results = json::parse(ordo::read_file(f.dir / "decoder_tense/results.json"));
+  const std::string best =
+      f.dir / ("decoder_tense/runs/" + results["learning_rates"][0]["runs"][0]["run"].as_string() + "/best");
+  CHECK(json::parse(ordo::read_file(best + "/config.json"))["is_decoder"].as_bool());
+  size_t classifier = 0, pooler = 0;
+  for (auto& [name, t] : ordo::safetensors::load(best + "/model.safetensors")) {
+    classifier += name.rfind("classifier.", 0) == 0;
+    pooler += name.rfind("bert.pooler.", 0) == 0;
+  }
+  CHECK(classifier == 2);
+  CHECK(pooler == 0);
+  auto spans = finetune("--checkpoint " + decoder + " --task squad --data " + f.tasks + "/squad --out " +
+                        (f.dir / "decoder_squad") + " --set train.epochs=1 --set squad.doc_stride=16 "
+                        "--set squad.max_query_length=16");
+  INFO(spans.output);
+  CHECK(spans.exit_code == 0);
 }
 
 TEST_CASE("finetune: bad inputs are refused before anything is written", "[cli][finetune][errors]") {

@@ -2,7 +2,8 @@
 // same seed: SequenceClassifier (pooler, dropout, classifier, cross-entropy)
 // and SpanExtractor (qa_outputs, start/end cross-entropy with a position past
 // the window ignored) on the comparisons' tiny model, for an absolute, a
-// relative and a bias position encoding. Dropout is on: the masks come from
+// relative and a bias position encoding, and a causal decoder (its classifier
+// on the last real token of a padded row). Dropout is on: the masks come from
 // Philox on both devices. The CPU side is itself checked against HF's golden
 // files (tests/nn/test_task_golden.cpp); the bound is the step comparison's
 // (tests/train/test_step_cuda.cpp, 4096 u relative to a tensor's largest
@@ -79,10 +80,15 @@ double norm(const std::vector<Tensor>& grads) {
 }  // namespace
 
 TEST_CASE("fine-tuning heads on CUDA: losses and every gradient match the CPU step", "[cuda][finetune]") {
-  for (const char* pe : {"ape_learned", "rpe_shaw", "t5_bias"}) {
+  struct Case {
+    const char* pe;
+    bool decoder;
+  };
+  for (const Case& k : {Case{"ape_learned", false}, Case{"rpe_shaw", false}, Case{"t5_bias", false},
+                        Case{"rope", true}}) {
     for (const bool span : {false, true}) {
-      INFO("pe " << pe << (span ? ", span extraction" : ", classification"));
-      const nn::BertConfig c = step_config(pe);
+      INFO("pe " << k.pe << (k.decoder ? " decoder" : "") << (span ? ", span extraction" : ", classification"));
+      const nn::BertConfig c = step_config(k.pe, "{}", "input", k.decoder);
       const Outcome cpu = head_step(c, span, Device::cpu()), gpu = head_step(c, span, Device::cuda(0));
       CHECK(std::fabs(gpu.loss - cpu.loss) <= kBound * std::fabs(cpu.loss));
       REQUIRE(cpu.names == gpu.names);
