@@ -1,6 +1,7 @@
 #include "synth/tasks.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -205,6 +206,128 @@ int dependent_number(const Sentence& s, const std::string& label) {
   return -1;
 }
 
+// ---- SentEval's multi-class probes, in SentEval's own file format ---------------------------------
+
+// The sequence of constituents right under the root S, by label (a word
+// directly under it by its tag): "NP_VP_.", "S_CC_S_.".
+std::string top_constituents(const Sentence& s) {
+  std::string sequence;
+  const int n = static_cast<int>(s.words.size());
+  for (int i = 0; i < n;) {
+    std::string item = s.tags[static_cast<size_t>(i)];
+    int next = i + 1;
+    for (const Constituent& c : s.tree)
+      if (c.parent == 0 && c.span.start == i) item = c.label, next = c.span.end;
+    sequence += (sequence.empty() ? "" : "_") + item;
+    i = next;
+  }
+  return sequence;
+}
+
+// The depth of the bracketed tree, the root S at 1 down to the part-of-speech
+// nodes: the most phrases holding one word, plus its tag.
+int tree_depth(const Sentence& s) {
+  int deepest = 0;
+  for (int i = 0; i < static_cast<int>(s.words.size()); ++i) {
+    int holding = 0;
+    for (const Constituent& c : s.tree) holding += c.span.start <= i && i < c.span.end;
+    deepest = std::max(deepest, holding + 1);
+  }
+  return deepest;
+}
+
+// SentEval's probing format: "tr|va|te <TAB> label <TAB> sentence" per line,
+// partitions in that order. A label no training sentence has is left out of
+// dev and test (a rare tree depth): a classifier has no class for it.
+struct SentEvalFile {
+  struct Row {
+    Split split;
+    std::string label, sentence;
+  };
+  std::vector<Row> rows;
+  void add(Split split, const std::string& label, const std::string& sentence) {
+    rows.push_back({split, label, sentence});
+  }
+  std::vector<const Row*> kept() const {
+    std::set<std::string> trained;
+    for (const Row& r : rows)
+      if (r.split == Split::train) trained.insert(r.label);
+    std::vector<const Row*> k;
+    for (Split split : {Split::train, Split::dev, Split::test})
+      for (const Row& r : rows)
+        if (r.split == split && trained.count(r.label)) k.push_back(&r);
+    return k;
+  }
+  std::string text() const {
+    std::string s;
+    for (const Row* r : kept())
+      s += std::string(r->split == Split::train ? "tr" : r->split == Split::dev ? "va" : "te") + "\t" + r->label +
+           "\t" + r->sentence + "\n";
+    return s;
+  }
+  // "6 classes, 17808 sentences, the most frequent class 28.8%" for the README.
+  std::string summary() const {
+    std::map<std::string, int64_t> counts;
+    const std::vector<const Row*> k = kept();
+    int64_t most = 0;
+    for (const Row* r : k) most = std::max(most, ++counts[r->label]);
+    char share[32];
+    std::snprintf(share, sizeof share, "%.1f%%",
+                  k.empty() ? 0.0 : 100.0 * static_cast<double>(most) / static_cast<double>(k.size()));
+    return std::to_string(counts.size()) + " classes, " + std::to_string(k.size()) +
+           " sentences, the most frequent class " + share;
+  }
+};
+
+// sentence_length, word_content, tree_depth and top_constituents as Conneau
+// et al. 2018 (§3) define them, on the synthetic sentences:
+//   sentence_length   words (with the final punctuation) in 6 equal-width bins,
+//                     5-8 ... 25-28 (labels 0..5); other lengths left out;
+//   word_content      the 100 words ranked 101-200 by frequency in the
+//                     documents (SentEval: 1,000 of ranks 2k-3k; the
+//                     language's lexicon is smaller); sentences holding
+//                     exactly one of them, labelled with it;
+//   tree_depth        the bracketed tree's depth (tree_depth above);
+//   top_constituents  the sequence under the root; the 19 most frequent, the
+//                     rest "OTHER".
+// Unlike SentEval's, the classes are not balanced and depth is not
+// decorrelated from length: the README gives each task's most frequent class.
+std::map<std::string, SentEvalFile> senteval_probes(const std::vector<Document>& documents,
+                                                    const std::vector<Split>& split) {
+  std::map<std::string, int64_t> frequency, top_frequency;
+  for (const Document& doc : documents)
+    for (const Sentence& s : doc.sentences) {
+      for (const std::string& w : s.words) ++frequency[w];
+      ++top_frequency[top_constituents(s)];
+    }
+  auto ranked = [](const std::map<std::string, int64_t>& counts) {  // by count, ties by the string
+    std::vector<std::pair<std::string, int64_t>> r(counts.begin(), counts.end());
+    std::stable_sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    return r;
+  };
+  std::set<std::string> content_words, top_classes;
+  const auto words = ranked(frequency), tops = ranked(top_frequency);
+  for (size_t k = 100; k < std::min<size_t>(200, words.size()); ++k) content_words.insert(words[k].first);
+  for (size_t k = 0; k < std::min<size_t>(19, tops.size()); ++k) top_classes.insert(tops[k].first);
+
+  std::map<std::string, SentEvalFile> files;
+  for (size_t d = 0; d < documents.size(); ++d)
+    for (const Sentence& s : documents[d].sentences) {
+      const std::string sentence = joined(s.words);
+      const int n = static_cast<int>(s.words.size());
+      if (n >= 5 && n <= 28) files["sentence_length"].add(split[d], std::to_string((n - 5) / 4), sentence);
+      std::set<std::string> found;
+      int occurrences = 0;
+      for (const std::string& w : s.words)
+        if (content_words.count(w)) found.insert(w), ++occurrences;
+      if (occurrences == 1) files["word_content"].add(split[d], *found.begin(), sentence);
+      files["tree_depth"].add(split[d], std::to_string(tree_depth(s)), sentence);
+      const std::string top = top_constituents(s);
+      files["top_constituents"].add(split[d], top_classes.count(top) ? top : "OTHER", sentence);
+    }
+  return files;
+}
+
 const char* kReadme =
     "# The synthetic language's tasks (ordo data tasks)\n\n"
     "Made from the annotations of a synthetic corpus; each folder is in a real format and is read by the\n"
@@ -221,7 +344,14 @@ const char* kReadme =
     "| bigram_shift/ | SST-2 (`sst2`) | whether two adjacent words were inverted (local order) |\n"
     "| tense/ | SST-2 (`sst2`) | the main verb's tense (0 past, 1 present): a word's form |\n"
     "| subject_number/ | SST-2 (`sst2`) | the main clause's subject singular (0) or plural (1): which noun is the subject |\n"
-    "| object_number/ | SST-2 (`sst2`) | the main clause's object singular (0) or plural (1): which noun is the object |\n";
+    "| object_number/ | SST-2 (`sst2`) | the main clause's object singular (0) or plural (1): which noun is the object |\n"
+    "| sentence_length/ | SentEval (`senteval`) | the sentence's length in 6 bins of 4 words, 5-28 |\n"
+    "| word_content/ | SentEval (`senteval`) | which of 100 mid-frequency words the sentence holds |\n"
+    "| tree_depth/ | SentEval (`senteval`) | the depth of the sentence's constituency tree |\n"
+    "| top_constituents/ | SentEval (`senteval`) | the constituents right under the root, as NP_VP_. (19 sequences "
+    "and OTHER) |\n\n"
+    "The SentEval files are in SentEval's probing format (partition tr/va/te, label, sentence); their classes are "
+    "not balanced as SentEval's are, and tree depth is not decorrelated from length:\n\n";
 
 }  // namespace
 
@@ -326,7 +456,12 @@ std::vector<std::pair<std::string, std::string>> make_tasks(const std::vector<Do
       for (const auto& [which, file] : splits)
         files.emplace_back(name + "/" + split_name(which) + ".tsv", file.file.text());
   }
-  files.emplace_back("README.md", kReadme);
+  std::string readme = kReadme;
+  for (const auto& [name, file] : senteval_probes(documents, split)) {
+    files.emplace_back(name + "/" + name + ".txt", file.text());
+    readme += "- " + name + ": " + file.summary() + "\n";
+  }
+  files.emplace_back("README.md", readme);
   return files;
 }
 

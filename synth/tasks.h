@@ -30,9 +30,18 @@
 //               (sentence, label 0/1): two adjacent words inverted or not; the
 //               main verb past (0) or present (1); the main clause's subject,
 //               and object, singular (0) or plural (1).
+//   sentence_length/, word_content/, tree_depth/, top_constituents/
+//               SentEval's multi-class probes in SentEval's own probing
+//               format (<name>.txt: partition tr/va/te, label, sentence;
+//               downstream/senteval.h reads it): the length in 6 bins, which
+//               of 100 mid-frequency words, the tree's depth, the sequence of
+//               constituents under the root (definitions in tasks.cpp).
+//               SentEval's coordination inversion is not made: the two
+//               coordinated clauses are drawn independently from one
+//               distribution, so inverting them leaves nothing to detect.
 // Every task has train/dev/test splits (split by document, so no sentence of
 // a dev document is trained on); test files are unlabelled as GLUE's are
-// (SQuAD: no test file, as SQuAD ships none). README.md says what a model
+// (SQuAD: no test file, as SQuAD ships none; SentEval's te is labelled). README.md says what a model
 // must know to solve each. Deterministic per seed.
 #pragma once
 

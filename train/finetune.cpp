@@ -19,10 +19,12 @@
 #include "downstream/classification.h"
 #include "downstream/glue.h"
 #include "downstream/metrics.h"
+#include "downstream/senteval.h"
 #include "downstream/squad.h"
 #include "downstream/squad_eval.h"
 #include "downstream/squad_features.h"
 #include "downstream/squad_predict.h"
+#include "downstream/tsv.h"
 #include "nn/checkpoint.h"
 #include "nn/task_heads.h"
 #include "pe/registry.h"
@@ -102,6 +104,7 @@ const std::vector<std::string>& finetune_task_names() {
       if (t.name != "ax") n.push_back(t.name);  // AX is a test-only diagnostic: nothing to train on
     n.push_back("squad");
     n.push_back("squad2");
+    n.push_back("senteval");
     return n;
   }();
   return names;
@@ -145,9 +148,21 @@ std::string joined(const std::vector<std::string>& names) {
 TaskFiles find_task_files(const std::string& task, const std::string& folder) {
   const auto& names = finetune_task_names();
   ORDO_CHECK(std::find(names.begin(), names.end(), task) != names.end(), "unknown task '", task,
-             "': fine-tuning knows cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, squad, squad2");
-  ORDO_CHECK(directory_exists(folder), "--data ", folder, ": not a directory");
+             "': fine-tuning knows ", downstream::join_fields(names, ", "));
   TaskFiles f;
+  if (task == "senteval") {  // one file holds the three partitions: the file, or the folder's only .txt
+    if (file_exists(folder) && !directory_exists(folder)) return f.train = folder, f;
+    ORDO_CHECK(directory_exists(folder), "--data ", folder, ": neither a SentEval .txt file nor a folder");
+    std::vector<std::string> found;
+    for (const auto& entry : std::filesystem::directory_iterator(folder))
+      if (entry.path().extension() == ".txt") found.push_back(entry.path().string());
+    std::sort(found.begin(), found.end());
+    ORDO_CHECK(found.size() == 1, "--data ", folder, ": the senteval task reads one SentEval .txt file; the folder has ",
+               found.size(), found.empty() ? "" : " (" + downstream::join_fields(found, ", ") + ")");
+    f.train = found[0];
+    return f;
+  }
+  ORDO_CHECK(directory_exists(folder), "--data ", folder, ": not a directory");
   std::vector<std::string> train_names{"train.tsv"}, dev_names{"dev.tsv"};
   if (task == "squad") train_names = {"train-v1.1.json", "train.json"}, dev_names = {"dev-v1.1.json", "dev.json"};
   if (task == "squad2") train_names = {"train-v2.0.json", "train.json"}, dev_names = {"dev-v2.0.json", "dev.json"};
@@ -273,31 +288,63 @@ std::unique_ptr<Model> fresh_model(const std::string& checkpoint, Device device,
   return model;
 }
 
-class GlueFinetuneTask : public Task {
+// A classification task's examples: GLUE's files, or a SentEval probing file
+// (its own label set; downstream/senteval.h).
+struct ClassificationData {
+  std::shared_ptr<const downstream::GlueTask> task;  // the sets point at it
+  downstream::GlueSet train;
+  // The labelled sets evaluated each epoch, by name ("dev", "dev_matched",
+  // "dev_shuffle_3", SentEval's "test"); the first picks the best epoch.
+  std::vector<std::pair<std::string, downstream::GlueSet>> evaluated;
+  std::vector<downstream::GlueSet> test;  // GLUE's unlabelled test files, predicted into submission files
+};
+
+ClassificationData read_glue_data(const downstream::GlueTask& task, const TaskFiles& files) {
+  auto labelled = [&](const std::string& path) {
+    downstream::GlueSet set = downstream::read_glue(task, path);
+    ORDO_CHECK(set.labelled, path, ": ", task.display, " training and dev files carry labels; this one has none");
+    ORDO_CHECK(!set.examples.empty(), path, ": no examples");
+    return set;
+  };
+  ClassificationData data;
+  data.task = std::shared_ptr<const downstream::GlueTask>(std::shared_ptr<void>(), &task);  // a static task
+  data.train = labelled(files.train);
+  for (const std::string& path : files.dev) data.evaluated.emplace_back(dev_key(path), labelled(path));
+  for (const std::string& path : files.test) {
+    data.test.push_back(downstream::read_glue(task, path));
+    ORDO_CHECK(!data.test.back().labelled, path, ": a test file is GLUE's unlabelled one (index and text)");
+  }
+  return data;
+}
+
+ClassificationData read_senteval_data(const std::string& path) {
+  downstream::SentEvalData file = downstream::read_senteval(path);
+  ClassificationData data;
+  data.task = file.task;
+  data.train = std::move(file.train);
+  data.evaluated.emplace_back("dev", std::move(file.dev));
+  if (!file.test.examples.empty()) data.evaluated.emplace_back("test", std::move(file.test));
+  return data;
+}
+
+class ClassificationFinetuneTask : public Task {
  public:
-  GlueFinetuneTask(const downstream::GlueTask& task, const TaskFiles& files, const text::Tokenizer& tokenizer,
-                   int64_t max_seq_length, int64_t eval_batch_size)
-      : task_(task), tokenizer_(tokenizer), eval_batch_size_(eval_batch_size) {
-    train_set_ = read_glue_labelled(files.train);
-    train_ = downstream::make_glue_features(train_set_, tokenizer, static_cast<int>(max_seq_length));
-    for (const std::string& path : files.dev) {
-      dev_sets_.push_back(read_glue_labelled(path));
-      dev_features_.push_back(downstream::make_glue_features(dev_sets_.back(), tokenizer, static_cast<int>(max_seq_length)));
-    }
-    for (const std::string& path : files.test) {
-      test_sets_.push_back(downstream::read_glue(task, path));
-      ORDO_CHECK(!test_sets_.back().labelled, path, ": a test file is GLUE's unlabelled one (index and text)");
-      test_features_.push_back(downstream::make_glue_features(test_sets_.back(), tokenizer, static_cast<int>(max_seq_length)));
-    }
-    dev_predictions_.resize(dev_sets_.size());
+  ClassificationFinetuneTask(ClassificationData data, const text::Tokenizer& tokenizer, int64_t max_seq_length,
+                             int64_t eval_batch_size)
+      : data_(std::move(data)), task_(*data_.task), tokenizer_(tokenizer), eval_batch_size_(eval_batch_size) {
+    const int length = static_cast<int>(max_seq_length);
+    train_ = downstream::make_glue_features(data_.train, tokenizer, length);
+    for (const auto& [name, set] : data_.evaluated)
+      evaluated_features_.push_back(downstream::make_glue_features(set, tokenizer, length));
+    for (const auto& set : data_.test) test_features_.push_back(downstream::make_glue_features(set, tokenizer, length));
+    predictions_.resize(data_.evaluated.size());
   }
 
   int64_t train_size() const override { return static_cast<int64_t>(train_.size()); }
   std::string describe() const override {
     std::string s = task_.display + ": " + std::to_string(train_.size()) + " training examples";
-    for (size_t i = 0; i < dev_sets_.size(); ++i)
-      s += ", " + std::to_string(dev_sets_[i].examples.size()) + " " + dev_key(dev_sets_[i].path);
-    for (const auto& t : test_sets_) s += ", " + std::to_string(t.examples.size()) + " " + dev_key(t.path);
+    for (const auto& [name, set] : data_.evaluated) s += ", " + std::to_string(set.examples.size()) + " " + name;
+    for (const auto& t : data_.test) s += ", " + std::to_string(t.examples.size()) + " " + dev_key(t.path);
     return s + (task_.regression() ? " (regression)" : ", labels " + task_.label_list());
   }
 
@@ -327,22 +374,24 @@ class GlueFinetuneTask : public Task {
 
   Evaluation evaluate() override {
     Evaluation e;
-    for (size_t d = 0; d < dev_sets_.size(); ++d) {
-      dev_predictions_[d] = predict(dev_features_[d]);
-      e.metrics[dev_key(dev_sets_[d].path)] = downstream::glue_metrics(dev_sets_[d], dev_predictions_[d]);
+    for (size_t d = 0; d < data_.evaluated.size(); ++d) {
+      const auto& [name, set] = data_.evaluated[d];
+      predictions_[d] = predict(evaluated_features_[d]);
+      e.metrics[name] = downstream::glue_metrics(set, predictions_[d]);
     }
-    e.score = mean_of_metrics(e.metrics[dev_key(dev_sets_[0].path)]);  // MNLI: the matched set's
+    e.score = mean_of_metrics(e.metrics[data_.evaluated[0].first]);  // MNLI: the matched set's
     return e;
   }
 
   void write_predictions(const std::string& dir) override {
-    for (size_t d = 0; d < dev_sets_.size(); ++d)
-      downstream::write_glue_submission(dir + "/" + dev_key(dev_sets_[d].path) + "_predictions.tsv", dev_sets_[d],
-                                        dev_predictions_[d]);
-    if (!test_sets_.empty()) make_directories(dir + "/test");
-    for (size_t t = 0; t < test_sets_.size(); ++t)
-      downstream::write_glue_submission(dir + "/test/" + downstream::glue_submission_name(task_, test_sets_[t].mnli),
-                                        test_sets_[t], predict(test_features_[t]));
+    for (size_t d = 0; d < data_.evaluated.size(); ++d) {
+      const auto& [name, set] = data_.evaluated[d];
+      downstream::write_glue_submission(dir + "/" + name + "_predictions.tsv", set, predictions_[d]);
+    }
+    if (!data_.test.empty()) make_directories(dir + "/test");
+    for (size_t t = 0; t < data_.test.size(); ++t)
+      downstream::write_glue_submission(dir + "/test/" + downstream::glue_submission_name(task_, data_.test[t].mnli),
+                                        data_.test[t], predict(test_features_[t]));
   }
 
   void save(const std::string& dir) override {
@@ -364,13 +413,6 @@ class GlueFinetuneTask : public Task {
   }
 
  private:
-  downstream::GlueSet read_glue_labelled(const std::string& path) {
-    downstream::GlueSet set = downstream::read_glue(task_, path);
-    ORDO_CHECK(set.labelled, path, ": ", task_.display, " training and dev files carry labels; this one has none");
-    ORDO_CHECK(!set.examples.empty(), path, ": no examples");
-    return set;
-  }
-
   nn::BertInputs inputs(const std::vector<downstream::ClassificationFeature>& features,
                         const std::vector<int64_t>& indices, int64_t* tokens) const {
     std::vector<const std::vector<int32_t>*> ids, segments;
@@ -398,14 +440,13 @@ class GlueFinetuneTask : public Task {
     return p;
   }
 
+  const ClassificationData data_;
   const downstream::GlueTask& task_;
   const text::Tokenizer& tokenizer_;
   int64_t eval_batch_size_;
-  downstream::GlueSet train_set_;
   std::vector<downstream::ClassificationFeature> train_;
-  std::vector<downstream::GlueSet> dev_sets_, test_sets_;
-  std::vector<std::vector<downstream::ClassificationFeature>> dev_features_, test_features_;
-  std::vector<downstream::GluePredictions> dev_predictions_;
+  std::vector<std::vector<downstream::ClassificationFeature>> evaluated_features_, test_features_;
+  std::vector<downstream::GluePredictions> predictions_;  // of the evaluated sets, the last evaluation's
   std::unique_ptr<nn::SequenceClassifier> model_;
   Device device_ = Device::cpu();
 };
@@ -723,8 +764,10 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   const text::Tokenizer tokenizer(text::Vocab::load(find_vocab(o.checkpoint)), tokenizer_options(c, o.checkpoint));
   std::unique_ptr<Task> task;
   if (is_squad(o.task)) task = std::make_unique<SquadFinetuneTask>(o.task == "squad2", files, tokenizer, c);
-  else task = std::make_unique<GlueFinetuneTask>(downstream::glue_task(o.task), files, tokenizer, c.max_seq_length,
-                                                 c.eval_batch_size);
+  else
+    task = std::make_unique<ClassificationFinetuneTask>(
+        o.task == "senteval" ? read_senteval_data(files.train) : read_glue_data(downstream::glue_task(o.task), files),
+        tokenizer, c.max_seq_length, c.eval_batch_size);
   // The checkpoint fits the task's model (read even from scratch: its tensors must match its config).
   task->load(o.checkpoint, device, c.seed, o.quiet || o.from_scratch, /*from_scratch=*/false);
   ORDO_CHECK(task->train_size() > 0, files.train, ": no training examples");

@@ -4,6 +4,8 @@
 //
 //   GLUE tasks (classification, STS-B regression): SequenceClassifier on the
 //     pooled [CLS] vector, cross-entropy (MSE for STS-B);
+//   SentEval's probing files (downstream/senteval.h): the same classifier with
+//     the file's label set, chosen on its "va" partition, "te" evaluated beside;
 //   SQuAD v1.1 / v2.0: SpanExtractor, start/end cross-entropy over windows
 //     of max_seq_length with a document stride; answers chosen by n-best with
 //     a maximum answer length (and v2.0's null-score threshold).
@@ -101,7 +103,7 @@ FinetuneConfig parse_finetune_config(const json::Value& json, const std::vector<
 
 struct FinetuneOptions {
   std::string checkpoint;  // a checkpoint folder or a run folder (its latest checkpoint)
-  std::string task;        // cola sst2 mrpc stsb qqp mnli qnli rte wnli | squad | squad2
+  std::string task;        // cola sst2 mrpc stsb qqp mnli qnli rte wnli | squad | squad2 | senteval
   std::string data;        // the task's folder as GLUE / SQuAD ship it
   std::string out;
   bool overwrite = false;
@@ -113,11 +115,13 @@ struct FinetuneOptions {
   dist::Communicator* comm = nullptr;
 };
 
-// The names fine-tuning takes, in order: the GLUE tasks, then squad, squad2.
+// The names fine-tuning takes, in order: the GLUE tasks, then squad, squad2, senteval.
 const std::vector<std::string>& finetune_task_names();
 
 // The data files of a task in `folder`, [train, dev..., test...] as found; an
 // error naming the folder and the files looked for when train or dev is missing.
+// senteval: `folder` is the SentEval file or a folder holding exactly one
+// .txt file, found as `train` (its partitions are train, dev and test).
 struct TaskFiles {
   std::string train;
   std::vector<std::string> dev;   // the main dev file (MNLI: dev_matched.tsv), then GLUE's other dev_*.tsv by name

@@ -4,12 +4,14 @@
 // entailed hypotheses are word for word in the premise, SQuAD answers sit at
 // their offsets, and the probes' labels say what was done to the sentence.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "base/file_io.h"
 #include "downstream/glue.h"
+#include "downstream/senteval.h"
 #include "downstream/squad.h"
 #include "synth/tasks.h"
 #include "tests/helpers.h"
@@ -126,6 +128,90 @@ TEST_CASE("synthetic tasks: SQuAD answers are where answer_start says, v2.0 adds
     }
     CHECK((impossible > 0) == (std::string(file).find("v2.0") != std::string::npos));
   }
+}
+
+namespace {
+
+// What the bracketed tree says, read off its text on its own: the depth is
+// the deepest nesting of brackets (the root S at 1, a tag's bracket the
+// deepest), the top constituents the labels of the brackets opened at depth 2.
+struct FromBrackets {
+  int depth = 0;
+  std::string top;
+};
+
+FromBrackets from_brackets(const std::string& tree) {
+  FromBrackets r;
+  int level = 0;
+  for (size_t i = 0; i < tree.size(); ++i) {
+    if (tree[i] == ')') --level;
+    if (tree[i] != '(') continue;
+    r.depth = std::max(r.depth, ++level);
+    if (level == 2) r.top += (r.top.empty() ? "" : "_") + tree.substr(i + 1, tree.find(' ', i) - i - 1);
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("synthetic tasks: SentEval's multi-class probes read back, labelled as their sentences say",
+          "[synth][tasks][senteval]") {
+  const auto docs = documents(300);
+  Written w(docs);
+  std::map<std::string, std::set<std::string>> depths, tops;  // a sentence's text may recur with another tree
+  for (const auto& doc : docs)
+    for (const auto& s : doc.sentences) {
+      const FromBrackets b = from_brackets(synth::bracketed(s));
+      std::string text;
+      for (const auto& word : s.words) text += (text.empty() ? "" : " ") + word;
+      depths[text].insert(std::to_string(b.depth));
+      tops[text].insert(b.top);
+    }
+  auto read = [&](const std::string& name) {
+    downstream::SentEvalData d = downstream::read_senteval(w / (name + "/" + name + ".txt"));
+    CHECK(d.train.examples.size() > d.dev.examples.size());
+    CHECK(!d.dev.examples.empty());
+    CHECK(!d.test.examples.empty());
+    return d;
+  };
+  auto each = [](const downstream::SentEvalData& d, const std::function<void(const std::string&, const std::string&)>& f) {
+    for (const auto* set : {&d.train, &d.dev, &d.test})
+      for (const auto& e : set->examples) f(e.text_a, d.task->labels[static_cast<size_t>(e.label)]);
+  };
+
+  // Length: 6 bins of 4 words from 5 to 28 (Conneau et al.'s equal-width bins).
+  const auto length = read("sentence_length");
+  CHECK(length.task->labels == std::vector<std::string>{"0", "1", "2", "3", "4", "5"});
+  each(length, [](const std::string& text, const std::string& label) {
+    const int words = static_cast<int>(sorted_words(text).size());
+    const int edges[] = {5, 9, 13, 17, 21, 25, 29};
+    int bin = -1;
+    for (int k = 0; k < 6; ++k)
+      if (edges[k] <= words && words < edges[k + 1]) bin = k;
+    CHECK(label == std::to_string(bin));
+  });
+  const auto depth = read("tree_depth");
+  CHECK(depth.task->labels.size() >= 5);
+  each(depth, [&](const std::string& text, const std::string& label) { CHECK(depths.at(text).count(label) == 1); });
+  const auto top = read("top_constituents");
+  CHECK(top.task->labels.size() >= 2);
+  CHECK(top.task->labels.size() <= 20);
+  each(top, [&](const std::string& text, const std::string& label) {
+    CHECK((label == "OTHER" || tops.at(text).count(label) == 1));
+  });
+  // Word content: the label is a word the sentence holds, and it holds no other of the classes.
+  const auto content = read("word_content");
+  CHECK(content.task->labels.size() > 20);
+  CHECK(content.task->labels.size() <= 100);
+  const std::set<std::string> classes(content.task->labels.begin(), content.task->labels.end());
+  each(content, [&](const std::string& text, const std::string& label) {
+    int held = 0;
+    for (const auto& word : sorted_words(text)) held += classes.count(word);
+    CHECK(held == 1);
+    CHECK(classes.count(label) == 1);
+    const auto words = sorted_words(text);
+    CHECK(std::count(words.begin(), words.end(), label) == 1);
+  });
 }
 
 TEST_CASE("synthetic tasks: deterministic per seed, split by document", "[synth][tasks]") {

@@ -5,6 +5,7 @@
 // written.
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "base/file_io.h"
 #include "base/json.h"
@@ -130,6 +131,53 @@ TEST_CASE("finetune: a bare BertModel checkpoint (no heads, no prefix, no pooler
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Contains("new (not in the checkpoint, initialised): bert.pooler.dense.weight"));
   CHECK_THAT(r.output, Contains("new (not in the checkpoint, initialised): classifier.weight"));
+}
+
+TEST_CASE("finetune: a SentEval probing file, its own classes, va choosing and te evaluated beside",
+          "[cli][finetune][senteval]") {
+  Fixture& f = fixture();
+  const std::string out = f.dir / "length";
+  auto r = finetune("--checkpoint " + f.run + " --task senteval --data " + f.tasks + "/sentence_length --out " + out);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  json::Value results = json::parse(ordo::read_file(out + "/results.json"));
+  const json::Value& run = results["learning_rates"][0]["runs"][0];
+  const std::string dir = out + "/runs/" + run["run"].as_string();
+  json::Value saved = json::parse(ordo::read_file(dir + "/best/config.json"));
+  CHECK(saved["id2label"]["5"].as_string() == "5");
+  CHECK(saved["finetuning_task"].as_string() == "senteval");
+  // The test partition's accuracy, counted here from the file and the predictions written.
+  std::vector<std::string> gold;
+  std::istringstream file(ordo::read_file(f.tasks + "/sentence_length/sentence_length.txt"));
+  for (std::string line; std::getline(file, line);)
+    if (line.rfind("te\t", 0) == 0) gold.push_back(line.substr(3, line.find('\t', 3) - 3));
+  std::istringstream predicted(ordo::read_file(dir + "/test_predictions.tsv"));
+  std::string line;
+  std::getline(predicted, line);
+  CHECK(line == "index\tprediction");
+  size_t n = 0, right = 0;
+  for (; std::getline(predicted, line); ++n) {
+    REQUIRE(n < gold.size());
+    CHECK(line.substr(0, line.find('\t')) == std::to_string(n));
+    right += line.substr(line.find('\t') + 1) == gold[n];
+  }
+  REQUIRE(n == gold.size());
+  CHECK(run["best"]["test"]["accuracy"].as_number() == Approx(static_cast<double>(right) / n).epsilon(1e-12));
+  CHECK(ordo::file_exists(dir + "/dev_predictions.tsv"));
+
+  // The file itself works as --data; a folder with two .txt files is refused.
+  auto direct = finetune("--checkpoint " + f.run + " --task senteval --data " + f.tasks +
+                         "/tree_depth/tree_depth.txt --out " + (f.dir / "depth") + " --set train.epochs=1");
+  INFO(direct.output);
+  CHECK(direct.exit_code == 0);
+  const std::string two = f.dir / "two_files";
+  ordo::make_directories(two);
+  ordo::write_file_atomic(two + "/a.txt", "tr\t0\ta .\nva\t1\tb .\ntr\t1\tc .\n");
+  ordo::write_file_atomic(two + "/b.txt", "tr\t0\ta .\n");
+  auto refused = finetune("--checkpoint " + f.run + " --task senteval --data " + two + " --out " + (f.dir / "none"));
+  CHECK(refused.exit_code != 0);
+  CHECK_THAT(refused.output, Contains("reads one SentEval .txt file; the folder has 2"));
+  CHECK_FALSE(ordo::file_exists(f.dir / "none"));
 }
 
 TEST_CASE("finetune: a causal decoder run fine-tunes both heads, its classifier on the last real token",
