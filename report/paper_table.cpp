@@ -58,12 +58,6 @@ double ordo_value(const RunRecord& r, const std::string& key) {
   return v ? probe::number_from_json(*v) : std::nan("");
 }
 
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) out += c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : std::string(1, c);
-  return out;
-}
-
 // Groups (families, or the kinds of one family) ordered best first by their
 // mean, "name (mean)" each.
 struct Ranked {

@@ -280,6 +280,20 @@ const std::vector<std::pair<std::string, std::string>>& table_columns() {
   return columns;
 }
 
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // A text cell.
@@ -314,20 +328,6 @@ std::string csv_field(const std::string& s) {
 std::string md_cell(const std::string& s) {
   std::string out;
   for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
-  return out;
-}
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
   return out;
 }
 
@@ -447,8 +447,10 @@ std::string reading_of(const RunRecord& r) {
                            "along the diagonal"
       : invariant        ? "translation invariant (each diagonal constant) but not local: no band around the diagonal"
                          : "neither local nor translation invariant: no diagonal band";
+  char bounds[64];
+  std::snprintf(bounds, sizeof bounds, "a band is AIV <= %g and OPR <= %g here)", kInvariantAiv, kLocalOpr);
   return "Layer " + std::to_string(r.layer) + " of " + r.label + " attends to identical words with " + shape +
-         figures + "a band is AIV <= 0.1 and OPR <= 0.2 here). Wang et al. 2021 found the layer-1 attention of BERT-base "
+         figures + bounds + ". Wang et al. 2021 found the layer-1 attention of BERT-base "
          "local and near translation invariant with every position encoding after pretraining (their Table 2; "
          "configs/papers/wang2021_table2/paper_table2.tsv holds the values), and uniform without one.";
 }

@@ -80,6 +80,9 @@ std::string table_markdown(const std::vector<RunRecord>& runs);
 std::string table_csv(const std::vector<RunRecord>& runs);
 json::Value table_json(const std::vector<RunRecord>& runs);
 
+// Text for an HTML page: & < > " as entities.
+std::string html_escape(const std::string& s);
+
 struct OutputFile {
   std::string name;  // relative to the report directory
   std::string bytes;
