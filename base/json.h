@@ -133,6 +133,9 @@ struct ParseLimits {
 
 // Throws ordo::Error("json: line L, column C: <what>").
 Value parse(std::string_view text, const ParseLimits& limits = {});
+// A JSON file parsed; every error names the file ("runs/a/trainer_state.json:
+// json: line 1, column 9: ...", or the system's reason it cannot be read).
+Value parse_file(const std::string& path, const ParseLimits& limits = {});
 
 // indent < 0: compact, one line. indent >= 0: one member per line, nested
 // levels indented by `indent` spaces. Throws ordo::Error for NaN or infinity

@@ -1,6 +1,7 @@
 #include "base/output.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 
 #include "base/error.h"
@@ -74,10 +76,16 @@ void remove_previous(const std::string& path) {
                  ec.message().c_str());
 }
 
-}  // namespace
+// Refuses an output that is, or holds, `input`, since replacing the output would delete it.
+void check_spares(const std::string& out, const InputPath& input, const std::string& flag) {
+  if (out.empty() || input.path.empty() || !holds(out, input.path)) return;
+  const bool same = holds(input.path, out);
+  throw Error(detail::cat(flag, " '", out, same ? "' is " : "' holds ", input.given_by, " '", input.path,
+                          "', which this command reads; writing the output there would delete it: name another output"));
+}
 
-void check_output(const std::string& path, OutputKind kind, bool overwrite, const std::string& flag) {
-  ORDO_CHECK(!path.empty(), "flag ", flag, " needs a path");
+// The output's kind and place: what no --overwrite can change.
+void check_kind(const std::string& path, OutputKind kind, const std::string& flag) {
   std::error_code ec;
   if (!fs::exists(fs::symlink_status(path, ec))) {
     check_parents(path, flag);
@@ -86,24 +94,34 @@ void check_output(const std::string& path, OutputKind kind, bool overwrite, cons
   const bool is_folder = fs::is_directory(path, ec);  // a link to a folder counts as one
   if (kind == OutputKind::file) {
     ORDO_CHECK(!is_folder, flag, " '", path, "' is a folder; give the path of a file");
-    ORDO_CHECK(overwrite, flag, " '", path, "' already exists; give --overwrite to replace it, or name another file");
     return;
   }
   ORDO_CHECK(is_folder, flag, " '", path, fs::is_regular_file(path, ec) ? "' is a file, not a folder" : "' exists and is not a folder",
              "; give a folder (a file is not replaced by a folder, even with --overwrite)");
   ORDO_CHECK(!holds(path, fs::current_path(ec).string()), flag, " '", path,
              "' holds the current folder; replacing it would remove the folder you are in: name another folder");
-  if (fs::is_empty(path, ec)) return;  // nothing in it to lose
-  ORDO_CHECK(overwrite, flag, " '", path,
-             "' already exists and is not empty; give --overwrite to replace it (everything in it), or name another folder");
 }
 
-void check_output_spares(const std::string& out, const std::string& input, const std::string& input_flag,
-                         const std::string& flag) {
-  if (out.empty() || input.empty() || !holds(out, input)) return;
-  const bool same = holds(input, out);
-  throw Error(detail::cat(flag, " '", out, same ? "' is " : "' holds ", input_flag, " '", input,
-                          "', which this command reads; writing the output there would delete it: name another output"));
+// Something in the output to lose: replaced only with --overwrite. (An empty folder holds nothing.)
+void check_overwrite(const std::string& path, OutputKind kind, bool overwrite, const std::string& flag) {
+  std::error_code ec;
+  if (overwrite || !fs::exists(fs::symlink_status(path, ec))) return;
+  if (kind == OutputKind::file)
+    throw Error(detail::cat(flag, " '", path, "' already exists; give --overwrite to replace it, or name another file"));
+  if (fs::is_empty(path, ec)) return;
+  throw Error(detail::cat(flag, " '", path, "' already exists and is not empty; give --overwrite to replace it ",
+                          "(everything in it), or name another folder"));
+}
+
+}  // namespace
+
+void check_output(const std::string& path, OutputKind kind, bool overwrite, const std::vector<InputPath>& inputs,
+                  const std::string& flag) {
+  ORDO_CHECK(!path.empty(), "flag ", flag, " needs a path");
+  check_kind(path, kind, flag);
+  // What the command reads, before the question of --overwrite: no --overwrite replaces it.
+  for (const InputPath& input : inputs) check_spares(path, input, flag);
+  check_overwrite(path, kind, overwrite, flag);
 }
 
 StagedFolder::StagedFolder(const std::string& out) : out_(without_trailing_slashes(out)) {
@@ -152,12 +170,15 @@ void StagedFolder::commit() {
   // One step: the new folder in place and the old one where the new one was.
   if (::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, out_.c_str(), RENAME_EXCHANGE) == 0) {
     committed_ = true;
-    remove_previous(staging_);
+    // The old output now sits under the staging name, which says "new": it
+    // takes a name that says what it is before its removal is tried, so
+    // whatever a failed removal leaves is never taken for a new output.
+    remove_previous(std::rename(staging_.c_str(), previous_name().c_str()) == 0 ? previous_name() : staging_);
     return;
   }
   // Not supported by this file system: two renames, the old output restored if the second fails.
 #endif
-  const std::string aside = out_ + ".old-" + staging_.substr(staging_.size() - 6);
+  const std::string aside = previous_name();
   move(out_, aside);
   try {
     move(staging_, out_);
@@ -167,6 +188,135 @@ void StagedFolder::commit() {
   }
   committed_ = true;
   remove_previous(aside);
+}
+
+std::string StagedFolder::previous_name() const { return out_ + ".previous-" + staging_.substr(staging_.size() - 6); }
+
+// ---- OutputLock ------------------------------------------------------------------------------
+
+namespace {
+
+std::string this_host() {
+  char name[256] = "";
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+std::string now_utc() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// What a lock file says of its owner, as one phrase: "pid 4711 on host a (ordo pretrain, since T)".
+std::string describe_owner(const std::string& contents) {
+  std::string pid, host, command, since;
+  size_t start = 0;
+  while (start < contents.size()) {
+    size_t end = contents.find('\n', start);
+    if (end == std::string::npos) end = contents.size();
+    const std::string line = contents.substr(start, end - start);
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos) {
+      const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+      if (key == "pid") pid = value;
+      else if (key == "host") host = value;
+      else if (key == "command") command = value;
+      else if (key == "since") since = value;
+    }
+    start = end + 1;
+  }
+  if (pid.empty()) return "another process";
+  return "pid " + pid + " on host " + host + " (" + command + ", since " + since + ")";
+}
+
+std::string read_descriptor(int fd) {
+  std::string text;
+  char buf[512];
+  ssize_t n;
+  off_t at = 0;
+  while ((n = ::pread(fd, buf, sizeof buf, at)) > 0) text.append(buf, static_cast<size_t>(n)), at += n;
+  return text;
+}
+
+}  // namespace
+
+bool OutputLock::take(const std::string& out, const std::string& command, std::string* owner) {
+  path_ = without_trailing_slashes(out) + ".lock";
+  const std::string folder = fs::path(path_).parent_path().empty() ? "." : fs::path(path_).parent_path().string();
+  if (created_.empty()) created_ = outermost_missing(folder);
+  make_directories(folder);
+  // A lock file removed by its owner between our open() and flock() is no
+  // longer the lock: try again on the file now at the path.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    ORDO_CHECK(fd >= 0, "cannot open the lock file ", path_, ": ", std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      const std::string contents = read_descriptor(fd);
+      ::close(fd);
+      ORDO_CHECK(err == EWOULDBLOCK, "cannot lock ", path_, ": ", std::strerror(err));
+      *owner = describe_owner(contents);
+      return false;
+    }
+    struct stat at_path, held;
+    if (::stat(path_.c_str(), &at_path) != 0 || ::fstat(fd, &held) != 0 || at_path.st_ino != held.st_ino ||
+        at_path.st_dev != held.st_dev) {
+      ::close(fd);
+      continue;
+    }
+    const std::string previous = read_descriptor(fd);
+    if (!previous.empty()) stale_owner_ = describe_owner(previous);  // its owner ended without removing it
+    const std::string mine = "pid=" + std::to_string(::getpid()) + "\nhost=" + this_host() + "\ncommand=" + command +
+                             "\nsince=" + now_utc() + "\n";
+    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, mine.data(), mine.size(), 0) != static_cast<ssize_t>(mine.size())) {
+      const int err = errno;
+      fd_ = fd;
+      release();  // nothing of the failed attempt is left behind
+      throw Error(detail::cat("cannot write the lock file ", path_, ": ", std::strerror(err)));
+    }
+    fd_ = fd;
+    return true;
+  }
+  throw Error(detail::cat("cannot lock ", path_, ": it keeps being replaced"));
+}
+
+OutputLock::OutputLock(const std::string& out, const std::string& command) {
+  std::string owner;
+  if (!take(out, command, &owner)) {
+    remove_created();
+    throw Error(detail::cat("'", out, "' is being written by another ordo process: ", owner, " holds ", path_,
+                            ". Wait for it to finish, or stop it; a lock whose process has ended is taken over"));
+  }
+}
+
+std::unique_ptr<OutputLock> OutputLock::try_take(const std::string& out, const std::string& command) {
+  std::unique_ptr<OutputLock> lock(new OutputLock());
+  std::string owner;
+  if (lock->take(out, command, &owner)) return lock;
+  lock->remove_created();
+  return nullptr;
+}
+
+OutputLock::~OutputLock() { release(); }
+
+void OutputLock::release() {
+  if (fd_ < 0) return;
+  ::unlink(path_.c_str());  // while still held: a waiting process then finds no file, or a new one
+  ::close(fd_);
+  fd_ = -1;
+  remove_created();
+}
+
+void OutputLock::remove_created() {
+  if (created_.empty()) return;
+  // The folders made for the lock, when nothing else was put in them.
+  std::error_code ec;
+  for (fs::path p = fs::path(path_).parent_path(); !p.empty(); p = p.parent_path()) {
+    if (!fs::is_empty(p, ec) || !fs::remove(p, ec)) break;
+    if (fs::absolute(p) == fs::path(created_)) break;
+  }
 }
 
 void write_folder(const std::string& out, const std::vector<std::pair<std::string, std::string>>& files) {

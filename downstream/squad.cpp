@@ -28,7 +28,7 @@ bool squad_whitespace(char32_t c) { return c == ' ' || c == '\t' || c == '\r' ||
 }  // namespace
 
 SquadDataset read_squad(const std::string& path) {
-  const json::Value root = json::parse(read_file(path));
+  const json::Value root = json::parse_file(path);
   SquadDataset set;
   set.path = path;
   ORDO_CHECK(root.is_object(), path, ": a SQuAD file is a JSON object with 'data', found ",
@@ -65,10 +65,13 @@ SquadDataset read_squad(const std::string& path) {
           answer.text = member(answers[k], "text", json::Type::string, at_answer).as_string();
           const json::Value& start = member(answers[k], "answer_start", json::Type::number, at_answer);
           const double number = start.as_number();
-          ORDO_CHECK(number == std::floor(number) && std::fabs(number) < 9e15, at_answer, ": answer_start ",
-                     json::dump(start), " is not an integer");
+          ORDO_CHECK(number == std::floor(number), at_answer, ": answer_start ", json::dump(start),
+                     " is not a whole number (a character offset into the context)");
+          ORDO_CHECK(number >= 0, at_answer, ": answer_start ", json::dump(start), " is negative");
+          const size_t characters = set.paragraphs[static_cast<size_t>(paragraph_index)].code_points.size();
+          ORDO_CHECK(number <= static_cast<double>(characters), at_answer, ": answer_start ", json::dump(start),
+                     " is beyond the end of the context (", characters, " characters)");
           answer.start = static_cast<int64_t>(number);
-          ORDO_CHECK(answer.start >= 0, at_answer, ": answer_start ", answer.start, " is negative");
           question.answers.push_back(std::move(answer));
         }
         const json::Value* impossible = qas[q].find("is_impossible");
@@ -142,7 +145,7 @@ bool squad_answer_span(const SquadParagraph& paragraph, const SquadAnswer& answe
 }
 
 std::vector<std::pair<std::string, std::string>> read_squad_predictions(const std::string& path) {
-  const json::Value root = json::parse(read_file(path));
+  const json::Value root = json::parse_file(path);
   ORDO_CHECK(root.is_object(), path, ": SQuAD predictions are a JSON object {question id: answer text}, found ",
              json::type_name(root.type()));
   std::vector<std::pair<std::string, std::string>> out;
@@ -155,7 +158,7 @@ std::vector<std::pair<std::string, std::string>> read_squad_predictions(const st
 }
 
 std::vector<std::pair<std::string, double>> read_squad_na_probs(const std::string& path) {
-  const json::Value root = json::parse(read_file(path));
+  const json::Value root = json::parse_file(path);
   ORDO_CHECK(root.is_object(), path, ": no-answer probabilities are a JSON object {question id: number}, found ",
              json::type_name(root.type()));
   std::vector<std::pair<std::string, double>> out;

@@ -95,6 +95,14 @@ std::vector<SquadFeature> make_squad_features(const SquadDataset& data, const te
     ORDO_CHECK(max_tokens >= 1, "max_seq_length ", options.max_seq_length, " leaves no room for the context of "
                "question '", q.id, "' after its ", query.size(), " query tokens and [CLS] [SEP] [SEP] (lower "
                "max_query_length, now ", options.max_query_length, ", or raise max_seq_length)");
+    // run_squad advances by min(window, doc_stride): a stride beyond the window
+    // would be silently cut to it, so the windows would not be the ones asked for.
+    ORDO_CHECK(static_cast<int>(context.ids.size()) <= max_tokens || options.doc_stride <= max_tokens, "doc_stride ",
+               options.doc_stride, " is larger than the window of question '", q.id, "', whose ",
+               context.ids.size(), "-token context needs several: max_seq_length ", options.max_seq_length, " - ",
+               query.size(), " query tokens - 3 = ", max_tokens,
+               " context tokens a window. Give doc_stride <= ", max_tokens, " (squad.doc_stride), or a longer "
+               "max_seq_length (BERT's SQuAD recipe: 384 with doc_stride 128)");
     const std::vector<Window> windows =
         windows_over(static_cast<int>(context.ids.size()), max_tokens, options.doc_stride);
     ++st.questions;

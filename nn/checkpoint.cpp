@@ -103,11 +103,7 @@ std::string architecture(const PretrainingModel& model) {
 BertConfig load_config(const std::string& dir) {
   std::string path = dir + "/config.json";
   json::Value value;
-  try {
-    value = json::parse(read_file(path));
-  } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
-  }
+  value = json::parse_file(path);
   return config_from_json(value, path, /*hf_lenient=*/true);
 }
 

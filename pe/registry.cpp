@@ -228,16 +228,22 @@ std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device 
 namespace {
 
 // fresh: the parameters the checkpoint may lack; unused: its tensors the model may leave out.
+// new_head: the checkpoint's task head (the first of `fresh`) is left out and
+// the model's starts anew.
 template <class Model, class... Args>
-std::unique_ptr<Model> load_task_model(const std::string& dir, Device device, uint64_t seed, nn::LoadReport* report,
+std::unique_ptr<Model> load_task_model(nn::Checkpoint checkpoint, Device device, uint64_t seed, nn::LoadReport* report,
                                        const std::vector<std::string>& fresh, const std::vector<std::string>& unused,
-                                       Args... args) {
-  nn::Checkpoint checkpoint = nn::read_checkpoint(dir, /*keep_pooler=*/true);
+                                       bool new_head, Args... args) {
   std::vector<std::string> left_out = unused;
+  if (new_head) left_out.push_back(fresh[0]);
   if (checkpoint.config.decoder) left_out.push_back("bert.pooler.");  // a decoder's classifier reads no pooler
   auto model = std::make_unique<Model>(checkpoint.config, make_position_encoding(checkpoint.config, device), device,
                                        args...);
   nn::initialize_bert(*model, model->bert, seed);
+  if (new_head)
+    checkpoint.tensors.erase(std::remove_if(checkpoint.tensors.begin(), checkpoint.tensors.end(),
+                                            [&](const auto& t) { return t.first.rfind(fresh[0], 0) == 0; }),
+                             checkpoint.tensors.end());
   nn::LoadReport r =
       nn::load_weights(*model, checkpoint.config, checkpoint.tensors, checkpoint.weights_path, fresh, left_out);
   if (report) *report = r;
@@ -247,15 +253,22 @@ std::unique_ptr<Model> load_task_model(const std::string& dir, Device device, ui
 }  // namespace
 
 std::unique_ptr<nn::SequenceClassifier> load_classifier(const std::string& dir, int num_labels, Device device,
-                                                        uint64_t seed, nn::LoadReport* report) {
-  return load_task_model<nn::SequenceClassifier>(dir, device, seed, report, {"classifier.", "bert.pooler."}, {"cls."},
-                                                 num_labels);
+                                                        uint64_t seed, nn::LoadReport* report, bool new_head) {
+  nn::Checkpoint checkpoint = nn::read_checkpoint(dir, /*keep_pooler=*/true);
+  if (!new_head)  // a head trained for another label set does not fit: say so, and how to start a new one
+    for (const auto& [name, tensor] : checkpoint.tensors)
+      if (nn::canonical_name(name) == "classifier.weight" && tensor.dim() == 2)
+        ORDO_CHECK(tensor.shape()[0] == num_labels, dir, " holds a classifier trained for ", tensor.shape()[0],
+                   " label(s) (", name, ") and this task has ", num_labels,
+                   ": give --new-head to fine-tune the encoder with a new classifier (initialised, listed as new)");
+  return load_task_model<nn::SequenceClassifier>(std::move(checkpoint), device, seed, report,
+                                                 {"classifier.", "bert.pooler."}, {"cls."}, new_head, num_labels);
 }
 
 std::unique_ptr<nn::SpanExtractor> load_span_extractor(const std::string& dir, Device device, uint64_t seed,
-                                                       nn::LoadReport* report) {
-  return load_task_model<nn::SpanExtractor>(dir, device, seed, report, {"qa_outputs."},
-                                          {"cls.", "bert.pooler."});
+                                                       nn::LoadReport* report, bool new_head) {
+  return load_task_model<nn::SpanExtractor>(nn::read_checkpoint(dir, /*keep_pooler=*/true), device, seed, report,
+                                            {"qa_outputs."}, {"cls.", "bert.pooler."}, new_head);
 }
 
 }  // namespace ordo::pe

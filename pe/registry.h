@@ -37,10 +37,13 @@ std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device 
 // (and, for a classifier, a pooler the checkpoint lacks) start from
 // Philox(seed). `report` (optional) says what was initialised and left out.
 // A causal decoder keeps its mask: its classifier reads the last real token
-// (nn/task_heads.h), without a pooler.
+// (nn/task_heads.h), without a pooler. A checkpoint's classifier trained for
+// another number of labels is refused, naming both counts, unless new_head:
+// then the checkpoint's task head is left out and a new one initialised.
 std::unique_ptr<nn::SequenceClassifier> load_classifier(const std::string& dir, int num_labels, Device device,
-                                                        uint64_t seed, nn::LoadReport* report = nullptr);
+                                                        uint64_t seed, nn::LoadReport* report = nullptr,
+                                                        bool new_head = false);
 std::unique_ptr<nn::SpanExtractor> load_span_extractor(const std::string& dir, Device device, uint64_t seed,
-                                                       nn::LoadReport* report = nullptr);
+                                                       nn::LoadReport* report = nullptr, bool new_head = false);
 
 }  // namespace ordo::pe

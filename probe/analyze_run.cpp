@@ -844,8 +844,7 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
   ORDO_CHECK(o.eval_sequences >= 1, "analyze: --eval-sequences must be at least 1, got ", o.eval_sequences);
   ORDO_CHECK(directory_exists(o.run), "--run: '", o.run, "' is not a directory");
   ORDO_CHECK(file_exists(o.run + "/config.json"), "--run: '", o.run, "' holds no run (no config.json)");
-  check_output(o.out, OutputKind::folder, o.overwrite);
-  check_output_spares(o.out, o.run, "--run");
+  check_output(o.out, OutputKind::folder, o.overwrite, {{o.run, "--run"}});
 
   RunState c;
   c.options = o;

@@ -39,6 +39,20 @@ std::vector<int> parse_layers(const std::string& text, int64_t layers) {
   return out;
 }
 
+void check_probe_settings(const ProbeRequest& request, const nn::BertConfig& config, const std::string& where) {
+  try {
+    parse_layers(request.layers, config.num_hidden_layers);
+    const int64_t length = request.options.length;
+    if (length == 0) return;  // the run's trained length, which its PE reaches
+    ORDO_CHECK(length >= 3, "the probe length must be >= 3 ([CLS] w [SEP]), got ", length);
+    const int64_t reach = pe::make_position_encoding(config, Device::cpu())->max_position();
+    ORDO_CHECK(reach < 0 || length <= reach + 1, "probe length ", length, " needs positions 0..", length - 1,
+               ", beyond the ", reach + 1, " rows of pe '", config.pe, "' (max_position_embeddings)");
+  } catch (const Error& e) {
+    throw Error(where + ": " + e.what());
+  }
+}
+
 ProbeFolder probe_folder(const ProbeRequest& request) {
   ProbeFolder f;
   f.checkpoint = train::resolve_checkpoint(request.checkpoint);

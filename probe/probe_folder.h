@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "nn/bert_config.h"
 #include "probe/probe.h"
 #include "tensor/tensor.h"
 
@@ -30,6 +31,12 @@ struct ProbeRequest {
 // The request's layers as numbers: "all" or one layer K in 1..layers;
 // an error naming the flag --layer otherwise.
 std::vector<int> parse_layers(const std::string& text, int64_t layers);
+
+// The request's settings against a model config before any model exists (an
+// experiment checks them for every config before its first run): the layers
+// within the model's, and an explicit length within the positions its PE
+// reaches. An error naming `where` (the config) and the setting.
+void check_probe_settings(const ProbeRequest& request, const nn::BertConfig& config, const std::string& where);
 
 // The checkpoint probed and every file of its folder, rendered in memory.
 struct ProbeFolder {

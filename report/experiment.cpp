@@ -41,7 +41,7 @@ bool probed(const std::string& run_dir, const json::Value& probe_plan) {
   if (!file_exists(meta_path)) return false;
   json::Value meta;
   try {
-    meta = json::parse(read_file(meta_path));
+    meta = json::parse_file(meta_path);
   } catch (const Error&) {
     return false;  // a damaged probe is made again
   }
@@ -71,6 +71,13 @@ ExperimentSummary run_experiment(const ExperimentOptions& o) {
     configs.push_back(train::read_run_config(o.folder + "/" + name + ".json", o.overrides));
     resolved[name] = configs.back().source;
   }
+  // Every stage's settings against every config, before the first run trains.
+  for (size_t i = 0; i < names.size(); ++i) {
+    probe::ProbeRequest request;
+    request.layers = o.probe_layers;
+    request.options = o.probe;
+    probe::check_probe_settings(request, configs[i].model, o.folder + "/" + names[i] + ".json");
+  }
   const std::string paper_path = find_paper_table(o.folder);
   PaperTable paper;
   if (!paper_path.empty()) {
@@ -95,7 +102,7 @@ ExperimentSummary run_experiment(const ExperimentOptions& o) {
 
   const std::string plan_path = o.out + "/experiment.json";
   if (file_exists(plan_path)) {
-    const json::Value stored = json::parse(read_file(plan_path));
+    const json::Value stored = json::parse_file(plan_path);
     const std::string differs = json::first_difference(stored, plan);
     ORDO_CHECK(differs.empty(), "'", o.out, "' holds another experiment: its plan (", plan_path, ") differs at '",
                differs, "' (other configs, --set or probe settings, or an edited config file). Rerun it as it was "
@@ -107,7 +114,7 @@ ExperimentSummary run_experiment(const ExperimentOptions& o) {
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string stored = o.out + "/runs/" + names[i] + "/config.json";
     if (!file_exists(stored)) continue;
-    const std::string differs = json::first_difference(json::parse(read_file(stored)), configs[i].source);
+    const std::string differs = json::first_difference(json::parse_file(stored), configs[i].source);
     ORDO_CHECK(differs.empty(), stored, " differs from what ", names[i], ".json resolves to at '", differs,
                "': this run was trained with another config");
   }

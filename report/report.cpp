@@ -26,14 +26,7 @@ bool indicator_column(const std::string& key) { return !text_column(key) && key.
 
 const double kMissing = std::numeric_limits<double>::quiet_NaN();
 
-json::Value read_json_file(const std::string& path) {
-  std::string text = read_file(path);
-  try {
-    return json::parse(text);
-  } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
-  }
-}
+json::Value read_json_file(const std::string& path) { return json::parse_file(path); }
 
 // obj[key] as a string, or an error naming the file and the key.
 std::string string_at(const json::Value& obj, const std::string& key, const std::string& file) {

@@ -276,7 +276,7 @@ Counts write_synthetic(const std::string& dir, int64_t sentences, uint64_t seed,
                        bool overwrite) {
   ORDO_CHECK(sentences >= 1, "the number of sentences must be at least 1, got ", sentences);
   Grammar grammar(config, seed);  // checks the config before anything is written
-  check_output(dir, OutputKind::folder, overwrite);
+  check_output(dir, OutputKind::folder, overwrite, {});
 
   std::string corpus, annotations;
   Counts counts;

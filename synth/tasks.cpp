@@ -466,8 +466,8 @@ std::vector<std::pair<std::string, std::string>> make_tasks(const std::vector<Do
 }
 
 void write_tasks(const std::vector<Document>& documents, const TaskOptions& options, const std::string& out,
-                 bool overwrite) {
-  check_output(out, OutputKind::folder, overwrite);
+                 bool overwrite, const std::vector<InputPath>& inputs) {
+  check_output(out, OutputKind::folder, overwrite, inputs);
   write_folder(out, make_tasks(documents, options));
 }
 

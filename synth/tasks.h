@@ -50,6 +50,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/output.h"
 #include "synth/synth.h"
 
 namespace ordo::synth {
@@ -65,8 +66,9 @@ std::vector<std::pair<std::string, std::string>> make_tasks(const std::vector<Do
                                                             const TaskOptions& options);
 
 // make_tasks written into `out` (base/output.h's policy: refused when it
-// exists unless overwrite; built beside it and swapped in whole).
+// exists unless overwrite, or when it is or holds one of `inputs`, the files
+// the documents were read from; built beside it and swapped in whole).
 void write_tasks(const std::vector<Document>& documents, const TaskOptions& options, const std::string& out,
-                 bool overwrite);
+                 bool overwrite, const std::vector<InputPath>& inputs);
 
 }  // namespace ordo::synth

@@ -44,13 +44,13 @@ Args::Args(const std::vector<std::string>& argv, const std::vector<std::string>&
       name = name.substr(0, eq);
     }
     if (known(switches, name)) {
-      ORDO_CHECK(!inline_value, "flag --", name, " takes no value");
+      ORDO_USAGE_CHECK(!inline_value, "flag --", name, " takes no value");
       values_.emplace(name, "");
       continue;
     }
-    ORDO_CHECK(known(flags, name), "unknown flag --", name);
+    ORDO_USAGE_CHECK(known(flags, name), "unknown flag --", name);
     if (!inline_value) {
-      ORDO_CHECK(i + 1 < argv.size(), "flag --", name, " needs a value");
+      ORDO_USAGE_CHECK(i + 1 < argv.size(), "flag --", name, " needs a value");
       value = argv[++i];
     }
     values_.emplace(name, value);
@@ -62,12 +62,12 @@ bool Args::has(const std::string& name) const { return values_.count(name) > 0; 
 std::string Args::str(const std::string& name, const std::string& fallback) const {
   auto it = values_.find(name);
   if (it == values_.end()) return fallback;
-  ORDO_CHECK(values_.count(name) == 1, "flag --", name, " is given more than once");
+  ORDO_USAGE_CHECK(values_.count(name) == 1, "flag --", name, " is given more than once");
   return it->second;
 }
 
 std::string Args::required(const std::string& name) const {
-  ORDO_CHECK(has(name), "missing required flag --", name);
+  ORDO_USAGE_CHECK(has(name), "missing required flag --", name);
   return str(name, "");
 }
 
@@ -77,9 +77,9 @@ int64_t Args::integer(const std::string& name, int64_t fallback, int64_t min, in
   errno = 0;
   char* end = nullptr;
   long long value = std::strtoll(text.c_str(), &end, 10);
-  ORDO_CHECK(!text.empty() && *end == '\0' && errno == 0, "flag --", name,
+  ORDO_USAGE_CHECK(!text.empty() && *end == '\0' && errno == 0, "flag --", name,
              " expects an integer, got '", text, "'");
-  ORDO_CHECK(value >= min && value <= max, "flag --", name, " must be between ", min, " and ",
+  ORDO_USAGE_CHECK(value >= min && value <= max, "flag --", name, " must be between ", min, " and ",
              max, ", got ", value);
   return value;
 }
@@ -89,11 +89,33 @@ double Args::number(const std::string& name, double fallback, double min, double
   std::string text = str(name, "");
   char* end = nullptr;
   double value = std::strtod(text.c_str(), &end);
-  ORDO_CHECK(!text.empty() && *end == '\0' && std::isfinite(value), "flag --", name,
+  ORDO_USAGE_CHECK(!text.empty() && *end == '\0' && std::isfinite(value), "flag --", name,
              " expects a number, got '", text, "'");
-  ORDO_CHECK(value >= min && value <= max, "flag --", name, " must be between ", min, " and ",
+  ORDO_USAGE_CHECK(value >= min && value <= max, "flag --", name, " must be between ", min, " and ",
              max, ", got ", value);
   return value;
+}
+
+std::vector<double> Args::numbers(const std::string& name, double min, double max) const {
+  std::vector<double> values;
+  if (!has(name)) return values;
+  const std::string text = str(name, "");
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    char* end = nullptr;
+    const double value = std::strtod(item.c_str(), &end);
+    ORDO_USAGE_CHECK(!item.empty() && *end == '\0' && std::isfinite(value), "flag --", name,
+               " expects numbers separated by commas, got '", item, "' in '", text, "'");
+    ORDO_USAGE_CHECK(value >= min && value <= max, "flag --", name, " takes numbers between ", min, " and ", max, ", got ",
+               item);
+    ORDO_USAGE_CHECK(std::find(values.begin(), values.end(), value) == values.end(), "flag --", name, " lists ", item,
+               " twice");
+    values.push_back(value);
+    if (comma == std::string::npos) return values;
+    start = comma + 1;
+  }
 }
 
 Device Args::device(const std::string& name, const std::string& fallback) const {
@@ -101,11 +123,15 @@ Device Args::device(const std::string& name, const std::string& fallback) const 
   try {
     d = Device::parse(str(name, fallback));
   } catch (const Error& e) {
-    throw Error("flag --" + name + ": " + e.what());
+    throw UsageError("flag --" + name + ": " + e.what());
   }
-  ORDO_CHECK(d.is_cpu() || d.index < cuda_device_count(), "flag --", name, " ", d.str(), " is not available (",
+  ORDO_USAGE_CHECK(d.is_cpu() || d.index < cuda_device_count(), "flag --", name, " ", d.str(), " is not available (",
              cuda_device_description(0), ")");
   return d;
+}
+
+void Args::expect_no_positional(const std::string& hint) const {
+  ORDO_USAGE_CHECK(positional_.empty(), "unexpected argument '", positional_.empty() ? "" : positional_[0], "'", hint);
 }
 
 std::vector<std::string> Args::all(const std::string& name) const {

@@ -13,9 +13,25 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "tensor/dtype.h"
 
 namespace ordo::cli {
+
+// A mistake in the command line itself (an unknown or missing flag, a value
+// of the wrong form, a stray argument): the command's usage line follows its
+// message. Any other error (a file that cannot be read, a bad config) prints
+// only its message: the flags were right.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+// ORDO_CHECK for the command line: its failure is a UsageError.
+#define ORDO_USAGE_CHECK(cond, ...)                                               \
+  do {                                                                            \
+    if (!(cond)) throw ::ordo::cli::UsageError(::ordo::detail::cat(__VA_ARGS__)); \
+  } while (0)
 
 struct Command {
   std::string name;     // "bench", "data synth" (two words: a command and its verb)
@@ -43,6 +59,9 @@ class Args {
   std::string required(const std::string& name) const;
   int64_t integer(const std::string& name, int64_t fallback, int64_t min, int64_t max) const;
   double number(const std::string& name, double fallback, double min, double max) const;
+  // A comma-separated list of numbers (--lr 1e-4,3e-5), each finite and in
+  // [min, max], none twice; empty when the flag is absent.
+  std::vector<double> numbers(const std::string& name, double min, double max) const;
   // A device flag (cpu, cuda, cuda:N): parsed, and one this machine has; the
   // errors name the flag.
   Device device(const std::string& name, const std::string& fallback) const;
@@ -50,6 +69,9 @@ class Args {
   std::vector<std::string> all(const std::string& name) const;
   // Arguments that are not flags.
   const std::vector<std::string>& positional() const { return positional_; }
+  // A UsageError naming the first argument that is not a flag, when there
+  // is one, followed by `hint` (" (give the checkpoint with --checkpoint DIR)").
+  void expect_no_positional(const std::string& hint = "") const;
 
  private:
   std::multimap<std::string, std::string> values_;

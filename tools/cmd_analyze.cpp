@@ -18,8 +18,7 @@ namespace {
 
 int run(const std::vector<std::string>& argv) {
   ordo::cli::Args args(argv, {"run", "out", "checkpoint", "seed", "eval-sequences"}, {"quiet", "overwrite"});
-  ORDO_CHECK(args.positional().empty(), "analyze: unexpected argument '", args.positional().front(),
-             "' (flags are --run, --out, --checkpoint, --seed, --eval-sequences, --quiet, --overwrite)");
+  args.expect_no_positional(" (flags are --run, --out, --checkpoint, --seed, --eval-sequences, --quiet, --overwrite)");
   ordo::probe::AnalyzeOptions o;
   o.run = args.required("run");
   o.out = args.required("out");

@@ -14,7 +14,7 @@ using namespace ordo;
 
 int run(const std::vector<std::string>& argv) {
   cli::Args args(argv, {"out", "set", "probe-length", "probe-words", "probe-layer", "probe-seed"}, {"quiet"});
-  ORDO_CHECK(args.positional().size() == 1, "give one folder of run configs (got ", args.positional().size(), ")");
+  ORDO_USAGE_CHECK(args.positional().size() == 1, "give one folder of run configs (got ", args.positional().size(), ")");
   report::ExperimentOptions o;
   o.folder = args.positional()[0];
   o.out = args.required("out");

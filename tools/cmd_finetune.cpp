@@ -11,9 +11,8 @@ using namespace ordo;
 
 int finetune(const std::vector<std::string>& argv, dist::Communicator* comm) {
   cli::Args args(argv, {"checkpoint", "task", "data", "out", "config", "set", "seeds", "lr"},
-                 {"overwrite", "quiet", "from-scratch"});
-  ORDO_CHECK(args.positional().empty(), "unexpected argument '", args.positional().empty() ? "" : args.positional()[0],
-             "'");
+                 {"overwrite", "quiet", "from-scratch", "new-head"});
+  args.expect_no_positional();
   train::FinetuneOptions o;
   o.checkpoint = args.required("checkpoint");
   o.task = args.required("task");
@@ -22,14 +21,16 @@ int finetune(const std::vector<std::string>& argv, dist::Communicator* comm) {
   o.overwrite = args.has("overwrite");
   o.quiet = args.has("quiet");
   o.from_scratch = args.has("from-scratch");
+  o.new_head = args.has("new-head");
   o.comm = comm;
-  // --seeds and --lr are shorthands for --set train.seeds / train.learning_rates, applied after the other --set.
+  // --seeds is a shorthand for --set train.seeds, applied after the other --set; --lr replaces the config's
+  // learning rate (train.lr) or grid (train.learning_rates).
   std::vector<std::string> overrides = args.all("set");
   if (args.has("seeds")) overrides.push_back("train.seeds=" + std::to_string(args.integer("seeds", 1, 1, 1000)));
-  if (args.has("lr")) overrides.push_back("train.learning_rates=[" + args.str("lr", "") + "]");
+  const std::vector<double> learning_rates = args.numbers("lr", 1e-12, 10);
   const std::string where = args.has("config") ? args.str("config", "") : "the fine-tuning defaults";
-  const json::Value base = args.has("config") ? train::read_config_file(where) : json::Value::object();
-  const train::FinetuneConfig config = train::parse_finetune_config(base, overrides, where);
+  const json::Value base = args.has("config") ? train::read_config_file(where, &o.config_files) : json::Value::object();
+  const train::FinetuneConfig config = train::parse_finetune_config(base, overrides, where, learning_rates);
   const train::FinetuneSummary summary = train::finetune(config, o);
   return summary.interrupted ? 130 : 0;
 }
@@ -41,7 +42,7 @@ int run(const std::vector<std::string>& argv) {
 cli::Register command(
     {"finetune", "fine-tune a pretrained encoder on a GLUE task or SQuAD, with the official dev metrics",
      "--checkpoint DIR|RUN_DIR --task NAME --data DIR --out DIR [--config FILE.json] [--set key=value ...]\n"
-     "      [--seeds N] [--lr A,B,C] [--from-scratch] [--overwrite] [--quiet]\n"
+     "      [--seeds N] [--lr A,B,C] [--from-scratch] [--new-head] [--overwrite] [--quiet]\n"
      "  NAME: cola sst2 mrpc stsb qqp mnli qnli rte wnli | squad (v1.1) | squad2 (v2.0) | senteval\n"
      "  --data: the task's folder as GLUE ships it (train.tsv, dev.tsv; MNLI dev_matched.tsv and\n"
      "    dev_mismatched.tsv; test files, when there, are predicted into GLUE submission files) or\n"
@@ -57,6 +58,10 @@ cli::Register command(
      "    best epoch and, per learning rate, mean, std (n-1) and median over the seeds.\n"
      "  --from-scratch: the checkpoint's config and vocabulary with random weights (the baseline\n"
      "    that shows what pretraining brings).\n"
+     "  --new-head: a fine-tuned checkpoint's task head (e.g. MNLI's 3-label classifier) left out and a\n"
+     "    new one initialised for this task.\n"
+     "  The same command on an --out holding this grid continues it: finished runs are kept, the others\n"
+     "    run again; results.json is written after every run. Another grid there needs --overwrite.\n"
      "  See `ordo help config` for every key (train.*, tokenizer.lower_case, squad.*).\n"
      "  Under mpirun -np N: data parallel, each batch shared among the N processes; rank 0 evaluates and writes.",
      run});

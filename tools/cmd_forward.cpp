@@ -53,11 +53,10 @@ using namespace ordo;
 int run(const std::vector<std::string>& argv) {
   cli::Args args(argv, {"checkpoint", "input", "out", "device", "ablate"}, {"overwrite"});
   const std::string out_file = args.required("out");
-  check_output(out_file, OutputKind::file, args.has("overwrite"));
   const std::string dir = train::resolve_checkpoint(args.required("checkpoint"));
   const std::string input_file = args.required("input");
-  check_output_spares(out_file, input_file, "--input");
-  for (const char* name : {"/model.safetensors", "/config.json"}) check_output_spares(out_file, dir + name, "--checkpoint");
+  check_output(out_file, OutputKind::file, args.has("overwrite"),
+               {{input_file, "--input"}, {dir + "/model.safetensors", "--checkpoint"}, {dir + "/config.json", "--checkpoint"}});
   const nn::Ablation ablate = nn::parse_ablation(args.str("ablate", "none"), "--ablate");
   const Device device = args.device("device", "cpu");
 

@@ -17,14 +17,14 @@ int64_t extension(const ordo::cli::Args& args) {
   std::vector<std::string> sets = args.all("set");
   if (sets.empty()) return -1;
   const std::string key = "train.steps=";
-  ORDO_CHECK(sets.size() == 1 && sets[0].rfind(key, 0) == 0,
+  ORDO_USAGE_CHECK(sets.size() == 1 && sets[0].rfind(key, 0) == 0,
              "with --resume, --set takes only train.steps=N (to train the run further); the rest of the config "
              "is the run's own (RUN/config.json)");
   const std::string n = sets[0].substr(key.size());
   char* end = nullptr;
   errno = 0;
   const long long steps = std::strtoll(n.c_str(), &end, 10);
-  ORDO_CHECK(!n.empty() && *end == '\0' && errno == 0 && steps > 0, "--set train.steps=", n,
+  ORDO_USAGE_CHECK(!n.empty() && *end == '\0' && errno == 0 && steps > 0, "--set train.steps=", n,
              ": expected a positive whole number of steps");
   return steps;
 }
@@ -37,7 +37,7 @@ int train(const std::vector<std::string>& argv, ordo::dist::Communicator* comm) 
   options.stop_after = args.integer("stop-after", -1, 1, INT64_MAX);
   ordo::train::RunSummary summary;
   if (args.has("resume")) {
-    ORDO_CHECK(!args.has("config") && !args.has("out") && !args.has("overwrite"),
+    ORDO_USAGE_CHECK(!args.has("config") && !args.has("out") && !args.has("overwrite"),
                "--resume DIR continues the run with the config stored in DIR; it takes no --config, --out or "
                "--overwrite (only --set train.steps=N, to train it further)");
     options.out = args.required("resume");

@@ -26,8 +26,7 @@ using namespace ordo;
 
 int run(const std::vector<std::string>& argv) {
   cli::Args args(argv, {"checkpoint", "out", "words", "length", "layer", "seed", "vocab", "device"}, {"overwrite"});
-  ORDO_CHECK(args.positional().empty(), "unexpected argument '", args.positional().empty() ? "" : args.positional()[0],
-             "' (give the checkpoint with --checkpoint DIR)");
+  args.expect_no_positional(" (give the checkpoint with --checkpoint DIR)");
   probe::ProbeRequest request;
   request.checkpoint = args.required("checkpoint");
   const std::string out = args.required("out");
@@ -37,10 +36,9 @@ int run(const std::vector<std::string>& argv) {
   request.layers = args.str("layer", "1");
   request.device = args.device("device", "cpu");
   if (args.has("vocab")) request.vocab = args.required("vocab");
-  check_output(out, OutputKind::folder, args.has("overwrite"));
   // The checkpoint a run directory names, and the vocabulary found beside it, are inside it.
-  check_output_spares(out, request.checkpoint, "--checkpoint");
-  if (!request.vocab.empty()) check_output_spares(out, request.vocab, "--vocab");
+  check_output(out, OutputKind::folder, args.has("overwrite"),
+               {{request.checkpoint, "--checkpoint"}, {request.vocab, "--vocab"}});
 
   const probe::ProbeFolder probed = probe::probe_folder(request);  // everything rendered before a file is touched
   write_folder(out, probed.files);

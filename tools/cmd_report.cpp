@@ -22,11 +22,12 @@ using namespace ordo;
 int run(const std::vector<std::string>& argv) {
   cli::Args args(argv, {"out"}, {"overwrite"});
   const std::string out = args.required("out");
-  check_output(out, OutputKind::folder, args.has("overwrite"));
+  std::vector<InputPath> inputs;
   for (const std::string& p : args.positional()) {
-    ORDO_CHECK(p.rfind("--", 0) != 0, "unexpected flag '", p, "'");
-    check_output_spares(out, p, "RUN_DIR");
+    ORDO_USAGE_CHECK(p.rfind("--", 0) != 0, "unexpected flag '", p, "'");
+    inputs.push_back({p, "RUN_DIR"});
   }
+  check_output(out, OutputKind::folder, args.has("overwrite"), inputs);
   std::vector<report::RunRecord> runs = report::read_runs(args.positional());
   std::vector<report::OutputFile> files = report::render_report(runs);
   report::write_report(out, files);

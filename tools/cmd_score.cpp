@@ -14,8 +14,7 @@ using namespace ordo;
 
 int run(const std::vector<std::string>& argv) {
   cli::Args args(argv, {"task", "data", "predictions", "na-probs", "na-prob-thresh"});
-  ORDO_CHECK(args.positional().empty(), "unexpected argument '", args.positional().empty() ? "" : args.positional()[0],
-             "' (ordo score takes --task, --data and --predictions)");
+  args.expect_no_positional(" (ordo score takes --task, --data and --predictions)");
   downstream::ScoreRequest request;
   request.task = args.required("task");
   request.data = args.required("data");

@@ -12,17 +12,16 @@ namespace {
 
 int run(const std::vector<std::string>& argv) {
   ordo::cli::Args args(argv, {"sentences", "seed", "out", "set"}, {"overwrite"});
-  ORDO_CHECK(args.positional().empty(), "unexpected argument '", args.positional().empty() ? "" : args.positional()[0],
-             "'");
-  ORDO_CHECK(args.has("sentences"), "missing required flag --sentences");
+  args.expect_no_positional();
+  ORDO_USAGE_CHECK(args.has("sentences"), "missing required flag --sentences");
   int64_t sentences = args.integer("sentences", 0, 1, int64_t{1} << 40);
   int64_t seed = args.integer("seed", 0, 0, INT64_MAX);
   std::string out = args.required("out");
-  ORDO_CHECK(!out.empty(), "flag --out needs a directory");
+  ORDO_USAGE_CHECK(!out.empty(), "flag --out needs a directory");
   ordo::synth::Config config;
   for (const std::string& setting : args.all("set")) {
     size_t eq = setting.find('=');
-    ORDO_CHECK(eq != std::string::npos, "flag --set expects name=value, got '", setting, "'");
+    ORDO_USAGE_CHECK(eq != std::string::npos, "flag --set expects name=value, got '", setting, "'");
     ordo::synth::set_field(config, setting.substr(0, eq), setting.substr(eq + 1));
   }
 

@@ -13,8 +13,7 @@ using namespace ordo;
 
 int run(const std::vector<std::string>& argv) {
   cli::Args args(argv, {"from", "out", "seed", "dev-fraction", "test-fraction"}, {"overwrite"});
-  ORDO_CHECK(args.positional().empty(), "unexpected argument '", args.positional().empty() ? "" : args.positional()[0],
-             "'");
+  args.expect_no_positional();
   std::string from = args.required("from");
   // A run's data folder, the run itself, or a folder written by `ordo data synth`.
   if (!file_exists(from + "/annotations.jsonl") && file_exists(from + "/data/annotations.jsonl")) from += "/data";
@@ -26,8 +25,9 @@ int run(const std::vector<std::string>& argv) {
   o.dev_fraction = args.number("dev-fraction", o.dev_fraction, 1e-6, 0.9);
   o.test_fraction = args.number("test-fraction", o.test_fraction, 0, 0.9);
   const std::string out = args.required("out");
-  const auto documents = synth::read_annotations(from + "/annotations.jsonl");
-  synth::write_tasks(documents, o, out, args.has("overwrite"));
+  const std::string annotations = from + "/annotations.jsonl";
+  const auto documents = synth::read_annotations(annotations);
+  synth::write_tasks(documents, o, out, args.has("overwrite"), {{annotations, "--from"}});
   std::printf("wrote the synthetic tasks of %zu documents to %s (see %s/README.md)\n", documents.size(), out.c_str(),
               out.c_str());
   return 0;

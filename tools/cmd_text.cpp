@@ -43,7 +43,7 @@ int max_threads() {
 
 int tokenize(const std::vector<std::string>& argv) {
   ordo::cli::Args args(argv, {"vocab", "text", "file"}, {"no-lower", "ids"});
-  ORDO_CHECK(args.has("text") != args.has("file"), "give exactly one of --text and --file");
+  ORDO_USAGE_CHECK(args.has("text") != args.has("file"), "give exactly one of --text and --file");
   TokenizerOptions options;
   options.lower_case = !args.has("no-lower");
   Tokenizer tokenizer(Vocab::load(args.required("vocab")), options);
@@ -90,8 +90,7 @@ int vocab_train(const std::vector<std::string>& argv) {
   options.min_frequency = args.integer("min-frequency", 2, 1, INT64_MAX);
   options.lower_case = !args.has("no-lower");
   const std::string corpus = args.required("corpus"), out = args.required("out");
-  ordo::check_output(out, ordo::OutputKind::file, args.has("overwrite"));
-  ordo::check_output_spares(out, corpus, "--corpus");
+  ordo::check_output(out, ordo::OutputKind::file, args.has("overwrite"), {{corpus, "--corpus"}});
   auto start = Clock::now();
   VocabTrainerStats stats;
   Vocab vocab = train_wordpiece_from_corpus(corpus, options, &stats);
@@ -123,7 +122,7 @@ int data_english(const std::vector<std::string>& argv) {
   ordo::cli::Args args(argv, {"out", "source"}, {"overwrite"});
   EnglishSource source = parse_english_source(args.str("source", "wordnet"));
   const std::string out = args.required("out");
-  ordo::check_output(out, ordo::OutputKind::file, args.has("overwrite"));
+  ordo::check_output(out, ordo::OutputKind::file, args.has("overwrite"), {});
   EnglishStats stats;
   std::string text = extract_english(source, &stats);
   ordo::write_file_atomic(out, text);

@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   }
   try {
     return command->run(args);
-  } catch (const ordo::Error& e) {
+  } catch (const ordo::cli::UsageError& e) {
     std::fprintf(stderr, "ordo %s: error: %s\n", command->name.c_str(), e.what());
     // The usage's first line: the flags at a glance; `ordo help CMD` has the rest.
     if (!command->usage.empty()) {
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
                    more.c_str());
     }
     return 1;
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // ordo::Error among them: the message says it all
     std::fprintf(stderr, "ordo %s: error: %s\n", command->name.c_str(), e.what());
     return 1;
   }

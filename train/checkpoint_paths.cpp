@@ -51,11 +51,7 @@ namespace {
 std::optional<bool> flag_in(const std::string& path, const std::vector<std::string>& keys) {
   if (!file_exists(path)) return std::nullopt;
   json::Value v;
-  try {
-    v = json::parse(read_file(path));
-  } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
-  }
+  v = json::parse_file(path);
   const json::Value* at = &v;
   for (const std::string& key : keys) {
     at = at->is_object() ? at->find(key) : nullptr;

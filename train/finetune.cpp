@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -36,11 +38,40 @@ namespace ordo::train {
 
 // ---- the config ------------------------------------------------------------------------------
 
+namespace {
+
+// The config with its learning rate(s) replaced by `lrs`: train.lr and
+// train.learning_rates dropped, train.learning_rates set.
+json::Value with_learning_rates(const json::Value& config, const std::vector<double>& lrs) {
+  json::Value out = json::Value::object(), train = json::Value::object(), grid = json::Value::array();
+  for (const auto& [key, value] : config.items())
+    if (key != "train") out[key] = value;
+  if (const json::Value* t = config.find("train"); t && t->is_object())
+    for (const auto& [key, value] : t->items())
+      if (key != "lr" && key != "learning_rates") train[key] = value;
+  for (double lr : lrs) grid.push_back(lr);
+  train["learning_rates"] = grid;
+  out["train"] = train;
+  return out;
+}
+
+}  // namespace
+
+std::string shortest_text(double value) {
+  char buf[40];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, value);
+    if (std::strtod(buf, nullptr) == value) break;
+  }
+  return buf;
+}
+
 FinetuneConfig parse_finetune_config(const json::Value& json_in, const std::vector<std::string>& overrides,
-                                     const std::string& where) {
+                                     const std::string& where, const std::vector<double>& learning_rates) {
   json::Value json = json_in.is_null() ? json::Value::object() : json_in;
   for (const auto& o : overrides) apply_override(json, o);
   ORDO_CHECK(json.is_object(), where, ": a fine-tuning config is a JSON object");
+  if (!learning_rates.empty()) json = with_learning_rates(json, learning_rates);
   FieldReader top(json, where);
   const json::Value* train = top.object("train");
   const json::Value* tokenizer = top.object("tokenizer");
@@ -60,6 +91,9 @@ FinetuneConfig parse_finetune_config(const json::Value& json_in, const std::vect
       const json::Value& lr = (*grid)[i];
       ORDO_CHECK(lr.is_number() && lr.as_number() > 0 && lr.as_number() <= 10, where,
                  ": train: learning_rates[", i, "] must be a number in (0, 10]");
+      ORDO_CHECK(std::find(c.learning_rates.begin(), c.learning_rates.end(), lr.as_number()) == c.learning_rates.end(),
+                 where, ": train: learning_rates lists ", shortest_text(lr.as_number()),
+                 " twice; each learning rate is one set of runs");
       c.learning_rates.push_back(lr.as_number());
     }
     ORDO_CHECK(!c.learning_rates.empty(), where, ": train: learning_rates is empty");
@@ -130,11 +164,15 @@ namespace {
 
 bool is_squad(const std::string& task) { return task == "squad" || task == "squad2"; }
 
-// The first of `names` present in `folder`, or "".
-std::string first_present(const std::string& folder, const std::vector<std::string>& names) {
+// The one of `names` present in `folder`, or "" when none is; two present
+// are refused rather than one picked silently (SQuAD's train-v1.1.json beside a train.json).
+std::string the_one_present(const std::string& folder, const std::vector<std::string>& names) {
+  std::vector<std::string> present;
   for (const std::string& n : names)
-    if (file_exists(folder + "/" + n)) return folder + "/" + n;
-  return "";
+    if (file_exists(folder + "/" + n)) present.push_back(n);
+  ORDO_CHECK(present.size() <= 1, "--data ", folder, " holds both ", present[0], " and ", present[1],
+             ": ordo would have to pick one; keep only the one to fine-tune on (or give a folder holding one)");
+  return present.empty() ? "" : folder + "/" + present[0];
 }
 
 std::string joined(const std::vector<std::string>& names) {
@@ -167,8 +205,8 @@ TaskFiles find_task_files(const std::string& task, const std::string& folder) {
   if (task == "squad") train_names = {"train-v1.1.json", "train.json"}, dev_names = {"dev-v1.1.json", "dev.json"};
   if (task == "squad2") train_names = {"train-v2.0.json", "train.json"}, dev_names = {"dev-v2.0.json", "dev.json"};
   if (task == "mnli") dev_names = {"dev_matched.tsv"};
-  f.train = first_present(folder, train_names);
-  const std::string dev = first_present(folder, dev_names);
+  f.train = the_one_present(folder, train_names);
+  const std::string dev = the_one_present(folder, dev_names);
   ORDO_CHECK(!f.train.empty() && !dev.empty(), "--data ", folder, ": the ", task, " task needs its training file (",
              joined(train_names), ") and its dev file (", joined(dev_names), "); ",
              f.train.empty() ? "the training file" : "the dev file", " is missing");
@@ -246,7 +284,8 @@ class Task {
   // A fresh model from the checkpoint for one run (the new head from `seed`).
   // With from_scratch, the checkpoint's config with new random weights: the
   // baseline that shows what pretraining brings.
-  virtual void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, bool from_scratch) = 0;
+  virtual void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, bool from_scratch,
+                    bool new_head) = 0;
   virtual nn::Module& model() = 0;
   // The loss on training examples `indices`, and the positions it processed.
   virtual Var loss(const std::vector<int64_t>& indices, nn::Context& ctx, int64_t* tokens) = 0;
@@ -348,7 +387,8 @@ class ClassificationFinetuneTask : public Task {
     return s + (task_.regression() ? " (regression)" : ", labels " + task_.label_list());
   }
 
-  void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, bool from_scratch) override {
+  void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, bool from_scratch,
+            bool new_head) override {
     const int labels = task_.regression() ? 1 : static_cast<int>(task_.labels.size());
     device_ = device;
     if (from_scratch) {
@@ -356,7 +396,7 @@ class ClassificationFinetuneTask : public Task {
       return;
     }
     nn::LoadReport report;
-    model_ = pe::load_classifier(checkpoint, labels, device, seed, &report);
+    model_ = pe::load_classifier(checkpoint, labels, device, seed, &report, new_head);
     if (!quiet) print_load_report(report);
   }
   nn::Module& model() override { return *model_; }
@@ -484,14 +524,15 @@ class SquadFinetuneTask : public Task {
            " dev questions (" + std::to_string(dev_features_.size()) + " windows)";
   }
 
-  void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, bool from_scratch) override {
+  void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, bool from_scratch,
+            bool new_head) override {
     device_ = device;
     if (from_scratch) {
       model_ = fresh_model<nn::SpanExtractor>(checkpoint, device, seed);
       return;
     }
     nn::LoadReport report;
-    model_ = pe::load_span_extractor(checkpoint, device, seed, &report);
+    model_ = pe::load_span_extractor(checkpoint, device, seed, &report, new_head);
     if (!quiet) print_load_report(report);
   }
   nn::Module& model() override { return *model_; }
@@ -579,12 +620,6 @@ struct RunResult {
   json::Value best_metrics;
 };
 
-std::string lr_text(double lr) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", lr);
-  return buf;
-}
-
 // This rank's share of a batch of `n` examples among `ranks`: a contiguous
 // run of them, and the weight of its mean loss — ranks x share / n, so that
 // the reducer's mean over the ranks is the batch's mean over its examples.
@@ -607,7 +642,7 @@ Share batch_share(int64_t n, int rank, int ranks) {
 RunResult run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o, double lr, uint64_t seed,
                   const std::string& root, const std::string& name, Device device, dist::Communicator& comm,
                   const std::function<void()>& started) {
-  task.load(o.checkpoint, device, seed, /*quiet=*/true, o.from_scratch);  // what is new was said once, up front
+  task.load(o.checkpoint, device, seed, /*quiet=*/true, o.from_scratch, o.new_head);  // what is new was said once, up front
   const bool lead = comm.rank() == 0;
   std::unique_ptr<dist::GradientReducer> reducer;
   if (comm.size() > 1) {
@@ -699,7 +734,10 @@ RunResult run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o,
 
 // ---- the grid and its summary ---------------------------------------------------------------------
 
-// Each metric's spread over runs: {"dev": {"accuracy": {"mean", "std", "median"}}}.
+// Each metric's spread over the finished runs: {"score": {...}, "metrics":
+// {"dev": {"accuracy": {"mean", "std", "median", "runs"}}}}. Without a
+// finished run there is no figure: every statistic is null, never a zero a
+// script would read as a score.
 json::Value summarise(const std::vector<RunResult>& runs) {
   json::Value out = json::Value::object();
   std::vector<double> scores;
@@ -707,9 +745,9 @@ json::Value summarise(const std::vector<RunResult>& runs) {
     if (r.finished) scores.push_back(r.best_score);
   auto as_json = [](const Spread& s) {
     json::Value v = json::Value::object();
-    v["mean"] = s.mean;
-    v["std"] = s.std;
-    v["median"] = s.median;
+    v["mean"] = s.n ? json::Value(s.mean) : json::Value();
+    v["std"] = s.n ? json::Value(s.std) : json::Value();
+    v["median"] = s.n ? json::Value(s.median) : json::Value();
     v["runs"] = s.n;
     return v;
   };
@@ -735,13 +773,79 @@ json::Value summarise(const std::vector<RunResult>& runs) {
   return out;
 }
 
-std::string run_name(double lr, uint64_t seed) { return "lr_" + lr_text(lr) + "_seed_" + std::to_string(seed); }
+// A run's line in results.json; an unfinished run has no best epoch yet.
+json::Value run_line(const std::string& name, uint64_t seed, const RunResult& r) {
+  json::Value line = json::Value::object();
+  line["run"] = name;
+  line["seed"] = static_cast<int64_t>(seed);
+  line["finished"] = r.finished;
+  line["best_epoch"] = r.finished ? json::Value(r.best_epoch) : json::Value();
+  line["best_score"] = r.finished ? json::Value(r.best_score) : json::Value();
+  line["best"] = r.finished ? r.best_metrics : json::Value();
+  return line;
+}
+
+// The finished runs of an earlier call on the same grid, from its results.json, by run name.
+std::map<std::string, RunResult> finished_runs(const std::string& results_path) {
+  std::map<std::string, RunResult> done;
+  if (!file_exists(results_path)) return done;
+  const json::Value results = json::parse_file(results_path);
+  const json::Value* per_lr = results.find("learning_rates");
+  if (!per_lr || !per_lr->is_array()) return done;
+  for (const json::Value& entry : per_lr->as_array())
+    for (const json::Value& line : entry["runs"].as_array()) {
+      if (!line["finished"].as_bool()) continue;
+      RunResult r;
+      r.finished = true;
+      r.best_epoch = line["best_epoch"].as_int();
+      r.best_score = line["best_score"].as_number();
+      r.best_metrics = line["best"];
+      done[line["run"].as_string()] = r;
+    }
+  return done;
+}
+
+std::string run_name(double lr, uint64_t seed) { return "lr_" + shortest_text(lr) + "_seed_" + std::to_string(seed); }
 
 text::TokenizerOptions tokenizer_options(const FinetuneConfig& c, const std::string& checkpoint) {
   text::TokenizerOptions t;
   if (c.lower_case == "auto") t.lower_case = checkpoint_lower_case(checkpoint).value_or(true);
   else t.lower_case = c.lower_case == "true";
   return t;
+}
+
+}  // namespace
+
+namespace {
+
+// Whether `out` holds a fine-tuning grid (its recorded config.json), and when
+// it does, where that config first differs from `recorded` ("" when it is this grid).
+std::optional<std::string> earlier_grid(const std::string& out, const json::Value& recorded) {
+  const std::string path = out + "/config.json";
+  if (!file_exists(path)) return std::nullopt;
+  json::Value stored;
+  try {
+    stored = json::parse_file(path);
+  } catch (const Error&) {
+    return std::nullopt;  // not a grid's: the output policy decides
+  }
+  if (!stored.is_object() || !stored.contains("task") || !stored.contains("checkpoint") ||
+      !directory_exists(out + "/runs"))
+    return std::nullopt;
+  return json::first_difference(stored, recorded);
+}
+
+// The dev line of one learning rate's summary, also under --quiet.
+void print_lr_summary(const std::string& task, const json::Value& entry, const std::string& score_name) {
+  const json::Value& score = entry["summary"]["score"];
+  if (score["runs"].as_int() == 0) {
+    std::fprintf(stderr, "ordo finetune: %s lr %s: no run finished, no %s\n", task.c_str(),
+                 shortest_text(entry["lr"].as_number()).c_str(), score_name.c_str());
+    return;
+  }
+  std::fprintf(stderr, "ordo finetune: %s lr %s: %s %.4f +- %.4f (median %.4f) over %lld run(s)\n", task.c_str(),
+               shortest_text(entry["lr"].as_number()).c_str(), score_name.c_str(), score["mean"].as_number(),
+               score["std"].as_number(), score["median"].as_number(), static_cast<long long>(score["runs"].as_int()));
 }
 
 }  // namespace
@@ -756,9 +860,23 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   const TaskFiles files = find_task_files(o.task, o.data);
   o.checkpoint = resolve_checkpoint(o.checkpoint);
   ORDO_CHECK(!o.out.empty(), "finetune: no output folder given (--out)");
-  check_output(o.out, OutputKind::folder, o.overwrite);
-  check_output_spares(o.out, o.checkpoint, "--checkpoint");
-  check_output_spares(o.out, o.data, "--data");
+  json::Value recorded = c.source;
+  recorded["checkpoint"] = o.checkpoint;
+  recorded["task"] = o.task;
+  recorded["data"] = o.data;
+  recorded["from_scratch"] = o.from_scratch;
+  recorded["new_head"] = o.new_head;
+  // The same grid in --out, stopped or finished, is continued: its finished
+  // runs are kept and the others run (again). Another grid there is replaced
+  // only with --overwrite.
+  const std::optional<std::string> earlier = o.overwrite ? std::nullopt : earlier_grid(o.out, recorded);
+  ORDO_CHECK(!earlier || earlier->empty(), "'", o.out, "' holds a fine-tuning of another config: its config.json ",
+             "differs at '", *earlier, "'. Give --overwrite to replace it, or another --out");
+  const bool continuing = earlier.has_value();
+  std::vector<InputPath> inputs = o.config_files;
+  inputs.push_back({o.checkpoint, "--checkpoint"});
+  inputs.push_back({o.data, "--data"});
+  check_output(o.out, OutputKind::folder, o.overwrite || continuing, inputs);
   const Device device = resolve_device(c.device, comm.local_rank());
   set_threads(c.threads);
   const text::Tokenizer tokenizer(text::Vocab::load(find_vocab(o.checkpoint)), tokenizer_options(c, o.checkpoint));
@@ -769,90 +887,115 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
         o.task == "senteval" ? read_senteval_data(files.train) : read_glue_data(downstream::glue_task(o.task), files),
         tokenizer, c.max_seq_length, c.eval_batch_size);
   // The checkpoint fits the task's model (read even from scratch: its tensors must match its config).
-  task->load(o.checkpoint, device, c.seed, o.quiet || o.from_scratch, /*from_scratch=*/false);
+  task->load(o.checkpoint, device, c.seed, o.quiet || o.from_scratch, /*from_scratch=*/false, o.new_head);
   ORDO_CHECK(task->train_size() > 0, files.train, ": no training examples");
   const nn::BertConfig model_config = nn::load_config(o.checkpoint);
   ORDO_CHECK(c.max_seq_length <= model_config.max_position_embeddings ||
                  model_config.pe.find("ape_learned") == std::string::npos,
              "train.max_seq_length ", c.max_seq_length, " is beyond the checkpoint's max_position_embeddings ",
              model_config.max_position_embeddings, " (its learned absolute position table)");
-  json::Value recorded = c.source;
-  recorded["checkpoint"] = o.checkpoint;
-  recorded["task"] = o.task;
-  recorded["data"] = o.data;
-  recorded["from_scratch"] = o.from_scratch;
   check_same_config(comm, recorded, o.out);
+  // One process writes an output at a time (rank 0 for all ranks).
+  std::unique_ptr<OutputLock> lock;
+  if (lead) {
+    lock = std::make_unique<OutputLock>(o.out, "ordo finetune");
+    if (!lock->stale_owner().empty())
+      std::fprintf(stderr, "ordo finetune: note: took over %s, left by %s, which has ended\n", lock->path().c_str(),
+                   lock->stale_owner().c_str());
+  }
+  // The runs an earlier call finished, as rank 0 reads them (every rank skips the same ones).
+  std::map<std::string, RunResult> done = lead && continuing ? finished_runs(o.out + "/results.json")
+                                                               : std::map<std::string, RunResult>{};
+  {
+    std::string names;
+    for (const auto& [name, r] : done) names += name + "\n";
+    comm.broadcast(names, 0);
+    if (!lead)
+      for (size_t start = 0, end; (end = names.find('\n', start)) != std::string::npos; start = end + 1)
+        done[names.substr(start, end - start)].finished = true;
+  }
   if (!o.quiet) {
     std::fprintf(stderr, "ordo finetune: %s from %s%s (lower_case %s), %zu learning rate(s) x %lld seed(s), %lld epochs\n",
-                 task->describe().c_str(), o.from_scratch ? "random weights in the config of " : "", o.checkpoint.c_str(), tokenizer.options().lower_case ? "true" : "false",
-                 c.learning_rates.size(), static_cast<long long>(c.seeds), static_cast<long long>(c.epochs));
+                 task->describe().c_str(), o.from_scratch ? "random weights in the config of " : "", o.checkpoint.c_str(),
+                 tokenizer.options().lower_case ? "true" : "false", c.learning_rates.size(),
+                 static_cast<long long>(c.seeds), static_cast<long long>(c.epochs));
     if (comm.size() > 1)
       std::fprintf(stderr, "data parallel: %d processes (%s); each batch of %lld shared among them\n", comm.size(),
                    comm.backend(device).c_str(), static_cast<long long>(c.batch_size));
   }
+  if (lead && continuing)
+    std::fprintf(stderr, "ordo finetune: continuing the grid in %s: %zu of %lld run(s) finished before\n",
+                 o.out.c_str(), done.size(), static_cast<long long>(c.learning_rates.size() * c.seeds));
 
-  // Rank 0 writes; the others only train.
+  // Rank 0 writes; the others only train. A new grid is built beside --out
+  // and takes its place after its first step; a continued one is written in place.
   std::optional<StagedFolder> staged;
-  std::string root;
-  if (lead) {
+  std::string root = o.out;
+  if (lead && !continuing) {
     staged.emplace(o.out);
     root = staged->path();
     write_file_atomic(root + "/config.json", json::dump(recorded, 2) + "\n");
   }
+  auto in_place = [&] { return !staged || staged->committed(); };
 
   InterruptScope interrupt;
   FinetuneSummary summary;
+  const std::string score_name = is_squad(o.task) ? "dev f1" : "mean of the dev metrics";
   json::Value results = json::Value::object();
   results["task"] = o.task;
-  results["score"] = is_squad(o.task) ? "dev f1" : "mean of the dev metrics";
+  results["score"] = score_name;
   json::Value per_lr = json::Value::array();
   double best_mean = -1e300;
-  bool stopped = false;  // by Ctrl-C (on any rank)
-  auto write_results = [&] {
-    if (lead) write_file_atomic(root + "/results.json", json::dump(results, 2) + "\n");
+  bool stopped = false;  // by a signal (on any rank)
+  // results.json after every run, so that a grid killed at any point keeps what it finished.
+  auto write_results = [&](const json::Value& current) {
+    if (!lead || !in_place()) return;
+    json::Value all = per_lr;
+    if (!current.is_null()) all.push_back(current);
+    results["learning_rates"] = all;
+    write_file_atomic(root + "/results.json", json::dump(results, 2) + "\n");
   };
   for (double lr : c.learning_rates) {
     std::vector<RunResult> runs;
-    json::Value run_lines = json::Value::array();
+    json::Value entry = json::Value::object();
+    entry["lr"] = lr;
+    entry["runs"] = json::Value::array();
     for (int64_t k = 0; k < c.seeds && !stopped; ++k) {
       const uint64_t seed = c.seed + static_cast<uint64_t>(k);
-      if (!o.quiet) std::fprintf(stderr, "run %s\n", run_name(lr, seed).c_str());
-      // The new output takes the old one's place once a run has done its first step.
-      auto started = [&] {
-        if (!lead || staged->committed()) return;
-        staged->commit();
-        root = o.out;
-      };
-      runs.push_back(run_one(*task, c, o, lr, seed, root, "runs/" + run_name(lr, seed), device, comm, started));
-      const RunResult& r = runs.back();
-      stopped = !r.finished;
+      const std::string name = run_name(lr, seed);
+      if (auto it = done.find(name); it != done.end()) {
+        if (!o.quiet) std::fprintf(stderr, "run %s: finished before, kept\n", name.c_str());
+        runs.push_back(it->second);
+      } else {
+        if (!o.quiet) std::fprintf(stderr, "run %s\n", name.c_str());
+        // What a stopped call left of this run is made again from its start.
+        if (lead && continuing) std::filesystem::remove_all(root + "/runs/" + name);
+        // The new output takes the old one's place once a run has done its first step.
+        auto started = [&] {
+          if (!lead || in_place()) return;
+          staged->commit();
+          root = o.out;
+        };
+        runs.push_back(run_one(*task, c, o, lr, seed, root, "runs/" + name, device, comm, started));
+        stopped = !runs.back().finished;
+        summary.runs_finished += runs.back().finished;
+      }
       if (!lead) continue;  // rank 0's results are the run's
-      json::Value line = json::Value::object();
-      line["run"] = run_name(lr, seed);
-      line["seed"] = static_cast<int64_t>(seed);
-      line["finished"] = r.finished;
-      line["best_epoch"] = r.best_epoch;
-      line["best_score"] = r.best_score;
-      line["best"] = r.best_metrics;
-      run_lines.push_back(line);
-      summary.runs_finished += r.finished;
+      entry["runs"].push_back(run_line(name, seed, runs.back()));
+      entry["summary"] = summarise(runs);
+      write_results(entry);
     }
     if (!lead) {
       if (stopped) break;
       continue;
     }
-    json::Value entry = json::Value::object();
-    entry["lr"] = lr;
-    entry["runs"] = run_lines;
-    entry["summary"] = summarise(runs);
-    const double mean = entry["summary"]["score"]["mean"].as_number();
-    if (entry["summary"]["score"]["runs"].as_int() > 0 && mean > best_mean) {
-      best_mean = mean;
+    const json::Value& score = entry["summary"]["score"];
+    if (score["runs"].as_int() > 0 && score["mean"].as_number() > best_mean) {
+      best_mean = score["mean"].as_number();
       results["best_lr"] = lr;
     }
     per_lr.push_back(entry);
-    results["learning_rates"] = per_lr;
-    if (lead && staged->committed()) write_results();
+    write_results(json::Value());
     if (stopped) break;
   }
   summary.interrupted = stopped;
@@ -862,19 +1005,17 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
     comm.barrier();
     return summary;
   }
-  ORDO_CHECK(staged->committed(), "interrupted before the first step; '", o.out, "' is left as it was");
-  write_results();
+  ORDO_CHECK(in_place(), "stopped (", InterruptScope::signal_name(), ") before the first step; '", o.out,
+             "' is left as it was");
   comm.barrier();
   // The outcome, also under --quiet: one line per learning rate.
-  for (const json::Value& entry : per_lr.as_array()) {
-    const json::Value& score = entry["summary"]["score"];
-    std::fprintf(stderr, "ordo finetune: %s lr %g: dev %s %.4f +- %.4f (median %.4f) over %lld run(s)\n",
-                 o.task.c_str(), entry["lr"].as_number(), results["score"].as_string().c_str(),
-                 score["mean"].as_number(), score["std"].as_number(), score["median"].as_number(),
-                 static_cast<long long>(score["runs"].as_int()));
-  }
-  std::fprintf(stderr, "ordo finetune: %lld run(s) finished; results in %s/results.json\n",
-               static_cast<long long>(summary.runs_finished), o.out.c_str());
+  for (const json::Value& entry : per_lr.as_array()) print_lr_summary(o.task, entry, score_name);
+  std::fprintf(stderr, "ordo finetune: %lld run(s) finished%s; results in %s/results.json\n",
+               static_cast<long long>(summary.runs_finished + static_cast<int64_t>(done.size())),
+               stopped ? (std::string(", stopped by ") + InterruptScope::signal_name() +
+                          " (the same command continues the grid)").c_str()
+                       : "",
+               o.out.c_str());
   return summary;
 }
 

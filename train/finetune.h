@@ -58,6 +58,7 @@
 #include <vector>
 
 #include "base/json.h"
+#include "base/output.h"
 
 namespace ordo::dist {
 class Communicator;
@@ -97,9 +98,14 @@ struct FinetuneConfig {
 
 // Reads a fine-tuning config {"train": {...}, "tokenizer": {...}, "squad": {...}}
 // strictly after applying the --set overrides; `json` may be an empty object
-// (every default).
+// (every default). `learning_rates`, when not empty (--lr), replaces the
+// config's train.lr or train.learning_rates.
 FinetuneConfig parse_finetune_config(const json::Value& json, const std::vector<std::string>& overrides,
-                                     const std::string& where);
+                                     const std::string& where, const std::vector<double>& learning_rates = {});
+
+// The shortest decimal text that reads back as exactly `value` ("0.0001",
+// "0.000100000001"): distinct learning rates never share a run folder's name.
+std::string shortest_text(double value);
 
 struct FinetuneOptions {
   std::string checkpoint;  // a checkpoint folder or a run folder (its latest checkpoint)
@@ -111,8 +117,14 @@ struct FinetuneOptions {
   // The checkpoint's config and vocabulary with random weights instead of its
   // own (initialised as pretraining starts): the baseline pretraining is to beat.
   bool from_scratch = false;
+  // The checkpoint's task head (a classifier trained for another label set)
+  // left out and a new one initialised.
+  bool new_head = false;
   // The ranks of a data-parallel run (mpirun); nullptr: one process.
   dist::Communicator* comm = nullptr;
+  // The config files read (--config and its "extends" chain): inputs the
+  // output must spare.
+  std::vector<InputPath> config_files;
 };
 
 // The names fine-tuning takes, in order: the GLUE tasks, then squad, squad2, senteval.

@@ -7,7 +7,9 @@
 #include <cerrno>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -16,6 +18,7 @@
 #include "autograd/ops.h"
 #include "base/config.h"
 #include "base/file_io.h"
+#include "base/sha256.h"
 #include "tensor/device_runtime.h"
 #include "tensor/safetensors.h"
 
@@ -75,6 +78,43 @@ int64_t latest_checkpoint(const std::string& run) {
   return best;
 }
 
+namespace {
+
+// The files of a checkpoint whose content its trainer_state.json vouches for.
+constexpr const char* kHashedFiles[] = {"config.json", "model.safetensors", "optimizer.safetensors"};
+
+// What a checkpoint's trainer_state.json says of itself, against where it
+// is: the step of its folder's name, and the files' SHA-256 at save time
+// (checkpoints written before the hashes were kept have none to check).
+void check_checkpoint_identity(const std::string& checkpoint, const json::Value& state, const std::string& path) {
+  ORDO_CHECK(state.is_object(), path, ": a trainer state is a JSON object");
+  const std::string folder = std::filesystem::path(checkpoint).lexically_normal().filename().string();
+  char* end = nullptr;
+  const long long folder_step = folder.rfind("step_", 0) == 0 ? std::strtoll(folder.c_str() + 5, &end, 10) : -1;
+  const json::Value* step = state.find("step");
+  if (folder_step >= 0 && end && *end == '\0' && step && step->is_number())
+    ORDO_CHECK(step->as_number() == static_cast<double>(folder_step), path, " says step ", json::dump(*step),
+               " but lies in the checkpoint of step ", folder_step, " (", folder,
+               "): the checkpoint was moved or its trainer state replaced; nothing was changed");
+  const json::Value* hashes = state.find("sha256");
+  if (!hashes) return;
+  ORDO_CHECK(hashes->is_object(), path, ": 'sha256' must be an object {file: digest}");
+  for (const auto& [name, digest] : hashes->items()) {
+    ORDO_CHECK(std::find_if(std::begin(kHashedFiles), std::end(kHashedFiles),
+                            [&](const char* known) { return name == known; }) != std::end(kHashedFiles),
+               path, ": 'sha256' names '", name, "', which is not a file of a checkpoint");
+    ORDO_CHECK(digest.is_string(), path, ": sha256.", name, " must be a string");
+    const std::string file = checkpoint + "/" + name;
+    ORDO_CHECK(file_exists(file), file, " is missing, though ", path, " recorded it; nothing was changed");
+    const std::string actual = sha256_file(file);
+    ORDO_CHECK(actual == digest.as_string(), file, " is not the file this checkpoint saved (its SHA-256 is ", actual,
+               ", ", path, " recorded ", digest.as_string(),
+               "): it was changed or damaged after the save; nothing was changed");
+  }
+}
+
+}  // namespace
+
 void save_training_state(const std::string& run, const nn::AdamW& opt, const TrainerState& s) {
   std::string dir = checkpoint_dir(run, s.step);
   safetensors::save(dir + "/optimizer.safetensors", opt.state_tensors());
@@ -87,13 +127,18 @@ void save_training_state(const std::string& run, const nn::AdamW& opt, const Tra
   state["optimizer_steps"] = opt.steps_taken();
   state["elapsed_seconds"] = s.elapsed_seconds;
   state["ranks"] = s.ranks;
+  json::Value hashes = json::Value::object();
+  for (const char* name : kHashedFiles) hashes[name] = sha256_file(dir + "/" + name);
+  state["sha256"] = hashes;
   write_file_atomic(dir + "/trainer_state.json", json::dump(state, 2) + "\n");  // last: marks the checkpoint complete
 }
 
 TrainerState load_trainer_state(const std::string& checkpoint) {
   std::string path = checkpoint + "/trainer_state.json";
-  json::Value v = json::parse(read_file(path));
+  json::Value v = json::parse_file(path);
+  check_checkpoint_identity(checkpoint, v, path);
   FieldReader r(v, path);
+  r.ignore({"sha256"});
   TrainerState s;
   s.step = r.integer("step", 0, 0, INT64_MAX);
   s.phase = r.integer("phase", 0, 0, INT64_MAX);
@@ -313,7 +358,11 @@ std::string format_duration(double seconds) {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
-extern "C" void on_interrupt(int) { g_interrupted = true; }
+std::atomic<int> g_signal{0};
+extern "C" void on_interrupt(int signal) {
+  g_signal = signal;
+  g_interrupted = true;
+}
 
 }  // namespace
 
@@ -322,22 +371,37 @@ extern "C" void on_interrupt(int) { g_interrupted = true; }
 InterruptScope::InterruptScope()
     : previous_(std::signal(SIGINT, on_interrupt)), previous_term_(std::signal(SIGTERM, on_interrupt)) {
   g_interrupted = false;
+  g_signal = 0;
 }
 InterruptScope::~InterruptScope() {
   std::signal(SIGINT, previous_);
   std::signal(SIGTERM, previous_term_);
 }
 bool InterruptScope::interrupted() { return g_interrupted; }
+const char* InterruptScope::signal_name() {
+  switch (g_signal.load()) {
+    case SIGINT: return "Ctrl-C (SIGINT)";
+    case SIGTERM: return "SIGTERM";
+    case 0: return "";
+    default: return "a signal";
+  }
+}
 
 // ---- the ranks of a data-parallel run ---------------------------------------------------------
 
 // Every rank must train the same run: a rank whose resolved config (or
 // output) differs from rank 0's is refused, naming the first differing key.
+// Every rank learns whether any differs, so that rank 0 too stops before
+// writing anything (it would otherwise have staged its output by the time
+// the failing rank's abort reaches it).
 void check_same_config(dist::Communicator& comm, const json::Value& config, const std::string& out) {
   if (comm.size() == 1) return;
   std::string mine = json::dump(config) + "\n" + out, lead = mine;
   comm.broadcast(lead, 0);
-  if (lead == mine) return;
+  const bool differs = lead != mine;
+  if (!comm.any(differs)) return;
+  ORDO_CHECK(differs, "another rank's run config or --out differs from rank 0's (that rank names the difference): "
+             "every rank of a data-parallel run must resolve the same config and output; nothing was written");
   const size_t split = lead.rfind('\n');
   const std::string lead_out = lead.substr(split + 1);
   ORDO_CHECK(lead_out == out, "rank ", comm.rank(), " writes to '", out, "', rank 0 to '", lead_out,

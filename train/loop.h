@@ -55,9 +55,14 @@ struct TrainerState {
 };
 
 // Writes the optimizer's moments, the run's vocabulary and, last (marking the
-// checkpoint complete), trainer_state.json into checkpoint_dir(run, s.step).
-// The task writes its model there first.
+// checkpoint complete), trainer_state.json into checkpoint_dir(run, s.step),
+// with the SHA-256 of the checkpoint's files (config.json, model.safetensors,
+// optimizer.safetensors). The task writes its model there first.
 void save_training_state(const std::string& run, const nn::AdamW& opt, const TrainerState& s);
+// Reads a checkpoint's trainer_state.json after checking what it says of
+// itself against where it is: its step must be its folder's (step_N), and
+// each file it recorded a SHA-256 for must still have it. An error names the
+// file that disagrees, before anything of the run is changed.
 TrainerState load_trainer_state(const std::string& checkpoint);
 // Loads the optimizer's moments and step count from a checkpoint onto `device`.
 void restore_optimizer(const std::string& checkpoint, nn::AdamW& opt, int64_t step, Device device);
@@ -192,6 +197,8 @@ class InterruptScope {
   InterruptScope(const InterruptScope&) = delete;
   InterruptScope& operator=(const InterruptScope&) = delete;
   static bool interrupted();
+  // The signal that interrupted: "Ctrl-C (SIGINT)" or "SIGTERM" ("" before one).
+  static const char* signal_name();
 
  private:
   void (*previous_)(int);

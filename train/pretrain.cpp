@@ -160,14 +160,10 @@ json::Value merged(const json::Value& base, const json::Value& over) {
 // Reads a run config file and resolves its "extends": the path of a config
 // this one builds on, relative to this file's folder (configs/papers/...
 // name "../../tiny.json"), itself possibly extending another.
-json::Value read_with_extends(const std::string& path, int depth) {
+json::Value read_with_extends(const std::string& path, int depth, std::vector<InputPath>* files) {
   ORDO_CHECK(depth < 16, path, ": \"extends\" chains more than 16 files deep (a cycle?)");
   json::Value v;
-  try {
-    v = json::parse(read_file(path));
-  } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
-  }
+  v = json::parse_file(path);
   const json::Value* base = v.is_object() ? v.find("extends") : nullptr;
   if (!base) return v;
   ORDO_CHECK(base->is_string(), path, ": \"extends\" must be a string (the path of a config file), got ",
@@ -181,16 +177,23 @@ json::Value read_with_extends(const std::string& path, int depth) {
   json::Value own = json::Value::object();
   for (const auto& [key, value] : v.items())
     if (key != "extends") own[key] = value;
-  return merged(read_with_extends(target, depth + 1), own);
+  if (files) files->push_back({target, "the \"extends\" of " + path});
+  return merged(read_with_extends(target, depth + 1, files), own);
 }
 
 }  // namespace
 
-json::Value read_config_file(const std::string& path) { return read_with_extends(path, 0); }
+json::Value read_config_file(const std::string& path, std::vector<InputPath>* files) {
+  if (files) files->push_back({path, "--config"});
+  return read_with_extends(path, 0, files);
+}
 
 RunConfig read_run_config(const std::string& path, const std::vector<std::string>& overrides) {
   // The resolved config (every "extends" merged in) is what the run records.
-  return parse_run_config(read_config_file(path), overrides, path);
+  std::vector<InputPath> files;
+  RunConfig c = parse_run_config(read_config_file(path, &files), overrides, path);
+  c.files = std::move(files);
+  return c;
 }
 
 namespace {
@@ -238,7 +241,7 @@ Corpus prepare_corpus(const RunConfig& c, const std::string& run, bool quiet, bo
     // Reuse a corpus already generated for this seed and size (a resumed run); otherwise (re)generate.
     bool current = false;
     if (file_exists(run + "/data/meta.json")) {
-      json::Value meta = json::parse(read_file(run + "/data/meta.json"));
+      json::Value meta = json::parse_file(run + "/data/meta.json");
       current = meta["seed"].as_int() == static_cast<int64_t>(c.data.synthetic_seed) &&
                 meta["sentences_requested"].as_int() == c.data.synthetic_sentences &&
                 meta["grammar_version"].as_int() == synth::kGrammarVersion;
@@ -594,7 +597,8 @@ void print_summary(const RunSummary& s, const std::string& out, const std::optio
   char metrics[96] = "no held-out evaluation at this step";
   if (eval) std::snprintf(metrics, sizeof metrics, "held-out loss %.4f, accuracy %.2f%%", eval->loss, 100 * eval->accuracy);
   std::fprintf(stderr, "ordo pretrain: %s at step %lld of %lld; checkpoint %s; %s; wall time %s (this call %s)%s\n",
-               s.interrupted ? "interrupted (Ctrl-C)" : s.step >= s.total_steps ? "complete" : "stopped",
+               s.interrupted ? (std::string("interrupted by ") + InterruptScope::signal_name()).c_str()
+               : s.step >= s.total_steps ? "complete" : "stopped",
                static_cast<long long>(s.step), static_cast<long long>(s.total_steps),
                checkpoint_dir(out, s.step).c_str(), metrics, format_duration(run_seconds).c_str(),
                format_duration(call_seconds).c_str(),
@@ -637,9 +641,22 @@ void check_output(const RunConfig& c, const PretrainOptions& o) {
   ORDO_CHECK(!o.out.empty(), "pretrain: no run directory given (--out)");
   const bool holds_run = file_exists(o.out + "/config.json") || file_exists(o.out + "/metrics.jsonl");
   ORDO_CHECK(!holds_run || o.overwrite, "'", o.out, "' already holds a run; use --resume to continue it or --overwrite to replace it");
-  ordo::check_output(o.out, OutputKind::folder, o.overwrite);
-  if (c.data.corpus != "synthetic") check_output_spares(o.out, c.data.corpus, "data.corpus");
-  check_output_spares(o.out, c.data.vocab, "data.vocab");
+  std::vector<InputPath> inputs = c.files;
+  if (c.data.corpus != "synthetic") inputs.push_back({c.data.corpus, "data.corpus"});
+  inputs.push_back({c.data.vocab, "data.vocab"});
+  ordo::check_output(o.out, OutputKind::folder, o.overwrite, inputs);
+}
+
+// Rank 0 claims the run directory for this process (base/output.h's
+// OutputLock): a second ordo process given the same run is refused. A lock
+// left by a process that ended is taken over and said.
+std::unique_ptr<OutputLock> lock_output(const std::string& out, dist::Communicator& comm) {
+  if (comm.rank() != 0) return nullptr;
+  auto lock = std::make_unique<OutputLock>(out, "ordo pretrain");
+  if (!lock->stale_owner().empty())
+    std::fprintf(stderr, "ordo pretrain: note: took over %s, left by %s, which has ended\n", lock->path().c_str(),
+                 lock->stale_owner().c_str());
+  return lock;
 }
 
 // ---- the loop -------------------------------------------------------------------------------
@@ -768,6 +785,7 @@ RunSummary pretrain(const RunConfig& c, const PretrainOptions& o, const MetricsO
   check_same_config(comm, c.source, o.out);
   check_output(c, o);
   check_before_writing(c);
+  const std::unique_ptr<OutputLock> lock = lock_output(o.out, comm);
   comm.barrier();  // every rank passed its checks before rank 0 writes anything
   if (comm.rank() != 0) return run_loop(c, o, observer, RunDirectory::in_place(o.out), false, comm);
   RunDirectory run = RunDirectory::beside(o.out);
@@ -782,7 +800,10 @@ RunSummary resume_pretrain(const PretrainOptions& o, const MetricsObserver& obse
   const std::string config_path = o.out + "/config.json";
   ORDO_CHECK(file_exists(config_path), "--resume: '", o.out, "' holds no run (no config.json)");
   RunConfig c = read_run_config(config_path, {});
+  const std::unique_ptr<OutputLock> lock = lock_output(o.out, comm);
   const int64_t done = std::max<int64_t>(latest_checkpoint(o.out), 0);
+  // The checkpoint to resume from vouches for itself before anything is changed.
+  if (latest_checkpoint(o.out) >= 0) load_trainer_state(checkpoint_dir(o.out, done));
   comm.barrier();  // every rank has read the stored config before rank 0 updates it
   if (o.extend_to >= 0) {
     c = extended_config(c, o.extend_to, done, config_path);

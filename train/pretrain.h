@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/json.h"
+#include "base/output.h"
 #include "dist/communicator.h"
 #include "nn/bert_config.h"
 #include "nn/heads.h"
@@ -73,6 +74,9 @@ struct RunConfig {
   DataConfig data;
   TrainConfig train;
   json::Value source;  // the resolved JSON, written to RUN/config.json
+  // The config files read (read_run_config): the file and its "extends"
+  // chain, inputs an output must spare (base/output.h).
+  std::vector<InputPath> files;
 };
 
 // Reads a run config (strict: unknown keys and bad values are errors naming
@@ -83,8 +87,10 @@ RunConfig parse_run_config(const json::Value& json, const std::vector<std::strin
 // file's folder): objects merge key by key, the extending file's values win
 // (configs/papers/ extend ../../tiny.json and set only the model's pe).
 RunConfig read_run_config(const std::string& path, const std::vector<std::string>& overrides);
-// The JSON of such a file with its "extends" chain merged in (also read by ordo finetune).
-json::Value read_config_file(const std::string& path);
+// The JSON of such a file with its "extends" chain merged in (also read by
+// ordo finetune); `files`, when given, receives the files read, each with
+// what named it ("--config", "the \"extends\" of FILE").
+json::Value read_config_file(const std::string& path, std::vector<InputPath>* files = nullptr);
 
 struct PretrainOptions {
   std::string out;        // the run directory

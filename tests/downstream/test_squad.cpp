@@ -163,7 +163,7 @@ TEST_CASE("SQuAD bad input: missing and unknown ids, v1.1 without answers, malfo
   CHECK_THROWS_WITH(
       read_squad(dir.write("b.json", "{\"data\": [{\"paragraphs\": [{\"context\": \"x\", \"qas\": [{\"id\": \"q\", "
                                      "\"question\": \"?\", \"answers\": [{\"text\": \"x\", \"answer_start\": 0.5}]}]}]}]}")),
-      Contains("b.json: data[0].paragraphs[0].qas[0] (id 'q').answers[0]: answer_start 0.5 is not an integer"));
+      Contains("b.json: data[0].paragraphs[0].qas[0] (id 'q').answers[0]: answer_start 0.5 is not a whole number"));
   CHECK_THROWS_WITH(
       read_squad(dir.write("c.json", "{\"data\": [{\"paragraphs\": [{\"context\": \"x\", \"qas\": ["
                                      "{\"id\": \"q\", \"question\": \"?\", \"answers\": []},"

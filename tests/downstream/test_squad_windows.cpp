@@ -125,9 +125,23 @@ TEST_CASE("SQuAD window options that leave no room are refused", "[downstream][s
   CHECK_THROWS_WITH(make_squad_features(d, tok, {11, 128, 64}, false),
                     Contains("max_seq_length 11 leaves no room for the context of question 'q' after its 8 query "
                              "tokens"));
-  CHECK(make_squad_features(d, tok, {12, 128, 64}, false).size() == 13);  // one context token per window
-  CHECK(make_squad_features(d, tok, {11, 128, 7}, false).size() == 13);   // the query cut to 7
+  CHECK(make_squad_features(d, tok, {12, 1, 64}, false).size() == 13);  // one context token per window
+  CHECK(make_squad_features(d, tok, {11, 1, 7}, false).size() == 13);   // the query cut to 7
   CHECK_THROWS_WITH(make_squad_features(d, tok, {384, 0, 64}, false), Contains("doc_stride must be >= 1"));
+}
+
+TEST_CASE("SQuAD: a doc_stride beyond the window is refused, not cut to it", "[downstream][squad][errors]") {
+  const text::Tokenizer tok = small_tokenizer();
+  // The 8-token query leaves 16 - 8 - 3 = 5 context tokens a window; the context is 13 tokens.
+  const SquadDataset d = one_paragraph(kCats, {{"q", "what did the dog chased the cat?", {}, true, 0}});
+  CHECK_THROWS_WITH(make_squad_features(d, tok, {16, 6, 64}, false),
+                    Contains("doc_stride 6 is larger than the window of question 'q'") &&
+                        Contains("16 - 8 query tokens - 3 = 5 context tokens a window") &&
+                        Contains("Give doc_stride <= 5"));
+  // At the window's width the windows start at 0, 5, 10: three, none overlapping.
+  CHECK(make_squad_features(d, tok, {16, 5, 64}, false).size() == 3);
+  // A context that fits one window takes any stride.
+  CHECK(make_squad_features(d, tok, {384, 1000, 64}, false).size() == 1);
 }
 
 namespace {

@@ -40,7 +40,7 @@ struct Written {
   explicit Written(const std::vector<synth::Document>& docs, uint64_t seed = 1) {
     synth::TaskOptions o;
     o.seed = seed;
-    synth::write_tasks(docs, o, dir / "tasks", /*overwrite=*/false);
+    synth::write_tasks(docs, o, dir / "tasks", /*overwrite=*/false, {});
   }
   std::string operator/(const std::string& name) const { return dir / ("tasks/" + name); }
 };
@@ -237,6 +237,6 @@ TEST_CASE("synthetic tasks: too few documents and an existing output are refused
   CHECK_THROWS_WITH(synth::make_tasks(documents(2), {}), Catch::Matchers::Contains("at least 3"));
   Written w(documents(10));
   synth::TaskOptions o;
-  CHECK_THROWS_WITH(synth::write_tasks(documents(10), o, w.dir / "tasks", false),
+  CHECK_THROWS_WITH(synth::write_tasks(documents(10), o, w.dir / "tasks", false, {}),
                     Catch::Matchers::Contains("--overwrite"));
 }

@@ -201,6 +201,22 @@ TEST_CASE("ordo pretrain --resume: a finished run says so and is untouched; --se
   CHECK(ordo::json::parse(ordo::read_file(run + "/config.json"))["train"]["steps"].as_int() == 4);
 }
 
+TEST_CASE("SIGTERM stops ordo pretrain after a checkpoint and the summary names SIGTERM, not Ctrl-C",
+          "[pretrain][cli]") {
+  TempDir dir("pretrain-cli");
+  std::ofstream(dir / "ok.json") << kSmall;
+  std::string run = dir / "run";
+  ordo::test::CommandResult r =
+      run_ordo("pretrain --quiet --config " + (dir / "ok.json") + " --out " + run +
+               " --set train.steps=1000000 --set train.log_every=1 2>&1 & pid=$!; "
+               "for i in $(seq 1200); do grep -q '\"step\"' " + run + "/metrics.jsonl 2>/dev/null && break; sleep 0.05; done; "
+               "kill -TERM $pid; wait $pid; echo \"exit status $?\"");
+  INFO(r.output);
+  CHECK(r.output.find("exit status 130") != std::string::npos);
+  CHECK(r.output.find("interrupted by SIGTERM at step ") != std::string::npos);
+  CHECK(r.output.find("Ctrl-C") == std::string::npos);
+}
+
 TEST_CASE("Ctrl-C stops ordo pretrain after a checkpoint and exits 130", "[pretrain][cli]") {
   TempDir dir("pretrain-cli");
   std::ofstream(dir / "ok.json") << kSmall;
@@ -216,7 +232,7 @@ TEST_CASE("Ctrl-C stops ordo pretrain after a checkpoint and exits 130", "[pretr
                "kill -INT $pid; wait $pid; echo \"exit status $?\"");
   INFO(r.output);
   CHECK(r.output.find("exit status 130") != std::string::npos);
-  CHECK(r.output.find("interrupted (Ctrl-C) at step ") != std::string::npos);
+  CHECK(r.output.find("interrupted by Ctrl-C (SIGINT) at step ") != std::string::npos);
   CHECK(r.output.find("continue with --resume " + run) != std::string::npos);
   // Its checkpoint is complete: the run resumes from it.
   const std::string last = run + "/checkpoints";
