@@ -201,7 +201,8 @@ TEST_CASE("mpirun: Ctrl-C stops every rank after the same step, with a checkpoin
   const int last = static_cast<int>(lines.back()["step"].as_int());
   CHECK(last < 1000000);
   REQUIRE(ordo::file_exists(checkpoint(run, last) + "/trainer_state.json"));
-  CHECK(ordo::read_file(dir / "log").find("interrupted (Ctrl-C) at step " + std::to_string(last)) != std::string::npos);
+  // mpirun passes Ctrl-C to its ranks as SIGTERM, and rank 0 says which signal stopped it.
+  CHECK(ordo::read_file(dir / "log").find("interrupted by SIGTERM at step " + std::to_string(last)) != std::string::npos);
 }
 
 // Fine-tuning: each rank a contiguous share of every batch, its loss weighted
@@ -247,6 +248,15 @@ TEST_CASE("mpirun -np 2 ordo finetune: one process's run within rounding; rank 0
   for (const char* file : {"config.json", "runs/lr_0.001_seed_42/dev_predictions.tsv",
                            "runs/lr_0.001_seed_42/best/model.safetensors"})
     CHECK(ordo::file_exists(dir / "two/" + std::string(file)));
+  // Ranks given different configs: refused on every rank before rank 0 writes anything (no staging folder).
+  const auto names = dir.names();
+  const CommandResult mismatch = run_command(kMpirun + "-np 1 " + ORDO_BINARY + " " + finetune + (dir / "three") +
+                                             " : -np 1 " + ORDO_BINARY + " " + finetune + (dir / "three") +
+                                             " --set train.epochs=3");
+  INFO(mismatch.output);
+  CHECK(mismatch.exit_code != 0);
+  CHECK(mismatch.output.find("rank 1's run config differs from rank 0's at 'train.epochs'") != std::string::npos);
+  CHECK(dir.names() == names);
 }
 
 TEST_CASE("ordo bench dp: the bytes all-reduced are the parameters', the 2-process step is measured", "[mpi][bench]") {

@@ -3,6 +3,8 @@
 // without --overwrite and left as it was; a failure after every check has
 // passed (a write past a file-size limit) leaves it as it was, with nothing
 // beside it; --overwrite replaces it whole (no stale file of the old one).
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -202,4 +204,38 @@ TEST_CASE("the steps of make run work again on a rerun", "[cli][output_policy]")
     }
     CHECK(ordo::file_exists(in.run + "/report/index.html"));
   }
+}
+
+TEST_CASE("a replaced output that cannot be removed is left under a name that says it is the previous one",
+          "[cli][output_policy]") {
+  // The old output holds a folder its remover may not write into: as root
+  // (CI) the command runs as nobody (setpriv), otherwise the mode bits stop
+  // the test's own user. The binary is copied where nobody may run it.
+  TempDir dir("previous");
+  fs::permissions(dir.path, fs::perms::all);
+  const std::string ordo_copy = dir / "ordo";
+  fs::copy_file(ORDO_BINARY, ordo_copy);
+  const std::string out = dir / "out";
+  fs::create_directories(out + "/locked");
+  ordo::write_file_atomic(out + "/locked/mine.txt", "from before");
+  fs::permissions(out, fs::perms::all);
+  fs::permissions(out + "/locked", fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                                       fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  const std::string as_other = ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  const CommandResult r = ordo::test::run_command(as_other + ordo_copy + " data synth --sentences 5 --out " + out +
+                                                  " --overwrite");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(ordo::file_exists(out + "/meta.json"));  // the new output is in place
+  std::vector<std::string> previous, staging;
+  for (const auto& e : fs::directory_iterator(dir.path)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("out.previous-", 0) == 0) previous.push_back(name);
+    if (name.rfind("out.new-", 0) == 0) staging.push_back(name);
+  }
+  REQUIRE(previous.size() == 1);
+  CHECK(staging.empty());
+  CHECK(ordo::read_file(dir / previous[0] + "/locked/mine.txt") == "from before");
+  CHECK_THAT(r.output, Contains("the previous output, moved to " + dir / previous[0] + ", could not be removed"));
+  fs::permissions(dir / previous[0] + "/locked", fs::perms::all);  // for the folder's own removal
 }
