@@ -14,6 +14,8 @@
 #   make bench    build and print the benchmark tables
 #   make deps     install the Debian packages the build and tests use, where missing
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
+#   make fuzz-long
+#                 the same, each for FUZZ_LONG_SECONDS (1800), the corpus kept in fuzz/corpus/
 #   make test-emulated
 #                 build with the emulated GPU (ORDO_CUDA=emulate) into build-emulate/, run the
 #                 [emulator] and [cuda] tests, then tools/gpu_check.sh --emulate under a second
@@ -28,7 +30,9 @@ ORDO_NATIVE ?= ON
 SANITIZE ?= 0
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 180
-FUZZ_TARGETS := fuzz_json fuzz_safetensors fuzz_run_config fuzz_corpus fuzz_forward_input fuzz_metrics_matrix fuzz_downstream
+FUZZ_TARGETS := fuzz_json fuzz_safetensors fuzz_run_config fuzz_corpus fuzz_forward_input fuzz_metrics_matrix \
+                fuzz_downstream fuzz_checkpoint
+FUZZ_LONG_SECONDS ?= 1800
 CUDA_ARCHS ?= 90-real;80-virtual
 
 ifeq ($(SANITIZE),1)
@@ -48,7 +52,7 @@ else
 endif
 CMAKE_FLAGS += -DORDO_BLAS=$(ORDO_BLAS) -DORDO_NATIVE=$(ORDO_NATIVE) "-DORDO_CUDA_ARCHITECTURES=$(CUDA_ARCHS)"
 
-.PHONY: all build configure test test-emulated run finetune table2 bench deps fuzz clean
+.PHONY: all build configure test test-emulated run finetune table2 bench deps fuzz fuzz-build fuzz-long clean
 
 all: build
 
@@ -136,12 +140,19 @@ test-emulated: deps
 bench: build
 	$(BUILD)/ordo bench
 
-fuzz:
+fuzz-build:
 	ORDO_DEPS_FUZZ=1 scripts/install_deps.sh
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DORDO_FUZZ=ON -DORDO_CUDA=off -DORDO_BLAS=off \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
 	cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
+
+fuzz: fuzz-build
 	scripts/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# Nightly-style: each target for FUZZ_LONG_SECONDS (30 minutes), one after
+# another, its corpus kept and grown across nights in fuzz/corpus/<target>/.
+fuzz-long: fuzz-build
+	FUZZ_CORPUS_DIR=$(CURDIR)/fuzz/corpus scripts/run_fuzzers.sh build-fuzz $(FUZZ_LONG_SECONDS) $(FUZZ_TARGETS)
 
 clean:
 	rm -rf build build-sanitize build-fuzz build-emulate

@@ -6,7 +6,8 @@
 # BUILD_DIR holds the targets (cmake -DORDO_FUZZ=ON with clang; `make fuzz`
 # does it all); without TARGETs, every fuzz/fuzz_*.cpp. Each target starts from its committed seeds in
 # fuzz/seeds/<target>/ plus the corpus it grew in earlier runs, kept under
-# BUILD_DIR/fuzz-corpus/<target>/ so the committed seeds stay small. A crash,
+# CORPUS_DIR/<target>/ (FUZZ_CORPUS_DIR, default BUILD_DIR/fuzz-corpus; `make
+# fuzz-long` keeps it in fuzz/corpus/, outside any build) so the committed seeds stay small. A crash,
 # sanitizer report, uncaught exception, timeout or out-of-memory leaves the
 # input under BUILD_DIR/fuzz-artifacts/<target>/ and makes the exit status 1.
 set -uo pipefail
@@ -35,7 +36,7 @@ for target in "${targets[@]}"; do
     status=1
     continue
   fi
-  corpus=$build/fuzz-corpus/$target
+  corpus=${FUZZ_CORPUS_DIR:-$build/fuzz-corpus}/$target
   artifacts=$build/fuzz-artifacts/$target
   log=$build/$target.log
   mkdir -p "$corpus" "$artifacts"
@@ -54,13 +55,15 @@ for target in "${targets[@]}"; do
   executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   per_second=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   inputs=$(find "$corpus" -type f | wc -l)
+  # Coverage as libFuzzer counts it on its last status line: edges (cov) and features (ft).
+  coverage=$(grep -E '^#[0-9]+' "$log" | tail -1 | sed -n 's/.*cov: \([0-9]*\) ft: \([0-9]*\).*/cov \1, ft \2/p')
   found=$(find "$artifacts" -type f | wc -l)
   if [[ $rc -ne 0 || $found -ne 0 ]]; then
     echo "$target: CRASH (exit $rc) after ${executions:-?} executions; input(s) in $artifacts/, log $log:"
     grep -E -m 20 'ERROR|SUMMARY|runtime error|fuzz_[a-z_]+:|terminate|what\(\)' "$log" | sed 's/^/  /'
     status=1
   else
-    echo "$target: ${executions:-?} executions in ${seconds} s (${per_second:-?}/s), corpus of $inputs inputs, no crash"
+    echo "$target: ${executions:-?} executions in ${seconds} s (${per_second:-?}/s), ${coverage:-cov ?}, corpus of $inputs inputs, no crash"
   fi
 done
 exit $status

@@ -1,0 +1,157 @@
+// The statistics of the papers' tables (experiment/statistics.h).
+#include "experiment/statistics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "base/error.h"
+
+namespace ordo::experiment {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double mean_of(const std::vector<double>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+// Sample variance (n - 1).
+double variance_of(const std::vector<double>& v, double mean) {
+  double squares = 0;
+  for (double x : v) squares += (x - mean) * (x - mean);
+  return squares / static_cast<double>(v.size() - 1);
+}
+
+void check_pairs(const std::vector<double>& x, const std::vector<double>& y, const char* what) {
+  ORDO_CHECK(x.size() == y.size(), what, ": ", x.size(), " x values and ", y.size(), " y values; pairs are needed");
+}
+
+// The continued fraction of the regularised incomplete beta function
+// (modified Lentz's method; Press et al., Numerical Recipes, 6.4).
+double beta_continued_fraction(double a, double b, double x) {
+  constexpr double tiny = 1e-300, eps = 1e-15;
+  double c = 1, d = 1 - (a + b) * x / (a + 1);
+  if (std::fabs(d) < tiny) d = tiny;
+  d = 1 / d;
+  double h = d;
+  for (int m = 1; m <= 10000; ++m) {
+    const double m2 = 2.0 * m;
+    // The even step, then the odd step of the fraction.
+    double aa = m * (b - m) * x / ((a + m2 - 1) * (a + m2));
+    d = 1 + aa * d;
+    if (std::fabs(d) < tiny) d = tiny;
+    c = 1 + aa / c;
+    if (std::fabs(c) < tiny) c = tiny;
+    d = 1 / d;
+    h *= d * c;
+    aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1));
+    d = 1 + aa * d;
+    if (std::fabs(d) < tiny) d = tiny;
+    c = 1 + aa / c;
+    if (std::fabs(c) < tiny) c = tiny;
+    d = 1 / d;
+    const double step = d * c;
+    h *= step;
+    if (std::fabs(step - 1) < eps) break;
+  }
+  return h;
+}
+
+// I_x(a, b), the regularised incomplete beta function, for 0 <= x <= 1.
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double log_front = std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x);
+  // The fraction converges fast for x < (a + 1) / (a + b + 2); beyond, by symmetry.
+  if (x < (a + 1) / (a + b + 2)) return std::exp(log_front) * beta_continued_fraction(a, b, x) / a;
+  return 1 - std::exp(log_front) * beta_continued_fraction(b, a, 1 - x) / b;
+}
+
+// Ranks 1..n, ties given the average of the ranks they span.
+std::vector<double> average_ranks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> ranks(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    const double rank = (static_cast<double>(i) + static_cast<double>(j)) / 2 + 1;
+    for (size_t k = i; k <= j; ++k) ranks[order[k]] = rank;
+    i = j + 1;
+  }
+  return ranks;
+}
+
+}  // namespace
+
+MeanStd mean_std(const std::vector<double>& values) {
+  MeanStd s;
+  s.n = static_cast<int64_t>(values.size());
+  if (values.empty()) return {kNaN, kNaN, 0};
+  s.mean = mean_of(values);
+  s.std = values.size() < 2 ? kNaN : std::sqrt(variance_of(values, s.mean));
+  return s;
+}
+
+double student_t_sf(double t, double df) {
+  ORDO_CHECK(df > 0, "Student's t: the degrees of freedom must be > 0, got ", df);
+  if (std::isnan(t)) return kNaN;
+  // P(|T| > |t|) = I_{df / (df + t^2)}(df / 2, 1 / 2); half of it lies beyond |t| on each side.
+  const double tail = 0.5 * incomplete_beta(df / 2, 0.5, df / (df + t * t));
+  return t >= 0 ? tail : 1 - tail;
+}
+
+TTest welch_t_test(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() < 2 || b.size() < 2) return {kNaN, kNaN, kNaN};
+  const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
+  const double ma = mean_of(a), mb = mean_of(b);
+  const double va = variance_of(a, ma) / na, vb = variance_of(b, mb) / nb;  // squared standard errors
+  if (va + vb == 0) return {kNaN, kNaN, kNaN};
+  TTest r;
+  r.t = (ma - mb) / std::sqrt(va + vb);
+  r.df = (va + vb) * (va + vb) / (va * va / (na - 1) + vb * vb / (nb - 1));
+  r.p = std::min(1.0, 2 * student_t_sf(std::fabs(r.t), r.df));
+  return r;
+}
+
+double pearson(const std::vector<double>& x, const std::vector<double>& y) {
+  check_pairs(x, y, "Pearson's r");
+  if (x.size() < 2) return kNaN;
+  const double mx = mean_of(x), my = mean_of(y);
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  if (sxx == 0 || syy == 0) return kNaN;
+  return std::clamp(sxy / std::sqrt(sxx * syy), -1.0, 1.0);
+}
+
+double spearman(const std::vector<double>& x, const std::vector<double>& y) {
+  check_pairs(x, y, "Spearman's rho");
+  return pearson(average_ranks(x), average_ranks(y));
+}
+
+double kendall_tau_b(const std::vector<double>& x, const std::vector<double>& y) {
+  check_pairs(x, y, "Kendall's tau");
+  double concordant = 0, discordant = 0, tied_x = 0, tied_y = 0;  // pairs tied in x only, in y only
+  for (size_t i = 0; i < x.size(); ++i)
+    for (size_t j = i + 1; j < x.size(); ++j) {
+      const double dx = x[i] - x[j], dy = y[i] - y[j];
+      if (dx == 0 && dy == 0) continue;  // tied in both: in neither count
+      if (dx == 0) tied_x += 1;
+      else if (dy == 0) tied_y += 1;
+      else if ((dx > 0) == (dy > 0)) concordant += 1;
+      else discordant += 1;
+    }
+  const double denominator = std::sqrt((concordant + discordant + tied_x) * (concordant + discordant + tied_y));
+  if (denominator == 0) return kNaN;
+  return (concordant - discordant) / denominator;
+}
+
+}  // namespace ordo::experiment
