@@ -145,6 +145,82 @@ double direction_balance(const Matrix& a, int64_t offset_range) {
   return preceding / succeeding;
 }
 
+std::vector<double> monotonicity_by_range(const Matrix& a) {
+  require_square(a, "monotonicity_by_range");
+  const int64_t L = a.rows;
+  if (L < 2) return {};
+  // For range r a sequence of full length m counts with n = min(m, r + 1)
+  // elements. weighted[r] and total[r] gather the sequences still growing at
+  // r; a sequence that reached its full length m adds its final OPR(S) m to
+  // every r >= m - 1, gathered in done_* at r = m - 1 and carried forward.
+  std::vector<double> weighted(L, 0.0), total(L, 0.0), done_weighted(L, 0.0), done_total(L, 0.0);
+  std::vector<double> s;
+  auto add_sequence = [&]() {
+    const int64_t m = static_cast<int64_t>(s.size());
+    int64_t increasing = 0;  // ordered pairs (x, y), x != y, with (s_x - s_y)(x - y) > 0
+    for (int64_t n = 2; n <= m; ++n) {
+      // The element at offset n - 1 joins: each earlier y below it (not tied) is an increasing pair both ways round.
+      const double last = s[n - 1];
+      for (int64_t y = 0; y < n - 1; ++y)
+        if (!tied(last, s[y]) && last > s[y]) increasing += 2;
+      const double opr = static_cast<double>(increasing) / static_cast<double>(n * n - n);
+      if (n < m) {
+        weighted[n - 1] += opr * static_cast<double>(n);
+        total[n - 1] += static_cast<double>(n);
+      } else {
+        done_weighted[n - 1] += opr * static_cast<double>(n);
+        done_total[n - 1] += static_cast<double>(n);
+      }
+    }
+  };
+  for (int64_t i = 0; i < L; ++i) {
+    s.clear();
+    for (int64_t d = 0; i + d < L; ++d) s.push_back(a(i, i + d));
+    add_sequence();
+    s.clear();
+    for (int64_t d = 0; i - d >= 0; ++d) s.push_back(a(i, i - d));
+    add_sequence();
+  }
+  std::vector<double> out;
+  double carried_weighted = 0, carried_total = 0;
+  for (int64_t r = 1; r < L; ++r) {
+    carried_weighted += done_weighted[r];
+    carried_total += done_total[r];
+    const double w = weighted[r] + carried_weighted, t = total[r] + carried_total;
+    out.push_back(t > 0 ? w / t : 0.0);
+  }
+  return out;
+}
+
+std::vector<double> direction_balance_by_range(const Matrix& a) {
+  require_square(a, "direction_balance_by_range");
+  const int64_t L = a.rows;
+  std::vector<double> out;
+  double preceding = 0, succeeding = 0;  // summed in direction_balance's order: d, then the pair's first index
+  for (int64_t d = 1; d < L; ++d) {
+    for (int64_t t = 0; t + d < L; ++t) {
+      preceding += a(t + d, t);
+      succeeding += a(t, t + d);
+    }
+    out.push_back(succeeding == 0 ? std::numeric_limits<double>::infinity() : preceding / succeeding);
+  }
+  return out;
+}
+
+bool uniform_rows(const Matrix& a) {
+  if (a.rows == 0 || a.cols == 0) return false;
+  for (int64_t i = 0; i < a.rows; ++i) {
+    double low = a(i, 0), high = a(i, 0), largest = 0;
+    for (int64_t j = 0; j < a.cols; ++j) {
+      low = std::min(low, a(i, j));
+      high = std::max(high, a(i, j));
+      largest = std::max(largest, std::fabs(a(i, j)));
+    }
+    if (high - low > 1e-5 * largest) return false;
+  }
+  return true;
+}
+
 // ---- Locality (locality/symmetry paper, Eq. 7) ------------------------------------------
 
 double locality(const Matrix& a) {

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "base/json.h"
 #include "probe/probe_matrix.h"
@@ -87,6 +88,24 @@ double symmetric_discrepancy(const Matrix& a);
 // matrix, L = 1) — the rule read literally. offset_range >= 1
 // (Table 2 uses 20).
 double direction_balance(const Matrix& a, int64_t offset_range = 20);
+
+// OPR over the first k offsets and DB_l for every range at once (Wang et
+// al. 2021, Fig. 5: the correlation of each with the tasks' scores against
+// the range): element r - 1 is monotonicity(a, r) (resp. direction_balance(a,
+// r)) for r = 1 .. L - 1, each equal to the single-range function's value.
+// OPR is computed incrementally (each sequence's ordered pairs counted as it
+// grows by one offset), O(L^3) for all ranges rather than O(L^4).
+std::vector<double> monotonicity_by_range(const Matrix& a);
+std::vector<double> direction_balance_by_range(const Matrix& a);
+
+// Whether every row is uniform within f32 rounding: its spread (max - min)
+// at most 1e-5 of its largest |entry| (the OPR tie rule's tolerance; f32
+// carries 6e-8, a probe's average of a few hundred of them a few times
+// that). Uniform attention is what a model without positions gives identical
+// words; there AIV and OPR are 0 because every pair ties, so they describe no
+// band, and a reading must say "uniform" first (SPEC, the indicators). An
+// empty matrix is not uniform.
+bool uniform_rows(const Matrix& a);
 
 // Locality (the locality/symmetry paper, Eq. 7), the mean over rows of
 //     Locality(A_i) = sum_j A_ij / 2^|i-j|

@@ -137,6 +137,19 @@ json::Value layer_indicators_json(const Matrix& attention) {
   // second trim (which would drop the first and last word positions too).
   words.translation_invariance_no_special = words.translation_invariance;
   o["without_special"] = indicators_json(words);
+  // OPR over the first r offsets and DB_r for every range r = 1 .. L - 1 (Wang et al. 2021, Fig. 5).
+  auto ranges = [](const Matrix& m) {
+    json::Value v = json::Value::object(), opr = json::Value::array(), db = json::Value::array();
+    for (double x : monotonicity_by_range(m)) opr.push_back(json_number(x));
+    for (double x : direction_balance_by_range(m)) db.push_back(json_number(x));
+    v["monotonicity_first_k"] = opr;
+    v["direction_balance"] = db;
+    return v;
+  };
+  json::Value by_range = json::Value::object();
+  by_range["with_special"] = ranges(attention);
+  by_range["without_special"] = ranges(without_special(attention));
+  o["by_range"] = by_range;
   return o;
 }
 

@@ -428,6 +428,15 @@ std::string figure_html(const std::string& src, const std::string& caption) {
 }  // namespace
 
 std::string reading_of(const RunRecord& r) {
+  const std::string paper = " Wang et al. 2021 found the layer-1 attention of BERT-base local and near translation "
+                            "invariant with every position encoding after pretraining (their Table 2; "
+                            "configs/papers/wang2021/paper_table2.tsv holds the values), and uniform without one.";
+  // Uniform rows first: there every pair ties, AIV and OPR are 0 and describe no band.
+  if (probe::uniform_rows(probe::without_special(r.attention)))
+    return "Layer " + std::to_string(r.layer) + " of " + r.label +
+           " attends uniformly to identical words: every word position gets the same weight within f32 rounding "
+           "(without [CLS] and [SEP]), so there is no positional structure; AIV and OPR are 0 here because every "
+           "pair ties, not because of a band." + paper;
   const double aiv = probe::number_from_json(r.without_special["translation_invariance"]);
   const double opr = probe::number_from_json(r.without_special["monotonicity_first_k"]);
   const bool invariant = aiv <= kInvariantAiv, local = opr <= kLocalOpr;
@@ -443,9 +452,7 @@ std::string reading_of(const RunRecord& r) {
   char bounds[64];
   std::snprintf(bounds, sizeof bounds, "a band is AIV <= %g and OPR <= %g here)", kInvariantAiv, kLocalOpr);
   return "Layer " + std::to_string(r.layer) + " of " + r.label + " attends to identical words with " + shape +
-         figures + bounds + ". Wang et al. 2021 found the layer-1 attention of BERT-base "
-         "local and near translation invariant with every position encoding after pretraining (their Table 2; "
-         "configs/papers/wang2021_table2/paper_table2.tsv holds the values), and uniform without one.";
+         figures + bounds + "." + paper;
 }
 
 namespace {

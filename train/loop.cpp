@@ -100,9 +100,9 @@ void check_checkpoint_identity(const std::string& checkpoint, const json::Value&
   if (!hashes) return;
   ORDO_CHECK(hashes->is_object(), path, ": 'sha256' must be an object {file: digest}");
   for (const auto& [name, digest] : hashes->items()) {
-    ORDO_CHECK(std::find_if(std::begin(kHashedFiles), std::end(kHashedFiles),
-                            [&](const char* known) { return name == known; }) != std::end(kHashedFiles),
-               path, ": 'sha256' names '", name, "', which is not a file of a checkpoint");
+    bool known = false;
+    for (const char* file : kHashedFiles) known |= name == file;
+    ORDO_CHECK(known, path, ": 'sha256' names '", name, "', which is not a file of a checkpoint");
     ORDO_CHECK(digest.is_string(), path, ": sha256.", name, " must be a string");
     const std::string file = checkpoint + "/" + name;
     ORDO_CHECK(file_exists(file), file, " is missing, though ", path, " recorded it; nothing was changed");

@@ -490,3 +490,51 @@ TEST_CASE("indicators.json's without_special block trims [CLS] and [SEP] once, A
   CHECK(j["with_special"]["translation_invariance_no_special"].as_number() == Approx(naive_aiv(words)).epsilon(1e-12));
   CHECK(j["with_special"]["translation_invariance"].as_number() == Approx(naive_aiv(a)).epsilon(1e-12));
 }
+
+TEST_CASE("indicators at every range equal the naive single-range equations", "[probe][indicators]") {
+  uint64_t seed = 5000;
+  for (int64_t L : {1, 2, 3, 9, 24}) {
+    for (int kind = 0; kind < 2; ++kind) {
+      const Matrix a = kind == 0 ? random_attention(L, ++seed) : random_small_integers(L, ++seed);
+      const std::vector<double> opr = probe::monotonicity_by_range(a), db = probe::direction_balance_by_range(a);
+      REQUIRE(opr.size() == static_cast<size_t>(std::max<int64_t>(L - 1, 0)));
+      REQUIRE(db.size() == opr.size());
+      for (int64_t r = 1; r < L; ++r) {
+        const std::string what = "L " + std::to_string(L) + " kind " + std::to_string(kind) + " range " + std::to_string(r);
+        require_near(opr[static_cast<size_t>(r - 1)], naive_opr(a, r), 1e-12, what + " OPR");
+        require_near(db[static_cast<size_t>(r - 1)], naive_db(a, r), 1e-12, what + " DB");
+      }
+    }
+  }
+  // By hand, L = 3, rows (0.5 0.3 0.2), (0.2 0.6 0.2), (0.1 0.3 0.6). Range 1: the sequences of two
+  // are (0.5, 0.3), (0.6, 0.2), (0.6, 0.2), (0.6, 0.3), all decreasing: OPR 0.
+  // DB_1 = (A_10 + A_21) / (A_01 + A_12) = (0.2 + 0.3) / (0.3 + 0.2) = 1.
+  const Matrix h = rows({{0.5, 0.3, 0.2}, {0.2, 0.6, 0.2}, {0.1, 0.3, 0.6}});
+  CHECK(probe::monotonicity_by_range(h)[0] == 0);
+  CHECK(probe::direction_balance_by_range(h)[0] == Approx(1.0));
+  // Range 2: row 0 forward (0.5, 0.3, 0.2) decreasing; row 2 backward (0.6, 0.3, 0.1) decreasing: still 0.
+  // DB_2 = (0.2 + 0.3 + 0.1) / (0.3 + 0.2 + 0.2) = 0.6 / 0.7.
+  CHECK(probe::monotonicity_by_range(h)[1] == 0);
+  CHECK(probe::direction_balance_by_range(h)[1] == Approx(0.6 / 0.7));
+}
+
+TEST_CASE("uniform rows: within f32 rounding of a constant, not beyond", "[probe][indicators]") {
+  const int64_t L = 6;
+  Matrix flat(L, L);
+  for (double& x : flat.data) x = 1.0 / L;
+  CHECK(probe::uniform_rows(flat));
+  // A probe's f32 average differs from 1/L in the last bits: still uniform.
+  Matrix rounded = flat;
+  rounded(2, 3) = static_cast<float>(1.0 / L) * (1 + 3e-7);
+  CHECK(probe::uniform_rows(rounded));
+  // A real difference of 1e-4 relative is structure.
+  Matrix banded = flat;
+  banded(2, 3) *= 1 + 1e-4;
+  CHECK_FALSE(probe::uniform_rows(banded));
+  // Rows at different levels are each uniform (a [CLS] column is another matter: with_special is not).
+  Matrix levels = flat;
+  for (int64_t j = 0; j < L; ++j) levels(1, j) = 0.5;
+  CHECK(probe::uniform_rows(levels));
+  CHECK_FALSE(probe::uniform_rows(random_attention(L, 7)));
+  CHECK_FALSE(probe::uniform_rows(Matrix()));
+}

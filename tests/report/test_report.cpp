@@ -385,3 +385,25 @@ TEST_CASE("report: the one-sentence reading of a run's probed layer follows its 
   CHECK_THAT(reading(0.9, 0.5), Catch::Contains("neither local nor translation invariant"));
   CHECK_THAT(reading(0.1, 0.2), Catch::Contains("diagonal band"));  // the bounds themselves are a band
 }
+
+TEST_CASE("report: uniform attention is read as uniform, never as a band", "[report]") {
+  // What a model without positions gives identical words: [CLS] and [SEP] columns apart, the word
+  // positions equal within f32 rounding. AIV and OPR are 0 there, which the band test alone reads as a band.
+  const int64_t L = 8;
+  report::RunRecord r;
+  r.label = "none";
+  r.attention = Matrix(L, L);
+  for (int64_t i = 0; i < L; ++i)
+    for (int64_t j = 0; j < L; ++j)
+      r.attention(i, j) = j == 0 ? 0.3 : j == L - 1 ? 0.1 : static_cast<float>(0.6 / (L - 2)) * (1 + 1e-7 * ((i + j) % 3));
+  r.without_special = json::Value::object();
+  r.without_special["translation_invariance"] = 0.0;
+  r.without_special["monotonicity_first_k"] = 0.0;
+  const std::string text = report::reading_of(r);
+  CHECK_THAT(text, Catch::Contains("attends uniformly to identical words") && Catch::Contains("no positional structure"));
+  CHECK(text.find("band:") == std::string::npos);
+  CHECK(text.find("with a diagonal band") == std::string::npos);
+  // One real difference among the word positions and the band test decides again.
+  r.attention(3, 4) *= 1.01;
+  CHECK_THAT(report::reading_of(r), Catch::Contains("with a diagonal band"));
+}
