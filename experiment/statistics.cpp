@@ -60,14 +60,17 @@ double beta_continued_fraction(double a, double b, double x) {
   return h;
 }
 
-// I_x(a, b), the regularised incomplete beta function, for 0 <= x <= 1.
-double incomplete_beta(double a, double b, double x) {
+// I_x(a, b), the regularised incomplete beta function, for 0 <= x <= 1, with
+// y = 1 - x from the caller: near x = 1 the rounded x has lost the digits of
+// 1 - x that the symmetric branch needs (x = df / (df + t^2) rounds to 1 for
+// t = 1e-7, df = 1e4, where 1 - x = t^2 / (df + t^2) = 1e-18).
+double incomplete_beta(double a, double b, double x, double y) {
   if (x <= 0) return 0;
-  if (x >= 1) return 1;
-  const double log_front = std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x);
+  if (y <= 0) return 1;
+  const double log_front = std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log(y);
   // The fraction converges fast for x < (a + 1) / (a + b + 2); beyond, by symmetry.
   if (x < (a + 1) / (a + b + 2)) return std::exp(log_front) * beta_continued_fraction(a, b, x) / a;
-  return 1 - std::exp(log_front) * beta_continued_fraction(b, a, 1 - x) / b;
+  return 1 - std::exp(log_front) * beta_continued_fraction(b, a, y) / b;
 }
 
 // Ranks 1..n, ties given the average of the ranks they span.
@@ -101,7 +104,7 @@ double student_t_sf(double t, double df) {
   ORDO_CHECK(df > 0, "Student's t: the degrees of freedom must be > 0, got ", df);
   if (std::isnan(t)) return kNaN;
   // P(|T| > |t|) = I_{df / (df + t^2)}(df / 2, 1 / 2); half of it lies beyond |t| on each side.
-  const double tail = 0.5 * incomplete_beta(df / 2, 0.5, df / (df + t * t));
+  const double tail = 0.5 * incomplete_beta(df / 2, 0.5, df / (df + t * t), t * t / (df + t * t));
   return t >= 0 ? tail : 1 - tail;
 }
 

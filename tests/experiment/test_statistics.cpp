@@ -1,0 +1,203 @@
+// experiment/statistics.h against SciPy (tests/data/statistics_golden.json,
+// written by tests/twin/statistics_twin.py) and against cases worked by hand.
+//
+// Tolerances, relative to the golden value:
+//   1e-12 for the closed forms (mean, std, Welch's t and df, Pearson, Spearman,
+//         Kendall): a few dozen roundings of 1.1e-16 on well-conditioned data,
+//         summed in another order than numpy's; a wrong formula (n against
+//         n - 1, a tie counted on the wrong side) is off by 1e-3 or more.
+//   3e-11 for Student's t survival function against its exact value (mpmath,
+//         50 digits): the incomplete beta's prefactor exp(lgamma(a + b) -
+//         lgamma(a) - lgamma(b) + ...) carries the rounding of lgamma's value,
+//         ~3.8e4 at df = 1e4 where an ulp is 7.3e-12, so up to ~1.5e-11 from
+//         the two large terms (measured 4.3e-12); the continued fraction stops
+//         at 1e-15 per step.
+//   1e-10 for the p-values against SciPy, whose t.sf is itself 2.5e-11 off
+//         at t = 1e-7, df = 1 (the twin's docstring).
+// ORDO_GOLDEN_VERBOSE=1 prints the worst relative error of each function.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <iomanip>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/file_io.h"
+#include "base/json.h"
+#include "experiment/statistics.h"
+
+using namespace ordo;
+using namespace ordo::experiment;
+
+namespace {
+
+constexpr double kClosedForm = 1e-12, kExactPValue = 3e-11, kPValue = 1e-10;
+
+const json::Value& golden() {
+  static const json::Value g = json::parse(read_file(std::string(ORDO_SOURCE_DIR) + "/tests/data/statistics_golden.json"));
+  return g;
+}
+
+std::vector<double> doubles(const json::Value& a) {
+  std::vector<double> out;
+  for (const auto& v : a.as_array()) out.push_back(v.as_number());
+  return out;
+}
+
+// The worst relative error seen per function, printed at exit when verbose.
+struct Worst {
+  std::map<std::string, double> by_function;
+  ~Worst() {
+    if (std::getenv("ORDO_GOLDEN_VERBOSE") == nullptr) return;
+    for (const auto& [name, error] : by_function) std::printf("statistics vs golden: %-14s worst relative error %.2e\n", name.c_str(), error);
+  }
+};
+Worst worst;
+
+// `got` within `tolerance` of `want` relative to max(|want|, floor) (absolutely
+// when both are 0); null in the golden file (SciPy's NaN) wants NaN.
+void check_value(const std::string& function, double got, const json::Value& want, double tolerance, double floor = 0) {
+  INFO(function << ": got " << std::setprecision(17) << got);
+  if (want.is_null()) {
+    CHECK(std::isnan(got));
+    return;
+  }
+  const double w = want.as_number();
+  INFO("SciPy " << w);
+  REQUIRE(std::isfinite(got));
+  const double scale = std::max(std::fabs(w), floor);
+  const double error = scale == 0 ? std::fabs(got) : std::fabs(got - w) / scale;
+  worst.by_function[function] = std::max(worst.by_function[function], error);
+  CHECK(error <= tolerance);
+}
+
+}  // namespace
+
+TEST_CASE("mean and sample std match numpy", "[experiment][statistics]") {
+  for (const auto& c : golden()["mean_std"].as_array()) {
+    const std::vector<double> v = doubles(c["values"]);
+    INFO(v.size() << " values from " << v[0]);
+    const MeanStd s = mean_std(v);
+    CHECK(s.n == static_cast<int64_t>(v.size()));
+    check_value("mean", s.mean, c["mean"], kClosedForm);
+    // [1e8 + 1, 1e8 + 2, 1e8 + 4] would lose every digit to a one-pass sum of squares.
+    check_value("std", s.std, c["std"], kClosedForm);
+  }
+}
+
+TEST_CASE("Welch's t-test matches scipy.stats.ttest_ind(equal_var=False)", "[experiment][statistics]") {
+  const auto& cases = golden()["welch"].as_array();
+  REQUIRE(cases.size() == 9);
+  for (const auto& c : cases) {
+    INFO(c["name"].as_string());
+    const TTest r = welch_t_test(doubles(c["a"]), doubles(c["b"]));
+    // t's rounding error is that of the difference of the means, eps |mean| / se
+    // whatever t is: "p near 1" (t = 1e-3) cancels 4 digits, so t is measured
+    // against max(|t|, 1), where 1e-12 still catches any wrong formula.
+    check_value("welch t", r.t, c["t"], kClosedForm, 1);
+    check_value("welch df", r.df, c["df"], kClosedForm);
+    check_value("welch p", r.p, c["p"], kPValue);
+  }
+}
+
+TEST_CASE("Student's t survival function matches scipy.stats.t.sf", "[experiment][statistics]") {
+  const auto& cases = golden()["t_sf"].as_array();
+  REQUIRE(cases.size() == 60);
+  for (const auto& c : cases) {
+    const double t = c["t"].as_number(), df = c["df"].as_number();
+    INFO("t " << t << ", df " << df);
+    const double sf = student_t_sf(t, df);
+    check_value("t sf", sf, c["sf"], kPValue);
+    check_value("t sf (exact)", sf, c["sf_exact"], kExactPValue);
+  }
+}
+
+TEST_CASE("Pearson, Spearman and Kendall's tau-b match SciPy", "[experiment][statistics]") {
+  const auto& cases = golden()["correlation"].as_array();
+  REQUIRE(cases.size() == 9);
+  for (const auto& c : cases) {
+    INFO(c["name"].as_string());
+    const std::vector<double> x = doubles(c["x"]), y = doubles(c["y"]);
+    check_value("pearson", pearson(x, y), c["pearson"], kClosedForm);
+    check_value("spearman", spearman(x, y), c["spearman"], kClosedForm);
+    check_value("kendall tau-b", kendall_tau_b(x, y), c["kendall_tau_b"], kClosedForm);
+  }
+}
+
+TEST_CASE("statistics worked by hand", "[experiment][statistics]") {
+  // [2, 4, 4, 4, 5, 5, 7, 9]: mean 40 / 8 = 5; squared deviations
+  // 9 + 1 + 1 + 1 + 0 + 0 + 4 + 16 = 32, sample variance 32 / 7.
+  const MeanStd s = mean_std({2, 4, 4, 4, 5, 5, 7, 9});
+  CHECK(s.mean == Approx(5).epsilon(1e-15));
+  CHECK(s.std == Approx(std::sqrt(32.0 / 7)).epsilon(1e-15));
+
+  // a = [1, 3], b = [4, 8]: means 2 and 6, sample variances 2 and 8, squared
+  // standard errors 2/2 = 1 and 8/2 = 4; t = (2 - 6) / sqrt(5) = -4 / sqrt(5),
+  // df = (1 + 4)^2 / (1^2 / 1 + 4^2 / 1) = 25 / 17.
+  const TTest two = welch_t_test({1, 3}, {4, 8});
+  CHECK(two.t == Approx(-4 / std::sqrt(5.0)).epsilon(1e-15));
+  CHECK(two.df == Approx(25.0 / 17).epsilon(1e-15));
+
+  // a = [0, 2], b = [10, 12]: squared standard errors 1 and 1, t = -10 / sqrt(2),
+  // df = 4 / (1 + 1) = 2. With 2 degrees of freedom P(T > t) = 1/2 - t / (2 sqrt(2 + t^2)),
+  // so p = 1 - |t| / sqrt(2 + t^2) = 1 - sqrt(50 / 52) = 1 - 5 / sqrt(26).
+  const TTest df2 = welch_t_test({0, 2}, {10, 12});
+  CHECK(df2.t == Approx(-10 / std::sqrt(2.0)).epsilon(1e-15));
+  CHECK(df2.df == Approx(2).epsilon(1e-15));
+  CHECK(df2.p == Approx(1 - 5 / std::sqrt(26.0)).epsilon(1e-13));
+
+  // With 1 degree of freedom T is Cauchy: P(T > t) = 1/2 - atan(t) / pi, so
+  // 1/4 at t = 1 and 1/2 - 1/3 = 1/6 at t = sqrt(3); 1/2 at t = 0 for any df.
+  CHECK(student_t_sf(1, 1) == Approx(0.25).epsilon(1e-14));
+  CHECK(student_t_sf(std::sqrt(3.0), 1) == Approx(1.0 / 6).epsilon(1e-14));
+  CHECK(student_t_sf(-std::sqrt(3.0), 1) == Approx(5.0 / 6).epsilon(1e-14));
+  CHECK(student_t_sf(0, 7.5) == 0.5);
+
+  // x = [1, 2, 3], y = [1, 3, 2]: deviations [-1, 0, 1] and [-1, 1, 0],
+  // r = 1 / sqrt(2 * 2) = 1/2.
+  CHECK(pearson({1, 2, 3}, {1, 3, 2}) == Approx(0.5).epsilon(1e-15));
+
+  // x = [1, 1, 2], y = [1, 2, 3]. Ranks of x: [1.5, 1.5, 3]; deviations from 2
+  // [-0.5, -0.5, 1] against [-1, 0, 1]: rho = 1.5 / sqrt(1.5 * 2) = sqrt(3) / 2.
+  CHECK(spearman({1, 1, 2}, {1, 2, 3}) == Approx(std::sqrt(3.0) / 2).epsilon(1e-15));
+  // Pairs (0,1) tied in x only, (0,2) and (1,2) concordant: P = 2, Q = 0,
+  // T_x = 1, T_y = 0; tau_b = 2 / sqrt((2 + 1) (2 + 0)) = 2 / sqrt(6).
+  CHECK(kendall_tau_b({1, 1, 2}, {1, 2, 3}) == Approx(2 / std::sqrt(6.0)).epsilon(1e-15));
+  // Tied in both (pair (0,1)) counts in neither: P = 2, tau_b = 2 / sqrt(2 * 2) = 1.
+  CHECK(kendall_tau_b({1, 1, 2}, {5, 5, 6}) == Approx(1).epsilon(1e-15));
+}
+
+TEST_CASE("statistics are NaN where undefined and refuse unpaired values", "[experiment][statistics]") {
+  const MeanStd none = mean_std({});
+  CHECK(none.n == 0);
+  CHECK(std::isnan(none.mean));
+  CHECK(std::isnan(none.std));
+  const MeanStd one = mean_std({3});
+  CHECK(one.n == 1);
+  CHECK(one.mean == 3);
+  CHECK(std::isnan(one.std));
+
+  for (const TTest& r : {welch_t_test({1}, {2, 3}), welch_t_test({1, 2}, {}), welch_t_test({4, 4}, {5, 5, 5})}) {
+    CHECK(std::isnan(r.t));
+    CHECK(std::isnan(r.df));
+    CHECK(std::isnan(r.p));
+  }
+
+  CHECK(std::isnan(student_t_sf(std::nan(""), 3)));
+  CHECK_THROWS_AS(student_t_sf(1, 0), Error);
+
+  CHECK(std::isnan(pearson({}, {})));
+  CHECK(std::isnan(pearson({1}, {2})));
+  CHECK(std::isnan(pearson({1, 1, 1}, {1, 2, 3})));
+  CHECK(std::isnan(spearman({1, 2}, {7, 7})));
+  CHECK(std::isnan(kendall_tau_b({1}, {2})));
+  CHECK(std::isnan(kendall_tau_b({1, 2, 3}, {4, 4, 4})));
+
+  CHECK_THROWS_AS(pearson({1, 2, 3}, {1, 2}), Error);
+  CHECK_THROWS_AS(spearman({1, 2}, {1, 2, 3}), Error);
+  CHECK_THROWS_WITH(kendall_tau_b({1, 2, 3}, {1}), Catch::Contains("3 x values and 1 y values"));
+}

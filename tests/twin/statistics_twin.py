@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""The SciPy twin of experiment/statistics.h: golden values for
+tests/experiment/test_statistics.cpp.
+
+Writes tests/data/statistics_golden.json with, for fixed hand-chosen inputs:
+  mean_std   numpy mean and std(ddof=1);
+  welch      scipy.stats.ttest_ind(a, b, equal_var=False): t and the two-sided
+             p; df from the Welch-Satterthwaite equation, computed here in
+             numpy from its definition (and checked against SciPy's own df);
+  t_sf       scipy.stats.t.sf(t, df) on a grid of t and df, and beside it
+             (sf_exact) the same from mpmath at 50 digits, rounded once:
+             P(T > t) = I_{df/(df+t^2)}(df/2, 1/2) / 2 for t >= 0, 1 minus that
+             below. SciPy's own value is 2.5e-11 off at t = 1e-7, df = 1
+             (scipy 1.17.1: 0.49999996818173487 against 1/2 - atan(1e-7)/pi =
+             0.49999996816901138), so the exact value is the sharper judge;
+  correlation  scipy.stats.pearsonr, spearmanr and kendalltau (its default,
+             tau-b) of pairs with and without ties, perfect and anti, n = 2..50.
+NaN (SciPy's answer for an undefined statistic) is written as null. Floats are
+written by Python's repr, the shortest text that reads back as the same double
+(at most 17 significant digits), so the file holds SciPy's values to the bit.
+CI never runs Python; nothing here is a dependency of ordo. From the
+repository root:
+
+    pip install scipy numpy mpmath
+    python3 tests/twin/statistics_twin.py
+"""
+import json
+import sys
+import warnings
+
+import mpmath
+import numpy as np
+import scipy
+import scipy.stats
+
+GOLDEN = "tests/data/statistics_golden.json"
+
+
+def value(x):
+    x = float(x)
+    return None if np.isnan(x) else x
+
+
+# ---- Welch's t-test: sizes 2..8 ---------------------------------------------
+
+WELCH = [
+    ("two and two", [1.0, 2.0], [3.0, 5.0]),
+    ("very different variances", [10.1, 10.3, 9.9], [0.0, 50.0, -20.0, 70.0, 15.0]),
+    ("equal means: t = 0, p = 1", [1.0, 2.0, 3.0, 4.0], [0.0, 2.5, 2.5, 5.0]),
+    ("a has zero variance", [5.0, 5.0, 5.0], [4.0, 6.0, 7.0, 5.5]),
+    ("b has zero variance", [0.3, 0.1, 0.7, 0.2, 0.4, 0.9], [0.9, 0.9]),
+    ("tiny p", [100.2, 99.5, 101.1, 99.0, 100.4, 100.0, 99.7, 100.6],
+     [94.6, 95.7, 94.4, 95.5, 94.3, 94.9, 95.4, 94.8]),
+    ("p near 1", [3.1, 4.7, 2.2, 5.9, 3.8, 4.4, 3.3], [4.05, 3.0, 5.1, 2.9, 4.6, 3.7, 4.0, 3.96]),
+    ("two against eight, df near 1", [0.0, 11.0], [4.9, 5.0, 5.1, 5.0, 4.95, 5.05, 5.02, 4.98]),
+    ("seven and six, negative t", [1.5, 2.5, 1.0, 3.0, 2.0, 2.2, 1.8], [3.5, 4.0, 2.9, 4.4, 3.8, 3.1]),
+]
+
+
+def welch(name, a, b):
+    a_, b_ = np.array(a), np.array(b)
+    res = scipy.stats.ttest_ind(a_, b_, equal_var=False)
+    va, vb = a_.var(ddof=1) / len(a_), b_.var(ddof=1) / len(b_)
+    df = (va + vb) ** 2 / (va ** 2 / (len(a_) - 1) + vb ** 2 / (len(b_) - 1))
+    assert abs(df - res.df) <= 1e-12 * df, (name, df, res.df)
+    exact_p = min(1.0, 2 * t_sf_exact(abs(float(res.statistic)), float(df)))
+    assert abs(res.pvalue - exact_p) <= 1e-13 * exact_p, (name, res.pvalue, exact_p)
+    return {"name": name, "a": a, "b": b, "t": value(res.statistic), "df": value(df), "p": value(res.pvalue)}
+
+
+# ---- Student's t survival function ------------------------------------------
+
+T_GRID = [-25.0, -2.5, -0.3, 0.0, 1e-7, 0.3, 1.0, 2.5, 8.0, 25.0]
+DF_GRID = [0.5, 1.0, 2.3, 5.0, 30.0, 1e4]
+
+
+def t_sf_exact(t, df):
+    """P(T > t) from the regularised incomplete beta at 50 digits (t and df are exact doubles)."""
+    with mpmath.workdps(50):
+        t, df = mpmath.mpf(t), mpmath.mpf(df)
+        tail = mpmath.betainc(df / 2, mpmath.mpf(1) / 2, 0, df / (df + t * t), regularized=True) / 2
+        return float(tail if t >= 0 else 1 - tail)
+
+
+def t_sf(t, df):
+    sf, exact = float(scipy.stats.t.sf(t, df)), t_sf_exact(t, df)
+    assert abs(sf - exact) <= 1e-10 * exact, (t, df, sf, exact)
+    return {"t": t, "df": df, "sf": sf, "sf_exact": exact}
+
+
+# ---- correlations ------------------------------------------------------------
+
+def correlation_cases():
+    rng = np.random.default_rng(26)
+    x50 = np.round(rng.normal(0.0, 1.0, 50), 3)
+    y50 = np.round(0.6 * x50 + rng.normal(0.0, 0.8, 50), 3)
+    x12 = np.round(rng.uniform(0.0, 1.0, 12), 3)
+    return [
+        ("n = 2", [1.0, 2.0], [5.0, 3.0]),
+        ("n = 3, no ties", [1.0, 2.0, 3.0], [1.0, 3.0, 2.0]),
+        ("n = 3, a tie in x", [1.0, 1.0, 2.0], [1.0, 2.0, 3.0]),
+        ("n = 12, perfect, nonlinear", x12.tolist(), np.round(np.exp(3 * x12), 6).tolist()),
+        ("n = 12, anti", x12.tolist(), (-2.0 * x12 + 1.0).tolist()),
+        ("n = 12, ties in both", [1.0, 2.0, 2.0, 3.0, 4.0, 4.0, 4.0, 5.0, 6.0, 7.0, 7.0, 8.0],
+         [2.0, 1.0, 3.0, 3.0, 5.0, 4.0, 6.0, 6.0, 6.0, 9.0, 8.0, 8.0]),
+        ("n = 50, no ties", x50.tolist(), y50.tolist()),
+        ("n = 50, many ties", np.round(x50).tolist(), np.round(y50 * 2).tolist()),
+        ("constant y", [1.0, 2.0, 3.0, 4.0], [2.0, 2.0, 2.0, 2.0]),
+    ]
+
+
+def correlation(name, x, y):
+    assert len(x) == len(y)
+    return {"name": name, "x": x, "y": y,
+            "pearson": value(scipy.stats.pearsonr(x, y).statistic),
+            "spearman": value(scipy.stats.spearmanr(x, y).statistic),
+            "kendall_tau_b": value(scipy.stats.kendalltau(x, y).statistic)}
+
+
+MEAN_STD = [[2.5], [1.0, 2.0], [0.1, 0.2, 0.3, 0.4, 0.5], [1e8 + 1, 1e8 + 2, 1e8 + 4]]
+
+
+def main():
+    # The constant samples are deliberate: SciPy's ConstantInputWarning and its
+    # "catastrophic cancellation" warning on a zero variance say what we test.
+    warnings.simplefilter("ignore", RuntimeWarning)
+    warnings.simplefilter("ignore", scipy.stats.ConstantInputWarning)
+    golden = {
+        "made_by": "tests/twin/statistics_twin.py with Python %s, numpy %s, scipy %s, mpmath %s"
+                   % (sys.version.split()[0], np.__version__, scipy.__version__, mpmath.__version__),
+        "mean_std": [{"values": v, "mean": value(np.mean(v)),
+                      "std": value(np.std(v, ddof=1)) if len(v) > 1 else None} for v in MEAN_STD],
+        "welch": [welch(*c) for c in WELCH],
+        "t_sf": [t_sf(t, df) for df in DF_GRID for t in T_GRID],
+        "correlation": [correlation(*c) for c in correlation_cases()],
+    }
+    with open(GOLDEN, "w", encoding="utf-8") as f:
+        json.dump(golden, f, separators=(",", ":"))
+        f.write("\n")
+    print("wrote", GOLDEN)
+
+
+if __name__ == "__main__":
+    main()
