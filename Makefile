@@ -11,6 +11,10 @@
 #                 corpus, each fine-tuned from the run's checkpoint over 3 seeds (mean +- std)
 #   make table2   Wang et al. 2021's Table 2: the 13 configurations pretrained, probed and reported
 #                 beside the paper's values in runs/table2/report (resumable)
+#   make wang2021 Wang et al. 2021's Tables 2-5 and Figure 5: the 13 configurations pretrained, probed,
+#                 analysed, fine-tuned on the synthetic stand-ins of GLUE and SQuAD (3 seeds) and
+#                 reported beside the paper in runs/wang2021/report (resumable, shardable:
+#                 WANG2021_FLAGS="--shard 1/2"; --quick for a smoke test of minutes)
 #   make bench    build and print the benchmark tables
 #   make deps     install the Debian packages the build and tests use, where missing
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
@@ -52,7 +56,7 @@ else
 endif
 CMAKE_FLAGS += -DORDO_BLAS=$(ORDO_BLAS) -DORDO_NATIVE=$(ORDO_NATIVE) "-DORDO_CUDA_ARCHITECTURES=$(CUDA_ARCHS)"
 
-.PHONY: all build configure test test-emulated run finetune table2 bench deps fuzz fuzz-build fuzz-long clean
+.PHONY: all build configure test test-emulated run finetune table2 wang2021 bench deps fuzz fuzz-build fuzz-long clean
 
 all: build
 
@@ -105,14 +109,21 @@ finetune: build
 	    --config configs/finetune/tiny.json --out $(RUN_DIR)/finetune/$$folder --overwrite --quiet $(FINETUNE_FLAGS); \
 	done
 
-# Wang et al. 2021's Table 2 (report/experiment.h): the 13 configurations
-# pretrained one after another into $(TABLE2_DIR)/runs, probed and reported
-# beside the paper's values in $(TABLE2_DIR)/report. Interrupted, the same
-# command continues where it stopped. TABLE2_FLAGS adds flags (--set ...).
+# Wang et al. 2021 (experiment/runner.h): the 13 configurations of
+# configs/papers/wang2021 pretrained one after another into $(WANG2021_DIR)/runs,
+# each probed, analysed, given its synthetic tasks and fine-tuned, then reported
+# beside the paper's Tables 2-5 in $(WANG2021_DIR)/report. Interrupted, the same
+# command continues where it stopped. table2 is its first stages alone.
+# WANG2021_FLAGS / TABLE2_FLAGS add flags (--set ..., --data rte=glue/RTE, --shard I/N).
+WANG2021_DIR ?= runs/wang2021
+WANG2021_FLAGS ?=
+wang2021: deps build
+	$(BUILD)/ordo experiment configs/papers/wang2021 --out $(WANG2021_DIR) $(WANG2021_FLAGS)
+
 TABLE2_DIR ?= runs/table2
 TABLE2_FLAGS ?=
 table2: deps build
-	$(BUILD)/ordo experiment configs/papers/wang2021_table2 --out $(TABLE2_DIR) --probe-length 64 $(TABLE2_FLAGS)
+	$(BUILD)/ordo experiment configs/papers/wang2021 --out $(TABLE2_DIR) --stages pretrain,probe,report $(TABLE2_FLAGS)
 
 # The CUDA sources run on the CPU with CUDA's execution model
 # (tensor/cuda/emulator/): each schedule orders the threads and blocks

@@ -291,11 +291,13 @@ OutputLock::OutputLock(const std::string& out, const std::string& command) {
   }
 }
 
-std::unique_ptr<OutputLock> OutputLock::try_take(const std::string& out, const std::string& command) {
+std::unique_ptr<OutputLock> OutputLock::try_take(const std::string& out, const std::string& command,
+                                                 std::string* owner) {
   std::unique_ptr<OutputLock> lock(new OutputLock());
-  std::string owner;
-  if (lock->take(out, command, &owner)) return lock;
+  std::string holder;
+  if (lock->take(out, command, &holder)) return lock;
   lock->remove_created();
+  if (owner) *owner = holder;
   return nullptr;
 }
 

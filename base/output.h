@@ -82,8 +82,9 @@ class OutputLock {
   // that holds it (pid, host, command, since when).
   OutputLock(const std::string& out, const std::string& command);
   // The same, but returns nothing when another process holds the lock (an
-  // experiment skips the runs another process is running).
-  static std::unique_ptr<OutputLock> try_take(const std::string& out, const std::string& command);
+  // experiment skips the runs another process is running), and says who in `owner`.
+  static std::unique_ptr<OutputLock> try_take(const std::string& out, const std::string& command,
+                                              std::string* owner = nullptr);
   ~OutputLock();  // removes the lock file, then releases it
   OutputLock(const OutputLock&) = delete;
   OutputLock& operator=(const OutputLock&) = delete;

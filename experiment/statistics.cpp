@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "base/error.h"
+#include "downstream/metrics.h"
 
 namespace ordo::experiment {
 
@@ -73,22 +74,6 @@ double incomplete_beta(double a, double b, double x, double y) {
   return 1 - std::exp(log_front) * beta_continued_fraction(b, a, y) / b;
 }
 
-// Ranks 1..n, ties given the average of the ranks they span.
-std::vector<double> average_ranks(const std::vector<double>& v) {
-  std::vector<size_t> order(v.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
-  std::vector<double> ranks(v.size());
-  for (size_t i = 0; i < order.size();) {
-    size_t j = i;
-    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
-    const double rank = (static_cast<double>(i) + static_cast<double>(j)) / 2 + 1;
-    for (size_t k = i; k <= j; ++k) ranks[order[k]] = rank;
-    i = j + 1;
-  }
-  return ranks;
-}
-
 }  // namespace
 
 MeanStd mean_std(const std::vector<double>& values) {
@@ -121,23 +106,16 @@ TTest welch_t_test(const std::vector<double>& a, const std::vector<double>& b) {
   return r;
 }
 
+// The GLUE metrics' Pearson and Spearman (downstream/metrics.h, SciPy's
+// definitions), with NaN rather than an error below two pairs.
 double pearson(const std::vector<double>& x, const std::vector<double>& y) {
   check_pairs(x, y, "Pearson's r");
-  if (x.size() < 2) return kNaN;
-  const double mx = mean_of(x), my = mean_of(y);
-  double sxy = 0, sxx = 0, syy = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    sxy += (x[i] - mx) * (y[i] - my);
-    sxx += (x[i] - mx) * (x[i] - mx);
-    syy += (y[i] - my) * (y[i] - my);
-  }
-  if (sxx == 0 || syy == 0) return kNaN;
-  return std::clamp(sxy / std::sqrt(sxx * syy), -1.0, 1.0);
+  return x.size() < 2 ? kNaN : downstream::pearson(x, y);
 }
 
 double spearman(const std::vector<double>& x, const std::vector<double>& y) {
   check_pairs(x, y, "Spearman's rho");
-  return pearson(average_ranks(x), average_ranks(y));
+  return x.size() < 2 ? kNaN : downstream::spearman(x, y);
 }
 
 double kendall_tau_b(const std::vector<double>& x, const std::vector<double>& y) {

@@ -309,8 +309,12 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace) 
   // With segment = per_head there is no segment embedding here (pe/segments.h).
   Var segment_vectors =
       embeddings.token_type_embeddings ? embeddings.token_type_embeddings->forward(segments) : Var();
-  Var x = drop_tokens ? segment_vectors
-                      : sum_of_defined(embeddings.word_embeddings.forward(in.input_ids), segment_vectors);
+  Var tokens;
+  if (!drop_tokens) {
+    tokens = embeddings.word_embeddings.forward(in.input_ids);
+    if (config_.word_embedding_scale != 1.0) tokens = affine(tokens, config_.word_embedding_scale);
+  }
+  Var x = sum_of_defined(tokens, segment_vectors);
   Var position_vectors = ablate == Ablation::positional ? Var() : pe_->input_embedding(positions, ctx);
   ORDO_CHECK(!drop_tokens || position_vectors.defined(), "pe '", pe_->name(),
              "': the contextual ablation is undefined: the encoding has no positional term to keep");

@@ -65,6 +65,7 @@ BertConfig config_from_json(const json::Value& object, const std::string& where,
     c.decoder = hf_decoder;
   }
   c.pre_layer_norm = r.boolean("pre_layer_norm", c.pre_layer_norm);
+  c.word_embedding_scale = r.number("word_embedding_scale", c.word_embedding_scale, 1e-6, 1e6);
   c.segment = r.string("segment", c.segment, {"input", "per_head"});
   bool has_segment_share = r.has("segment_share");
   c.segment_share = r.string("segment_share", c.segment_share, {"none", "heads", "layers", "all"});
@@ -132,6 +133,7 @@ json::Value config_to_json(const BertConfig& c) {
   o["pe"] = c.pe;
   o["pe_options"] = c.pe_options;
   o["pre_layer_norm"] = c.pre_layer_norm;
+  if (c.word_embedding_scale != 1.0) o["word_embedding_scale"] = c.word_embedding_scale;
   o["segment"] = c.segment;
   if (c.segment == "per_head") o["segment_share"] = c.segment_share;
   return o;

@@ -33,6 +33,11 @@ struct BertConfig {
   json::Value pe_options = json::Value::object();  // the variant's options
   bool decoder = false;                        // causal self-attention (GPT-style stack)
   bool pre_layer_norm = false;                 // LayerNorm before each sublayer instead of after
+  // The token embeddings multiplied by this before the position and segment
+  // ones are added: Vaswani et al. 2017 (§3.4) use sqrt(hidden_size) beside
+  // their unscaled sinusoid; BERT, 1. Not an HF BertConfig field: a model
+  // with another scale is not an HF BERT (transformers would ignore it).
+  double word_embedding_scale = 1.0;
   // Segments (Chen et al. 2021, Eq. 9-11): "input" adds BERT's token-type
   // embedding to the input; "per_head" has none and adds S_ij =
   // Seg_h[seg(i), seg(j)] to every head's scores instead (pe/segments.h),

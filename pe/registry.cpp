@@ -52,9 +52,13 @@ const std::vector<Variant>& variants() {
       {"huang_m3", Level::attention, make_huang_m3},
       {"huang_m4", Level::attention, make_huang_m4},
       {"ape_sin", Level::input,
-       [](const nn::BertConfig& c, FieldReader&, Device d) { return std::make_unique<SinusoidalAbsolute>(c, false, d); }},
+       [](const nn::BertConfig& c, FieldReader& o, Device d) {
+         return std::make_unique<SinusoidalAbsolute>(c, false, o.number("amplitude", 1, 1e-9, 1e9), d);
+       }},
       {"ape_sin_learnable", Level::input,
-       [](const nn::BertConfig& c, FieldReader&, Device d) { return std::make_unique<SinusoidalAbsolute>(c, true, d); }},
+       [](const nn::BertConfig& c, FieldReader& o, Device d) {
+         return std::make_unique<SinusoidalAbsolute>(c, true, o.number("amplitude", 1, 1e-9, 1e9), d);
+       }},
       {"t5_bias", Level::attention,
        [](const nn::BertConfig& c, FieldReader& o, Device d) { return std::make_unique<T5Bias>(c, o, d); }},
       {"rel_scalar", Level::attention,

@@ -5,8 +5,8 @@
 
 namespace ordo::pe {
 
-SinusoidalAbsolute::SinusoidalAbsolute(const nn::BertConfig& config, bool learnable, Device device)
-    : learnable_(learnable), dim_(config.hidden_size), device_(device) {
+SinusoidalAbsolute::SinusoidalAbsolute(const nn::BertConfig& config, bool learnable, double amplitude, Device device)
+    : learnable_(learnable), amplitude_(amplitude), dim_(config.hidden_size), device_(device) {
   ORDO_CHECK(dim_ % 2 == 0, name(), ": hidden_size must be even (sin and cos pairs), got ", dim_);
   if (learnable_) {
     offsets_ = &add_parameter("frequency_offsets", {dim_ / 2}, nn::Init::zeros(), /*decay=*/false, device);
@@ -36,7 +36,8 @@ Var SinusoidalAbsolute::input_embedding(const Tensor& positions, nn::Context&) {
   Var w = frequencies();
   // P_{p,2i} = sin(w_i p), P_{p,2i+1} = cos(w_i p) for every position value:
   // scaled or longer-than-training positions need no special case.
-  return sinusoid(real_positions(positions, w.dtype()), w);
+  Var p = sinusoid(real_positions(positions, w.dtype()), w);
+  return amplitude_ == 1 ? p : affine(p, amplitude_);
 }
 
 }  // namespace ordo::pe

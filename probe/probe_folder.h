@@ -1,5 +1,5 @@
 // The folder `ordo probe --out DIR` writes, from a checkpoint: what the
-// command and the experiment runner (report/experiment.h) both make.
+// command and the experiment runner (experiment/runner.h) both make.
 //
 // For each probed layer K:
 //   attention_layerK.csv    the softmax attention averaged over heads and words (L x L)

@@ -89,7 +89,7 @@ struct OutputFile {
 };
 // Every file of the report; reads the files it copies. Nothing is written.
 // `lead_html`, when given, is a section set after the table (an experiment's
-// comparison with the paper's values, report/paper_table.h).
+// comparison with the paper's values, experiment/tables.h).
 std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs, const std::string& lead_html = "");
 
 // Writes the files into a folder built beside dir and swapped in whole for it

@@ -465,6 +465,15 @@ std::vector<std::pair<std::string, std::string>> make_tasks(const std::vector<Do
   return files;
 }
 
+const std::vector<TaskFolder>& task_folders() {
+  static const std::vector<TaskFolder> folders = {
+      {"roles", "rte"},           {"squad", "squad"},           {"squad2", "squad2"},
+      {"bigram_shift", "sst2"},   {"tense", "sst2"},            {"subject_number", "sst2"},
+      {"object_number", "sst2"},  {"sentence_length", "senteval"}, {"word_content", "senteval"},
+      {"tree_depth", "senteval"}, {"top_constituents", "senteval"}};
+  return folders;
+}
+
 void write_tasks(const std::vector<Document>& documents, const TaskOptions& options, const std::string& out,
                  bool overwrite, const std::vector<InputPath>& inputs) {
   check_output(out, OutputKind::folder, overwrite, inputs);

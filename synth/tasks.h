@@ -61,6 +61,14 @@ struct TaskOptions {
   double test_fraction = 0.1;
 };
 
+// The task folders make_tasks writes, each with the `ordo finetune --task`
+// that reads it: roles -> rte, squad -> squad, squad2 -> squad2, the four
+// SentEval-style probes -> sst2, the four multi-class probes -> senteval.
+struct TaskFolder {
+  std::string folder, finetune_task;
+};
+const std::vector<TaskFolder>& task_folders();
+
 // The files of every task, as (path relative to the output folder, contents).
 std::vector<std::pair<std::string, std::string>> make_tasks(const std::vector<Document>& documents,
                                                             const TaskOptions& options);

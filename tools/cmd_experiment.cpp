@@ -1,49 +1,96 @@
-// `ordo experiment`: a folder of run configs pretrained, probed and reported
-// beside the paper's values, resumable (report/experiment.h).
-//
-//   ordo experiment FOLDER --out DIR [--set key=value ...] [--probe-length L]
-//                   [--probe-words N] [--probe-layer K|all] [--quiet]
+// `ordo experiment`: a folder of run configs carried through the stages its
+// plan names — pretrained, probed, analysed, fine-tuned — and reported beside
+// the paper's tables; resumable and shardable (experiment/runner.h).
 #include <cstdio>
+#include <cstdlib>
 
-#include "report/experiment.h"
+#include "experiment/runner.h"
 #include "tools/cli.h"
 
 namespace {
 
 using namespace ordo;
 
+// A comma-separated list ("a,b,c"), each item non-empty.
+std::vector<std::string> comma_list(const std::string& flag, const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    ORDO_USAGE_CHECK(!out.back().empty(), "flag --", flag, " expects a comma-separated list, got '", text, "'");
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"out", "set", "probe-length", "probe-words", "probe-layer", "probe-seed"}, {"quiet"});
+  cli::Args args(argv,
+                 {"out", "set", "data", "stages", "only", "shard", "redo", "probe-length", "probe-words", "probe-layer",
+                  "probe-seed"},
+                 {"quick", "list", "report", "quiet"});
   ORDO_USAGE_CHECK(args.positional().size() == 1, "give one folder of run configs (got ", args.positional().size(), ")");
-  report::ExperimentOptions o;
-  o.folder = args.positional()[0];
-  o.out = args.required("out");
-  o.overrides = args.all("set");
-  o.probe.words = args.integer("probe-words", 300, 1, 1 << 20);
-  o.probe.length = args.integer("probe-length", 0, 3, 1 << 16);
-  o.probe.seed = static_cast<uint64_t>(args.integer("probe-seed", 1, 0, INT64_MAX));
-  o.probe_layers = args.str("probe-layer", "1");
+  experiment::RunnerOptions o;
+  o.plan.folder = args.positional()[0];
+  o.plan.out = args.required("out");
+  o.plan.overrides = args.all("set");
+  for (const std::string& d : args.all("data")) {
+    const size_t eq = d.find('=');
+    ORDO_USAGE_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < d.size(), "flag --data expects TASK=DIR, got '", d,
+                     "'");
+    ORDO_USAGE_CHECK(o.plan.data.emplace(d.substr(0, eq), d.substr(eq + 1)).second, "flag --data names task ",
+                     d.substr(0, eq), " twice");
+  }
+  if (args.has("stages")) o.plan.stages = comma_list("stages", args.str("stages", ""));
+  o.plan.probe_words = args.integer("probe-words", -1, 1, 1 << 20);
+  o.plan.probe_length = args.integer("probe-length", -1, 3, 1 << 16);
+  o.plan.probe_seed = args.integer("probe-seed", -1, 0, INT64_MAX);
+  o.plan.probe_layer = args.str("probe-layer", "");
+  o.plan.quick = args.has("quick");
+  o.list = args.has("list");
+  o.report_only = args.has("report");
   o.quiet = args.has("quiet");
-  const report::ExperimentSummary s = report::run_experiment(o);
+  o.redo = args.str("redo", "");
+  if (args.has("only")) o.only = comma_list("only", args.str("only", ""));
+  if (args.has("shard")) {
+    const std::string s = args.str("shard", "");
+    char* end = nullptr;
+    const long i = std::strtol(s.c_str(), &end, 10);
+    const long n = *end == '/' ? std::strtol(end + 1, &end, 10) : 0;
+    ORDO_USAGE_CHECK(*end == '\0' && n >= 1 && i >= 1 && i <= n, "flag --shard expects I/N with 1 <= I <= N, got '", s,
+                     "'");
+    o.shard_index = static_cast<int>(i);
+    o.shard_count = static_cast<int>(n);
+  }
+  ORDO_USAGE_CHECK(!(o.list && o.report_only), "give --list or --report, not both");
+  const experiment::ExperimentSummary s = experiment::run_experiment(o);
+  if (o.list) return 0;
   if (s.interrupted) return 130;
-  std::printf("ordo experiment: %lld run(s) pretrained, %lld resumed, %lld already trained -> %s/index.html\n",
-              static_cast<long long>(s.trained), static_cast<long long>(s.resumed), static_cast<long long>(s.skipped),
-              s.report.c_str());
+  std::printf("ordo experiment: %lld run(s) worked on, %lld complete, %lld busy in another process%s%s\n",
+              static_cast<long long>(s.ran), static_cast<long long>(s.complete), static_cast<long long>(s.busy),
+              s.report.empty() ? "" : " -> ", s.report.empty() ? "" : (s.report + "/index.html").c_str());
   return 0;
 }
 
 cli::Register command(
-    {"experiment", "pretrain, probe and report every run config of a folder, beside the paper's values (resumable)",
-     "FOLDER --out DIR [--set key=value ...] [--probe-length L] [--probe-words N] [--probe-layer K|all]\n"
-     "                [--probe-seed S] [--quiet]\n"
-     "  FOLDER: run configs (*.json), run in file-name order (configs/papers/wang2021_table2: Table 2's 13),\n"
-     "          and optionally the paper's values (paper_*.tsv) to set beside ordo's\n"
-     "  --set      applied to every config (e.g. --set train.steps=3000)\n"
-     "  --probe-*  ordo probe's --length, --words, --layer, --seed for every run (layer 1, 300 words)\n"
-     "  writes DIR/experiment.json (the plan), DIR/runs/<config>/ (each run, probe/ inside),\n"
-     "  DIR/report/ (ordo report over the runs; paper.md and paper.json: ordo beside the paper, with a reading)\n"
-     "  The same command again continues where it stopped: finished runs are skipped, unfinished ones resumed\n"
-     "  from their latest checkpoint. A DIR of another plan (configs, --set, probe) is refused.",
+    {"experiment", "a paper's experiment: every run config of a folder through its stages, beside the paper's tables",
+     "FOLDER --out DIR [--set key=value ...] [--data TASK=DIR ...] [--quick] [--stages a,b] [--list]\n"
+     "                [--only K,...] [--shard I/N] [--report] [--redo STAGE] [--probe-length L] [--probe-words N]\n"
+     "                [--probe-layer K|all] [--probe-seed S] [--quiet]\n"
+     "  FOLDER: run configs (*.json, in file-name order), the plan's stages (experiment.json: pretrain, probe,\n"
+     "    analyze, tasks, finetune, report; without it pretrain, probe, report) and the paper's tables\n"
+     "    (paper_*.tsv). configs/papers/wang2021: Wang et al. 2021's Tables 2-5 and Figure 5.\n"
+     "  --set        applied to every run config (e.g. --set train.steps=3000)\n"
+     "  --data       a fine-tuning task's real data (GLUE or SQuAD as shipped) instead of its synthetic stand-in\n"
+     "  --quick      the plan's smoke test: every stage in minutes (give it its own --out)\n"
+     "  --stages     only these stages (make table2: pretrain,probe,report)\n"
+     "  --list       the runs, numbered, and the stages each has finished\n"
+     "  --only       these runs (numbers or names); --shard I/N every N-th from the I-th (a Slurm array)\n"
+     "  --report     write the report of what is finished now\n"
+     "  --redo       run STAGE (or finetune:TASK) and the stages after it again, on purpose\n"
+     "  --probe-*    ordo probe's --length, --words, --layer, --seed for every run (the plan's otherwise)\n"
+     "  The same command again continues where it stopped; a stage finished with other settings is refused,\n"
+     "  naming the key. Several processes may share DIR: a run another one is running is skipped.",
      run});
 
 }  // namespace

@@ -111,6 +111,8 @@ FinetuneConfig parse_finetune_config(const json::Value& json_in, const std::vect
   c.max_grad_norm = t.number("max_grad_norm", c.max_grad_norm, 0, 1e30);
   c.log_every = t.integer("log_every", c.log_every, 1, INT64_MAX);
   c.save_best = t.boolean("save_best", c.save_best);
+  c.select_epoch = t.string("select_epoch", c.select_epoch, {"best", "last"});
+  c.max_train_examples = t.integer("max_train_examples", c.max_train_examples, 0, INT64_MAX);
   c.device = t.string("device", c.device);
   c.threads = t.integer("threads", c.threads, 0, 4096);
   c.bucket_cap_mb = t.number("bucket_cap_mb", c.bucket_cap_mb, 1e-6, 1e6);
@@ -235,6 +237,12 @@ TaskFiles find_task_files(const std::string& task, const std::string& folder) {
 }
 
 namespace {
+
+// The first n of `items` (train.max_train_examples); all when n is 0.
+template <class T>
+void keep_first(std::vector<T>& items, int64_t n) {
+  if (n > 0 && static_cast<int64_t>(items.size()) > n) items.resize(static_cast<size_t>(n));
+}
 
 // ---- batches ---------------------------------------------------------------------------------------
 
@@ -504,6 +512,7 @@ class SquadFinetuneTask : public Task {
     w.doc_stride = static_cast<int>(c.doc_stride);
     w.max_query_length = static_cast<int>(c.max_query_length);
     train_data_ = downstream::read_squad(files.train);
+    keep_first(train_data_.questions, c.max_train_examples);
     dev_ = downstream::read_squad(files.dev[0]);
     check_version(train_data_);
     check_version(dev_);
@@ -613,11 +622,18 @@ class SquadFinetuneTask : public Task {
 
 // ---- one run ------------------------------------------------------------------------------------------
 
+struct EpochResult {
+  int64_t epoch = 0;
+  double score = 0;
+  json::Value metrics;
+};
+
+// A run's best epoch (by the task's score) and its last; the config's
+// select_epoch says which one the run reports.
 struct RunResult {
   bool finished = false;
-  int64_t best_epoch = 0;
-  double best_score = 0;
-  json::Value best_metrics;
+  EpochResult best, last;
+  const EpochResult& selected(const std::string& select_epoch) const { return select_epoch == "last" ? last : best; }
 };
 
 // This rank's share of a batch of `n` examples among `ranks`: a contiguous
@@ -716,16 +732,16 @@ RunResult run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o,
     line["eval"] = e.metrics;
     line["score"] = e.score;
     log->write(line);
-    const bool best = epoch == 1 || e.score > result.best_score;
+    const bool best = epoch == 1 || e.score > result.best.score;
     if (!o.quiet)
       std::fprintf(stderr, "  epoch %lld: dev %s, score %.4f%s\n", static_cast<long long>(epoch),
                    json::dump(e.metrics).c_str(), e.score, best ? " (best so far)" : "");
-    if (best) {
-      result.best_epoch = epoch;
-      result.best_score = e.score;
-      result.best_metrics = e.metrics;
+    if (best) result.best = {epoch, e.score, e.metrics};
+    result.last = {epoch, e.score, e.metrics};
+    // The selected epoch's predictions and model: the best so far, or the last.
+    if (c.select_epoch == "last" ? epoch == c.epochs : best) {
       task.write_predictions(root + "/" + name);
-      if (c.save_best) task.save(root + "/" + name + "/best");
+      if (c.save_best) task.save(root + "/" + name + "/" + c.select_epoch);
     }
   }
   result.finished = true;
@@ -738,11 +754,11 @@ RunResult run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o,
 // {"dev": {"accuracy": {"mean", "std", "median", "runs"}}}}. Without a
 // finished run there is no figure: every statistic is null, never a zero a
 // script would read as a score.
-json::Value summarise(const std::vector<RunResult>& runs) {
+json::Value summarise(const std::vector<RunResult>& runs, const std::string& select_epoch) {
   json::Value out = json::Value::object();
   std::vector<double> scores;
   for (const RunResult& r : runs)
-    if (r.finished) scores.push_back(r.best_score);
+    if (r.finished) scores.push_back(r.selected(select_epoch).score);
   auto as_json = [](const Spread& s) {
     json::Value v = json::Value::object();
     v["mean"] = s.n ? json::Value(s.mean) : json::Value();
@@ -755,14 +771,14 @@ json::Value summarise(const std::vector<RunResult>& runs) {
   if (scores.empty()) return out;
   const RunResult& first = *std::find_if(runs.begin(), runs.end(), [](const RunResult& r) { return r.finished; });
   json::Value metrics = json::Value::object();
-  for (const auto& [set, keys] : first.best_metrics.items()) {
+  for (const auto& [set, keys] : first.selected(select_epoch).metrics.items()) {
     json::Value per_set = json::Value::object();
     for (const auto& [key, value] : keys.items()) {
       if (!value.is_number()) continue;
       std::vector<double> values;
       for (const RunResult& r : runs) {
         if (!r.finished) continue;
-        const json::Value* v = r.best_metrics[set].find(key);
+        const json::Value* v = r.selected(select_epoch).metrics[set].find(key);
         if (v && v->is_number()) values.push_back(v->as_number());
       }
       per_set[key] = as_json(spread(values));
@@ -779,9 +795,12 @@ json::Value run_line(const std::string& name, uint64_t seed, const RunResult& r)
   line["run"] = name;
   line["seed"] = static_cast<int64_t>(seed);
   line["finished"] = r.finished;
-  line["best_epoch"] = r.finished ? json::Value(r.best_epoch) : json::Value();
-  line["best_score"] = r.finished ? json::Value(r.best_score) : json::Value();
-  line["best"] = r.finished ? r.best_metrics : json::Value();
+  line["best_epoch"] = r.finished ? json::Value(r.best.epoch) : json::Value();
+  line["best_score"] = r.finished ? json::Value(r.best.score) : json::Value();
+  line["best"] = r.finished ? r.best.metrics : json::Value();
+  line["last_epoch"] = r.finished ? json::Value(r.last.epoch) : json::Value();
+  line["last_score"] = r.finished ? json::Value(r.last.score) : json::Value();
+  line["last"] = r.finished ? r.last.metrics : json::Value();
   return line;
 }
 
@@ -797,9 +816,8 @@ std::map<std::string, RunResult> finished_runs(const std::string& results_path) 
       if (!line["finished"].as_bool()) continue;
       RunResult r;
       r.finished = true;
-      r.best_epoch = line["best_epoch"].as_int();
-      r.best_score = line["best_score"].as_number();
-      r.best_metrics = line["best"];
+      r.best = {line["best_epoch"].as_int(), line["best_score"].as_number(), line["best"]};
+      r.last = {line["last_epoch"].as_int(), line["last_score"].as_number(), line["last"]};
       done[line["run"].as_string()] = r;
     }
   return done;
@@ -881,11 +899,14 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   set_threads(c.threads);
   const text::Tokenizer tokenizer(text::Vocab::load(find_vocab(o.checkpoint)), tokenizer_options(c, o.checkpoint));
   std::unique_ptr<Task> task;
-  if (is_squad(o.task)) task = std::make_unique<SquadFinetuneTask>(o.task == "squad2", files, tokenizer, c);
-  else
-    task = std::make_unique<ClassificationFinetuneTask>(
-        o.task == "senteval" ? read_senteval_data(files.train) : read_glue_data(downstream::glue_task(o.task), files),
-        tokenizer, c.max_seq_length, c.eval_batch_size);
+  if (is_squad(o.task)) {
+    task = std::make_unique<SquadFinetuneTask>(o.task == "squad2", files, tokenizer, c);
+  } else {
+    ClassificationData data =
+        o.task == "senteval" ? read_senteval_data(files.train) : read_glue_data(downstream::glue_task(o.task), files);
+    keep_first(data.train.examples, c.max_train_examples);
+    task = std::make_unique<ClassificationFinetuneTask>(std::move(data), tokenizer, c.max_seq_length, c.eval_batch_size);
+  }
   // The checkpoint fits the task's model (read even from scratch: its tensors must match its config).
   task->load(o.checkpoint, device, c.seed, o.quiet || o.from_scratch, /*from_scratch=*/false, o.new_head);
   ORDO_CHECK(task->train_size() > 0, files.train, ": no training examples");
@@ -944,6 +965,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   json::Value results = json::Value::object();
   results["task"] = o.task;
   results["score"] = score_name;
+  results["select_epoch"] = c.select_epoch;
   json::Value per_lr = json::Value::array();
   double best_mean = -1e300;
   bool stopped = false;  // by a signal (on any rank)
@@ -982,7 +1004,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
       }
       if (!lead) continue;  // rank 0's results are the run's
       entry["runs"].push_back(run_line(name, seed, runs.back()));
-      entry["summary"] = summarise(runs);
+      entry["summary"] = summarise(runs, c.select_epoch);
       write_results(entry);
     }
     if (!lead) {

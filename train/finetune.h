@@ -79,7 +79,14 @@ struct FinetuneConfig {
   double weight_decay = 0.01;
   double max_grad_norm = 1.0;
   int64_t log_every = 50;
-  bool save_best = true;
+  bool save_best = true;        // the selected epoch's model, in RUN/best/ (or RUN/last/)
+  // Which epoch a run reports (results.json's summary, the predictions, the
+  // saved model): its best by the dev score, or its last (Wang et al. 2021
+  // report GLUE's last checkpoint and SQuAD's best, App. E).
+  std::string select_epoch = "best";
+  // Train on the first N training examples (SQuAD: questions) of the file
+  // only; 0: all (HuggingFace's run_glue / run_qa max_train_samples).
+  int64_t max_train_examples = 0;
   std::string device = "auto";
   int64_t threads = 0;
   double bucket_cap_mb = 25;  // data parallel: gradient bucket size (PyTorch DDP's bucket_cap_mb)

@@ -650,8 +650,9 @@ void check_output(const RunConfig& c, const PretrainOptions& o) {
 // Rank 0 claims the run directory for this process (base/output.h's
 // OutputLock): a second ordo process given the same run is refused. A lock
 // left by a process that ended is taken over and said.
-std::unique_ptr<OutputLock> lock_output(const std::string& out, dist::Communicator& comm) {
-  if (comm.rank() != 0) return nullptr;
+std::unique_ptr<OutputLock> lock_output(const PretrainOptions& o, dist::Communicator& comm) {
+  if (comm.rank() != 0 || !o.lock) return nullptr;
+  const std::string& out = o.out;
   auto lock = std::make_unique<OutputLock>(out, "ordo pretrain");
   if (!lock->stale_owner().empty())
     std::fprintf(stderr, "ordo pretrain: note: took over %s, left by %s, which has ended\n", lock->path().c_str(),
@@ -785,7 +786,7 @@ RunSummary pretrain(const RunConfig& c, const PretrainOptions& o, const MetricsO
   check_same_config(comm, c.source, o.out);
   check_output(c, o);
   check_before_writing(c);
-  const std::unique_ptr<OutputLock> lock = lock_output(o.out, comm);
+  const std::unique_ptr<OutputLock> lock = lock_output(o, comm);
   comm.barrier();  // every rank passed its checks before rank 0 writes anything
   if (comm.rank() != 0) return run_loop(c, o, observer, RunDirectory::in_place(o.out), false, comm);
   RunDirectory run = RunDirectory::beside(o.out);
@@ -800,7 +801,7 @@ RunSummary resume_pretrain(const PretrainOptions& o, const MetricsObserver& obse
   const std::string config_path = o.out + "/config.json";
   ORDO_CHECK(file_exists(config_path), "--resume: '", o.out, "' holds no run (no config.json)");
   RunConfig c = read_run_config(config_path, {});
-  const std::unique_ptr<OutputLock> lock = lock_output(o.out, comm);
+  const std::unique_ptr<OutputLock> lock = lock_output(o, comm);
   const int64_t done = std::max<int64_t>(latest_checkpoint(o.out), 0);
   // The checkpoint to resume from vouches for itself before anything is changed.
   if (latest_checkpoint(o.out) >= 0) load_trainer_state(checkpoint_dir(o.out, done));

@@ -97,6 +97,9 @@ struct PretrainOptions {
   bool resume = false;    // continue the run in `out` from its latest checkpoint
   bool overwrite = false; // replace a run already in `out`
   bool quiet = false;     // no progress lines (tests)
+  // Claim `out` for this process (base/output.h's OutputLock) while the run
+  // writes; false when the caller holds that claim already (ordo experiment).
+  bool lock = true;
   int64_t stop_after = -1;  // stop (with a checkpoint) after this many steps (tests of resume)
   // With resume: train the run on to this many steps (--resume RUN --set
   // train.steps=N, N beyond the steps done; a finished run too). The warm-up

@@ -240,3 +240,11 @@ TEST_CASE("synthetic tasks: too few documents and an existing output are refused
   CHECK_THROWS_WITH(synth::write_tasks(documents(10), o, w.dir / "tasks", false, {}),
                     Catch::Matchers::Contains("--overwrite"));
 }
+
+TEST_CASE("synthetic tasks: task_folders names exactly the folders make_tasks writes", "[synth][tasks]") {
+  std::set<std::string> written, listed;
+  for (const auto& [path, text] : synth::make_tasks(documents(30), {}))
+    if (path.find('/') != std::string::npos) written.insert(path.substr(0, path.find('/')));
+  for (const synth::TaskFolder& f : synth::task_folders()) listed.insert(f.folder);
+  CHECK(listed == written);
+}

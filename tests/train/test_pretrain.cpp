@@ -10,6 +10,7 @@
 #include <map>
 
 #include "base/file_io.h"
+#include "base/sha256.h"
 #include "nn/checkpoint.h"
 #include "tensor/safetensors.h"
 #include "tests/helpers.h"
@@ -72,6 +73,12 @@ std::string stopped_run_with_nan(const train::RunConfig& config, const std::stri
   for (auto& [tensor_name, t] : tensors)
     if (tensor_name == weight) t.select(0, row).fill_(NAN);
   safetensors::save(path, tensors);
+  // The checkpoint vouches for the planted weights (as if they had been saved so), so that resuming
+  // reaches the step that meets them rather than refusing a changed file.
+  const std::string state_path = dir + "/checkpoints/step_000000002/trainer_state.json";
+  json::Value state = json::parse_file(state_path);
+  state["sha256"]["model.safetensors"] = sha256_file(path);
+  write_file_atomic(state_path, json::dump(state, 2));
   return dir;
 }
 

@@ -1,0 +1,74 @@
+// A paper's table as data, in a TSV file beside the configs of its rows
+// (configs/papers/wang2021/paper_table3.tsv), with its source in its "#"
+// comment lines, so that the paper's values are read, never typed into code
+// or tests. One reader for every table; two shapes, told by the first column:
+//
+// Rows of configurations (Wang et al. 2021 Tables 2-4):
+//   config  paper_row  family  kind  <figure key> ...
+//   02_ape_learned  BERT-style APE  APE  learned  89.44 ± 0.08 ...
+// `config` is a run config's name; `family` and `kind` group the rows as the
+// paper compares them ("APE" against "RPE"; "learned", "fixed sinusoid").
+//
+// Correlations between property indicators and task scores (Table 5):
+//   indicator  paper_row  <figure key> ...
+//   monotonicity_first_k  monotonicity, first 20 offsets  -0.18 ...
+// `indicator` is a probe indicator key; each cell the paper's Pearson r of
+// that indicator with that column's figure over the configurations.
+//
+// A cell is a number, optionally "± spread" and a significance mark "†"
+// (as the paper prints "89.65 † ± 0.11"), or "-" where the paper has none.
+// The figure keys (experiment/results.h says what each is): a probe
+// indicator ("translation_invariance_no_special"), a fine-tuning task's metric
+// in percent ("rte.accuracy", "squad.f1", "mnli.dev_mismatched.accuracy",
+// "sst2.score"), "glue.mean" (the classification tasks' mean, WNLI left out),
+// or the pretraining's held-out "eval_accuracy".
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ordo::experiment {
+
+struct Plan;
+
+struct PaperCell {
+  bool present = false;  // "-": the paper has no value here
+  double value = 0;
+  double spread = -1;    // "± s": s; -1 when not given
+  bool marked = false;   // "†"
+};
+
+struct PaperTable {
+  std::string path;
+  std::string name;                    // the file's name without "paper_" and ".tsv": "table3"
+  bool correlations = false;           // the shape: rows of indicators (Table 5) or of configs
+  std::vector<std::string> source;     // the comment lines, without "# "
+  std::vector<std::string> columns;    // the figure keys, in the file's order
+  struct Row {
+    std::string key;                   // the config (or, for correlations, the indicator)
+    std::string name;                  // the paper's name of the row
+    std::string family, kind;          // rows of configs only
+    std::map<std::string, PaperCell> cells;
+  };
+  std::vector<Row> rows;
+  const Row* find(const std::string& key) const;
+};
+
+// Reads and checks a paper table: errors name the file and line (a header
+// that is neither shape, a row with the wrong number of columns, a cell
+// that is not a number, a key named twice, an unknown figure or indicator key).
+PaperTable read_paper_table(const std::string& path);
+// Checks a table against a plan: its rows name the plan's configs.
+void check_paper_table(const PaperTable& table, const Plan& plan);
+
+// Whether a column's key is a probe indicator (as opposed to a task's figure).
+bool is_indicator_key(const std::string& key);
+// A column's heading, as the reports print it ("AIV w/o [CLS]/[SEP]", "rte.accuracy").
+std::string heading_of(const std::string& key);
+// Which way is better for a column: smaller for the indicators (how far each
+// property is violated), closer to 1 for direction balance (ordered by |DB -
+// 1|), larger for every task figure. Lower badness is better.
+double badness(const std::string& key, double value);
+
+}  // namespace ordo::experiment

@@ -1,0 +1,333 @@
+// An experiment's plan, read and checked (experiment/plan.h).
+#include "experiment/plan.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "base/config.h"
+#include "base/error.h"
+#include "base/file_io.h"
+#include "experiment/paper_table.h"
+
+namespace ordo::experiment {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& stage_names() {
+  static const std::vector<std::string> names = {"pretrain", "probe", "analyze", "tasks", "finetune", "report"};
+  return names;
+}
+
+size_t stage_index(const std::string& stage) {
+  const auto& names = stage_names();
+  const auto it = std::find(names.begin(), names.end(), stage);
+  ORDO_CHECK(it != names.end(), "unknown stage '", stage, "': the stages are pretrain, probe, analyze, tasks, "
+             "finetune, report");
+  return static_cast<size_t>(it - names.begin());
+}
+
+std::string FinetuneTask::source() const {
+  if (!data.empty()) return "given: " + data;
+  if (!stand_in.empty()) return "stand-in: the run's synthetic " + stand_in + " (" + task + " layout)";
+  return "no data (give --data " + name + "=DIR)";
+}
+
+bool Plan::has_stage(const std::string& stage) const {
+  return std::find(stages.begin(), stages.end(), stage) != stages.end();
+}
+
+const FinetuneTask* Plan::task(const std::string& name) const {
+  for (const FinetuneTask& t : finetune)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+json::Value Plan::settings(const std::string& stage, size_t i) const {
+  json::Value s = json::Value::object();
+  if (stage == "pretrain") return configs[i].source;
+  if (stage == "probe") {
+    s["words"] = probe.options.words;
+    s["length"] = probe.options.length;
+    s["seed"] = static_cast<int64_t>(probe.options.seed);
+    s["layers"] = probe.layers;
+    return s;
+  }
+  if (stage == "analyze") {
+    s["seed"] = static_cast<int64_t>(analyze.seed);
+    s["eval_sequences"] = analyze.eval_sequences;
+    return s;
+  }
+  if (stage == "tasks") {
+    s["seed"] = static_cast<int64_t>(tasks.seed);
+    s["dev_fraction"] = tasks.dev_fraction;
+    s["test_fraction"] = tasks.test_fraction;
+    return s;
+  }
+  if (stage.rfind("finetune:", 0) == 0) {
+    const FinetuneTask* t = task(stage.substr(9));
+    ORDO_ASSERT(t != nullptr);
+    s["task"] = t->task;
+    s["data"] = t->data.empty() ? "stand-in:" + t->stand_in : t->data;
+    s["config"] = t->config;
+    return s;
+  }
+  throw Error("internal error: no settings for stage '" + stage + "'");
+}
+
+json::Value Plan::to_json() const {
+  json::Value j = json::Value::object();
+  j["written_by"] = "ordo experiment";
+  j["folder"] = folder;
+  j["quick"] = quick;
+  json::Value list = json::Value::array();
+  for (const std::string& s : stages) list.push_back(s);
+  j["stages"] = list;
+  json::Value sets = json::Value::array();
+  for (const std::string& s : overrides) sets.push_back(s);
+  j["overrides"] = sets;
+  json::Value configs_json = json::Value::object();
+  for (size_t i = 0; i < names.size(); ++i) configs_json[names[i]] = configs[i].source;
+  j["configs"] = configs_json;  // in order: the runs' configs as their files and the overrides resolve them
+  if (has_stage("probe")) j["probe"] = settings("probe", 0);
+  if (has_stage("analyze")) j["analyze"] = settings("analyze", 0);
+  if (has_stage("tasks")) j["tasks"] = settings("tasks", 0);
+  if (has_stage("finetune")) {
+    json::Value tasks_json = json::Value::array();
+    for (const FinetuneTask& t : finetune) {
+      json::Value entry = settings("finetune:" + t.name, 0);
+      entry["name"] = t.name;
+      entry["source"] = t.source();
+      tasks_json.push_back(entry);
+    }
+    j["finetune"] = tasks_json;
+  }
+  json::Value report = json::Value::object();
+  report["baseline"] = baseline;
+  report["alpha"] = alpha;
+  json::Value tables = json::Value::array();
+  for (const std::string& t : paper_tables) tables.push_back(t);
+  report["paper_tables"] = tables;
+  j["report"] = report;
+  return j;
+}
+
+namespace {
+
+// The run configs of a folder, in order (file names without ".json",
+// experiment.json excepted); an error when it has none.
+std::vector<std::string> run_config_names(const std::string& folder) {
+  ORDO_CHECK(directory_exists(folder), "'", folder, "' is not a folder of run configs");
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(folder))
+    if (e.is_regular_file() && e.path().extension() == ".json" && e.path().filename() != "experiment.json")
+      names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  ORDO_CHECK(!names.empty(), "'", folder, "' holds no run configs (*.json)");
+  return names;
+}
+
+std::vector<std::string> paper_tables_in(const std::string& folder) {
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(folder)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_regular_file() && name.rfind("paper_", 0) == 0 && e.path().extension() == ".tsv")
+      found.push_back(e.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+std::vector<std::string> strings(FieldReader& r, const std::string& key, const std::string& where) {
+  std::vector<std::string> out;
+  if (const json::Value* list = r.array(key))
+    for (size_t i = 0; i < list->size(); ++i) {
+      ORDO_CHECK((*list)[i].is_string(), where, ": ", key, "[", i, "] must be a string");
+      out.push_back((*list)[i].as_string());
+    }
+  return out;
+}
+
+// A path in experiment.json, relative to its folder.
+std::string relative_to(const std::string& folder, const std::string& path) {
+  return !path.empty() && path[0] == '/' ? path : folder + "/" + path;
+}
+
+// The probe settings: experiment.json's, then the command line's where given.
+void read_probe(const json::Value* spec, const PlanRequest& request, const std::string& where, Plan& plan) {
+  const json::Value empty = json::Value::object();
+  FieldReader r(spec ? *spec : empty, where + ": probe");
+  plan.probe.options.words = r.integer("words", 300, 1, 1 << 20);
+  plan.probe.options.length = r.integer("length", 0, 0, 1 << 16);
+  plan.probe.layers = r.string("layer", "1");
+  plan.probe.options.seed = static_cast<uint64_t>(r.integer("seed", 1, 0, int64_t{1} << 40));
+  r.finish();
+  if (request.probe_words >= 0) plan.probe.options.words = request.probe_words;
+  if (request.probe_length >= 0) plan.probe.options.length = request.probe_length;
+  if (request.probe_seed >= 0) plan.probe.options.seed = static_cast<uint64_t>(request.probe_seed);
+  if (!request.probe_layer.empty()) plan.probe.layers = request.probe_layer;
+}
+
+// The fine-tuning tasks: each column, its data and its resolved config.
+void read_finetune(const json::Value* spec, const PlanRequest& request, const std::string& folder,
+                   const std::vector<std::string>& quick_set, const std::string& where, Plan& plan) {
+  const json::Value empty = json::Value::object();
+  FieldReader r(spec ? *spec : empty, where + ": finetune");
+  const std::string config_file = r.string("config", "");
+  std::vector<std::string> common = strings(r, "set", where + ": finetune");
+  common.insert(common.end(), quick_set.begin(), quick_set.end());
+  const json::Value* tasks = r.array("tasks");
+  r.finish();
+  const json::Value base = config_file.empty() ? json::Value::object()
+                                               : train::read_config_file(relative_to(folder, config_file));
+  std::set<std::string> seen;
+  for (size_t i = 0; tasks && i < tasks->size(); ++i) {
+    const std::string at = where + ": finetune.tasks[" + std::to_string(i) + "]";
+    FieldReader t((*tasks)[i], at);
+    FinetuneTask task;
+    task.name = t.string("name", "");
+    task.task = t.string("task", "");
+    task.stand_in = t.string("stand_in", "");
+    task.set = strings(t, "set", at);
+    t.finish();
+    ORDO_CHECK(!task.name.empty() && seen.insert(task.name).second, at, ": 'name' ",
+               task.name.empty() ? "is missing" : "'" + task.name + "' is used twice");
+    const auto& known = train::finetune_task_names();
+    ORDO_CHECK(std::find(known.begin(), known.end(), task.task) != known.end(), at, ": unknown task '", task.task,
+               "'");
+    if (!task.stand_in.empty()) {
+      const auto& folders = synth::task_folders();
+      const auto f = std::find_if(folders.begin(), folders.end(),
+                                  [&](const synth::TaskFolder& x) { return x.folder == task.stand_in; });
+      ORDO_CHECK(f != folders.end(), at, ": stand_in '", task.stand_in, "' is not a task ordo data tasks writes");
+      ORDO_CHECK(f->finetune_task == task.task, at, ": stand_in '", task.stand_in, "' is in the ", f->finetune_task,
+                 " layout, not ", task.task, "'s");
+    }
+    if (auto d = request.data.find(task.name); d != request.data.end()) {
+      task.data = d->second;
+      train::find_task_files(task.task, task.data);  // refused now, naming the files looked for, if they are not there
+    }
+    std::vector<std::string> sets = common;
+    sets.insert(sets.end(), task.set.begin(), task.set.end());
+    task.config = train::parse_finetune_config(base, sets, at).source;
+    plan.finetune.push_back(task);
+  }
+  for (const auto& [name, dir] : request.data)
+    ORDO_CHECK(plan.task(name) != nullptr, "--data ", name, "=", dir, ": the plan has no fine-tuning task '", name,
+               "'");
+}
+
+// A config's fine-tuning length against its learned position table, as ordo finetune checks it.
+void check_finetune_fits(const Plan& plan) {
+  for (size_t i = 0; i < plan.names.size(); ++i)
+    for (const FinetuneTask& t : plan.finetune) {
+      const train::FinetuneConfig c = train::parse_finetune_config(t.config, {}, "finetune " + t.name);
+      const nn::BertConfig& m = plan.configs[i].model;
+      ORDO_CHECK(c.max_seq_length <= m.max_position_embeddings || m.pe.find("ape_learned") == std::string::npos,
+                 plan.folder, "/", plan.names[i], ".json: fine-tuning task ", t.name, " has max_seq_length ",
+                 c.max_seq_length, ", beyond the model's learned table of ", m.max_position_embeddings, " positions");
+    }
+}
+
+}  // namespace
+
+Plan make_plan(const PlanRequest& request) {
+  Plan plan;
+  plan.folder = request.folder;
+  plan.out = request.out;
+  plan.quick = request.quick;
+  ORDO_CHECK(!request.out.empty(), "no output folder given (--out)");
+  plan.names = run_config_names(request.folder);
+
+  const std::string spec_path = request.folder + "/experiment.json";
+  const json::Value spec = file_exists(spec_path) ? json::parse_file(spec_path) : json::Value::object();
+  const std::string where = file_exists(spec_path) ? spec_path : request.folder + " (no experiment.json)";
+  ORDO_CHECK(spec.is_object(), spec_path, ": an experiment spec is a JSON object");
+  FieldReader top(spec, where);
+  top.string("description", "");
+  std::vector<std::string> stages = strings(top, "stages", where);
+  const json::Value* probe_spec = top.object("probe");
+  const json::Value* analyze_spec = top.object("analyze");
+  const json::Value* tasks_spec = top.object("tasks");
+  const json::Value* finetune_spec = top.object("finetune");
+  const json::Value* report_spec = top.object("report");
+  const json::Value* quick_spec = top.object("quick");
+  top.finish();
+
+  // --quick: the spec's smoke-test settings, else these (minutes on two cores).
+  std::vector<std::string> quick_set, quick_finetune;
+  json::Value quick_probe = json::Value::object();
+  if (request.quick) {
+    const json::Value empty = json::Value::object();
+    FieldReader q(quick_spec ? *quick_spec : empty, where + ": quick");
+    quick_set = strings(q, "set", where + ": quick");
+    quick_finetune = strings(q, "finetune_set", where + ": quick");
+    if (const json::Value* p = q.object("probe")) quick_probe = *p;
+    q.finish();
+    if (!quick_spec) {
+      quick_set = {"train.steps=100", "data.synthetic_sentences=1500", "train.eval_every=0", "train.checkpoint_every=0"};
+      quick_finetune = {"train.epochs=1", "train.seeds=2"};
+      quick_probe["words"] = 20;
+    }
+  }
+
+  // The stages: the command line's, else the spec's, else Table 2's; in stage order.
+  if (!request.stages.empty()) stages = request.stages;
+  if (stages.empty()) stages = {"pretrain", "probe", "report"};
+  for (const std::string& s : stages) stage_index(s);
+  for (const std::string& s : stage_names())
+    if (std::find(stages.begin(), stages.end(), s) != stages.end()) plan.stages.push_back(s);
+  ORDO_CHECK(plan.has_stage("pretrain"), where, ": the stages must include pretrain (every other stage reads the "
+             "run); to gather the report of finished runs give --report");
+
+  // The run configs, with --quick's and the command line's overrides.
+  plan.overrides = quick_set;
+  plan.overrides.insert(plan.overrides.end(), request.overrides.begin(), request.overrides.end());
+  for (const std::string& name : plan.names)
+    plan.configs.push_back(train::read_run_config(request.folder + "/" + name + ".json", plan.overrides));
+
+  // Every stage's settings, checked against every config.
+  json::Value probe_settings = probe_spec ? *probe_spec : json::Value::object();
+  for (const auto& [key, value] : quick_probe.items()) probe_settings[key] = value;
+  read_probe(&probe_settings, request, where, plan);
+  if (plan.has_stage("probe"))
+    for (size_t i = 0; i < plan.names.size(); ++i)
+      probe::check_probe_settings(plan.probe, plan.configs[i].model, request.folder + "/" + plan.names[i] + ".json");
+  {
+    const json::Value empty = json::Value::object();
+    FieldReader a(analyze_spec ? *analyze_spec : empty, where + ": analyze");
+    plan.analyze.seed = static_cast<uint64_t>(a.integer("seed", 1, 0, int64_t{1} << 40));
+    plan.analyze.eval_sequences = a.integer("eval_sequences", 64, 1, 1 << 20);
+    a.finish();
+    FieldReader t(tasks_spec ? *tasks_spec : empty, where + ": tasks");
+    plan.tasks.seed = static_cast<uint64_t>(t.integer("seed", 1, 0, int64_t{1} << 40));
+    plan.tasks.dev_fraction = t.number("dev_fraction", plan.tasks.dev_fraction, 1e-6, 0.9);
+    plan.tasks.test_fraction = t.number("test_fraction", plan.tasks.test_fraction, 0, 0.9);
+    t.finish();
+    FieldReader r(report_spec ? *report_spec : empty, where + ": report");
+    plan.baseline = r.string("baseline", "");
+    plan.alpha = r.number("alpha", plan.alpha, 1e-9, 0.5);
+    r.finish();
+  }
+  ORDO_CHECK(plan.baseline.empty() ||
+                 std::find(plan.names.begin(), plan.names.end(), plan.baseline) != plan.names.end(),
+             where, ": report.baseline '", plan.baseline, "' names no run config of ", request.folder);
+  if (plan.has_stage("finetune")) {
+    read_finetune(finetune_spec, request, request.folder, quick_finetune, where, plan);
+    ORDO_CHECK(!plan.finetune.empty(), where, ": the finetune stage has no tasks (finetune.tasks)");
+    check_finetune_fits(plan);
+    for (const FinetuneTask& t : plan.finetune)
+      ORDO_CHECK(t.stand_in.empty() || !t.data.empty() || plan.has_stage("tasks"), where, ": task ", t.name,
+                 " reads the run's synthetic ", t.stand_in, ", which the tasks stage writes; add it to the stages or "
+                 "give --data ", t.name, "=DIR");
+  } else {
+    ORDO_CHECK(request.data.empty(), "--data is for the finetune stage, which this plan does not run");
+  }
+
+  // The paper's tables: read now, so that a bad one is refused before any run.
+  plan.paper_tables = paper_tables_in(request.folder);
+  for (const std::string& path : plan.paper_tables) check_paper_table(read_paper_table(path), plan);
+  return plan;
+}
+
+}  // namespace ordo::experiment

@@ -1,0 +1,112 @@
+// An experiment's plan: which runs, which stages each goes through, and
+// every stage's settings, resolved and checked before anything runs.
+//
+// An experiment folder (configs/papers/wang2021/) holds
+//   *.json            the run configs, one per row of the paper's tables, run
+//                     in file-name order (experiment.json excepted)
+//   experiment.json   optional: the stages and their settings (below); without
+//                     it the runs are pretrained, probed and reported (Table 2)
+//   paper_*.tsv       the paper's tables as data (experiment/paper_table.h)
+//
+// experiment.json:
+//   {"description": "...",
+//    "stages": ["pretrain", "probe", "analyze", "tasks", "finetune", "report"],
+//    "probe": {"words": 300, "length": 64, "layer": "1", "seed": 1},
+//    "analyze": {"eval_sequences": 64, "seed": 1},
+//    "tasks": {"seed": 1, "dev_fraction": 0.1, "test_fraction": 0.1},
+//    "finetune": {"config": "../../finetune/tiny.json", "set": ["train.seeds=3"],
+//                 "tasks": [{"name": "rte", "task": "rte", "stand_in": "roles",
+//                            "set": ["train.select_epoch=last"]}, ...]},
+//    "report": {"baseline": "02_ape_learned", "alpha": 0.05},
+//    "quick": {"set": [...], "probe": {...}, "finetune_set": [...]}}
+// A fine-tuning task is a column of the paper's tables: its data is the folder
+// given on the command line (--data NAME=DIR: real GLUE or SQuAD), else the
+// stand-in among the run's synthetic tasks (`ordo data tasks`), else it is not
+// run (said in the report). "quick" is what --quick lays over the plan: a
+// smoke test of the whole pipeline in minutes.
+//
+// The stages run in the order of stage_names(); each run records its stages
+// in RUN/stages.json with their settings (experiment/runner.h).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/json.h"
+#include "probe/probe_folder.h"
+#include "synth/tasks.h"
+#include "train/finetune.h"
+#include "train/pretrain.h"
+
+namespace ordo::experiment {
+
+// "pretrain", "probe", "analyze", "tasks", "finetune", "report": the order
+// the stages run in (report once for the experiment, the others per run).
+const std::vector<std::string>& stage_names();
+// Its position in stage_names(); an error naming the known ones otherwise.
+size_t stage_index(const std::string& stage);
+
+struct FinetuneTask {
+  std::string name;      // the column ("rte", "sst2", "squad"), unique in the plan
+  std::string task;      // ordo finetune's --task
+  std::string stand_in;  // the run's synthetic task folder used without --data ("roles"), or ""
+  std::string data;      // the folder given with --data NAME=DIR, or ""
+  std::vector<std::string> set;  // this task's overrides of the fine-tuning config
+  json::Value config;            // the fine-tuning config resolved for this task (overrides applied)
+  // Where its data comes from, as the report says: "stand-in: roles (RTE layout)" or "given: DIR".
+  std::string source() const;
+  bool runnable() const { return !data.empty() || !stand_in.empty(); }
+};
+
+// ordo analyze's settings for every run.
+struct AnalyzeSettings {
+  uint64_t seed = 1;
+  int64_t eval_sequences = 64;
+};
+
+struct Plan {
+  std::string folder, out;
+  std::vector<std::string> stages;              // in stage_names() order
+  std::vector<std::string> names;               // the run configs' names, in order
+  std::vector<train::RunConfig> configs;        // resolved, with the --set overrides
+  std::vector<std::string> overrides;           // --set, for every run config
+  probe::ProbeRequest probe;                    // checkpoint empty: each run's own
+  AnalyzeSettings analyze;
+  synth::TaskOptions tasks;
+  std::vector<FinetuneTask> finetune;
+  std::string baseline;                         // the config the significance marks compare with ("" none)
+  double alpha = 0.05;                          // their two-sided level
+  bool quick = false;
+  std::vector<std::string> paper_tables;        // the folder's paper_*.tsv, by name
+
+  bool has_stage(const std::string& stage) const;
+  // The settings of stage `stage` (a stage name, or "finetune:NAME" for one
+  // task) of run `i`, as RUN/stages.json records them.
+  json::Value settings(const std::string& stage, size_t i) const;
+  // The whole plan, as OUT/experiment.json records it.
+  json::Value to_json() const;
+  const FinetuneTask* task(const std::string& name) const;
+};
+
+// What the command line gives (tools/cmd_experiment.cpp).
+struct PlanRequest {
+  std::string folder, out;
+  std::vector<std::string> overrides;          // --set key=value, every run config
+  std::map<std::string, std::string> data;     // --data NAME=DIR
+  std::vector<std::string> stages;             // --stages a,b (empty: the folder's)
+  // --probe-*: override experiment.json's probe settings where given (< 0 / "": not given)
+  int64_t probe_words = -1, probe_length = -1, probe_seed = -1;
+  std::string probe_layer;
+  bool quick = false;                          // --quick
+};
+
+// Reads the folder and resolves the plan; every setting of every stage is
+// checked against every run config here (a probe layer beyond a model's, an
+// unknown fine-tuning task or stand-in, a --data folder without the task's
+// files, a paper table naming no config), so a mistake is refused before the
+// first run trains. Errors name the file and key at fault.
+Plan make_plan(const PlanRequest& request);
+
+}  // namespace ordo::experiment

@@ -1,0 +1,151 @@
+// An experiment's figures, gathered from its run folders (experiment/results.h).
+#include "experiment/results.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "base/error.h"
+#include "base/file_io.h"
+#include "experiment/paper_table.h"
+#include "experiment/statistics.h"
+#include "probe/indicators.h"
+
+namespace ordo::experiment {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+bool is_squad(const std::string& task) { return task == "squad" || task == "squad2"; }
+
+// GLUE's metrics are fractions; the papers print percent (SQuAD's are percent already).
+double percent_scale(const std::string& task) { return is_squad(task) ? 1.0 : 100.0; }
+
+TaskResults read_task(const std::string& path, const FinetuneTask& task) {
+  TaskResults t;
+  t.source = task.source();
+  if (!file_exists(path)) return t;
+  const json::Value results = json::parse_file(path);
+  t.select_epoch = results.contains("select_epoch") ? results["select_epoch"].as_string() : "best";
+  const json::Value* best_lr = results.find("best_lr");
+  if (!best_lr) return t;  // no run finished
+  t.lr = best_lr->as_number();
+  t.runs = json::Value::array();
+  for (const json::Value& entry : results["learning_rates"].as_array()) {
+    if (entry["lr"].as_number() != t.lr) continue;
+    for (const json::Value& line : entry["runs"].as_array())
+      if (line["finished"].as_bool()) t.runs.push_back(line);
+  }
+  t.present = t.runs.size() > 0;
+  return t;
+}
+
+// Each finished seed's value of a task's figure: "score", "METRIC" (on the
+// main dev set) or "SET.METRIC", in percent.
+std::vector<double> task_values(const TaskResults& t, const FinetuneTask& task, const std::string& what) {
+  std::vector<double> values;
+  if (!t.present) return values;
+  const double scale = percent_scale(task.task);
+  for (const json::Value& line : t.runs.as_array()) {
+    if (what == "score") {
+      values.push_back(scale * line[t.select_epoch + "_score"].as_number());
+      continue;
+    }
+    const json::Value& sets = line[t.select_epoch];
+    const size_t dot = what.find('.');
+    // The main dev set is the first evaluated: the one that picks the best epoch.
+    const json::Value& set = dot == std::string::npos ? sets.items().front().second : sets[what.substr(0, dot)];
+    const json::Value* v = set.find(dot == std::string::npos ? what : what.substr(dot + 1));
+    if (!v || !v->is_number()) return {};
+    values.push_back(scale * v->as_number());
+  }
+  return values;
+}
+
+}  // namespace
+
+double Figure::mean() const { return mean_std(values).mean; }
+double Figure::std() const { return mean_std(values).std; }
+
+std::vector<RunResults> gather_results(const Plan& plan) {
+  std::vector<RunResults> out;
+  for (size_t i = 0; i < plan.names.size(); ++i) {
+    RunResults r;
+    r.config = plan.names[i];
+    r.run_dir = plan.out + "/runs/" + r.config;
+    r.pe = plan.configs[i].model.pe;
+    if (file_exists(r.run_dir + "/stages.json")) r.stages = json::parse_file(r.run_dir + "/stages.json");
+    if (file_exists(r.run_dir + "/probe/probe.json")) {
+      r.record = report::read_run(r.run_dir);
+      r.probed = true;
+      const json::Value indicators = json::parse_file(r.run_dir + "/probe/indicators.json");
+      const json::Value& layer = indicators["layer_" + std::to_string(r.record.layer)];
+      if (const json::Value* ranges = layer.find("by_range")) r.by_range = (*ranges)["with_special"];
+    }
+    for (const FinetuneTask& t : plan.finetune)
+      r.tasks[t.name] = read_task(r.run_dir + "/finetune/" + t.name + "/results.json", t);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::optional<Figure> figure(const RunResults& run, const std::string& key, const Plan& plan) {
+  Figure f;
+  if (is_indicator_key(key)) {
+    if (!run.probed) return std::nullopt;
+    const json::Value* v = run.record.with_special.find(key);
+    if (!v) return std::nullopt;
+    f.values = {probe::number_from_json(*v)};
+    return f;
+  }
+  if (key == "eval_accuracy") {
+    if (!run.probed || !run.record.has_eval) return std::nullopt;
+    f.values = {100 * run.record.eval_accuracy};
+    return f;
+  }
+  if (key == "glue.mean") {
+    // Seed by seed, the mean over the classification tasks (WNLI left out, as Wang et al.'s Table 3 does).
+    std::vector<std::vector<double>> per_task;
+    for (const FinetuneTask& t : plan.finetune) {
+      if (is_squad(t.task) || t.task == "wnli" || t.task == "senteval") continue;
+      auto it = run.tasks.find(t.name);
+      if (it == run.tasks.end() || !it->second.present) continue;
+      per_task.push_back(task_values(it->second, t, "score"));
+    }
+    if (per_task.empty()) return std::nullopt;
+    size_t seeds = per_task[0].size();
+    for (const auto& v : per_task) seeds = std::min(seeds, v.size());
+    for (size_t k = 0; k < seeds; ++k) {
+      double sum = 0;
+      for (const auto& v : per_task) sum += v[k];
+      f.values.push_back(sum / static_cast<double>(per_task.size()));
+    }
+    return f.values.empty() ? std::nullopt : std::optional<Figure>(f);
+  }
+  const size_t dot = key.find('.');
+  if (dot == std::string::npos) return std::nullopt;
+  const FinetuneTask* task = plan.task(key.substr(0, dot));
+  if (!task) return std::nullopt;
+  auto it = run.tasks.find(task->name);
+  if (it == run.tasks.end()) return std::nullopt;
+  f.values = task_values(it->second, *task, key.substr(dot + 1));
+  return f.values.empty() ? std::nullopt : std::optional<Figure>(f);
+}
+
+json::Value figures_json(const RunResults& run, const Plan& plan, const std::vector<std::string>& keys) {
+  json::Value out = json::Value::object();
+  for (const std::string& key : keys) {
+    const std::optional<Figure> f = figure(run, key, plan);
+    if (!f) continue;
+    json::Value v = json::Value::object(), values = json::Value::array();
+    for (double x : f->values) values.push_back(probe::json_number(x));
+    v["mean"] = probe::json_number(f->mean());
+    v["std"] = f->values.size() > 1 ? probe::json_number(f->std()) : json::Value();
+    v["values"] = values;
+    out[key] = v;
+  }
+  return out;
+}
+
+}  // namespace ordo::experiment

@@ -1,0 +1,67 @@
+// What an experiment's runs produced, gathered from their folders as figures
+// the paper tables name (experiment/paper_table.h):
+//   a probe indicator   RUN/probe/indicators.json, the probed layer with the
+//                       special tokens (as Wang et al.'s Table 2), one value;
+//                       "<key>_by_range" the same at every offset range
+//   eval_accuracy       the last held-out MLM accuracy (RUN/metrics.jsonl), in percent
+//   TASK.METRIC         RUN/finetune/TASK/results.json: each seed's value of
+//   TASK.SET.METRIC     METRIC on the task's main dev set (or on SET:
+//   TASK.score          "dev_mismatched", "dev_shuffle_sr") at the epoch the
+//                       fine-tuning selects (train.select_epoch), at the best
+//                       learning rate; in percent (GLUE's fractions x 100, as
+//                       the papers print them; SQuAD's are percent already)
+//   glue.mean           per seed, the mean of the classification tasks'
+//                       scores, WNLI left out (Wang et al. 2021 Table 3, App. E)
+// A figure holds every seed's value, so that its mean, spread and a test
+// against another row can be taken.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/json.h"
+#include "experiment/plan.h"
+#include "report/report.h"
+
+namespace ordo::experiment {
+
+struct Figure {
+  std::vector<double> values;  // one per seed (one for a probe's indicator)
+  double mean() const;
+  double std() const;          // sample standard deviation; NaN for one value
+};
+
+struct TaskResults {
+  bool present = false;        // its results.json exists with a finished run
+  std::string source;          // where its data came from (FinetuneTask::source)
+  std::string select_epoch;    // "best" or "last"
+  double lr = 0;               // the learning rate reported (the best by mean score)
+  json::Value runs;            // the finished runs' lines of that learning rate
+};
+
+struct RunResults {
+  std::string config;          // the run config's name
+  std::string run_dir;
+  std::string pe;              // model.pe
+  bool probed = false;
+  report::RunRecord record;    // the probe and analyses, as ordo report reads them (when probed)
+  json::Value by_range;        // indicators.json's by_range of the probed layer (null when absent)
+  std::map<std::string, TaskResults> tasks;  // by the plan's task name
+  json::Value stages;          // RUN/stages.json (null when absent)
+};
+
+// Reads every run of the plan that exists under OUT/runs (a missing piece
+// leaves its figures absent, never a zero).
+std::vector<RunResults> gather_results(const Plan& plan);
+
+// A run's figure for a key, or nothing when the run lacks it.
+std::optional<Figure> figure(const RunResults& run, const std::string& key, const Plan& plan);
+
+// The figures of one run as JSON, every key the plan's tables and tasks name:
+// {key: {"mean", "std", "values"}} (what OUT/report/results.json holds).
+json::Value figures_json(const RunResults& run, const Plan& plan, const std::vector<std::string>& keys);
+
+}  // namespace ordo::experiment

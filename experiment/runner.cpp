@@ -1,0 +1,349 @@
+// An experiment carried out, run by run and stage by stage (experiment/runner.h).
+#include "experiment/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+
+#include "base/error.h"
+#include "base/file_io.h"
+#include "base/output.h"
+#include "experiment/paper_table.h"
+#include "experiment/results.h"
+#include "experiment/tables.h"
+#include "probe/analyze_run.h"
+#include "report/report.h"
+#include "synth/synth.h"
+#include "train/checkpoint_paths.h"
+#include "train/finetune.h"
+#include "train/loop.h"
+#include "train/pretrain.h"
+
+namespace ordo::experiment {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string run_dir(const Plan& plan, size_t i) { return plan.out + "/runs/" + plan.names[i]; }
+
+// A run's units of work, in order: the per-run stages, fine-tuning one unit per task.
+std::vector<std::string> units(const Plan& plan) {
+  std::vector<std::string> out;
+  for (const std::string& stage : plan.stages) {
+    if (stage == "report") continue;
+    if (stage != "finetune") {
+      out.push_back(stage);
+      continue;
+    }
+    for (const FinetuneTask& t : plan.finetune)
+      if (t.runnable()) out.push_back("finetune:" + t.name);
+  }
+  return out;
+}
+
+std::string stage_of(const std::string& unit) { return unit.substr(0, unit.find(':')); }
+
+// Whether --redo asks for `unit` to run again: the stage named and every stage
+// after it, or a single fine-tuning task ("finetune:rte").
+bool redone(const std::string& redo, const std::string& unit) {
+  if (redo.empty()) return false;
+  if (redo.find(':') != std::string::npos) return unit == redo;
+  return stage_index(stage_of(unit)) >= stage_index(redo);
+}
+
+json::Value read_stages(const std::string& dir) {
+  const std::string path = dir + "/stages.json";
+  if (!file_exists(path)) return json::Value::object();
+  json::Value v = json::parse_file(path);
+  ORDO_CHECK(v.is_object(), path, ": a run's stage record is a JSON object");
+  return v;
+}
+
+// Whether run i finished `unit` with the plan's settings.
+bool finished(const json::Value& stages, const std::string& unit, const Plan& plan, size_t i) {
+  const json::Value* record = stages.find(unit);
+  return record && record->is_object() && record->contains("settings") && (*record)["settings"] == plan.settings(unit, i);
+}
+
+std::string now_utc() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+void record(const std::string& dir, const std::string& unit, const json::Value& settings, double seconds) {
+  json::Value stages = read_stages(dir);
+  json::Value entry = json::Value::object();
+  entry["settings"] = settings;
+  entry["seconds"] = seconds;
+  entry["finished_at"] = now_utc();
+  stages[unit] = entry;
+  write_file_atomic(dir + "/stages.json", json::dump(stages, 2) + "\n");
+}
+
+// What a unit leaves in a run's folder, removed for --redo (pretrain: the run itself).
+std::string output_of(const std::string& dir, const std::string& unit) {
+  if (unit == "pretrain") return dir;
+  if (unit == "probe") return dir + "/probe";
+  if (unit == "analyze") return dir + "/analysis";
+  if (unit == "tasks") return dir + "/tasks";
+  return dir + "/finetune/" + unit.substr(unit.find(':') + 1);
+}
+
+// The selected runs' recorded stages against the plan, before anything runs:
+// a stage finished with other settings is refused unless --redo covers it; a
+// run folder the plan does not have belongs to another experiment. (The
+// others are checked by the call that runs them; until then they count as
+// unfinished, so the report never mixes settings.)
+void check_records(const Plan& plan, const std::vector<size_t>& selected, const std::string& redo) {
+  const std::string runs = plan.out + "/runs";
+  if (directory_exists(runs))
+    for (const auto& e : fs::directory_iterator(runs)) {
+      if (!e.is_directory()) continue;
+      const std::string name = e.path().filename().string();
+      if (name.find(".new-") != std::string::npos || name.find(".previous-") != std::string::npos) continue;
+      ORDO_CHECK(std::find(plan.names.begin(), plan.names.end(), name) != plan.names.end(), "'", plan.out,
+                 "' holds the run ", name, ", which ", plan.folder, " does not plan: another experiment's output. "
+                 "Give another --out");
+    }
+  for (size_t i : selected) {
+    const std::string dir = run_dir(plan, i);
+    const json::Value stages = read_stages(dir);
+    for (const std::string& unit : units(plan)) {
+      const json::Value* rec = stages.find(unit);
+      json::Value stored;
+      std::string what;
+      if (rec && rec->is_object() && rec->contains("settings")) {
+        stored = (*rec)["settings"];
+        what = dir + "/stages.json";
+      } else if (unit == "pretrain" && file_exists(dir + "/config.json")) {
+        stored = json::parse_file(dir + "/config.json");  // a run begun (or made before stage records)
+        what = dir + "/config.json";
+      } else {
+        continue;
+      }
+      const std::string differs = json::first_difference(stored, plan.settings(unit, i));
+      if (differs.empty() || redone(redo, unit)) continue;
+      throw Error(detail::cat(plan.names[i], ": its ", unit, " stage was run with other settings (", what,
+                              " differs from the plan at '", differs, "'). Give --redo ", stage_of(unit),
+                              " to run it and the stages after it again, or another --out; nothing was changed"));
+    }
+  }
+}
+
+// --redo: the units it names forgotten, their outputs removed, so that they run from their start.
+void forget_redone(const Plan& plan, size_t i, const std::string& redo) {
+  const std::string dir = run_dir(plan, i);
+  for (const std::string& unit : units(plan)) {
+    if (!redone(redo, unit) || !directory_exists(dir)) continue;
+    fs::remove_all(output_of(dir, unit));
+    if (unit == "pretrain") return;  // the whole run, its record with it
+    const json::Value stages = read_stages(dir);  // held: items() refers into it
+    json::Value kept = json::Value::object();
+    for (const auto& [name, entry] : stages.items())
+      if (name != unit) kept[name] = entry;
+    write_file_atomic(dir + "/stages.json", json::dump(kept, 2) + "\n");
+  }
+}
+
+// Runs one unit of run i; false when a signal stopped it.
+bool run_unit(const Plan& plan, size_t i, const std::string& unit, bool quiet, double* seconds) {
+  const std::string dir = run_dir(plan, i);
+  const auto start = std::chrono::steady_clock::now();
+  if (unit == "pretrain") {
+    const int64_t total = plan.configs[i].train.total_steps();
+    const int64_t done = file_exists(dir + "/config.json") ? train::latest_checkpoint(dir) : -1;
+    train::PretrainOptions p;
+    p.out = dir;
+    p.quiet = quiet;
+    p.lock = false;  // the experiment holds the run
+    if (done > 0 && done < total) {
+      p.resume = true;
+      if (train::resume_pretrain(p).interrupted) return false;
+    } else if (done < total) {
+      p.overwrite = true;  // a run stopped before its first checkpoint starts again
+      if (train::pretrain(plan.configs[i], p).interrupted) return false;
+    }
+    // The pretraining's own wall time, over every call that trained it.
+    *seconds = train::load_trainer_state(train::checkpoint_dir(dir, total)).elapsed_seconds;
+    return true;
+  }
+  if (unit == "probe") {
+    probe::ProbeRequest request = plan.probe;
+    request.checkpoint = dir;
+    write_folder(dir + "/probe", probe::probe_folder(request).files);
+  } else if (unit == "analyze") {
+    probe::AnalyzeOptions a;
+    a.run = dir;
+    a.out = dir + "/analysis";
+    a.seed = plan.analyze.seed;
+    a.eval_sequences = plan.analyze.eval_sequences;
+    a.quiet = quiet;
+    a.overwrite = true;
+    probe::analyze_run(a);
+  } else if (unit == "tasks") {
+    const std::string annotations = dir + "/data/annotations.jsonl";
+    synth::write_tasks(synth::read_annotations(annotations), plan.tasks, dir + "/tasks", /*overwrite=*/true,
+                       {{annotations, "the run's corpus"}});
+  } else {
+    const FinetuneTask& t = *plan.task(unit.substr(unit.find(':') + 1));
+    train::FinetuneOptions o;
+    o.checkpoint = dir;
+    o.task = t.task;
+    o.data = t.data.empty() ? dir + "/tasks/" + t.stand_in : t.data;
+    o.out = dir + "/finetune/" + t.name;
+    o.quiet = quiet;
+    const train::FinetuneConfig c = train::parse_finetune_config(t.config, {}, plan.folder + " finetune " + t.name);
+    if (train::finetune(c, o).interrupted) return false;
+  }
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return true;
+}
+
+// The runs this call works on: --only's, --shard's, or all (indices into plan.names).
+std::vector<size_t> selected_runs(const Plan& plan, const RunnerOptions& o) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < plan.names.size(); ++i) {
+    bool take = o.only.empty();
+    for (const std::string& k : o.only) take |= k == plan.names[i] || k == std::to_string(i + 1);
+    if (o.shard_count > 0) take &= static_cast<int>(i % static_cast<size_t>(o.shard_count)) == o.shard_index - 1;
+    if (take) out.push_back(i);
+  }
+  for (const std::string& k : o.only) {
+    bool known = false;
+    for (size_t i = 0; i < plan.names.size(); ++i) known |= k == plan.names[i] || k == std::to_string(i + 1);
+    ORDO_CHECK(known, "--only ", k, ": no run of that number or name (--list shows them)");
+  }
+  return out;
+}
+
+std::string seconds_text(double s) { return train::format_duration(s); }
+
+void list_runs(const Plan& plan) {
+  std::printf("%s: %zu run(s), stages %s\n", plan.folder.c_str(), plan.names.size(),
+              json::dump(plan.to_json()["stages"]).c_str());
+  for (size_t i = 0; i < plan.names.size(); ++i) {
+    const std::string dir = run_dir(plan, i);
+    const json::Value stages = read_stages(dir);
+    std::string line;
+    for (const std::string& unit : units(plan)) {
+      const bool done = finished(stages, unit, plan, i);
+      line += " | " + unit + (done ? " done " + seconds_text(stages[unit]["seconds"].as_number()) : " -");
+    }
+    std::string owner;
+    if (auto lock = OutputLock::try_take(dir, "ordo experiment --list", &owner); !lock && !owner.empty())
+      line += " | running: " + owner;
+    std::printf("%3zu  %s%s\n", i + 1, plan.names[i].c_str(), line.c_str());
+  }
+}
+
+bool complete(const Plan& plan, size_t i) {
+  const json::Value stages = read_stages(run_dir(plan, i));
+  for (const std::string& unit : units(plan))
+    if (!finished(stages, unit, plan, i)) return false;
+  return true;
+}
+
+void write_experiment_report(const Plan& plan, const std::string& out) {
+  const std::vector<RunResults> runs = gather_results(plan);
+  std::vector<PaperTable> tables;
+  for (const std::string& path : plan.paper_tables) tables.push_back(read_paper_table(path));
+  const ComparisonFiles comparisons = render_comparisons(plan, runs, tables);
+  std::vector<report::RunRecord> records;
+  for (const RunResults& r : runs)
+    if (r.probed) records.push_back(r.record);
+  std::vector<report::OutputFile> files;
+  if (!records.empty()) {
+    // Labels and slugs made unique as ordo report makes them.
+    std::vector<std::string> dirs;
+    for (const report::RunRecord& r : records) dirs.push_back(r.run_dir);
+    files = report::render_report(report::read_runs(dirs), comparisons.html);
+  }
+  files.insert(files.end(), comparisons.files.begin(), comparisons.files.end());
+  report::write_report(out, files);
+}
+
+}  // namespace
+
+ExperimentSummary run_experiment(const RunnerOptions& o) {
+  // Everything is read and checked before anything is trained or written.
+  const Plan plan = make_plan(o.plan);
+  ORDO_CHECK(o.redo.empty() || o.redo.rfind("finetune:", 0) == 0 || stage_index(o.redo) < stage_index("report"),
+             "--redo ", o.redo, ": the report is written again whenever the runs change; redo a run's stage");
+  if (o.redo.rfind("finetune:", 0) == 0)
+    ORDO_CHECK(plan.task(o.redo.substr(9)) != nullptr, "--redo ", o.redo, ": the plan has no fine-tuning task '",
+               o.redo.substr(9), "'");
+  const std::string plan_path = plan.out + "/experiment.json";
+  ORDO_CHECK(file_exists(plan_path) || !fs::exists(plan.out) || (fs::is_directory(plan.out) && fs::is_empty(plan.out)),
+             "'", plan.out, "' exists and holds no experiment (no experiment.json): give another --out");
+  if (file_exists(plan_path)) json::parse_file(plan_path);  // a damaged plan is named, not overwritten silently
+  if (o.list) {
+    list_runs(plan);
+    return {};
+  }
+  const std::vector<size_t> selected = selected_runs(plan, o);
+  check_records(plan, selected, o.redo);
+  make_directories(plan.out + "/runs");
+  write_file_atomic(plan_path, json::dump(plan.to_json(), 2) + "\n");
+
+  ExperimentSummary summary;
+  const std::vector<std::string> work = units(plan);
+  for (size_t k = 0; k < selected.size() && !o.report_only; ++k) {
+    const size_t i = selected[k];
+    const std::string dir = run_dir(plan, i), tag = "[" + std::to_string(i + 1) + "/" +
+                                                    std::to_string(plan.names.size()) + "] " + plan.names[i];
+    std::string owner;
+    const std::unique_ptr<OutputLock> lock = OutputLock::try_take(dir, "ordo experiment", &owner);
+    if (!lock) {
+      std::fprintf(stderr, "ordo experiment: %s: being run by %s; skipped\n", tag.c_str(), owner.c_str());
+      ++summary.busy;
+      continue;
+    }
+    if (!lock->stale_owner().empty())
+      std::fprintf(stderr, "ordo experiment: %s: took over the lock left by %s, which has ended\n", tag.c_str(),
+                   lock->stale_owner().c_str());
+    if (!o.redo.empty()) forget_redone(plan, i, o.redo);
+    bool worked = false;
+    for (const std::string& unit : work) {
+      if (finished(read_stages(dir), unit, plan, i)) continue;
+      std::fprintf(stderr, "ordo experiment: %s: %s\n", tag.c_str(), unit.c_str());
+      double seconds = 0;
+      worked = true;
+      if (!run_unit(plan, i, unit, o.quiet, &seconds) || train::InterruptScope::interrupted()) {
+        std::fprintf(stderr, "ordo experiment: %s: %s stopped; the same command continues where this stopped\n",
+                     tag.c_str(), unit.c_str());
+        summary.interrupted = true;
+        return summary;
+      }
+      record(dir, unit, plan.settings(unit, i), seconds);
+      std::fprintf(stderr, "ordo experiment: %s: %s done (%s)\n", tag.c_str(), unit.c_str(),
+                   seconds_text(seconds).c_str());
+    }
+    summary.ran += worked;
+  }
+  for (size_t i = 0; i < plan.names.size(); ++i) summary.complete += complete(plan, i);
+
+  if (!plan.has_stage("report")) return summary;
+  const bool all = summary.complete == static_cast<int64_t>(plan.names.size());
+  if (!all && !o.report_only) {
+    std::fprintf(stderr, "ordo experiment: %lld of %zu run(s) complete; the report waits for the rest (or give "
+                 "--report to gather what is finished)\n", static_cast<long long>(summary.complete), plan.names.size());
+    return summary;
+  }
+  std::string owner;
+  const std::unique_ptr<OutputLock> lock = OutputLock::try_take(plan.out + "/report", "ordo experiment", &owner);
+  if (!lock) {
+    std::fprintf(stderr, "ordo experiment: the report is being written by %s; left to it\n", owner.c_str());
+    return summary;
+  }
+  summary.report = plan.out + "/report";
+  write_experiment_report(plan, summary.report);
+  return summary;
+}
+
+}  // namespace ordo::experiment

@@ -1,0 +1,523 @@
+// The report stage's comparisons with the papers (experiment/tables.h).
+#include "experiment/tables.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <optional>
+
+#include "base/error.h"
+#include "experiment/statistics.h"
+#include "plot/plot.h"
+#include "plot/png.h"
+#include "probe/indicators.h"
+
+namespace ordo::experiment {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The indicators of Wang et al.'s Tables 2 and 5, in their order.
+const std::vector<std::string> kTable5Indicators = {"monotonicity",
+                                                    "monotonicity_first_k",
+                                                    "translation_invariance",
+                                                    "translation_invariance_no_special",
+                                                    "symmetry_sd",
+                                                    "direction_balance"};
+
+std::string format(double v, const char* pattern) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, pattern, v);
+  return buf;
+}
+
+// Indicators to four decimals (as Wang et al.'s Table 2), task figures to two (their Tables 3-4).
+std::string number(const std::string& key, double v) { return format(v, is_indicator_key(key) ? "%.4f" : "%.2f"); }
+
+std::string paper_text(const std::string& key, const PaperCell* c) {
+  if (!c || !c->present) return "-";
+  std::string s = number(key, c->value);
+  if (c->spread >= 0) s += " ± " + number(key, c->spread);
+  return s + (c->marked ? " †" : "");
+}
+
+// Whether a row's figure differs from the baseline's: Welch's two-sided test (experiment/statistics.h).
+struct Significance {
+  bool tested = false, marked = false;
+  double p = kNaN;
+};
+Significance significance(const RunResults& run, const Figure& f, const std::string& key,
+                          const std::vector<RunResults>& runs, const Plan& plan) {
+  Significance s;
+  if (plan.baseline.empty() || is_indicator_key(key) || run.config == plan.baseline) return s;
+  const auto base = std::find_if(runs.begin(), runs.end(), [&](const RunResults& r) { return r.config == plan.baseline; });
+  if (base == runs.end()) return s;
+  const std::optional<Figure> b = figure(*base, key, plan);
+  if (!b || b->values.size() < 2 || f.values.size() < 2) return s;
+  s.p = welch_t_test(f.values, b->values).p;
+  s.tested = !std::isnan(s.p);
+  s.marked = s.tested && s.p < plan.alpha;
+  return s;
+}
+
+std::string ordo_text(const RunResults& run, const std::string& key, const std::vector<RunResults>& runs,
+                      const Plan& plan) {
+  const std::optional<Figure> f = figure(run, key, plan);
+  if (!f) return "n/a";
+  std::string s = number(key, f->mean());
+  if (f->values.size() > 1) s += " ± " + number(key, f->std());
+  return s + (significance(run, *f, key, runs, plan).marked ? " †" : "");
+}
+
+json::Value figure_json(const RunResults& run, const std::string& key, const std::vector<RunResults>& runs,
+                        const Plan& plan) {
+  const std::optional<Figure> f = figure(run, key, plan);
+  if (!f) return json::Value();
+  json::Value v = json::Value::object(), values = json::Value::array();
+  for (double x : f->values) values.push_back(probe::json_number(x));
+  v["mean"] = probe::json_number(f->mean());
+  v["std"] = f->values.size() > 1 ? probe::json_number(f->std()) : json::Value();
+  v["values"] = values;
+  const Significance s = significance(run, *f, key, runs, plan);
+  if (s.tested) {
+    v["welch_p"] = s.p;
+    v["significant"] = s.marked;
+  }
+  return v;
+}
+
+// Where a column's figures come from: a task's data, or the probe.
+std::string column_source(const std::string& key, const Plan& plan) {
+  if (is_indicator_key(key)) return "identical word probing";
+  if (key == "eval_accuracy") return "held-out MLM accuracy";
+  if (key == "glue.mean") return "the mean of the classification tasks (WNLI left out)";
+  const FinetuneTask* t = plan.task(key.substr(0, key.find('.')));
+  return t ? t->source() : "no fine-tuning task of this name in the plan";
+}
+
+// Groups ordered best first by their mean: "name (mean)".
+struct Ranked {
+  std::vector<std::string> names;
+  std::vector<double> means;
+  std::string text(const std::string& key) const {
+    std::string out;
+    for (size_t i = 0; i < names.size(); ++i) out += (i ? " > " : "") + names[i] + " (" + number(key, means[i]) + ")";
+    return out;
+  }
+};
+Ranked rank(const std::map<std::string, std::vector<double>>& groups, const std::vector<std::string>& order,
+            const std::string& key) {
+  std::vector<std::pair<double, std::string>> scored;
+  for (const std::string& g : order) scored.emplace_back(mean_std(groups.at(g)).mean, g);
+  std::stable_sort(scored.begin(), scored.end(),
+                   [&](const auto& a, const auto& b) { return badness(key, a.first) < badness(key, b.first); });
+  Ranked r;
+  for (const auto& [mean, name] : scored) r.names.push_back(name), r.means.push_back(mean);
+  return r;
+}
+
+std::string rank_text(double tau, double rho, int64_t n) {
+  return "Kendall's τ_b " + format(tau, "%.2f") + ", Spearman's ρ " + format(rho, "%.2f") + " (n = " +
+         std::to_string(n) + ")";
+}
+
+std::string direction_note(const std::string& key) {
+  if (key == "direction_balance") return " (by |DB - 1|)";
+  return is_indicator_key(key) ? " (smaller is better)" : " (larger is better)";
+}
+
+// ---- a table of configurations -----------------------------------------------------------------
+
+Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& runs, const Plan& plan) {
+  Comparison c;
+  c.table = &table;
+  c.cells.header = {"config", "paper's row"};
+  for (const std::string& key : table.columns) c.cells.header.push_back(heading_of(key) + ": ordo / paper");
+  json::Value rows = json::Value::array();
+  for (const RunResults& run : runs) {
+    const PaperTable::Row* p = table.find(run.config);
+    std::vector<std::string> line = {run.config, p ? p->name : "(not in the paper's table)"};
+    json::Value row = json::Value::object(), ordo = json::Value::object(), paper = json::Value::object();
+    row["config"] = run.config;
+    row["paper_row"] = p ? json::Value(p->name) : json::Value();
+    for (const std::string& key : table.columns) {
+      const PaperCell* cell = p ? &p->cells.at(key) : nullptr;
+      line.push_back(ordo_text(run, key, runs, plan) + " / " + paper_text(key, cell));
+      ordo[key] = figure_json(run, key, runs, plan);
+      if (cell && cell->present) {
+        json::Value v = json::Value::object();
+        v["value"] = cell->value;
+        v["spread"] = cell->spread >= 0 ? json::Value(cell->spread) : json::Value();
+        v["marked"] = cell->marked;
+        paper[key] = v;
+      }
+    }
+    c.cells.rows.push_back(line);
+    row["ordo"] = ordo;
+    row["paper"] = paper;
+    rows.push_back(row);
+  }
+
+  for (const std::string& key : table.columns) {
+    // The rows both sides have.
+    std::vector<std::pair<const PaperTable::Row*, double>> both;
+    for (const RunResults& run : runs) {
+      const PaperTable::Row* p = table.find(run.config);
+      const std::optional<Figure> f = figure(run, key, plan);
+      if (p && f && p->cells.at(key).present && std::isfinite(f->mean())) both.emplace_back(p, f->mean());
+    }
+    const std::string name = heading_of(key) + direction_note(key);
+    auto compare_groups = [&](const std::string& grouping, auto member, auto group_of) {
+      std::map<std::string, std::vector<double>> in_paper, in_ordo;
+      std::vector<std::string> order;
+      for (const auto& [p, v] : both) {
+        if (!member(*p)) continue;
+        const std::string g = group_of(*p);
+        if (!in_paper.count(g)) order.push_back(g);
+        in_paper[g].push_back(p->cells.at(key).value);
+        in_ordo[g].push_back(v);
+      }
+      if (order.size() < 2) return;
+      const Ranked a = rank(in_paper, order, key), b = rank(in_ordo, order, key);
+      ColumnReading r;
+      r.table = table.name, r.column = key, r.grouping = grouping;
+      r.paper_order = a.names, r.ordo_order = b.names;
+      r.same_order = a.names == b.names;
+      r.same_best = a.names[0] == b.names[0];
+      r.text = name + ", " + grouping + ", best first: paper " + a.text(key) + "; ordo " + b.text(key) + ". " +
+               (r.same_order ? "Same order."
+                : r.same_best ? "Same best (" + a.names[0] + "), another order."
+                              : "Differs: best in the paper " + a.names[0] + ", in ordo " + b.names[0] + ".");
+      c.readings.push_back(r);
+    };
+    compare_groups("families", [](const PaperTable::Row&) { return true; },
+                   [](const PaperTable::Row& p) { return p.family; });
+    std::vector<std::string> families;
+    for (const auto& [p, v] : both)
+      if (std::find(families.begin(), families.end(), p->family) == families.end()) families.push_back(p->family);
+    for (const std::string& family : families)
+      compare_groups("kinds of " + family, [&](const PaperTable::Row& p) { return p.family == family; },
+                     [](const PaperTable::Row& p) { return p.kind; });
+    if (both.size() >= 2) {
+      std::vector<double> ours, theirs;
+      for (const auto& [p, v] : both) ours.push_back(v), theirs.push_back(p->cells.at(key).value);
+      ColumnReading r;
+      r.table = table.name, r.column = key, r.grouping = "rank";
+      r.kendall = kendall_tau_b(ours, theirs);
+      r.spearman = spearman(ours, theirs);
+      r.n = static_cast<int64_t>(both.size());
+      r.text = name + ", rank agreement of ordo's rows with the paper's: " + rank_text(r.kendall, r.spearman, r.n) +
+               ". Data: " + column_source(key, plan) + ".";
+      c.readings.push_back(r);
+    }
+  }
+  c.json = json::Value::object();
+  c.json["rows"] = rows;
+  return c;
+}
+
+// ---- a table of correlations ----------------------------------------------------------------------
+
+// A run's probed indicator, NaN when it has none.
+double indicator_of(const RunResults& run, const std::string& key) {
+  if (!run.probed) return kNaN;
+  const json::Value* v = run.record.with_special.find(key);
+  return v ? probe::number_from_json(*v) : kNaN;
+}
+
+std::vector<double> per_run_indicator(const std::vector<RunResults>& runs, const std::string& key) {
+  std::vector<double> out;
+  for (const RunResults& run : runs) out.push_back(indicator_of(run, key));
+  return out;
+}
+
+std::string correlation_text(const Correlation& c) {
+  return std::isnan(c.r) ? "n/a" : format(c.r, "%.2f") + " (n " + std::to_string(c.n) + ")";
+}
+
+Comparison compare_correlations(const PaperTable& table, const std::vector<RunResults>& runs, const Plan& plan) {
+  Comparison c;
+  c.table = &table;
+  c.cells.header = {"indicator", "paper's row"};
+  for (const std::string& key : table.columns) c.cells.header.push_back(key + ": ordo r / paper r");
+  json::Value rows = json::Value::array();
+  std::map<std::string, std::vector<std::pair<double, double>>> by_column;  // (ordo r, paper r) down each column
+  for (const PaperTable::Row& p : table.rows) {
+    std::vector<std::string> line = {heading_of(p.key), p.name};
+    json::Value row = json::Value::object(), ordo = json::Value::object(), paper = json::Value::object();
+    row["indicator"] = p.key;
+    row["paper_row"] = p.name;
+    for (const std::string& key : table.columns) {
+      const Correlation r = correlate(runs, per_run_indicator(runs, p.key), key, plan);
+      const PaperCell& cell = p.cells.at(key);
+      line.push_back(correlation_text(r) + " / " + (cell.present ? format(cell.value, "%.2f") : "-"));
+      json::Value v = json::Value::object();
+      v["r"] = probe::json_number(r.r);
+      v["n"] = r.n;
+      ordo[key] = v;
+      if (cell.present) paper[key] = cell.value;
+      if (cell.present && !std::isnan(r.r)) by_column[key].emplace_back(r.r, cell.value);
+    }
+    c.cells.rows.push_back(line);
+    row["ordo"] = ordo;
+    row["paper"] = paper;
+    rows.push_back(row);
+  }
+  for (const std::string& key : table.columns) {
+    const auto& pairs = by_column[key];
+    if (pairs.empty()) continue;
+    std::vector<double> ours, theirs;
+    int64_t same_sign = 0;
+    for (const auto& [a, b] : pairs) {
+      ours.push_back(a), theirs.push_back(b);
+      same_sign += (a > 0) == (b > 0);
+    }
+    ColumnReading r;
+    r.table = table.name, r.column = key, r.grouping = "signs";
+    r.n = static_cast<int64_t>(pairs.size());
+    r.kendall = kendall_tau_b(ours, theirs);
+    r.spearman = spearman(ours, theirs);
+    r.text = key + ": the sign of ordo's correlation is the paper's for " + std::to_string(same_sign) + " of " +
+             std::to_string(r.n) + " indicators; down the column, " + rank_text(r.kendall, r.spearman, r.n) +
+             ". Data: " + column_source(key, plan) + ".";
+    c.readings.push_back(r);
+  }
+  c.json = json::Value::object();
+  c.json["rows"] = rows;
+  return c;
+}
+
+// ---- Figure 5: the correlation against the offset range ----------------------------------------------
+
+struct RangeCurves {
+  std::vector<plot::Series> monotonicity, balance;
+  json::Value json = json::Value::object();
+};
+
+RangeCurves range_curves(const std::vector<RunResults>& runs, const std::vector<std::string>& columns,
+                         const Plan& plan) {
+  RangeCurves out;
+  size_t ranges = 0;
+  for (const RunResults& run : runs)
+    if (!run.by_range.is_null()) ranges = std::max(ranges, run.by_range["monotonicity_first_k"].size());
+  int color = 0;
+  for (const std::string& key : columns) {
+    plot::Series m{key, {}, {}, plot::series_color(color), false}, b{key, {}, {}, plot::series_color(color), false};
+    ++color;
+    json::Value jm = json::Value::array(), jb = json::Value::array();
+    for (size_t r = 1; r <= ranges; ++r) {
+      std::vector<double> opr, db;
+      for (const RunResults& run : runs) {
+        const bool has = !run.by_range.is_null() && run.by_range["monotonicity_first_k"].size() >= r;
+        opr.push_back(has ? probe::number_from_json(run.by_range["monotonicity_first_k"][r - 1]) : kNaN);
+        db.push_back(has ? probe::number_from_json(run.by_range["direction_balance"][r - 1]) : kNaN);
+      }
+      const Correlation cm = correlate(runs, opr, key, plan), cb = correlate(runs, db, key, plan);
+      jm.push_back(probe::json_number(cm.r));
+      jb.push_back(probe::json_number(cb.r));
+      if (!std::isnan(cm.r)) m.x.push_back(static_cast<double>(r)), m.y.push_back(cm.r);
+      if (!std::isnan(cb.r)) b.x.push_back(static_cast<double>(r)), b.y.push_back(cb.r);
+    }
+    json::Value entry = json::Value::object();
+    entry["monotonicity_first_k"] = jm;
+    entry["direction_balance"] = jb;
+    out.json[key] = entry;
+    if (!m.x.empty()) out.monotonicity.push_back(m);
+    if (!b.x.empty()) out.balance.push_back(b);
+  }
+  return out;
+}
+
+// ---- ordo's own tables ---------------------------------------------------------------------------------
+
+// Every task's score and the pretraining's held-out accuracy, one row per run.
+TextTable ordo_scores(const std::vector<RunResults>& runs, const Plan& plan, std::vector<std::string>& keys) {
+  keys = {"eval_accuracy"};
+  for (const FinetuneTask& t : plan.finetune) keys.push_back(t.name + ".score");
+  if (!plan.finetune.empty()) keys.push_back("glue.mean");
+  TextTable t;
+  t.header = {"config", "pe"};
+  for (const std::string& k : keys) t.header.push_back(k);
+  for (const RunResults& run : runs) {
+    std::vector<std::string> row = {run.config, run.pe};
+    for (const std::string& k : keys) row.push_back(ordo_text(run, k, runs, plan));
+    t.rows.push_back(row);
+  }
+  return t;
+}
+
+// Wang et al.'s Table 5 over every task of the plan.
+TextTable ordo_correlations(const std::vector<RunResults>& runs, const std::vector<std::string>& task_keys,
+                            const Plan& plan) {
+  TextTable t;
+  t.header = {"indicator"};
+  for (const std::string& k : task_keys) t.header.push_back(k);
+  for (const std::string& ind : kTable5Indicators) {
+    std::vector<std::string> row = {heading_of(ind)};
+    for (const std::string& k : task_keys) row.push_back(correlation_text(correlate(runs, per_run_indicator(runs, ind), k, plan)));
+    t.rows.push_back(row);
+  }
+  return t;
+}
+
+std::string escape(const std::string& s) { return report::html_escape(s); }
+
+}  // namespace
+
+std::string TextTable::markdown() const {
+  std::string out = "|";
+  for (const std::string& h : header) out += " " + h + " |";
+  out += "\n|";
+  for (size_t i = 0; i < header.size(); ++i) out += i < 2 ? " --- |" : " ---: |";
+  out += "\n";
+  for (const auto& row : rows) {
+    out += "|";
+    for (const std::string& cell : row) out += " " + cell + " |";
+    out += "\n";
+  }
+  return out;
+}
+
+std::string TextTable::html() const {
+  std::string out = "<table>\n<tr>";
+  for (const std::string& h : header) out += "<th>" + escape(h) + "</th>";
+  out += "</tr>\n";
+  for (const auto& row : rows) {
+    out += "<tr>";
+    for (const std::string& cell : row) out += "<td>" + escape(cell) + "</td>";
+    out += "</tr>\n";
+  }
+  return out + "</table>\n";
+}
+
+Correlation correlate(const std::vector<RunResults>& runs, const std::vector<double>& per_run, const std::string& key,
+                      const Plan& plan) {
+  std::vector<double> x, y;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].pe == "none" || !std::isfinite(per_run[i])) continue;  // Wang et al.'s footnote 11
+    const std::optional<Figure> f = figure(runs[i], key, plan);
+    if (!f || !std::isfinite(f->mean())) continue;
+    x.push_back(per_run[i]);
+    y.push_back(f->mean());
+  }
+  Correlation c;
+  c.n = static_cast<int64_t>(x.size());
+  c.r = c.n >= 3 ? pearson(x, y) : kNaN;
+  return c;
+}
+
+Comparison compare(const PaperTable& table, const std::vector<RunResults>& runs, const Plan& plan) {
+  return table.correlations ? compare_correlations(table, runs, plan) : compare_rows(table, runs, plan);
+}
+
+ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResults>& runs,
+                                   const std::vector<PaperTable>& tables) {
+  ComparisonFiles out;
+  std::string md = "# " + plan.folder + " beside the paper\n\nGenerated by `ordo experiment` from the runs in `" +
+                   plan.out + "/runs`" + (plan.quick ? " (--quick: a smoke test, not a result)" : "") + ".\n";
+  std::string html;
+  json::Value tables_json = json::Value::array();
+  for (const PaperTable& table : tables) {
+    const Comparison c = compare(table, runs, plan);
+    md += "\n## " + table.name + "\n\n" + c.cells.markdown() + "\nThe paper's values: `" + table.path + "`";
+    html += "<h3>" + escape(table.name) + "</h3>\n" + c.cells.html() + "<p>The paper's values: <code>" +
+            escape(table.path) + "</code> (";
+    for (size_t i = 0; i < table.source.size(); ++i) {
+      md += "\n> " + table.source[i];
+      html += (i ? " " : "") + escape(table.source[i]);
+    }
+    md += "\n\n**Reading** (generated from the two tables)\n\n";
+    html += ")</p>\n<ul>\n";
+    json::Value readings = json::Value::array();
+    for (const ColumnReading& r : c.readings) {
+      md += "- " + r.text + "\n";
+      html += "<li>" + escape(r.text) + "</li>\n";
+      json::Value line = json::Value::object();
+      line["column"] = r.column;
+      line["grouping"] = r.grouping;
+      line["text"] = r.text;
+      if (r.grouping == "rank" || r.grouping == "signs") {
+        line["kendall_tau_b"] = probe::json_number(r.kendall);
+        line["spearman_rho"] = probe::json_number(r.spearman);
+        line["n"] = r.n;
+      } else {
+        line["same_order"] = r.same_order;
+        line["same_best"] = r.same_best;
+      }
+      readings.push_back(line);
+    }
+    html += "</ul>\n";
+    json::Value t = c.json;
+    t["name"] = table.name;
+    t["path"] = table.path;
+    t["readings"] = readings;
+    tables_json.push_back(t);
+  }
+  if (!plan.baseline.empty())
+    md += "\n† marks a row whose seeds differ from " + plan.baseline + "'s by Welch's two-sided t-test at p < " +
+          format(plan.alpha, "%g") + " (ordo's marks; the paper's are its own).\n";
+
+  // ordo's own tables: every task and Table 5 over them, and Figure 5.
+  std::vector<std::string> score_keys;
+  const TextTable scores = ordo_scores(runs, plan, score_keys);
+  std::string figures = "# Every figure of the runs\n\n## Scores (mean ± std over seeds; held-out MLM accuracy "
+                        "from pretraining)\n\n" + scores.markdown();
+  if (!plan.finetune.empty()) {
+    figures += "\nData: ";
+    for (const FinetuneTask& t : plan.finetune) figures += "\n- " + t.name + ": " + t.source();
+    std::vector<std::string> task_keys(score_keys.begin() + 1, score_keys.end());
+    figures += "\n\n## Pearson's r of each indicator with each score over the runs with a position encoding "
+               "(Wang et al. 2021, Table 5's reading)\n\n" + ordo_correlations(runs, task_keys, plan).markdown();
+    // Figure 5 on the paper's Table 5 columns where it has one, else on every score.
+    std::vector<std::string> curve_keys;
+    for (const PaperTable& t : tables)
+      if (t.correlations) curve_keys = t.columns;
+    if (curve_keys.empty()) curve_keys = task_keys;
+    const RangeCurves curves = range_curves(runs, curve_keys, plan);
+    if (!curves.monotonicity.empty() || !curves.balance.empty()) {
+      plot::ChartStyle style;
+      style.y_min = -1, style.y_max = 1;
+      style.title = "OPR over the first k offsets vs scores";
+      style.x_label = "k (offsets)";
+      style.y_label = "Pearson r";
+      std::vector<png::Image> panels = {plot::line_chart(curves.monotonicity, style)};
+      style.title = "DB_l vs scores";
+      style.x_label = "l (offsets)";
+      panels.push_back(plot::line_chart(curves.balance, style));
+      out.files.push_back({"figure5.png", png::encode(plot::grid(panels, 2, "Wang et al. 2021, Figure 5: correlation "
+                                                                             "against the offset range"))});
+      out.files.push_back({"figure5.json", json::dump(curves.json, 2) + "\n"});
+      figures += "\n![Figure 5](figure5.png)\n";
+      html += "<h3>Figure 5</h3>\n<p><img src=\"figure5.png\" alt=\"correlation against the offset range\"></p>\n";
+    }
+  }
+  json::Value all = json::Value::object();
+  all["tables"] = tables_json;
+  json::Value per_run = json::Value::array();
+  std::vector<std::string> keys = score_keys;
+  keys.insert(keys.end(), kTable5Indicators.begin(), kTable5Indicators.end());
+  for (const PaperTable& t : tables) keys.insert(keys.end(), t.columns.begin(), t.columns.end());
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  for (const RunResults& run : runs) {
+    json::Value r = json::Value::object();
+    r["config"] = run.config;
+    r["pe"] = run.pe;
+    r["figures"] = figures_json(run, plan, keys);
+    r["stages"] = run.stages;
+    per_run.push_back(r);
+  }
+  all["runs"] = per_run;
+  out.files.push_back({"paper.md", md});
+  out.files.push_back({"figures.md", figures});
+  out.files.push_back({"paper.json", json::dump(all, 2) + "\n"});
+  out.html = "<h2>Against the paper</h2>\n" + html;
+  return out;
+}
+
+}  // namespace ordo::experiment

@@ -1,0 +1,82 @@
+// The report stage's comparisons: every paper table of the experiment set
+// beside ordo's figures, with a generated reading, and the correlations of
+// Wang et al. 2021's Table 5 and Figure 5.
+//
+// For a table of configurations, each cell is "ordo / paper": ordo's mean ±
+// sample std over seeds (a probe indicator has one value), "†" where the
+// row differs from the plan's baseline (report.baseline) by Welch's two-sided
+// t-test at report.alpha — the test Wang et al.'s Table 4 names without
+// saying which; Welch's does not assume equal variances — and the paper's
+// cell as printed. Each column is read twice:
+//   - the order of the groups (the paper's families, and the kinds within a
+//     family) by their mean, best first, in the paper and in ordo;
+//   - the rank agreement across rows between ordo's means and the paper's
+//     values: Kendall's tau-b and Spearman's rho, with their n.
+// For a table of correlations (rows: indicators; columns: task figures),
+// ordo's cell is Pearson's r of the indicator with the column's figure over
+// the configurations that have a position encoding (Wang et al. leave
+// `none` out, their footnote 11: its indicators and scores are outliers),
+// read by the signs that agree and the rank agreement down each column.
+// Figure 5: the same correlation with OPR over the first k offsets and with
+// DB_l, as functions of k and l, one line per column.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/json.h"
+#include "experiment/paper_table.h"
+#include "experiment/plan.h"
+#include "experiment/results.h"
+#include "report/report.h"
+
+namespace ordo::experiment {
+
+// A table of text cells, rendered as Markdown or HTML.
+struct TextTable {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::string markdown() const;
+  std::string html() const;
+};
+
+// One generated line of reading about a column.
+struct ColumnReading {
+  std::string table, column, grouping;  // grouping: "families", "kinds of APE", "rank", "signs"
+  std::vector<std::string> paper_order, ordo_order;  // best first (groupings of groups)
+  bool same_order = false, same_best = false;
+  double kendall = 0, spearman = 0;  // the rank agreement (grouping "rank" and "signs")
+  int64_t n = 0;
+  std::string text;                  // the line, in Markdown
+};
+
+struct Comparison {
+  const PaperTable* table = nullptr;
+  TextTable cells;                     // ordo / paper
+  std::vector<ColumnReading> readings;
+  json::Value json;                    // the table's rows, both sides' figures, the readings
+};
+
+// One paper table against the runs.
+Comparison compare(const PaperTable& table, const std::vector<RunResults>& runs, const Plan& plan);
+
+// Pearson's r of a per-run value with a task figure's mean over the runs
+// that have a position encoding and both values; NaN below 3 runs.
+struct Correlation {
+  double r = 0;
+  int64_t n = 0;
+};
+Correlation correlate(const std::vector<RunResults>& runs, const std::vector<double>& per_run, const std::string& key,
+                      const Plan& plan);
+
+// Every file of the comparison (paper.md, paper.json, figures.md with ordo's
+// own tables of every task and indicator, figure5.png and figure5.json when
+// there are task figures to correlate) and the HTML section for index.html.
+struct ComparisonFiles {
+  std::vector<report::OutputFile> files;
+  std::string html;
+};
+ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResults>& runs,
+                                   const std::vector<PaperTable>& tables);
+
+}  // namespace ordo::experiment
