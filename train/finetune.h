@@ -106,6 +106,9 @@ struct FinetuneOptions {
   std::string task;        // cola sst2 mrpc stsb qqp mnli qnli rte wnli | squad | squad2 | senteval
   std::string data;        // the task's folder as GLUE / SQuAD ship it
   std::string out;
+  // The tokenizer (vocab.txt, vocab.json with merges.txt beside it, tokenizer.json,
+  // or a folder holding one); empty: the checkpoint's own, else its run's.
+  std::string vocab;
   bool overwrite = false;
   bool quiet = false;
   // The checkpoint's config and vocabulary with random weights instead of its
