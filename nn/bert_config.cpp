@@ -112,7 +112,8 @@ BertConfig gpt2_config_from_json(const json::Value& object, const std::string& w
   r.ignore({"architectures", "model_type", "transformers_version", "torch_dtype", "dtype", "use_cache",
             "bos_token_id", "eos_token_id", "pad_token_id", "_name_or_path", "n_ctx", "summary_type",
             "summary_use_proj", "summary_activation", "summary_proj_to_labels", "summary_first_dropout",
-            "task_specific_params", "gradient_checkpointing", "output_past", "id2label", "label2id"});
+            "task_specific_params", "gradient_checkpointing", "output_past", "id2label", "label2id",
+            "_num_labels", "n_special", "predict_special_tokens"});
   r.finish();
   c.decoder = true;
   c.pre_layer_norm = true;
@@ -201,8 +202,12 @@ BertConfig config_from_json(const json::Value& object, const std::string& where,
               "finetuning_task", "id2label", "label2id", "problem_type", "num_labels"});
   }
   r.finish();
-  // RoBERTa's positions start after its padding row: row p + pad_token_id + 1.
-  if (c.model_type == "roberta") c.position_offset = c.pad_token_id + 1;
+  // RoBERTa's positions start after its padding row: row p + pad_token_id + 1
+  // (RobertaConfig's pad_token_id is 1 when the file does not say).
+  if (c.model_type == "roberta") {
+    if (!object.contains("pad_token_id")) c.pad_token_id = 1;
+    c.position_offset = c.pad_token_id + 1;
+  }
   validate(c, where);
   return c;
 }

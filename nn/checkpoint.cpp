@@ -79,13 +79,13 @@ void save_weights(const std::string& dir, Module& model, const BertConfig& bert_
   make_directories(dir);
   NamedTensors tensors;
   for (const auto& [name, p] : model.named_parameters()) tensors.emplace_back(name, p->var.value());
-  // HF's names and shapes exactly: the absolute table HF's relative types keep
-  // unused is written as zeros, so transformers loads the checkpoint with no
-  // missing key (and nothing it computes depends on the values).
   // Untied, HF adds the decoder's own bias: the head's bias is written there too.
   if (const Parameter* bias = model.find_parameter("cls.predictions.bias");
       bias && model.find_parameter("cls.predictions.decoder.weight"))
     tensors.emplace_back("cls.predictions.decoder.bias", bias->var.value());
+  // HF's names and shapes exactly: the absolute table HF's relative types keep
+  // unused is written as zeros, so transformers loads the checkpoint with no
+  // missing key (and nothing it computes depends on the values).
   if (unused_absolute_table(model, bert_config)) {
     DType dtype = tensors.empty() ? DType::f32 : tensors.front().second.dtype();
     tensors.emplace_back(kUnusedAbsoluteTable, Tensor::zeros({bert_config.max_position_embeddings,

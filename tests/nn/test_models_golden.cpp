@@ -114,3 +114,29 @@ TEST_CASE("GPT-2 and RoBERTa written by ordo read back the same and in HF's layo
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("GPT-2 and RoBERTa configs: what ordo cannot compute is refused by name", "[models][config]") {
+  auto gpt2 = [](const std::string& extra) {
+    return nn::config_from_json(json::parse(R"({"model_type": "gpt2", "n_embd": 8, "n_head": 2, "n_layer": 1)" + extra +
+                                            "}"),
+                                "config.json", true);
+  };
+  CHECK(gpt2("").intermediate_size == 32);
+  CHECK(gpt2("").pad_token_id == -1);  // GPT-2's word embeddings have no padding row
+  CHECK_THROWS_WITH(gpt2(R"(, "scale_attn_by_inverse_layer_idx": true)"),
+                    Catch::Contains("scale_attn_by_inverse_layer_idx true is not supported"));
+  CHECK_THROWS_WITH(gpt2(R"(, "add_cross_attention": true)"), Catch::Contains("add_cross_attention"));
+  CHECK_THROWS_WITH(gpt2(R"(, "n_embd_typo": 3)"), Catch::Contains("n_embd_typo"));
+  // A run config (strict) takes the options, not model_type.
+  const nn::BertConfig opts = nn::config_from_json(
+      json::parse(R"({"pre_layer_norm": true, "embedding_layer_norm": false, "lm_head": "linear",)"
+                  R"( "tie_word_embeddings": false, "decoder": true})"),
+      "run config");
+  CHECK(opts.model_type == "bert");
+  CHECK_FALSE(opts.embedding_layer_norm);
+  CHECK_THROWS_WITH(nn::config_from_json(json::parse(R"({"lm_head": "mlp"})"), "run config"),
+                    Catch::Contains("lm_head"));
+  // The roberta layout holds a learned absolute table and input segments only.
+  CHECK_THROWS_WITH(nn::config_from_json(json::parse(R"({"model_type": "roberta", "pe": "rpe_shaw"})"), "c.json", true),
+                    Catch::Contains("has no roberta layout"));
+}

@@ -139,6 +139,9 @@ TEST_CASE("GPT-2 and RoBERTa folders with their BPE tokenizers: probe, analyze, 
   CHECK(wc["tables"][0]["name"].as_string() == "gpt2");
   CHECK(wc["tables"][1]["name"].as_string() == "roberta");
   CHECK(wc["positions"].as_int() == 30);
+  // The fixed sinusoid holds its positions (Wang & Chen's Table 1: MAE near 0); a Gaussian table does not.
+  CHECK(wc["tables"][2]["name"].as_string() == "sinusoid");
+  CHECK(wc["tables"][2]["mae"].as_number() < 0.5 * wc["tables"][3]["mae"].as_number());
   for (const char* f : {"wang_chen.md", "wang_chen.csv", "wang_chen_cosine.png", "wang_chen_informativeness.png"})
     CHECK(ordo::file_exists(dir / (std::string("wang_chen/") + f)));
 
@@ -165,6 +168,38 @@ TEST_CASE("GPT-2 and RoBERTa folders with their BPE tokenizers: probe, analyze, 
   for (const auto& [name, t] : ordo::safetensors::load(best + "/model.safetensors"))
     out_proj |= name == "classifier.out_proj.weight";
   CHECK(out_proj);
+}
+
+TEST_CASE("ordo forward on RoBERTa as HF wrote it gives HF's outputs, padding's positions as HF counts them",
+          "[cli][hf_models]") {
+  TempDir dir("forward_roberta");
+  auto golden = ordo::test::load_tensors(kTwin + "/golden_roberta_tied.safetensors");
+  auto rows = [](const ordo::Tensor& t) {
+    json::Value a = json::Value::array();
+    const std::vector<int64_t> v = t.to_vector<int64_t>();
+    for (int64_t r = 0; r < t.size(0); ++r) {
+      json::Value row = json::Value::array();
+      for (int64_t c = 0; c < t.size(1); ++c) row.push_back(v[static_cast<size_t>(r * t.size(1) + c)]);
+      a.push_back(row);
+    }
+    return a;
+  };
+  json::Value in = json::Value::object();
+  in["input_ids"] = rows(golden.at("input_ids"));
+  in["attention_mask"] = rows(golden.at("attention_mask"));
+  const std::string input = dir.write("in.json", json::dump(in));
+  ordo_ok("forward --checkpoint " + kTwin + "/roberta_tied --input " + input + " --out " + (dir / "out.safetensors"));
+  auto out = ordo::test::load_tensors(dir / "out.safetensors");
+  for (const char* name : {"hidden_states.0", "hidden_states.2", "attentions.1", "logits"}) {
+    INFO(name);
+    REQUIRE(out.count(name) == 1);
+    CHECK(ordo::test::relative_error(out.at(name), golden.at(name)) < 5e-6);
+  }
+  // The padding tokens' positions: -1 (RoBERTa's padding row), the others counted from 0.
+  const std::vector<int64_t> p = out.at("positions").to_vector<int64_t>();
+  const int64_t length = golden.at("input_ids").size(1);
+  CHECK(p[static_cast<size_t>(length + 7)] == 7);
+  CHECK(p[static_cast<size_t>(length + 8)] == -1);
 }
 
 TEST_CASE("a model ordo does not implement is named with what ordo reads, before any other key",
