@@ -492,14 +492,6 @@ void attention_rank(RunState& c, Output& out, const std::vector<int32_t>* sample
                    std::to_string(m.head_dim()) + ".");
 }
 
-// A Gaussian table (the chance-level control).
-Matrix gaussian_table(int64_t rows, int64_t cols, uint64_t seed) {
-  Matrix m(rows, cols);
-  CounterRng rng(seed, rng_stream(RngPurpose::gaussian_control));
-  for (double& x : m.data) x = rng.normal();
-  return m;
-}
-
 void probes_of_table(RunState& c, Output& out) {
   const std::string t1 = "Absolute position regression (linear, 5-fold cross-validation)";
   const std::string t2 = "Relative order classification (logistic regression on position pairs)";
@@ -512,41 +504,37 @@ void probes_of_table(RunState& c, Output& out) {
     return;
   }
   const int64_t d = c.table.cols;
-  struct Named {
-    std::string name;
-    Matrix table;
-  };
-  std::vector<Named> tables = {{c.variant, c.table},
-                               {"fixed sinusoid", probe::sinusoid_table(c.length, probe::sinusoid_frequencies(d))},
-                               {"random (Gaussian)", gaussian_table(c.length, d, c.options.seed)}};
+  // The numbers of Wang & Chen's tables (probe/wang_chen.h) for this table and
+  // its two controls, keyed here as the run's files have always named them.
+  WangChenOptions wo;
+  wo.positions = c.length;
+  wo.seed = c.options.seed;
+  const std::vector<WangChenRow> rows = wang_chen_rows({{c.variant, "", c.table}}, wo);
+  const std::vector<std::string> names = {c.variant, "fixed sinusoid", "random (Gaussian)"},
+                                 labels = {c.variant, "sinusoid", "random"};
   json::Value reg = json::Value::object(), ord = json::Value::object();
-  std::vector<std::string> names, labels = {c.variant, "sinusoid", "random"};
   std::vector<double> mae, base, err;
   std::vector<plot::Series> shares;
   std::vector<std::vector<double>> share_rows(static_cast<size_t>(std::min(c.length, d)));
-  for (size_t i = 0; i < tables.size(); ++i) {
-    const Named& n = tables[i];
-    probe::RegressionResult r = probe::position_regression(n.table, 5, c.options.seed);
-    probe::OrderResult o = probe::relative_order_classification(n.table, 5, c.options.seed);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const WangChenRow& w = rows[i];
     json::Value rv = json::Value::object();
-    rv["mae"] = r.mae;
-    rv["baseline_mae"] = r.baseline_mae;
-    reg[n.name] = rv;
+    rv["mae"] = w.mae;
+    rv["baseline_mae"] = w.baseline_mae;
+    reg[names[i]] = rv;
     json::Value ov = json::Value::object();
-    ov["error_rate"] = o.error_rate;
-    ov["test_pairs"] = o.test_pairs;
-    ord[n.name] = ov;
-    names.push_back(n.name);
-    mae.push_back(r.mae);
-    base.push_back(r.baseline_mae);
-    err.push_back(o.error_rate);
-    std::vector<double> share = probe::cumulative_share(probe::singular_values(n.table));
+    ov["error_rate"] = w.order_error;
+    ov["test_pairs"] = w.order_test_pairs;
+    ord[names[i]] = ov;
+    mae.push_back(w.mae);
+    base.push_back(w.baseline_mae);
+    err.push_back(w.order_error);
     std::vector<double> ks;
-    for (size_t k = 0; k < share.size(); ++k) ks.push_back(static_cast<double>(k + 1));
-    shares.push_back({labels[i], ks, share, plot::series_color(static_cast<int>(i)), false});
+    for (size_t k = 0; k < w.share.size(); ++k) ks.push_back(static_cast<double>(k + 1));
+    shares.push_back({labels[i], ks, w.share, plot::series_color(static_cast<int>(i)), false});
     for (size_t k = 0; k < share_rows.size(); ++k) {
       if (i == 0) share_rows[k].push_back(static_cast<double>(k + 1));
-      share_rows[k].push_back(k < share.size() ? share[k] : 1.0);
+      share_rows[k].push_back(k < w.share.size() ? w.share[k] : 1.0);
     }
   }
   const std::string about = std::to_string(c.length) + " positions x " + std::to_string(d) + " dimensions";
@@ -592,7 +580,7 @@ void probes_of_table(RunState& c, Output& out) {
   out.png("informativeness.png", plot::line_chart(shares, si));
   std::string counts;
   for (size_t i = 0; i < shares.size(); ++i)
-    counts += (i ? ", " : "") + names[i] + " " + std::to_string(probe::components_for(shares[i].y, 0.9));
+    counts += (i ? ", " : "") + names[i] + " " + std::to_string(rows[i].components_90);
   out.analysis(t3, "informativeness.png", "csv", "informativeness.csv",
                "(s_1 + ... + s_k) / sum of all s for the singular values of the " + about +
                    " table (Wang & Chen 2020, §4.2.2, Fig. 2). Components for 90 %: " + counts + ".");

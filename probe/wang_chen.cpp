@@ -33,9 +33,9 @@ Matrix gaussian(int64_t rows, int64_t cols, uint64_t seed) {
   return m;
 }
 
-}  // namespace
-
-WangChenReport wang_chen_tables(const std::vector<NamedTable>& tables_in, const WangChenOptions& o) {
+// The tables as analysed: each cut to the shortest's rows (at most
+// o.positions), then the controls of the first one's width.
+std::vector<NamedTable> analysed_tables(const std::vector<NamedTable>& tables_in, const WangChenOptions& o) {
   ORDO_CHECK(!tables_in.empty(), "Wang & Chen's tables: no position table to analyse");
   int64_t positions = o.positions;
   for (const NamedTable& t : tables_in) {
@@ -47,13 +47,42 @@ WangChenReport wang_chen_tables(const std::vector<NamedTable>& tables_in, const 
   for (const NamedTable& t : tables_in) tables.push_back({t.name, t.kind, first_rows(t.table, positions)});
   if (o.controls) {
     const int64_t d = tables.front().table.cols;
-    tables.push_back({"sinusoid", "pre-defined (Vaswani et al.)",
-                      sinusoid_table(positions, sinusoid_frequencies(d))});
+    tables.push_back({"sinusoid", "pre-defined (Vaswani et al.)", sinusoid_table(positions, sinusoid_frequencies(d))});
     tables.push_back({"random", "control: Gaussian, chance", gaussian(positions, d, o.seed)});
   }
+  return tables;
+}
 
+WangChenRow row_of(const NamedTable& t, uint64_t seed) {
+  const RegressionResult reg = position_regression(t.table, 5, seed);
+  const OrderResult ord = relative_order_classification(t.table, 5, seed);
+  WangChenRow r;
+  r.name = t.name;
+  r.kind = t.kind;
+  r.positions = t.table.rows;
+  r.dim = t.table.cols;
+  r.mae = reg.mae;
+  r.baseline_mae = reg.baseline_mae;
+  r.order_error = ord.error_rate;
+  r.order_test_pairs = ord.test_pairs;
+  r.share = cumulative_share(singular_values(t.table));
+  r.components_90 = components_for(r.share, 0.9);
+  return r;
+}
+
+}  // namespace
+
+std::vector<WangChenRow> wang_chen_rows(const std::vector<NamedTable>& tables, const WangChenOptions& o) {
+  std::vector<WangChenRow> rows;
+  for (const NamedTable& t : analysed_tables(tables, o)) rows.push_back(row_of(t, o.seed));
+  return rows;
+}
+
+WangChenReport wang_chen_tables(const std::vector<NamedTable>& tables_in, const WangChenOptions& o) {
+  const std::vector<NamedTable> tables = analysed_tables(tables_in, o);
   WangChenReport r;
-  r.positions = positions;
+  for (const NamedTable& t : tables) r.rows.push_back(row_of(t, o.seed));
+  const int64_t positions = r.positions = tables.front().table.rows;
   json::Value rows = json::Value::array();
   std::string md = "| model | type | positions x dim | position regression MAE (Table 1) | predicting the mean |"
                    " relative-order error (Table 2) | k for 90% of the singular values (Fig. 2) |\n"
@@ -61,43 +90,40 @@ WangChenReport wang_chen_tables(const std::vector<NamedTable>& tables_in, const 
   std::string csv = "model,type,positions,dim,mae,baseline_mae,order_error,components_90\n";
   std::vector<png::Image> cosines;
   std::vector<plot::Series> shares;
-  for (size_t i = 0; i < tables.size(); ++i) {
-    const NamedTable& t = tables[i];
-    const RegressionResult reg = position_regression(t.table, 5, o.seed);
-    const OrderResult ord = relative_order_classification(t.table, 5, o.seed);
-    const std::vector<double> share = cumulative_share(singular_values(t.table));
-    const int64_t k90 = components_for(share, 0.9);
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    const WangChenRow& w = r.rows[i];
     json::Value row = json::Value::object();
-    row["name"] = t.name;
-    row["kind"] = t.kind;
-    row["positions"] = positions;
-    row["dim"] = t.table.cols;
-    row["mae"] = reg.mae;
-    row["baseline_mae"] = reg.baseline_mae;
-    row["order_error"] = ord.error_rate;
-    row["components_90"] = k90;
+    row["name"] = w.name;
+    row["kind"] = w.kind;
+    row["positions"] = w.positions;
+    row["dim"] = w.dim;
+    row["mae"] = w.mae;
+    row["baseline_mae"] = w.baseline_mae;
+    row["order_error"] = w.order_error;
+    row["components_90"] = w.components_90;
     json::Value curve = json::Value::array();
-    for (double v : share) curve.push_back(v);
+    for (double v : w.share) curve.push_back(v);
     row["share"] = curve;
     rows.push_back(row);
-    const std::string dims = std::to_string(positions) + " x " + std::to_string(t.table.cols);
-    md += "| " + t.name + " | " + t.kind + " | " + dims + " | " + fmt("%.2f", reg.mae) + " | " +
-          fmt("%.2f", reg.baseline_mae) + " | " + fmt("%.4f", ord.error_rate) + " | " + std::to_string(k90) + " |\n";
-    csv += t.name + "," + t.kind + "," + std::to_string(positions) + "," + std::to_string(t.table.cols) + "," +
-           fmt("%.9g", reg.mae) + "," + fmt("%.9g", reg.baseline_mae) + "," + fmt("%.9g", ord.error_rate) + "," +
-           std::to_string(k90) + "\n";
+    const std::string dims = std::to_string(positions) + " x " + std::to_string(w.dim);
+    md += "| " + w.name + " | " + w.kind + " | " + dims + " | " + fmt("%.2f", w.mae) + " | " +
+          fmt("%.2f", w.baseline_mae) + " | " + fmt("%.4f", w.order_error) + " | " + std::to_string(w.components_90) +
+          " |\n";
+    csv += w.name + "," + w.kind + "," + std::to_string(positions) + "," + std::to_string(w.dim) + "," +
+           fmt("%.9g", w.mae) + "," + fmt("%.9g", w.baseline_mae) + "," + fmt("%.9g", w.order_error) + "," +
+           std::to_string(w.components_90) + "\n";
 
     plot::HeatmapStyle hs;
-    hs.title = t.name;
+    hs.title = w.name;
     hs.x_label = "position j";
     hs.y_label = "position i";
     hs.colorbar_label = "cosine";
     hs.vmin = -1;
     hs.vmax = 1;
-    cosines.push_back(plot::heatmap(cosine_similarities(t.table), hs));
+    cosines.push_back(plot::heatmap(cosine_similarities(tables[i].table), hs));
     std::vector<double> ks;
-    for (size_t k = 0; k < share.size(); ++k) ks.push_back(static_cast<double>(k + 1));
-    shares.push_back({t.name, ks, share, plot::series_color(static_cast<int>(i)), false});
+    for (size_t k = 0; k < w.share.size(); ++k) ks.push_back(static_cast<double>(k + 1));
+    shares.push_back({w.name, ks, w.share, plot::series_color(static_cast<int>(i)), false});
   }
   md += "\nWang & Chen 2020, Tables 1-2: the first " + std::to_string(positions) +
         " positions of each table; regression and order by 5-fold cross-validation over positions "

@@ -38,6 +38,20 @@ struct WangChenOptions {
   bool controls = true;     // add the fixed sinusoid and a Gaussian table
 };
 
+// One table's numbers.
+struct WangChenRow {
+  std::string name, kind;
+  int64_t positions = 0, dim = 0;
+  double mae = 0, baseline_mae = 0;  // Table 1 (baseline: predicting the training rows' mean)
+  double order_error = 0;            // Table 2
+  int64_t order_test_pairs = 0;
+  std::vector<double> share;         // Fig. 2: share[k-1] of the top k singular values
+  int64_t components_90 = 0;         // the smallest k with share >= 0.9
+};
+// The numbers alone: one row per table, in order, then the controls
+// ("sinusoid", "random") when asked.
+std::vector<WangChenRow> wang_chen_rows(const std::vector<NamedTable>& tables, const WangChenOptions& options);
+
 // Computes everything and renders the files (nothing is written):
 //   wang_chen.json   per table: name, kind, positions, dim, mae, baseline_mae,
 //                    order_error, components_90 (k reaching 90 % of the
@@ -48,6 +62,7 @@ struct WangChenOptions {
 // Errors: no table, a table with fewer rows than 2, tables of different widths
 // are fine (each is analysed in its own width).
 struct WangChenReport {
+  std::vector<WangChenRow> rows;
   json::Value summary;
   std::vector<std::pair<std::string, std::string>> files;  // (name, bytes)
   int64_t positions = 0;  // the rows used
