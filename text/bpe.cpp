@@ -120,6 +120,7 @@ BpeTokenizer::BpeTokenizer(std::vector<std::string> tokens,
   }
   std::stable_sort(specials_.begin(), specials_.end(),
                    [](const std::string& x, const std::string& y) { return x.size() > y.size(); });
+  for (const std::string& s : specials_) special_cps_.push_back(utf8::decode_or_throw(s, "a special token"));
   const int32_t bos = id("<s>"), eos = id("</s>"), endoftext = id("<|endoftext|>");
   if (bos >= 0 && eos >= 0) {  // RoBERTa: <s> a </s> </s> b </s>
     layout_.cls = bos, layout_.sep = eos, layout_.pair_separators = 2, layout_.second_segment = 0;
@@ -291,8 +292,6 @@ void BpeTokenizer::encode_piece(std::string_view bytes, std::vector<int32_t>& sy
 
 Encoding BpeTokenizer::encode_with_offsets(std::string_view text) const {
   const std::u32string cps = utf8::decode_or_throw(text, "the text to tokenize");
-  std::vector<std::u32string> special_cps;
-  for (const std::string& s : specials_) special_cps.push_back(utf8::decode_or_throw(s, "a special token"));
   Encoding out;
   std::string piece;
   std::vector<int32_t> piece_chars, symbols;  // piece_chars[b]: the code point byte b of the piece came from
@@ -318,8 +317,9 @@ Encoding BpeTokenizer::encode_with_offsets(std::string_view text) const {
   size_t plain = 0;
   for (size_t i = 0; i < cps.size();) {
     size_t matched = 0, which = 0;
-    for (size_t k = 0; k < special_cps.size() && !matched; ++k)
-      if (std::u32string_view(cps).substr(i, special_cps[k].size()) == special_cps[k]) matched = special_cps[k].size(), which = k;
+    for (size_t k = 0; k < special_cps_.size() && !matched; ++k)
+      if (std::u32string_view(cps).substr(i, special_cps_[k].size()) == special_cps_[k])
+        matched = special_cps_[k].size(), which = k;
     if (!matched) {
       ++i;
       continue;

@@ -87,6 +87,7 @@ class BpeTokenizer : public SubwordTokenizer {
   std::vector<std::pair<int32_t, int32_t>> merge_list_;  // in rank order, for save()
   int32_t byte_ids_[256];
   std::vector<std::string> specials_;  // cut out of the text whole (longest first)
+  std::vector<std::u32string> special_cps_;  // the same as code points
   std::vector<bool> special_;
   SequenceLayout layout_;
 };
