@@ -14,11 +14,13 @@ namespace ordo::probe {
 
 namespace {
 
-png::Image layer_heatmap(const Matrix& m, const std::string& variant, int layer, bool scores) {
+// `specials`: the first and last rows are the model's specials, whose colours
+// would swamp the words' (GPT-2's probe has none: the whole map sets the range).
+png::Image layer_heatmap(const Matrix& m, const std::string& variant, int layer, bool scores, bool specials) {
   plot::HeatmapStyle style;
   style.title = variant + ": layer " + std::to_string(layer) + (scores ? " scores (unnormalised)" : " attention");
   style.colorbar_label = scores ? "score" : "attention";
-  range_of_word_positions(style, m);
+  if (specials) range_of_word_positions(style, m);
   return plot::heatmap(m, style);
 }
 
@@ -71,8 +73,8 @@ ProbeFolder probe_folder(const ProbeRequest& request) {
     names["scores_png"] = "scores_layer" + k + ".png";
     f.files.emplace_back(names["attention_csv"].as_string(), to_csv(p.attention));
     f.files.emplace_back(names["scores_csv"].as_string(), to_csv(p.scores));
-    f.files.emplace_back(names["attention_png"].as_string(), png::encode(layer_heatmap(p.attention, label, p.layer, false)));
-    f.files.emplace_back(names["scores_png"].as_string(), png::encode(layer_heatmap(p.scores, label, p.layer, true)));
+    f.files.emplace_back(names["attention_png"].as_string(), png::encode(layer_heatmap(p.attention, label, p.layer, false, f.result.specials)));
+    f.files.emplace_back(names["scores_png"].as_string(), png::encode(layer_heatmap(p.scores, label, p.layer, true, f.result.specials)));
     file_list[key] = names;
   }
   f.files.emplace_back("indicators.json", json::dump(indicators, 2) + "\n");
