@@ -31,7 +31,8 @@
 //   OUT/runs/lr_<lr>_seed_<seed>/
 //       metrics.jsonl      a line per logged step and per epoch's evaluation
 //       best/              the best epoch's model (config.json with the architecture and
-//                          labels, model.safetensors with HF names, vocab.txt) unless
+//                          labels, model.safetensors with HF names, the tokenizer's
+//                          vocab.txt or vocab.json + merges.txt) unless
 //                          train.save_best is false
 //       dev predictions of the best epoch: GLUE, a GLUE submission file per dev set
 //                          (dev.tsv -> dev_predictions.tsv; MNLI dev_matched_predictions.tsv
