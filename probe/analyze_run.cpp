@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "base/counter_rng.h"
 #include "base/file_io.h"
@@ -965,7 +966,9 @@ AnalyzeSummary analyze_models(const AnalyzeOptions& o) {
     auto model = pe::load_model(dir, Device::cpu());
     const nn::BertConfig& c = model->bert.config();
     const int64_t max_position = model->bert.position_encoding().max_position();
-    const int64_t rows = std::min(max_position >= 0 ? max_position + 1 : c.max_position_embeddings, o.positions);
+    int64_t rows = std::min(max_position >= 0 ? max_position + 1 : c.max_position_embeddings, o.positions);
+    // An ordo run's rows past its pretraining length were never trained.
+    if (const std::optional<int64_t> trained = train::checkpoint_trained_length(dir)) rows = std::min(rows, *trained);
     NamedTable t{name, std::string(c.decoder ? "decoder (causal LM), " : "encoder, ") + model_label(c),
                  absolute_table(*model, rows)};
     if (t.table.empty()) {

@@ -91,7 +91,8 @@ struct AnalyzeSummary {
 AnalyzeSummary analyze_run(const AnalyzeOptions& options);
 
 // `options.models`: every checkpoint or run in that folder (in name order), its
-// position table's first `positions` rows (the shortest table's at most)
+// position table's first `positions` rows (the shortest table's at most; an
+// ordo run's no more than it pretrained on)
 // through probe/wang_chen.h, written to `options.out` (wang_chen.md, .csv,
 // .json, wang_chen_cosine.png, wang_chen_informativeness.png). A model
 // without an input table (a relative-only variant) is listed as skipped.
