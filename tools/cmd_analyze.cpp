@@ -29,6 +29,8 @@ int run(const std::vector<std::string>& argv) {
   ORDO_CHECK(given == 1, "analyze: give one of --run RUN_DIR, --model CHECKPOINT, --models FOLDER");
   ORDO_CHECK(!args.has("checkpoint") || args.has("run"),
              "analyze: --checkpoint step_N picks a checkpoint of --run; a checkpoint folder is --model DIR");
+  ORDO_CHECK(!args.has("positions") || !args.has("run"),
+             "analyze: --positions applies to --model and --models; a run's analyses take the positions it pretrained on");
   ordo::probe::AnalyzeOptions o;
   o.run = args.str("run", "");
   o.model_dir = args.str("model", "");
@@ -53,7 +55,7 @@ int run(const std::vector<std::string>& argv) {
   return 0;
 }
 
-ordo::cli::Register command({"analyze", "analyses of a run's learned positions: CSV/JSON, PNG and an index",
+ordo::cli::Register command({"analyze", "analyses of a run's or a checkpoint's learned positions; Wang & Chen's tables across models",
                              "--run RUN_DIR --out DIR [--checkpoint step_N] [--seed S] [--eval-sequences N] [--quiet] [--overwrite]\n"
                              "  or  --model CHECKPOINT --out DIR [--positions N]   a checkpoint outside a run (an HF\n"
                              "       BERT, RoBERTa or GPT-2 folder, a bare encoder): what needs a run is listed as skipped\n"
