@@ -38,7 +38,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& supported_a
                 "BertForSequenceClassification", "BertForQuestionAnswering"}},
       {"roberta", {"RobertaModel", "RobertaForMaskedLM", "RobertaForCausalLM", "RobertaForSequenceClassification",
                    "RobertaForQuestionAnswering"}},
-      {"gpt2", {"GPT2Model", "GPT2LMHeadModel"}}};
+      {"gpt2", {"GPT2Model", "GPT2LMHeadModel", "GPT2ForSequenceClassification", "GPT2ForQuestionAnswering"}}};
   return s;
 }
 

@@ -78,9 +78,12 @@ const std::vector<std::pair<std::string, std::string>>& gpt2_layer_names() {
 const std::vector<std::pair<std::string, std::string>>& gpt2_model_names() {
   static const std::vector<std::pair<std::string, std::string>> names = {
       {"wte.", "bert.embeddings.word_embeddings."}, {"wpe.", "bert.embeddings.position_embeddings."},
-      {"ln_f.", "bert.encoder.final_LayerNorm."}, {"lm_head.", "cls.predictions.decoder."}};
+      {"ln_f.", "bert.encoder.final_LayerNorm."}, {"lm_head.", "cls.predictions.decoder."},
+      {"score.", "classifier."}};
   return names;
 }
+// The heads, which sit beside "transformer." rather than in it.
+bool gpt2_head(const std::string& name) { return starts_with(name, "lm_head.") || starts_with(name, "score."); }
 
 bool is_conv1d_weight(const std::string& rest) {
   return rest == "attn.c_proj.weight" || rest == "mlp.c_fc.weight" || rest == "mlp.c_proj.weight";
@@ -164,7 +167,7 @@ NamedTensors gpt2_to(const NamedTensors& tensors) {
     bool renamed = false;
     for (const auto& [theirs, mine] : gpt2_model_names())
       if (swap_prefix(name, mine, theirs)) {
-        out.emplace_back(theirs == "lm_head." ? name : "transformer." + name, t);
+        out.emplace_back(gpt2_head(name) ? name : "transformer." + name, t);
         renamed = true;
         break;
       }

@@ -21,6 +21,7 @@
 //                                         (transposed)
 //     ln_f                                bert.encoder.final_LayerNorm
 //     lm_head.weight                      cls.predictions.decoder.weight (a tied copy, or untied)
+//     score.weight                        classifier.weight (GPT2ForSequenceClassification: no bias)
 //     h.N.attn.bias, masked_bias          (causal-mask buffers of older files: dropped)
 // Names the table does not list pass through as they are (ordo's own task
 // heads under a GPT-2 backbone).

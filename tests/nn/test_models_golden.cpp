@@ -140,3 +140,24 @@ TEST_CASE("GPT-2 and RoBERTa configs: what ordo cannot compute is refused by nam
   CHECK_THROWS_WITH(nn::config_from_json(json::parse(R"({"model_type": "roberta", "pe": "rpe_shaw"})"), "c.json", true),
                     Catch::Contains("has no roberta layout"));
 }
+
+TEST_CASE("a classifier fine-tuned from GPT-2 is written as GPT2ForSequenceClassification", "[models][checkpoint]") {
+  const std::string dir = std::filesystem::temp_directory_path().string() + "/ordo_gpt2_classifier";
+  std::filesystem::remove_all(dir);
+  const nn::BertConfig config = nn::load_config(kTwinDir + "/gpt2_tied");
+  nn::SequenceClassifier model(config, pe::make_position_encoding(config, Device::cpu()), Device::cpu(), 3);
+  nn::initialize_bert(model, model.bert, 9);
+  CHECK(model.classifier.bias == nullptr);  // HF's score has none
+  nn::save_weights(dir, model, config, "BertForSequenceClassification");
+  std::map<std::string, Shape> names;
+  for (const auto& [n, t] : safetensors::load(dir + "/model.safetensors")) names[n] = t.shape();
+  CHECK(names.at("score.weight") == Shape{3, 24});
+  CHECK(names.count("transformer.wte.weight") == 1);
+  CHECK(names.count("classifier.weight") == 0);
+  CHECK(json::parse(read_file(dir + "/config.json"))["architectures"][0].as_string() == "GPT2ForSequenceClassification");
+  nn::LoadReport report;
+  auto again = pe::load_classifier(dir, 3, Device::cpu(), 1, &report);
+  CHECK(report.missing.empty());
+  CHECK(max(abs(sub(again->classifier.weight.var.value(), model.classifier.weight.var.value()))).item() == 0);
+  std::filesystem::remove_all(dir);
+}
