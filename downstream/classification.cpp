@@ -5,33 +5,37 @@
 namespace ordo::downstream {
 
 ClassificationFeature encode_glue_example(const GlueExample& example, const GlueTask& task,
-                                          const text::Tokenizer& tokenizer, int max_seq_length) {
-  ORDO_CHECK(max_seq_length >= (task.pair ? 5 : 3), "max_seq_length ", max_seq_length, " is too short for ",
-             task.display, " ([CLS] and [SEP]", task.pair ? " twice" : "", " need room, plus a token of each text)");
+                                          const text::SubwordTokenizer& tokenizer, int max_seq_length) {
+  const text::SequenceLayout l = tokenizer.layout();
+  const int cls = l.cls >= 0 ? 1 : 0, sep = l.sep >= 0 ? 1 : 0;
+  const int specials = task.pair ? cls + sep * (l.pair_separators + 1) : cls + sep;
+  ORDO_CHECK(max_seq_length >= specials + (task.pair ? 2 : 1), "max_seq_length ", max_seq_length,
+             " is too short for ", task.display, " (", specials, " special tokens need room, plus a token of each text)");
   std::vector<int32_t> a = tokenizer.encode(example.text_a), b;
+  const size_t room = static_cast<size_t>(max_seq_length - specials);
   if (task.pair) {
     b = tokenizer.encode(example.text_b);
-    while (a.size() + b.size() > static_cast<size_t>(max_seq_length - 3)) (a.size() > b.size() ? a : b).pop_back();
-  } else if (a.size() > static_cast<size_t>(max_seq_length - 2)) {
-    a.resize(static_cast<size_t>(max_seq_length - 2));
+    while (a.size() + b.size() > room) (a.size() > b.size() ? a : b).pop_back();
+  } else if (a.size() > room) {
+    a.resize(room);
   }
-  const text::SpecialIds& special = tokenizer.vocab().special();
   ClassificationFeature f;
-  f.input_ids.push_back(special.cls);
+  if (cls) f.input_ids.push_back(l.cls);
   f.input_ids.insert(f.input_ids.end(), a.begin(), a.end());
-  f.input_ids.push_back(special.sep);
+  if (sep) f.input_ids.push_back(l.sep);
+  if (task.pair && sep) f.input_ids.insert(f.input_ids.end(), static_cast<size_t>(l.pair_separators - 1), l.sep);
   f.token_type_ids.assign(f.input_ids.size(), 0);
   if (task.pair) {
     f.input_ids.insert(f.input_ids.end(), b.begin(), b.end());
-    f.input_ids.push_back(special.sep);
-    f.token_type_ids.resize(f.input_ids.size(), 1);
+    if (sep) f.input_ids.push_back(l.sep);
+    f.token_type_ids.resize(f.input_ids.size(), l.second_segment);
   }
   f.label = example.label;
   f.score = example.score;
   return f;
 }
 
-std::vector<ClassificationFeature> make_glue_features(const GlueSet& set, const text::Tokenizer& tokenizer,
+std::vector<ClassificationFeature> make_glue_features(const GlueSet& set, const text::SubwordTokenizer& tokenizer,
                                                       int max_seq_length) {
   std::vector<ClassificationFeature> out;
   out.reserve(set.examples.size());

@@ -5,6 +5,8 @@
 //                 after; while the two are longer than max_seq_length - 3 in all,
 //                 the last token of the longer one goes (of b on a tie:
 //                 _truncate_seq_pair).
+// with the specials of the model's tokenizer (text/subword.h): RoBERTa's
+// <s> a </s> </s> b </s> in one segment (4 specials), GPT-2's a b (none).
 // Not padded: batching pads.
 #pragma once
 
@@ -12,7 +14,7 @@
 #include <vector>
 
 #include "downstream/glue.h"
-#include "text/tokenizer.h"
+#include "text/subword.h"
 
 namespace ordo::downstream {
 
@@ -24,8 +26,8 @@ struct ClassificationFeature {
 };
 
 ClassificationFeature encode_glue_example(const GlueExample& example, const GlueTask& task,
-                                          const text::Tokenizer& tokenizer, int max_seq_length);
-std::vector<ClassificationFeature> make_glue_features(const GlueSet& set, const text::Tokenizer& tokenizer,
+                                          const text::SubwordTokenizer& tokenizer, int max_seq_length);
+std::vector<ClassificationFeature> make_glue_features(const GlueSet& set, const text::SubwordTokenizer& tokenizer,
                                                       int max_seq_length);
 
 }  // namespace ordo::downstream

@@ -50,17 +50,19 @@ std::string SquadFeatureStats::skipped_report() const {
          " whose answer text is not at its answer_start (run_squad's 'Could not find answer'): " + ids;
 }
 
-std::vector<SquadFeature> make_squad_features(const SquadDataset& data, const text::Tokenizer& tokenizer,
+std::vector<SquadFeature> make_squad_features(const SquadDataset& data, const text::SubwordTokenizer& tokenizer,
                                               const SquadWindowOptions& options, bool training,
                                               SquadFeatureStats* stats) {
   ORDO_CHECK(options.max_query_length >= 1, "max_query_length must be >= 1, got ", options.max_query_length);
   ORDO_CHECK(options.doc_stride >= 1, "doc_stride must be >= 1, got ", options.doc_stride);
-  const text::SpecialIds& special = tokenizer.vocab().special();
+  // [CLS] q [SEP] c [SEP] with the model's specials (RoBERTa: <s> q </s> </s> c </s>, one segment).
+  const text::SequenceLayout layout = tokenizer.layout();
+  const int specials = (layout.cls >= 0 ? 1 : 0) + (layout.sep >= 0 ? layout.pair_separators + 1 : 0);
   SquadFeatureStats local;
   SquadFeatureStats& st = stats ? *stats : local;
   std::vector<SquadFeature> features;
   int cached_paragraph = -1;
-  text::Tokenizer::Encoding context;
+  text::Encoding context;
   for (size_t qi = 0; qi < data.questions.size(); ++qi) {
     const SquadQuestion& q = data.questions[qi];
     const SquadParagraph& paragraph = data.paragraphs[static_cast<size_t>(q.paragraph)];
@@ -91,9 +93,9 @@ std::vector<SquadFeature> make_squad_features(const SquadDataset& data, const te
     }
     std::vector<int32_t> query = tokenizer.encode(q.question);
     if (static_cast<int>(query.size()) > options.max_query_length) query.resize(static_cast<size_t>(options.max_query_length));
-    const int max_tokens = options.max_seq_length - static_cast<int>(query.size()) - 3;
+    const int max_tokens = options.max_seq_length - static_cast<int>(query.size()) - specials;
     ORDO_CHECK(max_tokens >= 1, "max_seq_length ", options.max_seq_length, " leaves no room for the context of "
-               "question '", q.id, "' after its ", query.size(), " query tokens and [CLS] [SEP] [SEP] (lower "
+               "question '", q.id, "' after its ", query.size(), " query tokens and ", specials, " special tokens (lower "
                "max_query_length, now ", options.max_query_length, ", or raise max_seq_length)");
     // run_squad advances by min(window, doc_stride): a stride beyond the window
     // would be silently cut to it, so the windows would not be the ones asked for.
@@ -110,9 +112,9 @@ std::vector<SquadFeature> make_squad_features(const SquadDataset& data, const te
       SquadFeature f;
       f.question = static_cast<int>(qi);
       f.window = static_cast<int>(w);
-      f.input_ids.push_back(special.cls);
+      if (layout.cls >= 0) f.input_ids.push_back(layout.cls);
       f.input_ids.insert(f.input_ids.end(), query.begin(), query.end());
-      f.input_ids.push_back(special.sep);
+      if (layout.sep >= 0) f.input_ids.insert(f.input_ids.end(), static_cast<size_t>(layout.pair_separators), layout.sep);
       f.token_type_ids.assign(f.input_ids.size(), 0);
       f.context_offset = static_cast<int>(f.input_ids.size());
       f.context_start = windows[w].start;
@@ -122,8 +124,8 @@ std::vector<SquadFeature> make_squad_features(const SquadDataset& data, const te
         f.context_spans.push_back(context.offsets[t]);
         f.max_context.push_back(is_max_context(windows, w, windows[w].start + k) ? 1 : 0);
       }
-      f.input_ids.push_back(special.sep);
-      f.token_type_ids.resize(f.input_ids.size(), 1);
+      if (layout.sep >= 0) f.input_ids.push_back(layout.sep);
+      f.token_type_ids.resize(f.input_ids.size(), layout.second_segment);
       if (answerable) {
         const int first = windows[w].start, last = windows[w].start + windows[w].length - 1;
         if (answer_first >= first && answer_last <= last) {

@@ -4,7 +4,7 @@
 // whitespace words:
 //
 //   question tokens, cut to max_query_length;
-//   the context tokenized once (text::Tokenizer::encode_with_offsets);
+//   the context tokenized once (text::SubwordTokenizer::encode_with_offsets);
 //   windows over the context tokens of max_tokens = max_seq_length - |question| - 3
 //   tokens, starting at 0 and each doc_stride tokens further (min(length,
 //   doc_stride)) until one reaches the end;
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "downstream/squad.h"
-#include "text/tokenizer.h"
+#include "text/subword.h"
 
 namespace ordo::downstream {
 
@@ -62,7 +62,7 @@ struct SquadFeatureStats {
 // The windows of every question, in question order (training: those not
 // skipped). ordo::Error for options that leave a question's context no room
 // (max_seq_length - its query tokens - 3 < 1).
-std::vector<SquadFeature> make_squad_features(const SquadDataset& data, const text::Tokenizer& tokenizer,
+std::vector<SquadFeature> make_squad_features(const SquadDataset& data, const text::SubwordTokenizer& tokenizer,
                                               const SquadWindowOptions& options, bool training,
                                               SquadFeatureStats* stats = nullptr);
 

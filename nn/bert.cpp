@@ -218,11 +218,13 @@ Var EncoderLayer::forward(const Var& x, const Var& padding_mask, PositionEncodin
 Embeddings::Embeddings(const BertConfig& c, Device device)
     : word_embeddings(add_module("word_embeddings", std::make_unique<Embedding>(c.vocab_size, c.hidden_size,
                                                                                c.initializer_range, device, c.pad_token_id))),
-      token_type_embeddings(c.segment == "per_head"
+      token_type_embeddings(c.segment == "per_head" || c.type_vocab_size == 0
                                 ? nullptr
                                 : &add_module("token_type_embeddings", std::make_unique<Embedding>(
                                                                            c.type_vocab_size, c.hidden_size, c.initializer_range, device))),
-      norm(add_module("LayerNorm", std::make_unique<LayerNorm>(c.hidden_size, c.layer_norm_eps, device))) {}
+      norm(c.embedding_layer_norm
+               ? &add_module("LayerNorm", std::make_unique<LayerNorm>(c.hidden_size, c.layer_norm_eps, device))
+               : nullptr) {}
 
 Encoder::Encoder(const BertConfig& c, Device device) {
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
@@ -292,9 +294,13 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace) 
   }
   ORDO_CHECK(in.input_ids.device() == device_, "BertModel: inputs are on ", in.input_ids.device().str(),
              ", the model on ", device_.str());
-  Tensor positions = in.positions.defined() ? in.positions : default_positions(batch, length, device_);
+  // RoBERTa's default positions skip padding tokens, as HF counts them.
+  BertInputs given = in;
+  if (!given.positions.defined() && config_.position_offset > 0)
+    given.positions = positions_skipping_padding(in.input_ids, config_.pad_token_id).to(device_);
+  Tensor positions = given.positions.defined() ? given.positions : default_positions(batch, length, device_);
   Tensor segments = in.segment_ids.defined() ? in.segment_ids : Tensor::zeros(shape, DType::i64, device_);
-  FactsScope facts(ctx, in.facts ? *in.facts : read_facts(in, batch, length));
+  FactsScope facts(ctx, in.facts ? *in.facts : read_facts(given, batch, length));
 
   // HF's order of the sums: (word + token type) + position. The ablations of
   // an input-level encoding act here, on the two terms of the locality/
@@ -327,15 +333,32 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace) 
     position_vectors = Var(position_vectors.value().to(dtype));
   }
   x = sum_of_defined(x, position_vectors);
-  x = dropout(embeddings.norm.forward(x), config_.hidden_dropout_prob, ctx);
+  if (embeddings.norm) x = embeddings.norm->forward(x);
+  x = dropout(x, config_.hidden_dropout_prob, ctx);
   if (trace && trace->keep_hidden_states) trace->hidden_states.push_back(x.value());
 
   Var mask(attention_bias(in.attention_mask, batch, length, config_.decoder, x.dtype(), device_));
   for (size_t l = 0; l < encoder.layers.size(); ++l) {
     x = encoder.layers[l]->forward(x, mask, *pe_, static_cast<int>(l), positions, segments, ctx, trace);
+    if (final_norm && l + 1 == encoder.layers.size()) x = final_norm->forward(x);
     if (trace && trace->keep_hidden_states) trace->hidden_states.push_back(x.value());
   }
-  return final_norm ? final_norm->forward(x) : x;
+  return x;
+}
+
+Tensor positions_skipping_padding(const Tensor& input_ids, int64_t pad) {
+  const Tensor ids = input_ids.to(Device::cpu()).contiguous();
+  const int64_t batch = ids.size(0), length = ids.size(1);
+  std::vector<int64_t> p(static_cast<size_t>(batch * length));
+  const int64_t* id = ids.data<int64_t>();
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t real = 0;
+    for (int64_t t = 0; t < length; ++t) {
+      const size_t k = static_cast<size_t>(b * length + t);
+      p[k] = id[k] == pad ? -1 : real++;
+    }
+  }
+  return Tensor::from_vector(p, Shape{batch, length});
 }
 
 Tensor default_positions(int64_t batch, int64_t length, Device device) {

@@ -8,7 +8,11 @@
 //   layer (pre-LN option):  a = x + Dropout(SelfAttention(LN(x)) W_o);  y = a + Dropout(FFN(LN(a)))
 //
 // The same stack with a causal mask is the GPT-style decoder of the
-// encoder-vs-decoder comparison (Wang & Chen 2020).
+// encoder-vs-decoder comparison (Wang & Chen 2020). RoBERTa and GPT-2 are this
+// model with options (nn/bert_config.h, nn/hf_layout.h): RoBERTa = BERT with
+// one segment and positions from row 2; GPT-2 = pre-LN, causal, no
+// embedding LayerNorm, no segments, the LM head h E^T:
+//   x = word[ids] + P[positions];  a = x + Attn(LN_1(x));  y = a + FFN(LN_2(a));  out = LN_f(y)
 #pragma once
 
 #include <optional>
@@ -36,7 +40,9 @@ struct BertInputs {
 // What a forward pass can hand back besides the last hidden state, for
 // auditing (ordo forward) and probing.
 struct ForwardTrace {
-  bool keep_hidden_states = false;  // hidden_states[0] = embeddings, [l] = after layer l
+  // hidden_states[0] = embeddings, [l] = after layer l; in a pre-LN model the
+  // last one after the final LayerNorm (HF GPT-2's hidden_states[-1]).
+  bool keep_hidden_states = false;
   bool keep_attentions = false;     // attentions[l-1] = layer l's softmax [batch, heads, L, L]
   // scores[l-1] = layer l's pre-softmax scores s_ij [batch, heads, L, L], every
   // score term included, the padding (and causal) mask not added; for the
@@ -125,9 +131,10 @@ class Embeddings : public Module {
  public:
   Embeddings(const BertConfig& c, Device device);
   Embedding& word_embeddings;
-  // Absent with segment = per_head (segments then act in every head, pe/segments.h).
+  // Absent with segment = per_head (segments then act in every head,
+  // pe/segments.h) and with type_vocab_size 0 (GPT-2).
   Embedding* token_type_embeddings;
-  LayerNorm& norm;  // "LayerNorm"
+  LayerNorm* norm;  // "LayerNorm"; absent without embedding_layer_norm (GPT-2)
 };
 
 class Encoder : public Module {
@@ -179,5 +186,9 @@ Tensor attention_bias(const Tensor& attention_mask, int64_t batch, int64_t lengt
                       Device device);
 // 0..length-1 in each of `batch` rows.
 Tensor default_positions(int64_t batch, int64_t length, Device device);
+// HF RoBERTa's positions (create_position_ids_from_input_ids), counted from 0:
+// a token's position is the number of non-padding tokens before it; a
+// padding token (id pad) gets -1, which the offset table maps to its padding row.
+Tensor positions_skipping_padding(const Tensor& input_ids, int64_t pad);
 
 }  // namespace ordo::nn

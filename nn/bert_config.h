@@ -11,6 +11,11 @@
 namespace ordo::nn {
 
 struct BertConfig {
+  // The HF family whose checkpoint layout (config.json keys, tensor names)
+  // the model reads and writes (nn/hf_layout.h): "bert", "roberta" or "gpt2".
+  // All three are this one model with the options below.
+  std::string model_type = "bert";
+
   // HuggingFace BertConfig
   int64_t vocab_size = 30522;
   int64_t hidden_size = 768;
@@ -21,10 +26,11 @@ struct BertConfig {
   double hidden_dropout_prob = 0.1;
   double attention_probs_dropout_prob = 0.1;
   int64_t max_position_embeddings = 512;
-  int64_t type_vocab_size = 2;
+  int64_t type_vocab_size = 2;  // 0: no segment embedding (GPT-2)
   double initializer_range = 0.02;
   double layer_norm_eps = 1e-12;
-  int64_t pad_token_id = 0;
+  int64_t pad_token_id = 0;  // -1: no padding row in the word embeddings (GPT-2)
+  bool tie_word_embeddings = true;  // the LM head projects onto the word embeddings (else its own decoder.weight)
   // HF's "absolute", "relative_key" or "relative_key_query"; kept consistent with `pe`.
   std::string position_embedding_type = "absolute";
 
@@ -38,6 +44,14 @@ struct BertConfig {
   // their unscaled sinusoid; BERT, 1. Not an HF BertConfig field: a model
   // with another scale is not an HF BERT (transformers would ignore it).
   double word_embedding_scale = 1.0;
+  bool embedding_layer_norm = true;            // LayerNorm of the embedding sum (GPT-2 has none)
+  // The LM head: "transform" (dense, activation, LayerNorm, then h E^T + b:
+  // BERT, RoBERTa) or "linear" (h E^T alone, no bias: GPT-2).
+  std::string lm_head = "transform";
+  // The learned table's row for position p is p + position_offset (RoBERTa:
+  // padding_idx + 1 = 2, from its pad_token_id; its rows 0..1 are never used
+  // by real tokens). Positions themselves still count from 0.
+  int64_t position_offset = 0;
   // Segments (Chen et al. 2021, Eq. 9-11): "input" adds BERT's token-type
   // embedding to the input; "per_head" has none and adds S_ij =
   // Seg_h[seg(i), seg(j)] to every head's scores instead (pe/segments.h),
@@ -49,12 +63,18 @@ struct BertConfig {
 };
 
 // Reads a config object strictly: unknown keys, wrong types and values out of
-// range are errors naming the key. `hf_lenient` also accepts (and ignores) the
-// bookkeeping fields HuggingFace writes into config.json ("architectures",
-// "model_type", "transformers_version", ...).
+// range are errors naming the key. `hf_lenient` reads an HF config.json: its
+// model_type and architectures first — bert, roberta (BERT's keys; positions
+// offset by pad_token_id + 1) and gpt2 (GPT2Config's keys: n_embd, n_layer,
+// ...) are read, any other model (XLNet, DeBERTa, T5, ...) is refused naming
+// what it is and what ordo reads — and it also accepts (and ignores) the
+// bookkeeping fields HuggingFace writes ("transformers_version", ...).
 BertConfig config_from_json(const json::Value& object, const std::string& where, bool hf_lenient = false);
-// An HF-style config.json object (with model_type "bert") carrying ordo's fields too.
+// An HF config.json object of the config's model_type (bert and roberta with
+// ordo's fields too; gpt2 in GPT2Config's keys).
 json::Value config_to_json(const BertConfig& config);
+// The models ordo reads, for messages: "bert (BertModel, ...), roberta (...) and gpt2 (...)".
+std::string supported_models();
 // Cross-field checks: heads divide the hidden size, pe and position_embedding_type agree, ...
 void validate(const BertConfig& config, const std::string& where);
 

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "base/file_io.h"
+#include "nn/hf_layout.h"
 #include "tensor/safetensors.h"
 
 namespace ordo::nn {
@@ -78,6 +79,10 @@ void save_weights(const std::string& dir, Module& model, const BertConfig& bert_
   make_directories(dir);
   NamedTensors tensors;
   for (const auto& [name, p] : model.named_parameters()) tensors.emplace_back(name, p->var.value());
+  // Untied, HF adds the decoder's own bias: the head's bias is written there too.
+  if (const Parameter* bias = model.find_parameter("cls.predictions.bias");
+      bias && model.find_parameter("cls.predictions.decoder.weight"))
+    tensors.emplace_back("cls.predictions.decoder.bias", bias->var.value());
   // HF's names and shapes exactly: the absolute table HF's relative types keep
   // unused is written as zeros, so transformers loads the checkpoint with no
   // missing key (and nothing it computes depends on the values).
@@ -86,10 +91,10 @@ void save_weights(const std::string& dir, Module& model, const BertConfig& bert_
     tensors.emplace_back(kUnusedAbsoluteTable, Tensor::zeros({bert_config.max_position_embeddings,
                                                               bert_config.hidden_size}, dtype, Device::cpu()));
   }
-  safetensors::save(dir + "/model.safetensors", tensors, {{"format", "pt"}});
+  safetensors::save(dir + "/model.safetensors", to_hf_layout(bert_config, std::move(tensors)), {{"format", "pt"}});
   json::Value config = config_to_json(bert_config);
   config["architectures"] = json::Value::array();
-  config["architectures"].push_back(architecture);
+  config["architectures"].push_back(hf_architecture(bert_config, architecture));
   if (extra_config.is_object())
     for (const auto& [key, value] : extra_config.items()) config[key] = value;
   write_file_atomic(dir + "/config.json", json::dump(config, 2) + "\n");
@@ -111,8 +116,11 @@ Checkpoint read_checkpoint(const std::string& dir, bool keep_pooler) {
   Checkpoint c;
   c.config = load_config(dir);
   c.weights_path = dir + "/model.safetensors";
-  c.tensors = safetensors::load(c.weights_path);
+  c.tensors = from_hf_layout(c.config, safetensors::load(c.weights_path));
   check_finite(c.tensors, c.weights_path);
+  c.lm_head = std::any_of(c.tensors.begin(), c.tensors.end(), [](const auto& named) {
+    return canonical_name(named.first).rfind("cls.predictions.", 0) == 0;
+  });
   const bool nsp_weights = std::any_of(c.tensors.begin(), c.tensors.end(), [](const auto& named) {
     return canonical_name(named.first) == "cls.seq_relationship.weight";
   });
@@ -144,13 +152,18 @@ LoadReport load_weights(Module& model, const BertConfig& config, const NamedTens
       report.unused.push_back(name);
       continue;
     }
-    bool is_copy = std::any_of(tied_copies().begin(), tied_copies().end(),
-                               [&](const auto& c) { return c.first == name; });
+    // A copy of a tied parameter, unless the model has the parameter itself (untied).
+    bool is_copy = model.find_parameter(name) == nullptr &&
+                   std::any_of(tied_copies().begin(), tied_copies().end(), [&](const auto& c) { return c.first == name; });
     ORDO_CHECK((is_copy ? copies : by_name).emplace(name, &t).second, where, ": tensor '", raw,
                "' appears twice (after normalising its name)");
   }
-  // A checkpoint may carry the MLM bias only under the decoder's name.
-  if (!by_name.count("cls.predictions.bias") && copies.count("cls.predictions.decoder.bias")) {
+  // A checkpoint may carry the MLM bias only under the decoder's name. The
+  // decoder's bias is the one HF adds (BertLMPredictionHead, RobertaLMHead:
+  // decoder(h)); tied to "bias" it is a copy, untied it is the head's bias
+  // and "bias" is left unused.
+  const bool untied = model.find_parameter("cls.predictions.decoder.weight") != nullptr;
+  if (copies.count("cls.predictions.decoder.bias") && (untied || !by_name.count("cls.predictions.bias"))) {
     by_name["cls.predictions.bias"] = copies["cls.predictions.decoder.bias"];
     copies.erase("cls.predictions.decoder.bias");
   }

@@ -1,10 +1,14 @@
 // Model checkpoints that move both ways between ordo and HuggingFace:
-//   DIR/config.json        HF's BertConfig fields (+ ordo's pe fields)
+//   DIR/config.json        HF's config of the model's family (BertConfig's
+//                          fields + ordo's pe fields; RoBERTa's; GPT2Config's)
 //   DIR/model.safetensors  every parameter under its HF name
 //                          ("bert.embeddings.word_embeddings.weight", ...,
-//                          "cls.predictions.bias"; Linear weights [out, in])
+//                          "cls.predictions.bias"; Linear weights [out, in];
+//                          RoBERTa's and GPT-2's names and shapes for those
+//                          families, nn/hf_layout.h)
 // so transformers.BertForMaskedLM.from_pretrained(DIR) reads an ordo
-// checkpoint with absolute PE, and ordo reads HF BERT checkpoints.
+// checkpoint with absolute PE, and ordo reads HF BERT, RoBERTa and GPT-2
+// checkpoints (config.json's model_type says which; others are refused).
 #pragma once
 
 #include <memory>
@@ -38,8 +42,9 @@ BertConfig load_config(const std::string& dir);
 // A checkpoint read whole: its config, its tensors and the heads they hold.
 struct Checkpoint {
   BertConfig config;
-  NamedTensors tensors;
+  NamedTensors tensors;      // in ordo's names and shapes (nn/hf_layout.h)
   bool nsp = false;          // the NSP head (with the pooler it reads)
+  bool lm_head = false;      // tensors of the LM head (cls.predictions.*): a bare encoder has none
   std::string weights_path;  // DIR/model.safetensors, for messages
 };
 // The causal LM head comes from the config (is_decoder); the NSP head from

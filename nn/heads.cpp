@@ -2,16 +2,23 @@
 
 namespace ordo::nn {
 
+// RoBERTa's head applies the erf GELU whatever hidden_act says (RobertaLMHead: gelu(x)).
 MlmHead::MlmHead(const BertConfig& c, Device device)
-    : transform_dense(add_module("transform.dense",
-                                 std::make_unique<Linear>(c.hidden_size, c.hidden_size, c.initializer_range, device))),
-      transform_norm(add_module("transform.LayerNorm", std::make_unique<LayerNorm>(c.hidden_size, c.layer_norm_eps, device))),
-      bias(add_parameter("bias", {c.vocab_size}, Init::zeros(), false, device)),
-      act_(parse_activation(c.hidden_act)) {}
+    : act_(parse_activation(c.model_type == "roberta" ? "gelu" : c.hidden_act)) {
+  if (c.lm_head == "transform") {
+    transform_dense = &add_module("transform.dense",
+                                  std::make_unique<Linear>(c.hidden_size, c.hidden_size, c.initializer_range, device));
+    transform_norm = &add_module("transform.LayerNorm", std::make_unique<LayerNorm>(c.hidden_size, c.layer_norm_eps, device));
+    bias = &add_parameter("bias", {c.vocab_size}, Init::zeros(), false, device);
+  }
+  if (!c.tie_word_embeddings)
+    decoder = &add_parameter("decoder.weight", {c.vocab_size, c.hidden_size}, Init::normal(c.initializer_range), true, device);
+}
 
 Var MlmHead::forward(const Var& hidden, const Var& word_embeddings) const {
-  Var h = transform_norm.forward(activate(act_, transform_dense.forward(hidden)));
-  return add(matmul(h, word_embeddings, false, true), bias.var);
+  Var h = transform_dense ? transform_norm->forward(activate(act_, transform_dense->forward(hidden))) : hidden;
+  Var logits = matmul(h, decoder ? decoder->var : word_embeddings, false, true);
+  return bias ? add(logits, bias->var) : logits;
 }
 
 PretrainingModel::PretrainingModel(const BertConfig& config, std::unique_ptr<PositionEncoding> pe, Device device,

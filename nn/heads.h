@@ -1,6 +1,8 @@
 // The heads on top of BertModel, named as HuggingFace's BertForPreTraining:
 //   cls.predictions      the MLM head: transform (dense, act, LayerNorm), then
-//                        logits = h E^T + bias with E the word embeddings (tied)
+//                        logits = h E^T + bias with E the word embeddings (tied),
+//                        or its own "decoder.weight" (tie_word_embeddings false);
+//                        lm_head "linear" (GPT-2): logits = h E^T alone
 //   cls.seq_relationship the NSP classifier on the pooled [CLS] vector
 // A decoder stack reuses cls.predictions as its causal LM head (next token).
 #pragma once
@@ -14,11 +16,13 @@ namespace ordo::nn {
 class MlmHead : public Module {
  public:
   MlmHead(const BertConfig& c, Device device);
-  // hidden [N, hidden] -> logits [N, vocab] against the tied word embeddings.
+  // hidden [N, hidden] -> logits [N, vocab] against the tied word embeddings
+  // (or the head's own decoder weight).
   Var forward(const Var& hidden, const Var& word_embeddings) const;
-  Linear& transform_dense;     // "transform.dense"
-  LayerNorm& transform_norm;   // "transform.LayerNorm"
-  Parameter& bias;             // "bias"
+  Linear* transform_dense = nullptr;     // "transform.dense" (lm_head "transform")
+  LayerNorm* transform_norm = nullptr;   // "transform.LayerNorm"
+  Parameter* bias = nullptr;             // "bias" (lm_head "transform")
+  Parameter* decoder = nullptr;          // "decoder.weight" [vocab, hidden], tie_word_embeddings false
 
  private:
   Activation act_;

@@ -1,5 +1,7 @@
 #include "nn/input_json.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "base/file_io.h"
 #include "base/json.h"
@@ -92,7 +94,8 @@ InputBatch parse_input_batch(std::string_view text, const std::string& file, con
     ORDO_CHECK(x.cols == b.cols, file, ": \"", key, "\" rows have ", x.cols, " entries, input_ids rows have ", b.cols);
     return Tensor::from_vector(x.values, shape);
   };
-  b.segment_ids = optional("segment_ids", 0, config.type_vocab_size,
+  // A model without segment embeddings (GPT-2, type_vocab_size 0) takes segment 0 only.
+  b.segment_ids = optional("segment_ids", 0, std::max<int64_t>(config.type_vocab_size, 1),
                            " (type_vocab_size is " + std::to_string(config.type_vocab_size) + ")");
   // An absolute table has max_position + 1 rows; other encodings take any
   // non-negative position.
@@ -107,7 +110,9 @@ InputBatch parse_input_batch(std::string_view text, const std::string& file, con
     ORDO_CHECK(b.cols <= position_limit, file, ": rows of ", b.cols, " tokens need positions 0..", b.cols - 1,
                ", beyond the learned position table of ", position_limit,
                " rows (max_position_embeddings); shorten the rows or give \"positions\"");
-    b.positions = default_positions(b.rows, b.cols, Device::cpu());
+    // RoBERTa's positions skip padding tokens, as HF counts them.
+    b.positions = config.position_offset > 0 ? positions_skipping_padding(b.input_ids, config.pad_token_id)
+                                             : default_positions(b.rows, b.cols, Device::cpu());
   }
   if (!b.segment_ids.defined()) b.segment_ids = Tensor::zeros(shape, DType::i64);
   if (b.attention_mask.defined()) {

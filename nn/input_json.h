@@ -20,7 +20,8 @@ struct InputBatch {
 
 // max_position: the largest position the encoding has a learned row for, or
 // -1 when any non-negative position is fine. Absent keys get their defaults:
-// positions 0..cols-1, segment 0, every token attended to.
+// positions 0..cols-1 (RoBERTa: counting only non-padding tokens, a padding
+// token -1, as HF does), segment 0, every token attended to.
 InputBatch parse_input_batch(std::string_view text, const std::string& file, const BertConfig& config,
                              int64_t max_position);
 InputBatch read_input_batch(const std::string& file, const BertConfig& config, int64_t max_position);

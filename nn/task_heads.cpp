@@ -10,8 +10,10 @@ SequenceClassifier::SequenceClassifier(const BertConfig& config, std::unique_ptr
                                        int num_labels)
     : bert(add_module("bert", std::make_unique<BertModel>(config, std::move(pe), device,
                                                           /*with_pooler=*/!config.decoder))),
-      classifier(add_module("classifier",
-                            std::make_unique<Linear>(config.hidden_size, num_labels, config.initializer_range, device))),
+      // GPT-2's (GPT2ForSequenceClassification's score) has no bias.
+      classifier(add_module("classifier", std::make_unique<Linear>(config.hidden_size, num_labels,
+                                                                   config.initializer_range, device,
+                                                                   /*bias=*/config.model_type != "gpt2"))),
       num_labels(num_labels) {
   ORDO_CHECK(num_labels >= 1, "a sequence classifier needs at least 1 label (1: regression), got ", num_labels);
 }

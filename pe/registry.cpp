@@ -5,6 +5,7 @@
 
 #include "base/config.h"
 #include "nn/checkpoint.h"
+#include "nn/hf_layout.h"
 #include "pe/absolute.h"
 #include "pe/attenuated.h"
 #include "pe/huang.h"
@@ -218,14 +219,20 @@ std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device 
   std::string path = dir + "/model.safetensors";
   std::vector<std::string> fresh;
   if (nsp) fresh = {"bert.pooler.", "cls.seq_relationship."};
-  nn::load_weights(*model, safetensors::load(path), path, fresh);
+  nn::load_weights(*model, nn::from_hf_layout(config, safetensors::load(path)), path, fresh);
   return model;
 }
 
-std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device device) {
+std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device device, nn::LoadReport* report) {
   nn::Checkpoint checkpoint = nn::read_checkpoint(dir);
   auto model = build_model(checkpoint.config, device, checkpoint.nsp, /*seed=*/0);
-  nn::load_weights(*model, checkpoint.tensors, checkpoint.weights_path);
+  // A bare encoder (HF's BertModel, RobertaModel, GPT2Model with an untied
+  // head) has no LM head: it stays as initialised and is listed as missing;
+  // a head the checkpoint holds in part is an error, as any missing tensor.
+  const std::vector<std::string> fresh =
+      checkpoint.lm_head ? std::vector<std::string>{} : std::vector<std::string>{"cls.predictions."};
+  nn::LoadReport r = nn::load_weights(*model, checkpoint.config, checkpoint.tensors, checkpoint.weights_path, fresh, {});
+  if (report) *report = r;
   return model;
 }
 

@@ -26,8 +26,13 @@ std::unique_ptr<nn::PretrainingModel> build_model(const nn::BertConfig& config, 
 std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device device, bool nsp,
                                                  uint64_t seed = 0);
 // A model read from a checkpoint directory with the heads the checkpoint
-// holds (nn::read_checkpoint): MLM, MLM+NSP or a causal decoder, as saved.
-std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device device);
+// holds (nn::read_checkpoint): MLM, MLM+NSP or a causal decoder, as saved;
+// BERT, RoBERTa or GPT-2 (config.json's model_type). A bare encoder (no
+// cls.predictions.*: HF's BertModel as all-MiniLM-L6-v2 ships it) loads
+// too: its LM head is left as initialised and `report->missing` lists it,
+// for a command that needs the logits to say they are absent.
+std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device device,
+                                                 nn::LoadReport* report = nullptr);
 
 // A fine-tuning model (nn/task_heads.h) from a checkpoint directory: an ordo
 // run's (MLM or MLM+NSP), HF's BertForPreTraining/BertForMaskedLM, a bare

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "base/counter_rng.h"
 #include "base/file_io.h"
@@ -20,8 +21,10 @@
 #include "probe/analysis_linalg.h"
 #include "probe/analysis_position.h"
 #include "probe/probe.h"
+#include "probe/wang_chen.h"
 #include "text/corpus.h"
 #include "text/tokenizer.h"
+#include "train/checkpoint_paths.h"
 #include "train/pretrain.h"
 
 namespace ordo::probe {
@@ -316,8 +319,11 @@ json::Value eval_json(const train::EvalResult& e) {
 // ---- the analyses ------------------------------------------------------------------------------
 
 struct RunState {
-  train::RunConfig run;
-  std::string run_dir;
+  train::RunConfig run;  // a run's; default for a checkpoint outside a run
+  std::string run_dir;   // empty: a checkpoint outside a run (an HF folder)
+  std::string variant;   // what the titles call the model: its pe, or "gpt2 (ape_learned)"
+  std::string label;     // "step_N", or the checkpoint folder's name
+  int64_t trained = 0;   // the longest length trained (a run) or analysed (a checkpoint)
   int64_t step = 0;
   std::unique_ptr<nn::PretrainingModel> model;
   int64_t length = 0;  // rows of the absolute table analysed: min(trained length, table rows)
@@ -327,7 +333,7 @@ struct RunState {
 
 void similarity_of_absolute(RunState& c, Output& out) {
   const std::string title = "Absolute position vectors: dot products and cosine similarity";
-  if (c.table.empty()) return out.skip(title, "variant " + c.run.model.pe + " adds no position vector at the input");
+  if (c.table.empty()) return out.skip(title, "variant " + c.variant + " adds no position vector at the input");
   Matrix dot = probe::dot_products(c.table), cos = probe::cosine_similarities(c.table);
   probe::ThresholdSummary t = probe::threshold_summary(cos, 0);
   out.csv("absolute_dot.csv", dot);
@@ -335,7 +341,7 @@ void similarity_of_absolute(RunState& c, Output& out) {
   out.png("absolute_similarity.png",
           plot::grid({map(dot, "dot products P_i . P_j", "dot product"),
                       map(cos, "cosine similarity", "cosine", 0, "position j", "position i", 0.95, "cosine > 0.95", false)},
-                     2, c.run.model.pe + ": absolute position vectors (" + step_name(c.step) + ")"));
+                     2, c.variant + ": absolute position vectors (" + c.label + ")"));
   out.analysis(title, "absolute_similarity.png", "csv", "absolute_cosine.csv",
                "Dot products (left, absolute_dot.csv) and cosine similarities (right) between the position vectors "
                "P_0..P_" + std::to_string(c.length - 1) + " added at the input (Wang et al. 2021, Fig. 1; Wang & Chen "
@@ -346,9 +352,9 @@ void similarity_of_absolute(RunState& c, Output& out) {
 
 void similarity_of_relative(RunState& c, Output& out) {
   const std::string title = "Relative position vectors: dot products and cosine similarity (0.95 threshold)";
-  RelativeVectors r = relative_vectors(*c.model, trained_length(c.run));
+  RelativeVectors r = relative_vectors(*c.model, c.trained);
   if (r.vectors.empty())
-    return out.skip(title, "variant " + c.run.model.pe +
+    return out.skip(title, "variant " + c.variant +
                                " has no per-offset vectors (only rpe_shaw, rpe_sin and rpe_sin_learnable have them)");
   Matrix dot = probe::dot_products(r.vectors), cos = probe::cosine_similarities(r.vectors);
   probe::ThresholdSummary t = probe::threshold_summary(cos, r.first);
@@ -365,7 +371,7 @@ void similarity_of_relative(RunState& c, Output& out) {
   out.png("relative_similarity.png",
           plot::grid({map(dot, "dot products a_r . a_s", "dot product", r.first, "offset s", "offset r"),
                       map(cos, "cosine similarity", "cosine", r.first, "offset s", "offset r", 0.95, "cosine > 0.95", false)},
-                     2, c.run.model.pe + ": relative vectors (" + step_name(c.step) + ")"));
+                     2, c.variant + ": relative vectors (" + c.label + ")"));
   auto beyond = [](int64_t d) { return d < 0 ? std::string("none") : std::to_string(d); };
   out.analysis(title, "relative_similarity.png", "csv", "relative_cosine.csv",
                "Vectors of " + r.source + " (offset r = j - i). Red: cosine above 0.95 (Wang et al. 2021, App. D); " +
@@ -406,14 +412,14 @@ void learned_frequencies(RunState& c, Output& out) {
   png::Image left = plot::line_chart({{"fixed 10000^(-2i/D)", idx, fixed, plot::series_color(0), false},
                                       {"learned", idx, abs_learned, plot::series_color(1), true}},
                                      fs);
-  const int64_t span = std::max<int64_t>(trained_length(c.run), 2);
+  const int64_t span = std::max<int64_t>(c.trained, 2);
   std::vector<double> ms;
   for (int64_t k = 0; k <= span; ++k) ms.push_back(static_cast<double>(k));
   plot::ChartStyle ps = chart("psi(m) = sum_i cos(w_i m)", "offset m", "psi(m)", {"fixed", "learned"});
   png::Image right = plot::line_chart({{"fixed", ms, psi(fixed, span), plot::series_color(0), false},
                                        {"learned", ms, psi(learned, span), plot::series_color(1), false}},
                                       ps);
-  out.png("frequencies.png", plot::grid({left, right}, 2, m.pe + ": learned frequencies (" + step_name(c.step) + ")"));
+  out.png("frequencies.png", plot::grid({left, right}, 2, m.pe + ": learned frequencies (" + c.label + ")"));
   out.analysis(title, "frequencies.png", "csv", "frequencies.csv",
                "Frequencies of " + which + " after training against their initial values 10000^(-2i/D) (Wang et al. "
                "2021, section 3.1, App. A.3), and the dot product of two positions m apart they imply, psi(m) = "
@@ -422,7 +428,7 @@ void learned_frequencies(RunState& c, Output& out) {
 
 void position_position_term(RunState& c, Output& out) {
   const std::string title = "Position-position term P W^Q (W^K)^T P^T of layer 1";
-  if (c.table.empty()) return out.skip(title, "variant " + c.run.model.pe + " adds no position vector at the input");
+  if (c.table.empty()) return out.skip(title, "variant " + c.variant + " adds no position vector at the input");
   const int64_t heads = c.model->bert.config().num_attention_heads;
   Matrix mean(c.length, c.length);
   std::vector<png::Image> panels;
@@ -439,7 +445,7 @@ void position_position_term(RunState& c, Output& out) {
   out.csv("position_position_layer1.csv", mean);
   out.png("position_position_layer1.png",
           plot::grid(panels, std::min<int>(3, static_cast<int>(panels.size())),
-                     c.run.model.pe + ": position-position term, layer 1 (" + step_name(c.step) + ")"));
+                     c.variant + ": position-position term, layer 1 (" + c.label + ")"));
   out.analysis(title, "position_position_layer1.png", "csv", "position_position_layer1.csv",
                "p_i W^{Q,1}_h (W^{K,1}_h)^T p_j^T for the raw position vectors (no LayerNorm, biases or 1/sqrt(d_h)), "
                "the mean over heads first (the CSV) and then each head (Wang et al. 2021, Eq. 7, App. H, Fig. 9). "
@@ -448,7 +454,7 @@ void position_position_term(RunState& c, Output& out) {
 
 void attention_rank(RunState& c, Output& out, const std::vector<int32_t>* sample) {
   const std::string title = "Numerical rank of the token-token and positional attention terms per head";
-  if (c.table.empty()) return out.skip(title, "variant " + c.run.model.pe + " adds no position vector at the input");
+  if (c.table.empty()) return out.skip(title, "variant " + c.variant + " adds no position vector at the input");
   if (!sample) return out.skip(title, "no held-out sequence for the token-token term (see the evaluation entries)");
   const nn::BertConfig& m = c.model->bert.config();
   Matrix words = to_matrix(c.model->bert.embeddings.word_embeddings.weight.var.value());
@@ -473,7 +479,7 @@ void attention_rank(RunState& c, Output& out, const std::vector<int32_t>* sample
   out.file("attention_rank.csv",
            table_csv({"head", "token_token_rank", "positional_rank", "head_dim", "token_tolerance", "positional_tolerance"},
                      rows));
-  plot::ChartStyle s = chart(m.pe + ": rank of layer-1 attention terms (" + step_name(c.step) + ")", "head",
+  plot::ChartStyle s = chart(m.pe + ": rank of layer-1 attention terms (" + c.label + ")", "head",
                              "numerical rank", {"token-token X Wq Wk^T X^T", "positional P Wq Wk^T P^T"}, heads);
   s.y_min = 0;
   s.y_max = static_cast<double>(std::min(m.head_dim(), c.length));
@@ -487,61 +493,49 @@ void attention_rank(RunState& c, Output& out, const std::vector<int32_t>* sample
                    std::to_string(m.head_dim()) + ".");
 }
 
-// A Gaussian table (the chance-level control).
-Matrix gaussian_table(int64_t rows, int64_t cols, uint64_t seed) {
-  Matrix m(rows, cols);
-  CounterRng rng(seed, rng_stream(RngPurpose::gaussian_control));
-  for (double& x : m.data) x = rng.normal();
-  return m;
-}
-
 void probes_of_table(RunState& c, Output& out) {
   const std::string t1 = "Absolute position regression (linear, 5-fold cross-validation)";
   const std::string t2 = "Relative order classification (logistic regression on position pairs)";
   const std::string t3 = "Informativeness: cumulative share of the top-k singular values";
   if (c.table.empty()) {
-    const std::string why = "variant " + c.run.model.pe + " adds no position vector at the input";
+    const std::string why = "variant " + c.variant + " adds no position vector at the input";
     out.skip(t1, why);
     out.skip(t2, why);
     out.skip(t3, why);
     return;
   }
   const int64_t d = c.table.cols;
-  struct Named {
-    std::string name;
-    Matrix table;
-  };
-  std::vector<Named> tables = {{c.run.model.pe, c.table},
-                               {"fixed sinusoid", probe::sinusoid_table(c.length, probe::sinusoid_frequencies(d))},
-                               {"random (Gaussian)", gaussian_table(c.length, d, c.options.seed)}};
+  // The numbers of Wang & Chen's tables (probe/wang_chen.h) for this table and
+  // its two controls, keyed here as the run's files have always named them.
+  WangChenOptions wo;
+  wo.positions = c.length;
+  wo.seed = c.options.seed;
+  const std::vector<WangChenRow> rows = wang_chen_rows({{c.variant, "", c.table}}, wo);
+  const std::vector<std::string> names = {c.variant, "fixed sinusoid", "random (Gaussian)"},
+                                 labels = {c.variant, "sinusoid", "random"};
   json::Value reg = json::Value::object(), ord = json::Value::object();
-  std::vector<std::string> names, labels = {c.run.model.pe, "sinusoid", "random"};
   std::vector<double> mae, base, err;
   std::vector<plot::Series> shares;
   std::vector<std::vector<double>> share_rows(static_cast<size_t>(std::min(c.length, d)));
-  for (size_t i = 0; i < tables.size(); ++i) {
-    const Named& n = tables[i];
-    probe::RegressionResult r = probe::position_regression(n.table, 5, c.options.seed);
-    probe::OrderResult o = probe::relative_order_classification(n.table, 5, c.options.seed);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const WangChenRow& w = rows[i];
     json::Value rv = json::Value::object();
-    rv["mae"] = r.mae;
-    rv["baseline_mae"] = r.baseline_mae;
-    reg[n.name] = rv;
+    rv["mae"] = w.mae;
+    rv["baseline_mae"] = w.baseline_mae;
+    reg[names[i]] = rv;
     json::Value ov = json::Value::object();
-    ov["error_rate"] = o.error_rate;
-    ov["test_pairs"] = o.test_pairs;
-    ord[n.name] = ov;
-    names.push_back(n.name);
-    mae.push_back(r.mae);
-    base.push_back(r.baseline_mae);
-    err.push_back(o.error_rate);
-    std::vector<double> share = probe::cumulative_share(probe::singular_values(n.table));
+    ov["error_rate"] = w.order_error;
+    ov["test_pairs"] = w.order_test_pairs;
+    ord[names[i]] = ov;
+    mae.push_back(w.mae);
+    base.push_back(w.baseline_mae);
+    err.push_back(w.order_error);
     std::vector<double> ks;
-    for (size_t k = 0; k < share.size(); ++k) ks.push_back(static_cast<double>(k + 1));
-    shares.push_back({labels[i], ks, share, plot::series_color(static_cast<int>(i)), false});
+    for (size_t k = 0; k < w.share.size(); ++k) ks.push_back(static_cast<double>(k + 1));
+    shares.push_back({labels[i], ks, w.share, plot::series_color(static_cast<int>(i)), false});
     for (size_t k = 0; k < share_rows.size(); ++k) {
       if (i == 0) share_rows[k].push_back(static_cast<double>(k + 1));
-      share_rows[k].push_back(k < share.size() ? share[k] : 1.0);
+      share_rows[k].push_back(k < w.share.size() ? w.share[k] : 1.0);
     }
   }
   const std::string about = std::to_string(c.length) + " positions x " + std::to_string(d) + " dimensions";
@@ -551,7 +545,7 @@ void probes_of_table(RunState& c, Output& out) {
   rj["seed"] = static_cast<int64_t>(c.options.seed);
   rj["tables"] = reg;
   out.json_file("position_regression.json", rj);
-  plot::ChartStyle s = chart("absolute position regression (" + step_name(c.step) + ")", "", "MAE (positions)",
+  plot::ChartStyle s = chart("absolute position regression (" + c.label + ")", "", "MAE (positions)",
                              {"MAE", "predict the mean"}, labels);
   s.y_min = 0;
   out.png("position_regression.png",
@@ -568,7 +562,7 @@ void probes_of_table(RunState& c, Output& out) {
   oj["tables"] = ord;
   out.json_file("relative_order.json", oj);
   plot::ChartStyle so =
-      chart("relative order classification (" + step_name(c.step) + ")", "", "error rate", {"error rate"}, labels);
+      chart("relative order classification (" + c.label + ")", "", "error rate", {"error rate"}, labels);
   so.y_min = 0;
   so.y_max = 0.6;
   out.png("relative_order.png", plot::bar_chart(labels, {{"error rate", err, plot::series_color(1)}}, so));
@@ -580,14 +574,14 @@ void probes_of_table(RunState& c, Output& out) {
   std::vector<std::string> header = {"k"};
   for (const std::string& n : names) header.push_back(n);
   out.file("informativeness.csv", table_csv(header, share_rows));
-  plot::ChartStyle si = chart("cumulative share of singular values (" + step_name(c.step) + ")", "k",
+  plot::ChartStyle si = chart("cumulative share of singular values (" + c.label + ")", "k",
                               "share of the sum", labels);
   si.y_min = 0;
   si.y_max = 1;
   out.png("informativeness.png", plot::line_chart(shares, si));
   std::string counts;
   for (size_t i = 0; i < shares.size(); ++i)
-    counts += (i ? ", " : "") + names[i] + " " + std::to_string(probe::components_for(shares[i].y, 0.9));
+    counts += (i ? ", " : "") + names[i] + " " + std::to_string(rows[i].components_90);
   out.analysis(t3, "informativeness.png", "csv", "informativeness.csv",
                "(s_1 + ... + s_k) / sum of all s for the singular values of the " + about +
                    " table (Wang & Chen 2020, §4.2.2, Fig. 2). Components for 90 %: " + counts + ".");
@@ -642,7 +636,7 @@ void indicator_trajectory(RunState& c, Output& out) {
   }
   std::vector<png::Image> panels;
   for (size_t k = 0; k < series.size(); ++k) {
-    series[k].name = c.run.model.pe;
+    series[k].name = c.variant;
     series[k].points = true;
     panels.push_back(plot::line_chart({series[k]}, chart(keys[k].second, "step", keys[k].first, {})));
   }
@@ -654,7 +648,7 @@ void indicator_trajectory(RunState& c, Output& out) {
   j["steps"] = rows;
   out.json_file("indicator_trajectory.json", j);
   out.png("indicator_trajectory.png",
-          plot::grid(panels, 2, c.run.model.pe + ": layer-1 indicators during pretraining (w/o [CLS], [SEP])"));
+          plot::grid(panels, 2, c.variant + ": layer-1 indicators during pretraining (w/o [CLS], [SEP])"));
   out.analysis(title, "indicator_trajectory.png", "json", "indicator_trajectory.json",
                "Identical word probing (" + std::to_string(options.words) + " words, length " +
                    std::to_string(options.length) + ") of layer 1 at " + std::to_string(chosen.size()) +
@@ -668,8 +662,8 @@ void snapshots(RunState& c, Output& out) {
   const std::string title = "Position patterns at checkpoints during pretraining";
   std::vector<int64_t> steps = checkpoint_steps(c.run_dir);
   const bool absolute = !c.table.empty();
-  if (!absolute && relative_vectors(*c.model, trained_length(c.run)).vectors.empty())
-    return out.skip(title, "variant " + c.run.model.pe + " has neither input position vectors nor per-offset vectors");
+  if (!absolute && relative_vectors(*c.model, c.trained).vectors.empty())
+    return out.skip(title, "variant " + c.variant + " has neither input position vectors nor per-offset vectors");
   const std::vector<int64_t> chosen = evenly_spread(steps, 6);
   std::vector<png::Image> panels;
   json::Value files = json::Value::array();
@@ -682,7 +676,7 @@ void snapshots(RunState& c, Output& out) {
     if (absolute) {
       dot = probe::dot_products(absolute_table(model, c.length));
     } else {
-      RelativeVectors r = relative_vectors(model, trained_length(c.run));
+      RelativeVectors r = relative_vectors(model, c.trained);
       dot = probe::dot_products(r.vectors);
       first = r.first;
     }
@@ -700,7 +694,7 @@ void snapshots(RunState& c, Output& out) {
   j["snapshots"] = files;
   out.json_file("snapshots.json", j);
   out.png("snapshots.png", plot::grid(panels, std::min<int>(3, static_cast<int>(panels.size())),
-                                      c.run.model.pe + ": position patterns during pretraining"));
+                                      c.variant + ": position patterns during pretraining"));
   out.analysis(title, "snapshots.png", "json", "snapshots.json",
                std::string(absolute ? "Dot products P_i . P_j of the input position vectors"
                                     : "Dot products of the relative vectors of layer 1") +
@@ -718,7 +712,7 @@ void evaluations(RunState& c, Output& out, const HeldOut* held, const std::strin
     return;
   }
   const bool causal = c.model->bert.config().decoder;
-  const int64_t trained = trained_length(c.run);
+  const int64_t trained = c.trained;
   const int64_t max_position = c.model->bert.position_encoding().max_position();
   const int64_t n = c.options.eval_sequences;
   const std::string metric = causal ? "next-token" : "masked-token";
@@ -770,7 +764,7 @@ void evaluations(RunState& c, Output& out, const HeldOut* held, const std::strin
                         plot::bar_chart(cats, {{"positions 0,1,2,...", clean_acc, plot::series_color(0)},
                                                {"positions 0,c,2c,...", hit_acc, plot::series_color(3)}},
                                         sa)},
-                       2, c.run.model.pe + ": skip-position attack (" + step_name(c.step) + ")"));
+                       2, c.variant + ": skip-position attack (" + c.label + ")"));
     out.analysis(t1, "skip_position_attack.png", "json", "skip_position_attack.json",
                  "Held-out " + metric + " loss and accuracy with positions 0, c, 2c, ... against 0, 1, 2, ... on the "
                  "same " + std::to_string(n) + " windows and masks of length L, chosen so that c (L - 1) stays inside "
@@ -817,8 +811,8 @@ void evaluations(RunState& c, Output& out, const HeldOut* held, const std::strin
   out.png("beyond_length.png",
           plot::grid({plot::line_chart({{"loss", lengths, losses, plot::series_color(0), true}}, sl),
                       plot::line_chart({{"accuracy", lengths, accs, plot::series_color(1), true}}, sa)},
-                     2, c.run.model.pe + ": beyond the pretraining length " + std::to_string(trained) + " (" +
-                            step_name(c.step) + ")"));
+                     2, c.variant + ": beyond the pretraining length " + std::to_string(trained) + " (" +
+                            c.label + ")"));
   out.analysis(t2, "beyond_length.png", "json", "beyond_length.json",
                "Held-out " + metric + " loss and accuracy on " + std::to_string(n) + " full windows at the pretraining "
                "length " + std::to_string(trained) + " and beyond (Huang et al. 2020, §4.3, Table 4; Wang et al. 2021, "
@@ -837,47 +831,78 @@ const std::vector<std::pair<std::string, std::string>>& trajectory_indicators() 
   return keys;
 }
 
+namespace {
+
+// The run's checkpoint the options name (the newest complete one by default).
+int64_t chosen_step(const AnalyzeOptions& o) {
+  std::vector<int64_t> steps = checkpoint_steps(o.run);
+  ORDO_CHECK(!steps.empty(), "--run: '", o.run, "' has no complete checkpoint under checkpoints/ (pretrain writes them)");
+  if (o.checkpoint.empty()) return steps.back();
+  const int64_t step = parse_checkpoint_flag(o.checkpoint);
+  if (std::find(steps.begin(), steps.end(), step) == steps.end()) {
+    std::string have;
+    for (int64_t s : steps) have += (have.empty() ? "" : ", ") + step_name(s);
+    throw Error(detail::cat("--checkpoint: '", o.checkpoint, "' is not a complete checkpoint of ", o.run,
+                            " (it has ", have, ")"));
+  }
+  return step;
+}
+
+}  // namespace
+
+std::string model_label(const nn::BertConfig& c) {
+  return c.model_type == "bert" ? c.pe : c.model_type + " (" + c.pe + ")";
+}
+
 AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
-  ORDO_CHECK(!o.run.empty(), "analyze: no run directory given (--run)");
+  const bool single = o.run.empty();  // a checkpoint outside a run (--model)
+  ORDO_CHECK(!single || !o.model_dir.empty(), "analyze: no run directory (--run) or checkpoint (--model) given");
+  ORDO_CHECK(single || o.model_dir.empty(), "analyze: give --run or --model, not both");
   ORDO_CHECK(!o.out.empty(), "analyze: no output directory given (--out)");
   ORDO_CHECK(o.eval_sequences >= 1, "analyze: --eval-sequences must be at least 1, got ", o.eval_sequences);
-  ORDO_CHECK(directory_exists(o.run), "--run: '", o.run, "' is not a directory");
-  ORDO_CHECK(file_exists(o.run + "/config.json"), "--run: '", o.run, "' holds no run (no config.json)");
-  check_output(o.out, OutputKind::folder, o.overwrite, {{o.run, "--run"}});
+  ORDO_CHECK(o.positions >= 2, "analyze: --positions must be at least 2, got ", o.positions);
+  if (!single) {
+    ORDO_CHECK(directory_exists(o.run), "--run: '", o.run, "' is not a directory");
+    ORDO_CHECK(file_exists(o.run + "/config.json"), "--run: '", o.run, "' holds no run (no config.json)");
+  }
+  check_output(o.out, OutputKind::folder, o.overwrite,
+               {{single ? o.model_dir : o.run, single ? "--model" : "--run"}});
 
   RunState c;
   c.options = o;
-  c.run_dir = o.run;
-  c.run = train::read_run_config(o.run + "/config.json", {});
-  std::vector<int64_t> steps = checkpoint_steps(o.run);
-  ORDO_CHECK(!steps.empty(), "--run: '", o.run, "' has no complete checkpoint under checkpoints/ (pretrain writes them)");
-  if (o.checkpoint.empty()) {
-    c.step = steps.back();
+  std::string dir;
+  if (single) {
+    dir = train::resolve_checkpoint(o.model_dir);
+    c.label = dir.substr(dir.find_last_of('/') + 1);
   } else {
-    c.step = parse_checkpoint_flag(o.checkpoint);
-    if (std::find(steps.begin(), steps.end(), c.step) == steps.end()) {
-      std::string have;
-      for (int64_t s : steps) have += (have.empty() ? "" : ", ") + step_name(s);
-      throw Error(detail::cat("--checkpoint: '", o.checkpoint, "' is not a complete checkpoint of ", o.run,
-                              " (it has ", have, ")"));
-    }
+    c.run_dir = o.run;
+    c.run = train::read_run_config(o.run + "/config.json", {});
+    c.step = chosen_step(o);
+    c.label = step_name(c.step);
+    dir = train::checkpoint_dir(o.run, c.step);
   }
-  c.model = pe::load_model(train::checkpoint_dir(o.run, c.step), Device::cpu());
+  // A bare encoder loads too: the analyses read positions and attention weights, not the LM head.
+  c.model = pe::load_model(dir, Device::cpu());
   const nn::BertConfig& m = c.model->bert.config();
+  c.variant = model_label(m);
   const int64_t max_position = c.model->bert.position_encoding().max_position();
   const int64_t rows = max_position >= 0 ? max_position + 1 : m.max_position_embeddings;
-  c.length = std::min(rows, trained_length(c.run));
+  // A run: the positions it trained; a checkpoint: the first --positions (Wang & Chen 2020 take 512).
+  c.trained = single ? std::min(rows, o.positions) : trained_length(c.run);
+  c.length = std::min(rows, c.trained);
   c.table = absolute_table(*c.model, c.length);
 
   Output out;
   out.quiet = o.quiet;
   std::unique_ptr<HeldOut> held;
-  std::string why_not;
-  try {
-    held = std::make_unique<HeldOut>(load_held_out(c.run, o.run));
-  } catch (const Error& e) {
-    why_not = e.what();
+  std::string why_not = "a checkpoint outside an ordo run has no held-out corpus (use --run)";
+  if (!single) {
+    try {
+      held = std::make_unique<HeldOut>(load_held_out(c.run, o.run));
+    } catch (const Error& e) {
+      why_not = e.what();
+    }
   }
   std::vector<int32_t> sample;  // one held-out sequence of length L for the token-token term
   if (held)
@@ -889,14 +914,21 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
   position_position_term(c, out);
   attention_rank(c, out, held ? &sample : nullptr);
   probes_of_table(c, out);
-  snapshots(c, out);
-  indicator_trajectory(c, out);
+  if (single) {
+    out.skip("Position patterns at checkpoints during pretraining", "a single checkpoint, not a run");
+    out.skip("Indicators of layer 1 during pretraining",
+             "a single checkpoint, not a run (ordo probe --checkpoint gives its indicators)");
+  } else {
+    snapshots(c, out);
+    indicator_trajectory(c, out);
+  }
   evaluations(c, out, held.get(), why_not);
 
   json::Value index = json::Value::object();
   index["variant"] = m.pe;
-  index["run"] = o.run;
-  index["checkpoint"] = step_name(c.step);
+  index["model_type"] = m.model_type;
+  index[single ? "model" : "run"] = single ? dir : o.run;
+  index["checkpoint"] = c.label;
   index["analyses"] = out.analyses;
   index["skipped"] = out.skipped;
   // Everything computed: now the files, the index last, in a folder swapped in whole for o.out.
@@ -904,10 +936,66 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
   write_folder(o.out, out.files);
 
   AnalyzeSummary s;
-  s.variant = m.pe;
-  s.checkpoint = step_name(c.step);
+  s.variant = c.variant;
+  s.checkpoint = c.label;
   s.analyses = static_cast<int64_t>(out.analyses.size());
   s.skipped = static_cast<int64_t>(out.skipped.size());
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return s;
+}
+
+Matrix position_table(nn::PretrainingModel& model, int64_t rows) { return absolute_table(model, rows); }
+
+AnalyzeSummary analyze_models(const AnalyzeOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ORDO_CHECK(!o.out.empty(), "analyze: no output directory given (--out)");
+  ORDO_CHECK(directory_exists(o.models), "--models: '", o.models, "' is not a directory");
+  ORDO_CHECK(o.positions >= 2, "analyze: --positions must be at least 2, got ", o.positions);
+  check_output(o.out, OutputKind::folder, o.overwrite, {{o.models, "--models"}});
+  // Every entry that is a checkpoint or a run, in name order; all loaded and
+  // checked before anything is computed.
+  std::vector<NamedTable> tables;
+  json::Value skipped = json::Value::array();
+  for (const std::string& name : list_directory(o.models)) {
+    if (name == "." || name == ".." || !directory_exists(o.models + "/" + name)) continue;
+    const std::string given = o.models + "/" + name;
+    const bool checkpoint = file_exists(given + "/config.json") && file_exists(given + "/model.safetensors");
+    if (!checkpoint && !directory_exists(given + "/checkpoints")) continue;  // neither a checkpoint nor a run
+    const std::string dir = train::resolve_checkpoint(given);
+    auto model = pe::load_model(dir, Device::cpu());
+    const nn::BertConfig& c = model->bert.config();
+    const int64_t max_position = model->bert.position_encoding().max_position();
+    int64_t rows = std::min(max_position >= 0 ? max_position + 1 : c.max_position_embeddings, o.positions);
+    // An ordo run's rows past its pretraining length were never trained.
+    if (const std::optional<int64_t> trained = train::checkpoint_trained_length(dir)) rows = std::min(rows, *trained);
+    NamedTable t{name, std::string(c.decoder ? "decoder (causal LM), " : "encoder, ") + model_label(c),
+                 absolute_table(*model, rows)};
+    if (t.table.empty()) {
+      json::Value e = json::Value::object();
+      e["model"] = name;
+      e["reason"] = "variant " + c.pe + " adds no position vector at the input";
+      skipped.push_back(e);
+      continue;
+    }
+    if (!o.quiet) std::fprintf(stderr, "analyze: %s: %s, %lld positions\n", name.c_str(), t.kind.c_str(),
+                               static_cast<long long>(t.table.rows));
+    tables.push_back(std::move(t));
+  }
+  ORDO_CHECK(!tables.empty(), "--models: '", o.models, "' holds no checkpoint or run with a position table (",
+             skipped.size(), " without one)");
+  WangChenOptions wo;
+  wo.positions = o.positions;
+  wo.seed = o.seed;
+  WangChenReport report = wang_chen_tables(tables, wo);
+  report.summary["models"] = o.models;
+  report.summary["skipped"] = skipped;
+  report.files.front().second = json::dump(report.summary, 2) + "\n";  // wang_chen.json, with the two above
+  write_folder(o.out, report.files);
+  AnalyzeSummary s;
+  s.variant = std::to_string(tables.size()) + " models";
+  s.checkpoint = std::to_string(report.positions) + " positions";
+  s.analyses = static_cast<int64_t>(tables.size());
+  s.skipped = static_cast<int64_t>(skipped.size());
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return s;
 }

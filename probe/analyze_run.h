@@ -3,6 +3,7 @@
 // an index that `ordo report` reads.
 //
 //   ordo analyze --run RUN --out DIR [--checkpoint step_N] [--seed S] [--eval-sequences N]
+//   ordo analyze --model CHECKPOINT --out DIR [--positions N]   (a checkpoint outside a run)
 //
 // What runs (EQUATIONS.md, "Analyses of learned position parameters"):
 //   absolute table P (any variant with an input-level encoding; rows
@@ -54,6 +55,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/matrix.h"
+#include "nn/heads.h"
+
 namespace ordo::probe {
 
 // The indicators the layer-1 trajectory follows (indicator_trajectory.json,
@@ -62,6 +66,14 @@ const std::vector<std::pair<std::string, std::string>>& trajectory_indicators();
 
 struct AnalyzeOptions {
   std::string run;         // the run directory (RUN/config.json, RUN/checkpoints/...)
+  // Or a checkpoint outside a run (an HF folder: BERT, RoBERTa, GPT-2, a bare
+  // encoder): the analyses of its tables and layer-1 weights; what needs a
+  // run (held-out text, other checkpoints) is listed as skipped.
+  std::string model_dir;
+  int64_t positions = 512;  // rows of a checkpoint's table analysed (Wang & Chen 2020: 512)
+  // Or a folder of checkpoints and runs (each entry one model): Wang & Chen
+  // 2020's Tables 1-2 and Figures 1-3 across them (analyze_models).
+  std::string models;
   std::string out;         // the output directory (created when missing)
   std::string checkpoint;  // "step_N" (or "N"); empty: the newest complete one
   uint64_t seed = 1;       // folds, the random control table, the evaluation masks
@@ -77,5 +89,19 @@ struct AnalyzeSummary {
 };
 
 AnalyzeSummary analyze_run(const AnalyzeOptions& options);
+
+// `options.models`: every checkpoint or run in that folder (in name order), its
+// position table's first `positions` rows (the shortest table's at most; an
+// ordo run's no more than it pretrained on)
+// through probe/wang_chen.h, written to `options.out` (wang_chen.md, .csv,
+// .json, wang_chen_cosine.png, wang_chen_informativeness.png). A model
+// without an input table (a relative-only variant) is listed as skipped.
+AnalyzeSummary analyze_models(const AnalyzeOptions& options);
+
+// "ape_learned", or "gpt2 (ape_learned)" for another family: what titles call a model.
+std::string model_label(const nn::BertConfig& config);
+// P for positions 0..rows-1 as the model adds it at the input (RoBERTa's rows
+// from 2 on), or an empty matrix when its variant adds nothing there.
+Matrix position_table(nn::PretrainingModel& model, int64_t rows);
 
 }  // namespace ordo::probe

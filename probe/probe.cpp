@@ -18,23 +18,25 @@ int64_t default_probe_length(const nn::PretrainingModel& model) {
 
 namespace {
 
-std::vector<int32_t> probe_word_pool(const text::Vocab& vocab) {
+std::vector<int32_t> probe_word_pool(const text::SubwordTokenizer& tokenizer) {
   std::vector<int32_t> pool;
-  for (int32_t id = 0; id < vocab.size(); ++id)
-    if (!vocab.is_special(id) && !vocab.is_continuation(id)) pool.push_back(id);
+  for (int32_t id = 0; id < tokenizer.id_bound(); ++id)
+    if (!tokenizer.is_special(id) && tokenizer.is_word(id)) pool.push_back(id);
   return pool;
 }
 
 }  // namespace
 
-int64_t probe_words_available(const text::Vocab& vocab) { return static_cast<int64_t>(probe_word_pool(vocab).size()); }
+int64_t probe_words_available(const text::SubwordTokenizer& tokenizer) {
+  return static_cast<int64_t>(probe_word_pool(tokenizer).size());
+}
 
-std::vector<int32_t> draw_probe_words(const text::Vocab& vocab, int64_t n, uint64_t seed) {
-  std::vector<int32_t> pool = probe_word_pool(vocab);
+std::vector<int32_t> draw_probe_words(const text::SubwordTokenizer& tokenizer, int64_t n, uint64_t seed) {
+  std::vector<int32_t> pool = probe_word_pool(tokenizer);
   ORDO_CHECK(n >= 1, "identical word probing: the number of words must be >= 1, got ", n);
   ORDO_CHECK(n <= static_cast<int64_t>(pool.size()), "identical word probing: ", n,
              " words asked for, the vocabulary has only ", pool.size(),
-             " that are neither special tokens nor ##-continuations");
+             " that are neither special tokens nor word pieces");
   // The first n of the whole pool shuffled: fewer words are a prefix of more.
   CounterRng rng(seed, rng_stream(RngPurpose::probe_words));
   shuffle(pool, rng);
@@ -66,13 +68,17 @@ void accumulate(Matrix& sum, const Tensor& t, int64_t batch, int64_t heads, int6
 
 }  // namespace
 
-ProbeResult identical_word_probe(const nn::PretrainingModel& model, const text::Vocab& vocab,
+ProbeResult identical_word_probe(const nn::PretrainingModel& model, const text::SubwordTokenizer& tokenizer,
                                  const ProbeOptions& options) {
   const nn::BertConfig& config = model.bert.config();
-  ORDO_CHECK(vocab.size() == config.vocab_size, "identical word probing: the vocabulary has ", vocab.size(),
-             " tokens, the model's word embeddings ", config.vocab_size, " (a vocab.txt of another model?)");
+  ORDO_CHECK(tokenizer.id_bound() <= config.vocab_size, "identical word probing: the vocabulary has ",
+             tokenizer.id_bound(), " tokens, the model's word embeddings ", config.vocab_size,
+             " (a vocabulary of another model?)");
+  const text::SequenceLayout layout = tokenizer.layout();
+  const bool specials = layout.cls >= 0 && layout.sep >= 0;
   const int64_t L = options.length > 0 ? options.length : default_probe_length(model);
-  ORDO_CHECK(L >= 3, "identical word probing: the length must be >= 3 ([CLS] w [SEP]), got ", L);
+  ORDO_CHECK(L >= (specials ? 3 : 2), "identical word probing: the length must be >= ", specials ? 3 : 2,
+             specials ? " ([CLS] w [SEP])" : " (w w)", ", got ", L);
   const int64_t max_position = model.bert.position_encoding().max_position();
   ORDO_CHECK(max_position < 0 || L <= max_position + 1, "identical word probing: length ", L,
              " needs positions 0..", L - 1, ", beyond the learned position table of ", max_position + 1,
@@ -83,22 +89,26 @@ ProbeResult identical_word_probe(const nn::PretrainingModel& model, const text::
                " is outside 1..", config.num_hidden_layers, " (layers count from 1)");
 
   ProbeResult result;
-  result.word_ids = draw_probe_words(vocab, options.words, options.seed);
+  result.word_ids = draw_probe_words(tokenizer, options.words, options.seed);
   result.length = L;
+  result.specials = specials;
   const int64_t N = options.words, H = config.num_attention_heads;
   const int64_t batch = options.batch > 0 ? options.batch : default_batch(config, L);
   const Device device = model.bert.device();
-  const int32_t cls = vocab.special().cls, sep = vocab.special().sep;
+  const int32_t cls = layout.cls, sep = layout.sep;
 
   std::vector<Matrix> attention_sum(layers.size(), Matrix(L, L)), score_sum(layers.size(), Matrix(L, L));
   NoGradGuard no_grad;
   for (int64_t first = 0; first < N; first += batch) {
     const int64_t B = std::min(batch, N - first);
-    // [CLS] w ... w [SEP] for each word of this batch (Eq. 8's sentence of one repeated word).
+    // [CLS] w ... w [SEP] for each word of this batch (Eq. 8's sentence of
+    // one repeated word); w ... w where the model's tokenizer adds no specials.
     std::vector<int64_t> ids(static_cast<size_t>(B * L));
     for (int64_t b = 0; b < B; ++b)
       for (int64_t t = 0; t < L; ++t)
-        ids[static_cast<size_t>(b * L + t)] = t == 0 ? cls : t == L - 1 ? sep : result.word_ids[static_cast<size_t>(first + b)];
+        ids[static_cast<size_t>(b * L + t)] = specials && t == 0       ? cls
+                                              : specials && t == L - 1 ? sep
+                                                                       : result.word_ids[static_cast<size_t>(first + b)];
     nn::BertInputs in;
     in.input_ids = Tensor::from_vector(ids, Shape{B, L}).to(device);
     nn::Context ctx = nn::Context::eval();  // no dropout: the probe is deterministic
@@ -129,8 +139,16 @@ ProbeResult identical_word_probe(const nn::PretrainingModel& model, const text::
   return result;
 }
 
-json::Value layer_indicators_json(const Matrix& attention) {
+json::Value layer_indicators_json(const Matrix& attention, bool specials) {
   json::Value o = json::Value::object();
+  if (!specials) {  // nothing to leave out: the whole matrix both ways
+    Indicators all = compute_indicators(attention);
+    all.translation_invariance_no_special = all.translation_invariance;
+    const json::Value both = indicators_json(all);
+    o["with_special"] = both;
+    o["without_special"] = both;
+    return o;
+  }
   o["with_special"] = indicators_json(compute_indicators(attention));
   Indicators words = compute_indicators(without_special(attention));
   // That matrix has no specials left: its AIV "without them" is its AIV, not a

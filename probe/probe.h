@@ -13,9 +13,14 @@
 // indicators are computed on the softmax matrix, as they do.
 //
 // Words: vocabulary ids that are neither special tokens ([PAD], [UNK],
-// [CLS], [SEP], [MASK]) nor word continuations ("##..."), drawn without
+// [CLS], [SEP], [MASK]) nor word pieces (WordPiece's "##..."; in a byte-level
+// BPE vocabulary, a word is "Ġ" + letters: a word start), drawn without
 // replacement: the first N of them shuffled by ordo's counter-based Philox
 // (base/counter_rng.h), so one seed gives the same words on every platform.
+// The specials are the model's own (text/subword.h's layout): [CLS] ... [SEP]
+// for BERT, <s> ... </s> for RoBERTa; GPT-2's tokenizer adds none, so its
+// sequence is L words (as Wang et al. 2021 probe it, Table 7: "w/o special
+// tokens" is then the whole matrix).
 //
 // The function is pure: a model and a vocabulary in, matrices out; the
 // files are probe/probe_folder.h's.
@@ -50,6 +55,7 @@ struct LayerProbe {
 struct ProbeResult {
   std::vector<int32_t> word_ids;  // in the order drawn
   int64_t length = 0;
+  bool specials = true;           // the first and last tokens are the model's specials
   std::vector<LayerProbe> layers;
 };
 
@@ -59,21 +65,33 @@ int64_t default_probe_length(const nn::PretrainingModel& model);
 
 // The N probe words: ids neither special nor continuations, without
 // replacement. An error when the vocabulary has fewer than N such words.
-std::vector<int32_t> draw_probe_words(const text::Vocab& vocab, int64_t n, uint64_t seed);
+std::vector<int32_t> draw_probe_words(const text::SubwordTokenizer& tokenizer, int64_t n, uint64_t seed);
 // How many words there are to draw from.
-int64_t probe_words_available(const text::Vocab& vocab);
+int64_t probe_words_available(const text::SubwordTokenizer& tokenizer);
 
 // Runs the probe. Errors (with the value and the limit): N < 1, L < 3 (one
 // word between the specials at least), L beyond an absolute position table,
-// a layer outside 1..num_hidden_layers, a vocabulary whose size differs from
-// the model's.
-ProbeResult identical_word_probe(const nn::PretrainingModel& model, const text::Vocab& vocab,
+// a layer outside 1..num_hidden_layers, a tokenizer with more ids than the
+// model's word embeddings (fewer is HF's padded vocab_size, and fine).
+ProbeResult identical_word_probe(const nn::PretrainingModel& model, const text::SubwordTokenizer& tokenizer,
                                  const ProbeOptions& options);
+// The same with a WordPiece vocabulary (an ordo run's vocab.txt).
+inline ProbeResult identical_word_probe(const nn::PretrainingModel& model, const text::Vocab& vocab,
+                                        const ProbeOptions& options) {
+  return identical_word_probe(model, text::Tokenizer(vocab), options);
+}
+inline std::vector<int32_t> draw_probe_words(const text::Vocab& vocab, int64_t n, uint64_t seed) {
+  return draw_probe_words(text::Tokenizer(vocab), n, seed);
+}
+inline int64_t probe_words_available(const text::Vocab& vocab) {
+  return probe_words_available(text::Tokenizer(vocab));
+}
 
 // The indicators of one probed layer with the special tokens' rows and
 // columns and without them (EQUATIONS.md: "both with and without"):
 //   {"with_special": {...}, "without_special": {...}}, each indicators_json.
-json::Value layer_indicators_json(const Matrix& attention);
+// Without specials in the sequence (GPT-2) both are of the whole matrix.
+json::Value layer_indicators_json(const Matrix& attention, bool specials = true);
 
 // ---- heatmaps of probing maps ----
 

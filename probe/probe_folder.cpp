@@ -14,11 +14,13 @@ namespace ordo::probe {
 
 namespace {
 
-png::Image layer_heatmap(const Matrix& m, const std::string& variant, int layer, bool scores) {
+// `specials`: the first and last rows are the model's specials, whose colours
+// would swamp the words' (GPT-2's probe has none: the whole map sets the range).
+png::Image layer_heatmap(const Matrix& m, const std::string& variant, int layer, bool scores, bool specials) {
   plot::HeatmapStyle style;
   style.title = variant + ": layer " + std::to_string(layer) + (scores ? " scores (unnormalised)" : " attention");
   style.colorbar_label = scores ? "score" : "attention";
-  range_of_word_positions(style, m);
+  if (specials) range_of_word_positions(style, m);
   return plot::heatmap(m, style);
 }
 
@@ -60,21 +62,24 @@ ProbeFolder probe_folder(const ProbeRequest& request) {
   f.variant = config.pe;
   ProbeOptions options = request.options;
   options.layers = parse_layers(request.layers, config.num_hidden_layers);
-  f.vocab = request.vocab.empty() ? train::find_vocab(f.checkpoint) : request.vocab;
-  const text::Vocab vocab = text::Vocab::load(f.vocab);
+  // The model's own tokenizer (WordPiece or byte-level BPE); no LM head is needed.
+  const train::CheckpointTokenizer tok =
+      train::load_tokenizer(f.checkpoint, request.vocab, {}, config.vocab_size, f.checkpoint + "/config.json");
+  f.vocab = tok.path;
   auto model = pe::load_model(f.checkpoint, request.device);
   // By default the positions the model was trained on: rows of a table past the
   // pretraining length, or distances past it, were never trained.
   if (options.length == 0)
     if (const std::optional<int64_t> trained = train::checkpoint_trained_length(f.checkpoint))
       options.length = std::min(*trained, default_probe_length(*model));
-  f.result = identical_word_probe(*model, vocab, options);
+  f.result = identical_word_probe(*model, *tok.tokenizer, options);
 
+  const std::string label = config.model_type == "bert" ? config.pe : config.model_type + " (" + config.pe + ")";
   json::Value indicators = json::Value::object();
   json::Value file_list = json::Value::object();
   for (const LayerProbe& p : f.result.layers) {
     const std::string k = std::to_string(p.layer), key = "layer_" + k;
-    indicators[key] = layer_indicators_json(p.attention);
+    indicators[key] = layer_indicators_json(p.attention, f.result.specials);
     json::Value names = json::Value::object();
     names["attention_csv"] = "attention_layer" + k + ".csv";
     names["scores_csv"] = "scores_layer" + k + ".csv";
@@ -82,8 +87,8 @@ ProbeFolder probe_folder(const ProbeRequest& request) {
     names["scores_png"] = "scores_layer" + k + ".png";
     f.files.emplace_back(names["attention_csv"].as_string(), to_csv(p.attention));
     f.files.emplace_back(names["scores_csv"].as_string(), to_csv(p.scores));
-    f.files.emplace_back(names["attention_png"].as_string(), png::encode(layer_heatmap(p.attention, config.pe, p.layer, false)));
-    f.files.emplace_back(names["scores_png"].as_string(), png::encode(layer_heatmap(p.scores, config.pe, p.layer, true)));
+    f.files.emplace_back(names["attention_png"].as_string(), png::encode(layer_heatmap(p.attention, label, p.layer, false, f.result.specials)));
+    f.files.emplace_back(names["scores_png"].as_string(), png::encode(layer_heatmap(p.scores, label, p.layer, true, f.result.specials)));
     file_list[key] = names;
   }
   f.files.emplace_back("indicators.json", json::dump(indicators, 2) + "\n");
@@ -94,17 +99,21 @@ ProbeFolder probe_folder(const ProbeRequest& request) {
   meta["checkpoint_given"] = request.checkpoint;
   meta["vocab"] = f.vocab;
   meta["variant"] = config.pe;
+  meta["model_type"] = config.model_type;
+  meta["tokenizer"] = tok.tokenizer->kind();
   meta["num_hidden_layers"] = config.num_hidden_layers;
   meta["num_attention_heads"] = config.num_attention_heads;
   meta["words"] = options.words;
   meta["length"] = f.result.length;
-  meta["length_note"] = "tokens per sequence, [CLS] and [SEP] included: [CLS] + (length - 2) x word + [SEP]";
+  meta["length_note"] = f.result.specials
+                            ? "tokens per sequence, the specials included: [CLS] + (length - 2) x word + [SEP]"
+                            : "tokens per sequence: length x word (the model's tokenizer adds no special tokens)";
   json::Value layers = json::Value::array();
   for (const auto& p : f.result.layers) layers.push_back(p.layer);
   meta["layers"] = layers;
   meta["seed"] = static_cast<int64_t>(options.seed);
   json::Value words = json::Value::array();
-  for (int32_t id : f.result.word_ids) words.push_back(vocab.token(id));
+  for (int32_t id : f.result.word_ids) words.push_back(tok.tokenizer->token(id));
   meta["word_tokens"] = words;
   meta["indicators"] = "indicators.json";
   meta["files"] = file_list;

@@ -9,7 +9,7 @@ under the same Python. Run from the repository root:
 
 Tables (all sorted by code point, compacted into ranges where the data allows):
   kPropertyRanges     [start, next start) -> flag bits (category C*, P*, Zs, Mn,
-                      str.isspace, case-ignorable, cased, str.isalnum) — see unicode.h.
+                      str.isspace, case-ignorable, cased, str.isalnum, L*, N*) — see unicode.h.
   kCombiningClass     [first, last] -> canonical combining class (nonzero only).
   kLowerRuns          runs of code points (first, last, stride) whose str.lower()
                       is one code point at a fixed offset `delta`.
@@ -32,6 +32,8 @@ FLAG_PYSPACE = 16       # str.isspace(): what Python's str.split() splits on
 FLAG_CASE_IGNORABLE = 32
 FLAG_CASED = 64         # cased and not case-ignorable (all the final-sigma rule asks)
 FLAG_ALNUM = 128        # str.isalnum(): Python's regex \w less '_' (SQuAD's answer normalisation)
+FLAG_LETTER = 256       # general category L* (\p{L} of GPT-2's pre-tokenizing pattern)
+FLAG_NUMBER = 512       # general category N* (\p{N} of the same pattern)
 
 
 def sigma_probe(text):
@@ -74,6 +76,10 @@ def property_flags(cp):
         flags |= FLAG_PYSPACE
     if ch.isalnum():
         flags |= FLAG_ALNUM
+    if cat.startswith("L"):
+        flags |= FLAG_LETTER
+    if cat.startswith("N"):
+        flags |= FLAG_NUMBER
     if 0xD800 <= cp <= 0xDFFF:
         return flags  # lone surrogates cannot be probed through str.lower()
     return flags | casing_flags(ch)

@@ -11,7 +11,9 @@
   HF -> ordo   transformers builds BertForPreTraining, BertForMaskedLM and a
                BertLMHeadModel (is_decoder) with random weights, writes them
                with save_pretrained (safetensors), and `ordo forward` reads
-               each directory and must give HF's outputs.
+               each directory and must give HF's outputs; the same for
+               GPT2LMHeadModel and RobertaForMaskedLM (their own layouts,
+               RoBERTa's padding-skipping positions, GPT-2 without segments).
 
 HF runs in float32 (as ordo) and in float64 (the exact reference); the table
 gives max |ordo - HF| and max |ordo - HF| / max |HF| per tensor. The script
@@ -34,7 +36,8 @@ import tempfile
 import torch
 import transformers
 from safetensors.torch import load_file
-from transformers import BertConfig, BertForMaskedLM, BertForPreTraining, BertLMHeadModel
+from transformers import (BertConfig, BertForMaskedLM, BertForPreTraining, BertLMHeadModel, GPT2Config,
+                          GPT2LMHeadModel, RobertaConfig, RobertaForMaskedLM)
 
 TOLERANCE = 1e-4
 
@@ -178,6 +181,53 @@ def hf_to_ordo(ordo, work):
     return worst, failed
 
 
+def families_to_ordo(ordo, work):
+    """GPT-2 and RoBERTa as transformers writes them, through `ordo forward`."""
+    print("\n== HF -> ordo: GPT2LMHeadModel and RobertaForMaskedLM ==")
+    worst, failed = 0.0, False
+    models = [("gpt2", GPT2LMHeadModel(GPT2Config(vocab_size=101, n_positions=40, n_embd=48, n_layer=3, n_head=4,
+                                                  attn_implementation="eager")), 0),
+              ("roberta", RobertaForMaskedLM(RobertaConfig(vocab_size=101, hidden_size=48, num_hidden_layers=3,
+                                                           num_attention_heads=4, intermediate_size=80,
+                                                           max_position_embeddings=42, type_vocab_size=1,
+                                                           pad_token_id=1, attn_implementation="eager")), 1)]
+    for name, model, pad in models:
+        redraw(model, seed=5)
+        with torch.no_grad():  # redraw's "+1" is for BERT's names; GPT-2's and RoBERTa's gains too
+            for n, p in model.named_parameters():
+                if ("ln_" in n or "layer_norm" in n) and n.endswith("weight"):
+                    p.add_(1.0)
+        directory = os.path.join(work, f"hf_{name}")
+        model.save_pretrained(directory, safe_serialization=True)
+        batch = make_batch(101, 40, 1, seed=13)
+        batch["input_ids"][batch["attention_mask"] == 0] = pad
+        del batch["segment_ids"]  # GPT-2 adds token_type_ids through wte: none given, none added
+        ordo_out = ordo_forward(ordo, directory, batch, work, name)
+        hf = {}
+        for dtype in (torch.float32, torch.float64):
+            with torch.no_grad():
+                out = model.to(dtype).eval()(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                                             output_hidden_states=True, output_attentions=True)
+            d = {f"hidden_states.{i}": h for i, h in enumerate(out.hidden_states)}
+            d.update({f"attentions.{i + 1}": a for i, a in enumerate(out.attentions)})
+            d["logits"] = out.logits
+            hf[dtype] = d
+        print(f"\nordo forward vs {type(model).__name__} ({directory})")
+        print(f"  {'tensor':<18} {'shape':<18} {'max|d| vs HF f32':>17} {'rel vs HF f32':>14} {'rel vs HF f64':>14}")
+        for key in hf[torch.float64]:
+            if key not in ordo_out:
+                print(f"  {key:<18} missing from ordo's output")
+                failed = True
+                continue
+            o, a, b = ordo_out[key].double(), hf[torch.float32][key].double(), hf[torch.float64][key]
+            abs32 = (o - a).abs().max().item()
+            rel32 = abs32 / a.abs().max().item()
+            rel64 = (o - b).abs().max().item() / b.abs().max().item()
+            worst = max(worst, rel64)
+            print(f"  {key:<18} {str(tuple(o.shape)):<18} {abs32:>17.3e} {rel32:>14.3e} {rel64:>14.3e}")
+    return worst, failed
+
+
 def make_ordo_checkpoint(ordo, work, objective):
     """A short `ordo pretrain` run of the tiny config on the synthetic language."""
     run_dir = os.path.join(work, f"ordo_run_{objective.replace('+', '_')}")
@@ -213,7 +263,9 @@ def main():
         w, f = ordo_to_hf(args.ordo, checkpoint, work)
         w1, f1 = max(w1, w), f1 or f
     w2, f2 = hf_to_ordo(args.ordo, work)
-    worst = max(w1, w2)
+    w3, f3 = families_to_ordo(args.ordo, work)
+    worst = max(w1, w2, w3)
+    f2 = f2 or f3
     print(f"\nworst relative difference against HF float64: {worst:.3e} (tolerance {TOLERANCE:.0e})")
     if f1 or f2 or not worst <= TOLERANCE:
         sys.exit(1)

@@ -227,7 +227,9 @@ const char* dtype_to_name(DType dtype) {
 DType dtype_from_name(const std::string& name) {
   for (const auto& [d, n] : kDTypeNames)
     if (name == n) return d;
-  throw Error("unknown dtype '" + name + "' (ordo reads F32, F64, BF16, F16, I64, I32 and U8)");
+  // A byte per element, 0 or 1: read as U8 (older GPT-2 files keep their causal masks so).
+  if (name == "BOOL") return DType::u8;
+  throw Error("unknown dtype '" + name + "' (ordo reads F32, F64, BF16, F16, I64, I32, U8 and BOOL)");
 }
 
 Header parse_header(const uint8_t* data, size_t size) {

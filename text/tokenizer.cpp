@@ -312,6 +312,13 @@ void Tokenizer::encode_append(std::string_view text, std::vector<int32_t>& out) 
   });
 }
 
+SequenceLayout Tokenizer::layout() const {
+  const SpecialIds& s = vocab_.special();
+  SequenceLayout l;
+  l.cls = s.cls, l.sep = s.sep, l.pad = s.pad, l.unk = s.unk, l.mask = s.mask;
+  return l;
+}
+
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   std::vector<int32_t> ids;
   encode_append(text, ids);

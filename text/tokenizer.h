@@ -26,6 +26,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "text/subword.h"
+
 namespace ordo::text {
 
 // The special tokens every BERT vocabulary must hold, by name.
@@ -100,13 +102,6 @@ class PieceTrie {
 
 // HF's BasicTokenizer (see the top of this file) plus the cutting-out of
 // special tokens that HF's PreTrainedTokenizer.tokenize does before it.
-// Where a token or character came from: code points [begin, end) of the
-// original text — Python str indices, what SQuAD's answer_start counts.
-struct CharSpan {
-  int32_t begin = 0, end = 0;
-  friend bool operator==(CharSpan a, CharSpan b) { return a.begin == b.begin && a.end == b.end; }
-};
-
 class BasicTokenizer {
  public:
   // `never_split`: strings kept whole wherever they appear in the raw text.
@@ -145,33 +140,41 @@ struct TokenizerOptions {
   int max_chars_per_word = 100;  // HF max_input_chars_per_word: longer words become [UNK]
 };
 
-class Tokenizer {
+class Tokenizer : public SubwordTokenizer {
  public:
   explicit Tokenizer(Vocab vocab, TokenizerOptions options = {});
 
   const Vocab& vocab() const { return vocab_; }
   const TokenizerOptions& options() const { return options_; }
 
+  // SubwordTokenizer
+  std::string kind() const override { return "wordpiece"; }
+  int32_t id_bound() const override { return vocab_.size(); }
+  const std::string& token(int32_t id) const override { return vocab_.token(id); }
+  bool is_special(int32_t id) const override { return vocab_.is_special(id); }
+  bool is_word(int32_t id) const override { return !vocab_.is_continuation(id); }
+  // [CLS] a [SEP] b [SEP], segment 1 from b on.
+  SequenceLayout layout() const override;
+  bool lower_case() const override { return options_.lower_case; }
+  void save(const std::string& dir) const override { vocab_.save(dir + "/vocab.txt"); }
+
   // The word pieces of a text, as HF's BertTokenizer.tokenize returns them.
   std::vector<std::string> tokenize(std::string_view text) const;
   // Their ids.
-  std::vector<int32_t> encode(std::string_view text) const;
+  std::vector<int32_t> encode(std::string_view text) const override;
   // Appends the ids to `out` (the hot path: no strings are built).
   void encode_append(std::string_view text, std::vector<int32_t>& out) const;
   // The pieces of one word (already through the BasicTokenizer), appended as ids.
   void wordpiece(std::u32string_view word, std::vector<int32_t>& out) const;
   // Tokens joined back into text, "##" pieces glued to their word.
-  std::string decode(const std::vector<int32_t>& ids) const;
+  std::string decode(const std::vector<int32_t>& ids) const override;
 
   // encode() with each token's span of original code points. A "##" piece
   // covers the characters it matched; a word that became [UNK] covers the
   // whole word; a special token the text it was cut from. Throws ordo::Error
   // when text is not valid UTF-8.
-  struct Encoding {
-    std::vector<int32_t> ids;
-    std::vector<CharSpan> offsets;  // one per id
-  };
-  Encoding encode_with_offsets(std::string_view text) const;
+  using Encoding = text::Encoding;
+  Encoding encode_with_offsets(std::string_view text) const override;
 
  private:
   Vocab vocab_;

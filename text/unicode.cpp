@@ -10,7 +10,7 @@ namespace {
 // Entry types of the generated tables (see scripts/gen_unicode_tables.py).
 struct PropertyRange {
   uint32_t start;  // the range runs to the next entry's start
-  uint8_t flags;
+  uint16_t flags;
 };
 struct CombiningRange {
   uint32_t first, last;
@@ -37,10 +37,10 @@ struct Composition {
 #include "text/unicode_tables.inc"
 
 // Flag bits of kPropertyRanges (must match the generator).
-constexpr uint8_t kControl = 1, kPunct = 2, kZs = 4, kMn = 8, kPySpace = 16, kCaseIgnorable = 32,
-                  kCased = 64, kAlnum = 128;
+constexpr uint16_t kControl = 1, kPunct = 2, kZs = 4, kMn = 8, kPySpace = 16, kCaseIgnorable = 32,
+                   kCased = 64, kAlnum = 128, kLetter = 256, kNumber = 512;
 
-uint8_t lookup_flags(char32_t cp) {
+uint16_t lookup_flags(char32_t cp) {
   const auto* end = kPropertyRanges + std::size(kPropertyRanges);
   const auto* it = std::upper_bound(kPropertyRanges, end, cp,
                                     [](char32_t c, const PropertyRange& r) { return c < r.start; });
@@ -48,13 +48,13 @@ uint8_t lookup_flags(char32_t cp) {
 }
 
 // Latin-1 is most of real text: its flags come from a table built at start-up.
-const std::array<uint8_t, 256> kLatin1Flags = [] {
-  std::array<uint8_t, 256> t{};
+const std::array<uint16_t, 256> kLatin1Flags = [] {
+  std::array<uint16_t, 256> t{};
   for (char32_t cp = 0; cp < 256; ++cp) t[cp] = lookup_flags(cp);
   return t;
 }();
 
-inline uint8_t flags(char32_t cp) { return cp < 256 ? kLatin1Flags[cp] : lookup_flags(cp); }
+inline uint16_t flags(char32_t cp) { return cp < 256 ? kLatin1Flags[cp] : lookup_flags(cp); }
 
 // Hangul syllables decompose and compose algorithmically (Unicode 14, section 3.12).
 constexpr char32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
@@ -164,6 +164,12 @@ bool is_nonspacing_mark(char32_t cp) { return flags(cp) & kMn; }
 bool is_python_space(char32_t cp) { return flags(cp) & kPySpace; }
 
 bool is_alnum(char32_t cp) { return flags(cp) & kAlnum; }
+bool is_letter(char32_t cp) { return flags(cp) & kLetter; }
+bool is_number(char32_t cp) { return flags(cp) & kNumber; }
+// Oniguruma's Unicode \s: \t \n \v \f \r, NEL, and the separators Zs, Zl (U+2028), Zp (U+2029).
+bool is_regex_space(char32_t cp) {
+  return (cp >= 0x9 && cp <= 0xD) || cp == 0x85 || cp == 0x2028 || cp == 0x2029 || (flags(cp) & kZs);
+}
 
 int combining_class(char32_t cp) {
   if (cp < 0x300) return 0;

@@ -1,4 +1,4 @@
-// The Unicode character data the BERT tokenizer needs, with the exact
+// The Unicode character data the tokenizers need (BERT's WordPiece; GPT-2's byte-level BPE), with the exact
 // definitions of HuggingFace's Python BertTokenizer (transformers
 // tokenization_python.py / tokenization_bert_legacy.py) and of CPython's str
 // methods it relies on. Tables are generated from Python's unicodedata by
@@ -29,6 +29,13 @@ bool is_python_space(char32_t cp);
 // CPython str.isalnum() for one character (isalpha, isdecimal, isdigit or
 // isnumeric): what Python's regex \w matches, less the underscore.
 bool is_alnum(char32_t cp);
+// The classes of GPT-2's pre-tokenizing pattern (text/bpe.h) as HuggingFace
+// tokenizers' regex engine (Oniguruma) reads them: \p{L} is general category
+// L*, \p{N} is N*, and \s is \t \n \v \f \r, U+0085 and the separators
+// Zs, Zl, Zp (Unicode's White_Space; not U+001C..U+001F, which str.isspace takes).
+bool is_letter(char32_t cp);
+bool is_number(char32_t cp);
+bool is_regex_space(char32_t cp);
 // Canonical combining class (0 for starters).
 int combining_class(char32_t cp);
 

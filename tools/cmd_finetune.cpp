@@ -10,7 +10,7 @@ namespace {
 using namespace ordo;
 
 int finetune(const std::vector<std::string>& argv, dist::Communicator* comm) {
-  cli::Args args(argv, {"checkpoint", "task", "data", "out", "config", "set", "seeds", "lr"},
+  cli::Args args(argv, {"checkpoint", "task", "data", "out", "config", "set", "seeds", "lr", "vocab"},
                  {"overwrite", "quiet", "from-scratch", "new-head"});
   args.expect_no_positional();
   train::FinetuneOptions o;
@@ -18,6 +18,7 @@ int finetune(const std::vector<std::string>& argv, dist::Communicator* comm) {
   o.task = args.required("task");
   o.data = args.required("data");
   o.out = args.required("out");
+  o.vocab = args.str("vocab", "");
   o.overwrite = args.has("overwrite");
   o.quiet = args.has("quiet");
   o.from_scratch = args.has("from-scratch");
@@ -42,7 +43,7 @@ int run(const std::vector<std::string>& argv) {
 cli::Register command(
     {"finetune", "fine-tune a pretrained encoder on a GLUE task or SQuAD, with the official dev metrics",
      "--checkpoint DIR|RUN_DIR --task NAME --data DIR --out DIR [--config FILE.json] [--set key=value ...]\n"
-     "      [--seeds N] [--lr A,B,C] [--from-scratch] [--new-head] [--overwrite] [--quiet]\n"
+     "      [--seeds N] [--lr A,B,C] [--vocab FILE] [--from-scratch] [--new-head] [--overwrite] [--quiet]\n"
      "  NAME: cola sst2 mrpc stsb qqp mnli qnli rte wnli | squad (v1.1) | squad2 (v2.0) | senteval\n"
      "  --data: the task's folder as GLUE ships it (train.tsv, dev.tsv; MNLI dev_matched.tsv and\n"
      "    dev_mismatched.tsv; test files, when there, are predicted into GLUE submission files) or\n"
@@ -50,8 +51,10 @@ cli::Register command(
      "    senteval: a SentEval probing file (partition tr/va/te, label, sentence per line; its labels the\n"
      "    classes, va picking the best epoch, te evaluated beside) or a folder holding one .txt file\n"
      "  --checkpoint: an ordo checkpoint or run (MLM, MLM+NSP, or causal: its classifier reads the last\n"
-     "    real token), or a HuggingFace BERT checkpoint (with or without its MLM head, with or without a\n"
-     "    pooler: a missing pooler is initialised and said so)\n"
+     "    real token), or a HuggingFace BERT or RoBERTa checkpoint (with or without its MLM head, with or\n"
+     "    without a pooler: a missing pooler is initialised and said so)\n"
+     "  --vocab FILE: the tokenizer (vocab.txt, vocab.json with merges.txt beside it, tokenizer.json, or a\n"
+     "    folder holding one); default: the checkpoint's own, else its run's\n"
      "  Defaults: BERT's recipe (AdamW lr 3e-5, warm-up 10% then linear decay, batch 32, 3 epochs,\n"
      "    max_seq_length 128); configs/finetune/ holds the base grid and a recipe for tiny/mini models.\n"
      "  --seeds N runs seeds seed..seed+N-1; --lr A,B,C a learning-rate grid: results.json gives each run's\n"

@@ -5,8 +5,9 @@
 //   ordo forward --checkpoint DIR --input FILE.json --out FILE.safetensors [--device cpu|cuda[:N]]
 //                [--ablate contextual|positional]
 //
-// DIR: a checkpoint (MLM, MLM+NSP or causal: the heads it holds are run), or
-// a run directory, meaning its latest checkpoint.
+// DIR: a checkpoint (MLM, MLM+NSP or causal: the heads it holds are run; HF
+// BERT, RoBERTa or GPT-2; a bare encoder without an LM head, whose logits are
+// then absent and said so), or a run directory, meaning its latest checkpoint.
 //
 // --ablate drops a term of the attention scores (the locality/symmetry
 // paper, section 4.1): contextual keeps the positional term alone (BERT-p,
@@ -23,12 +24,12 @@
 //   hidden_states.l         the output of layer l (1..layers)      [batch, L, hidden]
 //   attentions.l            layer l's softmax probabilities        [batch, heads, L, L]
 //   logits                  the MLM (or causal LM) head's logits   [batch, L, vocab]
+//                           (absent when the checkpoint has no LM head)
 //   nsp_logits              the NSP head's logits, when the checkpoint has one [batch, 2]
 //   input_ids, segment_ids, positions, attention_mask   the inputs as used (defaults filled in)
 // The names are HF's output_hidden_states / output_attentions order, so
 // hidden_states.l is transformers' hidden_states[l]. (In a pre-LN model the
-// last hidden state is taken before the final LayerNorm, which the logits
-// include; HF BERT has no pre-LN form.) The file is written
+// last hidden state is taken after the final LayerNorm, as GPT-2's.) The file is written
 // atomically: on any error nothing is written and an existing file stays. An
 // existing file is refused unless --overwrite (base/output.h).
 #include <cstdio>
@@ -62,8 +63,10 @@ int run(const std::vector<std::string>& argv) {
 
   // The model as the checkpoint holds it: the NSP head only when the
   // checkpoint has one, so no logit comes from a freshly initialised head.
-  auto model = pe::load_model(dir, device);
+  nn::LoadReport loaded;
+  auto model = pe::load_model(dir, device, &loaded);
   const nn::BertConfig& config = model->bert.config();
+  const bool has_lm_head = loaded.missing.empty();  // a bare encoder has none: no logits, said below
   const bool nsp = model->seq_relationship != nullptr;
 
   // Inputs are validated in full before anything runs.
@@ -80,14 +83,14 @@ int run(const std::vector<std::string>& argv) {
   nn::ForwardTrace trace;
   trace.keep_hidden_states = trace.keep_attentions = true;
   Var sequence = model->bert.forward(in, ctx, &trace);
-  Var logits = model->predictions.forward(sequence, model->bert.embeddings.word_embeddings.weight.var);
 
   nn::NamedTensors out;
   for (size_t l = 0; l < trace.hidden_states.size(); ++l)
     out.emplace_back("hidden_states." + std::to_string(l), trace.hidden_states[l]);
   for (size_t l = 0; l < trace.attentions.size(); ++l)
     out.emplace_back("attentions." + std::to_string(l + 1), trace.attentions[l]);
-  out.emplace_back("logits", logits.value());
+  if (has_lm_head)
+    out.emplace_back("logits", model->predictions.forward(sequence, model->bert.embeddings.word_embeddings.weight.var).value());
   if (nsp) out.emplace_back("nsp_logits", model->seq_relationship->forward(model->bert.pooler->forward(sequence)).value());
   out.emplace_back("input_ids", batch.input_ids);
   out.emplace_back("segment_ids", batch.segment_ids);
@@ -101,6 +104,10 @@ int run(const std::vector<std::string>& argv) {
               static_cast<long long>(config.num_hidden_layers), config.decoder ? "decoder" : "encoder",
               config.pe.c_str(), ablate == nn::Ablation::none ? "" : ", ablated: ",
               ablate == nn::Ablation::none ? "" : nn::ablation_name(ablate), device.str().c_str(), out_file.c_str());
+  if (!has_lm_head)
+    std::printf("ordo forward: no logits: the checkpoint holds no LM head (a bare encoder; %zu parameters absent: "
+                "%s ...); hidden states and attentions are written\n",
+                loaded.missing.size(), loaded.missing.front().c_str());
   return 0;
 }
 

@@ -4,6 +4,9 @@
 //   ordo probe --checkpoint DIR --out DIR2 [--words N] [--length L] [--layer K|all]
 //              [--seed S] [--vocab FILE] [--device cpu|cuda[:N]]
 //
+// The tokenizer (--vocab, else the checkpoint's own files) is WordPiece or
+// byte-level BPE; its specials frame the repeated word.
+//
 // DIR: a checkpoint (config.json + model.safetensors), or a run directory,
 // meaning its latest checkpoint (the highest RUN/checkpoints/step_N).
 // Writes into DIR2 the files of probe/probe_folder.h (per probed layer K the
@@ -54,15 +57,19 @@ int run(const std::vector<std::string>& argv) {
 cli::Register command({"probe", "identical word probing of a checkpoint: attention maps, heatmaps and indicators",
                        "--checkpoint DIR --out DIR2 [--words N] [--length L] [--layer K|all] [--seed S]"
                        " [--vocab FILE] [--device cpu|cuda[:N]] [--overwrite]\n"
-                       "  DIR: a checkpoint (config.json + model.safetensors) or a run directory (its latest\n"
-                       "       checkpoint: the highest RUN/checkpoints/step_N)\n"
-                       "  --words N     random words, neither special nor ##-pieces (default 300)\n"
+                       "  DIR: a checkpoint (config.json + model.safetensors: ordo's, or HF's BERT, RoBERTa, GPT-2,\n"
+                       "       a bare encoder) or a run directory (its latest checkpoint: the highest\n"
+                       "       RUN/checkpoints/step_N)\n"
+                       "  --words N     random words, neither special nor word pieces (default 300); between the\n"
+                       "                model's specials ([CLS] ... [SEP], <s> ... </s>; none for GPT-2)\n"
                        "  --length L    tokens per sequence, [CLS] and [SEP] included (default: the length the\n"
                        "                run pretrained at, for a checkpoint of an ordo run; else 128; at most the\n"
                        "                position table's size)\n"
                        "  --layer K     the layer probed, 1-based (default 1); 'all': every layer\n"
                        "  --seed S      the word draw (default 1)\n"
-                       "  --vocab FILE  default: DIR's vocab.txt, else its run's\n"
+                       "  --vocab FILE  the tokenizer: vocab.txt (WordPiece), vocab.json with merges.txt beside it or\n"
+                       "                tokenizer.json (byte-level BPE: GPT-2, RoBERTa), or a folder holding one;\n"
+                       "                default: DIR's own, else its run's\n"
                        "  --overwrite   replace DIR2 if it exists (whole: no file of the previous probe stays)\n"
                        "  writes DIR2/attention_layerK.{csv,png}, scores_layerK.{csv,png}, indicators.json, probe.json",
                        run});

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/file_io.h"
 #include "base/json.h"
+#include "text/bpe.h"
 #include "train/pretrain.h"
 
 namespace ordo::train {
@@ -36,12 +37,55 @@ std::string resolve_checkpoint(const std::string& path) {
   return best;
 }
 
-std::string find_vocab(const std::string& checkpoint_dir) {
-  const std::string inside = checkpoint_dir + "/vocab.txt";
-  if (file_exists(inside)) return inside;
-  const std::string run = checkpoint_dir + "/../../vocab.txt";
-  if (file_exists(run)) return run;
-  throw Error("no vocab.txt in " + checkpoint_dir + " nor in its run (" + run + "); give one with --vocab FILE");
+namespace {
+
+// The tokenizer file in a folder: vocab.txt, vocab.json (with merges.txt) or
+// tokenizer.json, in that order; "" when none.
+std::string tokenizer_file_in(const std::string& dir) {
+  for (const char* name : {"/vocab.txt", "/vocab.json", "/tokenizer.json"})
+    if (file_exists(dir + name)) return dir + name;
+  return "";
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+CheckpointTokenizer load_tokenizer(const std::string& checkpoint_dir, const std::string& given,
+                                   const text::TokenizerOptions& wordpiece, int64_t model_vocab_size,
+                                   const std::string& config_path) {
+  std::string path;
+  if (!given.empty()) {
+    path = directory_exists(given) ? tokenizer_file_in(given) : given;
+    ORDO_CHECK(!path.empty(), "--vocab ", given, ": the folder holds no vocab.txt, vocab.json or tokenizer.json");
+    ORDO_CHECK(file_exists(path), "--vocab ", given, ": no such file");
+  } else {
+    path = tokenizer_file_in(checkpoint_dir);
+    if (path.empty()) path = tokenizer_file_in(checkpoint_dir + "/../..");
+    ORDO_CHECK(!path.empty(), "no tokenizer in ", checkpoint_dir, " nor in its run (", checkpoint_dir,
+               "/../..): looked for vocab.txt (BERT's WordPiece), vocab.json + merges.txt and tokenizer.json "
+               "(byte-level BPE); give one with --vocab FILE (one of those files, or a folder holding one)");
+  }
+  CheckpointTokenizer out;
+  out.path = path;
+  if (ends_with(path, "tokenizer.json")) {
+    out.tokenizer = std::make_unique<text::BpeTokenizer>(text::BpeTokenizer::load_tokenizer_json(path));
+  } else if (ends_with(path, ".json")) {
+    const std::string merges = path.substr(0, path.find_last_of('/') + 1) + "merges.txt";
+    ORDO_CHECK(file_exists(merges), path, ": a byte-level BPE vocabulary needs its merges.txt beside it (", merges,
+               " is missing)");
+    out.tokenizer = std::make_unique<text::BpeTokenizer>(text::BpeTokenizer::load(path, merges));
+  } else {
+    out.tokenizer = std::make_unique<text::Tokenizer>(text::Vocab::load(path), wordpiece);
+  }
+  const int64_t ids = out.tokenizer->id_bound();
+  ORDO_CHECK(ids <= model_vocab_size, "the tokenizer ", path, " has ", ids, " tokens (ids 0..", ids - 1,
+             ") but the model's word embeddings have ", model_vocab_size, " rows (vocab_size in ", config_path,
+             "): ids from ", model_vocab_size, " on would index past them. Is it the vocabulary of another "
+             "model? Give the checkpoint's own with --vocab FILE");
+  return out;
 }
 
 namespace {

@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+
+#include "text/tokenizer.h"
 
 namespace ordo::train {
 
@@ -13,10 +16,22 @@ namespace ordo::train {
 // --out RUN`), meaning its latest checkpoint: the RUN/checkpoints/step_N
 // with the highest N. Errors name the path and what was looked for.
 std::string resolve_checkpoint(const std::string& path);
-// The vocab.txt of a checkpoint: the one inside it, else its run's
-// (CHECKPOINT/../../vocab.txt for RUN/checkpoints/step_N); an error naming
-// both places when neither exists.
-std::string find_vocab(const std::string& checkpoint_dir);
+// The tokenizer of a checkpoint and where it was read from. Its files:
+// `given` (a command's --vocab: a vocab.txt, a vocab.json with merges.txt
+// beside it, a tokenizer.json, or a folder holding one of them), else the
+// checkpoint's own, else its run's (CHECKPOINT/../..). vocab.txt is BERT's
+// WordPiece (with `wordpiece`'s options), the others byte-level BPE (GPT-2,
+// RoBERTa). Errors: no tokenizer anywhere (naming the places and the flag),
+// and a tokenizer whose ids do not fit the model's word embeddings
+// (`model_vocab_size`, from `config_path`), naming both numbers and files —
+// caught at load, not as an out-of-range index in the middle of training.
+struct CheckpointTokenizer {
+  std::unique_ptr<text::SubwordTokenizer> tokenizer;
+  std::string path;  // the file read (vocab.txt, vocab.json, tokenizer.json)
+};
+CheckpointTokenizer load_tokenizer(const std::string& checkpoint_dir, const std::string& given,
+                                   const text::TokenizerOptions& wordpiece, int64_t model_vocab_size,
+                                   const std::string& config_path);
 // Whether the checkpoint's vocabulary was made for lower-cased text: an HF
 // tokenizer_config.json's do_lower_case inside it, else the data.lower_case of
 // the ordo run it belongs to (CHECKPOINT/../../config.json); nullopt when

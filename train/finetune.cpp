@@ -376,7 +376,7 @@ ClassificationData read_senteval_data(const std::string& path) {
 
 class ClassificationFinetuneTask : public Task {
  public:
-  ClassificationFinetuneTask(ClassificationData data, const text::Tokenizer& tokenizer, int64_t max_seq_length,
+  ClassificationFinetuneTask(ClassificationData data, const text::SubwordTokenizer& tokenizer, int64_t max_seq_length,
                              int64_t eval_batch_size)
       : data_(std::move(data)), task_(*data_.task), tokenizer_(tokenizer), eval_batch_size_(eval_batch_size) {
     const int length = static_cast<int>(max_seq_length);
@@ -457,7 +457,7 @@ class ClassificationFinetuneTask : public Task {
       extra["label2id"] = label2id;
     }
     nn::save_weights(dir, *model_, model_->bert.config(), "BertForSequenceClassification", extra);
-    tokenizer_.vocab().save(dir + "/vocab.txt");
+    tokenizer_.save(dir);
   }
 
  private:
@@ -465,7 +465,7 @@ class ClassificationFinetuneTask : public Task {
                         const std::vector<int64_t>& indices, int64_t* tokens) const {
     std::vector<const std::vector<int32_t>*> ids, segments;
     for (int64_t i : indices) ids.push_back(&features[i].input_ids), segments.push_back(&features[i].token_type_ids);
-    return pad_batch(ids, segments, tokenizer_.vocab().special().pad, device_, tokens);
+    return pad_batch(ids, segments, tokenizer_.layout().pad, device_, tokens);
   }
 
   downstream::GluePredictions predict(const std::vector<downstream::ClassificationFeature>& features) {
@@ -490,7 +490,7 @@ class ClassificationFinetuneTask : public Task {
 
   const ClassificationData data_;
   const downstream::GlueTask& task_;
-  const text::Tokenizer& tokenizer_;
+  const text::SubwordTokenizer& tokenizer_;
   int64_t eval_batch_size_;
   std::vector<downstream::ClassificationFeature> train_;
   std::vector<std::vector<downstream::ClassificationFeature>> evaluated_features_, test_features_;
@@ -501,7 +501,7 @@ class ClassificationFinetuneTask : public Task {
 
 class SquadFinetuneTask : public Task {
  public:
-  SquadFinetuneTask(bool version_2, const TaskFiles& files, const text::Tokenizer& tokenizer, const FinetuneConfig& c)
+  SquadFinetuneTask(bool version_2, const TaskFiles& files, const text::SubwordTokenizer& tokenizer, const FinetuneConfig& c)
       : tokenizer_(tokenizer), eval_batch_size_(c.eval_batch_size) {
     post_.version_2 = version_2;
     post_.n_best_size = static_cast<int>(c.n_best_size);
@@ -591,7 +591,7 @@ class SquadFinetuneTask : public Task {
     json::Value extra = json::Value::object();
     extra["finetuning_task"] = post_.version_2 ? "squad2" : "squad";
     nn::save_weights(dir, *model_, model_->bert.config(), "BertForQuestionAnswering", extra);
-    tokenizer_.vocab().save(dir + "/vocab.txt");
+    tokenizer_.save(dir);
   }
 
  private:
@@ -606,10 +606,10 @@ class SquadFinetuneTask : public Task {
                         int64_t* tokens) const {
     std::vector<const std::vector<int32_t>*> ids, segments;
     for (int64_t i : indices) ids.push_back(&features[i].input_ids), segments.push_back(&features[i].token_type_ids);
-    return pad_batch(ids, segments, tokenizer_.vocab().special().pad, device_, tokens);
+    return pad_batch(ids, segments, tokenizer_.layout().pad, device_, tokens);
   }
 
-  const text::Tokenizer& tokenizer_;
+  const text::SubwordTokenizer& tokenizer_;
   int64_t eval_batch_size_;
   downstream::SquadPostOptions post_;
   downstream::SquadDataset train_data_, dev_;
@@ -884,6 +884,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   recorded["data"] = o.data;
   recorded["from_scratch"] = o.from_scratch;
   recorded["new_head"] = o.new_head;
+  if (!o.vocab.empty()) recorded["vocab"] = o.vocab;
   // The same grid in --out, stopped or finished, is continued: its finished
   // runs are kept and the others run (again). Another grid there is replaced
   // only with --overwrite.
@@ -894,10 +895,14 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   std::vector<InputPath> inputs = o.config_files;
   inputs.push_back({o.checkpoint, "--checkpoint"});
   inputs.push_back({o.data, "--data"});
+  inputs.push_back({o.vocab, "--vocab"});
   check_output(o.out, OutputKind::folder, o.overwrite || continuing, inputs);
   const Device device = resolve_device(c.device, comm.local_rank());
   set_threads(c.threads);
-  const text::Tokenizer tokenizer(text::Vocab::load(find_vocab(o.checkpoint)), tokenizer_options(c, o.checkpoint));
+  const CheckpointTokenizer tokenizer_files = load_tokenizer(o.checkpoint, o.vocab, tokenizer_options(c, o.checkpoint),
+                                                             nn::load_config(o.checkpoint).vocab_size,
+                                                             o.checkpoint + "/config.json");
+  const text::SubwordTokenizer& tokenizer = *tokenizer_files.tokenizer;
   std::unique_ptr<Task> task;
   if (is_squad(o.task)) {
     task = std::make_unique<SquadFinetuneTask>(o.task == "squad2", files, tokenizer, c);
@@ -938,7 +943,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   if (!o.quiet) {
     std::fprintf(stderr, "ordo finetune: %s from %s%s (lower_case %s), %zu learning rate(s) x %lld seed(s), %lld epochs\n",
                  task->describe().c_str(), o.from_scratch ? "random weights in the config of " : "", o.checkpoint.c_str(),
-                 tokenizer.options().lower_case ? "true" : "false", c.learning_rates.size(),
+                 tokenizer.lower_case() ? "true" : "false", c.learning_rates.size(),
                  static_cast<long long>(c.seeds), static_cast<long long>(c.epochs));
     if (comm.size() > 1)
       std::fprintf(stderr, "data parallel: %d processes (%s); each batch of %lld shared among them\n", comm.size(),

@@ -31,7 +31,8 @@
 //   OUT/runs/lr_<lr>_seed_<seed>/
 //       metrics.jsonl      a line per logged step and per epoch's evaluation
 //       best/              the best epoch's model (config.json with the architecture and
-//                          labels, model.safetensors with HF names, vocab.txt) unless
+//                          labels, model.safetensors with HF names, the tokenizer's
+//                          vocab.txt or vocab.json + merges.txt) unless
 //                          train.save_best is false
 //       dev predictions of the best epoch: GLUE, a GLUE submission file per dev set
 //                          (dev.tsv -> dev_predictions.tsv; MNLI dev_matched_predictions.tsv
@@ -119,6 +120,9 @@ struct FinetuneOptions {
   std::string task;        // cola sst2 mrpc stsb qqp mnli qnli rte wnli | squad | squad2 | senteval
   std::string data;        // the task's folder as GLUE / SQuAD ship it
   std::string out;
+  // The tokenizer (vocab.txt, vocab.json with merges.txt beside it, tokenizer.json,
+  // or a folder holding one); empty: the checkpoint's own, else its run's.
+  std::string vocab;
   bool overwrite = false;
   bool quiet = false;
   // The checkpoint's config and vocabulary with random weights instead of its

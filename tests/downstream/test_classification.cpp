@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "base/error.h"
+#include "text/tokenizer.h"
 #include "downstream/classification.h"
 
 using namespace ordo;

@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/file_io.h"
 #include "base/json.h"
+#include "text/tokenizer.h"
 #include "downstream/squad_features.h"
 #include "downstream/squad_predict.h"
 #include "tests/downstream/squad_helpers.h"

@@ -235,8 +235,11 @@ TEST_CASE("probe: errors and the default length", "[probe][probe_run]") {
   o.layers = {0};
   CHECK_THROWS_WITH(probe::identical_word_probe(*ape, vocab, o), Catch::Contains("layer 0"));
   o.layers = {1};
-  text::Vocab other = text::Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "w"});
-  CHECK_THROWS_WITH(probe::identical_word_probe(*ape, other, o), Catch::Contains("6 tokens") &&
+  // More ids than the model's word embeddings (fewer is HF's padded vocab_size, and fine).
+  std::vector<std::string> tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+  for (int i = 0; i < 31; ++i) tokens.push_back("w" + std::to_string(i));
+  text::Vocab other = text::Vocab::from_tokens(tokens);
+  CHECK_THROWS_WITH(probe::identical_word_probe(*ape, other, o), Catch::Contains("36 tokens") &&
                                                                    Catch::Contains("30"));
 }
 

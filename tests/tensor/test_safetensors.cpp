@@ -189,6 +189,13 @@ TEST_CASE("safetensors: half-precision bytes, worked out by hand", "[safetensors
   CHECK(loaded[0].second.to(DType::f32).to_vector<float>() == std::vector<float>{1.0f, -2.5f});
 }
 
+TEST_CASE("safetensors: BOOL tensors (older GPT-2 files' causal masks) read as U8", "[safetensors]") {
+  auto loaded = load_string(file_with(R"({"m":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]}})",
+                                      std::string("\x01\x00\x01", 3)));
+  CHECK(loaded[0].second.dtype() == DType::u8);
+  CHECK(loaded[0].second.to_vector<uint8_t>() == std::vector<uint8_t>{1, 0, 1});
+}
+
 TEST_CASE("safetensors: non-contiguous tensors are written densely", "[safetensors]") {
   Tensor m = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor transposed = m.transpose(0, 1);                  // [[1,4],[2,5],[3,6]]
@@ -266,9 +273,9 @@ TEST_CASE("safetensors: every kind of lie is refused with a clear message", "[sa
   }
 
   SECTION("dtypes") {
-    CHECK(load_error(file_with(R"({"a":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})",
+    CHECK(load_error(file_with(R"({"a":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}})",
                                std::string(2, '\0'))) ==
-          kPrefix + "tensor 'a': unknown dtype 'BOOL' (ordo reads F32, F64, BF16, F16, I64, I32 and U8)");
+          kPrefix + "tensor 'a': unknown dtype 'F8_E4M3' (ordo reads F32, F64, BF16, F16, I64, I32, U8 and BOOL)");
     CHECK(load_error(file_with(R"({"a":{"dtype":4,"shape":[2],"data_offsets":[0,8]}})", eight)) ==
           kPrefix + "tensor 'a': dtype must be a string, got 4");
   }
