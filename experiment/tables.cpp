@@ -338,7 +338,8 @@ RangeCurves range_curves(const std::vector<RunResults>& runs, const std::vector<
 // Every task's score and the pretraining's held-out accuracy, one row per run.
 TextTable ordo_scores(const std::vector<RunResults>& runs, const Plan& plan, std::vector<std::string>& keys) {
   keys = {"eval_accuracy"};
-  for (const FinetuneTask& t : plan.finetune) keys.push_back(t.name + ".score");
+  for (const FinetuneTask& t : plan.finetune)
+    if (t.runnable()) keys.push_back(t.name + ".score");
   if (!plan.finetune.empty()) keys.push_back("glue.mean");
   TextTable t;
   t.header = {"config", "pe"};

@@ -125,3 +125,40 @@ TEST_CASE("ape_sin, ape_sin_learnable: short pretraining runs learn", "[pe][pret
   require_learning(smoke_pretrain("ape_sin"));
   require_learning(smoke_pretrain("ape_sin_learnable"));
 }
+
+TEST_CASE("ape_sin's amplitude option scales the table: A sin(w_i x), A cos(w_i x)", "[pe]") {
+  const double amplitude = 0.02 * std::sqrt(2.0);  // configs/papers/wang2021's sinusoid rows
+  auto pe = make(tiny_config("ape_sin", json::parse(R"({"amplitude": 0.028284271247461901})")));
+  nn::Context ctx = nn::Context::eval();
+  Tensor positions = Tensor::from_vector(std::vector<int64_t>{0, 1, 7, 15, 40, 3}, {2, 3});
+  std::vector<double> expected = naive_sinusoid(positions.to_vector<int64_t>(), 12);
+  for (double& v : expected) v *= amplitude;
+  CHECK(max_abs_error(pe->input_embedding(positions, ctx).value(), expected) <= 1e-15);
+  CHECK_THROWS_WITH(make(tiny_config("ape_sin", json::parse(R"({"amplitude": 0})"))), Catch::Contains("amplitude"));
+}
+
+TEST_CASE("model.word_embedding_scale s: the encoder equals one whose word table is s times larger", "[pe]") {
+  // Vaswani et al.'s tokens x sqrt(D): scaling the looked-up rows is the same
+  // model as scaling the table, every other parameter equal.
+  const double s = std::sqrt(12.0);
+  nn::BertConfig scaled_config = tiny_config("ape_sin");
+  scaled_config.word_embedding_scale = s;
+  nn::BertModel scaled(scaled_config, make(scaled_config), Device::cpu(), false);
+  nn::BertModel plain(tiny_config("ape_sin"), make(tiny_config("ape_sin")), Device::cpu(), false);
+  randomize(scaled, 11);
+  randomize(plain, 11);
+  nn::Parameter* table = plain.find_parameter("embeddings.word_embeddings.weight");
+  REQUIRE(table != nullptr);
+  std::vector<double> w = table->var.value().to_doubles();
+  for (double& v : w) v *= s;
+  table->var = Var(Tensor::from_vector(w, table->var.shape()), true, "embeddings.word_embeddings.weight");
+  nn::BertInputs in;
+  in.input_ids = Tensor::from_vector(std::vector<int64_t>{2, 7, 4, 9, 3, 2, 11, 3, 0, 5}, {2, 5});
+  nn::Context ctx = nn::Context::eval();
+  const std::vector<double> a = scaled.forward(in, ctx).value().to_doubles();
+  CHECK(max_abs_error(plain.forward(in, ctx).value(), a) <= 1e-12);
+  // And it is not the identity: at scale 1 the same parameters give another encoder.
+  nn::BertModel unscaled(tiny_config("ape_sin"), make(tiny_config("ape_sin")), Device::cpu(), false);
+  randomize(unscaled, 11);
+  CHECK(max_abs_error(unscaled.forward(in, ctx).value(), a) > 1e-3);
+}
