@@ -58,10 +58,37 @@ struct DeviceCounters {
 DeviceCounters device_counters();
 void reset_device_counters();
 
-// Matrix products in TF32 on tensor cores (about 10 mantissa bits per input);
-// off by default so that results are comparable with the CPU to ~1e-6.
-void set_allow_tf32(bool allow);
-bool allow_tf32();
+// How a matrix product of f32 operands multiplies (f64 products are always
+// exact f64; the sums are FP32 in every mode):
+//   fp32  FP32 multiply-adds (CUDA cores on a GPU): the default, comparable
+//         with the CPU to ~1e-6;
+//   tf32  operands rounded to TF32 (10 mantissa bits, ties away from zero, as
+//         cvt.rna.tf32.f32), on a GPU tensor cores (cuBLAS's FAST_TF32);
+//   bf16  operands rounded to bfloat16 (8 significant bits, round to nearest
+//         even), exact products, FP32 accumulation: PyTorch's bf16 autocast
+//         for products (cuBLAS with bf16 A and B, CUBLAS_COMPUTE_32F). Operands
+//         already bf16 are taken as they are.
+// The CPU emulates tf32 and bf16 exactly (operands rounded, then its FP32
+// product): as slow as fp32 there, and the reference a GPU's products are
+// compared with. Process-wide; the training commands set it from
+// train.precision or --precision (train::resolve_precision, train/loop.h).
+enum class MatmulPrecision : uint8_t { fp32, tf32, bf16 };
+void set_matmul_precision(MatmulPrecision precision);
+MatmulPrecision matmul_precision();
+const char* precision_name(MatmulPrecision precision);  // "fp32", "tf32", "bf16"
+// While alive, products use `precision`; the previous setting comes back after.
+class MatmulPrecisionScope {
+ public:
+  explicit MatmulPrecisionScope(MatmulPrecision precision) : previous_(matmul_precision()) {
+    set_matmul_precision(precision);
+  }
+  ~MatmulPrecisionScope() { set_matmul_precision(previous_); }
+  MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;
+  MatmulPrecisionScope& operator=(const MatmulPrecisionScope&) = delete;
+
+ private:
+  MatmulPrecision previous_;
+};
 
 namespace detail {
 // Host-side counters kept by Storage (tensor/tensor.cpp).

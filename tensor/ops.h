@@ -70,6 +70,11 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false, double alpha = 1.0);
 // x [..., in] W^T + b with W [out, in] (a Linear layer); b may be undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+// Both take f32 operands (or bf16 ones, see matmul_precision() in
+// tensor/device_runtime.h) and give f32, or f64 with f64. An operand used by
+// several products can be rounded once: as_operand(t) is t as the current
+// precision takes it (bf16 under bf16, else f32; f64 unchanged).
+Tensor as_operand(const Tensor& t);
 
 // ---- softmax, normalisation, losses ---------------------------------------------
 // Over the last axis; mask (optional) is added to x first and broadcast to x.

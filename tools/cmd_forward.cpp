@@ -45,13 +45,14 @@
 #include "tensor/safetensors.h"
 #include "tools/cli.h"
 #include "train/checkpoint_paths.h"
+#include "train/loop.h"
 
 namespace {
 
 using namespace ordo;
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"checkpoint", "input", "out", "device", "ablate"}, {"overwrite"});
+  cli::Args args(argv, {"checkpoint", "input", "out", "device", "ablate", "precision"}, {"overwrite"});
   const std::string out_file = args.required("out");
   check_output(out_file, OutputKind::file, args.has("overwrite"));
   const std::string dir = train::resolve_checkpoint(args.required("checkpoint"));
@@ -60,6 +61,7 @@ int run(const std::vector<std::string>& argv) {
   for (const char* name : {"/model.safetensors", "/config.json"}) check_output_spares(out_file, dir + name, "--checkpoint");
   const nn::Ablation ablate = nn::parse_ablation(args.str("ablate", "none"), "--ablate");
   const Device device = args.device("device", "cpu");
+  MatmulPrecisionScope precision(train::resolve_precision(args.str("precision", "auto"), device, "--precision"));
 
   // The model as the checkpoint holds it: the NSP head only when the
   // checkpoint has one, so no logit comes from a freshly initialised head.
@@ -97,17 +99,19 @@ int run(const std::vector<std::string>& argv) {
   safetensors::save(out_file, out, {{"format", "pt"}, {"checkpoint", dir}, {"written_by", "ordo forward"},
                                      {"ablate", nn::ablation_name(ablate)}});
 
-  std::printf("ordo forward: %lld x %lld tokens through %lld layers (%s, pe %s%s%s) on %s -> %s\n",
+  std::printf("ordo forward: %lld x %lld tokens through %lld layers (%s, pe %s%s%s) on %s, %s products -> %s\n",
               static_cast<long long>(batch.rows), static_cast<long long>(batch.cols),
               static_cast<long long>(config.num_hidden_layers), config.decoder ? "decoder" : "encoder",
               config.pe.c_str(), ablate == nn::Ablation::none ? "" : ", ablated: ",
-              ablate == nn::Ablation::none ? "" : nn::ablation_name(ablate), device.str().c_str(), out_file.c_str());
+              ablate == nn::Ablation::none ? "" : nn::ablation_name(ablate), device.str().c_str(),
+              precision_name(matmul_precision()), out_file.c_str());
   return 0;
 }
 
 cli::Register command({"forward",
                        "run a batch through a checkpoint and write every hidden state, attention and the logits",
                        "--checkpoint DIR --input FILE.json --out FILE.safetensors [--device cpu|cuda[:N]]"
+                       " [--precision auto|fp32|tf32|bf16]"
                        " [--ablate contextual|positional] [--overwrite]\n"
                        "  --overwrite  replace FILE.safetensors if it exists\n"
                        "  FILE.json: {\"input_ids\": [[...], ...], optional \"segment_ids\", \"positions\","

@@ -19,13 +19,15 @@
 #include "base/output.h"
 #include "probe/probe_folder.h"
 #include "tools/cli.h"
+#include "train/loop.h"
 
 namespace {
 
 using namespace ordo;
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"checkpoint", "out", "words", "length", "layer", "seed", "vocab", "device"}, {"overwrite"});
+  cli::Args args(argv, {"checkpoint", "out", "words", "length", "layer", "seed", "vocab", "device", "precision"},
+                 {"overwrite"});
   ORDO_CHECK(args.positional().empty(), "unexpected argument '", args.positional().empty() ? "" : args.positional()[0],
              "' (give the checkpoint with --checkpoint DIR)");
   probe::ProbeRequest request;
@@ -36,6 +38,7 @@ int run(const std::vector<std::string>& argv) {
   request.options.seed = static_cast<uint64_t>(args.integer("seed", 1, 0, INT64_MAX));
   request.layers = args.str("layer", "1");
   request.device = args.device("device", "cpu");
+  MatmulPrecisionScope precision(train::resolve_precision(args.str("precision", "auto"), request.device, "--precision"));
   if (args.has("vocab")) request.vocab = args.required("vocab");
   check_output(out, OutputKind::folder, args.has("overwrite"));
   // The checkpoint a run directory names, and the vocabulary found beside it, are inside it.
@@ -55,7 +58,7 @@ int run(const std::vector<std::string>& argv) {
 
 cli::Register command({"probe", "identical word probing of a checkpoint: attention maps, heatmaps and indicators",
                        "--checkpoint DIR --out DIR2 [--words N] [--length L] [--layer K|all] [--seed S]"
-                       " [--vocab FILE] [--device cpu|cuda[:N]] [--overwrite]\n"
+                       " [--vocab FILE] [--device cpu|cuda[:N]] [--precision auto|fp32|tf32|bf16] [--overwrite]\n"
                        "  DIR: a checkpoint (config.json + model.safetensors) or a run directory (its latest\n"
                        "       checkpoint: the highest RUN/checkpoints/step_N)\n"
                        "  --words N     random words, neither special nor ##-pieces (default 300)\n"
@@ -65,6 +68,7 @@ cli::Register command({"probe", "identical word probing of a checkpoint: attenti
                        "  --layer K     the layer probed, 1-based (default 1); 'all': every layer\n"
                        "  --seed S      the word draw (default 1)\n"
                        "  --vocab FILE  default: DIR's vocab.txt, else its run's\n"
+                       "  --precision   of the products: auto (bf16 on a GPU, fp32 on the CPU), fp32, tf32, bf16\n"
                        "  --overwrite   replace DIR2 if it exists (whole: no file of the previous probe stays)\n"
                        "  writes DIR2/attention_layerK.{csv,png}, scores_layerK.{csv,png}, indicators.json, probe.json",
                        run});

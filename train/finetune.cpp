@@ -78,6 +78,8 @@ FinetuneConfig parse_finetune_config(const json::Value& json_in, const std::vect
   c.log_every = t.integer("log_every", c.log_every, 1, INT64_MAX);
   c.save_best = t.boolean("save_best", c.save_best);
   c.device = t.string("device", c.device);
+  c.precision = t.string("precision", c.precision);
+  resolve_precision(c.precision, Device::cpu(), where + ": train.precision");  // a wrong name is refused here
   c.threads = t.integer("threads", c.threads, 0, 4096);
   c.bucket_cap_mb = t.number("bucket_cap_mb", c.bucket_cap_mb, 1e-6, 1e6);
   t.finish();
@@ -760,6 +762,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   check_output_spares(o.out, o.checkpoint, "--checkpoint");
   check_output_spares(o.out, o.data, "--data");
   const Device device = resolve_device(c.device, comm.local_rank());
+  MatmulPrecisionScope precision(resolve_precision(c.precision, device, "train.precision"));
   set_threads(c.threads);
   const text::Tokenizer tokenizer(text::Vocab::load(find_vocab(o.checkpoint)), tokenizer_options(c, o.checkpoint));
   std::unique_ptr<Task> task;
@@ -783,9 +786,10 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   recorded["from_scratch"] = o.from_scratch;
   check_same_config(comm, recorded, o.out);
   if (!o.quiet) {
-    std::fprintf(stderr, "ordo finetune: %s from %s%s (lower_case %s), %zu learning rate(s) x %lld seed(s), %lld epochs\n",
+    std::fprintf(stderr, "ordo finetune: %s from %s%s (lower_case %s), %zu learning rate(s) x %lld seed(s), %lld epochs, on %s, %s\n",
                  task->describe().c_str(), o.from_scratch ? "random weights in the config of " : "", o.checkpoint.c_str(), tokenizer.options().lower_case ? "true" : "false",
-                 c.learning_rates.size(), static_cast<long long>(c.seeds), static_cast<long long>(c.epochs));
+                 c.learning_rates.size(), static_cast<long long>(c.seeds), static_cast<long long>(c.epochs),
+                 device.str().c_str(), precision_description(matmul_precision(), device).c_str());
     if (comm.size() > 1)
       std::fprintf(stderr, "data parallel: %d processes (%s); each batch of %lld shared among them\n", comm.size(),
                    comm.backend(device).c_str(), static_cast<long long>(c.batch_size));

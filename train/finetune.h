@@ -80,6 +80,7 @@ struct FinetuneConfig {
   int64_t log_every = 50;
   bool save_best = true;
   std::string device = "auto";
+  std::string precision = "auto";  // of the products: auto (bf16 on a GPU, fp32 on the CPU), fp32, tf32, bf16
   int64_t threads = 0;
   double bucket_cap_mb = 25;  // data parallel: gradient bucket size (PyTorch DDP's bucket_cap_mb)
   // tokenizer: BERT's uncased default; a checkpoint of an ordo run or with an

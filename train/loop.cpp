@@ -40,6 +40,22 @@ void set_threads(int64_t threads) {
 #endif
 }
 
+MatmulPrecision resolve_precision(const std::string& name, Device device, const std::string& where) {
+  if (name == "auto") return device.is_cuda() ? MatmulPrecision::bf16 : MatmulPrecision::fp32;
+  for (MatmulPrecision p : {MatmulPrecision::fp32, MatmulPrecision::tf32, MatmulPrecision::bf16})
+    if (name == precision_name(p)) return p;
+  throw Error(detail::cat(where, ": unknown precision '", name, "' (auto, fp32, tf32 or bf16)"));
+}
+
+std::string precision_description(MatmulPrecision precision, Device device) {
+  std::string text = std::string(precision_name(precision)) + " products";
+  if (precision != MatmulPrecision::fp32) {
+    text += " (FP32 sums, weights, optimizer state and statistics)";
+    if (device.is_cpu()) text += ", emulated on the CPU";
+  }
+  return text;
+}
+
 namespace {
 
 std::vector<std::string> list_directory(const std::string& path) {

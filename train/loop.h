@@ -37,6 +37,15 @@ Device resolve_device(const std::string& name, int local_rank = 0);
 // CPU threads for the run; 0 leaves OpenMP's default.
 void set_threads(int64_t threads);
 
+// The products' precision a run names (train.precision, --precision): "auto"
+// is bf16 on a GPU (PyTorch's bf16 autocast for products) and fp32 on the
+// CPU; "fp32", "tf32" and "bf16" are themselves on either device (on the CPU
+// tf32 and bf16 are emulated exactly, as slow as fp32: for comparing with a
+// GPU's run). Anything else is an error naming `where`.
+MatmulPrecision resolve_precision(const std::string& name, Device device, const std::string& where = "precision");
+// "bf16 products (FP32 sums, master weights and statistics)", "... emulated on the CPU", for a run's header.
+std::string precision_description(MatmulPrecision precision, Device device);
+
 // RUN/checkpoints/step_000000N (nine digits).
 std::string checkpoint_dir(const std::string& run, int64_t step);
 // The step of the newest complete checkpoint (its trainer_state.json written), or -1.

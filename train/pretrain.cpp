@@ -98,6 +98,8 @@ TrainConfig parse_train(const json::Value& v, const std::string& where) {
   t.eval_batches = r.integer("eval_batches", t.eval_batches, 1, 1 << 20);
   t.checkpoint_every = r.integer("checkpoint_every", t.checkpoint_every, 0, INT64_MAX);
   t.device = r.string("device", t.device);
+  t.precision = r.string("precision", t.precision);
+  resolve_precision(t.precision, Device::cpu(), where + ": train.precision");  // a wrong name is refused here
   t.threads = r.integer("threads", t.threads, 0, 4096);
   t.bucket_cap_mb = r.number("bucket_cap_mb", t.bucket_cap_mb, 1e-6, 1e6);
   r.finish();
@@ -469,10 +471,11 @@ void check_before_writing(const RunConfig& c) {
 }
 
 void print_start(const RunConfig& c, const PretrainRun& r, bool resuming) {
-  std::fprintf(stderr, "ordo pretrain: %s, %lld layers x %lld hidden, pe %s, %lld parameters, on %s\n",
+  std::fprintf(stderr, "ordo pretrain: %s, %lld layers x %lld hidden, pe %s, %lld parameters, on %s, %s\n",
                c.data.objective.c_str(), static_cast<long long>(r.model_config.num_hidden_layers),
                static_cast<long long>(r.model_config.hidden_size), r.model_config.pe.c_str(),
-               static_cast<long long>(r.model->parameter_count()), r.device.str().c_str());
+               static_cast<long long>(r.model->parameter_count()), r.device.str().c_str(),
+               precision_description(matmul_precision(), r.device).c_str());
   std::fprintf(stderr, "data: %lld training / %lld held-out documents, vocabulary %d\n",
                static_cast<long long>(r.corpus.split.train.documents()),
                static_cast<long long>(r.corpus.split.held_out.documents()), r.corpus.vocab.size());
@@ -667,6 +670,8 @@ RunSummary run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsO
                     bool resuming, dist::Communicator& comm) {
   const bool lead = comm.rank() == 0, quiet = o.quiet || !lead;
   set_threads(c.train.threads);
+  MatmulPrecisionScope precision(
+      resolve_precision(c.train.precision, resolve_device(c.train.device, comm.local_rank()), "train.precision"));
   std::unique_ptr<PretrainRun> owned = set_up(c, run.path(), resuming, quiet, comm);
   PretrainRun& r = *owned;
   if (!quiet) print_start(c, r, resuming);

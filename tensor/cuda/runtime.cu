@@ -324,8 +324,6 @@ void wait_and_raise_index_error(DeviceContext& ctx) {
                           "results computed since the last synchronize are not valid)"));
 }
 
-std::atomic<bool> g_allow_tf32{false};
-
 }  // namespace
 
 DeviceContext& context(Device device) { return state(device).ctx; }
@@ -419,9 +417,6 @@ void reset_device_counters() {
                                         &c.bytes_to_device, &c.bytes_to_host})
     counter->store(0);
 }
-
-void set_allow_tf32(bool allow) { cuda::g_allow_tf32.store(allow); }
-bool allow_tf32() { return cuda::g_allow_tf32.load(); }
 
 namespace detail {
 
