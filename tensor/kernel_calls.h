@@ -18,6 +18,7 @@
 namespace ordo {
 
 struct MatrixBatch;
+struct AdamWTensors;
 
 struct KernelCall {
   const char* kernel = "";       // the name in tensor/kernels.inc
@@ -54,6 +55,8 @@ inline void describe_argument(KernelCall& call, const Tensor& t) {
   call.bytes += distinct_bytes(t);
 }
 void describe_argument(KernelCall& call, const MatrixBatch& m);
+void describe_argument(KernelCall& call, const std::vector<Tensor>& tensors);  // each of them
+void describe_argument(KernelCall& call, const AdamWTensors& t);                // params, grads, m and v
 inline void describe_argument(KernelCall& call, int64_t value) { call.integers.push_back(value); }
 inline void describe_argument(KernelCall& call, MatmulPrecision p) { call.precision = p; }
 template <class Other>

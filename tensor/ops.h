@@ -162,4 +162,25 @@ double norm_of_sums(const std::vector<double>& partial_sums);
 // some element is, and then the tensors are no longer meaningful).
 Tensor clip_by_global_norm_(const std::vector<Tensor>& tensors, double max_norm);
 
+// ---- AdamW over every parameter in three kernels (ops_train.cpp) --------------------
+// The tables of a multi-tensor step (AdamWTensors, tensor/backend.h) for
+// these parameters, their gradients and moments (contiguous, one dtype and
+// device, params[i], grads[i], m[i] and v[i] of one shape); decay[i] says
+// whether weight decay applies to params[i]. Copies two small tables to the
+// device: build once, and again only when the parameters with a gradient change.
+AdamWTensors adamw_tensors(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m,
+                           std::vector<Tensor> v, const std::vector<bool>& decay);
+// The global norm of the gradients and torch's clip factor for max_norm
+// (<= 0: none), [norm, factor] on their device in their dtype: two kernels,
+// nothing read to the host.
+Tensor global_norm_and_clip(const AdamWTensors& t, double max_norm);
+// The schedule adamw_multi_ reads: [lr, 1 / (1 - beta1^step), 1 / sqrt(1 -
+// beta2^step)] in f64, written into `schedule` (3 elements on the device: a
+// copy from the host, no kernel).
+void write_adamw_schedule(const Tensor& schedule, double lr, double beta1, double beta2, int64_t step);
+// One AdamW step of every parameter (AdamWStep's formula) with the gradients
+// scaled by norm_and_clip[1]; nothing changes when norm_and_clip[0] is not
+// finite. One kernel.
+void adamw_multi_(const AdamWTensors& t, const Tensor& norm_and_clip, const Tensor& schedule, const AdamWConstants& c);
+
 }  // namespace ordo

@@ -196,21 +196,22 @@ void average_over_ranks(std::vector<std::pair<std::string, double>>& means, dist
   for (size_t i = 0; i < means.size(); ++i) means[i].second = summed[i] / static_cast<double>(comm.size());
 }
 
-// A logged step: the scalars and the gradients' sums of squares in one host
-// copy (the step's single synchronisation), the losses checked, then AdamW
-// given the norm. The numbers are those of reading each separately.
+// A logged step: the scalars and the gradients' norm in one host copy (the
+// step's single synchronisation), the losses checked, then AdamW given the
+// norm. The numbers are those of reading each separately.
 StepResult logged_update(nn::AdamW& opt, const StepScalars& scalars, int64_t step, const NonFiniteReport& report,
                          const DataParallel& dp) {
-  Tensor sums = opt.gradient_sums_of_squares();  // the losses' dtype: a model computes in one
-  std::vector<double> values = scalars.read(sums);
-  const size_t gradients = sums.defined() ? static_cast<size_t>(sums.numel()) : 0;
-  std::vector<double> partial_sums(values.end() - static_cast<std::ptrdiff_t>(gradients), values.end());
-  values.resize(values.size() - gradients);
+  const Tensor norm_and_clip = opt.begin_step();  // the losses' dtype: a model computes in one
+  std::vector<double> values = scalars.read(norm_and_clip);
+  const double norm = norm_and_clip.defined() ? values[values.size() - 2] : 0.0;
+  values.resize(values.size() - (norm_and_clip.defined() ? 2 : 0));
   check_losses(scalars, values, step, report);
   StepResult result;
   result.means = scalars.means(values);
   if (dp.ranks() > 1) average_over_ranks(result.means, *dp.comm);
-  result.optimizer = opt.step_with_norm(norm_of_sums(partial_sums));
+  result.optimizer = opt.check_norm(&norm);
+  opt.schedule();
+  opt.apply(norm_and_clip, result.optimizer);
   return result;
 }
 
