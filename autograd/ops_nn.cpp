@@ -102,11 +102,11 @@ Var cross_entropy(const Var& logits, const Tensor& targets, int64_t ignore_index
 }
 
 // y = x * mask / (1 - p);  gx = gy * mask / (1 - p), the mask redrawn from the same key.
-Var dropout(const Var& x, double p, uint64_t seed, uint64_t stream) {
+Var dropout(const Var& x, double p, const PhiloxStream& stream) {
   if (p == 0) return x;
-  Tensor y = dropout(x.value(), p, seed, stream);
-  return record_op("dropout", y, {x}, [p, seed, stream](const Tensor& gy, const std::vector<bool>&) {
-    return std::vector<Tensor>{dropout(gy, p, seed, stream)};
+  Tensor y = dropout(x.value(), p, stream);
+  return record_op("dropout", y, {x}, [p, stream](const Tensor& gy, const std::vector<bool>&) {
+    return std::vector<Tensor>{dropout(gy, p, stream)};
   });
 }
 

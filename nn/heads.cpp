@@ -9,9 +9,9 @@ MlmHead::MlmHead(const BertConfig& c, Device device)
       bias(add_parameter("bias", {c.vocab_size}, Init::zeros(), false, device)),
       act_(parse_activation(c.hidden_act)) {}
 
-Var MlmHead::forward(const Var& hidden, const Var& word_embeddings) const {
-  Var h = transform_norm.forward(activate(act_, transform_dense.forward(hidden)));
-  return add(matmul(h, word_embeddings, false, true), bias.var);
+Var MlmHead::forward(const Var& hidden, const Var& word_embeddings, bool fused) const {
+  Var h = transform_norm.forward(linear_activation(transform_dense, act_, hidden, fused, /*as_operand=*/false));
+  return fused ? linear(h, word_embeddings, bias.var) : add(matmul(h, word_embeddings, false, true), bias.var);
 }
 
 PretrainingModel::PretrainingModel(const BertConfig& config, std::unique_ptr<PositionEncoding> pe, Device device,
@@ -46,7 +46,7 @@ PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const Tens
   Tensor row_index = Tensor::from_vector(rows, {static_cast<int64_t>(rows.size())}, device);
   out.lm_targets = Tensor::from_vector(targets, {static_cast<int64_t>(targets.size())}, device);
   Var picked = index_select(reshape(sequence, {batch * length, hidden}), 0, row_index);
-  Var logits = predictions.forward(picked, bert.embeddings.word_embeddings.weight.var);
+  Var logits = predictions.forward(picked, bert.embeddings.word_embeddings.weight.var, ctx.fused);
   out.lm_logits = logits.value();
   out.lm_loss = cross_entropy(logits, out.lm_targets);
   out.loss = out.lm_loss;
@@ -62,7 +62,7 @@ PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const Tens
 
 Var PretrainingModel::all_logits(const BertInputs& inputs, Context& ctx, ForwardTrace* trace) const {
   Var sequence = bert.forward(inputs, ctx, trace);
-  return predictions.forward(sequence, bert.embeddings.word_embeddings.weight.var);
+  return predictions.forward(sequence, bert.embeddings.word_embeddings.weight.var, ctx.fused);
 }
 
 void initialize_bert(PretrainingModel& model, uint64_t seed) { initialize_bert(model, model.bert, seed); }

@@ -14,8 +14,10 @@ namespace ordo::nn {
 class MlmHead : public Module {
  public:
   MlmHead(const BertConfig& c, Device device);
-  // hidden [N, hidden] -> logits [N, vocab] against the tied word embeddings.
-  Var forward(const Var& hidden, const Var& word_embeddings) const;
+  // hidden [N, hidden] -> logits [N, vocab] against the tied word embeddings;
+  // fused: the transform's bias and activation in one kernel, the logits'
+  // bias added by the product (linear) rather than after it.
+  Var forward(const Var& hidden, const Var& word_embeddings, bool fused = true) const;
   Linear& transform_dense;     // "transform.dense"
   LayerNorm& transform_norm;   // "transform.LayerNorm"
   Parameter& bias;             // "bias"

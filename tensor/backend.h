@@ -50,6 +50,16 @@ struct AdamWStep {
   double grad_scale = 1.0;   // gradient clipping folds in here
 };
 
+// The Philox stream of a dropout mask: `offset`, plus the value held by
+// `base` (one i64 on the kernel's device) when defined. A step captured in a
+// CUDA graph replays its launches with the arguments they had; the base
+// moves its masks on from step to step (nn::Context).
+struct PhiloxStream {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+  Tensor base;
+};
+
 // The tensors of one multi-tensor AdamW step (NVIDIA apex's multi-tensor
 // apply): every parameter with a gradient, walked by each kernel in chunks of
 // at most kMultiTensorChunk elements, so that one launch covers them all.

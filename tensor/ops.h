@@ -118,6 +118,31 @@ Tensor index_select_backward(const Tensor& g, int axis, const Tensor& idx, const
 Tensor gather(const Tensor& x, int axis, const Tensor& idx);
 Tensor gather_backward(const Tensor& g, int axis, const Tensor& idx, const Shape& x_shape);
 
+// ---- fused transformer pieces (ops_fused.cpp) ------------------------------------
+// y = LayerNorm(residual + dropout(h + bias)) in one pass (bias may be
+// undefined; p = 0: no dropout), the mask dropout(h + bias, p, stream) draws.
+struct ResidualLayerNormResult {
+  Tensor y;
+  Tensor s;           // residual + dropout(h + bias): the LayerNorm's input, saved for the backward
+  Tensor mean, rstd;  // [rows]
+};
+ResidualLayerNormResult residual_layernorm(const Tensor& h, const Tensor& bias, const Tensor& residual,
+                                           const Tensor& gamma, const Tensor& beta, double eps, double p,
+                                           const PhiloxStream& stream);
+struct ResidualLayerNormGrads {
+  Tensor gh, gbias, gresidual, ggamma, gbeta;  // gbias undefined without a bias; gh is gresidual when p = 0
+};
+ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy, const ResidualLayerNormResult& saved,
+                                                   const Tensor& gamma, bool with_bias, double p,
+                                                   const PhiloxStream& stream);
+// act(x + bias) over the last axis (act: gelu, gelu_tanh, relu or tanh), in
+// dtype `out`: x's, or bf16 from f32 (a product's operand, rounded once).
+Tensor bias_activation(const Tensor& x, const Tensor& bias, UnaryOp act, DType out);
+struct BiasActivationGrads {
+  Tensor gx, gbias;
+};
+BiasActivationGrads bias_activation_backward(const Tensor& gy, const Tensor& x, const Tensor& bias, UnaryOp act);
+
 // ---- relative position encodings (ops_relative.cpp) ---------------------------
 // idx: i64 [B, L, J], the table row of (query i, key j), shared by the heads.
 // [B, H, L, R] -> [B, H, L, J]: out[b,h,i,j] = x[b,h,i,idx[b,i,j]].
@@ -138,7 +163,12 @@ Tensor concat(const std::vector<Tensor>& parts, int axis);
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int axis);
 
 // ---- randomness, training --------------------------------------------------------
-Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t stream);
+// A stream's base, when given, is one i64 on the op's device (throws naming op).
+void check_philox_stream(const PhiloxStream& stream, Device device, const char* op);
+Tensor dropout(const Tensor& x, double p, const PhiloxStream& stream);
+inline Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t stream) {
+  return dropout(x, p, PhiloxStream{seed, stream, Tensor()});
+}
 void uniform_(const Tensor& out, double low, double high, uint64_t seed, uint64_t stream);
 void normal_(const Tensor& out, double mean, double std, uint64_t seed, uint64_t stream);
 void trunc_normal_(const Tensor& out, double mean, double std, uint64_t seed, uint64_t stream);

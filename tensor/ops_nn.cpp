@@ -121,12 +121,20 @@ Tensor cross_entropy_backward(const Tensor& gy, const Tensor& logits, const Cros
 
 // ---- dropout -----------------------------------------------------------------------
 
-Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t stream) {
+Tensor dropout(const Tensor& x, double p, const PhiloxStream& stream) {
   check_float(x, "dropout", "x");
   ORDO_CHECK(p >= 0 && p < 1, "dropout: p must be in [0, 1), got ", p);
+  check_philox_stream(stream, x.device(), "dropout");
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
-  ORDO_BACKEND(x.device(), dropout)(out, x.contiguous(), p, seed, stream);
+  ORDO_BACKEND(x.device(), dropout)(out, x.contiguous(), p, stream);
   return out;
+}
+
+void check_philox_stream(const PhiloxStream& stream, Device device, const char* op) {
+  if (!stream.base.defined()) return;
+  check_dtype(stream.base, DType::i64, op, "stream base");
+  check_shape(stream.base, {1}, op, "stream base");
+  ORDO_CHECK(stream.base.device() == device, op, ": the stream base is on ", stream.base.device().str(), ", the tensors on ", device.str());
 }
 
 }  // namespace ordo

@@ -11,6 +11,7 @@
 // the same step on an H100 SXM (tensor/roofline.h), from the kernel calls the
 // step made: an estimate from shapes, for where the time would go.
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 
 #include "nn/optim.h"
@@ -62,6 +63,12 @@ StepCounts count_steps(nn::PretrainingModel& model, nn::AdamW& opt, const nn::Be
     for (int i = warmup; i < warmup + steps; ++i) one_step(model, opt, batch, labels, i, device);
     c.kernel_calls = recording.calls();
   }
+  if (std::getenv("ORDO_DUMP_CALLS"))
+    for (const KernelCall& k : c.kernel_calls) {
+      std::fprintf(stderr, "%s L%lld", k.kernel, (long long)k.launches);
+      for (const Shape& s : k.shapes) std::fprintf(stderr, " %s", shape_str(s).c_str());
+      std::fprintf(stderr, "\n");
+    }
   c.device = device_counters();  // before the final synchronize, which is not the step's
   synchronize(device);
   c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

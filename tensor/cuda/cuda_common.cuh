@@ -145,6 +145,21 @@ void dispatch_f32_i64(DType dtype, const char* kernel, Fn&& fn) {
   }
 }
 
+// The device address of a Philox stream's base (nullptr: none), which a
+// kernel adds to the stream's offset when it runs.
+inline const int64_t* stream_base(const PhiloxStream& s) {
+  return s.base.defined() ? s.base.data<int64_t>() : nullptr;
+}
+
+// f32_to_bf16 of tensor/dtype.h on the device: round to nearest even, a NaN
+// kept quiet. The one conversion every kernel that writes bf16 uses.
+__device__ __forceinline__ uint16_t bf16_bits(float f) {
+  uint32_t bits = __float_as_uint(f);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
 // ---- 16-byte vector access ---------------------------------------------------------
 
 // 16 bytes of T, moved with one 128-bit load or store (ld.global.v4): the

@@ -74,9 +74,12 @@ void require_updates_close(const StepOutcome& cpu, const StepOutcome& gpu, const
   }
 }
 
-void require_steps_agree(const nn::BertConfig& c, bool nsp, nn::Ablation ablate = nn::Ablation::none) {
-  const StepOutcome cpu = training_step(c, nsp, Device::cpu(), ablate);
-  const StepOutcome gpu = training_step(c, nsp, kGpu, ablate);
+// The GPU's step (fused kernels unless `gpu_fused` is false) against the
+// CPU's unfused reference step.
+void require_steps_agree(const nn::BertConfig& c, bool nsp, nn::Ablation ablate = nn::Ablation::none,
+                         bool gpu_fused = true) {
+  const StepOutcome cpu = training_step(c, nsp, Device::cpu(), ablate, /*fused=*/false);
+  const StepOutcome gpu = training_step(c, nsp, kGpu, ablate, gpu_fused);
   REQUIRE(std::isfinite(cpu.loss));
   CHECK(std::fabs(gpu.loss - cpu.loss) <= kLossBound * std::fabs(cpu.loss));
   // Clipping acted, by the same factor (the norm is a sum of squares over
@@ -141,6 +144,11 @@ TEST_CASE("cuda: a steady-state training step of every variant waits for the hos
     CHECK(counted.device_mallocs == 0);
     CHECK(counted.bytes_to_host == 4);  // the f32 loss
   }
+}
+
+TEST_CASE("cuda: the GPU's unfused step matches the CPU's too (the reference the fused kernels replace)",
+          "[cuda][step]") {
+  require_steps_agree(step_config("ape_learned"), false, nn::Ablation::none, /*gpu_fused=*/false);
 }
 
 TEST_CASE("cuda: a training step with every option family of the seam matches the CPU's", "[cuda][step]") {
