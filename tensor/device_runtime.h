@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "tensor/dtype.h"
@@ -54,9 +56,35 @@ struct DeviceCounters {
   int64_t device_mallocs = 0;   // cudaMalloc calls: requests the caching allocator could not serve
   int64_t bytes_to_device = 0;  // host -> device copies
   int64_t bytes_to_host = 0;    // device -> host copies (what the caller asked for)
+  int64_t graph_launches = 0;   // CudaGraph::replay calls (each runs a whole captured step)
 };
 DeviceCounters device_counters();
 void reset_device_counters();
+
+// A device's work captured once and replayed with one launch (CUDA stream
+// capture on ordo's stream, then cudaGraphLaunch): the kernels, products,
+// device copies and sets that `body` issued, with the arguments and the
+// addresses they had. Capturing runs nothing. What capture forbids — a
+// synchronisation or a read to the host, a copy from host memory, an
+// allocation the caching allocator cannot serve from memory it already
+// holds (run the work once before capturing it) — fails the capture with an
+// ordo::Error naming it, as the driver refuses it. Tensors allocated while
+// capturing come from a pool the graph keeps while it lives: a replay writes
+// the same addresses again (a tensor made during the capture and kept shows
+// each replay's values), and nothing else is given them meanwhile. Inputs
+// change between replays by copying into tensors made before the capture.
+class CudaGraph {
+ public:
+  CudaGraph() = default;
+  static CudaGraph capture(Device device, const std::function<void()>& body);
+  void replay() const;  // one graph launch on the device's stream
+  bool defined() const { return impl_ != nullptr; }
+  struct Impl;
+
+ private:
+  explicit CudaGraph(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<Impl> impl_;
+};
 
 // How a matrix product of f32 operands multiplies (f64 products are always
 // exact f64; the sums are FP32 in every mode):

@@ -61,11 +61,11 @@ namespace ordo::cuda {
     ::ordo::cuda::after_launch(#kernel, stream);                    \
   } while (0)
 #else
-#define ORDO_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                              \
-  do {                                                                                          \
-    ::ordo::cuda::emulator::launch(#kernel, dim3(grid), dim3(block), shared_bytes,                \
-                                   [](auto... ordo_args) { kernel(ordo_args...); }, __VA_ARGS__); \
-    ::ordo::cuda::after_launch(#kernel, stream);                                                \
+#define ORDO_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                                      \
+  do {                                                                                                  \
+    ::ordo::cuda::emulator::launch(#kernel, stream, dim3(grid), dim3(block), shared_bytes,                \
+                                   [](auto... ordo_args) { kernel(ordo_args...); }, __VA_ARGS__);         \
+    ::ordo::cuda::after_launch(#kernel, stream);                                                        \
   } while (0)
 #endif
 

@@ -11,7 +11,10 @@
 // CUDA_R_32F, or both CUDA_R_16BF (bfloat16: the upper half of an f32, widened
 // exactly, so each product of two is exact in f32 as on the tensor cores)
 // with CUBLAS_COMPUTE_32F; C is CUDA_R_32F. The sum over l runs in f32 in
-// increasing l; cuBLAS's own order is not specified.
+// increasing l; cuBLAS's own order is not specified. On a stream being
+// captured (graphs.cpp) the product is validated now and recorded, as
+// cuBLAS's kernels are.
+#include <cuda_runtime.h>
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -185,41 +188,54 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
     return CUBLAS_STATUS_NOT_SUPPORTED;
   if (m == 0 || n == 0 || batchCount == 0) return CUBLAS_STATUS_SUCCESS;
 
-  if (handle->pointer_mode == CUBLAS_POINTER_MODE_DEVICE) {
+  const bool device_scalars = handle->pointer_mode == CUBLAS_POINTER_MODE_DEVICE;
+  if (device_scalars) {
     if (!emu::is_device_range(alpha, sizeof(float))) emu::report_bad_access("cublasGemmStridedBatchedEx (alpha)", alpha, 4);
     if (!emu::is_device_range(beta, sizeof(float))) emu::report_bad_access("cublasGemmStridedBatchedEx (beta)", beta, 4);
   }
-  emu::DeviceSection section("cublasGemmStridedBatchedEx");
-  const float a_scale = read_scalar(alpha), c_scale = read_scalar(beta);
-  const bool reads_ab = k > 0 && a_scale != 0.0f;
-  const Matrix ma{A, ta ? k : m, ta ? m : k, lda, strideA, "A", bf16};
-  const Matrix mb{B, tb ? n : k, tb ? k : n, ldb, strideB, "B", bf16};
-  const Matrix mc{C, m, n, ldc, strideC, "C"};
-  if (reads_ab) {
-    check_extent(ma, batchCount);
-    check_extent(mb, batchCount);
-  }
-  check_extent(mc, batchCount);
-
+  // Host scalars are read now (a captured product keeps their values);
+  // device ones when the product runs.
+  const float host_alpha = device_scalars ? 0.0f : read_scalar(alpha), host_beta = device_scalars ? 0.0f : read_scalar(beta);
   const bool tf32 = computeType == CUBLAS_COMPUTE_32F_FAST_TF32;
-  auto input = [tf32](float v) { return tf32 ? round_to_tf32(v) : v; };
-  for (int p = 0; p < batchCount; ++p) {
-    const long long a0 = p * strideA, b0 = p * strideB;
-    float* c = static_cast<float*>(C) + p * strideC;
-    for (int j = 0; j < n; ++j) {
-      for (int i = 0; i < m; ++i) {
-        float sum = 0.0f;
-        if (reads_ab) {
-          for (int l = 0; l < k; ++l) {
-            const float av = ma.at(a0 + (ta ? l + static_cast<long long>(i) * lda : i + static_cast<long long>(l) * lda));
-            const float bv = mb.at(b0 + (tb ? j + static_cast<long long>(l) * ldb : l + static_cast<long long>(j) * ldb));
-            sum += input(av) * input(bv);
+  // Never inlined: a product run now and one replayed from a graph execute
+  // the same machine code (the compiler contracts multiply-adds per copy).
+  auto product = [=]() __attribute__((noinline)) {
+    emu::DeviceSection section("cublasGemmStridedBatchedEx");
+    const float a_scale = device_scalars ? read_scalar(alpha) : host_alpha;
+    const float c_scale = device_scalars ? read_scalar(beta) : host_beta;
+    const bool reads_ab = k > 0 && a_scale != 0.0f;
+    const Matrix ma{A, ta ? k : m, ta ? m : k, lda, strideA, "A", bf16};
+    const Matrix mb{B, tb ? n : k, tb ? k : n, ldb, strideB, "B", bf16};
+    const Matrix mc{C, m, n, ldc, strideC, "C"};
+    if (reads_ab) {
+      check_extent(ma, batchCount);
+      check_extent(mb, batchCount);
+    }
+    check_extent(mc, batchCount);
+    auto input = [tf32](float v) { return tf32 ? round_to_tf32(v) : v; };
+    for (int p = 0; p < batchCount; ++p) {
+      const long long a0 = p * strideA, b0 = p * strideB;
+      float* c = static_cast<float*>(C) + p * strideC;
+      for (int j = 0; j < n; ++j) {
+        for (int i = 0; i < m; ++i) {
+          float sum = 0.0f;
+          if (reads_ab) {
+            for (int l = 0; l < k; ++l) {
+              const float av = ma.at(a0 + (ta ? l + static_cast<long long>(i) * lda : i + static_cast<long long>(l) * lda));
+              const float bv = mb.at(b0 + (tb ? j + static_cast<long long>(l) * ldb : l + static_cast<long long>(j) * ldb));
+              sum += input(av) * input(bv);
+            }
           }
+          float& out = c[i + static_cast<long long>(j) * ldc];
+          out = c_scale == 0.0f ? a_scale * sum : a_scale * sum + c_scale * out;
         }
-        float& out = c[i + static_cast<long long>(j) * ldc];
-        out = c_scale == 0.0f ? a_scale * sum : a_scale * sum + c_scale * out;
       }
     }
+  };
+  if (emu::capturing(handle->stream)) {
+    emu::record(handle->stream, "cublasGemmStridedBatchedEx", product);
+  } else {
+    product();
   }
   return CUBLAS_STATUS_SUCCESS;
 }
