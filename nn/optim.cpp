@@ -48,7 +48,6 @@ Tensor AdamW::begin_step() {
 
 AdamW::StepInfo AdamW::check_norm(const double* norm_read) const {
   StepInfo info;
-  info.lr = scheduled_lr(config_, step_ + 1);
   if (norm_read == nullptr) {
     info.grad_norm = info.clip_scale = std::nan("");
     return info;
@@ -150,7 +149,7 @@ AdamW::StepInfo AdamW::step(bool read_norm) {
   } else {
     info = check_norm(nullptr);
   }
-  schedule();
+  info.lr = schedule();
   apply(norm_and_clip, info);
   return info;
 }

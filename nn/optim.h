@@ -55,10 +55,11 @@ class AdamW {
   //   begin_step   the gradients' global norm and clip factor, [norm, factor]
   //                on their device (undefined when no parameter has a
   //                gradient): kernels only;
-  //   check_norm   given the norm read from it (or nothing), the StepInfo;
-  //                throws naming the first non-finite gradient;
-  //   schedule     counts the step and writes its learning rate and bias
-  //                corrections to the device (a host copy, no kernel);
+  //   check_norm   given the norm read from it (or nothing), the StepInfo's
+  //                norm and clip factor; throws naming the first non-finite
+  //                gradient;
+  //   schedule     counts the step and writes its learning rate (returned)
+  //                and bias corrections to the device (a host copy, no kernel);
   //   apply        the update with begin_step's clip factor (the reference
   //                path takes check_norm's when the norm was read), then the
   //                gradients are cleared: kernels only.
@@ -68,6 +69,8 @@ class AdamW {
   double schedule();
   void apply(const Tensor& norm_and_clip, const StepInfo& info);
   int64_t steps_taken() const { return step_; }
+  // Drops every parameter's gradient (as apply does after its update).
+  void clear_gradients();
 
   // The state a resume needs: the step count and both moments of every
   // parameter ("<name>.exp_avg", "<name>.exp_avg_sq", PyTorch's names).
@@ -86,7 +89,6 @@ class AdamW {
   AdamWTensors& fused_tensors();
   // The reference path's update of each parameter with a gradient.
   void apply_per_tensor(const Tensor& norm_and_clip, const StepInfo& info);
-  void clear_gradients();
 
   std::vector<NamedParameter> params_;
   std::vector<Tensor> m_, v_;

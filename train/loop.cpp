@@ -210,12 +210,74 @@ StepResult logged_update(nn::AdamW& opt, const StepScalars& scalars, int64_t ste
   result.means = scalars.means(values);
   if (dp.ranks() > 1) average_over_ranks(result.means, *dp.comm);
   result.optimizer = opt.check_norm(&norm);
-  opt.schedule();
+  result.optimizer.lr = opt.schedule();
   opt.apply(norm_and_clip, result.optimizer);
   return result;
 }
 
 }  // namespace
+
+// Steps run as they are before the capture: the first allocates the
+// optimizer's tables and fills the cache, the second meets the cache as a
+// steady step does (the previous step's outputs still held).
+constexpr int64_t kStepsAsTheyAre = 2;
+
+GraphedStep::GraphedStep(nn::AdamW& opt, Device device)
+    : opt_(opt), device_(device), stream_base_(Tensor::zeros({1}, DType::i64, device)) {
+  ORDO_CHECK(device.is_cuda(), "CUDA graphs need a CUDA device, not ", device.str());
+  ORDO_CHECK(opt.config().fused, "CUDA graphs need the fused AdamW (train.cuda_graphs with AdamWConfig::fused)");
+}
+
+StepResult GraphedStep::run(int64_t step, bool read_scalars, const std::function<void()>& stage,
+                            const MicroBatchForward& forward, const NonFiniteReport& report, const std::string& key) {
+  stage();
+  stream_base_.copy_from(Tensor::from_vector(
+      std::vector<int64_t>{static_cast<int64_t>(nn::Context::first_stream(step))}, {1}));
+  auto body = [&] {
+    outputs_ = forward(0);
+    outputs_.loss.backward();
+    norm_and_clip_ = opt_.begin_step();
+    opt_.apply(norm_and_clip_, nn::AdamW::StepInfo{});
+  };
+  double lr = 0;
+  if (steps_ < kStepsAsTheyAre) {
+    lr = opt_.schedule();
+    body();  // as it is: fills the allocator's cache with every block the step needs
+  } else {
+    if (!graph_.defined() || key != key_) {
+      graph_ = CudaGraph();  // its pool goes back to the cache before the new capture takes one
+      outputs_ = MicroBatch();  // the last step's outputs: the captured step makes its own
+      norm_and_clip_ = Tensor();
+      try {
+        graph_ = CudaGraph::capture(device_, body);
+      } catch (const Error& e) {
+        opt_.clear_gradients();  // made by the capture's backward, never computed
+        throw CaptureRefused(e.what());
+      }
+      key_ = key;
+      ++captures_;
+    }
+    lr = opt_.schedule();  // read by the replay's update
+    graph_.replay();
+  }
+  ++steps_;
+  StepScalars scalars;
+  scalars.add(outputs_.scalars);
+  StepResult result;
+  result.tokens = outputs_.tokens;
+  if (read_scalars) {
+    std::vector<double> values = scalars.read(norm_and_clip_);
+    const double norm = values[values.size() - 2];
+    values.resize(values.size() - 2);
+    check_losses(scalars, values, step, report);
+    result.means = scalars.means(values);
+    result.optimizer = opt_.check_norm(&norm);
+  } else {
+    result.optimizer = opt_.check_norm(nullptr);
+  }
+  result.optimizer.lr = lr;
+  return result;
+}
 
 StepResult optimizer_step(nn::AdamW& opt, int64_t step, int64_t micro_batches, bool read_scalars,
                           const MicroBatchForward& forward, const NonFiniteReport& report, const DataParallel& dp) {

@@ -19,6 +19,7 @@
 
 #include "tensor/device_runtime.h"
 #include "tests/train/device_step.h"
+#include "base/file_io.h"
 #include "train/pretrain.h"
 
 using namespace ordo;
@@ -298,3 +299,103 @@ TEST_CASE("cuda: 200 steps with bf16 products track the FP32 run's learning curv
 }
 
 #endif  // ORDO_HAS_CUDA
+
+#ifdef ORDO_HAS_CUDA
+namespace {
+
+// metrics.jsonl's step lines of a run.
+std::vector<json::Value> step_lines_of(const std::string& run) {
+  std::vector<json::Value> lines;
+  std::ifstream in(run + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    json::Value v = json::parse(line);
+    if (v.contains("loss")) lines.push_back(v);
+  }
+  return lines;
+}
+
+}  // namespace
+
+// A run whose steps replay one CUDA graph computes what the same run with
+// its launches made one by one computes: the same kernels on the same
+// inputs in the same order, so the same bits (the predicted rows padded to
+// the fixed shape are ignored by the loss and add exact zeros). After the
+// two steps run as they are and the capture, a step is one graph launch.
+TEST_CASE("cuda: a pretraining run replaying one CUDA graph a step equals the run without graphs, bit for bit",
+          "[cuda][step][graphs]") {
+  test::TempDir dir("graphs");
+  write_corpus(dir);
+  const std::string base = "pretrain --config " + (dir / "config.json") + " --quiet --set train.steps=6 ";
+  json::Value c = json::parse(R"({
+    "model": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 48,
+              "max_position_embeddings": 24},
+    "data": {"vocab_size": 120, "vocab_min_frequency": 1, "max_predictions_per_seq": 5, "held_out_fraction": 0},
+    "train": {"batch_size": 4, "max_seq_length": 13, "lr": 5e-3, "warmup_steps": 2, "log_every": 1,
+              "eval_every": 0, "threads": 1, "device": "cuda"}})");
+  c["data"]["corpus"] = dir / "corpus.txt";
+  std::ofstream(dir / "config.json") << json::dump(c);
+  for (const char* pe : {"ape_learned", "rope"}) {  // rope copies its frequencies from the host: refused, run as it is
+    INFO(pe);
+    const std::string with = dir / (std::string("with_") + pe), without = dir / (std::string("without_") + pe);
+    const test::CommandResult graphed = test::run_ordo(base + "--set model.pe=" + pe + " --out " + with);
+    REQUIRE(graphed.exit_code == 0);
+    REQUIRE(test::run_ordo(base + "--set model.pe=" + pe + " --set train.cuda_graphs=false --out " + without)
+                .exit_code == 0);
+    const auto a = step_lines_of(with), b = step_lines_of(without);
+    REQUIRE(a.size() == 6);
+    REQUIRE(b.size() == 6);
+    for (size_t i = 0; i < a.size(); ++i) {
+      CHECK(a[i]["loss"].as_number() == b[i]["loss"].as_number());
+      CHECK(a[i]["grad_norm"].as_number() == b[i]["grad_norm"].as_number());
+    }
+    const std::string ckpt = "/checkpoints/step_000000006/model.safetensors";
+    CHECK(read_file(with + ckpt) == read_file(without + ckpt));
+    const bool refused = graphed.output.find("cuda graphs: off") != std::string::npos;
+    CHECK(refused == (std::string(pe) == "rope"));
+  }
+}
+
+TEST_CASE("cuda: a graphed step is one graph launch: no kernel launch, allocation or host read of its own",
+          "[cuda][step][graphs]") {
+  const nn::BertConfig c = step_config("ape_learned");
+  auto model = pe::build_model(c, kGpu, false, 5);
+  nn::AdamWConfig o = ordo::test::step_optimizer();
+  nn::AdamW opt(model->named_parameters(), o);
+  const ordo::test::StepBatch host = ordo::test::step_batch(c, false);
+  ordo::test::StepBatch device = ordo::test::to_device(host, kGpu);
+  const Shape& shape = host.inputs.positions.shape();
+  device.inputs.facts = nn::input_facts(host.inputs.positions.data<int64_t>(), host.inputs.segment_ids.data<int64_t>(),
+                                        shape[0], shape[1]);
+  const nn::MlmRows rows = nn::mlm_rows(host.labels, kGpu, shape[0] * shape[1]);
+  train::GraphedStep step(opt, kGpu);
+  auto forward = [&](int64_t) {
+    nn::Context ctx = nn::Context::train(9, 0);
+    ctx.next_stream = 0;
+    ctx.stream_base = step.stream_base();
+    nn::PretrainingOutput out = model->forward(device.inputs, rows, Tensor(), ctx);
+    return train::MicroBatch{out.loss, {{"loss", out.loss.value()}}, 26};
+  };
+  auto nothing = [] {};
+  auto report = [](int64_t) { throw Error("non-finite"); };
+  for (int64_t s = 1; s <= 3; ++s) step.run(s, false, nothing, forward, report, "one shape");
+  REQUIRE(step.captures() == 1);
+  synchronize(kGpu);
+  reset_device_counters();
+  const train::StepResult quiet = step.run(4, false, nothing, forward, report, "one shape");
+  const DeviceCounters counted = device_counters();
+  CHECK(counted.graph_launches == 1);
+  CHECK(counted.kernel_launches == 0);
+  CHECK(counted.device_mallocs == 0);
+  CHECK(counted.host_syncs == 0);
+  CHECK(counted.bytes_to_device == 8 + 24);  // the step's dropout base and AdamW's schedule
+  CHECK(std::isnan(quiet.optimizer.grad_norm));
+  reset_device_counters();
+  const train::StepResult logged = step.run(5, true, nothing, forward, report, "one shape");
+  CHECK(device_counters().host_syncs == 1);  // the loss and the norm, in one read
+  CHECK(std::isfinite(logged.means.at(0).second));
+  CHECK(std::isfinite(logged.optimizer.grad_norm));
+  CHECK(step.captures() == 1);
+  step.run(6, false, nothing, forward, report, "another shape");  // new facts: captured again
+  CHECK(step.captures() == 2);
+}
+#endif
