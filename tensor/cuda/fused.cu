@@ -135,21 +135,7 @@ __global__ void residual_layernorm_kernel(float* y, float* s, float* mean, float
       sr[j] = residual[row * n + j] + mask.apply(v, row * n + j, stream);
       sum += sr[j];
     }
-    const double mu = Threads::reduce(sum, SumCombine{}, 0.0) / n;
-    double squares = 0.0;
-    for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
-      const double d = sr[j] - mu;
-      squares += d * d;
-    }
-    squares = Threads::reduce(squares, SumCombine{}, 0.0);
-    const float m = static_cast<float>(mu);
-    const float r = static_cast<float>(1.0 / ::sqrt(squares / n + eps));
-    if (Threads::lane() == 0) {
-      mean[row] = m;
-      rstd[row] = r;
-    }
-    float* yr = y + row * n;
-    for (int64_t j = Threads::lane(); j < n; j += Threads::width()) yr[j] = (sr[j] - m) * r * gamma[j] + beta[j];
+    layernorm_row<Threads>(y + row * n, mean, rstd, row, sr, gamma, beta, n, eps, sum);
   }
 }
 
@@ -164,19 +150,10 @@ __global__ void residual_layernorm_backward_kernel(float* gs, float* gh, const f
     const float* xr = s + row * n;
     const float* gr = gy + row * n;
     const float m = mean[row], r = rstd[row];
-    double sum_g = 0.0, sum_gx = 0.0;
+    const LayerNormRowMeans means = layernorm_backward_means<Threads>(xr, gr, m, r, gamma, n);
     for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
       const float xhat = (xr[j] - m) * r;
-      const float g = gr[j] * gamma[j];
-      sum_g += g;
-      sum_gx += g * xhat;
-    }
-    sum_g = Threads::reduce(sum_g, SumCombine{}, 0.0);
-    sum_gx = Threads::reduce(sum_gx, SumCombine{}, 0.0);
-    const float a = static_cast<float>(sum_g / n), c = static_cast<float>(sum_gx / n);
-    for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
-      const float xhat = (xr[j] - m) * r;
-      const float g = r * (gr[j] * gamma[j] - a - xhat * c);
+      const float g = r * (gr[j] * gamma[j] - means.a - xhat * means.c);
       gs[row * n + j] = g;
       if (gh) gh[row * n + j] = mask.apply(g, row * n + j, stream);
     }

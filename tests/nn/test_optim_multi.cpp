@@ -12,6 +12,7 @@
 #include "pe/registry.h"
 #include "tensor/device_runtime.h"
 #include "tests/helpers.h"
+#include "tests/nn/optim_steps.h"
 
 using namespace ordo;
 
@@ -169,45 +170,14 @@ TEST_CASE("multi-tensor AdamW: a non-finite gradient updates nothing", "[tensor]
     }
 }
 
-namespace {
-
-// The parameters of a tiny model after 3 steps with clipping on `device`.
-std::vector<Tensor> after_steps(Device device, bool fused, bool read_norm) {
-  nn::BertConfig c = test::tiny_bert_config(50, 16, 2, 2, 32, 16);
-  auto model = pe::build_model(c, device, false, 7);
-  nn::AdamWConfig ac;
-  ac.lr = 1e-2;
-  ac.max_grad_norm = 0.05;  // below the gradients' norm: clipping acts every step
-  ac.fused = fused;
-  nn::AdamW opt(model->named_parameters(), ac);
-  std::vector<int64_t> ids, labels;
-  for (int64_t i = 0; i < 2 * 9; ++i) {
-    ids.push_back(5 + (i * 7) % 40);
-    labels.push_back(i % 3 == 0 ? ids.back() : -100);
-  }
-  nn::BertInputs in;
-  in.input_ids = Tensor::from_vector(ids, {2, 9}, device);
-  Tensor host_labels = Tensor::from_vector(labels, {2, 9});
-  for (int s = 0; s < 3; ++s) {
-    nn::Context ctx = nn::Context::train(1, s);
-    model->forward(in, host_labels, Tensor(), ctx).loss.backward();
-    const nn::AdamW::StepInfo info = opt.step(read_norm);
-    if (read_norm) CHECK(info.clip_scale < 1);
-  }
-  std::vector<Tensor> out;
-  for (const auto& [name, p] : model->named_parameters()) out.push_back(p->var.value().to(Device::cpu()));
-  return out;
-}
-
-}  // namespace
 
 // Three steps compound the two paths' roundings (the norm summed in another
 // order, the clip factor in f64 or f32); each step moves an element by at
 // most lr = 1e-2, so 1e-5 absolute is ~0.1% of a step: a lost clip (a
 // factor of ~100) or a skipped parameter shows far above it.
 TEST_CASE("nn::AdamW: the fused step equals the per-tensor reference path within rounding", "[optim]") {
-  const std::vector<Tensor> reference = after_steps(Device::cpu(), false, true);
-  const std::vector<Tensor> fused = after_steps(Device::cpu(), true, true);
+  const std::vector<Tensor> reference = test::parameters_after_steps(Device::cpu(), true, 3, /*fused=*/false);
+  const std::vector<Tensor> fused = test::parameters_after_steps(Device::cpu(), true, 3);
   REQUIRE(fused.size() == reference.size());
   for (size_t i = 0; i < fused.size(); ++i) test::require_close(fused[i], reference[i], 1e-4, 1e-5, "parameter");
 }
@@ -266,8 +236,8 @@ TEST_CASE("cuda: multi-tensor AdamW with a non-finite gradient updates nothing o
 }
 
 TEST_CASE("cuda: nn::AdamW's fused step on the device tracks the CPU's per-tensor reference", "[cuda][optim]") {
-  const std::vector<Tensor> reference = after_steps(Device::cpu(), false, true);
-  const std::vector<Tensor> gpu = after_steps(Device::cuda(0), true, false);
+  const std::vector<Tensor> reference = test::parameters_after_steps(Device::cpu(), true, 3, /*fused=*/false);
+  const std::vector<Tensor> gpu = test::parameters_after_steps(Device::cuda(0), false, 3);
   REQUIRE(gpu.size() == reference.size());
   for (size_t i = 0; i < gpu.size(); ++i) test::require_close(gpu[i], reference[i], 1e-4, 1e-5, "parameter");
 }
