@@ -110,7 +110,7 @@ Tensor product(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_
   if (batch == 0 || m == 0 || n == 0) return c;
   // A weight shared by every batch (Linear on [B, L, D]): one tall product.
   if (batch > 1 && mb.batch_stride == 0 && !ma.trans && ma.batch_stride == m * ma.ld) {
-    ORDO_BACKEND(a.device(), gemm)(c, ma, mb, 1, batch * m, n, k, alpha, beta, precision);
+    ORDO_BACKEND(a.device(), gemm)(c, ma, mb, int64_t{1}, batch * m, n, k, alpha, beta, precision);
   } else {
     ORDO_BACKEND(a.device(), gemm)(c, ma, mb, batch, m, n, k, alpha, beta, precision);
   }

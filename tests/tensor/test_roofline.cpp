@@ -28,6 +28,17 @@ TEST_CASE("kernel calls: a matrix product is recorded with its shapes, sizes and
   CHECK(kernel_launches(*gemm) == 1);  // cuBLAS's one launch, on a GPU
 }
 
+TEST_CASE("kernel calls: a Linear's one tall product counts its rows' FLOPs", "[roofline]") {
+  Tensor x = Tensor::ones({4, 6, 7}), w = Tensor::ones({3, 7});
+  KernelCallRecording recording;
+  Tensor y = linear(x, w, Tensor());
+  std::vector<KernelCall> calls = recording.calls();
+  auto gemm = std::find_if(calls.begin(), calls.end(), [](const KernelCall& k) { return std::string(k.kernel) == "gemm"; });
+  REQUIRE(gemm != calls.end());
+  CHECK(gemm->integers == std::vector<int64_t>{1, 24, 3, 7});  // [4, 6] rows as one product
+  CHECK(kernel_flops(*gemm) == 2.0 * 24 * 3 * 7);
+}
+
 TEST_CASE("kernel calls: nothing is recorded without a recording, and one recording at a time", "[roofline]") {
   Tensor a = Tensor::ones({4});
   (void)binary(BinaryOp::add, a, a);  // before any recording
