@@ -187,7 +187,7 @@ Var ResidualOutput::forward(const Var& h, const Var& residual, Context& ctx) con
     const double p = ctx.training ? dropout_ : 0.0;
     const PhiloxStream stream = p > 0 ? ctx.take_stream() : PhiloxStream{};
     return residual_layernorm(dense.product(h), dense.bias ? dense.bias->var : Var(), residual, norm->weight.var,
-                              norm->bias.var, norm->eps, p, stream);
+                              norm->bias.var, norm->eps, p, stream, /*h_is_product=*/true);
   }
   Var sum = add(dropout(dense.forward(h), dropout_, ctx), residual);
   return norm ? norm->forward(sum) : sum;

@@ -59,7 +59,7 @@ UnaryOp activation_op(Activation a) {
 
 Var linear_activation(const Linear& dense, Activation act, const Var& x, bool fused, bool as_operand) {
   if (!fused || dense.bias == nullptr) return activate(act, dense.forward(x));
-  return bias_activation(dense.product(x), dense.bias->var, activation_op(act), as_operand);
+  return bias_activation(dense.product(x), dense.bias->var, activation_op(act), as_operand, /*x_is_product=*/true);
 }
 
 Var activate(Activation a, const Var& x) {

@@ -132,16 +132,20 @@ ResidualLayerNormResult residual_layernorm(const Tensor& h, const Tensor& bias, 
 struct ResidualLayerNormGrads {
   Tensor gh, gbias, gresidual, ggamma, gbeta;  // gbias undefined without a bias; gh is gresidual when p = 0
 };
+// gh_dtype: s's, or bf16 from f32 (h a product's output, whose backward
+// rounds its gradient so anyway; gbias sums the unrounded values).
 ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy, const ResidualLayerNormResult& saved,
                                                    const Tensor& gamma, bool with_bias, double p,
-                                                   const PhiloxStream& stream);
+                                                   const PhiloxStream& stream, DType gh_dtype);
 // act(x + bias) over the last axis (act: gelu, gelu_tanh, relu or tanh), in
 // dtype `out`: x's, or bf16 from f32 (a product's operand, rounded once).
 Tensor bias_activation(const Tensor& x, const Tensor& bias, UnaryOp act, DType out);
 struct BiasActivationGrads {
   Tensor gx, gbias;
 };
-BiasActivationGrads bias_activation_backward(const Tensor& gy, const Tensor& x, const Tensor& bias, UnaryOp act);
+// gx_dtype: x's, or bf16 from f32 (as residual_layernorm_backward's gh).
+BiasActivationGrads bias_activation_backward(const Tensor& gy, const Tensor& x, const Tensor& bias, UnaryOp act,
+                                             DType gx_dtype);
 
 // ---- relative position encodings (ops_relative.cpp) ---------------------------
 // idx: i64 [B, L, J], the table row of (query i, key j), shared by the heads.

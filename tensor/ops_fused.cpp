@@ -40,22 +40,30 @@ ResidualLayerNormResult residual_layernorm(const Tensor& h, const Tensor& bias, 
   return r;
 }
 
+// A gradient's dtype: x's, or bf16 for an f32 one that is a product's operand.
+void check_gradient_dtype(DType wanted, const Tensor& x, const char* op) {
+  ORDO_CHECK(wanted == x.dtype() || (wanted == DType::bf16 && x.dtype() == DType::f32), op, ": a ",
+             dtype_name(wanted), " gradient of ", dtype_name(x.dtype()), " values (theirs, or bf16 from f32)");
+}
+
 ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy, const ResidualLayerNormResult& saved,
                                                    const Tensor& gamma, bool with_bias, double p,
-                                                   const PhiloxStream& stream) {
+                                                   const PhiloxStream& stream, DType gh_dtype) {
   const char* op = "residual_layernorm_backward";
   const Tensor& s = saved.s;
   check_shape(gy, s.shape(), op, "gy");
   check_same_dtype(gy, s, op);
   check_vector(gamma, s, op, "gamma");
+  check_gradient_dtype(gh_dtype, s, op);
   const Device device = s.device();
   ResidualLayerNormGrads g;
   g.gresidual = Tensor::empty(s.shape(), s.dtype(), device);
-  g.gh = p > 0 ? Tensor::empty(s.shape(), s.dtype(), device) : g.gresidual;
+  const bool own_gh = p > 0 || gh_dtype != s.dtype();
+  g.gh = own_gh ? Tensor::empty(s.shape(), gh_dtype, device) : g.gresidual;
   if (with_bias) g.gbias = Tensor::empty(gamma.shape(), s.dtype(), device);
   g.ggamma = Tensor::empty(gamma.shape(), s.dtype(), device);
   g.gbeta = Tensor::empty(gamma.shape(), s.dtype(), device);
-  ORDO_BACKEND(device, residual_layernorm_backward)(g.gresidual, p > 0 ? g.gh : Tensor(), g.gbias, g.ggamma, g.gbeta,
+  ORDO_BACKEND(device, residual_layernorm_backward)(g.gresidual, own_gh ? g.gh : Tensor(), g.gbias, g.ggamma, g.gbeta,
                                                     gy.contiguous(), s, saved.mean, saved.rstd, gamma.contiguous(),
                                                     p, stream);
   return g;
@@ -74,12 +82,14 @@ Tensor bias_activation(const Tensor& x, const Tensor& bias, UnaryOp act, DType o
   return y;
 }
 
-BiasActivationGrads bias_activation_backward(const Tensor& gy, const Tensor& x, const Tensor& bias, UnaryOp act) {
+BiasActivationGrads bias_activation_backward(const Tensor& gy, const Tensor& x, const Tensor& bias, UnaryOp act,
+                                             DType gx_dtype) {
   const char* op = "bias_activation_backward";
   check_shape(gy, x.shape(), op, "gy");
   check_same_dtype(gy, x, op);
   check_vector(bias, x, op, "bias");
-  BiasActivationGrads g{Tensor::empty(x.shape(), x.dtype(), x.device()),
+  check_gradient_dtype(gx_dtype, x, op);
+  BiasActivationGrads g{Tensor::empty(x.shape(), gx_dtype, x.device()),
                         Tensor::empty(bias.shape(), x.dtype(), x.device())};
   ORDO_BACKEND(x.device(), bias_activation_backward)(g.gx, g.gbias, gy.contiguous(), x.contiguous(),
                                                      bias.contiguous(), act);

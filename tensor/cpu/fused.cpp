@@ -21,6 +21,15 @@ void column_sums(T* out, const T* x, int64_t rows, int64_t n) {
   });
 }
 
+// x rounded to bf16 into out (the same element count).
+void round_to_bf16(const Tensor& out, const Tensor& x) {
+  uint16_t* o = static_cast<uint16_t*>(out.raw_data());
+  const float* xs = x.data<float>();
+  parallel_for(x.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) o[i] = f32_to_bf16(xs[i]);
+  });
+}
+
 }  // namespace
 
 void residual_layernorm(const Tensor& y, const Tensor& s, const Tensor& mean, const Tensor& rstd,
@@ -48,8 +57,11 @@ void residual_layernorm_backward(const Tensor& gs, const Tensor& gh, const Tenso
                                  const Tensor& gbeta, const Tensor& gy, const Tensor& s, const Tensor& mean,
                                  const Tensor& rstd, const Tensor& gamma, double p, const PhiloxStream& stream) {
   layernorm_backward(gs, ggamma, gbeta, gy, s, mean, rstd, gamma);
-  const Tensor& g_h = gh.defined() ? gh : gs;
-  if (gh.defined()) dropout(gh, gs, p, stream);
+  // h's gradient in gs's dtype (rounded into a bf16 gh afterwards).
+  const bool rounded = gh.defined() && gh.dtype() == DType::bf16;
+  Tensor g_h = !gh.defined() || p == 0 ? gs : rounded ? Tensor::empty(gs.shape(), gs.dtype()) : gh;
+  if (p > 0) dropout(g_h, gs, p, stream);
+  if (rounded) round_to_bf16(gh, g_h);
   if (!gbias.defined()) return;
   const int64_t n = gs.size(-1);
   dispatch_float(gs.dtype(), "residual_layernorm_backward", [&](auto tag) {
@@ -84,12 +96,14 @@ void bias_activation(const Tensor& y, const Tensor& x, const Tensor& bias, Unary
 void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tensor& gy, const Tensor& x,
                               const Tensor& bias, UnaryOp act) {
   const int64_t n = x.size(-1), count = x.numel();
+  const bool rounded = gx.dtype() == DType::bf16;
+  const Tensor g_x = rounded ? Tensor::empty(x.shape(), x.dtype()) : gx;  // rounded into gx afterwards
   dispatch_float(x.dtype(), "bias_activation_backward", [&](auto tag) {
     using T = decltype(tag);
     const T* xs = x.data<T>();
     const T* b = bias.data<T>();
     const T* g = gy.data<T>();
-    T* out = gx.data<T>();
+    T* out = g_x.data<T>();
     visit_activation(act, [&](auto f) {
       using F = decltype(f);
       parallel_for(count, kElementwiseGrain, [&](int64_t begin, int64_t end) {
@@ -101,6 +115,7 @@ void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tenso
     });
     column_sums(gbias.data<T>(), out, n ? count / n : 0, n);
   });
+  if (rounded) round_to_bf16(gx, g_x);
 }
 
 }  // namespace ordo::cpu

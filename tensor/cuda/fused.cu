@@ -139,11 +139,12 @@ __global__ void residual_layernorm_kernel(float* y, float* s, float* mean, float
   }
 }
 
-// Per row: gs = layernorm's gx (its two row means in double), gh = mask(gs).
+// Per row: gs = layernorm's gx (its two row means in double), gh = mask(gs)
+// in f32 (gh) or rounded to bf16 (gh16), or neither.
 template <bool kWarpPerRow>
-__global__ void residual_layernorm_backward_kernel(float* gs, float* gh, const float* gy, const float* s,
-                                                   const float* mean, const float* rstd, const float* gamma,
-                                                   int64_t rows, int64_t n, Mask mask) {
+__global__ void residual_layernorm_backward_kernel(float* gs, float* gh, uint16_t* gh16, const float* gy,
+                                                   const float* s, const float* mean, const float* rstd,
+                                                   const float* gamma, int64_t rows, int64_t n, Mask mask) {
   using Threads = RowThreads<kWarpPerRow>;
   const uint64_t stream = mask.stream();
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
@@ -156,22 +157,25 @@ __global__ void residual_layernorm_backward_kernel(float* gs, float* gh, const f
       const float g = r * (gr[j] * gamma[j] - means.a - xhat * means.c);
       gs[row * n + j] = g;
       if (gh) gh[row * n + j] = mask.apply(g, row * n + j, stream);
+      if (gh16) gh16[row * n + j] = bf16_bits(mask.apply(g, row * n + j, stream));
     }
   }
 }
 
-// The column sums of the backward: gy * xhat (gamma), gy (beta), gh (bias).
+// The column sums of the backward: gy * xhat (gamma), gy (beta), and
+// mask(gs) (the bias: h's gradient before any rounding to bf16).
 struct ResidualLayerNormSums {
   static constexpr int kSums = 3;
-  const float *gy, *s, *mean, *rstd, *gh;
+  const float *gy, *s, *mean, *rstd, *gs;
+  int64_t n;
+  Mask mask;
   __device__ __forceinline__ void operator()(int64_t row, int64_t column, double (&sums)[3]) const {
-    const int64_t i = row * n_ + column;
+    const int64_t i = row * n + column;
     const float g = gy[i];
     sums[0] += g * ((s[i] - mean[row]) * rstd[row]);
     sums[1] += g;
-    sums[2] += gh[i];
+    sums[2] += mask.apply(gs[i], i, mask.stream());
   }
-  int64_t n_;
 };
 
 // ---- bias + activation -----------------------------------------------------------------------
@@ -198,18 +202,24 @@ __global__ void bias_activation_kernel(typename Spec::Out* y, const float* x, co
   }
 }
 
-// gx = gy * act'(x + b), written while the bias's column sums are taken.
+// gx = gy * act'(x + b) in f32 (gx) or rounded to bf16 (gx16), written
+// while the bias's column sums (of the f32 values) are taken.
 template <class Op>
 struct BiasActivationBackward {
   static constexpr int kSums = 1;
   float* gx;
+  uint16_t* gx16;
   const float *gy, *x, *bias;
   int64_t n;
   __device__ __forceinline__ void operator()(int64_t row, int64_t column, double (&sums)[1]) const {
     const int64_t i = row * n + column;
     const float u = x[i] + bias[column];
     const float g = gy[i] * Op::df(u, Op::f(u, UnaryParams{}), UnaryParams{});
-    gx[i] = g;
+    if (gx16) {
+      gx16[i] = bf16_bits(g);
+    } else {
+      gx[i] = g;
+    }
     sums[0] += g;
   }
 };
@@ -245,21 +255,23 @@ void residual_layernorm_backward(const Tensor& gs, const Tensor& gh, const Tenso
   if (n == 0) return;
   DeviceContext& ctx = context(s);
   const Mask mask = mask_of(p, stream);
-  float* gh_data = gh.defined() ? gh.data<float>() : nullptr;
+  const bool bf16 = gh.defined() && gh.dtype() == DType::bf16;
+  float* gh_data = gh.defined() && !bf16 ? gh.data<float>() : nullptr;
+  uint16_t* gh16 = bf16 ? static_cast<uint16_t*>(gh.raw_data()) : nullptr;
   launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
       ORDO_LAUNCH(residual_layernorm_backward_kernel<true>, grid, threads, 0, ctx.stream, gs.data<float>(), gh_data,
-                  gy.data<float>(), s.data<float>(), mean.data<float>(), rstd.data<float>(), gamma.data<float>(),
-                  rows, n, mask);
+                  gh16, gy.data<float>(), s.data<float>(), mean.data<float>(), rstd.data<float>(),
+                  gamma.data<float>(), rows, n, mask);
     } else {
       ORDO_LAUNCH(residual_layernorm_backward_kernel<false>, grid, threads, 0, ctx.stream, gs.data<float>(),
-                  gh_data, gy.data<float>(), s.data<float>(), mean.data<float>(), rstd.data<float>(),
+                  gh_data, gh16, gy.data<float>(), s.data<float>(), mean.data<float>(), rstd.data<float>(),
                   gamma.data<float>(), rows, n, mask);
     }
   });
-  const ResidualLayerNormSums element{gy.data<float>(),   s.data<float>(),
-                                      mean.data<float>(), rstd.data<float>(),
-                                      gh_data ? gh_data : gs.data<float>(), n};
+  const ResidualLayerNormSums element{gy.data<float>(),   s.data<float>(), mean.data<float>(),
+                                      rstd.data<float>(), gs.data<float>(), n,
+                                      mask};
   const ColumnOutputs outs{{ggamma.data<float>(), gbeta.data<float>(),
                             gbias.defined() ? gbias.data<float>() : nullptr}};
   column_sums(s.device(), ctx, rows, n, outs, element);
@@ -293,8 +305,10 @@ void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tenso
   DeviceContext& ctx = context(x);
   visit_activation(act, [&](auto f) {
     using Op = decltype(f);
-    const BiasActivationBackward<Op> element{gx.data<float>(), gy.data<float>(), x.data<float>(), bias.data<float>(),
-                                             n};
+    const bool bf16 = gx.dtype() == DType::bf16;
+    const BiasActivationBackward<Op> element{bf16 ? nullptr : gx.data<float>(),
+                                             bf16 ? static_cast<uint16_t*>(gx.raw_data()) : nullptr,
+                                             gy.data<float>(), x.data<float>(), bias.data<float>(), n};
     column_sums(x.device(), ctx, rows, n, ColumnOutputs{{gbias.data<float>(), nullptr, nullptr}}, element);
   });
 }

@@ -106,6 +106,39 @@ TEST_CASE("fused bias + activation computes the unfused ops' values and gradient
                     "bias_activation: 'exp' is not an activation (gelu, gelu_tanh, relu, tanh)");
 }
 
+namespace {
+
+// A product's output's gradient written as bf16: the f32 gradient rounded to
+// nearest even once, the bias's column sums those of the unrounded values.
+void check_bf16_gradients(Device device) {
+  INFO(device.str());
+  const Shape shape{4, 9, 24};
+  Tensor h = rand_f32(shape, 30).to(device), r = rand_f32(shape, 31, -2, 2).to(device);
+  Tensor gy = rand_f32(shape, 32).to(device), bias = rand_f32({24}, 33).to(device);
+  Tensor gamma = rand_f32({24}, 34, 0.5, 1.5).to(device), beta = rand_f32({24}, 35).to(device);
+  for (const double p : {0.3, 0.0}) {
+    const PhiloxStream stream{5, 1, Tensor()};
+    const ResidualLayerNormResult saved = residual_layernorm(h, bias, r, gamma, beta, 1e-5, p, stream);
+    const ResidualLayerNormGrads f32 = residual_layernorm_backward(gy, saved, gamma, true, p, stream, DType::f32);
+    const ResidualLayerNormGrads bf16 = residual_layernorm_backward(gy, saved, gamma, true, p, stream, DType::bf16);
+    REQUIRE(bf16.gh.dtype() == DType::bf16);
+    CHECK(test::bit_identical(bf16.gh, f32.gh.to(DType::bf16)));
+    CHECK(test::bit_identical(bf16.gbias, f32.gbias));
+    CHECK(test::bit_identical(bf16.gresidual, f32.gresidual));
+  }
+  Tensor x = rand_f32(shape, 36, -3, 3).to(device);
+  const BiasActivationGrads f32 = bias_activation_backward(gy, x, bias, UnaryOp::gelu, DType::f32);
+  const BiasActivationGrads bf16 = bias_activation_backward(gy, x, bias, UnaryOp::gelu, DType::bf16);
+  CHECK(test::bit_identical(bf16.gx, f32.gx.to(DType::bf16)));
+  CHECK(test::bit_identical(bf16.gbias, f32.gbias));
+}
+
+}  // namespace
+
+TEST_CASE("fused backwards write a product output's gradient as bf16: the f32 one rounded once", "[tensor]") {
+  check_bf16_gradients(Device::cpu());
+}
+
 TEST_CASE("a dropout stream's base on the device moves the mask as its offset would", "[tensor]") {
   Tensor x = rand_f32({5, 40}, 20);
   const Tensor base = Tensor::from_vector(std::vector<int64_t>{1000}, {1});
@@ -161,7 +194,7 @@ TEST_CASE("cuda: fused residual + dropout + LayerNorm matches the CPU, in 1 laun
       CHECK(device_counters().kernel_launches == 1);
       reset_device_counters();
       ResidualLayerNormGrads g = residual_layernorm_backward(gy.to(kGpu), forward, gamma.to(kGpu), true, p,
-                                                             PhiloxStream{77, 2, base});
+                                                             PhiloxStream{77, 2, base}, DType::f32);
       CHECK(device_counters().kernel_launches == 3);
       check_close(forward.y, cpu.y, 8 * kU, 128 * kU, what + " y");
       check_close(g.gresidual, cpu.gresidual, 8 * kU, 128 * kU, what + " gresidual");
@@ -177,6 +210,10 @@ TEST_CASE("cuda: fused residual + dropout + LayerNorm matches the CPU, in 1 laun
     }
 }
 
+TEST_CASE("cuda: fused backwards write a product output's gradient as bf16: the f32 one rounded once", "[cuda]") {
+  check_bf16_gradients(kGpu);
+}
+
 // The activations on the device use CUDA's erff/tanhf/expf, a few ulps from
 // the host's: y within 8u relative plus 8u of |x + b| (the argument's scale);
 // gx likewise times |gy|; gbias the sum of rows such terms.
@@ -188,13 +225,13 @@ TEST_CASE("cuda: fused bias + activation matches the CPU, in 1 launch forward an
       const int64_t n = shape.back(), rows = shape_numel(shape) / n;
       Tensor x = rand_f32(shape, ++seed, -3, 3), b = rand_f32({n}, ++seed), gy = rand_f32(shape, ++seed);
       const Tensor y_cpu = bias_activation(x, b, act, DType::f32);
-      const BiasActivationGrads g_cpu = bias_activation_backward(gy, x, b, act);
+      const BiasActivationGrads g_cpu = bias_activation_backward(gy, x, b, act, DType::f32);
       synchronize(kGpu);
       reset_device_counters();
       const Tensor y = bias_activation(x.to(kGpu), b.to(kGpu), act, DType::f32);
       CHECK(device_counters().kernel_launches == 1);
       reset_device_counters();
-      const BiasActivationGrads g = bias_activation_backward(gy.to(kGpu), x.to(kGpu), b.to(kGpu), act);
+      const BiasActivationGrads g = bias_activation_backward(gy.to(kGpu), x.to(kGpu), b.to(kGpu), act, DType::f32);
       CHECK(device_counters().kernel_launches == 2);
       check_close(y, y_cpu, 8 * kU, 8 * kU * 4, what + " y");
       check_close(g.gx, g_cpu.gx, 8 * kU, 8 * kU * 4, what + " gx");
