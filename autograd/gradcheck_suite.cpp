@@ -160,6 +160,27 @@ void add_nn_cases(std::vector<GradcheckCase>& cases) {
                    }, {}});
   cases.push_back({"dropout p=0.3", {rnd({4, 8}, 615)},
                    [](const std::vector<Var>& v) { return dropout(v[0], 0.3, 77, 3); }, {}});
+  // The fused pieces: dropout on, a bias, rows of 6; without a bias and dropout.
+  cases.push_back({"residual_layernorm with bias and dropout p=0.3",
+                   {rnd({4, 6}, 640), rnd({6}, 641), rnd({4, 6}, 642, -2, 2), rnd({6}, 643, 0.5, 1.5), rnd({6}, 644)},
+                   [](const std::vector<Var>& v) {
+                     return residual_layernorm(v[0], v[1], v[2], v[3], v[4], 1e-5, 0.3, PhiloxStream{77, 5, Tensor()});
+                   }, {}});
+  cases.push_back({"residual_layernorm without bias or dropout",
+                   {rnd({3, 5}, 645), rnd({3, 5}, 646, -2, 2), rnd({5}, 647, 0.5, 1.5), rnd({5}, 648)},
+                   [](const std::vector<Var>& v) {
+                     return residual_layernorm(v[0], Var(), v[1], v[2], v[3], 1e-5, 0.0, PhiloxStream{});
+                   }, {}});
+  for (UnaryOp act : {UnaryOp::gelu, UnaryOp::gelu_tanh, UnaryOp::tanh})
+    cases.push_back({std::string("bias_activation ") + unary_name(act), {rnd({3, 4}, 649, -2, 2), rnd({4}, 650)},
+                     [act](const std::vector<Var>& v) { return bias_activation(v[0], v[1], act); }, {}});
+  // relu is kinked at 0: inputs kept away from the kink ((x + b) in +-[0.2, 1.6)).
+  cases.push_back({"bias_activation relu",
+                   {Tensor::from_vector(std::vector<double>{0.5, -0.4, 1.1, -0.9, 0.3, -0.8}, {2, 3}),
+                    Tensor::from_vector(std::vector<double>{0.1, -0.2, 0.3}, {3})},
+                   [](const std::vector<Var>& v) { return bias_activation(v[0], v[1], UnaryOp::relu); }, {}});
+  cases.push_back({"operand (the product's operand) into matmul", {rnd({2, 3}, 651), rnd({3, 2}, 652)},
+                   [](const std::vector<Var>& v) { return matmul(operand(v[0]), v[1]); }, {}});
   // A two-layer network end to end: the ops composed as a model composes them.
   cases.push_back({"two-layer MLP + layernorm + cross-entropy",
                    {rnd({6, 4}, 620), rnd({4, 8}, 621, -0.7, 0.7), rnd({8}, 622), rnd({8}, 623, 0.5, 1.5),

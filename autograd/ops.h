@@ -84,7 +84,26 @@ Var log_softmax(const Var& x, const Var& mask = Var());
 Var layernorm(const Var& x, const Var& gamma, const Var& beta, double eps);
 // Mean over rows whose target is not ignore_index (0 when none counts).
 Var cross_entropy(const Var& logits, const Tensor& targets, int64_t ignore_index = -100);
+// ---- fused transformer pieces (ops_fused.cpp) ------------------------------------------------
+// LayerNorm(residual + dropout(h + bias)) in one op: a post-LN layer's
+// residual branch (bias may be an undefined Var; p = 0: no dropout), the mask
+// of dropout(h + bias, p, stream). h_is_product: h is a product's output
+// that nothing else reads, so its gradient is written as that product's
+// backward takes it (bf16 under bf16 precision: the same result, half the bytes).
+Var residual_layernorm(const Var& h, const Var& bias, const Var& residual, const Var& gamma, const Var& beta,
+                       double eps, double p, const PhiloxStream& stream, bool h_is_product = false);
+// act(x + bias) in one op (act: gelu, gelu_tanh, relu, tanh). as_operand:
+// the value is stored as the next product takes it (bf16 under bf16
+// precision); x_is_product: x's gradient likewise (residual_layernorm's h).
+Var bias_activation(const Var& x, const Var& bias, UnaryOp act, bool as_operand = false, bool x_is_product = false);
+// x as products take it (as_operand: bf16 under bf16 precision), rounded once
+// for several products; the gradient passes through unchanged.
+Var operand(const Var& x);
+
 // Identity when p == 0; the backward recomputes the mask from (seed, stream).
-Var dropout(const Var& x, double p, uint64_t seed, uint64_t stream);
+Var dropout(const Var& x, double p, const PhiloxStream& stream);
+inline Var dropout(const Var& x, double p, uint64_t seed, uint64_t stream) {
+  return dropout(x, p, PhiloxStream{seed, stream, Tensor()});
+}
 
 }  // namespace ordo

@@ -10,8 +10,12 @@ namespace {
 // set. With A' = op(A), B' = op(B): gA' = alpha gC B'^T, gB' = alpha A'^T gC;
 // transposing back where the operand was stored transposed gives the four
 // cases below. Batch axes that broadcasting added are summed away.
-std::vector<Tensor> product_grads(const Tensor& gc, const Tensor& av, const Tensor& bv, bool trans_a, bool trans_b,
-                                  double alpha, const std::vector<bool>& needs) {
+// av and bv are the operands as the forward product took them (bf16 under
+// bf16 precision: what the forward saved), and `precision` the forward's.
+std::vector<Tensor> product_grads(const Tensor& gc_in, const Tensor& av, const Tensor& bv, bool trans_a, bool trans_b,
+                                  double alpha, MatmulPrecision precision, const std::vector<bool>& needs) {
+  MatmulPrecisionScope same_as_forward(precision);
+  const Tensor gc = as_operand(gc_in);  // rounded once for both products
   Tensor ga, gb;
   if (needs[0]) {
     ga = trans_a ? matmul(bv, gc, trans_b, true, alpha) : matmul(gc, bv, false, !trans_b, alpha);
@@ -32,22 +36,28 @@ std::vector<Tensor> product_grads(const Tensor& gc, const Tensor& av, const Tens
 }
 }  // namespace
 
+// The operands are saved as the product takes them: under bf16 precision
+// their bf16 roundings, half the memory of the f32 values, and what the
+// backward's products would round them to anyway.
 Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, double alpha) {
-  Tensor av = a.value(), bv = b.value();
+  const MatmulPrecision precision = matmul_precision();
+  Tensor av = as_operand(a.value()), bv = as_operand(b.value());
   Tensor c = matmul(av, bv, trans_a, trans_b, alpha);
-  return record_op("matmul", c, {a, b}, [av, bv, trans_a, trans_b, alpha](const Tensor& gc, const std::vector<bool>& needs) {
-    return product_grads(gc, av, bv, trans_a, trans_b, alpha, needs);
-  });
+  return record_op("matmul", c, {a, b},
+                   [av, bv, trans_a, trans_b, alpha, precision](const Tensor& gc, const std::vector<bool>& needs) {
+                     return product_grads(gc, av, bv, trans_a, trans_b, alpha, precision, needs);
+                   });
 }
 
 // y = x W^T + b: the product's gradients as matmul's, and gb = gy summed over rows.
 Var linear(const Var& x, const Var& weight, const Var& bias) {
-  Tensor xv = x.value(), wv = weight.value();
+  const MatmulPrecision precision = matmul_precision();
+  Tensor xv = as_operand(x.value()), wv = as_operand(weight.value());
   Tensor y = linear(xv, wv, bias.defined() ? bias.value() : Tensor());
   std::vector<Var> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  return record_op("linear", y, inputs, [xv, wv](const Tensor& gy, const std::vector<bool>& needs) {
-    std::vector<Tensor> grads = product_grads(gy, xv, wv, false, true, 1.0, needs);
+  return record_op("linear", y, inputs, [xv, wv, precision](const Tensor& gy, const std::vector<bool>& needs) {
+    std::vector<Tensor> grads = product_grads(gy, xv, wv, false, true, 1.0, precision, needs);
     if (needs.size() > 2) grads.push_back(needs[2] ? sum_to(gy, {wv.size(0)}) : Tensor());
     return grads;
   });
@@ -92,11 +102,11 @@ Var cross_entropy(const Var& logits, const Tensor& targets, int64_t ignore_index
 }
 
 // y = x * mask / (1 - p);  gx = gy * mask / (1 - p), the mask redrawn from the same key.
-Var dropout(const Var& x, double p, uint64_t seed, uint64_t stream) {
+Var dropout(const Var& x, double p, const PhiloxStream& stream) {
   if (p == 0) return x;
-  Tensor y = dropout(x.value(), p, seed, stream);
-  return record_op("dropout", y, {x}, [p, seed, stream](const Tensor& gy, const std::vector<bool>&) {
-    return std::vector<Tensor>{dropout(gy, p, seed, stream)};
+  Tensor y = dropout(x.value(), p, stream);
+  return record_op("dropout", y, {x}, [p, stream](const Tensor& gy, const std::vector<bool>&) {
+    return std::vector<Tensor>{dropout(gy, p, stream)};
   });
 }
 

@@ -36,6 +36,8 @@ const std::vector<std::string>& differentiable_ops() {
       "relative_gather", "relative_scatter", "relative_product",
       // transformer pieces (autograd/ops_nn.cpp)
       "matmul", "linear", "softmax", "log_softmax", "layernorm", "cross_entropy", "dropout",
+      // fused transformer pieces (autograd/ops_fused.cpp)
+      "residual_layernorm", "bias_activation", "operand",
   };
   return ops;
 }
@@ -129,11 +131,16 @@ std::vector<std::shared_ptr<VarState>> topological_order(const std::shared_ptr<V
 
 // Adds g into a leaf's .grad. The leaf owns its gradient buffer, so the add is
 // in place: gradient accumulation across backward calls costs no allocation.
-void accumulate_leaf(VarState& leaf, const Tensor& g) {
-  if (!leaf.grad.defined()) {
-    leaf.grad = Tensor::zeros(leaf.value.shape(), leaf.value.dtype(), leaf.value.device());
+// The first gradient is not added to zeros: a dense g nothing else holds
+// becomes the buffer itself, any other is copied (no memset, no add).
+void accumulate_leaf(VarState& leaf, Tensor g) {
+  if (leaf.grad.defined()) {
+    add_(leaf.grad, g);
+    return;
   }
-  add_(leaf.grad, g);
+  const bool adoptable = g.storage().use_count() == 1 && g.is_contiguous() && g.offset() == 0 &&
+                         g.dtype() == leaf.value.dtype() && g.device() == leaf.value.device();
+  leaf.grad = adoptable ? std::move(g) : g.to(leaf.value.dtype()).clone();
 }
 
 }  // namespace
@@ -162,7 +169,7 @@ void Var::backward(const Tensor& seed, bool retain_graph,
     if (!state->node) {
       // Reverse topological order: every consumer of this leaf came before it,
       // so its gradient is complete now.
-      accumulate_leaf(*state, g);
+      accumulate_leaf(*state, std::move(g));
       if (on_leaf_done) on_leaf_done(*state);
       continue;
     }

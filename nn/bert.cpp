@@ -107,7 +107,7 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
   if (pe.combine == Combine::sequence) return sequence_attention(x, padding_mask, pe, s, ablate, trace);
   if (ablate != Ablation::none) return ablated_attention(x, padding_mask, pe, s, ablate, trace);
 
-  Heads h = project(x);                                           // q_i = x_i W^Q, k_j = x_j W^K, v_j = x_j W^V
+  Heads h = project(x, ctx.fused);                                // q_i = x_i W^Q, k_j = x_j W^K, v_j = x_j W^V
   pe.rotate(s, h.q, h.k);                                         // RoPE: position inside q and k
   Var scores = scaled_contextual_term(pe, s, h.q, h.k);           // gamma_ij / sqrt(d)
   scores = sum_of_defined(scores, pe.score_bias(s, h.q, h.k));    // s_ij = ... + delta_ij (+ per-head segments)
@@ -117,9 +117,10 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
   return merge_heads(context);
 }
 
-SelfAttention::Heads SelfAttention::project(const Var& input) const {
-  return {split_heads(query.forward(input), heads_, head_dim_), split_heads(key.forward(input), heads_, head_dim_),
-          split_heads(value.forward(input), heads_, head_dim_)};
+SelfAttention::Heads SelfAttention::project(const Var& input, bool fused) const {
+  const Var x = fused ? operand(input) : input;
+  return {split_heads(query.forward(x), heads_, head_dim_), split_heads(key.forward(x), heads_, head_dim_),
+          split_heads(value.forward(x), heads_, head_dim_)};
 }
 
 Var SelfAttention::attention_probs(const Var& scores, const Var& padding_mask, Context& ctx,
@@ -143,7 +144,7 @@ Var SelfAttention::attention_probs(const Var& scores, const Var& padding_mask, C
 // ablated at the input instead (BertModel::forward).
 Var SelfAttention::ablated_attention(const Var& x, const Var& padding_mask, PositionEncoding& pe,
                                      const AttentionState& s, Ablation ablate, ForwardTrace* trace) const {
-  Heads h = project(x);
+  Heads h = project(x, s.ctx->fused);
   const Var q_plain = h.q, k_plain = h.k;
   pe.rotate(s, h.q, h.k);
   const bool rotates = h.q.state() != q_plain.state() || h.k.state() != k_plain.state();
@@ -168,7 +169,7 @@ Var SelfAttention::sequence_attention(const Var& x, const Var& padding_mask, Pos
                                       const AttentionState& s, Ablation ablate, ForwardTrace* trace) const {
   ORDO_CHECK(ablate == Ablation::none, "pe '", pe.name(), "': the ", ablation_name(ablate),
              " ablation is defined on the added scores (locality/symmetry paper, Eq. 5), not with combine = sequence");
-  Heads h = project(positional_attention(x, padding_mask, pe, s));
+  Heads h = project(positional_attention(x, padding_mask, pe, s), s.ctx->fused);
   Var scores = scores_without_positional_terms(pe, s, h.q, h.k);
   Var probs = attention_probs(scores, padding_mask, *s.ctx, trace);
   return merge_heads(matmul(probs, h.v));
@@ -181,6 +182,13 @@ ResidualOutput::ResidualOutput(int64_t in, const BertConfig& c, Device device)
 }
 
 Var ResidualOutput::forward(const Var& h, const Var& residual, Context& ctx) const {
+  if (norm && ctx.fused) {
+    // The dropout's stream is taken exactly when the unfused dropout takes one.
+    const double p = ctx.training ? dropout_ : 0.0;
+    const PhiloxStream stream = p > 0 ? ctx.take_stream() : PhiloxStream{};
+    return residual_layernorm(dense.product(h), dense.bias ? dense.bias->var : Var(), residual, norm->weight.var,
+                              norm->bias.var, norm->eps, p, stream, /*h_is_product=*/true);
+  }
   Var sum = add(dropout(dense.forward(h), dropout_, ctx), residual);
   return norm ? norm->forward(sum) : sum;
 }
@@ -212,7 +220,7 @@ Var EncoderLayer::forward(const Var& x, const Var& padding_mask, PositionEncodin
   Var a = attention.self.forward(a_in, padding_mask, pe, layer, positions, segments, ctx, trace);
   Var h = attention.output.forward(a, x, ctx);
   Var f_in = pre_ln_ ? ffn_norm_->forward(h) : h;
-  return output.forward(intermediate.forward(f_in), h, ctx);
+  return output.forward(intermediate.forward(f_in, ctx), h, ctx);
 }
 
 Embeddings::Embeddings(const BertConfig& c, Device device)

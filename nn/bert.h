@@ -68,7 +68,8 @@ class SelfAttention : public Module {
   struct Heads {
     Var q, k, v;  // [batch, heads, L, head_dim]
   };
-  Heads project(const Var& input) const;
+  // fused: the input rounded once for the three products (operand).
+  Heads project(const Var& input, bool fused) const;
   // softmax_j(scores + mask), kept in the trace as asked, then dropout.
   Var attention_probs(const Var& scores, const Var& padding_mask, Context& ctx, ForwardTrace* trace) const;
   // The two departures from forward's one softmax over added terms.
@@ -86,6 +87,8 @@ class SelfAttention : public Module {
 class ResidualOutput : public Module {
  public:
   ResidualOutput(int64_t in, const BertConfig& c, Device device);
+  // norm(residual + dropout(h W + b)); post-LN and ctx.fused: the bias,
+  // dropout, residual and LayerNorm in one kernel (residual_layernorm).
   Var forward(const Var& h, const Var& residual, Context& ctx) const;
   Linear& dense;
   LayerNorm* norm = nullptr;  // "LayerNorm" (HF's name); absent in a pre-LN layer
@@ -104,7 +107,11 @@ class Attention : public Module {
 class Intermediate : public Module {
  public:
   Intermediate(const BertConfig& c, Device device);
-  Var forward(const Var& x) const { return activate(act_, dense.forward(x)); }
+  // act(x W + b); fused (ctx.fused), the bias and activation in one kernel
+  // whose output is stored as the next product takes it.
+  Var forward(const Var& x, const Context& ctx) const {
+    return linear_activation(dense, act_, x, ctx.fused, /*as_operand=*/true);
+  }
   Linear& dense;
 
  private:

@@ -15,10 +15,13 @@ MlmHead::MlmHead(const BertConfig& c, Device device)
     decoder = &add_parameter("decoder.weight", {c.vocab_size, c.hidden_size}, Init::normal(c.initializer_range), true, device);
 }
 
-Var MlmHead::forward(const Var& hidden, const Var& word_embeddings) const {
-  Var h = transform_dense ? transform_norm->forward(activate(act_, transform_dense->forward(hidden))) : hidden;
-  Var logits = matmul(h, decoder ? decoder->var : word_embeddings, false, true);
-  return bias ? add(logits, bias->var) : logits;
+Var MlmHead::forward(const Var& hidden, const Var& word_embeddings, bool fused) const {
+  Var h = transform_dense
+              ? transform_norm->forward(linear_activation(*transform_dense, act_, hidden, fused, /*as_operand=*/false))
+              : hidden;
+  const Var& table = decoder ? decoder->var : word_embeddings;
+  if (bias == nullptr) return matmul(h, table, false, true);
+  return fused ? linear(h, table, bias->var) : add(matmul(h, table, false, true), bias->var);
 }
 
 PretrainingModel::PretrainingModel(const BertConfig& config, std::unique_ptr<PositionEncoding> pe, Device device,
@@ -30,30 +33,44 @@ PretrainingModel::PretrainingModel(const BertConfig& config, std::unique_ptr<Pos
                                           std::make_unique<Linear>(config.hidden_size, 2, config.initializer_range, device));
 }
 
-PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const Tensor& labels, const Tensor& nsp_labels,
-                                            Context& ctx, ForwardTrace* trace) const {
-  const int64_t batch = inputs.input_ids.size(0), length = inputs.input_ids.size(1);
-  check_shape(labels, {batch, length}, "PretrainingModel", "labels");
+// The rows that are predicted (label != -100), found on the host: labels
+// given on the host cost no round trip to a device, which the training
+// loop's batches (made on the host) use; labels on a device are read back.
+MlmRows mlm_rows(const Tensor& labels, Device device, int64_t pad_to) {
   check_dtype(labels, DType::i64, "PretrainingModel", "labels");
-  Var sequence = bert.forward(inputs, ctx, trace);
-  const int64_t hidden = sequence.size(-1);
-
-  // The rows that are predicted (label != -100), found on the host: labels
-  // given on the host cost no round trip to a device, which the training
-  // loop's batches (made on the host) use; labels on a device are read back.
   std::vector<int64_t> flat = labels.to_vector<int64_t>(), rows, targets;
-  for (int64_t i = 0; i < batch * length; ++i) {
+  for (int64_t i = 0; i < labels.numel(); ++i) {
     if (flat[i] != -100) {
       rows.push_back(i);
       targets.push_back(flat[i]);
     }
   }
-  Device device = bert.device();
+  ORDO_CHECK(pad_to == 0 || static_cast<int64_t>(rows.size()) <= pad_to, "a batch predicts ", rows.size(),
+             " positions, more than the ", pad_to, " its fixed shape holds");
+  rows.resize(std::max<size_t>(rows.size(), static_cast<size_t>(pad_to)), 0);
+  targets.resize(rows.size(), -100);
+  const int64_t count = static_cast<int64_t>(rows.size());
+  return {Tensor::from_vector(rows, {count}, device), Tensor::from_vector(targets, {count}, device)};
+}
+
+PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const Tensor& labels, const Tensor& nsp_labels,
+                                            Context& ctx, ForwardTrace* trace) const {
+  const int64_t batch = inputs.input_ids.size(0), length = inputs.input_ids.size(1);
+  check_shape(labels, {batch, length}, "PretrainingModel", "labels");
+  return forward(inputs, mlm_rows(labels, bert.device()), nsp_labels, ctx, trace);
+}
+
+PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const MlmRows& predicted,
+                                            const Tensor& nsp_labels, Context& ctx, ForwardTrace* trace) const {
+  const int64_t batch = inputs.input_ids.size(0), length = inputs.input_ids.size(1);
+  check_dtype(predicted.rows, DType::i64, "PretrainingModel", "predicted rows");
+  check_shape(predicted.targets, predicted.rows.shape(), "PretrainingModel", "predicted targets");
+  Var sequence = bert.forward(inputs, ctx, trace);
+  const int64_t hidden = sequence.size(-1);
   PretrainingOutput out;
-  Tensor row_index = Tensor::from_vector(rows, {static_cast<int64_t>(rows.size())}, device);
-  out.lm_targets = Tensor::from_vector(targets, {static_cast<int64_t>(targets.size())}, device);
-  Var picked = index_select(reshape(sequence, {batch * length, hidden}), 0, row_index);
-  Var logits = predictions.forward(picked, bert.embeddings.word_embeddings.weight.var);
+  out.lm_targets = predicted.targets;
+  Var picked = index_select(reshape(sequence, {batch * length, hidden}), 0, predicted.rows);
+  Var logits = predictions.forward(picked, bert.embeddings.word_embeddings.weight.var, ctx.fused);
   out.lm_logits = logits.value();
   out.lm_loss = cross_entropy(logits, out.lm_targets);
   out.loss = out.lm_loss;
@@ -69,7 +86,7 @@ PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const Tens
 
 Var PretrainingModel::all_logits(const BertInputs& inputs, Context& ctx, ForwardTrace* trace) const {
   Var sequence = bert.forward(inputs, ctx, trace);
-  return predictions.forward(sequence, bert.embeddings.word_embeddings.weight.var);
+  return predictions.forward(sequence, bert.embeddings.word_embeddings.weight.var, ctx.fused);
 }
 
 void initialize_bert(PretrainingModel& model, uint64_t seed) { initialize_bert(model, model.bert, seed); }

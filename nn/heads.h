@@ -17,8 +17,10 @@ class MlmHead : public Module {
  public:
   MlmHead(const BertConfig& c, Device device);
   // hidden [N, hidden] -> logits [N, vocab] against the tied word embeddings
-  // (or the head's own decoder weight).
-  Var forward(const Var& hidden, const Var& word_embeddings) const;
+  // (or the head's own decoder weight); fused: the transform's bias and
+  // activation in one kernel, the logits' bias added by the product (linear)
+  // rather than after it.
+  Var forward(const Var& hidden, const Var& word_embeddings, bool fused = true) const;
   Linear* transform_dense = nullptr;     // "transform.dense" (lm_head "transform")
   LayerNorm* transform_norm = nullptr;   // "transform.LayerNorm"
   Parameter* bias = nullptr;             // "bias" (lm_head "transform")
@@ -38,6 +40,16 @@ struct PretrainingOutput {
   Tensor nsp_logits;  // [batch, 2]
 };
 
+// The predicted positions of a batch on the model's device: row indices
+// into the flattened [batch x length] sequence and their targets, [count]
+// each. Padded to `pad_to` entries (row 0, target -100: ignored by the
+// loss) for a fixed shape, as a replayed CUDA graph needs.
+struct MlmRows {
+  Tensor rows, targets;
+};
+// From labels [B, L] (-100: not predicted) on the host or a device (read back).
+MlmRows mlm_rows(const Tensor& labels, Device device, int64_t pad_to = 0);
+
 // BERT with its pretraining heads: MLM (optionally + NSP) for an encoder,
 // next-token prediction for a decoder.
 class PretrainingModel : public Module {
@@ -48,6 +60,9 @@ class PretrainingModel : public Module {
   // Only the predicted rows go through the vocabulary projection, which
   // gives the same loss as projecting every row.
   PretrainingOutput forward(const BertInputs& inputs, const Tensor& labels, const Tensor& nsp_labels,
+                            Context& ctx, ForwardTrace* trace = nullptr) const;
+  // The same with the predicted rows already on the device (mlm_rows).
+  PretrainingOutput forward(const BertInputs& inputs, const MlmRows& predicted, const Tensor& nsp_labels,
                             Context& ctx, ForwardTrace* trace = nullptr) const;
   // Logits for every position [B, L, vocab] (ordo forward, evaluation).
   Var all_logits(const BertInputs& inputs, Context& ctx, ForwardTrace* trace = nullptr) const;

@@ -26,7 +26,7 @@ Var LayerNorm::forward(const Var& x) const { return layernorm(x, weight.var, bia
 
 Var dropout(const Var& x, double p, Context& ctx) {
   if (!ctx.training || p == 0) return x;
-  return ordo::dropout(x, p, ctx.seed, ctx.take_stream());
+  return ordo::dropout(x, p, ctx.take_stream());
 }
 
 Activation parse_activation(const std::string& name) {
@@ -45,6 +45,21 @@ const char* activation_name(Activation a) {
     case Activation::tanh: return "tanh";
   }
   return "?";
+}
+
+UnaryOp activation_op(Activation a) {
+  switch (a) {
+    case Activation::gelu: return UnaryOp::gelu;
+    case Activation::gelu_tanh: return UnaryOp::gelu_tanh;
+    case Activation::relu: return UnaryOp::relu;
+    case Activation::tanh: return UnaryOp::tanh;
+  }
+  return UnaryOp::gelu;
+}
+
+Var linear_activation(const Linear& dense, Activation act, const Var& x, bool fused, bool as_operand) {
+  if (!fused || dense.bias == nullptr) return activate(act, dense.forward(x));
+  return bias_activation(dense.product(x), dense.bias->var, activation_op(act), as_operand, /*x_is_product=*/true);
 }
 
 Var activate(Activation a, const Var& x) {

@@ -15,6 +15,8 @@ class Linear : public Module {
  public:
   Linear(int64_t in, int64_t out, double init_std, Device device, bool bias = true);
   Var forward(const Var& x) const;
+  // x W^T without the bias, for a fused kernel that adds it (nn/bert.h).
+  Var product(const Var& x) const { return linear(x, weight.var, Var()); }
   Parameter& weight;
   Parameter* bias = nullptr;
 };
@@ -49,5 +51,11 @@ enum class Activation { gelu, gelu_tanh, relu, tanh };
 Activation parse_activation(const std::string& name);
 const char* activation_name(Activation a);
 Var activate(Activation a, const Var& x);
+// The activation as its elementwise op (the fused bias_activation's argument).
+UnaryOp activation_op(Activation a);
+// act(x W^T + b): the product, then the bias and the activation in one fused
+// kernel when `fused`, the output stored as the next product takes it when
+// `as_operand` (bf16 under bf16 precision); Linear::forward then activate otherwise.
+Var linear_activation(const Linear& dense, Activation act, const Var& x, bool fused, bool as_operand);
 
 }  // namespace ordo::nn

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "autograd/var.h"
+#include "tensor/backend.h"
 
 namespace ordo::nn {
 
@@ -72,17 +73,28 @@ struct Context {
   // outside one, where an encoding reads what it needs from the tensors.
   std::optional<InputFacts> facts;
 
+  // Kernels fused where ordo has them (residual + dropout + LayerNorm, bias
+  // + activation: nn/bert.h); false runs the unfused ops, the reference.
+  bool fused = true;
+  // Where the streams count from when the step is replayed from a CUDA
+  // graph: one i64 on the model's device holding the step's first stream
+  // (then next_stream counts from 0). Undefined: next_stream alone.
+  Tensor stream_base;
+
   // Step s, micro-batch m of `micro` uses streams from (s * micro + m) * 2^20:
   // room for 2^20 dropout calls per forward, disjoint across steps.
+  static uint64_t first_stream(int64_t step, int64_t micro_batch = 0, int64_t micro_batches = 1) {
+    return static_cast<uint64_t>(step * micro_batches + micro_batch) << 20;
+  }
   static Context train(uint64_t seed, int64_t step, int64_t micro_batch = 0, int64_t micro_batches = 1) {
     Context c;
     c.training = true;
     c.seed = seed;
-    c.next_stream = static_cast<uint64_t>(step * micro_batches + micro_batch) << 20;
+    c.next_stream = first_stream(step, micro_batch, micro_batches);
     return c;
   }
   static Context eval() { return {}; }
-  uint64_t take_stream() { return next_stream++; }
+  PhiloxStream take_stream() { return PhiloxStream{seed, next_stream++, stream_base}; }
 };
 
 class Module {

@@ -30,59 +30,128 @@ void AdamW::check_finite(double grad_norm) const {
   }
 }
 
-std::vector<Tensor> AdamW::gradients() const {
+Tensor AdamW::begin_step() {
   std::vector<Tensor> grads;
   for (const auto& [name, p] : params_)
     if (p->var.grad().defined()) grads.push_back(p->var.grad());
-  return grads;
+  if (grads.empty()) return Tensor();
+  if (config_.fused) return global_norm_and_clip(fused_tensors(), config_.max_grad_norm);
+  // The reference path: a sum of squares per gradient, then as clip_by_global_norm_.
+  const Tensor& first = grads.front();
+  Tensor norm = sqrt(sum(sums_of_squares(grads))).reshape({1});
+  Tensor limit = Tensor::scalar(config_.max_grad_norm, first.dtype(), first.device());
+  Tensor scale = config_.max_grad_norm > 0
+                     ? where(gt(norm, limit), div(limit, affine(norm, 1.0, 1e-6)), Tensor::ones({1}, first.dtype(), first.device()))
+                     : Tensor::ones({1}, first.dtype(), first.device());
+  return concat({norm, scale}, 0);
 }
 
-Tensor AdamW::gradient_sums_of_squares() const {
-  std::vector<Tensor> grads = gradients();
-  return grads.empty() ? Tensor() : sums_of_squares(grads);
-}
-
-AdamW::StepInfo AdamW::step(bool read_norm) {
-  std::vector<Tensor> grads = gradients();
-  const bool on_host = grads.empty() || grads.front().device().is_cpu();
-  if (on_host || read_norm) return step_with_norm(global_norm(grads));
-  // On the device without reading anything back: the gradients are clipped
-  // in place there (AdamW then scales by 1), and what was not read is NaN.
+AdamW::StepInfo AdamW::check_norm(const double* norm_read) const {
   StepInfo info;
-  info.grad_norm = info.clip_scale = std::nan("");
-  if (config_.max_grad_norm > 0) clip_by_global_norm_(grads, config_.max_grad_norm);
-  update(info, 1.0);
-  return info;
-}
-
-AdamW::StepInfo AdamW::step_with_norm(double grad_norm) {
-  StepInfo info;
-  info.grad_norm = grad_norm;
-  check_finite(grad_norm);
+  if (norm_read == nullptr) {
+    info.grad_norm = info.clip_scale = std::nan("");
+    return info;
+  }
+  info.grad_norm = *norm_read;
+  check_finite(info.grad_norm);
   // torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when above.
-  if (config_.max_grad_norm > 0 && grad_norm > config_.max_grad_norm)
-    info.clip_scale = config_.max_grad_norm / (grad_norm + 1e-6);
-  update(info, info.clip_scale);
+  if (config_.max_grad_norm > 0 && info.grad_norm > config_.max_grad_norm)
+    info.clip_scale = config_.max_grad_norm / (info.grad_norm + 1e-6);
   return info;
 }
 
-void AdamW::update(StepInfo& info, double grad_scale) {
+double AdamW::schedule() {
   ++step_;
-  info.lr = scheduled_lr(config_, step_);
+  lr_ = scheduled_lr(config_, step_);
+  if (config_.fused && !params_.empty()) {
+    const Tensor& first = params_.front().second->var.value();
+    if (!schedule_.defined()) schedule_ = Tensor::empty({3}, DType::f64, first.device());
+    write_adamw_schedule(schedule_, lr_, config_.beta1, config_.beta2, step_);
+  }
+  return lr_;
+}
+
+AdamWTensors& AdamW::fused_tensors() {
+  std::vector<bool> with_grad;
+  std::vector<Tensor> params, grads, m, v;
+  std::vector<bool> decay;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Parameter& p = *params_[i].second;
+    with_grad.push_back(p.var.grad().defined());
+    if (!with_grad.back()) continue;
+    params.push_back(p.var.value());
+    grads.push_back(p.var.grad());
+    m.push_back(m_[i]);
+    v.push_back(v_[i]);
+    decay.push_back(p.decay);
+  }
+  // Rebuilt when another set of parameters has gradients, or a parameter's
+  // storage moved (its address is in the device table).
+  bool same = with_grad == with_grad_ && params.size() == fused_.params.size();
+  for (size_t i = 0; same && i < params.size(); ++i) same = params[i].raw_data() == fused_.params[i].raw_data();
+  if (same) {
+    fused_.grads = std::move(grads);
+  } else {
+    fused_ = adamw_tensors(std::move(params), std::move(grads), std::move(m), std::move(v), decay);
+    with_grad_ = std::move(with_grad);
+  }
+  return fused_;
+}
+
+void AdamW::apply(const Tensor& norm_and_clip, const StepInfo& info) {
+  if (norm_and_clip.defined()) {
+    if (config_.fused) {
+      AdamWConstants c;
+      c.beta1 = config_.beta1;
+      c.beta2 = config_.beta2;
+      c.eps = config_.eps;
+      c.weight_decay = config_.weight_decay;
+      adamw_multi_(fused_, norm_and_clip, schedule_, c);
+    } else {
+      apply_per_tensor(norm_and_clip, info);
+    }
+  }
+  clear_gradients();
+}
+
+void AdamW::apply_per_tensor(const Tensor& norm_and_clip, const StepInfo& info) {
   AdamWStep s;
-  s.lr = info.lr;
+  s.lr = lr_;
   s.beta1 = config_.beta1;
   s.beta2 = config_.beta2;
   s.eps = config_.eps;
   s.step = step_;
-  s.grad_scale = grad_scale;
+  // The factor the host read, or (nothing read) the device's, applied to the
+  // gradients in place there as clip_by_global_norm_ does.
+  const bool read = !std::isnan(info.clip_scale);
+  s.grad_scale = read ? info.clip_scale : 1.0;
+  const Tensor device_scale = norm_and_clip.slice(0, 1, 2);
   for (size_t i = 0; i < params_.size(); ++i) {
     Parameter* p = params_[i].second;
     if (!p->var.grad().defined()) continue;
+    if (!read && config_.max_grad_norm > 0) binary_(BinaryOp::mul, p->var.grad(), device_scale);
     s.weight_decay = p->decay ? config_.weight_decay : 0.0;
     adamw_(p->var.value(), p->var.grad(), m_[i], v_[i], s);
-    p->var.zero_grad();
   }
+}
+
+void AdamW::clear_gradients() {
+  for (const auto& [name, p] : params_) p->var.zero_grad();
+  fused_.grads.clear();  // the step's gradients are freed with the parameters'
+}
+
+AdamW::StepInfo AdamW::step(bool read_norm) {
+  const Tensor norm_and_clip = begin_step();
+  StepInfo info;
+  if (norm_and_clip.defined() && (read_norm || norm_and_clip.device().is_cpu())) {
+    const double norm = norm_and_clip.to_doubles()[0];
+    info = check_norm(&norm);
+  } else {
+    info = check_norm(nullptr);
+  }
+  info.lr = schedule();
+  apply(norm_and_clip, info);
+  return info;
 }
 
 std::vector<std::pair<std::string, Tensor>> AdamW::state_tensors() const {

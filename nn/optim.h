@@ -19,6 +19,10 @@ struct AdamWConfig {
   double max_grad_norm = 1.0;   // <= 0: no clipping
   int64_t warmup_steps = 0;
   int64_t total_steps = 0;      // linear decay to 0 at this step; 0: constant after warm-up
+  // One multi-tensor step: the global norm, the clip factor and every
+  // parameter's update in three kernels (tensor/ops.h adamw_multi_). false:
+  // the reference path, a norm, a clip and an update per parameter tensor.
+  bool fused = true;
 };
 
 // The learning rate of step `step` (1-based).
@@ -39,18 +43,34 @@ class AdamW {
   //
   // On a device, read_norm = false keeps the step free of host round trips:
   // the norm is neither read nor checked (grad_norm and clip_scale are NaN)
-  // and clipping happens on the device; a non-finite gradient then spoils
-  // the parameters, which the next loss read shows. On the CPU (no round
-  // trips to save) the norm is always read and checked.
+  // and clipping happens on the device. A non-finite gradient then leaves
+  // the parameters as they were (fused) or spoils them (the reference path);
+  // the next logged step's norm or loss shows it. On the CPU (no round trips
+  // to save) the norm is always read and checked.
   StepInfo step(bool read_norm = true);
-  // The two halves of step(true) for a caller that reads the norm together
-  // with other values in one host copy (a logged training step's single
-  // synchronisation): the sum of the squares of each gradient, [gradients] on
-  // their device (undefined when no parameter has a gradient), and the step
-  // given the norm read from them (norm_of_sums in tensor/ops.h).
-  Tensor gradient_sums_of_squares() const;
-  StepInfo step_with_norm(double grad_norm);
+
+  // step() in its parts, for a caller that reads the norm together with
+  // other values in one host copy (a logged step's single synchronisation),
+  // or that captures the device's part in a CUDA graph:
+  //   begin_step   the gradients' global norm and clip factor, [norm, factor]
+  //                on their device (undefined when no parameter has a
+  //                gradient): kernels only;
+  //   check_norm   given the norm read from it (or nothing), the StepInfo's
+  //                norm and clip factor; throws naming the first non-finite
+  //                gradient;
+  //   schedule     counts the step and writes its learning rate (returned)
+  //                and bias corrections to the device (a host copy, no kernel);
+  //   apply        the update with begin_step's clip factor (the reference
+  //                path takes check_norm's when the norm was read), then the
+  //                gradients are cleared: kernels only.
+  // step() is begin_step, check_norm, schedule, apply.
+  Tensor begin_step();
+  StepInfo check_norm(const double* norm_read) const;
+  double schedule();
+  void apply(const Tensor& norm_and_clip, const StepInfo& info);
   int64_t steps_taken() const { return step_; }
+  // Drops every parameter's gradient (as apply does after its update).
+  void clear_gradients();
 
   // The state a resume needs: the step count and both moments of every
   // parameter ("<name>.exp_avg", "<name>.exp_avg_sq", PyTorch's names).
@@ -64,15 +84,20 @@ class AdamW {
   // Throws naming the first parameter with a non-finite gradient when
   // grad_norm is not finite.
   void check_finite(double grad_norm) const;
-  std::vector<Tensor> gradients() const;
-  // Counts the step, sets info.lr and updates every parameter with a gradient
-  // (multiplied by grad_scale), clearing the gradients.
-  void update(StepInfo& info, double grad_scale);
+  // The multi-tensor tables for the parameters that have a gradient now
+  // (rebuilt when that set changes), with this step's gradients.
+  AdamWTensors& fused_tensors();
+  // The reference path's update of each parameter with a gradient.
+  void apply_per_tensor(const Tensor& norm_and_clip, const StepInfo& info);
 
   std::vector<NamedParameter> params_;
   std::vector<Tensor> m_, v_;
   AdamWConfig config_;
   int64_t step_ = 0;
+  double lr_ = 0;           // of the step schedule() counted
+  Tensor schedule_;         // [lr, bias corrections] on the parameters' device (fused)
+  AdamWTensors fused_;      // built for `with_grad_`
+  std::vector<bool> with_grad_;
 };
 
 }  // namespace ordo::nn

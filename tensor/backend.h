@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tensor/elementwise_math.h"
 #include "tensor/kernel_calls.h"
@@ -47,6 +48,36 @@ struct AdamWStep {
   double weight_decay = 0.0;
   int64_t step = 1;          // 1 for the first update (bias correction)
   double grad_scale = 1.0;   // gradient clipping folds in here
+};
+
+// The Philox stream of a dropout mask: `offset`, plus the value held by
+// `base` (one i64 on the kernel's device) when defined. A step captured in a
+// CUDA graph replays its launches with the arguments they had; the base
+// moves its masks on from step to step (nn::Context).
+struct PhiloxStream {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+  Tensor base;
+};
+
+// The tensors of one multi-tensor AdamW step (NVIDIA apex's multi-tensor
+// apply): every parameter with a gradient, walked by each kernel in chunks of
+// at most kMultiTensorChunk elements, so that one launch covers them all.
+// The tables are built once on the tensors' device (ops.h, adamw_tensors)
+// for parameters and moments whose storage does not move; the gradients'
+// addresses may change from step to step and go with each call.
+constexpr int64_t kMultiTensorChunk = 4096;
+struct AdamWTensors {
+  std::vector<Tensor> params, grads, m, v;  // contiguous, the same shapes, f32 (f64 too on the CPU)
+  Tensor layout;  // i64 [tensors, 4]: the data addresses of param, m and v, and 1 where weight decay applies
+  Tensor chunks;  // i64 [chunks, 3]: tensor, first element, elements; in tensor order
+};
+
+// The step's constants besides the schedule. lr and the bias corrections
+// come from the device (adamw_multi's `schedule`), so that a captured step
+// (CUDA graphs) replays with the next step's values.
+struct AdamWConstants {
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
 };
 
 namespace cpu {

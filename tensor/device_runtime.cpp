@@ -2,6 +2,7 @@
 // for anything that would need one. (With CUDA, tensor/cuda/runtime.cu.)
 #include "tensor/device_runtime.h"
 
+#include <atomic>
 #include <cstring>
 
 #include "tensor/backend.h"
@@ -14,6 +15,22 @@ void throw_no_cuda(const char* kernel) {
                   "no CUDA backend (rebuild with the CUDA toolkit installed, ORDO_CUDA=on)"));
 }
 }  // namespace detail
+
+namespace {
+std::atomic<MatmulPrecision> g_matmul_precision{MatmulPrecision::fp32};
+}
+
+void set_matmul_precision(MatmulPrecision precision) { g_matmul_precision.store(precision); }
+MatmulPrecision matmul_precision() { return g_matmul_precision.load(); }
+
+const char* precision_name(MatmulPrecision precision) {
+  switch (precision) {
+    case MatmulPrecision::fp32: return "fp32";
+    case MatmulPrecision::tf32: return "tf32";
+    case MatmulPrecision::bf16: return "bf16";
+  }
+  return "?";
+}
 
 #ifndef ORDO_HAS_CUDA
 
@@ -32,8 +49,11 @@ void reset_peak_memory(Device) { detail::host_reset_peak(); }
 void empty_cache(Device) { detail::host_empty_cache(); }
 DeviceCounters device_counters() { return {}; }
 void reset_device_counters() {}
-void set_allow_tf32(bool) {}
-bool allow_tf32() { return false; }
+struct CudaGraph::Impl {};
+CudaGraph CudaGraph::capture(Device device, const std::function<void()>&) {
+  throw Error("cannot capture a CUDA graph on " + device.str() + ": this build of ordo has no CUDA backend");
+}
+void CudaGraph::replay() const {}
 
 namespace detail {
 void* device_allocate(Device device, size_t) {

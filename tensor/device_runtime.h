@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "tensor/dtype.h"
@@ -54,14 +56,67 @@ struct DeviceCounters {
   int64_t device_mallocs = 0;   // cudaMalloc calls: requests the caching allocator could not serve
   int64_t bytes_to_device = 0;  // host -> device copies
   int64_t bytes_to_host = 0;    // device -> host copies (what the caller asked for)
+  int64_t graph_launches = 0;   // CudaGraph::replay calls (each runs a whole captured step)
 };
 DeviceCounters device_counters();
 void reset_device_counters();
 
-// Matrix products in TF32 on tensor cores (about 10 mantissa bits per input);
-// off by default so that results are comparable with the CPU to ~1e-6.
-void set_allow_tf32(bool allow);
-bool allow_tf32();
+// A device's work captured once and replayed with one launch (CUDA stream
+// capture on ordo's stream, then cudaGraphLaunch): the kernels, products,
+// device copies and sets that `body` issued, with the arguments and the
+// addresses they had. Capturing runs nothing. What capture forbids — a
+// synchronisation or a read to the host, a copy from host memory, an
+// allocation the caching allocator cannot serve from memory it already
+// holds (run the work once before capturing it) — fails the capture with an
+// ordo::Error naming it, as the driver refuses it. Tensors allocated while
+// capturing come from a pool the graph keeps while it lives: a replay writes
+// the same addresses again (a tensor made during the capture and kept shows
+// each replay's values), and nothing else is given them meanwhile. Inputs
+// change between replays by copying into tensors made before the capture.
+class CudaGraph {
+ public:
+  CudaGraph() = default;
+  static CudaGraph capture(Device device, const std::function<void()>& body);
+  void replay() const;  // one graph launch on the device's stream
+  bool defined() const { return impl_ != nullptr; }
+  struct Impl;
+
+ private:
+  explicit CudaGraph(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<Impl> impl_;
+};
+
+// How a matrix product of f32 operands multiplies (f64 products are always
+// exact f64; the sums are FP32 in every mode):
+//   fp32  FP32 multiply-adds (CUDA cores on a GPU): the default, comparable
+//         with the CPU to ~1e-6;
+//   tf32  operands rounded to TF32 (10 mantissa bits, ties away from zero, as
+//         cvt.rna.tf32.f32), on a GPU tensor cores (cuBLAS's FAST_TF32);
+//   bf16  operands rounded to bfloat16 (8 significant bits, round to nearest
+//         even), exact products, FP32 accumulation: PyTorch's bf16 autocast
+//         for products (cuBLAS with bf16 A and B, CUBLAS_COMPUTE_32F). Operands
+//         already bf16 are taken as they are.
+// The CPU emulates tf32 and bf16 exactly (operands rounded, then its FP32
+// product): as slow as fp32 there, and the reference a GPU's products are
+// compared with. Process-wide; the training commands set it from
+// train.precision or --precision (train::resolve_precision, train/loop.h).
+enum class MatmulPrecision : uint8_t { fp32, tf32, bf16 };
+void set_matmul_precision(MatmulPrecision precision);
+MatmulPrecision matmul_precision();
+const char* precision_name(MatmulPrecision precision);  // "fp32", "tf32", "bf16"
+// While alive, products use `precision`; the previous setting comes back after.
+class MatmulPrecisionScope {
+ public:
+  explicit MatmulPrecisionScope(MatmulPrecision precision) : previous_(matmul_precision()) {
+    set_matmul_precision(precision);
+  }
+  ~MatmulPrecisionScope() { set_matmul_precision(previous_); }
+  MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;
+  MatmulPrecisionScope& operator=(const MatmulPrecisionScope&) = delete;
+
+ private:
+  MatmulPrecision previous_;
+};
 
 namespace detail {
 // Host-side counters kept by Storage (tensor/tensor.cpp).

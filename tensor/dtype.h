@@ -68,6 +68,15 @@ inline uint16_t f32_to_bf16(float f) {
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>(bits >> 16);
 }
+// An f32 rounded to TF32 (10 mantissa bits, to nearest with ties away from
+// zero, as cvt.rna.tf32.f32 and the tensor cores); infinities and NaNs pass.
+inline float round_to_tf32(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7f800000u) != 0x7f800000u) bits = (bits + 0x1000u) & 0xffffe000u;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 

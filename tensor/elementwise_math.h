@@ -219,6 +219,23 @@ void visit_unary(UnaryOp op, Fn&& fn) {
   }
 }
 
+// The activations of the fused bias_activation kernels (nn::Activation's):
+// fn(math::Formula{}) for gelu, gelu_tanh, relu and tanh; nothing for any
+// other op (the op layer refuses them first).
+template <class Fn>
+void visit_activation(UnaryOp op, Fn&& fn) {
+  switch (op) {
+    case UnaryOp::gelu: return fn(math::Gelu{});
+    case UnaryOp::gelu_tanh: return fn(math::GeluTanh{});
+    case UnaryOp::relu: return fn(math::Relu{});
+    case UnaryOp::tanh: return fn(math::Tanh{});
+    default: return;
+  }
+}
+inline bool is_activation(UnaryOp op) {
+  return op == UnaryOp::gelu || op == UnaryOp::gelu_tanh || op == UnaryOp::relu || op == UnaryOp::tanh;
+}
+
 template <class Fn>
 void visit_binary(BinaryOp op, Fn&& fn) {
   switch (op) {

@@ -33,6 +33,14 @@ void record_kernel_call(KernelCall call) {
 
 void describe_argument(KernelCall& call, const MatrixBatch& m) { describe_argument(call, m.t); }
 
+void describe_argument(KernelCall& call, const std::vector<Tensor>& tensors) {
+  for (const Tensor& t : tensors) describe_argument(call, t);
+}
+
+void describe_argument(KernelCall& call, const AdamWTensors& t) {
+  for (const std::vector<Tensor>* list : {&t.params, &t.grads, &t.m, &t.v}) describe_argument(call, *list);
+}
+
 }  // namespace detail
 
 double distinct_bytes(const Tensor& t) {

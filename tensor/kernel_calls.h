@@ -18,6 +18,7 @@
 namespace ordo {
 
 struct MatrixBatch;
+struct AdamWTensors;
 
 struct KernelCall {
   const char* kernel = "";       // the name in tensor/kernels.inc
@@ -26,6 +27,7 @@ struct KernelCall {
   std::vector<int64_t> integers; // its int64_t arguments, in order (gemm: batch, m, n, k)
   double bytes = 0;              // distinct bytes of those tensors: a broadcast (stride 0) dimension counts once
   int64_t launches = 0;          // ORDO_LAUNCH kernels it made (tensor/device_runtime.h's count); 0 on the CPU
+  MatmulPrecision precision = MatmulPrecision::fp32;  // a product's (gemm)
 };
 
 // Records the kernel calls made on this process while alive (from any thread;
@@ -53,7 +55,10 @@ inline void describe_argument(KernelCall& call, const Tensor& t) {
   call.bytes += distinct_bytes(t);
 }
 void describe_argument(KernelCall& call, const MatrixBatch& m);
+void describe_argument(KernelCall& call, const std::vector<Tensor>& tensors);  // each of them
+void describe_argument(KernelCall& call, const AdamWTensors& t);                // params, grads, m and v
 inline void describe_argument(KernelCall& call, int64_t value) { call.integers.push_back(value); }
+inline void describe_argument(KernelCall& call, MatmulPrecision p) { call.precision = p; }
 template <class Other>
 void describe_argument(KernelCall&, const Other&) {}  // enums, doubles, seeds, AdamW settings
 

@@ -70,6 +70,11 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false, double alpha = 1.0);
 // x [..., in] W^T + b with W [out, in] (a Linear layer); b may be undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+// Both take f32 operands (or bf16 ones, see matmul_precision() in
+// tensor/device_runtime.h) and give f32, or f64 with f64. An operand used by
+// several products can be rounded once: as_operand(t) is t as the current
+// precision takes it (bf16 under bf16, else f32; f64 unchanged).
+Tensor as_operand(const Tensor& t);
 
 // ---- softmax, normalisation, losses ---------------------------------------------
 // Over the last axis; mask (optional) is added to x first and broadcast to x.
@@ -113,6 +118,35 @@ Tensor index_select_backward(const Tensor& g, int axis, const Tensor& idx, const
 Tensor gather(const Tensor& x, int axis, const Tensor& idx);
 Tensor gather_backward(const Tensor& g, int axis, const Tensor& idx, const Shape& x_shape);
 
+// ---- fused transformer pieces (ops_fused.cpp) ------------------------------------
+// y = LayerNorm(residual + dropout(h + bias)) in one pass (bias may be
+// undefined; p = 0: no dropout), the mask dropout(h + bias, p, stream) draws.
+struct ResidualLayerNormResult {
+  Tensor y;
+  Tensor s;           // residual + dropout(h + bias): the LayerNorm's input, saved for the backward
+  Tensor mean, rstd;  // [rows]
+};
+ResidualLayerNormResult residual_layernorm(const Tensor& h, const Tensor& bias, const Tensor& residual,
+                                           const Tensor& gamma, const Tensor& beta, double eps, double p,
+                                           const PhiloxStream& stream);
+struct ResidualLayerNormGrads {
+  Tensor gh, gbias, gresidual, ggamma, gbeta;  // gbias undefined without a bias; gh is gresidual when p = 0
+};
+// gh_dtype: s's, or bf16 from f32 (h a product's output, whose backward
+// rounds its gradient so anyway; gbias sums the unrounded values).
+ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy, const ResidualLayerNormResult& saved,
+                                                   const Tensor& gamma, bool with_bias, double p,
+                                                   const PhiloxStream& stream, DType gh_dtype);
+// act(x + bias) over the last axis (act: gelu, gelu_tanh, relu or tanh), in
+// dtype `out`: x's, or bf16 from f32 (a product's operand, rounded once).
+Tensor bias_activation(const Tensor& x, const Tensor& bias, UnaryOp act, DType out);
+struct BiasActivationGrads {
+  Tensor gx, gbias;
+};
+// gx_dtype: x's, or bf16 from f32 (as residual_layernorm_backward's gh).
+BiasActivationGrads bias_activation_backward(const Tensor& gy, const Tensor& x, const Tensor& bias, UnaryOp act,
+                                             DType gx_dtype);
+
 // ---- relative position encodings (ops_relative.cpp) ---------------------------
 // idx: i64 [B, L, J], the table row of (query i, key j), shared by the heads.
 // [B, H, L, R] -> [B, H, L, J]: out[b,h,i,j] = x[b,h,i,idx[b,i,j]].
@@ -133,7 +167,12 @@ Tensor concat(const std::vector<Tensor>& parts, int axis);
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int axis);
 
 // ---- randomness, training --------------------------------------------------------
-Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t stream);
+// A stream's base, when given, is one i64 on the op's device (throws naming op).
+void check_philox_stream(const PhiloxStream& stream, Device device, const char* op);
+Tensor dropout(const Tensor& x, double p, const PhiloxStream& stream);
+inline Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t stream) {
+  return dropout(x, p, PhiloxStream{seed, stream, Tensor()});
+}
 void uniform_(const Tensor& out, double low, double high, uint64_t seed, uint64_t stream);
 void normal_(const Tensor& out, double mean, double std, uint64_t seed, uint64_t stream);
 void trunc_normal_(const Tensor& out, double mean, double std, uint64_t seed, uint64_t stream);
@@ -156,5 +195,26 @@ double norm_of_sums(const std::vector<double>& partial_sums);
 // tensors' device, for the caller to read when it needs it (non-finite when
 // some element is, and then the tensors are no longer meaningful).
 Tensor clip_by_global_norm_(const std::vector<Tensor>& tensors, double max_norm);
+
+// ---- AdamW over every parameter in three kernels (ops_train.cpp) --------------------
+// The tables of a multi-tensor step (AdamWTensors, tensor/backend.h) for
+// these parameters, their gradients and moments (contiguous, one dtype and
+// device, params[i], grads[i], m[i] and v[i] of one shape); decay[i] says
+// whether weight decay applies to params[i]. Copies two small tables to the
+// device: build once, and again only when the parameters with a gradient change.
+AdamWTensors adamw_tensors(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m,
+                           std::vector<Tensor> v, const std::vector<bool>& decay);
+// The global norm of the gradients and torch's clip factor for max_norm
+// (<= 0: none), [norm, factor] on their device in their dtype: two kernels,
+// nothing read to the host.
+Tensor global_norm_and_clip(const AdamWTensors& t, double max_norm);
+// The schedule adamw_multi_ reads: [lr, 1 / (1 - beta1^step), 1 / sqrt(1 -
+// beta2^step)] in f64, written into `schedule` (3 elements on the device: a
+// copy from the host, no kernel).
+void write_adamw_schedule(const Tensor& schedule, double lr, double beta1, double beta2, int64_t step);
+// One AdamW step of every parameter (AdamWStep's formula) with the gradients
+// scaled by norm_and_clip[1]; nothing changes when norm_and_clip[0] is not
+// finite. One kernel.
+void adamw_multi_(const AdamWTensors& t, const Tensor& norm_and_clip, const Tensor& schedule, const AdamWConstants& c);
 
 }  // namespace ordo

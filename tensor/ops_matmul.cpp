@@ -47,13 +47,36 @@ bool as_matrix_batch(const Tensor& t, MatrixBatch& out) {
 
 namespace {
 
+// f64, or f32 and bf16 operands (a bf16 one only from a product that rounds
+// to bf16, which the other operand may not have been yet).
+void check_operand(const Tensor& t, const char* arg) {
+  check_defined(t, "matmul", arg);
+  ORDO_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::f64 || t.dtype() == DType::bf16, "matmul: ", arg,
+             " has dtype ", dtype_name(t.dtype()), " (f32, f64 or bf16 expected)");
+}
+
+// The operand as the product takes it: rounded to bf16 under bf16 (once per
+// product; a caller that reuses an operand rounds it itself, as_operand),
+// widened to f32 (exact) under fp32 and tf32.
+Tensor operand_for(const Tensor& t, MatmulPrecision precision) {
+  if (t.dtype() == DType::f64) return t;
+  const DType wanted = precision == MatmulPrecision::bf16 ? DType::bf16 : DType::f32;
+  return t.dtype() == wanted ? t : t.to(wanted);
+}
+
 // c = alpha op(a) op(b), or alpha op(a) op(b) + init when `init` is defined
 // (a contiguous tensor of the product's shape, accumulated onto with beta = 1).
-Tensor product(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, double alpha, const Tensor& init) {
-  check_float(a, "matmul", "a");
-  check_float(b, "matmul", "b");
-  check_same_dtype(a, b, "matmul");
-  check_same_device(a, b, "matmul");
+// c is f32 for f32 and bf16 operands (matmul_precision() says how they
+// multiply), f64 for f64 ones.
+Tensor product(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b, double alpha, const Tensor& init) {
+  check_operand(a_in, "a");
+  check_operand(b_in, "b");
+  ORDO_CHECK((a_in.dtype() == DType::f64) == (b_in.dtype() == DType::f64), "matmul: dtypes ",
+             dtype_name(a_in.dtype()), " and ", dtype_name(b_in.dtype()), " do not mix (f64 goes with f64)");
+  check_same_device(a_in, b_in, "matmul");
+  const MatmulPrecision precision = matmul_precision();
+  const Tensor a = operand_for(a_in, precision), b = operand_for(b_in, precision);
+  const DType out_dtype = a.dtype() == DType::f64 ? DType::f64 : DType::f32;
   ORDO_CHECK(a.dim() >= 2 && b.dim() >= 2, "matmul: operands need at least 2 dims, got ",
              shape_str(a.shape()), " and ", shape_str(b.shape()));
   Tensor la = trans_a ? a.transpose(-1, -2) : a;  // logical [.., m, k]
@@ -81,15 +104,15 @@ Tensor product(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, dou
   Shape out_shape = batch_shape;
   out_shape.push_back(m);
   out_shape.push_back(n);
-  Tensor c = init.defined() ? init : Tensor::empty(out_shape, a.dtype(), a.device());
-  ORDO_ASSERT(c.shape() == out_shape && c.is_contiguous());
+  Tensor c = init.defined() ? init : Tensor::empty(out_shape, out_dtype, a.device());
+  ORDO_ASSERT(c.shape() == out_shape && c.is_contiguous() && c.dtype() == out_dtype);
   const double beta = init.defined() ? 1.0 : 0.0;
   if (batch == 0 || m == 0 || n == 0) return c;
   // A weight shared by every batch (Linear on [B, L, D]): one tall product.
   if (batch > 1 && mb.batch_stride == 0 && !ma.trans && ma.batch_stride == m * ma.ld) {
-    ORDO_BACKEND(a.device(), gemm)(c, ma, mb, 1, batch * m, n, k, alpha, beta);
+    ORDO_BACKEND(a.device(), gemm)(c, ma, mb, int64_t{1}, batch * m, n, k, alpha, beta, precision);
   } else {
-    ORDO_BACKEND(a.device(), gemm)(c, ma, mb, batch, m, n, k, alpha, beta);
+    ORDO_BACKEND(a.device(), gemm)(c, ma, mb, batch, m, n, k, alpha, beta, precision);
   }
   return c;
 }
@@ -100,8 +123,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, doub
   return product(a, b, trans_a, trans_b, alpha, Tensor());
 }
 
+Tensor as_operand(const Tensor& t) { return operand_for(t, matmul_precision()); }
+
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  check_float(x, "linear", "x");
+  check_operand(x, "x");
   check_dim(weight, 2, "linear", "weight");
   ORDO_CHECK(x.dim() >= 2, "linear: x needs at least 2 dims ([rows, in]), got ", shape_str(x.shape()));
   ORDO_CHECK(x.size(-1) == weight.size(1), "linear: x has ", x.size(-1), " features, weight ",
@@ -109,12 +134,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor init;
   if (bias.defined()) {
     check_shape(bias, {weight.size(0)}, "linear", "bias");
-    check_same_dtype(x, bias, "linear");
+    const DType out_dtype = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
+    check_dtype(bias, out_dtype, "linear", "bias");
     Shape shape = x.shape();
     shape.back() = weight.size(0);
     // The bias broadcast into the output; the product is added onto it (beta = 1),
     // one pass instead of a product and a separate add.
-    init = Tensor::empty(shape, x.dtype(), x.device());
+    init = Tensor::empty(shape, out_dtype, x.device());
     init.copy_from(bias);
   }
   return product(x, weight, false, true, 1.0, init);

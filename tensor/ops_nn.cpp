@@ -100,9 +100,11 @@ CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets, in
   r.lse = Tensor::empty({rows}, logits.dtype(), logits.device());
   ORDO_BACKEND(logits.device(), cross_entropy)(loss, valid, r.lse, z, targets.contiguous().reshape({rows}),
                                                ignore_index);
-  r.count = sum(valid);
   // Mean over the rows that counted; max(count, 1) makes "all ignored" a 0 loss.
-  r.loss = div(sum(loss), maximum(r.count, Tensor::scalar(1.0, logits.dtype(), logits.device())));
+  Tensor mean_and_count = Tensor::empty({2}, logits.dtype(), logits.device());
+  ORDO_BACKEND(logits.device(), masked_mean)(mean_and_count, loss, valid);
+  r.loss = mean_and_count.slice(0, 0, 1).reshape({});
+  r.count = mean_and_count.slice(0, 1, 2).reshape({});
   return r;
 }
 
@@ -111,22 +113,31 @@ Tensor cross_entropy_backward(const Tensor& gy, const Tensor& logits, const Cros
   check_float(logits, "cross_entropy_backward", "logits");
   ORDO_CHECK(gy.defined() && gy.numel() == 1, "cross_entropy_backward: gy must have one element");
   const int64_t c = logits.size(-1), rows = logits.numel() / c;
-  Tensor scale = div(gy.reshape({}), maximum(saved.count, Tensor::scalar(1.0, logits.dtype(), logits.device())));
+  check_same_dtype(gy, logits, "cross_entropy_backward");
+  check_same_device(gy, logits, "cross_entropy_backward");
   Tensor g = Tensor::empty({rows, c}, logits.dtype(), logits.device());
   ORDO_BACKEND(logits.device(), cross_entropy_backward)(g, logits.contiguous().reshape({rows, c}), saved.lse,
-                                                        targets.contiguous().reshape({rows}), scale,
-                                                        ignore_index);
+                                                        targets.contiguous().reshape({rows}), gy.contiguous(),
+                                                        saved.count.contiguous(), ignore_index);
   return g.reshape(logits.shape());
 }
 
 // ---- dropout -----------------------------------------------------------------------
 
-Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t stream) {
+Tensor dropout(const Tensor& x, double p, const PhiloxStream& stream) {
   check_float(x, "dropout", "x");
   ORDO_CHECK(p >= 0 && p < 1, "dropout: p must be in [0, 1), got ", p);
+  check_philox_stream(stream, x.device(), "dropout");
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
-  ORDO_BACKEND(x.device(), dropout)(out, x.contiguous(), p, seed, stream);
+  ORDO_BACKEND(x.device(), dropout)(out, x.contiguous(), p, stream);
   return out;
+}
+
+void check_philox_stream(const PhiloxStream& stream, Device device, const char* op) {
+  if (!stream.base.defined()) return;
+  check_dtype(stream.base, DType::i64, op, "stream base");
+  check_shape(stream.base, {1}, op, "stream base");
+  ORDO_CHECK(stream.base.device() == device, op, ": the stream base is on ", stream.base.device().str(), ", the tensors on ", device.str());
 }
 
 }  // namespace ordo

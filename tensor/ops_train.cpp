@@ -1,5 +1,6 @@
 // Op layer: random initialisers, the AdamW update and the global gradient norm.
 #include <cmath>
+#include <cstring>
 
 #include "tensor/ops.h"
 
@@ -84,6 +85,75 @@ Tensor clip_by_global_norm_(const std::vector<Tensor>& tensors, double max_norm)
                        Tensor::scalar(1.0, first.dtype(), first.device()));
   for (const Tensor& t : tensors) binary_(BinaryOp::mul, t, scale);
   return norm;
+}
+
+namespace {
+
+void check_same_kind(const Tensor& first, const Tensor& t, const char* what) {
+  check_defined(t, "adamw_tensors", what);
+  check_same_dtype(first, t, "adamw_tensors");
+  check_same_device(first, t, "adamw_tensors");
+  ORDO_CHECK(t.is_contiguous(), "adamw_tensors: every ", what, " must be contiguous");
+}
+
+int64_t address_of(const Tensor& t) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.raw_data())); }
+
+}  // namespace
+
+AdamWTensors adamw_tensors(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m,
+                           std::vector<Tensor> v, const std::vector<bool>& decay) {
+  ORDO_CHECK(!params.empty(), "adamw_tensors: no parameters");
+  const size_t n = params.size();
+  ORDO_CHECK(grads.size() == n && m.size() == n && v.size() == n && decay.size() == n, "adamw_tensors: ", n,
+             " parameters but ", grads.size(), " gradients, ", m.size(), " and ", v.size(), " moments, ",
+             decay.size(), " decay flags");
+  const Tensor& first = params.front();
+  check_float(first, "adamw_tensors", "param");
+  std::vector<int64_t> layout, chunks;
+  for (size_t i = 0; i < n; ++i) {
+    for (const Tensor* t : {&params[i], &grads[i], &m[i], &v[i]}) {
+      check_same_kind(first, *t, "tensor");
+      check_shape(*t, params[i].shape(), "adamw_tensors", "grad/m/v");
+    }
+    layout.insert(layout.end(), {address_of(params[i]), address_of(m[i]), address_of(v[i]), decay[i] ? 1 : 0});
+    for (int64_t start = 0; start < params[i].numel(); start += kMultiTensorChunk)
+      chunks.insert(chunks.end(), {static_cast<int64_t>(i), start, std::min(kMultiTensorChunk, params[i].numel() - start)});
+  }
+  AdamWTensors t{std::move(params), std::move(grads), std::move(m), std::move(v), Tensor(), Tensor()};
+  const Device device = first.device();
+  t.layout = Tensor::from_vector(layout, {static_cast<int64_t>(n), 4}, device);
+  t.chunks = Tensor::from_vector(chunks, {static_cast<int64_t>(chunks.size() / 3), 3}, device);
+  return t;
+}
+
+Tensor global_norm_and_clip(const AdamWTensors& t, double max_norm) {
+  const Tensor& first = t.grads.front();
+  Tensor partials = Tensor::empty({t.chunks.size(0)}, DType::f64, first.device());
+  ORDO_BACKEND(first.device(), chunk_sum_squares)(partials, t.grads, t.chunks);
+  Tensor out = Tensor::empty({2}, first.dtype(), first.device());
+  ORDO_BACKEND(first.device(), norm_and_clip)(out, partials, max_norm);
+  return out;
+}
+
+void write_adamw_schedule(const Tensor& schedule, double lr, double beta1, double beta2, int64_t step) {
+  check_shape(schedule, {3}, "write_adamw_schedule", "schedule");
+  check_dtype(schedule, DType::f64, "write_adamw_schedule", "schedule");
+  ORDO_CHECK(step >= 1, "write_adamw_schedule: step counts from 1, got ", step);
+  const double bias1 = 1.0 - std::pow(beta1, static_cast<double>(step));
+  const double bias2 = 1.0 - std::pow(beta2, static_cast<double>(step));
+  schedule.copy_from(Tensor::from_vector(std::vector<double>{lr, 1.0 / bias1, 1.0 / std::sqrt(bias2)}));
+}
+
+void adamw_multi_(const AdamWTensors& t, const Tensor& norm_and_clip, const Tensor& schedule, const AdamWConstants& c) {
+  const Tensor& first = t.params.front();
+  check_shape(norm_and_clip, {2}, "adamw_multi_", "norm_and_clip");
+  check_same_dtype(first, norm_and_clip, "adamw_multi_");
+  check_same_device(first, norm_and_clip, "adamw_multi_");
+  check_same_device(first, schedule, "adamw_multi_");
+  ORDO_CHECK(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1, "adamw_multi_: betas must be in [0, 1), got ",
+             c.beta1, " and ", c.beta2);
+  ORDO_CHECK(c.eps > 0 && c.weight_decay >= 0, "adamw_multi_: need eps > 0, weight_decay >= 0");
+  ORDO_BACKEND(first.device(), adamw_multi)(t, norm_and_clip, schedule, c);
 }
 
 }  // namespace ordo

@@ -12,11 +12,12 @@ RooflineMachine h100_sxm() {
   m.bytes_per_second = 3.35e12;
   m.fp32_flops = 67e12;
   m.tf32_flops = 494.7e12;
+  m.bf16_flops = 989.4e12;
   m.launch_seconds = 3e-6;
   m.source =
       "NVIDIA H100 Tensor Core GPU datasheet (SXM5: HBM3 3.35 TB/s, FP32 67 TFLOPS, TF32 tensor core 989 TFLOPS "
-      "with sparsity = 494.7 dense); launch overhead 3 us per kernel is an assumption (the usual gap between "
-      "back-to-back small kernels without CUDA graphs), not a measurement";
+      "and bf16 1979 TFLOPS with sparsity = 494.7 and 989.4 dense); launch overhead 3 us per kernel is an "
+      "assumption (the usual gap between back-to-back small kernels without CUDA graphs), not a measurement";
   return m;
 }
 
@@ -40,6 +41,9 @@ double per_element_flops(const char* kernel) {
       {"softmax", 5},        {"cross_entropy", 4},  {"cross_entropy_backward", 4},
       {"layernorm", 8},      {"layernorm_backward", 12},  {"adamw", 12},
       {"dropout", 15},       {"random", 15},  // Philox4x32-10: ~60 integer ops per 4 numbers
+      {"residual_layernorm", 25}, {"residual_layernorm_backward", 30},  // layernorm's and dropout's
+      {"bias_activation", 20},    {"bias_activation_backward", 24},     // erf's polynomial, and its derivative
+      {"masked_mean", 2},         {"norm_and_clip", 1},
   };
   auto it = table.find(kernel);
   return it == table.end() ? 1 : it->second;
@@ -58,6 +62,20 @@ double kernel_flops(const KernelCall& call) {
   // Three such sums (gq, gk, ga) from gs [B, H, L, J] and q (the fifth tensor).
   if (name == "relative_product_backward" && call.shapes.size() >= 5 && !call.shapes[4].empty())
     return 9.0 * numel(call.shapes[3]) * static_cast<double>(call.shapes[4].back());
+  // The multi-tensor step's elements are all its tensors', not its largest
+  // one's: chunk_sum_squares (partials, the n gradients, the table) and
+  // adamw_multi (the n params, grads, m and v, then two small tensors).
+  if (name == "chunk_sum_squares" && call.shapes.size() >= 2) {
+    double elements = 0;
+    for (size_t i = 1; i + 1 < call.shapes.size(); ++i) elements += numel(call.shapes[i]);
+    return 2.0 * elements;
+  }
+  if (name == "adamw_multi" && call.shapes.size() >= 6) {
+    const size_t n = (call.shapes.size() - 2) / 4;
+    double elements = 0;
+    for (size_t i = 0; i < n; ++i) elements += numel(call.shapes[i]);
+    return per_element_flops("adamw") * elements;
+  }
   return per_element_flops(call.kernel) * largest_tensor(call);
 }
 
@@ -65,15 +83,32 @@ int64_t kernel_launches(const KernelCall& call) {
   return call.launches + (std::strcmp(call.kernel, "gemm") == 0 ? 1 : 0);
 }
 
-Roofline roofline(const std::vector<KernelCall>& calls, const RooflineMachine& machine, bool tf32) {
+double kernel_peak(const KernelCall& call, const RooflineMachine& machine) {
+  if (std::strcmp(call.kernel, "gemm") != 0) return machine.fp32_flops;
+  switch (call.precision) {
+    case MatmulPrecision::tf32: return machine.tf32_flops;
+    case MatmulPrecision::bf16: return machine.bf16_flops;
+    case MatmulPrecision::fp32: break;
+  }
+  return machine.fp32_flops;
+}
+
+double product_flops(const std::vector<KernelCall>& calls) {
+  double flops = 0;
+  for (const KernelCall& call : calls)
+    if (std::strcmp(call.kernel, "gemm") == 0 || std::strncmp(call.kernel, "relative_product", 16) == 0)
+      flops += kernel_flops(call);
+  return flops;
+}
+
+Roofline roofline(const std::vector<KernelCall>& calls, const RooflineMachine& machine) {
   std::map<std::string, RooflineRow> by_kernel;
   Roofline result;
   result.total.kernel = "total";
   for (const KernelCall& call : calls) {
-    const bool tensor_cores = tf32 && std::strcmp(call.kernel, "gemm") == 0;
     const double flops = kernel_flops(call);
     const double memory = call.bytes / machine.bytes_per_second;
-    const double compute = flops / (tensor_cores ? machine.tf32_flops : machine.fp32_flops);
+    const double compute = flops / kernel_peak(call, machine);
     const int64_t launches = kernel_launches(call);
     for (RooflineRow* row : {&by_kernel[call.kernel], &result.total}) {
       row->calls += 1;

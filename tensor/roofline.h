@@ -1,11 +1,12 @@
 // A roofline estimate of recorded kernel calls (tensor/kernel_calls.h) on a
 // GPU that is not here: each call takes
 //   max(bytes / bandwidth, FLOPs / peak) + launches * launch overhead,
-// with the bytes of the tensors it touches and the FLOPs its arithmetic
-// needs. It is an estimate from the model's shapes, not a measurement: it
-// assumes every kernel streams its tensors once at full bandwidth and every
-// product reaches the datasheet peak, so it is a lower bound that tells the
-// next piece of work (fusion, bf16, CUDA graphs) where the time goes.
+// with the bytes of the tensors it touches, the FLOPs its arithmetic needs
+// and the peak of the units that run it (a product's by its precision:
+// FP32, TF32 or bf16 tensor cores). It is an estimate from the model's
+// shapes, not a measurement: it assumes every kernel streams its tensors
+// once at full bandwidth and every product reaches the datasheet peak, so it
+// is a lower bound that tells the next piece of work where the time goes.
 #pragma once
 
 #include <string>
@@ -18,9 +19,10 @@ namespace ordo {
 struct RooflineMachine {
   std::string name;
   double bytes_per_second = 0;   // device memory bandwidth
-  double fp32_flops = 0;         // CUDA cores, FP32 (every kernel but a TF32 matrix product)
-  double tf32_flops = 0;         // tensor cores, TF32 dense (gemm with allow_tf32)
-  double launch_seconds = 0;     // per kernel launch, added to each
+  double fp32_flops = 0;         // CUDA cores, FP32 (every kernel but a TF32 or bf16 matrix product)
+  double tf32_flops = 0;         // tensor cores, TF32 dense (gemm under MatmulPrecision::tf32)
+  double bf16_flops = 0;         // tensor cores, bf16 dense with FP32 accumulation (gemm under bf16)
+  double launch_seconds = 0;     // per kernel launch (or graph launch), added to each
   std::string source;            // where the figures come from
 };
 
@@ -49,11 +51,19 @@ struct RooflineRow {
   double launch_seconds = 0;
 };
 
+// The peak FLOP/s the call's arithmetic runs at: a product's precision's
+// tensor cores (or FP32 CUDA cores), FP32 CUDA cores for every other kernel.
+double kernel_peak(const KernelCall& call, const RooflineMachine& machine);
+
+// The FLOPs of the matrix products among the calls (gemm, the relative
+// products): the work a model FLOP utilisation counts.
+double product_flops(const std::vector<KernelCall>& calls);
+
 // One row per kernel name, slowest first, and their total (kernel "total").
 struct Roofline {
   std::vector<RooflineRow> rows;
   RooflineRow total;
 };
-Roofline roofline(const std::vector<KernelCall>& calls, const RooflineMachine& machine, bool tf32);
+Roofline roofline(const std::vector<KernelCall>& calls, const RooflineMachine& machine);
 
 }  // namespace ordo

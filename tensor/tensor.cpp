@@ -516,6 +516,13 @@ void Tensor::copy_from(const Tensor& src) const {
   check_defined(*this, "copy_from", "destination");
   check_defined(src, "copy_from", "source");
   Tensor source = src.expand(shape_);
+  if (source.device().is_cpu() && device().is_cuda() && source.dtype() == dtype_ && source.is_contiguous() &&
+      is_contiguous()) {
+    // Host values into a dense device tensor: one copy, no staging tensor or kernel.
+    detail::copy_bytes(raw_data(), device(), source.raw_data(), source.device(),
+                       static_cast<size_t>(numel()) * dtype_size(dtype_));
+    return;
+  }
   if (source.device() != device()) source = source.contiguous().to(device());
   ORDO_BACKEND(device(), copy)(*this, source);
 }

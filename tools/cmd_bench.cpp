@@ -69,19 +69,26 @@ struct GemmCase {
   }
 };
 
-using GemmKernel = void (*)(const Tensor&, const MatrixBatch&, const MatrixBatch&, int64_t,
-                            int64_t, int64_t, int64_t, double, double);
+// cpu::gemm_own behind gemm's signature (it has FP32 arithmetic only).
+void gemm_own_kernel(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t batch, int64_t m, int64_t n,
+                     int64_t k, double alpha, double beta, MatmulPrecision) {
+  cpu::gemm_own(c, a, b, batch, m, n, k, alpha, beta);
+}
 
 // FLOP/s of c = op(a) op(b) (beta 0) for one case.
-// Kernel: a GemmKernel, or what ORDO_BACKEND(device, gemm) gives.
+// Kernel: gemm's signature, or what ORDO_BACKEND(device, gemm) gives.
+// The rate of the product itself: under bf16 the operands are made bf16
+// beforehand, as a training step's are (rounded once, outside the product).
 template <class Kernel>
-double gemm_rate(const GemmCase& g, Device device, const Kernel& kernel, const TimingPlan& plan) {
-  Tensor a = random_tensor({g.batch, g.ta ? g.k : g.m, g.ta ? g.m : g.k}, g.dtype, device, 1);
-  Tensor b = random_tensor({g.batch, g.tb ? g.n : g.k, g.tb ? g.k : g.n}, g.dtype, device, 2);
+double gemm_rate(const GemmCase& g, Device device, const Kernel& kernel, const TimingPlan& plan,
+                 MatmulPrecision precision = MatmulPrecision::fp32) {
+  const DType operands = precision == MatmulPrecision::bf16 ? DType::bf16 : g.dtype;
+  Tensor a = random_tensor({g.batch, g.ta ? g.k : g.m, g.ta ? g.m : g.k}, g.dtype, device, 1).to(operands);
+  Tensor b = random_tensor({g.batch, g.tb ? g.n : g.k, g.tb ? g.k : g.n}, g.dtype, device, 2).to(operands);
   Tensor c = Tensor::empty({g.batch, g.m, g.n}, g.dtype, device);
   MatrixBatch ma{a, g.ta, a.size(2), a.size(1) * a.size(2)};
   MatrixBatch mb{b, g.tb, b.size(2), b.size(1) * b.size(2)};
-  auto run = [&] { kernel(c, ma, mb, g.batch, g.m, g.n, g.k, 1.0, 0.0); };
+  auto run = [&] { kernel(c, ma, mb, g.batch, g.m, g.n, g.k, 1.0, 0.0, precision); };
   return g.flops() / bench::measure(run, device, plan).seconds;
 }
 
@@ -139,7 +146,7 @@ json::Value cpu_matmul(const Options& opt) {
   double best32 = 0, best64 = 0;  // the best BLAS rate seen (own kernel's without a BLAS)
   for (size_t i = 0; i < cases.size(); ++i) {
     if (blas) blas_rate[i] = gemm_rate(cases[i], Device::cpu(), cpu::gemm, opt.plan);
-    own_rate[i] = gemm_rate(cases[i], Device::cpu(), cpu::gemm_own, opt.plan);
+    own_rate[i] = gemm_rate(cases[i], Device::cpu(), gemm_own_kernel, opt.plan);
     double& best = cases[i].dtype == DType::f64 ? best64 : best32;
     best = std::max(best, blas ? blas_rate[i] : own_rate[i]);
   }
@@ -271,23 +278,22 @@ json::Value gpu_all(const Options& opt) {
       DType::f32, opt.quick ? std::vector<int64_t>{1024} : std::vector<int64_t>{1024, 2048, 4096, 8192});
   for (const auto& g : transformer_cases(opt.quick)) cases.push_back(g);
   auto kernel = ORDO_BACKEND(device, gemm);
-  bool tf32_before = allow_tf32();
-  std::vector<double> fp32(cases.size()), tf32(cases.size());
+  std::vector<double> fp32(cases.size()), tf32(cases.size()), bf16(cases.size());
   for (size_t i = 0; i < cases.size(); ++i) {
-    set_allow_tf32(false);
-    fp32[i] = gemm_rate(cases[i], device, kernel, opt.plan);
-    set_allow_tf32(true);
-    tf32[i] = gemm_rate(cases[i], device, kernel, opt.plan);
+    fp32[i] = gemm_rate(cases[i], device, kernel, opt.plan, MatmulPrecision::fp32);
+    tf32[i] = gemm_rate(cases[i], device, kernel, opt.plan, MatmulPrecision::tf32);
+    bf16[i] = gemm_rate(cases[i], device, kernel, opt.plan, MatmulPrecision::bf16);
   }
-  set_allow_tf32(tf32_before);
   std::printf("\nGPU matrix products (cuBLAS), TFLOP/s\n");
-  Table table({"product", "shape", "fp32", "TF32"});
+  Table table({"product", "shape", "fp32", "TF32", "bf16"});
   json::Value rows = json::Value::array();
   for (size_t i = 0; i < cases.size(); ++i) {
-    table.add({cases[i].name, cases[i].shape(), fixed(fp32[i] / 1e12, 1), fixed(tf32[i] / 1e12, 1)});
+    table.add({cases[i].name, cases[i].shape(), fixed(fp32[i] / 1e12, 1), fixed(tf32[i] / 1e12, 1),
+               fixed(bf16[i] / 1e12, 1)});
     json::Value v = gemm_json(cases[i]);
     v["fp32_tflops"] = fp32[i] / 1e12;
     v["tf32_tflops"] = tf32[i] / 1e12;
+    v["bf16_tflops"] = bf16[i] / 1e12;
     rows.push_back(v);
   }
   table.print();

@@ -1,17 +1,30 @@
-// `ordo bench step`: what one pretraining step asks of the device, counted
-// after warm-up: kernel launches, host synchronisations, allocations that
-// reach cudaMalloc, and bytes copied each way (tensor/device_runtime.h). A
-// step on a GPU must not wait for the host; these counts say whether it does.
+// `ordo bench step`: one pretraining step — the batch copied in, MLM forward
+// and loss, backward, AdamW with clipping, the loss read back — before and
+// after issue 28's work, as two ways ordo still runs it:
+//   before  fp32 products, the unfused ops (nn::Context::fused = false), a
+//           norm, a clip and an update per parameter tensor, each launch
+//           made by the host;
+//   after   bf16 products with FP32 sums, the fused kernels, one
+//           multi-tensor AdamW, each step one CUDA graph launch.
 //
-// The step is the training loop's: the batch copied from the host, forward
-// with the MLM loss, backward, AdamW with clipping, and the loss read back to
-// the host (the one read a logged step needs).
+// Counted on the device (a real GPU, or the emulated one): kernel launches
+// (ordo's and cuBLAS's products), graph launches, host synchronisations,
+// cudaMalloc calls and tensor allocations per step. The emulator runs every
+// CUDA thread on the CPU, so there the counts come from a small step of the
+// same structure (the config's layers, heads and position encoding; hidden
+// 4 per head, batch 2 x 16): launches depend on the layers and kernels, not
+// on the sizes.
 //
-// On a CUDA device (real or emulated) it also prints a roofline estimate of
-// the same step on an H100 SXM (tensor/roofline.h), from the kernel calls the
-// step made: an estimate from shapes, for where the time would go.
+// MODELED (tensor/roofline.h), never measured: the bytes and FLOPs of the
+// step's kernel calls recorded at the full shape on the CPU (whose op layer
+// makes the same calls, bf16 emulated exactly), and a roofline estimate of
+// them on an H100 SXM: each call max(bytes / bandwidth, FLOPs / its units'
+// peak), plus 3 us per launch (one graph launch for the after step, whose
+// kernels the model lets start back to back), and the modeled MFU: the
+// products' FLOPs over that time at the bf16 tensor-core peak.
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include "nn/optim.h"
 #include "pe/registry.h"
@@ -26,129 +39,312 @@ namespace {
 
 using namespace ordo;
 
-struct StepCounts {
-  DeviceCounters device;     // summed over the measured steps
-  int64_t allocations = 0;   // tensor allocations (served from the cache or not)
-  double seconds = 0;        // wall time of the measured steps
-  std::vector<KernelCall> kernel_calls;  // of the measured steps
+struct Mode {
+  const char* name;
+  MatmulPrecision precision;
+  bool fused;   // the fused ops and the multi-tensor AdamW
+  bool graphs;  // one CUDA graph launch a step
+};
+const Mode kBefore{"before", MatmulPrecision::fp32, false, false};
+const Mode kAfter{"after", MatmulPrecision::bf16, true, true};
+
+struct Case {
+  std::string name;
+  nn::BertConfig model;
+  nn::AdamWConfig adam;
+  int64_t batch = 0, length = 0;
 };
 
-nn::BertInputs to_device(const nn::BertInputs& host, Device device) {
-  nn::BertInputs in;
-  in.input_ids = host.input_ids.to(device);
-  in.attention_mask = host.attention_mask.to(device);
-  return in;
-}
+// What the device did in one step (means over the measured steps).
+struct Counts {
+  double launches = 0;        // kernels (ordo's and cuBLAS's products)
+  double graph_launches = 0;
+  double host_syncs = 0, mallocs = 0, allocations = 0;
+  double seconds = 0;         // wall time
+};
 
-void one_step(nn::PretrainingModel& model, nn::AdamW& opt, const nn::BertInputs& host_batch,
-              const Tensor& host_labels, int64_t step, Device device) {
-  nn::Context ctx = nn::Context::train(1, step);
-  nn::PretrainingOutput out = model.forward(to_device(host_batch, device), host_labels, Tensor(), ctx);
-  out.loss.backward();
-  opt.step(/*read_norm=*/false);
-  (void)out.loss.value().item();
-}
+// One model, optimizer and batch on a device, stepped in a mode.
+struct Stepper {
+  std::unique_ptr<nn::PretrainingModel> model;
+  std::unique_ptr<nn::AdamW> opt;
+  nn::BertInputs host;
+  Tensor labels;
+  nn::BertInputs device_inputs;  // the graph's inputs
+  nn::MlmRows rows;
+  std::unique_ptr<train::GraphedStep> graphed;
+  Mode mode;
+  Device device;
 
-StepCounts count_steps(nn::PretrainingModel& model, nn::AdamW& opt, const nn::BertInputs& batch, const Tensor& labels,
-                       int warmup, int steps, Device device) {
-  for (int i = 0; i < warmup; ++i) one_step(model, opt, batch, labels, i, device);
+  Stepper(const Case& c, int64_t batch, int64_t length, Mode m, Device d) : mode(m), device(d) {
+    model = pe::build_model(c.model, device, false, 1);
+    nn::AdamWConfig adam = c.adam;
+    adam.fused = mode.fused;
+    opt = std::make_unique<nn::AdamW>(model->named_parameters(), adam);
+    host = bench::random_batch(batch, length, c.model.vocab_size, Device::cpu(), labels);
+    if (mode.graphs) {
+      // Everything the forward reads made before the capture, the facts known on the host.
+      const Tensor positions = nn::default_positions(batch, length, Device::cpu());
+      device_inputs.input_ids = host.input_ids.to(device);
+      device_inputs.attention_mask = host.attention_mask.to(device);
+      device_inputs.positions = positions.to(device);
+      device_inputs.segment_ids = Tensor::zeros({batch, length}, DType::i64, device);
+      device_inputs.facts = nn::input_facts(positions.data<int64_t>(), nullptr, batch, length);
+      rows = nn::mlm_rows(labels, device);  // the same batch every step: its own count is the fixed shape
+      graphed = std::make_unique<train::GraphedStep>(*opt, device);
+    }
+  }
+
+  // Step `step`; returns the loss (the one read a logged step makes).
+  double step(int64_t step) {
+    MatmulPrecisionScope precision(mode.precision);
+    if (!graphed) {
+      nn::Context ctx = nn::Context::train(1, step);
+      ctx.fused = mode.fused;
+      nn::BertInputs in;
+      in.input_ids = host.input_ids.to(device);
+      in.attention_mask = host.attention_mask.to(device);
+      nn::PretrainingOutput out = model->forward(in, labels, Tensor(), ctx);
+      out.loss.backward();
+      opt->step(/*read_norm=*/false);
+      return out.loss.value().item();
+    }
+    auto stage = [&] { device_inputs.input_ids.copy_from(host.input_ids); };
+    auto forward = [&](int64_t) {
+      nn::Context ctx = nn::Context::train(1, 0);
+      ctx.next_stream = 0;
+      ctx.stream_base = graphed->stream_base();
+      nn::PretrainingOutput out = model->forward(device_inputs, rows, Tensor(), ctx);
+      return train::MicroBatch{out.loss, {{"loss", out.loss.value()}}, 0};
+    };
+    auto report = [](int64_t) { throw Error("bench step: the loss is not finite"); };
+    return graphed->run(step, true, stage, forward, report, "bench").means.at(0).second;
+  }
+};
+
+Counts count(const Case& c, int64_t batch, int64_t length, Mode mode, Device device, int warmup, int steps) {
+  Stepper s(c, batch, length, mode, device);
+  int64_t n = 0;
+  for (int i = 0; i < std::max(warmup, mode.graphs ? 3 : 0); ++i) s.step(++n);
   synchronize(device);
   reset_device_counters();
   const int64_t allocations_before = allocator_stats(device).allocations;
+  int64_t products = 0;
   const auto start = std::chrono::steady_clock::now();
-  StepCounts c;
   {
-    KernelCallRecording recording;
-    for (int i = warmup; i < warmup + steps; ++i) one_step(model, opt, batch, labels, i, device);
-    c.kernel_calls = recording.calls();
+    KernelCallRecording recording;  // the products' launches, which cuBLAS makes
+    for (int i = 0; i < steps; ++i) s.step(++n);
+    for (const KernelCall& k : recording.calls()) products += std::strcmp(k.kernel, "gemm") == 0;
   }
-  c.device = device_counters();  // before the final synchronize, which is not the step's
+  const DeviceCounters d = device_counters();
   synchronize(device);
-  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  c.allocations = allocator_stats(device).allocations - allocations_before;
-  return c;
+  Counts r;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps;
+  r.launches = static_cast<double>(d.kernel_launches + products) / steps;
+  r.graph_launches = static_cast<double>(d.graph_launches) / steps;
+  r.host_syncs = static_cast<double>(d.host_syncs) / steps;
+  r.mallocs = static_cast<double>(d.device_mallocs) / steps;
+  r.allocations = static_cast<double>(allocator_stats(device).allocations - allocations_before) / steps;
+  return r;
 }
 
-std::string per_step(int64_t total, int steps) { return bench::fixed(static_cast<double>(total) / steps, 1); }
+// The same structure at the smallest sizes, for counting on the emulator.
+Case small_of(const Case& c) {
+  Case s = c;
+  s.model.hidden_size = 4 * c.model.num_attention_heads;
+  s.model.intermediate_size = 2 * s.model.hidden_size;
+  s.model.vocab_size = 64;
+  return s;
+}
 
-// The roofline table of one configuration's step: the kernels that take 1% or
-// more of the estimate, slowest first, then the total under FP32 and TF32 products.
-void print_roofline(const std::string& config, const std::vector<KernelCall>& calls, int steps) {
-  const RooflineMachine machine = h100_sxm();
-  const Roofline fp32 = roofline(calls, machine, /*tf32=*/false);
-  const Roofline tf32 = roofline(calls, machine, /*tf32=*/true);
-  std::printf("\nroofline ESTIMATE of one '%s' step on an %s (not a measurement: every kernel streams its tensors\n"
-              "once at full bandwidth and every product runs at peak; ordo's products are FP32 unless allow_tf32)\n",
-              config.c_str(), machine.name.c_str());
-  bench::Table table({"kernel", "calls", "launches", "MiB touched", "GFLOP", "est. us", "share", "bound by"});
-  auto us = [&](double seconds) { return bench::fixed(1e6 * seconds / steps, 1); };
-  auto row_of = [&](const RooflineRow& r) -> std::vector<std::string> {
-    const char* bound = r.compute_seconds > r.memory_seconds
-                            ? (r.compute_seconds > r.launch_seconds ? "FLOPs" : "launches")
-                            : (r.memory_seconds > r.launch_seconds ? "bytes" : "launches");
-    return {r.kernel, per_step(r.calls, steps), per_step(r.launches, steps),
-            bench::fixed(r.bytes / steps / (1 << 20), 2), bench::fixed(r.flops / steps / 1e9, 3), us(r.seconds),
-            bench::fixed(100 * r.seconds / fp32.total.seconds, 1) + "%", bound};
-  };
-  for (const RooflineRow& r : fp32.rows)
-    if (r.seconds >= 0.01 * fp32.total.seconds) table.add(row_of(r));
-  table.add(row_of(fp32.total));
+// One step's kernel calls at the full shape, recorded on the CPU.
+std::vector<KernelCall> record_on_cpu(const Case& c, Mode mode) {
+  Mode eager = mode;
+  eager.graphs = false;  // the CPU has no graphs; the graph holds these very calls
+  Stepper s(c, c.batch, c.length, eager, Device::cpu());
+  KernelCallRecording recording;
+  s.step(1);
+  return recording.calls();
+}
+
+// A call of the attention proper: it touches a [B, H, L, *] tensor (the
+// scores, the heads, the relative terms), which nothing else in BERT has.
+bool attention_call(const KernelCall& call) {
+  for (const Shape& s : call.shapes)
+    if (s.size() == 4) return true;
+  return false;
+}
+
+struct Model {
+  double bytes = 0, flops = 0, product_flops = 0;
+  double kernels_seconds = 0;    // the calls' roofline time, launches left out
+  double attention_seconds = 0;  // of it, the attention's
+};
+
+Model model_of(const std::vector<KernelCall>& calls, const RooflineMachine& machine) {
+  Model m;
+  for (const KernelCall& call : calls) {
+    const double flops = kernel_flops(call);
+    const double seconds = std::max(call.bytes / machine.bytes_per_second, flops / kernel_peak(call, machine));
+    m.bytes += call.bytes;
+    m.flops += flops;
+    m.kernels_seconds += seconds;
+    if (attention_call(call)) m.attention_seconds += seconds;
+  }
+  m.product_flops = product_flops(calls);
+  return m;
+}
+
+std::string arrow(const std::string& a, const std::string& b) { return a + " -> " + b; }
+std::string fixed(double v, int d) { return bench::fixed(v, d); }
+
+// The per-kernel roofline of one recorded step (the kernels taking 1% or more).
+void print_kernels(const std::string& what, const std::vector<KernelCall>& calls, const RooflineMachine& machine) {
+  const Roofline r = roofline(calls, machine);
+  std::printf("\n%s: its kernels, MODELED (no launch overhead: the step is one graph launch)\n", what.c_str());
+  bench::Table table({"kernel", "calls", "MiB touched", "GFLOP", "modeled us", "share", "bound by"});
+  const double total = r.total.memory_seconds + r.total.compute_seconds;
+  for (const RooflineRow& row : r.rows) {
+    const double seconds = row.memory_seconds + row.compute_seconds;
+    if (seconds < 0.01 * total) continue;
+    table.add({row.kernel, std::to_string(row.calls), fixed(row.bytes / (1 << 20), 1), fixed(row.flops / 1e9, 2),
+               fixed(1e6 * seconds, 1), fixed(100 * seconds / total, 1) + "%",
+               row.compute_seconds > row.memory_seconds ? "FLOPs" : "bytes"});
+  }
   table.print();
-  std::printf("step estimate: %s us with FP32 products (%s us of it launch overhead, %s us bytes-bound, %s us "
-              "FLOP-bound); %s us with TF32 products\n",
-              us(fp32.total.seconds).c_str(), us(fp32.total.launch_seconds).c_str(),
-              us(fp32.total.memory_seconds).c_str(), us(fp32.total.compute_seconds).c_str(),
-              us(tf32.total.seconds).c_str());
-  std::printf("assumed: %s\n", machine.source.c_str());
 }
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"config", "set", "steps", "warmup", "batch", "length", "device"}, {});
-  std::vector<std::string> configs = args.all("config");
-  if (configs.empty()) configs = {"tiny"};
+  cli::Args args(argv, {"config", "set", "steps", "warmup", "batch", "length", "device"}, {"detail"});
   const int steps = static_cast<int>(args.integer("steps", 3, 1, 100000));
-  const int warmup = static_cast<int>(args.integer("warmup", 2, 1, 100000));
-  Device device = args.device("device", cuda_available() ? "cuda" : "cpu");
+  const int warmup = static_cast<int>(args.integer("warmup", 2, 0, 100000));
+  const Device device = args.device("device", cuda_available() ? "cuda" : "cpu");
   const bool cuda = device.is_cuda();
+  const bool emulated = cuda && cuda_device_description(device.index).find("emulated") != std::string::npos;
 
-  std::printf("ordo bench step: per pretraining step (batch copied in, MLM forward + loss, backward, AdamW with\n"
-              "clipping, loss read back), mean of %d steps after %d warm-up; device %s\n",
-              steps, warmup, cuda ? cuda_device_description(device.index).c_str() : "cpu");
-  if (!cuda) std::printf("(on the CPU there are no launches, syncs or copies: only tensor allocations apply)\n");
-  std::printf("\n");
-  bench::Table table({"config", "batch x len", "launches", "host syncs", "cudaMalloc", "KiB to device", "KiB to host",
-                      "allocations", "step ms"});
-  std::vector<std::vector<KernelCall>> kernel_calls;
-  for (const std::string& name : configs) {
-    train::RunConfig rc = train::read_run_config(bench::resolve_config(name), args.all("set"));
-    nn::BertConfig mc = rc.model;
-    if (mc.vocab_size == 0) mc.vocab_size = rc.data.vocab_size;
-    const int64_t batch = args.integer("batch", rc.train.phases[0].batch_size, 1, 1 << 20);
-    const int64_t length = args.integer("length", rc.train.phases[0].max_seq_length, 2, 1 << 20);
-    auto model = pe::build_model(mc, device, false, 1);
-    nn::AdamW opt(model->named_parameters(), rc.train.adam);
-    Tensor labels;
-    nn::BertInputs host_batch = bench::random_batch(batch, length, mc.vocab_size, Device::cpu(), labels);
-    StepCounts c = count_steps(*model, opt, host_batch, labels, warmup, steps, device);
-    kernel_calls.push_back(std::move(c.kernel_calls));
-    auto device_figure = [&](int64_t total) { return cuda ? per_step(total, steps) : std::string("-"); };
-    auto kib = [&](int64_t bytes) { return cuda ? bench::fixed(static_cast<double>(bytes) / 1024 / steps, 1) : "-"; };
-    table.add({name, std::to_string(batch) + " x " + std::to_string(length), device_figure(c.device.kernel_launches),
-               device_figure(c.device.host_syncs), device_figure(c.device.device_mallocs),
-               kib(c.device.bytes_to_device), kib(c.device.bytes_to_host), per_step(c.allocations, steps),
-               bench::fixed(1e3 * c.seconds / steps, 1)});
+  // The issue's shapes, or the configs asked for at their own (or the given) batch and length.
+  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> wanted;
+  if (args.all("config").empty()) {
+    wanted = {{"tiny", {32, 64}}, {"base", {32, 128}}, {"base", {8, 512}}};
+  } else {
+    for (const std::string& name : args.all("config")) wanted.push_back({name, {0, 0}});
   }
-  table.print();
-  if (cuda)
-    for (size_t i = 0; i < configs.size(); ++i) print_roofline(configs[i], kernel_calls[i], steps);
-  else
-    std::printf("\n(the roofline estimate of the step on an H100 needs --device cuda: a GPU or the emulated build)\n");
+  std::vector<Case> cases;
+  for (const auto& [name, shape] : wanted) {
+    const train::RunConfig rc = train::read_run_config(bench::resolve_config(name), args.all("set"));
+    Case c;
+    c.name = name;
+    c.model = rc.model;
+    if (c.model.vocab_size == 0) c.model.vocab_size = rc.data.vocab_size;
+    c.adam = rc.train.adam;
+    c.batch = args.integer("batch", shape.first ? shape.first : rc.train.phases[0].batch_size, 1, 1 << 20);
+    c.length = args.integer("length", shape.second ? shape.second : rc.train.phases[0].max_seq_length, 2, 1 << 20);
+    cases.push_back(c);
+  }
+
+  std::printf("ordo bench step: one pretraining step (batch copied in, MLM forward + loss, backward, AdamW with\n"
+              "clipping, loss read back), before -> after:\n"
+              "  before: fp32 products, unfused ops, a norm, a clip and an update per parameter, launches one by one\n"
+              "  after:  bf16 products (FP32 sums), fused residual+dropout+LayerNorm and bias+activation, one\n"
+              "          multi-tensor AdamW (3 launches), one CUDA graph launch a step\n"
+              "counts: %s%s\n\n",
+              cuda ? cuda_device_description(device.index).c_str() : "cpu",
+              emulated ? " — each config's structure at hidden 4 per head, batch 2 x 16 (launches depend on the "
+                         "layers and kernels, not the sizes)"
+                       : "");
+  if (!cuda) std::printf("(on the CPU there are no launches, syncs or copies: only tensor allocations apply)\n");
+
+  bench::Table counts({"config", "batch x len", "launches", "per layer", "outside layers", "graph launches",
+                       "host syncs", "cudaMalloc", "allocations", "step ms"});
+  const RooflineMachine machine = h100_sxm();
+  bench::Table modeled({"config", "batch x len", "GB moved", "TFLOP", "ms, launches one by one", "ms",
+                        "MFU", "attention ms"});
+  std::vector<std::pair<std::string, std::vector<KernelCall>>> details;
+  for (const Case& c : cases) {
+    const std::string shape = std::to_string(c.batch) + " x " + std::to_string(c.length);
+    Counts before, after, after_eager;
+    double per_layer_before = 0, per_layer_after = 0;
+    if (cuda) {
+      const Case counted = emulated ? small_of(c) : c;
+      const int64_t b = emulated ? 2 : c.batch, l = emulated ? 16 : c.length;
+      before = count(counted, b, l, kBefore, device, warmup, steps);
+      after = count(counted, b, l, kAfter, device, warmup, steps);
+      Mode fused_eager = kAfter;
+      fused_eager.graphs = false;
+      after_eager = count(counted, b, l, fused_eager, device, warmup, steps);
+      // One layer more: the launches a layer makes.
+      Case deeper = counted;
+      ++deeper.model.num_hidden_layers;
+      per_layer_before = count(deeper, b, l, kBefore, device, warmup, 1).launches - before.launches;
+      Mode deeper_after = fused_eager;
+      per_layer_after = count(deeper, b, l, deeper_after, device, warmup, 1).launches - after_eager.launches;
+    } else {
+      before = count(c, c.batch, c.length, kBefore, device, warmup, steps);
+      Mode fused = kAfter;
+      fused.graphs = false;
+      after = after_eager = count(c, c.batch, c.length, fused, device, warmup, steps);
+    }
+    const int64_t layers = c.model.num_hidden_layers;
+    auto figure = [&](double v) { return cuda ? fixed(v, 0) : std::string("-"); };
+    counts.add({c.name, shape, cuda ? arrow(fixed(before.launches, 0), fixed(after_eager.launches, 0)) : "-",
+                cuda ? arrow(fixed(per_layer_before, 0), fixed(per_layer_after, 0)) : "-",
+                cuda ? arrow(fixed(before.launches - layers * per_layer_before, 0),
+                             fixed(after_eager.launches - layers * per_layer_after, 0))
+                     : "-",
+                cuda ? arrow("0", fixed(after.graph_launches, 0) + " (" + fixed(after.launches, 0) + " kernels)")
+                     : "-",
+                cuda ? arrow(figure(before.host_syncs), figure(after.host_syncs)) : "-",
+                cuda ? arrow(figure(before.mallocs), figure(after.mallocs)) : "-",
+                arrow(fixed(before.allocations, 0), fixed(after.allocations, 0)),
+                emulated || !cuda ? "-" : arrow(fixed(1e3 * before.seconds, 2), fixed(1e3 * after.seconds, 2))});
+
+    // The model at the full shape, from the CPU's recording.
+    const std::vector<KernelCall> calls_before = record_on_cpu(c, kBefore), calls_after = record_on_cpu(c, kAfter);
+    const Model mb = model_of(calls_before, machine), ma = model_of(calls_after, machine);
+    // Launches: the device's counts where there is one; else the recorded calls (one each, at least).
+    auto launches_of = [&](const std::vector<KernelCall>& calls, const Counts& counted) {
+      if (cuda) return counted.launches;
+      double n = 0;
+      for (const KernelCall& k : calls) n += std::max<int64_t>(1, kernel_launches(k));
+      return n;
+    };
+    const double t_before = mb.kernels_seconds + launches_of(calls_before, before) * machine.launch_seconds;
+    const double t_after_eager = ma.kernels_seconds + launches_of(calls_after, after_eager) * machine.launch_seconds;
+    const double t_after = ma.kernels_seconds + 1 * machine.launch_seconds;  // one graph launch
+    const double mfu_before = mb.product_flops / (t_before * machine.bf16_flops);
+    const double mfu_after = ma.product_flops / (t_after * machine.bf16_flops);
+    modeled.add({c.name, shape, arrow(fixed(mb.bytes / 1e9, 2), fixed(ma.bytes / 1e9, 2)),
+                 arrow(fixed(mb.flops / 1e12, 2), fixed(ma.flops / 1e12, 2)),
+                 arrow(fixed(1e3 * t_before, 2), fixed(1e3 * t_after_eager, 2)), fixed(1e3 * t_after, 2),
+                 arrow(fixed(100 * mfu_before, 1) + "%", fixed(100 * mfu_after, 1) + "%"),
+                 arrow(fixed(1e3 * mb.attention_seconds, 2), fixed(1e3 * ma.attention_seconds, 2))});
+    if (args.has("detail")) details.emplace_back(c.name + " " + shape + " after", calls_after);
+  }
+  std::printf("per step%s:\n", cuda ? "" : " (tensor allocations only)");
+  counts.print();
+  std::printf("\nMODELED, not measured: each recorded kernel call at max(bytes / %.2f TB/s, FLOPs / its units' peak)\n"
+              "on an %s (products: bf16 %.0f, TF32 %.0f, FP32 %.0f TFLOP/s dense; every other kernel FP32);\n"
+              "'ms, launches one by one' adds %.0f us per launch, 'ms' (after) one graph launch; MFU = the products'\n"
+              "FLOPs / (ms x %.0f TFLOP/s); 'attention ms' = the calls touching a [B, H, L, *] tensor (today's unfused\n"
+              "attention: scores, softmax, dropout, P V, the heads' layout copies, their gradients):\n",
+              machine.bytes_per_second / 1e12, machine.name.c_str(), machine.bf16_flops / 1e12,
+              machine.tf32_flops / 1e12, machine.fp32_flops / 1e12, 1e6 * machine.launch_seconds,
+              machine.bf16_flops / 1e12);
+  modeled.print();
+  std::printf("assumed: %s; every kernel streams its tensors once at full bandwidth and every product runs at\n"
+              "peak (a lower bound); a graph's kernels start back to back (an H100 still leaves ~1-2 us between\n"
+              "them, not modeled); bytes and FLOPs recorded on the CPU at the full shape, bf16 emulated there\n",
+              machine.source.c_str());
+  for (const auto& [what, calls] : details) print_kernels(what, calls, machine);
   return 0;
 }
 
-cli::Register command({"bench step", "kernel launches, host syncs, cudaMalloc calls and bytes copied per training step, and a roofline estimate of it on an H100",
-                       "[--config tiny|mini|small|base|FILE ...] [--set key=value ...] [--steps N] [--warmup N]"
-                       " [--batch B] [--length L] [--device cpu|cuda]",
+cli::Register command({"bench step",
+                       "one pretraining step before -> after: launches, host syncs, allocations per step, and its "
+                       "bytes, FLOPs, roofline time and MFU MODELED on an H100",
+                       "[--config tiny|mini|small|base|FILE ...] [--set key=value ...] [--batch B] [--length L]"
+                       " [--steps N] [--warmup N] [--device cpu|cuda] [--detail]\n"
+                       "  without --config: tiny 32 x 64, base 32 x 128 and base 8 x 512 (the MODELED figures record\n"
+                       "  one step of each on the CPU at that shape: minutes for base)",
                        run});
 
 }  // namespace

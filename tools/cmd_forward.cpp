@@ -46,13 +46,14 @@
 #include "tensor/safetensors.h"
 #include "tools/cli.h"
 #include "train/checkpoint_paths.h"
+#include "train/loop.h"
 
 namespace {
 
 using namespace ordo;
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"checkpoint", "input", "out", "device", "ablate"}, {"overwrite"});
+  cli::Args args(argv, {"checkpoint", "input", "out", "device", "ablate", "precision"}, {"overwrite"});
   const std::string out_file = args.required("out");
   const std::string dir = train::resolve_checkpoint(args.required("checkpoint"));
   const std::string input_file = args.required("input");
@@ -60,6 +61,7 @@ int run(const std::vector<std::string>& argv) {
                {{input_file, "--input"}, {dir + "/model.safetensors", "--checkpoint"}, {dir + "/config.json", "--checkpoint"}});
   const nn::Ablation ablate = nn::parse_ablation(args.str("ablate", "none"), "--ablate");
   const Device device = args.device("device", "cpu");
+  MatmulPrecisionScope precision(train::resolve_precision(args.str("precision", "auto"), device, "--precision"));
 
   // The model as the checkpoint holds it: the NSP head only when the
   // checkpoint has one, so no logit comes from a freshly initialised head.
@@ -99,11 +101,12 @@ int run(const std::vector<std::string>& argv) {
   safetensors::save(out_file, out, {{"format", "pt"}, {"checkpoint", dir}, {"written_by", "ordo forward"},
                                      {"ablate", nn::ablation_name(ablate)}});
 
-  std::printf("ordo forward: %lld x %lld tokens through %lld layers (%s, pe %s%s%s) on %s -> %s\n",
+  std::printf("ordo forward: %lld x %lld tokens through %lld layers (%s, pe %s%s%s) on %s, %s products -> %s\n",
               static_cast<long long>(batch.rows), static_cast<long long>(batch.cols),
               static_cast<long long>(config.num_hidden_layers), config.decoder ? "decoder" : "encoder",
               config.pe.c_str(), ablate == nn::Ablation::none ? "" : ", ablated: ",
-              ablate == nn::Ablation::none ? "" : nn::ablation_name(ablate), device.str().c_str(), out_file.c_str());
+              ablate == nn::Ablation::none ? "" : nn::ablation_name(ablate), device.str().c_str(),
+              precision_name(matmul_precision()), out_file.c_str());
   if (!has_lm_head)
     std::printf("ordo forward: no logits: the checkpoint holds no LM head (a bare encoder; %zu parameters absent: "
                 "%s ...); hidden states and attentions are written\n",
@@ -114,6 +117,7 @@ int run(const std::vector<std::string>& argv) {
 cli::Register command({"forward",
                        "run a batch through a checkpoint and write every hidden state, attention and the logits",
                        "--checkpoint DIR --input FILE.json --out FILE.safetensors [--device cpu|cuda[:N]]"
+                       " [--precision auto|fp32|tf32|bf16]"
                        " [--ablate contextual|positional] [--overwrite]\n"
                        "  --overwrite  replace FILE.safetensors if it exists\n"
                        "  FILE.json: {\"input_ids\": [[...], ...], optional \"segment_ids\", \"positions\","

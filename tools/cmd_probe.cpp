@@ -22,13 +22,15 @@
 #include "base/output.h"
 #include "probe/probe_folder.h"
 #include "tools/cli.h"
+#include "train/loop.h"
 
 namespace {
 
 using namespace ordo;
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"checkpoint", "out", "words", "length", "layer", "seed", "vocab", "device"}, {"overwrite"});
+  cli::Args args(argv, {"checkpoint", "out", "words", "length", "layer", "seed", "vocab", "device", "precision"},
+                 {"overwrite"});
   args.expect_no_positional(" (give the checkpoint with --checkpoint DIR)");
   probe::ProbeRequest request;
   request.checkpoint = args.required("checkpoint");
@@ -38,6 +40,7 @@ int run(const std::vector<std::string>& argv) {
   request.options.seed = static_cast<uint64_t>(args.integer("seed", 1, 0, INT64_MAX));
   request.layers = args.str("layer", "1");
   request.device = args.device("device", "cpu");
+  MatmulPrecisionScope precision(train::resolve_precision(args.str("precision", "auto"), request.device, "--precision"));
   if (args.has("vocab")) request.vocab = args.required("vocab");
   // The checkpoint a run directory names, and the vocabulary found beside it, are inside it.
   check_output(out, OutputKind::folder, args.has("overwrite"),
@@ -56,7 +59,7 @@ int run(const std::vector<std::string>& argv) {
 
 cli::Register command({"probe", "identical word probing of a checkpoint: attention maps, heatmaps and indicators",
                        "--checkpoint DIR --out DIR2 [--words N] [--length L] [--layer K|all] [--seed S]"
-                       " [--vocab FILE] [--device cpu|cuda[:N]] [--overwrite]\n"
+                       " [--vocab FILE] [--device cpu|cuda[:N]] [--precision auto|fp32|tf32|bf16] [--overwrite]\n"
                        "  DIR: a checkpoint (config.json + model.safetensors: ordo's, or HF's BERT, RoBERTa, GPT-2,\n"
                        "       a bare encoder) or a run directory (its latest checkpoint: the highest\n"
                        "       RUN/checkpoints/step_N)\n"
@@ -70,6 +73,7 @@ cli::Register command({"probe", "identical word probing of a checkpoint: attenti
                        "  --vocab FILE  the tokenizer: vocab.txt (WordPiece), vocab.json with merges.txt beside it or\n"
                        "                tokenizer.json (byte-level BPE: GPT-2, RoBERTa), or a folder holding one;\n"
                        "                default: DIR's own, else its run's\n"
+                       "  --precision   of the products: auto (bf16 on a GPU, fp32 on the CPU), fp32, tf32, bf16\n"
                        "  --overwrite   replace DIR2 if it exists (whole: no file of the previous probe stays)\n"
                        "  writes DIR2/attention_layerK.{csv,png}, scores_layerK.{csv,png}, indicators.json, probe.json",
                        run});

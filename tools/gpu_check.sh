@@ -9,8 +9,14 @@
 #      MLM+NSP, the causal decoder and a 20-step run ([cuda][step]);
 #   5. with two GPUs or more, mpirun -np 2 ordo pretrain on two of them (NCCL)
 #      against one process with the global batch ([mpi][cuda]);
-#   6. the step benchmark (`ordo bench step`: launches, host syncs, device
-#      allocations and bytes per step, and the step's time).
+#   6. the step benchmark (`ordo bench step`: before -> after issue 28's
+#      work, launches, host syncs and device allocations per step and, on a
+#      GPU, the step's measured time; its bytes, FLOPs, time and MFU MODELED
+#      on an H100) — with a real GPU at tiny 32 x 64, base 32 x 128 and
+#      8 x 512 (ordo's default), beside
+#   7. PyTorch on the same GPU (scripts/bench_torch_gpu.py: HF BERT in bf16
+#      autocast with SDPA attention and fused AdamW, eager and torch.compile)
+#      at the same shapes, where python3 has torch and transformers.
 #
 # Usage: tools/gpu_check.sh [--emulate] [--build DIR] [--jobs N]
 #   --emulate   the emulated GPU (ORDO_CUDA=emulate: the .cu kernels on the CPU
@@ -72,13 +78,17 @@ else
   device="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1) (sm_$cap)"
   check "build (sm_$cap)" build.log \
     bash -c "cmake -S . -B '$build' -DORDO_CUDA=on '-DORDO_CUDA_ARCHITECTURES=$cap-real' && cmake --build '$build' -j $jobs"
-  bench=(--config tiny --config base --device cuda)
+  bench=(--device cuda)
 fi
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 tests=$build/ordo_tests
 
 if [[ -x $tests ]]; then
-  check "[cuda] kernel tests" cuda_tests.log "$tests" --require-gpu "[cuda]~[step]~[mpi]"
+  # The 200-step bf16 run ([bf16]) is long on the emulated GPU: make
+  # test-emulated's [cuda] pass has run it once already.
+  kernel_tests="[cuda]~[step]~[mpi]"
+  [[ $emulate == 1 ]] && kernel_tests+="~[bf16]"
+  check "[cuda] kernel tests" cuda_tests.log "$tests" --require-gpu "$kernel_tests"
   for tool in memcheck racecheck synccheck initcheck; do
     if [[ $emulate == 1 ]]; then
       skip "compute-sanitizer $tool" "no GPU"
@@ -98,6 +108,16 @@ if [[ -x $tests ]]; then
     check "mpirun -np 2 on 2 GPUs (NCCL)" data_parallel_cuda.log "$tests" --require-gpus 2 "[mpi][cuda]"
   fi
   check "ordo bench step" bench_step.log "$build/ordo" bench step "${bench[@]}"
+  if [[ $emulate == 1 ]]; then
+    skip "PyTorch's step beside it" "no GPU"
+  elif ! python3 -c 'import torch, transformers; assert torch.cuda.is_available()' >/dev/null 2>&1; then
+    skip "PyTorch's step beside it" "python3 has no CUDA torch or no transformers"
+  else
+    check "PyTorch's step beside it" torch_step.log bash -c \
+      "for shape in tiny:32:64 base:32:128 base:8:512; do IFS=: read -r name batch length <<<\"\$shape\";
+         python3 scripts/bench_torch_gpu.py --config configs/\$name.json --name \$name --batch \$batch \
+           --length \$length || exit 1; done"
+  fi
 else
   skip "every test" "the build failed"
 fi
@@ -110,4 +130,5 @@ for row in "${results[@]}"; do
   printf '%-42s %-34s %8s  %s\n' "$name" "$result" "$seconds" "$log"
 done
 [[ -f $logs/bench_step.log ]] && { echo; cat "$logs/bench_step.log"; }
+[[ -f $logs/torch_step.log ]] && { echo; echo "PyTorch on the same GPU (ms per step, measured):"; cat "$logs/torch_step.log"; }
 exit $failed

@@ -114,6 +114,8 @@ FinetuneConfig parse_finetune_config(const json::Value& json_in, const std::vect
   c.select_epoch = t.string("select_epoch", c.select_epoch, {"best", "last"});
   c.max_train_examples = t.integer("max_train_examples", c.max_train_examples, 0, INT64_MAX);
   c.device = t.string("device", c.device);
+  c.precision = t.string("precision", c.precision);
+  resolve_precision(c.precision, Device::cpu(), where + ": train.precision");  // a wrong name is refused here
   c.threads = t.integer("threads", c.threads, 0, 4096);
   c.bucket_cap_mb = t.number("bucket_cap_mb", c.bucket_cap_mb, 1e-6, 1e6);
   t.finish();
@@ -898,6 +900,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   inputs.push_back({o.vocab, "--vocab"});
   check_output(o.out, OutputKind::folder, o.overwrite || continuing, inputs);
   const Device device = resolve_device(c.device, comm.local_rank());
+  MatmulPrecisionScope precision(resolve_precision(c.precision, device, "train.precision"));
   set_threads(c.threads);
   const CheckpointTokenizer tokenizer_files = load_tokenizer(o.checkpoint, o.vocab, tokenizer_options(c, o.checkpoint),
                                                              nn::load_config(o.checkpoint).vocab_size,
@@ -941,10 +944,11 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
         done[names.substr(start, end - start)].finished = true;
   }
   if (!o.quiet) {
-    std::fprintf(stderr, "ordo finetune: %s from %s%s (lower_case %s), %zu learning rate(s) x %lld seed(s), %lld epochs\n",
+    std::fprintf(stderr, "ordo finetune: %s from %s%s (lower_case %s), %zu learning rate(s) x %lld seed(s), %lld epochs, on %s, %s\n",
                  task->describe().c_str(), o.from_scratch ? "random weights in the config of " : "", o.checkpoint.c_str(),
                  tokenizer.lower_case() ? "true" : "false", c.learning_rates.size(),
-                 static_cast<long long>(c.seeds), static_cast<long long>(c.epochs));
+                 static_cast<long long>(c.seeds), static_cast<long long>(c.epochs),
+                 device.str().c_str(), precision_description(matmul_precision(), device).c_str());
     if (comm.size() > 1)
       std::fprintf(stderr, "data parallel: %d processes (%s); each batch of %lld shared among them\n", comm.size(),
                    comm.backend(device).c_str(), static_cast<long long>(c.batch_size));

@@ -89,6 +89,7 @@ struct FinetuneConfig {
   // only; 0: all (HuggingFace's run_glue / run_qa max_train_samples).
   int64_t max_train_examples = 0;
   std::string device = "auto";
+  std::string precision = "auto";  // of the products: auto (bf16 on a GPU, fp32 on the CPU), fp32, tf32, bf16
   int64_t threads = 0;
   double bucket_cap_mb = 25;  // data parallel: gradient bucket size (PyTorch DDP's bucket_cap_mb)
   // tokenizer: BERT's uncased default; a checkpoint of an ordo run or with an

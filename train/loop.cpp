@@ -43,6 +43,22 @@ void set_threads(int64_t threads) {
 #endif
 }
 
+MatmulPrecision resolve_precision(const std::string& name, Device device, const std::string& where) {
+  if (name == "auto") return device.is_cuda() ? MatmulPrecision::bf16 : MatmulPrecision::fp32;
+  for (MatmulPrecision p : {MatmulPrecision::fp32, MatmulPrecision::tf32, MatmulPrecision::bf16})
+    if (name == precision_name(p)) return p;
+  throw Error(detail::cat(where, ": unknown precision '", name, "' (auto, fp32, tf32 or bf16)"));
+}
+
+std::string precision_description(MatmulPrecision precision, Device device) {
+  std::string text = std::string(precision_name(precision)) + " products";
+  if (precision != MatmulPrecision::fp32) {
+    text += " (FP32 sums, weights, optimizer state and statistics)";
+    if (device.is_cpu()) text += ", emulated on the CPU";
+  }
+  return text;
+}
+
 namespace {
 
 std::vector<std::string> list_directory(const std::string& path) {
@@ -225,25 +241,88 @@ void average_over_ranks(std::vector<std::pair<std::string, double>>& means, dist
   for (size_t i = 0; i < means.size(); ++i) means[i].second = summed[i] / static_cast<double>(comm.size());
 }
 
-// A logged step: the scalars and the gradients' sums of squares in one host
-// copy (the step's single synchronisation), the losses checked, then AdamW
-// given the norm. The numbers are those of reading each separately.
+// A logged step: the scalars and the gradients' norm in one host copy (the
+// step's single synchronisation), the losses checked, then AdamW given the
+// norm. The numbers are those of reading each separately.
 StepResult logged_update(nn::AdamW& opt, const StepScalars& scalars, int64_t step, const NonFiniteReport& report,
                          const DataParallel& dp) {
-  Tensor sums = opt.gradient_sums_of_squares();  // the losses' dtype: a model computes in one
-  std::vector<double> values = scalars.read(sums);
-  const size_t gradients = sums.defined() ? static_cast<size_t>(sums.numel()) : 0;
-  std::vector<double> partial_sums(values.end() - static_cast<std::ptrdiff_t>(gradients), values.end());
-  values.resize(values.size() - gradients);
+  const Tensor norm_and_clip = opt.begin_step();  // the losses' dtype: a model computes in one
+  std::vector<double> values = scalars.read(norm_and_clip);
+  const double norm = norm_and_clip.defined() ? values[values.size() - 2] : 0.0;
+  values.resize(values.size() - (norm_and_clip.defined() ? 2 : 0));
   check_losses(scalars, values, step, report);
   StepResult result;
   result.means = scalars.means(values);
   if (dp.ranks() > 1) average_over_ranks(result.means, *dp.comm);
-  result.optimizer = opt.step_with_norm(norm_of_sums(partial_sums));
+  result.optimizer = opt.check_norm(&norm);
+  result.optimizer.lr = opt.schedule();
+  opt.apply(norm_and_clip, result.optimizer);
   return result;
 }
 
 }  // namespace
+
+// Steps run as they are before the capture: the first allocates the
+// optimizer's tables and fills the cache, the second meets the cache as a
+// steady step does (the previous step's outputs still held).
+constexpr int64_t kStepsAsTheyAre = 2;
+
+GraphedStep::GraphedStep(nn::AdamW& opt, Device device)
+    : opt_(opt), device_(device), stream_base_(Tensor::zeros({1}, DType::i64, device)) {
+  ORDO_CHECK(device.is_cuda(), "CUDA graphs need a CUDA device, not ", device.str());
+  ORDO_CHECK(opt.config().fused, "CUDA graphs need the fused AdamW (train.cuda_graphs with AdamWConfig::fused)");
+}
+
+StepResult GraphedStep::run(int64_t step, bool read_scalars, const std::function<void()>& stage,
+                            const MicroBatchForward& forward, const NonFiniteReport& report, const std::string& key) {
+  stage();
+  stream_base_.copy_from(Tensor::from_vector(
+      std::vector<int64_t>{static_cast<int64_t>(nn::Context::first_stream(step))}, {1}));
+  auto body = [&] {
+    outputs_ = forward(0);
+    outputs_.loss.backward();
+    norm_and_clip_ = opt_.begin_step();
+    opt_.apply(norm_and_clip_, nn::AdamW::StepInfo{});
+  };
+  double lr = 0;
+  if (steps_ < kStepsAsTheyAre) {
+    lr = opt_.schedule();
+    body();  // as it is: fills the allocator's cache with every block the step needs
+  } else {
+    if (!graph_.defined() || key != key_) {
+      graph_ = CudaGraph();  // its pool goes back to the cache before the new capture takes one
+      outputs_ = MicroBatch();  // the last step's outputs: the captured step makes its own
+      norm_and_clip_ = Tensor();
+      try {
+        graph_ = CudaGraph::capture(device_, body);
+      } catch (const Error& e) {
+        opt_.clear_gradients();  // made by the capture's backward, never computed
+        throw CaptureRefused(e.what());
+      }
+      key_ = key;
+      ++captures_;
+    }
+    lr = opt_.schedule();  // read by the replay's update
+    graph_.replay();
+  }
+  ++steps_;
+  StepScalars scalars;
+  scalars.add(outputs_.scalars);
+  StepResult result;
+  result.tokens = outputs_.tokens;
+  if (read_scalars) {
+    std::vector<double> values = scalars.read(norm_and_clip_);
+    const double norm = values[values.size() - 2];
+    values.resize(values.size() - 2);
+    check_losses(scalars, values, step, report);
+    result.means = scalars.means(values);
+    result.optimizer = opt_.check_norm(&norm);
+  } else {
+    result.optimizer = opt_.check_norm(nullptr);
+  }
+  result.optimizer.lr = lr;
+  return result;
+}
 
 StepResult optimizer_step(nn::AdamW& opt, int64_t step, int64_t micro_batches, bool read_scalars,
                           const MicroBatchForward& forward, const NonFiniteReport& report, const DataParallel& dp) {

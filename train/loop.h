@@ -24,6 +24,7 @@
 #include "base/json.h"
 #include "dist/gradient_reducer.h"
 #include "nn/optim.h"
+#include "tensor/device_runtime.h"
 #include "text/pretraining_data.h"
 
 namespace ordo::train {
@@ -36,6 +37,15 @@ namespace ordo::train {
 Device resolve_device(const std::string& name, int local_rank = 0);
 // CPU threads for the run; 0 leaves OpenMP's default.
 void set_threads(int64_t threads);
+
+// The products' precision a run names (train.precision, --precision): "auto"
+// is bf16 on a GPU (PyTorch's bf16 autocast for products) and fp32 on the
+// CPU; "fp32", "tf32" and "bf16" are themselves on either device (on the CPU
+// tf32 and bf16 are emulated exactly, as slow as fp32: for comparing with a
+// GPU's run). Anything else is an error naming `where`.
+MatmulPrecision resolve_precision(const std::string& name, Device device, const std::string& where = "precision");
+// "bf16 products (FP32 sums, master weights and statistics)", "... emulated on the CPU", for a run's header.
+std::string precision_description(MatmulPrecision precision, Device device);
 
 // RUN/checkpoints/step_000000N (nine digits).
 std::string checkpoint_dir(const std::string& run, int64_t step);
@@ -113,6 +123,48 @@ struct DataParallel {
 StepResult optimizer_step(nn::AdamW& opt, int64_t step, int64_t micro_batches, bool read_scalars,
                           const MicroBatchForward& forward, const NonFiniteReport& report,
                           const DataParallel& dp = {});
+
+// One optimizer step of one micro-batch whose device work — the forward,
+// the backward and AdamW's update — is captured once as a CUDA graph and
+// replayed: one launch a step (train.cuda_graphs). `forward` must read its
+// inputs from tensors made before the capture, which `stage` fills with the
+// step's values (host copies, outside the graph), and take its dropout
+// streams from `stream_base` (nn::Context::stream_base, set here to the
+// step's first stream). The first two steps run as they are (their
+// allocations fill the caching allocator), the third is captured, and
+// every later step replays;
+// a step whose `key` (the shapes and host-side facts the captured work was
+// made for) differs from the capture's is captured again. Everything else
+// is optimizer_step's: a logged step reads its scalars and the norm in one
+// host copy, and a non-finite loss goes to `report`. AdamW must be fused
+// (its update skips a step whose norm is not finite, so an unlogged
+// non-finite step changes nothing). A capture the driver refuses throws
+// CaptureRefused (nothing of the step was done), and the caller may go on
+// with optimizer_step.
+struct CaptureRefused : Error {
+  explicit CaptureRefused(const std::string& what) : Error(what) {}
+};
+
+class GraphedStep {
+ public:
+  GraphedStep(nn::AdamW& opt, Device device);
+  StepResult run(int64_t step, bool read_scalars, const std::function<void()>& stage, const MicroBatchForward& forward,
+                 const NonFiniteReport& report, const std::string& key);
+  // The one i64 on the device each step's dropout streams count from.
+  const Tensor& stream_base() const { return stream_base_; }
+  int64_t captures() const { return captures_; }
+
+ private:
+  nn::AdamW& opt_;
+  Device device_;
+  Tensor stream_base_;
+  CudaGraph graph_;
+  std::string key_;
+  int64_t steps_ = 0, captures_ = 0;
+  // The captured step's outputs: rewritten by each replay.
+  MicroBatch outputs_;
+  Tensor norm_and_clip_;
+};
 
 // Every rank of a data-parallel run must train the same run: a rank whose
 // resolved config (or output folder) differs from rank 0's throws, naming the

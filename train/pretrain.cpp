@@ -98,6 +98,9 @@ TrainConfig parse_train(const json::Value& v, const std::string& where) {
   t.eval_batches = r.integer("eval_batches", t.eval_batches, 1, 1 << 20);
   t.checkpoint_every = r.integer("checkpoint_every", t.checkpoint_every, 0, INT64_MAX);
   t.device = r.string("device", t.device);
+  t.precision = r.string("precision", t.precision);
+  t.cuda_graphs = r.boolean("cuda_graphs", t.cuda_graphs);
+  resolve_precision(t.precision, Device::cpu(), where + ": train.precision");  // a wrong name is refused here
   t.threads = r.integer("threads", t.threads, 0, 4096);
   t.bucket_cap_mb = r.number("bucket_cap_mb", t.bucket_cap_mb, 1e-6, 1e6);
   r.finish();
@@ -396,6 +399,12 @@ struct PretrainRun {
   // for evaluation (none when the held-out split is empty).
   std::vector<std::unique_ptr<text::PretrainingData>> train_data, eval_data;
   std::unique_ptr<dist::GradientReducer> reducer;  // data parallel only
+  // CUDA graphs (train.cuda_graphs): the step and the inputs it reads, made
+  // for the current phase's shapes.
+  std::unique_ptr<GraphedStep> graphed;
+  DeviceBatch graph_inputs;
+  nn::MlmRows graph_rows;
+  int64_t max_predictions = 0;  // per sequence (data.max_predictions_per_seq)
 };
 
 PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resuming, bool quiet,
@@ -419,6 +428,9 @@ PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resumi
   }
   state.ranks = comm.size();
   opt = std::make_unique<nn::AdamW>(model->named_parameters(), c.train.adam);
+  max_predictions = c.data.max_predictions_per_seq;
+  if (c.train.cuda_graphs && device.is_cuda() && comm.size() == 1 && c.train.grad_accum == 1 && c.train.adam.fused)
+    graphed = std::make_unique<GraphedStep>(*opt, device);
   if (resuming) {
     restore_optimizer(checkpoint_dir(run, state.step), *opt, state.step, device);
     if (comm.rank() == 0) truncate_metrics(run + "/metrics.jsonl", state.step);
@@ -472,10 +484,11 @@ void check_before_writing(const RunConfig& c) {
 }
 
 void print_start(const RunConfig& c, const PretrainRun& r, bool resuming) {
-  std::fprintf(stderr, "ordo pretrain: %s, %lld layers x %lld hidden, pe %s, %lld parameters, on %s\n",
+  std::fprintf(stderr, "ordo pretrain: %s, %lld layers x %lld hidden, pe %s, %lld parameters, on %s, %s\n",
                c.data.objective.c_str(), static_cast<long long>(r.model_config.num_hidden_layers),
                static_cast<long long>(r.model_config.hidden_size), r.model_config.pe.c_str(),
-               static_cast<long long>(r.model->parameter_count()), r.device.str().c_str());
+               static_cast<long long>(r.model->parameter_count()), r.device.str().c_str(),
+               precision_description(matmul_precision(), r.device).c_str());
   std::fprintf(stderr, "data: %lld training / %lld held-out documents, vocabulary %d\n",
                static_cast<long long>(r.corpus.split.train.documents()),
                static_cast<long long>(r.corpus.split.held_out.documents()), r.corpus.vocab.size());
@@ -490,6 +503,7 @@ void print_start(const RunConfig& c, const PretrainRun& r, bool resuming) {
                  static_cast<long long>(c.train.grad_accum), static_cast<long long>(p.batch_size),
                  static_cast<long long>(r.comm.size() * c.train.grad_accum * p.batch_size));
   }
+  if (r.graphed) std::fprintf(stderr, "cuda graphs: on (from the third step, each step one graph launch)\n");
   if (resuming) std::fprintf(stderr, "resuming at step %lld\n", static_cast<long long>(r.state.step));
 }
 
@@ -533,14 +547,71 @@ void enter_current_phase(TrainerState& s, const std::vector<Phase>& phases) {
 // in data order, rank r taking the r-th run of grad_accum of them — with the
 // dropout streams of those micro-batches: the same batches and masks as one
 // process with grad_accum x ranks micro-batches.
+// The host-side facts a captured step was made for: its shapes and the
+// positions' and segments' ranges (nn::InputFacts).
+std::string graph_key(const text::Batch& b, const nn::InputFacts& f) {
+  return detail::cat(b.batch, "x", b.length, " positions ", f.position_min, "..", f.position_max, " widest ", f.widest,
+                     f.rows_identical ? " same rows" : "", " segments ", f.segment_min, "..", f.segment_max,
+                     b.nsp_labels.empty() ? "" : " nsp");
+}
+
+// The step as one CUDA graph launch: the batch copied into the inputs the
+// graph reads (made again, and the step captured again, when the shapes
+// change), the predicted rows padded to batch x max_predictions (x length
+// for the causal objective).
+StepResult graphed_pretrain_step(PretrainRun& r, const TrainConfig& t, const text::Batch& b, int64_t step, bool logged) {
+  const Shape shape{b.batch, b.length};
+  const bool causal = !b.clm_labels.empty();
+  DeviceBatch& in = r.graph_inputs;
+  if (!in.inputs.input_ids.defined() || in.inputs.input_ids.shape() != shape) {
+    in = to_device(b, r.device);
+    const int64_t predicted = b.batch * (causal ? b.length : r.max_predictions);
+    r.graph_rows = nn::mlm_rows(in.labels, r.device, predicted);
+  }
+  in.inputs.facts = nn::input_facts(b.positions.data(), b.segment_ids.data(), b.batch, b.length);
+  auto stage = [&] {
+    in.inputs.input_ids.copy_from(Tensor::from_vector(b.input_ids, shape));
+    in.inputs.segment_ids.copy_from(Tensor::from_vector(b.segment_ids, shape));
+    in.inputs.positions.copy_from(Tensor::from_vector(b.positions, shape));
+    in.inputs.attention_mask.copy_from(Tensor::from_vector(b.attention_mask, shape));
+    const nn::MlmRows rows = nn::mlm_rows(Tensor::from_vector(causal ? b.clm_labels : b.mlm_labels, shape),
+                                          Device::cpu(), r.graph_rows.rows.numel());
+    r.graph_rows.rows.copy_from(rows.rows);
+    r.graph_rows.targets.copy_from(rows.targets);
+    if (in.nsp_labels.defined()) in.nsp_labels.copy_from(Tensor::from_vector(b.nsp_labels, {b.batch}));
+  };
+  auto forward = [&](int64_t) {
+    nn::Context ctx = nn::Context::train(t.seed, 0);
+    ctx.next_stream = 0;  // counted from the step's base on the device
+    ctx.stream_base = r.graphed->stream_base();
+    nn::PretrainingOutput out = r.model->forward(in.inputs, r.graph_rows, in.nsp_labels, ctx);
+    MicroBatch mb{out.loss, {{"loss", out.loss.value()}, {"lm_loss", out.lm_loss.value()}}, b.batch * b.length};
+    if (out.nsp_loss.defined()) mb.scalars.emplace_back("nsp_loss", out.nsp_loss.value());
+    return mb;
+  };
+  auto report = [&](int64_t) { report_non_finite(step, *r.model, to_device(b, r.device)); };
+  return r.graphed->run(step, logged, stage, forward, report, graph_key(b, *in.inputs.facts));
+}
+
 StepResult pretrain_step(PretrainRun& r, const TrainConfig& t, int64_t step, bool logged) {
   const Phase& phase = t.phases[r.state.phase];
   text::PretrainingData& data = *r.train_data[r.state.phase];
   const int64_t ranks = r.comm.size(), rank = r.comm.rank();
   data.skip(r.state.cursor, rank * t.grad_accum * phase.batch_size);
+  std::optional<text::Batch> drawn;  // a graphed step's batch, for the step as it is when its capture is refused
+  if (r.graphed) {
+    drawn = data.next_batch(r.state.cursor, phase.batch_size);
+    try {
+      return graphed_pretrain_step(r, t, *drawn, step, logged);
+    } catch (const CaptureRefused& e) {
+      if (r.comm.rank() == 0)
+        std::fprintf(stderr, "cuda graphs: off, each step's launches made one by one (%s)\n", e.what());
+      r.graphed.reset();
+    }
+  }
   std::vector<DeviceBatch> batches;  // kept to name the tensor behind a non-finite loss
   auto forward = [&](int64_t m) {
-    batches.push_back(to_device(data.next_batch(r.state.cursor, phase.batch_size), r.device));
+    batches.push_back(to_device(m == 0 && drawn ? *drawn : data.next_batch(r.state.cursor, phase.batch_size), r.device));
     const DeviceBatch& b = batches.back();
     nn::Context ctx = nn::Context::train(t.seed, step, rank * t.grad_accum + m, ranks * t.grad_accum);
     nn::PretrainingOutput out = r.model->forward(b.inputs, b.labels, b.nsp_labels, ctx);
@@ -685,6 +756,8 @@ RunSummary run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsO
                     bool resuming, dist::Communicator& comm) {
   const bool lead = comm.rank() == 0, quiet = o.quiet || !lead;
   set_threads(c.train.threads);
+  MatmulPrecisionScope precision(
+      resolve_precision(c.train.precision, resolve_device(c.train.device, comm.local_rank()), "train.precision"));
   std::unique_ptr<PretrainRun> owned = set_up(c, run.path(), resuming, quiet, comm);
   PretrainRun& r = *owned;
   if (!quiet) print_start(c, r, resuming);

@@ -64,6 +64,13 @@ struct TrainConfig {
   int64_t eval_batches = 8;
   int64_t checkpoint_every = 0;      // 0: only at the end (and on Ctrl-C)
   std::string device = "auto";       // auto, cpu, cuda, cuda:N
+  std::string precision = "auto";    // of the products: auto (bf16 on a GPU, fp32 on the CPU), fp32, tf32, bf16
+  // On a GPU, with one process and no accumulation: each step one CUDA graph
+  // launch (train::GraphedStep), its shapes fixed by the phase's batch and
+  // length and data.max_predictions_per_seq; a capture the driver refuses
+  // (a position encoding that copies from the host in its forward) runs
+  // the step as it is, said once.
+  bool cuda_graphs = true;
   int64_t threads = 0;               // CPU threads; 0: OpenMP's default
   double bucket_cap_mb = 25;         // data parallel: gradient bucket size (PyTorch DDP's bucket_cap_mb)
   int64_t total_steps() const;

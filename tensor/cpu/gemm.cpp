@@ -115,9 +115,48 @@ bool gemm_blas(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int6
 }  // namespace
 #endif
 
-void gemm(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t batch, int64_t m,
-          int64_t n, int64_t k, double alpha, double beta) {
+namespace {
+
+// The operand as f32 values the FP32 product takes: a bf16 one widened
+// (exact), an f32 one rounded to TF32. The elements from the first to the
+// last the product reads (rows x cols stored with ld, `batch` matrices apart
+// by batch_stride) are converted, gaps included, so ld and batch_stride keep
+// their meaning.
+MatrixBatch as_f32_operand(const MatrixBatch& mb, int64_t rows, int64_t cols, int64_t batch) {
+  const int64_t span = (mb.batch_stride > 0 ? (batch - 1) * mb.batch_stride : 0) +
+                       (rows > 1 ? (rows - 1) * mb.ld : 0) + cols;
+  Tensor dense = Tensor::empty({span}, DType::f32);
+  float* out = dense.data<float>();
+  if (mb.t.dtype() == DType::bf16) {
+    const uint16_t* in = static_cast<const uint16_t*>(mb.t.raw_data());
+    parallel_for(span, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = bf16_to_f32(in[i]);
+    });
+  } else {
+    const float* in = mb.t.data<float>();
+    parallel_for(span, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = round_to_tf32(in[i]);
+    });
+  }
+  return {dense, mb.trans, mb.ld, mb.batch_stride};
+}
+
+}  // namespace
+
+void gemm(const Tensor& c, const MatrixBatch& a_in, const MatrixBatch& b_in, int64_t batch, int64_t m,
+          int64_t n, int64_t k, double alpha, double beta, MatmulPrecision precision) {
   if (batch <= 0 || m <= 0 || n <= 0) return;
+  MatrixBatch a = a_in, b = b_in;
+  // bf16 operands (the op layer rounded them) or TF32 rounding: the FP32
+  // product of the rounded values. A product of two bf16 or TF32 values is
+  // exact in f32, so this is the tensor cores' arithmetic up to the order of
+  // the FP32 sums.
+  if (k > 0 && alpha != 0 && c.dtype() == DType::f32 &&
+      (precision == MatmulPrecision::tf32 || a.t.dtype() == DType::bf16 || b.t.dtype() == DType::bf16)) {
+    ORDO_CHECK(precision != MatmulPrecision::fp32, "gemm: bf16 operands need precision bf16");
+    a = as_f32_operand(a, a.trans ? k : m, a.trans ? m : k, batch);
+    b = as_f32_operand(b, b.trans ? n : k, b.trans ? k : n, batch);
+  }
 #ifdef ORDO_HAS_BLAS
   // k == 0 and alpha == 0 (C = beta C) go to the own kernel, which never reads A or B.
   if (use_blas() && k > 0 && alpha != 0) {

@@ -51,15 +51,30 @@ void cross_entropy(const Tensor& loss, const Tensor& valid, const Tensor& lse, c
   });
 }
 
+void masked_mean(const Tensor& out, const Tensor& x, const Tensor& valid) {
+  dispatch_float(x.dtype(), "masked_mean", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xs = x.data<T>();
+    const T* vs = valid.data<T>();
+    double sum = 0, count = 0;
+    for (int64_t r = 0; r < x.numel(); ++r) {
+      sum += xs[r];
+      count += vs[r];
+    }
+    out.data<T>()[0] = static_cast<T>(sum / std::max(count, 1.0));
+    out.data<T>()[1] = static_cast<T>(count);
+  });
+}
+
 void cross_entropy_backward(const Tensor& glogits, const Tensor& logits, const Tensor& lse,
-                            const Tensor& targets, const Tensor& scale, int64_t ignore_index) {
+                            const Tensor& targets, const Tensor& gy, const Tensor& count, int64_t ignore_index) {
   const int64_t rows = logits.size(0), c = logits.size(1);
   const int64_t* t = targets.data<int64_t>();
   dispatch_float(logits.dtype(), "cross_entropy_backward", [&](auto tag) {
     using T = decltype(tag);
     const T* z = logits.data<T>();
     const T* lses = lse.data<T>();
-    const T s = *scale.data<T>();
+    const T s = *gy.data<T>() / std::max(*count.data<T>(), T(1));
     T* g = glogits.data<T>();
     parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {

@@ -82,8 +82,11 @@ void random(const Tensor& out, RandomDist dist, double a, double b, uint64_t see
   });
 }
 
-void dropout(const Tensor& out, const Tensor& x, double p, uint64_t seed, uint64_t stream) {
+void dropout(const Tensor& out, const Tensor& x, double p, const PhiloxStream& philox_stream) {
   const uint64_t threshold = philox::dropout_threshold(p);
+  const uint64_t seed = philox_stream.seed;
+  const uint64_t stream =
+      philox_stream.offset + (philox_stream.base.defined() ? static_cast<uint64_t>(philox_stream.base.item()) : 0);
   dispatch_float(out.dtype(), "dropout", [&](auto tag) {
     using T = decltype(tag);
     const T scale = static_cast<T>(1.0 / (1.0 - p));

@@ -33,17 +33,8 @@ __device__ __forceinline__ double load<F16>(const F16* p) {
 
 template <class T>
 __device__ __forceinline__ void store(T* p, double v) { *p = math::cast_from_double<T>(v); }
-// f32_to_bf16 of tensor/dtype.h, on the device: round to nearest even, NaN kept quiet.
 template <>
-__device__ __forceinline__ void store<BF16>(BF16* p, double v) {
-  uint32_t bits = __float_as_uint(static_cast<float>(v));
-  if ((bits & 0x7fffffffu) > 0x7f800000u) {
-    p->bits = static_cast<uint16_t>((bits >> 16) | 0x40);
-    return;
-  }
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  p->bits = static_cast<uint16_t>(bits >> 16);
-}
+__device__ __forceinline__ void store<BF16>(BF16* p, double v) { p->bits = bf16_bits(static_cast<float>(v)); }
 template <>
 __device__ __forceinline__ void store<F16>(F16* p, double v) {
   p->bits = __half_as_ushort(__float2half_rn(static_cast<float>(v)));

@@ -61,11 +61,11 @@ namespace ordo::cuda {
     ::ordo::cuda::after_launch(#kernel, stream);                    \
   } while (0)
 #else
-#define ORDO_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                              \
-  do {                                                                                          \
-    ::ordo::cuda::emulator::launch(#kernel, dim3(grid), dim3(block), shared_bytes,                \
-                                   [](auto... ordo_args) { kernel(ordo_args...); }, __VA_ARGS__); \
-    ::ordo::cuda::after_launch(#kernel, stream);                                                \
+#define ORDO_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                                      \
+  do {                                                                                                  \
+    ::ordo::cuda::emulator::launch(#kernel, stream, dim3(grid), dim3(block), shared_bytes,                \
+                                   [](auto... ordo_args) { kernel(ordo_args...); }, __VA_ARGS__);         \
+    ::ordo::cuda::after_launch(#kernel, stream);                                                        \
   } while (0)
 #endif
 
@@ -143,6 +143,21 @@ void dispatch_f32_i64(DType dtype, const char* kernel, Fn&& fn) {
       throw Error(detail::cat(kernel, " on CUDA: dtype ", dtype_name(dtype),
                               " is not supported (f32 or i64)"));
   }
+}
+
+// The device address of a Philox stream's base (nullptr: none), which a
+// kernel adds to the stream's offset when it runs.
+inline const int64_t* stream_base(const PhiloxStream& s) {
+  return s.base.defined() ? s.base.data<int64_t>() : nullptr;
+}
+
+// f32_to_bf16 of tensor/dtype.h on the device: round to nearest even, a NaN
+// kept quiet. The one conversion every kernel that writes bf16 uses.
+__device__ __forceinline__ uint16_t bf16_bits(float f) {
+  uint32_t bits = __float_as_uint(f);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
 }
 
 // ---- 16-byte vector access ---------------------------------------------------------

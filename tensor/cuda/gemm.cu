@@ -1,5 +1,5 @@
-// CUDA matrix product through cuBLAS (cublasGemmStridedBatchedEx), f32 in
-// and out.
+// CUDA matrix product through cuBLAS (cublasGemmStridedBatchedEx): f32
+// operands, or bf16 ones under MatmulPrecision::bf16; C and the sums f32.
 //
 // Row-major to cuBLAS's column-major: a row-major matrix read as
 // column-major is its transpose, so C = op(A) op(B) (row-major, m x n) is
@@ -9,12 +9,15 @@
 // matrix for every batch). An operand whose rows overlap (ld below the row
 // width, e.g. one row broadcast with ld 0) is copied densely first.
 //
-// Precision: CUBLAS_COMPUTE_32F (full FP32 multiply-adds) by default;
-// CUBLAS_COMPUTE_32F_FAST_TF32 (tensor cores, inputs rounded to TF32's 10
-// mantissa bits, FP32 accumulation) only when allow_tf32() is on. Choosing the
-// compute type per call keeps the handle's math mode fixed (CUBLAS_DEFAULT_MATH).
-// For a given problem cuBLAS picks the same algorithm every time and runs
-// without atomics, so a product is bit-reproducible on the same GPU model.
+// Precision (tensor/device_runtime.h): fp32 is CUBLAS_COMPUTE_32F (full FP32
+// multiply-adds); tf32 is CUBLAS_COMPUTE_32F_FAST_TF32 (tensor cores, inputs
+// rounded to TF32's 10 mantissa bits, FP32 accumulation); bf16 gives cuBLAS
+// bf16 A and B (CUDA_R_16BF, rounded to nearest even by the op layer) with
+// CUBLAS_COMPUTE_32F: tensor cores, exact products, FP32 accumulation, f32 C.
+// Choosing the compute type per call keeps the handle's math mode fixed
+// (CUBLAS_DEFAULT_MATH). For a given problem cuBLAS picks the same algorithm
+// every time and runs without atomics, so a product is bit-reproducible on
+// the same GPU model.
 #include <climits>
 
 #include "tensor/cuda/cuda_common.cuh"
@@ -25,14 +28,16 @@ namespace {
 
 // One operand as cuBLAS takes it: a pointer, a leading dimension, a batch stride.
 struct Operand {
-  const float* data;
+  const void* data;
   int64_t ld;
   int64_t batch_stride;
 };
 
 // dense[j] (rows x cols, row-major) = the matrix at src + j * batch_stride
 // with row stride ld, for j < count; one thread per element, grid-stride.
-__global__ void densify_kernel(float* dense, const float* src, int64_t count, int64_t rows,
+// T: float, or uint16_t for bf16 (moved as bits).
+template <class T>
+__global__ void densify_kernel(T* dense, const T* src, int64_t count, int64_t rows,
                                int64_t cols, int64_t ld, int64_t batch_stride) {
   const int64_t total = count * rows * cols;
   for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
@@ -49,15 +54,21 @@ __global__ void densify_kernel(float* dense, const float* src, int64_t count, in
 Operand operand(const MatrixBatch& mb, int64_t rows, int64_t cols, int64_t batch, Tensor& scratch,
                 DeviceContext& ctx) {
   const int64_t least = std::max<int64_t>(1, cols);
-  const float* data = mb.t.data<float>();
+  const void* data = mb.t.raw_data();
   if (rows <= 1) return {data, std::max(mb.ld, least), mb.batch_stride};
   if (mb.ld >= least) return {data, mb.ld, mb.batch_stride};
   const int64_t count = mb.batch_stride == 0 ? 1 : batch;
-  scratch = Tensor::empty({count, rows, cols}, DType::f32, mb.t.device());
-  ORDO_LAUNCH(densify_kernel, grid_for(count * rows * cols, kThreads, ctx), kThreads, 0, ctx.stream,
-              scratch.data<float>(), data, count, rows, cols, mb.ld, mb.batch_stride);
+  scratch = Tensor::empty({count, rows, cols}, mb.t.dtype(), mb.t.device());
+  const unsigned grid = grid_for(count * rows * cols, kThreads, ctx);
+  if (mb.t.dtype() == DType::bf16) {
+    ORDO_LAUNCH(densify_kernel<uint16_t>, grid, kThreads, 0, ctx.stream, static_cast<uint16_t*>(scratch.raw_data()),
+                static_cast<const uint16_t*>(data), count, rows, cols, mb.ld, mb.batch_stride);
+  } else {
+    ORDO_LAUNCH(densify_kernel<float>, grid, kThreads, 0, ctx.stream, scratch.data<float>(),
+                static_cast<const float*>(data), count, rows, cols, mb.ld, mb.batch_stride);
+  }
   ORDO_CUDA_CHECK_LAUNCH();
-  return {scratch.data<float>(), cols, mb.batch_stride == 0 ? 0 : rows * cols};
+  return {scratch.raw_data(), cols, mb.batch_stride == 0 ? 0 : rows * cols};
 }
 
 int to_int(int64_t v, const char* what) {
@@ -74,10 +85,12 @@ __global__ void scale_kernel(float* c, int64_t n, float beta) {
 }  // namespace
 
 void gemm(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t batch, int64_t m,
-          int64_t n, int64_t k, double alpha, double beta) {
+          int64_t n, int64_t k, double alpha, double beta, MatmulPrecision precision) {
   require_f32(c.dtype(), "gemm");
-  require_f32(a.t.dtype(), "gemm");
-  require_f32(b.t.dtype(), "gemm");
+  const DType operands = precision == MatmulPrecision::bf16 ? DType::bf16 : DType::f32;
+  ORDO_CHECK(a.t.dtype() == operands && b.t.dtype() == operands, "gemm on CUDA: operands ",
+             dtype_name(a.t.dtype()), " and ", dtype_name(b.t.dtype()), " under precision ",
+             precision_name(precision), " (", dtype_name(operands), " expected)");
   if (batch <= 0 || m <= 0 || n <= 0) return;
   DeviceContext& ctx = context(c);
 
@@ -99,12 +112,14 @@ void gemm(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t b
   const Operand oa = a.trans ? operand(a, k, m, batch, a_scratch, ctx) : operand(a, m, k, batch, a_scratch, ctx);
   const Operand ob = b.trans ? operand(b, n, k, batch, b_scratch, ctx) : operand(b, k, n, batch, b_scratch, ctx);
   const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
-  const cublasComputeType_t compute = allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasComputeType_t compute =
+      precision == MatmulPrecision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cudaDataType ab_type = precision == MatmulPrecision::bf16 ? CUDA_R_16BF : CUDA_R_32F;
   ORDO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
       cublas_handle(ctx), b.trans ? CUBLAS_OP_T : CUBLAS_OP_N, a.trans ? CUBLAS_OP_T : CUBLAS_OP_N,
       to_int(n, "n"), to_int(m, "m"), to_int(k, "k"), &alpha_f,
-      ob.data, CUDA_R_32F, to_int(ob.ld, "ldb"), static_cast<long long>(ob.batch_stride),
-      oa.data, CUDA_R_32F, to_int(oa.ld, "lda"), static_cast<long long>(oa.batch_stride),
+      ob.data, ab_type, to_int(ob.ld, "ldb"), static_cast<long long>(ob.batch_stride),
+      oa.data, ab_type, to_int(oa.ld, "lda"), static_cast<long long>(oa.batch_stride),
       &beta_f, c.raw_data(), CUDA_R_32F, to_int(n, "n"), static_cast<long long>(m) * n,
       to_int(batch, "batch"), compute, CUBLAS_GEMM_DEFAULT));
 }

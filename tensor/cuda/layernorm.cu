@@ -28,21 +28,7 @@ __global__ void layernorm_kernel(float* y, float* mean, float* rstd, const float
     const float* xr = x + row * n;
     double sum = 0.0;
     for (int64_t j = Threads::lane(); j < n; j += Threads::width()) sum += xr[j];
-    const double mu = Threads::reduce(sum, SumCombine{}, 0.0) / n;
-    double squares = 0.0;
-    for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
-      const double d = xr[j] - mu;
-      squares += d * d;
-    }
-    squares = Threads::reduce(squares, SumCombine{}, 0.0);
-    const float m = static_cast<float>(mu);
-    const float r = static_cast<float>(1.0 / ::sqrt(squares / n + eps));
-    if (Threads::lane() == 0) {
-      mean[row] = m;
-      rstd[row] = r;
-    }
-    float* yr = y + row * n;
-    for (int64_t j = Threads::lane(); j < n; j += Threads::width()) yr[j] = (xr[j] - m) * r * gamma[j] + beta[j];
+    layernorm_row<Threads>(y + row * n, mean, rstd, row, xr, gamma, beta, n, eps, sum);
   }
 }
 
@@ -56,20 +42,11 @@ __global__ void layernorm_backward_kernel(float* gx, const float* gy, const floa
     const float* xr = x + row * n;
     const float* gr = gy + row * n;
     const float m = mean[row], r = rstd[row];
-    double sum_g = 0.0, sum_gx = 0.0;
-    for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
-      const float xhat = (xr[j] - m) * r;
-      const float g = gr[j] * gamma[j];
-      sum_g += g;
-      sum_gx += g * xhat;
-    }
-    sum_g = Threads::reduce(sum_g, SumCombine{}, 0.0);
-    sum_gx = Threads::reduce(sum_gx, SumCombine{}, 0.0);
-    const float a = static_cast<float>(sum_g / n), c = static_cast<float>(sum_gx / n);
+    const LayerNormRowMeans means = layernorm_backward_means<Threads>(xr, gr, m, r, gamma, n);
     float* out = gx + row * n;
     for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
       const float xhat = (xr[j] - m) * r;
-      out[j] = r * (gr[j] * gamma[j] - a - xhat * c);
+      out[j] = r * (gr[j] * gamma[j] - means.a - xhat * means.c);
     }
   }
 }

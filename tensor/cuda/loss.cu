@@ -47,10 +47,10 @@ __global__ void cross_entropy_kernel(float* loss, float* valid, float* lse, cons
 // The row's target and scale are read once per row; every element is written.
 template <bool kWarpPerRow>
 __global__ void cross_entropy_backward_kernel(float* glogits, const float* logits, const float* lse,
-                                              const int64_t* targets, const float* scale,
+                                              const int64_t* targets, const float* gy, const float* count,
                                               int64_t rows, int64_t c, int64_t ignore_index) {
   using Threads = RowThreads<kWarpPerRow>;
-  const float s = *scale;
+  const float s = *gy / fmaxf(*count, 1.0f);
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
     const float* zr = logits + row * c;
     float* gr = glogits + row * c;
@@ -68,7 +68,30 @@ __global__ void cross_entropy_backward_kernel(float* glogits, const float* logit
   }
 }
 
+// One block: the sums of x and valid, per thread in f64 in a strided order,
+// then block_reduce's fixed tree.
+__global__ void masked_mean_kernel(float* out, const float* x, const float* valid, int64_t rows) {
+  double sum = 0.0, count = 0.0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    sum += x[r];
+    count += valid[r];
+  }
+  sum = block_reduce(sum, SumCombine{}, 0.0);
+  count = block_reduce(count, SumCombine{}, 0.0);
+  if (threadIdx.x != 0) return;
+  out[0] = static_cast<float>(sum / (count > 1.0 ? count : 1.0));
+  out[1] = static_cast<float>(count);
+}
+
 }  // namespace
+
+void masked_mean(const Tensor& out, const Tensor& x, const Tensor& valid) {
+  require_f32(x.dtype(), "masked_mean");
+  DeviceContext& ctx = context(x);
+  ORDO_LAUNCH(masked_mean_kernel, 1, 1024, 0, ctx.stream, out.data<float>(), x.data<float>(), valid.data<float>(),
+              x.numel());
+  ORDO_CUDA_CHECK_LAUNCH();
+}
 
 void cross_entropy(const Tensor& loss, const Tensor& valid, const Tensor& lse, const Tensor& logits,
                    const Tensor& targets, int64_t ignore_index) {
@@ -92,7 +115,7 @@ void cross_entropy(const Tensor& loss, const Tensor& valid, const Tensor& lse, c
 }
 
 void cross_entropy_backward(const Tensor& glogits, const Tensor& logits, const Tensor& lse,
-                            const Tensor& targets, const Tensor& scale, int64_t ignore_index) {
+                            const Tensor& targets, const Tensor& gy, const Tensor& count, int64_t ignore_index) {
   require_f32(logits.dtype(), "cross_entropy_backward");
   const int64_t rows = logits.size(0), c = logits.size(1);
   DeviceContext& ctx = context(logits);
@@ -100,14 +123,15 @@ void cross_entropy_backward(const Tensor& glogits, const Tensor& logits, const T
   const float* z = logits.data<float>();
   const float* lses = lse.data<float>();
   const int64_t* t = targets.data<int64_t>();
-  const float* s = scale.data<float>();
+  const float* gys = gy.data<float>();
+  const float* n = count.data<float>();
   launch_rows(rows, c, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
-      ORDO_LAUNCH(cross_entropy_backward_kernel<true>, grid, threads, 0, ctx.stream, g, z, lses, t, s, rows, c,
+      ORDO_LAUNCH(cross_entropy_backward_kernel<true>, grid, threads, 0, ctx.stream, g, z, lses, t, gys, n, rows, c,
                   ignore_index);
     } else {
-      ORDO_LAUNCH(cross_entropy_backward_kernel<false>, grid, threads, 0, ctx.stream, g, z, lses, t, s, rows, c,
-                  ignore_index);
+      ORDO_LAUNCH(cross_entropy_backward_kernel<false>, grid, threads, 0, ctx.stream, g, z, lses, t, gys, n, rows,
+                  c, ignore_index);
     }
   });
 }

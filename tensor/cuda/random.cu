@@ -42,7 +42,8 @@ __global__ void random_kernel(float* out, int64_t n, double a, double b, uint64_
 // one by one.
 template <bool kPacked>
 __global__ void dropout_kernel(float* out, const float* x, int64_t n, uint64_t threshold,
-                               float scale, uint64_t seed, uint64_t stream) {
+                               float scale, uint64_t seed, uint64_t stream_offset, const int64_t* stream_base) {
+  const uint64_t stream = stream_offset + (stream_base ? static_cast<uint64_t>(*stream_base) : 0);
   auto keep = [&](int64_t i) { return philox::dropout_keep(seed, stream, static_cast<uint64_t>(i), threshold); };
   int64_t begin = 0;
   if constexpr (kPacked) {
@@ -87,7 +88,7 @@ void random(const Tensor& out, RandomDist dist, double a, double b, uint64_t see
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
-void dropout(const Tensor& out, const Tensor& x, double p, uint64_t seed, uint64_t stream) {
+void dropout(const Tensor& out, const Tensor& x, double p, const PhiloxStream& stream) {
   require_f32(out.dtype(), "dropout");
   const int64_t n = out.numel();
   if (n == 0) return;
@@ -98,10 +99,10 @@ void dropout(const Tensor& out, const Tensor& x, double p, uint64_t seed, uint64
   const float* xs = x.data<float>();
   if (aligned16(o) && aligned16(xs)) {
     ORDO_LAUNCH(dropout_kernel<true>, grid_for(n / Pack<float>::kSize + 1, kThreads, ctx), kThreads, 0,
-                ctx.stream, o, xs, n, threshold, scale, seed, stream);
+                ctx.stream, o, xs, n, threshold, scale, stream.seed, stream.offset, stream_base(stream));
   } else {
     ORDO_LAUNCH(dropout_kernel<false>, grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream, o, xs, n, threshold,
-                scale, seed, stream);
+                scale, stream.seed, stream.offset, stream_base(stream));
   }
   ORDO_CUDA_CHECK_LAUNCH();
 }

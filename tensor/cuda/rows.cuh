@@ -58,6 +58,52 @@ void launch_rows(int64_t rows, int64_t n, const DeviceContext& ctx, Launch launc
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
+// ---- LayerNorm of one row ------------------------------------------------------------
+// (layernorm.cu and fused.cu: the same formulas, the statistics in double.)
+
+// Given the row's sum (in double), the mean, then the mean squared deviation
+// from it (re-reading the row), rstd = 1 / sqrt(var + eps), written to
+// mean[row] and rstd[row], and y = (x - mean) rstd gamma + beta.
+template <class Threads>
+__device__ __forceinline__ void layernorm_row(float* yr, float* mean, float* rstd, int64_t row, const float* xr,
+                                              const float* gamma, const float* beta, int64_t n, double eps,
+                                              double sum) {
+  const double mu = Threads::reduce(sum, SumCombine{}, 0.0) / n;
+  double squares = 0.0;
+  for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
+    const double d = xr[j] - mu;
+    squares += d * d;
+  }
+  squares = Threads::reduce(squares, SumCombine{}, 0.0);
+  const float m = static_cast<float>(mu);
+  const float r = static_cast<float>(1.0 / ::sqrt(squares / n + eps));
+  if (Threads::lane() == 0) {
+    mean[row] = m;
+    rstd[row] = r;
+  }
+  for (int64_t j = Threads::lane(); j < n; j += Threads::width()) yr[j] = (xr[j] - m) * r * gamma[j] + beta[j];
+}
+
+// The backward's two row means, of g = gy gamma and of g xhat (in double,
+// rounded once): gx_j = rstd (g_j - a - xhat_j c).
+struct LayerNormRowMeans {
+  float a, c;
+};
+template <class Threads>
+__device__ __forceinline__ LayerNormRowMeans layernorm_backward_means(const float* xr, const float* gr, float m, float r,
+                                                                      const float* gamma, int64_t n) {
+  double sum_g = 0.0, sum_gx = 0.0;
+  for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
+    const float xhat = (xr[j] - m) * r;
+    const float g = gr[j] * gamma[j];
+    sum_g += g;
+    sum_gx += g * xhat;
+  }
+  sum_g = Threads::reduce(sum_g, SumCombine{}, 0.0);
+  sum_gx = Threads::reduce(sum_gx, SumCombine{}, 0.0);
+  return {static_cast<float>(sum_g / n), static_cast<float>(sum_gx / n)};
+}
+
 // ---- online softmax statistics ------------------------------------------------------
 //
 // The running maximum of a row and the sum of exp(v - max) over the values

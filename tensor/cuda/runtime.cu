@@ -39,8 +39,11 @@ namespace {
 
 struct AtomicCounters {
   std::atomic<int64_t> kernel_launches{0}, host_syncs{0}, device_mallocs{0}, bytes_to_device{0},
-      bytes_to_host{0};
+      bytes_to_host{0}, graph_launches{0};
 };
+
+// Above 0 while a CudaGraph captures: a launch then only records itself.
+std::atomic<int> g_capturing{0};
 
 AtomicCounters& counters() {
   static AtomicCounters c;
@@ -56,6 +59,7 @@ cudaError_t wait_for_stream(cudaStream_t stream) {
 }  // namespace
 
 void after_launch(const char* kernel, cudaStream_t stream) {
+  if (g_capturing.load(std::memory_order_relaxed) > 0) return;  // recorded into a graph: neither run nor counted
   counters().kernel_launches.fetch_add(1, std::memory_order_relaxed);
   static const bool sync = [] {
     const char* env = std::getenv("ORDO_CUDA_SYNC");
@@ -88,6 +92,12 @@ const char* index_error_site_name(int site) {
   return "an unknown";
 }
 
+// A graph's blocks (see the caching allocator below).
+struct GraphPool {
+  std::set<std::pair<size_t, void*>> free;  // (size, address), smallest first
+  std::set<void*> owned;                    // every block of the pool, free or in use
+};
+
 namespace {
 
 // ---- the caching allocator ---------------------------------------------------------
@@ -109,6 +119,13 @@ namespace {
 // communication stream, must be ordered against this one by its owner.)
 // cudaFree is different: the driver takes the memory back immediately, so the
 // cache is only released after synchronising the stream.
+//
+// A CUDA graph's pool (PyTorch's private graph pool): while a graph is being
+// captured, blocks come from its pool's free blocks, then from the cache
+// (the block then belongs to the pool), and go back to the pool when freed;
+// cudaMalloc is not permitted during a capture. The pool keeps its blocks
+// until the graph is destroyed, so a replay, which writes the addresses the
+// capture recorded, never writes memory given to anything else.
 class CachingAllocator {
  public:
   explicit CachingAllocator(const DeviceContext* ctx) : ctx_(ctx) {}
@@ -121,14 +138,26 @@ class CachingAllocator {
     ++stats_.allocations;
     void* ptr = nullptr;
     size_t block = size;
-    auto it = cached_.lower_bound({size, nullptr});
-    if (it != cached_.end() && it->first <= size + size / 4) {
+    auto fits = [size](const std::set<std::pair<size_t, void*>>& free) {
+      auto it = free.lower_bound({size, nullptr});
+      return it != free.end() && it->first <= size + size / 4 ? it : free.end();
+    };
+    if (pool_ != nullptr && fits(pool_->free) != pool_->free.end()) {
+      auto it = fits(pool_->free);
+      block = it->first;
+      ptr = it->second;
+      pool_->free.erase(it);
+      stats_.bytes_cached -= block;
+    } else if (fits(cached_) != cached_.end()) {
+      auto it = fits(cached_);
       block = it->first;
       ptr = it->second;
       cached_.erase(it);
       stats_.bytes_cached -= block;
+      if (pool_ != nullptr) adopt(ptr);
     } else {
       ptr = device_malloc_locked(size, nbytes);
+      if (pool_ != nullptr) adopt(ptr);
     }
     live_.emplace(ptr, block);
     stats_.bytes_in_use += block;
@@ -152,7 +181,31 @@ class CachingAllocator {
     live_.erase(it);
     stats_.bytes_in_use -= block;
     stats_.bytes_cached += block;
-    cached_.emplace(block, ptr);
+    auto owner = pool_of_.find(ptr);
+    if (owner != pool_of_.end()) {
+      owner->second->free.emplace(block, ptr);
+    } else {
+      cached_.emplace(block, ptr);
+    }
+  }
+
+  // While `pool` is open (a graph being captured), blocks come from it.
+  void open_pool(GraphPool* pool) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pool_ = pool;
+  }
+  void close_pool() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pool_ = nullptr;
+  }
+  // The graph is gone: its free blocks return to the cache, and those still
+  // in use will when they are freed.
+  void drop_pool(GraphPool& pool) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (void* ptr : pool.owned) pool_of_.erase(ptr);
+    for (const auto& block : pool.free) cached_.insert(block);
+    pool.free.clear();
+    pool.owned.clear();
   }
 
   // Returns every cached block to the driver. The device must be current.
@@ -218,10 +271,17 @@ class CachingAllocator {
     stats_.bytes_cached = 0;
   }
 
+  void adopt(void* ptr) {
+    pool_->owned.insert(ptr);
+    pool_of_[ptr] = pool_;
+  }
+
   const DeviceContext* ctx_;
   std::mutex mutex_;
   std::set<std::pair<size_t, void*>> cached_;  // free blocks: (size, address), smallest first
   std::unordered_map<void*, size_t> live_;     // blocks in use: address -> size
+  std::unordered_map<void*, GraphPool*> pool_of_;  // blocks a graph's pool owns
+  GraphPool* pool_ = nullptr;                  // the pool of the graph being captured
   AllocatorStats stats_;
 };
 
@@ -324,8 +384,6 @@ void wait_and_raise_index_error(DeviceContext& ctx) {
                           "results computed since the last synchronize are not valid)"));
 }
 
-std::atomic<bool> g_allow_tf32{false};
-
 }  // namespace
 
 DeviceContext& context(Device device) { return state(device).ctx; }
@@ -405,6 +463,7 @@ void empty_cache(Device device) {
 DeviceCounters device_counters() {
   const cuda::AtomicCounters& c = cuda::counters();
   DeviceCounters out;
+  out.graph_launches = c.graph_launches.load();
   out.kernel_launches = c.kernel_launches.load();
   out.host_syncs = c.host_syncs.load();
   out.device_mallocs = c.device_mallocs.load();
@@ -416,12 +475,57 @@ DeviceCounters device_counters() {
 void reset_device_counters() {
   cuda::AtomicCounters& c = cuda::counters();
   for (std::atomic<int64_t>* counter : {&c.kernel_launches, &c.host_syncs, &c.device_mallocs,
-                                        &c.bytes_to_device, &c.bytes_to_host})
+                                        &c.bytes_to_device, &c.bytes_to_host, &c.graph_launches})
     counter->store(0);
 }
 
-void set_allow_tf32(bool allow) { cuda::g_allow_tf32.store(allow); }
-bool allow_tf32() { return cuda::g_allow_tf32.load(); }
+// ---- CUDA graphs --------------------------------------------------------------------------
+
+struct CudaGraph::Impl {
+  Device device;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  cuda::GraphPool pool;
+
+  ~Impl() {
+    // Errors are ignored: this may run at exit, after the driver has shut down.
+    if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    if (cuda::DeviceState* s = cuda::existing_state(device)) s->allocator.drop_pool(pool);
+  }
+};
+
+CudaGraph CudaGraph::capture(Device device, const std::function<void()>& body) {
+  cuda::DeviceState& s = cuda::state(device);
+  auto impl = std::make_shared<Impl>();
+  impl->device = device;
+  ORDO_CUDA_CHECK(cudaStreamBeginCapture(s.ctx.stream, cudaStreamCaptureModeGlobal));
+  s.allocator.open_pool(&impl->pool);
+  cuda::g_capturing.fetch_add(1);
+  std::string failure;
+  try {
+    body();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  cuda::g_capturing.fetch_sub(1);
+  s.allocator.close_pool();
+  const cudaError_t end = cudaStreamEndCapture(s.ctx.stream, &impl->graph);
+  if (failure.empty() && end != cudaSuccess)
+    failure = detail::cat("cudaStreamEndCapture: ", cudaGetErrorName(end), " (", cudaGetErrorString(end), ")",
+                          cuda::emulator_detail());
+  (void)cudaGetLastError();
+  ORDO_CHECK(failure.empty(), "capturing a CUDA graph on ", device.str(), " failed: ", failure);
+  ORDO_CUDA_CHECK(cudaGraphInstantiate(&impl->exec, impl->graph, 0));
+  return CudaGraph(std::move(impl));
+}
+
+void CudaGraph::replay() const {
+  ORDO_CHECK(impl_ != nullptr, "CudaGraph::replay: no graph was captured");
+  cuda::DeviceContext& ctx = cuda::context(impl_->device);
+  ORDO_CUDA_CHECK(cudaGraphLaunch(impl_->exec, ctx.stream));
+  cuda::counters().graph_launches.fetch_add(1, std::memory_order_relaxed);
+}
 
 namespace detail {
 

@@ -8,6 +8,7 @@
 #include "pe/registry.h"
 #include "tensor/device_runtime.h"
 #include "tests/helpers.h"
+#include "tests/nn/optim_steps.h"
 
 using namespace ordo;
 
@@ -65,38 +66,7 @@ TEST_CASE("clip_by_global_norm_ scales by max / (norm + 1e-6) above the limit on
 
 #ifdef ORDO_HAS_CUDA
 
-namespace {
-
 const Device kGpu = Device::cuda(0);
-
-// The parameters of a tiny model after `steps` AdamW steps with clipping on
-// `device` (read_norm as given), from the same weights and batch.
-std::vector<Tensor> parameters_after_steps(Device device, bool read_norm, int steps) {
-  nn::BertConfig c = ordo::test::tiny_bert_config(50, 16, 2, 2, 32, 16);
-  auto model = pe::build_model(c, device, false, 7);
-  nn::AdamWConfig ac;
-  ac.lr = 1e-2;
-  ac.max_grad_norm = 0.05;  // well below the gradients' norm: clipping acts every step
-  nn::AdamW opt(model->named_parameters(), ac);
-  std::vector<int64_t> ids, labels;
-  for (int64_t i = 0; i < 2 * 9; ++i) {
-    ids.push_back(5 + (i * 7) % 40);
-    labels.push_back(i % 3 == 0 ? ids.back() : -100);
-  }
-  nn::BertInputs in;
-  in.input_ids = Tensor::from_vector(ids, {2, 9}, device);
-  Tensor host_labels = Tensor::from_vector(labels, {2, 9});
-  for (int s = 0; s < steps; ++s) {
-    nn::Context ctx = nn::Context::train(1, s);
-    model->forward(in, host_labels, Tensor(), ctx).loss.backward();
-    opt.step(read_norm);
-  }
-  std::vector<Tensor> out;
-  for (const auto& [name, p] : model->named_parameters()) out.push_back(p->var.value().to(Device::cpu()));
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("cuda: clip_by_global_norm_ equals the CPU's within f32 rounding", "[cuda][optim]") {
   const auto parts = three_parts();
@@ -109,8 +79,8 @@ TEST_CASE("cuda: clip_by_global_norm_ equals the CPU's within f32 rounding", "[c
 }
 
 TEST_CASE("cuda: AdamW with clipping on the device tracks the CPU's read norm", "[cuda][optim]") {
-  std::vector<Tensor> cpu = parameters_after_steps(Device::cpu(), true, 3);
-  std::vector<Tensor> gpu = parameters_after_steps(kGpu, false, 3);
+  std::vector<Tensor> cpu = ordo::test::parameters_after_steps(Device::cpu(), true, 3);
+  std::vector<Tensor> gpu = ordo::test::parameters_after_steps(kGpu, false, 3);
   REQUIRE(cpu.size() == gpu.size());
   // f32 on both sides; the updates are lr = 1e-2 in size, so a lost clip
   // (a factor of ~100 on the step) or a wrong scale shows far above this.

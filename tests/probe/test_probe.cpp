@@ -458,7 +458,8 @@ TEST_CASE("cuda: ordo probe --device cuda gives the CPU's matrices and indicator
   const std::string checkpoint = run + "/checkpoints/step_000000002";
   for (const char* device : {"cpu", "cuda"}) {
     test::CommandResult r = test::run_ordo("probe --checkpoint " + checkpoint + " --out " + dir / device +
-                                           " --words 10 --length 9 --layer all --seed 4 --device " + device);
+                                           " --words 10 --length 9 --layer all --seed 4 --precision fp32 --device " +
+                                           device);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
   }

@@ -410,7 +410,7 @@ void check_product(const Tensor& on_gpu, const Tensor& a, const Tensor& b, bool 
 }  // namespace
 
 TEST_CASE("cuda: matmul for every transpose, odd sizes and batches (FP32)", "[cuda]") {
-  set_allow_tf32(false);
+  MatmulPrecisionScope fp32(MatmulPrecision::fp32);
   struct Size {
     int64_t m, k, n;
   };
@@ -445,13 +445,13 @@ TEST_CASE("cuda: matmul for every transpose, odd sizes and batches (FP32)", "[cu
 }
 
 TEST_CASE("cuda: gemm honours alpha, beta, batch stride 0 and k = 0", "[cuda]") {
-  set_allow_tf32(false);
+  const MatmulPrecision fp32 = MatmulPrecision::fp32;
   const int64_t batch = 3, m = 17, n = 9, k = 40;
   Tensor a = rand_f32({batch, m, k}, 600), b = rand_f32({k, n}, 601), c0 = rand_f32({batch, m, n}, 602);
   const double alpha = 0.75, beta = -1.5;
   Tensor c = gpu(c0).clone();
   Tensor ag = gpu(a), bg = gpu(b);
-  cuda::gemm(c, MatrixBatch{ag, false, k, m * k}, MatrixBatch{bg, false, n, 0}, batch, m, n, k, alpha, beta);
+  cuda::gemm(c, MatrixBatch{ag, false, k, m * k}, MatrixBatch{bg, false, n, 0}, batch, m, n, k, alpha, beta, fp32);
   // exact: alpha A B + beta C0 in f64; bound: the FP32 product bound on
   // alpha |A||B| plus two roundings of |beta C0|.
   Tensor a64 = a.to(DType::f64), b64 = b.to(DType::f64), c64 = c0.to(DType::f64);
@@ -465,22 +465,22 @@ TEST_CASE("cuda: gemm honours alpha, beta, batch stride 0 and k = 0", "[cuda]") 
   // k = 0: C = beta C, exactly (one multiplication).
   Tensor d = gpu(c0).clone();
   Tensor empty_a = Tensor::empty({m, 0}, DType::f32, kGpu), empty_b = Tensor::empty({0, n}, DType::f32, kGpu);
-  cuda::gemm(d, MatrixBatch{empty_a, false, 1, 0}, MatrixBatch{empty_b, false, n, 0}, batch, m, n, 0, 1.0, 2.0);
+  cuda::gemm(d, MatrixBatch{empty_a, false, 1, 0}, MatrixBatch{empty_b, false, n, 0}, batch, m, n, 0, 1.0, 2.0, fp32);
   check_identical(d, affine(c0, 2.0), "k = 0 scales C by beta");
   // beta = 0 ignores NaN in C.
   Tensor nan_c = Tensor::full({1, m, n}, std::nan(""), DType::f32, kGpu);
-  cuda::gemm(nan_c, MatrixBatch{ag, false, k, 0}, MatrixBatch{bg, false, n, 0}, 1, m, n, k, 1.0, 0.0);
+  cuda::gemm(nan_c, MatrixBatch{ag, false, k, 0}, MatrixBatch{bg, false, n, 0}, 1, m, n, k, 1.0, 0.0, fp32);
   check_product(nan_c.squeeze(0), a.select(0, 0), b, false, false, "beta = 0 over a NaN C");
   // A broadcast row (ld 0), which cuBLAS cannot take as it is: A is [m, k]
   // with every row the same stored row.
   Tensor row = rand_f32({k}, 603), out = Tensor::empty({1, m, n}, DType::f32, kGpu);
-  cuda::gemm(out, MatrixBatch{gpu(row), false, 0, 0}, MatrixBatch{bg, false, n, 0}, 1, m, n, k, 1.0, 0.0);
+  cuda::gemm(out, MatrixBatch{gpu(row), false, 0, 0}, MatrixBatch{bg, false, n, 0}, 1, m, n, k, 1.0, 0.0, fp32);
   check_product(out.squeeze(0), row.unsqueeze(0).expand({m, k}), b, false, false, "A a broadcast row (ld 0)");
   // alpha = 0: A and B are not read (their NaNs do not matter), C = beta C.
   Tensor nan_a = Tensor::full({m, k}, std::nan(""), DType::f32, kGpu);
   Tensor nan_b = Tensor::full({k, n}, std::nan(""), DType::f32, kGpu);
   Tensor c1 = rand_f32({1, m, n}, 604), e = gpu(c1);
-  cuda::gemm(e, MatrixBatch{nan_a, false, k, 0}, MatrixBatch{nan_b, false, n, 0}, 1, m, n, k, 0.0, -1.0);
+  cuda::gemm(e, MatrixBatch{nan_a, false, k, 0}, MatrixBatch{nan_b, false, n, 0}, 1, m, n, k, 0.0, -1.0, fp32);
   check_identical(e, affine(c1, -1.0), "alpha = 0 ignores NaN in A and B");
   // matmul with an empty inner axis gives zeros.
   check_identical(matmul(empty_a, empty_b), Tensor::zeros({m, n}), "[m, 0] @ [0, n]");
@@ -494,12 +494,16 @@ TEST_CASE("cuda: TF32 products are within the TF32 bound and actually use TF32",
   // is still twice that bound.
   const int64_t m = 64, k = 256, n = 48;
   Tensor a = rand_f32({m, k}, 700), b = rand_f32({k, n}, 701);
-  set_allow_tf32(false);
-  Tensor fp32 = matmul(gpu(a), gpu(b));
-  set_allow_tf32(true);
-  REQUIRE(allow_tf32());
-  Tensor tf32 = matmul(gpu(a), gpu(b));
-  set_allow_tf32(false);
+  Tensor fp32, tf32;
+  {
+    MatmulPrecisionScope scope(MatmulPrecision::fp32);
+    fp32 = matmul(gpu(a), gpu(b));
+  }
+  {
+    MatmulPrecisionScope scope(MatmulPrecision::tf32);
+    REQUIRE(matmul_precision() == MatmulPrecision::tf32);
+    tf32 = matmul(gpu(a), gpu(b));
+  }
   Tensor exact = matmul(a.to(DType::f64), b.to(DType::f64));
   std::vector<double> tol = magnitudes(a, b, false, false).to_doubles();
   for (double& t : tol) t *= 0x1p-9 + (8 * std::sqrt(double(k)) + 4) * kU;

@@ -28,6 +28,17 @@ TEST_CASE("kernel calls: a matrix product is recorded with its shapes, sizes and
   CHECK(kernel_launches(*gemm) == 1);  // cuBLAS's one launch, on a GPU
 }
 
+TEST_CASE("kernel calls: a Linear's one tall product counts its rows' FLOPs", "[roofline]") {
+  Tensor x = Tensor::ones({4, 6, 7}), w = Tensor::ones({3, 7});
+  KernelCallRecording recording;
+  Tensor y = linear(x, w, Tensor());
+  std::vector<KernelCall> calls = recording.calls();
+  auto gemm = std::find_if(calls.begin(), calls.end(), [](const KernelCall& k) { return std::string(k.kernel) == "gemm"; });
+  REQUIRE(gemm != calls.end());
+  CHECK(gemm->integers == std::vector<int64_t>{1, 24, 3, 7});  // [4, 6] rows as one product
+  CHECK(kernel_flops(*gemm) == 2.0 * 24 * 3 * 7);
+}
+
 TEST_CASE("kernel calls: nothing is recorded without a recording, and one recording at a time", "[roofline]") {
   Tensor a = Tensor::ones({4});
   (void)binary(BinaryOp::add, a, a);  // before any recording
@@ -81,7 +92,7 @@ TEST_CASE("roofline: each call is max(bytes / bandwidth, FLOPs / peak) plus its 
   add.shapes = {{1000}};
   add.bytes = 4e6;
   add.launches = 2;
-  Roofline fp32 = roofline({product, add, add}, m, /*tf32=*/false);
+  Roofline fp32 = roofline({product, add, add}, m);
   REQUIRE(fp32.rows.size() == 2);
   CHECK(fp32.rows[0].kernel == "binary");  // slowest first
   CHECK(fp32.rows[0].calls == 2);
@@ -93,9 +104,27 @@ TEST_CASE("roofline: each call is max(bytes / bandwidth, FLOPs / peak) plus its 
   CHECK(fp32.total.launches == 5);
   CHECK_THAT(fp32.total.seconds, WithinRel(8e-3 + 2e-3 + 5e-6, 1e-12));
   // TF32: the product's FLOPs take 0.5 ms, so its 1 ms of bytes binds.
-  Roofline tf32 = roofline({product}, m, /*tf32=*/true);
+  product.precision = MatmulPrecision::tf32;
+  Roofline tf32 = roofline({product}, m);
   CHECK_THAT(tf32.total.memory_seconds, WithinRel(1e-3, 1e-12));
   CHECK(tf32.total.compute_seconds == 0);
+  // bf16 at 8e9: 0.25 ms of FLOPs; the add stays on the FP32 units.
+  m.bf16_flops = 8e9;
+  product.precision = MatmulPrecision::bf16;
+  CHECK(kernel_peak(product, m) == 8e9);
+  CHECK(kernel_peak(add, m) == 1e9);
+  CHECK(product_flops({product, add}) == 2e6);
+}
+
+TEST_CASE("kernel flops: the multi-tensor AdamW counts every tensor's elements", "[roofline]") {
+  KernelCall sums;  // partials [3], gradients [4, 5] and [7], the chunk table
+  sums.kernel = "chunk_sum_squares";
+  sums.shapes = {{3}, {4, 5}, {7}, {3, 3}};
+  CHECK(kernel_flops(sums) == 2.0 * (20 + 7));
+  KernelCall update;  // params, grads, m, v of [4, 5] and [7], then norm_and_clip and the schedule
+  update.kernel = "adamw_multi";
+  update.shapes = {{4, 5}, {7}, {4, 5}, {7}, {4, 5}, {7}, {4, 5}, {7}, {2}, {3}};
+  CHECK(kernel_flops(update) == 12.0 * (20 + 7));
 }
 
 #ifdef ORDO_HAS_CUDA

@@ -319,11 +319,15 @@ TEST_CASE("cuda: ordo forward --device cuda matches the model run on the CPU, en
     TempDir tmp;
     auto model = write_checkpoint(tmp.path + "/ckpt", decoder);
     write_file_atomic(tmp.path + "/in.json", kBatch);
-    Run r = run_ordo("forward --checkpoint " + tmp.path + "/ckpt --input " + tmp.path + "/in.json --out " +
-                     tmp.path + "/out.safetensors --device cuda");
+    const std::string args = "forward --checkpoint " + tmp.path + "/ckpt --input " + tmp.path + "/in.json --out " +
+                             tmp.path + "/out.safetensors --device cuda --overwrite";
+    Run r = run_ordo(args + " --precision fp32");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("on cuda:0, fp32 products") != std::string::npos);
     check_against_model(*model, load_tensors(tmp.path + "/out.safetensors"), /*nsp=*/!decoder, bound);
+    // Without --precision a GPU's products are bf16 (autocast's default).
+    if (!decoder) CHECK(run_ordo(args).output.find("on cuda:0, bf16 products") != std::string::npos);
   }
 }
 #endif  // ORDO_HAS_CUDA

@@ -138,6 +138,7 @@ TEST_CASE("ordo pretrain checks the whole run before its first write", "[pretrai
       {"--set model.pe=abs_scalar --set model.pe_options.rank=0", "rank"},
       {"--set model.pe=tupe --set train.max_seq_length=64", "max_position_embeddings"},
       {"--set train.device=cuda:7", "not available"},
+      {"--set train.precision=fp16", "train.precision: unknown precision 'fp16' (auto, fp32, tf32 or bf16)"},
       {"--set data.corpus=" + (dir / "no_corpus.txt"), "no_corpus.txt"},
       {"--set data.vocab=" + (dir / "no_mask_vocab.txt"), "[MASK]"},
       {"--set data.vocab=" + five_tokens + " --set model.vocab_size=7", "differs from the vocabulary's"},

@@ -105,14 +105,15 @@ struct StepOutcome {
 
 // Step 1 of a run from seed 5 on `device`: forward in training mode (dropout
 // on), backward, then AdamW. `ablate` is an inference-time ablation applied
-// through the context.
+// through the context; `fused` = false runs the unfused reference ops.
 inline StepOutcome training_step(const nn::BertConfig& c, bool nsp, Device device,
-                                 nn::Ablation ablate = nn::Ablation::none) {
+                                 nn::Ablation ablate = nn::Ablation::none, bool fused = true) {
   auto model = pe::build_model(c, device, nsp, 5);
   nn::AdamW opt(model->named_parameters(), step_optimizer());
   const StepBatch b = to_device(step_batch(c, nsp), device);
   nn::Context ctx = nn::Context::train(9, 1);
   ctx.ablate = ablate;
+  ctx.fused = fused;
   nn::PretrainingOutput out = model->forward(b.inputs, b.labels, b.nsp_labels, ctx);
   out.loss.backward();
   StepOutcome r;

@@ -111,3 +111,15 @@ TEST_CASE("cuda: a logged optimizer step reads its losses and the gradient norm 
   CHECK(quiet.means.empty());
 }
 #endif  // ORDO_HAS_CUDA
+
+TEST_CASE("train.precision: auto is bf16 on a GPU and fp32 on the CPU; the others are themselves", "[train]") {
+  using train::resolve_precision;
+  CHECK(resolve_precision("auto", Device::cpu()) == MatmulPrecision::fp32);
+  CHECK(resolve_precision("auto", Device::cuda(0)) == MatmulPrecision::bf16);
+  for (MatmulPrecision p : {MatmulPrecision::fp32, MatmulPrecision::tf32, MatmulPrecision::bf16})
+    for (Device d : {Device::cpu(), Device::cuda(0)}) CHECK(resolve_precision(precision_name(p), d) == p);
+  CHECK_THROWS_WITH(resolve_precision("half", Device::cpu(), "--precision"),
+                    "--precision: unknown precision 'half' (auto, fp32, tf32 or bf16)");
+  CHECK(train::precision_description(MatmulPrecision::bf16, Device::cpu()) ==
+        "bf16 products (FP32 sums, weights, optimizer state and statistics), emulated on the CPU");
+}

@@ -19,6 +19,7 @@
 
 #include "tensor/device_runtime.h"
 #include "tests/train/device_step.h"
+#include "base/file_io.h"
 #include "train/pretrain.h"
 
 using namespace ordo;
@@ -74,9 +75,12 @@ void require_updates_close(const StepOutcome& cpu, const StepOutcome& gpu, const
   }
 }
 
-void require_steps_agree(const nn::BertConfig& c, bool nsp, nn::Ablation ablate = nn::Ablation::none) {
-  const StepOutcome cpu = training_step(c, nsp, Device::cpu(), ablate);
-  const StepOutcome gpu = training_step(c, nsp, kGpu, ablate);
+// The GPU's step (fused kernels unless `gpu_fused` is false) against the
+// CPU's unfused reference step.
+void require_steps_agree(const nn::BertConfig& c, bool nsp, nn::Ablation ablate = nn::Ablation::none,
+                         bool gpu_fused = true) {
+  const StepOutcome cpu = training_step(c, nsp, Device::cpu(), ablate, /*fused=*/false);
+  const StepOutcome gpu = training_step(c, nsp, kGpu, ablate, gpu_fused);
   REQUIRE(std::isfinite(cpu.loss));
   CHECK(std::fabs(gpu.loss - cpu.loss) <= kLossBound * std::fabs(cpu.loss));
   // Clipping acted, by the same factor (the norm is a sum of squares over
@@ -143,6 +147,11 @@ TEST_CASE("cuda: a steady-state training step of every variant waits for the hos
   }
 }
 
+TEST_CASE("cuda: the GPU's unfused step matches the CPU's too (the reference the fused kernels replace)",
+          "[cuda][step]") {
+  require_steps_agree(step_config("ape_learned"), false, nn::Ablation::none, /*gpu_fused=*/false);
+}
+
 TEST_CASE("cuda: a training step with every option family of the seam matches the CPU's", "[cuda][step]") {
   struct Case {
     std::string pe, options, segment = "input";
@@ -189,9 +198,11 @@ TEST_CASE("cuda: a training step of MLM+NSP and of the causal decoder matches th
 
 namespace {
 
-// The logged losses of a 20-step `ordo pretrain` run of a tiny model on a
-// four-sentence corpus, on `device` (dropout on; the same seed on both).
-std::vector<double> pretrain_losses(const test::TempDir& dir, const std::string& device) {
+// The logged losses of a `steps`-step `ordo pretrain` run of a tiny model on
+// a four-sentence corpus, on `device` with products in `precision` (dropout
+// on; the same seed on both).
+std::vector<double> pretrain_losses(const test::TempDir& dir, const std::string& device,
+                                    const std::string& precision = "fp32", int64_t steps = 20) {
   json::Value c = json::parse(R"({
     "model": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 48,
               "max_position_embeddings": 24},
@@ -202,8 +213,10 @@ std::vector<double> pretrain_losses(const test::TempDir& dir, const std::string&
   })");
   c["data"]["corpus"] = dir / "corpus.txt";
   c["train"]["device"] = device;
+  c["train"]["precision"] = precision;
+  c["train"]["steps"] = steps;
   train::PretrainOptions o;
-  o.out = dir / device;
+  o.out = dir / (device + "_" + precision);
   o.quiet = true;
   std::vector<double> losses;
   train::pretrain(train::parse_run_config(c, {}, "20 steps on " + device), o, [&](const json::Value& line) {
@@ -221,10 +234,14 @@ std::vector<double> pretrain_losses(const test::TempDir& dir, const std::string&
 // step's bound, 2^-12 relative (measured: ~1e-7). The loss falls by more than
 // 1 over the run, so a wrong update, a stale gradient, another batch or
 // another dropout mask would leave the CPU's curve by far more.
-TEST_CASE("cuda: 20 steps of ordo pretrain on cuda track the CPU's losses", "[cuda][step]") {
-  test::TempDir dir("track");
+void write_corpus(const test::TempDir& dir) {
   std::ofstream(dir / "corpus.txt") << "the dog chased the cat .\nthe cat saw a bird near the house .\n"
                                        "a small boy ran to the old man .\nthe old man gave the boy a red ball .\n";
+}
+
+TEST_CASE("cuda: 20 steps of ordo pretrain on cuda track the CPU's losses", "[cuda][step]") {
+  test::TempDir dir("track");
+  write_corpus(dir);
   const std::vector<double> cpu = pretrain_losses(dir, "cpu"), gpu = pretrain_losses(dir, "cuda");
   REQUIRE(cpu.size() == 20);
   REQUIRE(gpu.size() == 20);
@@ -235,4 +252,150 @@ TEST_CASE("cuda: 20 steps of ordo pretrain on cuda track the CPU's losses", "[cu
   CHECK(cpu.back() < cpu.front() - 1);  // the run learns: the bound is small against what it tracks
 }
 
+// bf16 products (train.precision = bf16, the default on a GPU) against FP32
+// over 200 steps of the same run. Step by step the two curves part: every
+// product's operands lose 16 of their 24 bits, AdamW's first updates are
+// near sign(g), and dropout and the small batches make each step's loss a
+// noisy estimate (here its step-to-step scatter is ~0.3 on a loss of ~2.5),
+// so two trajectories that start ~1e-6 apart drift to differences of that
+// noise's order at single steps, as two FP32 runs from different summation
+// orders would given enough steps. What bf16 must not change is the curve
+// the run learns: the bound is the resolution the FP32 curve itself has.
+// Over a window of w steps, the mean of the FP32 losses estimates the curve
+// with a standard error sigma / sqrt(w), sigma the standard deviation of one
+// step's loss about the curve, estimated from the FP32 run's successive
+// differences (von Neumann: var(L_s+1 - L_s) = 2 sigma^2 when the trend
+// moves little within a step). The bf16 run tracks when every window's mean
+// is within 2 standard errors of the FP32 run's: a difference the FP32 curve
+// cannot resolve from its own noise (measured: at most 0.017 against a
+// bound of ~0.15 with w = 20). A bf16 path that learns more slowly, stalls
+// or blows up moves a window by far more. The reference is the CPU's FP32
+// run (the GPU's FP32 run is within 2.4e-6 of it over these 200 steps,
+// measured), which keeps one 200-step run on the emulated GPU, not two.
+TEST_CASE("cuda: 200 steps with bf16 products track the FP32 run's learning curve", "[cuda][bf16]") {
+  test::TempDir dir("bf16");
+  write_corpus(dir);
+  const int64_t steps = 200, window = 20;
+  const std::vector<double> fp32 = pretrain_losses(dir, "cpu", "fp32", steps);
+  const std::vector<double> bf16 = pretrain_losses(dir, "cuda", "bf16", steps);
+  REQUIRE(fp32.size() == static_cast<size_t>(steps));
+  REQUIRE(bf16.size() == static_cast<size_t>(steps));
+  double squares = 0;
+  for (int64_t s = 0; s + 1 < steps; ++s) squares += (fp32[s + 1] - fp32[s]) * (fp32[s + 1] - fp32[s]);
+  const double sigma = std::sqrt(squares / static_cast<double>(steps - 1) / 2);
+  const double bound = 2 * sigma / std::sqrt(static_cast<double>(window));
+  auto window_mean = [&](const std::vector<double>& l, int64_t from) {
+    double sum = 0;
+    for (int64_t s = from; s < from + window; ++s) sum += l[s];
+    return sum / static_cast<double>(window);
+  };
+  for (int64_t from = 0; from < steps; from += window) {
+    const double a = window_mean(fp32, from), b = window_mean(bf16, from);
+    INFO("steps " << from + 1 << "-" << from + window << ": fp32 " << a << ", bf16 " << b << ", bound " << bound);
+    CHECK(std::fabs(b - a) <= bound);
+  }
+  // The run learns far more than the bound: the check is not vacuous.
+  CHECK(window_mean(fp32, steps - window) < window_mean(fp32, 0) - 5 * bound);
+}
+
 #endif  // ORDO_HAS_CUDA
+
+#ifdef ORDO_HAS_CUDA
+namespace {
+
+// metrics.jsonl's step lines of a run.
+std::vector<json::Value> step_lines_of(const std::string& run) {
+  std::vector<json::Value> lines;
+  std::ifstream in(run + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    json::Value v = json::parse(line);
+    if (v.contains("loss")) lines.push_back(v);
+  }
+  return lines;
+}
+
+}  // namespace
+
+// A run whose steps replay one CUDA graph computes what the same run with
+// its launches made one by one computes: the same kernels on the same
+// inputs in the same order, so the same bits (the predicted rows padded to
+// the fixed shape are ignored by the loss and add exact zeros). After the
+// two steps run as they are and the capture, a step is one graph launch.
+TEST_CASE("cuda: a pretraining run replaying one CUDA graph a step equals the run without graphs, bit for bit",
+          "[cuda][step][graphs]") {
+  test::TempDir dir("graphs");
+  write_corpus(dir);
+  const std::string base = "pretrain --config " + (dir / "config.json") + " --quiet --set train.steps=6 ";
+  json::Value c = json::parse(R"({
+    "model": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 48,
+              "max_position_embeddings": 24},
+    "data": {"vocab_size": 120, "vocab_min_frequency": 1, "max_predictions_per_seq": 5, "held_out_fraction": 0},
+    "train": {"batch_size": 4, "max_seq_length": 13, "lr": 5e-3, "warmup_steps": 2, "log_every": 1,
+              "eval_every": 0, "threads": 1, "device": "cuda"}})");
+  c["data"]["corpus"] = dir / "corpus.txt";
+  std::ofstream(dir / "config.json") << json::dump(c);
+  for (const char* pe : {"ape_learned", "rope"}) {  // rope copies its frequencies from the host: refused, run as it is
+    INFO(pe);
+    const std::string with = dir / (std::string("with_") + pe), without = dir / (std::string("without_") + pe);
+    const test::CommandResult graphed = test::run_ordo(base + "--set model.pe=" + pe + " --out " + with);
+    REQUIRE(graphed.exit_code == 0);
+    REQUIRE(test::run_ordo(base + "--set model.pe=" + pe + " --set train.cuda_graphs=false --out " + without)
+                .exit_code == 0);
+    const auto a = step_lines_of(with), b = step_lines_of(without);
+    REQUIRE(a.size() == 6);
+    REQUIRE(b.size() == 6);
+    for (size_t i = 0; i < a.size(); ++i) {
+      CHECK(a[i]["loss"].as_number() == b[i]["loss"].as_number());
+      CHECK(a[i]["grad_norm"].as_number() == b[i]["grad_norm"].as_number());
+    }
+    const std::string ckpt = "/checkpoints/step_000000006/model.safetensors";
+    CHECK(read_file(with + ckpt) == read_file(without + ckpt));
+    const bool refused = graphed.output.find("cuda graphs: off") != std::string::npos;
+    CHECK(refused == (std::string(pe) == "rope"));
+  }
+}
+
+TEST_CASE("cuda: a graphed step is one graph launch: no kernel launch, allocation or host read of its own",
+          "[cuda][step][graphs]") {
+  const nn::BertConfig c = step_config("ape_learned");
+  auto model = pe::build_model(c, kGpu, false, 5);
+  nn::AdamWConfig o = ordo::test::step_optimizer();
+  nn::AdamW opt(model->named_parameters(), o);
+  const ordo::test::StepBatch host = ordo::test::step_batch(c, false);
+  ordo::test::StepBatch device = ordo::test::to_device(host, kGpu);
+  const Shape& shape = host.inputs.positions.shape();
+  device.inputs.facts = nn::input_facts(host.inputs.positions.data<int64_t>(), host.inputs.segment_ids.data<int64_t>(),
+                                        shape[0], shape[1]);
+  const nn::MlmRows rows = nn::mlm_rows(host.labels, kGpu, shape[0] * shape[1]);
+  train::GraphedStep step(opt, kGpu);
+  auto forward = [&](int64_t) {
+    nn::Context ctx = nn::Context::train(9, 0);
+    ctx.next_stream = 0;
+    ctx.stream_base = step.stream_base();
+    nn::PretrainingOutput out = model->forward(device.inputs, rows, Tensor(), ctx);
+    return train::MicroBatch{out.loss, {{"loss", out.loss.value()}}, 26};
+  };
+  auto nothing = [] {};
+  auto report = [](int64_t) { throw Error("non-finite"); };
+  for (int64_t s = 1; s <= 3; ++s) step.run(s, false, nothing, forward, report, "one shape");
+  REQUIRE(step.captures() == 1);
+  synchronize(kGpu);
+  reset_device_counters();
+  const train::StepResult quiet = step.run(4, false, nothing, forward, report, "one shape");
+  const DeviceCounters counted = device_counters();
+  CHECK(counted.graph_launches == 1);
+  CHECK(counted.kernel_launches == 0);
+  CHECK(counted.device_mallocs == 0);
+  CHECK(counted.host_syncs == 0);
+  CHECK(counted.bytes_to_device == 8 + 24);  // the step's dropout base and AdamW's schedule
+  CHECK(std::isnan(quiet.optimizer.grad_norm));
+  reset_device_counters();
+  const train::StepResult logged = step.run(5, true, nothing, forward, report, "one shape");
+  CHECK(device_counters().host_syncs == 1);  // the loss and the norm, in one read
+  CHECK(std::isfinite(logged.means.at(0).second));
+  CHECK(std::isfinite(logged.optimizer.grad_norm));
+  CHECK(step.captures() == 1);
+  step.run(6, false, nothing, forward, report, "another shape");  // new facts: captured again
+  CHECK(step.captures() == 2);
+}
+#endif

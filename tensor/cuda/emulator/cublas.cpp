@@ -7,8 +7,14 @@
 // sizes or a leading dimension below its minimum, NOT_SUPPORTED for types the
 // emulator does not provide), every operand's extent is checked against its
 // allocation before anything is read, and CUBLAS_COMPUTE_32F_FAST_TF32 rounds
-// the inputs to TF32 (10 mantissa bits) as the tensor cores do. The sum over
-// l runs in f32 in increasing l; cuBLAS's own order is not specified.
+// the inputs to TF32 (10 mantissa bits) as the tensor cores do. A and B are
+// CUDA_R_32F, or both CUDA_R_16BF (bfloat16: the upper half of an f32, widened
+// exactly, so each product of two is exact in f32 as on the tensor cores)
+// with CUBLAS_COMPUTE_32F; C is CUDA_R_32F. The sum over l runs in f32 in
+// increasing l; cuBLAS's own order is not specified. On a stream being
+// captured (graphs.cpp) the product is validated now and recorded, as
+// cuBLAS's kernels are.
+#include <cuda_runtime.h>
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -39,12 +45,24 @@ float round_to_tf32(float x) {
   return x;
 }
 
-// One operand: a rows x cols column-major matrix with leading dimension ld, per batch.
+// One operand: a rows x cols column-major matrix with leading dimension ld,
+// per batch, of f32 or bf16 elements.
 struct Matrix {
-  const float* data;
+  const void* data;
   int rows, cols, ld;
   long long stride;
   const char* name;
+  bool bf16 = false;
+
+  size_t element_bytes() const { return bf16 ? 2 : 4; }
+  // Element i (counted from data) as the f32 the product takes.
+  float at(long long i) const {
+    if (!bf16) return static_cast<const float*>(data)[i];
+    const uint32_t wide = static_cast<uint32_t>(static_cast<const uint16_t*>(data)[i]) << 16;
+    float f;
+    std::memcpy(&f, &wide, 4);
+    return f;
+  }
 };
 
 // The bytes from the first to the last element any batch touches.
@@ -52,13 +70,14 @@ size_t extent_bytes(const Matrix& m, int batch) {
   if (m.rows == 0 || m.cols == 0 || batch == 0) return 0;
   const long long last = static_cast<long long>(m.cols - 1) * m.ld + (m.rows - 1) +
                          static_cast<long long>(batch - 1) * std::max(0LL, m.stride);
-  return static_cast<size_t>(last + 1) * sizeof(float);
+  return static_cast<size_t>(last + 1) * m.element_bytes();
 }
 
 void check_extent(const Matrix& m, int batch) {
   const size_t bytes = extent_bytes(m, batch);
   if (bytes == 0) return;
-  const float* first = m.stride < 0 ? m.data + m.stride * (batch - 1) : m.data;
+  const char* first = static_cast<const char*>(m.data) +
+                      (m.stride < 0 ? m.stride * (batch - 1) * static_cast<long long>(m.element_bytes()) : 0);
   if (emu::is_device_range(first, bytes)) return;
   char what[96];
   std::snprintf(what, sizeof what, "cublasGemmStridedBatchedEx (matrix %s)", m.name);
@@ -159,48 +178,64 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
     return CUBLAS_STATUS_INVALID_VALUE;
   if (lda < std::max(1, ta ? k : m) || ldb < std::max(1, tb ? n : k) || ldc < std::max(1, m))
     return CUBLAS_STATUS_INVALID_VALUE;
-  if (Atype != CUDA_R_32F || Btype != CUDA_R_32F || Ctype != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+  // The combinations of cuBLAS's table of cublasGemmEx types the emulator
+  // provides: all f32 (with FP32, pedantic or TF32 compute), or bf16 A and B
+  // with f32 C and FP32 compute.
+  const bool bf16 = Atype == CUDA_R_16BF;
+  if (Atype != Btype || Ctype != CUDA_R_32F || (Atype != CUDA_R_32F && !bf16)) return CUBLAS_STATUS_NOT_SUPPORTED;
   if (computeType != CUBLAS_COMPUTE_32F && computeType != CUBLAS_COMPUTE_32F_PEDANTIC &&
-      computeType != CUBLAS_COMPUTE_32F_FAST_TF32)
+      (bf16 || computeType != CUBLAS_COMPUTE_32F_FAST_TF32))
     return CUBLAS_STATUS_NOT_SUPPORTED;
   if (m == 0 || n == 0 || batchCount == 0) return CUBLAS_STATUS_SUCCESS;
 
-  if (handle->pointer_mode == CUBLAS_POINTER_MODE_DEVICE) {
+  const bool device_scalars = handle->pointer_mode == CUBLAS_POINTER_MODE_DEVICE;
+  if (device_scalars) {
     if (!emu::is_device_range(alpha, sizeof(float))) emu::report_bad_access("cublasGemmStridedBatchedEx (alpha)", alpha, 4);
     if (!emu::is_device_range(beta, sizeof(float))) emu::report_bad_access("cublasGemmStridedBatchedEx (beta)", beta, 4);
   }
-  emu::DeviceSection section("cublasGemmStridedBatchedEx");
-  const float a_scale = read_scalar(alpha), c_scale = read_scalar(beta);
-  const bool reads_ab = k > 0 && a_scale != 0.0f;
-  const Matrix ma{static_cast<const float*>(A), ta ? k : m, ta ? m : k, lda, strideA, "A"};
-  const Matrix mb{static_cast<const float*>(B), tb ? n : k, tb ? k : n, ldb, strideB, "B"};
-  const Matrix mc{static_cast<const float*>(C), m, n, ldc, strideC, "C"};
-  if (reads_ab) {
-    check_extent(ma, batchCount);
-    check_extent(mb, batchCount);
-  }
-  check_extent(mc, batchCount);
-
+  // Host scalars are read now (a captured product keeps their values);
+  // device ones when the product runs.
+  const float host_alpha = device_scalars ? 0.0f : read_scalar(alpha), host_beta = device_scalars ? 0.0f : read_scalar(beta);
   const bool tf32 = computeType == CUBLAS_COMPUTE_32F_FAST_TF32;
-  auto input = [tf32](float v) { return tf32 ? round_to_tf32(v) : v; };
-  for (int p = 0; p < batchCount; ++p) {
-    const float* a = ma.data + p * strideA;
-    const float* b = mb.data + p * strideB;
-    float* c = static_cast<float*>(C) + p * strideC;
-    for (int j = 0; j < n; ++j) {
-      for (int i = 0; i < m; ++i) {
-        float sum = 0.0f;
-        if (reads_ab) {
-          for (int l = 0; l < k; ++l) {
-            const float av = ta ? a[l + static_cast<long long>(i) * lda] : a[i + static_cast<long long>(l) * lda];
-            const float bv = tb ? b[j + static_cast<long long>(l) * ldb] : b[l + static_cast<long long>(j) * ldb];
-            sum += input(av) * input(bv);
+  // Never inlined: a product run now and one replayed from a graph execute
+  // the same machine code (the compiler contracts multiply-adds per copy).
+  auto product = [=]() __attribute__((noinline)) {
+    emu::DeviceSection section("cublasGemmStridedBatchedEx");
+    const float a_scale = device_scalars ? read_scalar(alpha) : host_alpha;
+    const float c_scale = device_scalars ? read_scalar(beta) : host_beta;
+    const bool reads_ab = k > 0 && a_scale != 0.0f;
+    const Matrix ma{A, ta ? k : m, ta ? m : k, lda, strideA, "A", bf16};
+    const Matrix mb{B, tb ? n : k, tb ? k : n, ldb, strideB, "B", bf16};
+    const Matrix mc{C, m, n, ldc, strideC, "C"};
+    if (reads_ab) {
+      check_extent(ma, batchCount);
+      check_extent(mb, batchCount);
+    }
+    check_extent(mc, batchCount);
+    auto input = [tf32](float v) { return tf32 ? round_to_tf32(v) : v; };
+    for (int p = 0; p < batchCount; ++p) {
+      const long long a0 = p * strideA, b0 = p * strideB;
+      float* c = static_cast<float*>(C) + p * strideC;
+      for (int j = 0; j < n; ++j) {
+        for (int i = 0; i < m; ++i) {
+          float sum = 0.0f;
+          if (reads_ab) {
+            for (int l = 0; l < k; ++l) {
+              const float av = ma.at(a0 + (ta ? l + static_cast<long long>(i) * lda : i + static_cast<long long>(l) * lda));
+              const float bv = mb.at(b0 + (tb ? j + static_cast<long long>(l) * ldb : l + static_cast<long long>(j) * ldb));
+              sum += input(av) * input(bv);
+            }
           }
+          float& out = c[i + static_cast<long long>(j) * ldc];
+          out = c_scale == 0.0f ? a_scale * sum : a_scale * sum + c_scale * out;
         }
-        float& out = c[i + static_cast<long long>(j) * ldc];
-        out = c_scale == 0.0f ? a_scale * sum : a_scale * sum + c_scale * out;
       }
     }
+  };
+  if (emu::capturing(handle->stream)) {
+    emu::record(handle->stream, "cublasGemmStridedBatchedEx", product);
+  } else {
+    product();
   }
   return CUBLAS_STATUS_SUCCESS;
 }

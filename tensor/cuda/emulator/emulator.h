@@ -44,6 +44,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -74,20 +76,40 @@ using KernelBody = void (*)(const void* closure);
 int run_kernel(const char* name, Dim grid, Dim block, size_t shared_bytes, KernelBody body,
                const void* closure);
 
+// ---- stream capture (graphs.cpp) -------------------------------------------------
+// While `stream` is being captured into a graph (cudaStreamBeginCapture), the
+// work queued on it is recorded, not run; a graph launch runs it in order.
+
+// True when work queued on `stream` is being recorded now.
+bool capturing(const void* stream);
+// Records work queued on a capturing stream: `run` does it when the graph is launched.
+void record(const void* stream, const char* what, std::function<void()> run);
+// What stream capture forbids (global mode, as ordo captures: from any thread
+// while any stream captures): `call` is refused with
+// cudaErrorStreamCaptureUnsupported, and the capture is invalidated, as the
+// driver does. cudaSuccess when no capture is under way.
+int refuse_during_capture(const char* call);
+
 // kernel(args...) for every thread: the arguments are copied once, and every
-// thread calls the kernel with them (as a GPU passes them by value).
+// thread calls the kernel with them (as a GPU passes them by value). On a
+// capturing stream the copy is kept for the graph's launches.
 template <class Kernel, class... Args>
-void launch(const char* name, Dim grid, Dim block, size_t shared_bytes, Kernel kernel,
+void launch(const char* name, const void* stream, Dim grid, Dim block, size_t shared_bytes, Kernel kernel,
             const Args&... args) {
   struct Closure {
     Kernel kernel;
     std::tuple<Args...> args;
   };
-  const Closure closure{kernel, std::tuple<Args...>(args...)};
   auto body = [](const void* c) {
     const auto& self = *static_cast<const Closure*>(c);
     std::apply(self.kernel, self.args);
   };
+  if (capturing(stream)) {
+    auto kept = std::make_shared<const Closure>(Closure{kernel, std::tuple<Args...>(args...)});
+    record(stream, name, [=] { run_kernel(name, grid, block, shared_bytes, body, kept.get()); });
+    return;
+  }
+  const Closure closure{kernel, std::tuple<Args...>(args...)};
   run_kernel(name, grid, block, shared_bytes, body, &closure);
 }
 

@@ -1,7 +1,8 @@
 // The emulator's CUDA runtime API (the stand-in cuda_runtime.h): one device
-// with an H100's limits, streams that run everything at once in issue order,
-// and copies and sets that check their device side lies inside one
-// allocation before touching it inside a DeviceSection.
+// with an H100's limits, streams that run everything at once in issue order
+// (or record it while captured: graphs.cpp), and copies and sets that check
+// their device side lies inside one allocation before touching it inside a
+// DeviceSection.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -103,7 +104,9 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
 }
 
 // Every kernel and copy has finished when its call returns.
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() {
+  return static_cast<cudaError_t>(emu::refuse_during_capture("cudaDeviceSynchronize"));
+}
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
   if (flags > cudaStreamNonBlocking) return fail(cudaErrorInvalidValue, "cudaStreamCreateWithFlags: flags");
@@ -116,7 +119,9 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  return static_cast<cudaError_t>(emu::refuse_during_capture("cudaStreamSynchronize"));
+}
 
 struct CUevent_st {
   unsigned flags;
@@ -150,6 +155,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 
 cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   *ptr = nullptr;
+  if (const int refused = emu::refuse_during_capture("cudaMalloc")) return static_cast<cudaError_t>(refused);
   if (bytes == 0) return cudaSuccess;
   *ptr = emu::device_allocate(bytes);
   if (*ptr == nullptr)
@@ -158,6 +164,7 @@ cudaError_t cudaMalloc(void** ptr, size_t bytes) {
 }
 
 cudaError_t cudaFree(void* ptr) {
+  if (const int refused = emu::refuse_during_capture("cudaFree")) return static_cast<cudaError_t>(refused);
   if (ptr == nullptr || emu::device_free(ptr)) return cudaSuccess;
   char detail[128];
   std::snprintf(detail, sizeof detail, "cudaFree(%p): not a pointer cudaMalloc returned", ptr);
@@ -170,7 +177,14 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
+  // Host memory here is pageable (the emulator has no pinned allocations):
+  // a copy to or from it cannot be captured.
+  if (kind != cudaMemcpyDeviceToDevice)
+    if (const int refused = emu::refuse_during_capture(kind == cudaMemcpyHostToDevice
+                                                           ? "cudaMemcpyAsync from pageable host memory"
+                                                           : "cudaMemcpyAsync to pageable host memory"))
+      return static_cast<cudaError_t>(refused);
   if (bytes == 0) return cudaSuccess;
   const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
   const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
@@ -184,12 +198,20 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
     const cudaError_t err = check_device_side("cudaMemcpyAsync", "destination", dst, bytes);
     if (err != cudaSuccess) return err;
   }
-  emu::DeviceSection section("cudaMemcpyAsync");
-  std::memmove(dst, src, bytes);
+  auto copy = [dst, src, bytes] {
+    emu::DeviceSection section("cudaMemcpyAsync");
+    std::memmove(dst, src, bytes);
+  };
+  if (emu::capturing(stream)) {
+    emu::record(stream, "cudaMemcpyAsync", copy);
+  } else {
+    copy();
+  }
   return cudaSuccess;
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (const int refused = emu::refuse_during_capture("cudaMemcpy")) return static_cast<cudaError_t>(refused);
   return cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
 }
 
@@ -200,16 +222,26 @@ cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int 
   return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream);
 }
 
-cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t) {
+cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t stream) {
   if (bytes == 0) return cudaSuccess;
   const cudaError_t err = check_device_side("cudaMemsetAsync", "destination", ptr, bytes);
   if (err != cudaSuccess) return err;
-  emu::DeviceSection section("cudaMemsetAsync");
-  std::memset(ptr, value, bytes);
+  auto set = [ptr, value, bytes] {
+    emu::DeviceSection section("cudaMemsetAsync");
+    std::memset(ptr, value, bytes);
+  };
+  if (emu::capturing(stream)) {
+    emu::record(stream, "cudaMemsetAsync", set);
+  } else {
+    set();
+  }
   return cudaSuccess;
 }
 
-cudaError_t cudaMemset(void* ptr, int value, size_t bytes) { return cudaMemsetAsync(ptr, value, bytes, nullptr); }
+cudaError_t cudaMemset(void* ptr, int value, size_t bytes) {
+  if (const int refused = emu::refuse_during_capture("cudaMemset")) return static_cast<cudaError_t>(refused);
+  return cudaMemsetAsync(ptr, value, bytes, nullptr);
+}
 
 cudaError_t cudaGetLastError() { return static_cast<cudaError_t>(emu::take_launch_error()); }
 cudaError_t cudaPeekAtLastError() { return static_cast<cudaError_t>(emu::peek_launch_error()); }
@@ -226,8 +258,11 @@ const char* cudaGetErrorName(cudaError_t error) {
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorIllegalState: return "cudaErrorIllegalState";
     case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
   }
   return "cudaErrorUnknown";
 }
@@ -245,8 +280,11 @@ const char* cudaGetErrorString(cudaError_t error) {
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
     case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
     case cudaErrorLaunchFailure: return "unspecified launch failure";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
   }
   return "unknown error";
 }

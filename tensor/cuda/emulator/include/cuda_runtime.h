@@ -61,8 +61,11 @@ enum cudaError_t {
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
+  cudaErrorIllegalState = 401,
   cudaErrorIllegalAddress = 700,
   cudaErrorLaunchFailure = 719,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
 };
 using cudaError = cudaError_t;
 
@@ -143,6 +146,36 @@ cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int 
                                 cudaStream_t stream = nullptr);
 cudaError_t cudaMemset(void* ptr, int value, size_t bytes);
 cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t stream = nullptr);
+
+// Stream capture and graphs (tensor/cuda/emulator/graphs.cpp): a capturing
+// stream records kernels, cuBLAS products, cub sorts, device copies and
+// sets; what capture forbids (a synchronisation, cudaMalloc or cudaFree, a
+// copy to or from host memory) is refused with
+// cudaErrorStreamCaptureUnsupported and invalidates the capture, whose
+// cudaStreamEndCapture then fails with cudaErrorStreamCaptureInvalidated. A
+// graph launch runs the recorded work in order.
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2,
+};
+struct CUgraph_st;
+using cudaGraph_t = CUgraph_st*;
+struct CUgraphExec_st;
+using cudaGraphExec_t = CUgraphExec_st*;
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags = 0);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 
 cudaError_t cudaGetLastError();
 cudaError_t cudaPeekAtLastError();

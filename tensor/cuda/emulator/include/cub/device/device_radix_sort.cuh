@@ -26,8 +26,19 @@ struct DeviceRadixSort {
                                cudaStream_t stream = nullptr) {
     static_assert(std::is_integral<KeyT>::value && std::is_unsigned<KeyT>::value,
                   "the emulator's radix sort takes unsigned integer keys (all ordo sorts)");
-    (void)stream;  // the emulator runs everything at once, in issue order
-    return static_cast<cudaError_t>(::ordo::cuda::emulator::radix_sort_pairs(
+    // Everything runs at once, in issue order, or (a capturing stream: a
+    // size query is answered now) when the graph is launched.
+    namespace emu = ::ordo::cuda::emulator;
+    if (d_temp_storage != nullptr && emu::capturing(stream)) {
+      const size_t bytes = temp_storage_bytes;
+      emu::record(stream, "cub::DeviceRadixSort::SortPairs", [=] {
+        size_t b = bytes;
+        emu::radix_sort_pairs(d_temp_storage, b, d_keys_in, d_keys_out, sizeof(KeyT), d_values_in, d_values_out,
+                              sizeof(ValueT), static_cast<long long>(num_items), begin_bit, end_bit);
+      });
+      return cudaSuccess;
+    }
+    return static_cast<cudaError_t>(emu::radix_sort_pairs(
         d_temp_storage, temp_storage_bytes, d_keys_in, d_keys_out, sizeof(KeyT), d_values_in, d_values_out,
         sizeof(ValueT), static_cast<long long>(num_items), begin_bit, end_bit));
   }

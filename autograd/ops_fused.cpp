@@ -1,0 +1,54 @@
+// Differentiable fused transformer pieces (tensor/ops.h, ops_fused.cpp),
+// each backward beside its forward, and the product's operand.
+#include "autograd/ops.h"
+
+namespace ordo {
+
+// s = residual + dropout(h + bias), y = LayerNorm(s):
+//   gs = LayerNorm's gx, g_residual = gs, g_h = mask(gs) (the same mask),
+//   g_bias = sum over rows of g_h, g_gamma and g_beta as LayerNorm's.
+// h_is_product: h's gradient only feeds a product's backward, which rounds
+// it to bf16 under bf16 precision: it is written as bf16 then.
+DType gradient_dtype(const Var& x, bool is_product) {
+  return is_product && x.dtype() == DType::f32 && matmul_precision() == MatmulPrecision::bf16 ? DType::bf16
+                                                                                                : x.dtype();
+}
+
+Var residual_layernorm(const Var& h, const Var& bias, const Var& residual, const Var& gamma, const Var& beta,
+                       double eps, double p, const PhiloxStream& stream, bool h_is_product) {
+  ResidualLayerNormResult r = residual_layernorm(h.value(), bias.defined() ? bias.value() : Tensor(), residual.value(),
+                                                 gamma.value(), beta.value(), eps, p, stream);
+  std::vector<Var> inputs{h, residual, gamma, beta};
+  if (bias.defined()) inputs.push_back(bias);
+  const bool with_bias = bias.defined();
+  const DType gh_dtype = gradient_dtype(h, h_is_product);
+  Tensor y = r.y;
+  r.y = Tensor();  // the backward needs s, mean and rstd only
+  return record_op("residual_layernorm", y, inputs,
+                   [r, gv = gamma.value(), with_bias, p, stream, gh_dtype](const Tensor& gy, const std::vector<bool>&) {
+                     ResidualLayerNormGrads g = residual_layernorm_backward(gy, r, gv, with_bias, p, stream, gh_dtype);
+                     std::vector<Tensor> grads{g.gh, g.gresidual, g.ggamma, g.gbeta};
+                     if (with_bias) grads.push_back(g.gbias);
+                     return grads;
+                   });
+}
+
+// y = act(x + bias):  gx = gy * act'(x + bias), g_bias = sum over rows of gx.
+Var bias_activation(const Var& x, const Var& bias, UnaryOp act, bool as_operand, bool x_is_product) {
+  const DType out = gradient_dtype(x, as_operand);  // the same rule for the value a product takes
+  const DType gx_dtype = gradient_dtype(x, x_is_product);
+  Tensor y = bias_activation(x.value(), bias.value(), act, out);
+  return record_op("bias_activation", y, {x, bias},
+                   [xv = x.value(), bv = bias.value(), act, gx_dtype](const Tensor& gy, const std::vector<bool>&) {
+                     BiasActivationGrads g = bias_activation_backward(gy, xv, bv, act, gx_dtype);
+                     return std::vector<Tensor>{g.gx, g.gbias};
+                   });
+}
+
+// The value rounded as products take it; the gradient passes through.
+Var operand(const Var& x) {
+  return record_op("operand", as_operand(x.value()), {x},
+                   [](const Tensor& gy, const std::vector<bool>&) { return std::vector<Tensor>{gy}; });
+}
+
+}  // namespace ordo

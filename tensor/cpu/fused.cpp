@@ -1,0 +1,121 @@
+// CPU fused transformer pieces (tensor/kernels.inc): each is the unfused
+// path's own kernels run in sequence — the same roundings in the same order,
+// so on the CPU the fused and unfused paths agree but for the product's bias
+// (added after the product here, onto it there) — and the CUDA kernels'
+// reference (tensor/cuda/fused.cu).
+#include "tensor/cpu/common.h"
+
+namespace ordo::cpu {
+
+namespace {
+
+// out [n] = the sums over rows of x [rows, n], each column in row order, in f64.
+template <class T>
+void column_sums(T* out, const T* x, int64_t rows, int64_t n) {
+  parallel_for(n, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(rows, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t j = b; j < e; ++j) {
+      double sum = 0;
+      for (int64_t r = 0; r < rows; ++r) sum += x[r * n + j];
+      out[j] = static_cast<T>(sum);
+    }
+  });
+}
+
+// x rounded to bf16 into out (the same element count).
+void round_to_bf16(const Tensor& out, const Tensor& x) {
+  uint16_t* o = static_cast<uint16_t*>(out.raw_data());
+  const float* xs = x.data<float>();
+  parallel_for(x.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) o[i] = f32_to_bf16(xs[i]);
+  });
+}
+
+}  // namespace
+
+void residual_layernorm(const Tensor& y, const Tensor& s, const Tensor& mean, const Tensor& rstd,
+                        const Tensor& h, const Tensor& bias, const Tensor& residual, const Tensor& gamma,
+                        const Tensor& beta, double p, const PhiloxStream& stream, double eps) {
+  const int64_t n = h.size(-1), count = h.numel();
+  dispatch_float(h.dtype(), "residual_layernorm", [&](auto tag) {
+    using T = decltype(tag);
+    T* ss = s.data<T>();
+    const T* hs = h.data<T>();
+    const T* b = bias.defined() ? bias.data<T>() : nullptr;
+    parallel_for(count, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) ss[i] = b ? hs[i] + b[i % n] : hs[i];
+    });
+    if (p > 0) dropout(s, s, p, stream);
+    const T* r = residual.data<T>();
+    parallel_for(count, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) ss[i] = r[i] + ss[i];
+    });
+  });
+  layernorm(y, mean, rstd, s, gamma, beta, eps);
+}
+
+void residual_layernorm_backward(const Tensor& gs, const Tensor& gh, const Tensor& gbias, const Tensor& ggamma,
+                                 const Tensor& gbeta, const Tensor& gy, const Tensor& s, const Tensor& mean,
+                                 const Tensor& rstd, const Tensor& gamma, double p, const PhiloxStream& stream) {
+  layernorm_backward(gs, ggamma, gbeta, gy, s, mean, rstd, gamma);
+  // h's gradient in gs's dtype (rounded into a bf16 gh afterwards).
+  const bool rounded = gh.defined() && gh.dtype() == DType::bf16;
+  Tensor g_h = !gh.defined() || p == 0 ? gs : rounded ? Tensor::empty(gs.shape(), gs.dtype()) : gh;
+  if (p > 0) dropout(g_h, gs, p, stream);
+  if (rounded) round_to_bf16(gh, g_h);
+  if (!gbias.defined()) return;
+  const int64_t n = gs.size(-1);
+  dispatch_float(gs.dtype(), "residual_layernorm_backward", [&](auto tag) {
+    using T = decltype(tag);
+    column_sums(gbias.data<T>(), g_h.data<T>(), n ? g_h.numel() / n : 0, n);
+  });
+}
+
+void bias_activation(const Tensor& y, const Tensor& x, const Tensor& bias, UnaryOp act) {
+  const int64_t n = x.size(-1), count = x.numel();
+  dispatch_float(x.dtype(), "bias_activation", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xs = x.data<T>();
+    const T* b = bias.data<T>();
+    visit_activation(act, [&](auto f) {
+      using F = decltype(f);
+      if (y.dtype() == DType::bf16) {
+        uint16_t* out = static_cast<uint16_t*>(y.raw_data());
+        parallel_for(count, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) out[i] = f32_to_bf16(static_cast<float>(F::f(xs[i] + b[i % n], {})));
+        });
+      } else {
+        T* out = y.data<T>();
+        parallel_for(count, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) out[i] = F::f(xs[i] + b[i % n], {});
+        });
+      }
+    });
+  });
+}
+
+void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tensor& gy, const Tensor& x,
+                              const Tensor& bias, UnaryOp act) {
+  const int64_t n = x.size(-1), count = x.numel();
+  const bool rounded = gx.dtype() == DType::bf16;
+  const Tensor g_x = rounded ? Tensor::empty(x.shape(), x.dtype()) : gx;  // rounded into gx afterwards
+  dispatch_float(x.dtype(), "bias_activation_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xs = x.data<T>();
+    const T* b = bias.data<T>();
+    const T* g = gy.data<T>();
+    T* out = g_x.data<T>();
+    visit_activation(act, [&](auto f) {
+      using F = decltype(f);
+      parallel_for(count, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          const T u = xs[i] + b[i % n];
+          out[i] = g[i] * F::df(u, F::f(u, {}), {});
+        }
+      });
+    });
+    column_sums(gbias.data<T>(), out, n ? count / n : 0, n);
+  });
+  if (rounded) round_to_bf16(gx, g_x);
+}
+
+}  // namespace ordo::cpu

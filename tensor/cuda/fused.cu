@@ -1,0 +1,316 @@
+// CUDA fused transformer pieces (tensor/kernels.inc), forward and backward
+// side by side, with the formulas of the kernels they replace: dropout's
+// Philox mask (base/philox.h), LayerNorm's row statistics in double
+// (layernorm.cu), the activations of tensor/elementwise_math.h.
+//
+//   residual_layernorm           1 launch   (unfused: bias copy, dropout, add, layernorm)
+//   residual_layernorm_backward  3 launches (layernorm_backward's 3, dropout's, the bias's sum)
+//   bias_activation              1 launch   (bias copy, activation)
+//   bias_activation_backward     2 launches (activation's derivative, the bias's sum)
+//
+// Column sums (the bias, gamma and beta gradients) run in two deterministic
+// stages, as layernorm.cu's: fixed chunks of rows give per-chunk partial
+// sums in double, which a second kernel adds in chunk order.
+#include "base/philox.h"
+#include "tensor/cuda/rows.cuh"
+
+namespace ordo::cuda {
+
+namespace {
+
+// ---- column sums over chunks of rows ---------------------------------------------------
+
+constexpr int kColumns = 32;  // columns per block (one warp wide: coalesced rows)
+constexpr int kRowLanes = 8;  // threads per column, each taking every 8th row of the chunk
+
+// The fixed split of `rows` into chunks (at least 64 rows each, about 2048
+// blocks in all): a function of the shape only.
+struct ColumnChunks {
+  int64_t strips, chunks, rows_per_chunk;
+};
+
+ColumnChunks column_chunks(int64_t rows, int64_t n) {
+  ColumnChunks c;
+  c.strips = (n + kColumns - 1) / kColumns;
+  const int64_t wanted = std::max<int64_t>(1, 2048 / c.strips);
+  c.chunks = std::max<int64_t>(1, std::min((rows + 63) / 64, wanted));
+  c.rows_per_chunk = (rows + c.chunks - 1) / c.chunks;
+  return c;
+}
+
+// Block (32, 8) takes tasks (chunk, strip of 32 columns): thread (c, l) calls
+// element(row, column, sums) for rows begin + l, begin + l + 8, ... of its
+// column in order, then the 8 partial sums of each column are added in a
+// fixed tree; partials is [Element::kSums][chunks][n].
+template <class Element>
+__global__ void column_partials_kernel(double* partials, int64_t rows, int64_t n, ColumnChunks cc, Element element) {
+  constexpr int kSums = Element::kSums;
+  __shared__ double tile[kSums][kRowLanes][kColumns];
+  for (int64_t task = blockIdx.x; task < cc.strips * cc.chunks; task += gridDim.x) {
+    const int64_t chunk = task / cc.strips, column = (task % cc.strips) * kColumns + threadIdx.x;
+    const int64_t begin = chunk * cc.rows_per_chunk, end = min(rows, begin + cc.rows_per_chunk);
+    double sums[kSums] = {};
+    if (column < n)
+      for (int64_t row = begin + threadIdx.y; row < end; row += kRowLanes) element(row, column, sums);
+    for (int k = 0; k < kSums; ++k) tile[k][threadIdx.y][threadIdx.x] = sums[k];
+    __syncthreads();
+    for (int stride = kRowLanes / 2; stride > 0; stride /= 2) {
+      if (threadIdx.y < stride)
+        for (int k = 0; k < kSums; ++k) tile[k][threadIdx.y][threadIdx.x] += tile[k][threadIdx.y + stride][threadIdx.x];
+      __syncthreads();
+    }
+    if (threadIdx.y == 0 && column < n)
+      for (int k = 0; k < kSums; ++k) partials[(k * cc.chunks + chunk) * n + column] = tile[k][0][threadIdx.x];
+    __syncthreads();  // the tile is reused by the next task
+  }
+}
+
+// out_k[column] = the chunk sums of column in chunk order (out_k null: skipped).
+struct ColumnOutputs {
+  float* out[3];
+};
+__global__ void column_finish_kernel(ColumnOutputs outs, int sums, const double* partials, int64_t n, int64_t chunks) {
+  for (int64_t column = global_thread_index(); column < n; column += grid_thread_count())
+    for (int k = 0; k < sums; ++k) {
+      if (outs.out[k] == nullptr) continue;
+      double sum = 0.0;
+      for (int64_t chunk = 0; chunk < chunks; ++chunk) sum += partials[(k * chunks + chunk) * n + column];
+      outs.out[k][column] = static_cast<float>(sum);
+    }
+}
+
+template <class Element>
+void column_sums(const Device& device, DeviceContext& ctx, int64_t rows, int64_t n, ColumnOutputs outs,
+                 Element element) {
+  constexpr int kSums = Element::kSums;
+  const ColumnChunks cc = column_chunks(rows, n);
+  Tensor scratch = workspace(device, static_cast<size_t>(kSums * cc.chunks * n) * sizeof(double));
+  double* partials = static_cast<double*>(scratch.raw_data());
+  ORDO_LAUNCH(column_partials_kernel<Element>, grid_for_rows(cc.strips * cc.chunks),
+              dim3(kColumns, kRowLanes), 0, ctx.stream, partials, rows, n, cc, element);
+  ORDO_CUDA_CHECK_LAUNCH();
+  ORDO_LAUNCH(column_finish_kernel, grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream, outs, kSums, partials, n,
+              cc.chunks);
+  ORDO_CUDA_CHECK_LAUNCH();
+}
+
+// ---- dropout's mask ----------------------------------------------------------------------
+
+struct Mask {
+  uint64_t seed, stream_offset, threshold;
+  const int64_t* stream_base;
+  float scale;
+  bool on;
+
+  // v kept and scaled, or 0, for element i (philox::dropout_keep, as dropout_kernel).
+  __device__ __forceinline__ float apply(float v, int64_t i, uint64_t stream) const {
+    if (!on) return v;
+    return philox::dropout_keep(seed, stream, static_cast<uint64_t>(i), threshold) ? v * scale : 0.0f;
+  }
+  __device__ __forceinline__ uint64_t stream() const {
+    return stream_offset + (stream_base ? static_cast<uint64_t>(*stream_base) : 0);
+  }
+};
+
+Mask mask_of(double p, const PhiloxStream& s) {
+  return Mask{s.seed, s.offset, philox::dropout_threshold(p), stream_base(s), static_cast<float>(1.0 / (1.0 - p)),
+              p > 0};
+}
+
+// ---- residual + dropout + LayerNorm ----------------------------------------------------------
+
+// Per row: s = r + mask(h + b) written in one pass that also sums it; the
+// squared deviations (re-reading this thread's own s); y.
+template <bool kWarpPerRow>
+__global__ void residual_layernorm_kernel(float* y, float* s, float* mean, float* rstd, const float* h,
+                                          const float* bias, const float* residual, const float* gamma,
+                                          const float* beta, int64_t rows, int64_t n, double eps, Mask mask) {
+  using Threads = RowThreads<kWarpPerRow>;
+  const uint64_t stream = mask.stream();
+  for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
+    float* sr = s + row * n;
+    double sum = 0.0;
+    for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
+      const float v = bias ? h[row * n + j] + bias[j] : h[row * n + j];
+      sr[j] = residual[row * n + j] + mask.apply(v, row * n + j, stream);
+      sum += sr[j];
+    }
+    layernorm_row<Threads>(y + row * n, mean, rstd, row, sr, gamma, beta, n, eps, sum);
+  }
+}
+
+// Per row: gs = layernorm's gx (its two row means in double), gh = mask(gs)
+// in f32 (gh) or rounded to bf16 (gh16), or neither.
+template <bool kWarpPerRow>
+__global__ void residual_layernorm_backward_kernel(float* gs, float* gh, uint16_t* gh16, const float* gy,
+                                                   const float* s, const float* mean, const float* rstd,
+                                                   const float* gamma, int64_t rows, int64_t n, Mask mask) {
+  using Threads = RowThreads<kWarpPerRow>;
+  const uint64_t stream = mask.stream();
+  for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
+    const float* xr = s + row * n;
+    const float* gr = gy + row * n;
+    const float m = mean[row], r = rstd[row];
+    const LayerNormRowMeans means = layernorm_backward_means<Threads>(xr, gr, m, r, gamma, n);
+    for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
+      const float xhat = (xr[j] - m) * r;
+      const float g = r * (gr[j] * gamma[j] - means.a - xhat * means.c);
+      gs[row * n + j] = g;
+      if (gh) gh[row * n + j] = mask.apply(g, row * n + j, stream);
+      if (gh16) gh16[row * n + j] = bf16_bits(mask.apply(g, row * n + j, stream));
+    }
+  }
+}
+
+// The column sums of the backward: gy * xhat (gamma), gy (beta), and
+// mask(gs) (the bias: h's gradient before any rounding to bf16).
+struct ResidualLayerNormSums {
+  static constexpr int kSums = 3;
+  const float *gy, *s, *mean, *rstd, *gs;
+  int64_t n;
+  Mask mask;
+  __device__ __forceinline__ void operator()(int64_t row, int64_t column, double (&sums)[3]) const {
+    const int64_t i = row * n + column;
+    const float g = gy[i];
+    sums[0] += g * ((s[i] - mean[row]) * rstd[row]);
+    sums[1] += g;
+    sums[2] += mask.apply(gs[i], i, mask.stream());
+  }
+};
+
+// ---- bias + activation -----------------------------------------------------------------------
+
+// The output's element type and the activation, as one template argument
+// (a launch's kernel name is written without commas).
+template <class Activation, class Element>
+struct BiasActivation {
+  using Op = Activation;
+  using Out = Element;
+};
+
+template <class Spec>
+__global__ void bias_activation_kernel(typename Spec::Out* y, const float* x, const float* bias, int64_t count,
+                                       int64_t n) {
+  using Op = typename Spec::Op;
+  for (int64_t i = global_thread_index(); i < count; i += grid_thread_count()) {
+    const float v = Op::f(x[i] + bias[i % n], UnaryParams{});
+    if constexpr (sizeof(typename Spec::Out) == 2) {
+      y[i] = bf16_bits(v);
+    } else {
+      y[i] = v;
+    }
+  }
+}
+
+// gx = gy * act'(x + b) in f32 (gx) or rounded to bf16 (gx16), written
+// while the bias's column sums (of the f32 values) are taken.
+template <class Op>
+struct BiasActivationBackward {
+  static constexpr int kSums = 1;
+  float* gx;
+  uint16_t* gx16;
+  const float *gy, *x, *bias;
+  int64_t n;
+  __device__ __forceinline__ void operator()(int64_t row, int64_t column, double (&sums)[1]) const {
+    const int64_t i = row * n + column;
+    const float u = x[i] + bias[column];
+    const float g = gy[i] * Op::df(u, Op::f(u, UnaryParams{}), UnaryParams{});
+    if (gx16) {
+      gx16[i] = bf16_bits(g);
+    } else {
+      gx[i] = g;
+    }
+    sums[0] += g;
+  }
+};
+
+}  // namespace
+
+void residual_layernorm(const Tensor& y, const Tensor& s, const Tensor& mean, const Tensor& rstd,
+                        const Tensor& h, const Tensor& bias, const Tensor& residual, const Tensor& gamma,
+                        const Tensor& beta, double p, const PhiloxStream& stream, double eps) {
+  require_f32(h.dtype(), "residual_layernorm");
+  const int64_t n = h.size(-1), rows = n ? h.numel() / n : 0;
+  DeviceContext& ctx = context(h);
+  const Mask mask = mask_of(p, stream);
+  const float* b = bias.defined() ? bias.data<float>() : nullptr;
+  launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
+    if (warp_per_row) {
+      ORDO_LAUNCH(residual_layernorm_kernel<true>, grid, threads, 0, ctx.stream, y.data<float>(), s.data<float>(),
+                  mean.data<float>(), rstd.data<float>(), h.data<float>(), b, residual.data<float>(),
+                  gamma.data<float>(), beta.data<float>(), rows, n, eps, mask);
+    } else {
+      ORDO_LAUNCH(residual_layernorm_kernel<false>, grid, threads, 0, ctx.stream, y.data<float>(), s.data<float>(),
+                  mean.data<float>(), rstd.data<float>(), h.data<float>(), b, residual.data<float>(),
+                  gamma.data<float>(), beta.data<float>(), rows, n, eps, mask);
+    }
+  });
+}
+
+void residual_layernorm_backward(const Tensor& gs, const Tensor& gh, const Tensor& gbias, const Tensor& ggamma,
+                                 const Tensor& gbeta, const Tensor& gy, const Tensor& s, const Tensor& mean,
+                                 const Tensor& rstd, const Tensor& gamma, double p, const PhiloxStream& stream) {
+  require_f32(gy.dtype(), "residual_layernorm_backward");
+  const int64_t n = s.size(-1), rows = n ? s.numel() / n : 0;
+  if (n == 0) return;
+  DeviceContext& ctx = context(s);
+  const Mask mask = mask_of(p, stream);
+  const bool bf16 = gh.defined() && gh.dtype() == DType::bf16;
+  float* gh_data = gh.defined() && !bf16 ? gh.data<float>() : nullptr;
+  uint16_t* gh16 = bf16 ? static_cast<uint16_t*>(gh.raw_data()) : nullptr;
+  launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
+    if (warp_per_row) {
+      ORDO_LAUNCH(residual_layernorm_backward_kernel<true>, grid, threads, 0, ctx.stream, gs.data<float>(), gh_data,
+                  gh16, gy.data<float>(), s.data<float>(), mean.data<float>(), rstd.data<float>(),
+                  gamma.data<float>(), rows, n, mask);
+    } else {
+      ORDO_LAUNCH(residual_layernorm_backward_kernel<false>, grid, threads, 0, ctx.stream, gs.data<float>(),
+                  gh_data, gh16, gy.data<float>(), s.data<float>(), mean.data<float>(), rstd.data<float>(),
+                  gamma.data<float>(), rows, n, mask);
+    }
+  });
+  const ResidualLayerNormSums element{gy.data<float>(),   s.data<float>(), mean.data<float>(),
+                                      rstd.data<float>(), gs.data<float>(), n,
+                                      mask};
+  const ColumnOutputs outs{{ggamma.data<float>(), gbeta.data<float>(),
+                            gbias.defined() ? gbias.data<float>() : nullptr}};
+  column_sums(s.device(), ctx, rows, n, outs, element);
+}
+
+void bias_activation(const Tensor& y, const Tensor& x, const Tensor& bias, UnaryOp act) {
+  require_f32(x.dtype(), "bias_activation");
+  const int64_t count = x.numel(), n = x.size(-1);
+  if (count == 0) return;
+  DeviceContext& ctx = context(x);
+  visit_activation(act, [&](auto f) {
+    using Op = decltype(f);
+    if (y.dtype() == DType::bf16) {
+      using Spec = BiasActivation<Op, uint16_t>;
+      ORDO_LAUNCH(bias_activation_kernel<Spec>, grid_for(count, kThreads, ctx), kThreads, 0, ctx.stream,
+                  static_cast<uint16_t*>(y.raw_data()), x.data<float>(), bias.data<float>(), count, n);
+    } else {
+      using Spec = BiasActivation<Op, float>;
+      ORDO_LAUNCH(bias_activation_kernel<Spec>, grid_for(count, kThreads, ctx), kThreads, 0, ctx.stream,
+                  y.data<float>(), x.data<float>(), bias.data<float>(), count, n);
+    }
+  });
+  ORDO_CUDA_CHECK_LAUNCH();
+}
+
+void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tensor& gy, const Tensor& x,
+                              const Tensor& bias, UnaryOp act) {
+  require_f32(x.dtype(), "bias_activation_backward");
+  const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
+  if (rows == 0) return;
+  DeviceContext& ctx = context(x);
+  visit_activation(act, [&](auto f) {
+    using Op = decltype(f);
+    const bool bf16 = gx.dtype() == DType::bf16;
+    const BiasActivationBackward<Op> element{bf16 ? nullptr : gx.data<float>(),
+                                             bf16 ? static_cast<uint16_t*>(gx.raw_data()) : nullptr,
+                                             gy.data<float>(), x.data<float>(), bias.data<float>(), n};
+    column_sums(x.device(), ctx, rows, n, ColumnOutputs{{gbias.data<float>(), nullptr, nullptr}}, element);
+  });
+}
+
+}  // namespace ordo::cuda

@@ -1,0 +1,99 @@
+// Op layer: the fused transformer pieces (tensor/kernels.inc), each the
+// value of a short chain of unfused ops computed in fewer passes.
+#include "tensor/ops.h"
+
+namespace ordo {
+
+namespace {
+
+void check_vector(const Tensor& v, const Tensor& x, const char* op, const char* arg) {
+  check_shape(v, {x.size(-1)}, op, arg);
+  check_same_dtype(x, v, op);
+  check_same_device(x, v, op);
+}
+
+}  // namespace
+
+ResidualLayerNormResult residual_layernorm(const Tensor& h, const Tensor& bias, const Tensor& residual,
+                                           const Tensor& gamma, const Tensor& beta, double eps, double p,
+                                           const PhiloxStream& stream) {
+  const char* op = "residual_layernorm";
+  check_float(h, op, "h");
+  ORDO_CHECK(h.dim() >= 1, op, ": h must have at least one axis");
+  check_shape(residual, h.shape(), op, "residual");
+  check_same_dtype(h, residual, op);
+  check_same_device(h, residual, op);
+  if (bias.defined()) check_vector(bias, h, op, "bias");
+  check_vector(gamma, h, op, "gamma");
+  check_vector(beta, h, op, "beta");
+  ORDO_CHECK(eps > 0, op, ": eps must be positive, got ", eps);
+  ORDO_CHECK(p >= 0 && p < 1, op, ": p must be in [0, 1), got ", p);
+  check_philox_stream(stream, h.device(), op);
+  Shape row_shape(h.shape().begin(), h.shape().end() - 1);
+  ResidualLayerNormResult r{Tensor::empty(h.shape(), h.dtype(), h.device()),
+                            Tensor::empty(h.shape(), h.dtype(), h.device()),
+                            Tensor::empty(row_shape, h.dtype(), h.device()),
+                            Tensor::empty(row_shape, h.dtype(), h.device())};
+  ORDO_BACKEND(h.device(), residual_layernorm)(r.y, r.s, r.mean, r.rstd, h.contiguous(),
+                                               bias.defined() ? bias.contiguous() : Tensor(), residual.contiguous(),
+                                               gamma.contiguous(), beta.contiguous(), p, stream, eps);
+  return r;
+}
+
+// A gradient's dtype: x's, or bf16 for an f32 one that is a product's operand.
+void check_gradient_dtype(DType wanted, const Tensor& x, const char* op) {
+  ORDO_CHECK(wanted == x.dtype() || (wanted == DType::bf16 && x.dtype() == DType::f32), op, ": a ",
+             dtype_name(wanted), " gradient of ", dtype_name(x.dtype()), " values (theirs, or bf16 from f32)");
+}
+
+ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy, const ResidualLayerNormResult& saved,
+                                                   const Tensor& gamma, bool with_bias, double p,
+                                                   const PhiloxStream& stream, DType gh_dtype) {
+  const char* op = "residual_layernorm_backward";
+  const Tensor& s = saved.s;
+  check_shape(gy, s.shape(), op, "gy");
+  check_same_dtype(gy, s, op);
+  check_vector(gamma, s, op, "gamma");
+  check_gradient_dtype(gh_dtype, s, op);
+  const Device device = s.device();
+  ResidualLayerNormGrads g;
+  g.gresidual = Tensor::empty(s.shape(), s.dtype(), device);
+  const bool own_gh = p > 0 || gh_dtype != s.dtype();
+  g.gh = own_gh ? Tensor::empty(s.shape(), gh_dtype, device) : g.gresidual;
+  if (with_bias) g.gbias = Tensor::empty(gamma.shape(), s.dtype(), device);
+  g.ggamma = Tensor::empty(gamma.shape(), s.dtype(), device);
+  g.gbeta = Tensor::empty(gamma.shape(), s.dtype(), device);
+  ORDO_BACKEND(device, residual_layernorm_backward)(g.gresidual, own_gh ? g.gh : Tensor(), g.gbias, g.ggamma, g.gbeta,
+                                                    gy.contiguous(), s, saved.mean, saved.rstd, gamma.contiguous(),
+                                                    p, stream);
+  return g;
+}
+
+Tensor bias_activation(const Tensor& x, const Tensor& bias, UnaryOp act, DType out) {
+  const char* op = "bias_activation";
+  check_float(x, op, "x");
+  ORDO_CHECK(x.dim() >= 1, op, ": x must have at least one axis");
+  check_vector(bias, x, op, "bias");
+  ORDO_CHECK(is_activation(act), op, ": '", unary_name(act), "' is not an activation (gelu, gelu_tanh, relu, tanh)");
+  ORDO_CHECK(out == x.dtype() || (out == DType::bf16 && x.dtype() == DType::f32), op, ": a ", dtype_name(out),
+             " output from ", dtype_name(x.dtype()), " (x's dtype, or bf16 from f32)");
+  Tensor y = Tensor::empty(x.shape(), out, x.device());
+  ORDO_BACKEND(x.device(), bias_activation)(y, x.contiguous(), bias.contiguous(), act);
+  return y;
+}
+
+BiasActivationGrads bias_activation_backward(const Tensor& gy, const Tensor& x, const Tensor& bias, UnaryOp act,
+                                             DType gx_dtype) {
+  const char* op = "bias_activation_backward";
+  check_shape(gy, x.shape(), op, "gy");
+  check_same_dtype(gy, x, op);
+  check_vector(bias, x, op, "bias");
+  check_gradient_dtype(gx_dtype, x, op);
+  BiasActivationGrads g{Tensor::empty(x.shape(), gx_dtype, x.device()),
+                        Tensor::empty(bias.shape(), x.dtype(), x.device())};
+  ORDO_BACKEND(x.device(), bias_activation_backward)(g.gx, g.gbias, gy.contiguous(), x.contiguous(),
+                                                     bias.contiguous(), act);
+  return g;
+}
+
+}  // namespace ordo

@@ -1,0 +1,41 @@
+// A tiny model trained for a few AdamW steps with clipping, from the same
+// weights and batch on any device: what the optimizer tests compare.
+#pragma once
+
+#include <vector>
+
+#include "nn/optim.h"
+#include "pe/registry.h"
+#include "tests/helpers.h"
+
+namespace ordo::test {
+
+// The parameters (on the host) after `steps` steps on `device`; read_norm as
+// AdamW::step takes it; fused = false: AdamW's per-tensor reference path.
+inline std::vector<Tensor> parameters_after_steps(Device device, bool read_norm, int steps, bool fused = true) {
+  nn::BertConfig c = tiny_bert_config(50, 16, 2, 2, 32, 16);
+  auto model = pe::build_model(c, device, false, 7);
+  nn::AdamWConfig ac;
+  ac.lr = 1e-2;
+  ac.max_grad_norm = 0.05;  // well below the gradients' norm: clipping acts every step
+  ac.fused = fused;
+  nn::AdamW opt(model->named_parameters(), ac);
+  std::vector<int64_t> ids, labels;
+  for (int64_t i = 0; i < 2 * 9; ++i) {
+    ids.push_back(5 + (i * 7) % 40);
+    labels.push_back(i % 3 == 0 ? ids.back() : -100);
+  }
+  nn::BertInputs in;
+  in.input_ids = Tensor::from_vector(ids, {2, 9}, device);
+  Tensor host_labels = Tensor::from_vector(labels, {2, 9});
+  for (int s = 0; s < steps; ++s) {
+    nn::Context ctx = nn::Context::train(1, s);
+    model->forward(in, host_labels, Tensor(), ctx).loss.backward();
+    opt.step(read_norm);
+  }
+  std::vector<Tensor> out;
+  for (const auto& [name, p] : model->named_parameters()) out.push_back(p->var.value().to(Device::cpu()));
+  return out;
+}
+
+}  // namespace ordo::test

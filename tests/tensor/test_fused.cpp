@@ -1,0 +1,245 @@
+// The fused transformer pieces (tensor/kernels.inc: residual_layernorm,
+// bias_activation) against the unfused ops they replace, on fresh random
+// inputs: on the CPU the fused path runs the same roundings in the same
+// order, so values agree bit for bit (the column sums of the bias gradient,
+// summed in another order, within their bound); on CUDA (emulated in CI)
+// against the CPU within LayerNorm's and the activations' bounds, with the
+// launches each makes. The f64 gradient checks are autograd/gradcheck_suite.cpp's.
+#include <algorithm>
+#include <cmath>
+
+#include "autograd/ops.h"
+#include "tensor/device_runtime.h"
+#include "tests/helpers.h"
+
+using namespace ordo;
+
+namespace {
+
+constexpr double kU = 0x1p-24;
+
+Tensor rand_f32(const Shape& shape, uint64_t seed, double low = -1, double high = 1) {
+  return test::random_tensor(shape, seed, DType::f32, low, high);
+}
+
+// The column sums' bound: an f32 sum of `rows` terms against any other order, rows u sum |x|.
+void check_column_sums(const Tensor& got, const Tensor& want, const Tensor& terms, const char* what) {
+  INFO(what);
+  const int64_t n = terms.size(-1), rows = terms.numel() / n;
+  const std::vector<double> g = got.to_doubles(), w = want.to_doubles(), t = terms.to_doubles();
+  for (int64_t j = 0; j < n; ++j) {
+    double magnitude = 0;
+    for (int64_t r = 0; r < rows; ++r) magnitude += std::fabs(t[r * n + j]);
+    CHECK(std::fabs(g[j] - w[j]) <= 2 * static_cast<double>(rows) * kU * magnitude);
+  }
+}
+
+struct Branch {
+  Tensor y, gh, gbias, gresidual, ggamma, gbeta;
+};
+
+// LayerNorm(residual + dropout(h + bias)) and its gradients from gy, fused or
+// composed from the unfused ops, on the inputs' device.
+Branch residual_branch(bool fused, const Tensor& h, const Tensor& bias, const Tensor& residual, const Tensor& gamma,
+                       const Tensor& beta, const Tensor& gy, double p, const PhiloxStream& stream) {
+  Var vh(h, true), vr(residual, true), vg(gamma, true), vb(beta, true);
+  Var vbias = bias.defined() ? Var(bias, true) : Var();
+  Var y;
+  if (fused) {
+    y = residual_layernorm(vh, vbias, vr, vg, vb, 1e-5, p, stream);
+  } else {
+    Var sum = vbias.defined() ? add(vh, vbias) : vh;
+    y = layernorm(add(dropout(sum, p, stream), vr), vg, vb, 1e-5);
+  }
+  y.backward(gy);
+  Branch b{y.value(), vh.grad(), vbias.defined() ? vbias.grad() : Tensor(), vr.grad(), vg.grad(), vb.grad()};
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("fused residual + dropout + LayerNorm computes the unfused ops' values and gradients", "[tensor]") {
+  for (const bool with_bias : {true, false})
+    for (const double p : {0.3, 0.0}) {
+      INFO("bias " << with_bias << ", p " << p);
+      const Shape shape{3, 5, 17};
+      Tensor h = rand_f32(shape, 1), r = rand_f32(shape, 2, -2, 2), gy = rand_f32(shape, 3);
+      Tensor bias = with_bias ? rand_f32({17}, 4) : Tensor();
+      Tensor gamma = rand_f32({17}, 5, 0.5, 1.5), beta = rand_f32({17}, 6);
+      const PhiloxStream stream{31, 7, Tensor()};
+      const Branch f = residual_branch(true, h, bias, r, gamma, beta, gy, p, stream);
+      const Branch u = residual_branch(false, h, bias, r, gamma, beta, gy, p, stream);
+      CHECK(test::bit_identical(f.y, u.y));
+      CHECK(test::bit_identical(f.gh, u.gh));
+      CHECK(test::bit_identical(f.gresidual, u.gresidual));
+      CHECK(test::bit_identical(f.ggamma, u.ggamma));
+      CHECK(test::bit_identical(f.gbeta, u.gbeta));
+      if (with_bias) check_column_sums(f.gbias, u.gbias, u.gh, "gbias");
+      if (p > 0) {  // the mask acted: some of h's gradient is exactly 0, where the residual's is not
+        const std::vector<double> gh = f.gh.to_doubles();
+        CHECK(std::count(gh.begin(), gh.end(), 0.0) > 0);
+      }
+    }
+}
+
+TEST_CASE("fused bias + activation computes the unfused ops' values and gradients, bf16 output rounded once",
+          "[tensor]") {
+  for (const UnaryOp act : {UnaryOp::gelu, UnaryOp::gelu_tanh, UnaryOp::relu, UnaryOp::tanh}) {
+    INFO(unary_name(act));
+    Tensor x = rand_f32({4, 3, 33}, 10, -3, 3), b = rand_f32({33}, 11), gy = rand_f32({4, 3, 33}, 12);
+    Var fx(x, true), fb(b, true), ux(x, true), ub(b, true);
+    Var fused = bias_activation(fx, fb, act), unfused = unary(act, add(ux, ub));
+    // The same formulas on the same values; the compiler may contract their
+    // multiply-adds differently in the two loops: a few ulps of values <= 3.
+    test::require_close(fused.value(), unfused.value(), 4 * kU, 4 * kU, "y");
+    fused.backward(gy);
+    unfused.backward(gy);
+    test::require_close(fx.grad(), ux.grad(), 4 * kU, 4 * kU, "gx");
+    check_column_sums(fb.grad(), ub.grad(), ux.grad(), "gbias");
+    // As a bf16 product's operand: the f32 value rounded to nearest even, once.
+    MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+    Var operand = bias_activation(Var(x), Var(b), act, /*as_operand=*/true);
+    REQUIRE(operand.dtype() == DType::bf16);
+    CHECK(test::bit_identical(operand.value(), fused.value().to(DType::bf16)));
+  }
+  CHECK_THROWS_WITH(bias_activation(rand_f32({2, 3}, 1), rand_f32({3}, 2), UnaryOp::exp, DType::f32),
+                    "bias_activation: 'exp' is not an activation (gelu, gelu_tanh, relu, tanh)");
+}
+
+namespace {
+
+// A product's output's gradient written as bf16: the f32 gradient rounded to
+// nearest even once, the bias's column sums those of the unrounded values.
+void check_bf16_gradients(Device device) {
+  INFO(device.str());
+  const Shape shape{4, 9, 24};
+  Tensor h = rand_f32(shape, 30).to(device), r = rand_f32(shape, 31, -2, 2).to(device);
+  Tensor gy = rand_f32(shape, 32).to(device), bias = rand_f32({24}, 33).to(device);
+  Tensor gamma = rand_f32({24}, 34, 0.5, 1.5).to(device), beta = rand_f32({24}, 35).to(device);
+  for (const double p : {0.3, 0.0}) {
+    const PhiloxStream stream{5, 1, Tensor()};
+    const ResidualLayerNormResult saved = residual_layernorm(h, bias, r, gamma, beta, 1e-5, p, stream);
+    const ResidualLayerNormGrads f32 = residual_layernorm_backward(gy, saved, gamma, true, p, stream, DType::f32);
+    const ResidualLayerNormGrads bf16 = residual_layernorm_backward(gy, saved, gamma, true, p, stream, DType::bf16);
+    REQUIRE(bf16.gh.dtype() == DType::bf16);
+    CHECK(test::bit_identical(bf16.gh, f32.gh.to(DType::bf16)));
+    CHECK(test::bit_identical(bf16.gbias, f32.gbias));
+    CHECK(test::bit_identical(bf16.gresidual, f32.gresidual));
+  }
+  Tensor x = rand_f32(shape, 36, -3, 3).to(device);
+  const BiasActivationGrads f32 = bias_activation_backward(gy, x, bias, UnaryOp::gelu, DType::f32);
+  const BiasActivationGrads bf16 = bias_activation_backward(gy, x, bias, UnaryOp::gelu, DType::bf16);
+  CHECK(test::bit_identical(bf16.gx, f32.gx.to(DType::bf16)));
+  CHECK(test::bit_identical(bf16.gbias, f32.gbias));
+}
+
+}  // namespace
+
+TEST_CASE("fused backwards write a product output's gradient as bf16: the f32 one rounded once", "[tensor]") {
+  check_bf16_gradients(Device::cpu());
+}
+
+TEST_CASE("a dropout stream's base on the device moves the mask as its offset would", "[tensor]") {
+  Tensor x = rand_f32({5, 40}, 20);
+  const Tensor base = Tensor::from_vector(std::vector<int64_t>{1000}, {1});
+  CHECK(test::bit_identical(dropout(x, 0.4, PhiloxStream{9, 3, base}), dropout(x, 0.4, 9, 1003)));
+  CHECK_FALSE(test::bit_identical(dropout(x, 0.4, PhiloxStream{9, 3, base}), dropout(x, 0.4, 9, 3)));
+}
+
+#ifdef ORDO_HAS_CUDA
+
+namespace {
+
+const Device kGpu = Device::cuda(0);
+
+// rtol * |want| + atol, per element.
+void check_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what) {
+  INFO(what);
+  const std::vector<double> g = got.to_doubles(), w = want.to_doubles();
+  REQUIRE(g.size() == w.size());
+  int violations = 0;
+  for (size_t i = 0; i < g.size(); ++i)
+    if (!(std::fabs(g[i] - w[i]) <= rtol * std::fabs(w[i]) + atol) && violations++ < 3)
+      UNSCOPED_INFO("[" << i << "] cuda " << g[i] << ", cpu " << w[i]);
+  CHECK(violations == 0);
+}
+
+}  // namespace
+
+// s = r + mask(h + b) is the same few roundings on both devices, but the
+// compiler may fuse the multiply by the dropout scale with the add (one
+// rounding instead of two): s within 2u relative. Then LayerNorm's bounds
+// (tests/tensor/test_cuda.cpp, "layernorm forward and backward"), with s of
+// size <= 4 here: mean and rstd 4u relative, y and the gradients 8u relative
+// and 128u absolute; the column sums (double on both sides, of terms that
+// differ by those bounds) as the gradients.
+TEST_CASE("cuda: fused residual + dropout + LayerNorm matches the CPU, in 1 launch forward and 3 backward",
+          "[cuda]") {
+  const Shape shapes[] = {{3, 17}, {2, 3, 100}, {2, 1025}};  // warp rows, 100 wide, block rows
+  uint64_t seed = 40;
+  for (const Shape& shape : shapes)
+    for (const double p : {0.3, 0.0}) {
+      const int64_t n = shape.back();
+      const std::string what = shape_str(shape) + " p " + std::to_string(p);
+      Tensor h = rand_f32(shape, ++seed), r = rand_f32(shape, ++seed, -2, 2), gy = rand_f32(shape, ++seed);
+      Tensor bias = rand_f32({n}, ++seed), gamma = rand_f32({n}, ++seed, 0.5, 1.5), beta = rand_f32({n}, ++seed);
+      const PhiloxStream stream{77, 12, Tensor()};
+      const Branch cpu = residual_branch(true, h, bias, r, gamma, beta, gy, p, stream);
+      const Tensor base = Tensor::from_vector(std::vector<int64_t>{10}, {1}, kGpu);  // 10 + 2: the same stream
+      synchronize(kGpu);
+      reset_device_counters();
+      ResidualLayerNormResult forward =
+          residual_layernorm(h.to(kGpu), bias.to(kGpu), r.to(kGpu), gamma.to(kGpu), beta.to(kGpu), 1e-5, p,
+                             PhiloxStream{77, 2, base});
+      CHECK(device_counters().kernel_launches == 1);
+      reset_device_counters();
+      ResidualLayerNormGrads g = residual_layernorm_backward(gy.to(kGpu), forward, gamma.to(kGpu), true, p,
+                                                             PhiloxStream{77, 2, base}, DType::f32);
+      CHECK(device_counters().kernel_launches == 3);
+      check_close(forward.y, cpu.y, 8 * kU, 128 * kU, what + " y");
+      check_close(g.gresidual, cpu.gresidual, 8 * kU, 128 * kU, what + " gresidual");
+      check_close(g.gh, cpu.gh, 8 * kU, 128 * kU, what + " gh");
+      const int64_t rows = h.numel() / n;
+      check_close(g.gbias, cpu.gbias, 8 * kU, 128 * kU * static_cast<double>(rows), what + " gbias");
+      check_close(g.ggamma, cpu.ggamma, 8 * kU, 128 * kU * static_cast<double>(rows), what + " ggamma");
+      check_close(g.gbeta, cpu.gbeta, 2 * kU, 1e-9, what + " gbeta");  // sums of gy: the same terms
+      if (p > 0) {  // the same elements dropped on both devices
+        const std::vector<double> a = g.gh.to_doubles(), b = cpu.gh.to_doubles();
+        for (size_t i = 0; i < a.size(); ++i) CHECK((a[i] == 0) == (b[i] == 0));
+      }
+    }
+}
+
+TEST_CASE("cuda: fused backwards write a product output's gradient as bf16: the f32 one rounded once", "[cuda]") {
+  check_bf16_gradients(kGpu);
+}
+
+// The activations on the device use CUDA's erff/tanhf/expf, a few ulps from
+// the host's: y within 8u relative plus 8u of |x + b| (the argument's scale);
+// gx likewise times |gy|; gbias the sum of rows such terms.
+TEST_CASE("cuda: fused bias + activation matches the CPU, in 1 launch forward and 2 backward", "[cuda]") {
+  uint64_t seed = 60;
+  for (const UnaryOp act : {UnaryOp::gelu, UnaryOp::gelu_tanh, UnaryOp::relu, UnaryOp::tanh})
+    for (const Shape& shape : {Shape{3, 17}, Shape{70, 130}}) {
+      const std::string what = std::string(unary_name(act)) + " " + shape_str(shape);
+      const int64_t n = shape.back(), rows = shape_numel(shape) / n;
+      Tensor x = rand_f32(shape, ++seed, -3, 3), b = rand_f32({n}, ++seed), gy = rand_f32(shape, ++seed);
+      const Tensor y_cpu = bias_activation(x, b, act, DType::f32);
+      const BiasActivationGrads g_cpu = bias_activation_backward(gy, x, b, act, DType::f32);
+      synchronize(kGpu);
+      reset_device_counters();
+      const Tensor y = bias_activation(x.to(kGpu), b.to(kGpu), act, DType::f32);
+      CHECK(device_counters().kernel_launches == 1);
+      reset_device_counters();
+      const BiasActivationGrads g = bias_activation_backward(gy.to(kGpu), x.to(kGpu), b.to(kGpu), act, DType::f32);
+      CHECK(device_counters().kernel_launches == 2);
+      check_close(y, y_cpu, 8 * kU, 8 * kU * 4, what + " y");
+      check_close(g.gx, g_cpu.gx, 8 * kU, 8 * kU * 4, what + " gx");
+      check_close(g.gbias, g_cpu.gbias, 8 * kU, 8 * kU * 4 * static_cast<double>(rows), what + " gbias");
+      // The bf16 output is the device's f32 value rounded to nearest even.
+      const Tensor y16 = bias_activation(x.to(kGpu), b.to(kGpu), act, DType::bf16);
+      CHECK(test::bit_identical(y16.to(Device::cpu()), y.to(Device::cpu()).to(DType::bf16)));
+    }
+}
+
+#endif

@@ -1,0 +1,198 @@
+// The products' precisions (MatmulPrecision, tensor/device_runtime.h): bf16
+// rounds each f32 operand to nearest even on 8 significant bits, tf32 to
+// nearest with ties away on 11, and both then multiply exactly and sum in
+// FP32 — checked against bit patterns worked by hand, against a naive loop
+// over operands rounded here, and on CUDA (emulated in CI) against the CPU.
+#include <cmath>
+#include <cstring>
+
+#ifdef ORDO_CUDA_EMULATED
+#include <cublas_v2.h>
+#endif
+
+#include "tensor/device_runtime.h"
+#include "tensor/ops.h"
+#include "tests/helpers.h"
+
+using namespace ordo;
+
+namespace {
+
+float from_bits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+uint32_t to_bits(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return bits;
+}
+
+// f32 bit patterns and the bf16 (upper half of an f32) round-to-nearest-even
+// gives them, worked by hand: the low 16 bits decide, 0x8000 is a tie.
+struct Rounding {
+  uint32_t f32;
+  uint32_t bf16;  // as the f32 it widens to
+  const char* why;
+};
+const Rounding kBf16Cases[] = {
+    {0x3F808000u, 0x3F800000u, "1 + 2^-8: a tie, to the even 1.0"},
+    {0x3F818000u, 0x3F820000u, "1 + 3 2^-8: a tie, to the even 1 + 2^-6"},
+    {0x3F808001u, 0x3F810000u, "just above the tie: up"},
+    {0x3F807FFFu, 0x3F800000u, "just below the tie: down"},
+    {0xBF808000u, 0xBF800000u, "-(1 + 2^-8): a tie, to the even -1.0"},
+    {0x7F7FFFFFu, 0x7F800000u, "the largest f32 rounds past bf16's largest to +inf"},
+    {0x00018000u, 0x00020000u, "a subnormal tie, to even"},
+    {0xFF800000u, 0xFF800000u, "-inf stays -inf"},
+};
+
+// The product x * 1 of each case under `precision`: exactly the rounded x.
+std::vector<float> rounded_by_product(const std::vector<float>& x, Device device, MatmulPrecision precision) {
+  MatmulPrecisionScope scope(precision);
+  const int64_t n = static_cast<int64_t>(x.size());
+  Tensor column = Tensor::from_vector(x, {n, 1}, device);
+  Tensor one = Tensor::from_vector(std::vector<float>{1.0f}, {1, 1}, device);
+  return matmul(column, one).to(Device::cpu()).to_vector<float>();
+}
+
+void check_bf16_rounding(Device device) {
+  std::vector<float> x;
+  for (const Rounding& r : kBf16Cases) x.push_back(from_bits(r.f32));
+  // A signalling NaN whose payload sits in the low half: truncation would
+  // make it an infinity; it must stay a NaN.
+  x.push_back(from_bits(0xFF800001u));
+  const std::vector<float> got = rounded_by_product(x, device, MatmulPrecision::bf16);
+  for (size_t i = 0; i < std::size(kBf16Cases); ++i) {
+    INFO(kBf16Cases[i].why << " on " << device.str());
+    CHECK(to_bits(got[i]) == kBf16Cases[i].bf16);
+  }
+  CHECK(std::isnan(got.back()));
+}
+
+// Each operand rounded as `precision` rounds it, in double.
+double rounded(float v, MatmulPrecision precision) {
+  if (precision == MatmulPrecision::bf16) return bf16_to_f32(f32_to_bf16(v));
+  if (precision == MatmulPrecision::tf32) return round_to_tf32(v);
+  return v;
+}
+
+// a [m, k] @ b [k, n] of rounded operands in double, and the bound of an FP32
+// sum of k exact products: Higham's gamma_k on sum |a||b| (k u).
+void naive_rounded_product(const Tensor& a, const Tensor& b, MatmulPrecision precision, std::vector<double>& exact,
+                           std::vector<double>& bound) {
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  const std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>();
+  exact.assign(static_cast<size_t>(m * n), 0.0);
+  bound.assign(static_cast<size_t>(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t l = 0; l < k; ++l) {
+        const double p = rounded(av[i * k + l], precision) * rounded(bv[l * n + j], precision);
+        exact[i * n + j] += p;
+        bound[i * n + j] += std::fabs(p) * static_cast<double>(k) * 0x1p-24;
+      }
+}
+
+Tensor random_f32(const Shape& shape, uint64_t seed) { return test::random_tensor(shape, seed, DType::f32); }
+
+}  // namespace
+
+TEST_CASE("bf16 products round each operand to nearest even (hand-worked bit patterns)", "[tensor]") {
+  check_bf16_rounding(Device::cpu());
+  // The host conversion the CPU path uses, on its own.
+  for (const Rounding& r : kBf16Cases) CHECK((static_cast<uint32_t>(f32_to_bf16(from_bits(r.f32))) << 16) == r.bf16);
+}
+
+TEST_CASE("tf32 products round each operand to 10 mantissa bits, ties away from zero", "[tensor]") {
+  // 1 + 2^-12 is a quarter of TF32's ulp (2^-10) above 1: down. 1 + 2^-11 is
+  // half an ulp: a tie, away from zero. -(1 + 3 2^-11): a tie, away (down).
+  const std::vector<float> x = {1.0f + 0x1p-12f, 1.0f + 0x1p-11f, -(1.0f + 3 * 0x1p-11f)};
+  CHECK(rounded_by_product(x, Device::cpu(), MatmulPrecision::tf32) ==
+        std::vector<float>{1.0f, 1.0f + 0x1p-10f, -(1.0f + 0x1p-9f)});
+  CHECK(rounded_by_product(x, Device::cpu(), MatmulPrecision::fp32) == x);
+}
+
+TEST_CASE("CPU bf16 and tf32 products are the FP32 sums of the rounded operands' exact products", "[tensor]") {
+  const Tensor a = random_f32({7, 129}, 11), b = random_f32({129, 5}, 12);
+  for (MatmulPrecision p : {MatmulPrecision::bf16, MatmulPrecision::tf32}) {
+    INFO(precision_name(p));
+    std::vector<double> exact, bound;
+    naive_rounded_product(a, b, p, exact, bound);
+    MatmulPrecisionScope scope(p);
+    // Through a transposed view too (the rounding covers any layout).
+    for (bool through_view : {false, true}) {
+      const Tensor got = through_view ? matmul(a, b.transpose(0, 1).contiguous(), false, true) : matmul(a, b);
+      const std::vector<double> g = got.to_doubles();
+      for (size_t i = 0; i < g.size(); ++i) CHECK(std::fabs(g[i] - exact[i]) <= bound[i]);
+    }
+    // Rounding shows: the FP32 product of the unrounded operands differs.
+    MatmulPrecisionScope fp32(MatmulPrecision::fp32);
+    CHECK_FALSE(test::bit_identical(matmul(a, b), [&] {
+      MatmulPrecisionScope again(p);
+      return matmul(a, b);
+    }()));
+  }
+  // f64 products ignore the precision: the same f64 product as under fp32.
+  const Tensor a64 = a.to(DType::f64), b64 = b.to(DType::f64);
+  const Tensor f64_product = matmul(a64, b64);
+  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  CHECK(test::bit_identical(matmul(a64, b64), f64_product));
+  // as_operand rounds once, for an operand used by several products.
+  CHECK(as_operand(a).dtype() == DType::bf16);
+  CHECK(test::bit_identical(matmul(as_operand(a), b), matmul(a, b)));
+}
+
+#ifdef ORDO_HAS_CUDA
+
+TEST_CASE("cuda: bf16 products round each operand to nearest even (hand-worked bit patterns)", "[cuda]") {
+  check_bf16_rounding(Device::cuda(0));
+}
+
+// Both devices sum the same exact products of the same rounded operands in
+// FP32, in different orders: each within k u sum |a16 b16| of the exact sum.
+TEST_CASE("cuda: bf16 and tf32 products match the CPU's rounded-operand products", "[cuda]") {
+  const Tensor a = random_f32({2, 9, 70}, 21), b = random_f32({70, 13}, 22);
+  for (MatmulPrecision p : {MatmulPrecision::bf16, MatmulPrecision::tf32}) {
+    INFO(precision_name(p));
+    MatmulPrecisionScope scope(p);
+    const Tensor gpu = matmul(a.to(Device::cuda(0)), b.to(Device::cuda(0))).to(Device::cpu());
+    for (int64_t batch = 0; batch < 2; ++batch) {
+      std::vector<double> exact, bound;
+      naive_rounded_product(a.select(0, batch).contiguous(), b, p, exact, bound);
+      const std::vector<double> g = gpu.select(0, batch).contiguous().to_doubles();
+      for (size_t i = 0; i < g.size(); ++i) CHECK(std::fabs(g[i] - exact[i]) <= bound[i]);
+    }
+  }
+}
+
+#endif
+
+#ifdef ORDO_CUDA_EMULATED
+
+// The cuBLAS stand-in's bf16 operands: CUDA_R_16BF A and B with f32 C and
+// CUBLAS_COMPUTE_32F, each element widened exactly (the upper half of an
+// f32), the products exact in f32; the combinations cuBLAS does not offer refused.
+TEST_CASE("emulator: cuBLAS's bf16 A and B are widened exactly, other type mixes refused", "[emulator]") {
+  const Device gpu = Device::cuda(0);
+  // A = [1 + 2^-7, -3], B = [3, 0.5] (column-major 1x2 and 2x1): 3 + 3 2^-7 - 1.5, exactly.
+  Tensor a = Tensor::from_vector(std::vector<float>{1.0f + 0x1p-7f, -3.0f}, {2}, gpu).to(DType::bf16);
+  Tensor b = Tensor::from_vector(std::vector<float>{3.0f, 0.5f}, {2}, gpu).to(DType::bf16);
+  Tensor c = Tensor::zeros({1}, DType::f32, gpu);
+  cublasHandle_t handle;
+  REQUIRE(cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS);
+  const float one = 1.0f, zero = 0.0f;
+  auto gemm = [&](cudaDataType at, cudaDataType bt, cudaDataType ct, cublasComputeType_t compute) {
+    return cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 2, &one, a.raw_data(), at, 1, 0,
+                                      b.raw_data(), bt, 2, 0, &zero, c.raw_data(), ct, 1, 0, 1, compute,
+                                      CUBLAS_GEMM_DEFAULT);
+  };
+  REQUIRE(gemm(CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F) == CUBLAS_STATUS_SUCCESS);
+  CHECK(c.item() == 3.0 + 3 * 0x1p-7 - 1.5);
+  CHECK(gemm(CUDA_R_16BF, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F) == CUBLAS_STATUS_NOT_SUPPORTED);
+  CHECK(gemm(CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16F, CUBLAS_COMPUTE_32F) == CUBLAS_STATUS_NOT_SUPPORTED);
+  CHECK(gemm(CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32) == CUBLAS_STATUS_NOT_SUPPORTED);
+  cublasDestroy(handle);
+}
+
+#endif
