@@ -386,30 +386,33 @@ void similarity_of_relative(RunState& c, Output& out) {
 }
 
 // Huang et al. 2020, Fig. 4: the per-offset parameters themselves, offsets
-// -50..50 at most (the figure's range), as a map of offset by dimension, or
-// as a curve where the variant keeps one scalar per offset (methods 1-2's w_r).
+// -50..50 (the figure's range) within the trained ones, as a map of offset by
+// dimension, or as a curve where the variant keeps one scalar per offset
+// (methods 1-2's w_r). Beyond a clip k, offset r uses row c(r) = +-k, as the
+// attention does, so every run shows the same range.
 void offset_parameters(RunState& c, Output& out) {
   const std::string title = kOffsetParametersTitle;
   RelativeVectors r = relative_vectors(*c.model, c.trained);
   if (r.vectors.empty()) return out.skip(title, "variant " + c.variant + " has no per-offset parameters");
-  const int64_t k = std::min<int64_t>(50, -r.first), width = r.vectors.cols;
+  const int64_t k = std::min<int64_t>(50, c.trained - 1), reach = -r.first, width = r.vectors.cols;
   Matrix v(2 * k + 1, width);
   std::vector<std::vector<double>> rows;
   std::vector<double> offsets, scalars;
   for (int64_t o = -k; o <= k; ++o) {
-    std::vector<double> row = {static_cast<double>(o)};
+    const int64_t row = std::clamp(o, -reach, reach) - r.first;
+    std::vector<double> line = {static_cast<double>(o)};
     for (int64_t m = 0; m < width; ++m) {
-      v(o + k, m) = r.vectors(o - r.first, m);
-      row.push_back(v(o + k, m));
+      v(o + k, m) = r.vectors(row, m);
+      line.push_back(v(o + k, m));
     }
-    rows.push_back(row);
+    rows.push_back(line);
     offsets.push_back(static_cast<double>(o));
     scalars.push_back(v(o + k, 0));
   }
   std::vector<std::string> header = {"offset"};
   for (int64_t m = 0; m < width; ++m) header.push_back("d" + std::to_string(m));
   out.file("offset_parameters.csv", table_csv(header, rows));
-  const std::string heading = c.variant + ": " + r.source + " (" + c.label + ")";
+  const std::string heading = c.variant + ", layer 1, first head (" + c.label + ")";
   if (width == 1) {
     plot::ChartStyle s = chart(heading, "offset r = j - i", "w_r", {"w_r"});
     out.png("offset_parameters.png", plot::line_chart({{"w_r", offsets, scalars, plot::series_color(0), true}}, s));
@@ -424,6 +427,9 @@ void offset_parameters(RunState& c, Output& out) {
   }
   out.analysis(title, "offset_parameters.png", "csv", "offset_parameters.csv",
                "The parameters of " + r.source + " for offsets -" + std::to_string(k) + ".." + std::to_string(k) +
+                   (reach < k ? " (beyond the clip " + std::to_string(reach) + " each offset uses the row of +-" +
+                                    std::to_string(reach) + ", as the attention does)"
+                              : std::string()) +
                    (width == 1 ? std::string(": one scalar per offset, a gate on q_i . k_j")
                                : ", one row per offset, one column per dimension") +
                    " (Huang et al. 2020, Fig. 4: method 4, layer 1, head 1, offsets -50..50; large values at offset 0 "
@@ -501,8 +507,8 @@ void attention_on_text(RunState& c, Output& out, const HeldOut* held, const std:
                       plot::line_chart({{"mean", xs, ys, plot::series_color(0), true}}, s)},
                      3, c.variant + ": layer-1 attention on held-out text, mean over heads (" + c.label + ")"));
   out.analysis(title, "attention_text_layer1.png", "json", "attention_text_layer1.json",
-               "Layer-1 attention averaged over the " + std::to_string(H) + " heads on held-out " + std::string(causal ? "text" : "[CLS] text [SEP]") +
-                   " windows of length " + std::to_string(L) + " (unmasked): the first window and the mean of " +
+               "Layer-1 attention averaged over the " + std::to_string(H) + " heads on held-out " +
+                   std::string(causal ? "text" : "[CLS] text [SEP]") + " windows of length " + std::to_string(L) + " (unmasked): the first window and the mean of " +
                    std::to_string(c.options.eval_sequences) + ", first " + std::to_string(shown) +
                    " tokens (Huang et al. 2020, Fig. 5: method 4 attends to its neighbours and hardly to itself). "
                    "Mean attention on the token itself " + fmt("%.3f", at(0)) + ", on the previous " +
