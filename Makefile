@@ -15,6 +15,9 @@
 #                 analysed, fine-tuned on the synthetic stand-ins of GLUE and SQuAD (3 seeds) and
 #                 reported beside the paper in runs/wang2021/report (resumable, shardable:
 #                 WANG2021_FLAGS="--shard 1/2"; --quick for a smoke test of minutes)
+#   make huang2020 / chen2021 / wang_chen2020
+#                 the other papers' tables the same way, into runs/<paper>/report (configs/papers/<paper>/README.md
+#                 says which table is reproduced and how; PAPER_FLAGS=--quick for a smoke test)
 #   make bench    build and print the benchmark tables
 #   make deps     install the Debian packages the build and tests use, where missing
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
@@ -124,6 +127,16 @@ TABLE2_DIR ?= runs/table2
 TABLE2_FLAGS ?=
 table2: deps build
 	$(BUILD)/ordo experiment configs/papers/wang2021 --out $(TABLE2_DIR) --stages pretrain,probe,report $(TABLE2_FLAGS)
+
+# Huang et al. 2020, Chen et al. 2021 and Wang & Chen 2020 the same way, one
+# target each: configs/papers/<paper> into runs/<paper> (its README lists every
+# table and figure: reproduced, with a stand-in, or not here and why).
+# PAPER_FLAGS adds flags (--quick for a smoke test, --shard I/N, --data TASK=DIR).
+OTHER_PAPERS := huang2020 chen2021 wang_chen2020
+PAPER_FLAGS ?=
+.PHONY: $(OTHER_PAPERS)
+$(OTHER_PAPERS): deps build
+	$(BUILD)/ordo experiment configs/papers/$@ --out runs/$@ $(PAPER_FLAGS)
 
 # The CUDA sources run on the CPU with CUDA's execution model
 # (tensor/cuda/emulator/): each schedule orders the threads and blocks

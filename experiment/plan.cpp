@@ -33,6 +33,10 @@ std::string FinetuneTask::source() const {
   return "no data (give --data " + name + "=DIR)";
 }
 
+bool FinetuneTask::for_run(const std::string& config) const {
+  return runs.empty() || std::find(runs.begin(), runs.end(), config) != runs.end();
+}
+
 bool Plan::has_stage(const std::string& stage) const {
   return std::find(stages.begin(), stages.end(), stage) != stages.end();
 }
@@ -98,6 +102,11 @@ json::Value Plan::to_json() const {
       json::Value entry = settings("finetune:" + t.name, 0);
       entry["name"] = t.name;
       entry["source"] = t.source();
+      if (!t.runs.empty()) {
+        json::Value runs = json::Value::array();
+        for (const std::string& r : t.runs) runs.push_back(r);
+        entry["runs"] = runs;
+      }
       tasks_json.push_back(entry);
     }
     j["finetune"] = tasks_json;
@@ -105,6 +114,7 @@ json::Value Plan::to_json() const {
   json::Value report = json::Value::object();
   report["baseline"] = baseline;
   report["alpha"] = alpha;
+  if (wang_chen) report["wang_chen"] = true;
   json::Value tables = json::Value::array();
   for (const std::string& t : paper_tables) tables.push_back(t);
   report["paper_tables"] = tables;
@@ -189,7 +199,11 @@ void read_finetune(const json::Value* spec, const PlanRequest& request, const st
     task.task = t.string("task", "");
     task.stand_in = t.string("stand_in", "");
     task.set = strings(t, "set", at);
+    task.runs = strings(t, "runs", at);
     t.finish();
+    for (const std::string& run : task.runs)
+      ORDO_CHECK(std::find(plan.names.begin(), plan.names.end(), run) != plan.names.end(), at, ": runs names '", run,
+                 "', which is no run config of ", folder);
     ORDO_CHECK(!task.name.empty() && seen.insert(task.name).second, at, ": 'name' ",
                task.name.empty() ? "is missing" : "'" + task.name + "' is used twice");
     const auto& known = train::finetune_task_names();
@@ -221,6 +235,7 @@ void read_finetune(const json::Value* spec, const PlanRequest& request, const st
 void check_finetune_fits(const Plan& plan) {
   for (size_t i = 0; i < plan.names.size(); ++i)
     for (const FinetuneTask& t : plan.finetune) {
+      if (!t.for_run(plan.names[i])) continue;
       const train::FinetuneConfig c = train::parse_finetune_config(t.config, {}, "finetune " + t.name);
       const nn::BertConfig& m = plan.configs[i].model;
       ORDO_CHECK(c.max_seq_length <= m.max_position_embeddings || m.pe.find("ape_learned") == std::string::npos,
@@ -307,6 +322,7 @@ Plan make_plan(const PlanRequest& request) {
     FieldReader r(report_spec ? *report_spec : empty, where + ": report");
     plan.baseline = r.string("baseline", "");
     plan.alpha = r.number("alpha", plan.alpha, 1e-9, 0.5);
+    plan.wang_chen = r.boolean("wang_chen", false);
     r.finish();
   }
   ORDO_CHECK(plan.baseline.empty() ||

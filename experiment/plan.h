@@ -16,8 +16,9 @@
 //    "tasks": {"seed": 1, "dev_fraction": 0.1, "test_fraction": 0.1},
 //    "finetune": {"config": "../../finetune/tiny.json", "set": ["train.seeds=3"],
 //                 "tasks": [{"name": "rte", "task": "rte", "stand_in": "roles",
-//                            "set": ["train.select_epoch=last"]}, ...]},
-//    "report": {"baseline": "02_ape_learned", "alpha": 0.05},
+//                            "set": ["train.select_epoch=last"],
+//                            "runs": ["method4"]}, ...]},   (optional: those runs only)
+//    "report": {"baseline": "02_ape_learned", "alpha": 0.05, "wang_chen": false},
 //    "quick": {"set": [...], "probe": {...}, "finetune_set": [...]}}
 // A fine-tuning task is a column of the paper's tables: its data is the folder
 // given on the command line (--data NAME=DIR: real GLUE or SQuAD), else the
@@ -54,10 +55,12 @@ struct FinetuneTask {
   std::string stand_in;  // the run's synthetic task folder used without --data ("roles"), or ""
   std::string data;      // the folder given with --data NAME=DIR, or ""
   std::vector<std::string> set;  // this task's overrides of the fine-tuning config
+  std::vector<std::string> runs; // the run configs it is for ("runs": [...]); empty: every run
   json::Value config;            // the fine-tuning config resolved for this task (overrides applied)
   // Where its data comes from, as the report says: "stand-in: roles (RTE layout)" or "given: DIR".
   std::string source() const;
   bool runnable() const { return !data.empty() || !stand_in.empty(); }
+  bool for_run(const std::string& config) const;
 };
 
 // ordo analyze's settings for every run.
@@ -78,6 +81,8 @@ struct Plan {
   std::vector<FinetuneTask> finetune;
   std::string baseline;                         // the config the significance marks compare with ("" none)
   double alpha = 0.05;                          // their two-sided level
+  bool wang_chen = false;                       // report.wang_chen: Wang & Chen 2020's tables across the runs
+                                                // (experiment/wang_chen_report.h)
   bool quick = false;
   std::vector<std::string> paper_tables;        // the folder's paper_*.tsv, by name
 

@@ -14,6 +14,7 @@
 #include "experiment/paper_table.h"
 #include "experiment/results.h"
 #include "experiment/tables.h"
+#include "experiment/wang_chen_report.h"
 #include "probe/analyze_run.h"
 #include "report/report.h"
 #include "synth/synth.h"
@@ -30,8 +31,8 @@ namespace {
 
 std::string run_dir(const Plan& plan, size_t i) { return plan.out + "/runs/" + plan.names[i]; }
 
-// A run's units of work, in order: the per-run stages, fine-tuning one unit per task.
-std::vector<std::string> units(const Plan& plan) {
+// Run i's units of work, in order: the per-run stages, fine-tuning one unit per task it has.
+std::vector<std::string> units(const Plan& plan, size_t i) {
   std::vector<std::string> out;
   for (const std::string& stage : plan.stages) {
     if (stage == "report") continue;
@@ -40,7 +41,7 @@ std::vector<std::string> units(const Plan& plan) {
       continue;
     }
     for (const FinetuneTask& t : plan.finetune)
-      if (t.runnable()) out.push_back("finetune:" + t.name);
+      if (t.runnable() && t.for_run(plan.names[i])) out.push_back("finetune:" + t.name);
   }
   return out;
 }
@@ -114,7 +115,7 @@ void check_records(const Plan& plan, const std::vector<size_t>& selected, const 
   for (size_t i : selected) {
     const std::string dir = run_dir(plan, i);
     const json::Value stages = read_stages(dir);
-    for (const std::string& unit : units(plan)) {
+    for (const std::string& unit : units(plan, i)) {
       const json::Value* rec = stages.find(unit);
       json::Value stored;
       std::string what;
@@ -139,7 +140,7 @@ void check_records(const Plan& plan, const std::vector<size_t>& selected, const 
 // --redo: the units it names forgotten, their outputs removed, so that they run from their start.
 void forget_redone(const Plan& plan, size_t i, const std::string& redo) {
   const std::string dir = run_dir(plan, i);
-  for (const std::string& unit : units(plan)) {
+  for (const std::string& unit : units(plan, i)) {
     if (!redone(redo, unit) || !directory_exists(dir)) continue;
     fs::remove_all(output_of(dir, unit));
     if (unit == "pretrain") return;  // the whole run, its record with it
@@ -231,7 +232,7 @@ void list_runs(const Plan& plan) {
     const std::string dir = run_dir(plan, i);
     const json::Value stages = read_stages(dir);
     std::string line;
-    for (const std::string& unit : units(plan)) {
+    for (const std::string& unit : units(plan, i)) {
       const bool done = finished(stages, unit, plan, i);
       line += " | " + unit + (done ? " done " + seconds_text(stages[unit]["seconds"].as_number()) : " -");
     }
@@ -244,7 +245,7 @@ void list_runs(const Plan& plan) {
 
 bool complete(const Plan& plan, size_t i) {
   const json::Value stages = read_stages(run_dir(plan, i));
-  for (const std::string& unit : units(plan))
+  for (const std::string& unit : units(plan, i))
     if (!finished(stages, unit, plan, i)) return false;
   return true;
 }
@@ -253,7 +254,14 @@ void write_experiment_report(const Plan& plan, const std::string& out) {
   const std::vector<RunResults> runs = gather_results(plan);
   std::vector<PaperTable> tables;
   for (const std::string& path : plan.paper_tables) tables.push_back(read_paper_table(path));
-  const ComparisonFiles comparisons = render_comparisons(plan, runs, tables);
+  ComparisonFiles comparisons = render_comparisons(plan, runs, tables);
+  if (plan.wang_chen) {
+    const WangChenFiles across = wang_chen_across_runs(plan, runs);
+    comparisons.html += across.html;
+    comparisons.files.insert(comparisons.files.end(), across.files.begin(), across.files.end());
+    for (report::OutputFile& f : comparisons.files)
+      if (f.name == "paper.md") f.bytes += across.markdown;
+  }
   std::vector<report::RunRecord> records;
   for (const RunResults& r : runs)
     if (r.probed) records.push_back(r.record);
@@ -292,7 +300,6 @@ ExperimentSummary run_experiment(const RunnerOptions& o) {
   write_file_atomic(plan_path, json::dump(plan.to_json(), 2) + "\n");
 
   ExperimentSummary summary;
-  const std::vector<std::string> work = units(plan);
   for (size_t k = 0; k < selected.size() && !o.report_only; ++k) {
     const size_t i = selected[k];
     const std::string dir = run_dir(plan, i), tag = "[" + std::to_string(i + 1) + "/" +
@@ -309,7 +316,7 @@ ExperimentSummary run_experiment(const RunnerOptions& o) {
                    lock->stale_owner().c_str());
     if (!o.redo.empty()) forget_redone(plan, i, o.redo);
     bool worked = false;
-    for (const std::string& unit : work) {
+    for (const std::string& unit : units(plan, i)) {
       if (finished(read_stages(dir), unit, plan, i)) continue;
       std::fprintf(stderr, "ordo experiment: %s: %s\n", tag.c_str(), unit.c_str());
       double seconds = 0;

@@ -31,6 +31,10 @@ Var HuangScalar::contextual_scores(const nn::AttentionState& s, const Var& q, co
   return mul(matmul(q, k, false, true), gates(s.layer, *s.positions, s.ctx));  // (q_i . k_j) w_{r_ij}
 }
 
+nn::PositionEncoding::OffsetVectors HuangScalar::offset_vectors(int layer, int64_t span) const {
+  return table_offset_vectors(tables_, spec_, layer, span, "w_r (" + name() + " distance gate");
+}
+
 // ---- method 3 -----------------------------------------------------------------------------------
 
 HuangProduct::HuangProduct(const nn::BertConfig& c, const RelativeOptions& o, Device device)
@@ -47,6 +51,10 @@ Var HuangProduct::contextual_scores(const nn::AttentionState& s, const Var& q, c
   return relative_product(q, k, a, rows.idx);  // sum_d q_id k_jd a_{r_ij,d}, pair by pair
 }
 
+nn::PositionEncoding::OffsetVectors HuangProduct::offset_vectors(int layer, int64_t span) const {
+  return table_offset_vectors(tables_, spec_, layer, span, "a_r (" + name() + " distance gate");
+}
+
 // ---- method 4 -----------------------------------------------------------------------------------
 
 HuangInteraction::HuangInteraction(const nn::BertConfig& c, const RelativeOptions& o, Device device)
@@ -60,6 +68,10 @@ Var HuangInteraction::score_bias(const nn::AttentionState& s, const Var& q, cons
   Var a = layer_rows(tables_, s.layer, rows);
   const double scale = score_scale(s);
   return add(query_vector_term(q, a, rows, scale), key_vector_term(k, a, rows, scale));
+}
+
+nn::PositionEncoding::OffsetVectors HuangInteraction::offset_vectors(int layer, int64_t span) const {
+  return table_offset_vectors(tables_, spec_, layer, span, "a_r (" + name() + " distance embedding");
 }
 
 // ---- factories ------------------------------------------------------------------------------------

@@ -53,6 +53,8 @@ class HuangScalar : public nn::PositionEncoding {
   Var contextual_scores(const nn::AttentionState& s, const Var& q, const Var& k) override;
   // The gate of every pair, [B, H or 1, L, L].
   Var gates(int layer, const Tensor& positions, const nn::Context* ctx = nullptr);
+  // w_r of layer `layer`'s first table as vectors of width 1 (method 1: w_|r| for each signed r).
+  OffsetVectors offset_vectors(int layer, int64_t span) const override;
   const DistanceSpec& distances() const { return spec_; }
   const TableSet& tables() const { return tables_; }
 
@@ -70,6 +72,8 @@ class HuangProduct : public nn::PositionEncoding {
   std::string module_path() const override { return ""; }
   // sum_d q_id k_jd a_{r_ij, d} before the 1/sqrt(d_h) (Eq. 15), pair by pair.
   Var contextual_scores(const nn::AttentionState& s, const Var& q, const Var& k) override;
+  // a_r of layer `layer`'s first table.
+  OffsetVectors offset_vectors(int layer, int64_t span) const override;
   const DistanceSpec& distances() const { return spec_; }
   const TableSet& tables() const { return tables_; }
 
@@ -87,6 +91,8 @@ class HuangInteraction : public nn::PositionEncoding {
   std::string module_path() const override { return ""; }
   // (q_i . a_{r_ij} + k_j . a_{r_ij}) / sqrt(d_h), added to q_i . k_j / sqrt(d_h) (Eq. 16).
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
+  // a_r of layer `layer`'s first table (Huang et al.'s Fig. 4 draws layer 1, head 1).
+  OffsetVectors offset_vectors(int layer, int64_t span) const override;
   const DistanceSpec& distances() const { return spec_; }
   const TableSet& tables() const { return tables_; }
 

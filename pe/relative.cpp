@@ -137,6 +137,22 @@ Var layer_rows(const TableSet& tables, int layer, const DistanceRows& rows) {
   }
 }
 
+nn::PositionEncoding::OffsetVectors table_offset_vectors(const TableSet& tables, const DistanceSpec& spec, int layer,
+                                                         int64_t span, const std::string& what) {
+  ORDO_ASSERT(spec.has_table());
+  NoGradGuard no_grad;
+  const int64_t k = std::min(spec.reach, span);
+  std::vector<int64_t> rows;
+  for (int64_t r = -k; r <= k; ++r) rows.push_back(spec.layout == RowLayout::signed_table ? spec.reach - r : std::abs(r));
+  Tensor table = tables.for_layer(layer).value().select(0, 0).to(Device::cpu());  // the first head's
+  Tensor v = index_select(table, 0, Tensor::from_vector(rows, Shape{2 * k + 1})).to(DType::f64);
+  nn::PositionEncoding::OffsetVectors out;
+  out.vectors = v.dim() == 1 ? v.reshape({2 * k + 1, 1}) : v;
+  out.first_offset = -k;
+  out.source = what + " of layer " + std::to_string(layer + 1) + ", " + offsets_label(k) + ")";
+  return out;
+}
+
 // ---- attention terms ------------------------------------------------------------------------
 
 Var query_vector_term(const Var& q, const Var& a, const DistanceRows& rows, double alpha) {
@@ -181,17 +197,7 @@ Var ShawRelative::value_term(const nn::AttentionState& s, const Var& probs) {
 }
 
 nn::PositionEncoding::OffsetVectors ShawRelative::offset_vectors(int layer, int64_t span) const {
-  NoGradGuard no_grad;
-  // a_r is row reach - r (RowLayout::signed_table): offsets -k .. k in
-  // ascending order are rows reach + k down to reach - k.
-  const int64_t k = std::min(spec_.reach, span);
-  Tensor rows = sub(i64_scalar(spec_.reach + k, Device::cpu()), Tensor::arange(2 * k + 1));
-  Tensor table = keys_.for_layer(layer).value().select(0, 0).to(Device::cpu());  // the first head's
-  OffsetVectors v;
-  v.vectors = index_select(table, 0, rows).to(DType::f64);
-  v.first_offset = -k;
-  v.source = "a^K (" + name() + " key table of layer " + std::to_string(layer + 1) + ", " + offsets_label(k) + ")";
-  return v;
+  return table_offset_vectors(keys_, spec_, layer, span, "a^K (" + name() + " key table");
 }
 
 std::unique_ptr<nn::PositionEncoding> make_rpe_shaw(const nn::BertConfig& c, FieldReader& options, Device device) {

@@ -107,6 +107,15 @@ void keep_out_of_decay(nn::Module& owner, const TableSet& tables, Share share, i
 // heads share one table (one product for all heads), [heads, count, ...] otherwise.
 Var layer_rows(const TableSet& tables, int layer, const DistanceRows& rows);
 
+// The rows of layer `layer`'s first table (its first head's) for the offsets
+// -k..k, k = min(span, the table's reach), in ascending offset order, as the
+// analyses read them (nn::PositionEncoding::offset_vectors): a signed table's
+// row reach - r, a magnitude table's row |r|; a table of scalars gives
+// vectors of width 1. `what` names the table for captions ("a^K (rpe_shaw
+// key table"); the layer and offsets are appended.
+nn::PositionEncoding::OffsetVectors table_offset_vectors(const TableSet& tables, const DistanceSpec& spec, int layer,
+                                                         int64_t span, const std::string& what);
+
 // ---- the attention terms of per-distance vectors a_r ([R, d] shared or [H, R, d]) ----------
 // None makes a [B, H, L, L, d] tensor; peak extra memory is stated per term.
 

@@ -267,4 +267,18 @@ int64_t components_for(const std::vector<double>& share, double fraction) {
   return static_cast<int64_t>(share.size());
 }
 
+// ---- attention by offset ---------------------------------------------------------------------------
+
+std::vector<double> mean_by_offset(const Matrix& a) {
+  ORDO_CHECK(a.rows == a.cols && a.rows >= 1, "mean_by_offset: expected a square matrix, got ", a.rows, " x ", a.cols);
+  const int64_t L = a.rows;
+  std::vector<double> m(static_cast<size_t>(2 * L - 1), 0.0);
+  for (int64_t r = -(L - 1); r <= L - 1; ++r) {
+    double sum = 0;
+    for (int64_t i = std::max<int64_t>(0, -r); i < std::min(L, L - r); ++i) sum += a(i, i + r);
+    m[static_cast<size_t>(r + L - 1)] = sum / static_cast<double>(L - std::abs(r));
+  }
+  return m;
+}
+
 }  // namespace ordo::probe

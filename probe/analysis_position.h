@@ -113,4 +113,11 @@ std::vector<double> cumulative_share(const std::vector<double>& singular_values)
 // The smallest k with share >= fraction.
 int64_t components_for(const std::vector<double>& share, double fraction);
 
+// ---- attention by offset (Huang et al. 2020, Fig. 5) ---------------------------------------------
+
+// For a square matrix A (attention, queries by keys): m[r + L - 1] = the mean
+// over the queries i that have a key at j = i + r of A(i, i + r), for
+// r = -(L - 1) .. L - 1; how much attention goes r positions away.
+std::vector<double> mean_by_offset(const Matrix& a);
+
 }  // namespace ordo::probe

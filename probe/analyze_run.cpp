@@ -72,6 +72,8 @@ std::string fmt(const char* format, double x) {
   return buf;
 }
 
+const char* const kOffsetParametersTitle = "Per-offset parameters of layer 1 (offsets -50..50 at most)";
+
 // A CSV with a header line; rows of numbers.
 std::string table_csv(const std::vector<std::string>& header, const std::vector<std::vector<double>>& rows) {
   std::string s;
@@ -354,8 +356,11 @@ void similarity_of_relative(RunState& c, Output& out) {
   const std::string title = "Relative position vectors: dot products and cosine similarity (0.95 threshold)";
   RelativeVectors r = relative_vectors(*c.model, c.trained);
   if (r.vectors.empty())
-    return out.skip(title, "variant " + c.variant +
-                               " has no per-offset vectors (only rpe_shaw, rpe_sin and rpe_sin_learnable have them)");
+    return out.skip(title, "variant " + c.variant + " has no per-offset vectors (rpe_shaw, rpe_sin(_learnable), "
+                           "huang_m1..m4 have them)");
+  if (r.vectors.cols == 1)
+    return out.skip(title, "variant " + c.variant + " has one scalar per offset, not vectors (drawn in '" +
+                               std::string(kOffsetParametersTitle) + "')");
   Matrix dot = probe::dot_products(r.vectors), cos = probe::cosine_similarities(r.vectors);
   probe::ThresholdSummary t = probe::threshold_summary(cos, r.first);
   out.csv("relative_dot.csv", dot);
@@ -378,6 +383,137 @@ void similarity_of_relative(RunState& c, Output& out) {
                    fmt("%.3f", t.share_above) + " of the pairs. All vectors beyond offset " +
                    beyond(t.indistinct_beyond_ahead) + " ahead and " + beyond(t.indistinct_beyond_behind) +
                    " behind are pairwise above the threshold (relative_threshold.json; dot products in relative_dot.csv).");
+}
+
+// Huang et al. 2020, Fig. 4: the per-offset parameters themselves, offsets
+// -50..50 (the figure's range) within the trained ones, as a map of offset by
+// dimension, or as a curve where the variant keeps one scalar per offset
+// (methods 1-2's w_r). Beyond a clip k, offset r uses row c(r) = +-k, as the
+// attention does, so every run shows the same range.
+void offset_parameters(RunState& c, Output& out) {
+  const std::string title = kOffsetParametersTitle;
+  RelativeVectors r = relative_vectors(*c.model, c.trained);
+  if (r.vectors.empty()) return out.skip(title, "variant " + c.variant + " has no per-offset parameters");
+  const int64_t k = std::min<int64_t>(50, c.trained - 1), reach = -r.first, width = r.vectors.cols;
+  Matrix v(2 * k + 1, width);
+  std::vector<std::vector<double>> rows;
+  std::vector<double> offsets, scalars;
+  for (int64_t o = -k; o <= k; ++o) {
+    const int64_t row = std::clamp(o, -reach, reach) - r.first;
+    std::vector<double> line = {static_cast<double>(o)};
+    for (int64_t m = 0; m < width; ++m) {
+      v(o + k, m) = r.vectors(row, m);
+      line.push_back(v(o + k, m));
+    }
+    rows.push_back(line);
+    offsets.push_back(static_cast<double>(o));
+    scalars.push_back(v(o + k, 0));
+  }
+  std::vector<std::string> header = {"offset"};
+  for (int64_t m = 0; m < width; ++m) header.push_back("d" + std::to_string(m));
+  out.file("offset_parameters.csv", table_csv(header, rows));
+  const std::string heading = c.variant + ", layer 1, first head (" + c.label + ")";
+  if (width == 1) {
+    plot::ChartStyle s = chart(heading, "offset r = j - i", "w_r", {"w_r"});
+    out.png("offset_parameters.png", plot::line_chart({{"w_r", offsets, scalars, plot::series_color(0), true}}, s));
+  } else {
+    plot::HeatmapStyle s;
+    s.title = heading;
+    s.x_label = "dimension";
+    s.y_label = "offset r = j - i";
+    s.colorbar_label = "value";
+    s.y_first = -k;
+    out.png("offset_parameters.png", plot::heatmap(v, s));
+  }
+  out.analysis(title, "offset_parameters.png", "csv", "offset_parameters.csv",
+               "The parameters of " + r.source + " for offsets -" + std::to_string(k) + ".." + std::to_string(k) +
+                   (reach < k ? " (beyond the clip " + std::to_string(reach) + " each offset uses the row of +-" +
+                                    std::to_string(reach) + ", as the attention does)"
+                              : std::string()) +
+                   (width == 1 ? std::string(": one scalar per offset, a gate on q_i . k_j")
+                               : ", one row per offset, one column per dimension") +
+                   " (Huang et al. 2020, Fig. 4: method 4, layer 1, head 1, offsets -50..50; large values at offset 0 "
+                   "make a token attend near itself).");
+}
+
+// Huang et al. 2020, Fig. 5: layer-1 attention on real text (the held-out
+// windows, unmasked), averaged over the heads; one window as the paper shows
+// it and the mean over the windows, the first 50 tokens; and the mean
+// attention at each offset (probe::mean_by_offset).
+void attention_on_text(RunState& c, Output& out, const HeldOut* held, const std::string& why_not) {
+  const std::string title = "Layer-1 attention on held-out text, mean over heads";
+  if (!held) return out.skip(title, why_not);
+  const bool causal = c.model->bert.config().decoder;
+  const int64_t L = c.length, H = c.model->bert.config().num_attention_heads;
+  std::vector<text::Batch> batches = windows(*held, causal, L, c.options.eval_sequences, c.options.seed);
+  Matrix mean(L, L), first(L, L);
+  const double total = static_cast<double>(c.options.eval_sequences * H);
+  NoGradGuard no_grad;
+  for (size_t n = 0; n < batches.size(); ++n) {
+    text::Batch& b = batches[n];
+    for (size_t t = 0; t < b.mlm_labels.size(); ++t)  // the text itself: the masked words put back
+      if (b.mlm_labels[t] != text::kIgnoreLabel) b.input_ids[t] = b.mlm_labels[t];
+    nn::BertInputs in;
+    in.input_ids = Tensor::from_vector(b.input_ids, Shape{b.batch, L});
+    nn::Context ctx = nn::Context::eval();
+    nn::ForwardTrace trace;
+    trace.keep_attentions = true;
+    c.model->bert.forward(in, ctx, &trace);
+    const std::vector<double> a = trace.attentions[0].to(Device::cpu()).contiguous().to_doubles();  // [B, H, L, L]
+    for (int64_t w = 0; w < b.batch; ++w)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t k = 0; k < L * L; ++k) {
+          const double x = a[static_cast<size_t>((w * H + h) * L * L + k)];
+          mean.data[static_cast<size_t>(k)] += x / total;
+          if (n == 0 && w == 0) first.data[static_cast<size_t>(k)] += x / static_cast<double>(H);
+        }
+  }
+  const std::vector<double> by_offset = probe::mean_by_offset(mean);
+  auto at = [&](int64_t r) { return by_offset[static_cast<size_t>(r + L - 1)]; };
+  const int64_t shown = std::min<int64_t>(50, L);
+  auto head = [&](const Matrix& m) {
+    Matrix t(shown, shown);
+    for (int64_t i = 0; i < shown; ++i)
+      for (int64_t j = 0; j < shown; ++j) t(i, j) = m(i, j);
+    return t;
+  };
+  out.csv("attention_text_layer1.csv", mean);
+  json::Value j = json::Value::object();
+  j["what"] = "layer-1 attention averaged over heads and held-out windows (rows: queries, columns: keys)";
+  j["windows"] = c.options.eval_sequences;
+  j["length"] = L;
+  j["seed"] = static_cast<int64_t>(c.options.seed);
+  j["self"] = at(0);
+  j["previous"] = at(-1);
+  j["next"] = at(1);
+  json::Value offsets = json::Value::array();
+  for (int64_t r = -(L - 1); r <= L - 1; ++r) {
+    json::Value e = json::Value::object();
+    e["offset"] = r;
+    e["mean_attention"] = at(r);
+    offsets.push_back(e);
+  }
+  j["by_offset"] = offsets;
+  out.json_file("attention_text_layer1.json", j);
+  std::vector<double> xs, ys;
+  for (int64_t r = -std::min<int64_t>(20, L - 1); r <= std::min<int64_t>(20, L - 1); ++r)
+    xs.push_back(static_cast<double>(r)), ys.push_back(at(r));
+  plot::ChartStyle s = chart("mean attention at offset r", "offset r = j - i", "attention", {"mean"});
+  s.y_min = 0;
+  out.png("attention_text_layer1.png",
+          plot::grid({map(head(first), "one window", "attention", 0, "key position j", "query position i", NAN, "", false),
+                      map(head(mean), "mean of " + std::to_string(c.options.eval_sequences) + " windows", "attention", 0,
+                          "key position j", "query position i", NAN, "", false),
+                      plot::line_chart({{"mean", xs, ys, plot::series_color(0), true}}, s)},
+                     3, c.variant + ": layer-1 attention on held-out text, mean over heads (" + c.label + ")"));
+  out.analysis(title, "attention_text_layer1.png", "json", "attention_text_layer1.json",
+               "Layer-1 attention averaged over the " + std::to_string(H) + " heads on held-out " +
+                   std::string(causal ? "text" : "[CLS] text [SEP]") + " windows of length " + std::to_string(L) + " (unmasked): the first window and the mean of " +
+                   std::to_string(c.options.eval_sequences) + ", first " + std::to_string(shown) +
+                   " tokens (Huang et al. 2020, Fig. 5: method 4 attends to its neighbours and hardly to itself). "
+                   "Mean attention on the token itself " + fmt("%.3f", at(0)) + ", on the previous " +
+                   fmt("%.3f", at(-1)) + ", on the next " + (L > 1 ? fmt("%.3f", at(1)) : std::string("-")) +
+                   " (uniform: " + fmt("%.3f", 1.0 / static_cast<double>(L)) + "; attention_text_layer1.csv, the mean).");
 }
 
 // Wang et al. 2021, section 3.1: psi(m) = sum_i cos(w_i m).
@@ -452,11 +588,45 @@ void position_position_term(RunState& c, Output& out) {
                "Colours span each map's 1st-99th percentiles.");
 }
 
-void attention_rank(RunState& c, Output& out, const std::vector<int32_t>* sample) {
+// Chen et al. 2021, Fig. 4 (ABS-SCALAR's positional attention per head) for
+// every variant with a token-independent score term (positional_scores).
+void positional_score_maps(RunState& c, Output& out, const std::vector<Matrix>& scores) {
+  const std::string title = "Positional score terms of layer 1 per head (the terms without the tokens)";
+  if (scores.empty())
+    return out.skip(title, "variant " + c.variant + " has no score term that is independent of the tokens");
+  Matrix mean(c.length, c.length);
+  std::vector<png::Image> panels;
+  std::vector<std::vector<double>> ranks;
+  for (size_t h = 0; h < scores.size(); ++h) {
+    for (size_t k = 0; k < mean.data.size(); ++k) mean.data[k] += scores[h].data[k] / static_cast<double>(scores.size());
+    if (h < 12)
+      panels.push_back(map(scores[h], "head " + std::to_string(h + 1), "b_ij", 0, "key position j", "query position i"));
+    const std::vector<double> sv = probe::singular_values(scores[h]);
+    ranks.push_back({static_cast<double>(h + 1),
+                     static_cast<double>(probe::numerical_rank(sv, c.length, c.length, probe::kFloat32Epsilon))});
+  }
+  out.csv("positional_scores_layer1.csv", mean);
+  out.file("positional_scores_rank.csv", table_csv({"head", "rank"}, ranks));
+  out.png("positional_scores_layer1.png",
+          plot::grid(panels, std::min<int>(3, static_cast<int>(panels.size())),
+                     c.variant + ": positional score terms, layer 1 (" + c.label + ")"));
+  out.analysis(title, "positional_scores_layer1.png", "csv", "positional_scores_layer1.csv",
+               "The score terms that do not depend on the tokens, b_ij = s_ij with q = k = 0 (per-head segment scores "
+               "taken out), per head of layer 1 for positions 0.." + std::to_string(c.length - 1) +
+                   " (Chen et al. 2021, Fig. 4: ABS-SCALAR's P_h P_h^T learns shifting patterns a relative term "
+                   "models). The CSV is their mean over heads; positional_scores_rank.csv their numerical rank per "
+                   "head (Fig. 2). Colours span each map's 1st-99th percentiles.");
+}
+
+void attention_rank(RunState& c, Output& out, const std::vector<int32_t>* sample, const std::vector<Matrix>& scores) {
   const std::string title = "Numerical rank of the token-token and positional attention terms per head";
-  if (c.table.empty()) return out.skip(title, "variant " + c.variant + " adds no position vector at the input");
+  // The positional term: P W^Q (W^K)^T P^T for a table at the input, else the token-independent score terms.
+  if (c.table.empty() && scores.empty())
+    return out.skip(title, "variant " + c.variant + " adds no position vector at the input and has no score term "
+                           "independent of the tokens");
   if (!sample) return out.skip(title, "no held-out sequence for the token-token term (see the evaluation entries)");
   const nn::BertConfig& m = c.model->bert.config();
+  const std::string positional = c.table.empty() ? "positional b_ij (terms without tokens)" : "positional P Wq Wk^T P^T";
   Matrix words = to_matrix(c.model->bert.embeddings.word_embeddings.weight.var.value());
   Matrix x(c.length, m.hidden_size);
   for (int64_t i = 0; i < c.length; ++i)
@@ -466,7 +636,8 @@ void attention_rank(RunState& c, Output& out, const std::vector<int32_t>* sample
   std::vector<double> token_ranks, position_ranks;
   for (int64_t h = 0; h < m.num_attention_heads; ++h) {
     std::vector<double> st = probe::singular_values(layer1_term(*c.model, x, x, h));
-    std::vector<double> sp = probe::singular_values(layer1_term(*c.model, c.table, c.table, h));
+    std::vector<double> sp = probe::singular_values(c.table.empty() ? scores[static_cast<size_t>(h)]
+                                                                    : layer1_term(*c.model, c.table, c.table, h));
     const int64_t rt = probe::numerical_rank(st, c.length, c.length, probe::kFloat32Epsilon);
     const int64_t rp = probe::numerical_rank(sp, c.length, c.length, probe::kFloat32Epsilon);
     rows.push_back({static_cast<double>(h + 1), static_cast<double>(rt), static_cast<double>(rp),
@@ -480,16 +651,17 @@ void attention_rank(RunState& c, Output& out, const std::vector<int32_t>* sample
            table_csv({"head", "token_token_rank", "positional_rank", "head_dim", "token_tolerance", "positional_tolerance"},
                      rows));
   plot::ChartStyle s = chart(m.pe + ": rank of layer-1 attention terms (" + c.label + ")", "head",
-                             "numerical rank", {"token-token X Wq Wk^T X^T", "positional P Wq Wk^T P^T"}, heads);
+                             "numerical rank", {"token-token X Wq Wk^T X^T", positional}, heads);
   s.y_min = 0;
-  s.y_max = static_cast<double>(std::min(m.head_dim(), c.length));
+  s.y_max = static_cast<double>(c.table.empty() ? c.length : std::min(m.head_dim(), c.length));
   out.png("attention_rank.png", plot::bar_chart(heads, {{"token-token X Wq Wk^T X^T", token_ranks, plot::series_color(0)},
-                                                        {"positional P Wq Wk^T P^T", position_ranks, plot::series_color(1)}},
+                                                        {positional, position_ranks, plot::series_color(1)}},
                                                 s));
   out.analysis(title, "attention_rank.png", "csv", "attention_rank.csv",
                "Per head of layer 1, the number of singular values above s_max * L * 2^-23 (L = " +
                    std::to_string(c.length) + ") of the token-token term (X = the word embeddings of one held-out "
-                   "sequence) and of the positional term (Chen et al. 2021, Fig. 2); the bound is d_h = " +
+                   "sequence) and of the positional term, " + positional + " (Chen et al. 2021, Fig. 2); the bound on "
+                   "the token-token term's rank is d_h = " +
                    std::to_string(m.head_dim()) + ".");
 }
 
@@ -910,9 +1082,12 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
 
   similarity_of_absolute(c, out);
   similarity_of_relative(c, out);
+  offset_parameters(c, out);
   learned_frequencies(c, out);
   position_position_term(c, out);
-  attention_rank(c, out, held ? &sample : nullptr);
+  const std::vector<Matrix> scores = positional_scores(*c.model, 0, c.length);
+  positional_score_maps(c, out, scores);
+  attention_rank(c, out, held ? &sample : nullptr, scores);
   probes_of_table(c, out);
   if (single) {
     out.skip("Position patterns at checkpoints during pretraining", "a single checkpoint, not a run");
@@ -923,6 +1098,7 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
     indicator_trajectory(c, out);
   }
   evaluations(c, out, held.get(), why_not);
+  attention_on_text(c, out, held.get(), why_not);
 
   json::Value index = json::Value::object();
   index["variant"] = m.pe;
@@ -946,26 +1122,50 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
 
 Matrix position_table(nn::PretrainingModel& model, int64_t rows) { return absolute_table(model, rows); }
 
-AnalyzeSummary analyze_models(const AnalyzeOptions& o) {
-  const auto t0 = std::chrono::steady_clock::now();
-  ORDO_CHECK(!o.out.empty(), "analyze: no output directory given (--out)");
-  ORDO_CHECK(directory_exists(o.models), "--models: '", o.models, "' is not a directory");
-  ORDO_CHECK(o.positions >= 2, "analyze: --positions must be at least 2, got ", o.positions);
-  check_output(o.out, OutputKind::folder, o.overwrite, {{o.models, "--models"}});
-  // Every entry that is a checkpoint or a run, in name order; all loaded and
-  // checked before anything is computed.
+std::vector<Matrix> positional_scores(nn::PretrainingModel& model, int layer, int64_t length) {
+  NoGradGuard no_grad;
+  nn::PositionEncoding& pe = model.bert.position_encoding();
+  const nn::BertConfig& m = model.bert.config();
+  const int64_t H = m.num_attention_heads, d = m.head_dim();
+  const Device device = model.bert.device();
+  const Tensor positions = nn::default_positions(1, length, device);
+  nn::Context ctx = nn::Context::eval();
+  const DType dtype = model.bert.embeddings.word_embeddings.weight.var.dtype();
+  const nn::AttentionState s{layer, H, d, &positions, nullptr, &ctx, dtype};
+  const Var zero(Tensor::zeros({1, H, length, d}, dtype, device));
+  Var bias = pe.score_bias(s, zero, zero);
+  if (!bias.defined()) return {};
+  if (pe.adds_segment_scores()) bias = sub(bias, pe.segment_scores(s));
+  const Tensor b = bias.value().to(Device::cpu()).contiguous();
+  ORDO_CHECK(b.numel() == H * length * length || b.numel() == length * length, "positional_scores: variant ", m.pe,
+             "'s score terms have ", b.numel(), " values, expected [1, ", H, " or 1, ", length, ", ", length, "]");
+  const std::vector<double> v = b.to_doubles();
+  const bool per_head = b.numel() == H * length * length;
+  std::vector<Matrix> heads;
+  bool nonzero = false;
+  for (int64_t h = 0; h < H; ++h) {
+    Matrix t(length, length);
+    for (int64_t k = 0; k < length * length; ++k) {
+      t.data[static_cast<size_t>(k)] = v[static_cast<size_t>((per_head ? h * length * length : 0) + k)];
+      nonzero |= t.data[static_cast<size_t>(k)] != 0;
+    }
+    heads.push_back(std::move(t));
+  }
+  if (!nonzero) return {};
+  return heads;
+}
+
+WangChenReport wang_chen_of(const std::vector<std::pair<std::string, std::string>>& models, int64_t positions,
+                            uint64_t seed, bool quiet) {
+  // Every entry loaded and checked before anything is computed.
   std::vector<NamedTable> tables;
   json::Value skipped = json::Value::array();
-  for (const std::string& name : list_directory(o.models)) {
-    if (name == "." || name == ".." || !directory_exists(o.models + "/" + name)) continue;
-    const std::string given = o.models + "/" + name;
-    const bool checkpoint = file_exists(given + "/config.json") && file_exists(given + "/model.safetensors");
-    if (!checkpoint && !directory_exists(given + "/checkpoints")) continue;  // neither a checkpoint nor a run
+  for (const auto& [name, given] : models) {
     const std::string dir = train::resolve_checkpoint(given);
     auto model = pe::load_model(dir, Device::cpu());
     const nn::BertConfig& c = model->bert.config();
     const int64_t max_position = model->bert.position_encoding().max_position();
-    int64_t rows = std::min(max_position >= 0 ? max_position + 1 : c.max_position_embeddings, o.positions);
+    int64_t rows = std::min(max_position >= 0 ? max_position + 1 : c.max_position_embeddings, positions);
     // An ordo run's rows past its pretraining length were never trained.
     if (const std::optional<int64_t> trained = train::checkpoint_trained_length(dir)) rows = std::min(rows, *trained);
     NamedTable t{name, std::string(c.decoder ? "decoder (causal LM), " : "encoder, ") + model_label(c),
@@ -977,25 +1177,45 @@ AnalyzeSummary analyze_models(const AnalyzeOptions& o) {
       skipped.push_back(e);
       continue;
     }
-    if (!o.quiet) std::fprintf(stderr, "analyze: %s: %s, %lld positions\n", name.c_str(), t.kind.c_str(),
-                               static_cast<long long>(t.table.rows));
+    if (!quiet) std::fprintf(stderr, "analyze: %s: %s, %lld positions\n", name.c_str(), t.kind.c_str(),
+                             static_cast<long long>(t.table.rows));
     tables.push_back(std::move(t));
   }
-  ORDO_CHECK(!tables.empty(), "--models: '", o.models, "' holds no checkpoint or run with a position table (",
-             skipped.size(), " without one)");
+  ORDO_CHECK(!tables.empty(), "Wang & Chen's tables: no checkpoint or run with a position table among the ",
+             models.size(), " given (", skipped.size(), " without one)");
   WangChenOptions wo;
-  wo.positions = o.positions;
-  wo.seed = o.seed;
+  wo.positions = positions;
+  wo.seed = seed;
   WangChenReport report = wang_chen_tables(tables, wo);
-  report.summary["models"] = o.models;
   report.summary["skipped"] = skipped;
-  report.files.front().second = json::dump(report.summary, 2) + "\n";  // wang_chen.json, with the two above
+  report.files.front().second = json::dump(report.summary, 2) + "\n";  // wang_chen.json, with the skipped
+  return report;
+}
+
+AnalyzeSummary analyze_models(const AnalyzeOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ORDO_CHECK(!o.out.empty(), "analyze: no output directory given (--out)");
+  ORDO_CHECK(directory_exists(o.models), "--models: '", o.models, "' is not a directory");
+  ORDO_CHECK(o.positions >= 2, "analyze: --positions must be at least 2, got ", o.positions);
+  check_output(o.out, OutputKind::folder, o.overwrite, {{o.models, "--models"}});
+  // Every entry that is a checkpoint or a run, in name order.
+  std::vector<std::pair<std::string, std::string>> models;
+  for (const std::string& name : list_directory(o.models)) {
+    if (name == "." || name == ".." || !directory_exists(o.models + "/" + name)) continue;
+    const std::string given = o.models + "/" + name;
+    const bool checkpoint = file_exists(given + "/config.json") && file_exists(given + "/model.safetensors");
+    if (checkpoint || directory_exists(given + "/checkpoints")) models.emplace_back(name, given);  // else neither
+  }
+  ORDO_CHECK(!models.empty(), "--models: '", o.models, "' holds no checkpoint or run");
+  WangChenReport report = wang_chen_of(models, o.positions, o.seed, o.quiet);
+  report.summary["models"] = o.models;
+  report.files.front().second = json::dump(report.summary, 2) + "\n";
   write_folder(o.out, report.files);
   AnalyzeSummary s;
-  s.variant = std::to_string(tables.size()) + " models";
+  s.skipped = static_cast<int64_t>(report.summary["skipped"].size());
+  s.analyses = static_cast<int64_t>(models.size()) - s.skipped;
+  s.variant = std::to_string(s.analyses) + " models";
   s.checkpoint = std::to_string(report.positions) + " positions";
-  s.analyses = static_cast<int64_t>(tables.size());
-  s.skipped = static_cast<int64_t>(skipped.size());
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return s;
 }

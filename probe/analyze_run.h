@@ -17,6 +17,11 @@
 //       (X the word embeddings of one held-out sequence of length L) and of the
 //       positional term P W^Q_h (W^K_h)^T P^T (Chen et al. 2021, Fig. 2),
 //       singular values above s_max * L * 2^-23
+//   positional score terms (any variant whose scores have a term without the
+//   tokens: abs_scalar, rel_scalar, t5_bias, alibi, tupe; positional_scores):
+//     - per head of layer 1, maps and numerical ranks (Chen et al. 2021, Fig. 4);
+//       for a variant with no input table they are the positional term of the
+//       rank comparison above (Fig. 2 for ABS-SCALAR)
 //     - absolute position regression (linear, 5-fold CV, MAE) and relative
 //       order classification (logistic regression, error rate) (Wang & Chen
 //       2020, §4.1, Tables 1-2), with the fixed sinusoid of the same width
@@ -24,9 +29,13 @@
 //     - cumulative share of the top-k singular values (Wang & Chen 2020, §4.2.2)
 //     - dot products P P^T at the run's checkpoints side by side (Wang et al.
 //       2021, App. G)
-//   relative vectors (rpe_shaw's a^K table, rpe_sin(_learnable)'s P(r), of
-//   layer 1, first table): dot products and cosines with the 0.95 threshold
-//   (Wang et al. 2021, App. D); for relative-only variants also the snapshots
+//   relative vectors (each variant's own per-offset table of layer 1, first
+//   table: rpe_shaw's a^K, rpe_sin(_learnable)'s P(r), huang_m3/m4's a_r,
+//   huang_m1/m2's scalar gates w_r; PositionEncoding::offset_vectors):
+//     - the parameters themselves, offsets -50..50 at most (Huang et al. 2020,
+//       Fig. 4: method 4, layer 1, head 1)
+//     - dot products and cosines with the 0.95 threshold (vectors only; Wang
+//       et al. 2021, App. D); for relative-only variants also the snapshots
 //   every variant: the identical-word indicators of layer 1 (AIV, OPR over
 //     the first 20 offsets, SD, DB) at up to 12 of the run's checkpoints
 //     (Wang et al. 2021, Table 2's indicators during pretraining)
@@ -39,6 +48,8 @@
 //       on the same windows and masks (Wang & Chen 2020, §5.2)
 //     - lengths beyond the pretraining length, 1.5x and 2x (Huang et al.
 //       2020, §4.3; Wang et al. 2021, App. F)
+//     - layer-1 attention on the windows unmasked, averaged over heads (one
+//       window, the mean, the mean attention per offset; Huang et al. 2020, Fig. 5)
 // What does not apply is listed in the index with its reason.
 //
 // DIR/index.json: {"variant": NAME, "checkpoint": "step_N", "analyses":
@@ -57,6 +68,7 @@
 
 #include "base/matrix.h"
 #include "nn/heads.h"
+#include "probe/wang_chen.h"
 
 namespace ordo::probe {
 
@@ -97,6 +109,22 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& options);
 // .json, wang_chen_cosine.png, wang_chen_informativeness.png). A model
 // without an input table (a relative-only variant) is listed as skipped.
 AnalyzeSummary analyze_models(const AnalyzeOptions& options);
+
+// The same tables over the given (name, checkpoint or run folder) pairs, in
+// memory (nothing written): what analyze_models and the wang_chen2020
+// experiment's report write. summary["skipped"] lists the models without an
+// input table; an error when none has one.
+WangChenReport wang_chen_of(const std::vector<std::pair<std::string, std::string>>& models, int64_t positions,
+                            uint64_t seed, bool quiet);
+
+// The score terms of layer `layer` (0-based) that do not depend on the tokens,
+// per head, for positions 0..length-1 with one segment: the variant's
+// score_bias with q = k = 0, its per-head segment scores taken out (Chen et
+// al. 2021's positional attention: ABS-SCALAR's P_h P_h^T, REL-SCALAR's
+// R_h[j - i]; T5's and ALiBi's biases; TUPE's (p_i U^Q)(p_j U^K)). Empty when
+// the variant has no such term or it is zero (Shaw's and method 4's terms
+// need q or k; input-level tables act through the tokens' q and k).
+std::vector<Matrix> positional_scores(nn::PretrainingModel& model, int layer, int64_t length);
 
 // "ape_learned", or "gpt2 (ape_learned)" for another family: what titles call a model.
 std::string model_label(const nn::BertConfig& config);

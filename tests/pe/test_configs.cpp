@@ -81,8 +81,9 @@ TEST_CASE("configs/papers: the 13 configurations of Wang et al. 2021 and the oth
     if (p.parent_path().parent_path().filename() == "papers") per_folder[p.parent_path().filename().string()]++;
   }
   CHECK(per_folder["wang2021"] == 13);
-  CHECK(per_folder["chen2021"] == 16);          // 3 baselines + 2 x 2 x 3 scalar variants + rank 2 d_h
-  CHECK(per_folder["huang2020"] == 6 + 9);      // absolute, Shaw, methods 1-4; 9 clipping distances
+  CHECK(per_folder["chen2021"] == 13);  // 3 baselines, ABS-SCALAR x 2 segments, rank 2 d_h, + input APE, REL-SCALAR x 2 x 3
+  CHECK(per_folder["huang2020"] == 6 + 5);      // absolute, Shaw, methods 1-4; clipping distances 2..32
+  CHECK(per_folder["wang_chen2020"] == 4);      // BERT-, RoBERTa-, GPT-2-like, sinusoid
   CHECK(per_folder["locality_symmetry"] == 9);
 }
 

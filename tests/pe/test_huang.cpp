@@ -259,3 +259,42 @@ TEST_CASE("relative family: every variant depends on positions only through j - 
     CHECK(max_abs_error(run(reversed, t3), run(ordered, t4)) > 1e-6);
   }
 }
+
+TEST_CASE("huang_m1..m4 answer the analyses: each table's rows in ascending offset (Huang et al. 2020, Fig. 4)",
+          "[pe][huang]") {
+  // Row of offset r read by hand from each layout: m1 row |r| (one scalar),
+  // m2 row reach - c(r) (one scalar), m3/m4 row reach - r (d_h = 4 values);
+  // layer 2, the first head's table (share none) or the layer's (heads).
+  struct Case {
+    const char* name;
+    const char* options;
+    std::string table;
+    int64_t reach, width;
+    bool magnitude;
+  };
+  const std::vector<Case> cases = {
+      {"huang_m1", R"({"share": "none"})", "encoder.layer.1.attention.self.distance_gate.0.weight", 15, 1, true},
+      {"huang_m2", R"({"share": "none", "clip": 3})", "encoder.layer.1.attention.self.distance_gate.0.weight", 3, 1,
+       false},
+      {"huang_m3", R"({"share": "none"})", "encoder.layer.1.attention.self.distance_gate.0.weight", 15, 4, false},
+      {"huang_m4", "{}", "encoder.layer.1.attention.self.distance_embedding.weight", 15, 4, false},
+  };
+  for (const Case& k : cases) {
+    INFO(k.name);
+    auto pe = make(tiny_config(k.name, opts(k.options)));
+    randomize(*pe, 90);
+    const std::vector<double> table = values(*pe, k.table);
+    nn::PositionEncoding::OffsetVectors v = pe->offset_vectors(1, 5);
+    const int64_t span = std::min<int64_t>(5, k.reach);
+    REQUIRE(v.vectors.shape() == Shape{2 * span + 1, k.width});
+    CHECK(v.first_offset == -span);
+    const std::vector<double> got = v.vectors.to_doubles();
+    for (int64_t r = -span; r <= span; ++r) {
+      const int64_t row = k.magnitude ? std::abs(r) : k.reach - r;
+      for (int64_t m = 0; m < k.width; ++m)
+        CHECK(got[static_cast<size_t>((r + span) * k.width + m)] == table[static_cast<size_t>(row * k.width + m)]);
+    }
+  }
+  CHECK(make(tiny_config("huang_m4"))->offset_vectors(0, 2).source ==
+        "a_r (huang_m4 distance embedding of layer 1, offsets -2..2)");
+}

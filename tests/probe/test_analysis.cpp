@@ -17,6 +17,8 @@
 
 #include "probe/analysis_linalg.h"
 #include "probe/analysis_position.h"
+#include "probe/analyze_run.h"
+#include "pe/registry.h"
 #include "tests/helpers.h"
 
 using ordo::Matrix;
@@ -247,4 +249,63 @@ TEST_CASE("informativeness: cumulative share of singular values (Wang & Chen 202
   // up into one large singular value.
   CHECK(ss[0] > 0.1);
   CHECK(k_sin < k_rnd);
+}
+
+TEST_CASE("mean attention by offset: hand-worked on 3 x 3 (Huang et al. 2020, Fig. 5)", "[probe][analysis]") {
+  // Rows are queries i, columns keys j; offset r = j - i.
+  Matrix a(3, 3);
+  a.data = {0.1, 0.6, 0.3,   //
+            0.5, 0.2, 0.3,   //
+            0.4, 0.4, 0.2};
+  const std::vector<double> m = ordo::probe::mean_by_offset(a);
+  REQUIRE(m.size() == 5);
+  CHECK(m[0] == Approx(0.4));                  // r = -2: A(2,0)
+  CHECK(m[1] == Approx((0.5 + 0.4) / 2));      // r = -1: A(1,0), A(2,1)
+  CHECK(m[2] == Approx((0.1 + 0.2 + 0.2) / 3));  // r = 0: the diagonal
+  CHECK(m[3] == Approx((0.6 + 0.3) / 2));      // r = 1: A(0,1), A(1,2)
+  CHECK(m[4] == Approx(0.3));                  // r = 2: A(0,2)
+  CHECK_THROWS(ordo::probe::mean_by_offset(Matrix(2, 3)));
+}
+
+TEST_CASE("positional score terms: ABS-SCALAR's P_h P_h^T and REL-SCALAR's R_h[j - i] by hand, segments out; none "
+          "for Shaw (Chen et al. 2021, Figs. 2, 4)", "[probe][analysis]") {
+  // 2 layers, 2 heads of d_h 8, 12 positions; layer 2 read at length 10.
+  auto model_of = [](const std::string& pe, const std::string& segment) {
+    ordo::nn::BertConfig c = ordo::test::tiny_bert_config(30, 16, 2, 2, 32, 12);
+    c.pe = pe;
+    c.segment = segment;
+    auto m = ordo::pe::build_model(c, ordo::Device::cpu(), false, 3);
+    for (auto& [name, p] : m->named_parameters())  // segment scores far from 0: they must be taken out
+      if (name.find("segment_encoding") != std::string::npos) p->var.value().fill_(0.75);
+    return m;
+  };
+  auto values_of = [](ordo::nn::PretrainingModel& m, const std::string& part) {
+    for (auto& [name, p] : m.named_parameters())
+      if (name.find(part) != std::string::npos) return p->var.value().to_doubles();
+    FAIL("no parameter named like " << part);
+    return std::vector<double>{};
+  };
+  const int64_t L = 10;
+  auto abs = model_of("abs_scalar", "per_head");
+  std::vector<Matrix> got = ordo::probe::positional_scores(*abs, 1, L);
+  REQUIRE(got.size() == 2);
+  for (int64_t h = 0; h < 2; ++h) {
+    const std::vector<double> p = values_of(*abs, "position_scalar.layer_1.head_" + std::to_string(h));  // [12, 8]
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < L; ++j) {
+        double e = 0;
+        for (int64_t k = 0; k < 8; ++k) e += p[static_cast<size_t>(i * 8 + k)] * p[static_cast<size_t>(j * 8 + k)];
+        CHECK(std::fabs(got[h](i, j) - e) <= 1e-6);
+      }
+  }
+  auto rel = model_of("rel_scalar", "per_head");
+  got = ordo::probe::positional_scores(*rel, 1, L);
+  REQUIRE(got.size() == 2);
+  for (int64_t h = 0; h < 2; ++h) {
+    const std::vector<double> r = values_of(*rel, "relative_scalar.layer_1.head_" + std::to_string(h));  // [23]: r + 11
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < L; ++j) CHECK(std::fabs(got[h](i, j) - r[static_cast<size_t>(j - i + 11)]) <= 1e-7);
+  }
+  CHECK(ordo::probe::positional_scores(*model_of("rpe_shaw", "input"), 0, L).empty());  // q . a_r: 0 without q
+  CHECK(ordo::probe::positional_scores(*model_of("ape_learned", "input"), 0, L).empty());
 }

@@ -2,8 +2,12 @@
 // report` reads, every file it names exists (PNGs decode), what does not
 // apply to a variant is listed with its reason, and every mistake ends in
 // one clear line, exit 1 and an output directory left as it was.
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
+#include <sstream>
 
 #include "base/file_io.h"
 #include "base/json.h"
@@ -150,7 +154,8 @@ TEST_CASE("ordo analyze skips what a variant lacks: none and rpe_sin_learnable",
   std::set<std::string> done = titles(index["analyses"]);
   CHECK(done == std::set<std::string>{"Skip-position attack: positions multiplied by c at evaluation",
                                       "Indicators of layer 1 during pretraining",
-                                      "Evaluation beyond the pretraining length"});
+                                      "Evaluation beyond the pretraining length",
+                                      "Layer-1 attention on held-out text, mean over heads"});
   // Identical words and no positions: every inner row of the attention is the same, so the inner
   // matrix is translation invariant (AIV 0) at every checkpoint.
   const json::Value steps = json::parse(ordo::read_file(dir / "a/indicator_trajectory.json"))["steps"];
@@ -174,6 +179,62 @@ TEST_CASE("ordo analyze skips what a variant lacks: none and rpe_sin_learnable",
   CHECK(beyond["lengths"].size() == 3);  // 16, 24, 32: a functional encoding takes any distance
   // The relative table spans offsets -15..15 (pretraining length 16).
   CHECK(json::parse(ordo::read_file(dir / "b/relative_threshold.json"))["first_offset"].as_int() == -15);
+}
+
+TEST_CASE("ordo analyze reads huang_m1's and huang_m4's own tables and layer-1 attention on text (Huang et al. "
+          "2020, Figs. 4-5)", "[analysis][cli]") {
+  TempDir dir("analyze-huang");
+  make_run(dir, "m4", "huang_m4");
+  make_run(dir, "m1", "huang_m1");
+  auto r = run_ordo("analyze --run " + (dir / "m4") + " --out " + (dir / "a") + " --eval-sequences 4 --quiet");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  json::Value index = read_index(dir / "a");
+  check_index(index, dir / "a");
+  std::set<std::string> done = titles(index["analyses"]);
+  CHECK(done.count("Per-offset parameters of layer 1 (offsets -50..50 at most)") == 1);
+  CHECK(done.count("Relative position vectors: dot products and cosine similarity (0.95 threshold)") == 1);
+  CHECK(done.count("Layer-1 attention on held-out text, mean over heads") == 1);
+  // Fig. 4: offsets -15..15 (pretraining length 16), one column per dimension of a head (16 / 2 heads = 8).
+  const std::string vectors = ordo::read_file(dir / "a/offset_parameters.csv");
+  CHECK(vectors.rfind("offset,d0,d1,d2,d3,d4,d5,d6,d7\n-15,", 0) == 0);
+  CHECK(std::count(vectors.begin(), vectors.end(), '\n') == 1 + 31);
+  // Fig. 5: every row of the mean attention is a distribution; the mean at offset 0 is the diagonal's mean.
+  std::ifstream csv(dir / "a/attention_text_layer1.csv");
+  std::string line;
+  int64_t rows = 0;
+  double diagonal = 0;
+  while (std::getline(csv, line)) {
+    std::stringstream cells(line);
+    std::string cell;
+    double sum = 0;
+    for (int64_t j = 0; std::getline(cells, cell, ','); ++j) {
+      sum += std::stod(cell);
+      if (j == rows) diagonal += std::stod(cell);
+    }
+    CHECK(std::fabs(sum - 1) <= 1e-5);
+    ++rows;
+  }
+  CHECK(rows == 16);
+  const json::Value text = json::parse(ordo::read_file(dir / "a/attention_text_layer1.json"));
+  CHECK(std::fabs(text["self"].as_number() - diagonal / 16) <= 1e-6);
+  CHECK(text["by_offset"].size() == 31);
+
+  // Method 1: one scalar per offset, w_|r|: drawn as a curve, symmetric in r; no cosines of scalars.
+  r = run_ordo("analyze --run " + (dir / "m1") + " --out " + (dir / "b") + " --eval-sequences 4 --quiet");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  index = read_index(dir / "b");
+  check_index(index, dir / "b");
+  CHECK(titles(index["analyses"]).count("Per-offset parameters of layer 1 (offsets -50..50 at most)") == 1);
+  CHECK(titles(index["skipped"]).count("Relative position vectors: dot products and cosine similarity (0.95 threshold)") == 1);
+  std::ifstream gates(dir / "b/offset_parameters.csv");
+  std::map<int64_t, std::string> w;
+  REQUIRE(std::getline(gates, line));
+  CHECK(line == "offset,d0");
+  while (std::getline(gates, line)) w[std::stoll(line.substr(0, line.find(',')))] = line.substr(line.find(',') + 1);
+  REQUIRE(w.size() == 31);
+  for (int64_t o = 1; o <= 15; ++o) CHECK(w[o] == w[-o]);
 }
 
 TEST_CASE("ordo analyze refuses bad flags and runs with a message, exit 1 and the output kept", "[analysis][cli][errors]") {

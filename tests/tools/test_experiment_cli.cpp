@@ -224,5 +224,20 @@ TEST_CASE("ordo experiment: a bad plan is refused before anything is written", "
   write_file_atomic(cfg + "/paper_rows.tsv", std::string(kRows) + "z_gone\tZ\tAPE\tl\t1\t1\n");
   r = run_ordo("experiment " + cfg + " --out " + out + kSmall);
   CHECK_THAT(r.output, Contains("row 'z_gone' names no config"));
+  write_file_atomic(cfg + "/paper_rows.tsv", kRows);
+  // A task for some runs only ("runs"): the others have no unit for it; a name that is no config is refused.
+  auto rte_for = [](const std::string& runs) {
+    std::string plan = kPlan;
+    const std::string rte = R"("stand_in": "roles"})";
+    return plan.replace(plan.find(rte), rte.size(), R"("stand_in": "roles", "runs": [)" + runs + "]}");
+  };
+  write_file_atomic(cfg + "/experiment.json", rte_for(R"("zz")"));
+  r = run_ordo("experiment " + cfg + " --out " + out + kSmall);
+  CHECK_THAT(r.output, Contains("runs names 'zz', which is no run config"));
+  write_file_atomic(cfg + "/experiment.json", rte_for(R"("b_ape")"));
+  r = run_ordo("experiment " + cfg + " --out " + out + kSmall + " --list");
+  INFO(r.output);
+  CHECK_THAT(r.output, Contains("a_none | pretrain - | probe - | tasks -\n"));
+  CHECK_THAT(r.output, Contains("b_ape | pretrain - | probe - | tasks - | finetune:rte -\n"));
   CHECK_FALSE(std::filesystem::exists(out));
 }

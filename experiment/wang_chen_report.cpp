@@ -1,0 +1,95 @@
+// Wang & Chen 2020's comparisons across an experiment's runs (experiment/wang_chen_report.h).
+#include "experiment/wang_chen_report.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "base/file_io.h"
+#include "base/json.h"
+#include "experiment/tables.h"
+#include "probe/analyze_run.h"
+#include "train/loop.h"
+
+namespace ordo::experiment {
+
+namespace {
+
+std::string fixed(double v, const char* pattern = "%.3f") {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, pattern, v);
+  return buf;
+}
+
+// Table 4 from each run's analysis/skip_position_attack.json: one row per run and factor c.
+TextTable attack_table(const std::vector<RunResults>& runs) {
+  TextTable t;
+  t.header = {"run", "objective", "c", "length", "perplexity", "perplexity attacked", "accuracy",
+              "accuracy attacked"};
+  for (const RunResults& run : runs) {
+    const std::string path = run.run_dir + "/analysis/skip_position_attack.json";
+    if (!file_exists(path)) continue;
+    const json::Value a = json::parse_file(path);
+    const json::Value& conditions = a["conditions"];
+    for (size_t i = 0; i < conditions.size(); ++i) {
+      const json::Value& c = conditions[i];
+      const double clean = c["unattacked"]["loss"].as_number(), hit = c["attacked"]["loss"].as_number();
+      t.rows.push_back({run.config, a["objective"].as_string(), std::to_string(c["factor"].as_int()),
+                        std::to_string(c["length"].as_int()), fixed(std::exp(clean), "%.2f"),
+                        fixed(std::exp(hit), "%.2f"), fixed(100 * c["unattacked"]["accuracy"].as_number(), "%.2f"),
+                        fixed(100 * c["attacked"]["accuracy"].as_number(), "%.2f")});
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+WangChenFiles wang_chen_across_runs(const Plan& plan, const std::vector<RunResults>& runs) {
+  WangChenFiles out;
+  std::vector<std::pair<std::string, std::string>> models;
+  for (const RunResults& run : runs)
+    if (train::latest_checkpoint(run.run_dir) > 0) models.emplace_back(run.config, run.run_dir);
+  std::string md = "\n## Wang & Chen 2020 across the runs\n\n";
+  std::string html = "<h2>Wang &amp; Chen 2020 across the runs</h2>\n";
+  if (models.empty()) {
+    md += "No run has a checkpoint yet.\n";
+    out.markdown = md;
+    out.html = html + "<p>No run has a checkpoint yet.</p>\n";
+    return out;
+  }
+  // Every run's table cut to the same rows: the longest its shortest run trained.
+  probe::WangChenReport report = probe::wang_chen_of(models, 1 << 20, plan.analyze.seed, /*quiet=*/true);
+  for (auto& [name, bytes] : report.files) out.files.push_back({"wang_chen/" + name, bytes});
+
+  TextTable t;
+  t.header = {"table", "kind", "positions", "dim", "MAE (Table 1)", "MAE of the mean", "order error (Table 2)",
+              "components for 90 % (Fig. 2)"};
+  for (const probe::WangChenRow& r : report.rows)
+    t.rows.push_back({r.name, r.kind, std::to_string(r.positions), std::to_string(r.dim), fixed(r.mae, "%.2f"),
+                      fixed(r.baseline_mae, "%.2f"), fixed(r.order_error), std::to_string(r.components_90)});
+  const TextTable attack = attack_table(runs);
+  const std::string about =
+      "Each run's input position table, its first " + std::to_string(report.positions) +
+      " rows (every run's trained length), with the fixed sinusoid of the same width and a Gaussian table as "
+      "controls (probe/wang_chen.h; seed " + std::to_string(plan.analyze.seed) + ").";
+  md += about + "\n\n" + t.markdown() + "\n![Figures 1 and 3](wang_chen/wang_chen_cosine.png)\n\n" +
+        "![Figure 2](wang_chen/wang_chen_informativeness.png)\n";
+  html += "<p>" + report::html_escape(about) + "</p>\n" + t.html() +
+          "<p><img src=\"wang_chen/wang_chen_cosine.png\" alt=\"cosine similarity per run\"></p>\n"
+          "<p><img src=\"wang_chen/wang_chen_informativeness.png\" alt=\"singular values per run\"></p>\n";
+  const std::string attack_about =
+      "Table 4, the skip-position attack: held-out perplexity (exp of the mean loss over the predicted tokens: "
+      "masked tokens for MLM, next tokens for the causal run) and accuracy with positions 0, 1, 2, ... and with "
+      "0, c, 2c, ... on the same windows and masks (each run's analysis/skip_position_attack.json).";
+  if (!attack.rows.empty()) {
+    md += "\n" + attack_about + "\n\n" + attack.markdown();
+    html += "<h3>Table 4</h3>\n<p>" + report::html_escape(attack_about) + "</p>\n" + attack.html();
+    out.files.push_back({"wang_chen/skip_position_attack.md", "# Wang & Chen 2020, Table 4\n\n" + attack_about +
+                                                                  "\n\n" + attack.markdown()});
+  }
+  out.markdown = md;
+  out.html = html;
+  return out;
+}
+
+}  // namespace ordo::experiment

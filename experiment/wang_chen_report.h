@@ -1,0 +1,36 @@
+// Wang & Chen 2020's comparisons across an experiment's runs (report.wang_chen
+// in experiment.json; configs/papers/wang_chen2020): one table and one figure
+// grid for all the runs, as the paper lays them out, where each run's own
+// `ordo analyze` has only itself.
+//
+//   wang_chen/wang_chen.md, .csv, .json   Tables 1-2: absolute position regression (MAE) and relative
+//                                         order (error rate) per run's input table, with the fixed
+//                                         sinusoid and a Gaussian table as controls (probe::wang_chen_of)
+//   wang_chen/wang_chen_cosine.png        Figures 1 and 3: each table's position-wise cosine similarity
+//   wang_chen/wang_chen_informativeness.png  Figure 2: the cumulative share of the top-k singular values
+//   wang_chen/skip_position_attack.md     Table 4: each run's held-out loss and perplexity with positions
+//                                         0, 1, 2, ... and 0, c, 2c, ... on the same windows (its analyze
+//                                         stage's skip_position_attack.json), side by side
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "experiment/plan.h"
+#include "experiment/results.h"
+#include "report/report.h"
+
+namespace ordo::experiment {
+
+struct WangChenFiles {
+  std::vector<report::OutputFile> files;
+  std::string html;      // the section for index.html
+  std::string markdown;  // the same for paper.md
+};
+
+// The runs that have finished pretraining, compared; runs without an input
+// table (relative-only variants) are listed as skipped, runs without an
+// analyze stage have no row in Table 4.
+WangChenFiles wang_chen_across_runs(const Plan& plan, const std::vector<RunResults>& runs);
+
+}  // namespace ordo::experiment
