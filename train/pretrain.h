@@ -63,6 +63,9 @@ struct TrainConfig {
   int64_t eval_every = 200;          // 0: only at the end
   int64_t eval_batches = 8;
   int64_t checkpoint_every = 0;      // 0: only at the end (and on Ctrl-C)
+  // Also checkpoint the weights as initialised, step 0 (the locality/symmetry
+  // paper's "before pretraining", Fig. 2 left; ordo analyze's trajectory starts there).
+  bool checkpoint_initial = false;
   std::string device = "auto";       // auto, cpu, cuda, cuda:N
   int64_t threads = 0;               // CPU threads; 0: OpenMP's default
   double bucket_cap_mb = 25;         // data parallel: gradient bucket size (PyTorch DDP's bucket_cap_mb)
