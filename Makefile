@@ -15,6 +15,11 @@
 #                 analysed, fine-tuned on the synthetic stand-ins of GLUE and SQuAD (3 seeds) and
 #                 reported beside the paper in runs/wang2021/report (resumable, shardable:
 #                 WANG2021_FLAGS="--shard 1/2"; --quick for a smoke test of minutes)
+#   make locality_symmetry
+#                 the locality/symmetry paper's Tables 1, 2, 3 and 7: its 9 configurations pretrained, probed
+#                 (locality, symmetry), fine-tuned at five learning rates on the synthetic stand-ins and
+#                 reported beside the paper in runs/locality_symmetry/report (resumable, shardable:
+#                 LOCALITY_SYMMETRY_FLAGS="--shard 1/2"; --quick for a smoke test of minutes)
 #   make bench    build and print the benchmark tables
 #   make deps     install the Debian packages the build and tests use, where missing
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
@@ -56,7 +61,7 @@ else
 endif
 CMAKE_FLAGS += -DORDO_BLAS=$(ORDO_BLAS) -DORDO_NATIVE=$(ORDO_NATIVE) "-DORDO_CUDA_ARCHITECTURES=$(CUDA_ARCHS)"
 
-.PHONY: all build configure test test-emulated run finetune table2 wang2021 bench deps fuzz fuzz-build fuzz-long clean
+.PHONY: all build configure test test-emulated run finetune table2 wang2021 locality_symmetry bench deps fuzz fuzz-build fuzz-long clean
 
 all: build
 
@@ -119,6 +124,13 @@ WANG2021_DIR ?= runs/wang2021
 WANG2021_FLAGS ?=
 wang2021: deps build
 	$(BUILD)/ordo experiment configs/papers/wang2021 --out $(WANG2021_DIR) $(WANG2021_FLAGS)
+
+# The locality/symmetry paper (configs/papers/locality_symmetry/README.md says
+# which of its tables and figures come out, and how).
+LOCALITY_SYMMETRY_DIR ?= runs/locality_symmetry
+LOCALITY_SYMMETRY_FLAGS ?=
+locality_symmetry: deps build
+	$(BUILD)/ordo experiment configs/papers/locality_symmetry --out $(LOCALITY_SYMMETRY_DIR) $(LOCALITY_SYMMETRY_FLAGS)
 
 TABLE2_DIR ?= runs/table2
 TABLE2_FLAGS ?=

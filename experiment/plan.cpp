@@ -105,6 +105,7 @@ json::Value Plan::to_json() const {
   json::Value report = json::Value::object();
   report["baseline"] = baseline;
   report["alpha"] = alpha;
+  report["learning_rates"] = average_learning_rates ? "average" : "best";
   json::Value tables = json::Value::array();
   for (const std::string& t : paper_tables) tables.push_back(t);
   report["paper_tables"] = tables;
@@ -307,6 +308,7 @@ Plan make_plan(const PlanRequest& request) {
     FieldReader r(report_spec ? *report_spec : empty, where + ": report");
     plan.baseline = r.string("baseline", "");
     plan.alpha = r.number("alpha", plan.alpha, 1e-9, 0.5);
+    plan.average_learning_rates = r.string("learning_rates", "best", {"best", "average"}) == "average";
     r.finish();
   }
   ORDO_CHECK(plan.baseline.empty() ||
