@@ -15,7 +15,7 @@
 #                 analysed, fine-tuned on the synthetic stand-ins of GLUE and SQuAD (3 seeds) and
 #                 reported beside the paper in runs/wang2021/report (resumable, shardable:
 #                 WANG2021_FLAGS="--shard 1/2"; --quick for a smoke test of minutes)
-#   make huang2020 / chen2021 / wang_chen2020
+#   make huang2020 / chen2021 / wang_chen2020 / locality_symmetry
 #                 the other papers' tables the same way, into runs/<paper>/report (configs/papers/<paper>/README.md
 #                 says which table is reproduced and how; PAPER_FLAGS=--quick for a smoke test)
 #   make bench    build and print the benchmark tables
@@ -128,11 +128,12 @@ TABLE2_FLAGS ?=
 table2: deps build
 	$(BUILD)/ordo experiment configs/papers/wang2021 --out $(TABLE2_DIR) --stages pretrain,probe,report $(TABLE2_FLAGS)
 
-# Huang et al. 2020, Chen et al. 2021 and Wang & Chen 2020 the same way, one
+# Huang et al. 2020, Chen et al. 2021, Wang & Chen 2020 and the locality/symmetry
+# paper the same way, one
 # target each: configs/papers/<paper> into runs/<paper> (its README lists every
 # table and figure: reproduced, with a stand-in, or not here and why).
 # PAPER_FLAGS adds flags (--quick for a smoke test, --shard I/N, --data TASK=DIR).
-OTHER_PAPERS := huang2020 chen2021 wang_chen2020
+OTHER_PAPERS := huang2020 chen2021 wang_chen2020 locality_symmetry
 PAPER_FLAGS ?=
 .PHONY: $(OTHER_PAPERS)
 $(OTHER_PAPERS): deps build

@@ -87,6 +87,7 @@ std::string heading_of(const std::string& key) {
 
 double badness(const std::string& key, double value) {
   if (key == "direction_balance") return std::fabs(value - 1);
+  if (key == "locality" || key == "symmetry") return -value;  // 1: the property holds (Eqs. 7-8)
   return is_indicator_key(key) ? value : -value;
 }
 

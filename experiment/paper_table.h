@@ -21,7 +21,8 @@
 // indicator ("translation_invariance_no_special"), a fine-tuning task's metric
 // in percent ("rte.accuracy", "squad.f1", "mnli.dev_mismatched.accuracy",
 // "sst2.score"), "glue.mean" (the classification tasks' mean, WNLI left out),
-// or the pretraining's held-out "eval_accuracy".
+// "TASK.SET.METRIC.delta[.BASE]" (a probe set's difference from BASE, run by
+// run: Δ of the word-swap probes), or the pretraining's held-out "eval_accuracy".
 #pragma once
 
 #include <map>
@@ -68,7 +69,8 @@ bool is_indicator_key(const std::string& key);
 std::string heading_of(const std::string& key);
 // Which way is better for a column: smaller for the indicators (how far each
 // property is violated), closer to 1 for direction balance (ordered by |DB -
-// 1|), larger for every task figure. Lower badness is better.
+// 1|), larger for locality and symmetry (1: the property holds) and for every
+// task figure. Lower badness is better.
 double badness(const std::string& key, double value);
 
 }  // namespace ordo::experiment

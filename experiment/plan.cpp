@@ -115,6 +115,7 @@ json::Value Plan::to_json() const {
   report["baseline"] = baseline;
   report["alpha"] = alpha;
   if (wang_chen) report["wang_chen"] = true;
+  report["learning_rates"] = average_learning_rates ? "average" : "best";
   json::Value tables = json::Value::array();
   for (const std::string& t : paper_tables) tables.push_back(t);
   report["paper_tables"] = tables;
@@ -323,6 +324,7 @@ Plan make_plan(const PlanRequest& request) {
     plan.baseline = r.string("baseline", "");
     plan.alpha = r.number("alpha", plan.alpha, 1e-9, 0.5);
     plan.wang_chen = r.boolean("wang_chen", false);
+    plan.average_learning_rates = r.string("learning_rates", "best", {"best", "average"}) == "average";
     r.finish();
   }
   ORDO_CHECK(plan.baseline.empty() ||

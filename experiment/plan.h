@@ -18,12 +18,16 @@
 //                 "tasks": [{"name": "rte", "task": "rte", "stand_in": "roles",
 //                            "set": ["train.select_epoch=last"],
 //                            "runs": ["method4"]}, ...]},   (optional: those runs only)
-//    "report": {"baseline": "02_ape_learned", "alpha": 0.05, "wang_chen": false},
+//    "report": {"baseline": "02_ape_learned", "alpha": 0.05, "wang_chen": false, "learning_rates": "best"},
 //    "quick": {"set": [...], "probe": {...}, "finetune_set": [...]}}
 // A fine-tuning task is a column of the paper's tables: its data is the folder
 // given on the command line (--data NAME=DIR: real GLUE or SQuAD), else the
 // stand-in among the run's synthetic tasks (`ordo data tasks`), else it is not
-// run (said in the report). "quick" is what --quick lays over the plan: a
+// run (said in the report). report.learning_rates: "best" (a task's figure is
+// its seeds at the learning rate with the best mean score) or "average" (every
+// finished run of every learning rate, the locality/symmetry paper's "average
+// score of five runs using different learning rates": mean and std over them).
+// "quick" is what --quick lays over the plan: a
 // smoke test of the whole pipeline in minutes.
 //
 // The stages run in the order of stage_names(); each run records its stages
@@ -83,6 +87,7 @@ struct Plan {
   double alpha = 0.05;                          // their two-sided level
   bool wang_chen = false;                       // report.wang_chen: Wang & Chen 2020's tables across the runs
                                                 // (experiment/wang_chen_report.h)
+  bool average_learning_rates = false;          // report.learning_rates = "average"
   bool quick = false;
   std::vector<std::string> paper_tables;        // the folder's paper_*.tsv, by name
 

@@ -22,7 +22,8 @@ bool is_squad(const std::string& task) { return task == "squad" || task == "squa
 // GLUE's metrics are fractions; the papers print percent (SQuAD's are percent already).
 double percent_scale(const std::string& task) { return is_squad(task) ? 1.0 : 100.0; }
 
-TaskResults read_task(const std::string& path, const FinetuneTask& task) {
+// all_rates: every learning rate's finished runs (report.learning_rates = "average").
+TaskResults read_task(const std::string& path, const FinetuneTask& task, bool all_rates) {
   TaskResults t;
   t.source = task.source();
   if (!file_exists(path)) return t;
@@ -30,10 +31,10 @@ TaskResults read_task(const std::string& path, const FinetuneTask& task) {
   t.select_epoch = results.contains("select_epoch") ? results["select_epoch"].as_string() : "best";
   const json::Value* best_lr = results.find("best_lr");
   if (!best_lr) return t;  // no run finished
-  t.lr = best_lr->as_number();
+  t.lr = all_rates ? 0 : best_lr->as_number();
   t.runs = json::Value::array();
   for (const json::Value& entry : results["learning_rates"].as_array()) {
-    if (entry["lr"].as_number() != t.lr) continue;
+    if (!all_rates && entry["lr"].as_number() != t.lr) continue;
     for (const json::Value& line : entry["runs"].as_array())
       if (line["finished"].as_bool()) t.runs.push_back(line);
   }
@@ -42,10 +43,21 @@ TaskResults read_task(const std::string& path, const FinetuneTask& task) {
 }
 
 // Each finished seed's value of a task's figure: "score", "METRIC" (on the
-// main dev set) or "SET.METRIC", in percent.
+// main dev set) or "SET.METRIC", in percent; "SET.METRIC.delta[.BASE]" the
+// difference run by run from METRIC on BASE (the main dev set by default).
 std::vector<double> task_values(const TaskResults& t, const FinetuneTask& task, const std::string& what) {
   std::vector<double> values;
   if (!t.present) return values;
+  const size_t delta = what.find(".delta");
+  if (delta != std::string::npos && (delta + 6 == what.size() || what[delta + 6] == '.')) {
+    const std::string measured = what.substr(0, delta);
+    const std::string metric = measured.substr(measured.rfind('.') + 1);
+    const std::string base = delta + 6 == what.size() ? metric : what.substr(delta + 7) + "." + metric;
+    const std::vector<double> a = task_values(t, task, measured), b = task_values(t, task, base);
+    if (a.empty() || a.size() != b.size()) return {};
+    for (size_t k = 0; k < a.size(); ++k) values.push_back(a[k] - b[k]);
+    return values;
+  }
   const double scale = percent_scale(task.task);
   for (const json::Value& line : t.runs.as_array()) {
     if (what == "score") {
@@ -55,8 +67,9 @@ std::vector<double> task_values(const TaskResults& t, const FinetuneTask& task, 
     const json::Value& sets = line[t.select_epoch];
     const size_t dot = what.find('.');
     // The main dev set is the first evaluated: the one that picks the best epoch.
-    const json::Value& set = dot == std::string::npos ? sets.items().front().second : sets[what.substr(0, dot)];
-    const json::Value* v = set.find(dot == std::string::npos ? what : what.substr(dot + 1));
+    const json::Value* set = dot == std::string::npos ? &sets.items().front().second : sets.find(what.substr(0, dot));
+    if (!set) return {};  // a dev set this task does not have
+    const json::Value* v = set->find(dot == std::string::npos ? what : what.substr(dot + 1));
     if (!v || !v->is_number()) return {};
     values.push_back(scale * v->as_number());
   }
@@ -84,7 +97,7 @@ std::vector<RunResults> gather_results(const Plan& plan) {
       if (const json::Value* ranges = layer.find("by_range")) r.by_range = (*ranges)["with_special"];
     }
     for (const FinetuneTask& t : plan.finetune)
-      r.tasks[t.name] = read_task(r.run_dir + "/finetune/" + t.name + "/results.json", t);
+      r.tasks[t.name] = read_task(r.run_dir + "/finetune/" + t.name + "/results.json", t, plan.average_learning_rates);
     out.push_back(std::move(r));
   }
   return out;

@@ -9,7 +9,14 @@
 //   TASK.score          "dev_mismatched", "dev_shuffle_sr") at the epoch the
 //                       fine-tuning selects (train.select_epoch), at the best
 //                       learning rate; in percent (GLUE's fractions x 100, as
-//                       the papers print them; SQuAD's are percent already)
+//                       the papers print them; SQuAD's are percent already);
+//                       under report.learning_rates = "average", every
+//                       finished run of every learning rate instead
+//   TASK.SET.METRIC.delta[.BASE]
+//                       per run, METRIC on SET minus METRIC on BASE (a dev set
+//                       of the same task; the main dev set when not given):
+//                       the word-swap probes' Δ against the original
+//                       (the locality/symmetry paper, Table 2)
 //   glue.mean           per seed, the mean of the classification tasks'
 //                       scores, WNLI left out (Wang et al. 2021 Table 3, App. E)
 // A figure holds every seed's value, so that its mean, spread and a test
@@ -38,8 +45,8 @@ struct TaskResults {
   bool present = false;        // its results.json exists with a finished run
   std::string source;          // where its data came from (FinetuneTask::source)
   std::string select_epoch;    // "best" or "last"
-  double lr = 0;               // the learning rate reported (the best by mean score)
-  json::Value runs;            // the finished runs' lines of that learning rate
+  double lr = 0;               // the learning rate reported (the best by mean score; 0: all of them)
+  json::Value runs;            // the finished runs' lines of that learning rate (of every one: all)
 };
 
 struct RunResults {

@@ -466,8 +466,10 @@ ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResult
   // ordo's own tables: every task and Table 5 over them, and Figure 5.
   std::vector<std::string> score_keys;
   const TextTable scores = ordo_scores(runs, plan, score_keys);
-  std::string figures = "# Every figure of the runs\n\n## Scores (mean ± std over seeds; held-out MLM accuracy "
-                        "from pretraining)\n\n" + scores.markdown();
+  const std::string over = plan.average_learning_rates ? "every learning rate's seeds, as the paper averages them"
+                                                     : "seeds, at the best learning rate";
+  std::string figures = "# Every figure of the runs\n\n## Scores (mean ± std over " + over +
+                        "; held-out MLM accuracy from pretraining)\n\n" + scores.markdown();
   if (!plan.finetune.empty()) {
     figures += "\nData: ";
     for (const FinetuneTask& t : plan.finetune) figures += "\n- " + t.name + ": " + t.source();

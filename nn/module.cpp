@@ -82,6 +82,11 @@ void initialize(Module& module, uint64_t seed) {
       case Init::Kind::ones: value.fill_(1); break;
       case Init::Kind::constant: value.fill_(p->init.value); break;
       case Init::Kind::normal: normal_(value, 0, p->init.value, seed, init_stream(name)); break;
+      case Init::Kind::values:
+        ORDO_CHECK(p->init.values.shape() == value.shape(), "initialize: ", name, " starts from values of shape ",
+                   shape_str(p->init.values.shape()), ", not its own ", shape_str(value.shape()));
+        value.copy_from(p->init.values.to(value.dtype()).to(value.device()));
+        break;
     }
   }
 }

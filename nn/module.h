@@ -27,12 +27,15 @@ namespace ordo::nn {
 // How a parameter starts: BERT's rules are normal(0, initializer_range) for
 // weight matrices and embeddings, zeros for biases, ones for LayerNorm gains.
 struct Init {
-  enum class Kind { zeros, ones, normal, constant } kind = Kind::zeros;
+  enum class Kind { zeros, ones, normal, constant, values } kind = Kind::zeros;
   double value = 0;  // the std of `normal`, the value of `constant`
-  static Init zeros() { return {Kind::zeros, 0}; }
-  static Init ones() { return {Kind::ones, 1}; }
-  static Init normal(double std) { return {Kind::normal, std}; }
-  static Init constant(double v) { return {Kind::constant, v}; }
+  Tensor values;     // `values`: the parameter's starting entries (its shape, any dtype and device)
+  static Init zeros() { return {Kind::zeros, 0, {}}; }
+  static Init ones() { return {Kind::ones, 1, {}}; }
+  static Init normal(double std) { return {Kind::normal, std, {}}; }
+  static Init constant(double v) { return {Kind::constant, v, {}}; }
+  // Entries computed by the variant (the paper's A* starts from Eq. 9's matrix).
+  static Init from(Tensor t) { return {Kind::values, 0, std::move(t)}; }
 };
 
 struct Parameter {

@@ -16,7 +16,7 @@ namespace {
 
 // The draws of each part of the task set, apart so that one task's changes
 // leave the others' files alone.
-enum Stream : uint64_t { kSplit = 1, kRoles, kShuffle, kSquad, kProbes };
+enum Stream : uint64_t { kSplit = 1, kRoles, kShuffle, kSquad, kProbes, kShuffleRandom };
 
 enum class Split { train, dev, test };
 const char* split_name(Split s) { return s == Split::train ? "train" : s == Split::dev ? "dev" : "test"; }
@@ -115,6 +115,29 @@ std::string shuffle_phrase(const Sentence& s, int length, CounterRng& rng) {
   const std::vector<std::string> before = inside;
   while (inside == before) shuffle(inside, rng);  // some order differs: the phrase has two distinct words
   std::copy(inside.begin(), inside.end(), words.begin() + span.start);
+  return joined(words);
+}
+
+// Whether the sentence has a phrase the word-swap probes shuffle (NP, VP, PP,
+// ADJP, ADVP of 2..6 words, two of them distinct): App. B.2's subset, "every
+// premise sentence has at least one phrase with length from 2 to 6".
+bool has_swappable_phrase(const Sentence& s) {
+  static const std::set<std::string> kinds{"NP", "VP", "PP", "ADJP", "ADVP"};
+  for (const Constituent& c : s.tree) {
+    const int length = c.span.end - c.span.start;
+    if (!kinds.count(c.label) || length < 2 || length > 6) continue;
+    if (std::set<std::string>(s.words.begin() + c.span.start, s.words.begin() + c.span.end).size() > 1) return true;
+  }
+  return false;
+}
+
+// The premise with all its words in a random order other than the given one
+// (the Random column of Table 2: the random swaps of prior work, label kept
+// as they assume); "" when its words are all the same.
+std::string shuffle_all(const Sentence& s, CounterRng& rng) {
+  if (std::set<std::string>(s.words.begin(), s.words.end()).size() < 2) return "";
+  std::vector<std::string> words = s.words;
+  while (words == s.words) shuffle(words, rng);
   return joined(words);
 }
 
@@ -336,8 +359,11 @@ const char* kReadme =
     "| --- | --- | --- |\n"
     "| roles/ | RTE (`rte`) | who did what to whom: the hypothesis holds the same words entailed or with agent and "
     "patient exchanged, so without word order it is at chance. dev_shuffle_3..6.tsv (a phrase of that length "
-    "shuffled, label kept) and dev_shuffle_sr.tsv (premise roles exchanged, label not_entailment) are the word-swap "
-    "probes of the locality/symmetry paper, evaluated beside dev.tsv |\n"
+    "shuffled, label kept), dev_shuffle_random.tsv (every word of the premise shuffled, label kept) and "
+    "dev_shuffle_sr.tsv (premise roles exchanged, label not_entailment) are the word-swap probes of the "
+    "locality/symmetry paper (Table 2), evaluated beside dev.tsv; their originals, unchanged: dev_swap_original.tsv "
+    "(the premises with a phrase of 2..6 words, those Shuffle-x and Random draw from) and dev_sr_original.tsv (the "
+    "entailed pairs Shuffle-SR swaps) |\n"
     "| squad/ | SQuAD v1.1 (`squad`) | which noun phrase is the agent and which the patient of a verb, to point at it |\n"
     "| squad2/ | SQuAD v2.0 (`squad2`) | the same, and that a question about a phrase absent from the context has no "
     "answer |\n"
@@ -377,10 +403,11 @@ std::vector<std::pair<std::string, std::string>> make_tasks(const std::vector<Do
                                     {Split::test, RteSplit(true)}};
     std::map<int, RteSplit> shuffled;
     for (int x = 3; x <= 6; ++x) shuffled.emplace(x, RteSplit(false));
-    RteSplit shuffle_sr(false);
+    RteSplit shuffle_sr(false), sr_original(false), swap_original(false), shuffle_random(false);
     for (size_t d = 0; d < documents.size(); ++d) {
       CounterRng rng(o.seed, kRoles, d);
       CounterRng shuffle_rng(o.seed, kShuffle, d);
+      CounterRng random_rng(o.seed, kShuffleRandom, d);
       for (const Sentence& s : documents[d].sentences) {
         const Clause* c = main_with_roles(s);
         if (!c) continue;
@@ -392,7 +419,14 @@ std::vector<std::pair<std::string, std::string>> make_tasks(const std::vector<Do
           const std::string shuffled_premise = shuffle_phrase(s, x, shuffle_rng);
           if (!shuffled_premise.empty()) shuffled.at(x).add(shuffled_premise, hypothesis, entailed);
         }
-        if (entailed) shuffle_sr.add(joined(swap_spans(s.words, *c->agent, *c->patient)), hypothesis, false);
+        if (has_swappable_phrase(s)) {
+          swap_original.add(premise, hypothesis, entailed);
+          const std::string random_premise = shuffle_all(s, random_rng);
+          if (!random_premise.empty()) shuffle_random.add(random_premise, hypothesis, entailed);
+        }
+        if (!entailed) continue;
+        shuffle_sr.add(joined(swap_spans(s.words, *c->agent, *c->patient)), hypothesis, false);
+        sr_original.add(premise, hypothesis, true);
       }
     }
     for (const auto& [which, file] : roles)
@@ -400,6 +434,9 @@ std::vector<std::pair<std::string, std::string>> make_tasks(const std::vector<Do
     for (const auto& [x, file] : shuffled)
       files.emplace_back("roles/dev_shuffle_" + std::to_string(x) + ".tsv", file.file.text());
     files.emplace_back("roles/dev_shuffle_sr.tsv", shuffle_sr.file.text());
+    files.emplace_back("roles/dev_shuffle_random.tsv", shuffle_random.file.text());
+    files.emplace_back("roles/dev_swap_original.tsv", swap_original.file.text());
+    files.emplace_back("roles/dev_sr_original.tsv", sr_original.file.text());
   }
 
   // SQuAD v1.1 and v2.0: the same contexts and questions; v2.0 adds the unanswerable ones.

@@ -17,7 +17,15 @@
 //                   meaning kept, label kept;
 //                 dev_shuffle_sr.tsv the entailed pairs with the premise's
 //                   agent and patient exchanged (Algorithm 1's swap): label
-//                   not_entailment.
+//                   not_entailment;
+//                 dev_shuffle_random.tsv every word of the premise in a
+//                   random order (Table 2's Random: the random swaps of prior
+//                   work, label kept as they assume), on the premises of
+//                 dev_swap_original.tsv the pairs whose premise has a phrase
+//                   of 2..6 words (App. B.2's subset), unchanged: the
+//                   Original that Shuffle-x and Random are read against;
+//                 dev_sr_original.tsv the entailed pairs Shuffle-SR swaps,
+//                   unchanged: its Original.
 //   squad/      SQuAD v1.1 JSON (train-v1.1.json, dev-v1.1.json): contexts of
 //               up to three sentences; for each active clause with both roles,
 //               "who <verb> <patient> ?" (answer: the agent) and "<agent>

@@ -97,6 +97,7 @@ TrainConfig parse_train(const json::Value& v, const std::string& where) {
   t.eval_every = r.integer("eval_every", t.eval_every, 0, INT64_MAX);
   t.eval_batches = r.integer("eval_batches", t.eval_batches, 1, 1 << 20);
   t.checkpoint_every = r.integer("checkpoint_every", t.checkpoint_every, 0, INT64_MAX);
+  t.checkpoint_initial = r.boolean("checkpoint_initial", t.checkpoint_initial);
   t.device = r.string("device", t.device);
   t.precision = r.string("precision", t.precision);
   t.cuda_graphs = r.boolean("cuda_graphs", t.cuda_graphs);
@@ -772,6 +773,7 @@ RunSummary run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsO
   summary.total_steps = cadence.total_steps;
   std::optional<EvalResult> last_eval;
   int64_t steps_this_call = 0;
+  if (c.train.checkpoint_initial && r.state.step == 0 && lead) save_checkpoint(run.path(), r);
   while (r.state.step < cadence.total_steps) {
     const int64_t phase_before = r.state.phase;
     enter_current_phase(r.state, c.train.phases);

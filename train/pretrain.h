@@ -63,6 +63,9 @@ struct TrainConfig {
   int64_t eval_every = 200;          // 0: only at the end
   int64_t eval_batches = 8;
   int64_t checkpoint_every = 0;      // 0: only at the end (and on Ctrl-C)
+  // Also checkpoint the weights as initialised, step 0 (the locality/symmetry
+  // paper's "before pretraining", Fig. 2 left; ordo analyze's trajectory starts there).
+  bool checkpoint_initial = false;
   std::string device = "auto";       // auto, cpu, cuda, cuda:N
   std::string precision = "auto";    // of the products: auto (bf16 on a GPU, fp32 on the CPU), fp32, tf32, bf16
   // On a GPU, with one process and no accumulation: each step one CUDA graph

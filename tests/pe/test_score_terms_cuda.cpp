@@ -84,7 +84,8 @@ TEST_CASE("score-term variants on CUDA agree with the CPU, forward and backward"
   compare("alibi", json::Value::object(), "score_bias");
   compare("alibi", json::parse(R"({"learned": true})"), "positional_weights");
   compare("attenuated", json::parse(R"({"w": 0.05, "s": 0.5})"), "score_bias");
-  compare("attenuated", json::parse(R"({"learned": true, "share": "heads"})"), "positional_weights");
+  compare("attenuated", json::parse(R"({"learned": true, "share": "heads"})"), "positional_weights");  // A*-s's matrix
+  compare("attenuated", json::parse(R"({"learned": true, "learn": "kernel"})"), "score_bias");
   compare("rope", json::Value::object(), "rotate");
   compare("rope", json::parse(R"({"pairing": "half"})"), "rotate");
   compare("ape_sin", json::Value::object(), "input_embedding");

@@ -51,7 +51,7 @@ TEST_CASE("synthetic tasks: every file reads back through the GLUE and SQuAD rea
   Written w(documents(200));
   const auto& rte = downstream::glue_task("rte");
   for (const char* file : {"train", "dev", "dev_shuffle_3", "dev_shuffle_4", "dev_shuffle_5", "dev_shuffle_6",
-                           "dev_shuffle_sr"}) {
+                           "dev_shuffle_sr", "dev_shuffle_random", "dev_swap_original", "dev_sr_original"}) {
     downstream::GlueSet set = downstream::read_glue(rte, w / ("roles/" + std::string(file) + ".tsv"));
     CHECK(set.labelled);
     CHECK(!set.examples.empty());
@@ -105,6 +105,39 @@ TEST_CASE("synthetic tasks: roles hypotheses hold the premise's role words eithe
     CHECK(sorted_words(it->second) == sorted_words(e.text_a));
     CHECK(it->second != e.text_a);
   }
+  // Table 2's originals are dev pairs as they stand: Shuffle-SR's the entailed ones, one per swapped pair.
+  std::set<std::pair<std::string, std::string>> dev_pairs;
+  for (const auto& e : dev.examples) dev_pairs.insert({e.text_a, e.text_b});
+  const auto sr_original = downstream::read_glue(downstream::glue_task("rte"), w / "roles/dev_sr_original.tsv").examples;
+  const auto sr = downstream::read_glue(downstream::glue_task("rte"), w / "roles/dev_shuffle_sr.tsv").examples;
+  CHECK(sr_original.size() == sr.size());
+  for (size_t k = 0; k < sr.size() && k < sr_original.size(); ++k) {
+    CHECK(sr_original[k].label == 0);  // entailment
+    CHECK(sr_original[k].text_b == sr[k].text_b);
+    CHECK(dev_pairs.count({sr_original[k].text_a, sr_original[k].text_b}) == 1);
+  }
+  // Random: every word of an original premise in another order, the label kept.
+  const auto swap_original = downstream::read_glue(downstream::glue_task("rte"), w / "roles/dev_swap_original.tsv").examples;
+  const auto random = downstream::read_glue(downstream::glue_task("rte"), w / "roles/dev_shuffle_random.tsv").examples;
+  REQUIRE(!random.empty());
+  CHECK(random.size() <= swap_original.size());
+  std::map<std::string, const downstream::GlueExample*> swap_by_hypothesis;
+  for (const auto& e : swap_original) {
+    CHECK(dev_pairs.count({e.text_a, e.text_b}) == 1);
+    swap_by_hypothesis[e.text_b] = &e;
+  }
+  // A whole-sentence shuffle mostly changes the first word (a phrase shuffle rarely does).
+  auto first_word = [](const std::string& text) { return text.substr(0, text.find(' ')); };
+  int moved_far = 0;
+  for (const auto& e : random) {
+    auto it = swap_by_hypothesis.find(e.text_b);
+    REQUIRE(it != swap_by_hypothesis.end());
+    CHECK(sorted_words(it->second->text_a) == sorted_words(e.text_a));
+    CHECK(it->second->text_a != e.text_a);
+    CHECK(it->second->label == e.label);
+    moved_far += first_word(it->second->text_a) != first_word(e.text_a);
+  }
+  CHECK(moved_far > static_cast<int>(random.size()) / 2);
 }
 
 TEST_CASE("synthetic tasks: SQuAD answers are where answer_start says, v2.0 adds unanswerable questions",

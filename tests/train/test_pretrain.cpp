@@ -107,6 +107,33 @@ TEST_CASE("a resumed run continues bit for bit like an uninterrupted one", "[pre
   for (size_t i = 0; i < wa.size(); ++i) CHECK(ordo::test::bit_identical(wa[i].second, wb[i].second));
 }
 
+TEST_CASE("train.checkpoint_initial writes step 0, the weights as initialised: resumed from it, the run is the same",
+          "[pretrain]") {
+  json::Value c = small_config();
+  c["train"]["steps"] = 4;
+  c["train"]["eval_every"] = 0;
+  c["train"]["checkpoint_initial"] = true;
+  train::RunConfig config = train::parse_run_config(c, {}, "test");
+  std::string whole = temp_dir("initial"), again = temp_dir("from_initial");
+  CHECK(train::pretrain(config, options(whole)).steps == 4);
+  REQUIRE(file_exists(whole + "/checkpoints/step_000000000/model.safetensors"));
+  // Only step 0 kept: a resume must train all four steps from it and end where the whole run ended,
+  // which it does only if step 0 holds the initial weights, optimizer and data order.
+  std::filesystem::copy(whole, again, std::filesystem::copy_options::recursive);
+  std::filesystem::remove_all(again + "/checkpoints/step_000000004");
+  CHECK(train::resume_pretrain(options(again)).steps == 4);
+  auto wa = safetensors::load(whole + "/checkpoints/step_000000004/model.safetensors");
+  auto wb = safetensors::load(again + "/checkpoints/step_000000004/model.safetensors");
+  auto w0 = safetensors::load(whole + "/checkpoints/step_000000000/model.safetensors");
+  REQUIRE(wa.size() == wb.size());
+  bool trained = false;
+  for (size_t i = 0; i < wa.size(); ++i) {
+    CHECK(ordo::test::bit_identical(wa[i].second, wb[i].second));
+    trained = trained || !ordo::test::bit_identical(wa[i].second, w0[i].second);
+  }
+  CHECK(trained);
+}
+
 TEST_CASE("a tiny model overfits a handful of sentences", "[pretrain]") {
   std::string dir = temp_dir("overfit");
   ::mkdir(dir.c_str(), 0777);

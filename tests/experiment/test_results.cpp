@@ -1,0 +1,92 @@
+// experiment/results.h: a task's figures gathered from a fine-tuning's
+// results.json, at the best learning rate or averaged over all of them (the
+// locality/symmetry paper's Tables 1, 3, 7), and the word-swap probes' Δ
+// against their original (its Table 2). Every expected value is worked by
+// hand from the numbers written here.
+#include <cmath>
+#include <filesystem>
+
+#include "base/file_io.h"
+#include "base/json.h"
+#include "experiment/results.h"
+#include "tests/helpers.h"
+
+using namespace ordo;
+
+namespace {
+
+// One finished run's line: accuracies (fractions) on the main dev set and two probes.
+json::Value run_line(double dev, double shuffled, double original) {
+  json::Value sets = json::Value::object(), line = json::Value::object();
+  auto set = [](double a) {
+    json::Value s = json::Value::object();
+    s["accuracy"] = a;
+    return s;
+  };
+  sets["dev"] = set(dev);
+  sets["dev_shuffle_sr"] = set(shuffled);
+  sets["dev_sr_original"] = set(original);
+  line["finished"] = true;
+  line["best"] = sets;
+  line["best_score"] = dev;
+  return line;
+}
+
+}  // namespace
+
+TEST_CASE("results: a task's figure at the best learning rate or over all of them; Δ run by run", "[experiment]") {
+  test::TempDir dir("results");
+  // Two learning rates, two seeds each. lr 1e-4: dev 0.80, 0.90 (mean 85); lr 3e-4: dev 0.60, 0.70 (mean 65).
+  json::Value results = json::Value::object(), rates = json::Value::array();
+  auto rate = [](double lr, std::vector<json::Value> lines) {
+    json::Value r = json::Value::object(), runs = json::Value::array();
+    for (auto& l : lines) runs.push_back(l);
+    r["lr"] = lr;
+    r["runs"] = runs;
+    return r;
+  };
+  rates.push_back(rate(1e-4, {run_line(0.80, 0.10, 0.95), run_line(0.90, 0.30, 0.85)}));
+  rates.push_back(rate(3e-4, {run_line(0.60, 0.20, 0.70), run_line(0.70, 0.40, 0.60)}));
+  results["learning_rates"] = rates;
+  results["best_lr"] = 1e-4;
+  results["select_epoch"] = "best";
+  std::filesystem::create_directories(dir / "runs/a/finetune/rte");
+  write_file_atomic(dir / "runs/a/finetune/rte/results.json", json::dump(results));
+
+  experiment::Plan plan;
+  plan.out = dir.path;
+  plan.names = {"a"};
+  plan.configs.resize(1);
+  experiment::FinetuneTask rte;
+  rte.name = "rte";
+  rte.task = "rte";
+  rte.stand_in = "roles";
+  plan.finetune.push_back(rte);
+
+  auto values = [&](const std::string& key) {
+    const std::vector<experiment::RunResults> runs = experiment::gather_results(plan);
+    const std::optional<experiment::Figure> f = experiment::figure(runs.at(0), key, plan);
+    REQUIRE(f.has_value());
+    return f->values;
+  };
+  auto near = [](const std::vector<double>& got, const std::vector<double>& want) {
+    REQUIRE(got.size() == want.size());
+    for (size_t k = 0; k < got.size(); ++k) CHECK(got[k] == Approx(want[k]).margin(1e-9));
+  };
+  // The best learning rate (1e-4) alone: 80, 90 percent.
+  near(values("rte.accuracy"), {80, 90});
+  // Shuffle-SR against its original, run by run: 10 - 95, 30 - 85.
+  near(values("rte.dev_shuffle_sr.accuracy.delta.dev_sr_original"), {-85, -55});
+  // Against the main dev set: 10 - 80, 30 - 90.
+  near(values("rte.dev_shuffle_sr.accuracy.delta"), {-70, -60});
+  // Averaged over the learning rates: all four runs, mean 75, sample std sqrt(((5^2 + 15^2) * 2) / 3) = 12.91.
+  plan.average_learning_rates = true;
+  near(values("rte.accuracy"), {80, 90, 60, 70});
+  const std::vector<experiment::RunResults> runs = experiment::gather_results(plan);
+  const experiment::Figure f = *experiment::figure(runs.at(0), "rte.accuracy", plan);
+  CHECK(f.mean() == Approx(75));
+  CHECK(f.std() == Approx(std::sqrt(500.0 / 3)));
+  near(values("rte.dev_shuffle_sr.accuracy.delta.dev_sr_original"), {-85, -55, -50, -20});
+  // A Δ against a set the task does not have is absent, not a number.
+  CHECK_FALSE(experiment::figure(runs.at(0), "rte.dev_shuffle_sr.accuracy.delta.dev_nothing", plan).has_value());
+}
