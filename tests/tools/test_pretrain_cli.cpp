@@ -202,16 +202,28 @@ TEST_CASE("ordo pretrain --resume: a finished run says so and is untouched; --se
   CHECK(ordo::json::parse(ordo::read_file(run + "/config.json"))["train"]["steps"].as_int() == 4);
 }
 
+namespace {
+
+// A long run in the background of the test's shell; once its first step is
+// logged (the run has taken its folder), `signal` (INT as a terminal's
+// Ctrl-C, or TERM). A process killed by the signal also shows status 130 in
+// a shell: the summary line and the checkpoint tell that it stopped by itself.
+ordo::test::CommandResult interrupt_pretrain(const TempDir& dir, const std::string& run, const std::string& signal) {
+  std::ofstream(dir / "ok.json") << kSmall;
+  return run_ordo("pretrain --quiet --config " + (dir / "ok.json") + " --out " + run +
+                  " --set train.steps=1000000 --set train.log_every=1 2>&1 & pid=$!; "
+                  "for i in $(seq 1200); do grep -q '\"step\"' " + run +
+                  "/metrics.jsonl 2>/dev/null && break; sleep 0.05; done; "
+                  "kill -" + signal + " $pid; wait $pid; echo \"exit status $?\"");
+}
+
+}  // namespace
+
 TEST_CASE("SIGTERM stops ordo pretrain after a checkpoint and the summary names SIGTERM, not Ctrl-C",
           "[pretrain][cli]") {
   TempDir dir("pretrain-cli");
-  std::ofstream(dir / "ok.json") << kSmall;
   std::string run = dir / "run";
-  ordo::test::CommandResult r =
-      run_ordo("pretrain --quiet --config " + (dir / "ok.json") + " --out " + run +
-               " --set train.steps=1000000 --set train.log_every=1 2>&1 & pid=$!; "
-               "for i in $(seq 1200); do grep -q '\"step\"' " + run + "/metrics.jsonl 2>/dev/null && break; sleep 0.05; done; "
-               "kill -TERM $pid; wait $pid; echo \"exit status $?\"");
+  ordo::test::CommandResult r = interrupt_pretrain(dir, run, "TERM");
   INFO(r.output);
   CHECK(r.output.find("exit status 130") != std::string::npos);
   CHECK(r.output.find("interrupted by SIGTERM at step ") != std::string::npos);
@@ -220,17 +232,8 @@ TEST_CASE("SIGTERM stops ordo pretrain after a checkpoint and the summary names 
 
 TEST_CASE("Ctrl-C stops ordo pretrain after a checkpoint and exits 130", "[pretrain][cli]") {
   TempDir dir("pretrain-cli");
-  std::ofstream(dir / "ok.json") << kSmall;
   std::string run = dir / "run";
-  // A long run in the background of the test's shell; once its first step
-  // is logged (the run has taken its folder), SIGINT as a terminal's Ctrl-C.
-  // (A process killed by SIGINT also shows status 130 in a shell: the
-  // summary line and the checkpoint tell that it stopped by itself.)
-  ordo::test::CommandResult r =
-      run_ordo("pretrain --quiet --config " + (dir / "ok.json") + " --out " + run +
-               " --set train.steps=1000000 --set train.log_every=1 2>&1 & pid=$!; "
-               "for i in $(seq 1200); do grep -q '\"step\"' " + run + "/metrics.jsonl 2>/dev/null && break; sleep 0.05; done; "
-               "kill -INT $pid; wait $pid; echo \"exit status $?\"");
+  ordo::test::CommandResult r = interrupt_pretrain(dir, run, "INT");
   INFO(r.output);
   CHECK(r.output.find("exit status 130") != std::string::npos);
   CHECK(r.output.find("interrupted by Ctrl-C (SIGINT) at step ") != std::string::npos);
