@@ -12,14 +12,14 @@
 
 namespace ordo::train {
 
-std::string resolve_checkpoint(const std::string& path) {
+std::string resolve_checkpoint(const std::string& path, const std::string& flag) {
   namespace fs = std::filesystem;
-  ORDO_CHECK(directory_exists(path), "--checkpoint ", path, ": not a directory");
+  ORDO_CHECK(directory_exists(path), flag, " ", path, ": not a directory");
   if (file_exists(path + "/config.json") && file_exists(path + "/model.safetensors")) return path;
   // A run directory: the step_N with the highest N (the names are zero-padded,
   // but the number is compared, not the text, so unpadded names work too).
   const std::string dir = path + "/checkpoints";
-  ORDO_CHECK(directory_exists(dir), "--checkpoint ", path,
+  ORDO_CHECK(directory_exists(dir), flag, " ", path,
              ": neither a checkpoint (config.json + model.safetensors) nor a run directory (no checkpoints/)");
   std::string best;
   long long best_step = -1;
@@ -32,7 +32,7 @@ std::string resolve_checkpoint(const std::string& path) {
     if (step > best_step && file_exists(candidate + "/config.json") && file_exists(candidate + "/model.safetensors"))
       best_step = step, best = candidate;
   }
-  ORDO_CHECK(!best.empty(), "--checkpoint ", path, ": the run has no complete checkpoint (no ", dir,
+  ORDO_CHECK(!best.empty(), flag, " ", path, ": the run has no complete checkpoint (no ", dir,
              "/step_N holding config.json and model.safetensors)");
   return best;
 }

@@ -14,8 +14,9 @@ namespace ordo::train {
 // The checkpoint a path names: a checkpoint directory itself (it holds
 // config.json and model.safetensors), or a run directory (`ordo pretrain
 // --out RUN`), meaning its latest checkpoint: the RUN/checkpoints/step_N
-// with the highest N. Errors name the path and what was looked for.
-std::string resolve_checkpoint(const std::string& path);
+// with the highest N. Errors name the path (as `flag` gave it) and what was
+// looked for.
+std::string resolve_checkpoint(const std::string& path, const std::string& flag = "--checkpoint");
 // The tokenizer of a checkpoint and where it was read from. Its files:
 // `given` (a command's --vocab: a vocab.txt, a vocab.json with merges.txt
 // beside it, a tokenizer.json, or a folder holding one of them), else the

@@ -17,6 +17,7 @@
 #include "synth/synth.h"
 #include "text/corpus.h"
 #include "text/vocab_trainer.h"
+#include "train/init_from.h"
 
 namespace ordo::train {
 
@@ -98,6 +99,7 @@ TrainConfig parse_train(const json::Value& v, const std::string& where) {
   t.eval_batches = r.integer("eval_batches", t.eval_batches, 1, 1 << 20);
   t.checkpoint_every = r.integer("checkpoint_every", t.checkpoint_every, 0, INT64_MAX);
   t.checkpoint_initial = r.boolean("checkpoint_initial", t.checkpoint_initial);
+  t.init_from = r.string("init_from", t.init_from);
   t.device = r.string("device", t.device);
   t.precision = r.string("precision", t.precision);
   t.cuda_graphs = r.boolean("cuda_graphs", t.cuda_graphs);
@@ -406,6 +408,7 @@ struct PretrainRun {
   DeviceBatch graph_inputs;
   nn::MlmRows graph_rows;
   int64_t max_predictions = 0;  // per sequence (data.max_predictions_per_seq)
+  std::optional<InitFromReport> warm_start;  // train.init_from's, at a fresh start
 };
 
 PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resuming, bool quiet,
@@ -426,6 +429,7 @@ PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resumi
                "with as many (", state.ranks == 1 ? "one process" : "mpirun -np " + std::to_string(state.ranks), ")");
   } else {
     model = pe::build_model(model_config, device, nsp, c.train.seed);
+    if (!c.train.init_from.empty()) warm_start = init_from(*model, c.train.init_from);
   }
   state.ranks = comm.size();
   opt = std::make_unique<nn::AdamW>(model->named_parameters(), c.train.adam);
@@ -481,6 +485,7 @@ void check_before_writing(const RunConfig& c) {
     nn::validate(model, "model config");
   }
   build_dry_model(model, c);
+  if (!c.train.init_from.empty()) check_init_from(c, model);
   if (c.data.corpus != "synthetic") check_corpus_readable(c.data.corpus);
 }
 
@@ -503,6 +508,17 @@ void print_start(const RunConfig& c, const PretrainRun& r, bool resuming) {
                  static_cast<long long>(r.reducer->buckets()), r.reducer->bytes_per_step() / 1e6, r.comm.size(),
                  static_cast<long long>(c.train.grad_accum), static_cast<long long>(p.batch_size),
                  static_cast<long long>(r.comm.size() * c.train.grad_accum * p.batch_size));
+  }
+  if (r.warm_start) {
+    const InitFromReport& w = *r.warm_start;
+    auto joined = [](const std::vector<std::string>& names) {
+      std::string s;
+      for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+      return s.empty() ? std::string("none") : s;
+    };
+    std::fprintf(stderr, "init_from %s: %lld parameter tensors copied; initialised: %s; left out: %s\n",
+                 w.checkpoint.c_str(), static_cast<long long>(w.copied), joined(w.fresh).c_str(),
+                 joined(w.unused).c_str());
   }
   if (r.graphed) std::fprintf(stderr, "cuda graphs: on (from the third step, each step one graph launch)\n");
   if (resuming) std::fprintf(stderr, "resuming at step %lld\n", static_cast<long long>(r.state.step));
@@ -716,6 +732,7 @@ void check_output(const RunConfig& c, const PretrainOptions& o) {
   std::vector<InputPath> inputs = c.files;
   if (c.data.corpus != "synthetic") inputs.push_back({c.data.corpus, "data.corpus"});
   inputs.push_back({c.data.vocab, "data.vocab"});
+  inputs.push_back({c.train.init_from, "train.init_from"});
   ordo::check_output(o.out, OutputKind::folder, o.overwrite, inputs);
 }
 

@@ -66,6 +66,10 @@ struct TrainConfig {
   // Also checkpoint the weights as initialised, step 0 (the locality/symmetry
   // paper's "before pretraining", Fig. 2 left; ordo analyze's trajectory starts there).
   bool checkpoint_initial = false;
+  // A checkpoint or run whose weights the run starts from, all but its own
+  // position encoding's (train/init_from.h: Wang et al. 2021 continue
+  // BERT-base-uncased with each PE); empty: every weight initialised.
+  std::string init_from;
   std::string device = "auto";       // auto, cpu, cuda, cuda:N
   std::string precision = "auto";    // of the products: auto (bf16 on a GPU, fp32 on the CPU), fp32, tf32, bf16
   // On a GPU, with one process and no accumulation: each step one CUDA graph

@@ -134,6 +134,79 @@ TEST_CASE("train.checkpoint_initial writes step 0, the weights as initialised: r
   CHECK(trained);
 }
 
+// Wang et al. 2021 continue BERT-base with each PE in place of its table: the
+// run's step 0 must hold the source's every other weight, and the new PE's
+// own parameters exactly as a run without the warm start initialises them.
+TEST_CASE("train.init_from starts from another run's weights but its own position encoding's; refusals name the key",
+          "[pretrain]") {
+  json::Value c = small_config();
+  c["train"]["steps"] = 2;
+  c["train"]["eval_every"] = 0;
+  const std::string source = temp_dir("init_source");
+  train::pretrain(train::parse_run_config(c, {}, "test"), options(source));
+  auto tensors = [](const std::string& run) {
+    std::map<std::string, Tensor> by_name;
+    for (auto& [name, t] : safetensors::load(run + "/checkpoints/step_000000000/model.safetensors")) by_name[name] = t;
+    return by_name;
+  };
+  std::map<std::string, Tensor> trained;
+  for (auto& [name, t] : safetensors::load(source + "/checkpoints/step_000000002/model.safetensors")) trained[name] = t;
+  const std::string table = "bert.embeddings.position_embeddings.weight";
+  REQUIRE(trained.count(table));
+
+  c["train"]["checkpoint_initial"] = true;
+  c["train"]["steps"] = 1;
+  c["train"]["warmup_steps"] = 0;
+  c["model"]["pe"] = "t5_bias";  // its own bucket table; no absolute one
+  const train::RunConfig fresh = train::parse_run_config(c, {}, "test");
+  c["train"]["init_from"] = source;
+  c["data"]["vocab"] = source + "/vocab.txt";
+  const train::RunConfig warm = train::parse_run_config(c, {}, "test");
+  const std::string fresh_run = temp_dir("init_fresh"), warm_run = temp_dir("init_warm");
+  train::pretrain(fresh, options(fresh_run));
+  train::pretrain(warm, options(warm_run));
+  const auto f = tensors(fresh_run), w = tensors(warm_run);
+  REQUIRE(f.size() == w.size());
+  int from_source = 0, own = 0;
+  for (const auto& [name, t] : w) {
+    INFO(name);
+    CHECK_FALSE(name == table);  // the source's table is left out
+    auto it = trained.find(name);
+    if (it != trained.end()) {
+      CHECK(ordo::test::bit_identical(t, it->second));
+      ++from_source;
+    } else {
+      CHECK(ordo::test::bit_identical(t, f.at(name)));  // the PE's, as initialised without a warm start
+      ++own;
+    }
+  }
+  CHECK(from_source == static_cast<int>(trained.size()) - 1);
+  CHECK(own >= 1);
+  // The same PE keeps the source's table.
+  c["model"]["pe"] = "ape_learned";
+  const std::string same_run = temp_dir("init_same");
+  train::pretrain(train::parse_run_config(c, {}, "test"), options(same_run));
+  CHECK(ordo::test::bit_identical(tensors(same_run).at(table), trained.at(table)));
+
+  // Refused before anything is written, naming what differs.
+  auto refused = [&](const std::vector<std::string>& sets) {
+    const std::string out = temp_dir("init_refused");
+    try {
+      train::pretrain(train::parse_run_config(c, sets, "test"), options(out));
+    } catch (const Error& e) {
+      CHECK_FALSE(std::filesystem::exists(out));
+      return std::string(e.what());
+    }
+    return std::string("not refused");
+  };
+  CHECK_THAT(refused({"model.num_hidden_layers=3"}),
+             Contains("its model has num_hidden_layers = 2, this config 3 (model.num_hidden_layers)"));
+  CHECK_THAT(refused({"data.vocab=\"\""}), Contains("needs data.vocab: the checkpoint's vocabulary"));
+  CHECK_THAT(refused({"train.init_from=\"" + source + "/nowhere\""}), Contains("train.init_from " + source + "/nowhere: not a directory"));
+  CHECK_THAT(refused({"model.max_position_embeddings=48"}),
+             Contains("tensor 'bert.embeddings.position_embeddings.weight' has shape [64, 32], the model expects [48, 32]"));
+}
+
 TEST_CASE("a tiny model overfits a handful of sentences", "[pretrain]") {
   std::string dir = temp_dir("overfit");
   ::mkdir(dir.c_str(), 0777);
