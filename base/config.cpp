@@ -123,7 +123,13 @@ void apply_override(json::Value& root, const std::string& assignment) {
     ORDO_CHECK(node->is_object() || node->is_null(), "--set '", assignment, "': '",
                path.substr(0, start ? start - 1 : 0), "' is not an object");
     if (dot == std::string::npos) {
-      (*node)[key] = value;
+      // null unsets the key (JSON merge patch's rule): its default applies, as
+      // when a file never gave it (train.steps=null makes room for train.phases).
+      if (value.is_null()) {
+        if (node->is_object()) node->erase(key);
+      } else {
+        (*node)[key] = value;
+      }
       return;
     }
     node = &(*node)[key];

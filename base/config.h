@@ -68,7 +68,8 @@ class ConfigKeyLog {
 
 // Applies "a.b.c=value" to root: the value is read as JSON when it parses
 // (numbers, true/false, null, quoted strings, arrays) and as a plain string
-// otherwise; intermediate objects are created. Errors name the assignment.
+// otherwise; intermediate objects are created; null removes the key (its
+// default applies, as in a JSON merge patch). Errors name the assignment.
 void apply_override(json::Value& root, const std::string& assignment);
 
 }  // namespace ordo

@@ -95,6 +95,7 @@ class Value {
   Value* find(const std::string& key);
   const Value& operator[](const std::string& key) const;  // throws "missing key 'k'"
   Value& operator[](const std::string& key);  // inserts null if absent; null becomes an object
+  bool erase(const std::string& key);          // removes the member; false if absent
 
   // Arrays: indices are bounds-checked.
   const Value& operator[](size_t i) const;
@@ -623,6 +624,15 @@ const Value* Value::find(const std::string& key) const {
 
 Value* Value::find(const std::string& key) {
   return const_cast<Value*>(static_cast<const Value*>(this)->find(key));
+}
+
+bool Value::erase(const std::string& key) {
+  expect(Type::object);
+  Object& members = std::get<Object>(data_);
+  auto it = std::find_if(members.begin(), members.end(), [&](const Member& m) { return m.first == key; });
+  if (it == members.end()) return false;
+  members.erase(it);
+  return true;
 }
 
 const Value& Value::operator[](const std::string& key) const {

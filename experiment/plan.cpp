@@ -301,6 +301,21 @@ Plan make_plan(const PlanRequest& request) {
   plan.overrides.insert(plan.overrides.end(), request.overrides.begin(), request.overrides.end());
   for (const std::string& name : plan.names)
     plan.configs.push_back(train::read_run_config(request.folder + "/" + name + ".json", plan.overrides));
+  // The synthetic stand-ins are tasks on the synthetic language (the tasks
+  // stage reads its annotations): runs pretrained on a real corpus have none,
+  // so the tasks stage is left out and only the tasks given --data fine-tune.
+  std::vector<std::string> synthetic, real;
+  std::string corpus;  // the first real one
+  for (size_t i = 0; i < plan.names.size(); ++i) {
+    const std::string& c = plan.configs[i].data.corpus;
+    (c == "synthetic" ? synthetic : real).push_back(plan.names[i]);
+    if (c != "synthetic" && corpus.empty()) corpus = c;
+  }
+  ORDO_CHECK(synthetic.empty() || real.empty(), where, ": ", synthetic.front(), " pretrains on the synthetic language "
+             "and ", real.front(), " on data.corpus '", corpus, "'; the synthetic stand-in tasks exist for the first "
+             "kind only: give every run one kind of corpus (two experiments otherwise)");
+  const bool real_corpus = !real.empty();
+  if (real_corpus) plan.stages.erase(std::remove(plan.stages.begin(), plan.stages.end(), "tasks"), plan.stages.end());
 
   // Every stage's settings, checked against every config.
   json::Value probe_settings = probe_spec ? *probe_spec : json::Value::object();
@@ -332,6 +347,8 @@ Plan make_plan(const PlanRequest& request) {
              where, ": report.baseline '", plan.baseline, "' names no run config of ", request.folder);
   if (plan.has_stage("finetune")) {
     read_finetune(finetune_spec, request, request.folder, quick_finetune, where, plan);
+    if (real_corpus)
+      for (FinetuneTask& t : plan.finetune) t.stand_in.clear();  // "no data (give --data ...)" where none is given
     ORDO_CHECK(!plan.finetune.empty(), where, ": the finetune stage has no tasks (finetune.tasks)");
     check_finetune_fits(plan);
     for (const FinetuneTask& t : plan.finetune)

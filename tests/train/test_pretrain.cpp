@@ -265,6 +265,17 @@ TEST_CASE("a two-phase length schedule trains each phase at its length", "[pretr
     if (l.contains("phase")) phases.push_back(l["phase"].as_int());
   });
   CHECK(phases == std::vector<int64_t>{0, 0, 0, 0, 1, 1, 1});
+
+  // --set KEY=null unsets a key, so a one-phase config takes phases from the command line.
+  const std::string two = R"(train.phases=[{"steps": 4, "max_seq_length": 16, "batch_size": 4},
+                                           {"steps": 3, "max_seq_length": 48, "batch_size": 2}])";
+  CHECK_THROWS_WITH(train::parse_run_config(small_config(), {two}, "run.json"),
+                    Contains("give either 'phases' or steps/max_seq_length/batch_size, not both"));
+  const train::RunConfig unset = train::parse_run_config(
+      small_config(), {"train.steps=null", "train.max_seq_length=null", "train.batch_size=null", two}, "run.json");
+  REQUIRE(unset.train.phases.size() == 2);
+  CHECK(unset.train.phases[1].max_seq_length == 48);
+  CHECK_FALSE(unset.source["train"].contains("steps"));
 }
 
 TEST_CASE("bad run configs are refused with the key named", "[pretrain][errors]") {
