@@ -10,14 +10,32 @@ namespace ordo::cpu {
 namespace {
 
 // out [n] = the sums over rows of x [rows, n], each column in row order, in f64.
+// Threads take blocks of columns and walk the rows, so the inner loop reads
+// a row's columns contiguously (vectorised) with each column's order kept.
 template <class T>
 void column_sums(T* out, const T* x, int64_t rows, int64_t n) {
-  parallel_for(n, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(rows, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t j = b; j < e; ++j) {
-      double sum = 0;
-      for (int64_t r = 0; r < rows; ++r) sum += x[r * n + j];
-      out[j] = static_cast<T>(sum);
+  constexpr int64_t kBlock = 256;  // columns summed at once: their f64 partial sums stay in L1
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  parallel_for(blocks, 1, [&](int64_t first, int64_t last) {
+    double sum[kBlock];
+    for (int64_t block = first; block < last; ++block) {
+      const int64_t j0 = block * kBlock, width = std::min(kBlock, n - j0);
+      std::fill(sum, sum + width, 0.0);
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* row = x + r * n + j0;
+        for (int64_t j = 0; j < width; ++j) sum[j] += row[j];
+      }
+      for (int64_t j = 0; j < width; ++j) out[j0 + j] = static_cast<T>(sum[j]);
     }
+  });
+}
+
+// Runs body(row) over the rows of a [rows, n] operand in parallel, the
+// elementwise grain's worth of elements per task.
+template <class Body>
+void for_rows(int64_t rows, int64_t n, const Body& body) {
+  parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) body(r);
   });
 }
 
@@ -41,8 +59,14 @@ void residual_layernorm(const Tensor& y, const Tensor& s, const Tensor& mean, co
     T* ss = s.data<T>();
     const T* hs = h.data<T>();
     const T* b = bias.defined() ? bias.data<T>() : nullptr;
-    parallel_for(count, kElementwiseGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) ss[i] = b ? hs[i] + b[i % n] : hs[i];
+    for_rows(n ? count / n : 0, n, [&](int64_t r) {
+      T* sr = ss + r * n;
+      const T* hr = hs + r * n;
+      if (b) {
+        for (int64_t j = 0; j < n; ++j) sr[j] = hr[j] + b[j];
+      } else {
+        for (int64_t j = 0; j < n; ++j) sr[j] = hr[j];
+      }
     });
     if (p > 0) dropout(s, s, p, stream);
     const T* r = residual.data<T>();
@@ -70,8 +94,10 @@ void residual_layernorm_backward(const Tensor& gs, const Tensor& gh, const Tenso
   });
 }
 
+// Row by row, the bias indexed by column: the inner loops are dense, so the
+// compiler vectorises them with the activation's vector math (cpu::vnormal_cdf).
 void bias_activation(const Tensor& y, const Tensor& x, const Tensor& bias, UnaryOp act) {
-  const int64_t n = x.size(-1), count = x.numel();
+  const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
   dispatch_float(x.dtype(), "bias_activation", [&](auto tag) {
     using T = decltype(tag);
     const T* xs = x.data<T>();
@@ -80,13 +106,17 @@ void bias_activation(const Tensor& y, const Tensor& x, const Tensor& bias, Unary
       using F = decltype(f);
       if (y.dtype() == DType::bf16) {
         uint16_t* out = static_cast<uint16_t*>(y.raw_data());
-        parallel_for(count, kElementwiseGrain, [&](int64_t begin, int64_t end) {
-          for (int64_t i = begin; i < end; ++i) out[i] = f32_to_bf16(static_cast<float>(F::f(xs[i] + b[i % n], {})));
+        for_rows(rows, n, [&](int64_t r) {
+          const T* xr = xs + r * n;
+          uint16_t* o = out + r * n;
+          for (int64_t j = 0; j < n; ++j) o[j] = f32_to_bf16(static_cast<float>(F::f(xr[j] + b[j], {})));
         });
       } else {
         T* out = y.data<T>();
-        parallel_for(count, kElementwiseGrain, [&](int64_t begin, int64_t end) {
-          for (int64_t i = begin; i < end; ++i) out[i] = F::f(xs[i] + b[i % n], {});
+        for_rows(rows, n, [&](int64_t r) {
+          const T* xr = xs + r * n;
+          T* o = out + r * n;
+          for (int64_t j = 0; j < n; ++j) o[j] = F::f(xr[j] + b[j], {});
         });
       }
     });
@@ -95,7 +125,7 @@ void bias_activation(const Tensor& y, const Tensor& x, const Tensor& bias, Unary
 
 void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tensor& gy, const Tensor& x,
                               const Tensor& bias, UnaryOp act) {
-  const int64_t n = x.size(-1), count = x.numel();
+  const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
   const bool rounded = gx.dtype() == DType::bf16;
   const Tensor g_x = rounded ? Tensor::empty(x.shape(), x.dtype()) : gx;  // rounded into gx afterwards
   dispatch_float(x.dtype(), "bias_activation_backward", [&](auto tag) {
@@ -106,14 +136,17 @@ void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tenso
     T* out = g_x.data<T>();
     visit_activation(act, [&](auto f) {
       using F = decltype(f);
-      parallel_for(count, kElementwiseGrain, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-          const T u = xs[i] + b[i % n];
-          out[i] = g[i] * F::df(u, F::f(u, {}), {});
+      for_rows(rows, n, [&](int64_t r) {
+        const T* xr = xs + r * n;
+        const T* gr = g + r * n;
+        T* o = out + r * n;
+        for (int64_t j = 0; j < n; ++j) {
+          const T u = xr[j] + b[j];
+          o[j] = gr[j] * F::df(u, F::f(u, {}), {});
         }
       });
     });
-    column_sums(gbias.data<T>(), out, n ? count / n : 0, n);
+    column_sums(gbias.data<T>(), out, rows, n);
   });
   if (rounded) round_to_bf16(gx, g_x);
 }
