@@ -15,7 +15,7 @@ int64_t read(const std::string& value, int64_t min = 0, int64_t max = 10) {
 }
 }  // namespace
 
-TEST_CASE("config: integers beyond int64 are range errors; fractions are not integers", "[config]") {
+TEST_CASE("config: integers beyond int64 are range errors, fractions are not integers", "[config]") {
   for (const char* huge : {"2.2e69", "-1e19", "1e300", "9223372036854775808.0", "-9.3e18"})
     CHECK_THROWS_WITH(read(huge), Contains("cfg: 'n' must be between 0 and 10, got"));
   CHECK_THROWS_WITH(read("1.5"), Contains("'n' must be an integer, got 1.5"));

@@ -194,7 +194,7 @@ TEST_CASE("gradient reducer: buckets cover every parameter once, in reverse orde
   CHECK(reducer.bytes_per_step() == bytes);
 }
 
-TEST_CASE("gradient reducer: a parameter without a gradient on some rank counts as zero there; on none, stays without",
+TEST_CASE("gradient reducer: a parameter without a gradient on some rank counts as zero there, on none, stays without",
           "[dist]") {
   std::vector<Tensor> a_grad(2), b_grad(2), c_grad(2);
   run_ranks(2, [&](int r, dist::Communicator& comm) {

@@ -27,7 +27,7 @@ GlueExample example(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-TEST_CASE("a sentence pair becomes [CLS] a [SEP] b [SEP] with segments 0 then 1", "[downstream][classification]") {
+TEST_CASE("a sentence pair becomes CLS a SEP b SEP with segments 0 then 1", "[downstream][classification]") {
   const auto tok = tokenizer();
   const ClassificationFeature f = encode_glue_example(example("a b", "c"), glue_task("rte"), tok, 128);
   CHECK(f.input_ids == std::vector<int32_t>{2, 5, 6, 3, 7, 3});

@@ -36,7 +36,7 @@ const char* kCats = "The cat sat on the mat. The dog chased the cat.";
 
 }  // namespace
 
-TEST_CASE("SQuAD windows: doc stride, [CLS] question [SEP] window [SEP], max context", "[downstream][squad]") {
+TEST_CASE("SQuAD windows: doc stride, CLS question SEP window SEP, max context", "[downstream][squad]") {
   const text::Tokenizer tok = small_tokenizer();
   const SquadDataset d = one_paragraph(kCats, {{"q", "who sat?", {{"cat", 4}}, false, 0}});
   // Query who sat ? = 3 tokens; max_seq_length 10 leaves 10 - 3 - 3 = 4 per window;
@@ -77,7 +77,7 @@ TEST_CASE("SQuAD windows with stride 1: a tie in max context goes to the first w
   CHECK(f[1].max_context[1] == 0);
 }
 
-TEST_CASE("SQuAD training targets: the answer's tokens in its windows, [CLS] elsewhere, bad answers skipped",
+TEST_CASE("SQuAD training targets: the answer's tokens in its windows, CLS elsewhere, bad answers skipped",
           "[downstream][squad]") {
   const text::Tokenizer tok = small_tokenizer();
   const SquadDataset d = one_paragraph(kCats, {

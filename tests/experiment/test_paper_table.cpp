@@ -74,7 +74,7 @@ const experiment::ColumnReading* reading(const experiment::Comparison& c, const 
 
 }  // namespace
 
-TEST_CASE("paper table: read with its source lines, cells with spreads and marks; bad lines named", "[experiment][paper]") {
+TEST_CASE("paper table: read with its source lines, cells with spreads and marks, bad lines named", "[experiment][paper]") {
   test::TempDir dir("paper-table");
   const experiment::PaperTable t = table_from(
       dir, "# A paper, Table 9\n# second line\nconfig\tpaper_row\tfamily\tkind\tsquad.f1\tdirection_balance\n"

@@ -34,7 +34,7 @@ json::Value run_line(double dev, double shuffled, double original) {
 
 }  // namespace
 
-TEST_CASE("results: a task's figure at the best learning rate or over all of them; Δ run by run", "[experiment]") {
+TEST_CASE("results: a task's figure at the best learning rate or over all of them, Δ run by run", "[experiment]") {
   test::TempDir dir("results");
   // Two learning rates, two seeds each. lr 1e-4: dev 0.80, 0.90 (mean 85); lr 3e-4: dev 0.60, 0.70 (mean 65).
   json::Value results = json::Value::object(), rates = json::Value::array();

@@ -75,7 +75,7 @@ TEST_CASE("task heads carry HF's names: classifier on the pooler, qa_outputs wit
                     Catch::Contains("at least 1 label"));
 }
 
-TEST_CASE("classification loss is the mean cross-entropy of the logits; regression the mean squared error",
+TEST_CASE("classification loss is the mean cross-entropy of the logits, regression the mean squared error",
           "[nn][finetune]") {
   nn::Context ctx = nn::Context::eval();
   auto classifier = make<nn::SequenceClassifier>(small_config(), 3);
@@ -199,7 +199,7 @@ TEST_CASE("task models load an MLM+NSP checkpoint: encoder and pooler copied, pr
   CHECK(contains(report.unused, "bert.pooler.dense.weight"));
 }
 
-TEST_CASE("a bare BertModel checkpoint (no bert. prefix, no pooler) loads; the pooler starts fresh and is reported",
+TEST_CASE("a bare BertModel checkpoint (no bert. prefix, no pooler) loads, the pooler starts fresh and is reported",
           "[nn][finetune][checkpoint]") {
   ordo::test::TempDir dir("task-bare");
   nn::BertConfig c = small_config();

@@ -152,7 +152,7 @@ TEST_CASE("ablations of an attention-level term: BERT-p keeps delta alone, BERT-
   test::require_close(cc.out, output(cc.probs.to_doubles(), 0.0), 1e-12, 1e-14, "BERT-c drops the value term");
 }
 
-TEST_CASE("ablations: a rotation is the positional part; a variant's own product has no split and is an error",
+TEST_CASE("ablations: a rotation is the positional part, a variant's own product has no split and is an error",
           "[pe][ablation]") {
   nn::BertConfig c = config();
   nn::SelfAttention attention(c, Device::cpu());

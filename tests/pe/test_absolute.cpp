@@ -7,7 +7,7 @@ using namespace ordo;
 using namespace ordo::pe_test;
 using Catch::Matchers::Contains;
 
-TEST_CASE("ape_learned: P[p_i] at explicit positions, row by row; none adds nothing", "[pe]") {
+TEST_CASE("ape_learned: P(p_i) at explicit positions, row by row, none adds nothing", "[pe]") {
   nn::BertConfig c = tiny_config("ape_learned");  // a 16 x 12 table
   auto pe = make(c);
   randomize(*pe, 5);

@@ -51,7 +51,7 @@ TEST_CASE("alibi: Press et al.'s slopes, worked by hand, also for head counts th
   same(pe::alibi_slopes(3), powers_of_two({-4, -8, -2}));
 }
 
-TEST_CASE("alibi matches a naive loop over i, j; its positional weights are the softmax of the biases", "[pe]") {
+TEST_CASE("alibi matches a naive loop over i, j, its positional weights are the softmax of the biases", "[pe]") {
   nn::BertConfig c = tiny_config("alibi");
   auto pe = make(c);
   Tensor positions = random_positions(2, 7, 3, 0, 1000);
@@ -69,7 +69,7 @@ TEST_CASE("alibi matches a naive loop over i, j; its positional weights are the 
   CHECK(pe->parameter_count() == 0);
 }
 
-TEST_CASE("alibi: symmetric, relative, any position; learned slopes start geometric and pass the gradient check",
+TEST_CASE("alibi: symmetric, relative, any position, learned slopes start geometric and pass the gradient check",
           "[pe][gradcheck]") {
   nn::BertConfig c = tiny_config("alibi");
   auto pe = make(c);

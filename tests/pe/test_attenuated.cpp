@@ -101,7 +101,7 @@ TEST_CASE("attenuated: learned w, s start at the options and pass the gradient c
   CHECK(a.ok);
 }
 
-TEST_CASE("attenuated: s = 1 is symmetric, s < 1 leans forward, s > 1 backward; w sets the locality", "[pe]") {
+TEST_CASE("attenuated: s = 1 is symmetric, s < 1 leans forward, s > 1 backward, w sets the locality", "[pe]") {
   const int64_t L = 21, mid = 10;
   Tensor positions = nn::default_positions(1, L, Device::cpu());
   auto row = [&](const Tensor& delta, int64_t i) {
@@ -162,7 +162,7 @@ TEST_CASE("attenuated: relative, any position, unscaled in the scores, sharing c
 
 // ---- A* as the paper builds it: D_h[p_i, p_j], a matrix over positions from Eq. 9 ----
 
-TEST_CASE("A*: the matrix starts at Eq. 9 over every position and is looked up at [p_i, p_j]", "[pe]") {
+TEST_CASE("A*: the matrix starts at Eq. 9 over every position and is looked up at (p_i, p_j)", "[pe]") {
   const int64_t Lmax = 16;  // tiny_config's max_position_embeddings
   nn::Context ctx = nn::Context::eval();
   for (std::string share : {"none", "heads"}) {  // BERT-A* and BERT-A*-s

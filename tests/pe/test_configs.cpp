@@ -87,7 +87,7 @@ TEST_CASE("configs/papers: the 13 configurations of Wang et al. 2021 and the oth
   CHECK(per_folder["locality_symmetry"] == 9);
 }
 
-TEST_CASE("\"extends\": a config builds on another, objects merging key by key", "[pe][configs]") {
+TEST_CASE("extends: a config builds on another, objects merging key by key", "[pe][configs]") {
   test::TempDir dir("extends");
   std::filesystem::create_directories(dir / "sub");
   {

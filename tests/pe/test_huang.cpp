@@ -75,7 +75,7 @@ TEST_CASE("huang_m1..m4 match Huang et al.'s equations in naive loops, every sha
   }
 }
 
-TEST_CASE("huang_m2..m4 with clipping k match the naive; huang_m4 equals Eq. 17's rewritten form", "[pe][huang]") {
+TEST_CASE("huang_m2..m4 with clipping k match the naive, huang_m4 equals Eq. 17's rewritten form", "[pe][huang]") {
   Tensor positions = random_positions(2, 6, 72, 0, 40);  // distances well beyond k = 3
   const json::Value o = opts(R"({"clip": 3, "share": "none"})");
   require_matches(compare_with_naive(tiny_config("huang_m2", o), positions, method2("none", 3, 3)), "m2 clip 3");
@@ -116,7 +116,7 @@ TEST_CASE("huang_m2..m4 with clipping k match the naive; huang_m4 equals Eq. 17'
   }
 }
 
-TEST_CASE("huang_m1's positional factor is symmetric (w_|r|), m2's is not; m1 takes no clip", "[pe][huang]") {
+TEST_CASE("huang_m1's positional factor is symmetric (w_|r|), m2's is not, m1 takes no clip", "[pe][huang]") {
   Tensor positions = random_positions(2, 7, 77, 0, 16);
   for (const char* name : {"huang_m1", "huang_m2"}) {
     nn::BertConfig c = tiny_config(name, opts(R"({"share": "none"})"));
@@ -141,7 +141,7 @@ TEST_CASE("huang_m1's positional factor is symmetric (w_|r|), m2's is not; m1 ta
   CHECK_THROWS_WITH(make(tiny_config("huang_m1", opts(R"({"clip": 2})"))), Catch::Contains("clip"));
 }
 
-TEST_CASE("huang_m1..m3 start as plain q.k attention (gates at 1); m4 as HF's normal(0, 0.02)", "[pe][huang]") {
+TEST_CASE("huang_m1..m3 start as plain q.k attention (gates at 1), m4 as HF's normal(0, 0.02)", "[pe][huang]") {
   Tensor positions = random_positions(2, 5, 79, 0, 16);
   nn::Context ctx = nn::Context::eval();
   Var q(ordo::test::random_tensor({2, 3, 5, 4}, 80, DType::f32)), k(ordo::test::random_tensor({2, 3, 5, 4}, 81, DType::f32));

@@ -63,7 +63,7 @@ TEST_CASE("rope matches a naive rotation from RoFormer's Eq. 34, both pairings",
   CHECK(max_abs_error(y.value(), naive_rotation(x.to_doubles(), positions.to_vector<int64_t>(), 1, 3, 4, 4, true, 500)) <= 1e-12);
 }
 
-TEST_CASE("rope: q'_i . k'_j depends on p_j - p_i only, at any position; norms are kept", "[pe]") {
+TEST_CASE("rope: q'_i . k'_j depends on p_j - p_i only, at any position, norms are kept", "[pe]") {
   for (std::string pairing : {"interleaved", "half"}) {
     json::Value o = json::Value::object();
     o["pairing"] = pairing;

@@ -184,7 +184,7 @@ TEST_CASE("tupe: self-attention equals the naive loops of Eq. 5 with sqrt(2 d_h)
   test::require_close(out, expected, 1e-12, 1e-13);
 }
 
-TEST_CASE("tupe: P, U^Q, U^K, the bias table and the [CLS] scalars pass the f64 gradient check", "[pe][tupe][gradcheck]") {
+TEST_CASE("tupe: P, U^Q, U^K, the bias table and the CLS scalars pass the f64 gradient check", "[pe][tupe][gradcheck]") {
   for (bool relative : {true, false}) {
     nn::BertConfig c = tupe_config(relative, true);
     auto pe = pe::make_position_encoding(c, Device::cpu());
@@ -234,7 +234,7 @@ TEST_CASE("tupe: a whole self-attention with TUPE passes the f64 gradient check"
   CHECK(r.ok);
 }
 
-TEST_CASE("tupe: one positional term for every layer, and the [CLS] row and column are the reset scalars", "[pe][tupe]") {
+TEST_CASE("tupe: one positional term for every layer, and the CLS row and column are the reset scalars", "[pe][tupe]") {
   nn::BertConfig c = tupe_config();
   c.num_hidden_layers = 3;
   auto model = pe::build_model(c, Device::cpu(), false, 3);

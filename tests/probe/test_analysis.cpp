@@ -267,7 +267,7 @@ TEST_CASE("mean attention by offset: hand-worked on 3 x 3 (Huang et al. 2020, Fi
   CHECK_THROWS(ordo::probe::mean_by_offset(Matrix(2, 3)));
 }
 
-TEST_CASE("positional score terms: ABS-SCALAR's P_h P_h^T and REL-SCALAR's R_h[j - i] by hand, segments out; none "
+TEST_CASE("positional score terms: ABS-SCALAR's P_h P_h^T and REL-SCALAR's R_h(j - i) by hand, segments out, none "
           "for Shaw (Chen et al. 2021, Figs. 2, 4)", "[probe][analysis]") {
   // 2 layers, 2 heads of d_h 8, 12 positions; layer 2 read at length 10.
   auto model_of = [](const std::string& pe, const std::string& segment) {

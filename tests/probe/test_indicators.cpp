@@ -469,7 +469,7 @@ TEST_CASE("OPR: ties are relative to the pair, not to the matrix's largest entry
   }
 }
 
-TEST_CASE("indicators.json's without_special block trims [CLS] and [SEP] once, AIV w/o specials included", "[indicators]") {
+TEST_CASE("indicators.json's without_special block trims CLS and SEP once, AIV w/o specials included", "[indicators]") {
   // An 8 x 8 map with no structure to hide behind: entry (i, j) = ((7i + 3j) mod 11 + 1) / 100.
   Matrix a(8, 8);
   for (int64_t i = 0; i < 8; ++i)

@@ -422,7 +422,7 @@ TEST_CASE("probe: every registered variant gives attention rows that sum to 1", 
   CHECK(probed >= 10);
 }
 
-TEST_CASE("png: a probing map's colours span its word positions, not [CLS]/[SEP] nor rounding", "[probe][png]") {
+TEST_CASE("png: a probing map's colours span its word positions, not CLS/SEP nor rounding", "[probe][png]") {
   // 5 x 5: [CLS] row/column 0 and [SEP] row/column 4 hold 0.9; the words
   // (rows/columns 1..3) hold 0.1 + i/100 + j/1000.
   Matrix m(5, 5, 0.9);

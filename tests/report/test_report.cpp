@@ -247,7 +247,7 @@ TEST_CASE("ordo report: the HTML links only files that exist", "[probe][report]"
   CHECK(grid.width > 2 * one.width);
 }
 
-TEST_CASE("ordo report: the runs' indicator trajectories drawn together; a malformed one is named",
+TEST_CASE("ordo report: the runs' indicator trajectories drawn together, a malformed one is named",
           "[probe][report]") {
   test::TempDir dir("report-trajectory");
   const std::string a = dir / "run_a", b = dir / "run_b";

@@ -261,7 +261,7 @@ TEST_CASE("hand-worked: coordinated subjects are plural and clauses coordinate",
   CHECK(s.clauses[1].agent == Span{7, 12});
 }
 
-TEST_CASE("the same seed gives the same documents; another seed others", "[synth]") {
+TEST_CASE("the same seed gives the same documents, another seed others", "[synth]") {
   Grammar a(Config(), 42), b(Config(), 42), c(Config(), 43);
   std::vector<Document> docs;
   for (int i = 0; i < 20; ++i) {

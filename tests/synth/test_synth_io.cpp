@@ -86,7 +86,7 @@ TEST_CASE("the files hold the corpus and its annotations line for line", "[synth
   CHECK(meta["config"]["p_passive"].as_number() == Config().p_passive);
 }
 
-TEST_CASE("the same seed writes the same bytes; another seed other bytes", "[synth]") {
+TEST_CASE("the same seed writes the same bytes, another seed other bytes", "[synth]") {
   Scratch scratch;
   write_synthetic(scratch.file("a"), 300, 11, Config(), false);
   write_synthetic(scratch.file("b"), 300, 11, Config(), false);

@@ -72,7 +72,7 @@ TEST_CASE("synthetic tasks: every file reads back through the GLUE and SQuAD rea
     CHECK(!downstream::read_squad(w / file).questions.empty());
 }
 
-TEST_CASE("synthetic tasks: roles hypotheses hold the premise's role words either way; entailed ones are in it",
+TEST_CASE("synthetic tasks: roles hypotheses hold the premise's role words either way, entailed ones are in it",
           "[synth][tasks]") {
   Written w(documents(200));
   downstream::GlueSet train = downstream::read_glue(downstream::glue_task("rte"), w / "roles/train.tsv");

@@ -204,7 +204,7 @@ TEST_CASE("gemm: batches, shared operands (batch_stride 0) and padded rows", "[g
   }
 }
 
-TEST_CASE("gemm: beta = 0 ignores NaN in C; k = 0 and alpha = 0 only scale C", "[gemm]") {
+TEST_CASE("gemm: beta = 0 ignores NaN in C, k = 0 and alpha = 0 only scale C", "[gemm]") {
   for (const Path& path : paths()) {
     INFO("path: " << path.name);
     const double nan = std::numeric_limits<double>::quiet_NaN();

@@ -47,7 +47,7 @@ std::vector<float> read(const float* device, size_t n) {
 
 }  // namespace
 
-TEST_CASE("emulator: a capturing stream records kernels, products, copies and sets; a graph launch runs them",
+TEST_CASE("emulator: a capturing stream records kernels, products, copies and sets, a graph launch runs them",
           "[emulator]") {
   float *x = nullptr, *y = nullptr;
   REQUIRE(cudaMalloc(reinterpret_cast<void**>(&x), 4 * sizeof(float)) == cudaSuccess);

@@ -223,7 +223,7 @@ TEST_CASE("pretraining: truncation keeps every example within max_seq_length", "
   }
 }
 
-TEST_CASE("pretraining: deterministic by seed; epochs differ; a cursor resumes exactly", "[text][pretraining]") {
+TEST_CASE("pretraining: deterministic by seed, epochs differ, a cursor resumes exactly", "[text][pretraining]") {
   Vocab vocab = test_vocab();
   TokenizedCorpus corpus = make_corpus(50, 6, 8, true);
   PretrainingOptions options;

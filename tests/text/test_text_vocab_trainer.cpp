@@ -53,7 +53,7 @@ TEST_CASE("trainer: size limit and minimum frequency stop the merges", "[text][t
   CHECK(tail(train_wordpiece(counter, options), 9) == Strings{"ab"});
 }
 
-TEST_CASE("trainer: special tokens in the text are not learnt from; punctuation splits", "[text][trainer]") {
+TEST_CASE("trainer: special tokens in the text are not learnt from, punctuation splits", "[text][trainer]") {
   WordCounter counter(true);
   counter.add_text("[CLS] x.y [SEP]");
   VocabTrainerOptions options;

@@ -159,7 +159,7 @@ TEST_CASE("basic tokenizer keeps special tokens whole", "[text][tokenizer]") {
   CHECK(lower.words("[cls]") == Strings{"[", "cls", "]"});  // specials are case-sensitive
 }
 
-TEST_CASE("wordpiece: greedy longest match, ## pieces and [UNK]", "[text][tokenizer]") {
+TEST_CASE("wordpiece: greedy longest match, ## pieces and (UNK)", "[text][tokenizer]") {
   Tokenizer tokenizer(small_vocab());
   CHECK(tokenizer.tokenize("unaffable") == Strings{"un", "##aff", "##able"});
   CHECK(tokenizer.tokenize("playing played") == Strings{"play", "##ing", "play", "##ed"});
@@ -172,7 +172,7 @@ TEST_CASE("wordpiece: greedy longest match, ## pieces and [UNK]", "[text][tokeni
   CHECK(tokenizer.tokenize("¿Que?") == Strings{"¿", "que", "?"});
 }
 
-TEST_CASE("wordpiece: a word of 100 characters is split, one of 101 is [UNK]", "[text][tokenizer]") {
+TEST_CASE("wordpiece: a word of 100 characters is split, one of 101 is (UNK)", "[text][tokenizer]") {
   Tokenizer tokenizer(small_vocab());
   Strings hundred{"x"};
   for (int i = 1; i < 100; ++i) hundred.push_back("##x");

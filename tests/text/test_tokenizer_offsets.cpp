@@ -61,7 +61,7 @@ TEST_CASE("offsets map tokens back through accents, case and punctuation", "[tex
   CHECK(pieces(lower, "a\u0301\u0323 b") == std::vector<Piece>{{"a", 0, 3}, {"b", 4, 5}});
 }
 
-TEST_CASE("offsets of ## pieces, [UNK], special tokens and CJK", "[text][tokenizer][offsets]") {
+TEST_CASE("offsets of ## pieces, (UNK), special tokens and CJK", "[text][tokenizer][offsets]") {
   const Tokenizer lower(offsets_vocab());
   // u0 n1 a2 f3 f4 a5 b6 l7 e8
   CHECK(pieces(lower, "unaffable") == std::vector<Piece>{{"un", 0, 2}, {"##aff", 2, 5}, {"##able", 5, 9}});

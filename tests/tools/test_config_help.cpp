@@ -182,7 +182,7 @@ TEST_CASE("help config: every listed key is accepted with its printed default, a
   }
 }
 
-TEST_CASE("help: help config, a command's --help and -h exit 0; an unknown command is an error", "[cli][help]") {
+TEST_CASE("help: help config, a command's --help and -h exit 0, an unknown command is an error", "[cli][help]") {
   CHECK_THAT(listing(), Contains("model.pe_options") && Contains("warmup_ratio") && Contains("rpe_shaw"));
   auto help = run_ordo("pretrain --help");
   CHECK(help.exit_code == 0);

@@ -212,7 +212,7 @@ TEST_CASE("mpirun: Ctrl-C stops every rank after the same step, with a checkpoin
 // shares of a full batch differ in size and only their weights make the mean
 // right; where it leaves a last batch of one example, one rank's share is
 // empty (one example at weight 0).
-TEST_CASE("mpirun -np 2 ordo finetune: one process's run within rounding; rank 0 alone writes", "[mpi]") {
+TEST_CASE("mpirun -np 2 ordo finetune: one process's run within rounding, rank 0 alone writes", "[mpi]") {
   TempDir dir("dp-finetune");
   REQUIRE(run_ordo(tiny_run("--set model.hidden_dropout_prob=0 --set model.attention_probs_dropout_prob=0 --out " +
                             (dir / "pretrained"))).exit_code == 0);

@@ -62,7 +62,7 @@ json::Value stages_of(const std::string& run) { return json::parse_file(run + "/
 
 }  // namespace
 
-TEST_CASE("ordo experiment: every stage end to end; a rerun does nothing; a stopped grid continues",
+TEST_CASE("ordo experiment: every stage end to end, a rerun does nothing, a stopped grid continues",
           "[cli][experiment]") {
   TempDir dir("experiment");
   const std::string cfg = make_folder(dir), out = dir / "out";
@@ -120,7 +120,7 @@ TEST_CASE("ordo experiment: every stage end to end; a rerun does nothing; a stop
   CHECK(stages_of(out + "/runs/b_ape").contains("finetune:rte"));
 }
 
-TEST_CASE("ordo experiment: a changed stage setting is refused by name; --redo reruns that stage and after",
+TEST_CASE("ordo experiment: a changed stage setting is refused by name, --redo reruns that stage and after",
           "[cli][experiment]") {
   TempDir dir("experiment-redo");
   const std::string cfg = make_folder(dir), out = dir / "out";
@@ -156,7 +156,7 @@ TEST_CASE("ordo experiment: a changed stage setting is refused by name; --redo r
   CHECK_THAT(r.output, Contains("b_ape: its pretrain stage") && Contains("'train.lr'"));
 }
 
-TEST_CASE("ordo experiment: two processes on one folder run each run once; --shard and --list", "[cli][experiment]") {
+TEST_CASE("ordo experiment: two processes on one folder run each run once, --shard and --list", "[cli][experiment]") {
   TempDir dir("experiment-shared");
   const std::string cfg = make_folder(dir, {"a_none", "b_ape", "c_rope", "d_alibi"}), out = dir / "out";
   write_file_atomic(cfg + "/experiment.json",

@@ -50,7 +50,7 @@ ordo::test::CommandResult finetune(const std::string& args) { return run_ordo("f
 
 }  // namespace
 
-TEST_CASE("finetune: a GLUE-layout task end to end; ordo score agrees with the run's dev metrics", "[cli][finetune]") {
+TEST_CASE("finetune: a GLUE-layout task end to end, ordo score agrees with the run's dev metrics", "[cli][finetune]") {
   Fixture& f = fixture();
   const std::string out = f.dir / "roles";
   auto r = finetune("--checkpoint " + f.run + " --task rte --data " + f.tasks + "/roles --out " + out + " --seeds 2");

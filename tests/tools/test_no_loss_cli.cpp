@@ -104,7 +104,7 @@ TEST_CASE("pretrain and finetune: a --config in --out, or a file it extends, is 
   CHECK(snapshot(scratch.path) == before);
 }
 
-TEST_CASE("finetune: distinct learning rates never share a run folder; --lr is checked as a flag",
+TEST_CASE("finetune: distinct learning rates never share a run folder, --lr is checked as a flag",
           "[cli][finetune][errors]") {
   TempDir scratch("no-loss-lr");
   const std::string config = scratch.write("lr.json", R"({"train": {"lr": 3e-5, "epochs": 1}})");
@@ -238,7 +238,7 @@ TEST_CASE("finetune: a grid killed mid-run keeps the runs it finished, and the s
   CHECK(snapshot(out) == done);
 }
 
-TEST_CASE("a second ordo process on an --out being written is refused; a dead process's lock is taken over",
+TEST_CASE("a second ordo process on an --out being written is refused, a dead process's lock is taken over",
           "[cli][errors]") {
   const Fixture& f = fixture();
   TempDir scratch("no-loss-lock");

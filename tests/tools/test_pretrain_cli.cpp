@@ -170,7 +170,7 @@ TEST_CASE("ordo pretrain ends with one line: where it stands, its checkpoint, he
   CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
 }
 
-TEST_CASE("ordo pretrain --resume: a finished run says so and is untouched; --set train.steps=N trains it on",
+TEST_CASE("ordo pretrain --resume: a finished run says so and is untouched, --set train.steps=N trains it on",
           "[pretrain][cli]") {
   TempDir dir("pretrain-cli");
   std::ofstream(dir / "ok.json") << kSmall;

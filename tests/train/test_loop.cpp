@@ -74,7 +74,7 @@ TEST_CASE("a non-finite loss goes to the report, logged step or not, before anyt
                     Contains("step 7") && Contains("micro-batch 0"));
 }
 
-TEST_CASE("the cadence logs the first, every n-th and the last step; evaluates and checkpoints every n-th and the last", "[train]") {
+TEST_CASE("the cadence logs the first, every n-th and the last step, evaluates and checkpoints every n-th and the last", "[train]") {
   train::Cadence cadence{10, 4, 5, 0};
   std::vector<int64_t> logs, evaluations, checkpoints;
   for (int64_t step = 1; step <= 10; ++step) {
@@ -112,7 +112,7 @@ TEST_CASE("cuda: a logged optimizer step reads its losses and the gradient norm 
 }
 #endif  // ORDO_HAS_CUDA
 
-TEST_CASE("train.precision: auto is bf16 on a GPU and fp32 on the CPU; the others are themselves", "[train]") {
+TEST_CASE("train.precision: auto is bf16 on a GPU and fp32 on the CPU, the others are themselves", "[train]") {
   using train::resolve_precision;
   CHECK(resolve_precision("auto", Device::cpu()) == MatmulPrecision::fp32);
   CHECK(resolve_precision("auto", Device::cuda(0)) == MatmulPrecision::bf16);

@@ -137,7 +137,7 @@ TEST_CASE("train.checkpoint_initial writes step 0, the weights as initialised: r
 // Wang et al. 2021 continue BERT-base with each PE in place of its table: the
 // run's step 0 must hold the source's every other weight, and the new PE's
 // own parameters exactly as a run without the warm start initialises them.
-TEST_CASE("train.init_from starts from another run's weights but its own position encoding's; refusals name the key",
+TEST_CASE("train.init_from starts from another run's weights but its own position encoding's, refusals name the key",
           "[pretrain]") {
   json::Value c = small_config();
   c["train"]["steps"] = 2;
