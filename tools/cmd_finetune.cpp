@@ -75,7 +75,7 @@ cli::Register command(
      "    new one initialised for this task.\n"
      "  The same command on an --out holding this grid continues it: finished runs are kept, the others\n"
      "    run again; results.json is written after every run. Another grid there needs --overwrite.\n"
-     "  See `ordo help config` for every key (train.*, tokenizer.lower_case, squad.*).\n"
+     "  See `ordo help config` for every key (train.*, tokenizer.lower_case, squad.*, model.*).\n"
      "  Under mpirun -np N: data parallel, each batch shared among the N processes; rank 0 evaluates and writes.",
      run});
 

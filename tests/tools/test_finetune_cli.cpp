@@ -212,7 +212,7 @@ TEST_CASE("finetune: a causal decoder run fine-tunes both heads, its classifier 
   CHECK(spans.exit_code == 0);
 }
 
-TEST_CASE("finetune: from scratch with the run's position table copied in; dev accuracy by length",
+TEST_CASE("finetune: from scratch with the run's position table copied in, and the dev accuracy by length",
           "[cli][finetune][position_init]") {
   Fixture& f = fixture();
   const std::string out = f.dir / "table3";
