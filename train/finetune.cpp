@@ -927,8 +927,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   std::optional<Scratch> scratch;
   if (o.from_scratch) {
     scratch.emplace();
-    scratch->config = nn::with_overrides(nn::load_config(o.checkpoint), c.model,
-                                         "model");
+    scratch->config = nn::with_overrides(nn::load_config(o.checkpoint), c.model, "model");
     if (!o.init_positions_from.empty()) {
       o.init_positions_from = resolve_checkpoint(o.init_positions_from);
       scratch->positions = read_position_table(o.init_positions_from, scratch->config, c.max_seq_length);
