@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/file_io.h"
 #include "experiment/paper_table.h"
+#include "train/position_init.h"
 
 namespace ordo::experiment {
 
@@ -27,9 +28,25 @@ size_t stage_index(const std::string& stage) {
   return static_cast<size_t>(it - names.begin());
 }
 
+namespace {
+
+const synth::TaskFolder* stand_in_folder(const std::string& name) {
+  for (const synth::TaskFolder& f : synth::task_folders())
+    if (f.folder == name) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string FinetuneTask::finetune_task() const {
+  if (!data.empty() || stand_in.empty()) return task;
+  const synth::TaskFolder* f = stand_in_folder(stand_in);
+  return f ? f->finetune_task : task;
+}
+
 std::string FinetuneTask::source() const {
   if (!data.empty()) return "given: " + data;
-  if (!stand_in.empty()) return "stand-in: the run's synthetic " + stand_in + " (" + task + " layout)";
+  if (!stand_in.empty()) return "stand-in: the run's synthetic " + stand_in + " (" + finetune_task() + " layout)";
   return "no data (give --data " + name + "=DIR)";
 }
 
@@ -74,6 +91,7 @@ json::Value Plan::settings(const std::string& stage, size_t i) const {
     s["task"] = t->task;
     s["data"] = t->data.empty() ? "stand-in:" + t->stand_in : t->data;
     s["config"] = t->config;
+    if (!t->init_positions.empty()) s["init_positions"] = t->init_positions;
     return s;
   }
   throw Error("internal error: no settings for stage '" + stage + "'");
@@ -102,6 +120,7 @@ json::Value Plan::to_json() const {
       json::Value entry = settings("finetune:" + t.name, 0);
       entry["name"] = t.name;
       entry["source"] = t.source();
+      if (!t.init_positions.empty()) entry["column"] = t.column;
       if (!t.runs.empty()) {
         json::Value runs = json::Value::array();
         for (const std::string& r : t.runs) runs.push_back(r);
@@ -116,6 +135,11 @@ json::Value Plan::to_json() const {
   report["alpha"] = alpha;
   if (wang_chen) report["wang_chen"] = true;
   report["learning_rates"] = average_learning_rates ? "average" : "best";
+  if (!length_figure.empty()) {
+    json::Value columns = json::Value::array();
+    for (const std::string& c : length_figure) columns.push_back(c);
+    report["length_figure"] = columns;
+  }
   json::Value tables = json::Value::array();
   for (const std::string& t : paper_tables) tables.push_back(t);
   report["paper_tables"] = tables;
@@ -201,7 +225,11 @@ void read_finetune(const json::Value* spec, const PlanRequest& request, const st
     task.stand_in = t.string("stand_in", "");
     task.set = strings(t, "set", at);
     task.runs = strings(t, "runs", at);
+    task.init_positions = t.string("init_positions", "", {"", "run", "none"});
+    task.column = t.string("column", task.name);
     t.finish();
+    ORDO_CHECK(!(*tasks)[i].contains("column") || !task.init_positions.empty(), at,
+               ": 'column' names a Table 3 column, for a task with init_positions");
     for (const std::string& run : task.runs)
       ORDO_CHECK(std::find(plan.names.begin(), plan.names.end(), run) != plan.names.end(), at, ": runs names '", run,
                  "', which is no run config of ", folder);
@@ -211,14 +239,16 @@ void read_finetune(const json::Value* spec, const PlanRequest& request, const st
     ORDO_CHECK(std::find(known.begin(), known.end(), task.task) != known.end(), at, ": unknown task '", task.task,
                "'");
     if (!task.stand_in.empty()) {
-      const auto& folders = synth::task_folders();
-      const auto f = std::find_if(folders.begin(), folders.end(),
-                                  [&](const synth::TaskFolder& x) { return x.folder == task.stand_in; });
-      ORDO_CHECK(f != folders.end(), at, ": stand_in '", task.stand_in, "' is not a task ordo data tasks writes");
-      ORDO_CHECK(f->finetune_task == task.task, at, ": stand_in '", task.stand_in, "' is in the ", f->finetune_task,
-                 " layout, not ", task.task, "'s");
+      const synth::TaskFolder* f = stand_in_folder(task.stand_in);
+      ORDO_CHECK(f != nullptr, at, ": stand_in '", task.stand_in, "' is not a task ordo data tasks writes");
+      // A single-sentence classification in SST-2's layout may stand for SentEval's (a label, a sentence).
+      ORDO_CHECK(f->finetune_task == task.task || (task.task == "senteval" && f->finetune_task == "sst2"), at,
+                 ": stand_in '", task.stand_in, "' is in the ", f->finetune_task, " layout, not ", task.task, "'s");
     }
-    if (auto d = request.data.find(task.name); d != request.data.end()) {
+    // --data NAME=DIR: the task of that name, or every task filling that Table 3 column ("mr" and "mr_random").
+    auto d = request.data.find(task.name);
+    if (d == request.data.end() && !task.init_positions.empty()) d = request.data.find(task.column);
+    if (d != request.data.end()) {
       task.data = d->second;
       train::find_task_files(task.task, task.data);  // refused now, naming the files looked for, if they are not there
     }
@@ -228,20 +258,30 @@ void read_finetune(const json::Value* spec, const PlanRequest& request, const st
     plan.finetune.push_back(task);
   }
   for (const auto& [name, dir] : request.data)
-    ORDO_CHECK(plan.task(name) != nullptr, "--data ", name, "=", dir, ": the plan has no fine-tuning task '", name,
-               "'");
+    ORDO_CHECK(plan.task(name) != nullptr ||
+                   std::any_of(plan.finetune.begin(), plan.finetune.end(),
+                               [&](const FinetuneTask& t) { return !t.init_positions.empty() && t.column == name; }),
+               "--data ", name, "=", dir, ": the plan has no fine-tuning task '", name, "' (nor a Table 3 column of that name)");
 }
 
-// A config's fine-tuning length against its learned position table, as ordo finetune checks it.
+// A config's fine-tuning length against its learned position table, as ordo
+// finetune checks it; a fresh model's config (model.*) and the run's table
+// against it for init_positions.
 void check_finetune_fits(const Plan& plan) {
   for (size_t i = 0; i < plan.names.size(); ++i)
     for (const FinetuneTask& t : plan.finetune) {
       if (!t.for_run(plan.names[i])) continue;
+      const std::string where = plan.folder + "/" + plan.names[i] + ".json: fine-tuning task " + t.name;
       const train::FinetuneConfig c = train::parse_finetune_config(t.config, {}, "finetune " + t.name);
-      const nn::BertConfig& m = plan.configs[i].model;
+      ORDO_CHECK(!t.init_positions.empty() || c.model.size() == 0, where, ": its config's model.* keys shape a "
+                 "fresh model: give the task init_positions (\"run\" or \"none\")");
+      nn::BertConfig run = plan.configs[i].model;
+      if (run.vocab_size <= 0) run.vocab_size = plan.configs[i].data.vocab_size;  // it follows the vocabulary trained
+      const nn::BertConfig m = t.init_positions.empty() ? run : nn::with_overrides(run, c.model, where + ": model");
       ORDO_CHECK(c.max_seq_length <= m.max_position_embeddings || m.pe.find("ape_learned") == std::string::npos,
-                 plan.folder, "/", plan.names[i], ".json: fine-tuning task ", t.name, " has max_seq_length ",
-                 c.max_seq_length, ", beyond the model's learned table of ", m.max_position_embeddings, " positions");
+                 where, " has max_seq_length ", c.max_seq_length, ", beyond the model's learned table of ",
+                 m.max_position_embeddings, " positions");
+      if (t.init_positions == "run") train::check_position_copy(run, m, c.max_seq_length, where + ": init_positions run");
     }
 }
 
@@ -340,6 +380,7 @@ Plan make_plan(const PlanRequest& request) {
     plan.alpha = r.number("alpha", plan.alpha, 1e-9, 0.5);
     plan.wang_chen = r.boolean("wang_chen", false);
     plan.average_learning_rates = r.string("learning_rates", "best", {"best", "average"}) == "average";
+    plan.length_figure = strings(r, "length_figure", where + ": report");
     r.finish();
   }
   ORDO_CHECK(plan.baseline.empty() ||
@@ -351,6 +392,10 @@ Plan make_plan(const PlanRequest& request) {
       for (FinetuneTask& t : plan.finetune) t.stand_in.clear();  // "no data (give --data ...)" where none is given
     ORDO_CHECK(!plan.finetune.empty(), where, ": the finetune stage has no tasks (finetune.tasks)");
     check_finetune_fits(plan);
+    for (const std::string& column : plan.length_figure)
+      ORDO_CHECK(std::any_of(plan.finetune.begin(), plan.finetune.end(),
+                             [&](const FinetuneTask& t) { return !t.init_positions.empty() && t.column == column; }),
+                 where, ": report.length_figure names '", column, "', no Table 3 column (a task with init_positions)");
     for (const FinetuneTask& t : plan.finetune)
       ORDO_CHECK(t.stand_in.empty() || !t.data.empty() || plan.has_stage("tasks"), where, ": task ", t.name,
                  " reads the run's synthetic ", t.stand_in, ", which the tasks stage writes; add it to the stages or "

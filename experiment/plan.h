@@ -17,13 +17,25 @@
 //    "finetune": {"config": "../../finetune/tiny.json", "set": ["train.seeds=3"],
 //                 "tasks": [{"name": "rte", "task": "rte", "stand_in": "roles",
 //                            "set": ["train.select_epoch=last"],
-//                            "runs": ["method4"]}, ...]},   (optional: those runs only)
-//    "report": {"baseline": "02_ape_learned", "alpha": 0.05, "wang_chen": false, "learning_rates": "best"},
+//                            "runs": ["method4"],   (optional: those runs only)
+//                            "init_positions": "run", "column": "rte"}, ...]},   (optional, below)
+//    "report": {"baseline": "02_ape_learned", "alpha": 0.05, "wang_chen": false, "learning_rates": "best",
+//               "length_figure": ["subj", "sst2", "cr"]},
 //    "quick": {"set": [...], "probe": {...}, "finetune_set": [...]}}
 // A fine-tuning task is a column of the paper's tables: its data is the folder
 // given on the command line (--data NAME=DIR: real GLUE or SQuAD), else the
 // stand-in among the run's synthetic tasks (`ordo data tasks`), else it is not
-// run (said in the report). report.learning_rates: "best" (a task's figure is
+// run (said in the report). A stand-in in SST-2's layout may stand for a
+// task read as SentEval's (--data gives a SentEval file; the stand-in is read
+// in its own layout). "init_positions" makes the task's model a fresh one
+// (ordo finetune --from-scratch, shaped by the fine-tuning config's "model"
+// keys) whose position table is the run's own ("run": --init-positions-from
+// the run) or its random start ("none"): Wang & Chen 2020's Table 3, one row
+// per run and a "random" row, its columns the tasks' "column" (default: the
+// name), so that "mr" and "mr_random" fill one column (--data mr=DIR gives
+// both their data); report.length_figure names the columns its Figure 4
+// averages (default: all); report.wang_chen draws both.
+// report.learning_rates: "best" (a task's figure is
 // its seeds at the learning rate with the best mean score) or "average" (every
 // finished run of every learning rate, the locality/symmetry paper's "average
 // score of five runs using different learning rates": mean and std over them).
@@ -60,7 +72,11 @@ struct FinetuneTask {
   std::string data;      // the folder given with --data NAME=DIR, or ""
   std::vector<std::string> set;  // this task's overrides of the fine-tuning config
   std::vector<std::string> runs; // the run configs it is for ("runs": [...]); empty: every run
+  std::string init_positions;    // "": the run fine-tuned; "run" / "none": a fresh model with the run's / a random table
+  std::string column;            // the Table 3 column it fills (init_positions tasks; default: the name)
   json::Value config;            // the fine-tuning config resolved for this task (overrides applied)
+  // ordo finetune's --task for this run's data: `task`, or the stand-in's own layout without --data.
+  std::string finetune_task() const;
   // Where its data comes from, as the report says: "stand-in: roles (RTE layout)" or "given: DIR".
   std::string source() const;
   bool runnable() const { return !data.empty() || !stand_in.empty(); }
@@ -88,6 +104,7 @@ struct Plan {
   bool wang_chen = false;                       // report.wang_chen: Wang & Chen 2020's tables across the runs
                                                 // (experiment/wang_chen_report.h)
   bool average_learning_rates = false;          // report.learning_rates = "average"
+  std::vector<std::string> length_figure;       // report.length_figure: the Table 3 columns Figure 4 averages
   bool quick = false;
   std::vector<std::string> paper_tables;        // the folder's paper_*.tsv, by name
 

@@ -195,7 +195,9 @@ bool run_unit(const Plan& plan, size_t i, const std::string& unit, bool quiet, d
     const FinetuneTask& t = *plan.task(unit.substr(unit.find(':') + 1));
     train::FinetuneOptions o;
     o.checkpoint = dir;
-    o.task = t.task;
+    o.task = t.finetune_task();
+    o.from_scratch = !t.init_positions.empty();
+    if (t.init_positions == "run") o.init_positions_from = dir;
     o.data = t.data.empty() ? dir + "/tasks/" + t.stand_in : t.data;
     o.out = dir + "/finetune/" + t.name;
     o.quiet = quiet;

@@ -7,6 +7,7 @@
 #include "base/file_io.h"
 #include "base/json.h"
 #include "experiment/tables.h"
+#include "experiment/wang_chen_classifiers.h"
 #include "probe/analyze_run.h"
 #include "train/loop.h"
 
@@ -87,8 +88,11 @@ WangChenFiles wang_chen_across_runs(const Plan& plan, const std::vector<RunResul
     out.files.push_back({"wang_chen/skip_position_attack.md", "# Wang & Chen 2020, Table 4\n\n" + attack_about +
                                                                   "\n\n" + attack.markdown()});
   }
-  out.markdown = md;
-  out.html = html;
+  // Table 3 and Figure 4, when the plan fine-tunes classifiers from the runs' tables.
+  const WangChenFiles classifiers = wang_chen_classifiers(plan, runs);
+  out.files.insert(out.files.end(), classifiers.files.begin(), classifiers.files.end());
+  out.markdown = md + classifiers.markdown;
+  out.html = html + classifiers.html;
   return out;
 }
 

@@ -11,6 +11,8 @@
 //   wang_chen/skip_position_attack.md     Table 4: each run's held-out loss and perplexity with positions
 //                                         0, 1, 2, ... and 0, c, 2c, ... on the same windows (its analyze
 //                                         stage's skip_position_attack.json), side by side
+//   wang_chen/table3.md, figure4.png/.json  Table 3 and Figure 4: the classifiers started from each run's
+//                                         table (experiment/wang_chen_classifiers.h)
 #pragma once
 
 #include <string>

@@ -213,6 +213,28 @@ BertConfig config_from_json(const json::Value& object, const std::string& where,
   return c;
 }
 
+BertConfig with_overrides(const BertConfig& base, const json::Value& overrides, const std::string& where) {
+  ORDO_CHECK(overrides.is_object(), where, " must be an object of model config keys, got ", json::dump(overrides));
+  // base in BERT's keys (a GPT-2's too: its options are ordo's fields there),
+  // with ordo's names: decoder rather than HF's is_decoder, and no
+  // position_embedding_type, which follows from pe.
+  BertConfig as_bert = base;
+  as_bert.model_type = "bert";
+  as_bert.position_offset = 0;
+  const json::Value base_json = config_to_json(as_bert);  // held: items() refers into it
+  json::Value merged = json::Value::object();
+  for (const auto& [key, value] : base_json.items())
+    if (key != "model_type" && key != "is_decoder" && key != "position_embedding_type") merged[key] = value;
+  merged["decoder"] = base.decoder;
+  if (overrides.contains("pe") && !overrides.contains("pe_options")) merged["pe_options"] = json::Value::object();
+  for (const auto& [key, value] : overrides.items()) merged[key] = value;
+  BertConfig c = config_from_json(merged, where);
+  c.model_type = base.model_type;
+  if (c.model_type == "roberta") c.position_offset = c.pad_token_id + 1;
+  validate(c, where);
+  return c;
+}
+
 void validate(const BertConfig& c, const std::string& where) {
   ORDO_CHECK(c.hidden_size % c.num_attention_heads == 0, where, ": num_attention_heads ",
              c.num_attention_heads, " does not divide hidden_size ", c.hidden_size);

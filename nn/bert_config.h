@@ -70,6 +70,13 @@ struct BertConfig {
 // what it is and what ordo reads — and it also accepts (and ignores) the
 // bookkeeping fields HuggingFace writes ("transformers_version", ...).
 BertConfig config_from_json(const json::Value& object, const std::string& where, bool hf_lenient = false);
+// `base` with the keys of `overrides` (a run config's "model" keys: hidden_size,
+// num_hidden_layers, pe, decoder, ...) replaced, read as strictly as a run
+// config: an unknown key or a bad value is an error naming it under `where`.
+// The family (model_type) and its position offset are base's; a new pe
+// without pe_options starts with none (options belong to their variant).
+// What `ordo finetune --from-scratch --set model.KEY=V` builds.
+BertConfig with_overrides(const BertConfig& base, const json::Value& overrides, const std::string& where);
 // An HF config.json object of the config's model_type (bert and roberta with
 // ordo's fields too; gpt2 in GPT2Config's keys).
 json::Value config_to_json(const BertConfig& config);

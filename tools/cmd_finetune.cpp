@@ -10,7 +10,7 @@ namespace {
 using namespace ordo;
 
 int finetune(const std::vector<std::string>& argv, dist::Communicator* comm) {
-  cli::Args args(argv, {"checkpoint", "task", "data", "out", "config", "set", "seeds", "lr", "vocab"},
+  cli::Args args(argv, {"checkpoint", "task", "data", "out", "config", "set", "seeds", "lr", "vocab", "init-positions-from"},
                  {"overwrite", "quiet", "from-scratch", "new-head"});
   args.expect_no_positional();
   train::FinetuneOptions o;
@@ -23,6 +23,7 @@ int finetune(const std::vector<std::string>& argv, dist::Communicator* comm) {
   o.quiet = args.has("quiet");
   o.from_scratch = args.has("from-scratch");
   o.new_head = args.has("new-head");
+  o.init_positions_from = args.str("init-positions-from", "");
   o.comm = comm;
   // --seeds is a shorthand for --set train.seeds, applied after the other --set; --lr replaces the config's
   // learning rate (train.lr) or grid (train.learning_rates).
@@ -43,7 +44,8 @@ int run(const std::vector<std::string>& argv) {
 cli::Register command(
     {"finetune", "fine-tune a pretrained encoder on a GLUE task or SQuAD, with the official dev metrics",
      "--checkpoint DIR|RUN_DIR --task NAME --data DIR --out DIR [--config FILE.json] [--set key=value ...]\n"
-     "      [--seeds N] [--lr A,B,C] [--vocab FILE] [--from-scratch] [--new-head] [--overwrite] [--quiet]\n"
+     "      [--seeds N] [--lr A,B,C] [--vocab FILE] [--from-scratch [--set model.KEY=V ...]\n"
+     "      [--init-positions-from CHECKPOINT|RUN]] [--new-head] [--overwrite] [--quiet]\n"
      "  NAME: cola sst2 mrpc stsb qqp mnli qnli rte wnli | squad (v1.1) | squad2 (v2.0) | senteval\n"
      "  --data: the task's folder as GLUE ships it (train.tsv, dev.tsv; MNLI dev_matched.tsv and\n"
      "    dev_mismatched.tsv; test files, when there, are predicted into GLUE submission files) or\n"
@@ -60,12 +62,20 @@ cli::Register command(
      "  --seeds N runs seeds seed..seed+N-1; --lr A,B,C a learning-rate grid: results.json gives each run's\n"
      "    best epoch and, per learning rate, mean, std (n-1) and median over the seeds.\n"
      "  --from-scratch: the checkpoint's config and vocabulary with random weights (the baseline\n"
-     "    that shows what pretraining brings).\n"
+     "    that shows what pretraining brings). --set model.KEY=V (a run config's model keys) reshapes that\n"
+     "    fresh model: --set model.num_hidden_layers=1 for Wang & Chen 2020's 1-layer classifier.\n"
+     "  --init-positions-from CHECKPOINT|RUN (with --from-scratch): the fresh model's learned absolute\n"
+     "    position table starts as that model's (an ordo run's ape_learned, its ape_sin as computed, HF's\n"
+     "    BERT, RoBERTa from row 2, GPT-2), then trains with the rest (Wang & Chen 2020, Table 3). Refused,\n"
+     "    naming what does not fit, when the source adds no table at the input, has another width than\n"
+     "    model.hidden_size, or fewer rows than train.max_seq_length; the header says what was copied.\n"
+     "  results.json of a classification task: each run's dev accuracy by length in words, in four bins\n"
+     "    cut at the dataset's mean -/+ one standard deviation, with each bin's n (best_by_length).\n"
      "  --new-head: a fine-tuned checkpoint's task head (e.g. MNLI's 3-label classifier) left out and a\n"
      "    new one initialised for this task.\n"
      "  The same command on an --out holding this grid continues it: finished runs are kept, the others\n"
      "    run again; results.json is written after every run. Another grid there needs --overwrite.\n"
-     "  See `ordo help config` for every key (train.*, tokenizer.lower_case, squad.*).\n"
+     "  See `ordo help config` for every key (train.*, tokenizer.lower_case, squad.*, model.*).\n"
      "  Under mpirun -np N: data parallel, each batch shared among the N processes; rank 0 evaluates and writes.",
      run});
 

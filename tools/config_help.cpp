@@ -88,7 +88,8 @@ std::string finetune_config_help() {
   train::parse_finetune_config(json::Value::object(), {}, kWhere);
   return "ordo finetune config (--config FILE.json [--set key=value]; \"extends\" as in a run config): every key,\n"
          "its type, default and range, as the validator reads them. train.lr and train.learning_rates exclude each\n"
-         "other (--lr A,B sets the grid).\n" +
+         "other (--lr A,B sets the grid). model.* (with --from-scratch only): the fresh model's config, the\n"
+         "checkpoint's with these keys replaced; its keys are a run config's model keys (ordo help config).\n" +
          by_section(log.keys());
 }
 

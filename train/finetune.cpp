@@ -20,6 +20,7 @@
 #include "dist/gradient_reducer.h"
 #include "downstream/classification.h"
 #include "downstream/glue.h"
+#include "downstream/length_bins.h"
 #include "downstream/metrics.h"
 #include "downstream/senteval.h"
 #include "downstream/squad.h"
@@ -33,6 +34,7 @@
 #include "text/tokenizer.h"
 #include "train/checkpoint_paths.h"
 #include "train/loop.h"
+#include "train/position_init.h"
 
 namespace ordo::train {
 
@@ -76,6 +78,7 @@ FinetuneConfig parse_finetune_config(const json::Value& json_in, const std::vect
   const json::Value* train = top.object("train");
   const json::Value* tokenizer = top.object("tokenizer");
   const json::Value* squad = top.object("squad");
+  const json::Value* model = top.object("model");
   top.string("description", "");
   top.finish();
   FinetuneConfig c;
@@ -131,6 +134,7 @@ FinetuneConfig parse_finetune_config(const json::Value& json_in, const std::vect
   c.max_answer_length = s.integer("max_answer_length", c.max_answer_length, 1, 1 << 16);
   c.null_score_diff_threshold = s.number("null_score_diff_threshold", c.null_score_diff_threshold, -1e30, 1e30);
   s.finish();
+  if (model) c.model = *model;  // its keys are checked against the checkpoint's config (nn::with_overrides)
   c.source = json;
   return c;
 }
@@ -284,6 +288,14 @@ nn::BertInputs pad_batch(const std::vector<const std::vector<int32_t>*>& ids,
 struct Evaluation {
   json::Value metrics = json::Value::object();
   double score = 0;
+  json::Value by_length;  // per evaluated set, the accuracy by length (classification; null otherwise)
+};
+
+// What --from-scratch builds: the checkpoint's config with the model.* keys,
+// and the position table copied into it (--init-positions-from) when given.
+struct Scratch {
+  nn::BertConfig config;
+  std::optional<PositionTable> positions;
 };
 
 class Task {
@@ -292,9 +304,9 @@ class Task {
   virtual int64_t train_size() const = 0;
   virtual std::string describe() const = 0;
   // A fresh model from the checkpoint for one run (the new head from `seed`).
-  // With from_scratch, the checkpoint's config with new random weights: the
-  // baseline that shows what pretraining brings.
-  virtual void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, bool from_scratch,
+  // With `scratch`, its config with new random weights (and a copied position
+  // table): the baseline that shows what pretraining brings.
+  virtual void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, const Scratch* scratch,
                     bool new_head) = 0;
   virtual nn::Module& model() = 0;
   // The loss on training examples `indices`, and the positions it processed.
@@ -328,12 +340,13 @@ void print_load_report(const nn::LoadReport& r) {
     std::fprintf(stderr, "  left out of the checkpoint: %zu tensors (%s ...)\n", r.unused.size(), r.unused[0].c_str());
 }
 
-// A task model with the checkpoint's config and new weights from `seed`.
+// A task model of the scratch config with new weights from `seed`, and the position table copied in.
 template <class Model, class... Args>
-std::unique_ptr<Model> fresh_model(const std::string& checkpoint, Device device, uint64_t seed, Args... args) {
-  const nn::BertConfig config = nn::load_config(checkpoint);
+std::unique_ptr<Model> fresh_model(const Scratch& scratch, Device device, uint64_t seed, Args... args) {
+  const nn::BertConfig& config = scratch.config;
   auto model = std::make_unique<Model>(config, pe::make_position_encoding(config, device), device, args...);
   nn::initialize_bert(*model, model->bert, seed);
+  if (scratch.positions) copy_position_table(*model, config, *scratch.positions);
   return model;
 }
 
@@ -387,6 +400,18 @@ class ClassificationFinetuneTask : public Task {
       evaluated_features_.push_back(downstream::make_glue_features(set, tokenizer, length));
     for (const auto& set : data_.test) test_features_.push_back(downstream::make_glue_features(set, tokenizer, length));
     predictions_.resize(data_.evaluated.size());
+    // The lengths in words, and their mean and spread over the whole dataset
+    // (the training examples used, the main dev set, SentEval's test set):
+    // the bins of the accuracy by length (Wang & Chen 2020, Figure 4).
+    std::vector<int64_t> all;
+    for (const auto& example : data_.train.examples) all.push_back(downstream::example_length(example));
+    for (size_t d = 0; d < data_.evaluated.size(); ++d) {
+      lengths_.emplace_back();
+      for (const auto& example : data_.evaluated[d].second.examples)
+        lengths_.back().push_back(downstream::example_length(example));
+      if (d == 0 || data_.evaluated[d].first == "test") all.insert(all.end(), lengths_[d].begin(), lengths_[d].end());
+    }
+    length_stats_ = downstream::length_stats(all);
   }
 
   int64_t train_size() const override { return static_cast<int64_t>(train_.size()); }
@@ -397,12 +422,12 @@ class ClassificationFinetuneTask : public Task {
     return s + (task_.regression() ? " (regression)" : ", labels " + task_.label_list());
   }
 
-  void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, bool from_scratch,
+  void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, const Scratch* scratch,
             bool new_head) override {
     const int labels = task_.regression() ? 1 : static_cast<int>(task_.labels.size());
     device_ = device;
-    if (from_scratch) {
-      model_ = fresh_model<nn::SequenceClassifier>(checkpoint, device, seed, labels);
+    if (scratch) {
+      model_ = fresh_model<nn::SequenceClassifier>(*scratch, device, seed, labels);
       return;
     }
     nn::LoadReport report;
@@ -428,6 +453,12 @@ class ClassificationFinetuneTask : public Task {
       const auto& [name, set] = data_.evaluated[d];
       predictions_[d] = predict(evaluated_features_[d]);
       e.metrics[name] = downstream::glue_metrics(set, predictions_[d]);
+      if (task_.regression()) continue;
+      std::vector<int> gold;
+      for (const auto& example : set.examples) gold.push_back(example.label);
+      if (e.by_length.is_null()) e.by_length = json::Value::object();
+      e.by_length[name] = downstream::length_bins_json(
+          length_stats_, downstream::accuracy_by_length(length_stats_, lengths_[d], gold, predictions_[d].labels));
     }
     e.score = mean_of_metrics(e.metrics[data_.evaluated[0].first]);  // MNLI: the matched set's
     return e;
@@ -497,6 +528,8 @@ class ClassificationFinetuneTask : public Task {
   std::vector<downstream::ClassificationFeature> train_;
   std::vector<std::vector<downstream::ClassificationFeature>> evaluated_features_, test_features_;
   std::vector<downstream::GluePredictions> predictions_;  // of the evaluated sets, the last evaluation's
+  std::vector<std::vector<int64_t>> lengths_;  // of the evaluated sets' examples, in words
+  downstream::LengthStats length_stats_;       // over the whole dataset
   std::unique_ptr<nn::SequenceClassifier> model_;
   Device device_ = Device::cpu();
 };
@@ -535,11 +568,11 @@ class SquadFinetuneTask : public Task {
            " dev questions (" + std::to_string(dev_features_.size()) + " windows)";
   }
 
-  void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, bool from_scratch,
+  void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, const Scratch* scratch,
             bool new_head) override {
     device_ = device;
-    if (from_scratch) {
-      model_ = fresh_model<nn::SpanExtractor>(checkpoint, device, seed);
+    if (scratch) {
+      model_ = fresh_model<nn::SpanExtractor>(*scratch, device, seed);
       return;
     }
     nn::LoadReport report;
@@ -628,6 +661,7 @@ struct EpochResult {
   int64_t epoch = 0;
   double score = 0;
   json::Value metrics;
+  json::Value by_length;  // null for a task without it
 };
 
 // A run's best epoch (by the task's score) and its last; the config's
@@ -657,10 +691,10 @@ Share batch_share(int64_t n, int rank, int ranks) {
 // `started` is called after its first optimizer step, and may move `root`
 // (the staged output taking its place): paths are made from it when used.
 // Data parallel, rank 0 alone evaluates and writes (its result is the run's).
-RunResult run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o, double lr, uint64_t seed,
-                  const std::string& root, const std::string& name, Device device, dist::Communicator& comm,
-                  const std::function<void()>& started) {
-  task.load(o.checkpoint, device, seed, /*quiet=*/true, o.from_scratch, o.new_head);  // what is new was said once, up front
+RunResult run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o, const Scratch* scratch, double lr,
+                  uint64_t seed, const std::string& root, const std::string& name, Device device,
+                  dist::Communicator& comm, const std::function<void()>& started) {
+  task.load(o.checkpoint, device, seed, /*quiet=*/true, scratch, o.new_head);  // what is new was said once, up front
   const bool lead = comm.rank() == 0;
   std::unique_ptr<dist::GradientReducer> reducer;
   if (comm.size() > 1) {
@@ -738,8 +772,8 @@ RunResult run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o,
     if (!o.quiet)
       std::fprintf(stderr, "  epoch %lld: dev %s, score %.4f%s\n", static_cast<long long>(epoch),
                    json::dump(e.metrics).c_str(), e.score, best ? " (best so far)" : "");
-    if (best) result.best = {epoch, e.score, e.metrics};
-    result.last = {epoch, e.score, e.metrics};
+    if (best) result.best = {epoch, e.score, e.metrics, e.by_length};
+    result.last = {epoch, e.score, e.metrics, e.by_length};
     // The selected epoch's predictions and model: the best so far, or the last.
     if (c.select_epoch == "last" ? epoch == c.epochs : best) {
       task.write_predictions(root + "/" + name);
@@ -803,6 +837,10 @@ json::Value run_line(const std::string& name, uint64_t seed, const RunResult& r)
   line["last_epoch"] = r.finished ? json::Value(r.last.epoch) : json::Value();
   line["last_score"] = r.finished ? json::Value(r.last.score) : json::Value();
   line["last"] = r.finished ? r.last.metrics : json::Value();
+  if (r.finished && !r.best.by_length.is_null()) {
+    line["best_by_length"] = r.best.by_length;
+    line["last_by_length"] = r.last.by_length;
+  }
   return line;
 }
 
@@ -818,8 +856,9 @@ std::map<std::string, RunResult> finished_runs(const std::string& results_path) 
       if (!line["finished"].as_bool()) continue;
       RunResult r;
       r.finished = true;
-      r.best = {line["best_epoch"].as_int(), line["best_score"].as_number(), line["best"]};
-      r.last = {line["last_epoch"].as_int(), line["last_score"].as_number(), line["last"]};
+      r.best = {line["best_epoch"].as_int(), line["best_score"].as_number(), line["best"], json::Value()};
+      r.last = {line["last_epoch"].as_int(), line["last_score"].as_number(), line["last"], json::Value()};
+      if (const json::Value* b = line.find("best_by_length")) r.best.by_length = *b, r.last.by_length = line["last_by_length"];
       done[line["run"].as_string()] = r;
     }
   return done;
@@ -880,6 +919,21 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   const TaskFiles files = find_task_files(o.task, o.data);
   o.checkpoint = resolve_checkpoint(o.checkpoint);
   ORDO_CHECK(!o.out.empty(), "finetune: no output folder given (--out)");
+  ORDO_CHECK(o.from_scratch || c.model.size() == 0, "model.", c.model.size() == 0 ? "" : c.model.items().front().first,
+             ": the model config's keys shape a fresh model (--from-scratch); a pretrained checkpoint's shape is its own");
+  ORDO_CHECK(o.from_scratch || o.init_positions_from.empty(),
+             "--init-positions-from copies a position table into a fresh model: give --from-scratch too");
+  // The model trained: the checkpoint's, or a fresh one of its config with model.* (and a copied table).
+  std::optional<Scratch> scratch;
+  if (o.from_scratch) {
+    scratch.emplace();
+    scratch->config = nn::with_overrides(nn::load_config(o.checkpoint), c.model, "model");
+    if (!o.init_positions_from.empty()) {
+      o.init_positions_from = resolve_checkpoint(o.init_positions_from);
+      scratch->positions = read_position_table(o.init_positions_from, scratch->config, c.max_seq_length);
+    }
+  }
+  const nn::BertConfig model_config = scratch ? scratch->config : nn::load_config(o.checkpoint);
   json::Value recorded = c.source;
   recorded["checkpoint"] = o.checkpoint;
   recorded["task"] = o.task;
@@ -887,6 +941,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   recorded["from_scratch"] = o.from_scratch;
   recorded["new_head"] = o.new_head;
   if (!o.vocab.empty()) recorded["vocab"] = o.vocab;
+  if (!o.init_positions_from.empty()) recorded["init_positions_from"] = o.init_positions_from;
   // The same grid in --out, stopped or finished, is continued: its finished
   // runs are kept and the others run (again). Another grid there is replaced
   // only with --overwrite.
@@ -898,13 +953,13 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   inputs.push_back({o.checkpoint, "--checkpoint"});
   inputs.push_back({o.data, "--data"});
   inputs.push_back({o.vocab, "--vocab"});
+  inputs.push_back({o.init_positions_from, "--init-positions-from"});
   check_output(o.out, OutputKind::folder, o.overwrite || continuing, inputs);
   const Device device = resolve_device(c.device, comm.local_rank());
   MatmulPrecisionScope precision(resolve_precision(c.precision, device, "train.precision"));
   set_threads(c.threads);
   const CheckpointTokenizer tokenizer_files = load_tokenizer(o.checkpoint, o.vocab, tokenizer_options(c, o.checkpoint),
-                                                             nn::load_config(o.checkpoint).vocab_size,
-                                                             o.checkpoint + "/config.json");
+                                                             model_config.vocab_size, o.checkpoint + "/config.json");
   const text::SubwordTokenizer& tokenizer = *tokenizer_files.tokenizer;
   std::unique_ptr<Task> task;
   if (is_squad(o.task)) {
@@ -916,13 +971,13 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
     task = std::make_unique<ClassificationFinetuneTask>(std::move(data), tokenizer, c.max_seq_length, c.eval_batch_size);
   }
   // The checkpoint fits the task's model (read even from scratch: its tensors must match its config).
-  task->load(o.checkpoint, device, c.seed, o.quiet || o.from_scratch, /*from_scratch=*/false, o.new_head);
+  task->load(o.checkpoint, device, c.seed, o.quiet || o.from_scratch, /*scratch=*/nullptr, o.new_head);
   ORDO_CHECK(task->train_size() > 0, files.train, ": no training examples");
-  const nn::BertConfig model_config = nn::load_config(o.checkpoint);
-  ORDO_CHECK(c.max_seq_length <= model_config.max_position_embeddings ||
+  ORDO_CHECK(c.max_seq_length <= model_config.max_position_embeddings - model_config.position_offset ||
                  model_config.pe.find("ape_learned") == std::string::npos,
-             "train.max_seq_length ", c.max_seq_length, " is beyond the checkpoint's max_position_embeddings ",
-             model_config.max_position_embeddings, " (its learned absolute position table)");
+             "train.max_seq_length ", c.max_seq_length, " is beyond the ", scratch ? "fresh model's" : "checkpoint's",
+             " learned absolute position table of ", model_config.max_position_embeddings - model_config.position_offset,
+             " positions (max_position_embeddings)");
   check_same_config(comm, recorded, o.out);
   // One process writes an output at a time (rank 0 for all ranks).
   std::unique_ptr<OutputLock> lock;
@@ -944,8 +999,14 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
         done[names.substr(start, end - start)].finished = true;
   }
   if (!o.quiet) {
-    std::fprintf(stderr, "ordo finetune: %s from %s%s (lower_case %s), %zu learning rate(s) x %lld seed(s), %lld epochs, on %s, %s\n",
-                 task->describe().c_str(), o.from_scratch ? "random weights in the config of " : "", o.checkpoint.c_str(),
+    std::string from = o.checkpoint;
+    if (scratch) {
+      from = "random weights in the config of " + o.checkpoint;
+      if (c.model.size() > 0) from += " with model " + json::dump(c.model);
+      if (scratch->positions) from += "; " + scratch->positions->description + ", trained with the rest";
+    }
+    std::fprintf(stderr, "ordo finetune: %s from %s (lower_case %s), %zu learning rate(s) x %lld seed(s), %lld epochs, on %s, %s\n",
+                 task->describe().c_str(), from.c_str(),
                  tokenizer.lower_case() ? "true" : "false", c.learning_rates.size(),
                  static_cast<long long>(c.seeds), static_cast<long long>(c.epochs),
                  device.str().c_str(), precision_description(matmul_precision(), device).c_str());
@@ -1007,7 +1068,8 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
           staged->commit();
           root = o.out;
         };
-        runs.push_back(run_one(*task, c, o, lr, seed, root, "runs/" + name, device, comm, started));
+        runs.push_back(run_one(*task, c, o, scratch ? &*scratch : nullptr, lr, seed, root, "runs/" + name, device, comm,
+                               started));
         stopped = !runs.back().finished;
         summary.runs_finished += runs.back().finished;
       }

@@ -27,7 +27,10 @@
 // swapped in after the first training step):
 //   OUT/config.json        the resolved fine-tuning config, with the checkpoint, task and data
 //   OUT/results.json       per learning rate: each run's best epoch and the summary over seeds;
-//                          the best learning rate (by the mean score)
+//                          the best learning rate (by the mean score); for a classification
+//                          task each run's accuracy by sentence length on every evaluated set
+//                          at its best and last epoch (best_by_length, last_by_length:
+//                          downstream/length_bins.h, Wang & Chen 2020's Figure 4)
 //   OUT/runs/lr_<lr>_seed_<seed>/
 //       metrics.jsonl      a line per logged step and per epoch's evaluation
 //       best/              the best epoch's model (config.json with the architecture and
@@ -101,11 +104,15 @@ struct FinetuneConfig {
   int64_t n_best_size = 20;
   int64_t max_answer_length = 30;
   double null_score_diff_threshold = 0.0;
+  // model: the fresh model's config under --from-scratch, as the checkpoint's
+  // with these keys replaced (a run config's "model" keys: --set
+  // model.num_hidden_layers=1); refused without --from-scratch.
+  json::Value model = json::Value::object();
 
   json::Value source;  // the resolved JSON
 };
 
-// Reads a fine-tuning config {"train": {...}, "tokenizer": {...}, "squad": {...}}
+// Reads a fine-tuning config {"train": {...}, "tokenizer": {...}, "squad": {...}, "model": {...}}
 // strictly after applying the --set overrides; `json` may be an empty object
 // (every default). `learning_rates`, when not empty (--lr), replaces the
 // config's train.lr or train.learning_rates.
@@ -126,9 +133,14 @@ struct FinetuneOptions {
   std::string vocab;
   bool overwrite = false;
   bool quiet = false;
-  // The checkpoint's config and vocabulary with random weights instead of its
-  // own (initialised as pretraining starts): the baseline pretraining is to beat.
+  // The checkpoint's config (with the config's model.* keys) and vocabulary
+  // with random weights instead of its own (initialised as pretraining
+  // starts): the baseline pretraining is to beat.
   bool from_scratch = false;
+  // With from_scratch: the absolute position table copied from this
+  // checkpoint or run into the fresh model (train/position_init.h; Wang &
+  // Chen 2020, Table 3); empty: none.
+  std::string init_positions_from;
   // The checkpoint's task head (a classifier trained for another label set)
   // left out and a new one initialised.
   bool new_head = false;

@@ -7,6 +7,7 @@
 #include "tests/helpers.h"
 
 using namespace ordo;
+using Catch::Matchers::Contains;
 
 TEST_CASE("every shipped experiment.json resolves to a plan (with --quick too)", "[experiment][plan]") {
   int plans = 0;
@@ -52,4 +53,53 @@ TEST_CASE("runs on a real corpus have no synthetic stand-ins: the tasks stage is
   request.overrides = {};
   CHECK_THROWS_WITH(experiment::make_plan(request),
                     Catch::Contains("a pretrains on the synthetic language and b on data.corpus 'books.txt'"));
+}
+
+TEST_CASE("Wang & Chen 2020's plan: Table 3's classifiers from each run's table and a random one", "[experiment][plan]") {
+  test::TempDir dir("plan_wc");
+  std::filesystem::create_directories(dir / "mr");
+  dir.write("mr/mr.txt", "tr\t0\ta b\n");
+  experiment::PlanRequest request;
+  request.folder = std::string(ORDO_SOURCE_DIR) + "/configs/papers/wang_chen2020";
+  request.out = "/nonexistent/out";
+  request.data["mr"] = dir / "mr";  // a column: both its tasks read it
+  const experiment::Plan plan = experiment::make_plan(request);
+  const experiment::FinetuneTask* mr = plan.task("mr");
+  const experiment::FinetuneTask* random = plan.task("mr_random");
+  REQUIRE((mr && random));
+  CHECK(mr->init_positions == "run");
+  CHECK((random->init_positions == "none" && random->column == "mr"));
+  CHECK((mr->data == dir / "mr" && random->data == dir / "mr"));
+  CHECK(mr->finetune_task() == "senteval");
+  // Without --data, a SentEval column's stand-in is read in its own (SST-2) layout.
+  const experiment::FinetuneTask* cr = plan.task("cr");
+  CHECK(cr->finetune_task() == "sst2");
+  CHECK(cr->source() == "stand-in: the run's synthetic tense (sst2 layout)");
+  CHECK((random->for_run("bert_mlm_nsp") && !random->for_run("gpt2_causal")));
+  CHECK(plan.settings("finetune:mr", 0)["init_positions"].as_string() == "run");
+  CHECK(plan.length_figure == std::vector<std::string>{"subj", "sst2", "cr"});
+}
+
+TEST_CASE("a plan's fresh classifiers are checked against every run before anything runs", "[experiment][plan][errors]") {
+  test::TempDir dir("plan_fresh");
+  dir.write("a.json", std::string(R"({"extends": ")") + ORDO_SOURCE_DIR + R"(/configs/tiny.json"})");
+  auto refused = [&](const std::string& finetune, const std::string& report = "{}") {
+    dir.write("experiment.json", R"({"stages": ["pretrain", "tasks", "finetune"], "finetune": )" + finetune +
+                                     R"(, "report": )" + report + "}");
+    experiment::PlanRequest request;
+    request.folder = dir.path;
+    request.out = dir / "out";
+    return [request] { experiment::make_plan(request); };
+  };
+  const std::string task = R"({"name": "t", "task": "sst2", "stand_in": "tense")";
+  CHECK_THROWS_WITH(refused(R"({"set": ["model.hidden_size=64", "train.max_seq_length=64"], "tasks": [)" + task + R"(, "init_positions": "run"}]})")(),
+                    Contains("a.json: fine-tuning task t: init_positions run: its position table is 128 wide, the "
+                             "fresh model's hidden_size is 64"));
+  CHECK_THROWS_WITH(refused(R"({"set": ["model.num_hidden_layers=1"], "tasks": [)" + task + "}]}")(),
+                    Contains("give the task init_positions"));
+  CHECK_THROWS_WITH(refused(R"({"tasks": [)" + task + R"(, "column": "x"}]})")(), Contains("'column' names a Table 3 column"));
+  CHECK_THROWS_WITH(refused(R"({"set": ["train.max_seq_length=64"], "tasks": [)" + task + R"(, "init_positions": "none"}]})",
+                            R"({"length_figure": ["q"]})")(),
+                    Contains("report.length_figure names 'q'"));
+  CHECK_THROWS_WITH(refused(R"({"tasks": [)" + task + R"(, "init_positions": "all"}]})")(), Contains("init_positions"));
 }

@@ -3,6 +3,7 @@
 // "bert." prefix, no pooler), a causal decoder, the official scorer agreeing
 // with the run's own evaluation, and bad inputs refused before anything is
 // written.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -211,6 +212,37 @@ TEST_CASE("finetune: a causal decoder run fine-tunes both heads, its classifier 
   CHECK(spans.exit_code == 0);
 }
 
+TEST_CASE("finetune: from scratch with the run's position table copied in, and the dev accuracy by length",
+          "[cli][finetune][position_init]") {
+  Fixture& f = fixture();
+  const std::string out = f.dir / "table3";
+  std::string loud = kFast;
+  loud.erase(loud.find(" --quiet"), 8);  // the header says what was copied from where
+  auto r = run_ordo("finetune" + loud + " --checkpoint " + f.run + " --task sst2 --data " + f.tasks + "/tense --out " +
+                    out + " --from-scratch --init-positions-from " + f.run + " --set model.num_attention_heads=4");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("random weights in the config of " + f.run) &&
+                           Contains("with model {\"num_attention_heads\":4}; rows 0..63 of the position table of " +
+                                    f.run + "/checkpoints/step_000000002 (ape_learned), trained with the rest"));
+  json::Value config = json::parse(ordo::read_file(out + "/config.json"));
+  CHECK(config["model"]["num_attention_heads"].as_int() == 4);
+  CHECK_THAT(config["init_positions_from"].as_string(), Contains("step_000000002"));
+  const json::Value results = json::parse(ordo::read_file(out + "/results.json"));
+  const json::Value& run = results["learning_rates"][0]["runs"][0];
+  // The saved model has the fresh shape; its table was trained from the copy.
+  CHECK(json::parse(ordo::read_file(out + "/runs/" + run["run"].as_string() + "/best/config.json"))["num_attention_heads"]
+            .as_int() == 4);
+  // The bins partition the dev set, and their correct predictions add up to its accuracy.
+  const json::Value& by_length = run["best_by_length"]["dev"];
+  CHECK(by_length["unit"].as_string() == "words");
+  int64_t n = 0, correct = 0;
+  for (const json::Value& bin : by_length["bins"].as_array()) n += bin["n"].as_int(), correct += bin["correct"].as_int();
+  const std::string dev = ordo::read_file(f.tasks + "/tense/dev.tsv");
+  CHECK(n == static_cast<int64_t>(std::count(dev.begin(), dev.end(), '\n')) - 1);  // less the header
+  CHECK(static_cast<double>(correct) / static_cast<double>(n) == Approx(run["best"]["dev"]["accuracy"].as_number()));
+}
+
 TEST_CASE("finetune: bad inputs are refused before anything is written", "[cli][finetune][errors]") {
   Fixture& f = fixture();
   TempDir scratch("finetune_bad");
@@ -224,6 +256,7 @@ TEST_CASE("finetune: bad inputs are refused before anything is written", "[cli][
   ordo::make_directories(out);
   ordo::write_file_atomic(out + "/keep.txt", "mine");
   const std::string base = "finetune --checkpoint " + f.run + " ";
+  const std::string twin = std::string(ORDO_SOURCE_DIR) + "/tests/data/twin/";
   struct Case {
     std::string args, message;
   } cases[] = {
@@ -234,6 +267,20 @@ TEST_CASE("finetune: bad inputs are refused before anything is written", "[cli][
       {"--task sst2 --data " + f.tasks + "/tense --out " + out + " --overwrite --set train.lr=-1", "'lr'"},
       {"--task sst2 --data " + f.tasks + "/roles --out " + out + " --overwrite", "roles/train.tsv"},
       {"--task squad --data " + f.tasks + "/squad2 --out " + out + " --overwrite", "train-v1.1.json"},
+      // A fresh model's shape and its copied position table (Wang & Chen 2020, Table 3).
+      {"--task sst2 --data " + f.tasks + "/tense --out " + out + " --overwrite --set model.num_hidden_layers=1",
+       "model.num_hidden_layers: the model config's keys shape a fresh model (--from-scratch)"},
+      {"--task sst2 --data " + f.tasks + "/tense --out " + out + " --overwrite --init-positions-from " + f.run,
+       "give --from-scratch too"},
+      {"--task sst2 --data " + f.tasks + "/tense --out " + out + " --overwrite --from-scratch --init-positions-from " +
+           twin + "relative_key",
+       "its position encoding 'rpe_shaw' adds nothing at the input: there is no absolute position table to copy"},
+      {"--task sst2 --data " + f.tasks + "/tense --out " + out + " --overwrite --from-scratch --init-positions-from " +
+           twin + "bert",
+       "its position table is 32 wide, the fresh model's hidden_size is 16 (set model.hidden_size=32"},
+      {"--task sst2 --data " + f.tasks + "/tense --out " + out + " --overwrite --from-scratch --init-positions-from " +
+           twin + "gpt2_tied --set model.hidden_size=24 --set train.max_seq_length=48",
+       "its position table has 19 rows, fewer than train.max_seq_length 48"},
   };
   const auto before = ordo::test::snapshot(scratch.path);
   for (const Case& c : cases) {
