@@ -144,13 +144,13 @@ TEST_CASE("train.init_from starts from another run's weights but its own positio
   c["train"]["eval_every"] = 0;
   const std::string source = temp_dir("init_source");
   train::pretrain(train::parse_run_config(c, {}, "test"), options(source));
-  auto tensors = [](const std::string& run) {
+  // A run's checkpoint of `step`, tensor by name.
+  auto tensors = [](const std::string& run, const std::string& step = "000000000") {
     std::map<std::string, Tensor> by_name;
-    for (auto& [name, t] : safetensors::load(run + "/checkpoints/step_000000000/model.safetensors")) by_name[name] = t;
+    for (auto& [name, t] : safetensors::load(run + "/checkpoints/step_" + step + "/model.safetensors")) by_name[name] = t;
     return by_name;
   };
-  std::map<std::string, Tensor> trained;
-  for (auto& [name, t] : safetensors::load(source + "/checkpoints/step_000000002/model.safetensors")) trained[name] = t;
+  const std::map<std::string, Tensor> trained = tensors(source, "000000002");
   const std::string table = "bert.embeddings.position_embeddings.weight";
   REQUIRE(trained.count(table));
 
