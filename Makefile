@@ -119,7 +119,7 @@ table2: deps build
 # Every launch shape the [cuda] runs make is logged to LAUNCH_LOG, which
 # make test then checks against the nvcc build's registers per kernel
 # (tools/check_cuda_resources.sh: no spills, registers x threads within the SM's file).
-EMULATOR_SCHEDULE ?= forward
+EMULATOR_SCHEDULE ?= greedy-warp
 GPU_CHECK_SCHEDULE ?= random:1
 LAUNCH_LOG := $(CURDIR)/build-emulate/cuda_launches.tsv
 test-emulated: deps

@@ -133,6 +133,9 @@ class CachingAllocator {
     live_.emplace(ptr, block);
     stats_.bytes_in_use += block;
     stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+#ifdef ORDO_CUDA_EMULATED
+    emulator::note_tensor_block(ptr, nbytes, block);  // the tensor's exact end, for the bounds check
+#endif
     return ptr;
   }
 
@@ -153,6 +156,9 @@ class CachingAllocator {
     stats_.bytes_in_use -= block;
     stats_.bytes_cached += block;
     cached_.emplace(block, ptr);
+#ifdef ORDO_CUDA_EMULATED
+    emulator::note_block_cached(ptr, block);  // a kernel touching it now is a use after free
+#endif
   }
 
   // Returns every cached block to the driver. The device must be current.

@@ -65,6 +65,14 @@ void check_extent(const Matrix& m, int batch) {
   emu::report_bad_access(what, first, bytes);
 }
 
+// f(column, bytes) for each column of each batch's matrix: the bytes cuBLAS
+// reads or writes (not the gaps a leading dimension leaves between columns).
+template <class F>
+void for_columns(const Matrix& m, int batch, F&& f) {
+  for (int p = 0; p < batch; ++p)
+    for (int j = 0; j < m.cols; ++j) f(m.data + p * m.stride + static_cast<long long>(j) * m.ld, m.rows * sizeof(float));
+}
+
 // alpha or beta: a host pointer, or in device pointer mode a device one
 // (read inside the caller's DeviceSection).
 float read_scalar(const void* p) {
@@ -180,6 +188,16 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
     check_extent(mb, batchCount);
   }
   check_extent(mc, batchCount);
+  // Inside live tensors, and what is read written before (emulator.h, the checks).
+  auto read = [](const char* who) { return [who](const float* p, size_t bytes) { emu::stand_in_read(who, p, bytes); }; };
+  if (reads_ab) {
+    for_columns(ma, batchCount, read("cublasGemmStridedBatchedEx (matrix A)"));
+    for_columns(mb, batchCount, read("cublasGemmStridedBatchedEx (matrix B)"));
+  }
+  if (c_scale != 0.0f) for_columns(mc, batchCount, read("cublasGemmStridedBatchedEx (matrix C, beta != 0)"));
+  for_columns(mc, batchCount, [](const float* p, size_t bytes) {
+    emu::stand_in_write("cublasGemmStridedBatchedEx (matrix C)", p, bytes);
+  });
 
   const bool tf32 = computeType == CUBLAS_COMPUTE_32F_FAST_TF32;
   auto input = [tf32](float v) { return tf32 ? round_to_tf32(v) : v; };
