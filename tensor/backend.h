@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "tensor/attention_terms.h"
 #include "tensor/elementwise_math.h"
 #include "tensor/kernel_calls.h"
 #include "tensor/tensor.h"

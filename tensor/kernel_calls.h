@@ -18,6 +18,8 @@
 namespace ordo {
 
 struct MatrixBatch;
+struct AttentionTerms;
+struct AttentionGrads;
 
 struct KernelCall {
   const char* kernel = "";       // the name in tensor/kernels.inc
@@ -53,6 +55,10 @@ inline void describe_argument(KernelCall& call, const Tensor& t) {
   call.bytes += distinct_bytes(t);
 }
 void describe_argument(KernelCall& call, const MatrixBatch& m);
+// The terms' tensors, and as an integer the d-wide products each (query, key)
+// pair costs beyond q . k and p v (roofline.cpp: the attention's FLOPs).
+void describe_argument(KernelCall& call, const AttentionTerms& terms);
+void describe_argument(KernelCall& call, const AttentionGrads& grads);
 inline void describe_argument(KernelCall& call, int64_t value) { call.integers.push_back(value); }
 template <class Other>
 void describe_argument(KernelCall&, const Other&) {}  // enums, doubles, seeds, AdamW settings
