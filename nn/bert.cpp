@@ -1,6 +1,8 @@
 #include "nn/bert.h"
 
+#include <cstdlib>
 #include <limits>
+#include <string>
 
 namespace ordo::nn {
 
@@ -43,6 +45,29 @@ Var merge_heads(const Var& t) {
 // a + b, leaving out a term that is undefined (a hook or an embedding with
 // nothing to add).
 Var sum_of_defined(const Var& a, const Var& b) { return !a.defined() ? b : !b.defined() ? a : add(a, b); }
+
+// ---- the fused attention's switch ----
+
+bool& fused_switch() {
+  static bool on = [] {
+    const char* env = std::getenv("ORDO_FUSED_ATTENTION");
+    return !(env != nullptr && std::string(env) == "0");
+  }();
+  return on;
+}
+
+// Why attention with this encoding runs unfused on `device` ("" when fused).
+std::string unfused_reason(const PositionEncoding& pe, int64_t head_dim, Device device) {
+  if (!device.is_cuda()) return "on the CPU (the fused kernels are CUDA's; their CPU twin is the tests' reference)";
+  if (!fused_switch()) return "switched off (ORDO_FUSED_ATTENTION=0)";
+  if (pe.combine == Combine::sequence)
+    return "combine = sequence (positional attention, then contextual attention: two softmaxes)";
+  if (pe.ablation != Ablation::none) return std::string("the ") + ablation_name(pe.ablation) + " ablation";
+  if (head_dim > kFusedAttentionMaxWidth)
+    return "heads " + std::to_string(head_dim) + " wide (the fused kernels take up to " +
+           std::to_string(kFusedAttentionMaxWidth) + ")";
+  return pe.acts_in_attention || pe.adds_segment_scores() ? pe.fused_support() : "";
+}
 
 // gamma_ij of Eq. 5, scaled: scale * q_i . k_j, or scale times the variant's
 // own contextual term (Huang et al.'s products of q_i . k_j with position).
@@ -109,12 +134,40 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
 
   Heads h = project(x);                                           // q_i = x_i W^Q, k_j = x_j W^K, v_j = x_j W^V
   pe.rotate(s, h.q, h.k);                                         // RoPE: position inside q and k
+  if (x.device().is_cuda() && unfused_reason(pe, head_dim_, x.device()).empty() &&
+      !(trace && (trace->keep_scores || trace->keep_attentions)))
+    return merge_heads(fused_attention(h, padding_mask, pe, s));  // the same in one kernel per direction
   Var scores = scaled_contextual_term(pe, s, h.q, h.k);           // gamma_ij / sqrt(d)
   scores = sum_of_defined(scores, pe.score_bias(s, h.q, h.k));    // s_ij = ... + delta_ij (+ per-head segments)
   Var probs = attention_probs(scores, padding_mask, ctx, trace);  // a_ij = softmax_j(s_ij + mask)
   Var context = matmul(probs, h.v);                               // o_i = sum_j a_ij v_j
   context = sum_of_defined(context, pe.value_term(s, probs));     // + the value term (Shaw's sum_j a_ij a^V_ij)
   return merge_heads(context);
+}
+
+// The terms of forward()'s unfused ops given to the fused attention: the
+// variant's (PositionEncoding::fused_terms), the contextual term's scale, the
+// mask (attention_bias's: a [B, 1, 1, L] padding mask, or [B, 1, L, L] with
+// the causal mask, whose last row is the padding) and the dropout of the
+// probabilities, on the stream the unfused dropout would take.
+Var SelfAttention::fused_attention(const Heads& h, const Var& padding_mask, PositionEncoding& pe,
+                                   const AttentionState& s) const {
+  PositionEncoding::FusedTerms f;
+  if (pe.acts_in_attention || pe.adds_segment_scores()) pe.fused_terms(s, h.q, h.k, f);
+  AttentionTerms& t = f.terms;
+  t.scale = pe.score_scale(s);
+  if (padding_mask.defined()) {
+    const Tensor& m = padding_mask.value();
+    const int64_t length = m.size(3);
+    t.causal = m.size(2) > 1;
+    t.key_bias = (t.causal ? m.slice(2, length - 1, length) : m).reshape({m.size(0), 1, length});
+  }
+  if (s.ctx->training && dropout_ > 0) {
+    t.dropout = dropout_;
+    t.seed = s.ctx->seed;
+    t.stream = s.ctx->take_stream();
+  }
+  return attention(h.q, h.k, h.v, f.vars, t);
 }
 
 SelfAttention::Heads SelfAttention::project(const Var& input) const {
@@ -332,6 +385,58 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace) 
     if (trace && trace->keep_hidden_states) trace->hidden_states.push_back(x.value());
   }
   return final_norm ? final_norm->forward(x) : x;
+}
+
+bool fused_attention_enabled() { return fused_switch(); }
+void set_fused_attention(bool on) { fused_switch() = on; }
+
+std::string unfused_attention_reason(const PositionEncoding& pe, const BertConfig& c, Device device) {
+  return unfused_reason(pe, c.head_dim(), device);
+}
+
+std::string attention_kernels(const PositionEncoding& pe, const BertConfig& c, Device device) {
+  const std::string why = unfused_attention_reason(pe, c, device);
+  return why.empty() ? "fused kernels (one per layer and direction; no [B, H, L, L] in memory)" : "unfused ops (" + why + ")";
+}
+
+AttentionMemory attention_memory(PositionEncoding& pe, const BertConfig& c, int64_t batch, int64_t length,
+                                 bool training) {
+  NoGradGuard no_grad;
+  const double f32 = 4, heads = static_cast<double>(c.num_attention_heads), B = static_cast<double>(batch),
+               L = static_cast<double>(length);
+  AttentionMemory m;
+  m.qkvo = 4 * B * L * static_cast<double>(c.hidden_size) * f32;
+  const bool dropout = training && c.attention_probs_dropout_prob > 0;
+  m.unfused = (dropout ? 3 : 2) * B * heads * L * L * f32;  // scores (transient), probabilities, after dropout
+  m.unfused_reason = unfused_reason(pe, c.head_dim(), Device::cuda(0));
+  // The terms of one call on the CPU, at these shapes.
+  const Device cpu = Device::cpu();
+  Tensor positions = default_positions(batch, length, cpu), segments = Tensor::zeros({batch, length}, DType::i64, cpu);
+  Context ctx = Context::eval();
+  std::vector<int64_t> host = positions.to_vector<int64_t>();
+  ctx.facts = input_facts(host.data(), nullptr, batch, length);
+  AttentionState s{0, c.num_attention_heads, c.head_dim(), &positions, &segments, &ctx, DType::f32};
+  Var q(Tensor::zeros({batch, c.num_attention_heads, length, c.head_dim()}, DType::f32, cpu));
+  PositionEncoding::FusedTerms f;
+  if (m.unfused_reason.empty() && (pe.acts_in_attention || pe.adds_segment_scores())) pe.fused_terms(s, q, q, f);
+  const AttentionTerms& t = f.terms;
+  m.fused = 2 * B * heads * L * f32;  // lse, D
+  for (const Var* v : {&f.vars.gate, &f.vars.product, &f.vars.query_vectors, &f.vars.key_vectors, &f.vars.table,
+                       &f.vars.value_vectors, &f.vars.pos_query, &f.vars.pos_key, &f.vars.segment_table})
+    if (v->defined()) m.fused += distinct_bytes(v->value());
+  for (const Tensor* x : {&t.dense_bias, &t.row_of, &t.positions, &t.segments})
+    if (x->defined()) m.fused += distinct_bytes(*x);
+  m.fused += B * L * f32;  // the mask: [B, 1, L]
+  const Var* per_row[] = {&f.vars.gate, &f.vars.product, &f.vars.query_vectors, &f.vars.key_vectors, &f.vars.table,
+                          &f.vars.value_vectors};
+  bool sorted = false;
+  for (const Var* v : per_row)
+    if (v->defined() && training) {
+      sorted = true;
+      m.fused += heads * distinct_bytes(v->value()) / static_cast<double>(v->size(0));  // per-head gradients
+    }
+  if (sorted) m.fused += 16 * B * L * L;  // the (query, key) pairs sorted by row: keys and pairs, twice
+  return m;
 }
 
 Tensor default_positions(int64_t batch, int64_t length, Device device) {

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "nn/bert_config.h"
@@ -63,6 +64,8 @@ class SelfAttention : public Module {
     Var q, k, v;  // [batch, heads, L, head_dim]
   };
   Heads project(const Var& input) const;
+  // forward()'s attention as the fused op (see fused_attention_enabled below).
+  Var fused_attention(const Heads& h, const Var& padding_mask, PositionEncoding& pe, const AttentionState& s) const;
   // softmax_j(scores + mask), kept in the trace as asked, then dropout.
   Var attention_probs(const Var& scores, const Var& padding_mask, Context& ctx, ForwardTrace* trace) const;
   // The two departures from forward's one softmax over added terms.
@@ -172,9 +175,43 @@ class BertModel : public Module {
 // different is an error.
 Ablation ablation_in_force(const PositionEncoding& pe, const Context& ctx);
 
+// ---- the fused attention (autograd/ops.h: attention) ----
+// On a CUDA device, self-attention runs as one fused kernel per direction
+// and layer (never forming the [B, H, L, L] scores) wherever it can: the
+// scores added in one softmax (combine = add, no ablation), nothing asked of
+// them (a trace keeping scores or attentions), heads and the variant's
+// positional products up to kFusedAttentionMaxWidth wide, and a variant with
+// a fused form (PositionEncoding::fused_support()). Elsewhere, and on the CPU,
+// the unfused ops run: the reference. On by default; ORDO_FUSED_ATTENTION=0
+// (or set_fused_attention(false)) turns it off.
+bool fused_attention_enabled();
+void set_fused_attention(bool on);
+// Why a model with this encoding and config runs the unfused attention on
+// `device` ("" when it runs fused), before any data-dependent condition (a trace).
+std::string unfused_attention_reason(const PositionEncoding& pe, const BertConfig& c, Device device);
+// One line for a run's header: "fused kernels (CUDA)" or "unfused (why)".
+std::string attention_kernels(const PositionEncoding& pe, const BertConfig& c, Device device);
+
+// The attention's memory per layer (bytes; f32): what the unfused ops keep
+// for the backward (the probabilities before and after dropout, [B, H, L,
+// L] each) and their transient scores; what the fused op keeps (o's
+// log-sum-exp [B, H, L]) and its transients (D [B, H, L], the sorted
+// (query, key) pairs of a variant with learned relative tables, 16 bytes
+// each, its per-head table gradients) and the terms it is given (the
+// positional products, a dense term). Q, K, V and the output, which both
+// need, for scale. Modeled from the shapes one call makes (the variant's
+// fused_terms on the CPU), not measured.
+struct AttentionMemory {
+  double qkvo = 0, unfused = 0, fused = 0;
+  std::string unfused_reason;  // why the variant falls back ("" when it fuses)
+};
+AttentionMemory attention_memory(PositionEncoding& pe, const BertConfig& c, int64_t batch, int64_t length,
+                                 bool training);
+
 // The additive attention mask [batch, 1, 1|L, L]: 0 where attention is
 // allowed, the dtype's lowest value where the key is padding (or, for a
-// decoder, in the future), as HF builds it.
+// decoder, in the future), as HF builds it. The fused attention reads a
+// [batch, 1, L, L] mask as this causal one: its last row the padding.
 Tensor attention_bias(const Tensor& attention_mask, int64_t batch, int64_t length, bool causal, DType dtype,
                       Device device);
 // 0..length-1 in each of `batch` rows.

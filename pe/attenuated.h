@@ -50,6 +50,10 @@ class Attenuated : public nn::PositionEncoding {
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
   // delta itself: the positional attention of CA(PA(X)) (Eq. 10).
   Var positional_weights(const nn::AttentionState& s) override;
+  // Fixed delta as the fused attention's dense term ([1, H, L, L] when every
+  // row of positions is the same); a learned one cannot be fused.
+  std::string fused_support() const override;
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   // delta for one layer, [batch, heads, L, L] in `dtype`.
   Var weights(const nn::AttentionState& s, DType dtype) const;
   // The knobs layer `layer` uses, [heads] each.

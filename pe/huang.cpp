@@ -31,6 +31,12 @@ Var HuangScalar::contextual_scores(const nn::AttentionState& s, const Var& q, co
   return mul(matmul(q, k, false, true), gates(s.layer, *s.positions, s.ctx));  // (q_i . k_j) w_{r_ij}
 }
 
+void HuangScalar::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
+  DistanceRows rows = spec_.lut(*s.positions, name(), s.ctx);
+  out.terms.positions = *s.positions, out.terms.row_of = rows.row_of, out.terms.first_distance = rows.first_distance;
+  out.vars.gate = per_head_table(layer_rows(tables_, s.layer, rows), 2);
+}
+
 // ---- method 3 -----------------------------------------------------------------------------------
 
 HuangProduct::HuangProduct(const nn::BertConfig& c, const RelativeOptions& o, Device device)
@@ -47,6 +53,12 @@ Var HuangProduct::contextual_scores(const nn::AttentionState& s, const Var& q, c
   return relative_product(q, k, a, rows.idx);  // sum_d q_id k_jd a_{r_ij,d}, pair by pair
 }
 
+void HuangProduct::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
+  DistanceRows rows = spec_.lut(*s.positions, name(), s.ctx);
+  out.terms.positions = *s.positions, out.terms.row_of = rows.row_of, out.terms.first_distance = rows.first_distance;
+  out.vars.product = per_head_table(layer_rows(tables_, s.layer, rows), 3);
+}
+
 // ---- method 4 -----------------------------------------------------------------------------------
 
 HuangInteraction::HuangInteraction(const nn::BertConfig& c, const RelativeOptions& o, Device device)
@@ -60,6 +72,14 @@ Var HuangInteraction::score_bias(const nn::AttentionState& s, const Var& q, cons
   Var a = layer_rows(tables_, s.layer, rows);
   const double scale = score_scale(s);
   return add(query_vector_term(q, a, rows, scale), key_vector_term(k, a, rows, scale));
+}
+
+void HuangInteraction::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
+  DistanceRows rows = spec_.lut(*s.positions, name(), s.ctx);
+  out.terms.positions = *s.positions, out.terms.row_of = rows.row_of, out.terms.first_distance = rows.first_distance;
+  Var a = per_head_table(layer_rows(tables_, s.layer, rows), 3);
+  out.vars.query_vectors = out.vars.key_vectors = a;
+  out.terms.query_scale = out.terms.key_scale = score_scale(s);
 }
 
 // ---- factories ------------------------------------------------------------------------------------

@@ -51,6 +51,9 @@ class HuangScalar : public nn::PositionEncoding {
   std::string module_path() const override { return ""; }
   // (q_i . k_j) w_{r_ij} before the 1/sqrt(d_h) that attention applies (Eq. 12).
   Var contextual_scores(const nn::AttentionState& s, const Var& q, const Var& k) override;
+  // w as the fused attention's gate.
+  std::string fused_support() const override { return ""; }
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   // The gate of every pair, [B, H or 1, L, L].
   Var gates(int layer, const Tensor& positions, const nn::Context* ctx = nullptr);
   const DistanceSpec& distances() const { return spec_; }
@@ -70,6 +73,9 @@ class HuangProduct : public nn::PositionEncoding {
   std::string module_path() const override { return ""; }
   // sum_d q_id k_jd a_{r_ij, d} before the 1/sqrt(d_h) (Eq. 15), pair by pair.
   Var contextual_scores(const nn::AttentionState& s, const Var& q, const Var& k) override;
+  // a as the fused attention's product.
+  std::string fused_support() const override { return ""; }
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   const DistanceSpec& distances() const { return spec_; }
   const TableSet& tables() const { return tables_; }
 
@@ -87,6 +93,9 @@ class HuangInteraction : public nn::PositionEncoding {
   std::string module_path() const override { return ""; }
   // (q_i . a_{r_ij} + k_j . a_{r_ij}) / sqrt(d_h), added to q_i . k_j / sqrt(d_h) (Eq. 16).
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
+  // a as the fused attention's query and key vectors.
+  std::string fused_support() const override { return ""; }
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   const DistanceSpec& distances() const { return spec_; }
   const TableSet& tables() const { return tables_; }
 

@@ -31,6 +31,8 @@ class Rotary : public nn::PositionEncoding {
   Rotary(const nn::BertConfig& config, FieldReader& options, Device device);
   std::string name() const override { return "rope"; }
   void rotate(const nn::AttentionState& s, Var& q, Var& k) override;
+  // No score terms: the fused attention takes q and k as rotate() leaves them.
+  std::string fused_support() const override { return ""; }
   // x [batch, heads, L, d_h] rotated by positions [batch, L].
   Var rotated(const Var& x, const Tensor& positions) const;
   bool interleaved() const { return interleaved_; }

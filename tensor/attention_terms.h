@@ -38,6 +38,11 @@
 
 namespace ordo {
 
+// What the CUDA kernels take (tensor/cuda/attention.cu): heads and E, F up
+// to this wide, up to this many segment types. The CPU kernels take any.
+constexpr int64_t kFusedAttentionMaxWidth = 64;
+constexpr int64_t kFusedAttentionMaxSegments = 8;
+
 struct AttentionTerms {
   double scale = 1.0;
   Tensor gate, product;  // at most one

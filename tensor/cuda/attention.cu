@@ -15,9 +15,9 @@
 //  - the tables' gradients (gate, product, the relative vectors, the scalar
 //    table): the (query, key) pairs are stably sorted by their table row
 //    (cub's radix sort, as tensor/cuda/relative.cu's), then a warp per (head,
-//    row) walks its run in increasing (b, i, j), recomputing each pair's dS
-//    with its lanes over d; a table shared by the heads sums its per-head
-//    gradients afterwards, in head order.
+//    row) walks its run in increasing (b, i, j), 32 pairs at a time: a lane
+//    recomputes each pair's dS, then the lanes add them over d; a table
+//    shared by the heads sums its per-head gradients afterwards, in head order.
 // Determinism: every output has one writer adding its terms in a fixed order;
 // no float atomics. The memory beyond q, k, v and o: lse and D [B, H, L], and
 // with tables 16 bytes per (b, i, j) pair for the sort (B L J, not B H L J).
@@ -36,10 +36,10 @@ namespace ordo::cuda {
 
 namespace {
 
-constexpr int kHead = 64;         // widest head (and E, F) the kernels take
-constexpr int kRows = 32;         // rows (threads) per block
-constexpr int kTile = 8;          // keys (or queries) per shared-memory tile
-constexpr int kMaxSegments = 8;   // segment types of per-head segments
+constexpr int kHead = kFusedAttentionMaxWidth;  // widest head (and E, F) the kernels take
+constexpr int kRows = 32;                        // rows (threads) per block
+constexpr int kTile = 8;                         // keys (or queries) per shared-memory tile
+constexpr int kMaxSegments = kFusedAttentionMaxSegments;
 constexpr int kWarp = 32;
 constexpr float kLowest = -3.40282347e38f;  // nn::attention_bias's mask value
 // A running max above this has seen a key that is not masked: a masked key
@@ -155,11 +155,21 @@ struct Terms {
     return s + m;
   }
 
-  // keep / (1 - p) of the probability (b, h, i, j), as the dropout kernel draws it.
-  __device__ float dropout_factor(int64_t b, int64_t h, int64_t i, int64_t j) const {
+  // keep / (1 - p) of the probability (b, h, i, j), as the dropout kernel
+  // draws it: element e takes word e % 4 of Philox draw e / 4, which
+  // `last` keeps for the next keys of the row.
+  struct Draw {
+    uint64_t index = ~uint64_t(0);
+    philox::Words words;
+  };
+  __device__ float dropout_factor(int64_t b, int64_t h, int64_t i, int64_t j, Draw& last) const {
     if (!dropout) return 1.0f;
     const uint64_t element = static_cast<uint64_t>(((b * H + h) * L + i) * J + j);
-    return philox::dropout_keep(seed, stream, element, threshold) ? keep_scale : 0.0f;
+    if (element / 4 != last.index) {
+      last.index = element / 4;
+      last.words = philox::draw(seed, stream, last.index);
+    }
+    return philox::dropout_keep(last.words, element, threshold) ? keep_scale : 0.0f;
   }
 };
 
@@ -229,6 +239,7 @@ __global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, fl
   }
   for (int x = 0; x < kHead; ++x) acc[x] = 0.0f;
   float m = -INFINITY, l = 0.0f;
+  Terms::Draw draw;
   const float* pos_keys_bh = t.e > 0 ? t.pos_row(t.pos_key, b, h, 0) : nullptr;
   for (int64_t j0 = 0; j0 < t.J; j0 += kTile) {
     load_tile(keys, k + bh * t.J * t.d, j0, t.J, t.d);
@@ -263,7 +274,7 @@ __global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, fl
       for (int jj = 0; jj < count; ++jj) {
         const float p = expf(s[jj] - m_new);
         l += p;
-        const float pt = p * t.dropout_factor(b, h, i, j0 + jj);
+        const float pt = p * t.dropout_factor(b, h, i, j0 + jj, draw);
         const float* vv = t.entry(t.value_vectors, h, rows[jj]);
         for (int x = 0; x < t.d; ++x) acc[x] += pt * (values[jj][x] + (vv ? vv[x] : 0.0f));
       }
@@ -306,6 +317,7 @@ __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
   }
   for (int x = 0; x < kHead; ++x) dq[x] = 0.0f, de[x] = 0.0f;
   for (int x = 0; x < kMaxSegments; ++x) seg[x] = 0.0f;
+  Terms::Draw draw;
   const float* pos_keys_bh = t.e > 0 ? t.pos_row(t.pos_key, b, h, 0) : nullptr;
   for (int64_t j0 = 0; j0 < t.J; j0 += kTile) {
     load_tile(keys, k + bh * t.J * t.d, j0, t.J, t.d);
@@ -329,7 +341,7 @@ __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
       }
       for (int x = 0; x < t.e; ++x) dots.ef += ei[x] * pos_keys[jj][x];
       const float p = expf(t.score(dots, b, h, i, j, r) - lse_i);
-      const float ds = p * (t.dropout_factor(b, h, i, j) * dpt - D);
+      const float ds = p * (t.dropout_factor(b, h, i, j, draw) * dpt - D);
       const float* g = t.entry(t.gate, h, r);
       const float c = t.scale * ds * (g ? *g : 1.0f);
       for (int x = 0; x < t.d; ++x) dq[x] += c * keys[jj][x] * (w ? w[x] : 1.0f) + (a ? t.query_scale * ds * a[x] : 0.0f);
@@ -399,7 +411,8 @@ __global__ void __launch_bounds__(kRows) attention_key_grads_kernel(float* gk, f
       }
       for (int x = 0; x < t.e; ++x) dots.ef += pos_queries[ii][x] * fj[x];
       const float p = expf(t.score(dots, b, h, i, j, r) - tile_lse[ii]);
-      const float z = t.dropout_factor(b, h, i, j);
+      Terms::Draw draw;  // the queries of a key are J elements apart: no draw to share
+      const float z = t.dropout_factor(b, h, i, j, draw);
       const float ds = p * (z * dpt - tile_dsum[ii]);
       const float* g = t.entry(t.gate, h, r);
       const float c = t.scale * ds * (g ? *g : 1.0f);
@@ -446,21 +459,23 @@ __device__ __forceinline__ int64_t first_at_least(const uint32_t* keys, int64_t 
   return lo;
 }
 
-__device__ __forceinline__ float warp_sum(float v) { return shuffle_broadcast(warp_reduce(v, SumCombine{}), 0); }
-
-// Per-head gradients of the tables, each [H, R, w] (written where not null):
-// a warp per (row r, head h) walks the pairs of row r in increasing (b, i, j)
-// and recomputes each pair's dS, lane x holding dimensions x, x + 32.
+// Per-head gradients of the tables, each [H, R, w] (written where not null).
 struct TableGrads {
   float *gate = nullptr, *product = nullptr, *query_vectors = nullptr, *key_vectors = nullptr, *table = nullptr,
         *value_vectors = nullptr;
 };
 
+// A warp per (row r, head h) walks the pairs of row r in increasing (b, i,
+// j), 32 at a time: first each lane recomputes one pair's P~ and dS (its
+// dot products over d, in order), then every lane adds the 32 pairs' terms,
+// in pair order, to the dimensions it holds (x, x + 32); lane 0 the scalars.
 __global__ void __launch_bounds__(kWarp) attention_table_grads_kernel(TableGrads g, int64_t rows,
                                                                         const uint32_t* keys, const int32_t* pairs,
                                                                         int64_t count, const float* gout,
                                                                         const float* q, const float* k, const float* v,
                                                                         const float* lse, const float* dsum, Terms t) {
+  __shared__ float pair_ds[kWarp], pair_pt[kWarp], pair_qk[kWarp];
+  __shared__ int64_t pair_of[kWarp];
   const int64_t r = blockIdx.x, h = blockIdx.y;
   const int lane = threadIdx.x;
   constexpr int kPerLane = kHead / kWarp;
@@ -468,59 +483,73 @@ __global__ void __launch_bounds__(kWarp) attention_table_grads_kernel(TableGrads
   float ggate = 0, gtable = 0;
   const int64_t begin = first_at_least(keys, count, static_cast<uint32_t>(r));
   const int64_t end = first_at_least(keys, count, static_cast<uint32_t>(r + 1));
-  for (int64_t p = begin; p < end; ++p) {
-    const int64_t pair = pairs[p];
-    const int64_t j = pair % t.J, i = (pair / t.J) % t.L, b = pair / (t.L * t.J);
-    const int64_t bh = b * t.H + h;
-    const float* qi = q + (bh * t.L + i) * t.d;
-    const float* kj = k + (bh * t.J + j) * t.d;
-    const float* vj = v + (bh * t.J + j) * t.d;
-    const float* go = gout + (bh * t.L + i) * t.d;
-    const int64_t rel = t.reset_row(i, j) >= 0 ? -1 : r;  // the vector tables' row (none under the reset)
-    const float* w = t.entry(t.product, h, rel);
-    const float* a = t.entry(t.query_vectors, h, rel);
-    const float* bv = t.entry(t.key_vectors, h, rel);
-    const float* vv = t.entry(t.value_vectors, h, rel);
-    float qk = 0, c = 0, qa = 0, kb = 0, dpt = 0, ef = 0;
-    for (int x = lane; x < t.d; x += kWarp) {
-      qk += qi[x] * kj[x];
-      c += qi[x] * kj[x] * (w ? w[x] : 1.0f);
-      if (a) qa += qi[x] * a[x];
-      if (bv) kb += kj[x] * bv[x];
-      dpt += go[x] * (vj[x] + (vv ? vv[x] : 0.0f));
+  for (int64_t p0 = begin; p0 < end; p0 += kWarp) {
+    const int n = static_cast<int>(end - p0 < kWarp ? end - p0 : kWarp);
+    if (lane < n) {  // this lane's pair: its dS
+      const int64_t pair = pairs[p0 + lane];
+      const int64_t j = pair % t.J, i = (pair / t.J) % t.L, b = pair / (t.L * t.J), bh = b * t.H + h;
+      const float* qi = q + (bh * t.L + i) * t.d;
+      const float* kj = k + (bh * t.J + j) * t.d;
+      const float* vj = v + (bh * t.J + j) * t.d;
+      const float* go = gout + (bh * t.L + i) * t.d;
+      const int64_t rel = t.reset_row(i, j) >= 0 ? -1 : r;  // the vector tables' row (none under the reset)
+      const float* w = t.entry(t.product, h, rel);
+      const float* a = t.entry(t.query_vectors, h, rel);
+      const float* bv = t.entry(t.key_vectors, h, rel);
+      const float* vv = t.entry(t.value_vectors, h, rel);
+      Terms::Dots dots;
+      float qk = 0, dpt = 0;
+      for (int x = 0; x < t.d; ++x) {
+        qk += qi[x] * kj[x];
+        dots.c += qi[x] * kj[x] * (w ? w[x] : 1.0f);
+        if (a) dots.qa += qi[x] * a[x];
+        if (bv) dots.kb += kj[x] * bv[x];
+        dpt += go[x] * (vj[x] + (vv ? vv[x] : 0.0f));
+      }
+      if (t.e > 0) {
+        const float* ei = t.pos_row(t.pos_query, b, h, i);
+        const float* fj = t.pos_row(t.pos_key, b, h, j);
+        for (int x = 0; x < t.e; ++x) dots.ef += ei[x] * fj[x];
+      }
+      const float prob = expf(t.score(dots, b, h, i, j, rel) - lse[bh * t.L + i]);
+      Terms::Draw draw;
+      const float z = t.dropout_factor(b, h, i, j, draw);
+      pair_ds[lane] = prob * (z * dpt - dsum[bh * t.L + i]);
+      pair_pt[lane] = prob * z;
+      pair_qk[lane] = qk;
+      pair_of[lane] = pair;
     }
-    if (t.e > 0) {
-      const float* ei = t.pos_row(t.pos_query, b, h, i);
-      const float* fj = t.pos_row(t.pos_key, b, h, j);
-      for (int x = lane; x < t.e; x += kWarp) ef += ei[x] * fj[x];
+    __syncwarp();  // the pairs' dS are visible to every lane
+    for (int m = 0; m < n; ++m) {
+      const float ds = pair_ds[m];
+      const int64_t pair = pair_of[m];
+      const int64_t j = pair % t.J, i = (pair / t.J) % t.L, b = pair / (t.L * t.J), bh = b * t.H + h;
+      if (lane == 0) {
+        gtable += ds;
+        ggate += t.scale * ds * pair_qk[m];
+      }
+      for (int c = 0; c < kPerLane; ++c) {
+        const int x = lane + c * kWarp;
+        if (x >= t.d) break;
+        const float qx = q[(bh * t.L + i) * t.d + x], kx = k[(bh * t.J + j) * t.d + x];
+        gw[c] += t.scale * ds * qx * kx;
+        ga[c] += t.query_scale * ds * qx;
+        gb[c] += t.key_scale * ds * kx;
+        gvv[c] += pair_pt[m] * gout[(bh * t.L + i) * t.d + x];
+      }
     }
-    Terms::Dots dots;
-    dots.c = warp_sum(c), dots.qa = warp_sum(qa), dots.kb = warp_sum(kb), dots.ef = warp_sum(ef);
-    qk = warp_sum(qk), dpt = warp_sum(dpt);
-    const float prob = expf(t.score(dots, b, h, i, j, rel) - lse[bh * t.L + i]);
-    const float z = t.dropout_factor(b, h, i, j);
-    const float ds = prob * (z * dpt - dsum[bh * t.L + i]);
-    gtable += ds;
-    ggate += t.scale * ds * qk;
-    for (int n = 0; n < kPerLane; ++n) {
-      const int x = lane + n * kWarp;
-      if (x >= t.d) break;
-      gw[n] += t.scale * ds * qi[x] * kj[x];
-      ga[n] += t.query_scale * ds * qi[x];
-      gb[n] += t.key_scale * ds * kj[x];
-      gvv[n] += prob * z * go[x];
-    }
+    __syncwarp();  // every lane has read the slots before the next pairs overwrite them
   }
   const int64_t at = h * rows + r;
   if (lane == 0 && g.table != nullptr) g.table[at] = gtable;
   if (lane == 0 && g.gate != nullptr) g.gate[at] = ggate;
-  for (int n = 0; n < kPerLane; ++n) {
-    const int x = lane + n * kWarp;
+  for (int c = 0; c < kPerLane; ++c) {
+    const int x = lane + c * kWarp;
     if (x >= t.d) break;
-    if (g.product != nullptr) g.product[at * t.d + x] = gw[n];
-    if (g.query_vectors != nullptr) g.query_vectors[at * t.d + x] = ga[n];
-    if (g.key_vectors != nullptr) g.key_vectors[at * t.d + x] = gb[n];
-    if (g.value_vectors != nullptr) g.value_vectors[at * t.d + x] = gvv[n];
+    if (g.product != nullptr) g.product[at * t.d + x] = gw[c];
+    if (g.query_vectors != nullptr) g.query_vectors[at * t.d + x] = ga[c];
+    if (g.key_vectors != nullptr) g.key_vectors[at * t.d + x] = gb[c];
+    if (g.value_vectors != nullptr) g.value_vectors[at * t.d + x] = gvv[c];
   }
 }
 
