@@ -165,6 +165,18 @@ void add_attention_cases(std::vector<GradcheckCase>& cases) {
                      a.product = v[3], a.pos_query = v[4], a.pos_key = v[5], a.segment_table = v[6];
                      return attention(permute(v[0], {0, 2, 1, 3}), v[1], v[2], a, t);
                    }, {}});
+  cases.push_back({"attention: RoPE's rotation (pairs m, m + d/2), segments, causal, dropout",
+                   {rnd({2, 2, 3, 4}, 730), rnd({2, 2, 3, 4}, 731), rnd({2, 2, 3, 4}, 732), rnd({2, 4}, 733)},
+                   [positions, segments](const std::vector<Var>& v) {
+                     AttentionTerms t;
+                     t.positions = positions, t.rotary = Tensor::from_vector(std::vector<double>{1.0, 0.3}, {2});
+                     t.rotary_half = true, t.causal = true, t.scale = 0.5;
+                     t.segments = segments, t.segment_types = 2;
+                     t.dropout = 0.25, t.seed = 2, t.stream = 1;
+                     AttentionVars a;
+                     a.segment_table = v[3];
+                     return attention(v[0], v[1], v[2], a, t);
+                   }, {}});
   const Tensor padding = Tensor::from_vector(std::vector<double>{0, 0, 0, 0, 0, -3.4028234663852886e38}, {2, 1, 3});
   const Tensor fixed = rnd({1, 2, 3, 3}, 727);
   cases.push_back({"attention: TUPE's [CLS] reset, E.F, a fixed dense term, padding",

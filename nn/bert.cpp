@@ -4,6 +4,8 @@
 #include <limits>
 #include <string>
 
+#include "tensor/roofline.h"
+
 namespace ordo::nn {
 
 // ---- attention ---------------------------------------------------------------------
@@ -133,10 +135,10 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
   if (ablate != Ablation::none) return ablated_attention(x, padding_mask, pe, s, ablate, trace);
 
   Heads h = project(x);                                           // q_i = x_i W^Q, k_j = x_j W^K, v_j = x_j W^V
-  pe.rotate(s, h.q, h.k);                                         // RoPE: position inside q and k
   if (x.device().is_cuda() && unfused_reason(pe, head_dim_, x.device()).empty() &&
       !(trace && (trace->keep_scores || trace->keep_attentions)))
-    return merge_heads(fused_attention(h, padding_mask, pe, s));  // the same in one kernel per direction
+    return merge_heads(fused_attention(h, padding_mask, pe, s));  // all of the below in one kernel per direction
+  pe.rotate(s, h.q, h.k);                                         // RoPE: position inside q and k
   Var scores = scaled_contextual_term(pe, s, h.q, h.k);           // gamma_ij / sqrt(d)
   scores = sum_of_defined(scores, pe.score_bias(s, h.q, h.k));    // s_ij = ... + delta_ij (+ per-head segments)
   Var probs = attention_probs(scores, padding_mask, ctx, trace);  // a_ij = softmax_j(s_ij + mask)
@@ -146,7 +148,8 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
 }
 
 // The terms of forward()'s unfused ops given to the fused attention: the
-// variant's (PositionEncoding::fused_terms), the contextual term's scale, the
+// variant's (PositionEncoding::fused_terms, RoPE's rotation among them: h is
+// as projected), the contextual term's scale, the
 // mask (attention_bias's: a [B, 1, 1, L] padding mask, or [B, 1, L, L] with
 // the causal mask, whose last row is the padding) and the dropout of the
 // probabilities, on the stream the unfused dropout would take.
@@ -401,13 +404,13 @@ std::string attention_kernels(const PositionEncoding& pe, const BertConfig& c, D
 
 AttentionMemory attention_memory(PositionEncoding& pe, const BertConfig& c, int64_t batch, int64_t length,
                                  bool training) {
-  NoGradGuard no_grad;
   const double f32 = 4, heads = static_cast<double>(c.num_attention_heads), B = static_cast<double>(batch),
                L = static_cast<double>(length);
   AttentionMemory m;
   m.qkvo = 4 * B * L * static_cast<double>(c.hidden_size) * f32;
   const bool dropout = training && c.attention_probs_dropout_prob > 0;
-  m.unfused = (dropout ? 3 : 2) * B * heads * L * L * f32;  // scores (transient), probabilities, after dropout
+  m.unfused_kept = (dropout ? 2 : 1) * B * heads * L * L * f32;  // the probabilities, and after dropout
+  m.unfused_transient = B * heads * L * L * f32;                  // the scores
   m.unfused_reason = unfused_reason(pe, c.head_dim(), Device::cuda(0));
   // The terms of one call on the CPU, at these shapes.
   const Device cpu = Device::cpu();
@@ -420,22 +423,48 @@ AttentionMemory attention_memory(PositionEncoding& pe, const BertConfig& c, int6
   PositionEncoding::FusedTerms f;
   if (m.unfused_reason.empty() && (pe.acts_in_attention || pe.adds_segment_scores())) pe.fused_terms(s, q, q, f);
   const AttentionTerms& t = f.terms;
-  m.fused = 2 * B * heads * L * f32;  // lse, D
+  m.fused_kept = B * heads * L * f32 + B * L * f32;  // lse; the mask [B, 1, L]
   for (const Var* v : {&f.vars.gate, &f.vars.product, &f.vars.query_vectors, &f.vars.key_vectors, &f.vars.table,
                        &f.vars.value_vectors, &f.vars.pos_query, &f.vars.pos_key, &f.vars.segment_table})
-    if (v->defined()) m.fused += distinct_bytes(v->value());
+    if (v->defined()) m.fused_kept += distinct_bytes(v->value());
   for (const Tensor* x : {&t.dense_bias, &t.row_of, &t.positions, &t.segments})
-    if (x->defined()) m.fused += distinct_bytes(*x);
-  m.fused += B * L * f32;  // the mask: [B, 1, L]
+    if (x->defined()) m.fused_kept += distinct_bytes(*x);
+  m.fused_transient = B * heads * L * f32;  // D
   const Var* per_row[] = {&f.vars.gate, &f.vars.product, &f.vars.query_vectors, &f.vars.key_vectors, &f.vars.table,
                           &f.vars.value_vectors};
-  bool sorted = false;
+  bool learned = false, all_shared = true;  // tables whose gradients the backward forms
   for (const Var* v : per_row)
-    if (v->defined() && training) {
-      sorted = true;
-      m.fused += heads * distinct_bytes(v->value()) / static_cast<double>(v->size(0));  // per-head gradients
-    }
-  if (sorted) m.fused += 16 * B * L * L;  // the (query, key) pairs sorted by row: keys and pairs, twice
+    if (v->defined() && v->requires_grad()) learned = true, all_shared = all_shared && v->size(0) == 1;
+  if (learned && training) {
+    m.fused_transient += 16 * B * L * L;  // keys and pairs, in and out of the sort
+    for (const Var* v : per_row)
+      if (v->defined() && v->requires_grad() && v->size(0) == 1 && !all_shared)
+        m.fused_transient += heads * distinct_bytes(v->value());
+  }
+  if (!m.unfused_reason.empty()) return m;
+  // The two calls as the kernel-call recorder would describe them (tensor/kernel_calls.h).
+  AttentionTerms terms = t;
+  const std::pair<const Var*, Tensor*> learned_terms[] = {
+      {&f.vars.gate, &terms.gate}, {&f.vars.product, &terms.product}, {&f.vars.query_vectors, &terms.query_vectors},
+      {&f.vars.key_vectors, &terms.key_vectors}, {&f.vars.table, &terms.table},
+      {&f.vars.value_vectors, &terms.value_vectors}, {&f.vars.pos_query, &terms.pos_query},
+      {&f.vars.pos_key, &terms.pos_key}, {&f.vars.segment_table, &terms.segment_table}};
+  for (const auto& [var, tensor] : learned_terms)
+    if (var->defined()) *tensor = var->value();
+  const Tensor o = q.value(), lse = Tensor::empty({batch, c.num_attention_heads, length}, DType::f32, cpu);
+  KernelCall forward, backward;
+  forward.kernel = "attention_forward", backward.kernel = "attention_backward";
+  forward.launches = 1, backward.launches = learned && training ? 5 : 2;  // two passes; pair keys, sort, tables
+  for (const Tensor* x : {&o, &lse, &o, &o, &o}) detail::describe_argument(forward, *x);
+  detail::describe_argument(forward, terms);
+  AttentionGrads grads;
+  if (learned && training) grads.table = lse;  // any table gradient: the third pass runs
+  detail::describe_argument(backward, grads);
+  for (const Tensor* x : {&o, &o, &o, &o, &o, &lse}) detail::describe_argument(backward, *x);
+  detail::describe_argument(backward, terms);
+  backward.bytes += 3 * distinct_bytes(o) + m.fused_transient;  // dq, dk, dv; D and the sort
+  const Roofline r = roofline({forward, backward}, h100_sxm(), /*tf32=*/false);
+  m.fused_seconds = r.total.seconds;
   return m;
 }
 

@@ -192,17 +192,25 @@ std::string unfused_attention_reason(const PositionEncoding& pe, const BertConfi
 // One line for a run's header: "fused kernels (CUDA)" or "unfused (why)".
 std::string attention_kernels(const PositionEncoding& pe, const BertConfig& c, Device device);
 
-// The attention's memory per layer (bytes; f32): what the unfused ops keep
-// for the backward (the probabilities before and after dropout, [B, H, L,
-// L] each) and their transient scores; what the fused op keeps (o's
-// log-sum-exp [B, H, L]) and its transients (D [B, H, L], the sorted
-// (query, key) pairs of a variant with learned relative tables, 16 bytes
-// each, its per-head table gradients) and the terms it is given (the
-// positional products, a dense term). Q, K, V and the output, which both
-// need, for scale. Modeled from the shapes one call makes (the variant's
-// fused_terms on the CPU), not measured.
+// The attention's memory per layer (bytes; f32) beyond Q, K, V and the
+// output, which both need (qkvo, for scale):
+//  - unfused: kept for the backward, the probabilities before and after
+//    dropout ([B, H, L, L] each); transient, the scores;
+//  - fused: kept, o's log-sum-exp [B, H, L], the mask and the terms the
+//    variant gives (tables, positional products, a dense term); transient in
+//    the backward, D [B, H, L] and, for learned relative tables, the (query,
+//    key) pairs sorted by row (16 bytes each: B L L, not B H L L) and the
+//    per-head gradients of a shared table beside an unshared one.
+// Modeled from the shapes one call makes (the variant's fused_terms on the
+// CPU), not measured.
+// fused_seconds: the roofline estimate (tensor/roofline.h, H100 SXM, FP32
+// CUDA cores) of the fused forward and backward calls with these terms:
+// max(bytes / bandwidth, FLOPs / peak) + launch overhead each, a model.
 struct AttentionMemory {
-  double qkvo = 0, unfused = 0, fused = 0;
+  double qkvo = 0;
+  double unfused_kept = 0, unfused_transient = 0;
+  double fused_kept = 0, fused_transient = 0;
+  double fused_seconds = 0;
   std::string unfused_reason;  // why the variant falls back ("" when it fuses)
 };
 AttentionMemory attention_memory(PositionEncoding& pe, const BertConfig& c, int64_t batch, int64_t length,

@@ -114,8 +114,8 @@ class PositionEncoding : public Module {
 
   // ---- the fused attention (autograd/ops.h: attention; tensor/attention_terms.h) ----
   // A variant whose score terms, contextual term and value term have a fused
-  // form gives them here, after rotate(), in place of contextual_scores(),
-  // score_bias() and value_term(): the learned ones as Vars (their gradients
+  // form gives them here, in place of rotate() (q and k are as projected),
+  // contextual_scores(), score_bias() and value_term(): the learned ones as Vars (their gradients
   // flow back through them), the rest in `terms` (scale, masks, dropout are
   // the attention's own). fused_support() says beforehand whether it can: ""
   // when it can, otherwise why not (the attention then runs the unfused

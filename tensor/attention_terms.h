@@ -22,6 +22,12 @@
 //   o_i   = sum_j P~_ij (v_j + V[row])                   value vectors (Shaw, rpe_sin)
 //   lse_i = log sum_j exp(s_ij), for the backward.
 //
+// RoPE (rotary defined, [d/2] frequencies theta_m): q_i and k_j are first
+// rotated, pair of dimensions by pair, by the angles positions[b, i] theta_m
+// and positions[b, j] theta_m (pairs (2m, 2m + 1), or (m, m + d/2) with
+// rotary_half), as pe/rope.h defines it; the kernels rotate them as they load
+// them, and their gradients back.
+//
 // TUPE's [CLS] reset (cls_row >= 0): in the pairs of the first query (i = 0)
 // the terms T[row] and E.F are replaced by T[cls_row], in those of the first
 // key below it (j = 0 < i) by T[cls_row + 1].
@@ -55,6 +61,8 @@ struct AttentionTerms {
   int64_t segment_types = 0;
   Tensor key_bias, dense_bias;
   bool causal = false;
+  Tensor rotary;  // [d/2], the positions' dtype of q
+  bool rotary_half = false;
   // The rows of the relative terms: positions [B, L] i64, row_of [n] i64.
   Tensor positions, row_of;
   int64_t first_distance = 0;
@@ -62,6 +70,7 @@ struct AttentionTerms {
   uint64_t seed = 0, stream = 0;
 
   // Whether a term reads a table row per pair (then positions and row_of are needed).
+  // (RoPE needs positions too.)
   bool has_rows() const {
     return gate.defined() || product.defined() || query_vectors.defined() || key_vectors.defined() ||
            value_vectors.defined() || (table.defined() && row_of.defined());

@@ -55,8 +55,10 @@ inline void describe_argument(KernelCall& call, const Tensor& t) {
   call.bytes += distinct_bytes(t);
 }
 void describe_argument(KernelCall& call, const MatrixBatch& m);
-// The terms' tensors, and as an integer the d-wide products each (query, key)
-// pair costs beyond q . k and p v (roofline.cpp: the attention's FLOPs).
+// The terms' tensors, and as integers the multiply-adds each (query, key)
+// pair costs beyond q . k and P v and whether the mask is causal; the
+// gradients' tensors, and whether the tables' gradients are formed
+// (roofline.cpp: the attention's FLOPs).
 void describe_argument(KernelCall& call, const AttentionTerms& terms);
 void describe_argument(KernelCall& call, const AttentionGrads& grads);
 inline void describe_argument(KernelCall& call, int64_t value) { call.integers.push_back(value); }

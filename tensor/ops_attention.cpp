@@ -65,6 +65,16 @@ Dims check(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTer
   if (t.has_rows() || t.cls_row >= 0 || t.segments.defined() || t.causal)
     ORDO_CHECK(n.J == n.L, kOp, ": positions, segments and the causal mask are self-attention's: ", n.L,
                " queries but ", n.J, " keys");
+  if (t.rotary.defined()) {
+    check_ids(t.positions, n, q, "positions");
+    check_dim(t.rotary, 1, kOp, "rotary");
+    check_same_dtype(t.rotary, q, kOp);
+    check_same_device(t.rotary, q, kOp);
+    ORDO_CHECK(n.d % 2 == 0 && t.rotary.size(0) == n.d / 2, kOp, ": rotary has ", t.rotary.size(0),
+               " frequencies for heads ", n.d, " wide (one per pair of dimensions)");
+    ORDO_CHECK(!t.has_rows() && !t.pos_query.defined(), kOp,
+               ": the rotation is RoPE's alone (no relative tables or positional products beside it)");
+  }
   if (t.has_rows()) {
     check_ids(t.positions, n, q, "positions");
     check_defined(t.row_of, kOp, "row_of");
@@ -102,7 +112,8 @@ Tensor dense(const Tensor& t) { return t.defined() ? t.contiguous() : t; }
 // The terms with every tensor contiguous.
 AttentionTerms contiguous(AttentionTerms t) {
   for (Tensor* x : {&t.gate, &t.product, &t.query_vectors, &t.key_vectors, &t.table, &t.value_vectors, &t.pos_query,
-                    &t.pos_key, &t.segments, &t.segment_table, &t.key_bias, &t.dense_bias, &t.positions, &t.row_of})
+                    &t.pos_key, &t.segments, &t.segment_table, &t.key_bias, &t.dense_bias, &t.positions, &t.row_of,
+                    &t.rotary})
     *x = dense(*x);
   return t;
 }

@@ -52,22 +52,25 @@ namespace {
 // The fused attention's arithmetic (tensor/cuda/attention.cu), recomputation
 // included: per (query, key) pair, 2 (d + extra) FLOPs for the scores and 2 d
 // for P v forward; the backward recomputes the scores and dP in each of its
-// two passes (by query rows, by key rows), then forms dq, dk and dv, and a
-// third pass over the pairs recomputes them again for the tables' gradients.
-// extra: the multiply-adds of the position terms per pair (kernel_calls.cpp);
-// a causal mask halves the pairs.
+// two passes (by query rows, by key rows), then forms dq, dk and dv, and when
+// tables are learned a third pass over the pairs recomputes them again and
+// forms the tables' terms. extra: the multiply-adds of the position terms per
+// pair (kernel_calls.cpp); a causal mask halves the pairs.
+// Integers: forward [extra, causal]; backward [tables, extra, causal].
 double attention_flops(const KernelCall& call) {
   const bool forward = std::strcmp(call.kernel, "attention_forward") == 0;
   const size_t q = forward ? 2 : 1, k = q + 1;  // forward: out, lse, q, k, v; backward: gout, q, k, v, out, lse
-  if (call.shapes.size() <= k || call.shapes[q].size() != 4 || call.integers.size() < 2) return 0;
+  const size_t first = forward ? 0 : 1;
+  if (call.shapes.size() <= k || call.shapes[q].size() != 4 || call.integers.size() < first + 2) return 0;
   const Shape& qs = call.shapes[q];
-  const double d = static_cast<double>(qs[3]), extra = static_cast<double>(call.integers[0]);
+  const double d = static_cast<double>(qs[3]), extra = static_cast<double>(call.integers[first]);
   double pairs = static_cast<double>(qs[0]) * static_cast<double>(qs[1]) * static_cast<double>(qs[2]) *
                  static_cast<double>(call.shapes[k][2]);
-  if (call.integers[1] != 0) pairs = pairs / 2;
+  if (call.integers[first + 1] != 0) pairs = pairs / 2;
   const double scores = 2 * (d + extra), product = 2 * d;
   if (forward) return pairs * (scores + product);
-  return pairs * (2 * (scores + product) + 3 * product + (extra > 0 ? scores + product + 2 * extra : 0));
+  const bool tables = call.integers[0] != 0;
+  return pairs * (2 * (scores + product) + 3 * product + (tables ? scores + product + 2 * (d + extra) : 0));
 }
 
 }  // namespace

@@ -786,6 +786,10 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
     std::fprintf(stderr, "ordo finetune: %s from %s%s (lower_case %s), %zu learning rate(s) x %lld seed(s), %lld epochs\n",
                  task->describe().c_str(), o.from_scratch ? "random weights in the config of " : "", o.checkpoint.c_str(), tokenizer.options().lower_case ? "true" : "false",
                  c.learning_rates.size(), static_cast<long long>(c.seeds), static_cast<long long>(c.epochs));
+    if (device.is_cuda())
+      std::fprintf(stderr, "attention: %s\n",
+                   nn::attention_kernels(*pe::make_position_encoding(model_config, Device::cpu()), model_config, device)
+                       .c_str());
     if (comm.size() > 1)
       std::fprintf(stderr, "data parallel: %d processes (%s); each batch of %lld shared among them\n", comm.size(),
                    comm.backend(device).c_str(), static_cast<long long>(c.batch_size));

@@ -127,9 +127,46 @@ struct Pairs {
   }
 };
 
+// RoPE: rows [B, H, n, d] of x rotated pair by pair by positions[b, i]
+// theta_m, or rotated back (inverse: the transpose, for gradients).
+template <class V, class T>
+void rotate_rows(V* x, int64_t B, int64_t H, int64_t n, int64_t d, const AttentionTerms& t, bool inverse) {
+  const int64_t* p = t.positions.data<int64_t>();
+  const T* theta = t.rotary.data<T>();
+  const int64_t half = d / 2;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < n; ++i) {
+        V* row = x + ((b * H + h) * n + i) * d;
+        for (int64_t m = 0; m < half; ++m) {
+          const double angle = static_cast<double>(p[b * n + i]) * static_cast<double>(theta[m]);
+          const double c = std::cos(angle), s = inverse ? -std::sin(angle) : std::sin(angle);
+          V& a = row[t.rotary_half ? m : 2 * m];
+          V& e = row[t.rotary_half ? m + half : 2 * m + 1];
+          const double a0 = static_cast<double>(a), e0 = static_cast<double>(e);
+          a = static_cast<V>(a0 * c - e0 * s);
+          e = static_cast<V>(a0 * s + e0 * c);
+        }
+      }
+}
+
+// q and k as the pairs see them: rotated copies under RoPE, else the inputs.
 template <class T>
-Pairs<T> pairs_of(const AttentionTerms& t, const Tensor& q, const Tensor& k, const Tensor& v) {
-  return {t, q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), q.data<T>(), k.data<T>(), v.data<T>()};
+struct Rotated {
+  std::vector<T> q, k;
+  Rotated(const AttentionTerms& t, const Tensor& qt, const Tensor& kt) {
+    if (!t.rotary.defined()) return;
+    q.assign(qt.data<T>(), qt.data<T>() + qt.numel());
+    k.assign(kt.data<T>(), kt.data<T>() + kt.numel());
+    rotate_rows<T, T>(q.data(), qt.size(0), qt.size(1), qt.size(2), qt.size(3), t, false);
+    rotate_rows<T, T>(k.data(), kt.size(0), kt.size(1), kt.size(2), kt.size(3), t, false);
+  }
+};
+
+template <class T>
+Pairs<T> pairs_of(const AttentionTerms& t, const Tensor& q, const Tensor& k, const Tensor& v, const Rotated<T>& r) {
+  return {t,          q.size(0), q.size(1), q.size(2), k.size(2), q.size(3),
+          r.q.empty() ? q.data<T>() : r.q.data(), r.k.empty() ? k.data<T>() : r.k.data(), v.data<T>()};
 }
 
 // The dropout scale as the dropout kernel rounds it, in T.
@@ -144,7 +181,8 @@ void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, co
                        const AttentionTerms& terms) {
   dispatch_float(q.dtype(), "attention_forward", [&](auto tag) {
     using T = decltype(tag);
-    const Pairs<T> P = pairs_of<T>(terms, q, k, v);
+    const Rotated<T> rotated(terms, q, k);
+    const Pairs<T> P = pairs_of<T>(terms, q, k, v, rotated);
     const uint64_t threshold = philox::dropout_threshold(terms.dropout);
     const double keep_scale = dropout_scale<T>(terms.dropout);
     T* o = out.data<T>();
@@ -174,7 +212,8 @@ void attention_backward(const AttentionGrads& g, const Tensor& gout, const Tenso
   (void)out, (void)lse;  // recomputed here in double, as the forward computed them
   dispatch_float(q.dtype(), "attention_backward", [&](auto tag) {
     using T = decltype(tag);
-    const Pairs<T> P = pairs_of<T>(terms, q, k, v);
+    const Rotated<T> rotated(terms, q, k);
+    const Pairs<T> P = pairs_of<T>(terms, q, k, v, rotated);
     const int64_t B = P.B, H = P.H, L = P.L, J = P.J, d = P.d;
     const uint64_t threshold = philox::dropout_threshold(terms.dropout);
     const double keep_scale = dropout_scale<T>(terms.dropout);
@@ -256,6 +295,10 @@ void attention_backward(const AttentionGrads& g, const Tensor& gout, const Tenso
               gseg[((b * H + h) * L + i) * terms.segment_types + terms.segments.data<int64_t>()[b * L + j]] += ds;
           }
         }
+    if (terms.rotary.defined()) {  // the gradients of the rotated q and k, rotated back
+      if (!gq.empty()) rotate_rows<double, T>(gq.data(), B, H, L, d, terms, true);
+      if (!gk.empty()) rotate_rows<double, T>(gk.data(), B, H, J, d, terms, true);
+    }
     auto store = [](const Tensor& x, const std::vector<double>& acc) {
       if (!x.defined()) return;
       T* dst = x.data<T>();

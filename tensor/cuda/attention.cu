@@ -16,8 +16,8 @@
 //    table): the (query, key) pairs are stably sorted by their table row
 //    (cub's radix sort, as tensor/cuda/relative.cu's), then a warp per (head,
 //    row) walks its run in increasing (b, i, j), 32 pairs at a time: a lane
-//    recomputes each pair's dS, then the lanes add them over d; a table
-//    shared by the heads sums its per-head gradients afterwards, in head order.
+//    recomputes each pair's dS, then the lanes add them over d; for tables
+//    shared by the heads one warp walks every head in turn.
 // Determinism: every output has one writer adding its terms in a fixed order;
 // no float atomics. The memory beyond q, k, v and o: lse and D [B, H, L], and
 // with tables 16 bytes per (b, i, j) pair for the sort (B L J, not B H L J).
@@ -92,10 +92,25 @@ struct Terms {
   const int64_t* segments = nullptr;
   int64_t segment_types = 0;
   bool causal = false;
+  const float* rotary = nullptr;  // RoPE's frequencies [d/2]
+  bool rotary_half = false;
   bool dropout = false;
   uint64_t threshold = 0, seed = 0, stream = 0;
   float keep_scale = 1;
   int* index_error = nullptr;
+
+  // RoPE: row x [d] of a query or key at position p rotated in place (back, for a gradient).
+  __device__ void rotate(float* x, int64_t p, bool back) const {
+    const int64_t half = d / 2;
+    for (int64_t m = 0; m < half; ++m) {
+      const float angle = static_cast<float>(p) * rotary[m];
+      const float c = cosf(angle), s = back ? -sinf(angle) : sinf(angle);
+      const int64_t ia = rotary_half ? m : 2 * m, ib = rotary_half ? m + half : 2 * m + 1;
+      const float a = x[ia], e = x[ib];
+      x[ia] = a * c - e * s;
+      x[ib] = a * s + e * c;
+    }
+  }
 
   __device__ const float* pos_row(const Broadcast& x, int64_t b, int64_t h, int64_t i) const {
     return x.data + b * x.batch + h * x.head + i * e;
@@ -181,8 +196,12 @@ Terms terms_of(const AttentionTerms& t, const Tensor& q, const Tensor& k, Device
   x.gate = table_of(t.gate), x.product = table_of(t.product), x.query_vectors = table_of(t.query_vectors);
   x.key_vectors = table_of(t.key_vectors), x.table = table_of(t.table), x.value_vectors = table_of(t.value_vectors);
   x.segment_table = table_of(t.segment_table);
+  if (t.positions.defined()) x.positions = t.positions.data<int64_t>();
+  if (t.rotary.defined()) {
+    x.rotary = t.rotary.data<float>();
+    x.rotary_half = t.rotary_half;
+  }
   if (t.row_of.defined()) {
-    x.positions = t.positions.data<int64_t>();
     x.row_of = t.row_of.data<int64_t>();
     x.rows_given = t.row_of.numel();
     x.first_distance = t.first_distance;
@@ -222,6 +241,15 @@ __device__ __forceinline__ void load_tile(float (*tile)[kHead], const float* row
   }
 }
 
+// RoPE: the rows of a tile (loaded, every thread past a barrier) rotated by
+// their positions, a thread per row; every thread takes part.
+__device__ __forceinline__ void rotate_tile(float (*tile)[kHead], int64_t first, int64_t count, int64_t b,
+                                            const Terms& t) {
+  __syncthreads();  // the tile is loaded
+  for (int r = threadIdx.x; r < kTile; r += blockDim.x)
+    if (first + r < count) t.rotate(tile[r], t.positions[b * t.L + first + r], false);
+}
+
 // ---- forward ----------------------------------------------------------------------------------
 
 // A block per (query tile, head, batch), a thread per query row i.
@@ -235,6 +263,7 @@ __global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, fl
   const float* ei = nullptr;
   if (active) {
     for (int x = 0; x < t.d; ++x) qi[x] = q[(bh * t.L + i) * t.d + x];
+    if (t.rotary != nullptr) t.rotate(qi, t.positions[b * t.L + i], false);
     if (t.e > 0) ei = t.pos_row(t.pos_query, b, h, i);
   }
   for (int x = 0; x < kHead; ++x) acc[x] = 0.0f;
@@ -245,6 +274,7 @@ __global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, fl
     load_tile(keys, k + bh * t.J * t.d, j0, t.J, t.d);
     load_tile(values, v + bh * t.J * t.d, j0, t.J, t.d);
     if (t.e > 0) load_tile(pos_keys, pos_keys_bh, j0, t.J, t.e);
+    if (t.rotary != nullptr) rotate_tile(keys, j0, t.J, b, t);
     __syncthreads();
     const int count = static_cast<int>(t.J - j0 < kTile ? t.J - j0 : kTile);
     if (active && !(t.causal && j0 > i && m > kSeenKey)) {
@@ -311,6 +341,7 @@ __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
       go[x] = gout[row_index * t.d + x];
       D += go[x] * out[row_index * t.d + x];
     }
+    if (t.rotary != nullptr) t.rotate(qi, t.positions[b * t.L + i], false);
     dsum[row_index] = D;
     lse_i = lse[row_index];
     if (t.e > 0) ei = t.pos_row(t.pos_query, b, h, i);
@@ -323,6 +354,7 @@ __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
     load_tile(keys, k + bh * t.J * t.d, j0, t.J, t.d);
     load_tile(values, v + bh * t.J * t.d, j0, t.J, t.d);
     if (t.e > 0) load_tile(pos_keys, pos_keys_bh, j0, t.J, t.e);
+    if (t.rotary != nullptr) rotate_tile(keys, j0, t.J, b, t);
     __syncthreads();
     const int count = static_cast<int>(t.J - j0 < kTile ? t.J - j0 : kTile);
     for (int jj = 0; active && jj < count; ++jj) {
@@ -352,6 +384,7 @@ __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
     __syncthreads();
   }
   if (!active) return;
+  if (t.rotary != nullptr) t.rotate(dq, t.positions[b * t.L + i], true);  // back to the unrotated q
   if (gq != nullptr)
     for (int x = 0; x < t.d; ++x) gq[row_index * t.d + x] = dq[x];
   if (gpos_query != nullptr)
@@ -380,6 +413,7 @@ __global__ void __launch_bounds__(kRows) attention_key_grads_kernel(float* gk, f
   const float* fj = nullptr;
   if (active) {
     for (int x = 0; x < t.d; ++x) kj[x] = k[(bh * t.J + j) * t.d + x];
+    if (t.rotary != nullptr) t.rotate(kj, t.positions[b * t.L + j], false);
     if (t.e > 0) fj = t.pos_row(t.pos_key, b, h, j);
   }
   for (int x = 0; x < kHead; ++x) dk[x] = 0.0f, dv[x] = 0.0f, df[x] = 0.0f;
@@ -388,6 +422,7 @@ __global__ void __launch_bounds__(kRows) attention_key_grads_kernel(float* gk, f
     load_tile(queries, q + bh * t.L * t.d, i0, t.L, t.d);
     load_tile(go_tile, gout + bh * t.L * t.d, i0, t.L, t.d);
     if (t.e > 0) load_tile(pos_queries, pos_queries_bh, i0, t.L, t.e);
+    if (t.rotary != nullptr) rotate_tile(queries, i0, t.L, b, t);
     if (threadIdx.x < kTile) {
       const int64_t i = i0 + threadIdx.x;
       tile_lse[threadIdx.x] = i < t.L ? lse[bh * t.L + i] : 0.0f;
@@ -427,6 +462,7 @@ __global__ void __launch_bounds__(kRows) attention_key_grads_kernel(float* gk, f
   }
   if (!active) return;
   const int64_t row_index = bh * t.J + j;
+  if (t.rotary != nullptr) t.rotate(dk, t.positions[b * t.L + j], true);  // back to the unrotated k
   if (gk != nullptr)
     for (int x = 0; x < t.d; ++x) gk[row_index * t.d + x] = dk[x];
   if (gv != nullptr)
@@ -459,97 +495,108 @@ __device__ __forceinline__ int64_t first_at_least(const uint32_t* keys, int64_t 
   return lo;
 }
 
-// Per-head gradients of the tables, each [H, R, w] (written where not null).
+// Where a table's gradient goes: [Ht, rows, w] (nothing where data is null).
+struct TableOut {
+  float* data = nullptr;
+  int64_t rows = 0, head_stride = 0;  // head_stride 0: one gradient for every head (a shared table)
+  __device__ void write(int64_t h, int64_t r, int64_t x, int64_t width, float value) const {
+    if (data != nullptr && r < rows) data[h * head_stride + r * width + x] = value;
+  }
+};
 struct TableGrads {
-  float *gate = nullptr, *product = nullptr, *query_vectors = nullptr, *key_vectors = nullptr, *table = nullptr,
-        *value_vectors = nullptr;
+  TableOut gate, product, query_vectors, key_vectors, table, value_vectors;
 };
 
-// A warp per (row r, head h) walks the pairs of row r in increasing (b, i,
-// j), 32 at a time: first each lane recomputes one pair's P~ and dS (its
-// dot products over d, in order), then every lane adds the 32 pairs' terms,
-// in pair order, to the dimensions it holds (x, x + 32); lane 0 the scalars.
-__global__ void __launch_bounds__(kWarp) attention_table_grads_kernel(TableGrads g, int64_t rows,
+// A warp per (row r, heads h0 .. h0 + heads - 1) walks the pairs of row r in
+// increasing (b, i, j) for each head in turn, 32 pairs at a time: first each
+// lane recomputes one pair's P~ and dS (its dot products over d, in order),
+// then every lane adds the 32 pairs' terms, in pair order, to the dimensions
+// it holds (x, x + 32); lane 0 the scalars. heads = H when every table is
+// shared by the heads (their sum is then the gradient), else 1.
+__global__ void __launch_bounds__(kWarp) attention_table_grads_kernel(TableGrads g, int64_t heads,
                                                                         const uint32_t* keys, const int32_t* pairs,
                                                                         int64_t count, const float* gout,
                                                                         const float* q, const float* k, const float* v,
                                                                         const float* lse, const float* dsum, Terms t) {
   __shared__ float pair_ds[kWarp], pair_pt[kWarp], pair_qk[kWarp];
   __shared__ int64_t pair_of[kWarp];
-  const int64_t r = blockIdx.x, h = blockIdx.y;
+  const int64_t r = blockIdx.x, h0 = blockIdx.y * heads;
   const int lane = threadIdx.x;
   constexpr int kPerLane = kHead / kWarp;
   float gw[kPerLane] = {}, ga[kPerLane] = {}, gb[kPerLane] = {}, gvv[kPerLane] = {};
   float ggate = 0, gtable = 0;
   const int64_t begin = first_at_least(keys, count, static_cast<uint32_t>(r));
   const int64_t end = first_at_least(keys, count, static_cast<uint32_t>(r + 1));
-  for (int64_t p0 = begin; p0 < end; p0 += kWarp) {
-    const int n = static_cast<int>(end - p0 < kWarp ? end - p0 : kWarp);
-    if (lane < n) {  // this lane's pair: its dS
-      const int64_t pair = pairs[p0 + lane];
-      const int64_t j = pair % t.J, i = (pair / t.J) % t.L, b = pair / (t.L * t.J), bh = b * t.H + h;
-      const float* qi = q + (bh * t.L + i) * t.d;
-      const float* kj = k + (bh * t.J + j) * t.d;
-      const float* vj = v + (bh * t.J + j) * t.d;
-      const float* go = gout + (bh * t.L + i) * t.d;
-      const int64_t rel = t.reset_row(i, j) >= 0 ? -1 : r;  // the vector tables' row (none under the reset)
-      const float* w = t.entry(t.product, h, rel);
-      const float* a = t.entry(t.query_vectors, h, rel);
-      const float* bv = t.entry(t.key_vectors, h, rel);
-      const float* vv = t.entry(t.value_vectors, h, rel);
-      Terms::Dots dots;
-      float qk = 0, dpt = 0;
-      for (int x = 0; x < t.d; ++x) {
-        qk += qi[x] * kj[x];
-        dots.c += qi[x] * kj[x] * (w ? w[x] : 1.0f);
-        if (a) dots.qa += qi[x] * a[x];
-        if (bv) dots.kb += kj[x] * bv[x];
-        dpt += go[x] * (vj[x] + (vv ? vv[x] : 0.0f));
+  for (int64_t h = h0; h < h0 + heads; ++h) {
+    for (int64_t p0 = begin; p0 < end; p0 += kWarp) {
+      const int n = static_cast<int>(end - p0 < kWarp ? end - p0 : kWarp);
+      if (lane < n) {  // this lane's pair: its dS
+        const int64_t pair = pairs[p0 + lane];
+        const int64_t j = pair % t.J, i = (pair / t.J) % t.L, b = pair / (t.L * t.J), bh = b * t.H + h;
+        const float* qi = q + (bh * t.L + i) * t.d;
+        const float* kj = k + (bh * t.J + j) * t.d;
+        const float* vj = v + (bh * t.J + j) * t.d;
+        const float* go = gout + (bh * t.L + i) * t.d;
+        const int64_t rel = t.reset_row(i, j) >= 0 ? -1 : r;  // the vector tables' row (none under the reset)
+        const float* w = t.entry(t.product, h, rel);
+        const float* a = t.entry(t.query_vectors, h, rel);
+        const float* bv = t.entry(t.key_vectors, h, rel);
+        const float* vv = t.entry(t.value_vectors, h, rel);
+        Terms::Dots dots;
+        float qk = 0, dpt = 0;
+        for (int x = 0; x < t.d; ++x) {
+          qk += qi[x] * kj[x];
+          dots.c += qi[x] * kj[x] * (w ? w[x] : 1.0f);
+          if (a) dots.qa += qi[x] * a[x];
+          if (bv) dots.kb += kj[x] * bv[x];
+          dpt += go[x] * (vj[x] + (vv ? vv[x] : 0.0f));
+        }
+        if (t.e > 0) {
+          const float* ei = t.pos_row(t.pos_query, b, h, i);
+          const float* fj = t.pos_row(t.pos_key, b, h, j);
+          for (int x = 0; x < t.e; ++x) dots.ef += ei[x] * fj[x];
+        }
+        const float prob = expf(t.score(dots, b, h, i, j, rel) - lse[bh * t.L + i]);
+        Terms::Draw draw;
+        const float z = t.dropout_factor(b, h, i, j, draw);
+        pair_ds[lane] = prob * (z * dpt - dsum[bh * t.L + i]);
+        pair_pt[lane] = prob * z;
+        pair_qk[lane] = qk;
+        pair_of[lane] = pair;
       }
-      if (t.e > 0) {
-        const float* ei = t.pos_row(t.pos_query, b, h, i);
-        const float* fj = t.pos_row(t.pos_key, b, h, j);
-        for (int x = 0; x < t.e; ++x) dots.ef += ei[x] * fj[x];
+      __syncwarp();  // the pairs' dS are visible to every lane
+      for (int m = 0; m < n; ++m) {
+        const float ds = pair_ds[m];
+        const int64_t pair = pair_of[m];
+        const int64_t j = pair % t.J, i = (pair / t.J) % t.L, b = pair / (t.L * t.J), bh = b * t.H + h;
+        if (lane == 0) {
+          gtable += ds;
+          ggate += t.scale * ds * pair_qk[m];
+        }
+        for (int c = 0; c < kPerLane; ++c) {
+          const int x = lane + c * kWarp;
+          if (x >= t.d) break;
+          const float qx = q[(bh * t.L + i) * t.d + x], kx = k[(bh * t.J + j) * t.d + x];
+          gw[c] += t.scale * ds * qx * kx;
+          ga[c] += t.query_scale * ds * qx;
+          gb[c] += t.key_scale * ds * kx;
+          gvv[c] += pair_pt[m] * gout[(bh * t.L + i) * t.d + x];
+        }
       }
-      const float prob = expf(t.score(dots, b, h, i, j, rel) - lse[bh * t.L + i]);
-      Terms::Draw draw;
-      const float z = t.dropout_factor(b, h, i, j, draw);
-      pair_ds[lane] = prob * (z * dpt - dsum[bh * t.L + i]);
-      pair_pt[lane] = prob * z;
-      pair_qk[lane] = qk;
-      pair_of[lane] = pair;
+      __syncwarp();  // every lane has read the slots before the next pairs overwrite them
     }
-    __syncwarp();  // the pairs' dS are visible to every lane
-    for (int m = 0; m < n; ++m) {
-      const float ds = pair_ds[m];
-      const int64_t pair = pair_of[m];
-      const int64_t j = pair % t.J, i = (pair / t.J) % t.L, b = pair / (t.L * t.J), bh = b * t.H + h;
-      if (lane == 0) {
-        gtable += ds;
-        ggate += t.scale * ds * pair_qk[m];
-      }
-      for (int c = 0; c < kPerLane; ++c) {
-        const int x = lane + c * kWarp;
-        if (x >= t.d) break;
-        const float qx = q[(bh * t.L + i) * t.d + x], kx = k[(bh * t.J + j) * t.d + x];
-        gw[c] += t.scale * ds * qx * kx;
-        ga[c] += t.query_scale * ds * qx;
-        gb[c] += t.key_scale * ds * kx;
-        gvv[c] += pair_pt[m] * gout[(bh * t.L + i) * t.d + x];
-      }
-    }
-    __syncwarp();  // every lane has read the slots before the next pairs overwrite them
   }
-  const int64_t at = h * rows + r;
-  if (lane == 0 && g.table != nullptr) g.table[at] = gtable;
-  if (lane == 0 && g.gate != nullptr) g.gate[at] = ggate;
+  if (lane == 0) {
+    g.table.write(h0, r, 0, 1, gtable);
+    g.gate.write(h0, r, 0, 1, ggate);
+  }
   for (int c = 0; c < kPerLane; ++c) {
     const int x = lane + c * kWarp;
     if (x >= t.d) break;
-    if (g.product != nullptr) g.product[at * t.d + x] = gw[c];
-    if (g.query_vectors != nullptr) g.query_vectors[at * t.d + x] = ga[c];
-    if (g.key_vectors != nullptr) g.key_vectors[at * t.d + x] = gb[c];
-    if (g.value_vectors != nullptr) g.value_vectors[at * t.d + x] = gvv[c];
+    g.product.write(h0, r, x, t.d, gw[c]);
+    g.query_vectors.write(h0, r, x, t.d, ga[c]);
+    g.key_vectors.write(h0, r, x, t.d, gb[c]);
+    g.value_vectors.write(h0, r, x, t.d, gvv[c]);
   }
 }
 
@@ -597,36 +644,38 @@ void table_grads(const AttentionGrads& grads, const Terms& t, const Tensor& gout
   const Tensor* wanted[] = {&grads.gate, &grads.product, &grads.query_vectors, &grads.key_vectors, &grads.table,
                             &grads.value_vectors};
   int64_t rows = 0;
-  for (const Tensor* g : wanted)
-    if (g->defined()) rows = std::max(rows, g->size(1));
+  bool all_shared = true;
+  for (const Tensor* g : wanted) {
+    if (!g->defined()) continue;
+    rows = std::max(rows, g->size(1));
+    all_shared = all_shared && g->size(0) == 1;
+  }
   if (rows == 0) return;
   SortedPairs sorted = sort_pairs(t, rows, ctx, q.device());
-  // Per-head gradients [H, rows, w], and where each goes.
-  Tensor per_head[6];
+  // Each gradient written in place, but a shared table's when the warps take
+  // one head each: per head first [H, rows, w], then summed in head order.
   TableGrads g;
-  float** slots[] = {&g.gate, &g.product, &g.query_vectors, &g.key_vectors, &g.table, &g.value_vectors};
-  for (int n = 0; n < 6; ++n) {
-    if (!wanted[n]->defined()) continue;
-    Shape shape = wanted[n]->shape();
-    shape[0] = t.H, shape[1] = rows;
-    per_head[n] = Tensor::empty(shape, DType::f32, q.device());
-    *slots[n] = per_head[n].data<float>();
-  }
-  ORDO_LAUNCH(attention_table_grads_kernel, dim3(static_cast<unsigned>(rows), static_cast<unsigned>(t.H)), kWarp, 0,
-              ctx.stream, g, rows, sorted.keys, sorted.pairs, sorted.count, gout.data<float>(), q.data<float>(),
-              k.data<float>(), v.data<float>(), lse.data<float>(), dsum.data<float>(), t);
-  ORDO_CUDA_CHECK_LAUNCH();
+  TableOut* outs[] = {&g.gate, &g.product, &g.query_vectors, &g.key_vectors, &g.table, &g.value_vectors};
+  Tensor per_head[6];
   for (int n = 0; n < 6; ++n) {
     const Tensor& out = *wanted[n];
     if (!out.defined()) continue;
-    const int64_t width = out.dim() == 3 ? out.size(2) : 1, table_rows = out.size(1);
-    Tensor used = per_head[n].slice(1, 0, table_rows).contiguous();  // rows past the table get no pairs
-    if (out.size(0) == 1) {
-      reduce(ReduceOp::sum, out, used, 1, t.H, table_rows * width, 0);
+    const int64_t width = out.dim() == 3 ? out.size(2) : 1;
+    if (all_shared || out.size(0) != 1) {
+      *outs[n] = {out.data<float>(), out.size(1), out.size(0) == 1 ? 0 : out.size(1) * width};
     } else {
-      copy(out, used);
+      per_head[n] = Tensor::empty({t.H, out.size(1), width}, DType::f32, q.device());
+      *outs[n] = {per_head[n].data<float>(), out.size(1), out.size(1) * width};
     }
   }
+  const int64_t heads = all_shared ? t.H : 1;
+  ORDO_LAUNCH(attention_table_grads_kernel, dim3(static_cast<unsigned>(rows), static_cast<unsigned>(t.H / heads)),
+              kWarp, 0, ctx.stream, g, heads, sorted.keys, sorted.pairs, sorted.count, gout.data<float>(),
+              q.data<float>(), k.data<float>(), v.data<float>(), lse.data<float>(), dsum.data<float>(), t);
+  ORDO_CUDA_CHECK_LAUNCH();
+  for (int n = 0; n < 6; ++n)
+    if (per_head[n].defined())
+      reduce(ReduceOp::sum, *wanted[n], per_head[n], 1, t.H, per_head[n].numel() / t.H, 0);
 }
 
 }  // namespace

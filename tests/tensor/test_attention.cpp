@@ -88,6 +88,16 @@ std::vector<Case> cases() {
                  t});
   }
   {
+    AttentionTerms t;
+    t.positions = positions(), t.key_bias = padding();
+    t.rotary = Tensor::from_vector(std::vector<float>{1.0f, 0.5f, 0.1f, 0.02f}, {d / 2});
+    t.scale = 0.35, t.dropout = 0.3, t.seed = 8, t.stream = 2;
+    c.push_back({"RoPE's rotation (interleaved pairs), dropout",
+                 {rnd({B, H, L, d}, 31), rnd({B, H, L, d}, 32), rnd({B, H, L, d}, 33)},
+                 [](const std::vector<Var>& v, AttentionTerms t) { return attention(v[0], v[1], v[2], {}, t); },
+                 t});
+  }
+  {
     AttentionTerms t = rows;
     t.scale = 0.25, t.pos_scale = 0.25, t.cls_row = 9, t.dense_bias = rnd({1, H, L, L}, 26);
     c.push_back({"TUPE's [CLS] reset with a relative table, E.F, a fixed dense term",
@@ -108,7 +118,7 @@ std::vector<Tensor> run(const Case& c, Device device) {
   std::vector<Var> vars;
   for (const Tensor& x : c.inputs) vars.push_back(Var(x.to(device), true));
   AttentionTerms t = c.fixed;
-  for (Tensor* x : {&t.positions, &t.row_of, &t.key_bias, &t.segments, &t.dense_bias})
+  for (Tensor* x : {&t.positions, &t.row_of, &t.key_bias, &t.segments, &t.dense_bias, &t.rotary})
     if (x->defined()) *x = x->to(device);
   Var out = c.run(vars, t);
   sum(mul(out, Var(rnd(out.shape(), 99).to(device)))).backward();
