@@ -78,6 +78,8 @@ Var relative_product(const Var& q, const Var& k, const Var& a, const Tensor& idx
 // their values into the AttentionTerms it is given.
 struct AttentionVars {
   Var gate, product, query_vectors, key_vectors, table, value_vectors, pos_query, pos_key, segment_table;
+  // terms with the value of each defined Var in its place.
+  AttentionTerms values_in(AttentionTerms terms) const;
 };
 // q [B, H, L, d], k, v [B, H, J, d] -> o [B, H, L, d]: softmax(s + terms) (v + V) in one op.
 Var attention(const Var& q, const Var& k, const Var& v, const AttentionVars& vars, AttentionTerms terms);

@@ -3,23 +3,39 @@
 // equations as loops (the reference); the CUDA kernels never form the
 // [B, H, L, J] scores. nn/bert.cpp builds it from a position encoding's
 // fused_terms() where the variant can give them.
+#include <array>
+#include <utility>
+
 #include "autograd/ops.h"
 
 namespace ordo {
 
+namespace {
+
+// Each learned term's Var beside its place in AttentionTerms, in the order of
+// the node's inputs after q, k, v.
+std::array<std::pair<const Var*, Tensor*>, 9> learned_terms(const AttentionVars& vars, AttentionTerms& terms) {
+  return {{
+      {&vars.gate, &terms.gate}, {&vars.product, &terms.product}, {&vars.query_vectors, &terms.query_vectors},
+      {&vars.key_vectors, &terms.key_vectors}, {&vars.table, &terms.table}, {&vars.value_vectors, &terms.value_vectors},
+      {&vars.pos_query, &terms.pos_query}, {&vars.pos_key, &terms.pos_key}, {&vars.segment_table, &terms.segment_table}}};
+}
+
+}  // namespace
+
+AttentionTerms AttentionVars::values_in(AttentionTerms terms) const {
+  for (const auto& [var, tensor] : learned_terms(*this, terms))
+    if (var->defined()) *tensor = var->value();
+  return terms;
+}
+
 Var attention(const Var& q, const Var& k, const Var& v, const AttentionVars& vars, AttentionTerms terms) {
-  // The learned terms, in the order of the node's inputs after q, k, v.
-  const std::pair<const Var*, Tensor*> learned[] = {
-      {&vars.gate, &terms.gate},           {&vars.product, &terms.product},
-      {&vars.query_vectors, &terms.query_vectors}, {&vars.key_vectors, &terms.key_vectors},
-      {&vars.table, &terms.table},         {&vars.value_vectors, &terms.value_vectors},
-      {&vars.pos_query, &terms.pos_query}, {&vars.pos_key, &terms.pos_key},
-      {&vars.segment_table, &terms.segment_table}};
+  terms = vars.values_in(terms);
   std::vector<Var> inputs = {q, k, v};
-  std::vector<int> which;  // index into learned[] of inputs[3 + n]
+  std::vector<int> which;  // index into learned_terms() of inputs[3 + n]
+  const auto learned = learned_terms(vars, terms);
   for (int t = 0; t < 9; ++t) {
     if (!learned[t].first->defined()) continue;
-    *learned[t].second = learned[t].first->value();
     inputs.push_back(*learned[t].first);
     which.push_back(t);
   }

@@ -402,6 +402,30 @@ std::string attention_kernels(const PositionEncoding& pe, const BertConfig& c, D
   return why.empty() ? "fused kernels (one per layer and direction; no [B, H, L, L] in memory)" : "unfused ops (" + why + ")";
 }
 
+namespace {
+
+// The roofline estimate of one fused forward and backward with these terms,
+// the calls described as the kernel-call recorder would (tensor/kernel_calls.h).
+// q: [B, H, L, d] (any values); tables: whether the backward's table pass
+// runs; transient: the backward's scratch bytes.
+double fused_attention_seconds(const AttentionTerms& terms, const Tensor& q, bool tables, double transient) {
+  const Tensor lse = Tensor::empty({q.size(0), q.size(1), q.size(2)}, DType::f32, q.device());
+  KernelCall forward, backward;
+  forward.kernel = "attention_forward", backward.kernel = "attention_backward";
+  forward.launches = 1, backward.launches = tables ? 5 : 2;  // two passes; pair keys, sort, tables
+  for (const Tensor* x : {&q, &lse, &q, &q, &q}) detail::describe_argument(forward, *x);  // out, lse, q, k, v
+  detail::describe_argument(forward, terms);
+  AttentionGrads grads;
+  if (tables) grads.table = lse;  // a table gradient: the third pass runs
+  detail::describe_argument(backward, grads);
+  for (const Tensor* x : {&q, &q, &q, &q, &q, &lse}) detail::describe_argument(backward, *x);  // gout, q, k, v, out, lse
+  detail::describe_argument(backward, terms);
+  backward.bytes += 3 * distinct_bytes(q) + transient;  // dq, dk, dv; D and the sort
+  return roofline({forward, backward}, h100_sxm(), /*tf32=*/false).total.seconds;
+}
+
+}  // namespace
+
 AttentionMemory attention_memory(PositionEncoding& pe, const BertConfig& c, int64_t batch, int64_t length,
                                  bool training) {
   const double f32 = 4, heads = static_cast<double>(c.num_attention_heads), B = static_cast<double>(batch),
@@ -441,30 +465,8 @@ AttentionMemory attention_memory(PositionEncoding& pe, const BertConfig& c, int6
       if (v->defined() && v->requires_grad() && v->size(0) == 1 && !all_shared)
         m.fused_transient += heads * distinct_bytes(v->value());
   }
-  if (!m.unfused_reason.empty()) return m;
-  // The two calls as the kernel-call recorder would describe them (tensor/kernel_calls.h).
-  AttentionTerms terms = t;
-  const std::pair<const Var*, Tensor*> learned_terms[] = {
-      {&f.vars.gate, &terms.gate}, {&f.vars.product, &terms.product}, {&f.vars.query_vectors, &terms.query_vectors},
-      {&f.vars.key_vectors, &terms.key_vectors}, {&f.vars.table, &terms.table},
-      {&f.vars.value_vectors, &terms.value_vectors}, {&f.vars.pos_query, &terms.pos_query},
-      {&f.vars.pos_key, &terms.pos_key}, {&f.vars.segment_table, &terms.segment_table}};
-  for (const auto& [var, tensor] : learned_terms)
-    if (var->defined()) *tensor = var->value();
-  const Tensor o = q.value(), lse = Tensor::empty({batch, c.num_attention_heads, length}, DType::f32, cpu);
-  KernelCall forward, backward;
-  forward.kernel = "attention_forward", backward.kernel = "attention_backward";
-  forward.launches = 1, backward.launches = learned && training ? 5 : 2;  // two passes; pair keys, sort, tables
-  for (const Tensor* x : {&o, &lse, &o, &o, &o}) detail::describe_argument(forward, *x);
-  detail::describe_argument(forward, terms);
-  AttentionGrads grads;
-  if (learned && training) grads.table = lse;  // any table gradient: the third pass runs
-  detail::describe_argument(backward, grads);
-  for (const Tensor* x : {&o, &o, &o, &o, &o, &lse}) detail::describe_argument(backward, *x);
-  detail::describe_argument(backward, terms);
-  backward.bytes += 3 * distinct_bytes(o) + m.fused_transient;  // dq, dk, dv; D and the sort
-  const Roofline r = roofline({forward, backward}, h100_sxm(), /*tf32=*/false);
-  m.fused_seconds = r.total.seconds;
+  if (m.unfused_reason.empty())
+    m.fused_seconds = fused_attention_seconds(f.vars.values_in(t), q.value(), learned && training, m.fused_transient);
   return m;
 }
 

@@ -32,8 +32,7 @@ Var HuangScalar::contextual_scores(const nn::AttentionState& s, const Var& q, co
 }
 
 void HuangScalar::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
-  DistanceRows rows = spec_.lut(*s.positions, name(), s.ctx);
-  out.terms.positions = *s.positions, out.terms.row_of = rows.row_of, out.terms.first_distance = rows.first_distance;
+  DistanceRows rows = spec_.fused_rows(s, name(), out);
   out.vars.gate = per_head_table(layer_rows(tables_, s.layer, rows), 2);
 }
 
@@ -54,8 +53,7 @@ Var HuangProduct::contextual_scores(const nn::AttentionState& s, const Var& q, c
 }
 
 void HuangProduct::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
-  DistanceRows rows = spec_.lut(*s.positions, name(), s.ctx);
-  out.terms.positions = *s.positions, out.terms.row_of = rows.row_of, out.terms.first_distance = rows.first_distance;
+  DistanceRows rows = spec_.fused_rows(s, name(), out);
   out.vars.product = per_head_table(layer_rows(tables_, s.layer, rows), 3);
 }
 
@@ -75,8 +73,7 @@ Var HuangInteraction::score_bias(const nn::AttentionState& s, const Var& q, cons
 }
 
 void HuangInteraction::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
-  DistanceRows rows = spec_.lut(*s.positions, name(), s.ctx);
-  out.terms.positions = *s.positions, out.terms.row_of = rows.row_of, out.terms.first_distance = rows.first_distance;
+  DistanceRows rows = spec_.fused_rows(s, name(), out);
   Var a = per_head_table(layer_rows(tables_, s.layer, rows), 3);
   out.vars.query_vectors = out.vars.key_vectors = a;
   out.terms.query_scale = out.terms.key_scale = score_scale(s);

@@ -93,15 +93,13 @@ DistanceRows DistanceSpec::rows(const Tensor& positions, const std::string& vari
   return out;
 }
 
-DistanceRows DistanceSpec::lut(const Tensor& positions, const std::string& variant, const nn::Context* ctx) const {
-  const int64_t widest = widest_distance(positions, ctx);
+DistanceRows DistanceSpec::fused_rows(const nn::AttentionState& s, const std::string& variant,
+                                      nn::PositionEncoding::FusedTerms& out) const {
+  const int64_t widest = widest_distance(*s.positions, s.ctx);
   const int64_t lo = clip >= 0 ? std::max(-widest, -clip) : -widest, hi = clip >= 0 ? std::min(widest, clip) : widest;
-  DistanceRows out = span(lo, hi, variant);
-  std::vector<int64_t> rows;
-  for (int64_t r = -widest; r <= widest; ++r) rows.push_back(row(clip >= 0 ? std::max(-clip, std::min(clip, r)) : r, out));
-  out.row_of = Tensor::from_vector(rows, {2 * widest + 1}, positions.device());
-  out.first_distance = -widest;
-  return out;
+  DistanceRows rows = span(lo, hi, variant);
+  set_fused_rows(out, s, widest, [&](int64_t r) { return row(clip >= 0 ? std::max(-clip, std::min(clip, r)) : r, rows); });
+  return rows;
 }
 
 DistanceSpec RelativeOptions::spec(RowLayout layout) const {
@@ -213,8 +211,7 @@ Var ShawRelative::value_term(const nn::AttentionState& s, const Var& probs) {
 }
 
 void ShawRelative::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
-  DistanceRows rows = spec_.lut(*s.positions, name(), s.ctx);
-  out.terms.positions = *s.positions, out.terms.row_of = rows.row_of, out.terms.first_distance = rows.first_distance;
+  DistanceRows rows = spec_.fused_rows(s, name(), out);
   out.vars.query_vectors = per_head_table(layer_rows(keys_, s.layer, rows), 3);
   out.terms.query_scale = score_scale(s);
   if (values_) out.vars.value_vectors = per_head_table(layer_rows(*values_, s.layer, rows), 3);
@@ -342,8 +339,7 @@ Var SinusoidRelative::score_bias(const nn::AttentionState& s, const Var& q, cons
 }
 
 void SinusoidRelative::fused_terms(const nn::AttentionState& s, const Var& q, const Var&, FusedTerms& out) {
-  DistanceRows rows = spec_.lut(*s.positions, name(), s.ctx);
-  out.terms.positions = *s.positions, out.terms.row_of = rows.row_of, out.terms.first_distance = rows.first_distance;
+  DistanceRows rows = spec_.fused_rows(s, name(), out);
   Var p = per_head_table(vectors(s.layer, rows, q.dtype(), q.device()), 3);
   out.vars.query_vectors = p;
   out.terms.query_scale = score_scale(s);

@@ -57,10 +57,6 @@ struct DistanceRows {
   int64_t first = 0;         // the batch uses rows first .. first + count - 1
   int64_t count = 0;
   int64_t min_distance = 0;  // functional layout: row p stands for r = min_distance + p
-  // The fused attention's form (DistanceSpec::lut): row_of[r - first_distance]
-  // is the row (minus `first`) of distance r, for every r the batch has.
-  Tensor row_of;
-  int64_t first_distance = 0;
 };
 
 struct DistanceSpec {
@@ -76,10 +72,11 @@ struct DistanceSpec {
   // without reading them back from a device; null: read from the tensor.
   DistanceRows rows(const Tensor& positions, const std::string& variant, bool with_transpose = false,
                     const nn::Context* ctx = nullptr) const;
-  // The same rows as a table of distance -> row instead of idx: row_of and
-  // first_distance (tensor/attention_terms.h), made on the host from the
-  // batch's widest distance (no [B, L, L] index).
-  DistanceRows lut(const Tensor& positions, const std::string& variant, const nn::Context* ctx = nullptr) const;
+  // The same rows for the fused attention: a table of distance -> row (minus
+  // `first`) made on the host from the batch's widest distance, set in
+  // out.terms (no [B, L, L] index); first and count as rows() gives them.
+  DistanceRows fused_rows(const nn::AttentionState& s, const std::string& variant,
+                          nn::PositionEncoding::FusedTerms& out) const;
 
  private:
   // first, count and min_distance for the (clipped) distances lo .. hi, and

@@ -67,12 +67,8 @@ Var T5Bias::score_bias(const nn::AttentionState& s, const Var&, const Var&) {
 }
 
 void T5Bias::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
-  const int64_t widest = widest_distance(*s.positions, s.ctx);
-  std::vector<int64_t> rows;
-  for (int64_t r = -widest; r <= widest; ++r) rows.push_back(t5_bucket(r, num_buckets_, max_distance_));
-  out.terms.positions = *s.positions;
-  out.terms.row_of = Tensor::from_vector(rows, {2 * widest + 1}, s.positions->device());
-  out.terms.first_distance = -widest;
+  set_fused_rows(out, s, widest_distance(*s.positions, s.ctx),
+                 [&](int64_t r) { return t5_bucket(r, num_buckets_, max_distance_); });
   out.vars.table = tables_.for_layer(s.layer);  // [heads, buckets]
 }
 
@@ -105,12 +101,7 @@ Var RelativeScalar::score_bias(const nn::AttentionState& s, const Var&, const Va
 }
 
 void RelativeScalar::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
-  const int64_t widest = checked_widest(s, max_distance_);
-  std::vector<int64_t> rows;
-  for (int64_t r = -widest; r <= widest; ++r) rows.push_back(r + max_distance_);
-  out.terms.positions = *s.positions;
-  out.terms.row_of = Tensor::from_vector(rows, {2 * widest + 1}, s.positions->device());
-  out.terms.first_distance = -widest;
+  set_fused_rows(out, s, checked_widest(s, max_distance_), [&](int64_t r) { return r + max_distance_; });
   out.vars.table = tables_.for_layer(s.layer);  // [heads, 2 max_distance + 1]
 }
 
@@ -204,9 +195,7 @@ void Alibi::fused_terms(const nn::AttentionState& s, const Var& q, const Var&, F
   const int64_t widest = widest_distance(*s.positions, s.ctx), n = 2 * widest + 1;
   Tensor distance = abs(affine(Tensor::arange(n, DType::f64), 1.0, -static_cast<double>(widest))).to(q.dtype());
   out.vars.table = neg(mul(reshape(slopes(s.layer, q.dtype()), {heads_, 1}), Var(distance.reshape({1, n}).to(q.device()))));
-  out.terms.positions = *s.positions;
-  out.terms.row_of = Tensor::arange(n, DType::i64, s.positions->device());
-  out.terms.first_distance = -widest;
+  set_fused_rows(out, s, widest, [&](int64_t r) { return r + widest; });
 }
 
 }  // namespace ordo::pe

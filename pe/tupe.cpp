@@ -118,12 +118,8 @@ void Tupe::fused_terms(const nn::AttentionState& s, const Var&, const Var&, Fuse
   out.terms.pos_scale = 1.0 / std::sqrt(2.0 * static_cast<double>(head_dim_));
   Var table;
   if (relative()) {  // b_h[bucket(p_j - p_i)]: rows by bucket of the [H, buckets] table
-    const int64_t widest = widest_distance(*s.positions, s.ctx);
-    std::vector<int64_t> rows;
-    for (int64_t r = -widest; r <= widest; ++r) rows.push_back(t5_bucket(r, num_buckets_, max_distance_));
-    out.terms.positions = *s.positions;
-    out.terms.row_of = Tensor::from_vector(rows, {2 * widest + 1}, s.positions->device());
-    out.terms.first_distance = -widest;
+    set_fused_rows(out, s, widest_distance(*s.positions, s.ctx),
+                   [&](int64_t r) { return t5_bucket(r, num_buckets_, max_distance_); });
     table = transpose(bias_->var, 0, 1);
   }
   if (cls_reset_) {  // theta_1, theta_2 after the buckets

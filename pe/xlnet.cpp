@@ -50,9 +50,8 @@ Var XLNetRelative::score_bias(const nn::AttentionState& s, const Var& q, const V
 }
 
 void XLNetRelative::fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) {
-  DistanceRows rows = spec_.lut(*s.positions, name(), s.ctx);
+  DistanceRows rows = spec_.fused_rows(s, name(), out);
   const double scale = score_scale(s);
-  out.terms.positions = *s.positions, out.terms.row_of = rows.row_of, out.terms.first_distance = rows.first_distance;
   Var a = location_vectors(s.layer, rows, q.dtype(), q.device());  // [H, R, d]
   out.vars.query_vectors = a;
   out.terms.query_scale = scale;

@@ -64,7 +64,7 @@ void print_fused_attention() {
               "kernels' roofline time on an H100 (FP32 CUDA cores) -- modeled from shapes, not measured:\n",
               static_cast<long long>(kBatch), static_cast<long long>(kLength),
               mib(4.0 * kBatch * kLength * static_cast<double>(c.hidden_size) * 4));
-  std::printf("  %-26s %14s %14s %7s %9s %8s  %s\n", "variant", "unfused MiB", "fused MiB", "QKVO+f", "fused us",
+  std::printf("  %-28s %14s %14s %7s %9s %8s  %s\n", "variant", "unfused MiB", "fused MiB", "QKVO+f", "fused us",
               "vs none", "attention");
   std::vector<std::pair<std::string, std::string>> variants;
   for (const std::string& name : ordo::pe::variant_names()) variants.push_back({name, "{}"});
@@ -87,7 +87,7 @@ void print_fused_attention() {
       std::snprintf(time, sizeof time, "%.0f", m.fused_seconds * 1e6);
       std::snprintf(relative, sizeof relative, "%.2fx", m.fused_seconds / none_seconds);
     }
-    std::printf("  %-26s %14s %14s %7s %9s %8s  %s\n", label.c_str(), unfused, fused, ratio, time, relative,
+    std::printf("  %-28s %14s %14s %7s %9s %8s  %s\n", label.c_str(), unfused, fused, ratio, time, relative,
                 m.unfused_reason.empty() ? "fused" : ("unfused: " + m.unfused_reason).c_str());
   }
 }

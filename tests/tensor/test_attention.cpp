@@ -6,6 +6,7 @@
 // The gradients of the CPU kernel are checked against finite differences in
 // the gradient-check suite (autograd/gradcheck_suite.cpp, "attention: ...").
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -43,6 +44,39 @@ Tensor padding() {  // the last two keys of the second sequence are padding
   m[B * L - 1] = m[B * L - 2] = static_cast<float>(kLowest);
   return Tensor::from_vector(m, {B, 1, L});
 }
+
+}  // namespace
+
+TEST_CASE("attention: the CPU kernel is softmax(s) v of the unfused ops, with the padding and causal masks",
+          "[attention]") {
+  // The contextual term, a relative table, the padding mask and causal, and
+  // value vectors: s = scale q k^T + T[row] + mask, o = softmax(s) (v + V[row]).
+  const Tensor q = rnd({B, H, L, d}, 31), k = rnd({B, H, L, d}, 32), v = rnd({B, H, L, d}, 33);
+  const Tensor table = rnd({H, 9}, 34), vectors = rnd({H, 9, d}, 35);
+  AttentionTerms t;
+  t.positions = positions(), t.row_of = row_of(), t.first_distance = -15, t.key_bias = padding();
+  t.scale = 0.5, t.table = table, t.value_vectors = vectors, t.causal = true;
+  const Tensor fused = attention_forward(q, k, v, t).out;
+  // The same from unfused ops: idx[b, i, j] the row of each pair.
+  std::vector<int64_t> idx;
+  const std::vector<int64_t> p = positions().to_vector<int64_t>(), lut = row_of().to_vector<int64_t>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < L; ++j) idx.push_back(lut[static_cast<size_t>(p[b * L + j] - p[b * L + i] + 15)]);
+  const Tensor rows = Tensor::from_vector(idx, {B, L, L});
+  Tensor bias = index_select(table, 1, rows.flatten()).reshape({H, B, L, L}).permute({1, 0, 2, 3});
+  std::vector<float> future(static_cast<size_t>(L * L), 0.0f);
+  for (int64_t i = 0; i < L; ++i)
+    for (int64_t j = i + 1; j < L; ++j) future[i * L + j] = static_cast<float>(kLowest);
+  const Tensor mask = minimum(padding().reshape({B, 1, 1, L}), Tensor::from_vector(future, {1, 1, L, L}));
+  const Tensor probs = softmax(add(affine(matmul(q, k, false, true), 0.5), bias), mask);
+  const Tensor mass = relative_scatter(probs, rows, 9);  // sum_j p_ij over the keys of each row
+  const Tensor expected = add(matmul(probs, v), matmul(mass, vectors));
+  ordo::test::require_close(fused, expected, 1e-5, 1e-6, "fused against unfused");
+}
+
+#ifdef ORDO_HAS_CUDA
+namespace {
 
 // One configuration: q, k, v and the learned terms (as Vars), the fixed terms.
 struct Case {
@@ -129,35 +163,6 @@ std::vector<Tensor> run(const Case& c, Device device) {
 
 }  // namespace
 
-TEST_CASE("attention: the CPU kernel is softmax(s) v of the unfused ops, with the padding and causal masks",
-          "[attention]") {
-  // The contextual term, a relative table, the padding mask and causal, and
-  // value vectors: s = scale q k^T + T[row] + mask, o = softmax(s) (v + V[row]).
-  const Tensor q = rnd({B, H, L, d}, 31), k = rnd({B, H, L, d}, 32), v = rnd({B, H, L, d}, 33);
-  const Tensor table = rnd({H, 9}, 34), vectors = rnd({H, 9, d}, 35);
-  AttentionTerms t;
-  t.positions = positions(), t.row_of = row_of(), t.first_distance = -15, t.key_bias = padding();
-  t.scale = 0.5, t.table = table, t.value_vectors = vectors, t.causal = true;
-  const Tensor fused = attention_forward(q, k, v, t).out;
-  // The same from unfused ops: idx[b, i, j] the row of each pair.
-  std::vector<int64_t> idx;
-  const std::vector<int64_t> p = positions().to_vector<int64_t>(), lut = row_of().to_vector<int64_t>();
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t i = 0; i < L; ++i)
-      for (int64_t j = 0; j < L; ++j) idx.push_back(lut[static_cast<size_t>(p[b * L + j] - p[b * L + i] + 15)]);
-  const Tensor rows = Tensor::from_vector(idx, {B, L, L});
-  Tensor bias = index_select(table, 1, rows.flatten()).reshape({H, B, L, L}).permute({1, 0, 2, 3});
-  std::vector<float> future(static_cast<size_t>(L * L), 0.0f);
-  for (int64_t i = 0; i < L; ++i)
-    for (int64_t j = i + 1; j < L; ++j) future[i * L + j] = static_cast<float>(kLowest);
-  const Tensor mask = minimum(padding().reshape({B, 1, 1, L}), Tensor::from_vector(future, {1, 1, L, L}));
-  const Tensor probs = softmax(add(affine(matmul(q, k, false, true), 0.5), bias), mask);
-  const Tensor mass = relative_scatter(probs, rows, 9);  // sum_j p_ij over the keys of each row
-  const Tensor expected = add(matmul(probs, v), matmul(mass, vectors));
-  ordo::test::require_close(fused, expected, 1e-5, 1e-6, "fused against unfused");
-}
-
-#ifdef ORDO_HAS_CUDA
 TEST_CASE("attention: the CUDA kernels agree with the CPU's, forward and every gradient", "[cuda][attention]") {
   for (const Case& c : cases()) {
     INFO(c.name);
