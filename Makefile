@@ -112,7 +112,9 @@ table2: deps build
 
 # The CUDA sources run on the CPU with CUDA's execution model
 # (tensor/cuda/emulator/): each schedule orders the threads and blocks
-# differently, and a missing barrier often shows under one order only. The
+# differently, and a missing barrier often shows under one order only; every
+# access the kernels make is checked under both (races, conflicts between
+# blocks, uninitialised reads, bounds: ORDO_EMULATOR_CHECKS, all by default). The
 # [cuda] tests run under EMULATOR_SCHEDULE here, then tools/gpu_check.sh --emulate
 # (what a GPU owner runs: [cuda] tests, the CPU-vs-GPU training steps, the
 # step benchmark) runs them again under GPU_CHECK_SCHEDULE.
