@@ -129,6 +129,68 @@ void add_relative_cases(std::vector<GradcheckCase>& cases) {
                    }, {}});
 }
 
+// The fused attention with every term it takes, over positions that are not
+// consecutive (so rows repeat within a query row), in three cases: relative
+// tables with a gate and dropout; the three-way product with an absolute
+// product E.F and per-head segments under a causal mask; TUPE's [CLS] reset
+// with a fixed dense term and padding.
+void add_attention_cases(std::vector<GradcheckCase>& cases) {
+  // B = 2, H = 2, L = 3, d = 2; distances p_j - p_i within -3..3 map to rows 0..4 (clipped at 2).
+  const Tensor positions = ids({0, 2, 3, 1, 1, 4}, {2, 3});
+  const Tensor row_of = ids({0, 0, 1, 2, 3, 4, 4}, {7});
+  auto rows = [positions, row_of](AttentionTerms t) {
+    t.positions = positions, t.row_of = row_of, t.first_distance = -3;
+    return t;
+  };
+  cases.push_back({"attention: gate, query and key vectors, table, value vectors, dropout",
+                   {rnd({2, 2, 3, 2}, 700), rnd({2, 2, 3, 2}, 701), rnd({2, 2, 3, 2}, 702), rnd({2, 5}, 703, 0.5, 1.5),
+                    rnd({1, 5, 2}, 704), rnd({2, 5, 2}, 705), rnd({2, 5}, 706), rnd({1, 5, 2}, 707)},
+                   [rows](const std::vector<Var>& v) {
+                     AttentionTerms t = rows({});
+                     t.scale = 0.7, t.query_scale = 0.5, t.key_scale = -0.3;
+                     t.dropout = 0.3, t.seed = 11, t.stream = 5;
+                     AttentionVars a;
+                     a.gate = v[3], a.query_vectors = v[4], a.key_vectors = v[5], a.table = v[6], a.value_vectors = v[7];
+                     return attention(v[0], v[1], v[2], a, t);
+                   }, {}});
+  const Tensor segments = ids({0, 0, 1, 0, 1, 1}, {2, 3});
+  cases.push_back({"attention: product, E.F, segments, causal (q a permuted view)",
+                   {rnd({2, 3, 2, 2}, 710), rnd({2, 2, 3, 2}, 711), rnd({2, 2, 3, 2}, 712), rnd({2, 5, 2}, 713),
+                    rnd({1, 2, 3, 3}, 714), rnd({2, 2, 3, 3}, 715), rnd({1, 4}, 716)},
+                   [rows, segments](const std::vector<Var>& v) {
+                     AttentionTerms t = rows({});
+                     t.scale = 0.6, t.pos_scale = 0.4, t.causal = true;
+                     t.segments = segments, t.segment_types = 2;
+                     AttentionVars a;
+                     a.product = v[3], a.pos_query = v[4], a.pos_key = v[5], a.segment_table = v[6];
+                     return attention(permute(v[0], {0, 2, 1, 3}), v[1], v[2], a, t);
+                   }, {}});
+  cases.push_back({"attention: RoPE's rotation (pairs m, m + d/2), segments, causal, dropout",
+                   {rnd({2, 2, 3, 4}, 730), rnd({2, 2, 3, 4}, 731), rnd({2, 2, 3, 4}, 732), rnd({2, 4}, 733)},
+                   [positions, segments](const std::vector<Var>& v) {
+                     AttentionTerms t;
+                     t.positions = positions, t.rotary = Tensor::from_vector(std::vector<double>{1.0, 0.3}, {2});
+                     t.rotary_half = true, t.causal = true, t.scale = 0.5;
+                     t.segments = segments, t.segment_types = 2;
+                     t.dropout = 0.25, t.seed = 2, t.stream = 1;
+                     AttentionVars a;
+                     a.segment_table = v[3];
+                     return attention(v[0], v[1], v[2], a, t);
+                   }, {}});
+  const Tensor padding = Tensor::from_vector(std::vector<double>{0, 0, 0, 0, 0, -3.4028234663852886e38}, {2, 1, 3});
+  const Tensor fixed = rnd({1, 2, 3, 3}, 727);
+  cases.push_back({"attention: TUPE's [CLS] reset, E.F, a fixed dense term, padding",
+                   {rnd({2, 2, 3, 2}, 720), rnd({2, 2, 3, 2}, 721), rnd({2, 2, 3, 2}, 722), rnd({2, 7}, 723),
+                    rnd({2, 2, 3, 2}, 724), rnd({2, 2, 3, 2}, 725)},
+                   [rows, padding, fixed](const std::vector<Var>& v) {
+                     AttentionTerms t = rows({});
+                     t.cls_row = 5, t.pos_scale = 0.8, t.key_bias = padding, t.dense_bias = fixed;
+                     AttentionVars a;
+                     a.table = v[3], a.pos_query = v[4], a.pos_key = v[5];
+                     return attention(v[0], v[1], v[2], a, t);
+                   }, {}});
+}
+
 void add_nn_cases(std::vector<GradcheckCase>& cases) {
   cases.push_back({"matmul batched with broadcast", {rnd({2, 1, 3, 4}, 600), rnd({3, 4, 5}, 601)},
                    [](const std::vector<Var>& v) { return matmul(v[0], v[1]); }, {}});
@@ -202,6 +264,7 @@ std::vector<GradcheckCase> gradcheck_cases() {
   add_shape_cases(cases);
   add_index_cases(cases);
   add_relative_cases(cases);
+  add_attention_cases(cases);
   add_nn_cases(cases);
   return cases;
 }

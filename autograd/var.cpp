@@ -34,6 +34,8 @@ const std::vector<std::string>& differentiable_ops() {
       "embedding", "index_select", "gather",
       // relative position encodings (autograd/ops_relative.cpp)
       "relative_gather", "relative_scatter", "relative_product",
+      // fused attention (autograd/ops_attention.cpp)
+      "attention",
       // transformer pieces (autograd/ops_nn.cpp)
       "matmul", "linear", "softmax", "log_softmax", "layernorm", "cross_entropy", "dropout",
       // fused transformer pieces (autograd/ops_fused.cpp)

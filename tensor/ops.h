@@ -162,6 +162,25 @@ RelativeProductGrads relative_product_backward(const Tensor& gs, const Tensor& q
                                                const Tensor& idx, double alpha, bool need_q, bool need_k,
                                                bool need_a);
 
+// ---- fused attention (ops_attention.cpp; the terms: tensor/attention_terms.h) --------------
+// q [B, H, L, d], k and v [B, H, J, d] -> out [B, H, L, d] and lse [B, H, L].
+struct AttentionOutput {
+  Tensor out, lse;
+};
+AttentionOutput attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms);
+// Which gradients attention_backward computes.
+struct AttentionNeeds {
+  bool q = false, k = false, v = false;
+  bool gate = false, product = false, query_vectors = false, key_vectors = false, table = false,
+       value_vectors = false;
+  bool pos_query = false, pos_key = false, segment_table = false;
+};
+// Every gradient asked for, in the shape of its input (segment_table's in
+// AttentionGrads::segment_table); undefined where not asked for or absent.
+AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const AttentionOutput& forward, const AttentionTerms& terms,
+                                  const AttentionNeeds& needs);
+
 Tensor concat(const std::vector<Tensor>& parts, int axis);
 // Views of x: consecutive pieces of the given sizes along axis.
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int axis);
