@@ -63,6 +63,63 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
   });
 }
 
+// The Linears of one input (attention's Q, K and V) as one product: the
+// stacked weight [sum out_i, in] rounded once to the products' operand, the
+// biases broadcast into their columns, the output [.., sum out_i]. Backward:
+// gx in one product over every output column (the inputs' gradients summed by
+// the product, no adds), each gW_i from its columns of gy (a strided operand,
+// no copy), each gb_i their row sums.
+Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vector<Var>& biases) {
+  ORDO_CHECK(!weights.empty(), "linear_stacked: no weight");
+  ORDO_CHECK(biases.empty() || biases.size() == weights.size(), "linear_stacked: ", biases.size(),
+             " biases for ", weights.size(), " weights (none, or one each)");
+  const MatmulPrecision precision = matmul_precision();
+  const Tensor xv = as_operand(x.value());
+  std::vector<Tensor> bias_values;
+  std::vector<int64_t> outputs;
+  int64_t total = 0;
+  for (const Var& w : weights) {
+    check_dim(w.value(), 2, "linear_stacked", "weight");
+    ORDO_CHECK(w.size(1) == weights[0].size(1), "linear_stacked: weights ", shape_str(weights[0].shape()), " and ",
+               shape_str(w.shape()), " take different inputs");
+    outputs.push_back(w.size(0));
+    total += w.size(0);
+  }
+  // The stacked operand written once, each weight cast into its rows (as
+  // as_operand would round it: bf16 under bf16, f64 kept, else f32).
+  const Tensor& first = weights[0].value();
+  const DType operand_dtype = first.dtype() == DType::f64           ? DType::f64
+                              : precision == MatmulPrecision::bf16 ? DType::bf16
+                                                                   : DType::f32;
+  Tensor wv = Tensor::empty({total, first.size(1)}, operand_dtype, first.device());
+  int64_t at = 0;
+  for (size_t i = 0; i < weights.size(); at += outputs[i++]) wv.slice(0, at, at + outputs[i]).copy_from(weights[i].value());
+  for (const Var& b : biases) bias_values.push_back(b.value());
+  Tensor y = linear_stacked(xv, wv, bias_values);
+  std::vector<Var> inputs{x};
+  inputs.insert(inputs.end(), weights.begin(), weights.end());
+  inputs.insert(inputs.end(), biases.begin(), biases.end());
+  const bool with_bias = !biases.empty();
+  return record_op("linear_stacked", y, inputs,
+                   [xv, wv, outputs, with_bias, precision](const Tensor& gy, const std::vector<bool>& needs) {
+                     MatmulPrecisionScope same_as_forward(precision);
+                     const size_t n = outputs.size();
+                     const Tensor gc = as_operand(gy).reshape({-1, gy.size(-1)});  // rounded once
+                     std::vector<Tensor> grads(needs.size());
+                     if (needs[0]) grads[0] = matmul(gc, wv).reshape(xv.shape());
+                     const Tensor x2 = xv.reshape({-1, xv.size(-1)});
+                     int64_t at = 0;
+                     for (size_t i = 0; i < n; at += outputs[i++]) {
+                       const Tensor gc_i = gc.slice(1, at, at + outputs[i]);
+                       if (needs[1 + i]) grads[1 + i] = matmul(gc_i, x2, true, false);
+                       if (with_bias && needs[1 + n + i])
+                         grads[1 + n + i] = sum_to(gy.reshape({-1, gy.size(-1)}).slice(1, at, at + outputs[i]),
+                                                   {outputs[i]});
+                     }
+                     return grads;
+                   });
+}
+
 namespace {
 // y = softmax(x + mask);  gx = y * (gy - sum(gy * y)), gmask = gx summed to mask's shape.
 // (log-softmax: gx = gy - softmax(x) * sum(gy).)

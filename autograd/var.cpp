@@ -35,7 +35,7 @@ const std::vector<std::string>& differentiable_ops() {
       // relative position encodings (autograd/ops_relative.cpp)
       "relative_gather", "relative_scatter", "relative_product",
       // transformer pieces (autograd/ops_nn.cpp)
-      "matmul", "linear", "softmax", "log_softmax", "layernorm", "cross_entropy", "dropout",
+      "matmul", "linear", "linear_stacked", "softmax", "log_softmax", "layernorm", "cross_entropy", "dropout",
       // fused transformer pieces (autograd/ops_fused.cpp)
       "residual_layernorm", "bias_activation", "operand",
   };
@@ -143,6 +143,58 @@ void accumulate_leaf(VarState& leaf, Tensor g) {
   leaf.grad = adoptable ? std::move(g) : g.to(leaf.value.dtype()).clone();
 }
 
+// The gradient gathered for one state: a sum, and the slices' gradients
+// (region, gradient) not yet added to it, in arrival order. Slices that
+// tile the state along one axis are written into one buffer; anything else
+// is summed exactly as each slice's own backward and the adds would.
+struct SliceGradient {
+  SliceRegion region;
+  Tensor g;
+  BackwardFn pad;  // the slice's own backward: g padded with zeros
+};
+struct PendingGradient {
+  Tensor sum;
+  std::vector<SliceGradient> parts;
+};
+
+// The parts' regions, each a step-1 range of one axis, cover `shape` along
+// it exactly once.
+bool parts_tile(const std::vector<SliceGradient>& parts, const Shape& shape) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  const SliceGradient& first = parts[0];
+  for (const SliceGradient& p : parts) {
+    if (p.region.axis != first.region.axis || p.region.step != 1 || p.g.dtype() != first.g.dtype()) return false;
+    ranges.emplace_back(p.region.start, p.region.end);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  int64_t at = 0;
+  for (const auto& [start, end] : ranges) {
+    if (start != at) return false;
+    at = end;
+  }
+  return at == shape[first.region.axis];
+}
+
+// The parts added into the sum: one buffer written region by region where
+// they tile the state and nothing else arrived; else each part padded with
+// zeros and added in arrival order (the slice's own backward).
+Tensor gathered(PendingGradient& p, const Shape& shape) {
+  if (p.parts.empty()) return std::move(p.sum);
+  const Tensor& first = p.parts[0].g;
+  if (!p.sum.defined() && parts_tile(p.parts, shape)) {
+    Tensor g = Tensor::empty(shape, first.dtype(), first.device());
+    for (const SliceGradient& part : p.parts) g.slice(part.region.axis, part.region.start, part.region.end).copy_from(part.g);
+    p.parts.clear();
+    return g;
+  }
+  for (const SliceGradient& part : p.parts) {
+    Tensor g = part.pad(part.g, {true})[0];
+    p.sum = p.sum.defined() ? add(p.sum, g) : g;
+  }
+  p.parts.clear();
+  return std::move(p.sum);
+}
+
 }  // namespace
 
 void Var::backward(const Tensor& seed, bool retain_graph,
@@ -158,13 +210,13 @@ void Var::backward(const Tensor& seed, bool retain_graph,
   }
   check_shape(start, shape(), "backward", "seed");
 
-  std::unordered_map<VarState*, Tensor> pending;  // summed gradient of each non-leaf
-  pending[state_.get()] = start;
+  std::unordered_map<VarState*, PendingGradient> pending;  // summed gradient of each non-leaf
+  pending[state_.get()].sum = start;
   for (const std::shared_ptr<VarState>& owned : topological_order(state_)) {
     VarState* state = owned.get();
     auto it = pending.find(state);
     if (it == pending.end()) continue;  // no gradient flowed here
-    Tensor g = std::move(it->second);
+    Tensor g = gathered(it->second, state->value.shape());
     pending.erase(it);
     if (!state->node) {
       // Reverse topological order: every consumer of this leaf came before it,
@@ -177,6 +229,17 @@ void Var::backward(const Tensor& seed, bool retain_graph,
     Node& node = *state->node;
     ORDO_CHECK(!node.freed, "backward(): the graph through '", node.op,
                "' was already freed by an earlier backward (pass retain_graph = true to keep it)");
+    if (node.is_slice) {
+      // Kept as (region, gradient) until its input's gradient is complete.
+      PendingGradient& slot = pending[node.inputs[0].state().get()];
+      slot.parts.push_back({node.region, std::move(g), retain_graph ? node.backward : std::move(node.backward)});
+      if (!retain_graph) {
+        node.freed = true;
+        node.backward = nullptr;
+        node.inputs.clear();
+      }
+      continue;
+    }
     std::vector<bool> needs(node.inputs.size());
     for (size_t i = 0; i < needs.size(); ++i) needs[i] = node.inputs[i].requires_grad();
     std::vector<Tensor> grads = node.backward(g, needs);
@@ -187,8 +250,9 @@ void Var::backward(const Tensor& seed, bool retain_graph,
       ORDO_CHECK(grads[i].shape() == input->value.shape(), "internal error: backward of '", node.op,
                  "' gave input ", i, " a gradient of shape ", shape_str(grads[i].shape()),
                  ", expected ", shape_str(input->value.shape()));
-      Tensor& slot = pending[input];
-      slot = slot.defined() ? add(slot, grads[i]) : grads[i];
+      PendingGradient& slot = pending[input];
+      if (!slot.parts.empty()) slot.sum = gathered(slot, input->value.shape());  // in arrival order
+      slot.sum = slot.sum.defined() ? add(slot.sum, grads[i]) : grads[i];
     }
     if (!retain_graph) {
       node.freed = true;

@@ -68,7 +68,9 @@ class SelfAttention : public Module {
   struct Heads {
     Var q, k, v;  // [batch, heads, L, head_dim]
   };
-  // fused: the input rounded once for the three products (operand).
+  // fused: one product for the three (linear_stacked), which needs q, k and v
+  // all to get a gradient (an ablation may leave q and k out: it projects
+  // them one by one, so that their weights get none, as unfused).
   Heads project(const Var& input, bool fused) const;
   // softmax_j(scores + mask), kept in the trace as asked, then dropout.
   Var attention_probs(const Var& scores, const Var& padding_mask, Context& ctx, ForwardTrace* trace) const;

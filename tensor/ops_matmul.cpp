@@ -126,22 +126,36 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, doub
 Tensor as_operand(const Tensor& t) { return operand_for(t, matmul_precision()); }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return linear_stacked(x, weight, bias.defined() ? std::vector<Tensor>{bias} : std::vector<Tensor>{});
+}
+
+Tensor linear_stacked(const Tensor& x, const Tensor& weight, const std::vector<Tensor>& biases) {
   check_operand(x, "x");
   check_dim(weight, 2, "linear", "weight");
   ORDO_CHECK(x.dim() >= 2, "linear: x needs at least 2 dims ([rows, in]), got ", shape_str(x.shape()));
   ORDO_CHECK(x.size(-1) == weight.size(1), "linear: x has ", x.size(-1), " features, weight ",
              shape_str(weight.shape()), " expects ", weight.size(1));
   Tensor init;
-  if (bias.defined()) {
-    check_shape(bias, {weight.size(0)}, "linear", "bias");
+  if (!biases.empty()) {
     const DType out_dtype = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
-    check_dtype(bias, out_dtype, "linear", "bias");
+    int64_t outputs = 0;
+    for (const Tensor& b : biases) {
+      check_dim(b, 1, "linear", "bias");
+      check_dtype(b, out_dtype, "linear", "bias");
+      outputs += b.size(0);
+    }
+    ORDO_CHECK(outputs == weight.size(0), "linear: the biases have ", outputs, " outputs, weight ",
+               shape_str(weight.shape()), " has ", weight.size(0));
     Shape shape = x.shape();
     shape.back() = weight.size(0);
-    // The bias broadcast into the output; the product is added onto it (beta = 1),
-    // one pass instead of a product and a separate add.
+    // Each bias broadcast into its columns of the output; the product is added
+    // onto them (beta = 1), one pass instead of a product and a separate add.
     init = Tensor::empty(shape, out_dtype, x.device());
-    init.copy_from(bias);
+    int64_t at = 0;
+    for (const Tensor& b : biases) {
+      (biases.size() == 1 ? init : init.slice(-1, at, at + b.size(0))).copy_from(b);
+      at += b.size(0);
+    }
   }
   return product(x, weight, false, true, 1.0, init);
 }
