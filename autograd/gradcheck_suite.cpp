@@ -169,6 +169,13 @@ void add_nn_cases(std::vector<GradcheckCase>& cases) {
                      auto part = [&](int64_t i) { return permute(select(parts, 2, i), {0, 2, 1, 3}); };
                      return matmul(matmul(part(0), part(1), false, true), part(2));
                    }, {}});
+  cases.push_back({"linear and linear_stacked adding onto their input's gathered gradient",
+                   {rnd({2, 3, 4}, 655), rnd({2, 4}, 656), rnd({2, 4}, 657), rnd({4, 4}, 658), rnd({4}, 659)},
+                   [](const std::vector<Var>& v) {
+                     Var h = mul(v[0], v[0]);  // read by both products and by the elementwise term
+                     Var y = linear_stacked(h, {v[1], v[2]}, {});
+                     return add(mul(linear(h, v[3], v[4]), h), y);
+                   }, {}});
   cases.push_back({"linear without bias, strided input, alpha-scaled matmul", {rnd({4, 3}, 629), rnd({2, 4}, 630)},
                    [](const std::vector<Var>& v) {
                      return matmul(linear(transpose(v[0], 0, 1), v[1], Var()), v[1], false, false, 0.7);

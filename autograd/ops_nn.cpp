@@ -2,6 +2,8 @@
 // LayerNorm, cross-entropy, dropout — the fused kernels of tensor/ with
 // their hand-written backwards.
 #include "autograd/ops.h"
+#include "autograd/pending_gradient.h"
+#include "tensor/product_onto.h"
 
 namespace ordo {
 
@@ -12,12 +14,17 @@ namespace {
 // cases below. Batch axes that broadcasting added are summed away.
 // av and bv are the operands as the forward product took them (bf16 under
 // bf16 precision: what the forward saved), and `precision` the forward's.
+// ga_onto: A's gradient gathered so far (take_pending_gradient), which the
+// product adds its term onto; A then has av's shape (no batch broadcast).
 std::vector<Tensor> product_grads(const Tensor& gc_in, const Tensor& av, const Tensor& bv, bool trans_a, bool trans_b,
-                                  double alpha, MatmulPrecision precision, const std::vector<bool>& needs) {
+                                  double alpha, MatmulPrecision precision, const std::vector<bool>& needs,
+                                  const Tensor& ga_onto = Tensor()) {
   MatmulPrecisionScope same_as_forward(precision);
   const Tensor gc = as_operand(gc_in);  // rounded once for both products
   Tensor ga, gb;
-  if (needs[0]) {
+  if (needs[0] && ga_onto.defined()) {
+    ga = trans_a ? matmul_onto(ga_onto, bv, gc, trans_b, true, alpha) : matmul_onto(ga_onto, gc, bv, false, !trans_b, alpha);
+  } else if (needs[0]) {
     ga = trans_a ? matmul(bv, gc, trans_b, true, alpha) : matmul(gc, bv, false, !trans_b, alpha);
     ga = sum_to(ga, av.shape());
   }
@@ -49,7 +56,8 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, double alpha)
                    });
 }
 
-// y = x W^T + b: the product's gradients as matmul's, and gb = gy summed over rows.
+// y = x W^T + b: the product's gradients as matmul's (gx added by the product
+// onto what x has gathered, when handed over), and gb = gy summed over rows.
 Var linear(const Var& x, const Var& weight, const Var& bias) {
   const MatmulPrecision precision = matmul_precision();
   Tensor xv = as_operand(x.value()), wv = as_operand(weight.value());
@@ -57,7 +65,8 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
   std::vector<Var> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   return record_op("linear", y, inputs, [xv, wv, precision](const Tensor& gy, const std::vector<bool>& needs) {
-    std::vector<Tensor> grads = product_grads(gy, xv, wv, false, true, 1.0, precision, needs);
+    const Tensor gx_onto = needs[0] ? take_pending_gradient(0) : Tensor();
+    std::vector<Tensor> grads = product_grads(gy, xv, wv, false, true, 1.0, precision, needs, gx_onto);
     if (needs.size() > 2) grads.push_back(needs[2] ? sum_to(gy, {wv.size(0)}) : Tensor());
     return grads;
   });
@@ -67,8 +76,8 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
 // stacked weight [sum out_i, in] rounded once to the products' operand, the
 // biases broadcast into their columns, the output [.., sum out_i]. Backward:
 // gx in one product over every output column (the inputs' gradients summed by
-// the product, no adds), each gW_i from its columns of gy (a strided operand,
-// no copy), each gb_i their row sums.
+// the product, no adds, onto what x has gathered when handed over), each gW_i
+// from its columns of gy (a strided operand, no copy), each gb_i their row sums.
 Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vector<Var>& biases) {
   ORDO_CHECK(!weights.empty(), "linear_stacked: no weight");
   ORDO_CHECK(biases.empty() || biases.size() == weights.size(), "linear_stacked: ", biases.size(),
@@ -106,7 +115,11 @@ Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vec
                      const size_t n = outputs.size();
                      const Tensor gc = as_operand(gy).reshape({-1, gy.size(-1)});  // rounded once
                      std::vector<Tensor> grads(needs.size());
-                     if (needs[0]) grads[0] = matmul(gc, wv).reshape(xv.shape());
+                     if (needs[0]) {
+                       const Tensor onto = take_pending_gradient(0);
+                       if (onto.defined()) matmul_onto(onto.reshape({gc.size(0), wv.size(1)}), gc, wv);
+                       grads[0] = onto.defined() ? onto : matmul(gc, wv).reshape(xv.shape());
+                     }
                      const Tensor x2 = xv.reshape({-1, xv.size(-1)});
                      int64_t at = 0;
                      for (size_t i = 0; i < n; at += outputs[i++]) {

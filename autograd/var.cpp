@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "autograd/pending_gradient.h"
 #include "tensor/ops.h"
 
 namespace ordo {
@@ -195,7 +196,23 @@ Tensor gathered(PendingGradient& p, const Shape& shape) {
   return std::move(p.sum);
 }
 
+// The gradients handed over to the node whose backward runs (take_pending_gradient).
+thread_local std::vector<Tensor>* handed_over = nullptr;
+
+// The sum gathered for `input` if a backward may add onto it in place: no
+// slice part waiting, nothing but the engine holding it, dense, the input's dtype.
+bool can_hand_over(const PendingGradient& p, const VarState& input) {
+  const Tensor& g = p.sum;
+  return p.parts.empty() && g.defined() && g.storage().use_count() == 1 && g.is_contiguous() && g.offset() == 0 &&
+         g.dtype() == input.value.dtype();
+}
+
 }  // namespace
+
+Tensor take_pending_gradient(size_t input) {
+  if (handed_over == nullptr || input >= handed_over->size()) return Tensor();
+  return std::move((*handed_over)[input]);
+}
 
 void Var::backward(const Tensor& seed, bool retain_graph,
                    const std::function<void(VarState& leaf)>& on_leaf_done) const {
@@ -242,15 +259,46 @@ void Var::backward(const Tensor& seed, bool retain_graph,
     }
     std::vector<bool> needs(node.inputs.size());
     for (size_t i = 0; i < needs.size(); ++i) needs[i] = node.inputs[i].requires_grad();
-    std::vector<Tensor> grads = node.backward(g, needs);
+    // The inputs' gathered gradients a backward may add onto (each input
+    // once); `kept` sees which were taken.
+    std::vector<Tensor> offered(needs.size()), kept(needs.size());
+    std::unordered_set<VarState*> offered_states;
+    for (size_t i = 0; i < needs.size(); ++i) {
+      VarState* input = node.inputs[i].state().get();
+      auto found = needs[i] ? pending.find(input) : pending.end();
+      if (found == pending.end() || !can_hand_over(found->second, *input) || !offered_states.insert(input).second)
+        continue;
+      offered[i] = kept[i] = std::move(found->second.sum);
+    }
+    std::vector<Tensor> grads;
+    {
+      struct HandOver {  // for this backward only, even if it throws
+        explicit HandOver(std::vector<Tensor>* offered) { handed_over = offered; }
+        ~HandOver() { handed_over = nullptr; }
+      } scope(&offered);
+      grads = node.backward(g, needs);
+    }
     ORDO_ASSERT(grads.size() == node.inputs.size());
     for (size_t i = 0; i < grads.size(); ++i) {
-      if (!needs[i] || !grads[i].defined()) continue;
       VarState* input = node.inputs[i].state().get();
+      const bool taken = kept[i].defined() && !offered[i].defined();
+      if (kept[i].defined() && !taken) pending[input].sum = std::move(kept[i]);  // not taken: as it was
+      if (!needs[i] || !grads[i].defined()) {
+        ORDO_CHECK(!taken, "internal error: backward of '", node.op, "' took input ", i,
+                   "'s gathered gradient and returned none");
+        continue;
+      }
       ORDO_CHECK(grads[i].shape() == input->value.shape(), "internal error: backward of '", node.op,
                  "' gave input ", i, " a gradient of shape ", shape_str(grads[i].shape()),
                  ", expected ", shape_str(input->value.shape()));
       PendingGradient& slot = pending[input];
+      if (taken) {
+        // The backward added its term onto the gathered gradient: that is the sum now.
+        ORDO_CHECK(grads[i].shares_storage_with(kept[i]), "internal error: backward of '", node.op, "' took input ",
+                   i, "'s gathered gradient but returned another tensor");
+        slot.sum = grads[i];
+        continue;
+      }
       if (!slot.parts.empty()) slot.sum = gathered(slot, input->value.shape());  // in arrival order
       slot.sum = slot.sum.defined() ? add(slot.sum, grads[i]) : grads[i];
     }

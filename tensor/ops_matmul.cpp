@@ -5,6 +5,7 @@
 // transposed. Most views produced by transpose/permute/expand already have
 // that form and are passed without a copy; anything else is made contiguous.
 #include "tensor/ops.h"
+#include "tensor/product_onto.h"
 
 namespace ordo {
 
@@ -105,7 +106,10 @@ Tensor product(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_
   out_shape.push_back(m);
   out_shape.push_back(n);
   Tensor c = init.defined() ? init : Tensor::empty(out_shape, out_dtype, a.device());
-  ORDO_ASSERT(c.shape() == out_shape && c.is_contiguous() && c.dtype() == out_dtype);
+  ORDO_CHECK(c.shape() == out_shape && c.is_contiguous() && c.dtype() == out_dtype && c.device() == a.device(),
+             "matmul: the tensor added onto is ", shape_str(c.shape()), " ", dtype_name(c.dtype()),
+             c.is_contiguous() ? "" : " (strided)", "; the product is ", shape_str(out_shape), " ",
+             dtype_name(out_dtype), " on the operands' device, contiguous");
   const double beta = init.defined() ? 1.0 : 0.0;
   if (batch == 0 || m == 0 || n == 0) return c;
   // A weight shared by every batch (Linear on [B, L, D]): one tall product.
@@ -121,6 +125,11 @@ Tensor product(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, double alpha) {
   return product(a, b, trans_a, trans_b, alpha, Tensor());
+}
+
+Tensor matmul_onto(const Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, double alpha) {
+  check_defined(c, "matmul_onto", "c");
+  return product(a, b, trans_a, trans_b, alpha, c);
 }
 
 Tensor as_operand(const Tensor& t) { return operand_for(t, matmul_precision()); }

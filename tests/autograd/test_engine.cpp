@@ -117,3 +117,32 @@ TEST_CASE("slices that tile their input have their gradients written into one bu
   CHECK(std::count(kernels.begin(), kernels.end(), std::string("fill")) == 1);  // the seed's ones, nothing else
   CHECK(std::count(kernels.begin(), kernels.end(), std::string("copy")) == 3);  // each part into its columns
 }
+
+TEST_CASE("a product adds its input's gradient onto the one already gathered: no separate add", "[autograd]") {
+  // h = 2x feeds r = h * c2 (whose backward runs first) and y = h [W1; W2]^T;
+  // out = sum((y + r) * c): dh = c * c2 + c [W1; W2], dx = 2 dh, worked by hand below.
+  Var x(ordo::test::random_tensor({3, 4}, 41, DType::f64), true);
+  const Tensor w1 = ordo::test::random_tensor({2, 4}, 42, DType::f64), w2 = ordo::test::random_tensor({2, 4}, 43, DType::f64);
+  const Tensor c = ordo::test::random_tensor({3, 4}, 44, DType::f64), c2 = ordo::test::random_tensor({3, 4}, 45, DType::f64);
+  Var h = affine(x, 2.0);
+  Var out = sum(mul(add(linear_stacked(h, {Var(w1), Var(w2)}, {}), mul(h, Var(c2))), Var(c)));
+  std::vector<std::string> kernels;
+  {
+    KernelCallRecording recording;
+    out.backward();
+    for (const KernelCall& k : recording.calls()) kernels.push_back(k.kernel);
+  }
+  const std::vector<double> cv = c.to_doubles(), c2v = c2.to_doubles(), g = x.grad().to_doubles();
+  std::vector<double> w = w1.to_doubles();
+  for (double v : w2.to_doubles()) w.push_back(v);  // [W1; W2], 4 x 4
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t k = 0; k < 4; ++k) {
+      double dh = cv[r * 4 + k] * c2v[r * 4 + k];
+      for (int64_t j = 0; j < 4; ++j) dh += cv[r * 4 + j] * w[j * 4 + k];
+      CHECK(g[r * 4 + k] == Approx(2 * dh).epsilon(1e-14));
+    }
+  }
+  // The two products' elementwise backwards (by c, by c2), and no add of h's two terms.
+  CHECK(std::count(kernels.begin(), kernels.end(), std::string("binary")) == 2);
+  CHECK(std::count(kernels.begin(), kernels.end(), std::string("gemm")) == 1);
+}
