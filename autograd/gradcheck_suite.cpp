@@ -97,6 +97,18 @@ void add_shape_cases(std::vector<GradcheckCase>& cases) {
   cases.push_back({"slice with step, select", {rnd({4, 6}, 402)},
                    [](const std::vector<Var>& v) { return add(slice(v[0], 1, 1, 6, 2), unsqueeze(select(v[0], 1, 0), 1)); }, {}});
   cases.push_back({"expand", {rnd({3, 1}, 403)}, [](const std::vector<Var>& v) { return expand(v[0], {2, 3, 4}); }, {}});
+  // Slices that tile their input (one buffer, no zeros), that overlap, and
+  // that meet a gradient of the whole input (the zero-padded sum).
+  cases.push_back({"slices tiling their input, overlapping, and with the whole input", {rnd({2, 6}, 406)},
+                   [](const std::vector<Var>& v) {
+                     Var t = mul(v[0], v[0]);  // read by its tiling slices alone
+                     Var tiled = add(mul(slice(t, 1, 0, 2), slice(t, 1, 2, 4)), slice(t, 1, 4, 6));
+                     Var u = sub(v[0], mul(v[0], v[0]));
+                     Var overlapping = mul(slice(u, 1, 0, 3), slice(u, 1, 1, 4));
+                     Var w = mul(v[0], u);
+                     Var mixed = mul(slice(w, 1, 0, 6, 3), sum(w, {1}, true));
+                     return concat({tiled, overlapping, mixed}, 1);
+                   }, {}});
   cases.push_back({"concat + split", {rnd({2, 3}, 404), rnd({2, 2}, 405)}, [](const std::vector<Var>& v) {
                      Var c = concat({v[0], v[1]}, 1);
                      std::vector<Var> parts = split(c, {1, 4}, 1);
@@ -208,6 +220,24 @@ void add_nn_cases(std::vector<GradcheckCase>& cases) {
                    }, {}});
   cases.push_back({"linear [2,3,4] W^T [5,4] + b", {rnd({2, 3, 4}, 626), rnd({5, 4}, 627), rnd({5}, 628)},
                    [](const std::vector<Var>& v) { return linear(v[0], v[1], v[2]); }, {}});
+  cases.push_back({"linear_stacked: three Linears of one input, their biases", {rnd({2, 3, 4}, 631), rnd({2, 4}, 632),
+                   rnd({3, 4}, 633), rnd({2, 4}, 634), rnd({2}, 635), rnd({3}, 636), rnd({2}, 637)},
+                   [](const std::vector<Var>& v) { return linear_stacked(v[0], {v[1], v[2], v[3]}, {v[4], v[5], v[6]}); },
+                   {}});
+  cases.push_back({"linear_stacked without biases, its parts as Q K V views", {rnd({2, 3, 4}, 638), rnd({4, 4}, 639),
+                   rnd({4, 4}, 653), rnd({4, 4}, 654)},
+                   [](const std::vector<Var>& v) {
+                     Var parts = reshape(linear_stacked(v[0], {v[1], v[2], v[3]}, {}), {2, 3, 3, 2, 2});
+                     auto part = [&](int64_t i) { return permute(select(parts, 2, i), {0, 2, 1, 3}); };
+                     return matmul(matmul(part(0), part(1), false, true), part(2));
+                   }, {}});
+  cases.push_back({"linear and linear_stacked adding onto their input's gathered gradient",
+                   {rnd({2, 3, 4}, 655), rnd({2, 4}, 656), rnd({2, 4}, 657), rnd({4, 4}, 658), rnd({4}, 659)},
+                   [](const std::vector<Var>& v) {
+                     Var h = mul(v[0], v[0]);  // read by both products and by the elementwise term
+                     Var y = linear_stacked(h, {v[1], v[2]}, {});
+                     return add(mul(linear(h, v[3], v[4]), h), y);
+                   }, {}});
   cases.push_back({"linear without bias, strided input, alpha-scaled matmul", {rnd({4, 3}, 629), rnd({2, 4}, 630)},
                    [](const std::vector<Var>& v) {
                      return matmul(linear(transpose(v[0], 0, 1), v[1], Var()), v[1], false, false, 0.7);

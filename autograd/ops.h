@@ -88,6 +88,9 @@ Var attention(const Var& q, const Var& k, const Var& v, const AttentionVars& var
 Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false, double alpha = 1.0);
 // x W^T + b (b may be an undefined Var): a Linear layer in one op.
 Var linear(const Var& x, const Var& weight, const Var& bias);
+// Several Linears of one input as one product (tensor/ops.h linear_stacked):
+// [x W_1^T + b_1, ..., x W_n^T + b_n] along the last axis; biases: none, or one each.
+Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vector<Var>& biases);
 // mask (optional) is added to the scores before the softmax and may itself
 // be differentiable (a learned positional bias); an undefined Var means none.
 Var softmax(const Var& x, const Var& mask = Var());

@@ -187,10 +187,23 @@ Var SelfAttention::fused_attention(const Heads& h, const Var& padding_mask, Posi
   return attention(h.q, h.k, h.v, f.vars, t);
 }
 
+// Fused: q, k and v from one product (x rounded once, the three weights
+// stacked, the three biases in its output), each a view of its columns, so
+// that x's gradient is one product too and q, k and v's gradients are written
+// into one buffer (Var::backward's tiling slices) without adds.
 SelfAttention::Heads SelfAttention::project(const Var& input, bool fused) const {
-  const Var x = fused ? operand(input) : input;
-  return {split_heads(query.forward(x), heads_, head_dim_), split_heads(key.forward(x), heads_, head_dim_),
-          split_heads(value.forward(x), heads_, head_dim_)};
+  if (!fused)
+    return {split_heads(query.forward(input), heads_, head_dim_), split_heads(key.forward(input), heads_, head_dim_),
+            split_heads(value.forward(input), heads_, head_dim_)};
+  std::vector<Var> biases;
+  if (query.bias && key.bias && value.bias) biases = {query.bias->var, key.bias->var, value.bias->var};
+  ORDO_CHECK(biases.size() == 3 || (!query.bias && !key.bias && !value.bias),
+             "SelfAttention: the query, key and value projections have a bias each or none");
+  const Var qkv = linear_stacked(operand(input), {query.weight.var, key.weight.var, value.weight.var}, biases);
+  // [B, L, 3 H d] -> [B, L, 3, H, d]; q, k, v the three [B, L, H, d] parts as [B, H, L, d].
+  const Var parts = reshape(qkv, {qkv.size(0), qkv.size(1), 3, heads_, head_dim_});
+  auto part = [&](int64_t i) { return permute(select(parts, 2, i), {0, 2, 1, 3}); };
+  return {part(0), part(1), part(2)};
 }
 
 Var SelfAttention::attention_probs(const Var& scores, const Var& padding_mask, Context& ctx,
@@ -214,7 +227,7 @@ Var SelfAttention::attention_probs(const Var& scores, const Var& padding_mask, C
 // ablated at the input instead (BertModel::forward).
 Var SelfAttention::ablated_attention(const Var& x, const Var& padding_mask, PositionEncoding& pe,
                                      const AttentionState& s, Ablation ablate, ForwardTrace* trace) const {
-  Heads h = project(x, s.ctx->fused);
+  Heads h = project(x, /*fused=*/false);
   const Var q_plain = h.q, k_plain = h.k;
   pe.rotate(s, h.q, h.k);
   const bool rotates = h.q.state() != q_plain.state() || h.k.state() != k_plain.state();

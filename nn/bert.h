@@ -69,7 +69,9 @@ class SelfAttention : public Module {
   struct Heads {
     Var q, k, v;  // [batch, heads, L, head_dim]
   };
-  // fused: the input rounded once for the three products (operand).
+  // fused: one product for the three (linear_stacked), which needs q, k and v
+  // all to get a gradient (an ablation may leave q and k out: it projects
+  // them one by one, so that their weights get none, as unfused).
   Heads project(const Var& input, bool fused) const;
   // forward()'s attention as the fused op (see fused_attention_enabled below).
   Var fused_attention(const Heads& h, const Var& padding_mask, PositionEncoding& pe, const AttentionState& s) const;

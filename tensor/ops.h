@@ -70,6 +70,10 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false, double alpha = 1.0);
 // x [..., in] W^T + b with W [out, in] (a Linear layer); b may be undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+// Several Linears of one input as one product: W stacks their weights
+// [sum out_i, in], and each bias b_i [out_i] (none, or one per Linear, in
+// W's order) is broadcast into its own columns of the output.
+Tensor linear_stacked(const Tensor& x, const Tensor& weight, const std::vector<Tensor>& biases);
 // Both take f32 operands (or bf16 ones, see matmul_precision() in
 // tensor/device_runtime.h) and give f32, or f64 with f64. An operand used by
 // several products can be rounded once: as_operand(t) is t as the current

@@ -174,10 +174,11 @@ std::vector<KernelCall> record_on_cpu(const Case& c, Mode mode) {
 }
 
 // A call of the attention proper: it touches a [B, H, L, *] tensor (the
-// scores, the heads, the relative terms), which nothing else in BERT has.
+// scores, the heads, the relative terms) or Q, K and V's [B, L, 3, H, d]
+// (their gradients' layout copies), which nothing else in BERT has.
 bool attention_call(const KernelCall& call) {
   for (const Shape& s : call.shapes)
-    if (s.size() == 4) return true;
+    if (s.size() >= 4) return true;
   return false;
 }
 
@@ -337,9 +338,9 @@ int run(const std::vector<std::string>& argv) {
               "on an %s (products: bf16 %.0f, TF32 %.0f, FP32 %.0f TFLOP/s dense; every other kernel FP32);\n"
               "'ms, launches one by one' adds %.0f us per launch, 'ms' (after) one graph launch; MFU = the products'\n"
               "FLOPs (the fused attention's scores and P V counted as the unfused products would be) / (ms x %.0f\n"
-              "TFLOP/s); 'attention ms' = the calls touching a [B, H, L, *] tensor (before: the unfused attention's\n"
-              "scores, softmax, dropout, P V, the heads' layout copies, their gradients; after: the fused kernels at\n"
-              "the FP32 peak, and the heads' layout copies):\n",
+              "TFLOP/s); 'attention ms' = the calls touching a [B, H, L, *] or [B, L, 3, H, d] tensor (before: the\n"
+              "unfused attention's scores, softmax, dropout, P V, the heads' layout copies, their gradients; after:\n"
+              "the fused kernels at the FP32 peak, the heads' layout copies and their gradients):\n",
               machine.bytes_per_second / 1e12, machine.name.c_str(), machine.bf16_flops / 1e12,
               machine.tf32_flops / 1e12, machine.fp32_flops / 1e12, 1e6 * machine.launch_seconds,
               machine.bf16_flops / 1e12);
