@@ -141,14 +141,16 @@ $(OTHER_PAPERS): deps build
 
 # The CUDA sources run on the CPU with CUDA's execution model
 # (tensor/cuda/emulator/): each schedule orders the threads and blocks
-# differently, and a missing barrier often shows under one order only. The
+# differently, and a missing barrier often shows under one order only; every
+# access the kernels make is checked under both (races, conflicts between
+# blocks, uninitialised reads, bounds: ORDO_EMULATOR_CHECKS, all by default). The
 # [cuda] tests run under EMULATOR_SCHEDULE here, then tools/gpu_check.sh --emulate
 # (what a GPU owner runs: [cuda] tests, the CPU-vs-GPU training steps, the
 # step benchmark) runs them again under GPU_CHECK_SCHEDULE.
 # Every launch shape the [cuda] runs make is logged to LAUNCH_LOG, which
 # make test then checks against the nvcc build's registers per kernel
 # (tools/check_cuda_resources.sh: no spills, registers x threads within the SM's file).
-EMULATOR_SCHEDULE ?= forward
+EMULATOR_SCHEDULE ?= greedy-warp
 GPU_CHECK_SCHEDULE ?= random:1
 LAUNCH_LOG := $(CURDIR)/build-emulate/cuda_launches.tsv
 test-emulated: deps

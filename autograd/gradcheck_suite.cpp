@@ -97,6 +97,18 @@ void add_shape_cases(std::vector<GradcheckCase>& cases) {
   cases.push_back({"slice with step, select", {rnd({4, 6}, 402)},
                    [](const std::vector<Var>& v) { return add(slice(v[0], 1, 1, 6, 2), unsqueeze(select(v[0], 1, 0), 1)); }, {}});
   cases.push_back({"expand", {rnd({3, 1}, 403)}, [](const std::vector<Var>& v) { return expand(v[0], {2, 3, 4}); }, {}});
+  // Slices that tile their input (one buffer, no zeros), that overlap, and
+  // that meet a gradient of the whole input (the zero-padded sum).
+  cases.push_back({"slices tiling their input, overlapping, and with the whole input", {rnd({2, 6}, 406)},
+                   [](const std::vector<Var>& v) {
+                     Var t = mul(v[0], v[0]);  // read by its tiling slices alone
+                     Var tiled = add(mul(slice(t, 1, 0, 2), slice(t, 1, 2, 4)), slice(t, 1, 4, 6));
+                     Var u = sub(v[0], mul(v[0], v[0]));
+                     Var overlapping = mul(slice(u, 1, 0, 3), slice(u, 1, 1, 4));
+                     Var w = mul(v[0], u);
+                     Var mixed = mul(slice(w, 1, 0, 6, 3), sum(w, {1}, true));
+                     return concat({tiled, overlapping, mixed}, 1);
+                   }, {}});
   cases.push_back({"concat + split", {rnd({2, 3}, 404), rnd({2, 2}, 405)}, [](const std::vector<Var>& v) {
                      Var c = concat({v[0], v[1]}, 1);
                      std::vector<Var> parts = split(c, {1, 4}, 1);
@@ -129,6 +141,68 @@ void add_relative_cases(std::vector<GradcheckCase>& cases) {
                    }, {}});
 }
 
+// The fused attention with every term it takes, over positions that are not
+// consecutive (so rows repeat within a query row), in three cases: relative
+// tables with a gate and dropout; the three-way product with an absolute
+// product E.F and per-head segments under a causal mask; TUPE's [CLS] reset
+// with a fixed dense term and padding.
+void add_attention_cases(std::vector<GradcheckCase>& cases) {
+  // B = 2, H = 2, L = 3, d = 2; distances p_j - p_i within -3..3 map to rows 0..4 (clipped at 2).
+  const Tensor positions = ids({0, 2, 3, 1, 1, 4}, {2, 3});
+  const Tensor row_of = ids({0, 0, 1, 2, 3, 4, 4}, {7});
+  auto rows = [positions, row_of](AttentionTerms t) {
+    t.positions = positions, t.row_of = row_of, t.first_distance = -3;
+    return t;
+  };
+  cases.push_back({"attention: gate, query and key vectors, table, value vectors, dropout",
+                   {rnd({2, 2, 3, 2}, 700), rnd({2, 2, 3, 2}, 701), rnd({2, 2, 3, 2}, 702), rnd({2, 5}, 703, 0.5, 1.5),
+                    rnd({1, 5, 2}, 704), rnd({2, 5, 2}, 705), rnd({2, 5}, 706), rnd({1, 5, 2}, 707)},
+                   [rows](const std::vector<Var>& v) {
+                     AttentionTerms t = rows({});
+                     t.scale = 0.7, t.query_scale = 0.5, t.key_scale = -0.3;
+                     t.dropout = 0.3, t.seed = 11, t.stream = 5;
+                     AttentionVars a;
+                     a.gate = v[3], a.query_vectors = v[4], a.key_vectors = v[5], a.table = v[6], a.value_vectors = v[7];
+                     return attention(v[0], v[1], v[2], a, t);
+                   }, {}});
+  const Tensor segments = ids({0, 0, 1, 0, 1, 1}, {2, 3});
+  cases.push_back({"attention: product, E.F, segments, causal (q a permuted view)",
+                   {rnd({2, 3, 2, 2}, 710), rnd({2, 2, 3, 2}, 711), rnd({2, 2, 3, 2}, 712), rnd({2, 5, 2}, 713),
+                    rnd({1, 2, 3, 3}, 714), rnd({2, 2, 3, 3}, 715), rnd({1, 4}, 716)},
+                   [rows, segments](const std::vector<Var>& v) {
+                     AttentionTerms t = rows({});
+                     t.scale = 0.6, t.pos_scale = 0.4, t.causal = true;
+                     t.segments = segments, t.segment_types = 2;
+                     AttentionVars a;
+                     a.product = v[3], a.pos_query = v[4], a.pos_key = v[5], a.segment_table = v[6];
+                     return attention(permute(v[0], {0, 2, 1, 3}), v[1], v[2], a, t);
+                   }, {}});
+  cases.push_back({"attention: RoPE's rotation (pairs m, m + d/2), segments, causal, dropout",
+                   {rnd({2, 2, 3, 4}, 730), rnd({2, 2, 3, 4}, 731), rnd({2, 2, 3, 4}, 732), rnd({2, 4}, 733)},
+                   [positions, segments](const std::vector<Var>& v) {
+                     AttentionTerms t;
+                     t.positions = positions, t.rotary = Tensor::from_vector(std::vector<double>{1.0, 0.3}, {2});
+                     t.rotary_half = true, t.causal = true, t.scale = 0.5;
+                     t.segments = segments, t.segment_types = 2;
+                     t.dropout = 0.25, t.seed = 2, t.stream = 1;
+                     AttentionVars a;
+                     a.segment_table = v[3];
+                     return attention(v[0], v[1], v[2], a, t);
+                   }, {}});
+  const Tensor padding = Tensor::from_vector(std::vector<double>{0, 0, 0, 0, 0, -3.4028234663852886e38}, {2, 1, 3});
+  const Tensor fixed = rnd({1, 2, 3, 3}, 727);
+  cases.push_back({"attention: TUPE's [CLS] reset, E.F, a fixed dense term, padding",
+                   {rnd({2, 2, 3, 2}, 720), rnd({2, 2, 3, 2}, 721), rnd({2, 2, 3, 2}, 722), rnd({2, 7}, 723),
+                    rnd({2, 2, 3, 2}, 724), rnd({2, 2, 3, 2}, 725)},
+                   [rows, padding, fixed](const std::vector<Var>& v) {
+                     AttentionTerms t = rows({});
+                     t.cls_row = 5, t.pos_scale = 0.8, t.key_bias = padding, t.dense_bias = fixed;
+                     AttentionVars a;
+                     a.table = v[3], a.pos_query = v[4], a.pos_key = v[5];
+                     return attention(v[0], v[1], v[2], a, t);
+                   }, {}});
+}
+
 void add_nn_cases(std::vector<GradcheckCase>& cases) {
   cases.push_back({"matmul batched with broadcast", {rnd({2, 1, 3, 4}, 600), rnd({3, 4, 5}, 601)},
                    [](const std::vector<Var>& v) { return matmul(v[0], v[1]); }, {}});
@@ -146,6 +220,24 @@ void add_nn_cases(std::vector<GradcheckCase>& cases) {
                    }, {}});
   cases.push_back({"linear [2,3,4] W^T [5,4] + b", {rnd({2, 3, 4}, 626), rnd({5, 4}, 627), rnd({5}, 628)},
                    [](const std::vector<Var>& v) { return linear(v[0], v[1], v[2]); }, {}});
+  cases.push_back({"linear_stacked: three Linears of one input, their biases", {rnd({2, 3, 4}, 631), rnd({2, 4}, 632),
+                   rnd({3, 4}, 633), rnd({2, 4}, 634), rnd({2}, 635), rnd({3}, 636), rnd({2}, 637)},
+                   [](const std::vector<Var>& v) { return linear_stacked(v[0], {v[1], v[2], v[3]}, {v[4], v[5], v[6]}); },
+                   {}});
+  cases.push_back({"linear_stacked without biases, its parts as Q K V views", {rnd({2, 3, 4}, 638), rnd({4, 4}, 639),
+                   rnd({4, 4}, 653), rnd({4, 4}, 654)},
+                   [](const std::vector<Var>& v) {
+                     Var parts = reshape(linear_stacked(v[0], {v[1], v[2], v[3]}, {}), {2, 3, 3, 2, 2});
+                     auto part = [&](int64_t i) { return permute(select(parts, 2, i), {0, 2, 1, 3}); };
+                     return matmul(matmul(part(0), part(1), false, true), part(2));
+                   }, {}});
+  cases.push_back({"linear and linear_stacked adding onto their input's gathered gradient",
+                   {rnd({2, 3, 4}, 655), rnd({2, 4}, 656), rnd({2, 4}, 657), rnd({4, 4}, 658), rnd({4}, 659)},
+                   [](const std::vector<Var>& v) {
+                     Var h = mul(v[0], v[0]);  // read by both products and by the elementwise term
+                     Var y = linear_stacked(h, {v[1], v[2]}, {});
+                     return add(mul(linear(h, v[3], v[4]), h), y);
+                   }, {}});
   cases.push_back({"linear without bias, strided input, alpha-scaled matmul", {rnd({4, 3}, 629), rnd({2, 4}, 630)},
                    [](const std::vector<Var>& v) {
                      return matmul(linear(transpose(v[0], 0, 1), v[1], Var()), v[1], false, false, 0.7);
@@ -202,6 +294,7 @@ std::vector<GradcheckCase> gradcheck_cases() {
   add_shape_cases(cases);
   add_index_cases(cases);
   add_relative_cases(cases);
+  add_attention_cases(cases);
   add_nn_cases(cases);
   return cases;
 }

@@ -73,10 +73,24 @@ Var relative_scatter(const Var& g, const Tensor& idx, int64_t rows);
 // q [B,H,L,D], k [B,H,J,D], a [H,R,D] -> [B,H,L,J]: alpha sum_d q_id k_jd a_{idx_ij,d}, pair by pair.
 Var relative_product(const Var& q, const Var& k, const Var& a, const Tensor& idx, double alpha = 1.0);
 
+// ---- fused attention (ops_attention.cpp; the terms: tensor/attention_terms.h) -------------
+// The terms that carry gradients (each may be undefined); attention() puts
+// their values into the AttentionTerms it is given.
+struct AttentionVars {
+  Var gate, product, query_vectors, key_vectors, table, value_vectors, pos_query, pos_key, segment_table;
+  // terms with the value of each defined Var in its place.
+  AttentionTerms values_in(AttentionTerms terms) const;
+};
+// q [B, H, L, d], k, v [B, H, J, d] -> o [B, H, L, d]: softmax(s + terms) (v + V) in one op.
+Var attention(const Var& q, const Var& k, const Var& v, const AttentionVars& vars, AttentionTerms terms);
+
 // ---- transformer pieces (ops_nn.cpp) ------------------------------------------------------
 Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false, double alpha = 1.0);
 // x W^T + b (b may be an undefined Var): a Linear layer in one op.
 Var linear(const Var& x, const Var& weight, const Var& bias);
+// Several Linears of one input as one product (tensor/ops.h linear_stacked):
+// [x W_1^T + b_1, ..., x W_n^T + b_n] along the last axis; biases: none, or one each.
+Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vector<Var>& biases);
 // mask (optional) is added to the scores before the softmax and may itself
 // be differentiable (a learned positional bias); an undefined Var means none.
 Var softmax(const Var& x, const Var& mask = Var());

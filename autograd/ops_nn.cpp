@@ -2,6 +2,8 @@
 // LayerNorm, cross-entropy, dropout — the fused kernels of tensor/ with
 // their hand-written backwards.
 #include "autograd/ops.h"
+#include "autograd/pending_gradient.h"
+#include "tensor/product_onto.h"
 
 namespace ordo {
 
@@ -12,12 +14,17 @@ namespace {
 // cases below. Batch axes that broadcasting added are summed away.
 // av and bv are the operands as the forward product took them (bf16 under
 // bf16 precision: what the forward saved), and `precision` the forward's.
+// ga_onto: A's gradient gathered so far (take_pending_gradient), which the
+// product adds its term onto; A then has av's shape (no batch broadcast).
 std::vector<Tensor> product_grads(const Tensor& gc_in, const Tensor& av, const Tensor& bv, bool trans_a, bool trans_b,
-                                  double alpha, MatmulPrecision precision, const std::vector<bool>& needs) {
+                                  double alpha, MatmulPrecision precision, const std::vector<bool>& needs,
+                                  const Tensor& ga_onto = Tensor()) {
   MatmulPrecisionScope same_as_forward(precision);
   const Tensor gc = as_operand(gc_in);  // rounded once for both products
   Tensor ga, gb;
-  if (needs[0]) {
+  if (needs[0] && ga_onto.defined()) {
+    ga = trans_a ? matmul_onto(ga_onto, bv, gc, trans_b, true, alpha) : matmul_onto(ga_onto, gc, bv, false, !trans_b, alpha);
+  } else if (needs[0]) {
     ga = trans_a ? matmul(bv, gc, trans_b, true, alpha) : matmul(gc, bv, false, !trans_b, alpha);
     ga = sum_to(ga, av.shape());
   }
@@ -49,7 +56,8 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, double alpha)
                    });
 }
 
-// y = x W^T + b: the product's gradients as matmul's, and gb = gy summed over rows.
+// y = x W^T + b: the product's gradients as matmul's (gx added by the product
+// onto what x has gathered, when handed over), and gb = gy summed over rows.
 Var linear(const Var& x, const Var& weight, const Var& bias) {
   const MatmulPrecision precision = matmul_precision();
   Tensor xv = as_operand(x.value()), wv = as_operand(weight.value());
@@ -57,10 +65,72 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
   std::vector<Var> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   return record_op("linear", y, inputs, [xv, wv, precision](const Tensor& gy, const std::vector<bool>& needs) {
-    std::vector<Tensor> grads = product_grads(gy, xv, wv, false, true, 1.0, precision, needs);
+    const Tensor gx_onto = needs[0] ? take_pending_gradient(0) : Tensor();
+    std::vector<Tensor> grads = product_grads(gy, xv, wv, false, true, 1.0, precision, needs, gx_onto);
     if (needs.size() > 2) grads.push_back(needs[2] ? sum_to(gy, {wv.size(0)}) : Tensor());
     return grads;
   });
+}
+
+// The Linears of one input (attention's Q, K and V) as one product: the
+// stacked weight [sum out_i, in] rounded once to the products' operand, the
+// biases broadcast into their columns, the output [.., sum out_i]. Backward:
+// gx in one product over every output column (the inputs' gradients summed by
+// the product, no adds, onto what x has gathered when handed over), each gW_i
+// from its columns of gy (a strided operand, no copy), each gb_i their row sums.
+Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vector<Var>& biases) {
+  ORDO_CHECK(!weights.empty(), "linear_stacked: no weight");
+  ORDO_CHECK(biases.empty() || biases.size() == weights.size(), "linear_stacked: ", biases.size(),
+             " biases for ", weights.size(), " weights (none, or one each)");
+  const MatmulPrecision precision = matmul_precision();
+  const Tensor xv = as_operand(x.value());
+  std::vector<Tensor> bias_values;
+  std::vector<int64_t> outputs;
+  int64_t total = 0;
+  for (const Var& w : weights) {
+    check_dim(w.value(), 2, "linear_stacked", "weight");
+    ORDO_CHECK(w.size(1) == weights[0].size(1), "linear_stacked: weights ", shape_str(weights[0].shape()), " and ",
+               shape_str(w.shape()), " take different inputs");
+    outputs.push_back(w.size(0));
+    total += w.size(0);
+  }
+  // The stacked operand written once, each weight cast into its rows (as
+  // as_operand would round it: bf16 under bf16, f64 kept, else f32).
+  const Tensor& first = weights[0].value();
+  const DType operand_dtype = first.dtype() == DType::f64           ? DType::f64
+                              : precision == MatmulPrecision::bf16 ? DType::bf16
+                                                                   : DType::f32;
+  Tensor wv = Tensor::empty({total, first.size(1)}, operand_dtype, first.device());
+  int64_t at = 0;
+  for (size_t i = 0; i < weights.size(); at += outputs[i++]) wv.slice(0, at, at + outputs[i]).copy_from(weights[i].value());
+  for (const Var& b : biases) bias_values.push_back(b.value());
+  Tensor y = linear_stacked(xv, wv, bias_values);
+  std::vector<Var> inputs{x};
+  inputs.insert(inputs.end(), weights.begin(), weights.end());
+  inputs.insert(inputs.end(), biases.begin(), biases.end());
+  const bool with_bias = !biases.empty();
+  return record_op("linear_stacked", y, inputs,
+                   [xv, wv, outputs, with_bias, precision](const Tensor& gy, const std::vector<bool>& needs) {
+                     MatmulPrecisionScope same_as_forward(precision);
+                     const size_t n = outputs.size();
+                     const Tensor gc = as_operand(gy).reshape({-1, gy.size(-1)});  // rounded once
+                     std::vector<Tensor> grads(needs.size());
+                     if (needs[0]) {
+                       const Tensor onto = take_pending_gradient(0);
+                       if (onto.defined()) matmul_onto(onto.reshape({gc.size(0), wv.size(1)}), gc, wv);
+                       grads[0] = onto.defined() ? onto : matmul(gc, wv).reshape(xv.shape());
+                     }
+                     const Tensor x2 = xv.reshape({-1, xv.size(-1)});
+                     int64_t at = 0;
+                     for (size_t i = 0; i < n; at += outputs[i++]) {
+                       const Tensor gc_i = gc.slice(1, at, at + outputs[i]);
+                       if (needs[1 + i]) grads[1 + i] = matmul(gc_i, x2, true, false);
+                       if (with_bias && needs[1 + n + i])
+                         grads[1 + n + i] = sum_to(gy.reshape({-1, gy.size(-1)}).slice(1, at, at + outputs[i]),
+                                                   {outputs[i]});
+                     }
+                     return grads;
+                   });
 }
 
 namespace {

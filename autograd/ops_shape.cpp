@@ -27,13 +27,22 @@ Var transpose(const Var& x, int a, int b) {
   return permute(x, order);
 }
 
+// The gradient is gy in the slice's region, zeros elsewhere. Slices that
+// tile their input (Q, K and V of one product) have theirs written into one
+// buffer by Var::backward instead, with no zeros and no adds.
 Var slice(const Var& x, int axis, int64_t start, int64_t end, int64_t step) {
   Tensor y = x.value().slice(axis, start, end, step);
-  return record_op("slice", y, {x}, [axis, start, end, step, xv = x.value()](const Tensor& gy, const std::vector<bool>&) {
+  Var out = record_op("slice", y, {x}, [axis, start, end, step, xv = x.value()](const Tensor& gy, const std::vector<bool>&) {
     Tensor gx = Tensor::zeros(xv.shape(), gy.dtype(), gy.device());
     gx.slice(axis, start, end, step).copy_from(gy);
     return std::vector<Tensor>{gx};
   });
+  if (Node* node = out.state()->node.get()) {
+    node->is_slice = true;
+    const int d = normalize_dim(axis, x.dim(), "slice");
+    node->region = {d, start < 0 ? start + x.size(d) : start, end < 0 ? end + x.size(d) : end, step};
+  }
+  return out;
 }
 
 Var select(const Var& x, int axis, int64_t index) {

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "autograd/pending_gradient.h"
 #include "tensor/ops.h"
 
 namespace ordo {
@@ -34,8 +35,10 @@ const std::vector<std::string>& differentiable_ops() {
       "embedding", "index_select", "gather",
       // relative position encodings (autograd/ops_relative.cpp)
       "relative_gather", "relative_scatter", "relative_product",
+      // fused attention (autograd/ops_attention.cpp)
+      "attention",
       // transformer pieces (autograd/ops_nn.cpp)
-      "matmul", "linear", "softmax", "log_softmax", "layernorm", "cross_entropy", "dropout",
+      "matmul", "linear", "linear_stacked", "softmax", "log_softmax", "layernorm", "cross_entropy", "dropout",
       // fused transformer pieces (autograd/ops_fused.cpp)
       "residual_layernorm", "bias_activation", "operand",
   };
@@ -143,7 +146,75 @@ void accumulate_leaf(VarState& leaf, Tensor g) {
   leaf.grad = adoptable ? std::move(g) : g.to(leaf.value.dtype()).clone();
 }
 
+// The gradient gathered for one state: a sum, and the slices' gradients
+// (region, gradient) not yet added to it, in arrival order. Slices that
+// tile the state along one axis are written into one buffer; anything else
+// is summed exactly as each slice's own backward and the adds would.
+struct SliceGradient {
+  SliceRegion region;
+  Tensor g;
+  BackwardFn pad;  // the slice's own backward: g padded with zeros
+};
+struct PendingGradient {
+  Tensor sum;
+  std::vector<SliceGradient> parts;
+};
+
+// The parts' regions, each a step-1 range of one axis, cover `shape` along
+// it exactly once.
+bool parts_tile(const std::vector<SliceGradient>& parts, const Shape& shape) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  const SliceGradient& first = parts[0];
+  for (const SliceGradient& p : parts) {
+    if (p.region.axis != first.region.axis || p.region.step != 1 || p.g.dtype() != first.g.dtype()) return false;
+    ranges.emplace_back(p.region.start, p.region.end);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  int64_t at = 0;
+  for (const auto& [start, end] : ranges) {
+    if (start != at) return false;
+    at = end;
+  }
+  return at == shape[first.region.axis];
+}
+
+// The parts added into the sum: one buffer written region by region where
+// they tile the state and nothing else arrived; else each part padded with
+// zeros and added in arrival order (the slice's own backward).
+Tensor gathered(PendingGradient& p, const Shape& shape) {
+  if (p.parts.empty()) return std::move(p.sum);
+  const Tensor& first = p.parts[0].g;
+  if (!p.sum.defined() && parts_tile(p.parts, shape)) {
+    Tensor g = Tensor::empty(shape, first.dtype(), first.device());
+    for (const SliceGradient& part : p.parts) g.slice(part.region.axis, part.region.start, part.region.end).copy_from(part.g);
+    p.parts.clear();
+    return g;
+  }
+  for (const SliceGradient& part : p.parts) {
+    Tensor g = part.pad(part.g, {true})[0];
+    p.sum = p.sum.defined() ? add(p.sum, g) : g;
+  }
+  p.parts.clear();
+  return std::move(p.sum);
+}
+
+// The gradients handed over to the node whose backward runs (take_pending_gradient).
+thread_local std::vector<Tensor>* handed_over = nullptr;
+
+// The sum gathered for `input` if a backward may add onto it in place: no
+// slice part waiting, nothing but the engine holding it, dense, the input's dtype.
+bool can_hand_over(const PendingGradient& p, const VarState& input) {
+  const Tensor& g = p.sum;
+  return p.parts.empty() && g.defined() && g.storage().use_count() == 1 && g.is_contiguous() && g.offset() == 0 &&
+         g.dtype() == input.value.dtype();
+}
+
 }  // namespace
+
+Tensor take_pending_gradient(size_t input) {
+  if (handed_over == nullptr || input >= handed_over->size()) return Tensor();
+  return std::move((*handed_over)[input]);
+}
 
 void Var::backward(const Tensor& seed, bool retain_graph,
                    const std::function<void(VarState& leaf)>& on_leaf_done) const {
@@ -158,13 +229,13 @@ void Var::backward(const Tensor& seed, bool retain_graph,
   }
   check_shape(start, shape(), "backward", "seed");
 
-  std::unordered_map<VarState*, Tensor> pending;  // summed gradient of each non-leaf
-  pending[state_.get()] = start;
+  std::unordered_map<VarState*, PendingGradient> pending;  // summed gradient of each non-leaf
+  pending[state_.get()].sum = start;
   for (const std::shared_ptr<VarState>& owned : topological_order(state_)) {
     VarState* state = owned.get();
     auto it = pending.find(state);
     if (it == pending.end()) continue;  // no gradient flowed here
-    Tensor g = std::move(it->second);
+    Tensor g = gathered(it->second, state->value.shape());
     pending.erase(it);
     if (!state->node) {
       // Reverse topological order: every consumer of this leaf came before it,
@@ -177,18 +248,61 @@ void Var::backward(const Tensor& seed, bool retain_graph,
     Node& node = *state->node;
     ORDO_CHECK(!node.freed, "backward(): the graph through '", node.op,
                "' was already freed by an earlier backward (pass retain_graph = true to keep it)");
+    if (node.is_slice) {
+      // Kept as (region, gradient) until its input's gradient is complete.
+      PendingGradient& slot = pending[node.inputs[0].state().get()];
+      slot.parts.push_back({node.region, std::move(g), retain_graph ? node.backward : std::move(node.backward)});
+      if (!retain_graph) {
+        node.freed = true;
+        node.backward = nullptr;
+        node.inputs.clear();
+      }
+      continue;
+    }
     std::vector<bool> needs(node.inputs.size());
     for (size_t i = 0; i < needs.size(); ++i) needs[i] = node.inputs[i].requires_grad();
-    std::vector<Tensor> grads = node.backward(g, needs);
+    // The inputs' gathered gradients a backward may add onto (each input
+    // once); `kept` sees which were taken.
+    std::vector<Tensor> offered(needs.size()), kept(needs.size());
+    std::unordered_set<VarState*> offered_states;
+    for (size_t i = 0; i < needs.size(); ++i) {
+      VarState* input = node.inputs[i].state().get();
+      auto found = needs[i] ? pending.find(input) : pending.end();
+      if (found == pending.end() || !can_hand_over(found->second, *input) || !offered_states.insert(input).second)
+        continue;
+      offered[i] = kept[i] = std::move(found->second.sum);
+    }
+    std::vector<Tensor> grads;
+    {
+      struct HandOver {  // for this backward only, even if it throws
+        explicit HandOver(std::vector<Tensor>* offered) { handed_over = offered; }
+        ~HandOver() { handed_over = nullptr; }
+      } scope(&offered);
+      grads = node.backward(g, needs);
+    }
     ORDO_ASSERT(grads.size() == node.inputs.size());
     for (size_t i = 0; i < grads.size(); ++i) {
-      if (!needs[i] || !grads[i].defined()) continue;
       VarState* input = node.inputs[i].state().get();
+      const bool taken = kept[i].defined() && !offered[i].defined();
+      if (kept[i].defined() && !taken) pending[input].sum = std::move(kept[i]);  // not taken: as it was
+      if (!needs[i] || !grads[i].defined()) {
+        ORDO_CHECK(!taken, "internal error: backward of '", node.op, "' took input ", i,
+                   "'s gathered gradient and returned none");
+        continue;
+      }
       ORDO_CHECK(grads[i].shape() == input->value.shape(), "internal error: backward of '", node.op,
                  "' gave input ", i, " a gradient of shape ", shape_str(grads[i].shape()),
                  ", expected ", shape_str(input->value.shape()));
-      Tensor& slot = pending[input];
-      slot = slot.defined() ? add(slot, grads[i]) : grads[i];
+      PendingGradient& slot = pending[input];
+      if (taken) {
+        // The backward added its term onto the gathered gradient: that is the sum now.
+        ORDO_CHECK(grads[i].shares_storage_with(kept[i]), "internal error: backward of '", node.op, "' took input ",
+                   i, "'s gathered gradient but returned another tensor");
+        slot.sum = grads[i];
+        continue;
+      }
+      if (!slot.parts.empty()) slot.sum = gathered(slot, input->value.shape());  // in arrival order
+      slot.sum = slot.sum.defined() ? add(slot.sum, grads[i]) : grads[i];
     }
     if (!retain_graph) {
       node.freed = true;

@@ -81,11 +81,21 @@ class Var {
   std::shared_ptr<VarState> state_;
 };
 
+// The part of its input a slice node reads (Tensor::slice's arguments).
+struct SliceRegion {
+  int axis = 0;
+  int64_t start = 0, end = 0, step = 1;
+};
+
 struct Node {
   const char* op = "";  // one of differentiable_ops()
   std::vector<Var> inputs;
   BackwardFn backward;
   bool freed = false;   // backward() ran and released inputs and saved tensors
+  // Set for a slice: backward() may write its gradient straight into the
+  // input's region instead of calling `backward` (see Var::backward).
+  bool is_slice = false;
+  SliceRegion region;
 };
 
 // Records `value` as the output of op applied to inputs. When gradients are

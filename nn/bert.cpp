@@ -1,6 +1,10 @@
 #include "nn/bert.h"
 
+#include <cstdlib>
 #include <limits>
+#include <string>
+
+#include "tensor/roofline.h"
 
 namespace ordo::nn {
 
@@ -43,6 +47,42 @@ Var merge_heads(const Var& t) {
 // a + b, leaving out a term that is undefined (a hook or an embedding with
 // nothing to add).
 Var sum_of_defined(const Var& a, const Var& b) { return !a.defined() ? b : !b.defined() ? a : add(a, b); }
+
+// ---- the fused attention's switch ----
+
+bool& fused_switch() {
+  static bool on = [] {
+    const char* env = std::getenv("ORDO_FUSED_ATTENTION");
+    return !(env != nullptr && std::string(env) == "0");
+  }();
+  return on;
+}
+
+// Why attention with this encoding cannot run fused on any device ("" when it can).
+std::string variant_reason(const PositionEncoding& pe, int64_t head_dim) {
+  if (!fused_switch()) return "switched off (ORDO_FUSED_ATTENTION=0)";
+  if (pe.combine == Combine::sequence)
+    return "combine = sequence (positional attention, then contextual attention: two softmaxes)";
+  if (pe.ablation != Ablation::none) return std::string("the ") + ablation_name(pe.ablation) + " ablation";
+  if (head_dim > kFusedAttentionMaxWidth)
+    return "heads " + std::to_string(head_dim) + " wide (the fused kernels take up to " +
+           std::to_string(kFusedAttentionMaxWidth) + ")";
+  return pe.acts_in_attention || pe.adds_segment_scores() ? pe.fused_support() : "";
+}
+
+// Why attention with this encoding runs unfused on `device` ("" when fused).
+std::string unfused_reason(const PositionEncoding& pe, int64_t head_dim, Device device) {
+  if (!device.is_cuda()) return "on the CPU (the fused kernels are CUDA's; their CPU twin is the tests' reference)";
+  return variant_reason(pe, head_dim);
+}
+
+// Whether SelfAttention::forward runs the fused op: ctx.fused (false keeps
+// the unfused reference on every device), on a CUDA device or, asked by
+// ctx.fused_attention_on_cpu, with the CPU's reference kernels; and nothing
+// about the variant against it.
+bool runs_fused(const PositionEncoding& pe, int64_t head_dim, Device device, const Context& ctx) {
+  return ctx.fused && (device.is_cuda() || ctx.fused_attention_on_cpu) && variant_reason(pe, head_dim).empty();
+}
 
 // gamma_ij of Eq. 5, scaled: scale * q_i . k_j, or scale times the variant's
 // own contextual term (Huang et al.'s products of q_i . k_j with position).
@@ -108,6 +148,8 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
   if (ablate != Ablation::none) return ablated_attention(x, padding_mask, pe, s, ablate, trace);
 
   Heads h = project(x, ctx.fused);                                // q_i = x_i W^Q, k_j = x_j W^K, v_j = x_j W^V
+  if (runs_fused(pe, head_dim_, x.device(), ctx) && !(trace && (trace->keep_scores || trace->keep_attentions)))
+    return merge_heads(fused_attention(h, padding_mask, pe, s));  // all of the below in one kernel per direction
   pe.rotate(s, h.q, h.k);                                         // RoPE: position inside q and k
   Var scores = scaled_contextual_term(pe, s, h.q, h.k);           // gamma_ij / sqrt(d)
   scores = sum_of_defined(scores, pe.score_bias(s, h.q, h.k));    // s_ij = ... + delta_ij (+ per-head segments)
@@ -117,10 +159,51 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
   return merge_heads(context);
 }
 
+// The terms of forward()'s unfused ops given to the fused attention: the
+// variant's (PositionEncoding::fused_terms, RoPE's rotation among them: h is
+// as projected), the contextual term's scale, the
+// mask (attention_bias's: a [B, 1, 1, L] padding mask, or [B, 1, L, L] with
+// the causal mask, whose last row is the padding) and the dropout of the
+// probabilities, on the stream the unfused dropout would take.
+Var SelfAttention::fused_attention(const Heads& h, const Var& padding_mask, PositionEncoding& pe,
+                                   const AttentionState& s) const {
+  PositionEncoding::FusedTerms f;
+  if (pe.acts_in_attention || pe.adds_segment_scores()) pe.fused_terms(s, h.q, h.k, f);
+  AttentionTerms& t = f.terms;
+  t.scale = pe.score_scale(s);
+  if (padding_mask.defined()) {
+    const Tensor& m = padding_mask.value();
+    const int64_t length = m.size(3);
+    t.causal = m.size(2) > 1;
+    t.key_bias = (t.causal ? m.slice(2, length - 1, length) : m).reshape({m.size(0), 1, length});
+  }
+  if (s.ctx->training && dropout_ > 0) {
+    const PhiloxStream stream = s.ctx->take_stream();
+    t.dropout = dropout_;
+    t.seed = stream.seed;
+    t.stream = stream.offset;
+    t.stream_base = stream.base;  // a CUDA graph's replays draw the next step's masks
+  }
+  return attention(h.q, h.k, h.v, f.vars, t);
+}
+
+// Fused: q, k and v from one product (x rounded once, the three weights
+// stacked, the three biases in its output), each a view of its columns, so
+// that x's gradient is one product too and q, k and v's gradients are written
+// into one buffer (Var::backward's tiling slices) without adds.
 SelfAttention::Heads SelfAttention::project(const Var& input, bool fused) const {
-  const Var x = fused ? operand(input) : input;
-  return {split_heads(query.forward(x), heads_, head_dim_), split_heads(key.forward(x), heads_, head_dim_),
-          split_heads(value.forward(x), heads_, head_dim_)};
+  if (!fused)
+    return {split_heads(query.forward(input), heads_, head_dim_), split_heads(key.forward(input), heads_, head_dim_),
+            split_heads(value.forward(input), heads_, head_dim_)};
+  std::vector<Var> biases;
+  if (query.bias && key.bias && value.bias) biases = {query.bias->var, key.bias->var, value.bias->var};
+  ORDO_CHECK(biases.size() == 3 || (!query.bias && !key.bias && !value.bias),
+             "SelfAttention: the query, key and value projections have a bias each or none");
+  const Var qkv = linear_stacked(operand(input), {query.weight.var, key.weight.var, value.weight.var}, biases);
+  // [B, L, 3 H d] -> [B, L, 3, H, d]; q, k, v the three [B, L, H, d] parts as [B, H, L, d].
+  const Var parts = reshape(qkv, {qkv.size(0), qkv.size(1), 3, heads_, head_dim_});
+  auto part = [&](int64_t i) { return permute(select(parts, 2, i), {0, 2, 1, 3}); };
+  return {part(0), part(1), part(2)};
 }
 
 Var SelfAttention::attention_probs(const Var& scores, const Var& padding_mask, Context& ctx,
@@ -144,7 +227,7 @@ Var SelfAttention::attention_probs(const Var& scores, const Var& padding_mask, C
 // ablated at the input instead (BertModel::forward).
 Var SelfAttention::ablated_attention(const Var& x, const Var& padding_mask, PositionEncoding& pe,
                                      const AttentionState& s, Ablation ablate, ForwardTrace* trace) const {
-  Heads h = project(x, s.ctx->fused);
+  Heads h = project(x, /*fused=*/false);
   const Var q_plain = h.q, k_plain = h.k;
   pe.rotate(s, h.q, h.k);
   const bool rotates = h.q.state() != q_plain.state() || h.k.state() != k_plain.state();
@@ -367,6 +450,86 @@ Tensor positions_skipping_padding(const Tensor& input_ids, int64_t pad) {
     }
   }
   return Tensor::from_vector(p, Shape{batch, length});
+}
+
+bool fused_attention_enabled() { return fused_switch(); }
+void set_fused_attention(bool on) { fused_switch() = on; }
+
+std::string unfused_attention_reason(const PositionEncoding& pe, const BertConfig& c, Device device) {
+  return unfused_reason(pe, c.head_dim(), device);
+}
+
+std::string attention_kernels(const PositionEncoding& pe, const BertConfig& c, Device device) {
+  const std::string why = unfused_attention_reason(pe, c, device);
+  return why.empty() ? "fused kernels (one per layer and direction; no [B, H, L, L] in memory)" : "unfused ops (" + why + ")";
+}
+
+namespace {
+
+// The roofline estimate of one fused forward and backward with these terms,
+// the calls described as the kernel-call recorder would (tensor/kernel_calls.h).
+// q: [B, H, L, d] (any values); tables: whether the backward's table pass
+// runs; transient: the backward's scratch bytes.
+double fused_attention_seconds(const AttentionTerms& terms, const Tensor& q, bool tables, double transient) {
+  const Tensor lse = Tensor::empty({q.size(0), q.size(1), q.size(2)}, DType::f32, q.device());
+  KernelCall forward, backward;
+  forward.kernel = "attention_forward", backward.kernel = "attention_backward";
+  forward.launches = 1, backward.launches = tables ? 5 : 2;  // two passes; pair keys, sort, tables
+  for (const Tensor* x : {&q, &lse, &q, &q, &q}) detail::describe_argument(forward, *x);  // out, lse, q, k, v
+  detail::describe_argument(forward, terms);
+  AttentionGrads grads;
+  if (tables) grads.table = lse;  // a table gradient: the third pass runs
+  detail::describe_argument(backward, grads);
+  for (const Tensor* x : {&q, &q, &q, &q, &q, &lse}) detail::describe_argument(backward, *x);  // gout, q, k, v, out, lse
+  detail::describe_argument(backward, terms);
+  backward.bytes += 3 * distinct_bytes(q) + transient;  // dq, dk, dv; D and the sort
+  return roofline({forward, backward}, h100_sxm()).total.seconds;  // FP32 CUDA cores: not products
+}
+
+}  // namespace
+
+AttentionMemory attention_memory(PositionEncoding& pe, const BertConfig& c, int64_t batch, int64_t length,
+                                 bool training) {
+  const double f32 = 4, heads = static_cast<double>(c.num_attention_heads), B = static_cast<double>(batch),
+               L = static_cast<double>(length);
+  AttentionMemory m;
+  m.qkvo = 4 * B * L * static_cast<double>(c.hidden_size) * f32;
+  const bool dropout = training && c.attention_probs_dropout_prob > 0;
+  m.unfused_kept = (dropout ? 2 : 1) * B * heads * L * L * f32;  // the probabilities, and after dropout
+  m.unfused_transient = B * heads * L * L * f32;                  // the scores
+  m.unfused_reason = unfused_reason(pe, c.head_dim(), Device::cuda(0));
+  // The terms of one call on the CPU, at these shapes.
+  const Device cpu = Device::cpu();
+  Tensor positions = default_positions(batch, length, cpu), segments = Tensor::zeros({batch, length}, DType::i64, cpu);
+  Context ctx = Context::eval();
+  std::vector<int64_t> host = positions.to_vector<int64_t>();
+  ctx.facts = input_facts(host.data(), nullptr, batch, length);
+  AttentionState s{0, c.num_attention_heads, c.head_dim(), &positions, &segments, &ctx, DType::f32};
+  Var q(Tensor::zeros({batch, c.num_attention_heads, length, c.head_dim()}, DType::f32, cpu));
+  PositionEncoding::FusedTerms f;
+  if (m.unfused_reason.empty() && (pe.acts_in_attention || pe.adds_segment_scores())) pe.fused_terms(s, q, q, f);
+  const AttentionTerms& t = f.terms;
+  m.fused_kept = B * heads * L * f32 + B * L * f32;  // lse; the mask [B, 1, L]
+  for (const Var* v : {&f.vars.gate, &f.vars.product, &f.vars.query_vectors, &f.vars.key_vectors, &f.vars.table,
+                       &f.vars.value_vectors, &f.vars.pos_query, &f.vars.pos_key, &f.vars.segment_table})
+    if (v->defined()) m.fused_kept += distinct_bytes(v->value());
+  for (const Tensor* x : {&t.dense_bias, &t.row_of, &t.positions, &t.segments})
+    if (x->defined()) m.fused_kept += distinct_bytes(*x);
+  m.fused_transient = B * heads * L * f32;  // D
+  const Var* per_row[] = {&f.vars.gate, &f.vars.product, &f.vars.query_vectors, &f.vars.key_vectors, &f.vars.table,
+                          &f.vars.value_vectors};
+  bool learned = false, all_shared = true;  // tables whose gradients the backward forms
+  for (const Var* v : per_row)
+    if (v->defined() && v->requires_grad()) learned = true, all_shared = all_shared && v->size(0) == 1;
+  if (learned && training) {
+    m.fused_transient += 16 * B * L * L;  // keys and pairs, in and out of the sort
+    for (const Var* v : per_row)
+      if (v->defined() && v->requires_grad() && v->size(0) == 1 && !all_shared)
+        m.fused_transient += heads * distinct_bytes(v->value());
+  }
+  if (m.unfused_reason.empty())
+    m.fused_seconds = fused_attention_seconds(f.vars.values_in(t), q.value(), learned && training, m.fused_transient);
+  return m;
 }
 
 Tensor default_positions(int64_t batch, int64_t length, Device device) {

@@ -18,6 +18,7 @@
 #include <optional>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "nn/bert_config.h"
@@ -68,8 +69,12 @@ class SelfAttention : public Module {
   struct Heads {
     Var q, k, v;  // [batch, heads, L, head_dim]
   };
-  // fused: the input rounded once for the three products (operand).
+  // fused: one product for the three (linear_stacked), which needs q, k and v
+  // all to get a gradient (an ablation may leave q and k out: it projects
+  // them one by one, so that their weights get none, as unfused).
   Heads project(const Var& input, bool fused) const;
+  // forward()'s attention as the fused op (see fused_attention_enabled below).
+  Var fused_attention(const Heads& h, const Var& padding_mask, PositionEncoding& pe, const AttentionState& s) const;
   // softmax_j(scores + mask), kept in the trace as asked, then dropout.
   Var attention_probs(const Var& scores, const Var& padding_mask, Context& ctx, ForwardTrace* trace) const;
   // The two departures from forward's one softmax over added terms.
@@ -186,9 +191,56 @@ class BertModel : public Module {
 // different is an error.
 Ablation ablation_in_force(const PositionEncoding& pe, const Context& ctx);
 
+// ---- the fused attention (autograd/ops.h: attention) ----
+// On a CUDA device, self-attention runs as one fused kernel per direction
+// and layer (never forming the [B, H, L, L] scores) wherever it can: the
+// scores added in one softmax (combine = add, no ablation), nothing asked of
+// them (a trace keeping scores or attentions), heads and the variant's
+// positional products up to kFusedAttentionMaxWidth wide, and a variant with
+// a fused form (PositionEncoding::fused_support()). Elsewhere, and on the CPU,
+// the unfused ops run: the reference (Context::fused = false keeps them on
+// CUDA too; Context::fused_attention_on_cpu runs the fused op's CPU kernels,
+// for a recording). On by default; ORDO_FUSED_ATTENTION=0 (or
+// set_fused_attention(false)) turns it off. Under every train.precision the
+// fused kernels compute in FP32 from the f32 q, k and v the projections give
+// (no bf16 rounding of the attention's own products, which the unfused path
+// makes under bf16: its q k^T and P V are bf16 products).
+bool fused_attention_enabled();
+void set_fused_attention(bool on);
+// Why a model with this encoding and config runs the unfused attention on
+// `device` ("" when it runs fused), before any data-dependent condition (a trace).
+std::string unfused_attention_reason(const PositionEncoding& pe, const BertConfig& c, Device device);
+// One line for a run's header: "fused kernels (CUDA)" or "unfused (why)".
+std::string attention_kernels(const PositionEncoding& pe, const BertConfig& c, Device device);
+
+// The attention's memory per layer (bytes; f32) beyond Q, K, V and the
+// output, which both need (qkvo, for scale):
+//  - unfused: kept for the backward, the probabilities before and after
+//    dropout ([B, H, L, L] each); transient, the scores;
+//  - fused: kept, o's log-sum-exp [B, H, L], the mask and the terms the
+//    variant gives (tables, positional products, a dense term); transient in
+//    the backward, D [B, H, L] and, for learned relative tables, the (query,
+//    key) pairs sorted by row (16 bytes each: B L L, not B H L L) and the
+//    per-head gradients of a shared table beside an unshared one.
+// Modeled from the shapes one call makes (the variant's fused_terms on the
+// CPU), not measured.
+// fused_seconds: the roofline estimate (tensor/roofline.h, H100 SXM, FP32
+// CUDA cores) of the fused forward and backward calls with these terms:
+// max(bytes / bandwidth, FLOPs / peak) + launch overhead each, a model.
+struct AttentionMemory {
+  double qkvo = 0;
+  double unfused_kept = 0, unfused_transient = 0;
+  double fused_kept = 0, fused_transient = 0;
+  double fused_seconds = 0;
+  std::string unfused_reason;  // why the variant falls back ("" when it fuses)
+};
+AttentionMemory attention_memory(PositionEncoding& pe, const BertConfig& c, int64_t batch, int64_t length,
+                                 bool training);
+
 // The additive attention mask [batch, 1, 1|L, L]: 0 where attention is
 // allowed, the dtype's lowest value where the key is padding (or, for a
-// decoder, in the future), as HF builds it.
+// decoder, in the future), as HF builds it. The fused attention reads a
+// [batch, 1, L, L] mask as this causal one: its last row the padding.
 Tensor attention_bias(const Tensor& attention_mask, int64_t batch, int64_t length, bool causal, DType dtype,
                       Device device);
 // 0..length-1 in each of `batch` rows.

@@ -77,8 +77,13 @@ struct Context {
   std::optional<InputFacts> facts;
 
   // Kernels fused where ordo has them (residual + dropout + LayerNorm, bias
-  // + activation: nn/bert.h); false runs the unfused ops, the reference.
+  // + activation, on CUDA the attention: nn/bert.h); false runs the unfused
+  // ops, the reference.
   bool fused = true;
+  // The fused attention on the CPU too, with its reference kernels (plain
+  // loops in double: slow): for recording the fused step's kernel calls
+  // there (ordo bench step's MODELED figures). Off: the CPU runs the unfused ops.
+  bool fused_attention_on_cpu = false;
   // Where the streams count from when the step is replayed from a CUDA
   // graph: one i64 on the model's device holding the step's first stream
   // (then next_stream counts from 0). Undefined: next_stream alone.

@@ -112,6 +112,25 @@ class PositionEncoding : public Module {
     return {};
   }
 
+  // ---- the fused attention (autograd/ops.h: attention; tensor/attention_terms.h) ----
+  // A variant whose score terms, contextual term and value term have a fused
+  // form gives them here, in place of rotate() (q and k are as projected),
+  // contextual_scores(), score_bias() and value_term(): the learned ones as Vars (their gradients
+  // flow back through them), the rest in `terms` (scale, masks, dropout are
+  // the attention's own). fused_support() says beforehand whether it can: ""
+  // when it can, otherwise why not (the attention then runs the unfused
+  // hooks, and the run header says so).
+  struct FusedTerms {
+    AttentionVars vars;
+    AttentionTerms terms;
+  };
+  virtual std::string fused_support() const {
+    return acts_in_attention ? name() + "'s attention terms have no fused form" : "";
+  }
+  virtual void fused_terms(const AttentionState& s, const Var& q, const Var& k, FusedTerms& out) {
+    (void)s, (void)q, (void)k, (void)out;
+  }
+
   // The longest position an absolute table can look up (positions beyond it
   // are an error); -1 when any position works (relative and functional variants).
   virtual int64_t max_position() const { return -1; }

@@ -77,6 +77,27 @@ Var Attenuated::weights(const nn::AttentionState& s, DType dtype) const {
 
 Var Attenuated::score_bias(const nn::AttentionState& s, const Var& q, const Var&) { return weights(s, q.dtype()); }
 
+std::string Attenuated::fused_support() const {
+  switch (learn_) {
+    case Learn::none: return "";
+    case Learn::kernel:
+      return "attenuated with learned w and s: delta is a softmax over each row of the distance kernel, a dense "
+             "[B, H, L, L] term whose gradient the fused kernels do not form (they take a fixed dense term only)";
+    case Learn::matrix: break;
+  }
+  return "attenuated with a learned delta matrix (learn = matrix): a dense [B, H, L, L] term looked up by position "
+         "pair, whose gradient the fused kernels do not form (they take a fixed dense term only)";
+}
+
+void Attenuated::fused_terms(const nn::AttentionState& s, const Var& q, const Var&, FusedTerms& out) {
+  // delta depends on the positions alone: for a batch of identical rows
+  // (pretraining) it is computed once, [1, H, L, L].
+  Tensor first = s.positions->slice(0, 0, 1).contiguous();
+  nn::AttentionState one = s;
+  if (s.ctx && s.ctx->facts && s.ctx->facts->rows_identical) one.positions = &first;
+  out.terms.dense_bias = weights(one, q.dtype()).value();
+}
+
 Var Attenuated::positional_weights(const nn::AttentionState& s) { return weights(s, s.dtype); }
 
 }  // namespace ordo::pe

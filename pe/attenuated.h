@@ -71,6 +71,10 @@ class Attenuated : public nn::PositionEncoding {
   Var positional_weights(const nn::AttentionState& s) override;
   // The matrix form looks positions up: the last it has; -1 otherwise.
   int64_t max_position() const override { return learn_ == Learn::matrix ? rows_ - 1 : -1; }
+  // Fixed delta as the fused attention's dense term ([1, H, L, L] when every
+  // row of positions is the same); a learned one cannot be fused.
+  std::string fused_support() const override;
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   // delta for one layer, [batch, heads, L, L] in `dtype`.
   Var weights(const nn::AttentionState& s, DType dtype) const;
   // The kernel's knobs layer `layer` uses, [heads] each (fixed or learn = kernel).

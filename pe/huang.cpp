@@ -35,6 +35,11 @@ nn::PositionEncoding::OffsetVectors HuangScalar::offset_vectors(int layer, int64
   return table_offset_vectors(tables_, spec_, layer, span, "w_r (" + name() + " distance gate");
 }
 
+void HuangScalar::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
+  DistanceRows rows = spec_.fused_rows(s, name(), out);
+  out.vars.gate = per_head_table(layer_rows(tables_, s.layer, rows), 2);
+}
+
 // ---- method 3 -----------------------------------------------------------------------------------
 
 HuangProduct::HuangProduct(const nn::BertConfig& c, const RelativeOptions& o, Device device)
@@ -55,6 +60,11 @@ nn::PositionEncoding::OffsetVectors HuangProduct::offset_vectors(int layer, int6
   return table_offset_vectors(tables_, spec_, layer, span, "a_r (" + name() + " distance gate");
 }
 
+void HuangProduct::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
+  DistanceRows rows = spec_.fused_rows(s, name(), out);
+  out.vars.product = per_head_table(layer_rows(tables_, s.layer, rows), 3);
+}
+
 // ---- method 4 -----------------------------------------------------------------------------------
 
 HuangInteraction::HuangInteraction(const nn::BertConfig& c, const RelativeOptions& o, Device device)
@@ -72,6 +82,13 @@ Var HuangInteraction::score_bias(const nn::AttentionState& s, const Var& q, cons
 
 nn::PositionEncoding::OffsetVectors HuangInteraction::offset_vectors(int layer, int64_t span) const {
   return table_offset_vectors(tables_, spec_, layer, span, "a_r (" + name() + " distance embedding");
+}
+
+void HuangInteraction::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
+  DistanceRows rows = spec_.fused_rows(s, name(), out);
+  Var a = per_head_table(layer_rows(tables_, s.layer, rows), 3);
+  out.vars.query_vectors = out.vars.key_vectors = a;
+  out.terms.query_scale = out.terms.key_scale = score_scale(s);
 }
 
 // ---- factories ------------------------------------------------------------------------------------

@@ -51,6 +51,9 @@ class HuangScalar : public nn::PositionEncoding {
   std::string module_path() const override { return ""; }
   // (q_i . k_j) w_{r_ij} before the 1/sqrt(d_h) that attention applies (Eq. 12).
   Var contextual_scores(const nn::AttentionState& s, const Var& q, const Var& k) override;
+  // w as the fused attention's gate.
+  std::string fused_support() const override { return ""; }
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   // The gate of every pair, [B, H or 1, L, L].
   Var gates(int layer, const Tensor& positions, const nn::Context* ctx = nullptr);
   // w_r of layer `layer`'s first table as vectors of width 1 (method 1: w_|r| for each signed r).
@@ -74,6 +77,9 @@ class HuangProduct : public nn::PositionEncoding {
   Var contextual_scores(const nn::AttentionState& s, const Var& q, const Var& k) override;
   // a_r of layer `layer`'s first table.
   OffsetVectors offset_vectors(int layer, int64_t span) const override;
+  // a as the fused attention's product.
+  std::string fused_support() const override { return ""; }
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   const DistanceSpec& distances() const { return spec_; }
   const TableSet& tables() const { return tables_; }
 
@@ -93,6 +99,9 @@ class HuangInteraction : public nn::PositionEncoding {
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
   // a_r of layer `layer`'s first table (Huang et al.'s Fig. 4 draws layer 1, head 1).
   OffsetVectors offset_vectors(int layer, int64_t span) const override;
+  // a as the fused attention's query and key vectors.
+  std::string fused_support() const override { return ""; }
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   const DistanceSpec& distances() const { return spec_; }
   const TableSet& tables() const { return tables_; }
 

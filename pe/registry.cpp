@@ -108,6 +108,10 @@ class Composite : public nn::PositionEncoding {
   }
   Var value_term(const nn::AttentionState& s, const Var& probs) override { return attention_.value_term(s, probs); }
   Var positional_weights(const nn::AttentionState& s) override { return attention_.positional_weights(s); }
+  std::string fused_support() const override { return attention_.fused_support(); }
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override {
+    attention_.fused_terms(s, q, k, out);
+  }
   // The shorter of the two tables' reach (an attention-level variant such as
   // tupe has an absolute table too); -1 when neither has one.
   int64_t max_position() const override {

@@ -10,6 +10,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
+
+#include "pe/per_head.h"
 
 namespace ordo::pe {
 
@@ -24,12 +27,49 @@ std::string offsets_label(int64_t k) { return "offsets -" + std::to_string(k) + 
 
 }  // namespace
 
+DistanceRows DistanceSpec::span(int64_t lo, int64_t hi, const std::string& variant) const {
+  if (has_table()) {
+    const int64_t far = std::max(-lo, hi);
+    const int64_t bad = -lo > hi ? lo : hi;
+    ORDO_CHECK(far <= reach, variant, ": a relative distance of ", bad, " (key position minus query position) is ",
+               "beyond the table, which holds |distance| <= ", reach,
+               clip >= 0 ? " (the clip distance)" : " (max_distance)",
+               "; raise the variant's max_distance, or clip distances with clip");
+  }
+  DistanceRows out;
+  switch (layout) {
+    case RowLayout::signed_table:  // row = reach - r; the rows used are reach - hi .. reach - lo
+      out.first = reach - hi;
+      out.count = hi - lo + 1;
+      break;
+    case RowLayout::magnitude_table: {  // row = |r|, from the smallest |r| present to the largest
+      out.first = lo <= 0 && hi >= 0 ? 0 : std::min(std::abs(lo), std::abs(hi));
+      out.count = std::max(-lo, hi) - out.first + 1;
+      break;
+    }
+    case RowLayout::functional:
+      out.count = hi - lo + 1;
+      out.min_distance = lo;
+      break;
+  }
+  return out;
+}
+
+int64_t DistanceSpec::row(int64_t c, const DistanceRows& span) const {
+  switch (layout) {
+    case RowLayout::signed_table: return reach - c - span.first;
+    case RowLayout::magnitude_table: return std::abs(c) - span.first;
+    case RowLayout::functional: return c - span.min_distance;
+  }
+  return 0;
+}
+
 DistanceRows DistanceSpec::rows(const Tensor& positions, const std::string& variant, bool with_transpose,
                                 const nn::Context* ctx) const {
   Tensor r = relative_distances(positions);  // r_ij = p_j - p_i
   if (clip >= 0) r = clip_distances(r, clip);
-  DistanceRows out;
   if (r.numel() == 0) {
+    DistanceRows out;
     out.idx = r;
     if (with_transpose) out.idx_t = r;
     return out;
@@ -39,41 +79,27 @@ DistanceRows DistanceSpec::rows(const Tensor& positions, const std::string& vari
   auto [lo, hi] = ctx && ctx->facts ? std::pair<int64_t, int64_t>{-ctx->facts->widest, ctx->facts->widest}
                                     : integer_range(r);
   if (ctx && ctx->facts && clip >= 0) lo = std::max(lo, -clip), hi = std::min(hi, clip);
+  DistanceRows out = span(lo, hi, variant);
   const Device device = r.device();
-  if (has_table()) {
-    const int64_t far = std::max(-lo, hi);
-    const int64_t bad = -lo > hi ? lo : hi;
-    ORDO_CHECK(far <= reach, variant, ": a relative distance of ", bad, " (key position minus query position) is ",
-               "beyond the table, which holds |distance| <= ", reach,
-               clip >= 0 ? " (the clip distance)" : " (max_distance)",
-               "; raise the variant's max_distance, or clip distances with clip");
-  }
   switch (layout) {
-    case RowLayout::signed_table:
-      // row = reach - r; the rows used are reach - hi .. reach - lo, so idx = hi - r.
-      out.first = reach - hi;
-      out.count = hi - lo + 1;
-      out.idx = sub(i64_scalar(hi, device), r);
+    case RowLayout::signed_table: out.idx = sub(i64_scalar(reach - out.first, device), r); break;
+    case RowLayout::magnitude_table:
+      out.idx = sub(maximum(r, sub(i64_scalar(0, device), r)), i64_scalar(out.first, device));
       break;
-    case RowLayout::magnitude_table: {
-      // row = |r|; the rows used run from the smallest |r| present to the largest.
-      const int64_t smallest = lo <= 0 && hi >= 0 ? 0 : std::min(std::abs(lo), std::abs(hi));
-      out.first = smallest;
-      out.count = std::max(-lo, hi) - smallest + 1;
-      Tensor magnitude = maximum(r, sub(i64_scalar(0, device), r));
-      out.idx = sub(magnitude, i64_scalar(smallest, device));
-      break;
-    }
-    case RowLayout::functional:
-      out.first = 0;
-      out.count = hi - lo + 1;
-      out.min_distance = lo;
-      out.idx = sub(r, i64_scalar(lo, device));
-      break;
+    case RowLayout::functional: out.idx = sub(r, i64_scalar(lo, device)); break;
   }
   out.idx = out.idx.contiguous();
   if (with_transpose) out.idx_t = out.idx.transpose(1, 2).contiguous();
   return out;
+}
+
+DistanceRows DistanceSpec::fused_rows(const nn::AttentionState& s, const std::string& variant,
+                                      nn::PositionEncoding::FusedTerms& out) const {
+  const int64_t widest = widest_distance(*s.positions, s.ctx);
+  const int64_t lo = clip >= 0 ? std::max(-widest, -clip) : -widest, hi = clip >= 0 ? std::min(widest, clip) : widest;
+  DistanceRows rows = span(lo, hi, variant);
+  set_fused_rows(out, s, widest, [&](int64_t r) { return row(clip >= 0 ? std::max(-clip, std::min(clip, r)) : r, rows); });
+  return rows;
 }
 
 DistanceSpec RelativeOptions::spec(RowLayout layout) const {
@@ -172,6 +198,10 @@ Var value_vector_term(const Var& probs, const Var& a, const DistanceRows& rows) 
   return matmul(mass, a);                                     // [B, H, L, d]: sum_r mass_ir a_r
 }
 
+Var per_head_table(const Var& rows, int table_rank) {
+  return rows.dim() == table_rank ? rows : unsqueeze(rows, 0);  // one table for every head: [1, ...]
+}
+
 // ---- rpe_shaw ------------------------------------------------------------------------------
 
 ShawRelative::ShawRelative(const nn::BertConfig& c, const RelativeOptions& o, bool values, Device device)
@@ -194,6 +224,13 @@ Var ShawRelative::value_term(const nn::AttentionState& s, const Var& probs) {
   if (!values_) return {};
   DistanceRows rows = spec_.rows(*s.positions, name(), false, s.ctx);
   return value_vector_term(probs, layer_rows(*values_, s.layer, rows), rows);
+}
+
+void ShawRelative::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
+  DistanceRows rows = spec_.fused_rows(s, name(), out);
+  out.vars.query_vectors = per_head_table(layer_rows(keys_, s.layer, rows), 3);
+  out.terms.query_scale = score_scale(s);
+  if (values_) out.vars.value_vectors = per_head_table(layer_rows(*values_, s.layer, rows), 3);
 }
 
 nn::PositionEncoding::OffsetVectors ShawRelative::offset_vectors(int layer, int64_t span) const {
@@ -305,6 +342,14 @@ nn::PositionEncoding::LearnedFrequencies SinusoidRelative::learned_frequencies(i
 Var SinusoidRelative::score_bias(const nn::AttentionState& s, const Var& q, const Var&) {
   DistanceRows rows = spec_.rows(*s.positions, name(), false, s.ctx);
   return query_vector_term(q, vectors(s.layer, rows, q.dtype(), q.device()), rows, score_scale(s));
+}
+
+void SinusoidRelative::fused_terms(const nn::AttentionState& s, const Var& q, const Var&, FusedTerms& out) {
+  DistanceRows rows = spec_.fused_rows(s, name(), out);
+  Var p = per_head_table(vectors(s.layer, rows, q.dtype(), q.device()), 3);
+  out.vars.query_vectors = p;
+  out.terms.query_scale = score_scale(s);
+  if (values_) out.vars.value_vectors = p;
 }
 
 Var SinusoidRelative::value_term(const nn::AttentionState& s, const Var& probs) {

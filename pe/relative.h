@@ -72,6 +72,17 @@ struct DistanceSpec {
   // without reading them back from a device; null: read from the tensor.
   DistanceRows rows(const Tensor& positions, const std::string& variant, bool with_transpose = false,
                     const nn::Context* ctx = nullptr) const;
+  // The same rows for the fused attention: a table of distance -> row (minus
+  // `first`) made on the host from the batch's widest distance, set in
+  // out.terms (no [B, L, L] index); first and count as rows() gives them.
+  DistanceRows fused_rows(const nn::AttentionState& s, const std::string& variant,
+                          nn::PositionEncoding::FusedTerms& out) const;
+
+ private:
+  // first, count and min_distance for the (clipped) distances lo .. hi, and
+  // the table's reach checked; row(c) - first of a clipped distance c.
+  DistanceRows span(int64_t lo, int64_t hi, const std::string& variant) const;
+  int64_t row(int64_t c, const DistanceRows& span) const;
 };
 
 // ---- options and tables -------------------------------------------------------------------
@@ -131,6 +142,10 @@ Var key_vector_term(const Var& k, const Var& a, const DistanceRows& rows, double
 // for the backward of the product.
 Var value_vector_term(const Var& probs, const Var& a, const DistanceRows& rows);
 
+// The fused attention's tables from a layer's rows (layer_rows(), or the
+// vectors a variant computes): [Ht, R] or [Ht, R, w] with Ht = H or 1.
+Var per_head_table(const Var& rows, int table_rank);
+
 // ---- rpe_shaw ----------------------------------------------------------------------------
 
 // Memory of the attention beyond plain q.k (B batch, H heads, L length, R the
@@ -148,6 +163,9 @@ class ShawRelative : public nn::PositionEncoding {
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
   // sum_j alpha_ij a^V_{c(r_ij)} (Chen et al. 2021, section 2.2.2); undefined without values.
   Var value_term(const nn::AttentionState& s, const Var& probs) override;
+  // a^K (and a^V) as the fused attention's query (and value) vectors.
+  std::string fused_support() const override { return ""; }
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   // a^K_r of layer `layer`'s first key table, |r| <= min(span, the table's reach).
   OffsetVectors offset_vectors(int layer, int64_t span) const override;
 
@@ -177,6 +195,9 @@ class SinusoidRelative : public nn::PositionEncoding {
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
   // sum_j alpha_ij P(c(r_ij)); undefined without values.
   Var value_term(const nn::AttentionState& s, const Var& probs) override;
+  // P(r) as the fused attention's query (and value) vectors.
+  std::string fused_support() const override { return ""; }
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
 
   // The frequencies w_m of layer `layer`: [d_h/2] (fixed, or shared by the
   // layer's heads) or [heads, d_h/2]; w_fixed + delta summed in f64 on the

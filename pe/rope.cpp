@@ -1,6 +1,7 @@
 #include "pe/rope.h"
 
 #include <cmath>
+#include <vector>
 
 #include "autograd/ops.h"
 
@@ -13,14 +14,18 @@ Rotary::Rotary(const nn::BertConfig& c, FieldReader& o, Device)
   ORDO_CHECK(head_dim_ % 2 == 0, "rope: the head width must be even (dimensions rotate in pairs), got ", head_dim_);
 }
 
+Tensor Rotary::frequencies(DType dtype, Device device) const {
+  const int64_t half = head_dim_ / 2;
+  std::vector<double> theta(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) theta[i] = std::pow(base_, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim_));
+  return Tensor::from_vector(theta, {half}).to(dtype).to(device);
+}
+
 Var Rotary::rotated(const Var& x, const Tensor& positions) const {
   const int64_t batch = x.size(0), heads = x.size(1), length = x.size(2), half = head_dim_ / 2;
   ORDO_CHECK(x.size(3) == head_dim_, "rope: expected a head width of ", head_dim_, ", got ", x.size(3));
   // Angles p * theta_i, [B, 1, L, d/2]: the same for every head.
-  std::vector<double> theta(static_cast<size_t>(half));
-  for (int64_t i = 0; i < half; ++i) theta[i] = std::pow(base_, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim_));
-  Tensor angles = mul(positions.to(x.dtype()).reshape({batch, 1, length, 1}),
-                      Tensor::from_vector(theta, {half}).to(x.dtype()).to(x.device()));
+  Tensor angles = mul(positions.to(x.dtype()).reshape({batch, 1, length, 1}), frequencies(x.dtype(), x.device()));
   Var c(cos(angles)), s(sin(angles));
   // The two members (a, b) of every pair, [B, H, L, d/2] each.
   Var a, b;
@@ -36,6 +41,12 @@ Var Rotary::rotated(const Var& x, const Tensor& positions) const {
   Var rb = add(mul(a, s), mul(b, c));  // a sin + b cos
   if (!interleaved_) return concat({ra, rb}, 3);
   return reshape(concat({unsqueeze(ra, 4), unsqueeze(rb, 4)}, 4), {batch, heads, length, head_dim_});
+}
+
+void Rotary::fused_terms(const nn::AttentionState& s, const Var& q, const Var&, FusedTerms& out) {
+  out.terms.positions = *s.positions;
+  out.terms.rotary = frequencies(q.dtype(), q.device());
+  out.terms.rotary_half = !interleaved_;
 }
 
 void Rotary::rotate(const nn::AttentionState& s, Var& q, Var& k) {

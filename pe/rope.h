@@ -31,9 +31,15 @@ class Rotary : public nn::PositionEncoding {
   Rotary(const nn::BertConfig& config, FieldReader& options, Device device);
   std::string name() const override { return "rope"; }
   void rotate(const nn::AttentionState& s, Var& q, Var& k) override;
+  // The rotation as the fused attention's: its kernels rotate q and k as
+  // they load them (the frequencies and the pairing), not rotate().
+  std::string fused_support() const override { return ""; }
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   // x [batch, heads, L, d_h] rotated by positions [batch, L].
   Var rotated(const Var& x, const Tensor& positions) const;
   bool interleaved() const { return interleaved_; }
+  // theta_i = base^(-2i/d_h), i = 0 .. d_h/2 - 1, in `dtype` on `device`.
+  Tensor frequencies(DType dtype, Device device) const;
 
  private:
   int64_t head_dim_;

@@ -1,6 +1,7 @@
 #include "pe/scalar_bias.h"
 
 #include <cmath>
+#include <vector>
 
 #include "autograd/ops.h"
 #include "pe/per_head.h"
@@ -65,6 +66,12 @@ Var T5Bias::score_bias(const nn::AttentionState& s, const Var&, const Var&) {
   return per_head_lookup(tables_.for_layer(s.layer), buckets(*s.positions));
 }
 
+void T5Bias::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
+  set_fused_rows(out, s, widest_distance(*s.positions, s.ctx),
+                 [&](int64_t r) { return t5_bucket(r, num_buckets_, max_distance_); });
+  out.vars.table = tables_.for_layer(s.layer);  // [heads, buckets]
+}
+
 // ---- rel_scalar ----------------------------------------------------------------------------
 
 RelativeScalar::RelativeScalar(const nn::BertConfig& c, FieldReader& o, Device device)
@@ -73,15 +80,29 @@ RelativeScalar::RelativeScalar(const nn::BertConfig& c, FieldReader& o, Device d
       tables_(*this, share_, c.num_hidden_layers, c.num_attention_heads, {2 * max_distance_ + 1},
               nn::Init::normal(c.initializer_range), device, table_names(share_, c.num_attention_heads, "relative_scalar")) {}
 
-Var RelativeScalar::score_bias(const nn::AttentionState& s, const Var&, const Var&) {
-  // R_h[p_j - p_i]: row r + max_distance; a distance beyond max_distance is
-  // an error naming the option (no clipping, as Chen et al. define it).
+namespace {
+
+// rel_scalar's rule: no clipping, so a distance beyond the table is an error naming the option.
+int64_t checked_widest(const nn::AttentionState& s, int64_t max_distance) {
   int64_t widest = widest_distance(*s.positions, s.ctx);
-  ORDO_CHECK(widest <= max_distance_, "rel_scalar: a relative distance of ", widest, " is outside its table (-",
-             max_distance_, " .. ", max_distance_, "); raise the option max_distance (no clipping: Chen et al.'s Eq. 8)");
+  ORDO_CHECK(widest <= max_distance, "rel_scalar: a relative distance of ", widest, " is outside its table (-",
+             max_distance, " .. ", max_distance, "); raise the option max_distance (no clipping: Chen et al.'s Eq. 8)");
+  return widest;
+}
+
+}  // namespace
+
+Var RelativeScalar::score_bias(const nn::AttentionState& s, const Var&, const Var&) {
+  // R_h[p_j - p_i]: row r + max_distance.
+  checked_widest(s, max_distance_);
   Tensor r = relative_distances(*s.positions);
   Tensor rows = add(r, Tensor::scalar(static_cast<double>(max_distance_), DType::i64, r.device()));
   return per_head_lookup(tables_.for_layer(s.layer), rows);
+}
+
+void RelativeScalar::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
+  set_fused_rows(out, s, checked_widest(s, max_distance_), [&](int64_t r) { return r + max_distance_; });
+  out.vars.table = tables_.for_layer(s.layer);  // [heads, 2 max_distance + 1]
 }
 
 // ---- abs_scalar ----------------------------------------------------------------------------
@@ -93,7 +114,7 @@ AbsoluteScalar::AbsoluteScalar(const nn::BertConfig& c, FieldReader& o, Device d
       tables_(*this, share_, c.num_hidden_layers, c.num_attention_heads, {rows_, rank_},
               nn::Init::normal(c.initializer_range), device, table_names(share_, c.num_attention_heads, "position_scalar")) {}
 
-Var AbsoluteScalar::score_bias(const nn::AttentionState& s, const Var&, const Var&) {
+Var AbsoluteScalar::rows_at(const nn::AttentionState& s) const {
   const Tensor& positions = *s.positions;
   const int64_t batch = positions.size(0), length = positions.size(1);
   auto [smallest, largest] = position_range(positions, s.ctx);
@@ -102,8 +123,25 @@ Var AbsoluteScalar::score_bias(const nn::AttentionState& s, const Var&, const Va
              "); raise the option max_position (default max_position_embeddings) or use a relative variant");
   // Rows p_i of every head's P_h: [heads, B*L, rank] -> [B, heads, L, rank].
   Var p = index_select(tables_.for_layer(s.layer), 1, positions.flatten());
-  p = permute(reshape(p, {s.heads, batch, length, rank_}), {1, 0, 2, 3});
+  return permute(reshape(p, {s.heads, batch, length, rank_}), {1, 0, 2, 3});
+}
+
+Var AbsoluteScalar::score_bias(const nn::AttentionState& s, const Var&, const Var&) {
+  Var p = rows_at(s);
   return matmul(p, p, false, true);  // (P_h P_h^T)_{p_i p_j}
+}
+
+std::string AbsoluteScalar::fused_support() const {
+  if (rank_ > kFusedAttentionMaxWidth)
+    return "abs_scalar of rank " + std::to_string(rank_) + " (the fused kernels take E, F up to " +
+           std::to_string(kFusedAttentionMaxWidth) + " wide)";
+  return "";
+}
+
+void AbsoluteScalar::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
+  Var p = rows_at(s);
+  out.vars.pos_query = out.vars.pos_key = p;
+  out.terms.pos_scale = 1.0;
 }
 
 // ---- alibi ---------------------------------------------------------------------------------
@@ -151,5 +189,13 @@ Var Alibi::biases(const nn::AttentionState& s, DType dtype) const {
 Var Alibi::score_bias(const nn::AttentionState& s, const Var& q, const Var&) { return biases(s, q.dtype()); }
 
 Var Alibi::positional_weights(const nn::AttentionState& s) { return softmax(biases(s, s.dtype)); }
+
+void Alibi::fused_terms(const nn::AttentionState& s, const Var& q, const Var&, FusedTerms& out) {
+  // -m_h |r| for r = -widest .. widest: [heads, 2 widest + 1], row r + widest.
+  const int64_t widest = widest_distance(*s.positions, s.ctx), n = 2 * widest + 1;
+  Tensor distance = abs(affine(Tensor::arange(n, DType::f64), 1.0, -static_cast<double>(widest))).to(q.dtype());
+  out.vars.table = neg(mul(reshape(slopes(s.layer, q.dtype()), {heads_, 1}), Var(distance.reshape({1, n}).to(q.device()))));
+  set_fused_rows(out, s, widest, [&](int64_t r) { return r + widest; });
+}
 
 }  // namespace ordo::pe

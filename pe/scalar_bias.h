@@ -58,6 +58,9 @@ class T5Bias : public nn::PositionEncoding {
   T5Bias(const nn::BertConfig& config, FieldReader& options, Device device);
   std::string name() const override { return "t5_bias"; }
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
+  // R_h as the fused attention's table, rows by bucket.
+  std::string fused_support() const override { return ""; }
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   // bucket(p_j - p_i) for every (b, i, j): [batch, L, L] i64.
   Tensor buckets(const Tensor& positions) const;
   const TableSet& tables() const { return tables_; }
@@ -77,6 +80,8 @@ class RelativeScalar : public nn::PositionEncoding {
   RelativeScalar(const nn::BertConfig& config, FieldReader& options, Device device);
   std::string name() const override { return "rel_scalar"; }
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
+  std::string fused_support() const override { return ""; }
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   const TableSet& tables() const { return tables_; }
 
  private:
@@ -93,7 +98,12 @@ class AbsoluteScalar : public nn::PositionEncoding {
   AbsoluteScalar(const nn::BertConfig& config, FieldReader& options, Device device);
   std::string name() const override { return "abs_scalar"; }
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
+  // (P_h P_h^T)_{p_i p_j} as the fused attention's E_i . F_j with E = F = P_h[p].
+  std::string fused_support() const override;
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   int64_t max_position() const override { return rows_ - 1; }
+  // P_h[p_i] for positions [B, L]: [B, heads, L, rank] (checked against the table).
+  Var rows_at(const nn::AttentionState& s) const;
   const TableSet& tables() const { return tables_; }
 
  private:
@@ -119,6 +129,9 @@ class Alibi : public nn::PositionEncoding {
   // softmax_j(-m_h |r|): the linear biases made an attention distribution, as
   // the locality/symmetry paper (section 5) does for ALiBi-Seq.
   Var positional_weights(const nn::AttentionState& s) override;
+  // -m_h |r| as the fused attention's table, one row per distance the batch has.
+  std::string fused_support() const override { return ""; }
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   // The slopes layer `layer` uses, [heads].
   Var slopes(int layer, DType dtype) const;
   bool learned() const { return learned_; }

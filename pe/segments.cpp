@@ -30,6 +30,25 @@ Var PerHeadSegments::segment_scores(const nn::AttentionState& s) const {
   return per_head_lookup(tables_.for_layer(s.layer), ids);
 }
 
+std::string PerHeadSegments::fused_support() const {
+  if (types_ > kFusedAttentionMaxSegments)
+    return "per-head segments of " + std::to_string(types_) + " types (the fused kernels take up to " +
+           std::to_string(kFusedAttentionMaxSegments) + ")";
+  return acts_in_attention ? inner_.fused_support() : "";
+}
+
+void PerHeadSegments::fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) {
+  if (acts_in_attention) inner_.fused_terms(s, q, k, out);
+  const Tensor& positions = *s.positions;
+  Tensor seg = s.segments && s.segments->defined() ? *s.segments : Tensor::zeros(positions.shape(), DType::i64, positions.device());
+  auto [smallest, largest] = segment_range(seg, s.ctx);
+  ORDO_CHECK(smallest >= 0 && largest < types_, "segment per_head: segment id ", largest >= types_ ? largest : smallest,
+             " is outside type_vocab_size ", types_, " (ids 0..", types_ - 1, ")");
+  out.vars.segment_table = tables_.for_layer(s.layer);  // [heads, k^2]: entry seg(i) * k + seg(j)
+  out.terms.segments = seg;
+  out.terms.segment_types = types_;
+}
+
 Var PerHeadSegments::score_bias(const nn::AttentionState& s, const Var& q, const Var& k) {
   Var bias = inner_.score_bias(s, q, k);
   Var segments = segment_scores(s);

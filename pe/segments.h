@@ -41,6 +41,10 @@ class PerHeadSegments : public nn::PositionEncoding {
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
   Var value_term(const nn::AttentionState& s, const Var& probs) override { return inner_.value_term(s, probs); }
   Var positional_weights(const nn::AttentionState& s) override { return inner_.positional_weights(s); }
+  // The encoding's fused terms (none when it acts only at the input) and S
+  // as the fused attention's segment table.
+  std::string fused_support() const override;
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   int64_t max_position() const override { return inner_.max_position(); }
   OffsetVectors offset_vectors(int layer, int64_t span) const override { return inner_.offset_vectors(layer, span); }
   LearnedFrequencies learned_frequencies(int layer) const override { return inner_.learned_frequencies(layer); }

@@ -1,9 +1,11 @@
 #include "pe/tupe.h"
 
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "autograd/ops.h"
+#include "pe/per_head.h"
 #include "pe/scalar_bias.h"
 
 namespace ordo::pe {
@@ -69,7 +71,7 @@ Tensor Tupe::buckets(const Tensor& positions) const {
   return add(lower, upper);
 }
 
-Var Tupe::positional_term(const Tensor& positions, const nn::Context* ctx) const {
+std::pair<Var, Var> Tupe::projections(const Tensor& positions, const nn::Context* ctx) const {
   check_dtype(positions, DType::i64, "tupe", "positions");
   check_dim(positions, 2, "tupe", "positions");
   const int64_t rows = table_.var.size(0);
@@ -82,9 +84,14 @@ Var Tupe::positional_term(const Tensor& positions, const nn::Context* ctx) const
   Tensor pos = rows_identical(positions, ctx) ? positions.slice(0, 0, 1).contiguous() : positions;
   const int64_t batch = pos.size(0), length = pos.size(1);
   auto heads = [&](const Var& t) { return permute(reshape(t, {batch, length, heads_, head_dim_}), {0, 2, 1, 3}); };
+  Var p = embedding(table_.var, pos);  // p_i = P[pos_i]      [b, L, D]
+  return {heads(linear(p, query_.var, Var())), heads(linear(p, key_.var, Var()))};  // p_i U^Q, p_j U^K per head
+}
 
-  Var p = embedding(table_.var, pos);                                     // p_i = P[pos_i]      [b, L, D]
-  Var pq = heads(linear(p, query_.var, Var())), pk = heads(linear(p, key_.var, Var()));  // p_i U^Q, p_j U^K per head
+Var Tupe::positional_term(const Tensor& positions, const nn::Context* ctx) const {
+  auto [pq, pk] = projections(positions, ctx);
+  Tensor pos = pq.size(0) == 1 ? positions.slice(0, 0, 1).contiguous() : positions;
+  const int64_t length = pos.size(1);
   Var term = matmul(pq, pk, false, true, 1.0 / std::sqrt(2.0 * static_cast<double>(head_dim_)));  // [b, H, L, L]
   if (relative()) {
     // + b_h[bucket(p_j - p_i)]: rows of the [buckets, H] table, heads moved forward.
@@ -104,6 +111,22 @@ Var Tupe::positional_term(const Tensor& positions, const nn::Context* ctx) const
     term = add(mul(term, mask(keep)), add(mul(theta1, mask(row)), mul(theta2, mask(col))));
   }
   return term;
+}
+
+void Tupe::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
+  std::tie(out.vars.pos_query, out.vars.pos_key) = projections(*s.positions, s.ctx);
+  out.terms.pos_scale = 1.0 / std::sqrt(2.0 * static_cast<double>(head_dim_));
+  Var table;
+  if (relative()) {  // b_h[bucket(p_j - p_i)]: rows by bucket of the [H, buckets] table
+    set_fused_rows(out, s, widest_distance(*s.positions, s.ctx),
+                   [&](int64_t r) { return t5_bucket(r, num_buckets_, max_distance_); });
+    table = transpose(bias_->var, 0, 1);
+  }
+  if (cls_reset_) {  // theta_1, theta_2 after the buckets
+    out.terms.cls_row = relative() ? num_buckets_ : 0;
+    table = relative() ? concat({table, cls_.var}, 1) : cls_.var;
+  }
+  out.vars.table = table;
 }
 
 Var Tupe::score_bias(const nn::AttentionState& s, const Var&, const Var&) {

@@ -52,6 +52,10 @@ class Tupe : public nn::PositionEncoding {
   double score_scale(const nn::AttentionState& s) const override;
   // The positional term (the same Var for every layer: its parameters are shared).
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
+  // Fused: p_i U^Q . p_j U^K as E_i . F_j, b and theta as the table (the
+  // buckets' rows, then theta_1 and theta_2 for the [CLS] reset).
+  std::string fused_support() const override { return ""; }
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   int64_t max_position() const override { return table_.var.size(0) - 1; }
 
   // The positional term for positions [batch, L]: [1 or batch, heads, L, L]
@@ -60,6 +64,9 @@ class Tupe : public nn::PositionEncoding {
   Var positional_term(const Tensor& positions, const nn::Context* ctx = nullptr) const;
   // bucket(p_j - p_i) for every (b, i, j) of positions [batch, L]: [batch, L, L] i64.
   Tensor buckets(const Tensor& positions) const;
+
+  // p_i U^Q and p_j U^K per head, [1 or batch, heads, L, d_h], for positions [batch, L].
+  std::pair<Var, Var> projections(const Tensor& positions, const nn::Context* ctx = nullptr) const;
 
   bool relative() const { return bias_ != nullptr; }
   bool cls_reset() const { return cls_reset_; }

@@ -49,6 +49,21 @@ Var XLNetRelative::score_bias(const nn::AttentionState& s, const Var& q, const V
   return add(location, content_bias);
 }
 
+void XLNetRelative::fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) {
+  DistanceRows rows = spec_.fused_rows(s, name(), out);
+  const double scale = score_scale(s);
+  Var a = location_vectors(s.layer, rows, q.dtype(), q.device());  // [H, R, d]
+  out.vars.query_vectors = a;
+  out.terms.query_scale = scale;
+  if (!biases_) return;
+  // v . A_r per head, [H, R]; u . k_j, [B, H, L, 1] against E = 1.
+  out.vars.table = affine(reshape(matmul(a, reshape(v_->for_layer(s.layer), {heads_, head_dim_, 1})), {heads_, rows.count}),
+                          scale);
+  out.vars.pos_query = Var(Tensor::ones({1, heads_, q.size(2), 1}, q.dtype(), q.device()));
+  out.vars.pos_key = matmul(k, reshape(u_->for_layer(s.layer), {heads_, head_dim_, 1}));
+  out.terms.pos_scale = scale;
+}
+
 std::unique_ptr<nn::PositionEncoding> make_xlnet(const nn::BertConfig& c, FieldReader& options, Device device) {
   RelativeOptions o = read_relative_options(c, options, "xlnet", Share::none, {true, true, false});
   bool biases = options.boolean("biases", true);

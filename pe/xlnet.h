@@ -41,6 +41,10 @@ class XLNetRelative : public nn::PositionEncoding {
   // (u . k_j + (q_i + v) . (R_{i-j} W^R)) / sqrt(d_h): Eq. 10 less the q_i . k_j
   // that attention computes itself.
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
+  // Fused: (q_i + v) . A_r as q_i . A_r plus the table v . A_r, and u . k_j
+  // as the positional product E_i . F_j with E = 1, F_j = u . k_j.
+  std::string fused_support() const override { return ""; }
+  void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
 
   // R_{i-j} W^R for the rows `rows` stands for, [H, R, d_h] (layer `layer`).
   Var location_vectors(int layer, const DistanceRows& rows, DType dtype, Device device) const;

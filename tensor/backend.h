@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tensor/attention_terms.h"
 #include "tensor/elementwise_math.h"
 #include "tensor/kernel_calls.h"
 #include "tensor/tensor.h"

@@ -41,6 +41,37 @@ void describe_argument(KernelCall& call, const AdamWTensors& t) {
   for (const std::vector<Tensor>* list : {&t.params, &t.grads, &t.m, &t.v}) describe_argument(call, *list);
 }
 
+void describe_argument(KernelCall& call, const AttentionTerms& t) {
+  for (const Tensor* x : {&t.gate, &t.product, &t.query_vectors, &t.key_vectors, &t.table, &t.value_vectors,
+                          &t.pos_query, &t.pos_key, &t.segments, &t.segment_table, &t.key_bias, &t.dense_bias,
+                          &t.positions, &t.row_of, &t.rotary})
+    call.bytes += distinct_bytes(*x);
+  // Multiply-adds per (query, key) pair beyond q . k and P v: a d-wide dot
+  // product per relative vector term, e for E . F, d more for the product's
+  // third factor, one for a gate.
+  const int64_t d = t.query_vectors.defined() ? t.query_vectors.size(-1)
+                    : t.value_vectors.defined() ? t.value_vectors.size(-1)
+                    : t.key_vectors.defined()   ? t.key_vectors.size(-1)
+                    : t.product.defined()       ? t.product.size(-1)
+                                                : 0;
+  int64_t extra = d * (t.query_vectors.defined() + t.key_vectors.defined() + t.value_vectors.defined() +
+                       t.product.defined());
+  if (t.pos_query.defined()) extra += t.pos_query.size(-1);
+  if (t.gate.defined()) extra += 1;
+  call.integers.push_back(extra);
+  call.integers.push_back(t.causal ? 1 : 0);
+}
+
+void describe_argument(KernelCall& call, const AttentionGrads& g) {
+  for (const Tensor* x : {&g.q, &g.k, &g.v, &g.gate, &g.product, &g.query_vectors, &g.key_vectors, &g.table,
+                          &g.value_vectors, &g.pos_query, &g.pos_key, &g.segment_rows})
+    call.bytes += distinct_bytes(*x);
+  // Whether the tables' pass over the sorted pairs runs.
+  const bool tables = g.gate.defined() || g.product.defined() || g.query_vectors.defined() ||
+                      g.key_vectors.defined() || g.table.defined() || g.value_vectors.defined();
+  call.integers.push_back(tables ? 1 : 0);
+}
+
 }  // namespace detail
 
 double distinct_bytes(const Tensor& t) {

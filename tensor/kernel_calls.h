@@ -19,6 +19,8 @@ namespace ordo {
 
 struct MatrixBatch;
 struct AdamWTensors;
+struct AttentionTerms;
+struct AttentionGrads;
 
 struct KernelCall {
   const char* kernel = "";       // the name in tensor/kernels.inc
@@ -57,6 +59,12 @@ inline void describe_argument(KernelCall& call, const Tensor& t) {
 void describe_argument(KernelCall& call, const MatrixBatch& m);
 void describe_argument(KernelCall& call, const std::vector<Tensor>& tensors);  // each of them
 void describe_argument(KernelCall& call, const AdamWTensors& t);                // params, grads, m and v
+// The terms' tensors, and as integers the multiply-adds each (query, key)
+// pair costs beyond q . k and P v and whether the mask is causal; the
+// gradients' tensors, and whether the tables' gradients are formed
+// (roofline.cpp: the attention's FLOPs).
+void describe_argument(KernelCall& call, const AttentionTerms& terms);
+void describe_argument(KernelCall& call, const AttentionGrads& grads);
 inline void describe_argument(KernelCall& call, int64_t value) { call.integers.push_back(value); }
 inline void describe_argument(KernelCall& call, MatmulPrecision p) { call.precision = p; }
 template <class Other>

@@ -70,6 +70,10 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false, double alpha = 1.0);
 // x [..., in] W^T + b with W [out, in] (a Linear layer); b may be undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+// Several Linears of one input as one product: W stacks their weights
+// [sum out_i, in], and each bias b_i [out_i] (none, or one per Linear, in
+// W's order) is broadcast into its own columns of the output.
+Tensor linear_stacked(const Tensor& x, const Tensor& weight, const std::vector<Tensor>& biases);
 // Both take f32 operands (or bf16 ones, see matmul_precision() in
 // tensor/device_runtime.h) and give f32, or f64 with f64. An operand used by
 // several products can be rounded once: as_operand(t) is t as the current
@@ -161,6 +165,25 @@ struct RelativeProductGrads {
 RelativeProductGrads relative_product_backward(const Tensor& gs, const Tensor& q, const Tensor& k, const Tensor& a,
                                                const Tensor& idx, double alpha, bool need_q, bool need_k,
                                                bool need_a);
+
+// ---- fused attention (ops_attention.cpp; the terms: tensor/attention_terms.h) --------------
+// q [B, H, L, d], k and v [B, H, J, d] -> out [B, H, L, d] and lse [B, H, L].
+struct AttentionOutput {
+  Tensor out, lse;
+};
+AttentionOutput attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms);
+// Which gradients attention_backward computes.
+struct AttentionNeeds {
+  bool q = false, k = false, v = false;
+  bool gate = false, product = false, query_vectors = false, key_vectors = false, table = false,
+       value_vectors = false;
+  bool pos_query = false, pos_key = false, segment_table = false;
+};
+// Every gradient asked for, in the shape of its input (segment_table's in
+// AttentionGrads::segment_table); undefined where not asked for or absent.
+AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const AttentionOutput& forward, const AttentionTerms& terms,
+                                  const AttentionNeeds& needs);
 
 Tensor concat(const std::vector<Tensor>& parts, int axis);
 // Views of x: consecutive pieces of the given sizes along axis.

@@ -5,6 +5,7 @@
 // transposed. Most views produced by transpose/permute/expand already have
 // that form and are passed without a copy; anything else is made contiguous.
 #include "tensor/ops.h"
+#include "tensor/product_onto.h"
 
 namespace ordo {
 
@@ -105,7 +106,10 @@ Tensor product(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_
   out_shape.push_back(m);
   out_shape.push_back(n);
   Tensor c = init.defined() ? init : Tensor::empty(out_shape, out_dtype, a.device());
-  ORDO_ASSERT(c.shape() == out_shape && c.is_contiguous() && c.dtype() == out_dtype);
+  ORDO_CHECK(c.shape() == out_shape && c.is_contiguous() && c.dtype() == out_dtype && c.device() == a.device(),
+             "matmul: the tensor added onto is ", shape_str(c.shape()), " ", dtype_name(c.dtype()),
+             c.is_contiguous() ? "" : " (strided)", "; the product is ", shape_str(out_shape), " ",
+             dtype_name(out_dtype), " on the operands' device, contiguous");
   const double beta = init.defined() ? 1.0 : 0.0;
   if (batch == 0 || m == 0 || n == 0) return c;
   // A weight shared by every batch (Linear on [B, L, D]): one tall product.
@@ -123,25 +127,44 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, doub
   return product(a, b, trans_a, trans_b, alpha, Tensor());
 }
 
+Tensor matmul_onto(const Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, double alpha) {
+  check_defined(c, "matmul_onto", "c");
+  return product(a, b, trans_a, trans_b, alpha, c);
+}
+
 Tensor as_operand(const Tensor& t) { return operand_for(t, matmul_precision()); }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return linear_stacked(x, weight, bias.defined() ? std::vector<Tensor>{bias} : std::vector<Tensor>{});
+}
+
+Tensor linear_stacked(const Tensor& x, const Tensor& weight, const std::vector<Tensor>& biases) {
   check_operand(x, "x");
   check_dim(weight, 2, "linear", "weight");
   ORDO_CHECK(x.dim() >= 2, "linear: x needs at least 2 dims ([rows, in]), got ", shape_str(x.shape()));
   ORDO_CHECK(x.size(-1) == weight.size(1), "linear: x has ", x.size(-1), " features, weight ",
              shape_str(weight.shape()), " expects ", weight.size(1));
   Tensor init;
-  if (bias.defined()) {
-    check_shape(bias, {weight.size(0)}, "linear", "bias");
+  if (!biases.empty()) {
     const DType out_dtype = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
-    check_dtype(bias, out_dtype, "linear", "bias");
+    int64_t outputs = 0;
+    for (const Tensor& b : biases) {
+      check_dim(b, 1, "linear", "bias");
+      check_dtype(b, out_dtype, "linear", "bias");
+      outputs += b.size(0);
+    }
+    ORDO_CHECK(outputs == weight.size(0), "linear: the biases have ", outputs, " outputs, weight ",
+               shape_str(weight.shape()), " has ", weight.size(0));
     Shape shape = x.shape();
     shape.back() = weight.size(0);
-    // The bias broadcast into the output; the product is added onto it (beta = 1),
-    // one pass instead of a product and a separate add.
+    // Each bias broadcast into its columns of the output; the product is added
+    // onto them (beta = 1), one pass instead of a product and a separate add.
     init = Tensor::empty(shape, out_dtype, x.device());
-    init.copy_from(bias);
+    int64_t at = 0;
+    for (const Tensor& b : biases) {
+      (biases.size() == 1 ? init : init.slice(-1, at, at + b.size(0))).copy_from(b);
+      at += b.size(0);
+    }
   }
   return product(x, weight, false, true, 1.0, init);
 }

@@ -49,6 +49,51 @@ double per_element_flops(const char* kernel) {
   return it == table.end() ? 1 : it->second;
 }
 
+// The shape of a fused attention call's arithmetic: its (query, key) pairs
+// (a causal mask halves them), the FLOPs of a pair's score (2 (d + extra):
+// extra the multiply-adds of the position terms per pair, kernel_calls.cpp)
+// and of its share of P v (2 d). Integers: forward [extra, causal]; backward
+// [tables, extra, causal]. pairs = 0 when the call is not described so.
+struct AttentionWork {
+  bool forward = false, tables = false;
+  double pairs = 0, scores = 0, product = 0, d = 0, extra = 0;
+};
+AttentionWork attention_work(const KernelCall& call) {
+  AttentionWork w;
+  w.forward = std::strcmp(call.kernel, "attention_forward") == 0;
+  const size_t q = w.forward ? 2 : 1, k = q + 1;  // forward: out, lse, q, k, v; backward: gout, q, k, v, out, lse
+  const size_t first = w.forward ? 0 : 1;
+  if (call.shapes.size() <= k || call.shapes[q].size() != 4 || call.integers.size() < first + 2) return w;
+  const Shape& qs = call.shapes[q];
+  w.d = static_cast<double>(qs[3]), w.extra = static_cast<double>(call.integers[first]);
+  w.pairs = static_cast<double>(qs[0]) * static_cast<double>(qs[1]) * static_cast<double>(qs[2]) *
+            static_cast<double>(call.shapes[k][2]);
+  if (call.integers[first + 1] != 0) w.pairs = w.pairs / 2;
+  w.scores = 2 * (w.d + w.extra), w.product = 2 * w.d;
+  w.tables = !w.forward && call.integers[0] != 0;
+  return w;
+}
+
+// The fused attention's arithmetic (tensor/cuda/attention.cu), recomputation
+// included: per pair, the score and P v forward; the backward recomputes the
+// scores and dP in each of its two passes (by query rows, by key rows), then
+// forms dq, dk and dv, and when tables are learned a third pass over the
+// pairs recomputes them again and forms the tables' terms.
+double attention_flops(const KernelCall& call) {
+  const AttentionWork w = attention_work(call);
+  if (w.forward) return w.pairs * (w.scores + w.product);
+  return w.pairs * (2 * (w.scores + w.product) + 3 * w.product +
+                    (w.tables ? w.scores + w.product + 2 * (w.d + w.extra) : 0));
+}
+
+// The same attention's work as a model FLOP count takes it (what the unfused
+// attention's products count): the scores and P v forward, twice that
+// backward, no recomputation.
+double attention_model_flops(const KernelCall& call) {
+  const AttentionWork w = attention_work(call);
+  return w.pairs * (w.scores + w.product) * (w.forward ? 1 : 2);
+}
+
 }  // namespace
 
 double kernel_flops(const KernelCall& call) {
@@ -76,6 +121,7 @@ double kernel_flops(const KernelCall& call) {
     for (size_t i = 0; i < n; ++i) elements += numel(call.shapes[i]);
     return per_element_flops("adamw") * elements;
   }
+  if (name == "attention_forward" || name == "attention_backward") return attention_flops(call);
   return per_element_flops(call.kernel) * largest_tensor(call);
 }
 
@@ -98,6 +144,8 @@ double product_flops(const std::vector<KernelCall>& calls) {
   for (const KernelCall& call : calls)
     if (std::strcmp(call.kernel, "gemm") == 0 || std::strncmp(call.kernel, "relative_product", 16) == 0)
       flops += kernel_flops(call);
+    else if (std::strncmp(call.kernel, "attention_", 10) == 0)
+      flops += attention_model_flops(call);
   return flops;
 }
 

@@ -56,7 +56,8 @@ struct RooflineRow {
 double kernel_peak(const KernelCall& call, const RooflineMachine& machine);
 
 // The FLOPs of the matrix products among the calls (gemm, the relative
-// products): the work a model FLOP utilisation counts.
+// products, and the fused attention's scores and P v without its
+// recomputation): the work a model FLOP utilisation counts.
 double product_flops(const std::vector<KernelCall>& calls);
 
 // One row per kernel name, slowest first, and their total (kernel "total").

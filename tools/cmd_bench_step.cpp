@@ -4,7 +4,8 @@
 //   before  fp32 products, the unfused ops (nn::Context::fused = false), a
 //           norm, a clip and an update per parameter tensor, each launch
 //           made by the host;
-//   after   bf16 products with FP32 sums, the fused kernels, one
+//   after   bf16 products with FP32 sums, the fused kernels (the fused
+//           attention where the variant has a fused form), one
 //           multi-tensor AdamW, each step one CUDA graph launch.
 //
 // Counted on the device (a real GPU, or the emulated one): kernel launches
@@ -17,7 +18,9 @@
 //
 // MODELED (tensor/roofline.h), never measured: the bytes and FLOPs of the
 // step's kernel calls recorded at the full shape on the CPU (whose op layer
-// makes the same calls, bf16 emulated exactly), and a roofline estimate of
+// makes the same calls, bf16 emulated exactly, and runs the fused
+// attention's reference kernels for the after step, so that the calls
+// recorded are the fused kernels a GPU runs), and a roofline estimate of
 // them on an H100 SXM: each call max(bytes / bandwidth, FLOPs / its units'
 // peak), plus 3 us per launch (one graph launch for the after step, whose
 // kernels the model lets start back to back), and the modeled MFU: the
@@ -26,6 +29,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "nn/bert.h"
 #include "nn/optim.h"
 #include "pe/registry.h"
 #include "tensor/device_runtime.h"
@@ -74,6 +78,7 @@ struct Stepper {
   std::unique_ptr<train::GraphedStep> graphed;
   Mode mode;
   Device device;
+  bool fused_attention_on_cpu = false;  // nn::Context's: the CPU recording of the after step
 
   Stepper(const Case& c, int64_t batch, int64_t length, Mode m, Device d) : mode(m), device(d) {
     model = pe::build_model(c.model, device, false, 1);
@@ -100,6 +105,7 @@ struct Stepper {
     if (!graphed) {
       nn::Context ctx = nn::Context::train(1, step);
       ctx.fused = mode.fused;
+      ctx.fused_attention_on_cpu = fused_attention_on_cpu;
       nn::BertInputs in;
       in.input_ids = host.input_ids.to(device);
       in.attention_mask = host.attention_mask.to(device);
@@ -161,16 +167,18 @@ std::vector<KernelCall> record_on_cpu(const Case& c, Mode mode) {
   Mode eager = mode;
   eager.graphs = false;  // the CPU has no graphs; the graph holds these very calls
   Stepper s(c, c.batch, c.length, eager, Device::cpu());
+  s.fused_attention_on_cpu = mode.fused;  // the attention's calls as a GPU makes them (fused, or its fallback)
   KernelCallRecording recording;
   s.step(1);
   return recording.calls();
 }
 
 // A call of the attention proper: it touches a [B, H, L, *] tensor (the
-// scores, the heads, the relative terms), which nothing else in BERT has.
+// scores, the heads, the relative terms) or Q, K and V's [B, L, 3, H, d]
+// (their gradients' layout copies), which nothing else in BERT has.
 bool attention_call(const KernelCall& call) {
   for (const Shape& s : call.shapes)
-    if (s.size() == 4) return true;
+    if (s.size() >= 4) return true;
   return false;
 }
 
@@ -244,14 +252,19 @@ int run(const std::vector<std::string>& argv) {
   std::printf("ordo bench step: one pretraining step (batch copied in, MLM forward + loss, backward, AdamW with\n"
               "clipping, loss read back), before -> after:\n"
               "  before: fp32 products, unfused ops, a norm, a clip and an update per parameter, launches one by one\n"
-              "  after:  bf16 products (FP32 sums), fused residual+dropout+LayerNorm and bias+activation, one\n"
-              "          multi-tensor AdamW (3 launches), one CUDA graph launch a step\n"
+              "  after:  bf16 products (FP32 sums), fused residual+dropout+LayerNorm and bias+activation, the\n"
+              "          fused attention (FP32, where the variant fuses), one multi-tensor AdamW (3 launches), one\n"
+              "          CUDA graph launch a step\n"
               "counts: %s%s\n\n",
               cuda ? cuda_device_description(device.index).c_str() : "cpu",
               emulated ? " — each config's structure at hidden 4 per head, batch 2 x 16 (launches depend on the "
                          "layers and kernels, not the sizes)"
                        : "");
   if (!cuda) std::printf("(on the CPU there are no launches, syncs or copies: only tensor allocations apply)\n");
+  for (const Case& c : cases)  // the after step's attention on a GPU (the CPU recording follows it)
+    std::printf("attention of %s after: %s\n", c.name.c_str(),
+                nn::attention_kernels(*pe::make_position_encoding(c.model, Device::cpu()), c.model, Device::cuda(0))
+                    .c_str());
 
   bench::Table counts({"config", "batch x len", "launches", "per layer", "outside layers", "graph launches",
                        "host syncs", "cudaMalloc", "allocations", "step ms"});
@@ -324,8 +337,10 @@ int run(const std::vector<std::string>& argv) {
   std::printf("\nMODELED, not measured: each recorded kernel call at max(bytes / %.2f TB/s, FLOPs / its units' peak)\n"
               "on an %s (products: bf16 %.0f, TF32 %.0f, FP32 %.0f TFLOP/s dense; every other kernel FP32);\n"
               "'ms, launches one by one' adds %.0f us per launch, 'ms' (after) one graph launch; MFU = the products'\n"
-              "FLOPs / (ms x %.0f TFLOP/s); 'attention ms' = the calls touching a [B, H, L, *] tensor (today's unfused\n"
-              "attention: scores, softmax, dropout, P V, the heads' layout copies, their gradients):\n",
+              "FLOPs (the fused attention's scores and P V counted as the unfused products would be) / (ms x %.0f\n"
+              "TFLOP/s); 'attention ms' = the calls touching a [B, H, L, *] or [B, L, 3, H, d] tensor (before: the\n"
+              "unfused attention's scores, softmax, dropout, P V, the heads' layout copies, their gradients; after:\n"
+              "the fused kernels at the FP32 peak, the heads' layout copies and their gradients):\n",
               machine.bytes_per_second / 1e12, machine.name.c_str(), machine.bf16_flops / 1e12,
               machine.tf32_flops / 1e12, machine.fp32_flops / 1e12, 1e6 * machine.launch_seconds,
               machine.bf16_flops / 1e12);

@@ -22,7 +22,9 @@
 #   --emulate   the emulated GPU (ORDO_CUDA=emulate: the .cu kernels on the CPU
 #               with CUDA's execution model); chosen by itself, and said so, where
 #               no GPU answers nvidia-smi. compute-sanitizer needs a real GPU: its
-#               four checks are reported "skipped", never "ok". CI runs this mode.
+#               four checks are reported "skipped", never "ok"; the emulator's own
+#               race, conflict, initcheck, bounds and poison checks run with every
+#               test instead (ORDO_EMULATOR_CHECKS). CI runs this mode.
 #   --build DIR the build folder (default build-gpu, or build-emulate)
 # Logs go to $OUT when it is set (the project's GPU-lending tool collects it),
 # else to gpu_check_logs/. Exit status 1 if any check failed.
@@ -67,7 +69,7 @@ skip() { results+=("$1|skipped: $2|0|-"); }
 
 if [[ $emulate == 1 ]]; then
   build=${build:-build-emulate}
-  device="emulated GPU on the CPU (schedule ${ORDO_EMULATOR_SCHEDULE:-forward})"
+  device="emulated GPU on the CPU (schedule ${ORDO_EMULATOR_SCHEDULE:-forward}, checks ${ORDO_EMULATOR_CHECKS:-all})"
   check "build (ORDO_CUDA=emulate)" build.log \
     bash -c "cmake -S . -B '$build' -DORDO_CUDA=emulate && cmake --build '$build' -j $jobs"
   # Small sizes: the emulator runs each CUDA thread as a fiber.
@@ -91,7 +93,7 @@ if [[ -x $tests ]]; then
   check "[cuda] kernel tests" cuda_tests.log "$tests" --require-gpu "$kernel_tests"
   for tool in memcheck racecheck synccheck initcheck; do
     if [[ $emulate == 1 ]]; then
-      skip "compute-sanitizer $tool" "no GPU"
+      skip "compute-sanitizer $tool" "no GPU (emulator's checks ran)"
     elif ! command -v compute-sanitizer >/dev/null 2>&1; then
       skip "compute-sanitizer $tool" "compute-sanitizer not found (CUDA toolkit's bin/)"
     else

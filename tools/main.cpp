@@ -6,6 +6,9 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/json.h"
+#include "nn/bert.h"
+#include "pe/registry.h"
 #include "tensor/device_runtime.h"
 #include "tools/cli.h"
 #include "tools/config_help.h"
@@ -47,6 +50,48 @@ bool asks_for_help(const std::vector<std::string>& args) {
   return std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
 }
 
+// Which variants the fused attention runs on a GPU, what their attention
+// holds per layer at BERT-base, 8 x 512, beyond Q, K, V and the output, and
+// the modeled time of its two kernels (nn::attention_memory: from the
+// shapes of one call, not measured).
+void print_fused_attention() {
+  ordo::nn::BertConfig c;  // BERT-base: 12 heads of 64
+  c.num_hidden_layers = 1;
+  constexpr int64_t kBatch = 8, kLength = 512;
+  auto mib = [](double bytes) { return bytes / (1024.0 * 1024.0); };
+  std::printf("\nattention on a GPU, per variant, BERT-base (12 heads of 64), batch %lld x %lld, training, per layer:\n"
+              "MiB kept for the backward + transient beyond Q, K, V and the output (%.0f MiB), and the fused\n"
+              "kernels' roofline time on an H100 (FP32 CUDA cores) -- modeled from shapes, not measured:\n",
+              static_cast<long long>(kBatch), static_cast<long long>(kLength),
+              mib(4.0 * kBatch * kLength * static_cast<double>(c.hidden_size) * 4));
+  std::printf("  %-28s %14s %14s %7s %9s %8s  %s\n", "variant", "unfused MiB", "fused MiB", "QKVO+f", "fused us",
+              "vs none", "attention");
+  std::vector<std::pair<std::string, std::string>> variants;
+  for (const std::string& name : ordo::pe::variant_names()) variants.push_back({name, "{}"});
+  variants.push_back({"rpe_shaw", R"({"value": true})"});
+  variants.push_back({"alibi", R"({"learned": true})"});
+  variants.push_back({"attenuated", R"({"learned": true})"});
+  double none_seconds = 0;
+  for (const auto& [name, options] : variants) {
+    c.pe = name;
+    c.pe_options = ordo::json::parse(options);
+    auto pe = ordo::pe::make_position_encoding(c, ordo::Device::cpu());
+    const ordo::nn::AttentionMemory m = ordo::nn::attention_memory(*pe, c, kBatch, kLength, /*training=*/true);
+    if (name == "none") none_seconds = m.fused_seconds;
+    const std::string label = options == "{}" ? name : name + " " + options;
+    char unfused[40], fused[40] = "-", ratio[16] = "-", time[16] = "-", relative[16] = "-";
+    std::snprintf(unfused, sizeof unfused, "%.0f + %.0f", mib(m.unfused_kept), mib(m.unfused_transient));
+    if (m.unfused_reason.empty()) {
+      std::snprintf(fused, sizeof fused, "%.1f + %.1f", mib(m.fused_kept), mib(m.fused_transient));
+      std::snprintf(ratio, sizeof ratio, "%.2fx", (m.qkvo + m.fused_kept + m.fused_transient) / m.qkvo);
+      std::snprintf(time, sizeof time, "%.0f", m.fused_seconds * 1e6);
+      std::snprintf(relative, sizeof relative, "%.2fx", m.fused_seconds / none_seconds);
+    }
+    std::printf("  %-28s %14s %14s %7s %9s %8s  %s\n", label.c_str(), unfused, fused, ratio, time, relative,
+                m.unfused_reason.empty() ? "fused" : ("unfused: " + m.unfused_reason).c_str());
+  }
+}
+
 int info(const std::vector<std::string>&) {
   std::printf("ordo %s\nbuild: %s\n", "0.1", ORDO_BUILD_INFO);
   int n = ordo::cuda_device_count();
@@ -54,6 +99,7 @@ int info(const std::vector<std::string>&) {
   // version is insufficient") that reads as a fault; say what it means.
   if (n == 0) std::printf("cuda: no GPU%s\n", ordo::cuda_compiled() ? "" : " (this build has no CUDA backend)");
   for (int i = 0; i < n; ++i) std::printf("cuda:%d: %s\n", i, ordo::cuda_device_description(i).c_str());
+  print_fused_attention();
   return 0;
 }
 

@@ -1010,6 +1010,10 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
                  tokenizer.lower_case() ? "true" : "false", c.learning_rates.size(),
                  static_cast<long long>(c.seeds), static_cast<long long>(c.epochs),
                  device.str().c_str(), precision_description(matmul_precision(), device).c_str());
+    if (device.is_cuda())
+      std::fprintf(stderr, "attention: %s\n",
+                   nn::attention_kernels(*pe::make_position_encoding(model_config, Device::cpu()), model_config, device)
+                       .c_str());
     if (comm.size() > 1)
       std::fprintf(stderr, "data parallel: %d processes (%s); each batch of %lld shared among them\n", comm.size(),
                    comm.backend(device).c_str(), static_cast<long long>(c.batch_size));

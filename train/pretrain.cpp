@@ -495,6 +495,9 @@ void print_start(const RunConfig& c, const PretrainRun& r, bool resuming) {
                static_cast<long long>(r.model_config.hidden_size), r.model_config.pe.c_str(),
                static_cast<long long>(r.model->parameter_count()), r.device.str().c_str(),
                precision_description(matmul_precision(), r.device).c_str());
+  if (r.device.is_cuda())
+    std::fprintf(stderr, "attention: %s\n",
+                 nn::attention_kernels(r.model->bert.position_encoding(), r.model_config, r.device).c_str());
   std::fprintf(stderr, "data: %lld training / %lld held-out documents, vocabulary %d\n",
                static_cast<long long>(r.corpus.split.train.documents()),
                static_cast<long long>(r.corpus.split.held_out.documents()), r.corpus.vocab.size());

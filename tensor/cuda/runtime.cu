@@ -121,8 +121,9 @@ namespace {
 // cache is only released after synchronising the stream.
 //
 // A CUDA graph's pool (PyTorch's private graph pool): while a graph is being
-// captured, blocks come from its pool's free blocks, then from the cache
-// (the block then belongs to the pool), and go back to the pool when freed;
+// captured, blocks come from its pool's free blocks or from the cache,
+// whichever holds the smaller fit (a block from the cache then belongs to
+// the pool), and go back to the pool when freed;
 // cudaMalloc is not permitted during a capture. The pool keeps its blocks
 // until the graph is destroyed, so a replay, which writes the addresses the
 // capture recorded, never writes memory given to anything else.
@@ -142,8 +143,16 @@ class CachingAllocator {
       auto it = free.lower_bound({size, nullptr});
       return it != free.end() && it->first <= size + size / 4 ? it : free.end();
     };
-    if (pool_ != nullptr && fits(pool_->free) != pool_->free.end()) {
-      auto it = fits(pool_->free);
+    // A capture takes the smallest block that fits from its pool and the
+    // cache together, as the step run as it is takes it from the cache (where
+    // that step's frees went): the captured step then finds every block the
+    // steps before it found. Taking the pool's first could spend a larger
+    // block on a smaller tensor and leave a later one to cudaMalloc, which a
+    // capture may not call.
+    const auto from_pool = pool_ != nullptr ? fits(pool_->free) : std::set<std::pair<size_t, void*>>::iterator();
+    const bool pool_fits = pool_ != nullptr && from_pool != pool_->free.end();
+    if (pool_fits && (fits(cached_) == cached_.end() || from_pool->first <= fits(cached_)->first)) {
+      auto it = from_pool;
       block = it->first;
       ptr = it->second;
       pool_->free.erase(it);
@@ -162,6 +171,11 @@ class CachingAllocator {
     live_.emplace(ptr, block);
     stats_.bytes_in_use += block;
     stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+#ifdef ORDO_CUDA_EMULATED
+    // The tensor's exact end, for the bounds check.
+    note_emulated("a tensor's block handed out",
+                  [ptr, nbytes, block] { emulator::note_tensor_block(ptr, nbytes, block); });
+#endif
     return ptr;
   }
 
@@ -187,6 +201,9 @@ class CachingAllocator {
     } else {
       cached_.emplace(block, ptr);
     }
+#ifdef ORDO_CUDA_EMULATED
+    note_emulated("a tensor's block freed", [ptr, block] { emulator::note_block_cached(ptr, block); });
+#endif
   }
 
   // While `pool` is open (a graph being captured), blocks come from it.
@@ -270,6 +287,21 @@ class CachingAllocator {
     cached_.clear();
     stats_.bytes_cached = 0;
   }
+
+#ifdef ORDO_CUDA_EMULATED
+  // The emulator's checks follow each tensor's block (note_tensor_block: its
+  // bytes fresh and poisoned, the rest of its block no access;
+  // note_block_cached: all of it no access, a use after free). While a graph
+  // is captured, what the allocator does now happens on the device when the
+  // graph runs, so the note is also recorded into the graph: a replay's
+  // kernels then find the tensors the capture's kernels had (a pool block
+  // freed during the capture and handed out again is live at replay).
+  template <class Note>
+  void note_emulated(const char* what, Note note) {
+    note();
+    if (emulator::capturing(ctx_->stream)) emulator::record(ctx_->stream, what, note);
+  }
+#endif
 
   void adopt(void* ptr) {
     pool_->owned.insert(ptr);

@@ -1,6 +1,9 @@
 // The autodiff engine itself: accumulation, needs-input-grad, no-grad
 // scopes, graph freeing, deep graphs.
+#include <algorithm>
+
 #include "autograd/ops.h"
+#include "tensor/kernel_calls.h"
 #include "tests/helpers.h"
 
 using namespace ordo;
@@ -87,4 +90,59 @@ TEST_CASE("a graph deeper than any recursion limit back-propagates", "[autograd]
   sum(y).backward();
   require_close(x.grad(), {1}, 0, 0);
   require_close(y.value(), {1 + depth * 1e-6}, 1e-9, 0);
+}
+
+TEST_CASE("slices that tile their input have their gradients written into one buffer: no zeros, no adds",
+          "[autograd]") {
+  // x [2, 3, 4], each part x[:, :, 2i:2i+2] as Q, K and V heads would take it.
+  Var x(ordo::test::random_tensor({2, 3, 6}, 31, DType::f64), true);
+  Var parts = reshape(affine(x, 2.0), {2, 3, 3, 1, 2});
+  auto part = [&](int64_t i) { return permute(select(parts, 2, i), {0, 2, 1, 3}); };
+  Var y = sum(add(mul(part(0), part(1)), part(2)));
+  std::vector<std::string> kernels;
+  {
+    KernelCallRecording recording;
+    y.backward();
+    for (const KernelCall& k : recording.calls()) kernels.push_back(k.kernel);
+  }
+  // dy/dx = 2 (2 x_k), 2 (2 x_q), 2 in the q, k, v columns: worked by hand from y = sum(q k + v), q = 2 x_q, ...
+  const std::vector<double> xv = x.value().to_doubles(), g = x.grad().to_doubles();
+  for (int64_t r = 0; r < 6; ++r) {
+    for (int64_t c = 0; c < 2; ++c) {
+      CHECK(g[r * 6 + c] == Approx(4 * xv[r * 6 + 2 + c]).epsilon(1e-15));
+      CHECK(g[r * 6 + 2 + c] == Approx(4 * xv[r * 6 + c]).epsilon(1e-15));
+      CHECK(g[r * 6 + 4 + c] == 2.0);
+    }
+  }
+  CHECK(std::count(kernels.begin(), kernels.end(), std::string("fill")) == 1);  // the seed's ones, nothing else
+  CHECK(std::count(kernels.begin(), kernels.end(), std::string("copy")) == 3);  // each part into its columns
+}
+
+TEST_CASE("a product adds its input's gradient onto the one already gathered: no separate add", "[autograd]") {
+  // h = 2x feeds r = h * c2 (whose backward runs first) and y = h [W1; W2]^T;
+  // out = sum((y + r) * c): dh = c * c2 + c [W1; W2], dx = 2 dh, worked by hand below.
+  Var x(ordo::test::random_tensor({3, 4}, 41, DType::f64), true);
+  const Tensor w1 = ordo::test::random_tensor({2, 4}, 42, DType::f64), w2 = ordo::test::random_tensor({2, 4}, 43, DType::f64);
+  const Tensor c = ordo::test::random_tensor({3, 4}, 44, DType::f64), c2 = ordo::test::random_tensor({3, 4}, 45, DType::f64);
+  Var h = affine(x, 2.0);
+  Var out = sum(mul(add(linear_stacked(h, {Var(w1), Var(w2)}, {}), mul(h, Var(c2))), Var(c)));
+  std::vector<std::string> kernels;
+  {
+    KernelCallRecording recording;
+    out.backward();
+    for (const KernelCall& k : recording.calls()) kernels.push_back(k.kernel);
+  }
+  const std::vector<double> cv = c.to_doubles(), c2v = c2.to_doubles(), g = x.grad().to_doubles();
+  std::vector<double> w = w1.to_doubles();
+  for (double v : w2.to_doubles()) w.push_back(v);  // [W1; W2], 4 x 4
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t k = 0; k < 4; ++k) {
+      double dh = cv[r * 4 + k] * c2v[r * 4 + k];
+      for (int64_t j = 0; j < 4; ++j) dh += cv[r * 4 + j] * w[j * 4 + k];
+      CHECK(g[r * 4 + k] == Approx(2 * dh).epsilon(1e-14));
+    }
+  }
+  // The two products' elementwise backwards (by c, by c2), and no add of h's two terms.
+  CHECK(std::count(kernels.begin(), kernels.end(), std::string("binary")) == 2);
+  CHECK(std::count(kernels.begin(), kernels.end(), std::string("gemm")) == 1);
 }

@@ -486,6 +486,45 @@ TEST_CASE("cuda: gemm honours alpha, beta, batch stride 0 and k = 0", "[cuda]") 
   check_identical(matmul(empty_a, empty_b), Tensor::zeros({m, n}), "[m, 0] @ [0, n]");
 }
 
+TEST_CASE("cuda: gemm reads operands whose leading dimension exceeds their width (strided views)", "[cuda]") {
+  // A: a window of columns [3, 3 + width) of a [batch, rows, 11] tensor (ld 11,
+  // batch stride rows * 11); B: columns [2, 2 + width) of a [rows, 9] tensor
+  // shared by the batch (ld 9, batch stride 0). Expected: the product of the
+  // windows by a naive loop in double over the host storage (FP32 products).
+  const int64_t batch = 2, m = 5, n = 4, k = 6, lda = 11, ldb = 9, a_first = 3, b_first = 2;
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      const int64_t a_rows = ta ? k : m, b_rows = tb ? n : k;
+      Tensor a = rand_f32({batch, a_rows, lda}, 610 + 2 * ta + tb), b = rand_f32({b_rows, ldb}, 620 + 2 * ta + tb);
+      const std::vector<double> ah = a.to_doubles(), bh = b.to_doubles();
+      auto a_at = [&](int64_t p, int64_t i, int64_t l) {  // op(A)(i, l) of batch p
+        return ah[static_cast<size_t>(p * a_rows * lda + (ta ? l * lda + i : i * lda + l) + a_first)];
+      };
+      auto b_at = [&](int64_t l, int64_t j) {  // op(B)(l, j)
+        return bh[static_cast<size_t>((tb ? j * ldb + l : l * ldb + j) + b_first)];
+      };
+      std::vector<double> want, tol;
+      for (int64_t p = 0; p < batch; ++p)
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double sum = 0, magnitude = 0;
+            for (int64_t l = 0; l < k; ++l) {
+              sum += a_at(p, i, l) * b_at(l, j);
+              magnitude += std::fabs(a_at(p, i, l) * b_at(l, j));
+            }
+            want.push_back(sum);
+            tol.push_back((8 * std::sqrt(double(k)) + 4) * kU * magnitude);
+          }
+      Tensor c = Tensor::empty({batch, m, n}, DType::f32, kGpu);
+      const Tensor a_window = gpu(a).slice(-1, a_first, a_first + (ta ? m : k));
+      const Tensor b_window = gpu(b).slice(-1, b_first, b_first + (tb ? k : n));
+      cuda::gemm(c, MatrixBatch{a_window, ta, lda, a_rows * lda}, MatrixBatch{b_window, tb, ldb, 0}, batch, m, n, k,
+                 1.0, 0.0, MatmulPrecision::fp32);
+      check_within(c, Tensor::from_vector(want, {batch, m, n}), tol, detail::cat("ta=", ta, " tb=", tb));
+    }
+  }
+}
+
 TEST_CASE("cuda: TF32 products are within the TF32 bound and actually use TF32", "[cuda]") {
   // TF32 rounds each input to 10 mantissa bits: relative error at most 2^-11
   // (round to nearest) or 2^-10 (truncation), so each product is off by at

@@ -2,6 +2,7 @@
 // the argument and what was expected.
 #include "autograd/ops.h"
 #include "tensor/device_runtime.h"
+#include "tensor/product_onto.h"
 #include "tests/helpers.h"
 
 using namespace ordo;
@@ -62,4 +63,15 @@ TEST_CASE("autograd mistakes", "[errors]") {
   Var x(f64({1, 2}, {2}), true);
   CHECK_THROWS_WITH(binary(BinaryOp::lt, x, x), Contains("comparison and has no gradient"));
   CHECK_THROWS_WITH(Var().value(), Contains("undefined Var"));
+}
+
+TEST_CASE("a product onto a tensor of another shape, and stacked biases that miss the weight's rows, are refused",
+          "[tensor][errors]") {
+  const Tensor a = Tensor::ones({2, 3}, DType::f32), b = Tensor::ones({3, 4}, DType::f32);
+  CHECK_THROWS_WITH(matmul_onto(Tensor::zeros({2, 5}, DType::f32), a, b),
+                    Contains("matmul") && Contains("added onto is [2, 5]") && Contains("the product is [2, 4]"));
+  CHECK_THROWS_WITH(matmul_onto(Tensor::zeros({4, 2}, DType::f32).transpose(0, 1), a, b), Contains("(strided)"));
+  CHECK_THROWS_WITH(linear_stacked(a, Tensor::ones({5, 3}, DType::f32),
+                                   {Tensor::zeros({2}, DType::f32), Tensor::zeros({2}, DType::f32)}),
+                    Contains("the biases have 4 outputs") && Contains("[5, 3]"));
 }

@@ -197,6 +197,30 @@ TEST_CASE("cuda: memory a graph captured with is not given to anything else whil
   CHECK(test::bit_identical(kept, add(mul(a, a), a)));
 }
 
+TEST_CASE("cuda: a capture takes the smallest block that fits from its pool and the cache, as the step as it is does",
+          "[cuda][graphs]") {
+  // Two blocks cached, the larger within a quarter of the smaller (below 1
+  // MiB: sizes rounded to 512 bytes), nothing else. The body frees a large
+  // tensor, then makes a small one and a large one. Run as it is, the small
+  // one takes the small block and the large one the large block; a capture
+  // that took its pool's block first would give the small tensor the large
+  // block and leave the large one to a cudaMalloc, which a capture refuses.
+  const int64_t small = 200192, large = 250112;  // f32 elements: 800,768 and 1,000,448 bytes
+  empty_cache(kGpu);
+  {
+    Tensor s = Tensor::empty({small}, DType::f32, kGpu), l = Tensor::empty({large}, DType::f32, kGpu);
+  }
+  Tensor q, r;
+  reset_device_counters();
+  const CudaGraph graph = CudaGraph::capture(kGpu, [&] {
+    { Tensor p = Tensor::empty({large}, DType::f32, kGpu); }
+    q = Tensor::empty({small}, DType::f32, kGpu);
+    r = Tensor::empty({large}, DType::f32, kGpu);
+  });
+  CHECK(graph.defined());
+  CHECK(device_counters().device_mallocs == 0);
+}
+
 TEST_CASE("cuda: a capture that synchronises, reads to the host, copies from it or allocates fails with its reason",
           "[cuda][graphs]") {
   const Tensor a = rand_gpu({3, 3}, 6);

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "tensor/ops.h"
+#include "tensor/product_onto.h"
 #include "tests/helpers.h"
 
 using namespace ordo;
@@ -420,4 +421,14 @@ TEST_CASE("AdamW: one step by hand, then the recurrence over several", "[ops]") 
 TEST_CASE("global norm over several tensors", "[ops]") {
   CHECK(global_norm({f64({3, 4}, {2}), f64({12}, {1})}) == Approx(13).epsilon(1e-15));
   CHECK(global_norm({Tensor::from_vector(std::vector<float>{3, 4}, {2})}) == Approx(5).epsilon(1e-7));
+}
+
+TEST_CASE("matmul_onto adds the product onto its tensor: worked by hand", "[tensor]") {
+  // [[1, 2], [3, 4]] + [[1, 0, 2], [0, 1, 1]] [[1, 1], [2, 0], [0, 3]] = [[1, 2], [3, 4]] + [[1, 7], [2, 3]]
+  const Tensor c = Tensor::from_vector(std::vector<double>{1, 2, 3, 4}, {2, 2});
+  const Tensor a = Tensor::from_vector(std::vector<double>{1, 0, 2, 0, 1, 1}, {2, 3});
+  const Tensor b = Tensor::from_vector(std::vector<double>{1, 1, 2, 0, 0, 3}, {3, 2});
+  const Tensor out = matmul_onto(c, a, b);
+  CHECK(out.shares_storage_with(c));
+  CHECK(c.to_doubles() == std::vector<double>{2, 9, 5, 7});
 }

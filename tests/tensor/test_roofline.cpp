@@ -141,3 +141,24 @@ TEST_CASE("cuda: kernel calls on the device count the launches they made", "[cud
   for (const KernelCall& call : calls) CHECK(call.launches >= 1);
 }
 #endif
+
+TEST_CASE("kernel calls: the fused attention is recorded with its terms' bytes and its pairs' FLOPs", "[roofline]") {
+  // B = 1, H = 2, L = J = 4, d = 8: 32 (query, key) pairs. Forward: 2 d for
+  // the score and 2 d for P v per pair; with Shaw's query vectors (a d-wide
+  // dot product more per pair) the score takes 2 (d + d).
+  Tensor q = Tensor::ones({1, 2, 4, 8});
+  AttentionTerms t;
+  t.positions = Tensor::zeros({1, 4}, DType::i64);
+  t.row_of = Tensor::zeros({1}, DType::i64);
+  t.query_vectors = Tensor::ones({1, 3, 8});
+  KernelCallRecording recording;
+  (void)attention_forward(q, q, q, t);
+  std::vector<KernelCall> calls = recording.calls();
+  REQUIRE(calls.size() == 1);
+  const KernelCall& call = calls[0];
+  CHECK(std::string(call.kernel) == "attention_forward");
+  CHECK(call.integers == std::vector<int64_t>{8, 0});  // 8 multiply-adds beyond q . k and P v; not causal
+  // out, lse, q, k, v; then the terms: the table [1, 3, 8], positions [1, 4] i64, row_of [1] i64.
+  CHECK(call.bytes == 4.0 * (64 + 8 + 3 * 64) + 4.0 * 24 + 8.0 * 4 + 8.0);
+  CHECK(kernel_flops(call) == 32.0 * (2 * (8 + 8) + 2 * 8));
+}

@@ -84,6 +84,17 @@ void check_extent(const Matrix& m, int batch) {
   emu::report_bad_access(what, first, bytes);
 }
 
+// f(column, bytes) for each column of each batch's matrix: the bytes cuBLAS
+// reads or writes (not the gaps a leading dimension leaves between columns).
+template <class F>
+void for_columns(const Matrix& m, int batch, F&& f) {
+  for (int p = 0; p < batch; ++p)
+    for (int j = 0; j < m.cols; ++j)
+      f(static_cast<const char*>(m.data) +
+            (p * m.stride + static_cast<long long>(j) * m.ld) * static_cast<long long>(m.element_bytes()),
+        m.rows * m.element_bytes());
+}
+
 // alpha or beta: a host pointer, or in device pointer mode a device one
 // (read inside the caller's DeviceSection).
 float read_scalar(const void* p) {
@@ -212,6 +223,17 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
       check_extent(mb, batchCount);
     }
     check_extent(mc, batchCount);
+    // Inside live tensors, and what is read written before (emulator.h, the
+    // checks), when the product runs (a captured one: at each graph launch).
+    auto read = [](const char* who) { return [who](const void* p, size_t bytes) { emu::stand_in_read(who, p, bytes); }; };
+    if (reads_ab) {
+      for_columns(ma, batchCount, read("cublasGemmStridedBatchedEx (matrix A)"));
+      for_columns(mb, batchCount, read("cublasGemmStridedBatchedEx (matrix B)"));
+    }
+    if (c_scale != 0.0f) for_columns(mc, batchCount, read("cublasGemmStridedBatchedEx (matrix C, beta != 0)"));
+    for_columns(mc, batchCount, [](const void* p, size_t bytes) {
+      emu::stand_in_write("cublasGemmStridedBatchedEx (matrix C)", p, bytes);
+    });
     auto input = [tf32](float v) { return tf32 ? round_to_tf32(v) : v; };
     for (int p = 0; p < batchCount; ++p) {
       const long long a0 = p * strideA, b0 = p * strideB;

@@ -14,14 +14,18 @@
 //    operation with the same mask. A mask naming a lane that does not exist,
 //    that has ended, or that waits elsewhere is an error naming the kernel.
 //  - Which ready fiber runs next, and the order of the blocks, follow
-//    ORDO_EMULATOR_SCHEDULE: forward (the default), reverse, or random:SEED.
-//    A missing barrier usually shows under one order only.
+//    ORDO_EMULATOR_SCHEDULE: forward (the default), reverse, random:SEED, or
+//    greedy-warp (blocks in order; in each, one warp runs until all its
+//    threads wait at __syncthreads or end before the next warp resumes, so a
+//    warp that runs ahead into the next phase overwrites what another has not
+//    read yet). A missing barrier usually shows under one order only; the
+//    race check (below) finds it under every order.
 //  - The launch is checked as the driver checks it (block and grid limits,
 //    dynamic shared memory) and fails with the runtime's error (each distinct
 //    launch shape is logged to ORDO_EMULATOR_LAUNCH_LOG when set); an error the
-//    emulator finds while running (a bad mask, a deadlock) fails the launch
-//    with cudaErrorLaunchFailure. take_error_detail() says which kernel and
-//    why. Unlike a GPU's, these errors are not sticky.
+//    emulator finds while running (a bad mask, a deadlock, a failed check)
+//    fails the launch with cudaErrorLaunchFailure. take_error_detail() says
+//    which kernel and why. Unlike a GPU's, these errors are not sticky.
 //  - Device memory (memory.cpp) is mapped per allocation, ending against a
 //    guard page, and is inaccessible outside kernels and the runtime's copies
 //    and sets: host code that dereferences a device pointer faults, and so
@@ -31,15 +35,38 @@
 //    that execute the documented operation literally, validating arguments as
 //    the libraries document.
 //
+// The checks (checks.cpp): every load, store and atomic of the CUDA sources
+// is seen (they are compiled with GCC's ThreadSanitizer instrumentation,
+// whose calls the emulator answers) and checked, each check a bit of
+// ORDO_EMULATOR_CHECKS ("all", the default; "none"; or a comma list):
+//  - race: compute-sanitizer racecheck's rule on shared memory: per byte, the
+//    last writer and the readers since the last __syncthreads; an access by
+//    another thread of the block with no __syncthreads (or __syncwarp naming
+//    both) between, one of them a write, fails the launch naming the kernel,
+//    both threads and the __shared__ array;
+//  - conflict: a plain write by one block to a byte another block of the same
+//    launch wrote, or a read of it (blocks are not ordered within a launch);
+//  - initcheck: a read of device or shared memory never written since it was
+//    allocated (device) or since the block started (shared);
+//  - bounds: an access to a byte outside every live tensor: past a tensor's
+//    end inside its caching-allocator block (ordo's allocator reports each
+//    block it hands out: note_tensor_block), in a freed block, in alignment
+//    padding, on a guard page;
+//  - poison: fresh device memory (cudaMalloc and every tensor the caching
+//    allocator hands out) and each block's shared arrays read 0xff bytes (a
+//    NaN as f32 and f64, -1 as an integer) until written.
+// The stand-in libraries and the runtime's copies check the same bounds and
+// initcheck shadows (a library's violation ends the process, naming it).
+//
 // What it cannot prove: memory-model effects between blocks or between
 // threads that a barrier does not order (blocks never overlap and a fiber's
-// writes are visible at once), device math to the ulp (the host's libm runs
+// writes are visible at once; the checks find the unordered accesses, not
+// what a GPU would make of them), device math to the ulp (the host's libm runs
 // expf and friends), cuBLAS's summation order, access to host memory from a
-// kernel (it works here, a GPU faults), out-of-range accesses that stay inside
-// an allocation or its 256-byte alignment padding (ordo's caching allocator,
-// which runs on top unchanged, rounds blocks up to 512 bytes, 2 MiB above
-// 1 MiB, and reuses larger cached blocks: a tensor ends at a guard page only
-// when it fills its block), and anything about performance.
+// kernel (it works here, a GPU faults), an out-of-range access that lands
+// inside another live tensor (the views of one tensor share its bounds), a
+// block reading what another block writes later in the same launch, and
+// anything about performance.
 #pragma once
 
 #include <cstddef>
@@ -114,8 +141,8 @@ void launch(const char* name, const void* stream, Dim grid, Dim block, size_t sh
 }
 
 // The order of ready threads and of blocks, as ORDO_EMULATOR_SCHEDULE sets
-// it at start: "forward", "reverse" or "random:SEED". False (and nothing
-// changes) for anything else.
+// it at start: "forward", "reverse", "random:SEED" or "greedy-warp". False
+// (and nothing changes) for anything else.
 bool set_schedule(const std::string& schedule);
 
 // ---- errors ---------------------------------------------------------------------
@@ -164,5 +191,35 @@ class DeviceSection {
 // at [ptr, ptr + bytes) (for a stand-in library that finds an access outside
 // every allocation before making it).
 [[noreturn]] void report_bad_access(const char* what, const void* ptr, size_t bytes);
+
+// ---- the checks (checks.cpp) -------------------------------------------------------------
+
+struct Check {
+  enum : unsigned { race = 1, conflict = 2, initcheck = 4, bounds = 8, poison = 16, all = 31 };
+};
+// The checks that run, as ORDO_EMULATOR_CHECKS sets them at start.
+unsigned checks();
+void set_checks(unsigned bits);
+// "all", "none" or a comma list of race, conflict, initcheck, bounds, poison
+// into `bits`; false for anything else.
+bool parse_checks(const std::string& value, unsigned& bits);
+
+// ordo's caching allocator hands out (or takes back) a block of device
+// memory holding a tensor of `bytes`: the bytes past them become no access,
+// the tensor's not yet written (and poisoned).
+void note_tensor_block(void* ptr, size_t bytes, size_t block_bytes);
+void note_block_cached(void* ptr, size_t block_bytes);
+
+// A stand-in library's read or write of device memory: a read must lie inside
+// live tensors and be written, a write inside live tensors (which it marks
+// written); otherwise the process ends, naming `who` and the bytes.
+void stand_in_read(const char* who, const void* ptr, size_t bytes);
+void stand_in_write(const char* who, const void* ptr, size_t bytes);
+// "" when [ptr, ptr + bytes) lies inside live tensors (or is not device
+// memory, or the bounds check is off); otherwise where it leaves them.
+std::string bounds_violation(const void* ptr, size_t bytes);
+// The runtime's copies: dst's bytes take src's state (written, or not), or
+// become written when src is host memory.
+void copy_shadow(void* dst, const void* src, size_t bytes);
 
 }  // namespace ordo::cuda::emulator

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tensor/cuda/emulator/checks.h"
 #include "tensor/cuda/emulator/emulator.h"
 
 namespace ordo::cuda::emulator {
@@ -58,17 +59,17 @@ std::string dim_str(Dim d) {
 
 // ---- the schedule --------------------------------------------------------------------
 
-enum class Order { forward, reverse, random };
+enum class Order { forward, reverse, random, greedy_warp };
 
 struct Schedule {
   Order order = Order::forward;
   std::mt19937_64 rng;
 };
 
-// "forward", "reverse" or "random:SEED" into `s`; false for anything else.
+// "forward", "reverse", "greedy-warp" or "random:SEED" into `s`; false for anything else.
 bool parse_schedule(const std::string& value, Schedule& s) {
-  if (value == "forward" || value == "reverse") {
-    s.order = value == "forward" ? Order::forward : Order::reverse;
+  if (value == "forward" || value == "reverse" || value == "greedy-warp") {
+    s.order = value == "forward" ? Order::forward : value == "reverse" ? Order::reverse : Order::greedy_warp;
     return true;
   }
   if (value.rfind("random:", 0) != 0) return false;
@@ -85,7 +86,7 @@ Schedule& schedule() {
     Schedule from_env;
     const char* env = std::getenv("ORDO_EMULATOR_SCHEDULE");
     if (env != nullptr && !parse_schedule(env, from_env)) {
-      std::fprintf(stderr, "ordo emulator: ORDO_EMULATOR_SCHEDULE=%s is not forward, reverse or random:SEED\n", env);
+      std::fprintf(stderr, "ordo emulator: ORDO_EMULATOR_SCHEDULE=%s is not forward, reverse, greedy-warp or random:SEED\n", env);
       std::exit(2);
     }
     return from_env;
@@ -196,12 +197,14 @@ void wait(Wait why) {
   self.scheduler = std::move(self.scheduler).resume();
   running = &self;  // the scheduler ran others meanwhile
   current_thread = &self.state;
+  access_checks::running_thread = self.linear;
 }
 
 void release_barrier(Block& b) {
   for (Thread& t : b.threads)
     if (t.wait == Wait::block_barrier) t.wait = Wait::none;
   b.at_barrier = 0;
+  access_checks::block_barrier();
 }
 
 int warp_of(const Thread& t) { return t.linear / kWarpSize; }
@@ -237,6 +240,7 @@ int source_lane(const Thread& t, int lane) {
 
 // Every lane of `mask` has arrived (first = the warp's first thread): each gets its result.
 void complete_warp_op(Block& b, int first, unsigned mask) {
+  if (b.threads[first + __builtin_ctz(mask)].op == WarpOp::sync) access_checks::warp_sync(first, mask);
   for (int lane = 0; lane < kWarpSize; ++lane) {
     if (!(mask & (1u << lane))) continue;
     Thread& t = b.threads[first + lane];
@@ -375,6 +379,7 @@ void resume(Block& b, Thread& t) {
   if (!t.started) start_fiber(b, t);
   running = &t;
   current_thread = &t.state;
+  access_checks::running_thread = t.linear;
   t.wait = Wait::none;
   t.fiber = std::move(t.fiber).resume();
   running = nullptr;
@@ -393,18 +398,37 @@ std::string deadlock_report(const Block& b) {
   return s;
 }
 
+// Runs each ready thread of `order`, in that order, until it waits or ends;
+// true when any ran.
+bool run_ready(Block& b, const std::vector<int>& order) {
+  bool ran = false;
+  for (int i : order) {
+    Thread& t = b.threads[i];
+    if (t.wait != Wait::none) continue;
+    resume(b, t);
+    ran = true;
+    if (!b.error.empty()) break;
+  }
+  return ran;
+}
+
 void run_block(Block& b, std::vector<int>& order) {
   b.live = static_cast<int>(b.threads.size());
   b.at_barrier = 0;
+  const int threads = static_cast<int>(b.threads.size());
   while (b.live > 0 && b.error.empty()) {
     bool ran = false;
-    arrange(order, static_cast<int>(b.threads.size()));
-    for (int i : order) {
-      Thread& t = b.threads[i];
-      if (t.wait != Wait::none) continue;
-      resume(b, t);
-      ran = true;
-      if (!b.error.empty()) break;
+    if (schedule().order == Order::greedy_warp) {
+      // Each warp in turn runs until none of its threads is ready (all wait
+      // at __syncthreads, or have ended) before the next one resumes.
+      for (int first = 0; first < threads && b.error.empty(); first += kWarpSize) {
+        order.resize(static_cast<size_t>(std::min(kWarpSize, threads - first)));
+        std::iota(order.begin(), order.end(), first);
+        while (b.error.empty() && run_ready(b, order)) ran = true;
+      }
+    } else {
+      arrange(order, threads);
+      ran = run_ready(b, order);
     }
     if (!ran && b.error.empty()) b.error = deadlock_report(b);
   }
@@ -465,6 +489,7 @@ int run_kernel(const char* name, Dim grid, Dim block, size_t shared_bytes, Kerne
   }
   DeviceSection section(name);  // also keeps launches from other host threads out
   log_launch_shape(name, block, shared_bytes);
+  access_checks::begin_launch(name);
   Block b;
   b.kernel = name;
   b.body = body;
@@ -500,6 +525,7 @@ int run_kernel(const char* name, Dim grid, Dim block, size_t shared_bytes, Kerne
         t.wait = Wait::none;
         t.started = false;
       }
+      access_checks::begin_block(idx, linear, static_cast<int>(b.threads.size()));
       run_block(b, order);
       if (!b.error.empty()) break;
     }
@@ -510,6 +536,10 @@ int run_kernel(const char* name, Dim grid, Dim block, size_t shared_bytes, Kerne
     return kLaunchFailure;
   }
   return kSuccess;
+}
+
+void record_kernel_error(const std::string& what) {
+  if (current_block != nullptr && current_block->error.empty()) current_block->error = what;
 }
 
 void set_launch_error(int error, const std::string& detail) {

@@ -1,10 +1,14 @@
 // The emulator's device memory (emulator.h).
 //
-// Every allocation is its own mapping: the pages that hold it, then a guard
-// page. The allocation ends against the guard page when its size is a
-// multiple of 256 (cudaMalloc's alignment, which ordo's vector loads rely on,
-// and what the caching allocator's rounded blocks always are); otherwise it
-// ends as close to it as that alignment allows.
+// Every allocation is its own range of pages inside one reserved range of
+// addresses, the arena (so that its shadow, shadow.h, is found by
+// arithmetic): the pages that hold it, then a guard page. The allocation
+// ends against the guard page when its size is a multiple of 256
+// (cudaMalloc's alignment, which ordo's vector loads rely on, and what the
+// caching allocator's rounded blocks always are); otherwise it ends as close
+// to it as that alignment allows, and the shadow marks the bytes between as
+// no access. Freed ranges return to the arena (their pages and shadow
+// dropped) and are handed out again.
 //
 // Outside a DeviceSection all device pages are PROT_NONE. Inside one, the
 // first touch of an allocation faults, and the SIGSEGV handler unprotects
@@ -31,13 +35,15 @@
 #include <mutex>
 
 #include "tensor/cuda/emulator/emulator.h"
+#include "tensor/cuda/emulator/shadow.h"
 
 namespace ordo::cuda::emulator {
 
 namespace {
 
 constexpr size_t kAlignment = 256;
-constexpr size_t kArenaBytes = size_t(80) << 30;  // an H100's 80 GB
+constexpr size_t kArenaBytes = size_t(80) << 30;           // an H100's 80 GB: what may be in use at once
+constexpr size_t kArenaAddressBytes = size_t(512) << 30;   // the addresses reserved for it
 
 size_t page_size() {
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -59,6 +65,78 @@ std::map<uintptr_t, Allocation>& allocations() {
 }
 std::mutex allocations_mutex;
 size_t bytes_in_use = 0;
+
+// ---- the arena ---------------------------------------------------------------------------
+//
+// Reserved once (PROT_NONE, no memory behind it) with its two shadows
+// (readable and writable, pages appearing as they are touched). Free ranges
+// are kept by address and merged with their neighbours; an allocation takes
+// the first that fits.
+
+void* reserve(size_t bytes, int prot) {
+  void* p = mmap(nullptr, bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    std::fprintf(stderr, "ordo emulator: cannot reserve %zu bytes of addresses for device memory and its shadow "
+                 "(vm.overcommit_memory=2 refuses MAP_NORESERVE)\n", bytes);
+    std::abort();
+  }
+  return p;
+}
+
+std::map<uintptr_t, size_t>& free_ranges() {
+  static auto* m = new std::map<uintptr_t, size_t>;
+  return *m;
+}
+
+void reserve_arena() {
+  if (shadow::arena.bytes != 0) return;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(reserve(kArenaAddressBytes, PROT_NONE));
+  shadow::arena.state = static_cast<uint8_t*>(reserve(kArenaAddressBytes, PROT_READ | PROT_WRITE));
+  shadow::arena.writers = static_cast<uint64_t*>(reserve(kArenaAddressBytes * 2, PROT_READ | PROT_WRITE));
+  shadow::arena.begin = begin;
+  shadow::arena.bytes = kArenaAddressBytes;
+  free_ranges().emplace(begin, kArenaAddressBytes);
+}
+
+// `bytes` (a multiple of the page size) of arena addresses, or nullptr.
+char* take_range(size_t bytes) {
+  auto& ranges = free_ranges();
+  for (auto it = ranges.begin(); it != ranges.end(); ++it) {
+    if (it->second < bytes) continue;
+    const uintptr_t start = it->first;
+    const size_t left = it->second - bytes;
+    ranges.erase(it);
+    if (left > 0) ranges.emplace(start + bytes, left);
+    return reinterpret_cast<char*>(start);
+  }
+  return nullptr;
+}
+
+// Gives a range back: its pages and its shadow are dropped (they read zero:
+// no access, no writer), and it merges with free neighbours.
+void give_back_range(char* base, size_t bytes) {
+  const uintptr_t start = reinterpret_cast<uintptr_t>(base);
+  madvise(base, bytes, MADV_DONTNEED);
+  madvise(shadow::state_of(start), bytes, MADV_DONTNEED);
+  madvise(shadow::writer_of(start), bytes * 2, MADV_DONTNEED);
+  auto& ranges = free_ranges();
+  auto next = ranges.lower_bound(start);
+  uintptr_t begin = start;
+  size_t size = bytes;
+  if (next != ranges.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == start) {
+      begin = prev->first;
+      size += prev->second;
+      ranges.erase(prev);
+    }
+  }
+  if (next != ranges.end() && next->first == start + bytes) {
+    size += next->second;
+    ranges.erase(next);
+  }
+  ranges.emplace(begin, size);
+}
 
 // The allocation whose mapping (guard page included) holds `addr`, or the
 // nearest one below it; nullptr when there is none below.
@@ -98,6 +176,38 @@ void protect_touched() {
   touched_overflow = false;
 }
 
+// ---- tensors inside allocations ----------------------------------------------------------
+//
+// ordo's caching allocator serves tensors from blocks it rounds up and reuses
+// (tensor/cuda/runtime.cu); it reports each block it hands out with the
+// bytes asked for, so that the bytes past them are no access, as the bytes
+// past a cudaMalloc are (Check::bounds).
+
+struct TensorBlock {
+  size_t bytes, block_bytes;
+  bool cached;  // freed: the caching allocator holds it for the next tensor
+};
+std::map<uintptr_t, TensorBlock>& tensor_blocks() {  // under allocations_mutex
+  static auto* m = new std::map<uintptr_t, TensorBlock>;
+  return *m;
+}
+
+void forget_tensors_in(const char* ptr, size_t bytes) {
+  auto& blocks = tensor_blocks();
+  const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+  blocks.erase(blocks.lower_bound(p), blocks.lower_bound(p + bytes));
+}
+
+// Memory a tensor or a cudaMalloc gets: not yet written, and with
+// Check::poison holding the poison pattern.
+void note_fresh_memory(void* ptr, size_t bytes) {
+  shadow::set_state(ptr, bytes, shadow::kUnwritten);
+  if (checks() & Check::poison) {
+    DeviceSection section("the emulator's poisoning of fresh device memory");
+    std::memset(ptr, shadow::kPoisonByte, bytes);
+  }
+}
+
 // ---- the fault handler ---------------------------------------------------------------------
 
 struct sigaction previous_action;
@@ -116,31 +226,15 @@ void describe_fault(uintptr_t addr) {
                   "accessible to the host)");
   }
   char where[512];
-  const Allocation* a = nearest_allocation(addr);
-  const uintptr_t ptr = a ? reinterpret_cast<uintptr_t>(a->ptr) : 0;
-  if (a == nullptr) {
-    std::snprintf(where, sizeof where, "outside every device allocation");
-  } else if (addr >= ptr && addr < ptr + a->size) {
-    std::snprintf(where, sizeof where, "byte %" PRIuPTR " of the device allocation of %zu bytes at %p",
-                  addr - ptr, a->size, static_cast<void*>(a->ptr));
-  } else if (addr >= ptr + a->size) {
-    std::snprintf(where, sizeof where, "%" PRIuPTR " bytes past the end of the device allocation of %zu bytes at %p",
-                  addr - ptr - a->size, a->size, static_cast<void*>(a->ptr));
-  } else {
-    std::snprintf(where, sizeof where, "%" PRIuPTR " bytes before the device allocation of %zu bytes at %p",
-                  ptr - addr, a->size, static_cast<void*>(a->ptr));
-  }
+  shadow::describe(reinterpret_cast<void*>(addr), where, sizeof where);
   char message[1200];
   const int n = std::snprintf(message, sizeof message,
-                              "ordo emulator: invalid device memory access: %s touched %p, %s\n", who,
-                              reinterpret_cast<void*>(addr), where);
+                              "ordo emulator: invalid device memory access: %s touched %s\n", who, where);
   if (n > 0) (void)!write(2, message, static_cast<size_t>(std::min<int>(n, sizeof message - 1)));
 }
 
-bool is_device_address(uintptr_t addr) {
-  const Allocation* a = nearest_allocation(addr);
-  return a != nullptr && addr < reinterpret_cast<uintptr_t>(a->base) + a->data_bytes + page_size();
-}
+// Inside the arena: a live allocation, a guard page, or freed memory.
+bool is_device_address(uintptr_t addr) { return shadow::in_arena(addr); }
 
 void on_fault(int sig, siginfo_t* info, void* context) {
   const uintptr_t addr = reinterpret_cast<uintptr_t>(info->si_addr);
@@ -196,31 +290,112 @@ void* device_allocate(size_t bytes) {
   if (bytes == 0) bytes = 1;
   const size_t page = page_size();
   const size_t data_bytes = (bytes + page - 1) / page * page;
-  std::lock_guard<std::mutex> lock(allocations_mutex);
-  if (bytes_in_use + bytes > kArenaBytes) return nullptr;
-  void* base = mmap(nullptr, data_bytes + page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (base == MAP_FAILED) return nullptr;
-  if (section_depth == 0) install_fault_handler();  // host code may touch it from now on
-  Allocation a;
-  a.base = static_cast<char*>(base);
-  a.data_bytes = data_bytes;
-  a.size = bytes;
-  const uintptr_t end = reinterpret_cast<uintptr_t>(a.base) + data_bytes;
-  a.ptr = reinterpret_cast<char*>((end - bytes) / kAlignment * kAlignment);
-  allocations().emplace(reinterpret_cast<uintptr_t>(a.base), a);
-  bytes_in_use += bytes;
-  return a.ptr;
+  char* base = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(allocations_mutex);
+    if (bytes_in_use + bytes > kArenaBytes) return nullptr;
+    reserve_arena();
+    base = take_range(data_bytes + page);
+    if (base == nullptr) return nullptr;
+    if (section_depth == 0) install_fault_handler();  // host code may touch it from now on
+    Allocation a;
+    a.base = base;
+    a.data_bytes = data_bytes;
+    a.size = bytes;
+    const uintptr_t end = reinterpret_cast<uintptr_t>(a.base) + data_bytes;
+    a.ptr = reinterpret_cast<char*>((end - bytes) / kAlignment * kAlignment);
+    allocations().emplace(reinterpret_cast<uintptr_t>(a.base), a);
+    bytes_in_use += bytes;
+    base = a.ptr;
+  }
+  note_fresh_memory(base, bytes);
+  return base;
 }
 
 bool device_free(void* ptr) {
   std::lock_guard<std::mutex> lock(allocations_mutex);
   const Allocation* a = nearest_allocation(reinterpret_cast<uintptr_t>(ptr));
   if (a == nullptr || a->ptr != ptr) return false;
-  munmap(a->base, a->data_bytes + page_size());
+  char* base = a->base;
+  const size_t span = a->data_bytes + page_size();
   bytes_in_use -= a->size;
-  allocations().erase(reinterpret_cast<uintptr_t>(a->base));
+  forget_tensors_in(a->ptr, a->size);
+  allocations().erase(reinterpret_cast<uintptr_t>(base));
+  give_back_range(base, span);
   return true;
 }
+
+void note_tensor_block(void* ptr, size_t bytes, size_t block_bytes) {
+  {
+    std::lock_guard<std::mutex> lock(allocations_mutex);
+    tensor_blocks()[reinterpret_cast<uintptr_t>(ptr)] = {bytes, block_bytes, false};
+  }
+  note_fresh_memory(ptr, bytes);
+  if (checks() & Check::bounds) shadow::set_state(static_cast<char*>(ptr) + bytes, block_bytes - bytes, shadow::kNoAccess);
+}
+
+void note_block_cached(void* ptr, size_t block_bytes) {
+  {
+    std::lock_guard<std::mutex> lock(allocations_mutex);
+    tensor_blocks()[reinterpret_cast<uintptr_t>(ptr)] = {0, block_bytes, true};
+  }
+  if (checks() & Check::bounds) shadow::set_state(ptr, block_bytes, shadow::kNoAccess);
+}
+
+namespace shadow {
+
+Arena arena;
+
+void set_state(const void* p, size_t bytes, uint8_t state) {
+  if (bytes > 0) std::memset(state_of(reinterpret_cast<uintptr_t>(p)), state, bytes);
+}
+
+const void* find_state(const void* p, size_t bytes, uint8_t state) {
+  const uint8_t* s = state_of(reinterpret_cast<uintptr_t>(p));
+  const void* hit = std::memchr(s, state, bytes);
+  return hit == nullptr ? nullptr : static_cast<const char*>(p) + (static_cast<const uint8_t*>(hit) - s);
+}
+
+const char* describe(const void* p, char* buffer, size_t size) {
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+  auto& blocks = tensor_blocks();
+  auto it = blocks.upper_bound(addr);
+  if (it != blocks.begin() && addr < std::prev(it)->first + std::prev(it)->second.block_bytes) {
+    const uintptr_t start = std::prev(it)->first;
+    const TensorBlock& t = std::prev(it)->second;
+    if (t.cached) {
+      std::snprintf(buffer, size,
+                    "byte %" PRIuPTR " of a %zu-byte block the caching allocator holds free (its tensor was freed)",
+                    addr - start, t.block_bytes);
+    } else if (addr < start + t.bytes) {
+      std::snprintf(buffer, size, "byte %" PRIuPTR " of the %zu-byte tensor at %p", addr - start, t.bytes,
+                    reinterpret_cast<void*>(start));
+    } else {
+      std::snprintf(buffer, size,
+                    "%" PRIuPTR " bytes past the end of the %zu-byte tensor at %p (inside the caching allocator's "
+                    "block of %zu bytes)",
+                    addr - start - t.bytes, t.bytes, reinterpret_cast<void*>(start), t.block_bytes);
+    }
+    return buffer;
+  }
+  const Allocation* a = nearest_allocation(addr);
+  const uintptr_t ptr = a ? reinterpret_cast<uintptr_t>(a->ptr) : 0;
+  if (a == nullptr || addr >= reinterpret_cast<uintptr_t>(a->base) + a->data_bytes + page_size()) {
+    std::snprintf(buffer, size, "%p, outside every live device allocation", p);  // freed, or never allocated
+  } else if (addr >= ptr + a->size) {
+    std::snprintf(buffer, size, "%" PRIuPTR " bytes past the end of the device allocation of %zu bytes at %p",
+                  addr - ptr - a->size, a->size, static_cast<void*>(a->ptr));
+  } else if (addr >= ptr) {
+    std::snprintf(buffer, size, "byte %" PRIuPTR " of the device allocation of %zu bytes at %p", addr - ptr,
+                  a->size, static_cast<void*>(a->ptr));
+  } else {
+    std::snprintf(buffer, size, "%" PRIuPTR " bytes before the device allocation of %zu bytes at %p", ptr - addr,
+                  a->size, static_cast<void*>(a->ptr));
+  }
+  return buffer;
+}
+
+}  // namespace shadow
 
 size_t device_bytes_in_use() {
   std::lock_guard<std::mutex> lock(allocations_mutex);

@@ -60,6 +60,11 @@ int radix_sort_pairs(void* temp, size_t& temp_bytes, const void* keys_in, void* 
     return refuse("a key or value array is not device memory of num_items elements");
 
   DeviceSection section("cub::DeviceRadixSort::SortPairs");
+  stand_in_read("cub::DeviceRadixSort::SortPairs (keys_in)", keys_in, key_array);
+  stand_in_read("cub::DeviceRadixSort::SortPairs (values_in)", values_in, value_array);
+  stand_in_write("cub::DeviceRadixSort::SortPairs (temp storage)", temp, needed);
+  stand_in_write("cub::DeviceRadixSort::SortPairs (keys_out)", keys_out, key_array);
+  stand_in_write("cub::DeviceRadixSort::SortPairs (values_out)", values_out, value_array);
   char* base = static_cast<char*>(temp);
   char* keys[2] = {base, base + aligned(key_array)};
   char* values[2] = {keys[1] + aligned(key_array), keys[1] + aligned(key_array) + aligned(value_array)};

@@ -25,13 +25,20 @@ cudaError_t fail(cudaError_t error, const std::string& detail) {
 
 bool valid_device(int device) { return device == 0; }
 
-// The device side of a copy or set must lie inside one allocation.
+// The device side of a copy or set must lie inside one allocation, and
+// inside live tensors (the bounds check).
 cudaError_t check_device_side(const char* call, const char* which, const void* ptr, size_t bytes) {
-  if (emu::is_device_range(ptr, bytes)) return cudaSuccess;
   char detail[256];
-  std::snprintf(detail, sizeof detail, "%s: the %s range of %zu bytes at %p is not inside one device allocation",
-                call, which, bytes, ptr);
-  return fail(cudaErrorInvalidValue, detail);
+  if (!emu::is_device_range(ptr, bytes)) {
+    std::snprintf(detail, sizeof detail, "%s: the %s range of %zu bytes at %p is not inside one device allocation",
+                  call, which, bytes, ptr);
+    return fail(cudaErrorInvalidValue, detail);
+  }
+  const std::string outside = emu::bounds_violation(ptr, bytes);
+  if (outside.empty()) return cudaSuccess;
+  std::snprintf(detail, sizeof detail, "%s: the %s range of %zu bytes at %p leaves its tensor: ", call, which, bytes,
+                ptr);
+  return fail(cudaErrorInvalidValue, detail + outside);
 }
 
 }  // namespace
@@ -201,6 +208,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
   auto copy = [dst, src, bytes] {
     emu::DeviceSection section("cudaMemcpyAsync");
     std::memmove(dst, src, bytes);
+    emu::copy_shadow(dst, src, bytes);
   };
   if (emu::capturing(stream)) {
     emu::record(stream, "cudaMemcpyAsync", copy);
@@ -229,6 +237,7 @@ cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t str
   auto set = [ptr, value, bytes] {
     emu::DeviceSection section("cudaMemsetAsync");
     std::memset(ptr, value, bytes);
+    emu::copy_shadow(ptr, nullptr, bytes);  // written
   };
   if (emu::capturing(stream)) {
     emu::record(stream, "cudaMemsetAsync", set);

@@ -1,0 +1,197 @@
+// Every position encoding through one attention sublayer on CUDA, with the
+// fused attention (autograd/ops.h: attention; one kernel per direction) and
+// with the unfused ops (the reference), and on the CPU: the output and the
+// gradients of the input and of every parameter agree. Tiny shapes (3 heads
+// of width 4, L = 11: two of the kernels' key tiles), positions with gaps and
+// repeats, a padded key, and one training call with dropout. The variants
+// that cannot be fused fall back, and say why. The [cuda] cases run only
+// where a GPU is (`ordo_tests --require-gpu "[cuda]"`); one case runs the
+// fused op on the CPU (nn::Context::fused_attention_on_cpu, which ordo bench
+// step's recording uses) against the CPU's unfused ops.
+#include <algorithm>
+
+#include "tensor/kernel_calls.h"
+#include "tests/pe/score_term_helpers.h"
+
+using namespace ordo;
+using namespace ordo::pe_test;
+
+namespace {
+
+constexpr int64_t kBatch = 2, kLength = 11;
+
+// The fused attention on or off for one scope.
+struct FusedGuard {
+  explicit FusedGuard(bool on) : saved(nn::fused_attention_enabled()) { nn::set_fused_attention(on); }
+  ~FusedGuard() { nn::set_fused_attention(saved); }
+  bool saved;
+};
+
+struct Run {
+  std::vector<Tensor> results;  // the output, x's gradient, then every parameter's
+  bool fused = false;           // whether an attention_forward kernel call was made
+};
+
+// One attention sublayer (layer 1) with the variant on `device`: parameters
+// drawn by nn::initialize (Philox: the same on both devices) and moved off
+// their starting values; the output and the gradients of sum(w * out).
+Run attention_run(const nn::BertConfig& c, Device device, bool training, bool fused_on_cpu = false) {
+  nn::SelfAttention attention(c, device);
+  auto pe = pe::make_position_encoding(c, device);
+  nn::initialize(attention, 3);
+  nn::initialize(*pe, 4);
+  uint64_t seed = 50;
+  for (nn::Module* m : {static_cast<nn::Module*>(&attention), static_cast<nn::Module*>(pe.get())})
+    for (auto& [name, p] : m->named_parameters())
+      p->var = Var(add(p->var.value(), ordo::test::random_tensor(p->var.shape(), seed++, DType::f32, -0.2, 0.2).to(device)),
+                   true, name);
+  std::vector<int64_t> keep(static_cast<size_t>(kBatch * kLength), 1);
+  keep.back() = 0;
+  Tensor mask = nn::attention_bias(Tensor::from_vector(keep, {kBatch, kLength}).to(device), kBatch, kLength, c.decoder,
+                                   DType::f32, device);
+  Tensor positions = random_positions(kBatch, kLength, 11, 0, 15).to(device);
+  Tensor segments = random_positions(kBatch, kLength, 12, 0, 2).to(device);
+  Var x(ordo::test::random_tensor({kBatch, kLength, c.hidden_size}, 7, DType::f32).to(device), true);
+  nn::Context ctx = training ? nn::Context::train(5, 3) : nn::Context::eval();
+  ctx.fused_attention_on_cpu = fused_on_cpu;
+  Run r;
+  Var out;
+  {
+    KernelCallRecording recording;
+    out = attention.forward(x, Var(mask), *pe, 1, positions, segments, ctx, nullptr);
+    for (const KernelCall& call : recording.calls()) r.fused |= std::string(call.kernel) == "attention_forward";
+  }
+  sum(mul(out, Var(ordo::test::random_tensor(out.shape(), 8, DType::f32).to(device)))).backward();
+  r.results = {out.value().to(Device::cpu()), x.grad().to(Device::cpu())};
+  for (nn::Module* m : {static_cast<nn::Module*>(&attention), static_cast<nn::Module*>(pe.get())})
+    for (auto& [name, p] : m->named_parameters())
+      r.results.push_back(p->var.grad().defined() ? p->var.grad().to(Device::cpu()) : Tensor());
+  return r;
+}
+
+void compare(const Run& got, const Run& want, const std::string& what) {
+  INFO(what);
+  REQUIRE(got.results.size() == want.results.size());
+  for (size_t i = 0; i < want.results.size(); ++i) {
+    INFO("result " << i << " (0: output, 1: x's gradient, then the parameters' gradients)");
+    REQUIRE(got.results[i].defined() == want.results[i].defined());
+    // f32 on both sides, the sums in other orders: a few 1e-6 of the values;
+    // a lost or misplaced term is off by its own size (1e-2 and up).
+    if (want.results[i].defined()) ordo::test::require_close(got.results[i], want.results[i], 1e-4, 1e-5);
+  }
+}
+
+nn::BertConfig config_of(const std::string& text) {
+  json::Value v = json::parse(text);
+  nn::BertConfig c = tiny_config(v["pe"].as_string(), v.contains("o") ? v["o"] : json::Value::object());
+  if (v.contains("segment")) c.segment = v["segment"].as_string();
+  if (v.contains("decoder")) c.decoder = v["decoder"].as_bool();
+  c.attention_probs_dropout_prob = 0.25;  // used by the training calls
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("fused attention on the CPU, when asked, runs the reference kernels and agrees with the unfused ops",
+          "[pe][attention]") {
+  // A relative variant with value vectors (every pass of the backward, the
+  // tables' included) in training with dropout; the unfused ops are the
+  // independent side.
+  const nn::BertConfig c = config_of(R"({"pe": "rpe_shaw", "o": {"value": true}})");
+  const Run fused = attention_run(c, Device::cpu(), true, /*fused_on_cpu=*/true);
+  const Run unfused = attention_run(c, Device::cpu(), true);
+  CHECK(fused.fused);
+  CHECK_FALSE(unfused.fused);
+  compare(fused, unfused, "the fused op's CPU kernels against the unfused ops, both on the CPU");
+}
+
+#ifdef ORDO_HAS_CUDA
+
+namespace {
+const Device kGpu = Device::cuda(0);
+}  // namespace
+
+TEST_CASE("fused attention: every position encoding agrees with the unfused ops on CUDA and with the CPU",
+          "[cuda][pe][attention]") {
+  const char* variants[] = {
+      R"({"pe": "none"})",
+      R"({"pe": "ape_learned"})",
+      R"({"pe": "rope"})",
+      R"({"pe": "rpe_shaw", "o": {"value": true, "share": "none"}})",
+      R"({"pe": "rpe_shaw", "o": {"clip": 3}})",
+      R"({"pe": "rpe_sin"})",
+      R"({"pe": "rpe_sin_learnable", "o": {"share": "heads"}})",
+      R"({"pe": "xlnet"})",
+      R"({"pe": "xlnet", "o": {"biases": false, "clip": 4}})",
+      R"({"pe": "huang_m1"})",
+      R"({"pe": "huang_m2", "o": {"share": "none"}})",
+      R"({"pe": "huang_m3"})",
+      R"({"pe": "huang_m4", "o": {"share": "none"}})",
+      R"({"pe": "t5_bias", "o": {"num_buckets": 8, "max_distance": 6}})",
+      R"({"pe": "rel_scalar"})",
+      R"({"pe": "abs_scalar", "o": {"rank": 3}})",
+      R"({"pe": "alibi", "o": {"learned": true}})",
+      R"({"pe": "attenuated"})",
+      R"({"pe": "tupe", "o": {"num_buckets": 8, "max_distance": 6}})",
+      R"({"pe": "tupe", "o": {"relative": false}})",
+      R"({"pe": "ape_learned+rpe_shaw", "segment": "per_head"})",
+      R"({"pe": "rel_scalar", "segment": "per_head"})",
+      R"({"pe": "t5_bias", "decoder": true})",
+  };
+  for (const char* text : variants) {
+    const nn::BertConfig c = config_of(text);
+    INFO(text);
+    {
+      auto pe = pe::make_position_encoding(c, kGpu);
+      REQUIRE(nn::unfused_attention_reason(*pe, c, kGpu) == "");
+    }
+    const Run cpu = attention_run(c, Device::cpu(), false);
+    const Run fused = attention_run(c, kGpu, false);
+    CHECK(fused.fused);
+    Run unfused;
+    {
+      FusedGuard off(false);
+      unfused = attention_run(c, kGpu, false);
+    }
+    CHECK_FALSE(unfused.fused);
+    compare(fused, unfused, "fused against unfused, both on CUDA");
+    compare(fused, cpu, "fused on CUDA against the CPU");
+  }
+}
+
+TEST_CASE("fused attention: dropout on the probabilities draws the unfused dropout's mask", "[cuda][pe][attention]") {
+  for (const char* text : {R"({"pe": "rpe_shaw", "o": {"value": true}})", R"({"pe": "alibi", "decoder": true})"}) {
+    const nn::BertConfig c = config_of(text);
+    INFO(text);
+    const Run cpu = attention_run(c, Device::cpu(), true);
+    const Run fused = attention_run(c, kGpu, true);
+    CHECK(fused.fused);
+    compare(fused, cpu, "fused on CUDA against the CPU, training with dropout 0.25");
+  }
+}
+
+TEST_CASE("fused attention: what cannot be fused falls back to the unfused ops and says why", "[cuda][pe][attention]") {
+  struct Fallback {
+    const char* config;
+    const char* reason;
+  };
+  for (const Fallback& f : {Fallback{R"({"pe": "attenuated", "o": {"learned": true, "learn": "kernel"}})", "learned w and s"},
+                            Fallback{R"({"pe": "attenuated", "o": {"learned": true}})", "learned delta matrix"},
+                            Fallback{R"({"pe": "alibi", "o": {"combine": "sequence"}})", "combine = sequence"},
+                            Fallback{R"({"pe": "t5_bias", "o": {"ablate": "positional"}})", "positional ablation"}}) {
+    const nn::BertConfig c = config_of(f.config);
+    INFO(f.config);
+    auto pe = pe::make_position_encoding(c, kGpu);
+    CHECK_THAT(nn::unfused_attention_reason(*pe, c, kGpu), Catch::Contains(f.reason));
+    CHECK_THAT(nn::attention_kernels(*pe, c, kGpu), Catch::Contains("unfused ops"));
+    const Run gpu = attention_run(c, kGpu, false);
+    CHECK_FALSE(gpu.fused);
+    compare(gpu, attention_run(c, Device::cpu(), false), "the fallback on CUDA against the CPU");
+  }
+  // On the CPU the unfused ops are the path, whatever the variant.
+  const nn::BertConfig c = config_of(R"({"pe": "rpe_shaw"})");
+  auto pe = pe::make_position_encoding(c, Device::cpu());
+  CHECK_THAT(nn::attention_kernels(*pe, c, Device::cpu()), Catch::Contains("on the CPU"));
+}
+
+#endif  // ORDO_HAS_CUDA
