@@ -50,6 +50,18 @@ AtomicCounters& counters() {
   return c;
 }
 
+// A copy between the host and the device cannot be part of a CUDA graph: a
+// replayed copy from host memory reads memory the caller has freed since,
+// and a read to the host (or a synchronize) needs the host to wait, which a
+// graph cannot. CUDA itself captures a copy from or to pageable memory
+// without a word (seen on an H200, CUDA 13.0: a graph then replayed a
+// step's frequencies from freed memory), so ordo refuses here, in the same
+// words on a GPU and on the emulator.
+void refuse_while_capturing(const char* what) {
+  ORDO_CHECK(g_capturing.load(std::memory_order_relaxed) == 0, what,
+             " while a CUDA graph captures: a graph runs without the host");
+}
+
 // Every wait of the host for a stream goes through here, so that it is counted.
 cudaError_t wait_for_stream(cudaStream_t stream) {
   counters().host_syncs.fetch_add(1, std::memory_order_relaxed);
@@ -274,7 +286,7 @@ class CachingAllocator {
                               "), the device has ", free_bytes, " of ", total_bytes,
                               " bytes free after releasing ordo's cache"));
     }
-    ORDO_CUDA_CHECK(err);
+    if (err != cudaSuccess) throw_cuda_error(err, "cudaMalloc(&ptr, size)", __FILE__, __LINE__);  // says cudaMalloc, not "err"
     ++stats_.device_mallocs;
     counters().device_mallocs.fetch_add(1, std::memory_order_relaxed);
     return ptr;
@@ -404,6 +416,7 @@ DeviceState* existing_state(Device device) {
 // as whatever the caller queued before (a copy to the host), and throws (and
 // clears the flag) when a kernel met an out-of-range index.
 void wait_and_raise_index_error(DeviceContext& ctx) {
+  refuse_while_capturing("the host waiting for the device (a read to the host or a synchronize)");
   int site = 0;
   ORDO_CUDA_CHECK(cudaMemcpyAsync(&site, ctx.index_error, sizeof(int), cudaMemcpyDeviceToHost,
                                   ctx.stream));
@@ -583,6 +596,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
     // Host to device. ordo's host memory is pageable, for which
     // cudaMemcpyAsync returns only after the source has been staged: the
     // caller may free it as soon as this returns.
+    cuda::refuse_while_capturing("a copy from host memory (replayed, it would read memory freed since)");
     cuda::DeviceContext& ctx = cuda::context(dst_device);
     ORDO_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, ctx.stream));
     cuda::counters().bytes_to_device.fetch_add(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
@@ -590,6 +604,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   }
   if (dst_device.is_cpu()) {
     // Device to host: the host reads dst as soon as this returns.
+    cuda::refuse_while_capturing("the host waiting for the device (a read to the host or a synchronize)");
     cuda::DeviceContext& ctx = cuda::context(src_device);
     ORDO_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, ctx.stream));
     cuda::counters().bytes_to_host.fetch_add(static_cast<int64_t>(nbytes), std::memory_order_relaxed);

@@ -9,12 +9,17 @@
 // What the driver forbids during a capture in cudaStreamCaptureModeGlobal
 // (the mode ordo captures in; the emulator takes no other) is refused the
 // same way: a synchronisation (cudaStreamSynchronize, cudaDeviceSynchronize,
-// cudaMemcpy, cudaMemset), cudaMalloc and cudaFree, and a copy to or from
-// host memory (the emulator's host memory is all pageable) get
+// cudaMemcpy, cudaMemset), cudaMalloc and cudaFree get
 // cudaErrorStreamCaptureUnsupported, from any thread, and invalidate the
 // capture: its cudaStreamEndCapture then returns
 // cudaErrorStreamCaptureInvalidated and no graph. take_error_detail() names
 // the refused call.
+//
+// Where it is stricter than the driver: a copy to or from pageable host
+// memory is refused here too, where CUDA 13.0 on an H200 captured it as a
+// node that replays from that address; ordo refuses such copies itself
+// before CUDA sees them (runtime.cu's refuse_while_capturing), so its
+// programs meet the same rule on both.
 //
 // What it cannot show: a graph's nodes run here in the order they were
 // captured, one after another (a GPU may overlap nodes the capture left

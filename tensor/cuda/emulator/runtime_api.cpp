@@ -185,8 +185,9 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
-  // Host memory here is pageable (the emulator has no pinned allocations):
-  // a copy to or from it cannot be captured.
+  // Host memory here is pageable (the emulator has no pinned allocations).
+  // A copy to or from it is refused during a capture, stricter than CUDA
+  // (graphs.cpp says why no ordo program notices).
   if (kind != cudaMemcpyDeviceToDevice)
     if (const int refused = emu::refuse_during_capture(kind == cudaMemcpyHostToDevice
                                                            ? "cudaMemcpyAsync from pageable host memory"
