@@ -5,7 +5,11 @@
 #     registers (allocated per thread in multiples of 8) x threads (in whole
 #     warps) <= 65536, for the largest block each kernel is launched with;
 #   - every kernel compiled is launched by some [cuda] test (a kernel without
-#     one is unfinished).
+#     one is unfinished);
+#   - no kernel keeps more than 256 bytes a thread in local memory (ptxas's
+#     stack frame: an array indexed at run time), except the fused
+#     attention's build for any head width (D = 0, attention.cu): on an H200
+#     those arrays made the fused step slower than the unfused one.
 # The registers come from ptxas (-Xptxas=-v, kept by tools/nvcc_resources.sh
 # as BUILD/**/*.ptxas.txt); the launch configurations from the emulated GPU's
 # log of the [cuda] tests (ORDO_EMULATOR_LAUNCH_LOG, written by
@@ -46,6 +50,13 @@ bare_names=$(cut -d' ' -f1 <<<"$functions" | c++filt | sed 's/(anonymous namespa
   }
   sub(/\(.*/, "", out); n = split(out, parts, "::"); name = parts[n]; sub(/.* /, "", name); print name, ours }')
 
+# Local memory: the demangled name (spaces as '_') and its stack frame.
+local_memory=$(paste -d' ' <(cut -d' ' -f1 <<<"$functions" | c++filt | tr ' ' '_') <(cut -d' ' -f5 <<<"$functions") |
+  awk '$1 ~ /ordo::/ && $1 !~ /attention_[a-z_]*kernel<0>/ && $2 > 256 {
+    printf "LOCAL  %s: %d bytes of stack a thread (an array indexed at run time?)\n", $1, $2 }')
+[[ -n $local_memory ]] && echo "$local_memory"
+
+status=0
 paste -d' ' <(echo "$bare_names") <(echo "$functions") | awk -v file="$launches" -v limit="$register_file" '
   BEGIN {
     while ((getline line < file) > 0) {
@@ -76,4 +87,9 @@ paste -d' ' <(echo "$bare_names") <(echo "$functions") | awk -v file="$launches"
       if (!(name in threads)) { printf "UNTESTED  %s is compiled but no [cuda] test launched it\n", name; bad++ }
     printf "cuda resources: %d launched kernels checked against a %d-register file, %d problems\n", checked, limit, bad + 0
     exit bad > 0
-  }'
+  }' || status=1
+if [[ -n $local_memory ]]; then
+  echo "cuda resources: $(wc -l <<<"$local_memory") kernels keep more than 256 bytes a thread in local memory"
+  status=1
+fi
+exit $status

@@ -25,7 +25,18 @@
 // These kernels are written for clarity, on CUDA cores (a thread per row, FP32),
 // not tuned: no tensor-core tiles, and a relative row read from global memory
 // per pair. Heads and E, F up to kHead = 64 wide, up to kMaxSegments segment types.
+//
+// Registers: each thread keeps its row of q and its accumulators (o, or dq;
+// dk and dv) in arrays of the head's width. Indexed at run time they live in
+// local memory — ptxas gave the three kernels 576-672 bytes of stack a thread,
+// which at base 32 x 128 is gigabytes of traffic a layer, and on an H200 the
+// fused step ran 2.3x slower than the unfused one. So each kernel is built
+// for the common head widths (D = 8, 16, 32, 64: every loop over d has a
+// compile-time trip count, unrolled, the arrays in registers) and once for
+// any other width up to kHead (D = 0: d read at run time, the arrays in
+// local memory, as before).
 #include <climits>
+#include <type_traits>
 
 #include <cub/device/device_radix_sort.cuh>
 
@@ -46,6 +57,20 @@ constexpr float kLowest = -3.40282347e38f;  // nn::attention_bias's mask value
 // (score about kLowest) then has probability exp(kLowest - m) = 0 exactly,
 // so the causal kernels may skip the keys after the query.
 constexpr float kSeenKey = -1e30f;
+
+// The head widths with kernels of their own (see the top of the file); any
+// other width up to kHead takes the kernels built with D = 0.
+template <int D>
+constexpr int kArrayWidth = D > 0 ? D : kHead;
+// How far the loops over d unroll: whole for a built width, by 4 for D = 0.
+template <int D>
+constexpr int kUnroll = D > 0 ? D : 4;
+// The forward kernel's occupancy hint. Blocks of one warp fill an SM's 32
+// block slots at 64 registers a thread, which ptxas aims for unless told
+// otherwise (a 16-wide head's kernel spilled at 72); 12 resident blocks
+// allow 170, which every built width fits without spilling (ptxas, sm_90;
+// at 8 blocks, 255, the 64-wide kernel was unrolled further and spilled).
+constexpr int kBlocksPerSm = 12;
 
 // A per-head table [Ht, R, w] as the kernels read it.
 struct Table {
@@ -189,6 +214,33 @@ struct Terms {
   }
 };
 
+// RoPE's rotation of a thread's own row x [d] (Terms::rotate with every index
+// known at compile time when D > 0, so that x may stay in registers).
+template <int D>
+__device__ __forceinline__ void rotate_row(const Terms& t, float* x, int64_t p, bool back) {
+  if constexpr (D == 0) {
+    t.rotate(x, p, back);
+  } else {
+    constexpr int half = D / 2;
+    ORDO_UNROLL_BY((kUnroll<D>))
+    for (int m = 0; m < half; ++m) {
+      const float angle = static_cast<float>(p) * t.rotary[m];
+      const float c = cosf(angle), s = back ? -sinf(angle) : sinf(angle);
+      auto turn = [c, s](float& a, float& e) {
+        const float a0 = a, e0 = e;
+        a = a0 * c - e0 * s;
+        e = a0 * s + e0 * c;
+      };
+      // Two branches, each with constant indices (a select between the two
+      // addresses would be an address known only at run time).
+      if (t.rotary_half)
+        turn(x[m], x[m + half]);
+      else
+        turn(x[2 * m], x[2 * m + 1]);
+    }
+  }
+}
+
 Terms terms_of(const AttentionTerms& t, const Tensor& q, const Tensor& k, DeviceContext& ctx) {
   Terms x;
   x.B = q.size(0), x.H = q.size(1), x.L = q.size(2), x.J = k.size(2), x.d = q.size(3);
@@ -254,27 +306,32 @@ __device__ __forceinline__ void rotate_tile(float (*tile)[kHead], int64_t first,
 
 // ---- forward ----------------------------------------------------------------------------------
 
-// A block per (query tile, head, batch), a thread per query row i.
-__global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, float* lse, const float* q,
+// A block per (query tile, head, batch), a thread per query row i; D the
+// head's width (0: read from t.d).
+template <int D>
+__global__ void __launch_bounds__(kRows, kBlocksPerSm) attention_forward_kernel(float* out, float* lse, const float* q,
                                                                     const float* k, const float* v, Terms t) {
   __shared__ float keys[kTile][kHead], values[kTile][kHead], pos_keys[kTile][kHead];
   const int64_t b = blockIdx.z, h = blockIdx.y, i = blockIdx.x * kRows + threadIdx.x;
   const bool active = i < t.L;
   const int64_t bh = b * t.H + h;
-  float qi[kHead], acc[kHead];
+  const int d = D > 0 ? D : static_cast<int>(t.d);
+  float qi[kArrayWidth<D>], acc[kArrayWidth<D>];
   const float* ei = nullptr;
   if (active) {
-    for (int x = 0; x < t.d; ++x) qi[x] = q[(bh * t.L + i) * t.d + x];
-    if (t.rotary != nullptr) t.rotate(qi, t.positions[b * t.L + i], false);
+    ORDO_UNROLL_BY((kUnroll<D>))
+    for (int x = 0; x < d; ++x) qi[x] = q[(bh * t.L + i) * d + x];
+    if (t.rotary != nullptr) rotate_row<D>(t, qi, t.positions[b * t.L + i], false);
     if (t.e > 0) ei = t.pos_row(t.pos_query, b, h, i);
   }
-  for (int x = 0; x < kHead; ++x) acc[x] = 0.0f;
+  ORDO_UNROLL_BY((kUnroll<D>))
+  for (int x = 0; x < kArrayWidth<D>; ++x) acc[x] = 0.0f;
   float m = -INFINITY, l = 0.0f;
   Terms::Draw draw;
   const float* pos_keys_bh = t.e > 0 ? t.pos_row(t.pos_key, b, h, 0) : nullptr;
   for (int64_t j0 = 0; j0 < t.J; j0 += kTile) {
-    load_tile(keys, k + bh * t.J * t.d, j0, t.J, t.d);
-    load_tile(values, v + bh * t.J * t.d, j0, t.J, t.d);
+    load_tile(keys, k + bh * t.J * d, j0, t.J, d);
+    load_tile(values, v + bh * t.J * d, j0, t.J, d);
     if (t.e > 0) load_tile(pos_keys, pos_keys_bh, j0, t.J, t.e);
     if (t.rotary != nullptr) rotate_tile(keys, j0, t.J, b, t);
     __syncthreads();
@@ -290,7 +347,8 @@ __global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, fl
         const float* w = t.entry(t.product, h, rows[jj]);
         const float* a = t.entry(t.query_vectors, h, rows[jj]);
         const float* bv = t.entry(t.key_vectors, h, rows[jj]);
-        for (int x = 0; x < t.d; ++x) {
+        ORDO_UNROLL_BY((kUnroll<D>))
+        for (int x = 0; x < d; ++x) {
           dots.c += qi[x] * keys[jj][x] * (w ? w[x] : 1.0f);
           if (a) dots.qa += qi[x] * a[x];
           if (bv) dots.kb += keys[jj][x] * bv[x];
@@ -302,13 +360,15 @@ __global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, fl
       const float m_new = fmaxf(m, tile_max);
       const float rescale = expf(m - m_new);  // 0 at the first tile (m = -inf)
       l *= rescale;
-      for (int x = 0; x < t.d; ++x) acc[x] *= rescale;
+      ORDO_UNROLL_BY((kUnroll<D>))
+      for (int x = 0; x < d; ++x) acc[x] *= rescale;
       for (int jj = 0; jj < count; ++jj) {
         const float p = expf(s[jj] - m_new);
         l += p;
         const float pt = p * t.dropout_factor(b, h, i, j0 + jj, draw);
         const float* vv = t.entry(t.value_vectors, h, rows[jj]);
-        for (int x = 0; x < t.d; ++x) acc[x] += pt * (values[jj][x] + (vv ? vv[x] : 0.0f));
+        ORDO_UNROLL_BY((kUnroll<D>))
+        for (int x = 0; x < d; ++x) acc[x] += pt * (values[jj][x] + (vv ? vv[x] : 0.0f));
       }
       m = m_new;
     }
@@ -316,14 +376,17 @@ __global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, fl
   }
   if (!active) return;
   const float inv = 1.0f / l;
-  for (int x = 0; x < t.d; ++x) out[(bh * t.L + i) * t.d + x] = acc[x] * inv;
+  ORDO_UNROLL_BY((kUnroll<D>))
+  for (int x = 0; x < d; ++x) out[(bh * t.L + i) * d + x] = acc[x] * inv;
   lse[bh * t.L + i] = m + logf(l);
 }
 
 // ---- backward by query rows ------------------------------------------------------------------------
 
 // dq, dE and the segment sums of row i; D_i = gout_i . o_i is written for
-// the key-row kernel. A block per (query tile, head, batch).
+// the key-row kernel. A block per (query tile, head, batch); D the head's
+// width (0: read from t.d).
+template <int D>
 __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
     float* gq, float* gpos_query, float* gsegments, float* dsum, const float* gout, const float* q, const float* k,
     const float* v, const float* out, const float* lse, Terms t) {
@@ -334,27 +397,31 @@ __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
   const int64_t bh = b * t.H + h, row_index = bh * t.L + i;
   float* go = go_rows[threadIdx.x];
   float* de = e_grads[threadIdx.x];
-  float qi[kHead], dq[kHead], seg[kMaxSegments];
-  float D = 0, lse_i = 0;
+  const int d = D > 0 ? D : static_cast<int>(t.d);
+  float qi[kArrayWidth<D>], dq[kArrayWidth<D>], seg[kMaxSegments];
+  float D_i = 0, lse_i = 0;
   const float* ei = nullptr;
   if (active) {
-    for (int x = 0; x < t.d; ++x) {
-      qi[x] = q[row_index * t.d + x];
-      go[x] = gout[row_index * t.d + x];
-      D += go[x] * out[row_index * t.d + x];
+    ORDO_UNROLL_BY((kUnroll<D>))
+    for (int x = 0; x < d; ++x) {
+      qi[x] = q[row_index * d + x];
+      go[x] = gout[row_index * d + x];
+      D_i += go[x] * out[row_index * d + x];
     }
-    if (t.rotary != nullptr) t.rotate(qi, t.positions[b * t.L + i], false);
-    dsum[row_index] = D;
+    if (t.rotary != nullptr) rotate_row<D>(t, qi, t.positions[b * t.L + i], false);
+    dsum[row_index] = D_i;
     lse_i = lse[row_index];
     if (t.e > 0) ei = t.pos_row(t.pos_query, b, h, i);
   }
-  for (int x = 0; x < kHead; ++x) dq[x] = 0.0f, de[x] = 0.0f;
+  ORDO_UNROLL_BY((kUnroll<D>))
+  for (int x = 0; x < kArrayWidth<D>; ++x) dq[x] = 0.0f;
+  for (int x = 0; x < kHead; ++x) de[x] = 0.0f;
   for (int x = 0; x < kMaxSegments; ++x) seg[x] = 0.0f;
   Terms::Draw draw;
   const float* pos_keys_bh = t.e > 0 ? t.pos_row(t.pos_key, b, h, 0) : nullptr;
   for (int64_t j0 = 0; j0 < t.J; j0 += kTile) {
-    load_tile(keys, k + bh * t.J * t.d, j0, t.J, t.d);
-    load_tile(values, v + bh * t.J * t.d, j0, t.J, t.d);
+    load_tile(keys, k + bh * t.J * d, j0, t.J, d);
+    load_tile(values, v + bh * t.J * d, j0, t.J, d);
     if (t.e > 0) load_tile(pos_keys, pos_keys_bh, j0, t.J, t.e);
     if (t.rotary != nullptr) rotate_tile(keys, j0, t.J, b, t);
     __syncthreads();
@@ -367,7 +434,8 @@ __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
       const float* vv = t.entry(t.value_vectors, h, r);
       Terms::Dots dots;
       float dpt = 0;  // dP~_ij = gout_i . (v_j + V[row])
-      for (int x = 0; x < t.d; ++x) {
+      ORDO_UNROLL_BY((kUnroll<D>))
+      for (int x = 0; x < d; ++x) {
         dots.c += qi[x] * keys[jj][x] * (w ? w[x] : 1.0f);
         if (a) dots.qa += qi[x] * a[x];
         if (bv) dots.kb += keys[jj][x] * bv[x];
@@ -375,10 +443,11 @@ __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
       }
       for (int x = 0; x < t.e; ++x) dots.ef += ei[x] * pos_keys[jj][x];
       const float p = expf(t.score(dots, b, h, i, j, r) - lse_i);
-      const float ds = p * (t.dropout_factor(b, h, i, j, draw) * dpt - D);
+      const float ds = p * (t.dropout_factor(b, h, i, j, draw) * dpt - D_i);
       const float* g = t.entry(t.gate, h, r);
       const float c = t.scale * ds * (g ? *g : 1.0f);
-      for (int x = 0; x < t.d; ++x) dq[x] += c * keys[jj][x] * (w ? w[x] : 1.0f) + (a ? t.query_scale * ds * a[x] : 0.0f);
+      ORDO_UNROLL_BY((kUnroll<D>))
+      for (int x = 0; x < d; ++x) dq[x] += c * keys[jj][x] * (w ? w[x] : 1.0f) + (a ? t.query_scale * ds * a[x] : 0.0f);
       if (t.e > 0 && t.reset_row(i, j) < 0)
         for (int x = 0; x < t.e; ++x) de[x] += t.pos_scale * ds * pos_keys[jj][x];
       if (t.segment_types > 0) seg[t.segments[b * t.L + j]] += ds;
@@ -386,9 +455,11 @@ __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
     __syncthreads();
   }
   if (!active) return;
-  if (t.rotary != nullptr) t.rotate(dq, t.positions[b * t.L + i], true);  // back to the unrotated q
-  if (gq != nullptr)
-    for (int x = 0; x < t.d; ++x) gq[row_index * t.d + x] = dq[x];
+  if (t.rotary != nullptr) rotate_row<D>(t, dq, t.positions[b * t.L + i], true);  // back to the unrotated q
+  if (gq != nullptr) {
+    ORDO_UNROLL_BY((kUnroll<D>))
+    for (int x = 0; x < d; ++x) gq[row_index * d + x] = dq[x];
+  }
   if (gpos_query != nullptr)
     for (int x = 0; x < t.e; ++x) gpos_query[row_index * t.e + x] = de[x];
   if (gsegments != nullptr)
@@ -397,32 +468,41 @@ __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
 
 // ---- backward by key rows ---------------------------------------------------------------------------
 
-// dk, dv and dF of key row j. A block per (key tile, head, batch); the queries in tiles.
+// dk, dv and dF of key row j. A block per (key tile, head, batch); the queries
+// in tiles; D the head's width (0: read from t.d).
+template <int D>
 __global__ void __launch_bounds__(kRows) attention_key_grads_kernel(float* gk, float* gv, float* gpos_key,
                                                                       const float* gout, const float* q,
                                                                       const float* k, const float* v,
                                                                       const float* lse, const float* dsum, Terms t) {
   __shared__ float queries[kTile][kHead], go_tile[kTile][kHead], pos_queries[kTile][kHead];
   __shared__ float tile_lse[kTile], tile_dsum[kTile];
-  __shared__ float key_rows[kRows][kHead + 1], f_grads[kRows][kHead + 1];
+  // dv in shared memory beside k_j and dF (a row a thread; the +1 keeps the
+  // rows' columns in different banks): with dk in registers as well, a 64-wide
+  // head's kernel would spill.
+  __shared__ float key_rows[kRows][kHead + 1], f_grads[kRows][kHead + 1], v_grads[kRows][kHead + 1];
   const int64_t b = blockIdx.z, h = blockIdx.y, j = blockIdx.x * kRows + threadIdx.x;
   const bool active = j < t.J;
   const int64_t bh = b * t.H + h;
   float* kj = key_rows[threadIdx.x];
   float* df = f_grads[threadIdx.x];
-  float dk[kHead], dv[kHead];
-  const float* vj = v + (bh * t.J + j) * t.d;
+  float* dv = v_grads[threadIdx.x];
+  const int d = D > 0 ? D : static_cast<int>(t.d);
+  float dk[kArrayWidth<D>];
+  const float* vj = v + (bh * t.J + j) * d;
   const float* fj = nullptr;
   if (active) {
-    for (int x = 0; x < t.d; ++x) kj[x] = k[(bh * t.J + j) * t.d + x];
+    for (int x = 0; x < d; ++x) kj[x] = k[(bh * t.J + j) * d + x];
     if (t.rotary != nullptr) t.rotate(kj, t.positions[b * t.L + j], false);
     if (t.e > 0) fj = t.pos_row(t.pos_key, b, h, j);
   }
-  for (int x = 0; x < kHead; ++x) dk[x] = 0.0f, dv[x] = 0.0f, df[x] = 0.0f;
+  ORDO_UNROLL_BY((kUnroll<D>))
+  for (int x = 0; x < kArrayWidth<D>; ++x) dk[x] = 0.0f;
+  for (int x = 0; x < kHead; ++x) dv[x] = 0.0f, df[x] = 0.0f;
   const float* pos_queries_bh = t.e > 0 ? t.pos_row(t.pos_query, b, h, 0) : nullptr;
   for (int64_t i0 = 0; i0 < t.L; i0 += kTile) {
-    load_tile(queries, q + bh * t.L * t.d, i0, t.L, t.d);
-    load_tile(go_tile, gout + bh * t.L * t.d, i0, t.L, t.d);
+    load_tile(queries, q + bh * t.L * d, i0, t.L, d);
+    load_tile(go_tile, gout + bh * t.L * d, i0, t.L, d);
     if (t.e > 0) load_tile(pos_queries, pos_queries_bh, i0, t.L, t.e);
     if (t.rotary != nullptr) rotate_tile(queries, i0, t.L, b, t);
     if (threadIdx.x < kTile) {
@@ -440,7 +520,8 @@ __global__ void __launch_bounds__(kRows) attention_key_grads_kernel(float* gk, f
       const float* vv = t.entry(t.value_vectors, h, r);
       Terms::Dots dots;
       float dpt = 0;
-      for (int x = 0; x < t.d; ++x) {
+      ORDO_UNROLL_BY((kUnroll<D>))
+      for (int x = 0; x < d; ++x) {
         dots.c += queries[ii][x] * kj[x] * (w ? w[x] : 1.0f);
         if (a) dots.qa += queries[ii][x] * a[x];
         if (bv) dots.kb += kj[x] * bv[x];
@@ -453,7 +534,8 @@ __global__ void __launch_bounds__(kRows) attention_key_grads_kernel(float* gk, f
       const float ds = p * (z * dpt - tile_dsum[ii]);
       const float* g = t.entry(t.gate, h, r);
       const float c = t.scale * ds * (g ? *g : 1.0f);
-      for (int x = 0; x < t.d; ++x) {
+      ORDO_UNROLL_BY((kUnroll<D>))
+      for (int x = 0; x < d; ++x) {
         dv[x] += p * z * go_tile[ii][x];
         dk[x] += c * queries[ii][x] * (w ? w[x] : 1.0f) + (bv ? t.key_scale * ds * bv[x] : 0.0f);
       }
@@ -464,11 +546,15 @@ __global__ void __launch_bounds__(kRows) attention_key_grads_kernel(float* gk, f
   }
   if (!active) return;
   const int64_t row_index = bh * t.J + j;
-  if (t.rotary != nullptr) t.rotate(dk, t.positions[b * t.L + j], true);  // back to the unrotated k
-  if (gk != nullptr)
-    for (int x = 0; x < t.d; ++x) gk[row_index * t.d + x] = dk[x];
-  if (gv != nullptr)
-    for (int x = 0; x < t.d; ++x) gv[row_index * t.d + x] = dv[x];
+  if (t.rotary != nullptr) rotate_row<D>(t, dk, t.positions[b * t.L + j], true);  // back to the unrotated k
+  if (gk != nullptr) {
+    ORDO_UNROLL_BY((kUnroll<D>))
+    for (int x = 0; x < d; ++x) gk[row_index * d + x] = dk[x];
+  }
+  if (gv != nullptr) {
+    ORDO_UNROLL_BY((kUnroll<D>))
+    for (int x = 0; x < d; ++x) gv[row_index * d + x] = dv[x];
+  }
   if (gpos_key != nullptr)
     for (int x = 0; x < t.e; ++x) gpos_key[row_index * t.e + x] = df[x];
 }
@@ -680,6 +766,19 @@ void table_grads(const AttentionGrads& grads, const Terms& t, const Tensor& gout
       reduce(ReduceOp::sum, *wanted[n], per_head[n], 1, t.H, per_head[n].numel() / t.H, 0);
 }
 
+// Calls f(std::integral_constant<int, D>) with D the head width d when the
+// kernels are built for it, else D = 0 (any width up to kHead).
+template <class F>
+void with_head_width(int64_t d, F&& f) {
+  switch (d) {
+    case 8: return f(std::integral_constant<int, 8>());
+    case 16: return f(std::integral_constant<int, 16>());
+    case 32: return f(std::integral_constant<int, 32>());
+    case 64: return f(std::integral_constant<int, 64>());
+    default: return f(std::integral_constant<int, 0>());
+  }
+}
+
 }  // namespace
 
 void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -689,8 +788,11 @@ void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, co
   const Terms t = terms_of(terms, q, k, ctx);
   const dim3 grid(static_cast<unsigned>((t.L + kRows - 1) / kRows), static_cast<unsigned>(t.H),
                   static_cast<unsigned>(t.B));
-  ORDO_LAUNCH(attention_forward_kernel, grid, kRows, 0, ctx.stream, out.data<float>(), lse.data<float>(),
-              q.data<float>(), k.data<float>(), v.data<float>(), t);
+  with_head_width(t.d, [&](auto width) {
+    constexpr int D = decltype(width)::value;
+    ORDO_LAUNCH(attention_forward_kernel<D>, grid, kRows, 0, ctx.stream, out.data<float>(), lse.data<float>(),
+                q.data<float>(), k.data<float>(), v.data<float>(), t);
+  });
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
@@ -703,17 +805,20 @@ void attention_backward(const AttentionGrads& grads, const Tensor& gout, const T
   Tensor dsum = Tensor::empty({t.B, t.H, t.L}, DType::f32, q.device());  // D_i = gout_i . o_i
   const unsigned query_tiles = static_cast<unsigned>((t.L + kRows - 1) / kRows);
   const unsigned key_tiles = static_cast<unsigned>((t.J + kRows - 1) / kRows);
-  ORDO_LAUNCH(attention_query_grads_kernel, dim3(query_tiles, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
-              kRows, 0, ctx.stream, ptr(grads.q), ptr(grads.pos_query), ptr(grads.segment_rows), dsum.data<float>(),
-              gout.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>(),
-              lse.data<float>(), t);
-  ORDO_CUDA_CHECK_LAUNCH();
-  if (grads.k.defined() || grads.v.defined() || grads.pos_key.defined()) {
-    ORDO_LAUNCH(attention_key_grads_kernel, dim3(key_tiles, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
+  const bool key_rows = grads.k.defined() || grads.v.defined() || grads.pos_key.defined();
+  with_head_width(t.d, [&](auto width) {
+    constexpr int D = decltype(width)::value;
+    ORDO_LAUNCH(attention_query_grads_kernel<D>, dim3(query_tiles, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
+                kRows, 0, ctx.stream, ptr(grads.q), ptr(grads.pos_query), ptr(grads.segment_rows), dsum.data<float>(),
+                gout.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>(),
+                lse.data<float>(), t);
+    ORDO_CUDA_CHECK_LAUNCH();
+    if (!key_rows) return;
+    ORDO_LAUNCH(attention_key_grads_kernel<D>, dim3(key_tiles, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
                 kRows, 0, ctx.stream, ptr(grads.k), ptr(grads.v), ptr(grads.pos_key), gout.data<float>(),
                 q.data<float>(), k.data<float>(), v.data<float>(), lse.data<float>(), dsum.data<float>(), t);
     ORDO_CUDA_CHECK_LAUNCH();
-  }
+  });
   table_grads(grads, t, gout, q, k, v, lse, dsum, ctx);
 }
 

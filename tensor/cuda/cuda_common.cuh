@@ -54,6 +54,19 @@ namespace ordo::cuda {
 // one place the kernels' sources differ between the two. Either way it is
 // followed by after_launch, which counts it and, with ORDO_CUDA_SYNC=1,
 // synchronises and names the kernel that failed.
+// ORDO_UNROLL_BY(n) before a loop asks nvcc to unroll it n times (n an
+// integral constant expression, a template's parameter too): a loop whose
+// constant trip count it unrolls whole indexes a per-thread array at
+// compile-time positions, so the array stays in registers (indexed at run
+// time it lives in local memory). Nothing under g++, where the emulator's
+// loops run as written.
+#if defined(__CUDACC__)
+#define ORDO_PRAGMA(x) _Pragma(#x)
+#define ORDO_UNROLL_BY(n) ORDO_PRAGMA(unroll n)
+#else
+#define ORDO_UNROLL_BY(n)
+#endif
+
 #if defined(__CUDACC__)
 #define ORDO_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)  \
   do {                                                              \
