@@ -31,7 +31,7 @@
 // local memory — ptxas gave the three kernels 576-672 bytes of stack a thread,
 // which at base 32 x 128 is gigabytes of traffic a layer, and on an H200 the
 // fused step ran 2.3x slower than the unfused one. So each kernel is built
-// for the common head widths (D = 8, 16, 32, 64: every loop over d has a
+// for heads 64 and 8 wide (with_head_width, below: every loop over d has a
 // compile-time trip count, unrolled, the arrays in registers) and once for
 // any other width up to kHead (D = 0: d read at run time, the arrays in
 // local memory, as before).
@@ -65,12 +65,6 @@ constexpr int kArrayWidth = D > 0 ? D : kHead;
 // How far the loops over d unroll: whole for a built width, by 4 for D = 0.
 template <int D>
 constexpr int kUnroll = D > 0 ? D : 4;
-// The forward kernel's occupancy hint. Blocks of one warp fill an SM's 32
-// block slots at 64 registers a thread, which ptxas aims for unless told
-// otherwise (a 16-wide head's kernel spilled at 72); 12 resident blocks
-// allow 170, which every built width fits without spilling (ptxas, sm_90;
-// at 8 blocks, 255, the 64-wide kernel was unrolled further and spilled).
-constexpr int kBlocksPerSm = 12;
 
 // A per-head table [Ht, R, w] as the kernels read it.
 struct Table {
@@ -309,7 +303,7 @@ __device__ __forceinline__ void rotate_tile(float (*tile)[kHead], int64_t first,
 // A block per (query tile, head, batch), a thread per query row i; D the
 // head's width (0: read from t.d).
 template <int D>
-__global__ void __launch_bounds__(kRows, kBlocksPerSm) attention_forward_kernel(float* out, float* lse, const float* q,
+__global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, float* lse, const float* q,
                                                                     const float* k, const float* v, Terms t) {
   __shared__ float keys[kTile][kHead], values[kTile][kHead], pos_keys[kTile][kHead];
   const int64_t b = blockIdx.z, h = blockIdx.y, i = blockIdx.x * kRows + threadIdx.x;
@@ -767,14 +761,13 @@ void table_grads(const AttentionGrads& grads, const Terms& t, const Tensor& gout
 }
 
 // Calls f(std::integral_constant<int, D>) with D the head width d when the
-// kernels are built for it, else D = 0 (any width up to kHead).
+// kernels are built for it, else D = 0 (any width up to kHead). Each width
+// built costs compile time (nvcc: about 18 s more per width), so only these.
 template <class F>
 void with_head_width(int64_t d, F&& f) {
   switch (d) {
-    case 8: return f(std::integral_constant<int, 8>());
-    case 16: return f(std::integral_constant<int, 16>());
-    case 32: return f(std::integral_constant<int, 32>());
-    case 64: return f(std::integral_constant<int, 64>());
+    case 8: return f(std::integral_constant<int, 8>());  // the kernel tests' width: they run this path
+    case 64: return f(std::integral_constant<int, 64>());  // every shipped config's (tiny to base)
     default: return f(std::integral_constant<int, 0>());
   }
 }
@@ -789,8 +782,7 @@ void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, co
   const dim3 grid(static_cast<unsigned>((t.L + kRows - 1) / kRows), static_cast<unsigned>(t.H),
                   static_cast<unsigned>(t.B));
   with_head_width(t.d, [&](auto width) {
-    constexpr int D = decltype(width)::value;
-    ORDO_LAUNCH(attention_forward_kernel<D>, grid, kRows, 0, ctx.stream, out.data<float>(), lse.data<float>(),
+    ORDO_LAUNCH(attention_forward_kernel<decltype(width)::value>, grid, kRows, 0, ctx.stream, out.data<float>(), lse.data<float>(),
                 q.data<float>(), k.data<float>(), v.data<float>(), t);
   });
   ORDO_CUDA_CHECK_LAUNCH();
@@ -807,14 +799,13 @@ void attention_backward(const AttentionGrads& grads, const Tensor& gout, const T
   const unsigned key_tiles = static_cast<unsigned>((t.J + kRows - 1) / kRows);
   const bool key_rows = grads.k.defined() || grads.v.defined() || grads.pos_key.defined();
   with_head_width(t.d, [&](auto width) {
-    constexpr int D = decltype(width)::value;
-    ORDO_LAUNCH(attention_query_grads_kernel<D>, dim3(query_tiles, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
+    ORDO_LAUNCH(attention_query_grads_kernel<decltype(width)::value>, dim3(query_tiles, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
                 kRows, 0, ctx.stream, ptr(grads.q), ptr(grads.pos_query), ptr(grads.segment_rows), dsum.data<float>(),
                 gout.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>(),
                 lse.data<float>(), t);
     ORDO_CUDA_CHECK_LAUNCH();
     if (!key_rows) return;
-    ORDO_LAUNCH(attention_key_grads_kernel<D>, dim3(key_tiles, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
+    ORDO_LAUNCH(attention_key_grads_kernel<decltype(width)::value>, dim3(key_tiles, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
                 kRows, 0, ctx.stream, ptr(grads.k), ptr(grads.v), ptr(grads.pos_key), gout.data<float>(),
                 q.data<float>(), k.data<float>(), v.data<float>(), lse.data<float>(), dsum.data<float>(), t);
     ORDO_CUDA_CHECK_LAUNCH();
