@@ -567,16 +567,6 @@ __global__ void attention_pair_rows_kernel(uint32_t* keys, int32_t* pairs, int64
   }
 }
 
-// The first position p in sorted keys[0, n) with keys[p] >= key.
-__device__ __forceinline__ int64_t first_at_least(const uint32_t* keys, int64_t n, uint32_t key) {
-  int64_t lo = 0, hi = n;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (keys[mid] < key) lo = mid + 1; else hi = mid;
-  }
-  return lo;
-}
-
 // Where a table's gradient goes: [Ht, rows, w] (nothing where data is null).
 struct TableOut {
   float* data = nullptr;

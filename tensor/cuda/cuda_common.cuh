@@ -228,6 +228,16 @@ __device__ __forceinline__ int64_t grid_thread_count() {
   return static_cast<int64_t>(gridDim.x) * blockDim.x;
 }
 
+// The first position p in sorted keys[0, n) with keys[p] >= key.
+__device__ __forceinline__ int64_t first_at_least(const uint32_t* keys, int64_t n, uint32_t key) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (keys[mid] < key) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
 // ix.offsets(linear, out) with 32-bit division, several times cheaper than
 // 64-bit division on the GPU, for shapes of at most 2^32 - 1 elements (every
 // size then fits 32 bits too).

@@ -173,16 +173,6 @@ __global__ void pair_keys_kernel(uint32_t* keys, int32_t* pairs, const int64_t* 
   }
 }
 
-// The first position p in sorted keys[0, n) with keys[p] >= key.
-__device__ __forceinline__ int64_t lower_bound(const uint32_t* keys, int64_t n, uint32_t key) {
-  int64_t lo = 0, hi = n;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (keys[mid] < key) lo = mid + 1; else hi = mid;
-  }
-  return lo;
-}
-
 // ga[h,r,d] = alpha sum over the pairs (b, i, j) with idx = r, in increasing
 // (b, i, j), of gs_ij q_id k_jd: a thread per (h, r, d), walking the run of
 // r in the stably sorted pairs.
@@ -192,8 +182,8 @@ __global__ void grad_a_kernel(float* ga, const float* gs, const float* q, const 
   const int64_t total = H * R * D;
   for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
     const int64_t d = e % D, r = (e / D) % R, h = e / (R * D);
-    const int64_t begin = lower_bound(keys, count, static_cast<uint32_t>(r));
-    const int64_t end = lower_bound(keys, count, static_cast<uint32_t>(r + 1));
+    const int64_t begin = first_at_least(keys, count, static_cast<uint32_t>(r));
+    const int64_t end = first_at_least(keys, count, static_cast<uint32_t>(r + 1));
     float acc = 0.0f;
     for (int64_t p = begin; p < end; ++p) {
       const int64_t pair = pairs[p];
