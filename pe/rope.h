@@ -19,6 +19,8 @@
 // output columns.
 #pragma once
 
+#include <vector>
+
 #include "base/config.h"
 #include "nn/bert_config.h"
 #include "nn/position.h"
@@ -38,13 +40,16 @@ class Rotary : public nn::PositionEncoding {
   // x [batch, heads, L, d_h] rotated by positions [batch, L].
   Var rotated(const Var& x, const Tensor& positions) const;
   bool interleaved() const { return interleaved_; }
-  // theta_i = base^(-2i/d_h), i = 0 .. d_h/2 - 1, in `dtype` on `device`.
+  // theta_i = base^(-2i/d_h), i = 0 .. d_h/2 - 1, in `dtype` on `device`:
+  // made on the first call for each and kept, so that a steady step copies
+  // nothing from the host (a CUDA graph's capture refuses such a copy).
   Tensor frequencies(DType dtype, Device device) const;
 
  private:
   int64_t head_dim_;
   double base_;
   bool interleaved_;
+  mutable std::vector<Tensor> frequencies_;  // one per dtype and device asked for
 };
 
 }  // namespace ordo::pe

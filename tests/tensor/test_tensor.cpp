@@ -158,3 +158,29 @@ TEST_CASE("to(cuda) round-trips where a GPU exists and is a clear error elsewher
     CHECK_THROWS_AS(t.to(Device::cuda()), Error);
   }
 }
+
+// The rule of tensor.cpp's HostCache, worked by hand: a block of 1 MiB or more
+// is rounded up to 64 KiB, kept when freed, and reused by a request of that rounded size only.
+TEST_CASE("a freed large host block is kept and reused by a request of its rounded size", "[tensor][memory]") {
+  const Device cpu = Device::cpu();
+  empty_cache(cpu);
+  constexpr int64_t kMiB = (1 << 20) / 4, k64KiB = (1 << 16) / 4;  // in floats
+  const float* block;
+  {
+    Tensor a = Tensor::zeros({kMiB + 7});  // 1 MiB + 28 bytes: rounded to 1 MiB + 64 KiB
+    block = a.data<float>();
+    CHECK(allocator_stats(cpu).bytes_cached == 0);
+  }
+  CHECK(allocator_stats(cpu).bytes_cached == (1u << 20) + (1u << 16));
+  {
+    Tensor smaller = Tensor::zeros({kMiB});  // exactly 1 MiB: another rounded size
+    CHECK(smaller.data<float>() != block);
+    Tensor same = Tensor::zeros({kMiB + k64KiB});  // exactly 1 MiB + 64 KiB
+    CHECK(same.data<float>() == block);
+    CHECK(allocator_stats(cpu).bytes_cached == 0);
+    Tensor small = Tensor::zeros({kMiB - 16});  // 1 MiB - 64 bytes: malloc's, never cached
+  }
+  CHECK(allocator_stats(cpu).bytes_cached == (2u << 20) + (1u << 16));
+  empty_cache(cpu);
+  CHECK(allocator_stats(cpu).bytes_cached == 0);
+}
