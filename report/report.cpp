@@ -163,12 +163,19 @@ void read_metrics(RunRecord& r) {
       throw Error(detail::cat(file, ": line ", line, ": ", e.what()));
     }
     ORDO_CHECK(v.is_object(), file, ": line ", line, ": expected a JSON object");
+    const json::Value* step = v.find("step");
     const json::Value* loss = v.find("eval_loss");
-    if (!loss) continue;
+    if (!loss) {
+      // A training line: its language-model loss (without NSP's share where the objective has one).
+      const json::Value* train = v.find("lm_loss") ? v.find("lm_loss") : v.find("loss");
+      if (train && train->is_number() && step && step->is_number())
+        r.training_loss.emplace_back(step->as_number(), train->as_number());
+      continue;
+    }
     ORDO_CHECK(loss->is_number(), file, ": line ", line, ": \"eval_loss\" must be a number");
     const json::Value* acc = v.find("eval_accuracy");
     ORDO_CHECK(!acc || acc->is_number(), file, ": line ", line, ": \"eval_accuracy\" must be a number");
-    const json::Value* step = v.find("step");
+    if (step && step->is_number()) r.held_out_loss.emplace_back(step->as_number(), loss->as_number());
     r.has_eval = true;
     r.eval_loss = loss->as_number();
     r.eval_accuracy = acc ? acc->as_number() : kMissing;
@@ -575,6 +582,65 @@ png::Image trajectory_grid(const std::vector<RunRecord>& runs) {
   return plot::grid(panels, 2, "layer-1 indicators during pretraining (w/o [CLS], [SEP])");
 }
 
+// The runs' training and held-out loss against step, one panel each (the
+// locality/symmetry paper's Figure 6), and the same curves as JSON.
+bool has_curves(const RunRecord& r) { return r.training_loss.size() + r.held_out_loss.size() >= 2; }
+
+png::Image loss_grid(const std::vector<RunRecord>& runs) {
+  std::vector<png::Image> panels;
+  for (const bool held_out : {false, true}) {
+    std::vector<plot::Series> lines;
+    int color = 0;
+    for (const RunRecord& r : runs) {
+      if (!has_curves(r)) continue;
+      plot::Series line;
+      line.name = r.label;
+      line.color = plot::series_color(color++);
+      line.points = held_out;
+      for (const auto& [step, loss] : held_out ? r.held_out_loss : r.training_loss) {
+        if (!std::isfinite(loss)) continue;
+        line.x.push_back(step);
+        line.y.push_back(loss);
+      }
+      lines.push_back(line);
+    }
+    plot::ChartStyle style;
+    style.title = held_out ? "held-out loss" : "training loss";
+    style.x_label = "step";
+    style.y_label = "loss";
+    int legend = 110;
+    for (const plot::Series& line : lines) legend += 36 + plot::text_width(line.name);
+    style.width = std::max(style.width, legend);
+    panels.push_back(plot::line_chart(lines, style));
+  }
+  return plot::grid(panels, 2, "language-model loss during pretraining");
+}
+
+json::Value loss_json(const std::vector<RunRecord>& runs) {
+  auto points = [](const std::vector<std::pair<double, double>>& curve) {
+    json::Value a = json::Value::array();
+    for (const auto& [step, loss] : curve) {
+      json::Value p = json::Value::array();
+      p.push_back(step);
+      p.push_back(loss);
+      a.push_back(p);
+    }
+    return a;
+  };
+  json::Value out = json::Value::array();
+  for (const RunRecord& r : runs) {
+    if (!has_curves(r)) continue;
+    json::Value o = json::Value::object();
+    o["run"] = r.label;
+    o["training"] = points(r.training_loss);
+    o["held_out"] = points(r.held_out_loss);
+    out.push_back(o);
+  }
+  json::Value doc = json::Value::object();
+  doc["runs"] = out;
+  return doc;
+}
+
 }  // namespace
 
 std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs, const std::string& lead_html) {
@@ -596,6 +662,14 @@ std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs, const 
                 figure_html("trajectories.png", "identical word probing of layer 1 at the runs' checkpoints (ordo "
                                                 "analyze), without the special tokens' rows and columns: 0 is the "
                                                 "property met, DB 1 is balanced");
+  }
+  if (std::any_of(runs.begin(), runs.end(), has_curves)) {
+    files.push_back({"losses.png", png::encode(loss_grid(runs))});
+    files.push_back({"losses.json", json::dump(loss_json(runs), 2) + "\n"});
+    sections += "<h2>Loss during pretraining</h2>\n<p>The curves as <a href=\"losses.json\">JSON</a>.</p>\n" +
+                figure_html("losses.png", "each run's metrics.jsonl: the training language-model loss of every logged "
+                                          "step (without NSP's share) and the held-out loss of every evaluation, as "
+                                          "the locality/symmetry paper's Figure 6");
   }
   for (const RunRecord& r : runs) sections += run_section(r, files);
 

@@ -54,6 +54,9 @@ struct RunRecord {
   bool has_eval = false;
   int64_t eval_step = -1;
   double eval_loss = 0, eval_accuracy = 0;
+  // metrics.jsonl's curves as (step, loss): the training language-model loss
+  // of each logged step ("lm_loss", else "loss") and each evaluation's held-out loss.
+  std::vector<std::pair<double, double>> training_loss, held_out_loss;
   bool has_analysis = false;
   std::vector<AnalysisEntry> analyses;
   std::vector<std::pair<std::string, std::string>> skipped;  // (title, reason)

@@ -227,8 +227,8 @@ TEST_CASE("ordo report: the HTML links only files that exist", "[probe][report]"
       png_check::read(read_file(out + "/" + target), target);
     }
   }
-  // heatmaps.png; per run attention.png and scores.png; A's one existing analysis figure.
-  CHECK(images == 1 + 2 * 2 + 1);
+  // heatmaps.png; losses.png (A's metrics); per run attention.png and scores.png; A's one existing analysis figure.
+  CHECK(images == 1 + 1 + 2 * 2 + 1);
   CHECK(links > images);
   // The copied analysis figure and table are the run's bytes.
   CHECK(read_file(out + "/runs/1_alibi/analysis/1_cosine.png") == read_file(a + "/analysis/cosine.png"));
@@ -277,6 +277,42 @@ TEST_CASE("ordo report: the runs' indicator trajectories drawn together, a malfo
   r = test::run_ordo("report " + b + " --out " + (dir / "report3"));
   REQUIRE(r.exit_code == 0);
   CHECK_FALSE(file_exists(dir / "report3/trajectories.png"));
+}
+
+TEST_CASE("ordo report: the runs' training and held-out loss curves, from metrics.jsonl", "[probe][report]") {
+  test::TempDir dir("report-losses");
+  const std::string a = dir / "run_a", b = dir / "run_b", c = dir / "run_c";
+  fake_run(a, "ape_learned", {1}, false, kMetrics, false);
+  // MLM+NSP: the training curve is the language model's share (lm_loss), as the held-out loss is.
+  fake_run(b, "rpe_shaw", {1}, false,
+           "{\"step\":10,\"phase\":0,\"loss\":9.5,\"lm_loss\":8.75,\"nsp_loss\":0.75}\n"
+           "{\"step\":20,\"eval_loss\":7.5,\"eval_accuracy\":0.25}\n", false, "mlm+nsp");
+  fake_run(c, "none", {1}, false, "", false);  // no metrics: no curve
+  test::CommandResult r = test::run_ordo("report " + a + " " + b + " " + c + " --out " + (dir / "report"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  png_check::read(read_file(dir / "report/losses.png"), "losses.png");
+  CHECK_THAT(read_file(dir / "report/index.html"), Catch::Contains("src=\"losses.png\""));
+  const json::Value curves = json::parse(read_file(dir / "report/losses.json"))["runs"];
+  REQUIRE(curves.size() == 2);
+  auto points = [](const json::Value& a) {
+    std::vector<std::pair<double, double>> out;
+    for (size_t i = 0; i < a.size(); ++i) out.emplace_back(a[i][0].as_number(), a[i][1].as_number());
+    return out;
+  };
+  using Curve = std::vector<std::pair<double, double>>;
+  CHECK(curves[0]["run"].as_string() == "ape_learned");
+  CHECK(points(curves[0]["training"]) == Curve{{100, 7.5}, {300, 5.5}, {400, 5.25}});
+  CHECK(points(curves[0]["held_out"]) == Curve{{200, 6.25}, {400, 5.0625}});
+  CHECK(curves[1]["run"].as_string() == "rpe_shaw");
+  CHECK(points(curves[1]["training"]) == Curve{{10, 8.75}});
+  CHECK(points(curves[1]["held_out"]) == Curve{{20, 7.5}});
+
+  // No run with two points: no figure.
+  r = test::run_ordo("report " + c + " --out " + (dir / "report2"));
+  REQUIRE(r.exit_code == 0);
+  CHECK_FALSE(file_exists(dir / "report2/losses.png"));
+  CHECK_FALSE(file_exists(dir / "report2/losses.json"));
 }
 
 TEST_CASE("ordo report: a bad run directory writes nothing", "[probe][report]") {
