@@ -1,6 +1,14 @@
 // Op layer of the fused attention (tensor/attention_terms.h, tensor/kernels.inc):
 // every term's shape, dtype and device checked, contiguous operands for the
 // kernels, and the gradients of broadcast inputs summed back to their shapes.
+// Then attention_inference: the unfused ops, a batch element a thread.
+#include <exception>
+#include <mutex>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "tensor/device_runtime.h"
 #include "tensor/ops.h"
 
@@ -196,6 +204,56 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
   if (g.segment_rows.defined())
     g.segment_table = segment_table_grad(g.segment_rows, terms.segments, terms.segment_types, terms.segment_table.size(0));
   return g;
+}
+
+// The ops inside run on the thread that calls them (a parallel loop inside
+// one is a team of one), so a batch element's products, softmax and copy are
+// one thread's, and the threads share nothing but the output's disjoint rows.
+// An element of ordo's default batch of 32 is a few hundred microseconds of
+// work at tiny's sizes: enough to pay for a thread; the unfused ops instead
+// start a parallel loop per op over all B H rows and write [B, H, L, J]
+// scores to memory and read them back three times.
+Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale) {
+  constexpr const char* op = "attention_inference";
+  check_dim(q, 4, op, "q");
+  check_dim(k, 4, op, "k");
+  check_dim(v, 4, op, "v");
+  const int64_t B = q.size(0), H = q.size(1), L = q.size(2), J = k.size(2), e = v.size(3);
+  ORDO_CHECK(q.device().is_cpu(), op, ": a CPU op (a GPU runs the fused attention), got ", q.device().str());
+  check_shape(k, {B, H, J, q.size(3)}, op, "k");
+  check_shape(v, {B, H, J, e}, op, "v");
+  check_same_device(q, k, op);
+  check_same_device(q, v, op);
+  if (mask.defined()) {
+    check_dim(mask, 4, op, "mask");
+    ORDO_CHECK((mask.size(0) == B || mask.size(0) == 1) && mask.size(1) == 1 &&
+                   (mask.size(2) == L || mask.size(2) == 1) && mask.size(3) == J,
+               op, ": mask of shape ", shape_str(mask.shape()), " for ", B, " x ", L, " queries and ", J,
+               " keys (expected [B or 1, 1, L or 1, J])");
+  }
+  Tensor out = Tensor::empty({B, L, H * e}, v.dtype() == DType::f64 ? DType::f64 : DType::f32);
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto one = [&](int64_t b) {
+    try {
+      const Tensor scores = matmul(q.select(0, b), k.select(0, b), false, true, scale);  // [H, L, J]
+      const Tensor probs = mask.defined() ? softmax(scores, mask.select(0, mask.size(0) == 1 ? 0 : b)) : softmax(scores);
+      const Tensor heads = matmul(probs, v.select(0, b));                                // [H, L, e]
+      out.select(0, b).reshape({L, H, e}).copy_from(heads.permute({1, 0, 2}));
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  };
+#ifdef _OPENMP
+  const int threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), B)));
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (int64_t b = 0; b < B; ++b) one(b);
+#else
+  for (int64_t b = 0; b < B; ++b) one(b);
+#endif
+  if (failure) std::rethrow_exception(failure);
+  return out;
 }
 
 }  // namespace ordo

@@ -50,6 +50,17 @@ void check_model(const std::string& name, DType dtype, double bound) {
     cmp.check("attentions." + std::to_string(l), trace.attentions[l - 1],
               g["attentions." + std::to_string(l)], bound);
   cmp.check("logits", logits.value(), g["logits"], bound);
+  // Again without the attentions kept: the CPU's evaluation path
+  // (attention_inference, a batch element a thread), against the same values.
+  nn::ForwardTrace plain;
+  plain.keep_hidden_states = true;
+  Var again = model->bert.forward(in, ctx, &plain);
+  for (int64_t l = 0; l <= layers; ++l)
+    cmp.check("hidden_states." + std::to_string(l) + " (evaluation path)", plain.hidden_states[l],
+              g["hidden_states." + std::to_string(l)], bound);
+  cmp.check("logits (evaluation path)",
+            model->predictions.forward(again, model->bert.embeddings.word_embeddings.weight.var).value(), g["logits"],
+            bound);
 }
 
 }  // namespace

@@ -178,3 +178,65 @@ TEST_CASE("attention: the CUDA kernels agree with the CPU's, forward and every g
   }
 }
 #endif
+
+// attention_inference (the evaluation forward on the CPU) against the unfused
+// ops over the whole batch — the same products and softmax, so the same
+// values bit for bit — and against a naive loop in double, on q, k and v laid
+// out as the q/k/v projection leaves them ([B, L, 3, H, d] viewed as [B, H, L, d]).
+TEST_CASE("attention_inference equals the unfused ops bit for bit and a naive loop, padding and causal masks",
+          "[ops][attention]") {
+  const int64_t e = d;
+  const Tensor qkv = rnd({B, L, 3, H, d}, 71, -2, 2);
+  auto part = [&](int64_t i) { return qkv.select(2, i).permute({0, 2, 1, 3}); };
+  const Tensor q = part(0), k = part(1), v = part(2);
+  const std::vector<float> qs = q.contiguous().to_vector<float>(), ks = k.contiguous().to_vector<float>(),
+                           vs = v.contiguous().to_vector<float>();
+  auto at = [&](const std::vector<float>& t, int64_t b, int64_t h, int64_t i, int64_t x) {
+    return static_cast<double>(t[((b * H + h) * L + i) * d + x]);
+  };
+  const double scale = 1 / std::sqrt(static_cast<double>(d));
+  // Batch 1 pads its last 4 keys; the causal mask hides the keys after each query too.
+  std::vector<double> pad_mask(B * L, 0.0), causal(B * L * L, 0.0);
+  for (int64_t j = L - 4; j < L; ++j) pad_mask[L + j] = kLowest;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < L; ++j) causal[(b * L + i) * L + j] = j > i || pad_mask[b * L + j] != 0 ? kLowest : 0;
+  const Tensor masks[] = {Tensor(), Tensor::from_vector(pad_mask, {B, 1, 1, L}).to(DType::f32),
+                          Tensor::from_vector(causal, {B, 1, L, L}).to(DType::f32)};
+  for (const Tensor& mask : masks) {
+    INFO("mask " << (mask.defined() ? shape_str(mask.shape()) : "none"));
+    const Tensor got = attention_inference(q, k, v, mask, scale);
+    REQUIRE(got.shape() == (Shape{B, L, H * e}));
+    const Tensor probs = mask.defined() ? softmax(matmul(q, k, false, true, scale), mask)
+                                        : softmax(matmul(q, k, false, true, scale));
+    const Tensor unfused = matmul(probs, v).permute({0, 2, 1, 3}).contiguous().reshape({B, L, H * e});
+    CHECK(got.to_vector<float>() == unfused.to_vector<float>());
+
+    const std::vector<float> g = got.to_vector<float>();
+    const std::vector<float> m =
+        mask.defined() ? mask.expand({B, 1, L, L}).contiguous().to_vector<float>() : std::vector<float>(B * L * L, 0);
+    double worst = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < L; ++i) {
+          std::vector<double> s(L);
+          double top = -INFINITY, sum = 0;
+          for (int64_t j = 0; j < L; ++j) {
+            double dot = 0;
+            for (int64_t x = 0; x < d; ++x) dot += at(qs, b, h, i, x) * at(ks, b, h, j, x);
+            s[j] = dot * scale + m[(b * L + i) * L + j];
+            top = std::max(top, s[j]);
+          }
+          for (int64_t j = 0; j < L; ++j) sum += s[j] = std::exp(s[j] - top);
+          for (int64_t x = 0; x < e; ++x) {
+            double o = 0;
+            for (int64_t j = 0; j < L; ++j) o += s[j] / sum * at(vs, b, h, j, x);
+            worst = std::max(worst, std::fabs(o - g[(b * L + i) * H * e + h * e + x]));
+          }
+        }
+    CHECK(worst < 1e-5);
+  }
+  // A mask of another shape is named.
+  CHECK_THROWS_WITH(attention_inference(q, k, v, Tensor::zeros({B, 2, 1, L}), scale),
+                    Catch::Contains("attention_inference: mask of shape [2, 2, 1, 13]"));
+}
