@@ -618,6 +618,55 @@ void positional_score_maps(RunState& c, Output& out, const std::vector<Matrix>& 
                    "head (Fig. 2). Colours span each map's 1st-99th percentiles.");
 }
 
+// The locality/symmetry paper's Figures 9-10 (A*'s and A*-Seq's learned
+// delta, every layer and head) for every variant whose token-independent
+// score terms differ between layers; with each map, the locality and
+// symmetry (Eqs. 7-8) of the attention that term alone gives: softmax_j b_ij
+// where it is added to the scores, b itself where it is the positional
+// attention of the sequence combination (Eq. 10: A*-Seq's delta).
+void positional_score_layers(RunState& c, Output& out) {
+  const std::string title = "Positional score terms of every layer and head";
+  const int layers = c.model->bert.config().num_hidden_layers;
+  std::vector<std::vector<Matrix>> all;
+  for (int l = 0; l < layers; ++l) all.push_back(positional_scores(*c.model, l, c.length));
+  if (all[0].empty())
+    return out.skip(title, "variant " + c.variant + " has no score term that is independent of the tokens");
+  if (layers == 1) return out.skip(title, "the model has one layer: layer 1's maps show its terms");
+  bool differ = false;
+  for (int l = 1; l < layers; ++l)
+    for (size_t h = 0; h < all[l].size() && h < all[0].size(); ++h) differ |= all[l][h].data != all[0][h].data;
+  if (!differ) return out.skip(title, "the layers share the terms: layer 1's maps show them");
+  std::vector<png::Image> panels;
+  std::vector<std::vector<double>> rows;
+  const int64_t heads = static_cast<int64_t>(std::min<size_t>(all[0].size(), 12));
+  for (int l = 0; l < layers && l < 12; ++l)
+    for (int64_t h = 0; h < heads; ++h) {
+      const Matrix& b = all[l][static_cast<size_t>(h)];
+      panels.push_back(map(b, "layer " + std::to_string(l + 1) + " head " + std::to_string(h + 1), "b_ij", 0,
+                           "key position j", "query position i"));
+      Matrix a = b;
+      const bool added = c.model->bert.position_encoding().combine != nn::Combine::sequence;
+      for (int64_t i = 0; added && i < a.rows; ++i) {  // softmax over each row
+        double top = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < a.cols; ++j) top = std::max(top, a(i, j));
+        for (int64_t j = 0; j < a.cols; ++j) sum += a(i, j) = std::exp(a(i, j) - top);
+        for (int64_t j = 0; j < a.cols; ++j) a(i, j) /= sum;
+      }
+      rows.push_back({static_cast<double>(l + 1), static_cast<double>(h + 1), probe::locality(a), probe::symmetry(a)});
+    }
+  out.file("positional_scores_layers.csv", table_csv({"layer", "head", "locality", "symmetry"}, rows));
+  out.png("positional_scores_layers.png", plot::grid(panels, static_cast<int>(heads),
+                                                     c.variant + ": positional score terms per layer and head (" +
+                                                         c.label + ")"));
+  out.analysis(title, "positional_scores_layers.png", "csv", "positional_scores_layers.csv",
+               "The score terms without the tokens (as the layer-1 maps) of every layer (rows) and head (columns, at "
+               "most 12 of each), positions 0.." + std::to_string(c.length - 1) +
+                   ": the locality/symmetry paper's Figures 9-10 (A*'s and A*-Seq's learned delta). The CSV gives "
+                   "the locality and symmetry (Eqs. 7-8) of the attention the term alone gives: softmax_j b_ij, or b "
+                   "itself under the sequence combination (Eq. 10). "
+                   "Colours span each map's 1st-99th percentiles.");
+}
+
 void attention_rank(RunState& c, Output& out, const std::vector<int32_t>* sample, const std::vector<Matrix>& scores) {
   const std::string title = "Numerical rank of the token-token and positional attention terms per head";
   // The positional term: P W^Q (W^K)^T P^T for a table at the input, else the token-independent score terms.
@@ -1094,6 +1143,7 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
   position_position_term(c, out);
   const std::vector<Matrix> scores = positional_scores(*c.model, 0, c.length);
   positional_score_maps(c, out, scores);
+  positional_score_layers(c, out);
   attention_rank(c, out, held ? &sample : nullptr, scores);
   probes_of_table(c, out);
   if (single) {

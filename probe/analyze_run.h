@@ -22,6 +22,9 @@
 //     - per head of layer 1, maps and numerical ranks (Chen et al. 2021, Fig. 4);
 //       for a variant with no input table they are the positional term of the
 //       rank comparison above (Fig. 2 for ABS-SCALAR)
+//     - where the layers' terms differ, every layer and head, with the
+//       locality and symmetry of the attention each gives alone (the
+//       locality/symmetry paper, Figs. 9-10: A*'s delta)
 //     - absolute position regression (linear, 5-fold CV, MAE) and relative
 //       order classification (logistic regression, error rate) (Wang & Chen
 //       2020, §4.1, Tables 1-2), with the fixed sinusoid of the same width

@@ -181,6 +181,44 @@ TEST_CASE("ordo analyze skips what a variant lacks: none and rpe_sin_learnable",
   CHECK(json::parse(ordo::read_file(dir / "b/relative_threshold.json"))["first_offset"].as_int() == -15);
 }
 
+TEST_CASE("ordo analyze draws the positional score terms of every layer and head where the layers differ "
+          "(the locality/symmetry paper, Figs. 9-10)", "[analysis][cli]") {
+  TempDir dir("analyze-layers");
+  for (const std::string pe : {"rel_scalar", "alibi"}) {  // a table per layer and head; one slope per head for all
+    std::string config = tiny_config(pe);
+    config.replace(config.find("\"num_hidden_layers\": 1"), 22, "\"num_hidden_layers\": 2");
+    std::ofstream(dir / (pe + ".json")) << config;
+    auto r = run_ordo("pretrain --config " + (dir / (pe + ".json")) + " --out " + (dir / pe) + " --quiet");
+    REQUIRE(r.exit_code == 0);
+    r = run_ordo("analyze --run " + (dir / pe) + " --out " + (dir / (pe + "_a")) + " --eval-sequences 4 --quiet");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const json::Value index = read_index(dir / (pe + "_a"));
+    check_index(index, dir / (pe + "_a"));
+    const bool drawn = titles(index["analyses"]).count("Positional score terms of every layer and head") == 1;
+    CHECK(drawn == (pe == "rel_scalar"));
+    if (!drawn) {
+      CHECK_THAT(json::dump(index["skipped"]), Catch::Contains("the layers share the terms"));
+      continue;
+    }
+    // One row per layer and head: locality and symmetry of a row distribution, each in [0, 1].
+    const std::string csv = ordo::read_file(dir / "rel_scalar_a/positional_scores_layers.csv");
+    std::istringstream lines(csv);
+    std::string line;
+    std::getline(lines, line);
+    CHECK(line == "layer,head,locality,symmetry");
+    std::vector<std::pair<int, int>> cells;
+    while (std::getline(lines, line)) {
+      double layer, head, locality, symmetry;
+      REQUIRE(std::sscanf(line.c_str(), "%lf,%lf,%lf,%lf", &layer, &head, &locality, &symmetry) == 4);
+      cells.emplace_back(static_cast<int>(layer), static_cast<int>(head));
+      CHECK((locality >= 0 && locality <= 1));
+      CHECK((symmetry >= 0 && symmetry <= 1));
+    }
+    CHECK(cells == std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 1}, {2, 2}});
+  }
+}
+
 TEST_CASE("ordo analyze reads huang_m1's and huang_m4's own tables and layer-1 attention on text (Huang et al. "
           "2020, Figs. 4-5)", "[analysis][cli]") {
   TempDir dir("analyze-huang");
