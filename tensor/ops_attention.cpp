@@ -209,10 +209,10 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
 // The ops inside run on the thread that calls them (a parallel loop inside
 // one is a team of one), so a batch element's products, softmax and copy are
 // one thread's, and the threads share nothing but the output's disjoint rows.
-// An element of ordo's default batch of 32 is a few hundred microseconds of
-// work at tiny's sizes: enough to pay for a thread; the unfused ops instead
-// start a parallel loop per op over all B H rows and write [B, H, L, J]
-// scores to memory and read them back three times.
+// The unfused ops instead copy q, k and v into the heads' layout, start a
+// parallel loop per op over all B H rows, write [B, H, L, J] scores to memory
+// and read them back, and copy the heads back together (the gain, measured:
+// README, "Fine-tuning on the CPU").
 Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale) {
   constexpr const char* op = "attention_inference";
   check_dim(q, 4, op, "q");
