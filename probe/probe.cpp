@@ -55,7 +55,9 @@ int64_t default_batch(const nn::BertConfig& c, int64_t L) {
 
 // sum += the [batch, heads, L, L] tensor summed over heads, word by word in
 // order (so the sum's order of additions is that of the word list).
-void accumulate(Matrix& sum, const Tensor& t, int64_t batch, int64_t heads, int64_t L) {
+// per_head (when given, one matrix per head): each head's own sum too.
+void accumulate(Matrix& sum, const Tensor& t, int64_t batch, int64_t heads, int64_t L,
+                std::vector<Matrix>* per_head = nullptr) {
   const std::vector<double> v = t.to(Device::cpu()).contiguous().to_doubles();
   ORDO_CHECK(static_cast<int64_t>(v.size()) == batch * heads * L * L, "identical word probing: a traced matrix has ",
              v.size(), " values, expected ", batch, " x ", heads, " x ", L, " x ", L);
@@ -63,6 +65,8 @@ void accumulate(Matrix& sum, const Tensor& t, int64_t batch, int64_t heads, int6
     for (int64_t h = 0; h < heads; ++h) {
       const double* m = v.data() + (b * heads + h) * L * L;
       for (int64_t k = 0; k < L * L; ++k) sum.data[static_cast<size_t>(k)] += m[k];
+      if (per_head)
+        for (int64_t k = 0; k < L * L; ++k) (*per_head)[static_cast<size_t>(h)].data[static_cast<size_t>(k)] += m[k];
     }
 }
 
@@ -98,6 +102,7 @@ ProbeResult identical_word_probe(const nn::PretrainingModel& model, const text::
   const int32_t cls = layout.cls, sep = layout.sep;
 
   std::vector<Matrix> attention_sum(layers.size(), Matrix(L, L)), score_sum(layers.size(), Matrix(L, L));
+  std::vector<std::vector<Matrix>> head_sum(layers.size(), std::vector<Matrix>(static_cast<size_t>(H), Matrix(L, L)));
   NoGradGuard no_grad;
   for (int64_t first = 0; first < N; first += batch) {
     const int64_t B = std::min(batch, N - first);
@@ -121,7 +126,7 @@ ProbeResult identical_word_probe(const nn::PretrainingModel& model, const text::
                trace.scores.size(), " score matrices for ", config.num_hidden_layers, " layers");
     for (size_t k = 0; k < layers.size(); ++k) {
       const size_t l = static_cast<size_t>(layers[k] - 1);
-      accumulate(attention_sum[k], trace.attentions[l], B, H, L);
+      accumulate(attention_sum[k], trace.attentions[l], B, H, L, &head_sum[k]);
       accumulate(score_sum[k], trace.scores[l], B, H, L);
     }
   }
@@ -134,6 +139,9 @@ ProbeResult identical_word_probe(const nn::PretrainingModel& model, const text::
     p.scores = std::move(score_sum[k]);
     for (double& x : p.attention.data) x *= inv;
     for (double& x : p.scores.data) x *= inv;
+    p.head_attention = std::move(head_sum[k]);
+    for (Matrix& m : p.head_attention)
+      for (double& x : m.data) x /= static_cast<double>(N);
     result.layers.push_back(std::move(p));
   }
   return result;

@@ -50,6 +50,8 @@ struct LayerProbe {
   int layer = 0;      // 1-based
   Matrix attention;   // softmax, averaged over heads and words (Eq. 8)
   Matrix scores;      // pre-softmax scores, averaged over heads and words (App. J)
+  std::vector<Matrix> head_attention;  // softmax of each head, averaged over the words (the
+                                       // locality/symmetry paper's Fig. 8: BERT's positional weights per head)
 };
 
 struct ProbeResult {

@@ -24,6 +24,20 @@ png::Image layer_heatmap(const Matrix& m, const std::string& variant, int layer,
   return plot::heatmap(m, style);
 }
 
+// Each head's map of one layer, side by side (at most 12 heads).
+png::Image head_grid(const LayerProbe& p, const std::string& variant, bool specials) {
+  std::vector<png::Image> panels;
+  for (size_t h = 0; h < p.head_attention.size() && h < 12; ++h) {
+    plot::HeatmapStyle style;
+    style.title = "head " + std::to_string(h + 1);
+    style.colorbar_label = "attention";
+    if (specials) range_of_word_positions(style, p.head_attention[h]);
+    panels.push_back(plot::heatmap(p.head_attention[h], style));
+  }
+  return plot::grid(panels, static_cast<int>(std::min<size_t>(panels.size(), 6)),
+                    variant + ": layer " + std::to_string(p.layer) + " attention per head");
+}
+
 }  // namespace
 
 std::vector<int> parse_layers(const std::string& text, int64_t layers) {
@@ -80,6 +94,9 @@ ProbeFolder probe_folder(const ProbeRequest& request) {
   for (const LayerProbe& p : f.result.layers) {
     const std::string k = std::to_string(p.layer), key = "layer_" + k;
     indicators[key] = layer_indicators_json(p.attention, f.result.specials);
+    json::Value heads = json::Value::array();  // each head's indicators, in head order
+    for (const Matrix& m : p.head_attention) heads.push_back(layer_indicators_json(m, f.result.specials));
+    indicators[key]["heads"] = heads;
     json::Value names = json::Value::object();
     names["attention_csv"] = "attention_layer" + k + ".csv";
     names["scores_csv"] = "scores_layer" + k + ".csv";
@@ -89,6 +106,8 @@ ProbeFolder probe_folder(const ProbeRequest& request) {
     f.files.emplace_back(names["scores_csv"].as_string(), to_csv(p.scores));
     f.files.emplace_back(names["attention_png"].as_string(), png::encode(layer_heatmap(p.attention, label, p.layer, false, f.result.specials)));
     f.files.emplace_back(names["scores_png"].as_string(), png::encode(layer_heatmap(p.scores, label, p.layer, true, f.result.specials)));
+    names["heads_png"] = "attention_heads_layer" + k + ".png";
+    f.files.emplace_back(names["heads_png"].as_string(), png::encode(head_grid(p, label, f.result.specials)));
     file_list[key] = names;
   }
   f.files.emplace_back("indicators.json", json::dump(indicators, 2) + "\n");

@@ -170,8 +170,10 @@ TEST_CASE("probe: the average over heads and words, against single forward passe
   o.length = 6;
   o.layers = {2};
   probe::ProbeResult r = probe::identical_word_probe(*model, vocab, o);
-  // [CLS] w w w w [SEP] for each word, one at a time, every head averaged here.
+  // [CLS] w w w w [SEP] for each word, one at a time, every head averaged here,
+  // and each head's own average over the words (the per-head maps).
   Matrix sum(6, 6);
+  std::vector<Matrix> heads(2, Matrix(6, 6));
   NoGradGuard no_grad;
   for (int32_t w : r.word_ids) {
     nn::BertInputs in;
@@ -183,9 +185,15 @@ TEST_CASE("probe: the average over heads and words, against single forward passe
     std::vector<double> a = trace.attentions[1].to_doubles();  // layer 2: [1, 2, 6, 6]
     REQUIRE(a.size() == 72);
     for (int h = 0; h < 2; ++h)
-      for (int k = 0; k < 36; ++k) sum.data[k] += a[h * 36 + k] / 6;
+      for (int k = 0; k < 36; ++k) {
+        sum.data[k] += a[h * 36 + k] / 6;
+        heads[h].data[k] += a[h * 36 + k] / 3;
+      }
   }
   require_matrix_close(r.layers[0].attention, sum, 1e-6, "probe vs single passes");
+  REQUIRE(r.layers[0].head_attention.size() == 2);
+  require_matrix_close(r.layers[0].head_attention[0], heads[0], 1e-6, "head 1 vs single passes");
+  require_matrix_close(r.layers[0].head_attention[1], heads[1], 1e-6, "head 2 vs single passes");
   // Each row of a softmax average sums to 1.
   for (int i = 0; i < 6; ++i) {
     double s = 0;
@@ -299,7 +307,20 @@ TEST_CASE("ordo probe: files, the latest checkpoint of a run, determinism", "[pr
     CHECK(li["with_special"]["locality"].as_number() == Approx(expected.locality).epsilon(1e-5));
     CHECK(li["without_special"]["translation_invariance"].as_number() ==
           Approx(probe::translation_invariance(probe::without_special(alibi_attention(9)))).margin(1e-4));
-    for (const char* png : {"attention_layer", "scores_layer"}) {
+    // Each head alone: softmax_j(-m_h |i - j|), ALiBi's slopes m = 1/16 and 1/256 for two heads.
+    REQUIRE(li["heads"].size() == 2);
+    for (int h = 0; h < 2; ++h) {
+      const double m = h == 0 ? 1.0 / 16 : 1.0 / 256;
+      Matrix e(9, 9);
+      for (int64_t i = 0; i < 9; ++i) {
+        double z = 0;
+        for (int64_t j = 0; j < 9; ++j) z += e(i, j) = std::exp(-m * std::llabs(i - j));
+        for (int64_t j = 0; j < 9; ++j) e(i, j) /= z;
+      }
+      CHECK(li["heads"][h]["with_special"]["locality"].as_number() ==
+            Approx(probe::compute_indicators(e).locality).epsilon(1e-5));
+    }
+    for (const char* png : {"attention_layer", "scores_layer", "attention_heads_layer"}) {
       const std::string file = out + "/" + png + k + ".png";
       png_check::Picture p = png_check::read(read_file(file), file);
       png::Image mine = png::decode(read_file(file));
