@@ -667,6 +667,33 @@ void positional_score_layers(RunState& c, Output& out) {
                    "Colours span each map's 1st-99th percentiles.");
 }
 
+// Chen et al. 2021, Fig. 6: REL-SCALAR's (any variant's) position and
+// per-head segment attention without the token term, on an input of length 32
+// (the trained length if shorter) whose second segment starts half way.
+void segment_attention_maps(RunState& c, Output& out) {
+  const std::string title = "Position and segment attention without the token term, layer 1 per head";
+  const int64_t length = std::min<int64_t>(32, c.length), second = length / 2;
+  const std::vector<Matrix> heads = segment_attention(*c.model, 0, length, second);
+  if (heads.empty()) return out.skip(title, "variant " + c.variant + " has no per-head segment scores (segment = per_head)");
+  Matrix mean(length, length);
+  std::vector<png::Image> panels;
+  for (size_t h = 0; h < heads.size(); ++h) {
+    for (size_t k = 0; k < mean.data.size(); ++k) mean.data[k] += heads[h].data[k] / static_cast<double>(heads.size());
+    if (h < 12)
+      panels.push_back(map(heads[h], "head " + std::to_string(h + 1), "attention", 0, "key position j", "query position i"));
+  }
+  out.csv("segment_attention_layer1.csv", mean);
+  out.png("segment_attention_layer1.png",
+          plot::grid(panels, std::min<int>(4, static_cast<int>(panels.size())),
+                     c.variant + ": position and segment attention, layer 1 (" + c.label + ")"));
+  out.analysis(title, "segment_attention_layer1.png", "csv", "segment_attention_layer1.csv",
+               "softmax_j(b_ij + Seg_h[seg(i), seg(j)]) with q = k = 0: the attention of the position and per-head "
+               "segment terms alone, per head of layer 1, positions 0.." + std::to_string(length - 1) +
+                   " with the second segment from position " + std::to_string(second) +
+                   " (Chen et al. 2021, Fig. 6: length 32, the second segment from 16). The CSV is the mean over "
+                   "heads. Colours span each map's 1st-99th percentiles.");
+}
+
 void attention_rank(RunState& c, Output& out, const std::vector<int32_t>* sample, const std::vector<Matrix>& scores) {
   const std::string title = "Numerical rank of the token-token and positional attention terms per head";
   // The positional term: P W^Q (W^K)^T P^T for a table at the input, else the token-independent score terms.
@@ -1144,6 +1171,7 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
   const std::vector<Matrix> scores = positional_scores(*c.model, 0, c.length);
   positional_score_maps(c, out, scores);
   positional_score_layers(c, out);
+  segment_attention_maps(c, out);
   attention_rank(c, out, held ? &sample : nullptr, scores);
   probes_of_table(c, out);
   if (single) {
@@ -1209,6 +1237,34 @@ std::vector<Matrix> positional_scores(nn::PretrainingModel& model, int layer, in
     heads.push_back(std::move(t));
   }
   if (!nonzero) return {};
+  return heads;
+}
+
+std::vector<Matrix> segment_attention(nn::PretrainingModel& model, int layer, int64_t length, int64_t second_segment) {
+  NoGradGuard no_grad;
+  nn::PositionEncoding& pe = model.bert.position_encoding();
+  if (!pe.adds_segment_scores()) return {};
+  const nn::BertConfig& m = model.bert.config();
+  const int64_t H = m.num_attention_heads, d = m.head_dim();
+  const Device device = model.bert.device();
+  const Tensor positions = nn::default_positions(1, length, device);
+  std::vector<int64_t> split(static_cast<size_t>(length));
+  for (int64_t i = 0; i < length; ++i) split[static_cast<size_t>(i)] = i >= second_segment ? 1 : 0;
+  const Tensor segments = Tensor::from_vector(split, {1, length}).to(device);
+  nn::Context ctx = nn::Context::eval();
+  const DType dtype = model.bert.embeddings.word_embeddings.weight.var.dtype();
+  const nn::AttentionState s{layer, H, d, &positions, &segments, &ctx, dtype};
+  const Var zero(Tensor::zeros({1, H, length, d}, dtype, device));
+  const Tensor b = softmax(pe.score_bias(s, zero, zero).value().expand({1, H, length, length}).contiguous())
+                       .to(Device::cpu());
+  const std::vector<double> v = b.to_doubles();
+  std::vector<Matrix> heads;
+  for (int64_t h = 0; h < H; ++h) {
+    Matrix a(length, length);
+    for (int64_t k = 0; k < length * length; ++k)
+      a.data[static_cast<size_t>(k)] = v[static_cast<size_t>(h * length * length + k)];
+    heads.push_back(std::move(a));
+  }
   return heads;
 }
 

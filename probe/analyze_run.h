@@ -25,6 +25,8 @@
 //     - where the layers' terms differ, every layer and head, with the
 //       locality and symmetry of the attention each gives alone (the
 //       locality/symmetry paper, Figs. 9-10: A*'s delta)
+//     - with per-head segments: the attention of the position and segment
+//       terms alone on a two-segment input (Chen et al. 2021, Fig. 6)
 //     - absolute position regression (linear, 5-fold CV, MAE) and relative
 //       order classification (logistic regression, error rate) (Wang & Chen
 //       2020, §4.1, Tables 1-2), with the fixed sinusoid of the same width
@@ -128,6 +130,12 @@ WangChenReport wang_chen_of(const std::vector<std::pair<std::string, std::string
 // the variant has no such term or it is zero (Shaw's and method 4's terms
 // need q or k; input-level tables act through the tokens' q and k).
 std::vector<Matrix> positional_scores(nn::PretrainingModel& model, int layer, int64_t length);
+// Chen et al. 2021, Fig. 6: per head of layer `layer` (0-based), the attention
+// of the position and per-head segment terms alone (q = k = 0),
+// softmax_j(b_ij + Seg_h[seg(i), seg(j)]), positions 0..length-1, the second
+// segment from `second_segment` on. Empty when the variant has no per-head
+// segment scores (model option segment = per_head).
+std::vector<Matrix> segment_attention(nn::PretrainingModel& model, int layer, int64_t length, int64_t second_segment);
 
 // "ape_learned", or "gpt2 (ape_learned)" for another family: what titles call a model.
 std::string model_label(const nn::BertConfig& config);

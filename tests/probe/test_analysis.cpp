@@ -10,6 +10,7 @@
 //                   components reach 90 % of their sum), a random table's
 //                   spread over all of them.
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <random>
 #include <set>
@@ -308,4 +309,43 @@ TEST_CASE("positional score terms: ABS-SCALAR's P_h P_h^T and REL-SCALAR's R_h(j
   }
   CHECK(ordo::probe::positional_scores(*model_of("rpe_shaw", "input"), 0, L).empty());  // q . a_r: 0 without q
   CHECK(ordo::probe::positional_scores(*model_of("ape_learned", "input"), 0, L).empty());
+}
+
+TEST_CASE("position and segment attention without the token term: softmax_j(R_h[j - i] + Seg_h[seg(i), seg(j)]) "
+          "by hand (Chen et al. 2021, Fig. 6)", "[probe][analysis]") {
+  ordo::nn::BertConfig c = ordo::test::tiny_bert_config(30, 16, 2, 2, 32, 12);
+  c.pe = "rel_scalar";
+  c.segment = "per_head";
+  auto model = ordo::pe::build_model(c, ordo::Device::cpu(), false, 3);
+  // Each head's 2 x 2 segment table of layer 1 set by hand, far apart so that the segments show.
+  std::map<std::string, std::vector<double>> seg;
+  for (auto& [name, p] : model->named_parameters())
+    if (name.find("segment_encoding") != std::string::npos && name.find("layer_0") != std::string::npos) {
+      const double h = name.find("head_1") != std::string::npos ? 1 : 0;
+      const std::vector<double> v = {1.5 + h, -0.5, -1.0 - h, 2.0 * h};
+      REQUIRE(p->var.value().numel() == 4);
+      p->var.value().copy_from(ordo::Tensor::from_vector(v, p->var.value().shape()).to(p->var.value().dtype()));
+      seg[name] = v;
+    }
+  REQUIRE(seg.size() == 2);
+  std::vector<std::vector<double>> r;
+  for (auto& [name, p] : model->named_parameters())
+    if (name.find("relative_scalar.layer_0.head_") != std::string::npos) r.push_back(p->var.value().to_doubles());
+  REQUIRE(r.size() == 2);  // [23] each: distance + 11
+  const int64_t L = 10, second = 5;
+  const std::vector<Matrix> got = ordo::probe::segment_attention(*model, 0, L, second);
+  REQUIRE(got.size() == 2);
+  int64_t h = 0;
+  for (const auto& [name, table] : seg) {  // head_0 then head_1
+    for (int64_t i = 0; i < L; ++i) {
+      std::vector<double> row(L);
+      double z = 0;
+      for (int64_t j = 0; j < L; ++j)
+        z += row[j] = std::exp(r[h][static_cast<size_t>(j - i + 11)] + table[(i >= second) * 2 + (j >= second)]);
+      for (int64_t j = 0; j < L; ++j) CHECK(std::fabs(got[h](i, j) - row[j] / z) <= 1e-6);
+    }
+    ++h;
+  }
+  c.segment = "input";  // no per-head segments: nothing to draw
+  CHECK(ordo::probe::segment_attention(*ordo::pe::build_model(c, ordo::Device::cpu(), false, 3), 0, L, second).empty());
 }
