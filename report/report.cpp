@@ -543,6 +543,19 @@ std::string run_section(const RunRecord& r, std::vector<OutputFile>& files) {
 
 namespace {
 
+// A chart against step, wide enough for every run's name in the legend.
+plot::ChartStyle step_chart(const std::string& title, const std::string& y_label,
+                            const std::vector<plot::Series>& lines) {
+  plot::ChartStyle style;
+  style.title = title;
+  style.x_label = "step";
+  style.y_label = y_label;
+  int legend = 110;
+  for (const plot::Series& line : lines) legend += 36 + plot::text_width(line.name);
+  style.width = std::max(style.width, legend);
+  return style;
+}
+
 // The layer-1 indicators against step, one panel per indicator and one line
 // per run that has them (ordo analyze's indicator_trajectory.json).
 png::Image trajectory_grid(const std::vector<RunRecord>& runs) {
@@ -570,14 +583,7 @@ png::Image trajectory_grid(const std::vector<RunRecord>& runs) {
       }
       lines.push_back(line);
     }
-    plot::ChartStyle style;
-    style.title = title;
-    style.x_label = "step";
-    style.y_label = key;
-    int legend = 110;  // wide enough for every run's name in the legend
-    for (const plot::Series& line : lines) legend += 36 + plot::text_width(line.name);
-    style.width = std::max(style.width, legend);
-    panels.push_back(plot::line_chart(lines, style));
+    panels.push_back(plot::line_chart(lines, step_chart(title, key, lines)));
   }
   return plot::grid(panels, 2, "layer-1 indicators during pretraining (w/o [CLS], [SEP])");
 }
@@ -604,14 +610,7 @@ png::Image loss_grid(const std::vector<RunRecord>& runs) {
       }
       lines.push_back(line);
     }
-    plot::ChartStyle style;
-    style.title = held_out ? "held-out loss" : "training loss";
-    style.x_label = "step";
-    style.y_label = "loss";
-    int legend = 110;
-    for (const plot::Series& line : lines) legend += 36 + plot::text_width(line.name);
-    style.width = std::max(style.width, legend);
-    panels.push_back(plot::line_chart(lines, style));
+    panels.push_back(plot::line_chart(lines, step_chart(held_out ? "held-out loss" : "training loss", "loss", lines)));
   }
   return plot::grid(panels, 2, "language-model loss during pretraining");
 }
