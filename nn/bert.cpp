@@ -84,20 +84,21 @@ bool runs_fused(const PositionEncoding& pe, int64_t head_dim, Device device, con
   return ctx.fused && (device.is_cuda() || ctx.fused_attention_on_cpu) && variant_reason(pe, head_dim).empty();
 }
 
-// Evaluation on the CPU of an encoding that puts nothing inside attention
-// (the APEs, none): the unfused ops without a graph, a batch element a
+// Evaluation on the CPU: the unfused ops without a graph, a batch element a
 // thread (attention_inference: the same values; mini's evaluation at length
-// 384 went from 47 to 55 examples/s on 2 cores: README, "Fine-tuning on the CPU").
+// 384 went from 47 to 55 examples/s on 2 cores: README, "Fine-tuning on the
+// CPU"), for every variant whose terms are added to q_i . k_j before the
+// softmax (rotations and score terms: not Huang et al.'s own contextual
+// products, nor a value term, which needs the whole batch's probabilities).
 bool runs_inference_attention(const PositionEncoding& pe, Device device, const Context& ctx,
                               const ForwardTrace* trace) {
-  return ctx.fused && device.is_cpu() && !ctx.training && !grad_enabled() && !pe.acts_in_attention &&
-         !pe.adds_segment_scores() && !(trace && (trace->keep_scores || trace->keep_attentions));
+  return ctx.fused && device.is_cpu() && !ctx.training && !grad_enabled() && !pe.has_value_term() &&
+         !(trace && (trace->keep_scores || trace->keep_attentions));
 }
 
 // gamma_ij of Eq. 5, scaled: scale * q_i . k_j, or scale times the variant's
-// own contextual term (Huang et al.'s products of q_i . k_j with position).
-Var scaled_contextual_term(PositionEncoding& pe, const AttentionState& s, const Var& q, const Var& k) {
-  Var own = pe.contextual_scores(s, q, k);
+// own contextual term `own` (Huang et al.'s products of q_i . k_j with position).
+Var scaled_contextual_term(PositionEncoding& pe, const AttentionState& s, const Var& own, const Var& q, const Var& k) {
   return own.defined() ? affine(own, pe.score_scale(s)) : matmul(q, k, false, true, pe.score_scale(s));
 }
 
@@ -160,11 +161,15 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
   Heads h = project(x, ctx.fused);                                // q_i = x_i W^Q, k_j = x_j W^K, v_j = x_j W^V
   if (runs_fused(pe, head_dim_, x.device(), ctx) && !(trace && (trace->keep_scores || trace->keep_attentions)))
     return merge_heads(fused_attention(h, padding_mask, pe, s));  // all of the below in one kernel per direction
-  if (runs_inference_attention(pe, x.device(), ctx, trace))
-    return Var(attention_inference(h.q.value(), h.k.value(), h.v.value(),
-                                   padding_mask.defined() ? padding_mask.value() : Tensor(), pe.score_scale(s)));
   pe.rotate(s, h.q, h.k);                                         // RoPE: position inside q and k
-  Var scores = scaled_contextual_term(pe, s, h.q, h.k);           // gamma_ij / sqrt(d)
+  const Var own = pe.contextual_scores(s, h.q, h.k);              // Huang et al.'s, else undefined
+  if (!own.defined() && runs_inference_attention(pe, x.device(), ctx, trace)) {
+    const Var bias = pe.score_bias(s, h.q, h.k);
+    return Var(attention_inference(h.q.value(), h.k.value(), h.v.value(),
+                                   padding_mask.defined() ? padding_mask.value() : Tensor(), pe.score_scale(s),
+                                   bias.defined() ? bias.value() : Tensor()));
+  }
+  Var scores = scaled_contextual_term(pe, s, own, h.q, h.k);      // gamma_ij / sqrt(d)
   scores = sum_of_defined(scores, pe.score_bias(s, h.q, h.k));    // s_ij = ... + delta_ij (+ per-head segments)
   Var probs = attention_probs(scores, padding_mask, ctx, trace);  // a_ij = softmax_j(s_ij + mask)
   Var context = matmul(probs, h.v);                               // o_i = sum_j a_ij v_j

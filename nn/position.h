@@ -101,6 +101,11 @@ class PositionEncoding : public Module {
     (void)s, (void)probs;
     return {};
   }
+  // Whether value_term() adds anything (known before the probabilities are):
+  // the CPU's evaluation path (nn/bert.cpp) never forms them for the batch.
+  // A wrapper that forwards value_term() forwards this too (tests/pe/
+  // test_configs.cpp compares that path with the batch's ops for every config).
+  virtual bool has_value_term() const { return false; }
 
   // The positional weights as an attention distribution over keys (rows sum
   // to 1), [1 or batch, heads, length, length], for the sequence combination

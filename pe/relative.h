@@ -163,6 +163,7 @@ class ShawRelative : public nn::PositionEncoding {
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
   // sum_j alpha_ij a^V_{c(r_ij)} (Chen et al. 2021, section 2.2.2); undefined without values.
   Var value_term(const nn::AttentionState& s, const Var& probs) override;
+  bool has_value_term() const override { return values_.has_value(); }
   // a^K (and a^V) as the fused attention's query (and value) vectors.
   std::string fused_support() const override { return ""; }
   void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
@@ -195,6 +196,7 @@ class SinusoidRelative : public nn::PositionEncoding {
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
   // sum_j alpha_ij P(c(r_ij)); undefined without values.
   Var value_term(const nn::AttentionState& s, const Var& probs) override;
+  bool has_value_term() const override { return values_; }
   // P(r) as the fused attention's query (and value) vectors.
   std::string fused_support() const override { return ""; }
   void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;

@@ -40,6 +40,7 @@ class PerHeadSegments : public nn::PositionEncoding {
   // The position encoding's bias (if any) + S.
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
   Var value_term(const nn::AttentionState& s, const Var& probs) override { return inner_.value_term(s, probs); }
+  bool has_value_term() const override { return inner_.has_value_term(); }
   Var positional_weights(const nn::AttentionState& s) override { return inner_.positional_weights(s); }
   // The encoding's fused terms (none when it acts only at the input) and S
   // as the fused attention's segment table.

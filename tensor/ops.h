@@ -187,13 +187,15 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
 
 // Attention for inference on the CPU (ops_attention.cpp): q [B, H, L, d],
 // k [B, H, J, d], v [B, H, J, e], mask (optional, added to the scores)
-// [B or 1, 1, L or 1, J] -> [B, L, H e], the heads merged:
-// softmax(scale q k^T + mask) v by the same matmul and softmax ops as the
+// [B or 1, 1, L or 1, J], bias (optional, the variant's score terms; fewer
+// axes broadcast) [B or 1, H or 1, L or 1, J] -> [B, L, H e], the heads merged:
+// softmax(scale q k^T + bias + mask) v by the same matmul, add and softmax ops as the
 // unfused attention, so with the same values, one batch element a thread at
 // a time: its [H, L, J] scores stay in the cache, q, k and v are read where
 // they lie (a view of the q/k/v projection needs no copy), the output is
 // written in place. No gradient.
-Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale);
+Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale,
+                           const Tensor& bias = Tensor());
 
 Tensor concat(const std::vector<Tensor>& parts, int axis);
 // Views of x: consecutive pieces of the given sizes along axis.

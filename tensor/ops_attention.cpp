@@ -213,7 +213,8 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
 // parallel loop per op over all B H rows, write [B, H, L, J] scores to memory
 // and read them back, and copy the heads back together (the gain, measured:
 // README, "Fine-tuning on the CPU").
-Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale) {
+Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale,
+                           const Tensor& bias) {
   constexpr const char* op = "attention_inference";
   check_dim(q, 4, op, "q");
   check_dim(k, 4, op, "k");
@@ -231,12 +232,29 @@ Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, co
                op, ": mask of shape ", shape_str(mask.shape()), " for ", B, " x ", L, " queries and ", J,
                " keys (expected [B or 1, 1, L or 1, J])");
   }
+  Tensor bias4 = bias;  // [.., L, J] as [B or 1, H or 1, L, J]
+  if (bias.defined()) {
+    while (bias4.dim() < 4) bias4 = bias4.unsqueeze(0);
+    ORDO_CHECK(bias4.dim() == 4 && (bias4.size(0) == B || bias4.size(0) == 1) &&
+                   (bias4.size(1) == H || bias4.size(1) == 1) && (bias4.size(2) == L || bias4.size(2) == 1) &&
+                   bias4.size(3) == J,
+               op, ": bias of shape ", shape_str(bias.shape()), " for ", B, " x ", H, " heads x ", L, " queries and ",
+               J, " keys (expected [B or 1, H or 1, L or 1, J])");
+  }
+  // k^T as the batched product over all B H heads lays it out: a copy when
+  // k's batch and head axes do not collapse into one (k a view of the q/k/v
+  // projection), the transposed view otherwise (k made by a rotation). The
+  // two reach different BLAS kernels (B as given or transposed), whose sums
+  // round differently; the other operands' copies change only their strides.
+  const bool copy_keys = B > 1 && H > 1 && k.stride(0) != k.stride(1) * H;
   Tensor out = Tensor::empty({B, L, H * e}, v.dtype() == DType::f64 ? DType::f64 : DType::f32);
   std::exception_ptr failure;
   std::mutex failure_mutex;
   auto one = [&](int64_t b) {
     try {
-      const Tensor scores = matmul(q.select(0, b), k.select(0, b), false, true, scale);  // [H, L, J]
+      const Tensor keys = k.select(0, b).transpose(-1, -2);  // [H, d, J]
+      Tensor scores = matmul(q.select(0, b), copy_keys ? keys.contiguous() : keys, false, false, scale);  // [H, L, J]
+      if (bias4.defined()) scores = add(scores, bias4.select(0, bias4.size(0) == 1 ? 0 : b));
       const Tensor probs = mask.defined() ? softmax(scores, mask.select(0, mask.size(0) == 1 ? 0 : b)) : softmax(scores);
       const Tensor heads = matmul(probs, v.select(0, b));                                // [H, L, e]
       out.select(0, b).reshape({L, H, e}).copy_from(heads.permute({1, 0, 2}));

@@ -123,6 +123,9 @@ void run_relative_golden(const std::string& kind, const std::string& variant, DT
   {
     nn::Context eval = nn::Context::eval();
     worst.check("logits (all positions)", model->all_logits(in, eval).value(), golden("logits"), forward_bound);
+    NoGradGuard no_grad;  // the CPU's evaluation path (attention_inference with Shaw's key term as its bias)
+    worst.check("logits (all positions, evaluation path)", model->all_logits(in, eval).value(), golden("logits"),
+                forward_bound);
   }
 
   out.loss.backward();

@@ -1,6 +1,7 @@
 // Every run config under configs/ (the sizes and configs/papers/**) parses,
 // resolves its "extends", builds its model and runs one forward pass with
-// finite outputs. A config whose variant is not registered in this build is
+// finite outputs, the same with and without gradients (the CPU's evaluation
+// path, nn/bert.cpp). A config whose variant is not registered in this build is
 // reported as pending (the variants land one by one; see the check at the end).
 #include <cmath>
 #include <filesystem>
@@ -62,11 +63,17 @@ TEST_CASE("every config in configs/ parses, builds its model and runs a forward 
     in.input_ids = Tensor::from_vector(ids, {2, 12});
     in.segment_ids = Tensor::from_vector(segments, {2, 12});
     in.attention_mask = Tensor::from_vector(mask, {2, 12});
-    NoGradGuard no_grad;
-    nn::Context ctx = nn::Context::eval();
-    Tensor hidden = model->bert.forward(in, ctx).value();
+    Tensor hidden;
+    {
+      NoGradGuard no_grad;  // the CPU's evaluation path: attention_inference, a batch element a thread
+      nn::Context ctx = nn::Context::eval();
+      hidden = model->bert.forward(in, ctx).value();
+    }
     CHECK(hidden.shape() == Shape{2, 12, mc.hidden_size});
     CHECK(std::isfinite(global_norm({hidden})));
+    // With gradients on, the attention's ops run over the whole batch: the same values, bit for bit.
+    nn::Context ctx = nn::Context::eval();
+    CHECK(model->bert.forward(in, ctx).value().to_vector<float>() == hidden.to_vector<float>());
   }
   std::string list;
   for (const auto& p : pending) list += "\n  " + p;

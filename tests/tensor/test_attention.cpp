@@ -239,4 +239,40 @@ TEST_CASE("attention_inference equals the unfused ops bit for bit and a naive lo
   // A mask of another shape is named.
   CHECK_THROWS_WITH(attention_inference(q, k, v, Tensor::zeros({B, 2, 1, L}), scale),
                     Catch::Contains("attention_inference: mask of shape [2, 2, 1, 13]"));
+
+  // A variant's score terms as the bias, per batch element and head, shared by the batch, or by every head:
+  // added before the mask as the unfused attention adds them.
+  const Tensor mask = masks[1];
+  for (const Shape& shape : {Shape{B, H, L, L}, Shape{1, H, L, L}, Shape{L, L}}) {
+    INFO("bias " << shape_str(shape));
+    const Tensor bias = rnd(shape, 73, -3, 3);
+    const Tensor got = attention_inference(q, k, v, mask, scale, bias);
+    const Tensor probs = softmax(add(matmul(q, k, false, true, scale), bias), mask);
+    CHECK(got.to_vector<float>() == matmul(probs, v).permute({0, 2, 1, 3}).contiguous().reshape({B, L, H * e})
+                                        .to_vector<float>());
+    const std::vector<float> g = got.to_vector<float>(), bs = bias.expand({B, H, L, L}).contiguous().to_vector<float>(),
+                             m = mask.expand({B, 1, L, L}).contiguous().to_vector<float>();
+    double worst = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < L; ++i) {
+          std::vector<double> s(L);
+          double top = -INFINITY, sum = 0;
+          for (int64_t j = 0; j < L; ++j) {
+            double dot = 0;
+            for (int64_t x = 0; x < d; ++x) dot += at(qs, b, h, i, x) * at(ks, b, h, j, x);
+            s[j] = dot * scale + bs[((b * H + h) * L + i) * L + j] + m[(b * L + i) * L + j];
+            top = std::max(top, s[j]);
+          }
+          for (int64_t j = 0; j < L; ++j) sum += s[j] = std::exp(s[j] - top);
+          for (int64_t x = 0; x < e; ++x) {
+            double o = 0;
+            for (int64_t j = 0; j < L; ++j) o += s[j] / sum * at(vs, b, h, j, x);
+            worst = std::max(worst, std::fabs(o - g[(b * L + i) * H * e + h * e + x]));
+          }
+        }
+    CHECK(worst < 1e-5);
+  }
+  CHECK_THROWS_WITH(attention_inference(q, k, v, mask, scale, Tensor::zeros({B, 2, L, L})),
+                    Catch::Contains("attention_inference: bias of shape [2, 2, 13, 13]"));
 }
