@@ -85,9 +85,8 @@ bool runs_fused(const PositionEncoding& pe, int64_t head_dim, Device device, con
 }
 
 // Evaluation on the CPU: the unfused ops without a graph, a batch element a
-// thread (attention_inference: the same values; mini's evaluation at length
-// 384 went from 47 to 55 examples/s on 2 cores: README, "Fine-tuning on the
-// CPU"), for every variant whose terms are added to q_i . k_j before the
+// thread (attention_inference: the same values, less memory, faster at long
+// lengths: README, "Fine-tuning on the CPU"), for every variant whose terms are added to q_i . k_j before the
 // softmax (rotations and score terms: not Huang et al.'s own contextual
 // products, nor a value term, which needs the whole batch's probabilities).
 bool runs_inference_attention(const PositionEncoding& pe, Device device, const Context& ctx,
