@@ -624,11 +624,12 @@ void positional_score_maps(RunState& c, Output& out, const std::vector<Matrix>& 
 // symmetry (Eqs. 7-8) of the attention that term alone gives: softmax_j b_ij
 // where it is added to the scores, b itself where it is the positional
 // attention of the sequence combination (Eq. 10: A*-Seq's delta).
-void positional_score_layers(RunState& c, Output& out) {
+// first_layer: positional_scores of layer 1, as the caller has them.
+void positional_score_layers(RunState& c, Output& out, const std::vector<Matrix>& first_layer) {
   const std::string title = "Positional score terms of every layer and head";
   const int layers = c.model->bert.config().num_hidden_layers;
-  std::vector<std::vector<Matrix>> all;
-  for (int l = 0; l < layers; ++l) all.push_back(positional_scores(*c.model, l, c.length));
+  std::vector<std::vector<Matrix>> all{first_layer};
+  for (int l = 1; l < layers; ++l) all.push_back(positional_scores(*c.model, l, c.length));
   if (all[0].empty())
     return out.skip(title, "variant " + c.variant + " has no score term that is independent of the tokens");
   if (layers == 1) return out.skip(title, "the model has one layer: layer 1's maps show its terms");
@@ -645,13 +646,8 @@ void positional_score_layers(RunState& c, Output& out) {
       panels.push_back(map(b, "layer " + std::to_string(l + 1) + " head " + std::to_string(h + 1), "b_ij", 0,
                            "key position j", "query position i"));
       Matrix a = b;
-      const bool added = c.model->bert.position_encoding().combine != nn::Combine::sequence;
-      for (int64_t i = 0; added && i < a.rows; ++i) {  // softmax over each row
-        double top = -INFINITY, sum = 0;
-        for (int64_t j = 0; j < a.cols; ++j) top = std::max(top, a(i, j));
-        for (int64_t j = 0; j < a.cols; ++j) sum += a(i, j) = std::exp(a(i, j) - top);
-        for (int64_t j = 0; j < a.cols; ++j) a(i, j) /= sum;
-      }
+      if (c.model->bert.position_encoding().combine != nn::Combine::sequence)
+        a.data = softmax(Tensor::from_vector(b.data, {b.rows, b.cols})).to_doubles();
       rows.push_back({static_cast<double>(l + 1), static_cast<double>(h + 1), probe::locality(a), probe::symmetry(a)});
     }
   out.file("positional_scores_layers.csv", table_csv({"layer", "head", "locality", "symmetry"}, rows));
@@ -1170,7 +1166,7 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
   position_position_term(c, out);
   const std::vector<Matrix> scores = positional_scores(*c.model, 0, c.length);
   positional_score_maps(c, out, scores);
-  positional_score_layers(c, out);
+  positional_score_layers(c, out, scores);
   segment_attention_maps(c, out);
   attention_rank(c, out, held ? &sample : nullptr, scores);
   probes_of_table(c, out);

@@ -195,6 +195,32 @@ TEST_CASE("attention_inference equals the unfused ops bit for bit and a naive lo
     return static_cast<double>(t[((b * H + h) * L + i) * d + x]);
   };
   const double scale = 1 / std::sqrt(static_cast<double>(d));
+  // The largest distance of `got` [B, L, H e] from softmax_j(scale q_i . k_j + bias_ij + mask_ij) v_j in
+  // double, bias and mask given expanded ([B, H, L, L] and [B, 1, L, L]; empty: 0).
+  auto naive_distance = [&](const Tensor& got, const std::vector<float>& bias, const std::vector<float>& mask) {
+    const std::vector<float> g = got.to_vector<float>();
+    double worst = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < L; ++i) {
+          std::vector<double> s(L);
+          double top = -INFINITY, sum = 0;
+          for (int64_t j = 0; j < L; ++j) {
+            double dot = 0;
+            for (int64_t x = 0; x < d; ++x) dot += at(qs, b, h, i, x) * at(ks, b, h, j, x);
+            s[j] = dot * scale + (bias.empty() ? 0.0 : bias[((b * H + h) * L + i) * L + j]) +
+                   (mask.empty() ? 0.0 : mask[(b * L + i) * L + j]);
+            top = std::max(top, s[j]);
+          }
+          for (int64_t j = 0; j < L; ++j) sum += s[j] = std::exp(s[j] - top);
+          for (int64_t x = 0; x < d; ++x) {
+            double o = 0;
+            for (int64_t j = 0; j < L; ++j) o += s[j] / sum * at(vs, b, h, j, x);
+            worst = std::max(worst, std::fabs(o - g[(b * L + i) * H * d + h * d + x]));
+          }
+        }
+    return worst;
+  };
   // Batch 1 pads its last 4 keys; the causal mask hides the keys after each query too.
   std::vector<double> pad_mask(B * L, 0.0), causal(B * L * L, 0.0);
   for (int64_t j = L - 4; j < L; ++j) pad_mask[L + j] = kLowest;
@@ -212,29 +238,8 @@ TEST_CASE("attention_inference equals the unfused ops bit for bit and a naive lo
     const Tensor unfused = matmul(probs, v).permute({0, 2, 1, 3}).contiguous().reshape({B, L, H * e});
     CHECK(got.to_vector<float>() == unfused.to_vector<float>());
 
-    const std::vector<float> g = got.to_vector<float>();
-    const std::vector<float> m =
-        mask.defined() ? mask.expand({B, 1, L, L}).contiguous().to_vector<float>() : std::vector<float>(B * L * L, 0);
-    double worst = 0;
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t i = 0; i < L; ++i) {
-          std::vector<double> s(L);
-          double top = -INFINITY, sum = 0;
-          for (int64_t j = 0; j < L; ++j) {
-            double dot = 0;
-            for (int64_t x = 0; x < d; ++x) dot += at(qs, b, h, i, x) * at(ks, b, h, j, x);
-            s[j] = dot * scale + m[(b * L + i) * L + j];
-            top = std::max(top, s[j]);
-          }
-          for (int64_t j = 0; j < L; ++j) sum += s[j] = std::exp(s[j] - top);
-          for (int64_t x = 0; x < e; ++x) {
-            double o = 0;
-            for (int64_t j = 0; j < L; ++j) o += s[j] / sum * at(vs, b, h, j, x);
-            worst = std::max(worst, std::fabs(o - g[(b * L + i) * H * e + h * e + x]));
-          }
-        }
-    CHECK(worst < 1e-5);
+    CHECK(naive_distance(got, {}, mask.defined() ? mask.expand({B, 1, L, L}).contiguous().to_vector<float>()
+                                                 : std::vector<float>()) < 1e-5);
   }
   // A mask of another shape is named.
   CHECK_THROWS_WITH(attention_inference(q, k, v, Tensor::zeros({B, 2, 1, L}), scale),
@@ -250,28 +255,8 @@ TEST_CASE("attention_inference equals the unfused ops bit for bit and a naive lo
     const Tensor probs = softmax(add(matmul(q, k, false, true, scale), bias), mask);
     CHECK(got.to_vector<float>() == matmul(probs, v).permute({0, 2, 1, 3}).contiguous().reshape({B, L, H * e})
                                         .to_vector<float>());
-    const std::vector<float> g = got.to_vector<float>(), bs = bias.expand({B, H, L, L}).contiguous().to_vector<float>(),
-                             m = mask.expand({B, 1, L, L}).contiguous().to_vector<float>();
-    double worst = 0;
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t i = 0; i < L; ++i) {
-          std::vector<double> s(L);
-          double top = -INFINITY, sum = 0;
-          for (int64_t j = 0; j < L; ++j) {
-            double dot = 0;
-            for (int64_t x = 0; x < d; ++x) dot += at(qs, b, h, i, x) * at(ks, b, h, j, x);
-            s[j] = dot * scale + bs[((b * H + h) * L + i) * L + j] + m[(b * L + i) * L + j];
-            top = std::max(top, s[j]);
-          }
-          for (int64_t j = 0; j < L; ++j) sum += s[j] = std::exp(s[j] - top);
-          for (int64_t x = 0; x < e; ++x) {
-            double o = 0;
-            for (int64_t j = 0; j < L; ++j) o += s[j] / sum * at(vs, b, h, j, x);
-            worst = std::max(worst, std::fabs(o - g[(b * L + i) * H * e + h * e + x]));
-          }
-        }
-    CHECK(worst < 1e-5);
+    CHECK(naive_distance(got, bias.expand({B, H, L, L}).contiguous().to_vector<float>(),
+                         mask.expand({B, 1, L, L}).contiguous().to_vector<float>()) < 1e-5);
   }
   CHECK_THROWS_WITH(attention_inference(q, k, v, mask, scale, Tensor::zeros({B, 2, L, L})),
                     Catch::Contains("attention_inference: bias of shape [2, 2, 13, 13]"));
