@@ -633,6 +633,8 @@ void positional_score_layers(RunState& c, Output& out, const std::vector<Matrix>
   if (all[0].empty())
     return out.skip(title, "variant " + c.variant + " has no score term that is independent of the tokens");
   if (layers == 1) return out.skip(title, "the model has one layer: layer 1's maps show its terms");
+  for (std::vector<Matrix>& layer : all)  // a layer whose terms are all 0 (positional_scores: empty)
+    if (layer.empty()) layer.assign(all[0].size(), Matrix(c.length, c.length));
   bool differ = false;
   for (int l = 1; l < layers; ++l)
     for (size_t h = 0; h < all[l].size() && h < all[0].size(); ++h) differ |= all[l][h].data != all[0][h].data;
