@@ -125,9 +125,18 @@ PaperTable read_paper_table(const std::string& path) {
       const bool rows = header.size() > 4 && header[0] == "config" && header[1] == "paper_row" &&
                         header[2] == "family" && header[3] == "kind";
       t.correlations = header.size() > 2 && header[0] == "indicator" && header[1] == "paper_row";
-      ORDO_CHECK(rows || t.correlations, where, ": the header must begin config, paper_row, family, kind (rows of "
-                 "configurations) or indicator, paper_row (correlations), tab-separated, then figure keys");
-      first_value = t.correlations ? 2 : 4;
+      t.relations = header.size() > 0 && header[0] == "relation";
+      ORDO_CHECK(rows || t.correlations || t.relations, where, ": the header must begin config, paper_row, family, "
+                 "kind (rows of configurations), indicator, paper_row (correlations) or relation, paper_row "
+                 "(dependency relations), tab-separated, then figure keys");
+      first_value = t.relations || t.correlations ? 2 : 4;
+      if (t.relations) {
+        const std::vector<std::string> expected = {"relation", "paper_row", "distance", "contextual", "positional", "both"};
+        ORDO_CHECK(header == expected, where, ": a table of relations has the columns relation, paper_row, distance, "
+                   "contextual, positional, both (tab-separated)");
+        t.columns.assign(expected.begin() + 2, expected.end());
+        continue;
+      }
       for (size_t i = first_value; i < header.size(); ++i) {
         ORDO_CHECK(is_figure_key(header[i]), where, ": '", header[i], "' is not a figure ordo computes (an "
                    "indicator key, eval_accuracy, glue.mean or TASK.METRIC)");
@@ -143,9 +152,9 @@ PaperTable read_paper_table(const std::string& path) {
     PaperTable::Row row;
     row.key = cells[0];
     row.name = cells[1];
-    if (!t.correlations) row.family = cells[2], row.kind = cells[3];
-    ORDO_CHECK(!row.key.empty() && seen.insert(row.key).second, where, ": ", header[0], " '", row.key,
-               row.key.empty() ? "' is empty" : "' is named twice");
+    if (!t.correlations && !t.relations) row.family = cells[2], row.kind = cells[3];
+    ORDO_CHECK(!row.key.empty() && ((t.relations && row.key == "-") || seen.insert(row.key).second), where, ": ",
+               header[0], " '", row.key, row.key.empty() ? "' is empty" : "' is named twice");
     ORDO_CHECK(!t.correlations || is_indicator_key(row.key), where, ": '", row.key,
                "' is not an indicator of the report's table (probe/indicators.h's keys)");
     for (size_t i = first_value; i < cells.size(); ++i)
@@ -157,7 +166,10 @@ PaperTable read_paper_table(const std::string& path) {
 }
 
 void check_paper_table(const PaperTable& table, const Plan& plan) {
-  if (table.correlations) return;
+  if (table.relations)
+    ORDO_CHECK(!plan.dependency_run.empty(), table.path, ": a table of dependency relations is read against one "
+               "run's heads: name it in experiment.json's report.dependency_heads");
+  if (table.correlations || table.relations) return;
   for (const PaperTable::Row& row : table.rows)
     ORDO_CHECK(std::find(plan.names.begin(), plan.names.end(), row.key) != plan.names.end(), table.path, ": row '",
                row.key, "' names no config of ", plan.folder);

@@ -15,6 +15,14 @@
 // `indicator` is a probe indicator key; each cell the paper's Pearson r of
 // that indicator with that column's figure over the configurations.
 //
+// Rows of dependency relations (the locality/symmetry paper's Table 8, read
+// against one run's `ordo analyze` by experiment/dependency_report.h):
+//   relation  paper_row  distance  contextual  positional  both
+//   aux:pass  auxpass    1.1       44.6        91.1        92.9
+// `relation` is the synthetic language's label matching the paper's
+// (`paper_row`), "-" where none does; "short", "long" and "macro" are the
+// summary rows; the four columns are exactly these.
+//
 // A cell is a number, optionally "± spread" and a significance mark "†"
 // (as the paper prints "89.65 † ± 0.11"), or "-" where the paper has none.
 // The figure keys (experiment/results.h says what each is): a probe
@@ -44,10 +52,11 @@ struct PaperTable {
   std::string path;
   std::string name;                    // the file's name without "paper_" and ".tsv": "table3"
   bool correlations = false;           // the shape: rows of indicators (Table 5) or of configs
+  bool relations = false;              // or rows of dependency relations (Table 8)
   std::vector<std::string> source;     // the comment lines, without "# "
   std::vector<std::string> columns;    // the figure keys, in the file's order
   struct Row {
-    std::string key;                   // the config (or, for correlations, the indicator)
+    std::string key;                   // the config (or, for correlations, the indicator; for relations, the label or "-")
     std::string name;                  // the paper's name of the row
     std::string family, kind;          // rows of configs only
     std::map<std::string, PaperCell> cells;
@@ -60,7 +69,8 @@ struct PaperTable {
 // that is neither shape, a row with the wrong number of columns, a cell
 // that is not a number, a key named twice, an unknown figure or indicator key).
 PaperTable read_paper_table(const std::string& path);
-// Checks a table against a plan: its rows name the plan's configs.
+// Checks a table against a plan: its rows name the plan's configs; a table of
+// relations needs the plan's report.dependency_heads.
 void check_paper_table(const PaperTable& table, const Plan& plan);
 
 // Whether a column's key is a probe indicator (as opposed to a task's figure).

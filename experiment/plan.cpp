@@ -134,6 +134,7 @@ json::Value Plan::to_json() const {
   report["baseline"] = baseline;
   report["alpha"] = alpha;
   if (wang_chen) report["wang_chen"] = true;
+  if (!dependency_run.empty()) report["dependency_heads"] = dependency_run;
   report["learning_rates"] = average_learning_rates ? "average" : "best";
   if (!length_figure.empty()) {
     json::Value columns = json::Value::array();
@@ -381,8 +382,12 @@ Plan make_plan(const PlanRequest& request) {
     plan.wang_chen = r.boolean("wang_chen", false);
     plan.average_learning_rates = r.string("learning_rates", "best", {"best", "average"}) == "average";
     plan.length_figure = strings(r, "length_figure", where + ": report");
+    plan.dependency_run = r.string("dependency_heads", "");
     r.finish();
   }
+  ORDO_CHECK(plan.dependency_run.empty() ||
+                 std::find(plan.names.begin(), plan.names.end(), plan.dependency_run) != plan.names.end(),
+             where, ": report.dependency_heads '", plan.dependency_run, "' names no run config of ", request.folder);
   ORDO_CHECK(plan.baseline.empty() ||
                  std::find(plan.names.begin(), plan.names.end(), plan.baseline) != plan.names.end(),
              where, ": report.baseline '", plan.baseline, "' names no run config of ", request.folder);

@@ -20,7 +20,7 @@
 //                            "runs": ["method4"],   (optional: those runs only)
 //                            "init_positions": "run", "column": "rte"}, ...]},   (optional, below)
 //    "report": {"baseline": "02_ape_learned", "alpha": 0.05, "wang_chen": false, "learning_rates": "best",
-//               "length_figure": ["subj", "sst2", "cr"]},
+//               "length_figure": ["subj", "sst2", "cr"], "dependency_heads": "tupe"},
 //    "quick": {"set": [...], "probe": {...}, "finetune_set": [...]}}
 // A fine-tuning task is a column of the paper's tables: its data is the folder
 // given on the command line (--data NAME=DIR: real GLUE or SQuAD), else the
@@ -35,6 +35,9 @@
 // name), so that "mr" and "mr_random" fill one column (--data mr=DIR gives
 // both their data); report.length_figure names the columns its Figure 4
 // averages (default: all); report.wang_chen draws both.
+// report.dependency_heads names the run whose heads, read as dependency
+// parsers by its analyze stage, the folder's table of relations (Table 8)
+// is set beside; every run's summary is reported with it.
 // report.learning_rates: "best" (a task's figure is
 // its seeds at the learning rate with the best mean score) or "average" (every
 // finished run of every learning rate, the locality/symmetry paper's "average
@@ -105,6 +108,8 @@ struct Plan {
                                                 // (experiment/wang_chen_report.h)
   bool average_learning_rates = false;          // report.learning_rates = "average"
   std::vector<std::string> length_figure;       // report.length_figure: the Table 3 columns Figure 4 averages
+  std::string dependency_run;                   // report.dependency_heads: the run whose heads a table of
+                                                // relations reads (experiment/dependency_report.h; "" none)
   bool quick = false;
   std::vector<std::string> paper_tables;        // the folder's paper_*.tsv, by name
 

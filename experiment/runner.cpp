@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/file_io.h"
 #include "base/output.h"
+#include "experiment/dependency_report.h"
 #include "experiment/paper_table.h"
 #include "experiment/results.h"
 #include "experiment/tables.h"
@@ -257,12 +258,22 @@ void write_experiment_report(const Plan& plan, const std::string& out) {
   std::vector<PaperTable> tables;
   for (const std::string& path : plan.paper_tables) tables.push_back(read_paper_table(path));
   ComparisonFiles comparisons = render_comparisons(plan, runs, tables);
+  auto append = [&](const std::vector<report::OutputFile>& files, const std::string& html, const std::string& md) {
+    comparisons.html += html;
+    comparisons.files.insert(comparisons.files.end(), files.begin(), files.end());
+    for (report::OutputFile& f : comparisons.files)
+      if (f.name == "paper.md") f.bytes += md;
+  };
   if (plan.wang_chen) {
     const WangChenFiles across = wang_chen_across_runs(plan, runs);
-    comparisons.html += across.html;
-    comparisons.files.insert(comparisons.files.end(), across.files.begin(), across.files.end());
-    for (report::OutputFile& f : comparisons.files)
-      if (f.name == "paper.md") f.bytes += across.markdown;
+    append(across.files, across.html, across.markdown);
+  }
+  if (!plan.dependency_run.empty()) {
+    const PaperTable* relations = nullptr;
+    for (const PaperTable& t : tables)
+      if (t.relations) relations = &t;
+    const DependencyFiles heads = dependency_heads_across_runs(plan, runs, relations);
+    append(heads.files, heads.html, heads.markdown);
   }
   std::vector<report::RunRecord> records;
   for (const RunResults& r : runs)

@@ -101,5 +101,7 @@ TEST_CASE("a plan's fresh classifiers are checked against every run before anyth
   CHECK_THROWS_WITH(refused(R"({"set": ["train.max_seq_length=64"], "tasks": [)" + task + R"(, "init_positions": "none"}]})",
                             R"({"length_figure": ["q"]})")(),
                     Contains("report.length_figure names 'q'"));
+  CHECK_THROWS_WITH(refused(R"({"tasks": [)" + task + "}]}", R"({"dependency_heads": "tupe"})")(),
+                    Contains("report.dependency_heads 'tupe' names no run config"));
   CHECK_THROWS_WITH(refused(R"({"tasks": [)" + task + R"(, "init_positions": "all"}]})")(), Contains("init_positions"));
 }

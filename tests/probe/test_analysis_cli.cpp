@@ -155,7 +155,8 @@ TEST_CASE("ordo analyze skips what a variant lacks: none and rpe_sin_learnable",
   CHECK(done == std::set<std::string>{"Skip-position attack: positions multiplied by c at evaluation",
                                       "Indicators of layer 1 during pretraining",
                                       "Evaluation beyond the pretraining length",
-                                      "Layer-1 attention on held-out text, mean over heads"});
+                                      "Layer-1 attention on held-out text, mean over heads",
+                                      "Attention heads as dependency parsers: contextual, positional and both (Table 8, Fig. 5)"});
   // Identical words and no positions: every inner row of the attention is the same, so the inner
   // matrix is translation invariant (AIV 0) at every checkpoint.
   const json::Value steps = json::parse(ordo::read_file(dir / "a/indicator_trajectory.json"))["steps"];

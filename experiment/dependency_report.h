@@ -1,0 +1,34 @@
+// The locality/symmetry paper's Table 8 and Figure 5 across an experiment's
+// runs (report.dependency_heads in experiment.json;
+// configs/papers/locality_symmetry): every head read as a dependency parser
+// by each run's analyze stage (RUN/analysis/dependency_heads.json,
+// probe/dependency_heads.h), the named run's relations beside the paper's
+// table of relations, cell by cell, with a generated reading of the paper's
+// three findings (positional attention ahead on short relations, contextual
+// on long ones, the two together best), and every run's summary.
+//
+//   dependency/table8.md, .json   the comparison and the summary of every run
+//   dependency/figure5.png        the named run's accuracy against relation length (its analysis's picture)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "experiment/paper_table.h"
+#include "experiment/plan.h"
+#include "experiment/results.h"
+#include "report/report.h"
+
+namespace ordo::experiment {
+
+struct DependencyFiles {
+  std::vector<report::OutputFile> files;
+  std::string html;      // the section for index.html
+  std::string markdown;  // the same for paper.md
+};
+
+// `paper`: the folder's table of relations (null: ordo's side alone).
+DependencyFiles dependency_heads_across_runs(const Plan& plan, const std::vector<RunResults>& runs,
+                                            const PaperTable* paper);
+
+}  // namespace ordo::experiment
