@@ -125,18 +125,18 @@ PaperTable read_paper_table(const std::string& path) {
       const bool rows = header.size() > 4 && header[0] == "config" && header[1] == "paper_row" &&
                         header[2] == "family" && header[3] == "kind";
       t.correlations = header.size() > 2 && header[0] == "indicator" && header[1] == "paper_row";
-      t.relations = header.size() > 0 && header[0] == "relation";
-      ORDO_CHECK(rows || t.correlations || t.relations, where, ": the header must begin config, paper_row, family, "
-                 "kind (rows of configurations), indicator, paper_row (correlations) or relation, paper_row "
-                 "(dependency relations), tab-separated, then figure keys");
-      first_value = t.relations || t.correlations ? 2 : 4;
-      if (t.relations) {
-        const std::vector<std::string> expected = {"relation", "paper_row", "distance", "contextual", "positional", "both"};
-        ORDO_CHECK(header == expected, where, ": a table of relations has the columns relation, paper_row, distance, "
-                   "contextual, positional, both (tab-separated)");
-        t.columns.assign(expected.begin() + 2, expected.end());
+      if (!rows && !t.correlations && (header[0] == "relation" || header[0] == "run_attention")) {
+        ORDO_CHECK(header.size() > 2 && header[1] == "paper_row", where, ": keyed rows have the columns ",
+                   header[0], ", paper_row, then the figures");
+        t.keyed = header[0];
+        t.columns.assign(header.begin() + 2, header.end());
+        first_value = 2;
         continue;
       }
+      ORDO_CHECK(rows || t.correlations, where, ": the header must begin config, paper_row, family, kind (rows of "
+                 "configurations), indicator, paper_row (correlations), or relation / run_attention, paper_row "
+                 "(keyed rows), tab-separated, then figure keys");
+      first_value = t.correlations ? 2 : 4;
       for (size_t i = first_value; i < header.size(); ++i) {
         ORDO_CHECK(is_figure_key(header[i]), where, ": '", header[i], "' is not a figure ordo computes (an "
                    "indicator key, eval_accuracy, glue.mean or TASK.METRIC)");
@@ -152,8 +152,8 @@ PaperTable read_paper_table(const std::string& path) {
     PaperTable::Row row;
     row.key = cells[0];
     row.name = cells[1];
-    if (!t.correlations && !t.relations) row.family = cells[2], row.kind = cells[3];
-    ORDO_CHECK(!row.key.empty() && ((t.relations && row.key == "-") || seen.insert(row.key).second), where, ": ",
+    if (!t.correlations && t.keyed.empty()) row.family = cells[2], row.kind = cells[3];
+    ORDO_CHECK(!row.key.empty() && ((!t.keyed.empty() && row.key == "-") || seen.insert(row.key).second), where, ": ",
                header[0], " '", row.key, row.key.empty() ? "' is empty" : "' is named twice");
     ORDO_CHECK(!t.correlations || is_indicator_key(row.key), where, ": '", row.key,
                "' is not an indicator of the report's table (probe/indicators.h's keys)");
@@ -166,10 +166,28 @@ PaperTable read_paper_table(const std::string& path) {
 }
 
 void check_paper_table(const PaperTable& table, const Plan& plan) {
-  if (table.relations)
+  if (table.keyed == "relation") {
     ORDO_CHECK(!plan.dependency_run.empty(), table.path, ": a table of dependency relations is read against one "
                "run's heads: name it in experiment.json's report.dependency_heads");
-  if (table.correlations || table.relations) return;
+    ORDO_CHECK(table.columns == std::vector<std::string>({"distance", "contextual", "positional", "both"}), table.path,
+               ": a table of relations has the columns relation, paper_row, distance, contextual, positional, both");
+    return;
+  }
+  if (table.keyed == "run_attention") {
+    for (const PaperTable::Row& row : table.rows) {
+      if (row.key == "-") continue;
+      const size_t dot = row.key.rfind('.');
+      const std::string run = row.key.substr(0, dot), attention = dot == std::string::npos ? "" : row.key.substr(dot + 1);
+      ORDO_CHECK(attention == "both" || attention == "contextual" || attention == "positional", table.path, ": row '",
+                 row.key, "' is not RUN.both, RUN.contextual or RUN.positional");
+      ORDO_CHECK(std::find(plan.names.begin(), plan.names.end(), run) != plan.names.end(), table.path, ": row '",
+                 row.key, "' names no config of ", plan.folder);
+      ORDO_CHECK(!plan.has_stage("layers") || plan.layers.for_run(run), table.path, ": row '", row.key,
+                 "': the layers stage does not probe ", run, " (experiment.json's layers.runs)");
+    }
+    return;
+  }
+  if (table.correlations) return;
   for (const PaperTable::Row& row : table.rows)
     ORDO_CHECK(std::find(plan.names.begin(), plan.names.end(), row.key) != plan.names.end(), table.path, ": row '",
                row.key, "' names no config of ", plan.folder);

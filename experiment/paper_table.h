@@ -15,13 +15,14 @@
 // `indicator` is a probe indicator key; each cell the paper's Pearson r of
 // that indicator with that column's figure over the configurations.
 //
-// Rows of dependency relations (the locality/symmetry paper's Table 8, read
-// against one run's `ordo analyze` by experiment/dependency_report.h):
-//   relation  paper_row  distance  contextual  positional  both
-//   aux:pass  auxpass    1.1       44.6        91.1        92.9
-// `relation` is the synthetic language's label matching the paper's
-// (`paper_row`), "-" where none does; "short", "long" and "macro" are the
-// summary rows; the four columns are exactly these.
+// Keyed rows, read by the report section that knows the table (any other
+// first column; its name says which):
+//   relation  paper_row  distance  contextual  positional  both      (Table 8:
+//   aux:pass  auxpass    1.1       44.6        91.1        92.9       experiment/dependency_report.h)
+//   run_attention  paper_row  sentence_length  ...  bigram_shift  ...  (Table 9:
+//   bert.contextual  BERT-c   89.22            ...  51.16              the same file)
+// A key may be "-" (no counterpart in ordo) on several rows; the columns are
+// free names of numbers.
 //
 // A cell is a number, optionally "± spread" and a significance mark "†"
 // (as the paper prints "89.65 † ± 0.11"), or "-" where the paper has none.
@@ -52,11 +53,11 @@ struct PaperTable {
   std::string path;
   std::string name;                    // the file's name without "paper_" and ".tsv": "table3"
   bool correlations = false;           // the shape: rows of indicators (Table 5) or of configs
-  bool relations = false;              // or rows of dependency relations (Table 8)
+  std::string keyed;                   // or the first column of keyed rows ("relation", "run_attention"); "" otherwise
   std::vector<std::string> source;     // the comment lines, without "# "
   std::vector<std::string> columns;    // the figure keys, in the file's order
   struct Row {
-    std::string key;                   // the config (or, for correlations, the indicator; for relations, the label or "-")
+    std::string key;                   // the config (or, for correlations, the indicator; for keyed rows, the key or "-")
     std::string name;                  // the paper's name of the row
     std::string family, kind;          // rows of configs only
     std::map<std::string, PaperCell> cells;
@@ -69,8 +70,9 @@ struct PaperTable {
 // that is neither shape, a row with the wrong number of columns, a cell
 // that is not a number, a key named twice, an unknown figure or indicator key).
 PaperTable read_paper_table(const std::string& path);
-// Checks a table against a plan: its rows name the plan's configs; a table of
-// relations needs the plan's report.dependency_heads.
+// Checks a table against a plan: its rows name the plan's configs; keyed
+// rows need the section that reads them (relation: report.dependency_heads;
+// run_attention: the layers stage, on the runs the keys name).
 void check_paper_table(const PaperTable& table, const Plan& plan);
 
 // Whether a column's key is a probe indicator (as opposed to a task's figure).

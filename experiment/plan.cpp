@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/file_io.h"
 #include "experiment/paper_table.h"
+#include "probe/layer_probing.h"
 #include "train/position_init.h"
 
 namespace ordo::experiment {
@@ -16,7 +17,7 @@ namespace ordo::experiment {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& stage_names() {
-  static const std::vector<std::string> names = {"pretrain", "probe", "analyze", "tasks", "finetune", "report"};
+  static const std::vector<std::string> names = {"pretrain", "probe", "analyze", "tasks", "layers", "finetune", "report"};
   return names;
 }
 
@@ -24,7 +25,7 @@ size_t stage_index(const std::string& stage) {
   const auto& names = stage_names();
   const auto it = std::find(names.begin(), names.end(), stage);
   ORDO_CHECK(it != names.end(), "unknown stage '", stage, "': the stages are pretrain, probe, analyze, tasks, "
-             "finetune, report");
+             "layers, finetune, report");
   return static_cast<size_t>(it - names.begin());
 }
 
@@ -51,6 +52,10 @@ std::string FinetuneTask::source() const {
 }
 
 bool FinetuneTask::for_run(const std::string& config) const {
+  return runs.empty() || std::find(runs.begin(), runs.end(), config) != runs.end();
+}
+
+bool LayerSettings::for_run(const std::string& config) const {
   return runs.empty() || std::find(runs.begin(), runs.end(), config) != runs.end();
 }
 
@@ -85,6 +90,13 @@ json::Value Plan::settings(const std::string& stage, size_t i) const {
     s["test_fraction"] = tasks.test_fraction;
     return s;
   }
+  if (stage == "layers") {
+    json::Value tasks_json = json::Value::array();
+    for (const std::string& t : layers.tasks.empty() ? probe::layer_probe_tasks() : layers.tasks) tasks_json.push_back(t);
+    s["tasks"] = tasks_json;
+    s["max_fit"] = layers.max_fit;
+    return s;
+  }
   if (stage.rfind("finetune:", 0) == 0) {
     const FinetuneTask* t = task(stage.substr(9));
     ORDO_ASSERT(t != nullptr);
@@ -114,6 +126,13 @@ json::Value Plan::to_json() const {
   if (has_stage("probe")) j["probe"] = settings("probe", 0);
   if (has_stage("analyze")) j["analyze"] = settings("analyze", 0);
   if (has_stage("tasks")) j["tasks"] = settings("tasks", 0);
+  if (has_stage("layers")) {
+    json::Value l = settings("layers", 0);
+    json::Value runs = json::Value::array();
+    for (const std::string& r : layers.runs) runs.push_back(r);
+    l["runs"] = runs;
+    j["layers"] = l;
+  }
   if (has_stage("finetune")) {
     json::Value tasks_json = json::Value::array();
     for (const FinetuneTask& t : finetune) {
@@ -306,6 +325,7 @@ Plan make_plan(const PlanRequest& request) {
   const json::Value* probe_spec = top.object("probe");
   const json::Value* analyze_spec = top.object("analyze");
   const json::Value* tasks_spec = top.object("tasks");
+  const json::Value* layers_spec = top.object("layers");
   const json::Value* finetune_spec = top.object("finetune");
   const json::Value* report_spec = top.object("report");
   const json::Value* quick_spec = top.object("quick");
@@ -356,7 +376,9 @@ Plan make_plan(const PlanRequest& request) {
              "and ", real.front(), " on data.corpus '", corpus, "'; the synthetic stand-in tasks exist for the first "
              "kind only: give every run one kind of corpus (two experiments otherwise)");
   const bool real_corpus = !real.empty();
-  if (real_corpus) plan.stages.erase(std::remove(plan.stages.begin(), plan.stages.end(), "tasks"), plan.stages.end());
+  if (real_corpus)  // the tasks, and the layers stage that probes them, are the synthetic language's
+    for (const char* stage : {"tasks", "layers"})
+      plan.stages.erase(std::remove(plan.stages.begin(), plan.stages.end(), stage), plan.stages.end());
 
   // Every stage's settings, checked against every config.
   json::Value probe_settings = probe_spec ? *probe_spec : json::Value::object();
@@ -376,6 +398,22 @@ Plan make_plan(const PlanRequest& request) {
     plan.tasks.dev_fraction = t.number("dev_fraction", plan.tasks.dev_fraction, 1e-6, 0.9);
     plan.tasks.test_fraction = t.number("test_fraction", plan.tasks.test_fraction, 0, 0.9);
     t.finish();
+    FieldReader l(layers_spec ? *layers_spec : empty, where + ": layers");
+    plan.layers.runs = strings(l, "runs", where + ": layers");
+    plan.layers.tasks = strings(l, "tasks", where + ": layers");
+    plan.layers.max_fit = l.integer("max_fit", 5000, 2, int64_t{1} << 30);
+    if (request.quick) plan.layers.max_fit = std::min<int64_t>(plan.layers.max_fit, 200);
+    l.finish();
+    for (const std::string& r : plan.layers.runs)
+      ORDO_CHECK(std::find(plan.names.begin(), plan.names.end(), r) != plan.names.end(), where, ": layers.runs names '",
+                 r, "', no run config of ", request.folder);
+    for (const std::string& t : plan.layers.tasks)
+      ORDO_CHECK(std::find(probe::layer_probe_tasks().begin(), probe::layer_probe_tasks().end(), t) !=
+                     probe::layer_probe_tasks().end(),
+                 where, ": layers.tasks names '", t, "', not a synthetic probing task (sentence_length, word_content, "
+                 "tree_depth, top_constituents, bigram_shift, tense, subject_number, object_number)");
+    ORDO_CHECK(!plan.has_stage("layers") || plan.has_stage("tasks"), where, ": the layers stage reads the run's "
+               "synthetic probing tasks, which the tasks stage writes; add it to the stages");
     FieldReader r(report_spec ? *report_spec : empty, where + ": report");
     plan.baseline = r.string("baseline", "");
     plan.alpha = r.number("alpha", plan.alpha, 1e-9, 0.5);

@@ -10,10 +10,11 @@
 //
 // experiment.json:
 //   {"description": "...",
-//    "stages": ["pretrain", "probe", "analyze", "tasks", "finetune", "report"],
+//    "stages": ["pretrain", "probe", "analyze", "tasks", "layers", "finetune", "report"],
 //    "probe": {"words": 300, "length": 64, "layer": "1", "seed": 1},
 //    "analyze": {"eval_sequences": 64, "seed": 1},
 //    "tasks": {"seed": 1, "dev_fraction": 0.1, "test_fraction": 0.1},
+//    "layers": {"runs": ["bert", "tupe"], "tasks": [...], "max_fit": 5000},   (the layers stage)
 //    "finetune": {"config": "../../finetune/tiny.json", "set": ["train.seeds=3"],
 //                 "tasks": [{"name": "rte", "task": "rte", "stand_in": "roles",
 //                            "set": ["train.select_epoch=last"],
@@ -62,7 +63,7 @@
 
 namespace ordo::experiment {
 
-// "pretrain", "probe", "analyze", "tasks", "finetune", "report": the order
+// "pretrain", "probe", "analyze", "tasks", "layers", "finetune", "report": the order
 // the stages run in (report once for the experiment, the others per run).
 const std::vector<std::string>& stage_names();
 // Its position in stage_names(); an error naming the known ones otherwise.
@@ -86,6 +87,15 @@ struct FinetuneTask {
   bool for_run(const std::string& config) const;
 };
 
+// The layers stage: frozen per-layer probing (probe/layer_probing.h) of the
+// runs it names, on their synthetic probing tasks (the tasks stage's).
+struct LayerSettings {
+  std::vector<std::string> runs;   // empty: every run
+  std::vector<std::string> tasks;  // empty: probe::layer_probe_tasks()
+  int64_t max_fit = 5000;          // training sentences per task
+  bool for_run(const std::string& config) const;
+};
+
 // ordo analyze's settings for every run.
 struct AnalyzeSettings {
   uint64_t seed = 1;
@@ -100,6 +110,7 @@ struct Plan {
   std::vector<std::string> overrides;           // --set, for every run config
   probe::ProbeRequest probe;                    // checkpoint empty: each run's own
   AnalyzeSettings analyze;
+  LayerSettings layers;
   synth::TaskOptions tasks;
   std::vector<FinetuneTask> finetune;
   std::string baseline;                         // the config the significance marks compare with ("" none)

@@ -12,11 +12,13 @@
 #include "base/file_io.h"
 #include "base/output.h"
 #include "experiment/dependency_report.h"
+#include "experiment/layer_report.h"
 #include "experiment/paper_table.h"
 #include "experiment/results.h"
 #include "experiment/tables.h"
 #include "experiment/wang_chen_report.h"
 #include "probe/analyze_run.h"
+#include "probe/layer_probing.h"
 #include "report/report.h"
 #include "synth/synth.h"
 #include "train/checkpoint_paths.h"
@@ -37,6 +39,7 @@ std::vector<std::string> units(const Plan& plan, size_t i) {
   std::vector<std::string> out;
   for (const std::string& stage : plan.stages) {
     if (stage == "report") continue;
+    if (stage == "layers" && !plan.layers.for_run(plan.names[i])) continue;
     if (stage != "finetune") {
       out.push_back(stage);
       continue;
@@ -94,6 +97,7 @@ std::string output_of(const std::string& dir, const std::string& unit) {
   if (unit == "probe") return dir + "/probe";
   if (unit == "analyze") return dir + "/analysis";
   if (unit == "tasks") return dir + "/tasks";
+  if (unit == "layers") return dir + "/layers";
   return dir + "/finetune/" + unit.substr(unit.find(':') + 1);
 }
 
@@ -192,6 +196,15 @@ bool run_unit(const Plan& plan, size_t i, const std::string& unit, bool quiet, d
     const std::string annotations = dir + "/data/annotations.jsonl";
     synth::write_tasks(synth::read_annotations(annotations), plan.tasks, dir + "/tasks", /*overwrite=*/true,
                        {{annotations, "the run's corpus"}});
+  } else if (unit == "layers") {
+    probe::LayerProbeOptions l;
+    l.run = dir;
+    l.tasks = plan.layers.tasks;
+    l.max_fit = plan.layers.max_fit;
+    l.quiet = quiet;
+    const json::Value result = probe::probe_layers(l);
+    write_folder(dir + "/layers", {{"probing.json", json::dump(result, 2) + "\n"},
+                                   {"probing.png", probe::layer_probing_png(result, plan.names[i] + ": probing accuracy per layer")}});
   } else {
     const FinetuneTask& t = *plan.task(unit.substr(unit.find(':') + 1));
     train::FinetuneOptions o;
@@ -271,9 +284,16 @@ void write_experiment_report(const Plan& plan, const std::string& out) {
   if (!plan.dependency_run.empty()) {
     const PaperTable* relations = nullptr;
     for (const PaperTable& t : tables)
-      if (t.relations) relations = &t;
+      if (t.keyed == "relation") relations = &t;
     const DependencyFiles heads = dependency_heads_across_runs(plan, runs, relations);
     append(heads.files, heads.html, heads.markdown);
+  }
+  const PaperTable* table9 = nullptr;
+  for (const PaperTable& t : tables)
+    if (t.keyed == "run_attention") table9 = &t;
+  if (plan.has_stage("layers") || table9) {
+    const LayerFiles layers = layer_probing_across_runs(plan, runs, table9);
+    append(layers.files, layers.html, layers.markdown);
   }
   std::vector<report::RunRecord> records;
   for (const RunResults& r : runs)

@@ -424,7 +424,7 @@ ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResult
   std::string html;
   json::Value tables_json = json::Value::array();
   for (const PaperTable& table : tables) {
-    if (table.relations) continue;  // read against a run's heads: experiment/dependency_report.h
+    if (!table.keyed.empty()) continue;  // read by its own section: experiment/dependency_report.h
     const Comparison c = compare(table, runs, plan);
     md += "\n## " + table.name + "\n\n" + c.cells.markdown() + "\nThe paper's values: `" + table.path + "`";
     html += "<h3>" + escape(table.name) + "</h3>\n" + c.cells.html() + "<p>The paper's values: <code>" +
@@ -506,7 +506,7 @@ ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResult
   std::vector<std::string> keys = score_keys;
   keys.insert(keys.end(), kTable5Indicators.begin(), kTable5Indicators.end());
   for (const PaperTable& t : tables)
-    if (!t.relations) keys.insert(keys.end(), t.columns.begin(), t.columns.end());
+    if (t.keyed.empty()) keys.insert(keys.end(), t.columns.begin(), t.columns.end());
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   for (const RunResults& run : runs) {

@@ -78,7 +78,7 @@ cli::Register command(
      "                [--only K,...] [--shard I/N] [--report] [--redo STAGE] [--probe-length L] [--probe-words N]\n"
      "                [--probe-layer K|all] [--probe-seed S] [--quiet]\n"
      "  FOLDER: run configs (*.json, in file-name order), the plan's stages (experiment.json: pretrain, probe,\n"
-     "    analyze, tasks, finetune, report; without it pretrain, probe, report) and the paper's tables\n"
+     "    analyze, tasks, layers, finetune, report; without it pretrain, probe, report) and the paper's tables\n"
      "    (paper_*.tsv). configs/papers/wang2021: Wang et al. 2021's Tables 2-5 and Figure 5.\n"
      "  --set        applied to every run config (e.g. --set train.steps=3000)\n"
      "  --data       a fine-tuning task's real data (GLUE or SQuAD as shipped, a SentEval file) instead of its\n"

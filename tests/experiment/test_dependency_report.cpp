@@ -1,12 +1,14 @@
-// experiment/dependency_report.h and the relations shape of experiment/paper_table.h:
-// the locality/symmetry paper's Table 8 read from its TSV and set beside a
-// run's dependency_heads.json written here, with the generated reading; every
+// experiment/dependency_report.h, experiment/layer_report.h and the keyed
+// shape of experiment/paper_table.h: the locality/symmetry paper's Tables 8
+// and 9 read from their TSVs and set beside a run's dependency_heads.json and
+// layers/probing.json written here, with the generated readings; every
 // expected cell and verdict is worked by hand from the numbers below.
 #include <string>
 
 #include "base/file_io.h"
 #include "base/json.h"
 #include "experiment/dependency_report.h"
+#include "experiment/layer_report.h"
 #include "experiment/paper_table.h"
 #include "tests/helpers.h"
 
@@ -54,7 +56,7 @@ TEST_CASE("paper table of relations: the shipped Table 8, '-' rows, summary rows
           "[experiment][paper][dependency]") {
   const experiment::PaperTable t =
       experiment::read_paper_table(std::string(ORDO_SOURCE_DIR) + "/configs/papers/locality_symmetry/paper_table8.tsv");
-  CHECK(t.relations);
+  CHECK(t.keyed == "relation");
   CHECK(t.name == "table8");
   REQUIRE(t.rows.size() == 23);  // the paper's 20 relations and short, long, Macro Avg
   CHECK(t.rows[0].key == "root");
@@ -64,8 +66,6 @@ TEST_CASE("paper table of relations: the shipped Table 8, '-' rows, summary rows
   CHECK_FALSE(t.find("short")->cells.at("distance").present);
 
   test::TempDir dir("paper-relations");
-  CHECK_THROWS_WITH(relations_from(dir, "relation\tpaper_row\tdistance\tcontextual\tboth\n"),
-                    Contains("a table of relations has the columns relation, paper_row, distance"));
   CHECK_THROWS_WITH(relations_from(dir, std::string(kRelationsHeader) + "det\tdet\t1\t1\t2\t3\ndet\tdt\t1\t1\t2\t3\n"),
                     Contains("paper_table8.tsv:3: relation 'det' is named twice"));
   // Two relations without a match in ordo's language are both "-".
@@ -75,6 +75,10 @@ TEST_CASE("paper table of relations: the shipped Table 8, '-' rows, summary rows
   CHECK_THROWS_WITH(experiment::check_paper_table(t, plan), Contains("report.dependency_heads"));
   plan.dependency_run = "tupe";
   CHECK_NOTHROW(experiment::check_paper_table(t, plan));
+  const experiment::PaperTable short_of_a_column =
+      relations_from(dir, "relation\tpaper_row\tdistance\tcontextual\tboth\nroot\tRoot\t0\t1\t2\n");
+  CHECK_THROWS_WITH(experiment::check_paper_table(short_of_a_column, plan),
+                    Contains("a table of relations has the columns relation, paper_row, distance"));
 }
 
 TEST_CASE("Table 8 beside a run's heads: cells in percent, ordo's extra relations, the three findings read",
@@ -135,4 +139,90 @@ TEST_CASE("Table 8 beside a run's heads: cells in percent, ordo's extra relation
   plan.dependency_run = "bert";
   CHECK_THAT(experiment::dependency_heads_across_runs(plan, {run}, &paper).markdown,
              Contains("Run bert has no dependency_heads.json yet"));
+}
+
+TEST_CASE("Table 9 beside the runs' layer probing: the shipped table's rows, cells in percent, the findings read",
+          "[experiment][layers]") {
+  experiment::Plan plan;
+  plan.folder = "f";
+  plan.names = {"bert", "tupe"};
+  plan.stages = {"pretrain", "tasks", "layers"};
+  const experiment::PaperTable shipped =
+      experiment::read_paper_table(std::string(ORDO_SOURCE_DIR) + "/configs/papers/locality_symmetry/paper_table9.tsv");
+  CHECK(shipped.keyed == "run_attention");
+  REQUIRE(shipped.rows.size() == 6);
+  CHECK(shipped.find("bert.positional")->name == "BERT-p");
+  CHECK(shipped.find("tupe.both")->cells.at("word_content").value == 85.76);
+  CHECK_NOTHROW(experiment::check_paper_table(shipped, plan));
+  plan.layers.runs = {"tupe"};
+  CHECK_THROWS_WITH(experiment::check_paper_table(shipped, plan), Contains("the layers stage does not probe bert"));
+  plan.layers.runs.clear();
+
+  test::TempDir dir("layer-report");
+  const experiment::PaperTable paper = [&] {
+    const std::string path = dir / "paper_table9.tsv";
+    write_file_atomic(path, "# The paper, Table 9\nrun_attention\tpaper_row\ttense\tbigram_shift\tsomo\n"
+                            "bert.both\tBERT\t85.3\t77.7\t52.4\n"
+                            "bert.contextual\tBERT-c\t82.9\t51.2\t51.9\n"
+                            "bert.positional\tBERT-p\t67.2\t53.7\t51.2\n");
+    return experiment::read_paper_table(path);
+  }();
+  CHECK_THROWS_WITH([&] {
+    const std::string path = dir / "paper_table9.tsv";
+    write_file_atomic(path, "run_attention\tpaper_row\ttense\nbert.all\tBERT\t1\n");
+    experiment::check_paper_table(experiment::read_paper_table(path), plan);
+  }(), Contains("'bert.all' is not RUN.both, RUN.contextual or RUN.positional"));
+  // ordo's bert: tense both 0.70, contextual 0.60, positional 0.65; bigram_shift 0.80, 0.50, 0.55.
+  auto attention = [](double tense, double shift) {
+    json::Value a = json::Value::object();
+    a["accuracy"] = tense;
+    json::Value b = json::Value::object();
+    b["accuracy"] = shift;
+    return std::make_pair(a, b);
+  };
+  json::Value tense = json::Value::object(), shift = json::Value::object();
+  tense["attentions"] = json::Value::object();
+  shift["attentions"] = json::Value::object();
+  const std::pair<const char*, std::pair<double, double>> values[3] = {
+      {"both", {0.70, 0.80}}, {"contextual", {0.60, 0.50}}, {"positional", {0.65, 0.55}}};
+  for (const auto& [name, v] : values) {
+    auto [a, b] = attention(v.first, v.second);
+    tense["attentions"][name] = a;
+    shift["attentions"][name] = b;
+  }
+  json::Value probing = json::Value::object();
+  probing["tasks"] = json::Value::object();
+  probing["tasks"]["tense"] = tense;
+  probing["tasks"]["bigram_shift"] = shift;
+  make_directories(dir / "bert/layers");
+  write_file_atomic(dir / "bert/layers/probing.json", json::dump(probing));
+  experiment::RunResults run;
+  run.config = "bert";
+  run.pe = "ape_learned";
+  run.run_dir = dir / "bert";
+  const experiment::LayerFiles files = experiment::layer_probing_across_runs(plan, {run}, &paper);
+  const std::string& md = files.markdown;
+  INFO(md);
+  // Columns in the paper's order; somo has no figure of ordo's.
+  CHECK_THAT(md, Contains("| BERT | bert.both | 70.0 / 85.3 | 80.0 / 77.7 | - / 52.4 |"));
+  CHECK_THAT(md, Contains("| BERT-p | bert.positional | 65.0 / 67.2 | 55.0 / 53.7 | - / 51.2 |"));
+  // Both ahead of the two others on tense and bigram_shift in both tables (somo: ordo has none, so 2 tasks).
+  CHECK_THAT(md, Contains("bert, the combination above both single attentions: the paper on 2 of 2 tasks, ordo on 2 of 2."));
+  // Positional above contextual on the syntactic tasks: bigram_shift only here (53.7 > 51.2; 55 > 50).
+  CHECK_THAT(md, Contains("the paper on 1 of 1, ordo on 1 of 1."));
+  // Contextual above positional on tense: the paper 82.9 > 67.2, ordo 60 < 65.
+  CHECK_THAT(md, Contains("contextual above positional on tense and object_number: the paper on 1 of 1, ordo on 0 of 1."));
+}
+
+TEST_CASE("the locality/symmetry folder's plan reads its six paper tables and names the runs of Tables 8 and 9",
+          "[experiment][plan][dependency][layers]") {
+  experiment::PlanRequest request;
+  request.folder = std::string(ORDO_SOURCE_DIR) + "/configs/papers/locality_symmetry";
+  request.out = "/nonexistent/out";
+  const experiment::Plan plan = experiment::make_plan(request);
+  CHECK(plan.paper_tables.size() == 6);
+  CHECK(plan.dependency_run == "tupe");
+  CHECK(plan.has_stage("layers"));
+  CHECK(plan.layers.runs == std::vector<std::string>{"bert", "tupe"});
+  CHECK(plan.to_json()["report"]["dependency_heads"].as_string() == "tupe");
 }

@@ -105,3 +105,28 @@ TEST_CASE("a plan's fresh classifiers are checked against every run before anyth
                     Contains("report.dependency_heads 'tupe' names no run config"));
   CHECK_THROWS_WITH(refused(R"({"tasks": [)" + task + R"(, "init_positions": "all"}]})")(), Contains("init_positions"));
 }
+
+TEST_CASE("a plan's layers stage: its runs and tasks checked, the tasks stage required, a quick run's sizes cut",
+          "[experiment][plan][layers]") {
+  test::TempDir dir("plan_layers");
+  dir.write("a.json", std::string(R"({"extends": ")") + ORDO_SOURCE_DIR + R"(/configs/tiny.json"})");
+  auto plan_of = [&](const std::string& stages, const std::string& layers, bool quick = false) {
+    dir.write("experiment.json", R"({"stages": )" + stages + R"(, "layers": )" + layers + "}");
+    experiment::PlanRequest request;
+    request.folder = dir.path;
+    request.out = dir / "out";
+    request.quick = quick;
+    return experiment::make_plan(request);
+  };
+  const std::string with_tasks = R"(["pretrain", "tasks", "layers"])";
+  const experiment::Plan plan = plan_of(with_tasks, R"({"runs": ["a"], "tasks": ["tense"], "max_fit": 300})");
+  CHECK(plan.has_stage("layers"));
+  CHECK(plan.layers.for_run("a"));
+  CHECK(plan.settings("layers", 0)["max_fit"].as_int() == 300);
+  CHECK(plan.settings("layers", 0)["tasks"].size() == 1);
+  CHECK(plan_of(with_tasks, "{}", /*quick=*/true).layers.max_fit == 200);
+  CHECK_THROWS_WITH(plan_of(with_tasks, R"({"runs": ["b"]})"), Contains("layers.runs names 'b', no run config"));
+  CHECK_THROWS_WITH(plan_of(with_tasks, R"({"tasks": ["somo"]})"), Contains("layers.tasks names 'somo'"));
+  CHECK_THROWS_WITH(plan_of(R"(["pretrain", "layers"])", "{}"), Contains("which the tasks stage writes"));
+  CHECK_THROWS_WITH(plan_of(with_tasks, R"({"max_fit": 1})"), Contains("max_fit"));
+}

@@ -1,0 +1,204 @@
+// The locality/symmetry paper's Table 9 across an experiment's runs (experiment/layer_report.h).
+#include "experiment/layer_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+#include "base/file_io.h"
+#include "base/json.h"
+#include "experiment/tables.h"
+
+namespace ordo::experiment {
+
+namespace {
+
+const char* const kAttentions[3] = {"both", "contextual", "positional"};
+
+std::string percent(double v) {
+  if (!std::isfinite(v)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+json::Value read_probing(const RunResults& run) {
+  const std::string path = run.run_dir + "/layers/probing.json";
+  return file_exists(path) ? json::parse_file(path) : json::Value();
+}
+
+// ordo's accuracy (percent) of run.attention on a task; NaN where absent.
+double ordo_value(const std::vector<RunResults>& runs, const std::vector<json::Value>& probing, const std::string& run,
+                  const std::string& attention, const std::string& task) {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].config != run || probing[i].is_null()) continue;
+    const json::Value* t = probing[i]["tasks"].find(task);
+    if (!t || !(*t)["attentions"].contains(attention)) return NAN;
+    return 100 * (*t)["attentions"][attention]["accuracy"].as_number();
+  }
+  return NAN;
+}
+
+// How often `ahead` beats `behind` on `tasks` where both have a value: (count, of).
+std::pair<int, int> count_ahead(const std::function<double(const std::string&, const std::string&)>& value,
+                                const std::string& ahead, const std::vector<std::string>& behind,
+                                const std::vector<std::string>& tasks) {
+  int wins = 0, of = 0;
+  for (const std::string& task : tasks) {
+    const double a = value(ahead, task);
+    double best_other = -INFINITY;
+    bool all = std::isfinite(a);
+    for (const std::string& b : behind) {
+      const double v = value(b, task);
+      all = all && std::isfinite(v);
+      best_other = std::max(best_other, v);
+    }
+    if (!all) continue;
+    ++of;
+    wins += a > best_other;
+  }
+  return {wins, of};
+}
+
+std::string fraction(std::pair<int, int> c) { return std::to_string(c.first) + " of " + std::to_string(c.second); }
+
+}  // namespace
+
+LayerFiles layer_probing_across_runs(const Plan& plan, const std::vector<RunResults>& runs, const PaperTable* paper) {
+  LayerFiles out;
+  std::vector<json::Value> probing;
+  for (const RunResults& r : runs) probing.push_back(read_probing(r));
+  std::string md = "\n## Table 9 and Figure 4: frozen per-layer probing\n\n";
+  std::string html = "<h2>Table 9 and Figure 4: frozen per-layer probing</h2>\n";
+  const std::string about =
+      "Each probed run frozen; a sentence is the mean of a layer's outputs over its tokens, a multinomial logistic "
+      "regression is fitted on the task's training sentences (at most " + std::to_string(plan.layers.max_fit) +
+      "), the layer and L2 weight chosen on the selection split and the chosen layer's accuracy reported "
+      "(probe/layer_probing.h; the synthetic language's probing tasks). both: the model as trained; contextual: "
+      "the positional term removed; positional: the token term removed (for an input-level encoding such as "
+      "BERT's, ordo removes the token embeddings at the input, so its positional rows see no words: EQUATIONS.md, "
+      "ablations). Accuracy in percent, ordo / paper.";
+  md += about + "\n\n";
+  html += "<p>" + report::html_escape(about) + "</p>\n";
+
+  std::vector<std::string> tasks = paper ? paper->columns : std::vector<std::string>();
+  for (const json::Value& p : probing)
+    if (!p.is_null())
+      for (const auto& [name, t] : p["tasks"].items())
+        if (std::find(tasks.begin(), tasks.end(), name) == tasks.end()) tasks.push_back(name);
+  TextTable t;
+  t.header = {"row (paper)", "run.attention"};
+  for (const std::string& task : tasks) t.header.push_back(task);
+  json::Value rows = json::Value::array();
+  std::vector<std::string> shown;
+  auto add_row = [&](const std::string& paper_name, const std::string& key, const PaperTable::Row* paper_row) {
+    const size_t dot = key.rfind('.');
+    const std::string run = key.substr(0, dot), attention = key.substr(dot + 1);
+    std::vector<std::string> cells = {paper_name, key};
+    json::Value row = json::Value::object();
+    row["key"] = key;
+    row["paper_row"] = paper_name;
+    for (const std::string& task : tasks) {
+      const double o = ordo_value(runs, probing, run, attention, task);
+      double p = NAN;
+      if (paper_row) {
+        const auto it = paper_row->cells.find(task);
+        if (it != paper_row->cells.end() && it->second.present) p = it->second.value;
+      }
+      cells.push_back(percent(o) + " / " + percent(p));
+      row["ordo_" + task] = std::isfinite(o) ? json::Value(o) : json::Value();
+      row["paper_" + task] = std::isfinite(p) ? json::Value(p) : json::Value();
+    }
+    t.rows.push_back(cells);
+    rows.push_back(row);
+    shown.push_back(key);
+  };
+  if (paper)
+    for (const PaperTable::Row& r : paper->rows)
+      if (r.key != "-") add_row(r.name, r.key, &r);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (probing[i].is_null()) continue;
+    for (const char* a : kAttentions) {
+      const std::string key = runs[i].config + "." + a;
+      if (std::find(shown.begin(), shown.end(), key) == shown.end()) add_row("-", key, nullptr);
+    }
+  }
+  json::Value record = json::Value::object();
+  record["rows"] = rows;
+  if (t.rows.empty()) {
+    md += "No run has been probed layer by layer yet (the layers stage).\n";
+    html += "<p>No run has been probed layer by layer yet (the layers stage).</p>\n";
+  } else {
+    md += t.markdown();
+    html += t.html();
+  }
+
+  // The reading: the paper's findings of section 4.1, model by model.
+  if (paper) {
+    std::vector<std::string> models;
+    for (const PaperTable::Row& r : paper->rows) {
+      const std::string model = r.key.substr(0, r.key.rfind('.'));
+      if (r.key != "-" && std::find(models.begin(), models.end(), model) == models.end()) models.push_back(model);
+    }
+    std::vector<std::string> lines;
+    const std::vector<std::string> syntactic = {"tree_depth", "top_constituents", "bigram_shift"};
+    const std::vector<std::string> semantic = {"tense", "object_number"};
+    for (const std::string& model : models) {
+      auto paper_of = [&](const std::string& attention, const std::string& task) -> double {
+        const PaperTable::Row* r = paper->find(model + "." + attention);
+        if (!r) return NAN;
+        const auto it = r->cells.find(task);
+        return it != r->cells.end() && it->second.present ? it->second.value : NAN;
+      };
+      auto ordo_of = [&](const std::string& attention, const std::string& task) {
+        return ordo_value(runs, probing, model, attention, task);
+      };
+      // Compared on the tasks both sides have.
+      std::vector<std::string> common;
+      for (const std::string& task : tasks)
+        if (std::isfinite(paper_of("both", task)) && std::isfinite(ordo_of("both", task))) common.push_back(task);
+      if (common.empty()) {
+        lines.push_back(model + ": no task with both ordo's and the paper's figure yet.");
+        continue;
+      }
+      lines.push_back(model + ", the combination above both single attentions: the paper on " +
+                      fraction(count_ahead(paper_of, "both", {"contextual", "positional"}, common)) +
+                      " tasks, ordo on " + fraction(count_ahead(ordo_of, "both", {"contextual", "positional"}, common)) + ".");
+      lines.push_back(model + ", positional above contextual on the syntactic tasks (tree_depth, top_constituents, "
+                      "bigram_shift): the paper on " + fraction(count_ahead(paper_of, "positional", {"contextual"}, syntactic)) +
+                      ", ordo on " + fraction(count_ahead(ordo_of, "positional", {"contextual"}, syntactic)) + ".");
+      lines.push_back(model + ", contextual above positional on tense and object_number: the paper on " +
+                      fraction(count_ahead(paper_of, "contextual", {"positional"}, semantic)) + ", ordo on " +
+                      fraction(count_ahead(ordo_of, "contextual", {"positional"}, semantic)) + ".");
+    }
+    md += "\n**Reading** (generated from the two tables)\n\n";
+    html += "<ul>\n";
+    json::Value reading = json::Value::array();
+    for (const std::string& l : lines) {
+      md += "- " + l + "\n";
+      html += "<li>" + report::html_escape(l) + "</li>\n";
+      reading.push_back(l);
+    }
+    html += "</ul>\n";
+    record["reading"] = reading;
+    md += "\nThe paper's values: `" + paper->path + "`\n";
+    for (const std::string& s : paper->source) md += "> " + s + "\n";
+  }
+  // Figure 4: every probed run's accuracy against the layer.
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const std::string png = runs[i].run_dir + "/layers/probing.png";
+    if (probing[i].is_null() || !file_exists(png)) continue;
+    const std::string name = "layers/" + runs[i].config + ".png";
+    out.files.push_back({name, read_file(png)});
+    md += "\n![Figure 4, " + runs[i].config + "](" + name + ")\n";
+    html += "<p><img src=\"" + name + "\" alt=\"probing accuracy per layer, " + report::html_escape(runs[i].config) + "\"></p>\n";
+  }
+  out.files.push_back({"layers/table9.md", "# The locality/symmetry paper, Table 9\n" + md});
+  out.files.push_back({"layers/table9.json", json::dump(record, 2) + "\n"});
+  out.markdown = md;
+  out.html = html;
+  return out;
+}
+
+}  // namespace ordo::experiment

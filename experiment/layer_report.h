@@ -1,0 +1,32 @@
+// The locality/symmetry paper's Table 9 and Figure 4 across an experiment's
+// runs: each run's layers stage (RUN/layers/probing.json,
+// probe/layer_probing.h) set beside the folder's keyed table of
+// run_attention rows (paper_table9.tsv: bert.both = BERT, bert.contextual =
+// BERT-c, ...), cell by cell, with a generated reading of the paper's
+// findings (§4.1: the combination best; positional ahead on the syntactic
+// tasks; contextual ahead on Tense and ObjNum).
+//
+//   layers/table9.md, .json   the comparison
+//   layers/RUN.png            Figure 4 for each probed run (accuracy against the layer)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "experiment/paper_table.h"
+#include "experiment/plan.h"
+#include "experiment/results.h"
+#include "report/report.h"
+
+namespace ordo::experiment {
+
+struct LayerFiles {
+  std::vector<report::OutputFile> files;
+  std::string html;      // the section for index.html
+  std::string markdown;  // the same for paper.md
+};
+
+// `paper`: the folder's run_attention table (null: ordo's side alone).
+LayerFiles layer_probing_across_runs(const Plan& plan, const std::vector<RunResults>& runs, const PaperTable* paper);
+
+}  // namespace ordo::experiment
