@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <functional>
 
 #include "base/file_io.h"
@@ -15,13 +14,6 @@ namespace ordo::experiment {
 namespace {
 
 const char* const kAttentions[3] = {"both", "contextual", "positional"};
-
-std::string percent(double v) {
-  if (!std::isfinite(v)) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
 
 json::Value read_probing(const RunResults& run) {
   const std::string path = run.run_dir + "/layers/probing.json";
@@ -106,7 +98,7 @@ LayerFiles layer_probing_across_runs(const Plan& plan, const std::vector<RunResu
         const auto it = paper_row->cells.find(task);
         if (it != paper_row->cells.end() && it->second.present) p = it->second.value;
       }
-      cells.push_back(percent(o) + " / " + percent(p));
+      cells.push_back(one_decimal(o) + " / " + one_decimal(p));
       row["ordo_" + task] = std::isfinite(o) ? json::Value(o) : json::Value();
       row["paper_" + task] = std::isfinite(p) ? json::Value(p) : json::Value();
     }

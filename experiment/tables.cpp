@@ -370,6 +370,8 @@ std::string escape(const std::string& s) { return report::html_escape(s); }
 
 }  // namespace
 
+std::string one_decimal(double v) { return std::isfinite(v) ? format(v, "%.1f") : "-"; }
+
 std::string TextTable::markdown() const {
   std::string out = "|";
   for (const std::string& h : header) out += " " + h + " |";

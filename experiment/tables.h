@@ -32,6 +32,9 @@
 
 namespace ordo::experiment {
 
+// A figure in a cell to one decimal ("85.3"), "-" where there is none (NaN).
+std::string one_decimal(double v);
+
 // A table of text cells, rendered as Markdown or HTML.
 struct TextTable {
   std::vector<std::string> header;
