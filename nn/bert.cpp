@@ -131,13 +131,15 @@ Var positional_term_alone(PositionEncoding& pe, const AttentionState& s, const V
 // 0, as Listing 2's masked_fill(~mask, 0.); the rows are not renormalised
 // (Listing 2 does not), so a row that loses keys to padding sums to less
 // than 1. Listing 2 defines a dropout it never applies: none here either.
-Var positional_attention(const Var& x, const Var& padding_mask, PositionEncoding& pe, const AttentionState& s) {
+Var positional_attention(const Var& x, const Var& padding_mask, PositionEncoding& pe, const AttentionState& s,
+                         ForwardTrace* trace) {
   Var delta = pe.positional_weights(s);  // [1|B, H, L, L]
   ORDO_CHECK(delta.defined(), "pe '", pe.name(), "' with combine = sequence: the variant gives no positional weights",
              " (positional attention needs them as an attention distribution: attenuated or alibi)");
   Tensor zero = Tensor::scalar(0.0, padding_mask.dtype(), padding_mask.device());
   Tensor keep = eq(padding_mask.value(), zero);  // 1 where a key may be seen, [B, 1, 1|L, L]
   delta = mul(delta, Var(keep));
+  if (trace && trace->keep_attentions) trace->attentions.push_back(delta.value());
   return merge_heads(matmul(delta, split_heads(x, s.heads, s.head_dim)));
 }
 
@@ -263,13 +265,15 @@ Var SelfAttention::ablated_attention(const Var& x, const Var& padding_mask, Posi
 // Listings 2-3). PA mixes the layer's input with the variant's positional
 // weights (positional_attention); CA is Eq. 5 with delta removed: scale *
 // q_i . k_j of PA(X)'s projections, no rotation, no score terms, no value
-// vectors. The ablations split Eq. 5's added scores, so one with this
-// combination is an error.
+// vectors. The ablations drop one of the two attentions: contextual keeps
+// PA(X) alone (Listing 2's positional encoder, App. B.4: the attention of
+// Figure 2's sweep), positional keeps CA(X) alone. A trace keeps the
+// attention that decides the output (CA's; PA's delta when it is alone).
 Var SelfAttention::sequence_attention(const Var& x, const Var& padding_mask, PositionEncoding& pe,
                                       const AttentionState& s, Ablation ablate, ForwardTrace* trace) const {
-  ORDO_CHECK(ablate == Ablation::none, "pe '", pe.name(), "': the ", ablation_name(ablate),
-             " ablation is defined on the added scores (locality/symmetry paper, Eq. 5), not with combine = sequence");
-  Heads h = project(positional_attention(x, padding_mask, pe, s), s.ctx->fused);
+  if (ablate == Ablation::contextual) return positional_attention(x, padding_mask, pe, s, trace);
+  const Var input = ablate == Ablation::positional ? x : positional_attention(x, padding_mask, pe, s, nullptr);
+  Heads h = project(input, s.ctx->fused);
   Var scores = scores_without_positional_terms(pe, s, h.q, h.k);
   Var probs = attention_probs(scores, padding_mask, *s.ctx, trace);
   return merge_heads(matmul(probs, h.v));

@@ -40,6 +40,8 @@ enum class Combine { add, sequence };
 // segments, combination and ablations", and nn/bert.cpp.
 //   contextual: gamma dropped, the scores are delta alone (BERT-p at inference, only-p in training)
 //   positional: delta dropped, the scores are gamma alone (BERT-c at inference, only-c in training)
+// Under combine = sequence they drop one of the two attentions instead:
+// contextual keeps PA alone, positional CA alone (nn/bert.cpp).
 // none is 0: Context (nn/module.h, which only declares the type) starts there.
 enum class Ablation { none = 0, contextual, positional };
 static_assert(Ablation{} == Ablation::none, "Context::ablate's default must be none");

@@ -51,7 +51,8 @@ std::map<std::string, std::vector<double>> randomize(nn::Module& m, uint64_t see
 
 }  // namespace
 
-TEST_CASE("combine = sequence: self-attention is CA(PA(x)) as Listings 2 and 3 compute it", "[pe][combine]") {
+TEST_CASE("combine = sequence: self-attention is CA(PA(x)) as Listings 2 and 3 compute it; the ablations keep "
+          "PA(x) alone (Listing 2's positional encoder) or CA(x) alone", "[pe][combine]") {
   nn::BertConfig c = config();
   const int64_t B = 2, L = 5, D = 8, H = 2, dh = 4;
   LearnedWeights pe(H, L);
@@ -62,8 +63,6 @@ TEST_CASE("combine = sequence: self-attention is CA(PA(x)) as Listings 2 and 3 c
   Tensor mask = Tensor::from_vector(std::vector<int64_t>{1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, {B, L});
   Tensor bias = nn::attention_bias(mask, B, L, false, DType::f64, Device::cpu());
   Tensor positions = nn::default_positions(B, L, Device::cpu());
-  nn::Context ctx = nn::Context::eval();
-  Tensor out = attention.forward(Var(x), Var(bias), pe, 0, positions, Tensor(), ctx, nullptr).value();
 
   // delta_hij = softmax_j(W_hij) over all L keys (the variant's distribution),
   // then padded keys zeroed without renormalising (Listing 2).
@@ -74,40 +73,69 @@ TEST_CASE("combine = sequence: self-attention is CA(PA(x)) as Listings 2 and 3 c
       for (int64_t j = 0; j < L; ++j) z += std::exp(w["w"][(h * L + i) * L + j]);
       for (int64_t j = 0; j < L; ++j) delta[(h * L + i) * L + j] = std::exp(w["w"][(h * L + i) * L + j]) / z;
     }
-  std::vector<double> xs = x.to_doubles(), m = mask.to_doubles(), expected;
-  for (int64_t b = 0; b < B; ++b) {
-    // PA: pa_i = sum_j delta_ij [key j real] x_j, per head on the head's slice of x.
-    std::vector<double> pa(L * D, 0.0);
-    for (int64_t i = 0; i < L; ++i)
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t j = 0; j < L; ++j)
-          for (int64_t d = 0; d < dh; ++d)
-            pa[i * D + h * dh + d] += delta[(h * L + i) * L + j] * m[b * L + j] * xs[(b * L + j) * D + h * dh + d];
-    auto project = [&](const std::string& name, int64_t i, int64_t o) {
-      double s = a[name + ".bias"][o];
-      for (int64_t e = 0; e < D; ++e) s += pa[i * D + e] * a[name + ".weight"][o * D + e];
-      return s;
-    };
-    // CA: softmax(q . k / sqrt(d_h)) over real keys, no positional term.
-    for (int64_t i = 0; i < L; ++i) {
-      std::vector<double> o(D, 0.0);
-      for (int64_t h = 0; h < H; ++h) {
-        std::vector<double> s(L);
-        double top = -1e300, z = 0;
-        for (int64_t j = 0; j < L; ++j) {
-          double dot = 0;
-          for (int64_t d = 0; d < dh; ++d) dot += project("query", i, h * dh + d) * project("key", j, h * dh + d);
-          s[j] = m[b * L + j] ? dot / std::sqrt(double(dh)) : -1e300;
-          top = std::max(top, s[j]);
-        }
-        for (double& e : s) z += (e = e < -1e299 ? 0 : std::exp(e - top));
-        for (int64_t j = 0; j < L; ++j)
-          for (int64_t d = 0; d < dh; ++d) o[h * dh + d] += s[j] / z * project("value", j, h * dh + d);
+  const std::vector<double> xs = x.to_doubles(), m = mask.to_doubles();
+  auto reference = [&](bool with_pa, bool with_ca) {
+    std::vector<double> expected;
+    for (int64_t b = 0; b < B; ++b) {
+      // PA: pa_i = sum_j delta_ij [key j real] x_j, per head on the head's slice of x.
+      std::vector<double> pa(L * D, 0.0);
+      for (int64_t i = 0; i < L; ++i)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t j = 0; j < L; ++j)
+            for (int64_t d = 0; d < dh; ++d)
+              pa[i * D + h * dh + d] += with_pa ? delta[(h * L + i) * L + j] * m[b * L + j] * xs[(b * L + j) * D + h * dh + d]
+                                                : (i == j ? xs[(b * L + j) * D + h * dh + d] : 0.0);
+      if (!with_ca) {
+        expected.insert(expected.end(), pa.begin(), pa.end());
+        continue;
       }
-      expected.insert(expected.end(), o.begin(), o.end());
+      auto project = [&](const std::string& name, int64_t i, int64_t o) {
+        double s = a[name + ".bias"][o];
+        for (int64_t e = 0; e < D; ++e) s += pa[i * D + e] * a[name + ".weight"][o * D + e];
+        return s;
+      };
+      // CA: softmax(q . k / sqrt(d_h)) over real keys, no positional term.
+      for (int64_t i = 0; i < L; ++i) {
+        std::vector<double> o(D, 0.0);
+        for (int64_t h = 0; h < H; ++h) {
+          std::vector<double> s(L);
+          double top = -1e300, z = 0;
+          for (int64_t j = 0; j < L; ++j) {
+            double dot = 0;
+            for (int64_t d = 0; d < dh; ++d) dot += project("query", i, h * dh + d) * project("key", j, h * dh + d);
+            s[j] = m[b * L + j] ? dot / std::sqrt(double(dh)) : -1e300;
+            top = std::max(top, s[j]);
+          }
+          for (double& e : s) z += (e = e < -1e299 ? 0 : std::exp(e - top));
+          for (int64_t j = 0; j < L; ++j)
+            for (int64_t d = 0; d < dh; ++d) o[h * dh + d] += s[j] / z * project("value", j, h * dh + d);
+        }
+        expected.insert(expected.end(), o.begin(), o.end());
+      }
+    }
+    return expected;
+  };
+  struct Case {
+    nn::Ablation ablate;
+    bool with_pa, with_ca;
+  };
+  for (const Case& k : {Case{nn::Ablation::none, true, true}, Case{nn::Ablation::contextual, true, false},
+                        Case{nn::Ablation::positional, false, true}}) {
+    INFO(nn::ablation_name(k.ablate));
+    nn::Context ctx = nn::Context::eval();
+    ctx.ablate = k.ablate;
+    nn::ForwardTrace trace;
+    trace.keep_attentions = true;
+    Tensor out = attention.forward(Var(x), Var(bias), pe, 0, positions, Tensor(), ctx, &trace).value();
+    test::require_close(out, reference(k.with_pa, k.with_ca), 1e-12, 1e-13);
+    // The layer's attention as a trace keeps it: delta with the padded keys at 0 when PA is all there is.
+    REQUIRE(trace.attentions.size() == 1);
+    if (k.ablate == nn::Ablation::contextual) {
+      const std::vector<double> kept = trace.attentions[0].contiguous().to_doubles();
+      CHECK(kept[(1 * H * L + 0) * L + 2] == Approx(delta[2]));  // batch 1, head 0, query 0, key 2 (real)
+      CHECK(kept[(1 * H * L + 0) * L + 3] == 0.0);               // keys 3-4 are padding in batch 1
     }
   }
-  test::require_close(out, expected, 1e-12, 1e-13);
 }
 
 TEST_CASE("combine = sequence: the attention and the learned positional weights pass the f64 gradient check",
@@ -163,17 +191,3 @@ TEST_CASE("combine: the option is read by every variant and refused where there 
   }
 }
 
-TEST_CASE("combine = sequence: ablations are refused (they split the added scores of Eq. 5)", "[pe][combine]") {
-  nn::BertConfig c = config();
-  LearnedWeights pe(2, 5);
-  pe.to_dtype(DType::f64);
-  nn::SelfAttention attention(c, Device::cpu());
-  attention.to_dtype(DType::f64);
-  Tensor x = test::random_tensor({1, 5, 8}, 61);
-  Tensor bias = nn::attention_bias(Tensor(), 1, 5, false, DType::f64, Device::cpu());
-  Tensor positions = nn::default_positions(1, 5, Device::cpu());
-  nn::Context ctx = nn::Context::eval();
-  ctx.ablate = nn::Ablation::positional;
-  CHECK_THROWS_WITH(attention.forward(Var(x), Var(bias), pe, 0, positions, Tensor(), ctx, nullptr),
-                    Catch::Contains("not with combine = sequence"));
-}
