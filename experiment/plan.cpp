@@ -2,6 +2,7 @@
 #include "experiment/plan.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 
@@ -203,6 +204,16 @@ std::vector<std::string> strings(FieldReader& r, const std::string& key, const s
   return out;
 }
 
+std::vector<double> numbers(FieldReader& r, const std::string& key, const std::string& where) {
+  std::vector<double> out;
+  if (const json::Value* list = r.array(key))
+    for (size_t i = 0; i < list->size(); ++i) {
+      ORDO_CHECK((*list)[i].is_number(), where, ": ", key, "[", i, "] must be a number");
+      out.push_back((*list)[i].as_number());
+    }
+  return out;
+}
+
 // A path in experiment.json, relative to its folder.
 std::string relative_to(const std::string& folder, const std::string& path) {
   return !path.empty() && path[0] == '/' ? path : folder + "/" + path;
@@ -223,6 +234,54 @@ void read_probe(const json::Value* spec, const PlanRequest& request, const std::
   if (!request.probe_layer.empty()) plan.probe.layers = request.probe_layer;
 }
 
+// finetune.sweep: a fresh positional-only encoder per (w, s) (plan.h).
+void read_sweep(const json::Value& spec, const std::string& folder, const std::vector<std::string>& quick_set,
+                const std::string& where, Plan& plan) {
+  FieldReader r(spec, where);
+  const std::string run = r.string("run", "");
+  const std::string task = r.string("task", "sst2");
+  const std::string stand_in = r.string("stand_in", "");
+  const std::string config_file = r.string("config", "");
+  const std::vector<double> locality_w = numbers(r, "locality_w", where);
+  const std::vector<double> symmetry_s = numbers(r, "symmetry_s", where);
+  const double symmetry_w = r.number("symmetry_w", 0.011, 1e-12, 1e12);
+  r.finish();
+  ORDO_CHECK(std::find(plan.names.begin(), plan.names.end(), run) != plan.names.end(), where, ": run '", run,
+             "' is no run config of ", folder);
+  const synth::TaskFolder* f = stand_in_folder(stand_in);
+  ORDO_CHECK(f != nullptr && f->finetune_task == task, where, ": stand_in '", stand_in, "' is not a synthetic task in ",
+             task, "'s layout");
+  ORDO_CHECK(!config_file.empty(), where, ": no config (the positional encoder's fine-tuning config)");
+  const json::Value base = train::read_config_file(relative_to(folder, config_file));
+  auto add = [&](double w, double s) {
+    ORDO_CHECK(w > 0 && s >= 0, where, ": w must be positive and s not negative, got w ", w, ", s ", s);
+    FinetuneTask t;
+    char name[64];
+    std::snprintf(name, sizeof name, "sweep_w%g_s%g", w, s);
+    t.name = name;
+    std::replace(t.name.begin(), t.name.end(), '.', 'p');  // a figure key splits at the first '.'
+    t.column = t.name;
+    ORDO_CHECK(plan.task(t.name) == nullptr, where, ": encoder ", t.name, " is named twice");
+    t.task = task;
+    t.stand_in = stand_in;
+    t.runs = {run};
+    t.init_positions = "none";
+    t.sweep = true;
+    t.sweep_w = w;
+    t.sweep_s = s;
+    std::vector<std::string> sets = quick_set;
+    sets.push_back("model.pe_options.w=" + json::dump(json::Value(w)));
+    sets.push_back("model.pe_options.s=" + json::dump(json::Value(s)));
+    t.config = train::parse_finetune_config(base, sets, where + ": " + t.name).source;
+    const json::Value& model = t.config["model"];
+    ORDO_CHECK(model.contains("pe") && model["pe"].as_string() == "attenuated", where, ": ", config_file,
+               " must make the encoder model.pe attenuated (Eq. 9: w and s are its parameters)");
+    plan.finetune.push_back(t);
+  };
+  for (double w : locality_w) add(w, 1.0);
+  for (double s : symmetry_s) add(symmetry_w, s);
+}
+
 // The fine-tuning tasks: each column, its data and its resolved config.
 void read_finetune(const json::Value* spec, const PlanRequest& request, const std::string& folder,
                    const std::vector<std::string>& quick_set, const std::string& where, Plan& plan) {
@@ -232,6 +291,7 @@ void read_finetune(const json::Value* spec, const PlanRequest& request, const st
   std::vector<std::string> common = strings(r, "set", where + ": finetune");
   common.insert(common.end(), quick_set.begin(), quick_set.end());
   const json::Value* tasks = r.array("tasks");
+  const json::Value* sweep = r.object("sweep");
   r.finish();
   const json::Value base = config_file.empty() ? json::Value::object()
                                                : train::read_config_file(relative_to(folder, config_file));
@@ -277,6 +337,7 @@ void read_finetune(const json::Value* spec, const PlanRequest& request, const st
     task.config = train::parse_finetune_config(base, sets, at).source;
     plan.finetune.push_back(task);
   }
+  if (sweep) read_sweep(*sweep, folder, quick_set, where + ": finetune.sweep", plan);
   for (const auto& [name, dir] : request.data)
     ORDO_CHECK(plan.task(name) != nullptr ||
                    std::any_of(plan.finetune.begin(), plan.finetune.end(),

@@ -23,6 +23,15 @@
 //    "report": {"baseline": "02_ape_learned", "alpha": 0.05, "wang_chen": false, "learning_rates": "best",
 //               "length_figure": ["subj", "sst2", "cr"], "dependency_heads": "tupe"},
 //    "quick": {"set": [...], "probe": {...}, "finetune_set": [...]}}
+// finetune.sweep (the locality/symmetry paper's Figure 2 middle and right,
+// App. B.4): {"run": "bert", "task": "sst2", "stand_in": "subject_number",
+// "config": "../../finetune/positional_encoder.json", "locality_w": [...],
+// "symmetry_s": [...], "symmetry_w": 0.011} becomes one fresh-model task
+// per encoder, "sweep_w<w>_s1" for each locality_w at s = 1 and
+// "sweep_w<symmetry_w>_s<s>" for each symmetry_s (numbers as %g, '.' written
+// 'p': "sweep_w0p011_s1"), its config the sweep's own
+// (the plan's finetune.set not applied; --quick's is) with model.pe_options.w
+// and .s set.
 // A fine-tuning task is a column of the paper's tables: its data is the folder
 // given on the command line (--data NAME=DIR: real GLUE or SQuAD), else the
 // stand-in among the run's synthetic tasks (`ordo data tasks`), else it is not
@@ -79,6 +88,11 @@ struct FinetuneTask {
   std::string init_positions;    // "": the run fine-tuned; "run" / "none": a fresh model with the run's / a random table
   std::string column;            // the Table 3 column it fills (init_positions tasks; default: the name)
   json::Value config;            // the fine-tuning config resolved for this task (overrides applied)
+  // One encoder of finetune.sweep (below): a fresh positional-only encoder
+  // with the attenuated weights of w and s; read by experiment/sweep_report.h,
+  // left out of the score tables.
+  bool sweep = false;
+  double sweep_w = 0, sweep_s = 0;
   // ordo finetune's --task for this run's data: `task`, or the stand-in's own layout without --data.
   std::string finetune_task() const;
   // Where its data comes from, as the report says: "stand-in: roles (RTE layout)" or "given: DIR".

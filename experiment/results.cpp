@@ -121,7 +121,7 @@ std::optional<Figure> figure(const RunResults& run, const std::string& key, cons
     // Seed by seed, the mean over the classification tasks (WNLI left out, as Wang et al.'s Table 3 does).
     std::vector<std::vector<double>> per_task;
     for (const FinetuneTask& t : plan.finetune) {
-      if (is_squad(t.task) || t.task == "wnli" || t.task == "senteval") continue;
+      if (t.sweep || is_squad(t.task) || t.task == "wnli" || t.task == "senteval") continue;
       auto it = run.tasks.find(t.name);
       if (it == run.tasks.end() || !it->second.present) continue;
       per_task.push_back(task_values(it->second, t, "score"));

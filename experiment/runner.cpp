@@ -15,6 +15,7 @@
 #include "experiment/layer_report.h"
 #include "experiment/paper_table.h"
 #include "experiment/results.h"
+#include "experiment/sweep_report.h"
 #include "experiment/tables.h"
 #include "experiment/wang_chen_report.h"
 #include "probe/analyze_run.h"
@@ -294,6 +295,10 @@ void write_experiment_report(const Plan& plan, const std::string& out) {
   if (plan.has_stage("layers") || table9) {
     const LayerFiles layers = layer_probing_across_runs(plan, runs, table9);
     append(layers.files, layers.html, layers.markdown);
+  }
+  if (std::any_of(plan.finetune.begin(), plan.finetune.end(), [](const FinetuneTask& t) { return t.sweep; })) {
+    const SweepFiles sweep = sweep_across_encoders(plan, runs);
+    append(sweep.files, sweep.html, sweep.markdown);
   }
   std::vector<report::RunRecord> records;
   for (const RunResults& r : runs)

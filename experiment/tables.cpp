@@ -339,7 +339,7 @@ RangeCurves range_curves(const std::vector<RunResults>& runs, const std::vector<
 TextTable ordo_scores(const std::vector<RunResults>& runs, const Plan& plan, std::vector<std::string>& keys) {
   keys = {"eval_accuracy"};
   for (const FinetuneTask& t : plan.finetune)
-    if (t.runnable()) keys.push_back(t.name + ".score");
+    if (t.runnable() && !t.sweep) keys.push_back(t.name + ".score");  // the sweep: experiment/sweep_report.h
   if (!plan.finetune.empty()) keys.push_back("glue.mean");
   TextTable t;
   t.header = {"config", "pe"};
@@ -475,7 +475,8 @@ ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResult
                         "; held-out MLM accuracy from pretraining)\n\n" + scores.markdown();
   if (!plan.finetune.empty()) {
     figures += "\nData: ";
-    for (const FinetuneTask& t : plan.finetune) figures += "\n- " + t.name + ": " + t.source();
+    for (const FinetuneTask& t : plan.finetune)
+      if (!t.sweep) figures += "\n- " + t.name + ": " + t.source();
     std::vector<std::string> task_keys(score_keys.begin() + 1, score_keys.end());
     figures += "\n\n## Pearson's r of each indicator with each score over the runs with a position encoding "
                "(Wang et al. 2021, Table 5's reading)\n\n" + ordo_correlations(runs, task_keys, plan).markdown();

@@ -52,12 +52,12 @@ std::vector<Row> rows_of(const Plan& plan, const std::vector<RunResults>& runs) 
   int random_runs = 0;
   for (const RunResults& run : runs)
     random_runs += std::any_of(plan.finetune.begin(), plan.finetune.end(), [&](const FinetuneTask& t) {
-      return t.init_positions == "none" && t.for_run(run.config);
+      return t.init_positions == "none" && !t.sweep && t.for_run(run.config);
     });
   for (const RunResults& run : runs) {
     Row own{run.config, {}}, fresh{random_runs > 1 ? "random (" + run.config + ")" : "random", {}};
     for (const FinetuneTask& t : plan.finetune) {
-      if (t.init_positions.empty() || !t.for_run(run.config)) continue;
+      if (t.init_positions.empty() || t.sweep || !t.for_run(run.config)) continue;
       const auto it = run.tasks.find(t.name);
       if (it == run.tasks.end() || !it->second.present) continue;
       (t.init_positions == "run" ? own : fresh).columns[t.column] = seeds_of(it->second);
@@ -144,7 +144,7 @@ WangChenFiles wang_chen_classifiers(const Plan& plan, const std::vector<RunResul
   WangChenFiles out;
   std::vector<std::string> columns;
   for (const FinetuneTask& t : plan.finetune)
-    if (!t.init_positions.empty() && std::find(columns.begin(), columns.end(), t.column) == columns.end())
+    if (!t.init_positions.empty() && !t.sweep && std::find(columns.begin(), columns.end(), t.column) == columns.end())
       columns.push_back(t.column);
   if (columns.empty()) return out;
   const std::vector<Row> rows = rows_of(plan, runs);
