@@ -45,7 +45,7 @@ void finished(experiment::RunResults& run, const std::string& name, const std::v
 
 }  // namespace
 
-TEST_CASE("sweep: each encoder's locality from Eq. 9 and Eq. 7 by hand; s = 1 is symmetric, s != 1 is not",
+TEST_CASE("sweep: each encoder's locality from Eq. 9 and Eq. 7 by hand, s = 1 symmetric and s != 1 not",
           "[experiment][sweep]") {
   for (double w : {1e-4, 0.011, 0.3, 10.0}) {
     INFO(w);

@@ -51,7 +51,7 @@ std::map<std::string, std::vector<double>> randomize(nn::Module& m, uint64_t see
 
 }  // namespace
 
-TEST_CASE("combine = sequence: self-attention is CA(PA(x)) as Listings 2 and 3 compute it; the ablations keep "
+TEST_CASE("combine = sequence: self-attention is CA(PA(x)) as Listings 2 and 3 compute it, and the ablations keep "
           "PA(x) alone (Listing 2's positional encoder) or CA(x) alone", "[pe][combine]") {
   nn::BertConfig c = config();
   const int64_t B = 2, L = 5, D = 8, H = 2, dh = 4;

@@ -35,7 +35,7 @@ void blobs(int64_t n, uint64_t seed, Matrix& x, std::vector<int>& y) {
 
 }  // namespace
 
-TEST_CASE("softmax regression: the penalised loss's gradient vanishes at the fit; separable blobs classified",
+TEST_CASE("softmax regression: the penalised loss's gradient vanishes at the fit, separable blobs classified",
           "[probe][layers]") {
   Matrix x;
   std::vector<int> y;
