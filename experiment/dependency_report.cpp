@@ -62,15 +62,15 @@ std::string ranked(const std::map<std::string, double>& values, std::vector<std:
     if (std::isfinite(v)) order.push_back(name);
   std::sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) { return values.at(a) > values.at(b); });
   std::string s;
-  for (size_t i = 0; i < order.size(); ++i) s += (i ? " > " : "") + order[i] + " " + one_decimal(values.at(order[i]));
+  for (size_t i = 0; i < order.size(); ++i) s += (i ? " > " : "") + order[i] + " " + cell(values.at(order[i]));
   return s;
 }
 
 // One finding: `first` ahead of `second` on `which` in the paper; does ordo agree?
 std::string finding(const std::string& what, const std::string& first, const std::string& second, double paper_first,
                     double paper_second, double ordo_first, double ordo_second) {
-  std::string s = what + ": the paper's " + first + " attention " + one_decimal(paper_first) + " against " + second + " " +
-                  one_decimal(paper_second) + "; ordo's " + one_decimal(ordo_first) + " against " + one_decimal(ordo_second);
+  std::string s = what + ": the paper's " + first + " attention " + cell(paper_first) + " against " + second + " " +
+                  cell(paper_second) + "; ordo's " + cell(ordo_first) + " against " + cell(ordo_second);
   if (!std::isfinite(ordo_first) || !std::isfinite(ordo_second)) return s + " (ordo lacks one of the two).";
   const bool paper_ahead = paper_first > paper_second, ordo_ahead = ordo_first > ordo_second;
   return s + (paper_ahead == ordo_ahead ? " — the same direction." : " — the opposite direction.");
@@ -115,12 +115,12 @@ DependencyFiles dependency_heads_across_runs(const Plan& plan, const std::vector
     std::vector<std::string> seen;
     auto add_row = [&](const std::string& paper_name, const std::string& label, double o_dist, double p_dist,
                        const std::vector<double>& o, const std::vector<double>& p) {
-      std::vector<std::string> cells = {paper_name, label, one_decimal(o_dist) + " / " + one_decimal(p_dist)};
+      std::vector<std::string> cells = {paper_name, label, cell(o_dist) + " / " + cell(p_dist)};
       json::Value row = json::Value::object();
       row["paper_row"] = paper_name;
       row["relation"] = label;
       for (size_t k = 0; k < 3; ++k) {
-        cells.push_back(one_decimal(o[k]) + " / " + one_decimal(p[k]));
+        cells.push_back(cell(o[k]) + " / " + cell(p[k]));
         row[std::string("ordo_") + kAttentions[k]] = std::isfinite(o[k]) ? json::Value(o[k]) : json::Value();
         row[std::string("paper_") + kAttentions[k]] = std::isfinite(p[k]) ? json::Value(p[k]) : json::Value();
       }
@@ -228,7 +228,7 @@ DependencyFiles dependency_heads_across_runs(const Plan& plan, const std::vector
     r["run"] = run.config;
     for (const char* name : kAttentions) {
       const double m = ordo_summary(a, name, "macro"), s = ordo_summary(a, name, "short"), l = ordo_summary(a, name, "long");
-      cells.push_back(std::isfinite(m) ? one_decimal(m) + " (" + one_decimal(s) + " / " + one_decimal(l) + ")" : "not defined");
+      cells.push_back(std::isfinite(m) ? cell(m) + " (" + cell(s) + " / " + cell(l) + ")" : "not defined");
       json::Value v = json::Value::object();
       v["macro"] = std::isfinite(m) ? json::Value(m) : json::Value();
       v["short"] = std::isfinite(s) ? json::Value(s) : json::Value();

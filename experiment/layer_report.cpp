@@ -98,7 +98,7 @@ LayerFiles layer_probing_across_runs(const Plan& plan, const std::vector<RunResu
         const auto it = paper_row->cells.find(task);
         if (it != paper_row->cells.end() && it->second.present) p = it->second.value;
       }
-      cells.push_back(one_decimal(o) + " / " + one_decimal(p));
+      cells.push_back(cell(o) + " / " + cell(p));
       row["ordo_" + task] = std::isfinite(o) ? json::Value(o) : json::Value();
       row["paper_" + task] = std::isfinite(p) ? json::Value(p) : json::Value();
     }

@@ -40,13 +40,6 @@ struct Encoder {
 // The paper's symmetry panel keeps the encoders whose locality is near BERT's.
 constexpr double kLocalityLow = 0.15, kLocalityHigh = 0.3;
 
-std::string fixed(double v, const char* pattern) {
-  if (!std::isfinite(v)) return "-";
-  char buf[48];
-  std::snprintf(buf, sizeof buf, pattern, v);
-  return buf;
-}
-
 png::Image panel(const std::vector<const Encoder*>& encoders, bool by_locality, const std::string& title) {
   std::vector<std::pair<double, double>> points;
   for (const Encoder* e : encoders) points.emplace_back(by_locality ? e->locality : e->symmetry, e->accuracy.mean());
@@ -105,8 +98,8 @@ SweepFiles sweep_across_encoders(const Plan& plan, const std::vector<RunResults>
   std::vector<const Encoder*> middle, right;
   for (const Encoder& e : encoders) {
     const bool done = !e.accuracy.values.empty();
-    t.rows.push_back({e.name, fixed(e.w, "%g"), fixed(e.s, "%g"), fixed(e.locality, "%.3f"), fixed(e.symmetry, "%.3f"),
-                      done ? fixed(e.accuracy.mean(), "%.2f") + (e.accuracy.values.size() > 1 ? " ± " + fixed(e.accuracy.std(), "%.2f") : "") : "-",
+    t.rows.push_back({e.name, cell(e.w, "%g"), cell(e.s, "%g"), cell(e.locality, "%.3f"), cell(e.symmetry, "%.3f"),
+                      done ? cell(e.accuracy.mean(), "%.2f") + (e.accuracy.values.size() > 1 ? " ± " + cell(e.accuracy.std(), "%.2f") : "") : "-",
                       std::to_string(e.accuracy.values.size())});
     json::Value r = json::Value::object();
     r["encoder"] = e.name;
@@ -141,9 +134,9 @@ SweepFiles sweep_across_encoders(const Plan& plan, const std::vector<RunResults>
       if (e->accuracy.mean() > best->accuracy.mean()) best = e;
     }
     lines.push_back(what + ": Spearman's rho of accuracy with " + (by_locality ? "locality" : "symmetry") + " " +
-                    fixed(spearman(x, y), "%.2f") + " over " + std::to_string(set.size()) + " encoders; the best " +
-                    fixed(best->accuracy.mean(), "%.2f") + " at " + (by_locality ? "locality " : "symmetry ") +
-                    fixed(by_locality ? best->locality : best->symmetry, "%.3f") + ". The paper: " + paper);
+                    cell(spearman(x, y), "%.2f") + " over " + std::to_string(set.size()) + " encoders; the best " +
+                    cell(best->accuracy.mean(), "%.2f") + " at " + (by_locality ? "locality " : "symmetry ") +
+                    cell(by_locality ? best->locality : best->symmetry, "%.3f") + ". The paper: " + paper);
   };
   correlation(middle, true, "Middle (s = 1)",
               "accuracy rises as locality strengthens, its growth slowing past about 0.3 (SUBJ, Figure 7).");

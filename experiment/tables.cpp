@@ -370,7 +370,7 @@ std::string escape(const std::string& s) { return report::html_escape(s); }
 
 }  // namespace
 
-std::string one_decimal(double v) { return std::isfinite(v) ? format(v, "%.1f") : "-"; }
+std::string cell(double v, const char* pattern) { return std::isfinite(v) ? format(v, pattern) : "-"; }
 
 std::string TextTable::markdown() const {
   std::string out = "|";

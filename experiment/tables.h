@@ -32,8 +32,9 @@
 
 namespace ordo::experiment {
 
-// A figure in a cell to one decimal ("85.3"), "-" where there is none (NaN).
-std::string one_decimal(double v);
+// A figure in a cell by a printf pattern (one decimal by default: "85.3"),
+// "-" where there is none (NaN or infinite).
+std::string cell(double v, const char* pattern = "%.1f");
 
 // A table of text cells, rendered as Markdown or HTML.
 struct TextTable {
