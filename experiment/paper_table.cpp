@@ -125,7 +125,7 @@ PaperTable read_paper_table(const std::string& path) {
       const bool rows = header.size() > 4 && header[0] == "config" && header[1] == "paper_row" &&
                         header[2] == "family" && header[3] == "kind";
       t.correlations = header.size() > 2 && header[0] == "indicator" && header[1] == "paper_row";
-      if (!rows && !t.correlations && (header[0] == "relation" || header[0] == "run_attention")) {
+      if (!rows && !t.correlations && (header[0] == "relation" || header[0] == "run_attention" || header[0] == "mode")) {
         ORDO_CHECK(header.size() > 2 && header[1] == "paper_row", where, ": keyed rows have the columns ",
                    header[0], ", paper_row, then the figures");
         t.keyed = header[0];
@@ -134,8 +134,8 @@ PaperTable read_paper_table(const std::string& path) {
         continue;
       }
       ORDO_CHECK(rows || t.correlations, where, ": the header must begin config, paper_row, family, kind (rows of "
-                 "configurations), indicator, paper_row (correlations), or relation / run_attention, paper_row "
-                 "(keyed rows), tab-separated, then figure keys");
+                 "configurations), indicator, paper_row (correlations), or relation / run_attention / mode, "
+                 "paper_row (keyed rows), tab-separated, then figure keys");
       first_value = t.correlations ? 2 : 4;
       for (size_t i = first_value; i < header.size(); ++i) {
         ORDO_CHECK(is_figure_key(header[i]), where, ": '", header[i], "' is not a figure ordo computes (an "
@@ -185,6 +185,11 @@ void check_paper_table(const PaperTable& table, const Plan& plan) {
       ORDO_CHECK(!plan.has_stage("layers") || plan.layers.for_run(run), table.path, ": row '", row.key,
                  "': the layers stage does not probe ", run, " (experiment.json's layers.runs)");
     }
+    return;
+  }
+  if (table.keyed == "mode") {
+    ORDO_CHECK(plan.bench_pe, table.path, ": a table of step times is read against `ordo bench pe --json "
+               "OUT/bench_pe.json`: set experiment.json's report.bench_pe");
     return;
   }
   if (table.correlations) return;

@@ -20,7 +20,9 @@
 //   relation  paper_row  distance  contextual  positional  both      (Table 8:
 //   aux:pass  auxpass    1.1       44.6        91.1        92.9       experiment/dependency_report.h)
 //   run_attention  paper_row  sentence_length  ...  bigram_shift  ...  (Table 9:
-//   bert.contextual  BERT-c   89.22            ...  51.16              the same file)
+//   bert.contextual  BERT-c   89.22            ...  51.16              experiment/layer_report.h)
+//   mode  paper_row  rpe_shaw  tupe  rel_scalar                         (Chen et al.'s Table 3:
+//   training.base  BERT_BASE training  13  1  0                        experiment/bench_report.h)
 // A key may be "-" (no counterpart in ordo) on several rows; the columns are
 // free names of numbers.
 //
@@ -53,7 +55,7 @@ struct PaperTable {
   std::string path;
   std::string name;                    // the file's name without "paper_" and ".tsv": "table3"
   bool correlations = false;           // the shape: rows of indicators (Table 5) or of configs
-  std::string keyed;                   // or the first column of keyed rows ("relation", "run_attention"); "" otherwise
+  std::string keyed;                   // or the first column of keyed rows ("relation", "run_attention", "mode"); "" otherwise
   std::vector<std::string> source;     // the comment lines, without "# "
   std::vector<std::string> columns;    // the figure keys, in the file's order
   struct Row {
@@ -72,7 +74,8 @@ struct PaperTable {
 PaperTable read_paper_table(const std::string& path);
 // Checks a table against a plan: its rows name the plan's configs; keyed
 // rows need the section that reads them (relation: report.dependency_heads;
-// run_attention: the layers stage, on the runs the keys name).
+// run_attention: the layers stage, on the runs the keys name; mode:
+// report.bench_pe).
 void check_paper_table(const PaperTable& table, const Plan& plan);
 
 // Whether a column's key is a probe indicator (as opposed to a task's figure).

@@ -155,6 +155,7 @@ json::Value Plan::to_json() const {
   report["alpha"] = alpha;
   if (wang_chen) report["wang_chen"] = true;
   if (!dependency_run.empty()) report["dependency_heads"] = dependency_run;
+  if (bench_pe) report["bench_pe"] = true;
   report["learning_rates"] = average_learning_rates ? "average" : "best";
   if (!length_figure.empty()) {
     json::Value columns = json::Value::array();
@@ -482,6 +483,7 @@ Plan make_plan(const PlanRequest& request) {
     plan.average_learning_rates = r.string("learning_rates", "best", {"best", "average"}) == "average";
     plan.length_figure = strings(r, "length_figure", where + ": report");
     plan.dependency_run = r.string("dependency_heads", "");
+    plan.bench_pe = r.boolean("bench_pe", false);
     r.finish();
   }
   ORDO_CHECK(plan.dependency_run.empty() ||

@@ -133,6 +133,8 @@ struct Plan {
                                                 // (experiment/wang_chen_report.h)
   bool average_learning_rates = false;          // report.learning_rates = "average"
   std::vector<std::string> length_figure;       // report.length_figure: the Table 3 columns Figure 4 averages
+  bool bench_pe = false;                        // report.bench_pe: OUT/bench_pe.json (ordo bench pe --json) is
+                                                // read beside a table of step times (experiment/bench_report.h)
   std::string dependency_run;                   // report.dependency_heads: the run whose heads a table of
                                                 // relations reads (experiment/dependency_report.h; "" none)
   bool quick = false;

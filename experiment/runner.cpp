@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/file_io.h"
 #include "base/output.h"
+#include "experiment/bench_report.h"
 #include "experiment/dependency_report.h"
 #include "experiment/layer_report.h"
 #include "experiment/paper_table.h"
@@ -295,6 +296,13 @@ void write_experiment_report(const Plan& plan, const std::string& out) {
   if (plan.has_stage("layers") || table9) {
     const LayerFiles layers = layer_probing_across_runs(plan, runs, table9);
     append(layers.files, layers.html, layers.markdown);
+  }
+  if (plan.bench_pe) {
+    const PaperTable* modes = nullptr;
+    for (const PaperTable& t : tables)
+      if (t.keyed == "mode") modes = &t;
+    const BenchFiles bench = bench_pe_table3(plan, modes);
+    append(bench.files, bench.html, bench.markdown);
   }
   if (std::any_of(plan.finetune.begin(), plan.finetune.end(), [](const FinetuneTask& t) { return t.sweep; })) {
     const SweepFiles sweep = sweep_across_encoders(plan, runs);

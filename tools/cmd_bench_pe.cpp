@@ -133,7 +133,8 @@ std::string percent(double ratio) {
 }
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"config", "set", "steps", "warmup", "rounds", "batch", "length", "device", "variants"});
+  cli::Args args(argv, {"config", "set", "steps", "warmup", "rounds", "batch", "length", "device", "variants", "json"});
+  const std::string json_path = args.str("json", "");
   const std::string config_name = args.str("config", "tiny");
   const int steps = static_cast<int>(args.integer("steps", 5, 1, 100000));
   const int warmup = static_cast<int>(args.integer("warmup", 2, 0, 100000));
@@ -236,6 +237,29 @@ int run(const std::vector<std::string>& argv) {
   }
   table.print();
 
+  json::Value report = json::Value::object();
+  report["written_by"] = "ordo bench pe";
+  report["config"] = config_name;
+  report["machine"] = bench::cpu_model();
+  report["threads"] = bench::cpu_threads();
+  report["device"] = device.is_cpu() ? std::string("cpu") : cuda_device_description(device.index);
+  report["batch"] = batch;
+  report["length"] = length;
+  report["steps"] = steps;
+  report["warmup"] = warmup;
+  report["rounds"] = rounds;
+  json::Value variants = json::Value::object();
+  for (const Entry& e : entries) {
+    if (!runs.count(e.label) || runs[e.label].empty()) continue;
+    json::Value v = json::Value::object();
+    v["train_ms"] = 1e3 * train(e.label);
+    v["infer_ms"] = 1e3 * infer(e.label);
+    v["peak_bytes"] = static_cast<int64_t>(runs[e.label][0].peak);
+    v["parameters"] = runs[e.label][0].params;
+    variants[e.label] = v;
+  }
+  report["variants"] = variants;
+
   // Chen et al. 2021, Table 3: relative to REL-SCALAR.
   const char* shaw = runs.count("rpe_shaw value:true") ? "rpe_shaw value:true" : "rpe_shaw";
   if (runs.count("rel_scalar") && runs.count(shaw) && runs.count("tupe")) {
@@ -248,6 +272,20 @@ int run(const std::vector<std::string>& argv) {
     t3.add({"inference", percent(infer(shaw) / infer("rel_scalar")), percent(infer("tupe") / infer("rel_scalar")),
             "+0%"});
     t3.print();
+    json::Value table3 = json::Value::object();
+    for (const char* mode : {"training", "inference"}) {
+      auto time = [&](const std::string& l) { return std::string(mode) == "training" ? train(l) : infer(l); };
+      json::Value row = json::Value::object();
+      row["rpe_shaw"] = time(shaw) / time("rel_scalar");
+      row["tupe"] = time("tupe") / time("rel_scalar");
+      row["rel_scalar"] = 1.0;
+      table3[mode] = row;
+    }
+    report["chen2021_table3"] = table3;  // each time over REL-SCALAR's
+  }
+  if (!json_path.empty()) {
+    write_file_atomic(json_path, json::dump(report, 2) + "\n");
+    std::printf("\nwrote %s\n", json_path.c_str());
   }
   for (const std::string& f : failed) std::printf("not measured: %s\n", f.c_str());
   return 0;
@@ -257,7 +295,10 @@ cli::Register command({"bench pe",
                        "step time, peak memory and parameters of every position encoding against none;"
                        " Chen et al. 2021's Table 3",
                        "[--config tiny|mini|small|base|FILE] [--set key=value ...] [--variants a,b,...]"
-                       " [--steps N] [--warmup N] [--rounds N] [--batch B] [--length L] [--device cpu|cuda]",
+                       " [--steps N] [--warmup N] [--rounds N] [--batch B] [--length L] [--device cpu|cuda]"
+                       " [--json FILE]\n"
+                       "  --json FILE  also write every variant's figures and Table 3's ratios as JSON (the\n"
+                       "               chen2021 experiment's report reads OUT/bench_pe.json: make chen2021)",
                        run});
 
 }  // namespace
