@@ -18,7 +18,10 @@
 // stages it changes. The variants themselves live in pe/.
 #pragma once
 
+#include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "autograd/ops.h"
 #include "nn/module.h"
@@ -194,6 +197,18 @@ class PositionEncoding : public Module {
   bool acts_at_input = false, acts_in_attention = false;
   Combine combine = Combine::add;
   Ablation ablation = Ablation::none;
+
+  // A constant the variant computes on the host (frequencies, slopes, the
+  // fused terms' index rows, masks) as a tensor of `shape` on `device` in
+  // `dtype`: made once per content and kept, so a steady step copies nothing
+  // from the host — a CUDA graph refuses such a copy inside its capture
+  // (tensor/cuda/runtime.cu) — and the step can be captured. Thread-safe.
+  const Tensor& constant(const std::vector<double>& values, const Shape& shape, DType dtype, Device device) const;
+  const Tensor& constant(const std::vector<int64_t>& values, const Shape& shape, Device device) const;  // i64
+
+ private:
+  mutable std::mutex constants_mutex_;
+  mutable std::unordered_map<std::string, Tensor> constants_;  // by dtype, device, shape and the values' bytes
 };
 
 }  // namespace ordo::nn

@@ -86,11 +86,19 @@ Var TableSet::for_layer(int layer) const {
   return {};
 }
 
-Tensor sinusoid_frequencies(int64_t dim, DType dtype, Device device) {
+std::vector<double> sinusoid_frequency_values(int64_t dim) {
   ORDO_CHECK(dim > 0 && dim % 2 == 0, "sinusoid: the dimension must be even, got ", dim);
   std::vector<double> w(static_cast<size_t>(dim / 2));
   for (int64_t i = 0; i < dim / 2; ++i) w[i] = std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
-  return Tensor::from_vector(w, {dim / 2}).to(dtype).to(device);
+  return w;
+}
+
+Tensor sinusoid_frequencies(int64_t dim, DType dtype, Device device) {
+  return Tensor::from_vector(sinusoid_frequency_values(dim), {dim / 2}).to(dtype).to(device);
+}
+
+Tensor sinusoid_frequencies(const nn::PositionEncoding& pe, int64_t dim, DType dtype, Device device) {
+  return pe.constant(sinusoid_frequency_values(dim), {dim / 2}, dtype, device);
 }
 
 Var sinusoid(const Tensor& x, const Var& frequencies) {

@@ -68,6 +68,9 @@ class TableSet {
 
 // The fixed frequencies w_i = 10000^(-2i/D), i = 0 .. D/2 - 1.
 Tensor sinusoid_frequencies(int64_t dim, DType dtype, Device device);
+std::vector<double> sinusoid_frequency_values(int64_t dim);
+// The same as a constant of `pe` (nn::PositionEncoding::constant): what a forward pass uses.
+Tensor sinusoid_frequencies(const nn::PositionEncoding& pe, int64_t dim, DType dtype, Device device);
 // [..., D] with P[x, 2i] = sin(w_i x), P[x, 2i+1] = cos(w_i x), for real
 // positions x of any shape (float tensor); differentiable in the frequencies
 // (learnable sinusoids, Wang et al. 2021 section 3.1).

@@ -36,7 +36,7 @@ nn::PositionEncoding::OffsetVectors HuangScalar::offset_vectors(int layer, int64
 }
 
 void HuangScalar::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
-  DistanceRows rows = spec_.fused_rows(s, name(), out);
+  DistanceRows rows = spec_.fused_rows(*this, s, out);
   out.vars.gate = per_head_table(layer_rows(tables_, s.layer, rows), 2);
 }
 
@@ -61,7 +61,7 @@ nn::PositionEncoding::OffsetVectors HuangProduct::offset_vectors(int layer, int6
 }
 
 void HuangProduct::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
-  DistanceRows rows = spec_.fused_rows(s, name(), out);
+  DistanceRows rows = spec_.fused_rows(*this, s, out);
   out.vars.product = per_head_table(layer_rows(tables_, s.layer, rows), 3);
 }
 
@@ -85,7 +85,7 @@ nn::PositionEncoding::OffsetVectors HuangInteraction::offset_vectors(int layer, 
 }
 
 void HuangInteraction::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
-  DistanceRows rows = spec_.fused_rows(s, name(), out);
+  DistanceRows rows = spec_.fused_rows(*this, s, out);
   Var a = per_head_table(layer_rows(tables_, s.layer, rows), 3);
   out.vars.query_vectors = out.vars.key_vectors = a;
   out.terms.query_scale = out.terms.key_scale = score_scale(s);

@@ -46,12 +46,12 @@ Tensor real_positions(const Tensor& positions, DType dtype) {
   return positions.to(dtype);
 }
 
-void set_fused_rows(nn::PositionEncoding::FusedTerms& out, const nn::AttentionState& s, int64_t widest,
-                    const std::function<int64_t(int64_t)>& row_of) {
+void set_fused_rows(const nn::PositionEncoding& pe, nn::PositionEncoding::FusedTerms& out, const nn::AttentionState& s,
+                    int64_t widest, const std::function<int64_t(int64_t)>& row_of) {
   std::vector<int64_t> rows;
   for (int64_t r = -widest; r <= widest; ++r) rows.push_back(row_of(r));
   out.terms.positions = *s.positions;
-  out.terms.row_of = Tensor::from_vector(rows, {2 * widest + 1}, s.positions->device());
+  out.terms.row_of = pe.constant(rows, {2 * widest + 1}, s.positions->device());
   out.terms.first_distance = -widest;
 }
 

@@ -32,9 +32,9 @@ Tensor real_positions(const Tensor& positions, DType dtype);
 
 // The fused attention's rows (tensor/attention_terms.h): row_of(r) for every
 // distance r = -widest .. widest (the batch's widest, widest_distance), set
-// with the positions in out.terms.
-void set_fused_rows(nn::PositionEncoding::FusedTerms& out, const nn::AttentionState& s, int64_t widest,
-                    const std::function<int64_t(int64_t)>& row_of);
+// with the positions in out.terms; the rows kept as a constant of `pe`.
+void set_fused_rows(const nn::PositionEncoding& pe, nn::PositionEncoding::FusedTerms& out, const nn::AttentionState& s,
+                    int64_t widest, const std::function<int64_t(int64_t)>& row_of);
 
 // The largest |p_j - p_i| within any row of positions [batch, L].
 // ctx: BertModel::forward's (its InputFacts answer without a device read), or null.

@@ -93,12 +93,13 @@ DistanceRows DistanceSpec::rows(const Tensor& positions, const std::string& vari
   return out;
 }
 
-DistanceRows DistanceSpec::fused_rows(const nn::AttentionState& s, const std::string& variant,
+DistanceRows DistanceSpec::fused_rows(const nn::PositionEncoding& pe, const nn::AttentionState& s,
                                       nn::PositionEncoding::FusedTerms& out) const {
+  const std::string variant = pe.name();
   const int64_t widest = widest_distance(*s.positions, s.ctx);
   const int64_t lo = clip >= 0 ? std::max(-widest, -clip) : -widest, hi = clip >= 0 ? std::min(widest, clip) : widest;
   DistanceRows rows = span(lo, hi, variant);
-  set_fused_rows(out, s, widest, [&](int64_t r) { return row(clip >= 0 ? std::max(-clip, std::min(clip, r)) : r, rows); });
+  set_fused_rows(pe, out, s, widest, [&](int64_t r) { return row(clip >= 0 ? std::max(-clip, std::min(clip, r)) : r, rows); });
   return rows;
 }
 
@@ -227,7 +228,7 @@ Var ShawRelative::value_term(const nn::AttentionState& s, const Var& probs) {
 }
 
 void ShawRelative::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
-  DistanceRows rows = spec_.fused_rows(s, name(), out);
+  DistanceRows rows = spec_.fused_rows(*this, s, out);
   out.vars.query_vectors = per_head_table(layer_rows(keys_, s.layer, rows), 3);
   out.terms.query_scale = score_scale(s);
   if (values_) out.vars.value_vectors = per_head_table(layer_rows(*values_, s.layer, rows), 3);
@@ -249,9 +250,11 @@ std::unique_ptr<nn::PositionEncoding> make_rpe_shaw(const nn::BertConfig& c, Fie
 
 namespace {
 
-// The distances first .. first + count - 1 as reals of `dtype`.
-Tensor distance_values(int64_t first, int64_t count, DType dtype, Device device) {
-  return affine(Tensor::arange(count, DType::f64), 1.0, static_cast<double>(first)).to(dtype).to(device);
+// The distances first .. first + count - 1.
+std::vector<double> distance_values(int64_t first, int64_t count) {
+  std::vector<double> d(static_cast<size_t>(count));
+  for (int64_t p = 0; p < count; ++p) d[static_cast<size_t>(p)] = static_cast<double>(first + p);
+  return d;
 }
 
 // The first head's frequencies of w [d/2] (shared by the heads) or [H, d/2].
@@ -289,12 +292,12 @@ SinusoidRelative::SinusoidRelative(const nn::BertConfig& c, bool learnable, Shar
 }
 
 Var SinusoidRelative::frequency_var(int layer, DType dtype, Device device) const {
-  if (!offsets_) return Var(sinusoid_frequencies(head_dim_, dtype, device));
+  if (!offsets_) return Var(sinusoid_frequencies(*this, head_dim_, dtype, device));
   // w = w_fixed + delta: the learned frequency, starting at the fixed one
   // (a parameter cannot start from per-element values; the gradients of w
   // and of delta are the same).
   Var delta = layer_offsets(layer);
-  return add(delta, Var(sinusoid_frequencies(head_dim_, delta.dtype(), delta.device())));
+  return add(delta, Var(sinusoid_frequencies(*this, head_dim_, delta.dtype(), delta.device())));
 }
 
 Var SinusoidRelative::layer_offsets(int layer) const {
@@ -314,7 +317,7 @@ Tensor SinusoidRelative::frequencies(int layer) const {
 
 Var SinusoidRelative::vectors(int layer, const DistanceRows& rows, DType dtype, Device device) const {
   // Row p stands for the distance min_distance + p.
-  return interleaved_sinusoid(distance_values(rows.min_distance, rows.count, dtype, device),
+  return interleaved_sinusoid(constant(distance_values(rows.min_distance, rows.count), {rows.count}, dtype, device),
                               frequency_var(layer, dtype, device));
 }
 
@@ -322,7 +325,7 @@ nn::PositionEncoding::OffsetVectors SinusoidRelative::offset_vectors(int layer, 
   NoGradGuard no_grad;
   const int64_t k = spec_.clip >= 0 ? std::min(span, spec_.clip) : span;  // beyond the clip, P(r) repeats
   OffsetVectors v;
-  v.vectors = interleaved_sinusoid(distance_values(-k, 2 * k + 1, DType::f64, Device::cpu()),
+  v.vectors = interleaved_sinusoid(Tensor::from_vector(distance_values(-k, 2 * k + 1), {2 * k + 1}),
                                    Var(first_head(frequencies(layer))))
                   .value();
   v.first_offset = -k;
@@ -345,7 +348,7 @@ Var SinusoidRelative::score_bias(const nn::AttentionState& s, const Var& q, cons
 }
 
 void SinusoidRelative::fused_terms(const nn::AttentionState& s, const Var& q, const Var&, FusedTerms& out) {
-  DistanceRows rows = spec_.fused_rows(s, name(), out);
+  DistanceRows rows = spec_.fused_rows(*this, s, out);
   Var p = per_head_table(vectors(s.layer, rows, q.dtype(), q.device()), 3);
   out.vars.query_vectors = p;
   out.terms.query_scale = score_scale(s);

@@ -74,8 +74,9 @@ struct DistanceSpec {
                     const nn::Context* ctx = nullptr) const;
   // The same rows for the fused attention: a table of distance -> row (minus
   // `first`) made on the host from the batch's widest distance, set in
-  // out.terms (no [B, L, L] index); first and count as rows() gives them.
-  DistanceRows fused_rows(const nn::AttentionState& s, const std::string& variant,
+  // out.terms (no [B, L, L] index), kept as a constant of `pe` (the variant
+  // asking, whose name the errors give); first and count as rows() gives them.
+  DistanceRows fused_rows(const nn::PositionEncoding& pe, const nn::AttentionState& s,
                           nn::PositionEncoding::FusedTerms& out) const;
 
  private:

@@ -15,13 +15,10 @@ Rotary::Rotary(const nn::BertConfig& c, FieldReader& o, Device)
 }
 
 Tensor Rotary::frequencies(DType dtype, Device device) const {
-  for (const Tensor& t : frequencies_)
-    if (t.dtype() == dtype && t.device() == device) return t;
   const int64_t half = head_dim_ / 2;
   std::vector<double> theta(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i) theta[i] = std::pow(base_, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim_));
-  frequencies_.push_back(Tensor::from_vector(theta, {half}).to(dtype).to(device));
-  return frequencies_.back();
+  return constant(theta, {half}, dtype, device);
 }
 
 Var Rotary::rotated(const Var& x, const Tensor& positions) const {

@@ -49,7 +49,6 @@ class Rotary : public nn::PositionEncoding {
   int64_t head_dim_;
   double base_;
   bool interleaved_;
-  mutable std::vector<Tensor> frequencies_;  // one per dtype and device asked for
 };
 
 }  // namespace ordo::pe

@@ -67,7 +67,7 @@ Var T5Bias::score_bias(const nn::AttentionState& s, const Var&, const Var&) {
 }
 
 void T5Bias::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
-  set_fused_rows(out, s, widest_distance(*s.positions, s.ctx),
+  set_fused_rows(*this, out, s, widest_distance(*s.positions, s.ctx),
                  [&](int64_t r) { return t5_bucket(r, num_buckets_, max_distance_); });
   out.vars.table = tables_.for_layer(s.layer);  // [heads, buckets]
 }
@@ -101,7 +101,7 @@ Var RelativeScalar::score_bias(const nn::AttentionState& s, const Var&, const Va
 }
 
 void RelativeScalar::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
-  set_fused_rows(out, s, checked_widest(s, max_distance_), [&](int64_t r) { return r + max_distance_; });
+  set_fused_rows(*this, out, s, checked_widest(s, max_distance_), [&](int64_t r) { return r + max_distance_; });
   out.vars.table = tables_.for_layer(s.layer);  // [heads, 2 max_distance + 1]
 }
 
@@ -174,7 +174,7 @@ Alibi::Alibi(const nn::BertConfig& c, FieldReader& o, Device device)
 }
 
 Var Alibi::slopes(int layer, DType dtype) const {
-  Var m(Tensor::from_vector(alibi_slopes(heads_), {heads_}).to(dtype).to(device_));
+  Var m(constant(alibi_slopes(heads_), {heads_}, dtype, device_));
   if (!learned_) return m;
   return add(m, reshape(offsets_->for_layer(layer), {heads_}));  // m_h + d_{layer,h}
 }
@@ -193,9 +193,10 @@ Var Alibi::positional_weights(const nn::AttentionState& s) { return softmax(bias
 void Alibi::fused_terms(const nn::AttentionState& s, const Var& q, const Var&, FusedTerms& out) {
   // -m_h |r| for r = -widest .. widest: [heads, 2 widest + 1], row r + widest.
   const int64_t widest = widest_distance(*s.positions, s.ctx), n = 2 * widest + 1;
-  Tensor distance = abs(affine(Tensor::arange(n, DType::f64), 1.0, -static_cast<double>(widest))).to(q.dtype());
-  out.vars.table = neg(mul(reshape(slopes(s.layer, q.dtype()), {heads_, 1}), Var(distance.reshape({1, n}).to(q.device()))));
-  set_fused_rows(out, s, widest, [&](int64_t r) { return r + widest; });
+  std::vector<double> distance(static_cast<size_t>(n));
+  for (int64_t p = 0; p < n; ++p) distance[static_cast<size_t>(p)] = std::fabs(static_cast<double>(p - widest));
+  out.vars.table = neg(mul(reshape(slopes(s.layer, q.dtype()), {heads_, 1}), Var(constant(distance, {1, n}, q.dtype(), q.device()))));
+  set_fused_rows(*this, out, s, widest, [&](int64_t r) { return r + widest; });
 }
 
 }  // namespace ordo::pe

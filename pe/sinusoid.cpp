@@ -16,11 +16,11 @@ SinusoidalAbsolute::SinusoidalAbsolute(const nn::BertConfig& config, bool learna
 Var SinusoidalAbsolute::frequencies() const {
   if (!learnable_) {
     DType dtype = device_.is_cpu() ? DType::f64 : DType::f32;
-    return Var(sinusoid_frequencies(dim_, dtype, device_));
+    return Var(sinusoid_frequencies(*this, dim_, dtype, device_));
   }
   // w = w^fixed + d, in the offsets' dtype (f32 in training, f64 in checks).
   const Var& d = offsets_->var;
-  return add(Var(sinusoid_frequencies(dim_, d.dtype(), d.device())), d);
+  return add(Var(sinusoid_frequencies(*this, dim_, d.dtype(), d.device())), d);
 }
 
 nn::PositionEncoding::LearnedFrequencies SinusoidalAbsolute::learned_frequencies(int) const {

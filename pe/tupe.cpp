@@ -104,7 +104,7 @@ Var Tupe::positional_term(const Tensor& positions, const nn::Context* ctx) const
     for (int64_t j = 0; j < length; ++j) keep[j] = 0, row[j] = 1;
     for (int64_t i = 1; i < length; ++i) keep[i * length] = 0, col[i * length] = 1;
     auto mask = [&](const std::vector<double>& m) {
-      return Var(Tensor::from_vector(m, {1, 1, length, length}).to(term.dtype()).to(term.device()));
+      return Var(constant(m, {1, 1, length, length}, term.dtype(), term.device()));
     };
     Var theta1 = reshape(select(cls_.var, 1, 0), {1, heads_, 1, 1});
     Var theta2 = reshape(select(cls_.var, 1, 1), {1, heads_, 1, 1});
@@ -118,7 +118,7 @@ void Tupe::fused_terms(const nn::AttentionState& s, const Var&, const Var&, Fuse
   out.terms.pos_scale = 1.0 / std::sqrt(2.0 * static_cast<double>(head_dim_));
   Var table;
   if (relative()) {  // b_h[bucket(p_j - p_i)]: rows by bucket of the [H, buckets] table
-    set_fused_rows(out, s, widest_distance(*s.positions, s.ctx),
+    set_fused_rows(*this, out, s, widest_distance(*s.positions, s.ctx),
                    [&](int64_t r) { return t5_bucket(r, num_buckets_, max_distance_); });
     table = transpose(bias_->var, 0, 1);
   }

