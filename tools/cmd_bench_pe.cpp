@@ -209,6 +209,8 @@ int run(const std::vector<std::string>& argv) {
       }
     }
   }
+  // A variant whose every round failed has an empty entry (made before its measurement threw).
+  auto measured = [&](const std::string& label) { return runs.count(label) && !runs[label].empty(); };
   auto figure = [&](const std::string& label, double Measurement::*field) {
     std::vector<double> v;
     for (const Measurement& m : runs[label]) v.push_back(m.*field);
@@ -216,14 +218,14 @@ int run(const std::vector<std::string>& argv) {
   };
   auto train = [&](const std::string& l) { return figure(l, &Measurement::train); };
   auto infer = [&](const std::string& l) { return figure(l, &Measurement::infer); };
-  ORDO_CHECK(runs.count("none") && !runs["none"].empty(), "bench pe: the baseline 'none' did not run");
+  ORDO_CHECK(measured("none"), "bench pe: the baseline 'none' did not run");
   const Measurement& none0 = runs["none"][0];
   const double target = device.is_cpu() ? 1.30 : 1.15;
 
   bench::Table table({"variant", "PE params", "paper formula", "formula value", "train ms", "vs none",
                       "infer ms", "vs none", "peak MiB", "vs none", std::string("within ") + percent(target)});
   for (const Entry& e : entries) {
-    if (!runs.count(e.label) || runs[e.label].empty()) continue;
+    if (!measured(e.label)) continue;
     const Measurement& m0 = runs[e.label][0];
     auto [text, value] = paper_formula(e.pe, base);
     if (e.label != e.pe) text = "", value = -1;  // the formula is for the default options
@@ -250,7 +252,7 @@ int run(const std::vector<std::string>& argv) {
   report["rounds"] = rounds;
   json::Value variants = json::Value::object();
   for (const Entry& e : entries) {
-    if (!runs.count(e.label) || runs[e.label].empty()) continue;
+    if (!measured(e.label)) continue;
     json::Value v = json::Value::object();
     v["train_ms"] = 1e3 * train(e.label);
     v["infer_ms"] = 1e3 * infer(e.label);
@@ -261,8 +263,8 @@ int run(const std::vector<std::string>& argv) {
   report["variants"] = variants;
 
   // Chen et al. 2021, Table 3: relative to REL-SCALAR.
-  const char* shaw = runs.count("rpe_shaw value:true") ? "rpe_shaw value:true" : "rpe_shaw";
-  if (runs.count("rel_scalar") && runs.count(shaw) && runs.count("tupe")) {
+  const char* shaw = measured("rpe_shaw value:true") ? "rpe_shaw value:true" : "rpe_shaw";
+  if (measured("rel_scalar") && measured(shaw) && measured("tupe")) {
     std::printf("\nChen et al. 2021, Table 3 (time relative to REL-SCALAR; the paper: BERT-base training "
                 "+13%% / +1%% / 0, inference +33%% / +19%% / 0; BERT-small training +24%% / +4%% / 0, "
                 "inference +65%% / +27%% / 0)\n");
