@@ -285,7 +285,8 @@ StepResult GraphedStep::run(int64_t step, bool read_scalars, const std::function
     opt_.apply(norm_and_clip_, nn::AdamW::StepInfo{});
   };
   double lr = 0;
-  if (steps_ < kStepsAsTheyAre) {
+  if (steps_ < kStepsAsTheyAre || (key != key_ && key != warmed_key_)) {
+    warmed_key_ = key;
     lr = opt_.schedule();
     body();  // as it is: fills the allocator's cache with every block the step needs
   } else {

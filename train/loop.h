@@ -134,7 +134,10 @@ StepResult optimizer_step(nn::AdamW& opt, int64_t step, int64_t micro_batches, b
 // allocations fill the caching allocator), the third is captured, and
 // every later step replays;
 // a step whose `key` (the shapes and host-side facts the captured work was
-// made for) differs from the capture's is captured again. Everything else
+// made for) differs from the capture's runs once as it is (what it needs
+// that no earlier step made — a new length's blocks, a position encoding's
+// constants for it — is made outside a capture) and is captured the next
+// time it comes. Everything else
 // is optimizer_step's: a logged step reads its scalars and the norm in one
 // host copy, and a non-finite loss goes to `report`. AdamW must be fused
 // (its update skips a step whose norm is not finite, so an unlogged
@@ -159,7 +162,8 @@ class GraphedStep {
   Device device_;
   Tensor stream_base_;
   CudaGraph graph_;
-  std::string key_;
+  std::string key_;         // the captured step's
+  std::string warmed_key_;  // the last key run as it is
   int64_t steps_ = 0, captures_ = 0;
   // The captured step's outputs: rewritten by each replay.
   MicroBatch outputs_;

@@ -359,6 +359,17 @@ TEST_CASE("cuda: a pretraining run replaying one CUDA graph a step equals the ru
     CHECK(read_file(with + ckpt) == read_file(without + ckpt));
     CHECK(graphed.output.find("cuda graphs: off") == std::string::npos);
   }
+  // Two phases of lengths 8 and 13: the second phase's first step makes its
+  // distance rows as it is, then the step is captured again, with no fallback.
+  const std::string phases = base + "--set model.pe=rpe_shaw --set train.steps=null --set train.max_seq_length=null "
+                             "--set train.batch_size=null --set 'train.phases=[{\"steps\":3,\"max_seq_length\":8,"
+                             "\"batch_size\":4},{\"steps\":3,\"max_seq_length\":13,\"batch_size\":4}]' ";
+  const test::CommandResult two = test::run_ordo(phases + "--out " + (dir / "phases"));
+  REQUIRE(two.exit_code == 0);
+  REQUIRE(test::run_ordo(phases + "--set train.cuda_graphs=false --out " + (dir / "phases_off")).exit_code == 0);
+  CHECK(two.output.find("cuda graphs: off") == std::string::npos);
+  CHECK(read_file(dir / "phases/checkpoints/step_000000006/model.safetensors") ==
+        read_file(dir / "phases_off/checkpoints/step_000000006/model.safetensors"));
 }
 
 TEST_CASE("cuda: a graphed step is one graph launch: no kernel launch, allocation or host read of its own",
@@ -401,7 +412,13 @@ TEST_CASE("cuda: a graphed step is one graph launch: no kernel launch, allocatio
   CHECK(std::isfinite(logged.means.at(0).second));
   CHECK(std::isfinite(logged.optimizer.grad_norm));
   CHECK(step.captures() == 1);
-  step.run(6, false, nothing, forward, report, "another shape");  // new facts: captured again
+  step.run(6, false, nothing, forward, report, "another shape");  // new facts: run as they are once,
+  CHECK(step.captures() == 1);
+  step.run(7, false, nothing, forward, report, "another shape");  // then captured
   CHECK(step.captures() == 2);
+  step.run(8, false, nothing, forward, report, "one shape");  // back to the first: once as it is again,
+  CHECK(step.captures() == 2);
+  step.run(9, false, nothing, forward, report, "one shape");  // then captured
+  CHECK(step.captures() == 3);
 }
 #endif
