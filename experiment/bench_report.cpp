@@ -14,19 +14,17 @@ namespace {
 const char* const kColumns[2] = {"rpe_shaw", "tupe"};
 
 // "+13%" from 13 (a percentage), "-" where there is none.
-std::string signed_percent(double percent) { return std::isfinite(percent) ? cell(percent, "%+.0f%%") : "-"; }
+std::string signed_percent(double percent) { return cell(percent, "%+.0f%%"); }
 
 double paper_percent(const PaperTable* paper, const std::string& key, const std::string& column) {
   const PaperTable::Row* row = paper ? paper->find(key) : nullptr;
-  if (!row) return NAN;
-  const auto it = row->cells.find(column);
-  return it != row->cells.end() && it->second.present ? it->second.value : NAN;
+  return row ? row->value(column) : NAN;
 }
 
 }  // namespace
 
-BenchFiles bench_pe_table3(const Plan& plan, const PaperTable* paper) {
-  BenchFiles out;
+ReportSection bench_pe_table3(const Plan& plan, const PaperTable* paper) {
+  ReportSection out;
   const std::string path = plan.out + "/bench_pe.json";
   std::string md = "\n## Table 3: step time relative to REL-SCALAR\n\n";
   std::string html = "<h2>Table 3: step time relative to REL-SCALAR</h2>\n";
@@ -77,21 +75,11 @@ BenchFiles bench_pe_table3(const Plan& plan, const PaperTable* paper) {
                     (ordered ? "holds" : "does not hold") + " here (Shaw " + signed_percent(ordo[0]) + ", TUPE " +
                     signed_percent(ordo[1]) + ").");
   }
-  md += t.markdown() + "\n**Reading** (generated)\n\n";
-  html += t.html() + "<ul>\n";
-  json::Value reading = json::Value::array();
-  for (const std::string& l : lines) {
-    md += "- " + l + "\n";
-    html += "<li>" + report::html_escape(l) + "</li>\n";
-    reading.push_back(l);
-  }
-  html += "</ul>\n";
-  record["reading"] = reading;
+  md += t.markdown();
+  html += t.html();
+  record["reading"] = append_reading(lines, "Reading (generated)", md, html);
   record["bench"] = path;
-  if (paper) {
-    md += "\nThe paper's values: `" + paper->path + "`\n";
-    for (const std::string& s : paper->source) md += "> " + s + "\n";
-  }
+  if (paper) md += paper_values_markdown(*paper);
   out.files.push_back({"bench/table3.md", "# Chen et al. 2021, Table 3\n" + md});
   out.files.push_back({"bench/table3.json", json::dump(record, 2) + "\n"});
   out.markdown = md;

@@ -15,17 +15,12 @@
 
 #include "experiment/paper_table.h"
 #include "experiment/plan.h"
+#include "experiment/tables.h"
 #include "report/report.h"
 
 namespace ordo::experiment {
 
-struct BenchFiles {
-  std::vector<report::OutputFile> files;
-  std::string html;      // the section for index.html
-  std::string markdown;  // the same for paper.md
-};
-
 // `paper`: the folder's table of modes (null: ordo's side alone).
-BenchFiles bench_pe_table3(const Plan& plan, const PaperTable* paper);
+ReportSection bench_pe_table3(const Plan& plan, const PaperTable* paper);
 
 }  // namespace ordo::experiment

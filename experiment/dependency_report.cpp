@@ -44,11 +44,6 @@ double ordo_summary(const json::Value& analysis, const std::string& attention, c
   return v.is_null() ? NAN : 100 * v.as_number();
 }
 
-double paper_value(const PaperTable::Row& row, const std::string& column) {
-  const auto it = row.cells.find(column);
-  return it != row.cells.end() && it->second.present ? it->second.value : NAN;
-}
-
 const PaperTable::Row* paper_row(const PaperTable& paper, const std::string& key) {
   for (const PaperTable::Row& r : paper.rows)
     if (r.key == key) return &r;
@@ -78,9 +73,9 @@ std::string finding(const std::string& what, const std::string& first, const std
 
 }  // namespace
 
-DependencyFiles dependency_heads_across_runs(const Plan& plan, const std::vector<RunResults>& runs,
+ReportSection dependency_heads_across_runs(const Plan& plan, const std::vector<RunResults>& runs,
                                             const PaperTable* paper) {
-  DependencyFiles out;
+  ReportSection out;
   std::string md = "\n## Table 8 and Figure 5: attention heads as dependency parsers\n\n";
   std::string html = "<h2>Table 8 and Figure 5: attention heads as dependency parsers</h2>\n";
   const RunResults* named = nullptr;
@@ -132,12 +127,12 @@ DependencyFiles dependency_heads_across_runs(const Plan& plan, const std::vector
         if (r.key == "short" || r.key == "long" || r.key == "macro") continue;
         std::vector<double> o(3, NAN), p(3);
         for (size_t k = 0; k < 3; ++k) {
-          p[k] = paper_value(r, kAttentions[k]);
+          p[k] = r.value(kAttentions[k]);
           if (r.key != "-") o[k] = ordo_accuracy(analysis, kAttentions[k], r.key);
         }
         if (r.key != "-") seen.push_back(r.key);
         add_row(r.name, r.key == "-" ? "(none)" : r.key, r.key == "-" ? NAN : ordo_distance(analysis, r.key),
-                paper_value(r, "distance"), o, p);
+                r.value("distance"), o, p);
       }
     }
     // ordo's relations the paper's table does not have.
@@ -154,7 +149,7 @@ DependencyFiles dependency_heads_across_runs(const Plan& plan, const std::vector
       std::vector<double> o(3), p(3, NAN);
       for (size_t k = 0; k < 3; ++k) {
         o[k] = ordo_summary(analysis, kAttentions[k], which);
-        if (r) p[k] = paper_value(*r, kAttentions[k]);
+        if (r) p[k] = r->value(kAttentions[k]);
       }
       add_row(std::string("**") + which + "**", "", NAN, NAN, o, p);
     }
@@ -169,7 +164,7 @@ DependencyFiles dependency_heads_across_runs(const Plan& plan, const std::vector
       std::vector<std::string> lines;
       auto p_summary = [&](const char* which, const char* a) {
         const PaperTable::Row* r = paper_row(*paper, which);
-        return r ? paper_value(*r, a) : NAN;
+        return r ? r->value(a) : NAN;
       };
       lines.push_back(finding("Short relations (mean length <= 4 words)", "positional", "contextual",
                               p_summary("short", "positional"), p_summary("short", "contextual"),
@@ -190,7 +185,7 @@ DependencyFiles dependency_heads_across_runs(const Plan& plan, const std::vector
       for (const PaperTable::Row& r : paper->rows) {
         if (r.key == "-" || r.key == "short" || r.key == "long" || r.key == "macro") continue;
         const double o = ordo_accuracy(analysis, "positional", r.key) - ordo_accuracy(analysis, "contextual", r.key);
-        const double p = paper_value(r, "positional") - paper_value(r, "contextual");
+        const double p = r.value("positional") - r.value("contextual");
         if (!std::isfinite(o) || !std::isfinite(p)) continue;
         ++matched;
         if ((o > 0) == (p > 0)) ++agree;
@@ -200,18 +195,8 @@ DependencyFiles dependency_heads_across_runs(const Plan& plan, const std::vector
         lines.push_back("Relation by relation (the " + std::to_string(matched) + " both tables have): positional " +
                         "minus contextual has the paper's sign in " + std::to_string(agree) + " of " +
                         std::to_string(matched) + (against.empty() ? "." : "; not in " + against + "."));
-      md += "\n**Reading** (generated from the two tables)\n\n";
-      html += "<ul>\n";
-      json::Value reading = json::Value::array();
-      for (const std::string& l : lines) {
-        md += "- " + l + "\n";
-        html += "<li>" + report::html_escape(l) + "</li>\n";
-        reading.push_back(l);
-      }
-      html += "</ul>\n";
-      record["reading"] = reading;
-      md += "\nThe paper's values: `" + paper->path + "`\n";
-      for (const std::string& s : paper->source) md += "> " + s + "\n";
+      record["reading"] = append_reading(lines, "Reading (generated from the two tables)", md, html);
+      md += paper_values_markdown(*paper);
     }
   }
 

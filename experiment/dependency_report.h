@@ -16,19 +16,14 @@
 
 #include "experiment/paper_table.h"
 #include "experiment/plan.h"
+#include "experiment/tables.h"
 #include "experiment/results.h"
 #include "report/report.h"
 
 namespace ordo::experiment {
 
-struct DependencyFiles {
-  std::vector<report::OutputFile> files;
-  std::string html;      // the section for index.html
-  std::string markdown;  // the same for paper.md
-};
-
 // `paper`: the folder's table of relations (null: ordo's side alone).
-DependencyFiles dependency_heads_across_runs(const Plan& plan, const std::vector<RunResults>& runs,
+ReportSection dependency_heads_across_runs(const Plan& plan, const std::vector<RunResults>& runs,
                                             const PaperTable* paper);
 
 }  // namespace ordo::experiment

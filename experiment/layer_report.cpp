@@ -57,8 +57,8 @@ std::string fraction(std::pair<int, int> c) { return std::to_string(c.first) + "
 
 }  // namespace
 
-LayerFiles layer_probing_across_runs(const Plan& plan, const std::vector<RunResults>& runs, const PaperTable* paper) {
-  LayerFiles out;
+ReportSection layer_probing_across_runs(const Plan& plan, const std::vector<RunResults>& runs, const PaperTable* paper) {
+  ReportSection out;
   std::vector<json::Value> probing;
   for (const RunResults& r : runs) probing.push_back(read_probing(r));
   std::string md = "\n## Table 9 and Figure 4: frozen per-layer probing\n\n";
@@ -93,11 +93,7 @@ LayerFiles layer_probing_across_runs(const Plan& plan, const std::vector<RunResu
     row["paper_row"] = paper_name;
     for (const std::string& task : tasks) {
       const double o = ordo_value(runs, probing, run, attention, task);
-      double p = NAN;
-      if (paper_row) {
-        const auto it = paper_row->cells.find(task);
-        if (it != paper_row->cells.end() && it->second.present) p = it->second.value;
-      }
+      const double p = paper_row ? paper_row->value(task) : NAN;
       cells.push_back(cell(o) + " / " + cell(p));
       row["ordo_" + task] = std::isfinite(o) ? json::Value(o) : json::Value();
       row["paper_" + task] = std::isfinite(p) ? json::Value(p) : json::Value();
@@ -139,9 +135,7 @@ LayerFiles layer_probing_across_runs(const Plan& plan, const std::vector<RunResu
     for (const std::string& model : models) {
       auto paper_of = [&](const std::string& attention, const std::string& task) -> double {
         const PaperTable::Row* r = paper->find(model + "." + attention);
-        if (!r) return NAN;
-        const auto it = r->cells.find(task);
-        return it != r->cells.end() && it->second.present ? it->second.value : NAN;
+        return r ? r->value(task) : NAN;
       };
       auto ordo_of = [&](const std::string& attention, const std::string& task) {
         return ordo_value(runs, probing, model, attention, task);
@@ -164,18 +158,8 @@ LayerFiles layer_probing_across_runs(const Plan& plan, const std::vector<RunResu
                       fraction(count_ahead(paper_of, "contextual", {"positional"}, semantic)) + ", ordo on " +
                       fraction(count_ahead(ordo_of, "contextual", {"positional"}, semantic)) + ".");
     }
-    md += "\n**Reading** (generated from the two tables)\n\n";
-    html += "<ul>\n";
-    json::Value reading = json::Value::array();
-    for (const std::string& l : lines) {
-      md += "- " + l + "\n";
-      html += "<li>" + report::html_escape(l) + "</li>\n";
-      reading.push_back(l);
-    }
-    html += "</ul>\n";
-    record["reading"] = reading;
-    md += "\nThe paper's values: `" + paper->path + "`\n";
-    for (const std::string& s : paper->source) md += "> " + s + "\n";
+    record["reading"] = append_reading(lines, "Reading (generated from the two tables)", md, html);
+    md += paper_values_markdown(*paper);
   }
   // Figure 4: every probed run's accuracy against the layer.
   for (size_t i = 0; i < runs.size(); ++i) {

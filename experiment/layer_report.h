@@ -15,18 +15,13 @@
 
 #include "experiment/paper_table.h"
 #include "experiment/plan.h"
+#include "experiment/tables.h"
 #include "experiment/results.h"
 #include "report/report.h"
 
 namespace ordo::experiment {
 
-struct LayerFiles {
-  std::vector<report::OutputFile> files;
-  std::string html;      // the section for index.html
-  std::string markdown;  // the same for paper.md
-};
-
 // `paper`: the folder's run_attention table (null: ordo's side alone).
-LayerFiles layer_probing_across_runs(const Plan& plan, const std::vector<RunResults>& runs, const PaperTable* paper);
+ReportSection layer_probing_across_runs(const Plan& plan, const std::vector<RunResults>& runs, const PaperTable* paper);
 
 }  // namespace ordo::experiment

@@ -91,6 +91,11 @@ double badness(const std::string& key, double value) {
   return is_indicator_key(key) ? value : -value;
 }
 
+double PaperTable::Row::value(const std::string& column) const {
+  const auto it = cells.find(column);
+  return it != cells.end() && it->second.present ? it->second.value : NAN;
+}
+
 const PaperTable::Row* PaperTable::find(const std::string& key) const {
   for (const Row& r : rows)
     if (r.key == key) return &r;

@@ -63,6 +63,7 @@ struct PaperTable {
     std::string name;                  // the paper's name of the row
     std::string family, kind;          // rows of configs only
     std::map<std::string, PaperCell> cells;
+    double value(const std::string& column) const;  // the cell's value; NaN where the paper has none
   };
   std::vector<Row> rows;
   const Row* find(const std::string& key) const;

@@ -283,31 +283,17 @@ void write_experiment_report(const Plan& plan, const std::string& out) {
     const WangChenFiles across = wang_chen_across_runs(plan, runs);
     append(across.files, across.html, across.markdown);
   }
-  if (!plan.dependency_run.empty()) {
-    const PaperTable* relations = nullptr;
+  auto keyed = [&](const std::string& first_column) -> const PaperTable* {  // the folder's keyed table, if any
     for (const PaperTable& t : tables)
-      if (t.keyed == "relation") relations = &t;
-    const DependencyFiles heads = dependency_heads_across_runs(plan, runs, relations);
-    append(heads.files, heads.html, heads.markdown);
-  }
-  const PaperTable* table9 = nullptr;
-  for (const PaperTable& t : tables)
-    if (t.keyed == "run_attention") table9 = &t;
-  if (plan.has_stage("layers") || table9) {
-    const LayerFiles layers = layer_probing_across_runs(plan, runs, table9);
-    append(layers.files, layers.html, layers.markdown);
-  }
-  if (plan.bench_pe) {
-    const PaperTable* modes = nullptr;
-    for (const PaperTable& t : tables)
-      if (t.keyed == "mode") modes = &t;
-    const BenchFiles bench = bench_pe_table3(plan, modes);
-    append(bench.files, bench.html, bench.markdown);
-  }
-  if (std::any_of(plan.finetune.begin(), plan.finetune.end(), [](const FinetuneTask& t) { return t.sweep; })) {
-    const SweepFiles sweep = sweep_across_encoders(plan, runs);
-    append(sweep.files, sweep.html, sweep.markdown);
-  }
+      if (t.keyed == first_column) return &t;
+    return nullptr;
+  };
+  auto add = [&](const ReportSection& section) { append(section.files, section.html, section.markdown); };
+  if (!plan.dependency_run.empty()) add(dependency_heads_across_runs(plan, runs, keyed("relation")));
+  if (plan.has_stage("layers") || keyed("run_attention")) add(layer_probing_across_runs(plan, runs, keyed("run_attention")));
+  if (plan.bench_pe) add(bench_pe_table3(plan, keyed("mode")));
+  if (std::any_of(plan.finetune.begin(), plan.finetune.end(), [](const FinetuneTask& t) { return t.sweep; }))
+    add(sweep_across_encoders(plan, runs));
   std::vector<report::RunRecord> records;
   for (const RunResults& r : runs)
     if (r.probed) records.push_back(r.record);

@@ -55,8 +55,8 @@ png::Image panel(const std::vector<const Encoder*>& encoders, bool by_locality, 
 
 }  // namespace
 
-SweepFiles sweep_across_encoders(const Plan& plan, const std::vector<RunResults>& runs) {
-  SweepFiles out;
+ReportSection sweep_across_encoders(const Plan& plan, const std::vector<RunResults>& runs) {
+  ReportSection out;
   std::vector<Encoder> encoders;
   std::string run_name, stand_in;
   int64_t length = 0;
@@ -142,15 +142,7 @@ SweepFiles sweep_across_encoders(const Plan& plan, const std::vector<RunResults>
               "accuracy rises as locality strengthens, its growth slowing past about 0.3 (SUBJ, Figure 7).");
   correlation(right, false, "Right (locality in [0.15, 0.3])",
               "symmetry matters only above about 0.65, and more of it is better.");
-  md += "\n**Reading** (generated)\n\n";
-  html += "<ul>\n";
-  json::Value reading = json::Value::array();
-  for (const std::string& l : lines) {
-    md += "- " + l + "\n";
-    html += "<li>" + report::html_escape(l) + "</li>\n";
-    reading.push_back(l);
-  }
-  html += "</ul>\n";
+  const json::Value reading = append_reading(lines, "Reading (generated)", md, html);
   std::vector<png::Image> panels;
   if (!middle.empty()) panels.push_back(panel(middle, true, "s = 1: accuracy against locality"));
   if (!right.empty()) panels.push_back(panel(right, false, "locality 0.15-0.3: accuracy against symmetry"));

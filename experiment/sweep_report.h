@@ -13,21 +13,16 @@
 #include <vector>
 
 #include "experiment/plan.h"
+#include "experiment/tables.h"
 #include "experiment/results.h"
 #include "report/report.h"
 
 namespace ordo::experiment {
 
-struct SweepFiles {
-  std::vector<report::OutputFile> files;
-  std::string html;      // the section for index.html
-  std::string markdown;  // the same for paper.md
-};
-
 // Locality and symmetry (probe/indicators.h, Eqs. 7-8) of the attenuated
 // weights delta(w, s) over positions 0..length-1.
 std::pair<double, double> attenuated_locality_symmetry(double w, double s, int64_t length);
 
-SweepFiles sweep_across_encoders(const Plan& plan, const std::vector<RunResults>& runs);
+ReportSection sweep_across_encoders(const Plan& plan, const std::vector<RunResults>& runs);
 
 }  // namespace ordo::experiment

@@ -370,6 +370,26 @@ std::string escape(const std::string& s) { return report::html_escape(s); }
 
 }  // namespace
 
+json::Value append_reading(const std::vector<std::string>& lines, const std::string& title, std::string& md,
+                           std::string& html) {
+  md += "\n**" + title + "**\n\n";
+  html += "<ul>\n";
+  json::Value reading = json::Value::array();
+  for (const std::string& l : lines) {
+    md += "- " + l + "\n";
+    html += "<li>" + escape(l) + "</li>\n";
+    reading.push_back(l);
+  }
+  html += "</ul>\n";
+  return reading;
+}
+
+std::string paper_values_markdown(const PaperTable& table) {
+  std::string md = "\nThe paper's values: `" + table.path + "`\n";
+  for (const std::string& s : table.source) md += "> " + s + "\n";
+  return md;
+}
+
 std::string cell(double v, const char* pattern) { return std::isfinite(v) ? format(v, pattern) : "-"; }
 
 std::string TextTable::markdown() const {

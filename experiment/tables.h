@@ -32,6 +32,24 @@
 
 namespace ordo::experiment {
 
+// A section of an experiment's report that a paper's table or figure adds
+// (experiment/dependency_report.h, layer_report.h, sweep_report.h,
+// bench_report.h): its files, and its text for index.html and paper.md.
+struct ReportSection {
+  std::vector<report::OutputFile> files;
+  std::string html;
+  std::string markdown;
+};
+
+// The generated reading `lines` under the heading `title` ("Reading
+// (generated)"), appended as a Markdown list to `md` and an HTML list to
+// `html`; returned as a JSON array for the section's record.
+json::Value append_reading(const std::vector<std::string>& lines, const std::string& title, std::string& md,
+                           std::string& html);
+
+// "The paper's values: `PATH`" and the table's source lines, for paper.md.
+std::string paper_values_markdown(const PaperTable& table);
+
 // A figure in a cell by a printf pattern (one decimal by default: "85.3"),
 // "-" where there is none (NaN or infinite).
 std::string cell(double v, const char* pattern = "%.1f");

@@ -166,4 +166,49 @@ std::vector<double> least_squares(const Matrix& x, const std::vector<double>& y)
   return w;
 }
 
+Standardised standardise(const Matrix& x) {
+  const int64_t n = x.rows, d = x.cols;
+  Standardised out;
+  out.mean.assign(static_cast<size_t>(d), 0.0);
+  out.scale.assign(static_cast<size_t>(d), 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < d; ++k) out.mean[static_cast<size_t>(k)] += x(i, k);
+  for (double& v : out.mean) v /= static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < d; ++k) {
+      const double c = x(i, k) - out.mean[static_cast<size_t>(k)];
+      out.scale[static_cast<size_t>(k)] += c * c;
+    }
+  for (double& v : out.scale) v = v > 0 ? std::sqrt(v / static_cast<double>(n)) : 1.0;
+  out.z = Matrix(n, d);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < d; ++k)
+      out.z(i, k) = (x(i, k) - out.mean[static_cast<size_t>(k)]) / out.scale[static_cast<size_t>(k)];
+  return out;
+}
+
+double gram_largest_eigenvalue(const Matrix& z) {
+  const int64_t n = z.rows, d = z.cols;
+  std::vector<double> v(static_cast<size_t>(d), 1.0 / std::sqrt(static_cast<double>(d))), zv(static_cast<size_t>(n)),
+      next(static_cast<size_t>(d));
+  double lmax = 0;
+  for (int it = 0; it < 50; ++it) {
+    for (int64_t i = 0; i < n; ++i) {
+      double s = 0;
+      for (int64_t k = 0; k < d; ++k) s += z(i, k) * v[static_cast<size_t>(k)];
+      zv[static_cast<size_t>(i)] = s;
+    }
+    std::fill(next.begin(), next.end(), 0.0);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < d; ++k) next[static_cast<size_t>(k)] += z(i, k) * zv[static_cast<size_t>(i)] / static_cast<double>(n);
+    double norm = 0;
+    for (double e : next) norm += e * e;
+    norm = std::sqrt(norm);
+    if (norm == 0) break;
+    lmax = norm;
+    for (int64_t k = 0; k < d; ++k) v[static_cast<size_t>(k)] = next[static_cast<size_t>(k)] / norm;
+  }
+  return lmax;
+}
+
 }  // namespace ordo::probe

@@ -50,4 +50,17 @@ inline constexpr double kFloat32Epsilon = 1.1920928955078125e-07;  // 2^-23
 // as scikit-learn's LinearRegression does.
 std::vector<double> least_squares(const Matrix& x, const std::vector<double>& y);
 
+// The columns of x (rows: samples) standardised by their mean and population
+// standard deviation (a constant column keeps scale 1): z = (x - mean) / scale.
+// What the logistic fits (fit_logistic, fit_softmax) train on.
+struct Standardised {
+  std::vector<double> mean, scale;
+  Matrix z;
+};
+Standardised standardise(const Matrix& x);
+
+// The largest eigenvalue of Z^T Z / n (n the rows of z) by 50 steps of power
+// iteration: the curvature bound the logistic fits take their step from.
+double gram_largest_eigenvalue(const Matrix& z);
+
 }  // namespace ordo::probe

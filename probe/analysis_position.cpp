@@ -146,38 +146,16 @@ LogisticModel fit_logistic(const std::vector<std::vector<double>>& xs, const std
   ORDO_CHECK(!xs.empty() && xs.size() == ys.size(), "fit_logistic: ", xs.size(), " feature rows, ", ys.size(), " labels");
   const size_t n = xs.size(), d = xs[0].size();
   const double lambda = l2;
-  LogisticModel m;
-  m.mean.assign(d, 0.0);
-  m.scale.assign(d, 0.0);
-  for (const auto& x : xs)
-    for (size_t k = 0; k < d; ++k) m.mean[k] += x[k];
-  for (double& v : m.mean) v /= static_cast<double>(n);
-  for (const auto& x : xs)
-    for (size_t k = 0; k < d; ++k) m.scale[k] += (x[k] - m.mean[k]) * (x[k] - m.mean[k]);
-  for (double& v : m.scale) v = v > 0 ? std::sqrt(v / static_cast<double>(n)) : 1.0;
-  std::vector<std::vector<double>> z(n, std::vector<double>(d));
+  Matrix x(static_cast<int64_t>(n), static_cast<int64_t>(d));
   for (size_t i = 0; i < n; ++i)
-    for (size_t k = 0; k < d; ++k) z[i][k] = (xs[i][k] - m.mean[k]) / m.scale[k];
-  // The largest eigenvalue of Z^T Z / n by power iteration: the loss's
-  // gradient is Lipschitz with constant (that + 1 for the bias) / 4 + lambda.
-  std::vector<double> v(d, 1.0 / std::sqrt(static_cast<double>(d))), zv(n), next(d);
-  double lmax = 0;
-  for (int it = 0; it < 50; ++it) {
-    for (size_t i = 0; i < n; ++i) {
-      double s = 0;
-      for (size_t k = 0; k < d; ++k) s += z[i][k] * v[k];
-      zv[i] = s;
-    }
-    std::fill(next.begin(), next.end(), 0.0);
-    for (size_t i = 0; i < n; ++i)
-      for (size_t k = 0; k < d; ++k) next[k] += z[i][k] * zv[i] / static_cast<double>(n);
-    double norm = 0;
-    for (double x : next) norm += x * x;
-    norm = std::sqrt(norm);
-    if (norm == 0) break;
-    lmax = norm;
-    for (size_t k = 0; k < d; ++k) v[k] = next[k] / norm;
-  }
+    for (size_t k = 0; k < d; ++k) x(static_cast<int64_t>(i), static_cast<int64_t>(k)) = xs[i][k];
+  Standardised st = standardise(x);
+  const Matrix& z = st.z;
+  LogisticModel m;
+  m.mean = std::move(st.mean);
+  m.scale = std::move(st.scale);
+  // The loss's gradient is Lipschitz with constant (lambda_max(Z^T Z / n) + 1 for the bias) / 4 + lambda.
+  const double lmax = gram_largest_eigenvalue(z);
   const double step = 1.0 / (0.25 * (lmax + 1.0) + lambda);
   std::vector<double> w(d, 0.0), w_prev(d, 0.0), wy(d), grad(d);
   double b = 0, b_prev = 0;
@@ -189,9 +167,9 @@ LogisticModel fit_logistic(const std::vector<std::vector<double>>& xs, const std
     double gb = 0;
     for (size_t i = 0; i < n; ++i) {
       double s = by;
-      for (size_t k = 0; k < d; ++k) s += z[i][k] * wy[k];
+      for (size_t k = 0; k < d; ++k) s += z(static_cast<int64_t>(i), static_cast<int64_t>(k)) * wy[k];
       const double p = 1.0 / (1.0 + std::exp(-s)), e = (p - ys[i]) / static_cast<double>(n);
-      for (size_t k = 0; k < d; ++k) grad[k] += z[i][k] * e;
+      for (size_t k = 0; k < d; ++k) grad[k] += z(static_cast<int64_t>(i), static_cast<int64_t>(k)) * e;
       gb += e;
     }
     w_prev = w;

@@ -14,6 +14,7 @@
 #include "pe/registry.h"
 #include "plot/plot.h"
 #include "plot/png.h"
+#include "probe/analysis_linalg.h"
 #include "train/checkpoint_paths.h"
 #include "train/loop.h"
 #include "train/pretrain.h"
@@ -45,39 +46,12 @@ SoftmaxModel fit_softmax(const Matrix& x, const std::vector<int>& y, int classes
   ORDO_CHECK(n > 0 && n == static_cast<int64_t>(y.size()), "fit_softmax: ", n, " feature rows, ", y.size(), " labels");
   ORDO_CHECK(classes >= 2, "fit_softmax: ", classes, " classes");
   for (int label : y) ORDO_CHECK(0 <= label && label < classes, "fit_softmax: label ", label, " outside 0..", classes - 1);
+  Standardised st = standardise(x);
+  const Matrix& z = st.z;
   SoftmaxModel m;
-  m.mean.assign(static_cast<size_t>(d), 0.0);
-  m.scale.assign(static_cast<size_t>(d), 0.0);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t f = 0; f < d; ++f) m.mean[static_cast<size_t>(f)] += x(i, f) / static_cast<double>(n);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t f = 0; f < d; ++f) {
-      const double c = x(i, f) - m.mean[static_cast<size_t>(f)];
-      m.scale[static_cast<size_t>(f)] += c * c / static_cast<double>(n);
-    }
-  for (double& s : m.scale) s = s > 0 ? std::sqrt(s) : 1.0;
-  Matrix z(n, d);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t f = 0; f < d; ++f) z(i, f) = (x(i, f) - m.mean[static_cast<size_t>(f)]) / m.scale[static_cast<size_t>(f)];
-  // lambda_max(Z^T Z / n) by power iteration.
-  std::vector<double> v(static_cast<size_t>(d), 1.0 / std::sqrt(static_cast<double>(d))), zv(static_cast<size_t>(n)), next(static_cast<size_t>(d));
-  double lmax = 0;
-  for (int it = 0; it < 50; ++it) {
-    for (int64_t i = 0; i < n; ++i) {
-      double s = 0;
-      for (int64_t f = 0; f < d; ++f) s += z(i, f) * v[static_cast<size_t>(f)];
-      zv[static_cast<size_t>(i)] = s;
-    }
-    std::fill(next.begin(), next.end(), 0.0);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t f = 0; f < d; ++f) next[static_cast<size_t>(f)] += z(i, f) * zv[static_cast<size_t>(i)] / static_cast<double>(n);
-    double norm = 0;
-    for (double e : next) norm += e * e;
-    norm = std::sqrt(norm);
-    if (norm == 0) break;
-    lmax = norm;
-    for (int64_t f = 0; f < d; ++f) v[static_cast<size_t>(f)] = next[static_cast<size_t>(f)] / norm;
-  }
+  m.mean = std::move(st.mean);
+  m.scale = std::move(st.scale);
+  const double lmax = gram_largest_eigenvalue(z);
   const double step = 1.0 / (0.5 * (lmax + 1.0) + l2);
   Matrix w(d, k), w_prev(d, k), wy(d, k), grad(d, k);
   std::vector<double> b(static_cast<size_t>(k), 0.0), b_prev(b), by(b), gb(b), s(b);

@@ -112,7 +112,7 @@ TEST_CASE("Table 8 beside a run's heads: cells in percent, ordo's extra relation
   experiment::Plan plan;
   plan.dependency_run = "tupe";
 
-  const experiment::DependencyFiles files = experiment::dependency_heads_across_runs(plan, {run}, &paper);
+  const experiment::ReportSection files = experiment::dependency_heads_across_runs(plan, {run}, &paper);
   const std::string& md = files.markdown;
   INFO(md);
   // Root: ordo's fractions in percent beside the paper's; compound has no label of ordo's; nsubj is not among ordo's.
@@ -200,7 +200,7 @@ TEST_CASE("Table 9 beside the runs' layer probing: the shipped table's rows, cel
   run.config = "bert";
   run.pe = "ape_learned";
   run.run_dir = dir / "bert";
-  const experiment::LayerFiles files = experiment::layer_probing_across_runs(plan, {run}, &paper);
+  const experiment::ReportSection files = experiment::layer_probing_across_runs(plan, {run}, &paper);
   const std::string& md = files.markdown;
   INFO(md);
   // Columns in the paper's order; somo has no figure of ordo's.

@@ -126,7 +126,7 @@ TEST_CASE("sweep: the report's table, panels and reading from the encoders' accu
   finished(run, encoder(0.011, 1), {0.80, 0.82});
   finished(run, encoder(0.3, 1), {0.90, 0.90});
   encoder(3, 1);  // not finished: in the table without a figure
-  const experiment::SweepFiles files = experiment::sweep_across_encoders(plan, {run});
+  const experiment::ReportSection files = experiment::sweep_across_encoders(plan, {run});
   INFO(files.markdown);
   CHECK_THAT(files.markdown, Contains("| e1 | 0.011 | 1 | 0.186 | 1.000 | 81.00 ± 1.41 | 2 |"));
   CHECK_THAT(files.markdown, Contains("| e3 | 3 | 1 | 0.955 | 1.000 | - | 0 |"));
