@@ -102,14 +102,18 @@ run: deps build
 # configs/finetune/tiny.json (3 seeds each); each prints its dev score mean +- std
 # and writes RUN_DIR/finetune/<task>/results.json. FINETUNE_FLAGS adds flags
 # (e.g. --from-scratch for the baseline without pretraining).
+# FINETUNE_PARALLEL_RUNS: the seeds at once (train.parallel_runs; 0: as many as
+# the cores hold, one thread each; 1: one after another on every core).
 FINETUNE_TASKS ?= roles:rte bigram_shift:sst2 subject_number:sst2 tense:sst2 squad2:squad2
+FINETUNE_PARALLEL_RUNS ?= 0
 finetune: build
 	$(BUILD)/ordo data tasks --from $(RUN_DIR) --out $(RUN_DIR)/tasks --overwrite
 	@set -e; for t in $(FINETUNE_TASKS); do \
 	  folder=$${t%%:*}; task=$${t#*:}; \
 	  echo "== $$folder ($$task)"; \
 	  $(BUILD)/ordo finetune --checkpoint $(RUN_DIR) --task $$task --data $(RUN_DIR)/tasks/$$folder \
-	    --config configs/finetune/tiny.json --out $(RUN_DIR)/finetune/$$folder --overwrite --quiet $(FINETUNE_FLAGS); \
+	    --config configs/finetune/tiny.json --out $(RUN_DIR)/finetune/$$folder --overwrite --quiet \
+	    --set train.parallel_runs=$(FINETUNE_PARALLEL_RUNS) $(FINETUNE_FLAGS); \
 	done
 
 # Wang et al. 2021 (experiment/runner.h): the 13 configurations of

@@ -160,7 +160,8 @@ void forget_redone(const Plan& plan, size_t i, const std::string& redo) {
 }
 
 // Runs one unit of run i; false when a signal stopped it.
-bool run_unit(const Plan& plan, size_t i, const std::string& unit, bool quiet, double* seconds) {
+bool run_unit(const Plan& plan, size_t i, const std::string& unit, const RunnerOptions& options, double* seconds) {
+  const bool quiet = options.quiet;
   const std::string dir = run_dir(plan, i);
   const auto start = std::chrono::steady_clock::now();
   if (unit == "pretrain") {
@@ -217,7 +218,8 @@ bool run_unit(const Plan& plan, size_t i, const std::string& unit, bool quiet, d
     o.data = t.data.empty() ? dir + "/tasks/" + t.stand_in : t.data;
     o.out = dir + "/finetune/" + t.name;
     o.quiet = quiet;
-    const train::FinetuneConfig c = train::parse_finetune_config(t.config, {}, plan.folder + " finetune " + t.name);
+    train::FinetuneConfig c = train::parse_finetune_config(t.config, {}, plan.folder + " finetune " + t.name);
+    if (options.parallel_runs >= 0) c.parallel_runs = options.parallel_runs;
     if (train::finetune(c, o).interrupted) return false;
   }
   *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -353,7 +355,7 @@ ExperimentSummary run_experiment(const RunnerOptions& o) {
       std::fprintf(stderr, "ordo experiment: %s: %s\n", tag.c_str(), unit.c_str());
       double seconds = 0;
       worked = true;
-      if (!run_unit(plan, i, unit, o.quiet, &seconds) || train::InterruptScope::interrupted()) {
+      if (!run_unit(plan, i, unit, o, &seconds) || train::InterruptScope::interrupted()) {
         std::fprintf(stderr, "ordo experiment: %s: %s stopped; the same command continues where this stopped\n",
                      tag.c_str(), unit.c_str());
         summary.interrupted = true;

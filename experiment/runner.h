@@ -46,6 +46,9 @@ struct RunnerOptions {
   bool report_only = false;         // gather the report of what is finished, run nothing
   std::string redo;                 // a stage to run again (with the ones after it), or "finetune:TASK"
   bool quiet = false;               // no progress lines from the stages
+  // The fine-tuning stage's train.parallel_runs (its grid's runs at once on
+  // the CPU); -1: the plan's. Not a setting of the stage: it changes no result.
+  int64_t parallel_runs = -1;
 };
 
 struct ExperimentSummary {

@@ -27,7 +27,7 @@ std::vector<std::string> comma_list(const std::string& flag, const std::string& 
 int run(const std::vector<std::string>& argv) {
   cli::Args args(argv,
                  {"out", "set", "data", "stages", "only", "shard", "redo", "probe-length", "probe-words", "probe-layer",
-                  "probe-seed"},
+                  "probe-seed", "parallel-runs"},
                  {"quick", "list", "report", "quiet"});
   ORDO_USAGE_CHECK(args.positional().size() == 1, "give one folder of run configs (got ", args.positional().size(), ")");
   experiment::RunnerOptions o;
@@ -50,6 +50,7 @@ int run(const std::vector<std::string>& argv) {
   o.list = args.has("list");
   o.report_only = args.has("report");
   o.quiet = args.has("quiet");
+  o.parallel_runs = args.integer("parallel-runs", -1, 0, 4096);
   o.redo = args.str("redo", "");
   if (args.has("only")) o.only = comma_list("only", args.str("only", ""));
   if (args.has("shard")) {
@@ -76,7 +77,7 @@ cli::Register command(
     {"experiment", "a paper's experiment: every run config of a folder through its stages, beside the paper's tables",
      "FOLDER --out DIR [--set key=value ...] [--data TASK=DIR ...] [--quick] [--stages a,b] [--list]\n"
      "                [--only K,...] [--shard I/N] [--report] [--redo STAGE] [--probe-length L] [--probe-words N]\n"
-     "                [--probe-layer K|all] [--probe-seed S] [--quiet]\n"
+     "                [--probe-layer K|all] [--probe-seed S] [--parallel-runs N] [--quiet]\n"
      "  FOLDER: run configs (*.json, in file-name order), the plan's stages (experiment.json: pretrain, probe,\n"
      "    analyze, tasks, layers, finetune, report; without it pretrain, probe, report) and the paper's tables\n"
      "    (paper_*.tsv). configs/papers/wang2021: Wang et al. 2021's Tables 2-5 and Figure 5.\n"
@@ -90,6 +91,8 @@ cli::Register command(
      "  --report     write the report of what is finished now\n"
      "  --redo       run STAGE (or finetune:TASK) and the stages after it again, on purpose\n"
      "  --probe-*    ordo probe's --length, --words, --layer, --seed for every run (the plan's otherwise)\n"
+     "  --parallel-runs N  the fine-tuning grids' runs at once on the CPU (train.parallel_runs; 0: as many as\n"
+     "               the cores hold at one thread each): the same results, sooner. Not a stage setting.\n"
      "  The same command again continues where it stopped; a stage finished with other settings is refused,\n"
      "  naming the key. Several processes may share DIR: a run another one is running is skipped.",
      run});

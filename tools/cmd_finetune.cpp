@@ -10,7 +10,8 @@ namespace {
 using namespace ordo;
 
 int finetune(const std::vector<std::string>& argv, dist::Communicator* comm) {
-  cli::Args args(argv, {"checkpoint", "task", "data", "out", "config", "set", "seeds", "lr", "vocab", "init-positions-from"},
+  cli::Args args(argv, {"checkpoint", "task", "data", "out", "config", "set", "seeds", "lr", "vocab", "init-positions-from",
+                  "worker"},
                  {"overwrite", "quiet", "from-scratch", "new-head"});
   args.expect_no_positional();
   train::FinetuneOptions o;
@@ -24,6 +25,7 @@ int finetune(const std::vector<std::string>& argv, dist::Communicator* comm) {
   o.from_scratch = args.has("from-scratch");
   o.new_head = args.has("new-head");
   o.init_positions_from = args.str("init-positions-from", "");
+  o.worker_run = args.str("worker", "");
   o.comm = comm;
   // --seeds is a shorthand for --set train.seeds, applied after the other --set; --lr replaces the config's
   // learning rate (train.lr) or grid (train.learning_rates).
@@ -75,6 +77,10 @@ cli::Register command(
      "    new one initialised for this task.\n"
      "  The same command on an --out holding this grid continues it: finished runs are kept, the others\n"
      "    run again; results.json is written after every run. Another grid there needs --overwrite.\n"
+     "  train.parallel_runs N: N runs of the grid at once on the CPU, each a process of train.threads\n"
+     "    threads (0 there: the cores shared evenly); 0: as many as the cores hold. Each run's results are\n"
+     "    those it has alone with the same threads; runs x threads beyond the cores is refused.\n"
+     "    (--worker NAME is how such a grid starts its runs: one run, into the folder --out.)\n"
      "  See `ordo help config` for every key (train.*, tokenizer.lower_case, squad.*, model.*).\n"
      "  Under mpirun -np N: data parallel, each batch shared among the N processes; rank 0 evaluates and writes.",
      run});

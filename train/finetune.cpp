@@ -1,9 +1,11 @@
 #include "train/finetune.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -11,11 +13,16 @@
 #include <numeric>
 #include <optional>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <stdlib.h>
+
 #include "base/config.h"
 #include "base/counter_rng.h"
 #include "base/error.h"
 #include "base/file_io.h"
 #include "base/output.h"
+#include "base/subprocess.h"
 #include "dist/communicator.h"
 #include "dist/gradient_reducer.h"
 #include "downstream/classification.h"
@@ -120,6 +127,7 @@ FinetuneConfig parse_finetune_config(const json::Value& json_in, const std::vect
   c.precision = t.string("precision", c.precision);
   resolve_precision(c.precision, Device::cpu(), where + ": train.precision");  // a wrong name is refused here
   c.threads = t.integer("threads", c.threads, 0, 4096);
+  c.parallel_runs = t.integer("parallel_runs", c.parallel_runs, 0, 4096);
   c.bucket_cap_mb = t.number("bucket_cap_mb", c.bucket_cap_mb, 1e-6, 1e6);
   t.finish();
 
@@ -844,6 +852,17 @@ json::Value run_line(const std::string& name, uint64_t seed, const RunResult& r)
   return line;
 }
 
+// A run's result read back from its line in results.json (run_line's inverse).
+RunResult run_from_line(const json::Value& line) {
+  RunResult r;
+  if (!line["finished"].as_bool()) return r;
+  r.finished = true;
+  r.best = {line["best_epoch"].as_int(), line["best_score"].as_number(), line["best"], json::Value()};
+  r.last = {line["last_epoch"].as_int(), line["last_score"].as_number(), line["last"], json::Value()};
+  if (const json::Value* b = line.find("best_by_length")) r.best.by_length = *b, r.last.by_length = line["last_by_length"];
+  return r;
+}
+
 // The finished runs of an earlier call on the same grid, from its results.json, by run name.
 std::map<std::string, RunResult> finished_runs(const std::string& results_path) {
   std::map<std::string, RunResult> done;
@@ -852,15 +871,8 @@ std::map<std::string, RunResult> finished_runs(const std::string& results_path) 
   const json::Value* per_lr = results.find("learning_rates");
   if (!per_lr || !per_lr->is_array()) return done;
   for (const json::Value& entry : per_lr->as_array())
-    for (const json::Value& line : entry["runs"].as_array()) {
-      if (!line["finished"].as_bool()) continue;
-      RunResult r;
-      r.finished = true;
-      r.best = {line["best_epoch"].as_int(), line["best_score"].as_number(), line["best"], json::Value()};
-      r.last = {line["last_epoch"].as_int(), line["last_score"].as_number(), line["last"], json::Value()};
-      if (const json::Value* b = line.find("best_by_length")) r.best.by_length = *b, r.last.by_length = line["last_by_length"];
-      done[line["run"].as_string()] = r;
-    }
+    for (const json::Value& line : entry["runs"].as_array())
+      if (line["finished"].as_bool()) done[line["run"].as_string()] = run_from_line(line);
   return done;
 }
 
@@ -891,7 +903,12 @@ std::optional<std::string> earlier_grid(const std::string& out, const json::Valu
   if (!stored.is_object() || !stored.contains("task") || !stored.contains("checkpoint") ||
       !directory_exists(out + "/runs"))
     return std::nullopt;
-  return json::first_difference(stored, recorded);
+  // How many runs go at once changes no run: a grid continues under another train.parallel_runs.
+  auto without_parallel_runs = [](json::Value config) {
+    if (json::Value* train = config.find("train"); train && train->is_object()) train->erase("parallel_runs");
+    return config;
+  };
+  return json::first_difference(without_parallel_runs(stored), without_parallel_runs(recorded));
 }
 
 // The dev line of one learning rate's summary, also under --quiet.
@@ -907,6 +924,234 @@ void print_lr_summary(const std::string& task, const json::Value& entry, const s
                score["std"].as_number(), score["median"].as_number(), static_cast<long long>(score["runs"].as_int()));
 }
 
+
+// ---- the grid's runs, one after another or several at once ----------------------------------------
+
+// One run of the grid: its learning rate and seed, and its result once it has one.
+struct GridRun {
+  double lr = 0;
+  uint64_t seed = 0;
+  std::string name;
+  std::optional<RunResult> result;
+};
+
+// Every learning rate x seed, in the order they run one after another.
+std::vector<GridRun> grid_runs(const FinetuneConfig& c) {
+  std::vector<GridRun> grid;
+  for (double lr : c.learning_rates)
+    for (int64_t k = 0; k < c.seeds; ++k) {
+      const uint64_t seed = c.seed + static_cast<uint64_t>(k);
+      grid.push_back({lr, seed, run_name(lr, seed), std::nullopt});
+    }
+  return grid;
+}
+
+// `results` with the grid's learning_rates (an entry per learning rate with a
+// run that has a result: its runs in seed order and their summary) and best_lr
+// (the best mean score).
+json::Value with_grid_results(json::Value results, const std::vector<GridRun>& grid, const FinetuneConfig& c) {
+  json::Value per_lr = json::Value::array();
+  std::optional<double> best_lr;
+  double best_mean = 0;
+  for (double lr : c.learning_rates) {
+    json::Value entry = json::Value::object();
+    entry["lr"] = lr;
+    entry["runs"] = json::Value::array();
+    std::vector<RunResult> runs;
+    for (const GridRun& run : grid)
+      if (run.lr == lr && run.result) {
+        entry["runs"].push_back(run_line(run.name, run.seed, *run.result));
+        runs.push_back(*run.result);
+      }
+    if (runs.empty()) continue;
+    entry["summary"] = summarise(runs, c.select_epoch);
+    const json::Value& score = entry["summary"]["score"];
+    if (score["runs"].as_int() > 0 && (!best_lr || score["mean"].as_number() > best_mean)) {
+      best_mean = score["mean"].as_number();
+      best_lr = lr;
+    }
+    per_lr.push_back(entry);
+  }
+  results["learning_rates"] = per_lr;
+  if (best_lr) results["best_lr"] = *best_lr;
+  return results;
+}
+
+// How many runs at once, with how many threads each (0: the default), from
+// train.parallel_runs and train.threads.
+struct Parallelism {
+  int64_t runs = 1;
+  int64_t threads = 0;
+  bool threads_given = true;  // train.threads set: every run has exactly that many
+
+  int64_t cores() const { return runs * threads; }
+  // The threads of each of `left` runs, in the order they start: `threads`
+  // each; but where the runs do not fill the last round and the count is
+  // ordo's to choose, the remainder goes first with the cores shared among
+  // it, so that no core idles while a short last round runs. CPU results do
+  // not depend on the thread count (tests/tensor/test_determinism.cpp): no
+  // run changes.
+  std::vector<int64_t> plan(int64_t left) const {
+    std::vector<int64_t> threads_of(static_cast<size_t>(left), threads);
+    const int64_t remainder = left % runs;
+    if (!threads_given && remainder != 0)
+      for (int64_t k = 0; k < remainder; ++k) threads_of[static_cast<size_t>(k)] = cores() / remainder;
+    return threads_of;
+  }
+};
+
+Parallelism parallelism(const FinetuneConfig& c, Device device, int ranks) {
+  if (c.parallel_runs == 1) return {1, c.threads};
+  if (device.is_cuda() || ranks > 1) {
+    ORDO_CHECK(c.parallel_runs == 0, "train.parallel_runs ", c.parallel_runs, ": runs at once are processes on the CPU; ",
+               device.is_cuda() ? "on a GPU" : "under mpirun", " the runs go one after another (give 1)");
+    return {1, c.threads};
+  }
+  const int64_t cores = available_cores();
+  const int64_t threads = c.threads > 0 ? c.threads : c.parallel_runs == 0 ? 1 : std::max<int64_t>(1, cores / c.parallel_runs);
+  const int64_t runs = c.parallel_runs == 0 ? std::max<int64_t>(1, cores / threads) : c.parallel_runs;
+  ORDO_CHECK(runs == 1 || runs * threads <= cores, "train.parallel_runs ", runs, " x train.threads ", threads, " = ",
+             runs * threads, " threads on ", cores, " cores: runs that share a core only slow each other (each ",
+             "parallel loop waits for its descheduled threads); lower one of them, or give train.parallel_runs 0 ",
+             "(as many runs as the cores hold)");
+  return {runs, threads, c.threads > 0};
+}
+
+// A worker process of a parallel grid: its run, the folder it writes in, and its pid.
+struct Worker {
+  GridRun* run = nullptr;
+  std::string folder;
+  int64_t threads = 0;
+};
+
+// The grid's runs without a result, on p.cores() cores as p.plan() shares them, each `ordo finetune
+// --worker NAME` (`worker_args` its other flags) in a folder of its own beside
+// `out`, so that the grid's folder can be swapped in (started(): after a
+// worker's first step) without moving anything a worker writes in; a run
+// that ends is moved to root()/runs/NAME and `ended` called. A signal to this
+// process stops every worker at its next step, and so does the first worker
+// that fails (its run and exit status in *failed); a worker stopped before its
+// first step leaves no run.
+void run_in_workers(std::vector<GridRun>& grid, const Parallelism& p, const json::Value& config,
+                    const std::vector<std::string>& worker_args, const std::string& out,
+                    const std::function<std::string()>& root, const std::function<void()>& started,
+                    const std::function<void(const GridRun&)>& ended, bool quiet, bool* stopped, std::string* failed) {
+  std::map<pid_t, Worker> running;
+  // Whatever ends this call (an error here too), no worker outlives it and no folder is left beside `out`.
+  struct Reaper {
+    std::map<pid_t, Worker>& running;
+    ~Reaper() {
+      std::error_code ignored;
+      for (const auto& [pid, w] : running) {
+        ::kill(pid, SIGTERM);
+        ::waitpid(pid, nullptr, 0);
+        std::filesystem::remove_all(w.folder, ignored);
+      }
+    }
+  } reaper{running};
+  std::vector<GridRun*> todo;
+  for (GridRun& run : grid)
+    if (!run.result) todo.push_back(&run);
+  const std::vector<int64_t> threads = p.plan(static_cast<int64_t>(todo.size()));
+  int64_t busy = 0;  // the running workers' threads
+  size_t next = 0;
+  bool signalled = false;
+  // Every worker stops at its next step, as on a Ctrl-C it sees itself (and writes what it has).
+  auto stop_all = [&] {
+    if (signalled) return;
+    signalled = true;
+    for (const auto& [pid, w] : running) ::kill(pid, SIGINT);
+  };
+  auto may_start = [&] { return next < todo.size() && !*stopped && failed->empty(); };
+  while (!running.empty() || may_start()) {
+    while (may_start() && busy + threads[next] <= p.cores()) {
+      GridRun& run = *todo[next];
+      const int64_t run_threads = threads[next++];
+      std::string folder = out + ".worker-" + run.name + "-XXXXXX";
+      ORDO_CHECK(::mkdtemp(folder.data()) != nullptr, "cannot create the folder ", folder, " for the run ", run.name,
+                 ": ", std::strerror(errno));
+      write_file_atomic(folder + "/grid.json", json::dump(config, 2) + "\n");
+      std::vector<std::string> args{"finetune", "--worker",  run.name, "--out", folder, "--config", folder + "/grid.json",
+                                    "--set",    "train.threads=" + std::to_string(run_threads)};
+      args.insert(args.end(), worker_args.begin(), worker_args.end());
+      std::error_code ignored;
+      std::filesystem::remove_all(root() + "/runs/" + run.name, ignored);  // what a stopped call left of it
+      const pid_t pid = spawn_self(args);
+      running[pid] = {&run, folder, run_threads};
+      busy += run_threads;
+      if (!quiet)
+        std::fprintf(stderr, "run %s: started (process %d, %lld thread(s))\n", run.name.c_str(), static_cast<int>(pid),
+                     static_cast<long long>(run_threads));
+    }
+    const std::optional<ChildExit> exit = wait_for_child(0.2);
+    if (!exit) {
+      for (const auto& [pid, w] : running)
+        if (file_exists(w.folder + "/started")) started();
+      if (InterruptScope::interrupted()) {
+        *stopped = true;
+        stop_all();
+      }
+      continue;
+    }
+    const auto it = running.find(exit->pid);
+    if (it == running.end()) continue;
+    const Worker w = it->second;
+    running.erase(it);
+    busy -= w.threads;
+    const std::string result = w.folder + "/result.json";
+    const bool began = file_exists(w.folder + "/started");  // its first step taken
+    const bool ran = began || file_exists(result);
+    const RunResult r = file_exists(result) ? run_from_line(json::parse_file(result)) : RunResult{};
+    if (exit->code != 0 && exit->code != 130 && failed->empty()) {
+      *failed = detail::cat("run ", w.run->name, " ended with exit status ", exit->code, " (its error is above)");
+      stop_all();  // as one after another, where the error ends the grid
+    }
+    if (began) {
+      started();
+      make_directories(root() + "/runs");
+      std::filesystem::rename(w.folder + "/run", root() + "/runs/" + w.run->name);
+    }
+    std::error_code ignored;
+    std::filesystem::remove_all(w.folder, ignored);
+    if (!ran) continue;  // stopped before it began: as if it had not started
+    *stopped = *stopped || !r.finished;
+    w.run->result = r;
+    if (!quiet)
+      std::fprintf(stderr, "run %s: %s\n", w.run->name.c_str(),
+                   r.finished ? detail::cat("finished, best epoch ", r.best.epoch, " score ", r.best.score).c_str()
+                              : "stopped");
+    ended(*w.run);
+  }
+}
+
+// One run of a parallel grid, in a worker process (FinetuneOptions::worker_run).
+FinetuneSummary run_worker(Task& task, const FinetuneConfig& c, const FinetuneOptions& o, const Scratch* scratch,
+                           Device device) {
+  std::vector<GridRun> grid = grid_runs(c);
+  const auto run = std::find_if(grid.begin(), grid.end(), [&](const GridRun& r) { return r.name == o.worker_run; });
+  ORDO_CHECK(run != grid.end(), "--worker ", o.worker_run, ": the grid has no such run");
+  dist::SingleProcess single;
+  InterruptScope interrupt;
+  const RunResult r = run_one(task, c, o, scratch, run->lr, run->seed, o.out, "run", device, single,
+                              [&] { write_file_atomic(o.out + "/started", ""); });
+  write_file_atomic(o.out + "/result.json", json::dump(run_line(run->name, run->seed, r), 2) + "\n");
+  FinetuneSummary summary;
+  summary.runs_finished = r.finished;
+  summary.interrupted = !r.finished;
+  return summary;
+}
+
+// What a worker is given beside --worker, --out, --config and its threads: the grid's inputs.
+std::vector<std::string> worker_flags(const FinetuneOptions& o) {
+  std::vector<std::string> flags{"--checkpoint", o.checkpoint, "--task", o.task, "--data", o.data, "--quiet",
+                                 "--set", "train.parallel_runs=1"};
+  if (!o.vocab.empty()) flags.insert(flags.end(), {"--vocab", o.vocab});
+  if (o.from_scratch) flags.push_back("--from-scratch");
+  if (!o.init_positions_from.empty()) flags.insert(flags.end(), {"--init-positions-from", o.init_positions_from});
+  if (o.new_head) flags.push_back("--new-head");
+  return flags;
+}
+
 }  // namespace
 
 FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
@@ -914,6 +1159,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   dist::SingleProcess single;
   dist::Communicator& comm = o.comm ? *o.comm : single;
   const bool lead = comm.rank() == 0;
+  const bool worker = !o.worker_run.empty();  // its parent checked and holds the output
   if (!lead) o.quiet = true;
   // Everything is read and checked before anything is written.
   const TaskFiles files = find_task_files(o.task, o.data);
@@ -923,6 +1169,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
              ": the model config's keys shape a fresh model (--from-scratch); a pretrained checkpoint's shape is its own");
   ORDO_CHECK(o.from_scratch || o.init_positions_from.empty(),
              "--init-positions-from copies a position table into a fresh model: give --from-scratch too");
+  ORDO_CHECK(!worker || comm.size() == 1, "--worker: a worker is one process");
   // The model trained: the checkpoint's, or a fresh one of its config with model.* (and a copied table).
   std::optional<Scratch> scratch;
   if (o.from_scratch) {
@@ -945,7 +1192,8 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   // The same grid in --out, stopped or finished, is continued: its finished
   // runs are kept and the others run (again). Another grid there is replaced
   // only with --overwrite.
-  const std::optional<std::string> earlier = o.overwrite ? std::nullopt : earlier_grid(o.out, recorded);
+  const std::optional<std::string> earlier =
+      o.overwrite || worker ? std::nullopt : earlier_grid(o.out, recorded);
   ORDO_CHECK(!earlier || earlier->empty(), "'", o.out, "' holds a fine-tuning of another config: its config.json ",
              "differs at '", *earlier, "'. Give --overwrite to replace it, or another --out");
   const bool continuing = earlier.has_value();
@@ -954,10 +1202,11 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   inputs.push_back({o.data, "--data"});
   inputs.push_back({o.vocab, "--vocab"});
   inputs.push_back({o.init_positions_from, "--init-positions-from"});
-  check_output(o.out, OutputKind::folder, o.overwrite || continuing, inputs);
+  if (!worker) check_output(o.out, OutputKind::folder, o.overwrite || continuing, inputs);
   const Device device = resolve_device(c.device, comm.local_rank());
   MatmulPrecisionScope precision(resolve_precision(c.precision, device, "train.precision"));
-  set_threads(c.threads);
+  const Parallelism parallel = parallelism(c, device, comm.size());
+  set_threads(parallel.threads);
   const CheckpointTokenizer tokenizer_files = load_tokenizer(o.checkpoint, o.vocab, tokenizer_options(c, o.checkpoint),
                                                              model_config.vocab_size, o.checkpoint + "/config.json");
   const text::SubwordTokenizer& tokenizer = *tokenizer_files.tokenizer;
@@ -978,6 +1227,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
              "train.max_seq_length ", c.max_seq_length, " is beyond the ", scratch ? "fresh model's" : "checkpoint's",
              " learned absolute position table of ", model_config.max_position_embeddings - model_config.position_offset,
              " positions (max_position_embeddings)");
+  if (worker) return run_worker(*task, c, o, scratch ? &*scratch : nullptr, device);
   check_same_config(comm, recorded, o.out);
   // One process writes an output at a time (rank 0 for all ranks).
   std::unique_ptr<OutputLock> lock;
@@ -998,6 +1248,12 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
       for (size_t start = 0, end; (end = names.find('\n', start)) != std::string::npos; start = end + 1)
         done[names.substr(start, end - start)].finished = true;
   }
+  std::vector<GridRun> grid = grid_runs(c);
+  for (GridRun& run : grid)
+    if (auto it = done.find(run.name); it != done.end()) run.result = it->second;
+  const int64_t runs_left = std::count_if(grid.begin(), grid.end(), [](const GridRun& r) { return !r.result; });
+  const int64_t at_once = std::min(parallel.runs, runs_left);
+  if (at_once == 1 && runs_left == 1 && parallel.runs > 1) set_threads(parallel.plan(1)[0]);  // one run left: it alone
   if (!o.quiet) {
     std::string from = o.checkpoint;
     if (scratch) {
@@ -1017,10 +1273,14 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
     if (comm.size() > 1)
       std::fprintf(stderr, "data parallel: %d processes (%s); each batch of %lld shared among them\n", comm.size(),
                    comm.backend(device).c_str(), static_cast<long long>(c.batch_size));
+    if (at_once > 1)
+      std::fprintf(stderr, "up to %lld runs at once on %lld of %lld cores, each a process (train.parallel_runs)\n",
+                   static_cast<long long>(at_once), static_cast<long long>(parallel.cores()),
+                   static_cast<long long>(available_cores()));
   }
   if (lead && continuing)
-    std::fprintf(stderr, "ordo finetune: continuing the grid in %s: %zu of %lld run(s) finished before\n",
-                 o.out.c_str(), done.size(), static_cast<long long>(c.learning_rates.size() * c.seeds));
+    std::fprintf(stderr, "ordo finetune: continuing the grid in %s: %zu of %zu run(s) finished before\n",
+                 o.out.c_str(), done.size(), grid.size());
 
   // Rank 0 writes; the others only train. A new grid is built beside --out
   // and takes its place after its first step; a continued one is written in place.
@@ -1032,6 +1292,12 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
     write_file_atomic(root + "/config.json", json::dump(recorded, 2) + "\n");
   }
   auto in_place = [&] { return !staged || staged->committed(); };
+  // The new output takes the old one's place once a run has done its first step.
+  auto started = [&] {
+    if (!lead || in_place()) return;
+    staged->commit();
+    root = o.out;
+  };
 
   InterruptScope interrupt;
   FinetuneSummary summary;
@@ -1040,62 +1306,40 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   results["task"] = o.task;
   results["score"] = score_name;
   results["select_epoch"] = c.select_epoch;
-  json::Value per_lr = json::Value::array();
-  double best_mean = -1e300;
-  bool stopped = false;  // by a signal (on any rank)
   // results.json after every run, so that a grid killed at any point keeps what it finished.
-  auto write_results = [&](const json::Value& current) {
+  auto write_results = [&] {
     if (!lead || !in_place()) return;
-    json::Value all = per_lr;
-    if (!current.is_null()) all.push_back(current);
-    results["learning_rates"] = all;
+    results = with_grid_results(results, grid, c);
     write_file_atomic(root + "/results.json", json::dump(results, 2) + "\n");
   };
-  for (double lr : c.learning_rates) {
-    std::vector<RunResult> runs;
-    json::Value entry = json::Value::object();
-    entry["lr"] = lr;
-    entry["runs"] = json::Value::array();
-    for (int64_t k = 0; k < c.seeds && !stopped; ++k) {
-      const uint64_t seed = c.seed + static_cast<uint64_t>(k);
-      const std::string name = run_name(lr, seed);
-      if (auto it = done.find(name); it != done.end()) {
-        if (!o.quiet) std::fprintf(stderr, "run %s: finished before, kept\n", name.c_str());
-        runs.push_back(it->second);
-      } else {
-        if (!o.quiet) std::fprintf(stderr, "run %s\n", name.c_str());
-        // What a stopped call left of this run is made again from its start.
-        if (lead && continuing) std::filesystem::remove_all(root + "/runs/" + name);
-        // The new output takes the old one's place once a run has done its first step.
-        auto started = [&] {
-          if (!lead || in_place()) return;
-          staged->commit();
-          root = o.out;
-        };
-        runs.push_back(run_one(*task, c, o, scratch ? &*scratch : nullptr, lr, seed, root, "runs/" + name, device, comm,
-                               started));
-        stopped = !runs.back().finished;
-        summary.runs_finished += runs.back().finished;
-      }
-      if (!lead) continue;  // rank 0's results are the run's
-      entry["runs"].push_back(run_line(name, seed, runs.back()));
-      entry["summary"] = summarise(runs, c.select_epoch);
-      write_results(entry);
-    }
-    if (!lead) {
+  bool stopped = false;  // by a signal (on any rank)
+  if (at_once > 1) {
+    std::string failed;
+    run_in_workers(grid, parallel, c.source, worker_flags(o), o.out,
+                   [&] { return root; }, started, [&](const GridRun& run) {
+                     summary.runs_finished += run.result->finished;
+                     write_results();
+                   }, o.quiet, &stopped, &failed);
+    ORDO_CHECK(failed.empty(), failed, "; the runs that ended are in ", in_place() ? o.out : "nothing: '" + o.out + "' is left as it was");
+  } else {
+    for (GridRun& run : grid) {
       if (stopped) break;
-      continue;
+      if (run.result) {
+        if (!o.quiet) std::fprintf(stderr, "run %s: finished before, kept\n", run.name.c_str());
+        continue;
+      }
+      if (!o.quiet) std::fprintf(stderr, "run %s\n", run.name.c_str());
+      // What a stopped call left of this run is made again from its start.
+      if (lead && continuing) std::filesystem::remove_all(root + "/runs/" + run.name);
+      run.result = run_one(*task, c, o, scratch ? &*scratch : nullptr, run.lr, run.seed, root, "runs/" + run.name,
+                           device, comm, started);
+      stopped = !run.result->finished;
+      summary.runs_finished += run.result->finished;
+      write_results();
     }
-    const json::Value& score = entry["summary"]["score"];
-    if (score["runs"].as_int() > 0 && score["mean"].as_number() > best_mean) {
-      best_mean = score["mean"].as_number();
-      results["best_lr"] = lr;
-    }
-    per_lr.push_back(entry);
-    write_results(json::Value());
-    if (stopped) break;
   }
   summary.interrupted = stopped;
+  results = with_grid_results(results, grid, c);
   summary.results = results;
   // The others wait for rank 0's last files: when the command returns, the runs are on disk.
   if (!lead) {
@@ -1106,7 +1350,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
              "' is left as it was");
   comm.barrier();
   // The outcome, also under --quiet: one line per learning rate.
-  for (const json::Value& entry : per_lr.as_array()) print_lr_summary(o.task, entry, score_name);
+  for (const json::Value& entry : results["learning_rates"].as_array()) print_lr_summary(o.task, entry, score_name);
   std::fprintf(stderr, "ordo finetune: %lld run(s) finished%s; results in %s/results.json\n",
                static_cast<long long>(summary.runs_finished + static_cast<int64_t>(done.size())),
                stopped ? (std::string(", stopped by ") + InterruptScope::signal_name() +

@@ -45,6 +45,9 @@
 //                          nbest_predictions.json and (v2.0) null_odds.json
 //       test/              GLUE only, when --data has the test files: the submission
 //                          files as the GLUE server names them (SST-2.tsv, MNLI-m.tsv, ...)
+//   With train.parallel_runs, several runs at once, each a process of its own
+//   writing into a folder beside OUT (OUT.worker-<run>-XXXXXX) that is moved
+//   to OUT/runs/<run> when it ends.
 // There is no --resume: a run that stops (an error, Ctrl-C) keeps what it has
 // written so far, and its results.json says which runs finished.
 //
@@ -94,6 +97,12 @@ struct FinetuneConfig {
   std::string device = "auto";
   std::string precision = "auto";  // of the products: auto (bf16 on a GPU, fp32 on the CPU), fp32, tf32, bf16
   int64_t threads = 0;
+  // Runs of the grid at once on the CPU, each a process of its own with
+  // train.threads threads (0 there: the cores shared evenly); 0: as many as the
+  // cores hold at train.threads each (1 thread when that is 0). A run's
+  // results are the same as when it runs alone with as many threads; runs x
+  // threads beyond the cores is refused (they would only slow each other).
+  int64_t parallel_runs = 1;
   double bucket_cap_mb = 25;  // data parallel: gradient bucket size (PyTorch DDP's bucket_cap_mb)
   // tokenizer: BERT's uncased default; a checkpoint of an ordo run or with an
   // HF tokenizer_config.json says what it was trained with (lower_case "auto").
@@ -149,6 +158,10 @@ struct FinetuneOptions {
   // The config files read (--config and its "extends" chain): inputs the
   // output must spare.
   std::vector<InputPath> config_files;
+  // Internal (ordo finetune --worker NAME): this process is the run NAME of a
+  // grid whose train.parallel_runs started it; `out` is the folder its parent
+  // made for it, where it writes the run (out/run/) and its result (out/result.json).
+  std::string worker_run;
 };
 
 // The names fine-tuning takes, in order: the GLUE tasks, then squad, squad2, senteval.

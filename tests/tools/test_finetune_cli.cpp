@@ -10,6 +10,7 @@
 
 #include "base/file_io.h"
 #include "base/json.h"
+#include "base/subprocess.h"
 #include "tensor/safetensors.h"
 #include "tests/helpers.h"
 #include "tests/tools/disk_state.h"
@@ -281,6 +282,10 @@ TEST_CASE("finetune: bad inputs are refused before anything is written", "[cli][
       {"--task sst2 --data " + f.tasks + "/tense --out " + out + " --overwrite --from-scratch --init-positions-from " +
            twin + "gpt2_tied --set model.hidden_size=24 --set train.max_seq_length=48",
        "its position table has 19 rows, fewer than train.max_seq_length 48"},
+      // Runs at once that would share the cores.
+      {"--task sst2 --data " + f.tasks + "/tense --out " + out + " --overwrite --set train.parallel_runs=2" +
+           " --set train.threads=" + std::to_string(ordo::available_cores()),
+       "runs that share a core only slow each other"},
   };
   const auto before = ordo::test::snapshot(scratch.path);
   for (const Case& c : cases) {
@@ -365,5 +370,104 @@ TEST_CASE("finetune: every GLUE layout and SQuAD v1.1/v2.0 as shipped, scored wi
       }
     const std::string dir = out + "/runs/" + run["run"].as_string();
     for (const std::string& submission : c.submissions) CHECK(ordo::file_exists(dir + "/test/" + submission));
+  }
+}
+
+namespace {
+
+// A run's logged lines without the throughput (a measurement, not a result).
+std::string without_throughput(const std::string& metrics) {
+  std::string out;
+  std::istringstream lines(metrics);
+  for (std::string line; std::getline(lines, line);) {
+    json::Value v = json::parse(line);
+    v.erase("tokens_per_s");
+    out += json::dump(v) + "\n";
+  }
+  return out;
+}
+
+// The folders a parallel grid's workers write in, left beside `out`.
+std::vector<std::string> worker_folders(const std::string& out) {
+  std::vector<std::string> found;
+  const std::filesystem::path o(out);
+  for (const auto& e : std::filesystem::directory_iterator(o.parent_path()))
+    if (e.path().filename().string().rfind(o.filename().string() + ".worker-", 0) == 0) found.push_back(e.path());
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("finetune: train.parallel_runs runs the grid as processes at once, each run as it is alone",
+          "[cli][finetune]") {
+  Fixture& f = fixture();
+  TempDir scratch("finetune_parallel");
+  // Three runs: on two cores the first runs alone on both, then two at once on one each (no thread count
+  // given: ordo shares the cores); one after another, each has every core.
+  const std::string grid = "--checkpoint " + f.run + " --task rte --data " + f.tasks +
+                           "/roles --lr 1e-3,3e-4,1e-4 --set train.log_every=1 --set train.max_train_examples=60 ";
+  const std::string alone = scratch / "alone", together = scratch / "together";
+  auto one_by_one = finetune(grid + "--out " + alone);
+  INFO(one_by_one.output);
+  REQUIRE(one_by_one.exit_code == 0);
+  std::string loud = kFast;  // the run lines say what went at once
+  loud.erase(loud.find(" --quiet"), 8);
+  auto at_once = run_ordo("finetune" + loud + " " + grid + "--set train.parallel_runs=2 --out " + together);
+  INFO(at_once.output);
+  REQUIRE(at_once.exit_code == 0);
+  CHECK_THAT(at_once.output, Contains("up to 2 runs at once"));
+  CHECK_THAT(at_once.output, Contains("run lr_0.0001_seed_42: finished"));
+  CHECK_THAT(at_once.output, Contains("run lr_0.001_seed_42: started"));
+  // The same results, run by run: the losses of every step, the dev scores, the saved models' bytes.
+  json::Value a = json::parse(ordo::read_file(alone + "/results.json"));
+  json::Value b = json::parse(ordo::read_file(together + "/results.json"));
+  CHECK(json::dump(a) == json::dump(b));
+  REQUIRE(b["learning_rates"].size() == 3);
+  for (const json::Value& entry : b["learning_rates"].as_array())
+    for (const json::Value& run : entry["runs"].as_array()) {
+      const std::string name = "/runs/" + run["run"].as_string();
+      INFO(name);
+      CHECK(run["finished"].as_bool());
+      CHECK(without_throughput(ordo::read_file(alone + name + "/metrics.jsonl")) ==
+            without_throughput(ordo::read_file(together + name + "/metrics.jsonl")));
+      CHECK(ordo::read_file(alone + name + "/best/model.safetensors") ==
+            ordo::read_file(together + name + "/best/model.safetensors"));
+      CHECK(ordo::read_file(alone + name + "/dev_predictions.tsv") ==
+            ordo::read_file(together + name + "/dev_predictions.tsv"));
+    }
+  CHECK(worker_folders(together).empty());
+  // How many go at once is not the grid's identity: the same grid continues under another count.
+  auto again = finetune(grid + "--set train.parallel_runs=0 --out " + together);
+  INFO(again.output);
+  CHECK(again.exit_code == 0);
+  CHECK_THAT(again.output, Contains("3 run(s) finished"));
+  CHECK_THAT(again.output, Contains("3 of 3 run(s) finished before"));
+}
+
+TEST_CASE("finetune: a signal to a parallel grid stops its workers, keeps what ran and the grid continues",
+          "[cli][finetune]") {
+  Fixture& f = fixture();
+  TempDir scratch("finetune_parallel_stop");
+  const std::string out = scratch / "grid";
+  // SIGTERM to the grid's process alone (as Slurm or a scheduler sends it), once its folder is in place.
+  const std::string grid = "--checkpoint " + f.run + " --task rte --data " + f.tasks +
+                           "/roles --seeds 3 --set train.threads=1 --set train.parallel_runs=2 --out " + out;
+  auto r = run_ordo("finetune --quiet --set train.device=cpu --set train.max_seq_length=48 --set train.epochs=100000 " +
+                    grid + " 2>&1 & pid=$!; for i in $(seq 1200); do test -f " + out +
+                    "/config.json && break; sleep 0.05; done; kill -TERM $pid; wait $pid; echo \"exit status $?\"");
+  INFO(r.output);
+  CHECK_THAT(r.output, Contains("exit status 130"));
+  CHECK_THAT(r.output, Contains("stopped by SIGTERM (the same command continues the grid)"));
+  CHECK(worker_folders(out).empty());
+  // The runs that had begun (one or both of the two at once) are listed as unfinished, each with its
+  // folder; the third never started.
+  json::Value results = json::parse(ordo::read_file(out + "/results.json"));
+  REQUIRE(results["learning_rates"].size() == 1);
+  const json::Value& runs = results["learning_rates"][0]["runs"];
+  CHECK((runs.size() == 1 || runs.size() == 2));
+  for (const json::Value& run : runs.as_array()) {
+    CHECK_FALSE(run["finished"].as_bool());
+    CHECK(run["seed"].as_int() != 44);
+    CHECK(ordo::file_exists(out + "/runs/" + run["run"].as_string() + "/metrics.jsonl"));
   }
 }
