@@ -7,9 +7,14 @@ MLM targets, forward + loss, backward, AdamW — on the same number of CPU
 threads, two ways:
   same_algorithm  the vocabulary projection only for the predicted rows, as
                   ordo does (the same loss, the same work as ordo's step);
-  hf_as_is        BertForMaskedLM's own forward, which projects every row.
-Prints `tokens_per_s SAME HF` on the first line (what ordo reads), then the
-phase split of each. Needs torch and transformers; ordo itself does not.
+  hf_as_is        BertForMaskedLM's own forward, which projects every row;
+and with --compile, same_algorithm under torch.compile (inductor; its
+compilation in the warm-up steps).
+Prints `tokens_per_s SAME HF` on the first line (what ordo reads), then
+`peak_rss_mib M` (what building the model and same_algorithm's steps add to
+the peak resident memory: resident_peak.py), `compile_tokens_per_s C` (-1:
+not asked or failed), then the phase split of each. Needs torch and
+transformers; ordo itself does not.
 """
 import argparse
 import json
@@ -18,6 +23,8 @@ import time
 
 import torch
 from transformers import BertConfig, BertForMaskedLM
+
+from resident_peak import ResidentPeak
 
 
 def main():
@@ -30,6 +37,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--compile", action="store_true", help="also time same_algorithm under torch.compile")
     args = ap.parse_args()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -40,6 +48,7 @@ def main():
             "type_vocab_size", "initializer_range", "layer_norm_eps"]
     config = BertConfig(vocab_size=args.vocab_size, **{k: m[k] for k in keys if k in m})
     torch.manual_seed(1)
+    peak = ResidentPeak()
     model = BertForMaskedLM(config).to(args.device).train()
     decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]
     no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
@@ -66,10 +75,23 @@ def main():
     def hf_as_is():
         return model(input_ids=ids, attention_mask=mask, labels=labels).loss
 
-    results = [time_step(same_algorithm, opt, args, sync), time_step(hf_as_is, opt, args, sync)]
+    results = [time_step(same_algorithm, opt, args, sync)]
+    peak_mib = peak.mib()
+    results.append(time_step(hf_as_is, opt, args, sync))
+    names = ["same_algorithm", "hf_as_is"]
+    compile_rate = -1.0
+    if args.compile:
+        try:
+            results.append(time_step(torch.compile(same_algorithm), opt, args, sync))
+            names.append("same_algorithm_compiled")
+            compile_rate = args.batch * args.length / sum(results[-1])
+        except Exception:  # inductor needs a working C++ toolchain; the eager figures still stand
+            pass
     rates = [args.batch * args.length / sum(r) for r in results]
     print(f"tokens_per_s {rates[0]:.1f} {rates[1]:.1f}")
-    for name, (f, b, u) in zip(["same_algorithm", "hf_as_is"], results):
+    print(f"peak_rss_mib {peak_mib:.1f}")
+    print(f"compile_tokens_per_s {compile_rate:.1f}")
+    for name, (f, b, u) in zip(names, results):
         print(f"{name}: forward_ms {1e3 * f:.2f} backward_ms {1e3 * b:.2f} optimizer_ms {1e3 * u:.2f} "
               f"threads {torch.get_num_threads()} torch {torch.__version__}")
 

@@ -5,8 +5,11 @@ HuggingFace's BertForSequenceClassification (2 labels) or
 BertForQuestionAnswering built from an ordo run config's model (learned
 absolute positions), a random batch, on the same number of CPU threads:
   train  forward with the task loss, backward, AdamW (median seconds);
-  eval   a forward under torch.no_grad(), the logits copied to a list.
-Prints `examples_per_s TRAIN EVAL`. Needs torch and transformers; ordo does not.
+  eval   a forward under torch.no_grad(), the logits copied to a list;
+evaluation first, then training, as ordo's bench. Prints `examples_per_s
+TRAIN EVAL`, then `peak_rss_mib EVAL TRAIN`: what the model and the
+evaluation, then the model and both, add to the peak resident memory
+(resident_peak.py). Needs torch and transformers; ordo does not.
 """
 import argparse
 import json
@@ -15,6 +18,8 @@ import time
 
 import torch
 from transformers import BertConfig, BertForQuestionAnswering, BertForSequenceClassification
+
+from resident_peak import ResidentPeak
 
 
 def median_seconds(work, warmup, steps):
@@ -47,6 +52,7 @@ def main():
     config = BertConfig(vocab_size=args.vocab_size, num_labels=2, **{k: m[k] for k in keys if k in m})
     torch.manual_seed(1)
     span = args.task == "span"
+    peak = ResidentPeak()
     model = (BertForQuestionAnswering if span else BertForSequenceClassification)(config).train()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-5, eps=1e-6, weight_decay=0.01)
     ids = torch.randint(5, args.vocab_size, (args.batch, args.length))
@@ -70,9 +76,11 @@ def main():
             (out.start_logits if span else out.logits).tolist()
         model.train()
 
-    t_train = median_seconds(train, args.warmup, args.steps)
     t_eval = median_seconds(evaluate, args.warmup, args.steps)
+    eval_mib = peak.mib()
+    t_train = median_seconds(train, args.warmup, args.steps)
     print(f"examples_per_s {args.batch / t_train:.2f} {args.batch / t_eval:.2f}")
+    print(f"peak_rss_mib {eval_mib:.1f} {peak.mib():.1f}")
     print(f"threads {torch.get_num_threads()} torch {torch.__version__}")
 
 

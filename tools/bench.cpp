@@ -6,6 +6,9 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <sstream>
+
+#include <malloc.h>
 
 #include "base/error.h"
 #include "tensor/device_runtime.h"
@@ -165,6 +168,57 @@ void Table::print(std::FILE* out) const {
     }
     std::fprintf(out, "%s\n", line.c_str());
   }
+}
+
+namespace {
+
+// A "Name:   N kB" field of /proc/self/status in KiB; -1 where absent.
+long status_kib(const std::string& name) {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind(name + ":", 0) == 0) {
+      std::istringstream fields(line.substr(name.size() + 1));
+      long kib = -1;
+      fields >> kib;
+      return kib;
+    }
+  return -1;
+}
+
+}  // namespace
+
+ResidentPeak::ResidentPeak() {
+  empty_cache(Device::cpu());
+  malloc_trim(0);
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";  // resets VmHWM to the resident set now (Linux 4.0+)
+  clear.close();
+  if (clear) base_kib_ = status_kib("VmRSS");
+}
+
+double ResidentPeak::mib() const {
+  const long peak = status_kib("VmHWM");
+  return base_kib_ < 0 || peak < 0 ? -1 : static_cast<double>(peak - base_kib_) / 1024.0;
+}
+
+std::map<std::string, std::vector<double>> command_figures(const std::string& command) {
+  std::map<std::string, std::vector<double>> figures;
+  std::FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return figures;
+  std::string text;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) text.append(buffer, n);
+  pclose(pipe);
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string key;
+    fields >> key;
+    std::vector<double> values;
+    for (double v; fields >> v;) values.push_back(v);
+    if (!key.empty() && !values.empty() && fields.eof()) figures[key] = values;
+  }
+  return figures;
 }
 
 std::string fixed(double value, int decimals) {

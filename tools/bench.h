@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,26 @@ double measure_fma_peak(bool f64, const TimingPlan& plan);
 // Host memory bandwidth in bytes/s of std::memcpy over `bytes`, split among
 // the threads, counting bytes read plus bytes written.
 double measure_memcpy_bandwidth(size_t bytes, const TimingPlan& plan);
+
+// What a phase adds to this process's peak resident memory (Linux): built
+// with the host's cached blocks and malloc's free memory returned to the
+// system, the resident set then as the base and its high-water mark reset
+// (/proc/self/clear_refs); mib() is the high-water mark since, less the base.
+// Libraries and what earlier phases freed are left out, as in
+// scripts/bench_torch*.py's figure for PyTorch, so the two compare.
+class ResidentPeak {
+ public:
+  ResidentPeak();
+  double mib() const;  // -1 where /proc cannot say
+
+ private:
+  long base_kib_ = -1;
+};
+
+// Runs a shell command (a twin script) and reads the lines of its standard
+// output that are a key and numbers ("tokens_per_s 123.4 56.7"); empty where
+// it could not run.
+std::map<std::string, std::vector<double>> command_figures(const std::string& command);
 
 // A text table: the first column left-aligned, the others right-aligned,
 // each as wide as its widest cell.

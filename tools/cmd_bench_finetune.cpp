@@ -38,7 +38,8 @@ double median_seconds(int warmup, int steps, Device device, Work work) {
 }
 
 struct Rates {
-  double train = 0, eval = 0;  // examples per second
+  double train = 0, eval = 0;            // examples per second
+  double eval_mib = -1, train_mib = -1;  // what the model and the evaluation, then both, add to the peak RSS
 };
 
 // Classification: 2 labels on the pooled [CLS]; span extraction: start/end
@@ -54,35 +55,40 @@ Rates time_task(bool span, const nn::BertConfig& mc, int64_t batch, int64_t leng
   nn::AdamWConfig adam;
   adam.lr = 3e-5;
   Rates r;
+  // Evaluation first (a fresh model's inference memory), then training, as scripts/bench_torch_finetune.py.
+  const bench::ResidentPeak resident;
   if (span) {
     nn::SpanExtractor model(mc, pe::make_position_encoding(mc, device), device);
     nn::initialize_bert(model, model.bert, 1);
+    r.eval = batch / median_seconds(warmup, steps, device, [&](int) {
+      NoGradGuard no_grad;
+      nn::Context ctx = nn::Context::eval();
+      model.forward(in, ctx).start.value().to_doubles();
+    });
+    r.eval_mib = resident.mib();
     nn::AdamW opt(model.named_parameters(), adam);
     r.train = batch / median_seconds(warmup, steps, device, [&](int i) {
       nn::Context ctx = nn::Context::train(1, i);
       model.loss(model.forward(in, ctx), start_t, end_t).backward();
       opt.step();
     });
-    r.eval = batch / median_seconds(warmup, steps, device, [&](int) {
-      NoGradGuard no_grad;
-      nn::Context ctx = nn::Context::eval();
-      model.forward(in, ctx).start.value().to_doubles();
-    });
   } else {
     nn::SequenceClassifier model(mc, pe::make_position_encoding(mc, device), device, 2);
     nn::initialize_bert(model, model.bert, 1);
+    r.eval = batch / median_seconds(warmup, steps, device, [&](int) {
+      NoGradGuard no_grad;
+      nn::Context ctx = nn::Context::eval();
+      model.forward(in, ctx).value().to_doubles();
+    });
+    r.eval_mib = resident.mib();
     nn::AdamW opt(model.named_parameters(), adam);
     r.train = batch / median_seconds(warmup, steps, device, [&](int i) {
       nn::Context ctx = nn::Context::train(1, i);
       model.loss(model.forward(in, ctx), label_t).backward();
       opt.step();
     });
-    r.eval = batch / median_seconds(warmup, steps, device, [&](int) {
-      NoGradGuard no_grad;
-      nn::Context ctx = nn::Context::eval();
-      model.forward(in, ctx).value().to_doubles();
-    });
   }
+  r.train_mib = resident.mib();
   return r;
 }
 
@@ -103,8 +109,12 @@ int run(const std::vector<std::string>& argv) {
               static_cast<long long>(squad_length), steps, warmup);
   std::printf("machine: %s, %d threads; device %s\n\n", bench::cpu_model().c_str(), bench::cpu_threads(),
               device.is_cpu() ? "cpu" : cuda_device_description(device.index).c_str());
+  // RSS: what the model and its evaluation (eval), then its training too (train), add to the peak
+  // resident memory (bench::ResidentPeak), ordo's and torch's.
   bench::Table table({"config", "task", "train ex/s", "eval ex/s", "torch train ex/s", "torch eval ex/s",
-                      "ordo/torch train", "ordo/torch eval"});
+                      "ordo/torch train", "ordo/torch eval", "eval RSS MiB", "torch eval RSS", "train RSS MiB",
+                      "torch train RSS"});
+  auto mib = [](double v) { return v < 0 ? std::string("-") : bench::fixed(v, 1); };
   for (const std::string& name : configs) {
     const std::string path = bench::resolve_config(name);
     train::RunConfig rc = train::read_run_config(path, args.all("set"));
@@ -113,7 +123,7 @@ int run(const std::vector<std::string>& argv) {
     for (const bool span : {false, true}) {
       const int64_t len = std::min<int64_t>(span ? squad_length : length, mc.max_position_embeddings);
       const Rates r = time_task(span, mc, batch, len, warmup, steps, device);
-      std::vector<std::string> torch{"-", "-", "-", "-"};
+      std::vector<std::string> torch(6, "-");
       if (args.has("compare-torch")) {
         const std::string cmd = "python3 " + std::string(ORDO_SOURCE_DIR) + "/scripts/bench_torch_finetune.py --config " +
                                 path + " --vocab-size " + std::to_string(mc.vocab_size) + " --task " +
@@ -121,17 +131,23 @@ int run(const std::vector<std::string>& argv) {
                                 " --length " + std::to_string(len) + " --steps " + std::to_string(steps) +
                                 " --warmup " + std::to_string(warmup) + " --threads " +
                                 std::to_string(bench::cpu_threads()) + " 2>/dev/null";
-        torch[0] = "unavailable";
-        if (std::FILE* p = popen(cmd.c_str(), "r")) {
-          double train = 0, eval = 0;
-          if (std::fscanf(p, "examples_per_s %lf %lf", &train, &eval) == 2 && train > 0 && eval > 0)
-            torch = {bench::fixed(train, 1), bench::fixed(eval, 1), bench::fixed(r.train / train, 2),
-                     bench::fixed(r.eval / eval, 2)};
-          pclose(p);
+        const auto figures = bench::command_figures(cmd);
+        const auto rates = figures.find("examples_per_s");
+        if (rates == figures.end() || rates->second.size() != 2 || rates->second[0] <= 0 || rates->second[1] <= 0) {
+          torch[0] = "unavailable";
+        } else {
+          const double train = rates->second[0], eval = rates->second[1];
+          torch = {bench::fixed(train, 1), bench::fixed(eval, 1), bench::fixed(r.train / train, 2),
+                   bench::fixed(r.eval / eval, 2), "-", "-"};
+          if (const auto m = figures.find("peak_rss_mib"); m != figures.end() && m->second.size() == 2) {
+            torch[4] = mib(m->second[0]);
+            torch[5] = mib(m->second[1]);
+          }
         }
       }
       table.add({name, span ? "span (" + std::to_string(len) + ")" : "classification (" + std::to_string(len) + ")",
-                 bench::fixed(r.train, 1), bench::fixed(r.eval, 1), torch[0], torch[1], torch[2], torch[3]});
+                 bench::fixed(r.train, 1), bench::fixed(r.eval, 1), torch[0], torch[1], torch[2], torch[3],
+                 mib(r.eval_mib), torch[4], mib(r.train_mib), torch[5]});
     }
   }
   table.print();

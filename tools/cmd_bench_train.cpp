@@ -56,7 +56,8 @@ StepTimes time_steps(nn::PretrainingModel& model, nn::AdamW& opt, const nn::Bert
 }
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"config", "set", "steps", "warmup", "batch", "length", "device"}, {"compare-torch"});
+  cli::Args args(argv, {"config", "set", "steps", "warmup", "batch", "length", "device"},
+                 {"compare-torch", "torch-compile"});
   std::vector<std::string> configs = args.all("config");
   if (configs.empty()) configs = {"tiny", "mini"};
   const int steps = static_cast<int>(args.integer("steps", 5, 1, 100000));
@@ -68,9 +69,14 @@ int run(const std::vector<std::string>& argv) {
   std::printf("machine: %s, %d threads; device %s\n\n", bench::cpu_model().c_str(), bench::cpu_threads(),
               device.is_cpu() ? "cpu" : cuda_device_description(device.index).c_str());
   // torch: the same step in PyTorch (vocabulary projection of the predicted
-  // rows only, as ordo); torch HF: BertForMaskedLM as is (every row projected).
+  // rows only, as ordo); torch HF: BertForMaskedLM as is (every row projected);
+  // compiled: torch's step under torch.compile (--torch-compile). in use: the
+  // allocator's peak of live tensors in a step; RSS: what the model and the
+  // steps add to the peak resident memory (bench::ResidentPeak), ordo's and torch's.
+  const bool compile = args.has("torch-compile");
   bench::Table table({"config", "params", "batch x len", "forward ms", "backward ms", "optimizer ms", "step ms",
-                      "tokens/s", "peak MiB", "torch tok/s", "ordo/torch", "torch HF tok/s", "ordo/torch HF"});
+                      "tokens/s", "in use MiB", "RSS MiB", "torch tok/s", "ordo/torch", "torch HF tok/s",
+                      "ordo/torch HF", "compiled tok/s", "ordo/compiled", "torch RSS MiB"});
   for (const std::string& name : configs) {
     std::string path = resolve_config(name);
     train::RunConfig rc = train::read_run_config(path, args.all("set"));
@@ -78,6 +84,7 @@ int run(const std::vector<std::string>& argv) {
     if (mc.vocab_size == 0) mc.vocab_size = rc.data.vocab_size;
     const int64_t batch = args.integer("batch", rc.train.phases[0].batch_size, 1, 1 << 20);
     const int64_t length = args.integer("length", rc.train.phases[0].max_seq_length, 2, 1 << 20);
+    const bench::ResidentPeak resident;
     auto model = pe::build_model(mc, device, false, 1);
     nn::AdamW opt(model->named_parameters(), rc.train.adam);
     Tensor labels;
@@ -86,30 +93,41 @@ int run(const std::vector<std::string>& argv) {
     double step = t.forward + t.backward + t.optimizer;
     double tokens_per_s = static_cast<double>(batch * length) / step;
 
-    std::string torch_rate = "-", ratio = "-", hf_rate = "-", hf_ratio = "-";
+    const double resident_mib = resident.mib();
+    std::vector<std::string> torch(7, "-");
     if (args.has("compare-torch")) {
       // The same step in PyTorch: HF BertForMaskedLM with the same config and threads.
-      std::string cmd = "python3 " + std::string(ORDO_SOURCE_DIR) + "/scripts/bench_torch.py --config " + path +
-                        " --vocab-size " + std::to_string(mc.vocab_size) + " --batch " + std::to_string(batch) +
-                        " --length " + std::to_string(length) + " --steps " + std::to_string(steps) + " --warmup " +
-                        std::to_string(warmup) + " --threads " + std::to_string(bench::cpu_threads()) + " 2>/dev/null";
-      if (std::FILE* p = popen(cmd.c_str(), "r")) {
-        double torch_tps = 0, hf_tps = 0;
-        if (std::fscanf(p, "tokens_per_s %lf %lf", &torch_tps, &hf_tps) == 2 && torch_tps > 0 && hf_tps > 0) {
-          torch_rate = bench::fixed(torch_tps, 0);
-          ratio = bench::fixed(tokens_per_s / torch_tps, 2);
-          hf_rate = bench::fixed(hf_tps, 0);
-          hf_ratio = bench::fixed(tokens_per_s / hf_tps, 2);
-        } else {
-          torch_rate = "unavailable";
+      const std::string cmd = "python3 " + std::string(ORDO_SOURCE_DIR) + "/scripts/bench_torch.py --config " + path +
+                              " --vocab-size " + std::to_string(mc.vocab_size) + " --batch " + std::to_string(batch) +
+                              " --length " + std::to_string(length) + " --steps " + std::to_string(steps) +
+                              " --warmup " + std::to_string(warmup) + " --threads " +
+                              std::to_string(bench::cpu_threads()) + (compile ? " --compile" : "") + " 2>/dev/null";
+      const auto figures = bench::command_figures(cmd);
+      const auto rates = figures.find("tokens_per_s");
+      if (rates == figures.end() || rates->second.size() != 2) {
+        torch[0] = "unavailable";
+      } else {
+        torch[0] = bench::fixed(rates->second[0], 0);
+        torch[1] = bench::fixed(tokens_per_s / rates->second[0], 2);
+        torch[2] = bench::fixed(rates->second[1], 0);
+        torch[3] = bench::fixed(tokens_per_s / rates->second[1], 2);
+        if (const auto c = figures.find("compile_tokens_per_s"); compile && c != figures.end()) {
+          const double compiled = c->second[0];
+          torch[4] = compiled > 0 ? bench::fixed(compiled, 0) : "failed";
+          if (compiled > 0) torch[5] = bench::fixed(tokens_per_s / compiled, 2);
         }
-        pclose(p);
+        if (const auto m = figures.find("peak_rss_mib"); m != figures.end() && m->second[0] >= 0)
+          torch[6] = bench::fixed(m->second[0], 1);
       }
     }
-    table.add({name, std::to_string(model->parameter_count()), std::to_string(batch) + " x " + std::to_string(length),
-               bench::fixed(1e3 * t.forward, 1), bench::fixed(1e3 * t.backward, 1), bench::fixed(1e3 * t.optimizer, 1),
-               bench::fixed(1e3 * step, 1), bench::fixed(tokens_per_s, 0),
-               bench::fixed(static_cast<double>(t.peak_bytes) / (1 << 20), 1), torch_rate, ratio, hf_rate, hf_ratio});
+    std::vector<std::string> row{name, std::to_string(model->parameter_count()),
+                                 std::to_string(batch) + " x " + std::to_string(length),
+                                 bench::fixed(1e3 * t.forward, 1), bench::fixed(1e3 * t.backward, 1),
+                                 bench::fixed(1e3 * t.optimizer, 1), bench::fixed(1e3 * step, 1),
+                                 bench::fixed(tokens_per_s, 0), bench::fixed(static_cast<double>(t.peak_bytes) / (1 << 20), 1),
+                                 resident_mib < 0 ? "-" : bench::fixed(resident_mib, 1)};
+    row.insert(row.end(), torch.begin(), torch.end());
+    table.add(row);
   }
   table.print();
   return 0;
@@ -117,7 +135,7 @@ int run(const std::vector<std::string>& argv) {
 
 cli::Register command({"bench train", "tokens/s, step time by phase and peak memory of a pretraining step",
                        "[--config tiny|mini|small|base|FILE ...] [--set key=value ...] [--steps N] [--warmup N]"
-                       " [--batch B] [--length L] [--device cpu|cuda] [--compare-torch]",
+                       " [--batch B] [--length L] [--device cpu|cuda] [--compare-torch [--torch-compile]]",
                        run});
 
 }  // namespace

@@ -59,4 +59,5 @@ TEST_CASE("ordo bench finetune times classification and span extraction on the C
   REQUIRE(r.exit_code == 0);
   CHECK(r.output.find("classification (8)") != std::string::npos);
   CHECK(r.output.find("span (12)") != std::string::npos);
+  CHECK(r.output.find("eval RSS MiB") != std::string::npos);  // the peak resident memory beside the rates
 }
