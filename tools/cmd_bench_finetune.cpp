@@ -1,12 +1,14 @@
 // `ordo bench finetune`: examples per second of fine-tuning (a training step:
-// forward with the task loss, backward, AdamW) and of evaluation (a forward
-// without gradients) for sequence classification and span extraction,
+// forward with the task loss, backward, AdamW) and of evaluation (forwards
+// without gradients, a batch a thread on the CPU as ordo finetune evaluates)
+// for sequence classification and span extraction,
 // optionally beside HuggingFace's BertForSequenceClassification and
 // BertForQuestionAnswering doing the same work (scripts/bench_torch_finetune.py).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 
+#include "nn/evaluate_batches.h"
 #include "nn/optim.h"
 #include "nn/task_heads.h"
 #include "pe/registry.h"
@@ -56,14 +58,18 @@ Rates time_task(bool span, const nn::BertConfig& mc, int64_t batch, int64_t leng
   adam.lr = 3e-5;
   Rates r;
   // Evaluation first (a fresh model's inference memory), then training, as scripts/bench_torch_finetune.py.
+  // An evaluation call is as many batches as threads, as ordo finetune's dev
+  // set goes: a batch a thread (nn/evaluate_batches.h).
+  const int64_t evaluated = device.is_cpu() ? bench::cpu_threads() : 1;
   const bench::ResidentPeak resident;
   if (span) {
     nn::SpanExtractor model(mc, pe::make_position_encoding(mc, device), device);
     nn::initialize_bert(model, model.bert, 1);
-    r.eval = batch / median_seconds(warmup, steps, device, [&](int) {
-      NoGradGuard no_grad;
-      nn::Context ctx = nn::Context::eval();
-      model.forward(in, ctx).start.value().to_doubles();
+    r.eval = evaluated * batch / median_seconds(warmup, steps, device, [&](int) {
+      nn::evaluate_batches(evaluated, device, [&](int64_t) {
+        nn::Context ctx = nn::Context::eval();
+        model.forward(in, ctx).start.value().to_doubles();
+      });
     });
     r.eval_mib = resident.mib();
     nn::AdamW opt(model.named_parameters(), adam);
@@ -75,10 +81,11 @@ Rates time_task(bool span, const nn::BertConfig& mc, int64_t batch, int64_t leng
   } else {
     nn::SequenceClassifier model(mc, pe::make_position_encoding(mc, device), device, 2);
     nn::initialize_bert(model, model.bert, 1);
-    r.eval = batch / median_seconds(warmup, steps, device, [&](int) {
-      NoGradGuard no_grad;
-      nn::Context ctx = nn::Context::eval();
-      model.forward(in, ctx).value().to_doubles();
+    r.eval = evaluated * batch / median_seconds(warmup, steps, device, [&](int) {
+      nn::evaluate_batches(evaluated, device, [&](int64_t) {
+        nn::Context ctx = nn::Context::eval();
+        model.forward(in, ctx).value().to_doubles();
+      });
     });
     r.eval_mib = resident.mib();
     nn::AdamW opt(model.named_parameters(), adam);
@@ -104,7 +111,7 @@ int run(const std::vector<std::string>& argv) {
   const int64_t squad_length = args.integer("squad-length", 384, 4, 1 << 16);
   Device device = args.device("device", cuda_available() ? "cuda" : "cpu");
   std::printf("ordo bench finetune: examples/s of a training step (forward + task loss, backward, AdamW) and of an\n"
-              "evaluation forward; classification %lld x %lld, SQuAD %lld x %lld; median of %d after %d warm-up\n",
+              "evaluation (a batch a thread on the CPU); classification %lld x %lld, SQuAD %lld x %lld; median of %d after %d warm-up\n",
               static_cast<long long>(batch), static_cast<long long>(length), static_cast<long long>(batch),
               static_cast<long long>(squad_length), steps, warmup);
   std::printf("machine: %s, %d threads; device %s\n\n", bench::cpu_model().c_str(), bench::cpu_threads(),

@@ -36,6 +36,7 @@
 #include "downstream/squad_predict.h"
 #include "downstream/tsv.h"
 #include "nn/checkpoint.h"
+#include "nn/evaluate_batches.h"
 #include "nn/task_heads.h"
 #include "pe/registry.h"
 #include "text/tokenizer.h"
@@ -510,22 +511,25 @@ class ClassificationFinetuneTask : public Task {
   }
 
   downstream::GluePredictions predict(const std::vector<downstream::ClassificationFeature>& features) {
-    NoGradGuard no_grad;
-    nn::Context ctx = nn::Context::eval();
-    downstream::GluePredictions p;
     const int64_t n = static_cast<int64_t>(features.size());
-    for (int64_t start = 0; start < n; start += eval_batch_size_) {
+    const int64_t batches = (n + eval_batch_size_ - 1) / eval_batch_size_;
+    std::vector<std::vector<double>> logits(static_cast<size_t>(batches));  // each batch's, rows of `labels`
+    int64_t labels = 0;
+    nn::evaluate_batches(batches, device_, [&](int64_t b) {
       std::vector<int64_t> indices;
-      for (int64_t i = start; i < std::min(n, start + eval_batch_size_); ++i) indices.push_back(i);
-      const Tensor logits = model_->forward(inputs(features, indices, nullptr), ctx).value();
-      const std::vector<double> v = logits.to_doubles();
-      const int64_t labels = logits.shape()[1];
-      for (size_t r = 0; r < indices.size(); ++r) {
-        const double* row = v.data() + r * labels;
+      for (int64_t i = b * eval_batch_size_; i < std::min(n, (b + 1) * eval_batch_size_); ++i) indices.push_back(i);
+      nn::Context ctx = nn::Context::eval();
+      const Tensor out = model_->forward(inputs(features, indices, nullptr), ctx).value();
+      logits[static_cast<size_t>(b)] = out.to_doubles();
+      if (b == 0) labels = out.shape()[1];
+    });
+    downstream::GluePredictions p;
+    for (const std::vector<double>& batch : logits)
+      for (size_t r = 0; r * static_cast<size_t>(labels) < batch.size(); ++r) {
+        const double* row = batch.data() + r * static_cast<size_t>(labels);
         if (task_.regression()) p.scores.push_back(row[0]);
         else p.labels.push_back(static_cast<int>(std::max_element(row, row + labels) - row));  // first of ties, as argmax
       }
-    }
     return p;
   }
 
@@ -598,21 +602,20 @@ class SquadFinetuneTask : public Task {
   }
 
   Evaluation evaluate() override {
-    NoGradGuard no_grad;
-    nn::Context ctx = nn::Context::eval();
-    std::vector<std::vector<float>> starts, ends;
     const int64_t n = static_cast<int64_t>(dev_features_.size());
-    for (int64_t first = 0; first < n; first += eval_batch_size_) {
+    std::vector<std::vector<float>> starts(static_cast<size_t>(n)), ends(static_cast<size_t>(n));  // a row a feature
+    nn::evaluate_batches((n + eval_batch_size_ - 1) / eval_batch_size_, device_, [&](int64_t b) {
       std::vector<int64_t> indices;
-      for (int64_t i = first; i < std::min(n, first + eval_batch_size_); ++i) indices.push_back(i);
+      for (int64_t i = b * eval_batch_size_; i < std::min(n, (b + 1) * eval_batch_size_); ++i) indices.push_back(i);
+      nn::Context ctx = nn::Context::eval();
       nn::SpanLogits logits = model_->forward(inputs(dev_features_, indices, nullptr), ctx);
       const std::vector<double> s = logits.start.value().to_doubles(), e = logits.end.value().to_doubles();
       const int64_t length = logits.start.value().shape()[1];
       for (size_t r = 0; r < indices.size(); ++r) {
-        starts.emplace_back(s.begin() + r * length, s.begin() + (r + 1) * length);
-        ends.emplace_back(e.begin() + r * length, e.begin() + (r + 1) * length);
+        starts[static_cast<size_t>(indices[r])].assign(s.begin() + r * length, s.begin() + (r + 1) * length);
+        ends[static_cast<size_t>(indices[r])].assign(e.begin() + r * length, e.begin() + (r + 1) * length);
       }
-    }
+    });
     predictions_ = downstream::predict_squad(dev_, dev_features_, starts, ends, post_);
     downstream::SquadPredictionMap answers;
     downstream::SquadNaProbs null_odds;

@@ -13,6 +13,7 @@
 #include "base/file_io.h"
 #include "base/output.h"
 #include "nn/checkpoint.h"
+#include "nn/evaluate_batches.h"
 #include "pe/registry.h"
 #include "synth/synth.h"
 #include "text/corpus.h"
@@ -327,6 +328,13 @@ struct EvalSums {
       nsp_total += static_cast<double>(b.nsp_labels.numel());
     }
   }
+  void merge(const EvalSums& other) {
+    loss_sum += other.loss_sum;
+    correct += other.correct;
+    nsp_correct += other.nsp_correct;
+    nsp_total += other.nsp_total;
+    predicted += other.predicted;
+  }
   EvalResult finish() const {
     EvalResult r;
     r.predicted = predicted;
@@ -343,15 +351,13 @@ struct EvalSums {
 // split (always the same batches: a fresh cursor each time).
 EvalResult evaluate(nn::PretrainingModel& model, text::PretrainingData& data, int64_t batch_size, int64_t batches,
                     Device device) {
-  NoGradGuard no_grad;
-  nn::Context ctx = nn::Context::eval();
   text::Cursor cursor;
-  EvalSums sums;
+  std::vector<text::Batch> held_out;
   for (int64_t i = 0; i < batches; ++i) {
-    sums.add(model, to_device(data.next_batch(cursor, batch_size), device), ctx);
+    held_out.push_back(data.next_batch(cursor, batch_size));
     if (cursor.epoch > 0) break;  // the held-out split is smaller than asked: once through
   }
-  return sums.finish();
+  return evaluate_batches(model, held_out, device);
 }
 
 // The accuracy of always predicting the most frequent target: the baseline a
@@ -867,11 +873,16 @@ RunConfig extended_config(const RunConfig& c, int64_t steps, int64_t done, const
 
 double perplexity(double mean_loss) { return std::exp(mean_loss); }
 
+// The batches go a thread each on the CPU (nn/evaluate_batches.h); their sums
+// are added in order, as one after another.
 EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text::Batch>& batches, Device device) {
-  NoGradGuard no_grad;
-  nn::Context ctx = nn::Context::eval();
+  std::vector<EvalSums> each(batches.size());
+  nn::evaluate_batches(static_cast<int64_t>(batches.size()), device, [&](int64_t i) {
+    nn::Context ctx = nn::Context::eval();
+    each[static_cast<size_t>(i)].add(model, to_device(batches[static_cast<size_t>(i)], device), ctx);
+  });
   EvalSums sums;
-  for (const text::Batch& b : batches) sums.add(model, to_device(b, device), ctx);
+  for (const EvalSums& e : each) sums.merge(e);
   return sums.finish();
 }
 

@@ -1,13 +1,14 @@
 // Every run config under configs/ (the sizes and configs/papers/**) parses,
 // resolves its "extends", builds its model and runs one forward pass with
 // finite outputs, the same with and without gradients (the CPU's evaluation
-// path, nn/bert.cpp). A config whose variant is not registered in this build is
+// path, nn/bert.cpp) and with batches a thread each (nn/evaluate_batches.h). A config whose variant is not registered in this build is
 // reported as pending (the variants land one by one; see the check at the end).
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
+#include "nn/evaluate_batches.h"
 #include "pe/registry.h"
 #include "tests/helpers.h"
 #include "train/pretrain.h"
@@ -74,6 +75,14 @@ TEST_CASE("every config in configs/ parses, builds its model and runs a forward 
     // With gradients on, the attention's ops run over the whole batch: the same values, bit for bit.
     nn::Context ctx = nn::Context::eval();
     CHECK(model->bert.forward(in, ctx).value().to_vector<float>() == hidden.to_vector<float>());
+    // Batches side by side, a thread each (ordo finetune's evaluation): each one's kernels on one thread,
+    // the model shared, the same values as the forward above on every thread.
+    std::vector<std::vector<float>> side_by_side(2);
+    nn::evaluate_batches(2, Device::cpu(), [&](int64_t b) {
+      nn::Context own = nn::Context::eval();
+      side_by_side[static_cast<size_t>(b)] = model->bert.forward(in, own).value().to_vector<float>();
+    });
+    for (const std::vector<float>& values : side_by_side) CHECK(values == hidden.to_vector<float>());
   }
   std::string list;
   for (const auto& p : pending) list += "\n  " + p;
