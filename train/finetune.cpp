@@ -927,7 +927,6 @@ void print_lr_summary(const std::string& task, const json::Value& entry, const s
                score["std"].as_number(), score["median"].as_number(), static_cast<long long>(score["runs"].as_int()));
 }
 
-
 // ---- the grid's runs, one after another or several at once ----------------------------------------
 
 // One run of the grid: its learning rate and seed, and its result once it has one.
@@ -1027,9 +1026,9 @@ struct Worker {
   int64_t threads = 0;
 };
 
-// The grid's runs without a result, on p.cores() cores as p.plan() shares them, each `ordo finetune
-// --worker NAME` (`worker_args` its other flags) in a folder of its own beside
-// `out`, so that the grid's folder can be swapped in (started(): after a
+// The grid's runs without a result, on p.cores() cores as p.plan() shares
+// them, each `ordo finetune --worker NAME` (`worker_args` its other flags) in
+// a folder of its own beside `out`, so that the grid's folder can be swapped in (started(): after a
 // worker's first step) without moving anything a worker writes in; a run
 // that ends is moved to root()/runs/NAME and `ended` called. A signal to this
 // process stops every worker at its next step, and so does the first worker
