@@ -1341,13 +1341,13 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
     }
   }
   summary.interrupted = stopped;
-  results = with_grid_results(results, grid, c);
-  summary.results = results;
   // The others wait for rank 0's last files: when the command returns, the runs are on disk.
-  if (!lead) {
+  if (!lead) {  // rank 0's results are the grid's: the others evaluate nothing
     comm.barrier();
     return summary;
   }
+  results = with_grid_results(results, grid, c);
+  summary.results = results;
   ORDO_CHECK(in_place(), "stopped (", InterruptScope::signal_name(), ") before the first step; '", o.out,
              "' is left as it was");
   comm.barrier();
