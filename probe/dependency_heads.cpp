@@ -7,6 +7,7 @@
 #include "autograd/var.h"
 #include "base/error.h"
 #include "nn/bert.h"
+#include "nn/evaluate_batches.h"
 #include "nn/position.h"
 #include "text/corpus.h"
 
@@ -185,7 +186,11 @@ json::Value dependency_heads(nn::PretrainingModel& model, const text::Vocab& voc
   for (const auto& [name, ablation] : attentions) {
     DependencyHeadScores scores(layers, heads);
     try {
-      for (const ParsedSentence& s : sentences) {
+      // Each sentence's forward on a thread of its own (nn/evaluate_batches.h), its predictions in
+      // its slot; the scores then added in the sentences' order.
+      std::vector<std::vector<std::vector<std::vector<int64_t>>>> predictions(sentences.size());
+      nn::evaluate_batches(static_cast<int64_t>(sentences.size()), Device::cpu(), [&](int64_t i) {
+        const ParsedSentence& s = sentences[static_cast<size_t>(i)];
         std::vector<int64_t> ids;
         UnitSpans units;  // [CLS], the words, [SEP] for an encoder; the words for a decoder
         const int64_t shift = encoder ? 1 : 0;
@@ -201,7 +206,8 @@ json::Value dependency_heads(nn::PretrainingModel& model, const text::Vocab& voc
         nn::ForwardTrace trace;
         trace.keep_attentions = true;
         model.bert.forward(in, ctx, &trace);
-        std::vector<std::vector<std::vector<int64_t>>> predicted(static_cast<size_t>(layers));
+        std::vector<std::vector<std::vector<int64_t>>>& predicted = predictions[static_cast<size_t>(i)];
+        predicted.resize(static_cast<size_t>(layers));
         for (int64_t l = 0; l < layers; ++l) {
           const std::vector<double> a = trace.attentions[static_cast<size_t>(l)].to(Device::cpu()).contiguous().to_doubles();
           for (int64_t h = 0; h < heads; ++h) {
@@ -214,8 +220,8 @@ json::Value dependency_heads(nn::PretrainingModel& model, const text::Vocab& voc
             predicted[static_cast<size_t>(l)].push_back(std::move(words));
           }
         }
-        scores.add(s.heads, s.relations, predicted);
-      }
+      });
+      for (size_t i = 0; i < sentences.size(); ++i) scores.add(sentences[i].heads, sentences[i].relations, predictions[i]);
     } catch (const Error& e) {
       not_defined[name] = std::string(e.what());
       continue;

@@ -10,6 +10,7 @@
 #include "downstream/glue.h"
 #include "downstream/senteval.h"
 #include "nn/bert.h"
+#include "nn/evaluate_batches.h"
 #include "nn/position.h"
 #include "pe/registry.h"
 #include "plot/plot.h"
@@ -155,10 +156,19 @@ std::vector<Matrix> layer_features(nn::PretrainingModel& model, const text::Toke
   ORDO_CHECK(max_length >= (encoder ? 3 : 1), "layer_features: max_length ", max_length, " is too short");
   std::vector<Matrix> out(static_cast<size_t>(layers), Matrix(n, hidden));
   constexpr int64_t kBatch = 64;
-  NoGradGuard no_grad;
-  for (int64_t first = 0; first < n; first += kBatch) {
-    const int64_t count = std::min(kBatch, n - first);
+  // Every batch tokenized and padded here, in order; then the
+  // forwards a batch a thread (nn/evaluate_batches.h), each writing its own rows of `out`.
+  struct Batch {
+    int64_t first = 0;
     std::vector<std::vector<int64_t>> rows;
+    nn::BertInputs in;
+  };
+  std::vector<Batch> batches;
+  for (int64_t first = 0; first < n; first += kBatch) {
+    Batch batch;
+    batch.first = first;
+    const int64_t count = std::min(kBatch, n - first);
+    std::vector<std::vector<int64_t>>& rows = batch.rows;
     int64_t width = 1;
     for (int64_t r = 0; r < count; ++r) {
       std::vector<int32_t> pieces = tokenizer.encode(sentences[static_cast<size_t>(first + r)]);
@@ -177,26 +187,31 @@ std::vector<Matrix> layer_features(nn::PretrainingModel& model, const text::Toke
         ids[static_cast<size_t>(r * width) + t] = rows[static_cast<size_t>(r)][t];
         mask[static_cast<size_t>(r * width) + t] = 1;
       }
-    nn::BertInputs in;
-    in.input_ids = Tensor::from_vector(ids, Shape{count, width});
-    in.attention_mask = Tensor::from_vector(mask, Shape{count, width});
+    batch.in.input_ids = Tensor::from_vector(ids, Shape{count, width});
+    batch.in.attention_mask = Tensor::from_vector(mask, Shape{count, width});
+    batches.push_back(std::move(batch));
+  }
+  nn::evaluate_batches(static_cast<int64_t>(batches.size()), Device::cpu(), [&](int64_t b) {
+    const Batch& batch = batches[static_cast<size_t>(b)];
+    const int64_t width = batch.in.input_ids.size(1);
     nn::Context ctx = nn::Context::eval();
     ctx.ablate = ablation;
     nn::ForwardTrace trace;
     trace.keep_hidden_states = true;
-    model.bert.forward(in, ctx, &trace);
+    model.bert.forward(batch.in, ctx, &trace);
     ORDO_CHECK(static_cast<int64_t>(trace.hidden_states.size()) == layers, "layer_features: ",
                trace.hidden_states.size(), " hidden states for ", layers - 1, " layers");
     for (int64_t l = 0; l < layers; ++l) {
       const std::vector<double> h = trace.hidden_states[static_cast<size_t>(l)].to(Device::cpu()).contiguous().to_doubles();
-      for (int64_t r = 0; r < count; ++r) {
-        const double real = static_cast<double>(rows[static_cast<size_t>(r)].size());
-        for (size_t t = 0; t < rows[static_cast<size_t>(r)].size(); ++t)
+      for (size_t r = 0; r < batch.rows.size(); ++r) {
+        const double real = static_cast<double>(batch.rows[r].size());
+        for (size_t t = 0; t < batch.rows[r].size(); ++t)
           for (int64_t c = 0; c < hidden; ++c)
-            out[static_cast<size_t>(l)](first + r, c) += h[static_cast<size_t>((r * width + static_cast<int64_t>(t)) * hidden + c)] / real;
+            out[static_cast<size_t>(l)](batch.first + static_cast<int64_t>(r), c) +=
+                h[static_cast<size_t>((static_cast<int64_t>(r) * width + static_cast<int64_t>(t)) * hidden + c)] / real;
       }
     }
-  }
+  });
   return out;
 }
 

@@ -112,7 +112,10 @@ TEST_CASE("layer features: the batch's padded mean pooling equals each sentence 
     nn::BertConfig c = test::tiny_bert_config(static_cast<int64_t>(tokens.size()), 16, 2, 2, 32, 16);
     c.pe = pe;
     auto model = pe::build_model(c, Device::cpu(), false, 5);
-    const std::vector<std::string> sentences = {"the dog ran .", "the cat saw the dog .", "dog"};
+    // 66 sentences: two batches (of at most 64), side by side on the threads (nn/evaluate_batches.h).
+    std::vector<std::string> sentences;
+    for (int k = 0; k < 22; ++k)
+      for (const char* sentence : {"the dog ran .", "the cat saw the dog .", "dog"}) sentences.push_back(sentence);
     for (nn::Ablation ablation : {nn::Ablation::none, nn::Ablation::contextual}) {
       INFO(pe << " " << nn::ablation_name(ablation));
       const std::vector<Matrix> batched = probe::layer_features(*model, tokenizer, sentences, ablation, 16);
