@@ -14,9 +14,10 @@
 // then timed over `--steps` steps; the sweep over all variants repeats
 // `--rounds` times and each figure is the median over rounds, so slow drift
 // of a shared machine spreads over every variant rather than landing on
-// one. Benchmarks measure and print; nothing is asserted (issue 5's targets,
-// +30% of none's step time for tiny on the CPU and +15% for base at length
-// 128 on a GPU, are shown as a column to read).
+// one. Benchmarks measure and print; nothing is asserted (the targets, +25%
+// of none's training step on the CPU — the CPU-path issue's, tighter than the
+// first +30% — and +15% for base at length 128 on a GPU, are shown as a
+// column to read).
 //
 // Parameter formulas (n = max_position_embeddings, m layers, h heads, D the
 // hidden size, d = d_h the head width), each per layer and head as the paper
@@ -220,7 +221,7 @@ int run(const std::vector<std::string>& argv) {
   auto infer = [&](const std::string& l) { return figure(l, &Measurement::infer); };
   ORDO_CHECK(measured("none"), "bench pe: the baseline 'none' did not run");
   const Measurement& none0 = runs["none"][0];
-  const double target = device.is_cpu() ? 1.30 : 1.15;
+  const double target = device.is_cpu() ? 1.25 : 1.15;
 
   bench::Table table({"variant", "PE params", "paper formula", "formula value", "train ms", "vs none",
                       "infer ms", "vs none", "peak MiB", "vs none", std::string("within ") + percent(target)});
