@@ -1051,6 +1051,8 @@ void run_in_workers(std::vector<GridRun>& grid, const Parallelism& p, const json
       }
     }
   } reaper{running};
+  std::string beside = out;  // OUT as a name, trailing slashes dropped: the workers' folders go next to it
+  while (beside.size() > 1 && beside.back() == '/') beside.pop_back();
   std::vector<GridRun*> todo;
   for (GridRun& run : grid)
     if (!run.result) todo.push_back(&run);
@@ -1069,7 +1071,7 @@ void run_in_workers(std::vector<GridRun>& grid, const Parallelism& p, const json
     while (may_start() && busy + threads[next] <= p.cores()) {
       GridRun& run = *todo[next];
       const int64_t run_threads = threads[next++];
-      std::string folder = out + ".worker-" + run.name + "-XXXXXX";
+      std::string folder = beside + ".worker-" + run.name + "-XXXXXX";
       ORDO_CHECK(::mkdtemp(folder.data()) != nullptr, "cannot create the folder ", folder, " for the run ", run.name,
                  ": ", std::strerror(errno));
       write_file_atomic(folder + "/grid.json", json::dump(config, 2) + "\n");

@@ -412,7 +412,7 @@ TEST_CASE("finetune: train.parallel_runs runs the grid as processes at once, eac
   REQUIRE(one_by_one.exit_code == 0);
   std::string loud = kFast;  // the run lines say what went at once
   loud.erase(loud.find(" --quiet"), 8);
-  auto at_once = run_ordo("finetune" + loud + " " + grid + "--set train.parallel_runs=2 --out " + together);
+  auto at_once = run_ordo("finetune" + loud + " " + grid + "--set train.parallel_runs=2 --out " + together + "/");
   INFO(at_once.output);
   REQUIRE(at_once.exit_code == 0);
   CHECK_THAT(at_once.output, Contains("up to 2 runs at once"));
