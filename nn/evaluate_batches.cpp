@@ -1,5 +1,6 @@
 #include "nn/evaluate_batches.h"
 
+#include <algorithm>
 #include <exception>
 #include <mutex>
 
