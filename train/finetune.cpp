@@ -14,7 +14,9 @@
 #include <optional>
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 #include "base/config.h"
@@ -1019,6 +1021,27 @@ Parallelism parallelism(const FinetuneConfig& c, Device device, int ranks) {
   return {runs, threads, c.threads > 0};
 }
 
+// Where a parallel grid's workers write: OUT.worker-<run>-XXXXXX beside OUT
+// (trailing slashes of OUT dropped); this is the part before <run>.
+std::string worker_folder_prefix(std::string out) {
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out + ".worker-";
+}
+
+// The folders a killed grid's workers left beside `out` (its lock, now ours,
+// says no process of it lives on: a worker stops when its parent dies),
+// removed; how many.
+int64_t remove_stale_worker_folders(const std::string& out) {
+  const std::filesystem::path prefix(worker_folder_prefix(out));
+  const std::filesystem::path dir = prefix.has_parent_path() ? prefix.parent_path() : ".";
+  int64_t removed = 0;
+  std::error_code error;
+  for (const auto& e : std::filesystem::directory_iterator(dir, error))
+    if (e.is_directory() && e.path().filename().string().rfind(prefix.filename().string(), 0) == 0)
+      removed += std::filesystem::remove_all(e.path(), error) > 0;
+  return removed;
+}
+
 // A worker process of a parallel grid: its run, the folder it writes in, and its pid.
 struct Worker {
   GridRun* run = nullptr;
@@ -1051,8 +1074,6 @@ void run_in_workers(std::vector<GridRun>& grid, const Parallelism& p, const json
       }
     }
   } reaper{running};
-  std::string beside = out;  // OUT as a name, trailing slashes dropped: the workers' folders go next to it
-  while (beside.size() > 1 && beside.back() == '/') beside.pop_back();
   std::vector<GridRun*> todo;
   for (GridRun& run : grid)
     if (!run.result) todo.push_back(&run);
@@ -1071,7 +1092,7 @@ void run_in_workers(std::vector<GridRun>& grid, const Parallelism& p, const json
     while (may_start() && busy + threads[next] <= p.cores()) {
       GridRun& run = *todo[next];
       const int64_t run_threads = threads[next++];
-      std::string folder = beside + ".worker-" + run.name + "-XXXXXX";
+      std::string folder = worker_folder_prefix(out) + run.name + "-XXXXXX";
       ORDO_CHECK(::mkdtemp(folder.data()) != nullptr, "cannot create the folder ", folder, " for the run ", run.name,
                  ": ", std::strerror(errno));
       write_file_atomic(folder + "/grid.json", json::dump(config, 2) + "\n");
@@ -1136,6 +1157,10 @@ FinetuneSummary run_worker(Task& task, const FinetuneConfig& c, const FinetuneOp
   ORDO_CHECK(run != grid.end(), "--worker ", o.worker_run, ": the grid has no such run");
   dist::SingleProcess single;
   InterruptScope interrupt;
+  // A worker outlives no parent: SIGTERM when it dies (stop at the next step, as on a signal); a parent
+  // that died before this line left it to init (ppid 1).
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  ORDO_CHECK(::getppid() != 1, "--worker ", o.worker_run, ": the grid that started this worker has ended");
   const RunResult r = run_one(task, c, o, scratch, run->lr, run->seed, o.out, "run", device, single,
                               [&] { write_file_atomic(o.out + "/started", ""); });
   write_file_atomic(o.out + "/result.json", json::dump(run_line(run->name, run->seed, r), 2) + "\n");
@@ -1240,6 +1265,9 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
     if (!lock->stale_owner().empty())
       std::fprintf(stderr, "ordo finetune: note: took over %s, left by %s, which has ended\n", lock->path().c_str(),
                    lock->stale_owner().c_str());
+    if (const int64_t removed = remove_stale_worker_folders(o.out))
+      std::fprintf(stderr, "ordo finetune: note: removed %lld folder(s) that the workers of a killed grid left beside %s\n",
+                   static_cast<long long>(removed), o.out.c_str());
   }
   // The runs an earlier call finished, as rank 0 reads them (every rank skips the same ones).
   std::map<std::string, RunResult> done = lead && continuing ? finished_runs(o.out + "/results.json")

@@ -471,3 +471,29 @@ TEST_CASE("finetune: a signal to a parallel grid stops its workers, keeps what r
     CHECK(ordo::file_exists(out + "/runs/" + run["run"].as_string() + "/metrics.jsonl"));
   }
 }
+
+TEST_CASE("finetune: a killed parallel grid's workers stop, and the next call removes the folders they left",
+          "[cli][finetune]") {
+  Fixture& f = fixture();
+  TempDir scratch("finetune_parallel_kill");
+  const std::string out = scratch / "grid";
+  const std::string grid = "finetune --quiet --set train.device=cpu --set train.max_seq_length=48 --checkpoint " +
+                           f.run + " --task rte --data " + f.tasks +
+                           "/roles --seeds 2 --set train.threads=1 --set train.parallel_runs=2 --out " + out;
+  // SIGKILL: the grid's process cannot clean up; its workers get SIGTERM from the kernel (PR_SET_PDEATHSIG).
+  // The workers are found by their --out (the pattern "[.]" so that it does not match this shell's own line).
+  const std::string workers = "pgrep -f -- '" + out + "[.]worker-' > /dev/null";
+  auto r = run_ordo(grid + " --set train.epochs=100000 2>&1 & pid=$!; for i in $(seq 1200); do test -f " + out +
+                    "/config.json && break; sleep 0.05; done; kill -KILL $pid; wait $pid; echo \"exit status $?\"; " +
+                    "for i in $(seq 1200); do " + workers + " || break; sleep 0.05; done; " + workers +
+                    " && echo 'workers alive' || echo 'workers gone'");
+  INFO(r.output);
+  CHECK_THAT(r.output, Contains("exit status 137"));
+  CHECK_THAT(r.output, Contains("workers gone"));
+  CHECK(worker_folders(out).size() == 2);
+  auto again = run_ordo(grid + " --overwrite --set train.epochs=1");
+  INFO(again.output);
+  CHECK(again.exit_code == 0);
+  CHECK_THAT(again.output, Contains("removed 2 folder(s) that the workers of a killed grid left beside"));
+  CHECK(worker_folders(out).empty());
+}
