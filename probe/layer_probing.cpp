@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "autograd/var.h"
 #include "base/error.h"
 #include "base/file_io.h"
 #include "downstream/glue.h"

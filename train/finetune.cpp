@@ -17,7 +17,6 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <stdlib.h>
 
 #include "base/config.h"
 #include "base/counter_rng.h"
@@ -1042,7 +1041,7 @@ int64_t remove_stale_worker_folders(const std::string& out) {
   return removed;
 }
 
-// A worker process of a parallel grid: its run, the folder it writes in, and its pid.
+// A worker process of a parallel grid (its pid the key): its run, the folder it writes in, its threads.
 struct Worker {
   GridRun* run = nullptr;
   std::string folder;
@@ -1152,7 +1151,7 @@ void run_in_workers(std::vector<GridRun>& grid, const Parallelism& p, const json
 // One run of a parallel grid, in a worker process (FinetuneOptions::worker_run).
 FinetuneSummary run_worker(Task& task, const FinetuneConfig& c, const FinetuneOptions& o, const Scratch* scratch,
                            Device device) {
-  std::vector<GridRun> grid = grid_runs(c);
+  const std::vector<GridRun> grid = grid_runs(c);
   const auto run = std::find_if(grid.begin(), grid.end(), [&](const GridRun& r) { return r.name == o.worker_run; });
   ORDO_CHECK(run != grid.end(), "--worker ", o.worker_run, ": the grid has no such run");
   dist::SingleProcess single;
@@ -1352,7 +1351,8 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
                      summary.runs_finished += run.result->finished;
                      write_results();
                    }, o.quiet, &stopped, &failed);
-    ORDO_CHECK(failed.empty(), failed, "; the runs that ended are in ", in_place() ? o.out : "nothing: '" + o.out + "' is left as it was");
+    ORDO_CHECK(failed.empty(), failed,
+               in_place() ? "; the runs that ended are in " + o.out + "/results.json" : "; '" + o.out + "' is left as it was");
   } else {
     for (GridRun& run : grid) {
       if (stopped) break;
