@@ -139,6 +139,15 @@ void add_relative_cases(std::vector<GradcheckCase>& cases) {
                    [idx](const std::vector<Var>& v) {
                      return relative_product(permute(v[0], {0, 2, 1, 3}), v[1], v[2], idx, 0.7);
                    }, {}});
+  // The banded terms, L = 3 (tables of 2L - 1 = 5 rows): a table per head and
+  // one for both heads, x from a permuted view.
+  cases.push_back({"band_scores x [2,2,3,4] (permuted view), a table per head [2,5,4]",
+                   {rnd({2, 3, 2, 4}, 556), rnd({2, 5, 4}, 557)},
+                   [](const std::vector<Var>& v) { return band_scores(permute(v[0], {0, 2, 1, 3}), v[1]); }, {}});
+  cases.push_back({"band_apply p [2,2,3,3], one table [1,5,2]", {rnd({2, 2, 3, 3}, 558), rnd({1, 5, 2}, 559)},
+                   [](const std::vector<Var>& v) { return band_apply(v[0], v[1]); }, {}});
+  cases.push_back({"band_apply p [1,2,3,3], a table per head [2,5,3]", {rnd({1, 2, 3, 3}, 560), rnd({2, 5, 3}, 561)},
+                   [](const std::vector<Var>& v) { return band_apply(v[0], v[1]); }, {}});
 }
 
 // The fused attention with every term it takes, over positions that are not

@@ -72,6 +72,12 @@ Var relative_gather(const Var& x, const Tensor& idx);
 Var relative_scatter(const Var& g, const Tensor& idx, int64_t rows);
 // q [B,H,L,D], k [B,H,J,D], a [H,R,D] -> [B,H,L,J]: alpha sum_d q_id k_jd a_{idx_ij,d}, pair by pair.
 Var relative_product(const Var& q, const Var& k, const Var& a, const Tensor& idx, double alpha = 1.0);
+// Consecutive positions (key j - query i the distance): table [Ht, 2L - 1, D]
+// (Ht 1 or H), row t the distance t - (L - 1), in place of an index.
+// x [B,H,L,D] -> [B,H,L,L]: sum_d x_id table[h', j - i + L - 1, d] (q_i . a_{j-i} for every pair).
+Var band_scores(const Var& x, const Var& table);
+// p [B,H,L,L] -> [B,H,L,D]: sum_j p_ij table[h', j - i + L - 1] (Shaw's value term sum_j alpha_ij a^V_{j-i}).
+Var band_apply(const Var& p, const Var& table);
 
 // ---- fused attention (ops_attention.cpp; the terms: tensor/attention_terms.h) -------------
 // The terms that carry gradients (each may be undefined); attention() puts

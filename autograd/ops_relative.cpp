@@ -3,6 +3,8 @@
 // relative_gather and relative_scatter are each other's transpose, so each
 // one's backward is the other. relative_product's backward is one fused
 // kernel call giving the gradients of q, k and the table (tensor/kernels.inc).
+// band_scores and band_apply are each other's transpose in their first
+// operand, and share the table's gradient kernel.
 #include "autograd/ops.h"
 
 namespace ordo {
@@ -34,6 +36,26 @@ Var relative_product(const Var& q, const Var& k, const Var& a, const Tensor& idx
                          relative_product_backward(gs, qv, kv, av, idx, alpha, needs[0], needs[1], needs[2]);
                      return std::vector<Tensor>{g.gq, g.gk, g.ga};
                    });
+}
+
+// y[b,h,i,j] = sum_d x_id T[j-i+L-1, d];  gx = band_apply(gy, T);  gT[t] = sum over pairs of row t of gy_ij x_i.
+Var band_scores(const Var& x, const Var& table) {
+  Tensor xv = x.value().contiguous(), tv = table.value().contiguous();
+  Tensor y = band_scores(xv, tv);
+  return record_op("band_scores", y, {x, table}, [xv, tv](const Tensor& gy, const std::vector<bool>& needs) {
+    return std::vector<Tensor>{needs[0] ? band_apply(gy, tv) : Tensor(),
+                               needs[1] ? band_table_grad(gy, xv, tv.size(0)) : Tensor()};
+  });
+}
+
+// y[b,h,i,:] = sum_j p_ij T[j-i+L-1];  gp = band_scores(gy, T);  gT[t] = sum over pairs of row t of p_ij gy_i.
+Var band_apply(const Var& p, const Var& table) {
+  Tensor pv = p.value().contiguous(), tv = table.value().contiguous();
+  Tensor y = band_apply(pv, tv);
+  return record_op("band_apply", y, {p, table}, [pv, tv](const Tensor& gy, const std::vector<bool>& needs) {
+    return std::vector<Tensor>{needs[0] ? band_scores(gy, tv) : Tensor(),
+                               needs[1] ? band_table_grad(pv, gy, tv.size(0)) : Tensor()};
+  });
 }
 
 }  // namespace ordo

@@ -34,7 +34,7 @@ const std::vector<std::string>& differentiable_ops() {
       // indexing (autograd/ops_index.cpp)
       "embedding", "index_select", "gather",
       // relative position encodings (autograd/ops_relative.cpp)
-      "relative_gather", "relative_scatter", "relative_product",
+      "relative_gather", "relative_scatter", "relative_product", "band_scores", "band_apply",
       // fused attention (autograd/ops_attention.cpp)
       "attention",
       // transformer pieces (autograd/ops_nn.cpp)

@@ -17,6 +17,7 @@ InputFacts input_facts(const int64_t* positions, const int64_t* segments, int64_
     f.position_max = std::max(f.position_max, *hi);
     f.widest = std::max(f.widest, *hi - *lo);
     if (b > 0 && !std::equal(row, row + length, positions)) f.rows_identical = false;
+    for (int64_t i = 1; i < length && f.consecutive; ++i) f.consecutive = row[i] == row[0] + i;
   }
   if (segments) {
     auto [lo, hi] = std::minmax_element(segments, segments + batch * length);

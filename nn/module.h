@@ -58,6 +58,7 @@ struct InputFacts {
   int64_t position_min = 0, position_max = 0;
   int64_t widest = 0;           // max over rows of (largest - smallest position): every p_j - p_i is within +-widest
   bool rows_identical = true;   // every row's positions equal the first row's
+  bool consecutive = true;      // every row counts up by one (p, p + 1, ...): p_j - p_i = j - i
   int64_t segment_min = 0, segment_max = 0;
 };
 // From row-major host arrays [batch, length]; `segments` null: all 0.

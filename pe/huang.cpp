@@ -74,7 +74,7 @@ HuangInteraction::HuangInteraction(const nn::BertConfig& c, const RelativeOption
               relative_table_names(o.share, c.num_attention_heads, "distance_embedding")) {}
 
 Var HuangInteraction::score_bias(const nn::AttentionState& s, const Var& q, const Var& k) {
-  DistanceRows rows = spec_.rows(*s.positions, name(), /*with_transpose=*/true, s.ctx);
+  DistanceRows rows = spec_.vector_rows(*s.positions, name(), /*with_transpose=*/true, s.ctx);
   Var a = layer_rows(tables_, s.layer, rows);
   const double scale = score_scale(s);
   return add(query_vector_term(q, a, rows, scale), key_vector_term(k, a, rows, scale));

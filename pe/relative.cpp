@@ -9,6 +9,7 @@
 #include "pe/relative.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <vector>
 
@@ -90,6 +91,30 @@ DistanceRows DistanceSpec::rows(const Tensor& positions, const std::string& vari
   }
   out.idx = out.idx.contiguous();
   if (with_transpose) out.idx_t = out.idx.transpose(1, 2).contiguous();
+  return out;
+}
+
+namespace {
+std::atomic<bool> banded_switch{true};
+}  // namespace
+
+void set_banded_terms(bool on) { banded_switch = on; }
+bool banded_terms_enabled() { return banded_switch; }
+
+DistanceRows DistanceSpec::vector_rows(const Tensor& positions, const std::string& variant, bool with_transpose,
+                                       const nn::Context* ctx) const {
+  const int64_t L = positions.dim() == 2 ? positions.size(1) : 0;
+  if (!banded_terms_enabled() || !ctx || !ctx->facts || !ctx->facts->consecutive || !positions.device().is_cpu() ||
+      matmul_precision() != MatmulPrecision::fp32 || L == 0)
+    return rows(positions, variant, with_transpose, ctx);
+  // Every p_j - p_i is j - i: the distances -(L - 1) .. L - 1, clipped.
+  const int64_t lo = clip >= 0 ? std::max(-(L - 1), -clip) : -(L - 1), hi = clip >= 0 ? std::min(L - 1, clip) : L - 1;
+  DistanceRows out = span(lo, hi, variant);
+  out.band.resize(static_cast<size_t>(2 * L - 1));
+  for (int64_t t = 0; t < 2 * L - 1; ++t) {
+    const int64_t r = t - (L - 1);
+    out.band[static_cast<size_t>(t)] = row(clip >= 0 ? std::max(-clip, std::min(clip, r)) : r, out);
+  }
   return out;
 }
 
@@ -182,12 +207,30 @@ nn::PositionEncoding::OffsetVectors table_offset_vectors(const TableSet& tables,
 
 // ---- attention terms ------------------------------------------------------------------------
 
+namespace {
+
+// The vectors a ([R, d], or [H, R, d] per head) as the banded ops' table
+// [1 or H, 2L - 1, d]: row t the vector of distance t - (L - 1), or with
+// `reversed` of distance (L - 1) - t (a key-side term), times alpha.
+Var band_table(const Var& a, const std::vector<int64_t>& band, bool reversed, double alpha = 1.0) {
+  std::vector<int64_t> order = band;
+  if (reversed) std::reverse(order.begin(), order.end());
+  Var t = index_select(a, a.dim() - 2, Tensor::from_vector(order, Shape{static_cast<int64_t>(order.size())}));
+  if (alpha != 1.0) t = affine(t, alpha);
+  return a.dim() == 2 ? unsqueeze(t, 0) : t;
+}
+
+}  // namespace
+
 Var query_vector_term(const Var& q, const Var& a, const DistanceRows& rows, double alpha) {
+  if (!rows.band.empty()) return band_scores(q, band_table(a, rows.band, false, alpha));
   Var per_distance = matmul(q, a, false, true, alpha);  // [B, H, L, R]: alpha q_i . a_r for every r
   return relative_gather(per_distance, rows.idx);       // the r of each pair (i, j)
 }
 
 Var key_vector_term(const Var& k, const Var& a, const DistanceRows& rows, double alpha) {
+  // Banded: the transpose of k_j . a_{i - j} for every (j, i), a query term of k read backwards.
+  if (!rows.band.empty()) return transpose(band_scores(k, band_table(a, rows.band, true, alpha)), 2, 3);
   ORDO_ASSERT(rows.idx_t.defined());
   Var per_distance = matmul(k, a, false, true, alpha);        // [B, H, L(j), R]: alpha k_j . a_r
   Var by_key = relative_gather(per_distance, rows.idx_t);     // [b, h, j, i] = k_j . a_{r_ij}
@@ -195,6 +238,7 @@ Var key_vector_term(const Var& k, const Var& a, const DistanceRows& rows, double
 }
 
 Var value_vector_term(const Var& probs, const Var& a, const DistanceRows& rows) {
+  if (!rows.band.empty()) return band_apply(probs, band_table(a, rows.band, false));
   Var mass = relative_scatter(probs, rows.idx, rows.count);  // [B, H, L, R]: sum of alpha_ij over j with row r
   return matmul(mass, a);                                     // [B, H, L, d]: sum_r mass_ir a_r
 }
@@ -217,13 +261,13 @@ ShawRelative::ShawRelative(const nn::BertConfig& c, const RelativeOptions& o, bo
 }
 
 Var ShawRelative::score_bias(const nn::AttentionState& s, const Var& q, const Var&) {
-  DistanceRows rows = spec_.rows(*s.positions, name(), false, s.ctx);
+  DistanceRows rows = spec_.vector_rows(*s.positions, name(), false, s.ctx);
   return query_vector_term(q, layer_rows(keys_, s.layer, rows), rows, score_scale(s));
 }
 
 Var ShawRelative::value_term(const nn::AttentionState& s, const Var& probs) {
   if (!values_) return {};
-  DistanceRows rows = spec_.rows(*s.positions, name(), false, s.ctx);
+  DistanceRows rows = spec_.vector_rows(*s.positions, name(), false, s.ctx);
   return value_vector_term(probs, layer_rows(*values_, s.layer, rows), rows);
 }
 
@@ -343,7 +387,7 @@ nn::PositionEncoding::LearnedFrequencies SinusoidRelative::learned_frequencies(i
 }
 
 Var SinusoidRelative::score_bias(const nn::AttentionState& s, const Var& q, const Var&) {
-  DistanceRows rows = spec_.rows(*s.positions, name(), false, s.ctx);
+  DistanceRows rows = spec_.vector_rows(*s.positions, name(), false, s.ctx);
   return query_vector_term(q, vectors(s.layer, rows, q.dtype(), q.device()), rows, score_scale(s));
 }
 
@@ -357,7 +401,7 @@ void SinusoidRelative::fused_terms(const nn::AttentionState& s, const Var& q, co
 
 Var SinusoidRelative::value_term(const nn::AttentionState& s, const Var& probs) {
   if (!values_) return {};
-  DistanceRows rows = spec_.rows(*s.positions, name(), false, s.ctx);
+  DistanceRows rows = spec_.vector_rows(*s.positions, name(), false, s.ctx);
   return value_vector_term(probs, vectors(s.layer, rows, probs.dtype(), probs.device()), rows);
 }
 

@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pe/common.h"
 
@@ -54,6 +55,10 @@ enum class RowLayout {
 struct DistanceRows {
   Tensor idx;                // [B, L, L] i64: row of pair (i, j) minus `first`
   Tensor idx_t;              // idx transposed: idx_t[b, j, i] = idx[b, i, j] (key-side terms)
+  // Banded rows (vector_rows(), in place of idx): every row of positions
+  // counts up by one, so pair (i, j) has the distance j - i and the row
+  // band[j - i + L - 1] minus `first`, [2L - 1] entries.
+  std::vector<int64_t> band;
   int64_t first = 0;         // the batch uses rows first .. first + count - 1
   int64_t count = 0;
   int64_t min_distance = 0;  // functional layout: row p stands for r = min_distance + p
@@ -72,6 +77,14 @@ struct DistanceSpec {
   // without reading them back from a device; null: read from the tensor.
   DistanceRows rows(const Tensor& positions, const std::string& variant, bool with_transpose = false,
                     const nn::Context* ctx = nullptr) const;
+  // The rows of the per-distance vector terms below: banded when the
+  // forward's positions count up by one in every row (InputFacts::consecutive)
+  // on the CPU under FP32 products, where a matrix product per query over its
+  // window of the table does half the arithmetic of Q A^T over every row
+  // (2L - 1 of them) and needs no index; rows() otherwise (and with
+  // set_banded_terms(false)). On CUDA the fused attention carries these terms.
+  DistanceRows vector_rows(const Tensor& positions, const std::string& variant, bool with_transpose,
+                           const nn::Context* ctx) const;
   // The same rows for the fused attention: a table of distance -> row (minus
   // `first`) made on the host from the batch's widest distance, set in
   // out.terms (no [B, L, L] index), kept as a constant of `pe` (the variant
@@ -85,6 +98,11 @@ struct DistanceSpec {
   DistanceRows span(int64_t lo, int64_t hi, const std::string& variant) const;
   int64_t row(int64_t c, const DistanceRows& span) const;
 };
+
+// Whether vector_rows() may give banded rows (default on); off runs the
+// index path everywhere: the reference the banded one is tested against.
+void set_banded_terms(bool on);
+bool banded_terms_enabled();
 
 // ---- options and tables -------------------------------------------------------------------
 
@@ -130,6 +148,9 @@ nn::PositionEncoding::OffsetVectors table_offset_vectors(const TableSet& tables,
 
 // ---- the attention terms of per-distance vectors a_r ([R, d] shared or [H, R, d]) ----------
 // None makes a [B, H, L, L, d] tensor; peak extra memory is stated per term.
+// With banded rows (vector_rows()) each is one banded op over the vectors
+// laid out by distance ([1 or H, 2L - 1, d]): band_scores / band_apply, a
+// product per query over its window, no [B, H, L, R] tensor and no index.
 
 // alpha q_i . a_{r_ij} for every pair, [B, H, L, L]: one product Q A^T
 // [B, H, L, R], then the pair's entry picked (relative_gather).

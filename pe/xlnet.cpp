@@ -38,7 +38,7 @@ Var XLNetRelative::location_vectors(int layer, const DistanceRows& rows, DType d
 }
 
 Var XLNetRelative::score_bias(const nn::AttentionState& s, const Var& q, const Var& k) {
-  DistanceRows rows = spec_.rows(*s.positions, name(), false, s.ctx);
+  DistanceRows rows = spec_.vector_rows(*s.positions, name(), false, s.ctx);
   const double scale = score_scale(s);
   Var location_query = q;
   if (biases_) location_query = add(q, reshape(v_->for_layer(s.layer), {heads_, 1, head_dim_}));  // q_i + v

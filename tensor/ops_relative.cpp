@@ -4,6 +4,8 @@
 // The index idx [B, L, J] (i64) holds, for query i and key j of sequence b,
 // the row of a distance-indexed table; all H heads share it, so no op here
 // needs a per-head index or a [B, H, L, J, D] intermediate.
+#include <algorithm>
+
 #include "tensor/ops.h"
 
 namespace ordo {
@@ -99,6 +101,58 @@ RelativeProductGrads relative_product_backward(const Tensor& gs, const Tensor& q
   ORDO_BACKEND(q.device(), relative_product_backward)(g.gq, g.gk, g.ga, gs.contiguous(), q.contiguous(),
                                                       k.contiguous(), a.contiguous(), idx.contiguous(), alpha);
   return g;
+}
+
+// ---- banded terms ----------------------------------------------------------------------
+
+namespace {
+
+// x [B, H, L, X] and table [Ht, 2L - 1, D] with Ht 1 or H, same dtype and device.
+void check_band(const Tensor& x, const Tensor& table, const char* op, const char* arg) {
+  check_operand(x, 4, op, arg);
+  check_operand(table, 3, op, "table");
+  check_same_dtype(x, table, op);
+  check_same_device(x, table, op);
+  const int64_t H = x.size(1), L = x.size(2);
+  ORDO_CHECK((table.size(0) == 1 || table.size(0) == H) && table.size(1) == std::max<int64_t>(2 * L - 1, 0), op,
+             ": table has shape ", shape_str(table.shape()), ", expected [1 or ", H, ", ", 2 * L - 1,
+             ", width] for ", arg, " of shape ", shape_str(x.shape()));
+}
+
+}  // namespace
+
+Tensor band_scores(const Tensor& x, const Tensor& table) {
+  check_band(x, table, "band_scores", "x");
+  ORDO_CHECK(table.size(2) == x.size(3), "band_scores: table width ", table.size(2), " differs from x's ", x.size(3));
+  Tensor out = Tensor::empty({x.size(0), x.size(1), x.size(2), x.size(2)}, x.dtype(), x.device());
+  if (out.numel() == 0) return out;
+  ORDO_BACKEND(x.device(), band_scores)(out, x.contiguous(), table.contiguous());
+  return out;
+}
+
+Tensor band_apply(const Tensor& p, const Tensor& table) {
+  check_band(p, table, "band_apply", "p");
+  ORDO_CHECK(p.size(3) == p.size(2), "band_apply: p must be square in its last two axes, got ", shape_str(p.shape()));
+  Tensor out = Tensor::empty({p.size(0), p.size(1), p.size(2), table.size(2)}, p.dtype(), p.device());
+  if (out.numel() == 0) return out;
+  ORDO_BACKEND(p.device(), band_apply)(out, p.contiguous(), table.contiguous());
+  return out;
+}
+
+Tensor band_table_grad(const Tensor& g, const Tensor& y, int64_t table_heads) {
+  check_operand(g, 4, "band_table_grad", "g");
+  check_operand(y, 4, "band_table_grad", "y");
+  check_same_dtype(g, y, "band_table_grad");
+  check_same_device(g, y, "band_table_grad");
+  const int64_t B = g.size(0), H = g.size(1), L = g.size(2);
+  ORDO_CHECK(g.size(3) == L && y.size(0) == B && y.size(1) == H && y.size(2) == L, "band_table_grad: g has shape ",
+             shape_str(g.shape()), " and y ", shape_str(y.shape()), ", expected [B, H, L, L] and [B, H, L, width]");
+  ORDO_CHECK(table_heads == 1 || table_heads == H, "band_table_grad: table_heads must be 1 or ", H, ", got ",
+             table_heads);
+  Tensor out = Tensor::empty({table_heads, std::max<int64_t>(2 * L - 1, 0), y.size(3)}, g.dtype(), g.device());
+  if (out.numel() == 0) return out;
+  ORDO_BACKEND(g.device(), band_table_grad)(out, g.contiguous(), y.contiguous());
+  return out;
 }
 
 }  // namespace ordo

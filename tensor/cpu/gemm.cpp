@@ -172,3 +172,34 @@ void gemm(const Tensor& c, const MatrixBatch& a_in, const MatrixBatch& b_in, int
 }
 
 }  // namespace ordo::cpu
+
+namespace ordo::cpu {
+
+template <class T>
+void strided_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+                  const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+#ifdef ORDO_HAS_BLAS
+  if (use_blas() && k > 0 && std::max({m, n, k, lda, ldb, ldc}) <= INT_MAX) {
+    blas_call<T>(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
+                 alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+    return;
+  }
+#endif
+  // A is stored m x k (k x m transposed), B k x n (n x k transposed); each sum over k in order.
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t col = 0; col < n; ++col) {
+      T sum = 0;
+      for (int64_t e = 0; e < k; ++e)
+        sum += (trans_a ? a[e * lda + r] : a[r * lda + e]) * (trans_b ? b[col * ldb + e] : b[e * ldb + col]);
+      T& out = c[r * ldc + col];
+      out = alpha * sum + (beta == T(0) ? T(0) : beta * out);
+    }
+}
+
+template void strided_gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
+                                  int64_t, float, float*, int64_t);
+template void strided_gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
+                                   const double*, int64_t, double, double*, int64_t);
+
+}  // namespace ordo::cpu

@@ -19,6 +19,16 @@ namespace ordo::cpu {
 void gemm_own(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t batch,
               int64_t m, int64_t n, int64_t k, double alpha, double beta);
 
+// One row-major product on the calling thread with any leading dimensions,
+// for kernels whose operands are windows of larger tensors (tensor/cpu/relative.cpp):
+// c (m x n, row stride ldc) = alpha op(a) op(b) + beta c, a stored m x k (k x m
+// when transposed), b k x n (n x k). The BLAS when cpu::gemm uses it (inside an
+// OpenMP region OpenBLAS runs on the calling thread), otherwise a plain loop
+// summing over k in order.
+template <class T>
+void strided_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+                  const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+
 // True when this build has a BLAS for cpu::gemm.
 bool blas_compiled();
 // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64", or "none".

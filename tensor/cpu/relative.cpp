@@ -1,6 +1,7 @@
 // CPU kernels of the relative-position ops (tensor/kernels.inc): a gather of
 // per-distance scores into [query, key] order, its transpose, and the
-// three-way product of Huang et al. 2020 (Eq. 15) with its backward.
+// three-way product of Huang et al. 2020 (Eq. 15) with its backward; the
+// banded terms of consecutive positions, a BLAS product per table and query.
 //
 // Work is split over rows that own their outputs, and every sum runs in a
 // fixed order (increasing j, or increasing (b, i, j)), so results depend on
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "tensor/cpu/common.h"
+#include "tensor/cpu/gemm_own.h"
 
 namespace ordo::cpu {
 
@@ -194,6 +196,101 @@ void relative_product_backward(const Tensor& gq, const Tensor& gk, const Tensor&
     if (gq.defined()) product_grad_q<T>(gq.data<T>(), gsd, kd, ad, ids, B, H, L, J, D, R, scale);
     if (gk.defined()) product_grad_k<T>(gk.data<T>(), gsd, qd, ad, ids, B, H, L, J, D, R, scale);
     if (ga.defined()) product_grad_a<T>(ga.data<T>(), gsd, qd, kd, ids, B, H, L, J, D, R, scale);
+  });
+}
+
+// ---- banded terms (consecutive positions) ---------------------------------------------
+
+namespace {
+
+// Where the rows (b, h) of one table lie in a [B, H, L, X] tensor: with one
+// table for every head they are all B H rows, one head apart (L X elements);
+// with a table per head, head h' of each b, H L X apart from b to b.
+struct BandRows {
+  int64_t B, H, L, Ht;
+  int64_t count() const { return Ht == 1 ? B * H : B; }
+  int64_t step(int64_t X) const { return (Ht == 1 ? 1 : H) * L * X; }     // between rows
+  int64_t first(int64_t ht, int64_t X) const { return ht * L * X; }       // table ht's first row
+};
+
+// Every (table, query) pair as a task: body(ht, i) on the threads, one
+// single-threaded product each (OpenBLAS runs on its caller in a parallel region).
+template <class Body>
+void for_each_window(int64_t Ht, int64_t i_begin, int64_t i_end, Body body) {
+  const int64_t queries = i_end - i_begin;
+  parallel_for(Ht * queries, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) body(task / queries, i_begin + task % queries);
+  });
+}
+
+}  // namespace
+
+void band_scores(const Tensor& out, const Tensor& x, const Tensor& table) {
+  const int64_t L = x.size(2), D = x.size(3), Ht = table.size(0), T = table.size(1);
+  const BandRows rows{x.size(0), x.size(1), L, Ht};
+  dispatch_float(x.dtype(), "band_scores", [&](auto tag) {
+    using F = decltype(tag);
+    const F *xd = x.data<F>(), *td = table.data<F>();
+    F* od = out.data<F>();
+    // Query i: C [rows x L] = X_i [rows x D] W_i^T, W_i the table's rows L-1-i .. 2L-2-i.
+    for_each_window(Ht, 0, L, [&](int64_t ht, int64_t i) {
+      strided_gemm<F>(false, true, rows.count(), L, D, F(1), xd + rows.first(ht, D) + i * D, rows.step(D),
+                      td + (ht * T + L - 1 - i) * D, D, F(0), od + rows.first(ht, L) + i * L, rows.step(L));
+    });
+  });
+}
+
+void band_apply(const Tensor& out, const Tensor& p, const Tensor& table) {
+  const int64_t L = p.size(2), D = out.size(3), Ht = table.size(0), T = table.size(1);
+  const BandRows rows{p.size(0), p.size(1), L, Ht};
+  dispatch_float(p.dtype(), "band_apply", [&](auto tag) {
+    using F = decltype(tag);
+    const F *pd = p.data<F>(), *td = table.data<F>();
+    F* od = out.data<F>();
+    // Query i: C [rows x D] = P_i [rows x L] W_i.
+    for_each_window(Ht, 0, L, [&](int64_t ht, int64_t i) {
+      strided_gemm<F>(false, false, rows.count(), D, L, F(1), pd + rows.first(ht, L) + i * L, rows.step(L),
+                      td + (ht * T + L - 1 - i) * D, D, F(0), od + rows.first(ht, D) + i * D, rows.step(D));
+    });
+  });
+}
+
+void band_table_grad(const Tensor& out, const Tensor& g, const Tensor& y) {
+  const int64_t L = g.size(2), D = y.size(3), Ht = out.size(0), T = out.size(1);
+  const BandRows rows{g.size(0), g.size(1), L, Ht};
+  dispatch_float(g.dtype(), "band_table_grad", [&](auto tag) {
+    using F = decltype(tag);
+    const F *gd = g.data<F>(), *yd = y.data<F>();
+    F* od = out.data<F>();
+    std::fill(od, od + out.numel(), F(0));
+    if (rows.count() == 0 || L == 0) return;
+    // Each query's window gradient G_i^T Y_i [L x D] is made apart (windows
+    // overlap), a chunk of queries at a time within a bounded buffer, then
+    // added onto the table row by row in increasing i: the same sums whatever
+    // the thread count.
+    const int64_t window = L * D;
+    const int64_t chunk = std::clamp<int64_t>((int64_t{4} << 20) / std::max<int64_t>(Ht * window, 1), 1, L);
+    std::vector<F> windows(static_cast<size_t>(Ht * chunk * window));
+    for (int64_t i0 = 0; i0 < L; i0 += chunk) {
+      const int64_t i1 = std::min(L, i0 + chunk);
+      for_each_window(Ht, i0, i1, [&](int64_t ht, int64_t i) {
+        strided_gemm<F>(true, false, L, D, rows.count(), F(1), gd + rows.first(ht, L) + i * L, rows.step(L),
+                        yd + rows.first(ht, D) + i * D, rows.step(D), F(0),
+                        windows.data() + (ht * chunk + i - i0) * window, D);
+      });
+      parallel_for(Ht * T, row_grain(D * (i1 - i0)), [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {  // row = (ht, t)
+          const int64_t ht = row / T, t = row % T;
+          F* o = od + row * D;
+          // Query i's window holds table row t at its row t - (L - 1 - i).
+          const int64_t lo = std::max(i0, L - 1 - t), hi = std::min(i1, 2 * L - 1 - t);
+          for (int64_t i = lo; i < hi; ++i) {
+            const F* w = windows.data() + ((ht * chunk + i - i0) * L + t - (L - 1 - i)) * D;
+            for (int64_t d = 0; d < D; ++d) o[d] += w[d];
+          }
+        }
+      });
+    }
   });
 }
 

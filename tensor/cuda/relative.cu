@@ -20,6 +20,9 @@
 //    ga a thread per (h, r, d) summing the pairs with idx = r in increasing
 //    (b, i, j): the pairs are grouped by r with a stable radix sort of idx
 //    (cub), so each thread walks its own run. This is the CPU's order too.
+//  - band_scores, band_apply: a thread per output element, summing over d
+//    (over j) in order; band_table_grad a thread per (h', t, d), summing its
+//    pairs in increasing (b, h, i).
 // An out-of-range index is never used as an address: the kernel records it
 // in the device's index-error flag (the next synchronize or copy to the host
 // throws) and skips the term (forward outputs get 0).
@@ -236,7 +239,85 @@ void grad_a(const Tensor& ga, const Tensor& gs, const Tensor& q, const Tensor& k
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
+// ---- banded terms (consecutive positions) ---------------------------------------------
+// table [Ht, 2L - 1, D]: head h reads table h (Ht = H) or table 0 (Ht = 1);
+// row t stands for the distance t - (L - 1).
+
+__global__ void band_scores_kernel(float* out, const float* x, const float* table, int64_t H, int64_t L, int64_t D,
+                                   int64_t Ht, int64_t total) {
+  for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
+    const int64_t j = e % L, row = e / L;  // row = (b, h, i)
+    const int64_t i = row % L, h = (row / L) % H;
+    const float* xi = x + row * D;
+    const float* w = table + ((Ht == 1 ? 0 : h) * (2 * L - 1) + j - i + L - 1) * D;
+    float acc = 0.0f;
+    for (int64_t d = 0; d < D; ++d) acc += xi[d] * w[d];
+    out[e] = acc;
+  }
+}
+
+__global__ void band_apply_kernel(float* out, const float* p, const float* table, int64_t H, int64_t L, int64_t D,
+                                  int64_t Ht, int64_t total) {
+  for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
+    const int64_t d = e % D, row = e / D;  // row = (b, h, i)
+    const int64_t i = row % L, h = (row / L) % H;
+    const float* pi = p + row * L;
+    const float* w = table + ((Ht == 1 ? 0 : h) * (2 * L - 1) + L - 1 - i) * D + d;
+    float acc = 0.0f;
+    for (int64_t j = 0; j < L; ++j) acc += pi[j] * w[j * D];
+    out[e] = acc;
+  }
+}
+
+__global__ void band_table_grad_kernel(float* out, const float* g, const float* y, int64_t B, int64_t H, int64_t L,
+                                       int64_t D, int64_t Ht, int64_t total) {
+  const int64_t T = 2 * L - 1;
+  for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
+    const int64_t d = e % D, t = (e / D) % T, ht = e / (D * T);
+    // Query i meets row t at key j = t + i - (L - 1), for i in [lo, hi).
+    const int64_t lo = t < L - 1 ? L - 1 - t : 0, hi = t < L ? L : 2 * L - 1 - t;
+    float acc = 0.0f;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = (Ht == 1 ? 0 : ht); h < (Ht == 1 ? H : ht + 1); ++h) {
+        const int64_t bh = b * H + h;
+        for (int64_t i = lo; i < hi; ++i)
+          acc += g[(bh * L + i) * L + t + i - (L - 1)] * y[(bh * L + i) * D + d];
+      }
+    out[e] = acc;
+  }
+}
+
 }  // namespace
+
+void band_scores(const Tensor& out, const Tensor& x, const Tensor& table) {
+  require_f32(x.dtype(), "band_scores");
+  DeviceContext& ctx = context(out);
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  ORDO_LAUNCH(band_scores_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream, out.data<float>(),
+              x.data<float>(), table.data<float>(), x.size(1), x.size(2), x.size(3), table.size(0), total);
+  ORDO_CUDA_CHECK_LAUNCH();
+}
+
+void band_apply(const Tensor& out, const Tensor& p, const Tensor& table) {
+  require_f32(p.dtype(), "band_apply");
+  DeviceContext& ctx = context(out);
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  ORDO_LAUNCH(band_apply_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream, out.data<float>(),
+              p.data<float>(), table.data<float>(), p.size(1), p.size(2), out.size(3), table.size(0), total);
+  ORDO_CUDA_CHECK_LAUNCH();
+}
+
+void band_table_grad(const Tensor& out, const Tensor& g, const Tensor& y) {
+  require_f32(g.dtype(), "band_table_grad");
+  DeviceContext& ctx = context(out);
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  ORDO_LAUNCH(band_table_grad_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream, out.data<float>(),
+              g.data<float>(), y.data<float>(), g.size(0), g.size(1), g.size(2), y.size(3), out.size(0), total);
+  ORDO_CUDA_CHECK_LAUNCH();
+}
 
 void relative_gather(const Tensor& out, const Tensor& x, const Tensor& idx) {
   require_f32(x.dtype(), "relative_gather");

@@ -7,6 +7,8 @@
 //
 // The naive reads the weights by name from the modules (the checkpoint names
 // the variants document in pe/relative.h), never through ordo's own ops.
+// Positions that count up by one in every row (consecutive_positions) take
+// the banded terms, any others the index path.
 #pragma once
 
 #include <cmath>
@@ -168,7 +170,10 @@ inline Comparison compare_with_naive(const nn::BertConfig& c, const Tensor& posi
   // ordo: forward with the scores kept, then the backward of sum(w * out).
   Tensor mask = nn::attention_bias(Tensor::from_vector(in.keep, {in.B, in.L}), in.B, in.L, false, DType::f64,
                                    Device::cpu());
+  // The facts BertModel::forward gives its layers: positions that count up by
+  // one in every row take the banded terms (pe/relative.h, vector_rows).
   nn::Context ctx = nn::Context::eval();
+  ctx.facts = nn::input_facts(in.positions.data(), nullptr, in.B, in.L);
   nn::ForwardTrace trace;
   trace.keep_scores = true;
   Var xv(x, true, "x");
@@ -211,6 +216,24 @@ inline Comparison compare_with_naive(const nn::BertConfig& c, const Tensor& posi
   compare(in.x, xv.grad(), "x");
   for (auto& [name, param] : pe->named_parameters()) compare(p[name], param->var.grad(), name);
   return res;
+}
+
+// Rows that count up by one from their own start (the banded terms' case):
+// row b is starts[b], starts[b] + 1, ...
+inline Tensor consecutive_positions(const std::vector<int64_t>& starts, int64_t length) {
+  std::vector<int64_t> p;
+  for (int64_t s : starts)
+    for (int64_t i = 0; i < length; ++i) p.push_back(s + i);
+  return Tensor::from_vector(p, {static_cast<int64_t>(starts.size()), length});
+}
+
+// Whether a variant's vector terms run banded for these positions (so a test
+// on consecutive positions knows it exercised that path).
+inline bool runs_banded(const pe::DistanceSpec& spec, const Tensor& positions) {
+  nn::Context ctx = nn::Context::eval();
+  const std::vector<int64_t> p = positions.to_vector<int64_t>();
+  ctx.facts = nn::input_facts(p.data(), nullptr, positions.size(0), positions.size(1));
+  return !spec.vector_rows(positions, "test", false, &ctx).band.empty();
 }
 
 // The tolerances the comparisons are held to: f64 loops against f64 ops

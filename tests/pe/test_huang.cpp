@@ -86,6 +86,11 @@ TEST_CASE("huang_m2..m4 with clipping k match the naive, huang_m4 equals Eq. 17'
   require_matches(compare_with_naive(tiny_config("huang_m4"), near, method4("heads", -1, 15, true)), "m4 as Eq. 17");
   require_matches(compare_with_naive(tiny_config("huang_m4", o), positions, method4("none", 3, 3, true)),
                   "m4 as Eq. 17, clip 3");
+  // Consecutive positions: method 4's query and key terms as banded ops.
+  Tensor counting = consecutive_positions({0, 5}, 6);
+  REQUIRE(runs_banded(dynamic_cast<pe::HuangInteraction&>(*make(tiny_config("huang_m4"))).distances(), counting));
+  require_matches(compare_with_naive(tiny_config("huang_m4"), counting, method4("heads", -1, 15)), "m4 banded");
+  require_matches(compare_with_naive(tiny_config("huang_m4", o), counting, method4("none", 3, 3)), "m4 banded, clip 3");
   // Clipping makes every distance beyond k the same: two position sets that
   // agree within k = 3 and differ beyond give identical scores.
   Tensor p = Tensor::from_vector(std::vector<int64_t>{0, 1, 6, 9, 20, 3}, {1, 6});

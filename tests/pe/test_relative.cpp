@@ -116,6 +116,43 @@ TEST_CASE("rpe_sin and rpe_sin_learnable match NEZHA's sinusoids in naive loops"
                   "rpe_sin_learnable clip 4, keys only");
 }
 
+TEST_CASE("rpe_shaw, rpe_sin, rpe_sin_learnable on consecutive positions (the banded terms) match the naive loops",
+          "[pe][relative]") {
+  // Rows 3..8 and 0..5: distances j - i only; with set_banded_terms(false)
+  // the same positions take the index path, the reference.
+  Tensor positions = consecutive_positions({3, 0}, 6);
+  auto spec_of = [](const nn::BertConfig& c) {
+    auto pe = make(c);
+    if (auto* shaw = dynamic_cast<pe::ShawRelative*>(pe.get())) return shaw->distances();
+    return dynamic_cast<pe::SinusoidRelative&>(*pe).distances();
+  };
+  for (bool banded : {true, false}) {
+    pe::set_banded_terms(banded);
+    CHECK(runs_banded(spec_of(tiny_config("rpe_shaw")), positions) == banded);
+    CHECK(runs_banded(spec_of(tiny_config("rpe_sin")), positions) == banded);
+    const std::string path = banded ? "banded, " : "index path, ";
+    for (std::string share : {"none", "heads"}) {
+      json::Value o = json::Value::object();
+      o["share"] = share;
+      o["value"] = true;
+      require_matches(compare_with_naive(tiny_config("rpe_shaw", o), positions, shaw(share, -1, 15, true)),
+                      path + "rpe_shaw values, share " + share);
+    }
+    require_matches(compare_with_naive(tiny_config("rpe_shaw", opts(R"({"clip": 2, "value": true, "share": "layers"})")),
+                                       positions, shaw("layers", 2, 2, true)),
+                    path + "rpe_shaw clip 2");
+    require_matches(compare_with_naive(tiny_config("rpe_sin_learnable", opts(R"({"share": "none"})")), positions,
+                                       sinusoid_rpe(-1, true, true, "none")),
+                    path + "rpe_sin_learnable");
+    require_matches(compare_with_naive(tiny_config("rpe_sin", opts(R"({"clip": 3})")), positions,
+                                       sinusoid_rpe(3, true, false)),
+                    path + "rpe_sin clip 3");
+  }
+  pe::set_banded_terms(true);
+  // Unordered positions never run banded.
+  CHECK_FALSE(runs_banded(spec_of(tiny_config("rpe_shaw")), random_positions(2, 6, 51, 0, 16)));
+}
+
 TEST_CASE("rpe_sin_learnable starts at the fixed frequencies, and equals rpe_sin there", "[pe][relative]") {
   auto fixed = make(tiny_config("rpe_sin"));
   auto learnable = make(tiny_config("rpe_sin_learnable"));

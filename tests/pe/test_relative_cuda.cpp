@@ -1,4 +1,4 @@
-// The relative-position kernels (tensor/cuda/relative.cu) against their CPU
+// The relative-position kernels (tensor/cuda/relative.cu), the banded ones too, against their CPU
 // references (tensor/cpu/relative.cpp, themselves tested against naive loops
 // in tests/tensor/test_relative_ops.cpp), and the whole relative family
 // (rpe_shaw, rpe_sin, rpe_sin_learnable, xlnet, huang_m1..m4) through one
@@ -81,6 +81,20 @@ TEST_CASE("relative_gather, relative_scatter, relative_product and its backward 
   // The kernel reports it at the next synchronisation, as every device index error (tests/tensor/test_cuda.cpp).
   Tensor gathered = relative_gather(on_gpu(x), on_gpu(bad));
   CHECK_THROWS_WITH(synchronize(kGpu), Catch::Contains("index out of range") && Catch::Contains("relative_gather"));
+}
+
+TEST_CASE("band_scores, band_apply and band_table_grad on CUDA agree with the CPU", "[cuda][ops][relative]") {
+  const int64_t B = 2, H = 3, L = 9, D = 8;
+  Tensor x = ordo::test::random_tensor({B, H, L, D}, 9, DType::f32);
+  Tensor p = ordo::test::random_tensor({B, H, L, L}, 10, DType::f32);
+  for (int64_t Ht : {int64_t{1}, H}) {
+    CAPTURE(Ht);
+    Tensor t = ordo::test::random_tensor({Ht, 2 * L - 1, D}, 11, DType::f32);
+    ordo::test::require_close(back(band_scores(on_gpu(x), on_gpu(t))), band_scores(x, t), 1e-5, 1e-6, "scores");
+    ordo::test::require_close(back(band_apply(on_gpu(p), on_gpu(t))), band_apply(p, t), 1e-5, 1e-6, "apply");
+    ordo::test::require_close(back(band_table_grad(on_gpu(p), on_gpu(x), Ht)), band_table_grad(p, x, Ht), 1e-5, 1e-6,
+                              "table gradient");
+  }
 }
 
 TEST_CASE("the relative family through attention on CUDA agrees with the CPU, forward and backward",

@@ -60,6 +60,12 @@ TEST_CASE("xlnet matches Eq. 10 of Huang et al. in naive loops: sharing modes, n
   require_matches(compare_with_naive(tiny_config("xlnet", opts(R"({"clip": 7})")), positions,
                                      xlnet_equation("none", 7, true, 12)),
                   "clip 7");
+  // Consecutive positions: the location term as a banded op.
+  Tensor counting = consecutive_positions({2, 0}, 6);
+  REQUIRE(runs_banded(dynamic_cast<pe::XLNetRelative&>(*make(tiny_config("xlnet"))).distances(), counting));
+  require_matches(compare_with_naive(tiny_config("xlnet", opts(R"({"share": "none"})")), counting,
+                                     xlnet_equation("none", -1, true, 12)),
+                  "banded");
 }
 
 TEST_CASE("xlnet: parameters, gradients (f64 finite differences), clipping", "[pe][xlnet][gradcheck]") {

@@ -10,6 +10,7 @@
 
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
+#include "tensor/cpu/gemm_own.h"
 #include "tensor/ops.h"
 #include "tests/helpers.h"
 
@@ -227,4 +228,125 @@ TEST_CASE("relative ops: bad indices and shapes are clear errors", "[ops][relati
   // Empty batches give empty results, not errors.
   Tensor none = Tensor::from_vector(std::vector<int64_t>{}, {0, 3, 3});
   CHECK(relative_gather(random_tensor({0, 2, 3, 4}, 35), none).shape() == Shape{0, 2, 3, 3});
+}
+
+// ---- banded terms ------------------------------------------------------------------------
+
+namespace {
+
+// Naive loops from the definitions (tensor/ops.h): Ht tables of 2L - 1 rows,
+// head h reading table (Ht == 1 ? 0 : h), pair (i, j) the row j - i + L - 1.
+struct BandShape {
+  int64_t B, H, L, D, Ht;
+  size_t x(int64_t b, int64_t h, int64_t i, int64_t d) const { return static_cast<size_t>(((b * H + h) * L + i) * D + d); }
+  size_t p(int64_t b, int64_t h, int64_t i, int64_t j) const { return static_cast<size_t>(((b * H + h) * L + i) * L + j); }
+  size_t t(int64_t h, int64_t i, int64_t j, int64_t d) const {
+    return static_cast<size_t>(((Ht == 1 ? 0 : h) * (2 * L - 1) + j - i + L - 1) * D + d);
+  }
+};
+
+std::vector<double> naive_band_scores(const std::vector<double>& x, const std::vector<double>& t, const BandShape& s) {
+  std::vector<double> out;
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t h = 0; h < s.H; ++h)
+      for (int64_t i = 0; i < s.L; ++i)
+        for (int64_t j = 0; j < s.L; ++j) {
+          double sum = 0;
+          for (int64_t d = 0; d < s.D; ++d) sum += x[s.x(b, h, i, d)] * t[s.t(h, i, j, d)];
+          out.push_back(sum);
+        }
+  return out;
+}
+
+std::vector<double> naive_band_apply(const std::vector<double>& p, const std::vector<double>& t, const BandShape& s) {
+  std::vector<double> out;
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t h = 0; h < s.H; ++h)
+      for (int64_t i = 0; i < s.L; ++i)
+        for (int64_t d = 0; d < s.D; ++d) {
+          double sum = 0;
+          for (int64_t j = 0; j < s.L; ++j) sum += p[s.p(b, h, i, j)] * t[s.t(h, i, j, d)];
+          out.push_back(sum);
+        }
+  return out;
+}
+
+std::vector<double> naive_band_table_grad(const std::vector<double>& g, const std::vector<double>& y,
+                                          const BandShape& s) {
+  std::vector<double> out(static_cast<size_t>(s.Ht * (2 * s.L - 1) * s.D), 0.0);
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t h = 0; h < s.H; ++h)
+      for (int64_t i = 0; i < s.L; ++i)
+        for (int64_t j = 0; j < s.L; ++j)
+          for (int64_t d = 0; d < s.D; ++d) out[s.t(h, i, j, d)] += g[s.p(b, h, i, j)] * y[s.x(b, h, i, d)];
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("banded terms match naive loops and the gather path (a table per head or shared, f64, f32, no BLAS)",
+          "[ops][relative]") {
+  for (int64_t Ht : {int64_t{1}, int64_t{3}}) {
+    const BandShape s{2, 3, 5, 4, Ht};
+    Tensor x = random_tensor({s.B, s.H, s.L, s.D}, 40), t = random_tensor({Ht, 2 * s.L - 1, s.D}, 41);
+    Tensor p = random_tensor({s.B, s.H, s.L, s.L}, 42);
+    const std::vector<double> scores = naive_band_scores(x.to_doubles(), t.to_doubles(), s);
+    const std::vector<double> applied = naive_band_apply(p.to_doubles(), t.to_doubles(), s);
+    const std::vector<double> table_grad = naive_band_table_grad(p.to_doubles(), x.to_doubles(), s);
+    auto expect = [&](const std::vector<double>& v, const Shape& shape) { return Tensor::from_vector(v, shape); };
+    for (bool blas : {true, false}) {
+      if (!blas && !cpu::blas_compiled()) continue;
+      cpu::set_use_blas(blas && cpu::blas_compiled());
+      CAPTURE(Ht, blas);
+      require_close(band_scores(x, t), expect(scores, {s.B, s.H, s.L, s.L}), 1e-12, 1e-12, "band_scores f64");
+      require_close(band_apply(p, t), expect(applied, {s.B, s.H, s.L, s.D}), 1e-12, 1e-12, "band_apply f64");
+      require_close(band_table_grad(p, x, Ht), expect(table_grad, {Ht, 2 * s.L - 1, s.D}), 1e-12, 1e-12,
+                    "band_table_grad f64");
+      require_close(band_scores(x.to(DType::f32), t.to(DType::f32)), expect(scores, {s.B, s.H, s.L, s.L}), 1e-5, 1e-5,
+                    "band_scores f32");
+      require_close(band_table_grad(p.to(DType::f32), x.to(DType::f32), Ht),
+                    expect(table_grad, {Ht, 2 * s.L - 1, s.D}), 1e-5, 1e-5, "band_table_grad f32");
+    }
+    cpu::set_use_blas(cpu::blas_compiled());
+    // The index path's Q A^T then gather, with idx[b, i, j] = j - i + L - 1 (one table: every head's).
+    if (Ht == 1) {
+      std::vector<int64_t> idx;
+      for (int64_t b = 0; b < s.B; ++b)
+        for (int64_t i = 0; i < s.L; ++i)
+          for (int64_t j = 0; j < s.L; ++j) idx.push_back(j - i + s.L - 1);
+      Tensor index = Tensor::from_vector(idx, {s.B, s.L, s.L});
+      Tensor table = t.reshape({2 * s.L - 1, s.D});
+      require_close(band_scores(x, t), relative_gather(matmul(x, table, false, true), index), 1e-12, 1e-12,
+                    "band_scores against the gather path");
+      require_close(band_apply(p, t), matmul(relative_scatter(p, index, 2 * s.L - 1), table), 1e-12, 1e-12,
+                    "band_apply against the scatter path");
+    }
+  }
+}
+
+// (Their gradients against f64 finite differences: autograd/gradcheck_suite.cpp.)
+TEST_CASE("banded terms: the same bits on any thread count, and clear errors", "[ops][relative][determinism]") {
+  // Large enough that the table gradient takes its window buffer in chunks of queries.
+  Tensor g = random_tensor({4, 4, 64, 64}, 47, DType::f32), y = random_tensor({4, 4, 64, 64}, 48, DType::f32);
+  Tensor t = random_tensor({4, 127, 64}, 49, DType::f32);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  Tensor s1 = band_scores(y, t), a1 = band_apply(g, t), t1 = band_table_grad(g, y, 4);
+  omp_set_num_threads(std::max(threads, 2) + 1);
+  Tensor s3 = band_scores(y, t), a3 = band_apply(g, t), t3 = band_table_grad(g, y, 4);
+  omp_set_num_threads(threads);
+  require_close(s3, s1, 0, 0, "band_scores threads");
+  require_close(a3, a1, 0, 0, "band_apply threads");
+  require_close(t3, t1, 0, 0, "band_table_grad threads");
+
+  Tensor x = random_tensor({1, 2, 3, 4}, 50);
+  CHECK_THROWS_WITH(band_scores(x, random_tensor({2, 4, 4}, 51)), Catch::Contains("expected [1 or 2, 5, width]"));
+  CHECK_THROWS_WITH(band_scores(x, random_tensor({3, 5, 4}, 51)), Catch::Contains("table has shape"));
+  CHECK_THROWS_WITH(band_scores(x, random_tensor({1, 5, 3}, 51)), Catch::Contains("width"));
+  CHECK_THROWS_WITH(band_apply(random_tensor({1, 2, 3, 4}, 52), random_tensor({1, 5, 4}, 51)),
+                    Catch::Contains("square"));
+  CHECK_THROWS_WITH(band_table_grad(random_tensor({1, 2, 3, 3}, 52), x, 3), Catch::Contains("table_heads"));
+  CHECK(band_scores(random_tensor({0, 2, 3, 4}, 53), random_tensor({2, 5, 4}, 54)).shape() == Shape{0, 2, 3, 3});
+  CHECK(band_table_grad(random_tensor({0, 2, 3, 3}, 53), random_tensor({0, 2, 3, 4}, 54), 1).to_doubles() ==
+        std::vector<double>(20, 0.0));
 }
