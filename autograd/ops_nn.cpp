@@ -121,13 +121,16 @@ Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vec
                        grads[0] = onto.defined() ? onto : matmul(gc, wv).reshape(xv.shape());
                      }
                      const Tensor x2 = xv.reshape({-1, xv.size(-1)});
+                     // Every bias's gradient from one sum over gy's rows, then split: a
+                     // bias's own columns of gy are a strided view the sum would copy first.
+                     Tensor bias_sums;
+                     for (size_t i = 0; with_bias && i < n && !bias_sums.defined(); ++i)
+                       if (needs[1 + n + i]) bias_sums = sum_to(gy.reshape({-1, gy.size(-1)}), {gy.size(-1)});
                      int64_t at = 0;
                      for (size_t i = 0; i < n; at += outputs[i++]) {
                        const Tensor gc_i = gc.slice(1, at, at + outputs[i]);
                        if (needs[1 + i]) grads[1 + i] = matmul(gc_i, x2, true, false);
-                       if (with_bias && needs[1 + n + i])
-                         grads[1 + n + i] = sum_to(gy.reshape({-1, gy.size(-1)}).slice(1, at, at + outputs[i]),
-                                                   {outputs[i]});
+                       if (with_bias && needs[1 + n + i]) grads[1 + n + i] = bias_sums.slice(0, at, at + outputs[i]).contiguous();
                      }
                      return grads;
                    });
