@@ -7,6 +7,7 @@
 // fixed order (increasing j, or increasing (b, i, j)), so results depend on
 // the inputs alone, never on the thread count. Indices are checked before any
 // thread starts (an exception must not leave an OpenMP region).
+#include <memory>
 #include <vector>
 
 #include "tensor/cpu/common.h"
@@ -270,13 +271,14 @@ void band_table_grad(const Tensor& out, const Tensor& g, const Tensor& y) {
     // the thread count.
     const int64_t window = L * D;
     const int64_t chunk = std::clamp<int64_t>((int64_t{4} << 20) / std::max<int64_t>(Ht * window, 1), 1, L);
-    std::vector<F> windows(static_cast<size_t>(Ht * chunk * window));
+    // Not zeroed: every product below writes its whole window (beta = 0).
+    const std::unique_ptr<F[]> windows(new F[static_cast<size_t>(Ht * chunk * window)]);
     for (int64_t i0 = 0; i0 < L; i0 += chunk) {
       const int64_t i1 = std::min(L, i0 + chunk);
       for_each_window(Ht, i0, i1, [&](int64_t ht, int64_t i) {
         strided_gemm<F>(true, false, L, D, rows.count(), F(1), gd + rows.first(ht, L) + i * L, rows.step(L),
                         yd + rows.first(ht, D) + i * D, rows.step(D), F(0),
-                        windows.data() + (ht * chunk + i - i0) * window, D);
+                        windows.get() + (ht * chunk + i - i0) * window, D);
       });
       parallel_for(Ht * T, row_grain(D * (i1 - i0)), [&](int64_t begin, int64_t end) {
         for (int64_t row = begin; row < end; ++row) {  // row = (ht, t)
@@ -285,7 +287,7 @@ void band_table_grad(const Tensor& out, const Tensor& g, const Tensor& y) {
           // Query i's window holds table row t at its row t - (L - 1 - i).
           const int64_t lo = std::max(i0, L - 1 - t), hi = std::min(i1, 2 * L - 1 - t);
           for (int64_t i = lo; i < hi; ++i) {
-            const F* w = windows.data() + ((ht * chunk + i - i0) * L + t - (L - 1 - i)) * D;
+            const F* w = windows.get() + ((ht * chunk + i - i0) * L + t - (L - 1 - i)) * D;
             for (int64_t d = 0; d < D; ++d) o[d] += w[d];
           }
         }
