@@ -123,9 +123,9 @@ Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vec
                      const Tensor x2 = xv.reshape({-1, xv.size(-1)});
                      // Every bias's gradient from one sum over gy's rows, then split: a
                      // bias's own columns of gy are a strided view the sum would copy first.
-                     Tensor bias_sums;
-                     for (size_t i = 0; with_bias && i < n && !bias_sums.defined(); ++i)
-                       if (needs[1 + n + i]) bias_sums = sum_to(gy.reshape({-1, gy.size(-1)}), {gy.size(-1)});
+                     bool bias_wanted = false;
+                     for (size_t i = 0; with_bias && i < n; ++i) bias_wanted = bias_wanted || needs[1 + n + i];
+                     const Tensor bias_sums = bias_wanted ? sum_to(gy.reshape({-1, gy.size(-1)}), {gy.size(-1)}) : Tensor();
                      int64_t at = 0;
                      for (size_t i = 0; i < n; at += outputs[i++]) {
                        const Tensor gc_i = gc.slice(1, at, at + outputs[i]);

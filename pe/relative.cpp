@@ -65,6 +65,14 @@ int64_t DistanceSpec::row(int64_t c, const DistanceRows& span) const {
   return 0;
 }
 
+DistanceRows DistanceSpec::clipped_span(int64_t widest, const std::string& variant) const {
+  return clip >= 0 ? span(std::max(-widest, -clip), std::min(widest, clip), variant) : span(-widest, widest, variant);
+}
+
+int64_t DistanceSpec::clipped_row(int64_t r, const DistanceRows& span) const {
+  return row(clip >= 0 ? std::max(-clip, std::min(clip, r)) : r, span);
+}
+
 DistanceRows DistanceSpec::rows(const Tensor& positions, const std::string& variant, bool with_transpose,
                                 const nn::Context* ctx) const {
   Tensor r = relative_distances(positions);  // r_ij = p_j - p_i
@@ -107,14 +115,10 @@ DistanceRows DistanceSpec::vector_rows(const Tensor& positions, const std::strin
   if (!banded_terms_enabled() || !ctx || !ctx->facts || !ctx->facts->consecutive || !positions.device().is_cpu() ||
       matmul_precision() != MatmulPrecision::fp32 || L == 0)
     return rows(positions, variant, with_transpose, ctx);
-  // Every p_j - p_i is j - i: the distances -(L - 1) .. L - 1, clipped.
-  const int64_t lo = clip >= 0 ? std::max(-(L - 1), -clip) : -(L - 1), hi = clip >= 0 ? std::min(L - 1, clip) : L - 1;
-  DistanceRows out = span(lo, hi, variant);
+  // Every p_j - p_i is j - i: the distances -(L - 1) .. L - 1.
+  DistanceRows out = clipped_span(L - 1, variant);
   out.band.resize(static_cast<size_t>(2 * L - 1));
-  for (int64_t t = 0; t < 2 * L - 1; ++t) {
-    const int64_t r = t - (L - 1);
-    out.band[static_cast<size_t>(t)] = row(clip >= 0 ? std::max(-clip, std::min(clip, r)) : r, out);
-  }
+  for (int64_t t = 0; t < 2 * L - 1; ++t) out.band[static_cast<size_t>(t)] = clipped_row(t - (L - 1), out);
   return out;
 }
 
@@ -122,9 +126,8 @@ DistanceRows DistanceSpec::fused_rows(const nn::PositionEncoding& pe, const nn::
                                       nn::PositionEncoding::FusedTerms& out) const {
   const std::string variant = pe.name();
   const int64_t widest = widest_distance(*s.positions, s.ctx);
-  const int64_t lo = clip >= 0 ? std::max(-widest, -clip) : -widest, hi = clip >= 0 ? std::min(widest, clip) : widest;
-  DistanceRows rows = span(lo, hi, variant);
-  set_fused_rows(pe, out, s, widest, [&](int64_t r) { return row(clip >= 0 ? std::max(-clip, std::min(clip, r)) : r, rows); });
+  DistanceRows rows = clipped_span(widest, variant);
+  set_fused_rows(pe, out, s, widest, [&](int64_t r) { return clipped_row(r, rows); });
   return rows;
 }
 
@@ -229,7 +232,8 @@ Var query_vector_term(const Var& q, const Var& a, const DistanceRows& rows, doub
 }
 
 Var key_vector_term(const Var& k, const Var& a, const DistanceRows& rows, double alpha) {
-  // Banded: the transpose of k_j . a_{i - j} for every (j, i), a query term of k read backwards.
+  // Banded: k_j . a_{j - i} in rows j and columns i is k's band over the table read backwards
+  // (row t the distance (L - 1) - t), then transposed to [i, j].
   if (!rows.band.empty()) return transpose(band_scores(k, band_table(a, rows.band, true, alpha)), 2, 3);
   ORDO_ASSERT(rows.idx_t.defined());
   Var per_distance = matmul(k, a, false, true, alpha);        // [B, H, L(j), R]: alpha k_j . a_r

@@ -97,6 +97,9 @@ struct DistanceSpec {
   // the table's reach checked; row(c) - first of a clipped distance c.
   DistanceRows span(int64_t lo, int64_t hi, const std::string& variant) const;
   int64_t row(int64_t c, const DistanceRows& span) const;
+  // span() of the distances -widest .. widest once clipped; the row of distance r, clipped first.
+  DistanceRows clipped_span(int64_t widest, const std::string& variant) const;
+  int64_t clipped_row(int64_t r, const DistanceRows& span) const;
 };
 
 // Whether vector_rows() may give banded rows (default on); off runs the

@@ -136,6 +136,16 @@ struct Comparison {
   size_t checked = 0;                        // gradient entries compared
 };
 
+// An evaluation context with the facts BertModel::forward gives its layers:
+// positions that count up by one in every row take the banded terms
+// (pe/relative.h, vector_rows).
+inline nn::Context forward_context(const Tensor& positions) {
+  nn::Context ctx = nn::Context::eval();
+  const std::vector<int64_t> p = positions.to_vector<int64_t>();
+  ctx.facts = nn::input_facts(p.data(), nullptr, positions.size(0), positions.size(1));
+  return ctx;
+}
+
 // ordo's SelfAttention::forward with the variant of `c` against the naive
 // with `eq`, on random weights, random inputs and the given positions (the
 // last key of the last sequence padded). Gradients of L = sum(w * out) with
@@ -170,10 +180,7 @@ inline Comparison compare_with_naive(const nn::BertConfig& c, const Tensor& posi
   // ordo: forward with the scores kept, then the backward of sum(w * out).
   Tensor mask = nn::attention_bias(Tensor::from_vector(in.keep, {in.B, in.L}), in.B, in.L, false, DType::f64,
                                    Device::cpu());
-  // The facts BertModel::forward gives its layers: positions that count up by
-  // one in every row take the banded terms (pe/relative.h, vector_rows).
-  nn::Context ctx = nn::Context::eval();
-  ctx.facts = nn::input_facts(in.positions.data(), nullptr, in.B, in.L);
+  nn::Context ctx = forward_context(positions);
   nn::ForwardTrace trace;
   trace.keep_scores = true;
   Var xv(x, true, "x");
@@ -230,9 +237,7 @@ inline Tensor consecutive_positions(const std::vector<int64_t>& starts, int64_t 
 // Whether a variant's vector terms run banded for these positions (so a test
 // on consecutive positions knows it exercised that path).
 inline bool runs_banded(const pe::DistanceSpec& spec, const Tensor& positions) {
-  nn::Context ctx = nn::Context::eval();
-  const std::vector<int64_t> p = positions.to_vector<int64_t>();
-  ctx.facts = nn::input_facts(p.data(), nullptr, positions.size(0), positions.size(1));
+  nn::Context ctx = forward_context(positions);
   return !spec.vector_rows(positions, "test", false, &ctx).band.empty();
 }
 
