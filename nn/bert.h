@@ -200,13 +200,16 @@ Ablation ablation_in_force(const PositionEncoding& pe, const Context& ctx);
 // a fused form (PositionEncoding::fused_support()). Elsewhere, and on the CPU,
 // the unfused ops run: the reference (Context::fused = false keeps them on
 // CUDA too; Context::fused_attention_on_cpu runs the fused op's CPU kernels,
-// for a recording). On by default; ORDO_FUSED_ATTENTION=0 (or
-// set_fused_attention(false)) turns it off. Under every train.precision the
+// for a recording). Which of the two a CUDA device runs (ORDO_FUSED_ATTENTION
+// or set_fused_attention): on (1), off (0), or automatic (auto, the default):
+// the faster, which today is the unfused ops (measured on an H200: the fused
+// kernels have no tensor-core tiles yet; README, GPU). Under every train.precision the
 // fused kernels compute in FP32 from the f32 q, k and v the projections give
 // (no bf16 rounding of the attention's own products, which the unfused path
 // makes under bf16: its q k^T and P V are bf16 products).
-bool fused_attention_enabled();
-void set_fused_attention(bool on);
+enum class FusedAttention : uint8_t { automatic, on, off };
+FusedAttention fused_attention();
+void set_fused_attention(FusedAttention mode);
 // Why a model with this encoding and config runs the unfused attention on
 // `device` ("" when it runs fused), before any data-dependent condition (a trace).
 std::string unfused_attention_reason(const PositionEncoding& pe, const BertConfig& c, Device device);
@@ -226,13 +229,15 @@ std::string attention_kernels(const PositionEncoding& pe, const BertConfig& c, D
 // CPU), not measured.
 // fused_seconds: the roofline estimate (tensor/roofline.h, H100 SXM, FP32
 // CUDA cores) of the fused forward and backward calls with these terms:
-// max(bytes / bandwidth, FLOPs / peak) + launch overhead each, a model.
+// max(bytes / bandwidth, FLOPs / peak) + launch overhead each, a model. The
+// fused figures are given for every variant with a fused form, whichever
+// attention the switch picks (fused_seconds 0 for one without).
 struct AttentionMemory {
   double qkvo = 0;
   double unfused_kept = 0, unfused_transient = 0;
   double fused_kept = 0, fused_transient = 0;
   double fused_seconds = 0;
-  std::string unfused_reason;  // why the variant falls back ("" when it fuses)
+  std::string unfused_reason;  // why the unfused ops run ("" when the fused kernels do)
 };
 AttentionMemory attention_memory(PositionEncoding& pe, const BertConfig& c, int64_t batch, int64_t length,
                                  bool training);

@@ -49,6 +49,9 @@ void reset_peak_memory(Device) { detail::host_reset_peak(); }
 void empty_cache(Device) { detail::host_empty_cache(); }
 DeviceCounters device_counters() { return {}; }
 void reset_device_counters() {}
+KernelTiming::KernelTiming() = default;
+KernelTiming::~KernelTiming() = default;
+std::vector<KernelTime> KernelTiming::stop() { return {}; }
 struct CudaGraph::Impl {};
 CudaGraph CudaGraph::capture(Device device, const std::function<void()>&) {
   throw Error("cannot capture a CUDA graph on " + device.str() + ": this build of ordo has no CUDA backend");

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tensor/dtype.h"
 
@@ -60,6 +61,34 @@ struct DeviceCounters {
 };
 DeviceCounters device_counters();
 void reset_device_counters();
+
+// Where the device's time goes, kernel by kernel: while a KernelTiming lives,
+// each of ordo's kernel launches and cuBLAS's products is bracketed by two
+// CUDA events on its stream, read when the timing stops. For eager steps (a
+// graph's replay runs its kernels unseen: time the same step without graphs)
+// on one host thread. The events cost the host a few microseconds a launch,
+// so a timed step's wall time is not its time without; each kernel's own
+// span is the device's. The emulated GPU stamps its host clock (its kernels
+// run at their launch): the counts are exact there, the times are the CPU's.
+// Without CUDA it records nothing.
+struct KernelTime {
+  std::string kernel;   // the kernel's name, or "cublas gemm (bf16)" and the like
+  int64_t calls = 0;
+  double seconds = 0;   // the sum of its spans, start event to end event
+};
+class KernelTiming {
+ public:
+  KernelTiming();  // starts; one at a time
+  ~KernelTiming();
+  // Waits for the device and returns each kernel's calls and time, the
+  // longest first. Ends the timing.
+  std::vector<KernelTime> stop();
+  KernelTiming(const KernelTiming&) = delete;
+  KernelTiming& operator=(const KernelTiming&) = delete;
+
+ private:
+  bool stopped_ = false;
+};
 
 // A device's work captured once and replayed with one launch (CUDA stream
 // capture on ordo's stream, then cudaGraphLaunch): the kernels, products,

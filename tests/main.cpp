@@ -16,6 +16,11 @@
 #include "tensor/device_runtime.h"
 
 int main(int argc, char** argv) {
+  // A CUDA device runs the unfused attention by default (nn/bert.h: the
+  // faster today); the tests, and the ordo processes they start, run the
+  // fused kernels wherever a test does not choose, since those are what the
+  // [cuda] and [cuda][step] comparisons check. A value given outside stays.
+  setenv("ORDO_FUSED_ATTENTION", "1", /*overwrite=*/0);
   std::vector<char*> args;
   int required_gpus = 0;
   for (int i = 0; i < argc; ++i) {

@@ -4,8 +4,9 @@
 //   before  fp32 products, the unfused ops (nn::Context::fused = false), a
 //           norm, a clip and an update per parameter tensor, each launch
 //           made by the host;
-//   after   bf16 products with FP32 sums, the fused kernels (the fused
-//           attention where the variant has a fused form), one
+//   after   bf16 products with FP32 sums, the fused kernels, the attention
+//           a GPU run picks (nn/bert.h: by default the unfused ops, the
+//           faster today; ORDO_FUSED_ATTENTION=1 the fused kernels), one
 //           multi-tensor AdamW, each step one CUDA graph launch.
 //
 // Counted on the device (a real GPU, or the emulated one): kernel launches
@@ -15,6 +16,12 @@
 // same structure (the config's layers, heads and position encoding; hidden
 // 4 per head, batch 2 x 16): launches depend on the layers and kernels, not
 // on the sizes.
+//
+// On a real GPU, --parts times *after* with each of its parts changed
+// on its own (the products in fp32, the attention's fused kernels, the other fused
+// ops and the optimizer unfused, no graph), and --kernel-times gives one
+// eager step's device time kernel by kernel (CUDA events around each launch
+// and product: KernelTiming): where a step's time goes, measured.
 //
 // MODELED (tensor/roofline.h), never measured: the bytes and FLOPs of the
 // step's kernel calls recorded at the full shape on the CPU (whose op layer
@@ -28,6 +35,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "nn/bert.h"
 #include "nn/optim.h"
@@ -48,9 +56,27 @@ struct Mode {
   MatmulPrecision precision;
   bool fused;   // the fused ops and the multi-tensor AdamW
   bool graphs;  // one CUDA graph launch a step
+  // The fused attention's switch for this mode (where `fused`): as it is set
+  // (ORDO_FUSED_ATTENTION; auto, the default, runs the unfused ops), or forced.
+  std::optional<nn::FusedAttention> attention;
 };
-const Mode kBefore{"before", MatmulPrecision::fp32, false, false};
-const Mode kAfter{"after", MatmulPrecision::bf16, true, true};
+const Mode kBefore{"before", MatmulPrecision::fp32, false, false, std::nullopt};
+const Mode kAfter{"after", MatmulPrecision::bf16, true, true, std::nullopt};
+
+// The fused attention's switch for one scope where `mode` is given, the
+// previous setting back after.
+class FusedAttentionScope {
+ public:
+  explicit FusedAttentionScope(std::optional<nn::FusedAttention> mode) : previous_(nn::fused_attention()) {
+    if (mode) nn::set_fused_attention(*mode);
+  }
+  ~FusedAttentionScope() { nn::set_fused_attention(previous_); }
+  FusedAttentionScope(const FusedAttentionScope&) = delete;
+  FusedAttentionScope& operator=(const FusedAttentionScope&) = delete;
+
+ private:
+  nn::FusedAttention previous_;
+};
 
 struct Case {
   std::string name;
@@ -102,6 +128,7 @@ struct Stepper {
   // Step `step`; returns the loss (the one read a logged step makes).
   double step(int64_t step) {
     MatmulPrecisionScope precision(mode.precision);
+    FusedAttentionScope attention(mode.attention);
     if (!graphed) {
       nn::Context ctx = nn::Context::train(1, step);
       ctx.fused = mode.fused;
@@ -205,6 +232,53 @@ Model model_of(const std::vector<KernelCall>& calls, const RooflineMachine& mach
 std::string arrow(const std::string& a, const std::string& b) { return a + " -> " + b; }
 std::string fixed(double v, int d) { return bench::fixed(v, d); }
 
+// One eager step's device time kernel by kernel (the means over `steps`
+// steps), and the timed steps' wall time each.
+struct KernelTimes {
+  std::vector<KernelTime> kernels;
+  double step_seconds = 0;
+};
+KernelTimes time_kernels(const Case& c, int64_t batch, int64_t length, Mode mode, Device device, int warmup,
+                         int steps) {
+  mode.graphs = false;  // a graph's replay runs its kernels unseen
+  Stepper s(c, batch, length, mode, device);
+  int64_t n = 0;
+  for (int i = 0; i < warmup; ++i) s.step(++n);
+  synchronize(device);
+  KernelTimes r;
+  KernelTiming timing;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) s.step(++n);
+  synchronize(device);
+  r.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps;
+  r.kernels = timing.stop();
+  for (KernelTime& k : r.kernels) k.seconds /= steps;
+  return r;
+}
+
+void print_kernel_times(const std::string& what, const KernelTimes& t, int steps) {
+  double total = 0, calls = 0;
+  for (const KernelTime& k : t.kernels) total += k.seconds, calls += k.calls;
+  std::printf("\n%s, one eager step kernel by kernel (MEASURED: CUDA events around each launch and product,\n"
+              "means of %d steps; kernels of 0.5%% of the sum or more): %.0f launches, their spans' sum %.3f ms,\n"
+              "the timed step's wall time %.3f ms (the events' own cost included; the gap is the device idle)\n",
+              what.c_str(), steps, calls / steps, 1e3 * total, 1e3 * t.step_seconds);
+  bench::Table table({"kernel", "calls", "ms", "us a call", "share"});
+  double rest = 0, rest_calls = 0;
+  for (const KernelTime& k : t.kernels) {
+    if (k.seconds < 0.005 * total) {
+      rest += k.seconds, rest_calls += k.calls;
+      continue;
+    }
+    const double per_step = static_cast<double>(k.calls) / steps;
+    table.add({k.kernel, fixed(per_step, 0), fixed(1e3 * k.seconds, 3), fixed(1e6 * k.seconds / per_step, 1),
+               fixed(100 * k.seconds / total, 1) + "%"});
+  }
+  table.add({"(the rest)", fixed(rest_calls / steps, 0), fixed(1e3 * rest, 3), "-",
+             fixed(total > 0 ? 100 * rest / total : 0, 1) + "%"});
+  table.print();
+}
+
 // The per-kernel roofline of one recorded step (the kernels taking 1% or more).
 void print_kernels(const std::string& what, const std::vector<KernelCall>& calls, const RooflineMachine& machine) {
   const Roofline r = roofline(calls, machine);
@@ -222,12 +296,17 @@ void print_kernels(const std::string& what, const std::vector<KernelCall>& calls
 }
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"config", "set", "steps", "warmup", "batch", "length", "device"}, {"detail"});
+  cli::Args args(argv, {"config", "set", "steps", "warmup", "batch", "length", "device"},
+                 {"detail", "parts", "kernel-times", "no-model"});
   const int steps = static_cast<int>(args.integer("steps", 3, 1, 100000));
   const int warmup = static_cast<int>(args.integer("warmup", 2, 0, 100000));
   const Device device = args.device("device", cuda_available() ? "cuda" : "cpu");
   const bool cuda = device.is_cuda();
   const bool emulated = cuda && cuda_device_description(device.index).find("emulated") != std::string::npos;
+  const bool with_model = !args.has("no-model");
+  ORDO_CHECK(!args.has("detail") || with_model, "bench step: --detail is the MODELED table's; drop --no-model");
+  ORDO_CHECK(cuda || !(args.has("parts") || args.has("kernel-times")),
+             "bench step: --parts and --kernel-times time a CUDA device's step (--device cuda)");
 
   // The shapes, or the configs asked for at their own (or the given) batch and length.
   std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> wanted;
@@ -253,8 +332,8 @@ int run(const std::vector<std::string>& argv) {
               "clipping, loss read back), before -> after:\n"
               "  before: fp32 products, unfused ops, a norm, a clip and an update per parameter, launches one by one\n"
               "  after:  bf16 products (FP32 sums), fused residual+dropout+LayerNorm and bias+activation, the\n"
-              "          fused attention (FP32, where the variant fuses), one multi-tensor AdamW (3 launches), one\n"
-              "          CUDA graph launch a step\n"
+              "          attention a GPU run picks (below), one multi-tensor AdamW (3 launches), one CUDA graph\n"
+              "          launch a step\n"
               "counts: %s%s\n\n",
               cuda ? cuda_device_description(device.index).c_str() : "cpu",
               emulated ? " — each config's structure at hidden 4 per head, batch 2 x 16 (launches depend on the "
@@ -272,13 +351,16 @@ int run(const std::vector<std::string>& argv) {
   bench::Table modeled({"config", "batch x len", "GB moved", "TFLOP", "ms, launches one by one", "ms",
                         "MFU", "attention ms"});
   std::vector<std::pair<std::string, std::vector<KernelCall>>> details;
+  bench::Table parts({"config", "batch x len", "after", "eager (no graph)", "eager, fp32 products",
+                      "eager, fused attention", "eager, unfused ops + AdamW", "before"});
+  std::vector<std::pair<std::string, KernelTimes>> kernel_times;
   for (const Case& c : cases) {
     const std::string shape = std::to_string(c.batch) + " x " + std::to_string(c.length);
     Counts before, after, after_eager;
     double per_layer_before = 0, per_layer_after = 0;
+    const Case counted = emulated ? small_of(c) : c;
+    const int64_t b = emulated ? 2 : c.batch, l = emulated ? 16 : c.length;
     if (cuda) {
-      const Case counted = emulated ? small_of(c) : c;
-      const int64_t b = emulated ? 2 : c.batch, l = emulated ? 16 : c.length;
       before = count(counted, b, l, kBefore, device, warmup, steps);
       after = count(counted, b, l, kAfter, device, warmup, steps);
       Mode fused_eager = kAfter;
@@ -310,6 +392,26 @@ int run(const std::vector<std::string>& argv) {
                 arrow(fixed(before.allocations, 0), fixed(after.allocations, 0)),
                 emulated || !cuda ? "-" : arrow(fixed(1e3 * before.seconds, 2), fixed(1e3 * after.seconds, 2))});
 
+    if (args.has("parts")) {  // each part changed on the eager step (a graph's capture is its own question)
+      Mode eager = kAfter;
+      eager.graphs = false;
+      auto ms = [&](Mode m) { return fixed(1e3 * count(counted, b, l, m, device, warmup, steps).seconds, 2); };
+      Mode fp32 = eager, fused_attention = eager, unfused = eager;
+      fp32.precision = MatmulPrecision::fp32;
+      fused_attention.attention = nn::FusedAttention::on;
+      unfused.fused = false;
+      parts.add({c.name, shape, fixed(1e3 * after.seconds, 2), fixed(1e3 * after_eager.seconds, 2), ms(fp32),
+                 ms(fused_attention), ms(unfused), fixed(1e3 * before.seconds, 2)});
+    }
+    if (args.has("kernel-times")) {
+      Mode eager = kAfter;
+      eager.graphs = false;
+      kernel_times.emplace_back(c.name + " " + shape + " after",
+                                time_kernels(counted, b, l, eager, device, warmup, steps));
+      kernel_times.emplace_back(c.name + " " + shape + " before",
+                                time_kernels(counted, b, l, kBefore, device, warmup, steps));
+    }
+    if (!with_model) continue;
     // The model at the full shape, from the CPU's recording.
     const std::vector<KernelCall> calls_before = record_on_cpu(c, kBefore), calls_after = record_on_cpu(c, kAfter);
     const Model mb = model_of(calls_before, machine), ma = model_of(calls_after, machine);
@@ -334,6 +436,15 @@ int run(const std::vector<std::string>& argv) {
   }
   std::printf("per step%s:\n", cuda ? "" : " (tensor allocations only)");
   counts.print();
+  if (args.has("parts")) {
+    std::printf("\nafter with one part changed at a time, step ms (MEASURED%s; 'eager' launches after's\n"
+                "kernels one by one; each 'eager, ...' column is that eager step with the one part named changed;\n"
+                "'unfused ops + AdamW': the unfused LayerNorm, GELU and loss and the per-tensor AdamW):\n",
+                emulated ? " on the emulated GPU: the CPU's time, not a GPU's; at hidden 4 per head, batch 2 x 16" : "");
+    parts.print();
+  }
+  for (const auto& [what, times] : kernel_times) print_kernel_times(what, times, steps);
+  if (!with_model) return 0;
   std::printf("\nMODELED, not measured: each recorded kernel call at max(bytes / %.2f TB/s, FLOPs / its units' peak)\n"
               "on an %s (products: bf16 %.0f, TF32 %.0f, FP32 %.0f TFLOP/s dense; every other kernel FP32);\n"
               "'ms, launches one by one' adds %.0f us per launch, 'ms' (after) one graph launch; MFU = the products'\n"
@@ -357,7 +468,11 @@ cli::Register command({"bench step",
                        "one pretraining step before -> after: launches, host syncs, allocations per step, and its "
                        "bytes, FLOPs, roofline time and MFU MODELED on an H100",
                        "[--config tiny|mini|small|base|FILE ...] [--set key=value ...] [--batch B] [--length L]"
-                       " [--steps N] [--warmup N] [--device cpu|cuda] [--detail]\n"
+                       " [--steps N] [--warmup N] [--device cpu|cuda] [--detail] [--parts] [--kernel-times]"
+                       " [--no-model]\n"
+                       "  --parts: after's step time with each part changed on its own (a CUDA device);\n"
+                       "  --kernel-times: one eager step's device time kernel by kernel, after and before (CUDA\n"
+                       "  events; a CUDA device); --no-model: leave out the MODELED table and its CPU recording\n"
                        "  without --config: tiny 32 x 64, base 32 x 128 and base 8 x 512 (the MODELED figures record\n"
                        "  one step of each on the CPU at that shape: minutes for base)",
                        run});

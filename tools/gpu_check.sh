@@ -10,10 +10,11 @@
 #   5. with two GPUs or more, mpirun -np 2 ordo pretrain on two of them (NCCL)
 #      against one process with the global batch ([mpi][cuda]);
 #   6. the step benchmark (`ordo bench step`: before -> after issue 28's
-#      work, launches, host syncs and device allocations per step and, on a
-#      GPU, the step's measured time; its bytes, FLOPs, time and MFU MODELED
-#      on an H100) — with a real GPU at tiny 32 x 64, base 32 x 128 and
-#      8 x 512 (ordo's default), beside
+#      work, launches, host syncs and device allocations per step; on a GPU
+#      the step's measured time, after with each part changed (--parts) and
+#      one step's device time kernel by kernel (--kernel-times); on the
+#      emulated GPU its bytes, FLOPs, time and MFU MODELED on an H100) — with
+#      a real GPU at tiny 32 x 64, base 32 x 128 and 8 x 512, beside
 #   7. PyTorch on the same GPU (scripts/bench_torch_gpu.py: HF BERT in bf16
 #      autocast with SDPA attention and fused AdamW, eager and torch.compile)
 #      at the same shapes, where python3 has torch and transformers.
@@ -88,7 +89,9 @@ else
   cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d ' .')
   device="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1) (sm_$cap)"
   build_command="cmake -S . -B '$build' -DORDO_CUDA=on '-DORDO_CUDA_ARCHITECTURES=$cap-real' && cmake --build '$build' -j $jobs"
-  bench=(--device cuda)
+  # Measured only: the MODELED table's CPU recording of base is minutes of a
+  # GPU lease (any machine prints it: ordo bench step --device cpu).
+  bench=(--device cuda --no-model --parts --kernel-times)
 fi
 if [[ $prebuilt == 1 ]]; then
   skip "build" "--prebuilt: $build/ordo and $build/ordo_tests as given"

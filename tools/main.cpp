@@ -72,6 +72,7 @@ void print_fused_attention() {
   variants.push_back({"alibi", R"({"learned": true})"});
   variants.push_back({"attenuated", R"({"learned": true})"});
   double none_seconds = 0;
+  std::string auto_reason;  // why the fused kernels do not run by default, where a variant could
   for (const auto& [name, options] : variants) {
     c.pe = name;
     c.pe_options = ordo::json::parse(options);
@@ -81,15 +82,22 @@ void print_fused_attention() {
     const std::string label = options == "{}" ? name : name + " " + options;
     char unfused[40], fused[40] = "-", ratio[16] = "-", time[16] = "-", relative[16] = "-";
     std::snprintf(unfused, sizeof unfused, "%.0f + %.0f", mib(m.unfused_kept), mib(m.unfused_transient));
-    if (m.unfused_reason.empty()) {
+    const bool fusable = m.fused_seconds > 0;
+    if (fusable) {
       std::snprintf(fused, sizeof fused, "%.1f + %.1f", mib(m.fused_kept), mib(m.fused_transient));
       std::snprintf(ratio, sizeof ratio, "%.2fx", (m.qkvo + m.fused_kept + m.fused_transient) / m.qkvo);
       std::snprintf(time, sizeof time, "%.0f", m.fused_seconds * 1e6);
       std::snprintf(relative, sizeof relative, "%.2fx", m.fused_seconds / none_seconds);
     }
+    const bool automatic = fusable && ordo::nn::fused_attention() == ordo::nn::FusedAttention::automatic;
+    if (automatic) auto_reason = m.unfused_reason;
+    const std::string runs = m.unfused_reason.empty() ? "fused"
+                             : automatic              ? "unfused (auto, below)"
+                                                      : "unfused: " + m.unfused_reason;
     std::printf("  %-28s %14s %14s %7s %9s %8s  %s\n", label.c_str(), unfused, fused, ratio, time, relative,
-                m.unfused_reason.empty() ? "fused" : ("unfused: " + m.unfused_reason).c_str());
+                runs.c_str());
   }
+  if (!auto_reason.empty()) std::printf("  auto: %s\n", auto_reason.c_str());
 }
 
 int info(const std::vector<std::string>&) {

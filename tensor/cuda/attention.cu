@@ -702,8 +702,10 @@ SortedPairs sort_pairs(const Terms& t, int64_t rows, DeviceContext& ctx, Device 
   ORDO_LAUNCH(attention_pair_rows_kernel, grid_for(count, kThreads, ctx), kThreads, 0, ctx.stream, keys_in, pairs_in,
               count, none, t);
   ORDO_CUDA_CHECK_LAUNCH();
+  before_launch(ctx.stream);
   ORDO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(base + 4 * array_bytes, temp_bytes, keys_in, keys_out, pairs_in,
                                                   pairs_out, items, 0, end_bit, ctx.stream));
+  after_library_call("cub radix sort (attention pairs)", ctx.stream);
   s.keys = keys_out;
   s.pairs = pairs_out;
   return s;

@@ -70,12 +70,14 @@ namespace ordo::cuda {
 #if defined(__CUDACC__)
 #define ORDO_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)  \
   do {                                                              \
+    ::ordo::cuda::before_launch(stream);                            \
     kernel<<<grid, block, shared_bytes, stream>>>(__VA_ARGS__);     \
     ::ordo::cuda::after_launch(#kernel, stream);                    \
   } while (0)
 #else
 #define ORDO_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                                      \
   do {                                                                                                  \
+    ::ordo::cuda::before_launch(stream);                                                                \
     ::ordo::cuda::emulator::launch(#kernel, stream, dim3(grid), dim3(block), shared_bytes,                \
                                    [](auto... ordo_args) { kernel(ordo_args...); }, __VA_ARGS__);         \
     ::ordo::cuda::after_launch(#kernel, stream);                                                        \
@@ -87,6 +89,12 @@ namespace ordo::cuda {
 // environment, waits for the kernel just launched and throws ordo::Error naming it if it (or its launch) failed.
 // Otherwise nothing (errors then show at the next check or sync).
 void after_launch(const char* kernel, cudaStream_t stream);
+// While a KernelTiming is open (tensor/device_runtime.h): an event on `stream`
+// before the work, and after it one that closes the span under `name` (a
+// literal: kept by address). after_launch closes a kernel's; a library call
+// (cuBLAS, cub) is bracketed by before_launch and after_library_call.
+void before_launch(cudaStream_t stream);
+void after_library_call(const char* name, cudaStream_t stream);
 }  // namespace ordo::cuda
 
 namespace ordo::cuda {

@@ -115,6 +115,8 @@ void gemm(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t b
   const cublasComputeType_t compute =
       precision == MatmulPrecision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const cudaDataType ab_type = precision == MatmulPrecision::bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  static const char* const kTimedName[] = {"cublas gemm (fp32)", "cublas gemm (tf32)", "cublas gemm (bf16)"};
+  before_launch(ctx.stream);
   ORDO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
       cublas_handle(ctx), b.trans ? CUBLAS_OP_T : CUBLAS_OP_N, a.trans ? CUBLAS_OP_T : CUBLAS_OP_N,
       to_int(n, "n"), to_int(m, "m"), to_int(k, "k"), &alpha_f,
@@ -122,6 +124,7 @@ void gemm(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t b
       oa.data, ab_type, to_int(oa.ld, "lda"), static_cast<long long>(oa.batch_stride),
       &beta_f, c.raw_data(), CUDA_R_32F, to_int(n, "n"), static_cast<long long>(m) * n,
       to_int(batch, "batch"), compute, CUBLAS_GEMM_DEFAULT));
+  after_library_call(kTimedName[static_cast<int>(precision)], ctx.stream);
 }
 
 }  // namespace ordo::cuda

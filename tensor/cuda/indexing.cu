@@ -220,9 +220,11 @@ SortedPairs sort_pairs(DeviceContext& ctx, Device device, Tensor& storage, int64
   auto* positions_in = reinterpret_cast<int64_t*>(base + 2 * array_bytes);
   auto* positions_out = reinterpret_cast<int64_t*>(base + 3 * array_bytes);
   make_keys(keys_in, positions_in);
+  before_launch(ctx.stream);
   ORDO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(base + 4 * array_bytes, temp_bytes, keys_in, keys_out,
                                                   positions_in, positions_out, items, 0, end_bit,
                                                   ctx.stream));
+  after_library_call("cub radix sort (index)", ctx.stream);
   return {keys_out, positions_out};
 }
 

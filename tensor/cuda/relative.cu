@@ -229,8 +229,10 @@ void grad_a(const Tensor& ga, const Tensor& gs, const Tensor& q, const Tensor& k
   ORDO_LAUNCH(pair_keys_kernel, grid_for(count, kThreads, ctx), kThreads, 0, ctx.stream, keys_in, pairs_in,
               idx.data<int64_t>(), count, R, ctx.index_error);
   ORDO_CUDA_CHECK_LAUNCH();
+  before_launch(ctx.stream);
   ORDO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(base + 4 * array_bytes, temp_bytes, keys_in, keys_out, pairs_in,
                                                   pairs_out, items, 0, end_bit, ctx.stream));
+  after_library_call("cub radix sort (relative pairs)", ctx.stream);
   const int64_t total = H * R * D;
   if (total == 0) return;
   ORDO_LAUNCH(grad_a_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream, ga.data<float>(),

@@ -1,15 +1,18 @@
 // The device runtime of a CUDA build (tensor/device_runtime.h): device
 // discovery, one context per device (stream, cuBLAS handle, index-error flag),
 // the caching allocator, host/device copies and synchronisation.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "tensor/cuda/cuda_common.cuh"
 
@@ -70,9 +73,44 @@ cudaError_t wait_for_stream(cudaStream_t stream) {
 
 }  // namespace
 
+// ---- kernel timing (KernelTiming, tensor/device_runtime.h) ------------------------------
+
+namespace {
+
+struct TimedSpan {
+  const char* name;
+  cudaEvent_t start, end;
+};
+struct Timing {
+  std::vector<TimedSpan> spans;  // in launch order
+  cudaEvent_t open = nullptr;    // the start of the work being launched
+};
+Timing* g_timing = nullptr;  // the open KernelTiming's; launches come from one host thread
+
+cudaEvent_t recorded_event(cudaStream_t stream) {
+  cudaEvent_t event = nullptr;
+  ORDO_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDefault));
+  ORDO_CUDA_CHECK(cudaEventRecord(event, stream));
+  return event;
+}
+
+}  // namespace
+
+void before_launch(cudaStream_t stream) {
+  if (g_timing == nullptr || g_capturing.load(std::memory_order_relaxed) > 0) return;
+  g_timing->open = recorded_event(stream);
+}
+
+void after_library_call(const char* name, cudaStream_t stream) {
+  if (g_timing == nullptr || g_timing->open == nullptr) return;
+  g_timing->spans.push_back({name, g_timing->open, recorded_event(stream)});
+  g_timing->open = nullptr;
+}
+
 void after_launch(const char* kernel, cudaStream_t stream) {
   if (g_capturing.load(std::memory_order_relaxed) > 0) return;  // recorded into a graph: neither run nor counted
   counters().kernel_launches.fetch_add(1, std::memory_order_relaxed);
+  after_library_call(kernel, stream);
   static const bool sync = [] {
     const char* env = std::getenv("ORDO_CUDA_SYNC");
     return env != nullptr && std::strcmp(env, "1") == 0;
@@ -522,6 +560,44 @@ void reset_device_counters() {
   for (std::atomic<int64_t>* counter : {&c.kernel_launches, &c.host_syncs, &c.device_mallocs,
                                         &c.bytes_to_device, &c.bytes_to_host, &c.graph_launches})
     counter->store(0);
+}
+
+KernelTiming::KernelTiming() {
+  ORDO_CHECK(cuda::g_timing == nullptr, "KernelTiming: another timing is open (one at a time)");
+  cuda::g_timing = new cuda::Timing;
+}
+
+KernelTiming::~KernelTiming() {
+  try {
+    stop();
+  } catch (...) {  // a destructor does not throw; stop() reports the same error to a caller that asks
+  }
+}
+
+std::vector<KernelTime> KernelTiming::stop() {
+  if (stopped_) return {};
+  stopped_ = true;
+  std::unique_ptr<cuda::Timing> timing(cuda::g_timing);
+  cuda::g_timing = nullptr;
+  if (timing->open != nullptr) (void)cudaEventDestroy(timing->open);  // a launch that threw between its events
+  std::vector<KernelTime> out;
+  std::unordered_map<std::string, size_t> row;
+  cudaError_t failed = cudaSuccess;
+  for (const cuda::TimedSpan& span : timing->spans) {
+    float ms = 0;
+    if (failed == cudaSuccess) failed = cudaEventSynchronize(span.end);
+    if (failed == cudaSuccess) failed = cudaEventElapsedTime(&ms, span.start, span.end);
+    (void)cudaEventDestroy(span.start);
+    (void)cudaEventDestroy(span.end);
+    const auto [at, added] = row.emplace(span.name, out.size());
+    if (added) out.push_back({span.name, 0, 0});
+    out[at->second].calls += 1;
+    out[at->second].seconds += 1e-3 * ms;
+  }
+  ORDO_CUDA_CHECK(failed);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const KernelTime& a, const KernelTime& b) { return a.seconds > b.seconds; });
+  return out;
 }
 
 // ---- CUDA graphs --------------------------------------------------------------------------

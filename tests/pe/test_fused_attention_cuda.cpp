@@ -20,11 +20,11 @@ namespace {
 
 constexpr int64_t kBatch = 2, kLength = 11;
 
-// The fused attention on or off for one scope.
+// The fused attention's switch set for one scope.
 struct FusedGuard {
-  explicit FusedGuard(bool on) : saved(nn::fused_attention_enabled()) { nn::set_fused_attention(on); }
+  explicit FusedGuard(nn::FusedAttention mode) : saved(nn::fused_attention()) { nn::set_fused_attention(mode); }
   ~FusedGuard() { nn::set_fused_attention(saved); }
-  bool saved;
+  nn::FusedAttention saved;
 };
 
 struct Run {
@@ -138,6 +138,7 @@ TEST_CASE("fused attention: every position encoding agrees with the unfused ops 
       R"({"pe": "rel_scalar", "segment": "per_head"})",
       R"({"pe": "t5_bias", "decoder": true})",
   };
+  FusedGuard on(nn::FusedAttention::on);
   for (const char* text : variants) {
     const nn::BertConfig c = config_of(text);
     INFO(text);
@@ -150,7 +151,7 @@ TEST_CASE("fused attention: every position encoding agrees with the unfused ops 
     CHECK(fused.fused);
     Run unfused;
     {
-      FusedGuard off(false);
+      FusedGuard off(nn::FusedAttention::off);
       unfused = attention_run(c, kGpu, false);
     }
     CHECK_FALSE(unfused.fused);
@@ -160,6 +161,7 @@ TEST_CASE("fused attention: every position encoding agrees with the unfused ops 
 }
 
 TEST_CASE("fused attention: dropout on the probabilities draws the unfused dropout's mask", "[cuda][pe][attention]") {
+  FusedGuard on(nn::FusedAttention::on);
   for (const char* text : {R"({"pe": "rpe_shaw", "o": {"value": true}})", R"({"pe": "alibi", "decoder": true})"}) {
     const nn::BertConfig c = config_of(text);
     INFO(text);
@@ -171,6 +173,7 @@ TEST_CASE("fused attention: dropout on the probabilities draws the unfused dropo
 }
 
 TEST_CASE("fused attention: what cannot be fused falls back to the unfused ops and says why", "[cuda][pe][attention]") {
+  FusedGuard on(nn::FusedAttention::on);
   struct Fallback {
     const char* config;
     const char* reason;
@@ -188,8 +191,19 @@ TEST_CASE("fused attention: what cannot be fused falls back to the unfused ops a
     CHECK_FALSE(gpu.fused);
     compare(gpu, attention_run(c, Device::cpu(), false), "the fallback on CUDA against the CPU");
   }
-  // On the CPU the unfused ops are the path, whatever the variant.
+  // By default (auto) a CUDA device runs the unfused ops, the faster there
+  // today, and says how to run the fused kernels.
   const nn::BertConfig c = config_of(R"({"pe": "rpe_shaw"})");
+  {
+    FusedGuard automatic(nn::FusedAttention::automatic);
+    auto pe = pe::make_position_encoding(c, kGpu);
+    CHECK_THAT(nn::attention_kernels(*pe, c, kGpu),
+               Catch::Contains("unfused ops") && Catch::Contains("ORDO_FUSED_ATTENTION=1"));
+    const Run gpu = attention_run(c, kGpu, false);
+    CHECK_FALSE(gpu.fused);
+    compare(gpu, attention_run(c, Device::cpu(), false), "the default on CUDA against the CPU");
+  }
+  // On the CPU the unfused ops are the path, whatever the variant.
   auto pe = pe::make_position_encoding(c, Device::cpu());
   CHECK_THAT(nn::attention_kernels(*pe, c, Device::cpu()), Catch::Contains("on the CPU"));
 }

@@ -935,4 +935,38 @@ TEST_CASE("cuda: reductions, layernorm backward and index_add are bit-identical 
   }
 }
 
+// KernelTiming's spans against what the device counted on its own: each of
+// ordo's launches once under its kernel's name, each product once under
+// cuBLAS's, nothing while a graph replays; one timing at a time.
+TEST_CASE("cuda: KernelTiming names every launch and product of the work it brackets", "[cuda]") {
+  const Tensor a = gpu(rand_f32({6, 9}, 1)), b = gpu(rand_f32({9, 5}, 2));
+  auto work = [&] { return softmax(matmul(a, b)); };
+  work();
+  synchronize(kGpu);
+  reset_device_counters();
+  KernelTiming timing;
+  CHECK_THROWS_WITH(KernelTiming(), Catch::Contains("another timing is open"));
+  for (int i = 0; i < 3; ++i) work();
+  const int64_t launched = device_counters().kernel_launches;
+  const CudaGraph graph = CudaGraph::capture(kGpu, [&] { work(); });
+  graph.replay();
+  const std::vector<KernelTime> times = timing.stop();
+  int64_t kernels = 0, products = 0, softmaxes = 0;
+  for (size_t i = 0; i < times.size(); ++i) {
+    CHECK(times[i].seconds >= 0);
+    if (i > 0) CHECK(times[i - 1].seconds >= times[i].seconds);  // the longest first
+    if (times[i].kernel == "cublas gemm (fp32)") products += times[i].calls;
+    else kernels += times[i].calls;
+    if (times[i].kernel.rfind("softmax_kernel<", 0) == 0) softmaxes += times[i].calls;  // a warp or a block a row
+  }
+  CHECK(products == 3);
+  CHECK(softmaxes == 3);
+  CHECK(kernels == launched);
+  CHECK(timing.stop().empty());  // stopped once
+  KernelTiming next;             // and the next may open
+  work();
+  const std::vector<KernelTime> again = next.stop();
+  CHECK(!again.empty());
+}
+
 #endif  // ORDO_HAS_CUDA

@@ -5,6 +5,7 @@
 // DeviceSection.
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 
@@ -132,6 +133,8 @@ cudaError_t cudaStreamSynchronize(cudaStream_t) {
 
 struct CUevent_st {
   unsigned flags;
+  bool recorded = false;
+  std::chrono::steady_clock::time_point at;  // the host's clock: the work before it has run by then
 };
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
@@ -143,6 +146,24 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
   if (event == nullptr) return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord: a null event");
+  event->recorded = true;
+  event->at = std::chrono::steady_clock::now();
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (event == nullptr) return fail(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: a null event");
+  return static_cast<cudaError_t>(emu::refuse_during_capture("cudaEventSynchronize"));
+}
+
+// As CUDA: both events recorded, neither made with cudaEventDisableTiming.
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (ms == nullptr) return fail(cudaErrorInvalidValue, "cudaEventElapsedTime: no result pointer");
+  if (start == nullptr || end == nullptr || !start->recorded || !end->recorded ||
+      ((start->flags | end->flags) & cudaEventDisableTiming) != 0)
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaEventElapsedTime: an event null, never recorded or made with cudaEventDisableTiming");
+  *ms = std::chrono::duration<float, std::milli>(end->at - start->at).count();
   return cudaSuccess;
 }
 
