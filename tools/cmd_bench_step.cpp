@@ -38,6 +38,7 @@
 #include <optional>
 
 #include "nn/bert.h"
+#include "nn/fused_attention_scope.h"
 #include "nn/optim.h"
 #include "pe/registry.h"
 #include "tensor/device_runtime.h"
@@ -62,21 +63,6 @@ struct Mode {
 };
 const Mode kBefore{"before", MatmulPrecision::fp32, false, false, std::nullopt};
 const Mode kAfter{"after", MatmulPrecision::bf16, true, true, std::nullopt};
-
-// The fused attention's switch for one scope where `mode` is given, the
-// previous setting back after.
-class FusedAttentionScope {
- public:
-  explicit FusedAttentionScope(std::optional<nn::FusedAttention> mode) : previous_(nn::fused_attention()) {
-    if (mode) nn::set_fused_attention(*mode);
-  }
-  ~FusedAttentionScope() { nn::set_fused_attention(previous_); }
-  FusedAttentionScope(const FusedAttentionScope&) = delete;
-  FusedAttentionScope& operator=(const FusedAttentionScope&) = delete;
-
- private:
-  nn::FusedAttention previous_;
-};
 
 struct Case {
   std::string name;
@@ -128,7 +114,7 @@ struct Stepper {
   // Step `step`; returns the loss (the one read a logged step makes).
   double step(int64_t step) {
     MatmulPrecisionScope precision(mode.precision);
-    FusedAttentionScope attention(mode.attention);
+    nn::FusedAttentionScope attention(mode.attention);
     if (!graphed) {
       nn::Context ctx = nn::Context::train(1, step);
       ctx.fused = mode.fused;
@@ -256,13 +242,14 @@ KernelTimes time_kernels(const Case& c, int64_t batch, int64_t length, Mode mode
   return r;
 }
 
-void print_kernel_times(const std::string& what, const KernelTimes& t, int steps) {
+void print_kernel_times(const std::string& what, const KernelTimes& t, int steps, bool emulated) {
   double total = 0, calls = 0;
   for (const KernelTime& k : t.kernels) total += k.seconds, calls += k.calls;
-  std::printf("\n%s, one eager step kernel by kernel (MEASURED: CUDA events around each launch and product,\n"
-              "means of %d steps; kernels of 0.5%% of the sum or more): %.0f launches, their spans' sum %.3f ms,\n"
-              "the timed step's wall time %.3f ms (the events' own cost included; the gap is the device idle)\n",
-              what.c_str(), steps, calls / steps, 1e3 * total, 1e3 * t.step_seconds);
+  std::printf("\n%s, one eager step kernel by kernel (MEASURED%s: CUDA events around each launch and\n"
+              "product, means of %d steps; kernels of 0.5%% of the sum or more): %.0f launches, their spans' sum\n"
+              "%.3f ms, the timed step's wall time %.3f ms (the events' own cost included; the gap is the device idle)\n",
+              what.c_str(), emulated ? " on the emulated GPU: the CPU's time, not a GPU's" : "", steps, calls / steps,
+              1e3 * total, 1e3 * t.step_seconds);
   bench::Table table({"kernel", "calls", "ms", "us a call", "share"});
   double rest = 0, rest_calls = 0;
   for (const KernelTime& k : t.kernels) {
@@ -440,10 +427,10 @@ int run(const std::vector<std::string>& argv) {
     std::printf("\nafter with one part changed at a time, step ms (MEASURED%s; 'eager' launches after's\n"
                 "kernels one by one; each 'eager, ...' column is that eager step with the one part named changed;\n"
                 "'unfused ops + AdamW': the unfused LayerNorm, GELU and loss and the per-tensor AdamW):\n",
-                emulated ? " on the emulated GPU: the CPU's time, not a GPU's; at hidden 4 per head, batch 2 x 16" : "");
+                emulated ? " on the emulated GPU, at hidden 4 per head and batch 2 x 16:\nthe CPU's time, not a GPU's" : "");
     parts.print();
   }
-  for (const auto& [what, times] : kernel_times) print_kernel_times(what, times, steps);
+  for (const auto& [what, times] : kernel_times) print_kernel_times(what, times, steps, emulated);
   if (!with_model) return 0;
   std::printf("\nMODELED, not measured: each recorded kernel call at max(bytes / %.2f TB/s, FLOPs / its units' peak)\n"
               "on an %s (products: bf16 %.0f, TF32 %.0f, FP32 %.0f TFLOP/s dense; every other kernel FP32);\n"

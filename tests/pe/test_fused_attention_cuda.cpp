@@ -10,6 +10,7 @@
 // step's recording uses) against the CPU's unfused ops.
 #include <algorithm>
 
+#include "nn/fused_attention_scope.h"
 #include "tensor/kernel_calls.h"
 #include "tests/pe/score_term_helpers.h"
 
@@ -19,13 +20,6 @@ using namespace ordo::pe_test;
 namespace {
 
 constexpr int64_t kBatch = 2, kLength = 11;
-
-// The fused attention's switch set for one scope.
-struct FusedGuard {
-  explicit FusedGuard(nn::FusedAttention mode) : saved(nn::fused_attention()) { nn::set_fused_attention(mode); }
-  ~FusedGuard() { nn::set_fused_attention(saved); }
-  nn::FusedAttention saved;
-};
 
 struct Run {
   std::vector<Tensor> results;  // the output, x's gradient, then every parameter's
@@ -138,7 +132,7 @@ TEST_CASE("fused attention: every position encoding agrees with the unfused ops 
       R"({"pe": "rel_scalar", "segment": "per_head"})",
       R"({"pe": "t5_bias", "decoder": true})",
   };
-  FusedGuard on(nn::FusedAttention::on);
+  nn::FusedAttentionScope on(nn::FusedAttention::on);
   for (const char* text : variants) {
     const nn::BertConfig c = config_of(text);
     INFO(text);
@@ -151,7 +145,7 @@ TEST_CASE("fused attention: every position encoding agrees with the unfused ops 
     CHECK(fused.fused);
     Run unfused;
     {
-      FusedGuard off(nn::FusedAttention::off);
+      nn::FusedAttentionScope off(nn::FusedAttention::off);
       unfused = attention_run(c, kGpu, false);
     }
     CHECK_FALSE(unfused.fused);
@@ -161,7 +155,7 @@ TEST_CASE("fused attention: every position encoding agrees with the unfused ops 
 }
 
 TEST_CASE("fused attention: dropout on the probabilities draws the unfused dropout's mask", "[cuda][pe][attention]") {
-  FusedGuard on(nn::FusedAttention::on);
+  nn::FusedAttentionScope on(nn::FusedAttention::on);
   for (const char* text : {R"({"pe": "rpe_shaw", "o": {"value": true}})", R"({"pe": "alibi", "decoder": true})"}) {
     const nn::BertConfig c = config_of(text);
     INFO(text);
@@ -173,7 +167,7 @@ TEST_CASE("fused attention: dropout on the probabilities draws the unfused dropo
 }
 
 TEST_CASE("fused attention: what cannot be fused falls back to the unfused ops and says why", "[cuda][pe][attention]") {
-  FusedGuard on(nn::FusedAttention::on);
+  nn::FusedAttentionScope on(nn::FusedAttention::on);
   struct Fallback {
     const char* config;
     const char* reason;
@@ -195,7 +189,7 @@ TEST_CASE("fused attention: what cannot be fused falls back to the unfused ops a
   // today, and says how to run the fused kernels.
   const nn::BertConfig c = config_of(R"({"pe": "rpe_shaw"})");
   {
-    FusedGuard automatic(nn::FusedAttention::automatic);
+    nn::FusedAttentionScope automatic(nn::FusedAttention::automatic);
     auto pe = pe::make_position_encoding(c, kGpu);
     CHECK_THAT(nn::attention_kernels(*pe, c, kGpu),
                Catch::Contains("unfused ops") && Catch::Contains("ORDO_FUSED_ATTENTION=1"));
