@@ -347,11 +347,11 @@ int run(const std::vector<std::string>& argv) {
     double per_layer_before = 0, per_layer_after = 0;
     const Case counted = emulated ? small_of(c) : c;
     const int64_t b = emulated ? 2 : c.batch, l = emulated ? 16 : c.length;
+    Mode fused_eager = kAfter;  // after, its kernels launched one by one
+    fused_eager.graphs = false;
     if (cuda) {
       before = count(counted, b, l, kBefore, device, warmup, steps);
       after = count(counted, b, l, kAfter, device, warmup, steps);
-      Mode fused_eager = kAfter;
-      fused_eager.graphs = false;
       after_eager = count(counted, b, l, fused_eager, device, warmup, steps);
       // One layer more: the launches a layer makes.
       Case deeper = counted;
@@ -361,9 +361,7 @@ int run(const std::vector<std::string>& argv) {
       per_layer_after = count(deeper, b, l, deeper_after, device, warmup, 1).launches - after_eager.launches;
     } else {
       before = count(c, c.batch, c.length, kBefore, device, warmup, steps);
-      Mode fused = kAfter;
-      fused.graphs = false;
-      after = after_eager = count(c, c.batch, c.length, fused, device, warmup, steps);
+      after = after_eager = count(c, c.batch, c.length, fused_eager, device, warmup, steps);
     }
     const int64_t layers = c.model.num_hidden_layers;
     auto figure = [&](double v) { return cuda ? fixed(v, 0) : std::string("-"); };
@@ -380,10 +378,8 @@ int run(const std::vector<std::string>& argv) {
                 emulated || !cuda ? "-" : arrow(fixed(1e3 * before.seconds, 2), fixed(1e3 * after.seconds, 2))});
 
     if (args.has("parts")) {  // each part changed on the eager step (a graph's capture is its own question)
-      Mode eager = kAfter;
-      eager.graphs = false;
       auto ms = [&](Mode m) { return fixed(1e3 * count(counted, b, l, m, device, warmup, steps).seconds, 2); };
-      Mode fp32 = eager, fused_attention = eager, unfused = eager;
+      Mode fp32 = fused_eager, fused_attention = fused_eager, unfused = fused_eager;
       fp32.precision = MatmulPrecision::fp32;
       fused_attention.attention = nn::FusedAttention::on;
       unfused.fused = false;
@@ -391,10 +387,8 @@ int run(const std::vector<std::string>& argv) {
                  ms(fused_attention), ms(unfused), fixed(1e3 * before.seconds, 2)});
     }
     if (args.has("kernel-times")) {
-      Mode eager = kAfter;
-      eager.graphs = false;
       kernel_times.emplace_back(c.name + " " + shape + " after",
-                                time_kernels(counted, b, l, eager, device, warmup, steps));
+                                time_kernels(counted, b, l, fused_eager, device, warmup, steps));
       kernel_times.emplace_back(c.name + " " + shape + " before",
                                 time_kernels(counted, b, l, kBefore, device, warmup, steps));
     }

@@ -90,7 +90,8 @@ TEST_CASE("fused attention on the CPU, when asked, runs the reference kernels an
           "[pe][attention]") {
   // A relative variant with value vectors (every pass of the backward, the
   // tables' included) in training with dropout; the unfused ops are the
-  // independent side.
+  // independent side. The switch on, whatever ORDO_FUSED_ATTENTION says.
+  nn::FusedAttentionScope on(nn::FusedAttention::on);
   const nn::BertConfig c = config_of(R"({"pe": "rpe_shaw", "o": {"value": true}})");
   const Run fused = attention_run(c, Device::cpu(), true, /*fused_on_cpu=*/true);
   const Run unfused = attention_run(c, Device::cpu(), true);
