@@ -13,9 +13,11 @@
 #include <cstring>
 #include <vector>
 
+#include "tensor/cpu/blas_core.h"
 #include "tensor/device_runtime.h"
 
 int main(int argc, char** argv) {
+  ordo::cpu::restart_with_blas_core(argv);  // OpenBLAS's kernels, as the ordo command does
   // A CUDA device runs the unfused attention by default (nn/bert.h: the
   // faster today); the tests, and the ordo processes they start, run the
   // fused kernels wherever a test does not choose, since those are what the

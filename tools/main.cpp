@@ -9,6 +9,8 @@
 #include "base/json.h"
 #include "nn/bert.h"
 #include "pe/registry.h"
+#include "tensor/cpu/blas_core.h"
+#include "tensor/cpu/gemm_own.h"
 #include "tensor/device_runtime.h"
 #include "tools/cli.h"
 #include "tools/config_help.h"
@@ -102,6 +104,7 @@ void print_fused_attention() {
 
 int info(const std::vector<std::string>&) {
   std::printf("ordo %s\nbuild: %s\n", "0.1", ORDO_BUILD_INFO);
+  std::printf("blas: %s\n", ordo::cpu::blas_description().c_str());
   int n = ordo::cuda_device_count();
   // Without a GPU the CUDA runtime's reason is a driver message ("CUDA driver
   // version is insufficient") that reads as a fault; say what it means.
@@ -116,6 +119,7 @@ ordo::cli::Register info_command({"info", "what this build has and which devices
 }  // namespace
 
 int main(int argc, char** argv) {
+  ordo::cpu::restart_with_blas_core(argv);  // before anything else: OpenBLAS's kernels (tensor/cpu/blas_core.h)
   std::vector<std::string> words(argv + 1, argv + argc);
   if (words.empty() || words[0] == "help" || words[0] == "--help" || words[0] == "-h") {
     if (words.size() == 2 && words[1] == "config") {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <climits>
 
+#include "tensor/cpu/blas_core.h"
 #include "tensor/cpu/common.h"
 #include "tensor/cpu/gemm_own.h"
 
@@ -30,7 +31,8 @@ bool blas_compiled() {
 
 std::string blas_description() {
 #ifdef ORDO_HAS_BLAS
-  return openblas_get_config();
+  const std::string note = blas_core_note();
+  return openblas_get_config() + (note.empty() ? "" : " (" + note + ")");
 #else
   return "none";
 #endif

@@ -31,7 +31,8 @@ void strided_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T
 
 // True when this build has a BLAS for cpu::gemm.
 bool blas_compiled();
-// "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64", or "none".
+// "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64", or "none";
+// with blas_core_note() after it where ordo corrected OpenBLAS's kernels.
 std::string blas_description();
 // Whether cpu::gemm calls the BLAS (default: blas_compiled()). Setting it to
 // true in a build without a BLAS throws ordo::Error. Applies process-wide.
