@@ -1296,7 +1296,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
                  task->describe().c_str(), from.c_str(),
                  tokenizer.lower_case() ? "true" : "false", c.learning_rates.size(),
                  static_cast<long long>(c.seeds), static_cast<long long>(c.epochs),
-                 device.str().c_str(), precision_description(matmul_precision(), device).c_str());
+                 device_description(device).c_str(), precision_description(matmul_precision(), device).c_str());
     if (device.is_cuda())
       std::fprintf(stderr, "attention: %s\n",
                    nn::attention_kernels(*pe::make_position_encoding(model_config, Device::cpu()), model_config, device)

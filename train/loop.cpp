@@ -19,6 +19,8 @@
 #include "base/config.h"
 #include "base/file_io.h"
 #include "base/sha256.h"
+#include "tensor/cpu/blas_core.h"
+#include "tensor/cpu/gemm_own.h"
 #include "tensor/device_runtime.h"
 #include "tensor/safetensors.h"
 
@@ -57,6 +59,12 @@ std::string precision_description(MatmulPrecision precision, Device device) {
     if (device.is_cpu()) text += ", emulated on the CPU";
   }
   return text;
+}
+
+std::string device_description(Device device) {
+  if (!device.is_cpu()) return device.str();
+  if (!cpu::use_blas()) return device.str() + " (ordo's own product kernel)";
+  return device.str() + " (OpenBLAS's " + cpu::blas_core() + " kernels)";
 }
 
 namespace {

@@ -46,6 +46,11 @@ void set_threads(int64_t threads);
 MatmulPrecision resolve_precision(const std::string& name, Device device, const std::string& where = "precision");
 // "bf16 products (FP32 sums, master weights and statistics)", "... emulated on the CPU", for a run's header.
 std::string precision_description(MatmulPrecision precision, Device device);
+// The device for a run's header, with what multiplies on the CPU: "cpu
+// (OpenBLAS's SkylakeX kernels)", "cpu (ordo's own product kernel)", "cuda:0".
+// The kernels decide the last bits of every product: an auditor comparing
+// two runs' logs sees whether they ran the same ones.
+std::string device_description(Device device);
 
 // RUN/checkpoints/step_000000N (nine digits).
 std::string checkpoint_dir(const std::string& run, int64_t step);

@@ -499,7 +499,7 @@ void print_start(const RunConfig& c, const PretrainRun& r, bool resuming) {
   std::fprintf(stderr, "ordo pretrain: %s, %lld layers x %lld hidden, pe %s, %lld parameters, on %s, %s\n",
                c.data.objective.c_str(), static_cast<long long>(r.model_config.num_hidden_layers),
                static_cast<long long>(r.model_config.hidden_size), r.model_config.pe.c_str(),
-               static_cast<long long>(r.model->parameter_count()), r.device.str().c_str(),
+               static_cast<long long>(r.model->parameter_count()), device_description(r.device).c_str(),
                precision_description(matmul_precision(), r.device).c_str());
   if (r.device.is_cuda())
     std::fprintf(stderr, "attention: %s\n",

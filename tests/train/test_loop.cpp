@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "autograd/ops.h"
+#include "tensor/cpu/blas_core.h"
+#include "tensor/cpu/gemm_own.h"
 #include "tensor/device_runtime.h"
 #include "tests/helpers.h"
 #include "train/loop.h"
@@ -122,4 +124,17 @@ TEST_CASE("train.precision: auto is bf16 on a GPU and fp32 on the CPU, the other
                     "--precision: unknown precision 'half' (auto, fp32, tf32 or bf16)");
   CHECK(train::precision_description(MatmulPrecision::bf16, Device::cpu()) ==
         "bf16 products (FP32 sums, weights, optimizer state and statistics), emulated on the CPU");
+}
+
+TEST_CASE("a run's header names the CPU's product kernels", "[train]") {
+  CHECK(train::device_description(Device::cuda(0)) == "cuda:0");
+  if (cpu::blas_compiled()) {
+    const std::string core = cpu::blas_core();
+    CHECK_FALSE(core.empty());
+    CHECK(train::device_description(Device::cpu()) == "cpu (OpenBLAS's " + core + " kernels)");
+  }
+  const bool blas = cpu::use_blas();
+  cpu::set_use_blas(false);
+  CHECK(train::device_description(Device::cpu()) == "cpu (ordo's own product kernel)");
+  cpu::set_use_blas(blas);
 }
