@@ -290,6 +290,7 @@ struct DeviceBatch {
   nn::BertInputs inputs;
   Tensor labels, nsp_labels;
   int64_t tokens = 0;  // positions processed (batch x length)
+  bool causal = false;  // labels are the next tokens (every position predicted), not MLM's
 };
 
 DeviceBatch to_device(const text::Batch& b, Device device) {
@@ -305,6 +306,7 @@ DeviceBatch to_device(const text::Batch& b, Device device) {
   d.labels = Tensor::from_vector(b.clm_labels.empty() ? b.mlm_labels : b.clm_labels, shape);
   if (!b.nsp_labels.empty()) d.nsp_labels = Tensor::from_vector(b.nsp_labels, {b.batch}, device);
   d.tokens = b.batch * b.length;
+  d.causal = !b.clm_labels.empty();
   return d;
 }
 
@@ -581,6 +583,18 @@ std::string graph_key(const text::Batch& b, const nn::InputFacts& f) {
                      b.nsp_labels.empty() ? "" : " nsp");
 }
 
+// The predicted rows' fixed count on a GPU: every position of a causal
+// batch, max_predictions a sequence for MLM, the padding rows ignored by the
+// loss. The graphed step needs a fixed shape; the eager step on a GPU pads the
+// same, so that the head's products have one shape with and without graphs:
+// cuBLAS picks its kernel, and so its summation order, by shape, and a
+// predicted count's M against the padded one's moved the head's bias
+// gradients by an ulp on an H200 (docs/gpu_runs/2026-11-26-h200-b).
+int64_t predicted_row_count(const PretrainRun& r, const DeviceBatch& b) {
+  const int64_t batch = b.labels.size(0), length = b.labels.size(1);
+  return batch * (b.causal ? length : r.max_predictions);
+}
+
 // The step as one CUDA graph launch: the batch copied into the inputs the
 // graph reads (made again, and the step captured again, when the shapes
 // change), the predicted rows padded to batch x max_predictions (x length
@@ -591,8 +605,7 @@ StepResult graphed_pretrain_step(PretrainRun& r, const TrainConfig& t, const tex
   DeviceBatch& in = r.graph_inputs;
   if (!in.inputs.input_ids.defined() || in.inputs.input_ids.shape() != shape) {
     in = to_device(b, r.device);
-    const int64_t predicted = b.batch * (causal ? b.length : r.max_predictions);
-    r.graph_rows = nn::mlm_rows(in.labels, r.device, predicted);
+    r.graph_rows = nn::mlm_rows(in.labels, r.device, predicted_row_count(r, in));
   }
   in.inputs.facts = nn::input_facts(b.positions.data(), b.segment_ids.data(), b.batch, b.length);
   auto stage = [&] {
@@ -640,7 +653,8 @@ StepResult pretrain_step(PretrainRun& r, const TrainConfig& t, int64_t step, boo
     batches.push_back(to_device(m == 0 && drawn ? *drawn : data.next_batch(r.state.cursor, phase.batch_size), r.device));
     const DeviceBatch& b = batches.back();
     nn::Context ctx = nn::Context::train(t.seed, step, rank * t.grad_accum + m, ranks * t.grad_accum);
-    nn::PretrainingOutput out = r.model->forward(b.inputs, b.labels, b.nsp_labels, ctx);
+    const int64_t padded = r.device.is_cuda() ? predicted_row_count(r, b) : 0;
+    nn::PretrainingOutput out = r.model->forward(b.inputs, nn::mlm_rows(b.labels, r.device, padded), b.nsp_labels, ctx);
     MicroBatch mb{out.loss, {{"loss", out.loss.value()}, {"lm_loss", out.lm_loss.value()}}, b.tokens};
     if (out.nsp_loss.defined()) mb.scalars.emplace_back("nsp_loss", out.nsp_loss.value());
     return mb;
