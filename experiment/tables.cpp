@@ -100,13 +100,18 @@ std::string column_source(const std::string& key, const Plan& plan) {
   return t ? t->source() : "no fine-tuning task of this name in the plan";
 }
 
-// Groups ordered best first by their mean: "name (mean)".
+// Groups ordered best first by their mean: "name (mean)", "=" between two
+// equally good (two paper cells of 93.00).
 struct Ranked {
   std::vector<std::string> names;
   std::vector<double> means;
+  bool tied(const std::string& key, size_t i) const { return badness(key, means[i - 1]) == badness(key, means[i]); }
+  // No single best: the first two are equally good.
+  bool top_tied(const std::string& key) const { return names.size() >= 2 && tied(key, 1); }
   std::string text(const std::string& key) const {
     std::string out;
-    for (size_t i = 0; i < names.size(); ++i) out += (i ? " > " : "") + names[i] + " (" + number(key, means[i]) + ")";
+    for (size_t i = 0; i < names.size(); ++i)
+      out += (i == 0 ? "" : tied(key, i) ? " = " : " > ") + names[i] + " (" + number(key, means[i]) + ")";
     return out;
   }
 };
@@ -121,9 +126,13 @@ Ranked rank(const std::map<std::string, std::vector<double>>& groups, const std:
   return r;
 }
 
+// Both are undefined (NaN, as scipy.stats gives them) where one side's values
+// all tie, as two paper cells of 93.00 do: said in words, not printed "nan".
 std::string rank_text(double tau, double rho, int64_t n) {
-  return "Kendall's τ_b " + format(tau, "%.2f") + ", Spearman's ρ " + format(rho, "%.2f") + " (n = " +
-         std::to_string(n) + ")";
+  auto value = [](double v) { return std::isnan(v) ? std::string("undefined") : format(v, "%.2f"); };
+  const bool undefined = std::isnan(tau) || std::isnan(rho);
+  return "Kendall's τ_b " + value(tau) + ", Spearman's ρ " + value(rho) + " (n = " + std::to_string(n) +
+         (undefined ? ": one side's values all tie" : "") + ")";
 }
 
 std::string direction_note(const std::string& key) {
@@ -187,12 +196,15 @@ Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& 
       ColumnReading r;
       r.table = table.name, r.column = key, r.grouping = grouping;
       r.paper_order = a.names, r.ordo_order = b.names;
-      r.same_order = a.names == b.names;
-      r.same_best = a.names[0] == b.names[0];
+      const bool tie = a.top_tied(key) || b.top_tied(key);  // a tie at the top has no best to compare
+      r.same_order = !tie && a.names == b.names;
+      r.same_best = !tie && a.names[0] == b.names[0];
       r.text = name + ", " + grouping + ", best first: paper " + a.text(key) + "; ordo " + b.text(key) + ". " +
-               (r.same_order ? "Same order."
-                : r.same_best ? "Same best (" + a.names[0] + "), another order."
-                              : "Differs: best in the paper " + a.names[0] + ", in ordo " + b.names[0] + ".");
+               (tie             ? std::string(a.top_tied(key) ? "The paper's" : "ordo's") +
+                                      " first two tie: no best to compare."
+                : r.same_order ? "Same order."
+                : r.same_best  ? "Same best (" + a.names[0] + "), another order."
+                               : "Differs: best in the paper " + a.names[0] + ", in ordo " + b.names[0] + ".");
       c.readings.push_back(r);
     };
     compare_groups("families", [](const PaperTable::Row&) { return true; },

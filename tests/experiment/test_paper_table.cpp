@@ -161,6 +161,32 @@ TEST_CASE("paper table: families and kinds ordered by their means, DB by its dis
   CHECK_THAT(md, Contains("| not_in_paper | (not in the paper's table) | 0.0000 / - | 1.0000 / - |"));
 }
 
+TEST_CASE("paper table: rank agreement where the paper's values all tie is undefined, said in words",
+          "[experiment][paper]") {
+  test::TempDir dir("paper-tie");
+  // The paper's two rows tie (0.2, 0.2): every pair is tied on its side, so tau_b's denominator and
+  // rho's variance are 0 (scipy.stats gives nan for both).
+  const experiment::PaperTable t = table_from(dir, std::string(kHeader) +
+                                                       "a1\tA1\tAPE\tlearned\t0.2\t1.5\n"
+                                                       "a2\tA2\tAPE\tfixed\t0.2\t1.1\n");
+  const std::vector<experiment::RunResults> runs = {run_with("a1", 0.1, 0.9), run_with("a2", 0.05, 1.3)};
+  const experiment::Comparison c = experiment::compare(t, runs, plan_with_rte());
+  const auto* rank = reading(c, "translation_invariance_no_special", "rank");
+  REQUIRE(rank != nullptr);
+  CHECK(std::isnan(rank->kendall));
+  CHECK_THAT(rank->text,
+             Contains("Kendall's τ_b undefined, Spearman's ρ undefined (n = 2: one side's values all tie)"));
+  CHECK_THAT(rank->text, !Contains("nan"));
+  // The kinds of APE: the paper's learned and fixed are equally good, so neither is its best; ordo's
+  // fixed (0.05) is below learned (0.1): smaller is better.
+  const auto* kinds = reading(c, "translation_invariance_no_special", "kinds of APE");
+  REQUIRE(kinds != nullptr);
+  CHECK_THAT(kinds->text, Contains("paper learned (0.2000) = fixed (0.2000); ordo fixed (0.0500) > learned (0.1000). "
+                                   "The paper's first two tie: no best to compare."));
+  CHECK_FALSE(kinds->same_best);
+  CHECK_FALSE(kinds->same_order);
+}
+
 TEST_CASE("paper table: task columns in percent, mean ± std over seeds, † by Welch's test against the baseline",
           "[experiment][paper]") {
   test::TempDir dir("paper-tasks");
