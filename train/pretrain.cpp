@@ -290,7 +290,6 @@ struct DeviceBatch {
   nn::BertInputs inputs;
   Tensor labels, nsp_labels;
   int64_t tokens = 0;  // positions processed (batch x length)
-  bool causal = false;  // labels are the next tokens (every position predicted), not MLM's
 };
 
 DeviceBatch to_device(const text::Batch& b, Device device) {
@@ -306,7 +305,6 @@ DeviceBatch to_device(const text::Batch& b, Device device) {
   d.labels = Tensor::from_vector(b.clm_labels.empty() ? b.mlm_labels : b.clm_labels, shape);
   if (!b.nsp_labels.empty()) d.nsp_labels = Tensor::from_vector(b.nsp_labels, {b.batch}, device);
   d.tokens = b.batch * b.length;
-  d.causal = !b.clm_labels.empty();
   return d;
 }
 
@@ -590,9 +588,10 @@ std::string graph_key(const text::Batch& b, const nn::InputFacts& f) {
 // cuBLAS picks its kernel, and so its summation order, by shape, and a
 // predicted count's M against the padded one's moved the head's bias
 // gradients by an ulp on an H200 (docs/gpu_runs/2026-11-26-h200-b).
+// (A decoder trains with the causal objective and only with it: validated with the run config.)
 int64_t predicted_row_count(const PretrainRun& r, const DeviceBatch& b) {
   const int64_t batch = b.labels.size(0), length = b.labels.size(1);
-  return batch * (b.causal ? length : r.max_predictions);
+  return batch * (r.model_config.decoder ? length : r.max_predictions);
 }
 
 // The step as one CUDA graph launch: the batch copied into the inputs the
