@@ -54,6 +54,7 @@ ReportSection bench_pe_table3(const Plan& plan, const PaperTable* paper) {
   }
   TextTable t;
   t.header = {"mode", "Shaw et al. (rpe_shaw, keys and values)", "Ke et al. (tupe)", "REL-SCALAR"};
+  t.text_columns = 1;
   json::Value record = json::Value::object();
   std::vector<std::string> lines;
   for (const char* mode : {"training", "inference"}) {

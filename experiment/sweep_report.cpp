@@ -94,6 +94,7 @@ ReportSection sweep_across_encoders(const Plan& plan, const std::vector<RunResul
   }
   TextTable t;
   t.header = {"encoder", "w", "s", "locality", "symmetry", "accuracy", "seeds"};
+  t.text_columns = 1;
   json::Value rows = json::Value::array();
   std::vector<const Encoder*> middle, right;
   for (const Encoder& e : encoders) {

@@ -369,6 +369,7 @@ TextTable ordo_correlations(const std::vector<RunResults>& runs, const std::vect
                             const Plan& plan) {
   TextTable t;
   t.header = {"indicator"};
+  t.text_columns = 1;
   for (const std::string& k : task_keys) t.header.push_back(k);
   for (const std::string& ind : kTable5Indicators) {
     std::vector<std::string> row = {heading_of(ind)};
@@ -408,7 +409,7 @@ std::string TextTable::markdown() const {
   std::string out = "|";
   for (const std::string& h : header) out += " " + h + " |";
   out += "\n|";
-  for (size_t i = 0; i < header.size(); ++i) out += i < 2 ? " --- |" : " ---: |";
+  for (size_t i = 0; i < header.size(); ++i) out += i < text_columns ? " --- |" : " ---: |";
   out += "\n";
   for (const auto& row : rows) {
     out += "|";

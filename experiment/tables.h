@@ -58,6 +58,7 @@ std::string cell(double v, const char* pattern = "%.1f");
 struct TextTable {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
+  size_t text_columns = 2;  // the leading columns aligned left (names); the rest right (figures)
   std::string markdown() const;
   std::string html() const;
 };

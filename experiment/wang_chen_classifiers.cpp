@@ -155,6 +155,7 @@ WangChenFiles wang_chen_classifiers(const Plan& plan, const std::vector<RunResul
   // Table 3.
   TextTable t;
   t.header = {"initial position table", "Average"};
+  t.text_columns = 1;
   t.header.insert(t.header.end(), shown.begin(), shown.end());
   std::vector<std::pair<std::string, double>> averages;
   for (const Row& row : rows) {

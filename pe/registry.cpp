@@ -236,7 +236,11 @@ std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device 
   // a head the checkpoint holds in part is an error, as any missing tensor.
   const std::vector<std::string> fresh =
       checkpoint.lm_head ? std::vector<std::string>{} : std::vector<std::string>{"cls.predictions."};
-  nn::LoadReport r = nn::load_weights(*model, checkpoint.config, checkpoint.tensors, checkpoint.weights_path, fresh, {});
+  // A fine-tuned model's task head (ordo's or HF's classifier, span head) is
+  // left out and listed: what reads the encoder (ordo analyze) reads it too.
+  const std::vector<std::string> task_heads = {"classifier.", "qa_outputs."};
+  nn::LoadReport r =
+      nn::load_weights(*model, checkpoint.config, checkpoint.tensors, checkpoint.weights_path, fresh, task_heads);
   if (report) *report = r;
   return model;
 }

@@ -30,7 +30,10 @@ std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device 
 // BERT, RoBERTa or GPT-2 (config.json's model_type). A bare encoder (no
 // cls.predictions.*: HF's BertModel as all-MiniLM-L6-v2 ships it) loads
 // too: its LM head is left as initialised and `report->missing` lists it,
-// for a command that needs the logits to say they are absent.
+// for a command that needs the logits to say they are absent. A fine-tuned
+// model (ordo finetune's best/, HF's ...ForSequenceClassification or
+// ...ForQuestionAnswering) loads as such a bare encoder, its task head
+// (classifier.*, qa_outputs.*) left out and listed in `report->unused`.
 std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device device,
                                                  nn::LoadReport* report = nullptr);
 

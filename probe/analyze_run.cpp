@@ -1206,8 +1206,16 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
     c.label = step_name(c.step);
     dir = train::checkpoint_dir(o.run, c.step);
   }
-  // A bare encoder loads too: the analyses read positions and attention weights, not the LM head.
-  c.model = pe::load_model(dir, Device::cpu());
+  // A bare encoder loads too, and a fine-tuned model without its task head:
+  // the analyses read positions and attention weights, not the heads.
+  nn::LoadReport loaded;
+  c.model = pe::load_model(dir, Device::cpu(), &loaded);
+  if (!loaded.unused.empty() && !o.quiet) {
+    std::string names;
+    for (const std::string& n : loaded.unused) names += (names.empty() ? "" : ", ") + n;
+    std::fprintf(stderr, "ordo analyze: %s: the task head (%s) left out; the analyses read the encoder\n", dir.c_str(),
+                 names.c_str());
+  }
   const nn::BertConfig& m = c.model->bert.config();
   c.variant = model_label(m);
   const int64_t max_position = c.model->bert.position_encoding().max_position();

@@ -57,7 +57,8 @@ int run(const std::vector<std::string>& argv) {
 ordo::cli::Register command({"analyze", "analyses of a run's or a checkpoint's learned positions; Wang & Chen's tables across models",
                              "--run RUN_DIR --out DIR [--checkpoint step_N] [--seed S] [--eval-sequences N] [--quiet] [--overwrite]\n"
                              "  or  --model CHECKPOINT --out DIR [--positions N]   a checkpoint outside a run (an HF\n"
-                             "       BERT, RoBERTa or GPT-2 folder, a bare encoder): what needs a run is listed as skipped\n"
+                             "       BERT, RoBERTa or GPT-2 folder, a bare encoder, a fine-tuned model: its task head left\n"
+                             "       out): what needs a run is listed as skipped\n"
                              "  or  --models FOLDER --out DIR [--positions N]      Wang & Chen 2020's Tables 1-2 and\n"
                              "       Figures 1-3 across every checkpoint or run in FOLDER (wang_chen.md, .csv, .json, PNGs)\n"
                              "  --positions N  rows of each position table analysed (default 512, as Wang & Chen)\n"

@@ -34,6 +34,8 @@ TEST_CASE("Chen et al.'s Table 3 beside ordo bench pe's ratios: cells in percent
                     R"( "rel_scalar": 1}, "inference": {"rpe_shaw": 1.25, "tupe": 0.95, "rel_scalar": 1}}})");
   const std::string md = experiment::bench_pe_table3(plan, &paper).markdown;
   INFO(md);
+  // The mode names align left, every figure right (a Markdown renderer reads the alignment row).
+  CHECK_THAT(md, Contains("| --- | ---: | ---: | ---: |\n| training |"));
   CHECK_THAT(md, Contains("| training | +30% / +13% / +24% | +10% / +1% / +4% | +0% |"));
   CHECK_THAT(md, Contains("| inference | +25% / +33% / +65% | -5% / +19% / +27% | +0% |"));
   CHECK_THAT(md, Contains("training: the paper's order, Shaw above TUPE above REL-SCALAR (at both sizes), holds here"));

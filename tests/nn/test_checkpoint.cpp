@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include "base/file_io.h"
 #include "base/json.h"
 #include "nn/checkpoint.h"
+#include "nn/task_heads.h"
 #include "pe/registry.h"
 #include "tensor/ops.h"
 #include "tensor/safetensors.h"
@@ -467,3 +469,48 @@ TEST_CASE("cuda: a saved checkpoint loads onto the device bit for bit", "[cuda][
   require_same_parameters(*source, *loaded);
 }
 #endif  // ORDO_HAS_CUDA
+
+TEST_CASE("a fine-tuned model loads as its encoder, the task head left out and listed", "[checkpoint]") {
+  // What ordo analyze --model reads: an `ordo finetune` best/ folder.
+  for (const bool span : {false, true}) {
+    INFO((span ? "span head" : "classifier"));
+    test::TempDir dir("finetuned");
+    const nn::BertConfig config = test::tiny_bert_config(23, 8, 1, 2, 12, 10);
+    std::unique_ptr<nn::Module> model;
+    nn::BertModel* bert = nullptr;
+    if (span) {
+      auto m = std::make_unique<nn::SpanExtractor>(config, pe::make_position_encoding(config, Device::cpu()), Device::cpu());
+      nn::initialize_bert(*m, m->bert, 5);
+      bert = &m->bert;
+      model = std::move(m);
+    } else {
+      auto m = std::make_unique<nn::SequenceClassifier>(config, pe::make_position_encoding(config, Device::cpu()),
+                                                        Device::cpu(), 3);
+      nn::initialize_bert(*m, m->bert, 5);
+      bert = &m->bert;
+      model = std::move(m);
+    }
+    nn::save_weights(dir.path, *model, config,
+                     span ? "BertForQuestionAnswering" : "BertForSequenceClassification");
+    nn::LoadReport report;
+    auto encoder = pe::load_model(dir.path, Device::cpu(), &report);
+    const std::vector<std::string> head =
+        span ? std::vector<std::string>{"qa_outputs.bias", "qa_outputs.weight"}
+             : std::vector<std::string>{"classifier.bias", "classifier.weight"};
+    std::vector<std::string> unused = report.unused;
+    std::sort(unused.begin(), unused.end());
+    CHECK(unused == head);
+    // Every encoder weight is the fine-tuned model's, bit for bit; the
+    // classifier's pooler (read only by its head) is not part of the encoder.
+    for (const auto& [name, p] : bert->named_parameters()) {
+      INFO(name);
+      nn::Parameter* loaded = encoder->bert.find_parameter(name);
+      if (name.rfind("pooler.", 0) == 0) {
+        CHECK(loaded == nullptr);
+        continue;
+      }
+      REQUIRE(loaded != nullptr);
+      CHECK(max(abs(sub(loaded->var.value(), p->var.value()))).item() == 0);
+    }
+  }
+}
