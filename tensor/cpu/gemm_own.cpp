@@ -17,10 +17,11 @@
 // contiguous, zero-padded layout, so the micro-kernel is the only hot loop
 // and has no edge cases; edges of C are handled when the block is stored.
 //
-// The micro-kernel uses GCC vector extensions (256-bit vectors): with AVX2+FMA
-// (-march=native on this project's machines) each `acc += a * b` becomes one
-// vfmadd231; without AVX the compiler splits each vector op in two SSE ops,
-// and it stays correct everywhere.
+// The micro-kernel uses GCC vector extensions, 512-bit where the compiler
+// targets AVX-512 (-march=native on such a CPU: twice the lanes per FMA), else
+// 256-bit: with AVX2+FMA each `acc += a * b` becomes one vfmadd231; without
+// AVX the compiler splits each vector op in two SSE ops, and it stays correct
+// everywhere.
 //
 // Each element of C is summed over k in the same order (p ascending inside a
 // KC block, blocks ascending) whatever the thread count, the m/n tiling or
@@ -38,7 +39,7 @@
 
 #include "tensor/cpu/common.h"
 
-// The vector helpers below are file-local, so no call with a 256-bit vector
+// The vector helpers below are file-local, so no call with a 256/512-bit vector
 // argument crosses a library boundary; without AVX (ORDO_NATIVE=OFF) GCC
 // would still warn that the ABI of such calls differs.
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -47,29 +48,37 @@ namespace ordo::cpu {
 
 namespace {
 
-// Register tile: MR rows of C by NR = two vectors of columns. 6 x 2 vector
-// accumulators + 2 vectors of B + 1 broadcast of A = 15 of the 16 ymm
-// registers of AVX2, and 12 independent FMA chains cover the FMA latency
-// (4 cycles x 2 FMA pipes on Zen 3 / Haswell = 8 chains needed).
-constexpr int kMR = 6;
-
+// Register tile: MR rows of C by NR = two vectors of columns, in the widest
+// vectors the build's CPU runs. AVX2: 6 x 2 accumulators + 2 vectors of B +
+// 1 broadcast of A = 15 of the 16 ymm registers, and 12 independent FMA
+// chains cover the FMA latency (4 cycles x 2 FMA pipes on Zen 3 / Haswell =
+// 8 chains needed). AVX-512: 12 x 2 + 2 + 1 = 27 of the 32 zmm registers, 24
+// chains, each FMA twice the lanes.
+//
 // Cache blocks, chosen for the L1d 32 KiB / L2 512 KiB / shared L3 of the
 // Zen 3 EPYC this project runs on (and the same shape of Intel cores):
 //   KC: one B micro-panel, KC x NR, is 16 KiB in both precisions: half of L1,
-//       leaving room for the A micro-panel streaming past it.
+//       leaving room for the A micro-panel streaming past it. AVX-512's
+//       panels are twice as wide (32 KiB of a 48 KiB L1d on the Xeons that
+//       have it); KC stays 256, where a shorter one measured no faster, so
+//       that each element of C is the same sum in the same order with either
+//       width.
 //   MC: the packed A block, MC x KC, is ~3/8 of L2, so it stays there while
 //       the B micro-panels stream from L3 (MC is a multiple of MR).
 //   NC: the packed B panel, KC x NC, is 4 MiB (f32) / 8 MiB (f64) of L3.
-template <class T> struct Blocking;
-template <> struct Blocking<float> {
-  typedef float V __attribute__((vector_size(32)));
-  static constexpr int kLanes = 8;
-  static constexpr int64_t kKC = 256, kMC = 192, kNC = 4096;
-};
-template <> struct Blocking<double> {
-  typedef double V __attribute__((vector_size(32)));
-  static constexpr int kLanes = 4;
-  static constexpr int64_t kKC = 256, kMC = 96, kNC = 4096;
+#if defined(__AVX512F__)
+constexpr int kVectorBytes = 64, kRowsPerTile = 12;
+#else
+constexpr int kVectorBytes = 32, kRowsPerTile = 6;
+#endif
+template <class T>
+struct Blocking {
+  typedef T V __attribute__((vector_size(kVectorBytes)));
+  static constexpr int kLanes = kVectorBytes / sizeof(T);
+  static constexpr int kMR = kRowsPerTile;
+  static constexpr int64_t kKC = 256;  // the same in both widths: the same sums, so the same bits
+  static constexpr int64_t kMC = sizeof(T) == 4 ? 192 : 96;
+  static constexpr int64_t kNC = 4096;
 };
 
 // Below kSerialWork multiply-adds in the whole call, one thread is faster
@@ -90,9 +99,22 @@ template <class V, class T> V load(const T* p) {
   return v;
 }
 template <class V, class T> void store(T* p, const V& v) { std::memcpy(p, &v, sizeof v); }
-// Every lane set to x; written out so that GCC emits a single vbroadcast.
-Blocking<float>::V splat(float x) { return Blocking<float>::V{x, x, x, x, x, x, x, x}; }
-Blocking<double>::V splat(double x) { return Blocking<double>::V{x, x, x, x}; }
+// Every lane set to x; written out so that GCC emits a single vbroadcast (a
+// loop over the lanes becomes one masked broadcast per lane).
+template <class V, int kLanes> struct Splat;
+template <class V> struct Splat<V, 4> {
+  template <class T> static V of(T x) { return V{x, x, x, x}; }
+};
+template <class V> struct Splat<V, 8> {
+  template <class T> static V of(T x) { return V{x, x, x, x, x, x, x, x}; }
+};
+template <class V> struct Splat<V, 16> {
+  template <class T> static V of(T x) { return V{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
+};
+template <class T>
+typename Blocking<T>::V splat(T x) {
+  return Splat<typename Blocking<T>::V, Blocking<T>::kLanes>::of(x);
+}
 
 // op(X) of one matrix: element (r, col) is at p[r * rs + col * cs].
 template <class T>
@@ -132,7 +154,7 @@ template <class T>
 void micro_kernel(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, int64_t rows,
                   int64_t cols, T alpha, T beta) {
   using V = typename Blocking<T>::V;
-  constexpr int L = Blocking<T>::kLanes, NR = 2 * L;
+  constexpr int L = Blocking<T>::kLanes, NR = 2 * L, kMR = Blocking<T>::kMR;
   V acc[kMR][2] = {};
   for (int64_t p = 0; p < kc; ++p) {
     V b0 = load<V>(b), b1 = load<V>(b + L);
@@ -146,7 +168,7 @@ void micro_kernel(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, int64_t
   }
 
   bool edge = rows < kMR || cols < NR;
-  alignas(32) T tile[kMR * NR];
+  alignas(kVectorBytes) T tile[kMR * NR];
   T* out = c;
   int64_t ld = ldc;
   if (edge) {
@@ -202,7 +224,7 @@ template <class T>
 void gemm_blocked(const Team& team, T* c, View<T> a, View<T> b, int64_t m, int64_t n, int64_t k,
                   T alpha, T beta, T* bpack, T* apack) {
   using B = Blocking<T>;
-  constexpr int NR = 2 * B::kLanes;
+  constexpr int NR = 2 * B::kLanes, kMR = B::kMR;
   // Row blocks of equal height (a multiple of MR, at most MC), as many as a
   // multiple of the team size so the threads get equal shares; when there
   // are fewer row blocks than threads (m small), the threads also split the
@@ -273,7 +295,7 @@ void gemm_typed(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int
   int threads = work * batch < kSerialWork ? 1 : max_threads();
   bool by_matrix = threads > 1 && batch >= threads && work <= kBatchWork;
   int teams = by_matrix ? threads : 1;
-  int64_t a_size = std::min(B::kKC, k) * std::min(B::kMC, round_up(m, kMR));
+  int64_t a_size = std::min(B::kKC, k) * std::min(B::kMC, round_up(m, B::kMR));
   int64_t b_size = std::min(B::kKC, k) * round_up(std::min(B::kNC, n), NR);
   Buffer<T> apacks(a_size * threads), bpacks(b_size * teams);  // allocated here: nothing throws inside the parallel region
 

@@ -3,7 +3,7 @@
 #include "base/philox.h"
 #include "tensor/cpu/common.h"
 
-#if defined(__AVX2__)
+#if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -56,6 +56,63 @@ void philox_x8(uint64_t g0, uint64_t seed, uint64_t stream, uint32_t words[8][4]
 #endif
 }
 
+#if defined(__AVX512F__) && defined(__BMI2__)
+// _mm512_mul_epu32 and the 64-bit shifts in their all-lanes masked forms:
+// the same instructions, without the undefined pass-through operand that
+// GCC 12 flags as maybe-uninitialized.
+__m512i mul_epu32(__m512i a, __m512i b) { return _mm512_maskz_mul_epu32(0xFF, a, b); }
+__m512i srli_32(__m512i a) { return _mm512_maskz_srli_epi64(0xFF, a, 32); }
+__m512i slli_32(__m512i a) { return _mm512_maskz_slli_epi64(0xFF, a, 32); }
+
+// philox_x8 with sixteen draws side by side (g0 + l, l = 0..15), the words
+// left as out[k][l] = word k of draw g0 + l: the same integer arithmetic.
+void philox_x16(uint64_t g0, uint64_t seed, uint64_t stream, __m512i out[4]) {
+  const __m512i lanes = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i lo_half = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(g0)), lanes);
+  const __m512i hi_half = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(g0 + 8)), lanes);
+  // counters g0 + l as 64-bit lanes; c0 holds their low words, c1 their high ones (l in order)
+  const __m512i take_low = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i take_high = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  __m512i c0 = _mm512_permutex2var_epi32(lo_half, take_low, hi_half);
+  __m512i c1 = _mm512_permutex2var_epi32(lo_half, take_high, hi_half);
+  __m512i c2 = _mm512_set1_epi32(static_cast<int>(static_cast<uint32_t>(stream)));
+  __m512i c3 = _mm512_set1_epi32(static_cast<int>(static_cast<uint32_t>(stream >> 32)));
+  const __m512i m0 = _mm512_set1_epi64(0xD2511F53u), m1 = _mm512_set1_epi64(0xCD9E8D57u);
+  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+    __m512i e0 = mul_epu32(c0, m0), o0 = mul_epu32(srli_32(c0), m0);
+    __m512i e1 = mul_epu32(c2, m1), o1 = mul_epu32(srli_32(c2), m1);
+    __m512i hi0 = _mm512_mask_blend_epi32(0xAAAA, srli_32(e0), o0);
+    __m512i lo0 = _mm512_mask_blend_epi32(0xAAAA, e0, slli_32(o0));
+    __m512i hi1 = _mm512_mask_blend_epi32(0xAAAA, srli_32(e1), o1);
+    __m512i lo1 = _mm512_mask_blend_epi32(0xAAAA, e1, slli_32(o1));
+    __m512i n0 = _mm512_xor_si512(_mm512_xor_si512(hi1, c1), _mm512_set1_epi32(static_cast<int>(k0)));
+    __m512i n2 = _mm512_xor_si512(_mm512_xor_si512(hi0, c3), _mm512_set1_epi32(static_cast<int>(k1)));
+    c0 = n0, c1 = lo1, c2 = n2, c3 = lo0;
+  }
+  out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
+}
+
+// Dropout of 64 f32 elements (draws g0 .. g0 + 15) with AVX-512: element
+// 4 l + k keeps where word k of draw g0 + l is >= threshold (0 < threshold <
+// 2^32), as philox::dropout_keep; the four 16-lane keep masks are
+// interleaved into one 64-bit mask (pdep), which selects x * scale or +0.
+void dropout_64(float* o, const float* x, uint64_t g0, uint64_t seed, uint64_t stream, uint32_t threshold,
+                float scale) {
+  __m512i words[4];
+  philox_x16(g0, seed, stream, words);
+  const __m512i t = _mm512_set1_epi32(static_cast<int>(threshold));
+  uint64_t keep = 0;
+  for (int k = 0; k < 4; ++k)
+    keep |= _pdep_u64(_mm512_cmpge_epu32_mask(words[k], t), 0x1111111111111111ull << k);
+  const __m512 s = _mm512_set1_ps(scale);
+  for (int q = 0; q < 4; ++q)
+    _mm512_storeu_ps(o + 16 * q, _mm512_maskz_mul_ps(static_cast<__mmask16>(keep >> (16 * q)),
+                                                     _mm512_loadu_ps(x + 16 * q), s));
+}
+#endif
+
 }  // namespace
 
 void random(const Tensor& out, RandomDist dist, double a, double b, uint64_t seed, uint64_t stream) {
@@ -93,6 +150,23 @@ void dropout(const Tensor& out, const Tensor& x, double p, const PhiloxStream& p
     const T* xs = x.data<T>();
     T* o = out.data<T>();
     const int64_t n = out.numel();
+#if defined(__AVX512F__) && defined(__BMI2__)
+    // Whole blocks of 64 on sixteen draws at once (8% of a mini pretraining
+    // step was this kernel and its Philox draws); the tail element by element.
+    if (sizeof(T) == 4 && threshold > 0 && threshold < (1ull << 32) && n >= 64) {
+      const float* xf = reinterpret_cast<const float*>(xs);
+      float* of = reinterpret_cast<float*>(o);
+      const int64_t blocks = n / 64;
+      parallel_for(blocks, kElementwiseGrain / 256, [&](int64_t begin, int64_t end) {
+        for (int64_t b = begin; b < end; ++b)
+          dropout_64(of + 64 * b, xf + 64 * b, static_cast<uint64_t>(16 * b), seed, stream,
+                     static_cast<uint32_t>(threshold), static_cast<float>(scale));
+      });
+      for (int64_t i = 64 * blocks; i < n; ++i)
+        o[i] = philox::dropout_keep(seed, stream, static_cast<uint64_t>(i), threshold) ? xs[i] * scale : T(0);
+      return;
+    }
+#endif
     // Element i takes word i % 4 of draw i / 4 (philox::dropout_keep); blocks
     // of 32 elements are the words of eight consecutive draws.
     parallel_for((n + 31) / 32, kElementwiseGrain / 128, [&](int64_t begin, int64_t end) {

@@ -3,11 +3,13 @@
 // cross-entropy rows, rows entirely -inf, and float -> integer casts of NaN
 // and out-of-range values. The expected values are worked by hand below.
 // The CPU runs everywhere; the [cuda] case where a GPU is (emulated in CI).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
+#include "tensor/cpu/common.h"
 #include "tensor/ops.h"
 #include "tests/helpers.h"
 
@@ -129,3 +131,57 @@ TEST_CASE("cuda: edge values as on the CPU: NaN, infinities, all -inf rows, out-
   check_edge_values(Device::cuda(0));
 }
 #endif  // ORDO_HAS_CUDA
+
+// cpu::row_max (softmax's and cross-entropy's first pass) runs eight lanes as
+// vectors and the last n mod 8 elements as scalars: every length across both
+// parts, NaN or +inf at every index, against a plain loop.
+namespace {
+
+template <class T>
+void check_row_max() {
+  for (int64_t n = 1; n <= 35; ++n) {
+    std::vector<T> x(n);
+    for (int64_t i = 0; i < n; ++i) x[i] = T(std::sin(0.7 * i + n)) * 10 - T(20);  // negative: -inf is not the answer
+    T expected = -std::numeric_limits<T>::infinity();
+    for (T v : x) expected = std::max(expected, v);
+    INFO("n " << n);
+    CHECK(cpu::row_max(x.data(), n) == expected);
+    for (int64_t at = 0; at < n; ++at) {
+      INFO("at " << at);
+      std::vector<T> y = x;
+      y[at] = std::numeric_limits<T>::quiet_NaN();
+      CHECK(std::isnan(cpu::row_max(y.data(), n)));
+      y[at] = std::numeric_limits<T>::infinity();
+      CHECK(cpu::row_max(y.data(), n) == std::numeric_limits<T>::infinity());
+    }
+    std::vector<T> all_low(n, -std::numeric_limits<T>::infinity());
+    CHECK(cpu::row_max(all_low.data(), n) == -std::numeric_limits<T>::infinity());
+  }
+}
+
+// cpu::row_sum: element j summed into lane j mod 8 in order, the lanes added
+// as ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)): the bits of that plain loop.
+template <class T>
+void check_row_sum() {
+  for (int64_t n = 0; n <= 35; ++n) {
+    std::vector<T> x(n);
+    for (int64_t i = 0; i < n; ++i) x[i] = T(std::sin(1.3 * i + n)) * T(1e3) + T(1) / T(3 + i);
+    T lane[8] = {};
+    for (int64_t i = 0; i < n; ++i) lane[i % 8] += x[i];
+    const T expected = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    INFO("n " << n);
+    CHECK(cpu::row_sum(x.data(), n) == expected);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the CPU row sum: the eight-lane order to the bit, every length, f32 and f64", "[ops]") {
+  check_row_sum<float>();
+  check_row_sum<double>();
+}
+
+TEST_CASE("the CPU row maximum: every length, NaN and +inf at every index, f32 and f64", "[ops][edge]") {
+  check_row_max<float>();
+  check_row_max<double>();
+}
