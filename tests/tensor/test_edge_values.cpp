@@ -159,26 +159,37 @@ void check_row_max() {
   }
 }
 
-// cpu::row_sum: element j summed into lane j mod 8 in order, the lanes added
-// as ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)): the bits of that plain loop.
+// cpu::lane_sum (and row_sum on it): value j summed into lane j mod 8 in
+// order, the lanes added as ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)): the bits
+// of that plain loop, for lengths across its blocks of 64, its groups of 8 and
+// its tail, with a plain load and with a computed value in a wider type.
 template <class T>
-void check_row_sum() {
-  for (int64_t n = 0; n <= 35; ++n) {
+void check_lane_sums() {
+  std::vector<int64_t> lengths;
+  for (int64_t n = 0; n <= 35; ++n) lengths.push_back(n);
+  for (int64_t n : {63, 64, 65, 71, 72, 127, 128, 129, 200, 384, 500}) lengths.push_back(n);
+  for (int64_t n : lengths) {
     std::vector<T> x(n);
     for (int64_t i = 0; i < n; ++i) x[i] = T(std::sin(1.3 * i + n)) * T(1e3) + T(1) / T(3 + i);
     T lane[8] = {};
-    for (int64_t i = 0; i < n; ++i) lane[i % 8] += x[i];
+    double wide[8] = {};
+    for (int64_t i = 0; i < n; ++i) {
+      lane[i % 8] += x[i];
+      wide[i % 8] += static_cast<double>(x[i]) * x[i] - 0.5;
+    }
     const T expected = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    const double expected_wide = ((wide[0] + wide[1]) + (wide[2] + wide[3])) + ((wide[4] + wide[5]) + (wide[6] + wide[7]));
     INFO("n " << n);
     CHECK(cpu::row_sum(x.data(), n) == expected);
+    CHECK(cpu::lane_sum<double>(n, [&](int64_t j) { return static_cast<double>(x[j]) * x[j] - 0.5; }) == expected_wide);
   }
 }
 
 }  // namespace
 
-TEST_CASE("the CPU row sum: the eight-lane order to the bit, every length, f32 and f64", "[ops]") {
-  check_row_sum<float>();
-  check_row_sum<double>();
+TEST_CASE("the CPU lane sums: the eight-lane order to the bit, every length, f32 and f64", "[ops]") {
+  check_lane_sums<float>();
+  check_lane_sums<double>();
 }
 
 TEST_CASE("the CPU row maximum: every length, NaN and +inf at every index, f32 and f64", "[ops][edge]") {
