@@ -84,9 +84,15 @@ namespace {
 // Keeps the FMA loops' results alive (the compiler may not drop them).
 volatile double g_sink = 0;
 
-// 256-bit vectors, as the own matrix-product kernel uses.
-typedef float F8 __attribute__((vector_size(32)));
-typedef double D4 __attribute__((vector_size(32)));
+// The vectors the own matrix-product kernel uses: 512-bit where the build
+// targets AVX-512, else 256-bit.
+#if defined(__AVX512F__)
+constexpr int kFmaVectorBytes = 64;
+#else
+constexpr int kFmaVectorBytes = 32;
+#endif
+typedef float FloatLanes __attribute__((vector_size(kFmaVectorBytes)));
+typedef double DoubleLanes __attribute__((vector_size(kFmaVectorBytes)));
 
 // `iterations` rounds of 12 independent FMA chains: FMA latency (4 cycles on
 // Zen 3 and Skylake) x 2 FMA pipes needs at least 8 chains in flight.
@@ -110,6 +116,8 @@ T fma_chains(int64_t iterations, T seed) {
 
 }  // namespace
 
+int fma_vector_bits() { return 8 * kFmaVectorBytes; }
+
 double measure_fma_peak(bool f64, const TimingPlan& plan) {
   constexpr int64_t kIterations = 1 << 18;
   int threads = cpu_threads();
@@ -117,11 +125,12 @@ double measure_fma_peak(bool f64, const TimingPlan& plan) {
   auto run = [&] {
     double total = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : total)
-    total += f64 ? fma_chains<D4>(kIterations, seed) : fma_chains<F8>(kIterations, static_cast<float>(seed));
+    total += f64 ? fma_chains<DoubleLanes>(kIterations, seed)
+                 : fma_chains<FloatLanes>(kIterations, static_cast<float>(seed));
     g_sink = g_sink + total;
   };
   Timing t = measure(run, Device::cpu(), plan);
-  double lanes = f64 ? 4 : 8;
+  double lanes = kFmaVectorBytes / (f64 ? 8 : 4);
   return threads * static_cast<double>(kIterations) * 12 * lanes * 2 / t.seconds;
 }
 
