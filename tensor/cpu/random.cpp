@@ -1,5 +1,7 @@
 // CPU random draws and dropout, element i keyed by Philox(seed, stream, i)
 // exactly as the CUDA kernels (base/philox.h holds the shared formulas).
+#include <type_traits>
+
 #include "base/philox.h"
 #include "tensor/cpu/common.h"
 
@@ -153,18 +155,18 @@ void dropout(const Tensor& out, const Tensor& x, double p, const PhiloxStream& p
 #if defined(__AVX512F__) && defined(__BMI2__)
     // Whole blocks of 64 on sixteen draws at once (8% of a mini pretraining
     // step was this kernel and its Philox draws); the tail element by element.
-    if (sizeof(T) == 4 && threshold > 0 && threshold < (1ull << 32) && n >= 64) {
-      const float* xf = reinterpret_cast<const float*>(xs);
-      float* of = reinterpret_cast<float*>(o);
-      const int64_t blocks = n / 64;
-      parallel_for(blocks, kElementwiseGrain / 256, [&](int64_t begin, int64_t end) {
-        for (int64_t b = begin; b < end; ++b)
-          dropout_64(of + 64 * b, xf + 64 * b, static_cast<uint64_t>(16 * b), seed, stream,
-                     static_cast<uint32_t>(threshold), static_cast<float>(scale));
-      });
-      for (int64_t i = 64 * blocks; i < n; ++i)
-        o[i] = philox::dropout_keep(seed, stream, static_cast<uint64_t>(i), threshold) ? xs[i] * scale : T(0);
-      return;
+    if constexpr (std::is_same<T, float>::value) {
+      if (threshold > 0 && threshold < (1ull << 32) && n >= 64) {
+        const int64_t blocks = n / 64;
+        parallel_for(blocks, kElementwiseGrain / 256, [&](int64_t begin, int64_t end) {
+          for (int64_t b = begin; b < end; ++b)
+            dropout_64(o + 64 * b, xs + 64 * b, static_cast<uint64_t>(16 * b), seed, stream,
+                       static_cast<uint32_t>(threshold), scale);
+        });
+        for (int64_t i = 64 * blocks; i < n; ++i)
+          o[i] = philox::dropout_keep(seed, stream, static_cast<uint64_t>(i), threshold) ? xs[i] * scale : T(0);
+        return;
+      }
     }
 #endif
     // Element i takes word i % 4 of draw i / 4 (philox::dropout_keep); blocks
