@@ -14,6 +14,7 @@
 #include "base/file_io.h"
 #include "base/json.h"
 #include "base/output.h"
+#include "downstream/tsv.h"
 #include "nn/bert.h"
 #include "nn/heads.h"
 #include "pe/registry.h"
@@ -1210,12 +1211,9 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
   // the analyses read positions and attention weights, not the heads.
   nn::LoadReport loaded;
   c.model = pe::load_model(dir, Device::cpu(), &loaded);
-  if (!loaded.unused.empty() && !o.quiet) {
-    std::string names;
-    for (const std::string& n : loaded.unused) names += (names.empty() ? "" : ", ") + n;
+  if (!loaded.unused.empty() && !o.quiet)
     std::fprintf(stderr, "ordo analyze: %s: the task head (%s) left out; the analyses read the encoder\n", dir.c_str(),
-                 names.c_str());
-  }
+                 downstream::join_fields(loaded.unused, ", ").c_str());
   const nn::BertConfig& m = c.model->bert.config();
   c.variant = model_label(m);
   const int64_t max_position = c.model->bert.position_encoding().max_position();

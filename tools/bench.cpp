@@ -11,6 +11,7 @@
 #include <malloc.h>
 
 #include "base/error.h"
+#include "tensor/cpu/gemm_own.h"
 #include "tensor/device_runtime.h"
 
 #ifdef _OPENMP
@@ -84,13 +85,8 @@ namespace {
 // Keeps the FMA loops' results alive (the compiler may not drop them).
 volatile double g_sink = 0;
 
-// The vectors the own matrix-product kernel uses: 512-bit where the build
-// targets AVX-512, else 256-bit.
-#if defined(__AVX512F__)
-constexpr int kFmaVectorBytes = 64;
-#else
-constexpr int kFmaVectorBytes = 32;
-#endif
+// The vectors the own matrix-product kernel uses.
+constexpr int kFmaVectorBytes = cpu::kGemmOwnVectorBytes;
 typedef float FloatLanes __attribute__((vector_size(kFmaVectorBytes)));
 typedef double DoubleLanes __attribute__((vector_size(kFmaVectorBytes)));
 
@@ -115,8 +111,6 @@ T fma_chains(int64_t iterations, T seed) {
 }
 
 }  // namespace
-
-int fma_vector_bits() { return 8 * kFmaVectorBytes; }
 
 double measure_fma_peak(bool f64, const TimingPlan& plan) {
   constexpr int64_t kIterations = 1 << 18;

@@ -38,10 +38,9 @@ int cpu_threads();
 
 // Peak f32 (or f64) multiply-add rate of all cores together in FLOP/s
 // (an FMA counts two), measured by a register-resident loop of independent
-// vector FMAs on every thread: the ceiling no matrix product can pass.
+// vector FMAs on every thread (cpu::kGemmOwnVectorBytes wide, as the own
+// matrix product): the ceiling no matrix product can pass.
 double measure_fma_peak(bool f64, const TimingPlan& plan);
-// The vector width measure_fma_peak uses (the own matrix product's): 256 or 512.
-int fma_vector_bits();
 
 // Host memory bandwidth in bytes/s of std::memcpy over `bytes`, split among
 // the threads, counting bytes read plus bytes written.

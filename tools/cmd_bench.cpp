@@ -176,12 +176,12 @@ json::Value cpu_matmul(const Options& opt) {
   }
   table.print();
   std::printf("FMA peak (%d threads, %d-bit vectors): f32 %.1f GFLOP/s, f64 %.1f GFLOP/s\n", bench::cpu_threads(),
-              bench::fma_vector_bits(), peak32 / 1e9, peak64 / 1e9);
+              8 * cpu::kGemmOwnVectorBytes, peak32 / 1e9, peak64 / 1e9);
 
   json::Value out = json::Value::object();
   out["fma_peak_gflops_f32"] = peak32 / 1e9;
   out["fma_peak_gflops_f64"] = peak64 / 1e9;
-  out["fma_vector_bits"] = bench::fma_vector_bits();
+  out["fma_vector_bits"] = 8 * cpu::kGemmOwnVectorBytes;
   out["matmul"] = rows;
   return out;
 }

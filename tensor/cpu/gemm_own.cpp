@@ -66,11 +66,7 @@ namespace {
 //   MC: the packed A block, MC x KC, is ~3/8 of L2, so it stays there while
 //       the B micro-panels stream from L3 (MC is a multiple of MR).
 //   NC: the packed B panel, KC x NC, is 4 MiB (f32) / 8 MiB (f64) of L3.
-#if defined(__AVX512F__)
-constexpr int kVectorBytes = 64, kRowsPerTile = 12;
-#else
-constexpr int kVectorBytes = 32, kRowsPerTile = 6;
-#endif
+constexpr int kVectorBytes = kGemmOwnVectorBytes, kRowsPerTile = kVectorBytes == 64 ? 12 : 6;
 template <class T>
 struct Blocking {
   typedef T V __attribute__((vector_size(kVectorBytes)));

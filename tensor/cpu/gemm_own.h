@@ -13,6 +13,14 @@
 
 namespace ordo::cpu {
 
+// The own kernel's vector width in bytes: 512-bit where the build targets
+// AVX-512, else 256-bit (the FMA peak `ordo bench ops` sets beside it uses the same).
+#if defined(__AVX512F__)
+constexpr int kGemmOwnVectorBytes = 64;
+#else
+constexpr int kGemmOwnVectorBytes = 32;
+#endif
+
 // ordo's own kernel (tensor/cpu/gemm_own.cpp): same contract as cpu::gemm.
 // Each element of c is summed in the same order whatever the thread count,
 // so its results do not depend on the number of threads.

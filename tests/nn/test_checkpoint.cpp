@@ -478,18 +478,16 @@ TEST_CASE("a fine-tuned model loads as its encoder, the task head left out and l
     const nn::BertConfig config = test::tiny_bert_config(23, 8, 1, 2, 12, 10);
     std::unique_ptr<nn::Module> model;
     nn::BertModel* bert = nullptr;
-    if (span) {
-      auto m = std::make_unique<nn::SpanExtractor>(config, pe::make_position_encoding(config, Device::cpu()), Device::cpu());
+    auto keep = [&](auto m) {
       nn::initialize_bert(*m, m->bert, 5);
       bert = &m->bert;
       model = std::move(m);
-    } else {
-      auto m = std::make_unique<nn::SequenceClassifier>(config, pe::make_position_encoding(config, Device::cpu()),
-                                                        Device::cpu(), 3);
-      nn::initialize_bert(*m, m->bert, 5);
-      bert = &m->bert;
-      model = std::move(m);
-    }
+    };
+    if (span)
+      keep(std::make_unique<nn::SpanExtractor>(config, pe::make_position_encoding(config, Device::cpu()), Device::cpu()));
+    else
+      keep(std::make_unique<nn::SequenceClassifier>(config, pe::make_position_encoding(config, Device::cpu()),
+                                                    Device::cpu(), 3));
     nn::save_weights(dir.path, *model, config,
                      span ? "BertForQuestionAnswering" : "BertForSequenceClassification");
     nn::LoadReport report;
