@@ -94,15 +94,23 @@ Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vec
     outputs.push_back(w.size(0));
     total += w.size(0);
   }
-  // The stacked operand written once, each weight cast into its rows (as
-  // as_operand would round it: bf16 under bf16, f64 kept, else f32).
-  const Tensor& first = weights[0].value();
-  const DType operand_dtype = first.dtype() == DType::f64           ? DType::f64
-                              : precision == MatmulPrecision::bf16 ? DType::bf16
-                                                                   : DType::f32;
-  Tensor wv = Tensor::empty({total, first.size(1)}, operand_dtype, first.device());
-  int64_t at = 0;
-  for (size_t i = 0; i < weights.size(); at += outputs[i++]) wv.slice(0, at, at + outputs[i]).copy_from(weights[i].value());
+  // The stacked operand: the weights as one view where they lie one after
+  // another in memory (nn::join_parameters), rounded once as as_operand
+  // would; else written once, each weight cast into its rows.
+  std::vector<Tensor> weight_values;
+  for (const Var& w : weights) weight_values.push_back(w.value());
+  Tensor wv = Tensor::joined_rows(weight_values);
+  if (wv.defined()) {
+    wv = as_operand(wv);
+  } else {
+    const Tensor& first = weight_values[0];
+    const DType operand_dtype = first.dtype() == DType::f64           ? DType::f64
+                                : precision == MatmulPrecision::bf16 ? DType::bf16
+                                                                     : DType::f32;
+    wv = Tensor::empty({total, first.size(1)}, operand_dtype, first.device());
+    int64_t at = 0;
+    for (size_t i = 0; i < weights.size(); at += outputs[i++]) wv.slice(0, at, at + outputs[i]).copy_from(weight_values[i]);
+  }
   for (const Var& b : biases) bias_values.push_back(b.value());
   Tensor y = linear_stacked(xv, wv, bias_values);
   std::vector<Var> inputs{x};

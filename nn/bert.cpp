@@ -16,7 +16,12 @@ SelfAttention::SelfAttention(const BertConfig& c, Device device)
       value(add_module("value", std::make_unique<Linear>(c.hidden_size, c.hidden_size, c.initializer_range, device))),
       heads_(c.num_attention_heads),
       head_dim_(c.head_dim()),
-      dropout_(c.attention_probs_dropout_prob) {}
+      dropout_(c.attention_probs_dropout_prob) {
+  // Q, K and V one after another in memory: project()'s stacked product reads
+  // them (and the biases) as one tensor instead of copying them together.
+  join_parameters({&query.weight, &key.weight, &value.weight});
+  join_parameters({query.bias, key.bias, value.bias});
+}
 
 // The ablation in force: the model's own (pe_options.ablate: only-p / only-c,
 // trained that way) or the context's (ordo forward --ablate: BERT-p / BERT-c).
@@ -40,8 +45,14 @@ namespace {
 Var split_heads(const Var& t, int64_t heads, int64_t head_dim) {
   return permute(reshape(t, {t.size(0), t.size(1), heads, head_dim}), {0, 2, 1, 3});
 }
+// Every merged output is the input of a product (the output projection, or
+// the projections of the sequence combination's CA): under bf16 products the
+// layout copy writes the bf16 operand itself, one pass instead of a copy and
+// a cast.
 Var merge_heads(const Var& t) {
-  return reshape(permute(t, {0, 2, 1, 3}), {t.size(0), t.size(2), t.size(1) * t.size(3)});
+  const Var heads_last = permute(t, {0, 2, 1, 3});
+  return reshape(matmul_precision() == MatmulPrecision::bf16 ? operand(heads_last) : heads_last,
+                 {t.size(0), t.size(2), t.size(1) * t.size(3)});
 }
 
 // a + b, leaving out a term that is undefined (a hook or an embedding with

@@ -69,6 +69,30 @@ void Module::to_dtype(DType dtype) {
   for (auto& [name, p] : named_parameters()) p->var = Var(p->var.value().to(dtype), true, p->var.name());
 }
 
+void join_parameters(const std::vector<Parameter*>& params) {
+  ORDO_CHECK(!params.empty(), "join_parameters: no parameter");
+  const Tensor& first = params[0]->var.value();
+  ORDO_CHECK(first.dim() >= 1, "join_parameters: a scalar parameter has no rows");
+  Shape shape = first.shape();
+  shape[0] = 0;
+  for (const Parameter* p : params) {
+    const Tensor& t = p->var.value();
+    ORDO_CHECK(t.dtype() == first.dtype() && t.device() == first.device() && t.dim() == first.dim() &&
+                   std::equal(t.shape().begin() + 1, t.shape().end(), first.shape().begin() + 1),
+               "join_parameters: ", p->var.name(), " ", shape_str(t.shape()), " does not stack under ",
+               params[0]->var.name(), " ", shape_str(first.shape()));
+    shape[0] += t.size(0);
+  }
+  const Tensor block = Tensor::empty(shape, first.dtype(), first.device());
+  int64_t at = 0;
+  for (Parameter* p : params) {
+    const Tensor rows = block.slice(0, at, at + p->var.size(0));
+    rows.copy_from(p->var.value());
+    p->var = Var(rows, true, p->var.name());
+    at += rows.size(0);
+  }
+}
+
 uint64_t init_stream(const std::string& name) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;

@@ -148,4 +148,12 @@ class Module {
 void initialize(Module& module, uint64_t seed);
 uint64_t init_stream(const std::string& name);
 
+// Moves the parameters (one dtype and device, one row shape) into one block of
+// memory, their rows one after another in the order given, keeping their
+// values, names and Inits: a product over all of them (attention's stacked
+// Q/K/V) then reads them as one view (Tensor::joined_rows) instead of copying
+// them together each forward. Anything that replaces a parameter's tensor later
+// (Module::to_dtype) only undoes the joining; the products then copy again.
+void join_parameters(const std::vector<Parameter*>& params);
+
 }  // namespace ordo::nn

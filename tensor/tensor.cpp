@@ -435,6 +435,23 @@ Tensor Tensor::slice(int d, int64_t start, int64_t end, int64_t step) const {
   return with_view(shape, strides, offset_ + start * strides_[d]);
 }
 
+Tensor Tensor::joined_rows(const std::vector<Tensor>& parts) {
+  if (parts.empty() || !parts[0].defined() || parts[0].dim() < 1) return Tensor();
+  const Tensor& first = parts[0];
+  const Shape row_shape(first.shape_.begin() + 1, first.shape_.end());
+  int64_t rows = 0, next = first.offset_;
+  for (const Tensor& p : parts) {
+    if (!p.defined() || p.storage_ != first.storage_ || p.dtype_ != first.dtype_ || p.dim() != first.dim() ||
+        !p.is_contiguous() || p.offset_ != next || Shape(p.shape_.begin() + 1, p.shape_.end()) != row_shape)
+      return Tensor();
+    rows += p.shape_[0];
+    next += p.numel();
+  }
+  Shape shape = first.shape_;
+  shape[0] = rows;
+  return first.with_view(shape, contiguous_strides(shape), first.offset_);
+}
+
 Tensor Tensor::select(int d, int64_t index) const {
   check_defined(*this, "select", "tensor");
   d = normalize_dim(d, dim(), "select");

@@ -108,6 +108,11 @@ class Tensor {
   Tensor expand(const Shape& shape) const;  // size-1 dims (or new leading dims) get stride 0
   Tensor unsqueeze(int dim) const;
   Tensor squeeze(int dim) const;
+  // The parts as one view along axis 0 (their rows one after another) when
+  // they lie so in one storage: contiguous, one dtype and row shape, each
+  // starting where the one before ends. Undefined otherwise (the caller
+  // copies them together instead).
+  static Tensor joined_rows(const std::vector<Tensor>& parts);
 
   // ---- copies ------------------------------------------------------------
   Tensor contiguous() const;  // this if already contiguous

@@ -53,6 +53,30 @@ TEST_CASE("slice and select view a sub-range", "[tensor]") {
   CHECK(t.slice(0, 1, 1).numel() == 0);
 }
 
+TEST_CASE("joined_rows views parts that lie one after another as one tensor, and nothing else", "[tensor]") {
+  Tensor t = f64({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {6, 2});
+  const Tensor a = t.slice(0, 0, 1), b = t.slice(0, 1, 4), c = t.slice(0, 4, 6);
+  const Tensor joined = Tensor::joined_rows({a, b, c});
+  REQUIRE(joined.defined());
+  CHECK(joined.shape() == Shape{6, 2});
+  CHECK(joined.shares_storage_with(t));
+  CHECK(joined.to_doubles() == t.to_doubles());
+  const Tensor tail = Tensor::joined_rows({b, c});  // starts at its first part's offset
+  CHECK(tail.offset() == 2);
+  CHECK(tail.to_doubles() == std::vector<double>{2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  CHECK(Tensor::joined_rows({b}).to_doubles() == b.to_doubles());
+  // Each way of not lying together gives an undefined tensor.
+  CHECK(!Tensor::joined_rows({a, c}).defined());                    // a gap
+  CHECK(!Tensor::joined_rows({b, a}).defined());                    // out of order
+  CHECK(!Tensor::joined_rows({a, b.clone()}).defined());            // another storage
+  CHECK(!Tensor::joined_rows({t.slice(1, 0, 1), t.slice(1, 1, 2)}).defined());  // strided columns
+  CHECK(!Tensor::joined_rows({a, t.slice(0, 1, 3).reshape({4})}).defined());    // another row shape
+  CHECK(!Tensor::joined_rows({Tensor::scalar(1.0)}).defined());     // no rows
+  CHECK(!Tensor::joined_rows({}).defined());
+  const Tensor flat = f64({1, 2, 3, 4, 5}, {5});  // 1-D parts (biases)
+  CHECK(Tensor::joined_rows({flat.slice(0, 0, 2), flat.slice(0, 2, 5)}).to_doubles() == flat.to_doubles());
+}
+
 TEST_CASE("expand broadcasts with stride 0", "[tensor]") {
   Tensor row = f64({1, 2, 3}, {3});
   Tensor e = row.expand({2, 3});
