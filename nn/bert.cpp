@@ -181,13 +181,15 @@ Var positional_attention(const Var& x, const Var& padding_mask, PositionEncoding
 // come at the scale its own paper gives them (TUPE's / sqrt(2d), T5's
 // unscaled bias).
 Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncoding& pe, int layer,
-                           const Tensor& positions, const Tensor& segments, Context& ctx, ForwardTrace* trace) const {
+                           const Tensor& positions, const Tensor& segments, Context& ctx, ForwardTrace* trace,
+                           bool first_row_only) const {
   AttentionState s{layer, heads_, head_dim_, &positions, &segments, &ctx, x.dtype()};
   const Ablation ablate = ablation_in_force(pe, ctx);
   if (pe.combine == Combine::sequence) return sequence_attention(x, padding_mask, pe, s, ablate, trace);
   if (ablate != Ablation::none) return ablated_attention(x, padding_mask, pe, s, ablate, trace);
 
   Heads h = project(x, ctx.fused);                                // q_i = x_i W^Q, k_j = x_j W^K, v_j = x_j W^V
+  if (first_row_only) h.q = slice(h.q, 2, 0, 1);                  // i = 0 alone; every j
   if (runs_fused(pe, head_dim_, x.device(), ctx) && !(trace && (trace->keep_scores || trace->keep_attentions)))
     return merge_heads(fused_attention(h, padding_mask, pe, s));  // all of the below in one kernel per direction
   pe.rotate(s, h.q, h.k);                                         // RoPE: position inside q and k
@@ -347,10 +349,11 @@ EncoderLayer::EncoderLayer(const BertConfig& c, Device device)
 }
 
 Var EncoderLayer::forward(const Var& x, const Var& padding_mask, PositionEncoding& pe, int layer,
-                          const Tensor& positions, const Tensor& segments, Context& ctx, ForwardTrace* trace) const {
+                          const Tensor& positions, const Tensor& segments, Context& ctx, ForwardTrace* trace,
+                          bool first_row_only) const {
   Var a_in = pre_ln_ ? attention_norm_->forward(x) : x;
-  Var a = attention.self.forward(a_in, padding_mask, pe, layer, positions, segments, ctx, trace);
-  Var h = attention.output.forward(a, x, ctx);
+  Var a = attention.self.forward(a_in, padding_mask, pe, layer, positions, segments, ctx, trace, first_row_only);
+  Var h = attention.output.forward(a, first_row_only ? slice(x, 1, 0, 1) : x, ctx);
   Var f_in = pre_ln_ ? ffn_norm_->forward(h) : h;
   return output.forward(intermediate.forward(f_in, ctx), h, ctx);
 }
@@ -423,6 +426,23 @@ class FactsScope {
 }  // namespace
 
 Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace) const {
+  return forward(in, ctx, trace, /*first_row_only=*/false);
+}
+
+Var BertModel::forward_first_row(const BertInputs& in, Context& ctx) const {
+  // Row 0's output needs every row's keys and values in the last layer, and
+  // its own query; nothing else of that layer. Where the encoding acts in the
+  // attention its terms are laid out for every query row, so those keep the
+  // whole forward, as training (whose dropout masks are laid out by the full
+  // shape) and a forward that records a gradient do.
+  const PositionEncoding& pe = *pe_;
+  const bool first_row_only = !ctx.training && !grad_enabled() && !config_.decoder && !pe.acts_in_attention &&
+                              !pe.adds_segment_scores() && pe.combine == Combine::add &&
+                              ablation_in_force(pe, ctx) == Ablation::none;
+  return forward(in, ctx, nullptr, first_row_only);
+}
+
+Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace, bool first_row_only) const {
   check_dtype(in.input_ids, DType::i64, "BertModel", "input_ids");
   check_dim(in.input_ids, 2, "BertModel", "input_ids");
   const int64_t batch = in.input_ids.size(0), length = in.input_ids.size(1);
@@ -479,8 +499,10 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace) 
 
   Var mask(attention_bias(in.attention_mask, batch, length, config_.decoder, x.dtype(), device_));
   for (size_t l = 0; l < encoder.layers.size(); ++l) {
-    x = encoder.layers[l]->forward(x, mask, *pe_, static_cast<int>(l), positions, segments, ctx, trace);
-    if (final_norm && l + 1 == encoder.layers.size()) x = final_norm->forward(x);
+    const bool last = l + 1 == encoder.layers.size();
+    x = encoder.layers[l]->forward(x, mask, *pe_, static_cast<int>(l), positions, segments, ctx, trace,
+                                   first_row_only && last);
+    if (final_norm && last) x = final_norm->forward(x);
     if (trace && trace->keep_hidden_states) trace->hidden_states.push_back(x.value());
   }
   return x;

@@ -58,9 +58,12 @@ struct ForwardTrace {
 class SelfAttention : public Module {
  public:
   SelfAttention(const BertConfig& c, Device device);
-  // x [batch, L, hidden] -> context [batch, L, hidden]
+  // x [batch, L, hidden] -> context [batch, L, hidden]; with first_row_only
+  // the queries of row 0 alone, [batch, 1, hidden], for an encoding that puts
+  // nothing in the attention (the caller's condition).
   Var forward(const Var& x, const Var& padding_mask, PositionEncoding& pe, int layer,
-              const Tensor& positions, const Tensor& segments, Context& ctx, ForwardTrace* trace) const;
+              const Tensor& positions, const Tensor& segments, Context& ctx, ForwardTrace* trace,
+              bool first_row_only = false) const;
   Linear& query;
   Linear& key;
   Linear& value;
@@ -126,8 +129,11 @@ class Intermediate : public Module {
 class EncoderLayer : public Module {
  public:
   EncoderLayer(const BertConfig& c, Device device);
+  // first_row_only: the output's row 0 alone, [batch, 1, hidden] (see
+  // BertModel::forward_first_row, which decides when that applies).
   Var forward(const Var& x, const Var& padding_mask, PositionEncoding& pe, int layer,
-              const Tensor& positions, const Tensor& segments, Context& ctx, ForwardTrace* trace) const;
+              const Tensor& positions, const Tensor& segments, Context& ctx, ForwardTrace* trace,
+              bool first_row_only = false) const;
   Attention& attention;
   Intermediate& intermediate;
   ResidualOutput& output;
@@ -171,6 +177,13 @@ class BertModel : public Module {
             bool with_pooler);
   // The last hidden state [batch, L, hidden].
   Var forward(const BertInputs& inputs, Context& ctx, ForwardTrace* trace = nullptr) const;
+  // For a caller that reads position 0 alone (the pooler's [CLS]): in
+  // inference (no training, no gradient, no trace) with an encoding that puts
+  // nothing in the attention, the last layer computes that row alone — its
+  // keys and values still from every row — and the result is [batch, 1,
+  // hidden]; otherwise forward()'s [batch, L, hidden]. Row 0 is the same
+  // either way, to the products' rounding at another shape.
+  Var forward_first_row(const BertInputs& inputs, Context& ctx) const;
 
   const BertConfig& config() const { return config_; }
   Device device() const { return device_; }
@@ -181,6 +194,8 @@ class BertModel : public Module {
   LayerNorm* final_norm = nullptr;  // pre-LN only ("encoder.final_LayerNorm")
 
  private:
+  Var forward(const BertInputs& inputs, Context& ctx, ForwardTrace* trace, bool first_row_only) const;
+
   BertConfig config_;
   Device device_;
   PositionEncoding* pe_;

@@ -43,8 +43,10 @@ Var last_real_token(const Var& hidden, const Tensor& attention_mask) {
 }  // namespace
 
 Var SequenceClassifier::forward(const BertInputs& inputs, Context& ctx) const {
-  Var hidden = bert.forward(inputs, ctx);
-  Var summary = bert.config().decoder ? last_real_token(hidden, inputs.attention_mask) : bert.pooler->forward(hidden);
+  // The pooler reads [CLS] alone, so the last layer need compute no other
+  // row; a decoder reads each row's last real token instead.
+  const Var summary = bert.config().decoder ? last_real_token(bert.forward(inputs, ctx), inputs.attention_mask)
+                                            : bert.pooler->forward(bert.forward_first_row(inputs, ctx));
   return classifier.forward(dropout(summary, bert.config().hidden_dropout_prob, ctx));
 }
 

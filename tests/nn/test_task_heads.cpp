@@ -315,3 +315,42 @@ TEST_CASE("every PE variant fine-tunes: both heads train a step with finite loss
     CHECK(std::isfinite(span_loss.value().item()));
   }
 }
+
+// The classifier reads [CLS] alone, so in inference the last layer computes
+// that row alone (BertModel::forward_first_row). Its logits against the head
+// over the whole last hidden state: within the products' rounding at another
+// shape in f32, 1e-12 in f64; the whole forward wherever the shortcut does not
+// apply (an encoding in the attention, training, a recorded gradient).
+TEST_CASE("in inference a classifier's last layer computes the CLS row alone, with the whole forward's logits",
+          "[nn]") {
+  const nn::BertInputs in = batch();
+  for (const char* pe : {"ape_learned", "ape_sin", "none", "rpe_shaw", "rope"})
+    for (const bool pre_ln : {false, true})
+      for (const DType dtype : {DType::f32, DType::f64}) {
+        INFO(pe << (pre_ln ? " pre-LN " : " post-LN ") << dtype_name(dtype));
+        nn::BertConfig c = ordo::test::tiny_bert_config(13, 8, 2, 2, 12, 9);
+        c.pe = pe;
+        c.pre_layer_norm = pre_ln;
+        nn::SequenceClassifier model(c, pe::make_position_encoding(c, Device::cpu()), Device::cpu(), 3);
+        nn::initialize(model, 5);
+        if (dtype == DType::f64) model.to_dtype(dtype);
+        const bool shortcut = std::string(pe) != "rpe_shaw" && std::string(pe) != "rope";
+        nn::Context ctx = nn::Context::eval();
+        Tensor logits, whole;
+        {
+          NoGradGuard no_grad;
+          CHECK(model.bert.forward_first_row(in, ctx).size(1) == (shortcut ? 1 : 5));
+          logits = model.forward(in, ctx).value();
+          whole = model.classifier.forward(model.bert.pooler->forward(model.bert.forward(in, ctx))).value();
+        }
+        const double bound = dtype == DType::f64 ? 1e-12 : 1e-5;
+        const std::vector<double> got = logits.to_doubles(), want = whole.to_doubles();
+        REQUIRE(got.size() == 9);
+        for (size_t i = 0; i < got.size(); ++i) CHECK(std::fabs(got[i] - want[i]) <= bound * std::max(1.0, std::fabs(want[i])));
+        // Training, or a forward that records a gradient, keeps every row.
+        CHECK(model.bert.forward_first_row(in, ctx).size(1) == 5);
+        nn::Context train = nn::Context::train(1, 0);
+        NoGradGuard no_grad;
+        CHECK(model.bert.forward_first_row(in, train).size(1) == 5);
+      }
+}
