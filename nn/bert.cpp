@@ -189,9 +189,11 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
   if (ablate != Ablation::none) return ablated_attention(x, padding_mask, pe, s, ablate, trace);
 
   Heads h = project(x, ctx.fused);                                // q_i = x_i W^Q, k_j = x_j W^K, v_j = x_j W^V
+  if (runs_fused(pe, head_dim_, x.device(), ctx) && !(trace && (trace->keep_scores || trace->keep_attentions))) {
+    const Var out = merge_heads(fused_attention(h, padding_mask, pe, s));  // all below in one kernel per direction
+    return first_row_only ? slice(out, 1, 0, 1) : out;            // (its kernels take every query row)
+  }
   if (first_row_only) h.q = slice(h.q, 2, 0, 1);                  // i = 0 alone; every j
-  if (runs_fused(pe, head_dim_, x.device(), ctx) && !(trace && (trace->keep_scores || trace->keep_attentions)))
-    return merge_heads(fused_attention(h, padding_mask, pe, s));  // all of the below in one kernel per direction
   pe.rotate(s, h.q, h.k);                                         // RoPE: position inside q and k
   const Var own = pe.contextual_scores(s, h.q, h.k);              // Huang et al.'s, else undefined
   if (!own.defined() && runs_inference_attention(pe, x.device(), ctx, trace)) {

@@ -160,11 +160,15 @@ Tensor linear_stacked(const Tensor& x, const Tensor& weight, const std::vector<T
     // Each bias broadcast into its columns of the output; the product is added
     // onto them (beta = 1), one pass instead of a product and a separate add.
     init = Tensor::empty(shape, out_dtype, x.device());
-    const Tensor joined = Tensor::joined_rows(biases);  // one broadcast where they lie together
-    int64_t at = 0;
-    for (const Tensor& b : joined.defined() ? std::vector<Tensor>{joined} : biases) {
-      (biases.size() == 1 || joined.defined() ? init : init.slice(-1, at, at + b.size(0))).copy_from(b);
-      at += b.size(0);
+    const Tensor joined = Tensor::joined_rows(biases);
+    if (joined.defined()) {
+      init.copy_from(joined);  // one bias, or several lying together: one broadcast
+    } else {
+      int64_t at = 0;
+      for (const Tensor& b : biases) {
+        init.slice(-1, at, at + b.size(0)).copy_from(b);
+        at += b.size(0);
+      }
     }
   }
   return product(x, weight, false, true, 1.0, init);

@@ -335,18 +335,25 @@ TEST_CASE("in inference a classifier's last layer computes the CLS row alone, wi
         nn::initialize(model, 5);
         if (dtype == DType::f64) model.to_dtype(dtype);
         const bool shortcut = std::string(pe) != "rpe_shaw" && std::string(pe) != "rope";
-        nn::Context ctx = nn::Context::eval();
-        Tensor logits, whole;
-        {
-          NoGradGuard no_grad;
-          CHECK(model.bert.forward_first_row(in, ctx).size(1) == (shortcut ? 1 : 5));
-          logits = model.forward(in, ctx).value();
-          whole = model.classifier.forward(model.bert.pooler->forward(model.bert.forward(in, ctx))).value();
-        }
         const double bound = dtype == DType::f64 ? 1e-12 : 1e-5;
-        const std::vector<double> got = logits.to_doubles(), want = whole.to_doubles();
-        REQUIRE(got.size() == 9);
-        for (size_t i = 0; i < got.size(); ++i) CHECK(std::fabs(got[i] - want[i]) <= bound * std::max(1.0, std::fabs(want[i])));
+        nn::Context ctx = nn::Context::eval();
+        // The unfused attention, and (as a GPU runs it) the fused kernels, which
+        // take every query row: the shortcut keeps row 0 of their output.
+        for (const bool fused_kernels : {false, true}) {
+          ctx.fused_attention_on_cpu = fused_kernels;
+          Tensor logits, whole;
+          {
+            NoGradGuard no_grad;
+            CHECK(model.bert.forward_first_row(in, ctx).size(1) == (shortcut ? 1 : 5));
+            logits = model.forward(in, ctx).value();
+            whole = model.classifier.forward(model.bert.pooler->forward(model.bert.forward(in, ctx))).value();
+          }
+          const std::vector<double> got = logits.to_doubles(), want = whole.to_doubles();
+          REQUIRE(got.size() == 9);
+          for (size_t i = 0; i < got.size(); ++i)
+            CHECK(std::fabs(got[i] - want[i]) <= bound * std::max(1.0, std::fabs(want[i])));
+        }
+        ctx.fused_attention_on_cpu = false;
         // Training, or a forward that records a gradient, keeps every row.
         CHECK(model.bert.forward_first_row(in, ctx).size(1) == 5);
         nn::Context train = nn::Context::train(1, 0);
