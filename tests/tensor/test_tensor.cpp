@@ -70,7 +70,7 @@ TEST_CASE("joined_rows views parts that lie one after another as one tensor, and
   CHECK(!Tensor::joined_rows({b, a}).defined());                    // out of order
   CHECK(!Tensor::joined_rows({a, b.clone()}).defined());            // another storage
   CHECK(!Tensor::joined_rows({t.slice(1, 0, 1), t.slice(1, 1, 2)}).defined());  // strided columns
-  CHECK(!Tensor::joined_rows({a, t.slice(0, 1, 3).reshape({4})}).defined());    // another row shape
+  CHECK(!Tensor::joined_rows({a, t.slice(0, 1, 3).reshape({4})}).defined());    // another rank
   CHECK(!Tensor::joined_rows({Tensor::scalar(1.0)}).defined());     // no rows
   CHECK(!Tensor::joined_rows({}).defined());
   const Tensor flat = f64({1, 2, 3, 4, 5}, {5});  // 1-D parts (biases)
