@@ -188,6 +188,70 @@ TEST_CASE("cuda: copy into strided destinations and from broadcast sources", "[c
   check_identical(concat({gpu(a), gpu(b)}, 1), concat({a, b}, 1), "concat along axis 1");
 }
 
+// The kernels one GPU copy launched, by name (a device-to-device memcpy launches none).
+std::vector<std::string> kernels_of(const std::function<void()>& work) {
+  KernelTiming timing;
+  work();
+  std::vector<std::string> names;
+  for (const KernelTime& k : timing.stop()) names.push_back(k.kernel);
+  return names;
+}
+
+// Copies whose innermost axis is contiguous on both sides (a cast to bf16, q,
+// k and v taken out of the stacked product, heads split and merged) move a
+// 16-byte chunk of the narrower side per thread: 16-byte loads and stores
+// where every row starts 16-byte aligned on both sides, element by element
+// otherwise and in a row's last, partial chunk (aligned rows of more than one
+// are whole chunks: a partial chunk there is the one row's end). Each layout below is made to
+// take one of the two kernels (checked by name), and every pair of dtypes the
+// step uses gives the CPU's bits.
+TEST_CASE("cuda: copies of contiguous rows move whole chunks, aligned or not, with the CPU's bits", "[cuda]") {
+  struct RowLayout {
+    std::string name;
+    Shape base;
+    std::function<Tensor(const Tensor&)> view;
+    std::string kernel;  // the copy kernel this layout takes
+  };
+  auto split_heads = [](int64_t d) {  // [B, L, 3, H, d] -> k of [B, H, L, d]
+    return [d](const Tensor& t) { return t.view({2, 5, 3, 4, d}).select(2, 1).transpose(1, 2); };
+  };
+  const std::vector<RowLayout> layouts = {
+      {"heads split, d = 32 (whole chunks)", {2 * 5 * 3 * 4 * 32}, split_heads(32), "copy_rows_kernel<true>"},
+      {"heads split, d = 21 (row starts off 16 bytes, a partial chunk a row)", {2 * 5 * 3 * 4 * 21}, split_heads(21),
+       "copy_rows_kernel<false>"},
+      {"dense [4099] (one row, a partial chunk)", {4099}, [](const Tensor& t) { return t; }, "copy_rows_kernel<true>"},
+      {"rows of 33 of 34 (row starts off 16 bytes)", {40, 34}, [](const Tensor& t) { return t.slice(1, 0, 33); },
+       "copy_rows_kernel<false>"},
+      {"dense, one element off alignment", {1 + 24 * 32},
+       [](const Tensor& t) { return t.slice(0, 1, 1 + 24 * 32).view({24, 32}); }, "copy_rows_kernel<false>"},
+  };
+  const std::pair<DType, DType> casts[] = {{DType::f32, DType::bf16}, {DType::bf16, DType::f32},
+                                           {DType::f64, DType::f32},  {DType::f32, DType::f64},
+                                           {DType::f32, DType::f16},  {DType::u8, DType::f32}};
+  for (const RowLayout& layout : layouts) {
+    const Tensor base = random_tensor(layout.base, 11, DType::f64, 0, 200);
+    for (auto [from, to] : casts) {
+      const std::string what = layout.name + ", " + dtype_name(from) + " -> " + dtype_name(to);
+      const Tensor src = layout.view(base.to(from)), src_gpu = layout.view(gpu(base.to(from)));
+      Tensor out_gpu;
+      const std::vector<std::string> kernels = kernels_of([&] { out_gpu = src_gpu.to(to); });
+      INFO(what);
+      CHECK(kernels == std::vector<std::string>{layout.kernel});
+      check_identical(out_gpu, src.to(to), what);
+    }
+    // The same dtype: bits moved as words (a plain memcpy where both are contiguous).
+    const Tensor src = layout.view(base.to(DType::bf16)), src_gpu = layout.view(gpu(base.to(DType::bf16)));
+    check_identical(src_gpu.contiguous(), src.contiguous(), layout.name + ", bf16 words");
+  }
+  // A destination whose rows are a slice of wider rows.
+  Tensor wide = Tensor::zeros({6, 40}, DType::bf16), wide_gpu = gpu(wide);
+  const Tensor rows = rand_f32({6, 24}, 12);
+  wide.slice(1, 8, 32).copy_from(rows);
+  const std::vector<std::string> kernels = kernels_of([&] { wide_gpu.slice(1, 8, 32).copy_from(gpu(rows)); });
+  CHECK(kernels == std::vector<std::string>{"copy_rows_kernel<true>"});  // bf16 rows 80 bytes apart, from byte 16
+  check_identical(wide_gpu, wide, "into a slice of wider rows");
+}
+
 TEST_CASE("cuda: fill writes the CPU's bits for every dtype", "[cuda]") {
   const DType all[] = {DType::f32, DType::f64, DType::bf16, DType::f16, DType::i64, DType::i32, DType::u8};
   for (DType dt : all) {
