@@ -11,6 +11,8 @@
 // Column sums (the bias, gamma and beta gradients) run in two deterministic
 // stages, as layernorm.cu's: fixed chunks of rows give per-chunk partial
 // sums in double, which a second kernel adds in chunk order.
+#include <type_traits>
+
 #include "base/philox.h"
 #include "tensor/cuda/rows.cuh"
 
@@ -180,12 +182,14 @@ struct ResidualLayerNormSums {
 
 // ---- bias + activation -----------------------------------------------------------------------
 
-// The output's element type and the activation, as one template argument
-// (a launch's kernel name is written without commas).
-template <class Activation, class Element>
+// The output's element type, the activation and whether the elements are
+// counted in 32 bits, as one template argument (a launch's kernel name is
+// written without commas).
+template <class Activation, class Element, bool kNarrowIndex>
 struct BiasActivation {
   using Op = Activation;
   using Out = Element;
+  static constexpr bool kNarrow = kNarrowIndex;
 };
 
 template <class Spec>
@@ -193,7 +197,10 @@ __global__ void bias_activation_kernel(typename Spec::Out* y, const float* x, co
                                        int64_t n) {
   using Op = typename Spec::Op;
   for (int64_t i = global_thread_index(); i < count; i += grid_thread_count()) {
-    const float v = Op::f(x[i] + bias[i % n], UnaryParams{});
+    // The bias's column: a 64-bit i % n costs more than the activation, a
+    // 32-bit one a few times less.
+    const int64_t column = Spec::kNarrow ? static_cast<uint32_t>(i) % static_cast<uint32_t>(n) : i % n;
+    const float v = Op::f(x[i] + bias[column], UnaryParams{});
     if constexpr (sizeof(typename Spec::Out) == 2) {
       y[i] = bf16_bits(v);
     } else {
@@ -284,14 +291,21 @@ void bias_activation(const Tensor& y, const Tensor& x, const Tensor& bias, Unary
   DeviceContext& ctx = context(x);
   visit_activation(act, [&](auto f) {
     using Op = decltype(f);
-    if (y.dtype() == DType::bf16) {
-      using Spec = BiasActivation<Op, uint16_t>;
-      ORDO_LAUNCH(bias_activation_kernel<Spec>, grid_for(count, kThreads, ctx), kThreads, 0, ctx.stream,
-                  static_cast<uint16_t*>(y.raw_data()), x.data<float>(), bias.data<float>(), count, n);
+    auto launch = [&](auto narrow) {
+      if (y.dtype() == DType::bf16) {
+        using Spec = BiasActivation<Op, uint16_t, decltype(narrow)::value>;
+        ORDO_LAUNCH(bias_activation_kernel<Spec>, grid_for(count, kThreads, ctx), kThreads, 0, ctx.stream,
+                    static_cast<uint16_t*>(y.raw_data()), x.data<float>(), bias.data<float>(), count, n);
+      } else {
+        using Spec = BiasActivation<Op, float, decltype(narrow)::value>;
+        ORDO_LAUNCH(bias_activation_kernel<Spec>, grid_for(count, kThreads, ctx), kThreads, 0, ctx.stream,
+                    y.data<float>(), x.data<float>(), bias.data<float>(), count, n);
+      }
+    };
+    if (count <= kNarrowIndexLimit) {
+      launch(std::true_type{});
     } else {
-      using Spec = BiasActivation<Op, float>;
-      ORDO_LAUNCH(bias_activation_kernel<Spec>, grid_for(count, kThreads, ctx), kThreads, 0, ctx.stream,
-                  y.data<float>(), x.data<float>(), bias.data<float>(), count, n);
+      launch(std::false_type{});
     }
   });
   ORDO_CUDA_CHECK_LAUNCH();

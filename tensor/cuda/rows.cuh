@@ -12,6 +12,8 @@
 // Determinism: the mapping and the reduction tree depend on n only.
 #pragma once
 
+#include <type_traits>
+
 #include "tensor/cuda/cuda_common.cuh"
 
 namespace ordo::cuda {
@@ -56,6 +58,24 @@ void launch_rows(int64_t rows, int64_t n, const DeviceContext& ctx, Launch launc
     launch(false, static_cast<unsigned>(std::min(rows, cap)), threads_for_row(n));
   }
   ORDO_CUDA_CHECK_LAUNCH();
+}
+
+// Calls f(std::integral_constant<int, P>{}) with P the fewest registers a lane,
+// of 4, 8, 16 and 32, that hold a warp's row of n <= kWarpRowLimit elements
+// (element lane + 32 t in register t): the kernels that keep a row in
+// registers are instantiated for these four widths.
+template <class F>
+void with_lane_count(int64_t n, F f) {
+  static_assert(kWarpRowLimit <= 32 * 32, "a warp's row fits 32 registers a lane");
+  if (n <= 32 * 4) {
+    f(std::integral_constant<int, 4>{});
+  } else if (n <= 32 * 8) {
+    f(std::integral_constant<int, 8>{});
+  } else if (n <= 32 * 16) {
+    f(std::integral_constant<int, 16>{});
+  } else {
+    f(std::integral_constant<int, 32>{});
+  }
 }
 
 // ---- LayerNorm of one row ------------------------------------------------------------

@@ -2,10 +2,12 @@
 // mask, and their backward, side by side. Rows are shared out as in rows.cuh
 // (a warp per row up to 1024 elements, a block per row beyond).
 //
-// forward, per row: one pass keeps the online (max, sum of exp(v - max)) of
-// v = x + mask, a fixed-order reduction combines the threads' pairs, and a
-// second pass writes exp(v - max) / sum (or v - max - log(sum)). A row that
-// is entirely -inf gives 0s (log-softmax: -inf), as the CPU.
+// forward, per row of up to 1024 (a warp): the row read once into the lanes'
+// registers, its max, then the sum of exp(v - max), then exp(v - max) / sum
+// (or v - max - log(sum)). Longer rows (a block): one pass keeps the online
+// (max, sum of exp(v - max)) of v = x + mask, a fixed-order reduction
+// combines the threads' pairs, and a second pass writes the outputs. A row
+// that is entirely -inf gives 0s (log-softmax: -inf), as the CPU.
 // backward, per row: one reduction (sum of gy * y, or of gy), then the write.
 #include "tensor/cuda/rows.cuh"
 
@@ -22,10 +24,9 @@ struct MaskRows {
   int64_t column_stride = 0;
 };
 
-template <bool kWarpPerRow>
-__global__ void softmax_kernel(float* y, const float* x, MaskRows mask, int64_t rows, int64_t n,
-                               bool log) {
-  using Threads = RowThreads<kWarpPerRow>;
+// A block per row (rows longer than a warp's registers hold).
+__global__ void softmax_block_kernel(float* y, const float* x, MaskRows mask, int64_t rows, int64_t n, bool log) {
+  using Threads = RowThreads<false>;
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
     const float* xr = x + row * n;
     float* yr = y + row * n;
@@ -50,6 +51,63 @@ __global__ void softmax_kernel(float* y, const float* x, MaskRows mask, int64_t 
       const float inv = 1.0f / stats.sum;
       for (int64_t j = Threads::lane(); j < n; j += Threads::width()) yr[j] = expf(value(j) - stats.max) * inv;
     }
+  }
+}
+
+// Max with a NaN carried (fmaxf would drop it): a NaN anywhere makes the max NaN.
+__device__ __forceinline__ float max_keeping_nan(float a, float b) { return isnan(a) || a > b ? a : b; }
+struct MaxKeepingNan {
+  __device__ __forceinline__ float operator()(float a, float b) const { return max_keeping_nan(a, b); }
+};
+
+// A warp per row of n <= 32 kPerLane elements (the attention's rows): the
+// row is read once into registers, and its max, the sum of exp(v - max) and
+// the outputs all come from them — one exp an element and one read, where
+// the block kernel's online pass takes two exps an element and reads the row
+// again. The same edge values: a NaN or a +inf makes the whole row NaN (the
+// max is NaN, or inf - inf is, and so is the sum every output divides by);
+// an entirely -inf row gives 0s (log-softmax: -inf).
+template <int kPerLane>
+__global__ void softmax_warp_kernel(float* y, const float* x, MaskRows mask, int64_t rows, int64_t n, bool log) {
+  using Threads = RowThreads<true>;
+  const int lane = Threads::lane();
+  for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
+    const float* xr = x + row * n;
+    float* yr = y + row * n;
+    const float* mr = nullptr;
+    if (mask.data != nullptr) {
+      int64_t offset[1];
+      mask.rows.offsets(row, offset);
+      mr = mask.data + offset[0];
+    }
+    float v[kPerLane];
+    float max = -INFINITY;
+#pragma unroll
+    for (int t = 0; t < kPerLane; ++t) {
+      const int64_t j = lane + 32 * t;
+      v[t] = j < n ? (mr != nullptr ? xr[j] + mr[j * mask.column_stride] : xr[j]) : -INFINITY;
+      max = max_keeping_nan(max, v[t]);
+    }
+    max = shuffle_broadcast(warp_reduce(max, MaxKeepingNan{}), 0);
+    if (max == -INFINITY) {  // every position masked out
+#pragma unroll
+      for (int t = 0; t < kPerLane; ++t)
+        if (lane + 32 * t < n) yr[lane + 32 * t] = log ? -INFINITY : 0.0f;
+      continue;
+    }
+    float sum = 0.0f;
+#pragma unroll
+    for (int t = 0; t < kPerLane; ++t) {
+      const float d = v[t] - max;  // -inf past the row's end: exp gives 0
+      const float e = expf(d);
+      sum += e;
+      v[t] = log ? d : e;
+    }
+    sum = shuffle_broadcast(warp_reduce(sum, SumCombine{}), 0);
+    const float log_sum = logf(sum), inv = 1.0f / sum;
+#pragma unroll
+    for (int t = 0; t < kPerLane; ++t)
+      if (lane + 32 * t < n) yr[lane + 32 * t] = log ? v[t] - log_sum : v[t] * inv;
   }
 }
 
@@ -90,9 +148,12 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log) {
   const float* xs = x.data<float>();
   launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
-      ORDO_LAUNCH(softmax_kernel<true>, grid, threads, 0, ctx.stream, ys, xs, m, rows, n, log);
+      with_lane_count(n, [&](auto per_lane) {
+        [[maybe_unused]] constexpr int P = decltype(per_lane)::value;  // g++: used in a template argument
+        ORDO_LAUNCH(softmax_warp_kernel<P>, grid, threads, 0, ctx.stream, ys, xs, m, rows, n, log);
+      });
     } else {
-      ORDO_LAUNCH(softmax_kernel<false>, grid, threads, 0, ctx.stream, ys, xs, m, rows, n, log);
+      ORDO_LAUNCH(softmax_block_kernel, grid, threads, 0, ctx.stream, ys, xs, m, rows, n, log);
     }
   });
 }
