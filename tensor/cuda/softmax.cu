@@ -8,7 +8,8 @@
 // (max, sum of exp(v - max)) of v = x + mask, a fixed-order reduction
 // combines the threads' pairs, and a second pass writes the outputs. A row
 // that is entirely -inf gives 0s (log-softmax: -inf), as the CPU.
-// backward, per row: one reduction (sum of gy * y, or of gy), then the write.
+// backward, per row: one reduction (sum of gy * y, or of gy), then the write
+// (a warp's row, again, held in registers).
 #include "tensor/cuda/rows.cuh"
 
 namespace ordo::cuda {
@@ -71,28 +72,32 @@ template <int kPerLane>
 __global__ void softmax_warp_kernel(float* y, const float* x, MaskRows mask, int64_t rows, int64_t n, bool log) {
   using Threads = RowThreads<true>;
   const int lane = Threads::lane();
+  // Element t of a lane is lane + 32 t of the row; it exists where 32 t < left.
+  // (32-bit offsets from the lane's first element: n <= 1024 here, and each
+  // element's address is then its base plus a constant.)
+  const int left = static_cast<int>(n) - lane;
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
-    const float* xr = x + row * n;
-    float* yr = y + row * n;
-    const float* mr = nullptr;
+    const float* xl = x + row * n + lane;
+    float* yl = y + row * n + lane;
+    const float* ml = nullptr;
     if (mask.data != nullptr) {
       int64_t offset[1];
       mask.rows.offsets(row, offset);
-      mr = mask.data + offset[0];
+      ml = mask.data + offset[0] + lane * mask.column_stride;
     }
+    const int64_t mask_step = 32 * mask.column_stride;
     float v[kPerLane];
     float max = -INFINITY;
 #pragma unroll
     for (int t = 0; t < kPerLane; ++t) {
-      const int64_t j = lane + 32 * t;
-      v[t] = j < n ? (mr != nullptr ? xr[j] + mr[j * mask.column_stride] : xr[j]) : -INFINITY;
+      v[t] = 32 * t < left ? (ml != nullptr ? xl[32 * t] + ml[t * mask_step] : xl[32 * t]) : -INFINITY;
       max = max_keeping_nan(max, v[t]);
     }
     max = shuffle_broadcast(warp_reduce(max, MaxKeepingNan{}), 0);
     if (max == -INFINITY) {  // every position masked out
 #pragma unroll
       for (int t = 0; t < kPerLane; ++t)
-        if (lane + 32 * t < n) yr[lane + 32 * t] = log ? -INFINITY : 0.0f;
+        if (32 * t < left) yl[32 * t] = log ? -INFINITY : 0.0f;
       continue;
     }
     float sum = 0.0f;
@@ -107,16 +112,43 @@ __global__ void softmax_warp_kernel(float* y, const float* x, MaskRows mask, int
     const float log_sum = logf(sum), inv = 1.0f / sum;
 #pragma unroll
     for (int t = 0; t < kPerLane; ++t)
-      if (lane + 32 * t < n) yr[lane + 32 * t] = log ? v[t] - log_sum : v[t] * inv;
+      if (32 * t < left) yl[32 * t] = log ? v[t] - log_sum : v[t] * inv;
   }
 }
 
 // softmax:     gx = y * (gy - sum(gy * y))
 // log-softmax: gx = gy - exp(y) * sum(gy)
-template <bool kWarpPerRow>
-__global__ void softmax_backward_kernel(float* gx, const float* y, const float* gy, int64_t rows,
-                                        int64_t n, bool log) {
-  using Threads = RowThreads<kWarpPerRow>;
+// A warp per row of n <= 32 kPerLane, y and gy held in registers (read once;
+// the dot in the order of the block kernel's lanes).
+template <int kPerLane>
+__global__ void softmax_backward_warp_kernel(float* gx, const float* y, const float* gy, int64_t rows, int64_t n,
+                                             bool log) {
+  using Threads = RowThreads<true>;
+  const int lane = Threads::lane();
+  const int left = static_cast<int>(n) - lane;  // as softmax_warp_kernel's
+  for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
+    const int64_t first = row * n + lane;
+    float yv[kPerLane], gv[kPerLane];
+#pragma unroll
+    for (int t = 0; t < kPerLane; ++t) {
+      yv[t] = 32 * t < left ? y[first + 32 * t] : 0.0f;
+      gv[t] = 32 * t < left ? gy[first + 32 * t] : 0.0f;
+    }
+    float dot = 0.0f;
+#pragma unroll
+    for (int t = 0; t < kPerLane; ++t)
+      if (32 * t < left) dot += log ? gv[t] : gv[t] * yv[t];
+    dot = Threads::reduce(dot, SumCombine{}, 0.0f);
+#pragma unroll
+    for (int t = 0; t < kPerLane; ++t)
+      if (32 * t < left) gx[first + 32 * t] = log ? gv[t] - expf(yv[t]) * dot : yv[t] * (gv[t] - dot);
+  }
+}
+
+// A block per row.
+__global__ void softmax_backward_block_kernel(float* gx, const float* y, const float* gy, int64_t rows, int64_t n,
+                                              bool log) {
+  using Threads = RowThreads<false>;
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
     const float* yr = y + row * n;
     const float* gr = gy + row * n;
@@ -167,9 +199,12 @@ void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool 
   const float* gys = gy.data<float>();
   launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
-      ORDO_LAUNCH(softmax_backward_kernel<true>, grid, threads, 0, ctx.stream, g, ys, gys, rows, n, log);
+      with_lane_count(n, [&](auto per_lane) {
+        [[maybe_unused]] constexpr int P = decltype(per_lane)::value;  // g++: used in a template argument
+        ORDO_LAUNCH(softmax_backward_warp_kernel<P>, grid, threads, 0, ctx.stream, g, ys, gys, rows, n, log);
+      });
     } else {
-      ORDO_LAUNCH(softmax_backward_kernel<false>, grid, threads, 0, ctx.stream, g, ys, gys, rows, n, log);
+      ORDO_LAUNCH(softmax_backward_block_kernel, grid, threads, 0, ctx.stream, g, ys, gys, rows, n, log);
     }
   });
 }
