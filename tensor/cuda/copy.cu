@@ -3,10 +3,10 @@
 // Casts go through double, exactly as the CPU copy does (tensor/cpu/copy.cpp):
 // double holds every value of every ordo dtype (i64 up to 2^53), so a cast
 // rounds once, at the store. Between f32, bf16 and f16 float holds every
-// value too, and the cast goes through float: the same single rounding. Narrowing to bf16 ports the CPU's bit-exact
-// rounding; narrowing to f16 uses CUDA's round-to-nearest-even conversion,
-// which gives the CPU's result for every non-NaN value (a NaN stays a NaN,
-// possibly with another payload).
+// value too, and the cast goes through float: the same single rounding.
+// Narrowing to bf16 ports the CPU's bit-exact rounding; narrowing to f16 uses
+// CUDA's round-to-nearest-even conversion, which gives the CPU's result for
+// every non-NaN value (a NaN stays a NaN, possibly with another payload).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -22,8 +22,8 @@ namespace ordo::cuda {
 namespace {
 
 // A cast goes through the narrowest type that holds every value of both
-// sides exactly: float between f32, bf16 and f16 (so a bf16 -> f32 -> bf16
-// round trip costs no double conversions), double otherwise.
+// sides exactly: float between f32, bf16 and f16 (no conversion to double and
+// back on the way), double otherwise.
 template <class T>
 constexpr bool kFloatFamily = std::is_same_v<T, float> || std::is_same_v<T, BF16> || std::is_same_v<T, F16>;
 template <class D, class S>

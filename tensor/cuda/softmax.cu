@@ -119,7 +119,7 @@ __global__ void softmax_warp_kernel(float* y, const float* x, MaskRows mask, int
 // softmax:     gx = y * (gy - sum(gy * y))
 // log-softmax: gx = gy - exp(y) * sum(gy)
 // A warp per row of n <= 32 kPerLane, y and gy held in registers (read once;
-// the dot in the order of the block kernel's lanes).
+// each lane adds its terms of the dot in element order, as a row loop does).
 template <int kPerLane>
 __global__ void softmax_backward_warp_kernel(float* gx, const float* y, const float* gy, int64_t rows, int64_t n,
                                              bool log) {
