@@ -188,6 +188,8 @@ TEST_CASE("cuda: copy into strided destinations and from broadcast sources", "[c
   check_identical(concat({gpu(a), gpu(b)}, 1), concat({a, b}, 1), "concat along axis 1");
 }
 
+namespace {
+
 // The kernels one GPU copy launched, by name (a device-to-device memcpy launches none).
 std::vector<std::string> kernels_of(const std::function<void()>& work) {
   KernelTiming timing;
@@ -197,14 +199,16 @@ std::vector<std::string> kernels_of(const std::function<void()>& work) {
   return names;
 }
 
+}  // namespace
+
 // Copies whose innermost axis is contiguous on both sides (a cast to bf16, q,
 // k and v taken out of the stacked product, heads split and merged) move a
 // 16-byte chunk of the narrower side per thread: 16-byte loads and stores
 // where every row starts 16-byte aligned on both sides, element by element
-// otherwise and in a row's last, partial chunk (aligned rows of more than one
-// are whole chunks: a partial chunk there is the one row's end). Each layout below is made to
-// take one of the two kernels (checked by name), and every pair of dtypes the
-// step uses gives the CPU's bits.
+// otherwise and in a row's last, partial chunk (aligned rows, where there
+// are several, are whole chunks: only a single row ends in a partial one).
+// Each layout below is made to take one of the two kernels (checked by
+// name), and every pair of dtypes the step uses gives the CPU's bits.
 TEST_CASE("cuda: copies of contiguous rows move whole chunks, aligned or not, with the CPU's bits", "[cuda]") {
   struct RowLayout {
     std::string name;
