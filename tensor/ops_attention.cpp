@@ -250,14 +250,23 @@ Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, co
   Tensor out = Tensor::empty({B, L, H * e}, v.dtype() == DType::f64 ? DType::f64 : DType::f32);
   std::exception_ptr failure;
   std::mutex failure_mutex;
+  // A head at a time: its [L, J] scores (590 KB at L = J = 384) stay in the
+  // core's L2 cache from the product through the softmax to P.V, where a
+  // batch element's [H, L, J] would not. The product of each head is the
+  // batched product's matrix for that head (one BLAS call per matrix either
+  // way), so the bits are the same.
   auto one = [&](int64_t b) {
     try {
-      const Tensor keys = k.select(0, b).transpose(-1, -2);  // [H, d, J]
-      Tensor scores = matmul(q.select(0, b), copy_keys ? keys.contiguous() : keys, false, false, scale);  // [H, L, J]
-      if (bias4.defined()) scores = add(scores, bias4.select(0, bias4.size(0) == 1 ? 0 : b));
-      const Tensor probs = mask.defined() ? softmax(scores, mask.select(0, mask.size(0) == 1 ? 0 : b)) : softmax(scores);
-      const Tensor heads = matmul(probs, v.select(0, b));                                // [H, L, e]
-      out.select(0, b).reshape({L, H, e}).copy_from(heads.permute({1, 0, 2}));
+      const Tensor bias_b = bias4.defined() ? bias4.select(0, bias4.size(0) == 1 ? 0 : b) : Tensor();
+      const Tensor mask_b = mask.defined() ? mask.select(0, mask.size(0) == 1 ? 0 : b).select(0, 0) : Tensor();
+      const Tensor out_b = out.select(0, b);  // [L, H e]
+      for (int64_t h = 0; h < H; ++h) {
+        const Tensor keys = k.select(0, b).select(0, h).transpose(-1, -2);  // [d, J]
+        Tensor scores = matmul(q.select(0, b).select(0, h), copy_keys ? keys.contiguous() : keys, false, false, scale);
+        if (bias_b.defined()) scores = add(scores, bias_b.select(0, bias_b.size(0) == 1 ? 0 : h));
+        const Tensor probs = mask_b.defined() ? softmax(scores, mask_b) : softmax(scores);
+        out_b.slice(1, h * e, (h + 1) * e).copy_from(matmul(probs, v.select(0, b).select(0, h)));  // [L, e]
+      }
     } catch (...) {
       std::lock_guard<std::mutex> lock(failure_mutex);
       if (!failure) failure = std::current_exception();
