@@ -61,6 +61,19 @@ struct PhiloxStream {
   Tensor base;
 };
 
+// The order in which index_add (index_select's and embedding's backward)
+// adds a destination row's contributions, the same on every backend so that
+// they agree bit for bit. Sort the index list stably by row: row r's entries
+// j_1 < j_2 < ... then sit at sorted positions s_r, s_r + 1, ... (s_r: the
+// number of entries of smaller rows). Cut that run where a sorted position is
+// a multiple of kIndexAddPiece; sum each piece in order from its first entry;
+// add the pieces, in order, onto the row's old value. A row's run shorter
+// than a piece and inside one is the plain sum in index order. The cut bounds
+// the longest chain of dependent adds a GPU thread makes: a T5 bucket or a
+// token type gathers tens of thousands of entries, which one thread summing a
+// whole run took milliseconds over (the H200's +124% for t5_bias).
+constexpr int64_t kIndexAddPiece = 256;
+
 // The tensors of one multi-tensor AdamW step (NVIDIA apex's multi-tensor
 // apply): every parameter with a gradient, walked by each kernel in chunks of
 // at most kMultiTensorChunk elements, so that one launch covers them all.

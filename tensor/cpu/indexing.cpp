@@ -2,9 +2,11 @@
 // gather / scatter_add, all on the [outer, n, inner] layout.
 //
 // Indices are checked before any thread starts (an exception must not leave
-// an OpenMP region). Accumulating backwards are parallel over (outer, inner),
-// never over the index list, so repeated indices add up in list order.
+// an OpenMP region). Accumulating backwards are parallel over destinations,
+// never over the index list: scatter_add adds repeated indices up in list
+// order, index_add in the pieces of tensor/backend.h's kIndexAddPiece.
 #include <cstring>
+#include <vector>
 
 #include "tensor/cpu/common.h"
 
@@ -43,19 +45,38 @@ void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g) {
   const int64_t outer = gx.size(0), n = gx.size(1), inner = gx.size(2), k = g.size(1);
   check_indices(idx, n, "index_add");
   const int64_t* ids = idx.data<int64_t>();
-  const int64_t strips = (inner + kStrip - 1) / kStrip;
+  // The stable sort by row (a counting sort): row r's entries, in index
+  // order, at sorted positions start[r] .. start[r + 1] - 1.
+  std::vector<int64_t> start(static_cast<size_t>(n) + 1, 0), sorted(static_cast<size_t>(k));
+  for (int64_t j = 0; j < k; ++j) ++start[ids[j] + 1];
+  for (int64_t r = 0; r < n; ++r) start[r + 1] += start[r];
+  std::vector<int64_t> next(start.begin(), start.end() - 1), rows;
+  for (int64_t j = 0; j < k; ++j) sorted[next[ids[j]]++] = j;
+  for (int64_t r = 0; r < n; ++r)
+    if (start[r + 1] > start[r]) rows.push_back(r);
+  const int64_t strips = (inner + kStrip - 1) / kStrip, tasks = outer * strips * static_cast<int64_t>(rows.size());
   dispatch_float(gx.dtype(), "index_add", [&](auto tag) {
     using T = decltype(tag);
     T* dst = gx.data<T>();
     const T* src = g.data<T>();
-    parallel_for(outer * strips, 1, [&](int64_t b, int64_t e) {
+    parallel_for(tasks, 1, [&](int64_t b, int64_t e) {
+      T total[kStrip], piece[kStrip];
       for (int64_t t = b; t < e; ++t) {
-        int64_t o = t / strips, i0 = (t % strips) * kStrip, w = std::min(kStrip, inner - i0);
-        for (int64_t j = 0; j < k; ++j) {
-          T* d = dst + (o * n + ids[j]) * inner + i0;
-          const T* s = src + (o * k + j) * inner + i0;
-          for (int64_t i = 0; i < w; ++i) d[i] += s[i];
+        const int64_t r = rows[t % rows.size()], os = t / static_cast<int64_t>(rows.size());
+        const int64_t o = os / strips, i0 = (os % strips) * kStrip, w = std::min(kStrip, inner - i0);
+        T* d = dst + (o * n + r) * inner + i0;
+        for (int64_t i = 0; i < w; ++i) total[i] = d[i];
+        for (int64_t p = start[r]; p < start[r + 1]; ++p) {
+          const T* s = src + (o * k + sorted[p]) * inner + i0;
+          if (p == start[r]) {
+            for (int64_t i = 0; i < w; ++i) piece[i] = s[i];
+          } else if (p % kIndexAddPiece == 0) {  // a piece ends: onto the total, and the next begins
+            for (int64_t i = 0; i < w; ++i) total[i] += piece[i], piece[i] = s[i];
+          } else {
+            for (int64_t i = 0; i < w; ++i) piece[i] += s[i];
+          }
         }
+        for (int64_t i = 0; i < w; ++i) d[i] = total[i] + piece[i];
       }
     });
   });

@@ -9,15 +9,16 @@
 // order in which repeated indices add up (and so the float result) depend on
 // timing. Instead both backwards sort: each contribution gets a destination
 // key, a stable radix sort (cub::DeviceRadixSort::SortPairs) groups equal
-// keys while keeping their original order, and one thread per run of equal
-// keys adds the run's contributions in that order onto the destination's old
-// value. That is the CPU's order exactly (it loops over the index list in
-// order), so the results match the CPU bit for bit as well as being
-// reproducible. Sorting costs a few passes over the keys, small next to
-// moving the values.
-//  - index_add sorts the k row indices once (keys = idx[j], values = j); a
-//    thread per (outer, run, inner) position then sums whole rows, so
-//    embedding backward sorts the token ids, not every element.
+// keys while keeping their original order, and the contributions of a run of
+// equal keys are added in that order onto the destination's old value. That
+// is the CPU's order exactly, so the results match the CPU bit for bit as
+// well as being reproducible. Sorting costs a few passes over the keys, small
+// next to moving the values.
+//  - index_add sorts the k row indices once (keys = idx[j], values = j), so
+//    embedding backward sorts the token ids, not every element. A thread per
+//    (outer, piece, inner) sums a piece of a run (at most kIndexAddPiece
+//    entries: tensor/backend.h states the cut), then a thread per (outer,
+//    run, inner) adds the run's pieces onto the destination.
 //  - scatter_add has a different index per element, so it sorts every
 //    element by its destination offset.
 #include <climits>
@@ -152,13 +153,39 @@ __device__ __forceinline__ int64_t run_end(const uint64_t* keys, int64_t p, int6
   return lo;
 }
 
-// index_add after sorting: one thread per (o, p, i) with p a position in the
-// sorted list; the thread at the first p of a run of equal rows adds
-// g[o, positions[q], i] for the run's q in order onto gx[o, row, i]. Every
-// destination element has exactly one writer.
-__global__ void add_row_runs_kernel(float* gx, const float* g, const uint64_t* rows_sorted,
-                                    const int64_t* positions, int64_t outer, int64_t n, int64_t k,
-                                    int64_t inner) {
+// The end of the piece of index_add's sum that starts at sorted position p
+// (tensor/backend.h, kIndexAddPiece): the run's end or the next multiple of
+// the piece length, whichever comes first.
+__device__ __forceinline__ int64_t piece_end(const uint64_t* keys, int64_t p, int64_t count) {
+  const int64_t cut = (p / kIndexAddPiece + 1) * kIndexAddPiece;
+  return run_end(keys, p, cut < count ? cut : count);
+}
+
+// index_add after sorting, first pass: one thread per (o, p, i) with p a
+// sorted position; the thread at the first p of a piece (a run's start, or a
+// multiple of kIndexAddPiece inside a run) sums the piece's g[o, positions[q],
+// i] in order into pieces[o, p, i].
+__global__ void sum_row_pieces_kernel(float* pieces, const float* g, const uint64_t* rows_sorted,
+                                      const int64_t* positions, int64_t outer, int64_t n, int64_t k,
+                                      int64_t inner) {
+  const int64_t total = outer * k * inner;
+  for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
+    const int64_t i = e % inner, p = (e / inner) % k, o = e / (k * inner);
+    const uint64_t row = rows_sorted[p];
+    if (row == static_cast<uint64_t>(n) || (p > 0 && rows_sorted[p - 1] == row && p % kIndexAddPiece != 0)) continue;
+    const int64_t end = piece_end(rows_sorted, p, k);
+    const float* from = g + o * k * inner + i;
+    float acc = from[positions[p] * inner];
+#pragma unroll 4
+    for (int64_t q = p + 1; q < end; ++q) acc += from[positions[q] * inner];
+    pieces[e] = acc;
+  }
+}
+
+// Second pass: one thread per (o, run start p, i) adds the run's pieces, in
+// order, onto gx[o, row, i]. Every destination element has exactly one writer.
+__global__ void add_row_pieces_kernel(float* gx, const float* pieces, const uint64_t* rows_sorted, int64_t outer,
+                                      int64_t n, int64_t k, int64_t inner) {
   const int64_t total = outer * k * inner;
   for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
     const int64_t i = e % inner, p = (e / inner) % k, o = e / (k * inner);
@@ -167,8 +194,7 @@ __global__ void add_row_runs_kernel(float* gx, const float* g, const uint64_t* r
     float* dst = gx + (o * n + static_cast<int64_t>(row)) * inner + i;
     const int64_t end = run_end(rows_sorted, p, k);
     float acc = *dst;
-#pragma unroll 4
-    for (int64_t q = p; q < end; ++q) acc += g[(o * k + positions[q]) * inner + i];
+    for (int64_t q = p; q < end; q = (q / kIndexAddPiece + 1) * kIndexAddPiece) acc += pieces[(o * k + q) * inner + i];
     *dst = acc;
   }
 }
@@ -258,8 +284,14 @@ void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g) {
   });
   const int64_t total = outer * k * inner;
   if (total == 0) return;
-  ORDO_LAUNCH(add_row_runs_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream, gx.data<float>(),
-              g.data<float>(), sorted.keys, sorted.positions, outer, n, k, inner);
+  // Only the pieces' first positions are written, and only they are read.
+  const Tensor pieces = workspace(gx.device(), static_cast<size_t>(total) * sizeof(float));
+  ORDO_LAUNCH(sum_row_pieces_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream,
+              static_cast<float*>(pieces.raw_data()), g.data<float>(), sorted.keys, sorted.positions, outer, n, k,
+              inner);
+  ORDO_CUDA_CHECK_LAUNCH();
+  ORDO_LAUNCH(add_row_pieces_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream, gx.data<float>(),
+              static_cast<const float*>(pieces.raw_data()), sorted.keys, outer, n, k, inner);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 

@@ -795,6 +795,17 @@ TEST_CASE("cuda: embedding, index_select, gather and their backwards match the C
     check_identical(embedding_backward(gpu(gout), gpu(idx), 50), embedding_backward(gout, idx, 50),
                     what + " backward");
   }
+  // Runs of hundreds to a thousand entries, cut into pieces (tensor/backend.h,
+  // kIndexAddPiece), as T5's buckets and the token types gather: two thirds
+  // of the list one row, the rest spread over 12 rows.
+  for (int64_t d : {12, 40}) {
+    std::vector<int64_t> ids = random_ints(1800, ++seed, 0, 11);
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (i % 3 != 0) ids[i] = 5;
+    Tensor idx = i64_tensor(ids, {1800}), gout = rand_f32({1800, d}, ++seed);
+    check_identical(embedding_backward(gpu(gout), gpu(idx), 12), embedding_backward(gout, idx, 12),
+                    detail::cat("embedding backward, long runs, d=", d));
+  }
   // index_select along a middle axis, other dtypes (moved as raw words).
   Tensor x = rand_f32({3, 17, 5}, ++seed);
   Tensor sel = i64_tensor({16, 0, 3, 3, 9, 16, 16}, {7});

@@ -315,6 +315,51 @@ TEST_CASE("embedding, index_select and gather pick and scatter back", "[ops]") {
   CHECK_THROWS_WITH(embedding(table, i64({4}, {1})), Catch::Contains("index 4") && Catch::Contains("size 4"));
 }
 
+// The order of tensor/backend.h's kIndexAddPiece, worked here from its
+// statement: a row's entries in index order at sorted positions s_r, s_r + 1,
+// ...; cut where the position is a multiple of the piece; each piece summed
+// from its first entry; the pieces added in order onto 0. Rows of a thousand
+// entries cross several cuts, and one run starts inside a piece.
+TEST_CASE("embedding_backward adds a long run of one row in the pieces backend.h states", "[ops]") {
+  const int64_t rows = 5, d = 3, k = 1500;
+  std::vector<int64_t> ids(k);
+  for (int64_t j = 0; j < k; ++j) ids[j] = j % 3 == 0 ? j % 5 : 3;  // row 3 ~1100 times; 0, 1, 2, 4 ~100 each
+  // Values of mixed magnitude, so that the order of the adds shows in the bits.
+  std::vector<double> values(k * d);
+  for (int64_t e = 0; e < k * d; ++e) values[e] = std::sin(0.37 * e) * std::pow(10.0, (e * 7) % 5 - 2);
+  const Tensor g = f64(values, {k, d}).to(DType::f32);
+  const std::vector<float> gv = g.to_vector<float>();
+  const std::vector<float> got = embedding_backward(g, i64(ids, {k}), rows).to_vector<float>();
+
+  std::vector<int64_t> before(rows, 0);  // s_r: entries of smaller rows
+  for (int64_t j = 0; j < k; ++j)
+    for (int64_t r = ids[j] + 1; r < rows; ++r) ++before[r];
+  int differs_from_plain_sum = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t x = 0; x < d; ++x) {
+      float total = 0, piece = 0, plain = 0;
+      double exact = 0, magnitude = 0;
+      int64_t t = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        if (ids[j] != r) continue;
+        const float v = gv[j * d + x];
+        const int64_t position = before[r] + t;
+        if (t == 0) piece = v;
+        else if (position % kIndexAddPiece == 0) total += piece, piece = v;
+        else piece += v;
+        ++t;
+        plain += v;
+        exact += v, magnitude += std::fabs(v);
+      }
+      total += piece;
+      INFO("row " << r << ", column " << x);
+      CHECK(got[r * d + x] == total);
+      differs_from_plain_sum += total != plain;
+      CHECK(std::fabs(got[r * d + x] - exact) <= 1e-7 * t * magnitude);  // the f32 sum's usual bound
+    }
+  CHECK(differs_from_plain_sum > 0);  // the cuts changed the order somewhere: the case tests them
+}
+
 TEST_CASE("concat and split are inverse", "[ops]") {
   Tensor a = f64({1, 2, 3, 4}, {2, 2}), b = f64({5, 6}, {2, 1});
   Tensor c = concat({a, b}, 1);
