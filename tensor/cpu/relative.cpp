@@ -145,10 +145,11 @@ void product_grad_k(T* gk, const T* gs, const T* q, const T* a, const int64_t* i
   });
 }
 
-// ga[h,r,:] = alpha sum over (b,i,j) with idx = r of gs_ij (q_i * k_j), in
-// increasing (b, i, j). Tasks own (head, block of rows): each scans every
-// pair and keeps those whose row is its own, so the order per row is fixed
-// whatever the split.
+// ga[h,r,:] = alpha sum over (b,i,j) with idx = r of gs_ij (q_i * k_j): per
+// batch element b the pairs in increasing (i, j), then the B sums in order
+// (the CUDA kernels' order: a GPU thread per (b, h, r, d), then one per (h,
+// r, d)). Tasks own (head, block of rows): each scans every pair and keeps
+// those whose row is its own, so the order per row is fixed whatever the split.
 template <class T>
 void product_grad_a(T* ga, const T* gs, const T* q, const T* k, const int64_t* ids, int64_t B, int64_t H,
                     int64_t L, int64_t J, int64_t D, int64_t R, T alpha) {
@@ -160,10 +161,12 @@ void product_grad_a(T* ga, const T* gs, const T* q, const T* k, const int64_t* i
       const int64_t r0 = R * blk / blocks, r1 = R * (blk + 1) / blocks;
       T* gh = ga + h * R * D;
       std::fill(gh + r0 * D, gh + r1 * D, T(0));
+      std::vector<T> piece(static_cast<size_t>((r1 - r0) * D));  // batch element b's sums, rows r0 .. r1 - 1
       for (int64_t b = 0; b < B; ++b) {
         const T* qb = q + (b * H + h) * L * D;
         const T* kb = k + (b * H + h) * J * D;
         const T* gsb = gs + (b * H + h) * L * J;
+        std::fill(piece.begin(), piece.end(), T(0));
         for (int64_t i = 0; i < L; ++i) {
           const int64_t* ir = ids + (b * L + i) * J;
           const T* qi = qb + i * D;
@@ -172,10 +175,11 @@ void product_grad_a(T* ga, const T* gs, const T* q, const T* k, const int64_t* i
             if (r < r0 || r >= r1) continue;
             const T c = gsb[i * J + j];
             const T* kj = kb + j * D;
-            T* g = gh + r * D;
+            T* g = piece.data() + (r - r0) * D;
             for (int64_t d = 0; d < D; ++d) g[d] += c * qi[d] * kj[d];
           }
         }
+        for (int64_t e = 0; e < (r1 - r0) * D; ++e) gh[r0 * D + e] += piece[e];
       }
       for (int64_t e = r0 * D; e < r1 * D; ++e) gh[e] *= alpha;
     }

@@ -17,9 +17,11 @@
 //  - relative_product: a thread per (b, h, i, j), summing over d in order.
 //  - its backward: gq a thread per (b, h, i, d) summing over j in order, gk a
 //    thread per (b, h, j, d) summing over i in order (the CPU's orders), and
-//    ga a thread per (h, r, d) summing the pairs with idx = r in increasing
-//    (b, i, j): the pairs are grouped by r with a stable radix sort of idx
-//    (cub), so each thread walks its own run. This is the CPU's order too.
+//    ga in two passes: a thread per (b, h, r, d) summing batch element b's
+//    pairs with idx = r in increasing (i, j) — the pairs grouped by r with a
+//    stable radix sort of idx (cub), so each thread walks its own stretch of
+//    a run — then a thread per (h, r, d) adding the B sums in order. This is
+//    the CPU's order too.
 //  - band_scores, band_apply: a thread per output element, summing over d
 //    (over j) in order; band_table_grad a thread per (h', t, d), summing its
 //    pairs in increasing (b, h, i).
@@ -176,24 +178,51 @@ __global__ void pair_keys_kernel(uint32_t* keys, int32_t* pairs, const int64_t* 
   }
 }
 
-// ga[h,r,d] = alpha sum over the pairs (b, i, j) with idx = r, in increasing
-// (b, i, j), of gs_ij q_id k_jd: a thread per (h, r, d), walking the run of
-// r in the stably sorted pairs.
-__global__ void grad_a_kernel(float* ga, const float* gs, const float* q, const float* k, const uint32_t* keys,
-                              const int32_t* pairs, int64_t count, int64_t H, int64_t L, int64_t J, int64_t D,
-                              int64_t R, float alpha) {
-  const int64_t total = H * R * D;
+// The first position in [begin, end) of the sorted pairs whose pair is at
+// least `pair` (within a run of one row the pairs increase).
+__device__ __forceinline__ int64_t first_pair_at_least(const int32_t* pairs, int64_t begin, int64_t end, int32_t pair) {
+  while (begin < end) {
+    const int64_t mid = begin + (end - begin) / 2;
+    if (pairs[mid] < pair) begin = mid + 1; else end = mid;
+  }
+  return begin;
+}
+
+// ga's first pass: pieces[b,h,r,d] = sum over the pairs (i, j) of batch
+// element b with idx = r, in increasing (i, j), of gs_ij q_id k_jd. A thread
+// per (b, h, r, d): r's run in the stably sorted pairs holds them in
+// increasing (b, i, j), so batch element b's are one stretch of it. Cut by
+// batch element, a thread walks at most L J pairs (L - |r| where positions
+// count up), where one thread per (h, r, d) walked all B of them.
+__global__ void grad_a_pieces_kernel(float* pieces, const float* gs, const float* q, const float* k,
+                                     const uint32_t* keys, const int32_t* pairs, int64_t count, int64_t B, int64_t H,
+                                     int64_t L, int64_t J, int64_t D, int64_t R) {
+  const int64_t total = B * H * R * D;
+  const int32_t per_batch = static_cast<int32_t>(L * J), width = static_cast<int32_t>(J);  // count <= INT_MAX
   for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
-    const int64_t d = e % D, r = (e / D) % R, h = e / (R * D);
-    const int64_t begin = first_at_least(keys, count, static_cast<uint32_t>(r));
-    const int64_t end = first_at_least(keys, count, static_cast<uint32_t>(r + 1));
+    const int64_t d = e % D, r = (e / D) % R, bh = e / (R * D), b = bh / H;
+    const int64_t run_begin = first_at_least(keys, count, static_cast<uint32_t>(r));
+    const int64_t run_end = first_at_least(keys, count, static_cast<uint32_t>(r + 1));
+    const int32_t first = static_cast<int32_t>(b) * per_batch;
+    const int64_t begin = first_pair_at_least(pairs, run_begin, run_end, first);
+    const int64_t end = first_pair_at_least(pairs, begin, run_end, first + per_batch);
+    const float* gsb = gs + bh * L * J;
+    const float* qb = q + bh * L * D + d;
+    const float* kb = k + bh * J * D + d;
     float acc = 0.0f;
     for (int64_t p = begin; p < end; ++p) {
-      const int64_t pair = pairs[p];
-      const int64_t j = pair % J, i = (pair / J) % L, b = pair / (L * J);
-      const int64_t bh = b * H + h;
-      acc += gs[(bh * L + i) * J + j] * q[(bh * L + i) * D + d] * k[(bh * J + j) * D + d];
+      const int32_t pair = pairs[p] - first, i = pair / width, j = pair - i * width;
+      acc += gsb[pair] * qb[static_cast<int64_t>(i) * D] * kb[static_cast<int64_t>(j) * D];
     }
+    pieces[e] = acc;
+  }
+}
+
+// ga[h,r,d] = alpha times the batch elements' pieces added in order: a thread per (h, r, d).
+__global__ void grad_a_finish_kernel(float* ga, const float* pieces, int64_t B, int64_t per_batch, float alpha) {
+  for (int64_t e = global_thread_index(); e < per_batch; e += grid_thread_count()) {
+    float acc = 0.0f;
+    for (int64_t b = 0; b < B; ++b) acc += pieces[b * per_batch + e];
     ga[e] = alpha * acc;
   }
 }
@@ -203,7 +232,7 @@ int threads_for_width(int64_t D) {
   return static_cast<int>(std::min<int64_t>(1024, std::max<int64_t>(kWarp, (D + kWarp - 1) / kWarp * kWarp)));
 }
 
-// ga through a stable sort of the pairs by row (see grad_a_kernel).
+// ga through a stable sort of the pairs by row (see grad_a_pieces_kernel).
 void grad_a(const Tensor& ga, const Tensor& gs, const Tensor& q, const Tensor& k, const Tensor& idx, float alpha) {
   DeviceContext& ctx = context(ga);
   const int64_t B = q.size(0), H = q.size(1), L = q.size(2), D = q.size(3), J = k.size(2), R = ga.size(1);
@@ -233,11 +262,15 @@ void grad_a(const Tensor& ga, const Tensor& gs, const Tensor& q, const Tensor& k
   ORDO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(base + 4 * array_bytes, temp_bytes, keys_in, keys_out, pairs_in,
                                                   pairs_out, items, 0, end_bit, ctx.stream));
   after_library_call("cub radix sort (relative pairs)", ctx.stream);
-  const int64_t total = H * R * D;
-  if (total == 0) return;
-  ORDO_LAUNCH(grad_a_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream, ga.data<float>(),
-              gs.data<float>(), q.data<float>(), k.data<float>(), keys_out, pairs_out, count, H, L, J, D, R,
-              alpha);
+  const int64_t per_batch = H * R * D, total = B * per_batch;
+  if (per_batch == 0) return;
+  const Tensor pieces = workspace(ga.device(), static_cast<size_t>(total) * sizeof(float));
+  float* piece_data = static_cast<float*>(pieces.raw_data());
+  ORDO_LAUNCH(grad_a_pieces_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream, piece_data,
+              gs.data<float>(), q.data<float>(), k.data<float>(), keys_out, pairs_out, count, B, H, L, J, D, R);
+  ORDO_CUDA_CHECK_LAUNCH();
+  ORDO_LAUNCH(grad_a_finish_kernel, grid_for(per_batch, kThreads, ctx), kThreads, 0, ctx.stream, ga.data<float>(),
+              piece_data, B, per_batch, alpha);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
