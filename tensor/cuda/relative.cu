@@ -23,8 +23,10 @@
 //    a run — then a thread per (h, r, d) adding the B sums in order. This is
 //    the CPU's order too.
 //  - band_scores, band_apply: a thread per output element, summing over d
-//    (over j) in order; band_table_grad a thread per (h', t, d), summing its
-//    pairs in increasing (b, h, i).
+//    (over j) in order; band_table_grad a thread per (b, h', t, d) summing
+//    batch element b's pairs in increasing (h, i), then a thread per (h', t,
+//    d) adding the B sums in order (the CPU's BLAS products sum in their own
+//    order: the two agree within rounding).
 // An out-of-range index is never used as an address: the kernel records it
 // in the device's index-error flag (the next synchronize or copy to the host
 // throws) and skips the term (forward outputs get 0).
@@ -304,20 +306,32 @@ __global__ void band_apply_kernel(float* out, const float* p, const float* table
   }
 }
 
-__global__ void band_table_grad_kernel(float* out, const float* g, const float* y, int64_t B, int64_t H, int64_t L,
-                                       int64_t D, int64_t Ht, int64_t total) {
+// band_table_grad's first pass: pieces[b, ht, t, d] = batch element b's sum
+// over its heads (all H with one table, head ht with a table per head) and
+// queries i, in increasing (h, i), of g[b, h, i, j] y[b, h, i, d] with j =
+// t + i - (L - 1): a thread per (b, ht, t, d), so a thread's chain is H L
+// adds at most, where a thread per (ht, t, d) over the whole batch made B H L.
+__global__ void band_table_pieces_kernel(float* pieces, const float* g, const float* y, int64_t H, int64_t L,
+                                         int64_t D, int64_t Ht, int64_t total) {
   const int64_t T = 2 * L - 1;
   for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
-    const int64_t d = e % D, t = (e / D) % T, ht = e / (D * T);
+    const int64_t d = e % D, t = (e / D) % T, ht = (e / (D * T)) % Ht, b = e / (D * T * Ht);
     // Query i meets row t at key j = t + i - (L - 1), for i in [lo, hi).
     const int64_t lo = t < L - 1 ? L - 1 - t : 0, hi = t < L ? L : 2 * L - 1 - t;
     float acc = 0.0f;
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t h = (Ht == 1 ? 0 : ht); h < (Ht == 1 ? H : ht + 1); ++h) {
-        const int64_t bh = b * H + h;
-        for (int64_t i = lo; i < hi; ++i)
-          acc += g[(bh * L + i) * L + t + i - (L - 1)] * y[(bh * L + i) * D + d];
-      }
+    for (int64_t h = (Ht == 1 ? 0 : ht); h < (Ht == 1 ? H : ht + 1); ++h) {
+      const int64_t bh = b * H + h;
+      for (int64_t i = lo; i < hi; ++i) acc += g[(bh * L + i) * L + t + i - (L - 1)] * y[(bh * L + i) * D + d];
+    }
+    pieces[e] = acc;
+  }
+}
+
+// out[ht, t, d] = the B pieces added in order: a thread per (ht, t, d).
+__global__ void band_table_finish_kernel(float* out, const float* pieces, int64_t B, int64_t per_batch) {
+  for (int64_t e = global_thread_index(); e < per_batch; e += grid_thread_count()) {
+    float acc = 0.0f;
+    for (int64_t b = 0; b < B; ++b) acc += pieces[b * per_batch + e];
     out[e] = acc;
   }
 }
@@ -347,10 +361,15 @@ void band_apply(const Tensor& out, const Tensor& p, const Tensor& table) {
 void band_table_grad(const Tensor& out, const Tensor& g, const Tensor& y) {
   require_f32(g.dtype(), "band_table_grad");
   DeviceContext& ctx = context(out);
-  const int64_t total = out.numel();
-  if (total == 0) return;
-  ORDO_LAUNCH(band_table_grad_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream, out.data<float>(),
-              g.data<float>(), y.data<float>(), g.size(0), g.size(1), g.size(2), y.size(3), out.size(0), total);
+  const int64_t per_batch = out.numel(), B = g.size(0), total = B * per_batch;
+  if (per_batch == 0) return;
+  const Tensor pieces = workspace(out.device(), static_cast<size_t>(total) * sizeof(float));
+  float* piece_data = static_cast<float*>(pieces.raw_data());
+  ORDO_LAUNCH(band_table_pieces_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream, piece_data,
+              g.data<float>(), y.data<float>(), g.size(1), g.size(2), y.size(3), out.size(0), total);
+  ORDO_CUDA_CHECK_LAUNCH();
+  ORDO_LAUNCH(band_table_finish_kernel, grid_for(per_batch, kThreads, ctx), kThreads, 0, ctx.stream,
+              out.data<float>(), piece_data, B, per_batch);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
