@@ -61,7 +61,7 @@ Var Attenuated::symmetry(int layer, DType dtype) const {
 }
 
 Var Attenuated::weights(const nn::AttentionState& s, DType dtype) const {
-  const Tensor& positions = *s.positions;
+  const Tensor positions = distinct_position_rows(*s.positions, s.ctx);  // once for identical rows
   if (learn_ != Learn::matrix) return attenuated_kernel(positions, locality(s.layer, dtype), symmetry(s.layer, dtype), dtype);
   auto [smallest, largest] = position_range(positions, s.ctx);
   ORDO_CHECK(smallest >= 0 && largest < rows_, "attenuated (learn = matrix): position ",
@@ -90,12 +90,8 @@ std::string Attenuated::fused_support() const {
 }
 
 void Attenuated::fused_terms(const nn::AttentionState& s, const Var& q, const Var&, FusedTerms& out) {
-  // delta depends on the positions alone: for a batch of identical rows
-  // (pretraining) it is computed once, [1, H, L, L].
-  Tensor first = s.positions->slice(0, 0, 1).contiguous();
-  nn::AttentionState one = s;
-  if (s.ctx && s.ctx->facts && s.ctx->facts->rows_identical) one.positions = &first;
-  out.terms.dense_bias = weights(one, q.dtype()).value();
+  // delta depends on the positions alone: [1, H, L, L] for a batch of identical rows.
+  out.terms.dense_bias = weights(s, q.dtype()).value();
 }
 
 Var Attenuated::positional_weights(const nn::AttentionState& s) { return weights(s, s.dtype); }

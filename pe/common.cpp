@@ -41,6 +41,21 @@ std::pair<int64_t, int64_t> segment_range(const Tensor& segments, const nn::Cont
   return integer_range(segments);
 }
 
+Tensor distinct_position_rows(const Tensor& positions, const nn::Context* ctx) {
+  check_dtype(positions, DType::i64, "positions", "positions");
+  check_dim(positions, 2, "positions", "positions");
+  const int64_t batch = positions.size(0), length = positions.size(1);
+  bool identical = true;
+  if (ctx && ctx->facts) {
+    identical = ctx->facts->rows_identical;
+  } else if (batch > 1) {
+    const std::vector<int64_t> p = positions.to(Device::cpu()).contiguous().to_vector<int64_t>();
+    for (int64_t b = 1; b < batch && identical; ++b)
+      identical = std::equal(p.begin() + b * length, p.begin() + (b + 1) * length, p.begin());
+  }
+  return identical && batch > 1 ? positions.slice(0, 0, 1).contiguous() : positions;
+}
+
 Share parse_share(const std::string& name, const std::string& where) {
   if (name == "none") return Share::none;
   if (name == "heads") return Share::heads;

@@ -34,6 +34,13 @@ std::pair<int64_t, int64_t> integer_range(const Tensor& t);
 // from the tensor with integer_range.
 std::pair<int64_t, int64_t> position_range(const Tensor& positions, const nn::Context* ctx);
 std::pair<int64_t, int64_t> segment_range(const Tensor& segments, const nn::Context* ctx);
+// positions [batch, L] as a term of the positions alone needs them: the
+// first row, [1, L], when every row equals it (the forward's InputFacts say
+// so — pretraining, fine-tuning and evaluation batches count 0, 1, ... in
+// every row — else read on the host), so that the term is computed once and
+// broadcast over the batch, and its gradient summed over the batch before it
+// reaches a table; every row otherwise.
+Tensor distinct_position_rows(const Tensor& positions, const nn::Context* ctx);
 
 // ---- sharing of learned tables (Chen et al., section 4.4.1) -------------------------
 

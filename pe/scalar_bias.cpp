@@ -62,8 +62,8 @@ Tensor T5Bias::buckets(const Tensor& positions) const {
 }
 
 Var T5Bias::score_bias(const nn::AttentionState& s, const Var&, const Var&) {
-  // R_h[bucket(p_j - p_i)], not divided by sqrt(d_h).
-  return per_head_lookup(tables_.for_layer(s.layer), buckets(*s.positions));
+  // R_h[bucket(p_j - p_i)], not divided by sqrt(d_h); once for a batch of identical rows.
+  return per_head_lookup(tables_.for_layer(s.layer), buckets(distinct_position_rows(*s.positions, s.ctx)));
 }
 
 void T5Bias::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
@@ -95,7 +95,7 @@ int64_t checked_widest(const nn::AttentionState& s, int64_t max_distance) {
 Var RelativeScalar::score_bias(const nn::AttentionState& s, const Var&, const Var&) {
   // R_h[p_j - p_i]: row r + max_distance.
   checked_widest(s, max_distance_);
-  Tensor r = relative_distances(*s.positions);
+  Tensor r = relative_distances(distinct_position_rows(*s.positions, s.ctx));  // once for identical rows
   Tensor rows = add(r, Tensor::scalar(static_cast<double>(max_distance_), DType::i64, r.device()));
   return per_head_lookup(tables_.for_layer(s.layer), rows);
 }
@@ -115,9 +115,9 @@ AbsoluteScalar::AbsoluteScalar(const nn::BertConfig& c, FieldReader& o, Device d
               nn::Init::normal(c.initializer_range), device, table_names(share_, c.num_attention_heads, "position_scalar")) {}
 
 Var AbsoluteScalar::rows_at(const nn::AttentionState& s) const {
-  const Tensor& positions = *s.positions;
+  const Tensor positions = distinct_position_rows(*s.positions, s.ctx);  // once for identical rows
   const int64_t batch = positions.size(0), length = positions.size(1);
-  auto [smallest, largest] = position_range(positions, s.ctx);
+  auto [smallest, largest] = position_range(*s.positions, s.ctx);
   ORDO_CHECK(smallest >= 0 && largest < rows_, "abs_scalar: position ", largest >= rows_ ? largest : smallest,
              " is outside its table of ", rows_, " positions (0..", rows_ - 1,
              "); raise the option max_position (default max_position_embeddings) or use a relative variant");
@@ -180,8 +180,8 @@ Var Alibi::slopes(int layer, DType dtype) const {
 }
 
 Var Alibi::biases(const nn::AttentionState& s, DType dtype) const {
-  // -m_h |p_j - p_i|: [heads] x [B, L, L] -> [B, heads, L, L].
-  Tensor distance = abs(relative_distances(*s.positions).to(dtype)).unsqueeze(1);
+  // -m_h |p_j - p_i|: [heads] x [B, L, L] -> [B, heads, L, L] (B = 1 for identical rows).
+  Tensor distance = abs(relative_distances(distinct_position_rows(*s.positions, s.ctx)).to(dtype)).unsqueeze(1);
   Var m = reshape(slopes(s.layer, dtype), {1, heads_, 1, 1});
   return mul(neg(m), Var(distance));
 }

@@ -14,18 +14,6 @@ namespace {
 
 Tensor i64_scalar(int64_t v, Device device) { return Tensor::scalar(static_cast<double>(v), DType::i64, device); }
 
-// Whether every row of positions [batch, L] equals the first: then the
-// positional term is computed once, as [1, H, L, L], and broadcast.
-bool rows_identical(const Tensor& positions, const nn::Context* ctx) {
-  if (ctx && ctx->facts) return ctx->facts->rows_identical;
-  std::vector<int64_t> p = positions.to(Device::cpu()).contiguous().to_vector<int64_t>();
-  const int64_t batch = positions.size(0), length = positions.size(1);
-  for (int64_t b = 1; b < batch; ++b)
-    for (int64_t i = 0; i < length; ++i)
-      if (p[b * length + i] != p[i]) return false;
-  return true;
-}
-
 }  // namespace
 
 Tupe::Tupe(const nn::BertConfig& c, FieldReader& o, Device device)
@@ -79,9 +67,8 @@ std::pair<Var, Var> Tupe::projections(const Tensor& positions, const nn::Context
   ORDO_CHECK(smallest >= 0 && largest < rows, "tupe: position ", largest >= rows ? largest : smallest,
              " is outside the learned table of ", rows, " positions (0..", rows - 1,
              "); raise max_position_embeddings");
-  // The term depends on the positions alone: pretraining batches share one
-  // row of positions, so it is computed once for the batch.
-  Tensor pos = rows_identical(positions, ctx) ? positions.slice(0, 0, 1).contiguous() : positions;
+  // The term depends on the positions alone: computed once for a batch of identical rows.
+  const Tensor pos = distinct_position_rows(positions, ctx);
   const int64_t batch = pos.size(0), length = pos.size(1);
   auto heads = [&](const Var& t) { return permute(reshape(t, {batch, length, heads_, head_dim_}), {0, 2, 1, 3}); };
   Var p = embedding(table_.var, pos);  // p_i = P[pos_i]      [b, L, D]

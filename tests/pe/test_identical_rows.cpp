@@ -1,0 +1,70 @@
+// Terms of the positions alone (t5_bias, rel_scalar, abs_scalar, alibi,
+// attenuated, TUPE's positional term) are computed once for a batch whose
+// rows of positions are all the same (pe/common.h, distinct_position_rows):
+// [1, ...] broadcast over the batch, the tables' gradients summed over the
+// batch first. Checked against the same term made row by row (the forward's
+// facts saying the rows differ): the same values, and the same gradients up
+// to the order of the sums.
+#include "autograd/ops.h"
+#include "tests/pe/score_term_helpers.h"
+
+using namespace ordo;
+using namespace ordo::pe_test;
+
+namespace {
+
+// The term (expanded to [B, H, L, L]) and the gradient of sum(w * term) for
+// every parameter, with the facts saying the rows are identical or not.
+struct Made {
+  Tensor term;
+  std::vector<Tensor> grads;
+};
+
+Made make_term(nn::PositionEncoding& pe, const nn::BertConfig& c, const Tensor& positions, bool identical,
+               const Tensor& w) {
+  nn::Context ctx = nn::Context::eval();
+  nn::InputFacts facts = nn::input_facts(positions.to_vector<int64_t>().data(), nullptr, positions.size(0),
+                                         positions.size(1));
+  REQUIRE(facts.rows_identical);  // the batch is identical: the flag below decides
+  facts.rows_identical = identical;
+  ctx.facts = facts;
+  const nn::AttentionState s = state(c, 1, positions, nullptr, ctx);
+  const int64_t B = positions.size(0), L = positions.size(1), H = c.num_attention_heads;
+  const Var zero(Tensor::zeros({B, H, L, c.head_dim()}, DType::f64));
+  for (auto& [name, p] : pe.named_parameters()) p->var.zero_grad();
+  Var term = pe.score_bias(s, zero, zero);
+  REQUIRE(term.defined());
+  CHECK(term.size(0) == (identical ? 1 : B));
+  term = expand(term, {B, H, L, L});
+  if (term.requires_grad()) sum(mul(term, Var(w))).backward();  // a fixed term has no parameters
+  Made m{term.value().contiguous(), {}};
+  for (auto& [name, p] : pe.named_parameters())
+    m.grads.push_back(p->var.grad().defined() ? p->var.grad() : Tensor::zeros(p->var.shape(), DType::f64));
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("a term of the positions alone is made once for a batch of identical rows, as row by row", "[pe]") {
+  const int64_t B = 3, L = 6;
+  std::vector<int64_t> rows;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < L; ++i) rows.push_back(2 + i);  // every row 2, 3, ..., 7
+  const Tensor positions = Tensor::from_vector(rows, {B, L});
+  for (const char* text : {R"({"pe": "t5_bias", "o": {"num_buckets": 8, "max_distance": 6}})",
+                           R"({"pe": "rel_scalar", "o": {}})", R"({"pe": "abs_scalar", "o": {"rank": 3}})",
+                           R"({"pe": "alibi", "o": {"learned": true}})", R"({"pe": "attenuated", "o": {}})",
+                           R"({"pe": "attenuated", "o": {"learned": true, "learn": "kernel"}})",
+                           R"({"pe": "attenuated", "o": {"learned": true, "learn": "matrix"}})", R"({"pe": "tupe", "o": {}})"}) {
+    INFO(text);
+    const json::Value v = json::parse(text);
+    const nn::BertConfig c = tiny_config(v["pe"].as_string(), v["o"]);
+    std::unique_ptr<nn::PositionEncoding> pe = make(c);
+    randomize(*pe, 31);
+    const Tensor w = ordo::test::random_tensor({B, c.num_attention_heads, L, L}, 37);
+    const Made once = make_term(*pe, c, positions, true, w), each = make_term(*pe, c, positions, false, w);
+    CHECK(ordo::test::bit_identical(once.term, each.term));
+    REQUIRE(once.grads.size() == each.grads.size());
+    for (size_t n = 0; n < once.grads.size(); ++n) ordo::test::require_close(once.grads[n], each.grads[n], 1e-12, 1e-14);
+  }
+}
