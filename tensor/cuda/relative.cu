@@ -14,7 +14,8 @@
 //    lane order onto out[r]. Steps run in increasing j. The order is fixed
 //    by the index alone; where a row's indices are all distinct (consecutive
 //    positions without clipping) it is exactly the CPU's order.
-//  - relative_product: a thread per (b, h, i, j), summing over d in order.
+//  - relative_product: a warp per (b, h, i), each lane summing its d (lane,
+//    lane + 32, ...) in order, the lanes' sums added by a fixed shuffle tree.
 //  - its backward: gq a thread per (b, h, i, d) summing over j in order, gk a
 //    thread per (b, h, j, d) summing over i in order (the CPU's orders), and
 //    ga in two passes: a thread per (b, h, r, d) summing batch element b's
@@ -104,25 +105,39 @@ __global__ void scatter_kernel(float* out, const float* g, const int64_t* idx, i
 
 // ---- relative_product and its backward ------------------------------------------------
 
-// s[b,h,i,j] = alpha sum_d q_id k_jd a_{r,d}: a block per row (b, h, i), a thread per j.
+// s[b,h,i,j] = alpha sum_d q_id k_jd a_{r,d}: a warp per row (b, h, i), its
+// lanes over d (q_i held in registers), reading k_j and a_r a whole row at a
+// time (coalesced); each pair's lane sums are added by a fixed shuffle tree,
+// and lane j % 32 keeps pair j's sum, so the row is written 32 keys at once.
+// (A thread per key, as before, read its own k and a rows 32 rows apart in
+// every step of d: 64 cache lines a warp-load.)
 __global__ void product_kernel(float* s, const float* q, const float* k, const float* a, const int64_t* idx,
                                int64_t H, int64_t L, int64_t J, int64_t D, int64_t R, int64_t rows, float alpha,
                                int* index_error) {
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+  const int lane = static_cast<int>(threadIdx.x % kWarp);
+  const int64_t first = global_thread_index() / kWarp, warps = grid_thread_count() / kWarp;
+  for (int64_t row = first; row < rows; row += warps) {  // uniform across the warp
     const int64_t i = row % L, h = (row / L) % H, b = row / (H * L);
-    const float* qi = q + row * D;  // read by every thread of the block: one broadcast load
+    const float* qi = q + row * D;
     const float* kb = k + (b * H + h) * J * D;
     const float* ah = a + h * R * D;
     const int64_t* ir = idx + (b * L + i) * J;
-    for (int64_t j = threadIdx.x; j < J; j += blockDim.x) {
-      const int64_t r = ir[j];
-      float acc = 0.0f;
-      if (valid_row(r, R, index_error)) {
-        const float* kj = kb + j * D;
-        const float* ar = ah + r * D;
-        for (int64_t d = 0; d < D; ++d) acc += qi[d] * kj[d] * ar[d];
+    for (int64_t j0 = 0; j0 < J; j0 += kWarp) {
+      float mine = 0.0f;  // lane t: the sum of pair j0 + t
+      const int64_t j1 = j0 + kWarp < J ? j0 + kWarp : J;
+      for (int64_t j = j0; j < j1; ++j) {
+        const int64_t r = ir[j];
+        float part = 0.0f;
+        if (valid_row(r, R, index_error)) {
+          const float* kj = kb + j * D;
+          const float* ar = ah + r * D;
+          for (int64_t d = lane; d < D; d += kWarp) part += qi[d] * kj[d] * ar[d];
+        }
+#pragma unroll
+        for (int offset = kWarp / 2; offset > 0; offset /= 2) part += __shfl_xor_sync(0xffffffffu, part, offset);
+        if (lane == j - j0) mine = part;
       }
-      s[row * J + j] = alpha * acc;
+      if (j0 + lane < J) s[row * J + j0 + lane] = alpha * mine;
     }
   }
 }
@@ -402,9 +417,8 @@ void relative_product(const Tensor& s, const Tensor& q, const Tensor& k, const T
   const int64_t B = q.size(0), H = q.size(1), L = q.size(2), D = q.size(3), J = k.size(2), R = a.size(1);
   const int64_t rows = B * H * L;
   if (rows == 0 || J == 0) return;
-  const int threads = static_cast<int>(std::min<int64_t>(kThreads, (J + kWarp - 1) / kWarp * kWarp));
-  ORDO_LAUNCH(product_kernel, grid_for_rows(rows), threads, 0, ctx.stream, s.data<float>(), q.data<float>(),
-              k.data<float>(), a.data<float>(), idx.data<int64_t>(), H, L, J, D, R, rows,
+  ORDO_LAUNCH(product_kernel, grid_for(rows * kWarp, kThreads, ctx), kThreads, 0, ctx.stream, s.data<float>(),
+              q.data<float>(), k.data<float>(), a.data<float>(), idx.data<int64_t>(), H, L, J, D, R, rows,
               static_cast<float>(alpha), ctx.index_error);
   ORDO_CUDA_CHECK_LAUNCH();
 }

@@ -76,6 +76,17 @@ TEST_CASE("relative_gather, relative_scatter, relative_product and its backward 
   ordo::test::require_close(back(gpu.gq), cpu.gq, 1e-4, 1e-5, "gq");
   ordo::test::require_close(back(gpu.gk), cpu.gk, 1e-4, 1e-5, "gk");
   ordo::test::require_close(back(gpu.ga), cpu.ga, 1e-4, 1e-5, "ga");
+  // Heads wider than a warp's 32 lanes and rows of more than 32 keys (the
+  // forward's warp takes 32 keys at a time, its lanes over d).
+  {
+    const int64_t L2 = 5, J2 = 45, D2 = 40;
+    Tensor idx2 = index(2, L2, J2, R, 11);
+    Tensor q2 = ordo::test::random_tensor({2, H, L2, D2}, 12, DType::f32);
+    Tensor k2 = ordo::test::random_tensor({2, H, J2, D2}, 13, DType::f32);
+    Tensor a2 = ordo::test::random_tensor({H, R, D2}, 14, DType::f32);
+    ordo::test::require_close(back(relative_product(on_gpu(q2), on_gpu(k2), on_gpu(a2), on_gpu(idx2), 0.5)),
+                              relative_product(q2, k2, a2, idx2, 0.5), 1e-5, 1e-6, "product, 40 wide, 45 keys");
+  }
   // An index outside the table is an error on the device too.
   Tensor bad = Tensor::from_vector(std::vector<int64_t>(static_cast<size_t>(B * L * J), R), {B, L, J});
   // The kernel reports it at the next synchronisation, as every device index error (tests/tensor/test_cuda.cpp).
