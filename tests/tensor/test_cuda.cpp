@@ -806,6 +806,13 @@ TEST_CASE("cuda: embedding, index_select, gather and their backwards match the C
     check_identical(embedding_backward(gpu(gout), gpu(idx), 12), embedding_backward(gout, idx, 12),
                     detail::cat("embedding backward, long runs, d=", d));
   }
+  {  // The same along a middle axis: each of 3 outer slices cuts its runs at the same sorted positions.
+    std::vector<int64_t> ids = random_ints(700, ++seed, 0, 16);
+    for (size_t i = 0; i < ids.size(); i += 2) ids[i] = 9;
+    Tensor idx = i64_tensor(ids, {700}), g = rand_f32({3, 700, 5}, ++seed);
+    check_identical(index_select_backward(gpu(g), 1, gpu(idx), {3, 17, 5}), index_select_backward(g, 1, idx, {3, 17, 5}),
+                    "index_select backward, long runs, 3 outer slices");
+  }
   // index_select along a middle axis, other dtypes (moved as raw words).
   Tensor x = rand_f32({3, 17, 5}, ++seed);
   Tensor sel = i64_tensor({16, 0, 3, 3, 9, 16, 16}, {7});
