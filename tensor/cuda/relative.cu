@@ -235,12 +235,14 @@ __global__ void grad_a_pieces_kernel(float* pieces, const float* gs, const float
   }
 }
 
-// ga[h,r,d] = alpha times the batch elements' pieces added in order: a thread per (h, r, d).
-__global__ void grad_a_finish_kernel(float* ga, const float* pieces, int64_t B, int64_t per_batch, float alpha) {
+// The second pass of ga and of band_table_grad: out[e] = alpha times the B
+// batch elements' pieces[b, e] added in order, a thread per e (alpha = 1 is
+// exact: the same bits as the plain sum).
+__global__ void add_batch_pieces_kernel(float* out, const float* pieces, int64_t B, int64_t per_batch, float alpha) {
   for (int64_t e = global_thread_index(); e < per_batch; e += grid_thread_count()) {
     float acc = 0.0f;
     for (int64_t b = 0; b < B; ++b) acc += pieces[b * per_batch + e];
-    ga[e] = alpha * acc;
+    out[e] = alpha * acc;
   }
 }
 
@@ -286,7 +288,7 @@ void grad_a(const Tensor& ga, const Tensor& gs, const Tensor& q, const Tensor& k
   ORDO_LAUNCH(grad_a_pieces_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream, piece_data,
               gs.data<float>(), q.data<float>(), k.data<float>(), keys_out, pairs_out, count, B, H, L, J, D, R);
   ORDO_CUDA_CHECK_LAUNCH();
-  ORDO_LAUNCH(grad_a_finish_kernel, grid_for(per_batch, kThreads, ctx), kThreads, 0, ctx.stream, ga.data<float>(),
+  ORDO_LAUNCH(add_batch_pieces_kernel, grid_for(per_batch, kThreads, ctx), kThreads, 0, ctx.stream, ga.data<float>(),
               piece_data, B, per_batch, alpha);
   ORDO_CUDA_CHECK_LAUNCH();
 }
@@ -342,15 +344,6 @@ __global__ void band_table_pieces_kernel(float* pieces, const float* g, const fl
   }
 }
 
-// out[ht, t, d] = the B pieces added in order: a thread per (ht, t, d).
-__global__ void band_table_finish_kernel(float* out, const float* pieces, int64_t B, int64_t per_batch) {
-  for (int64_t e = global_thread_index(); e < per_batch; e += grid_thread_count()) {
-    float acc = 0.0f;
-    for (int64_t b = 0; b < B; ++b) acc += pieces[b * per_batch + e];
-    out[e] = acc;
-  }
-}
-
 }  // namespace
 
 void band_scores(const Tensor& out, const Tensor& x, const Tensor& table) {
@@ -383,8 +376,8 @@ void band_table_grad(const Tensor& out, const Tensor& g, const Tensor& y) {
   ORDO_LAUNCH(band_table_pieces_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream, piece_data,
               g.data<float>(), y.data<float>(), g.size(1), g.size(2), y.size(3), out.size(0), total);
   ORDO_CUDA_CHECK_LAUNCH();
-  ORDO_LAUNCH(band_table_finish_kernel, grid_for(per_batch, kThreads, ctx), kThreads, 0, ctx.stream,
-              out.data<float>(), piece_data, B, per_batch);
+  ORDO_LAUNCH(add_batch_pieces_kernel, grid_for(per_batch, kThreads, ctx), kThreads, 0, ctx.stream,
+              out.data<float>(), piece_data, B, per_batch, 1.0f);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
