@@ -199,6 +199,9 @@ class BertModel : public Module {
   BertConfig config_;
   Device device_;
   PositionEncoding* pe_;
+  // One of the encoder's product weights, packed together (pack_product_weights):
+  // forward rounds them to bf16 once (RoundedWeightsScope). Null when none.
+  const Parameter* encoder_weights_ = nullptr;
 };
 
 // The ablation a forward pass applies: the model's training-time one

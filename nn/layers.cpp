@@ -4,6 +4,7 @@ namespace ordo::nn {
 
 Linear::Linear(int64_t in, int64_t out, double init_std, Device device, bool with_bias)
     : weight(add_parameter("weight", {out, in}, Init::normal(init_std), true, device)) {
+  weight.product_weight = true;
   if (with_bias) bias = &add_parameter("bias", {out}, Init::zeros(), false, device);
 }
 

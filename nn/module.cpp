@@ -93,6 +93,36 @@ void join_parameters(const std::vector<Parameter*>& params) {
   }
 }
 
+const Parameter* pack_product_weights(Module& module) {
+  std::vector<Parameter*> weights;
+  for (auto& [name, p] : module.named_parameters())
+    if (p->product_weight && p->var.dtype() == DType::f32) weights.push_back(p);
+  if (weights.empty()) return nullptr;
+  // Each weight starts 8 elements aligned (16 bytes of the bf16 rounding),
+  // except one that continued the weight before it (a join), which still does.
+  constexpr int64_t kAlign = 8;
+  std::vector<int64_t> at(weights.size());
+  int64_t end = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const Tensor& t = weights[i]->var.value();
+    ORDO_CHECK(t.device() == weights[0]->var.device(), "pack_product_weights: ", weights[i]->var.name(), " is on ",
+               t.device().str(), ", ", weights[0]->var.name(), " on ", weights[0]->var.device().str());
+    const Tensor* before = i > 0 ? &weights[i - 1]->var.value() : nullptr;
+    const bool continues = before && t.shares_storage_with(*before) && before->is_contiguous() &&
+                           t.is_contiguous() && t.offset() == before->offset() + before->numel();
+    at[i] = continues ? end : (end + kAlign - 1) / kAlign * kAlign;
+    end = at[i] + t.numel();
+  }
+  const Tensor block = Tensor::zeros({end}, DType::f32, weights[0]->var.device());  // gaps rounded too: zeros
+  for (size_t i = 0; i < weights.size(); ++i) {
+    Parameter* p = weights[i];
+    const Tensor place = block.slice(0, at[i], at[i] + p->var.numel()).view(p->var.shape());
+    place.copy_from(p->var.value());
+    p->var = Var(place, true, p->var.name());
+  }
+  return weights[0];
+}
+
 uint64_t init_stream(const std::string& name) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;

@@ -42,6 +42,7 @@ struct Parameter {
   Var var;            // a leaf that requires a gradient
   Init init;          // applied by initialize()
   bool decay = true;  // AdamW weight decay applies (false for biases and LayerNorm)
+  bool product_weight = false;  // a Linear's weight: an operand of a product every forward
 };
 
 using NamedParameter = std::pair<std::string, Parameter*>;
@@ -155,5 +156,13 @@ uint64_t init_stream(const std::string& name);
 // them together each forward. Anything that replaces a parameter's tensor later
 // (Module::to_dtype) only undoes the joining; the products then copy again.
 void join_parameters(const std::vector<Parameter*>& params);
+
+// Moves every product weight of `module` (Parameter::product_weight, f32)
+// into one block of memory, keeping values, names, Inits and the joins
+// join_parameters made, so that a forward under bf16 products rounds them
+// all with one cast (RoundedWeightsScope, tensor/ops.h) instead of one each.
+// Returns a parameter in the block, which locates it (its storage) for the
+// scope, or nullptr when there is none. Undone as join_parameters is.
+const Parameter* pack_product_weights(Module& module);
 
 }  // namespace ordo::nn

@@ -79,6 +79,25 @@ Tensor linear_stacked(const Tensor& x, const Tensor& weight, const std::vector<T
 // several products can be rounded once: as_operand(t) is t as the current
 // precision takes it (bf16 under bf16, else f32; f64 unchanged).
 Tensor as_operand(const Tensor& t);
+// While it lives, this thread's products take every f32 view of `block`'s
+// storage (the weights nn::pack_product_weights put together) from one
+// rounding of the whole storage made here: one cast, one launch on a device,
+// instead of one per weight per forward. Only under bf16 precision, where
+// each element rounds as as_operand would round it alone (the same bits);
+// a scope nested in one over the same storage does nothing.
+class RoundedWeightsScope {
+ public:
+  explicit RoundedWeightsScope(const Tensor& block);
+  ~RoundedWeightsScope();
+  RoundedWeightsScope(const RoundedWeightsScope&) = delete;
+  RoundedWeightsScope& operator=(const RoundedWeightsScope&) = delete;
+  // The rounding of t when t lies in the scope's block (else undefined).
+  static Tensor lookup(const Tensor& t);
+
+ private:
+  Tensor source_, rounded_;  // both undefined when this scope does nothing
+  const RoundedWeightsScope* outer_ = nullptr;
+};
 
 // ---- softmax, normalisation, losses ---------------------------------------------
 // Over the last axis; mask (optional) is added to x first and broadcast to x.

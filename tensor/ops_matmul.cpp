@@ -62,8 +62,15 @@ void check_operand(const Tensor& t, const char* arg) {
 Tensor operand_for(const Tensor& t, MatmulPrecision precision) {
   if (t.dtype() == DType::f64) return t;
   const DType wanted = precision == MatmulPrecision::bf16 ? DType::bf16 : DType::f32;
-  return t.dtype() == wanted ? t : t.to(wanted);
+  if (t.dtype() == wanted) return t;
+  if (wanted == DType::bf16) {
+    const Tensor rounded = RoundedWeightsScope::lookup(t);
+    if (rounded.defined()) return rounded;
+  }
+  return t.to(wanted);
 }
+
+thread_local const RoundedWeightsScope* t_rounded_weights = nullptr;
 
 // c = alpha op(a) op(b), or alpha op(a) op(b) + init when `init` is defined
 // (a contiguous tensor of the product's shape, accumulated onto with beta = 1).
@@ -133,6 +140,25 @@ Tensor matmul_onto(const Tensor& c, const Tensor& a, const Tensor& b, bool trans
 }
 
 Tensor as_operand(const Tensor& t) { return operand_for(t, matmul_precision()); }
+
+RoundedWeightsScope::RoundedWeightsScope(const Tensor& block) : outer_(t_rounded_weights) {
+  if (!block.defined() || block.dtype() != DType::f32 || matmul_precision() != MatmulPrecision::bf16) return;
+  if (outer_ && outer_->source_.defined() && outer_->source_.shares_storage_with(block)) return;
+  source_ = block.whole_storage();
+  rounded_ = source_.to(DType::bf16);
+  t_rounded_weights = this;
+}
+
+RoundedWeightsScope::~RoundedWeightsScope() {
+  if (t_rounded_weights == this) t_rounded_weights = outer_;
+}
+
+Tensor RoundedWeightsScope::lookup(const Tensor& t) {
+  for (const RoundedWeightsScope* s = t_rounded_weights; s; s = s->outer_)
+    if (s->source_.defined() && t.dtype() == DType::f32 && t.shares_storage_with(s->source_))
+      return t.same_view_on(s->rounded_);
+  return Tensor();
+}
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return linear_stacked(x, weight, bias.defined() ? std::vector<Tensor>{bias} : std::vector<Tensor>{});

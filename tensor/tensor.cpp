@@ -452,6 +452,22 @@ Tensor Tensor::joined_rows(const std::vector<Tensor>& parts) {
   return first.with_view(shape, contiguous_strides(shape), first.offset_);
 }
 
+Tensor Tensor::whole_storage() const {
+  check_defined(*this, "whole_storage", "tensor");
+  const int64_t n = static_cast<int64_t>(storage_->nbytes() / dtype_size(dtype_));
+  return with_view({n}, {1}, 0);
+}
+
+Tensor Tensor::same_view_on(const Tensor& twin) const {
+  check_defined(*this, "same_view_on", "tensor");
+  check_defined(twin, "same_view_on", "twin");
+  const int64_t n = static_cast<int64_t>(storage_->nbytes() / dtype_size(dtype_));
+  ORDO_CHECK(twin.storage_->nbytes() / dtype_size(twin.dtype_) == static_cast<size_t>(n),
+             "same_view_on: the twin's storage holds ", twin.storage_->nbytes() / dtype_size(twin.dtype_),
+             " elements, this view's ", n);
+  return Tensor(twin.storage_, shape_, strides_, offset_, twin.dtype_);
+}
+
 Tensor Tensor::select(int d, int64_t index) const {
   check_defined(*this, "select", "tensor");
   d = normalize_dim(d, dim(), "select");

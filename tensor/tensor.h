@@ -113,6 +113,12 @@ class Tensor {
   // starting where the one before ends. Undefined otherwise (the caller
   // copies them together instead).
   static Tensor joined_rows(const std::vector<Tensor>& parts);
+  // All of this view's storage as one contiguous 1-D tensor of its dtype.
+  Tensor whole_storage() const;
+  // This view's shape, strides and offset on `twin`'s storage, which must
+  // hold as many elements as this one's: the same elements of another block
+  // laid out alike (a rounded copy of whole_storage()).
+  Tensor same_view_on(const Tensor& twin) const;
 
   // ---- copies ------------------------------------------------------------
   Tensor contiguous() const;  // this if already contiguous

@@ -114,3 +114,136 @@ TEST_CASE("cuda: the stacked Q/K/V product from joined parameters takes 3 launch
   CHECK(launches[false] == 7);
   check_equal(r[true], r[false]);
 }
+
+// ---- every product weight of the encoder in one block (nn::pack_product_weights) ----
+
+namespace {
+
+// Hidden 6, intermediate 7: weights of 36 and 42 elements, so most start
+// after a gap that aligns them to 8 elements; Q, K and V stay joined.
+nn::BertConfig odd_sized_config() { return test::tiny_bert_config(13, 6, 2, 2, 7, 9); }
+
+// Gives each of the encoder's product weights a tensor of its own again (Q, K
+// and V joined among themselves, as SelfAttention keeps them): the model as
+// it was before pack_product_weights.
+void unpack(nn::BertModel& model) {
+  for (auto& [name, p] : model.encoder.named_parameters())
+    if (p->product_weight) p->var = Var(p->var.value().clone(), true, p->var.name());
+  for (nn::EncoderLayer* layer : model.encoder.layers) {
+    nn::SelfAttention& self = layer->attention.self;
+    nn::join_parameters({&self.query.weight, &self.key.weight, &self.value.weight});
+  }
+}
+
+nn::BertInputs odd_batch(Device device) {
+  nn::BertInputs in;
+  in.input_ids = Tensor::from_vector(std::vector<int64_t>{2, 7, 4, 9, 3, 2, 11, 3, 0, 0}, {2, 5}).to(device);
+  in.attention_mask = Tensor::from_vector(std::vector<int64_t>{1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, {2, 5}).to(device);
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("the encoder's Linear weights lie in one block, Q, K and V still joined, values and names unchanged",
+          "[nn]") {
+  const nn::BertConfig c = odd_sized_config();
+  nn::BertModel model(c, pe::make_position_encoding(c, Device::cpu()), Device::cpu(), /*with_pooler=*/true);
+  nn::initialize(model, 7);
+  const Tensor& first = model.encoder.layers[0]->attention.self.query.weight.var.value();
+  int64_t weights = 0;
+  for (const auto& [name, p] : model.named_parameters()) {
+    INFO(name);
+    const bool in_encoder = name.rfind("encoder.", 0) == 0;
+    CHECK(p->product_weight == (name.size() > 7 && name.substr(name.size() - 7) == ".weight" && p->var.dim() == 2 &&
+                                name.find("embeddings") == std::string::npos));
+    CHECK(p->var.value().shares_storage_with(first) == (in_encoder && p->product_weight));
+    if (p->var.value().shares_storage_with(first)) {
+      ++weights;
+      CHECK(p->var.value().is_contiguous());
+      const bool continues_a_join = name.find(".self.key.") != std::string::npos || name.find(".self.value.") != std::string::npos;
+      if (!continues_a_join) CHECK(p->var.value().offset() % 8 == 0);  // aligned unless it continues Q/K/V's join
+      Tensor alone = Tensor::zeros(p->var.shape());
+      normal_(alone, 0, c.initializer_range, 7, nn::init_stream(name));
+      CHECK(p->var.value().to_doubles() == alone.to_doubles());
+    }
+  }
+  CHECK(weights == 6 * c.num_hidden_layers);  // query, key, value, attention output, intermediate, output
+  for (const nn::EncoderLayer* layer : model.encoder.layers) {
+    const nn::SelfAttention& self = layer->attention.self;
+    CHECK(Tensor::joined_rows({self.query.weight.var.value(), self.key.weight.var.value(),
+                               self.value.weight.var.value()})
+              .shape() == Shape{18, 6});
+  }
+}
+
+TEST_CASE("inside a RoundedWeightsScope a view of the block is the same view of one bf16 rounding of it",
+          "[tensor]") {
+  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  const Tensor block = rand_f32({50}, 5);
+  const Tensor a = block.slice(0, 3, 15).view({3, 4}), b = block.slice(0, 20, 50).view({5, 6}).transpose(0, 1);
+  const Tensor elsewhere = rand_f32({3, 4}, 6);
+  {
+    RoundedWeightsScope scope(a);
+    const Tensor ra = as_operand(a), rb = as_operand(b);
+    CHECK(ra.dtype() == DType::bf16);
+    CHECK(ra.shares_storage_with(rb));  // one rounding for both
+    CHECK(rb.strides() == b.strides());
+    CHECK(ra.to_doubles() == a.to(DType::bf16).to_doubles());
+    CHECK(rb.to_doubles() == b.to(DType::bf16).to_doubles());
+    CHECK(!as_operand(elsewhere).shares_storage_with(ra));
+    RoundedWeightsScope nested(b);  // the same block: nothing new
+    CHECK(as_operand(a).shares_storage_with(ra));
+  }
+  CHECK(!as_operand(a).shares_storage_with(as_operand(b)));  // outside: a cast each
+  {
+    MatmulPrecisionScope fp32(MatmulPrecision::fp32);
+    RoundedWeightsScope scope(a);  // nothing to round under fp32
+    CHECK(as_operand(a).shares_storage_with(block));
+  }
+}
+
+// The bits of a bf16 forward and its gradients do not depend on where the
+// weights lie; the CPU's bf16 products round as the GPU's do.
+TEST_CASE("a bf16 forward and backward give the same bits from packed and separate weights", "[nn]") {
+  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  const nn::BertConfig c = odd_sized_config();
+  std::vector<Tensor> outputs, grads;
+  for (const bool packed : {true, false}) {
+    nn::BertModel model(c, pe::make_position_encoding(c, Device::cpu()), Device::cpu(), /*with_pooler=*/false);
+    if (!packed) unpack(model);
+    nn::initialize(model, 3);
+    nn::Context ctx = nn::Context::eval();
+    Var y = model.forward(odd_batch(Device::cpu()), ctx);
+    y.backward(rand_f32(y.shape(), 8));
+    outputs.push_back(y.value());
+    grads.push_back(model.encoder.layers[1]->intermediate.dense.weight.var.grad());
+  }
+  CHECK(outputs[0].to_doubles() == outputs[1].to_doubles());
+  CHECK(grads[0].to_doubles() == grads[1].to_doubles());
+}
+
+// Separate weights take one cast each a forward under bf16: Q/K/V's joined
+// block, the attention's output, the intermediate and the output dense, 4
+// a layer; packed, one for all of them.
+TEST_CASE("cuda: a bf16 forward rounds the packed encoder weights in one launch instead of 4 a layer, same bits",
+          "[cuda]") {
+  const Device gpu = Device::cuda(0);
+  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  const nn::BertConfig c = odd_sized_config();
+  int64_t launches[2];
+  Tensor outputs[2];
+  for (const bool packed : {true, false}) {
+    nn::BertModel model(c, pe::make_position_encoding(c, gpu), gpu, /*with_pooler=*/false);
+    if (!packed) unpack(model);
+    nn::initialize(model, 3);
+    const nn::BertInputs in = odd_batch(gpu);
+    nn::Context ctx = nn::Context::eval();
+    NoGradGuard no_grad;
+    synchronize(gpu);
+    reset_device_counters();
+    outputs[packed] = model.forward(in, ctx).value();
+    launches[packed] = device_counters().kernel_launches;
+  }
+  CHECK(launches[false] - launches[true] == 4 * c.num_hidden_layers - 1);
+  CHECK(outputs[true].to_doubles() == outputs[false].to_doubles());
+}
