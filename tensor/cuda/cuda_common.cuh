@@ -121,8 +121,13 @@ struct DeviceContext {
   // of bounds; they set this and skip the element. synchronize() and the
   // device-to-host copy read it, clear it and throw.
   int* index_error = nullptr;
+  // Device memory, kGroupCounters unsigned ints, all 0 between launches: the
+  // counters of last_of_group (rows.cuh), by which the last block of a group
+  // of partial sums finds that it is the one to add them up.
+  unsigned* group_counters = nullptr;
   int sm_count = 1;
 };
+constexpr int64_t kGroupCounters = 2048;
 
 // Makes `device` current for the calling host thread and returns its context,
 // created on first use. Throws ordo::Error for a device that does not exist.
@@ -308,6 +313,31 @@ __device__ T block_reduce(T v, Combine combine, T identity) {
   v = lane < warps ? warp_results[lane] : identity;
   v = warp_reduce(v, combine);
   return shuffle_broadcast(v, 0);
+}
+
+// Partial sums added up in the launch that makes them (threadFenceReduction's
+// hand-off): a block that has written its part of `group` (one of `parts`)
+// counts it in counters[group] (DeviceContext::group_counters); the block
+// whose count completes the group gets true, resets the counter to 0 for the
+// next launch, and may then read every part (the writers fenced theirs before
+// counting). The group's sum is then the same as a second kernel's over the
+// parts in order: one launch instead of two. Every thread of the block must
+// call it; the result is the same for all of them. With parts > 1, group <
+// kGroupCounters.
+__device__ __forceinline__ bool last_of_group(unsigned* counters, int64_t group, int64_t parts) {
+  if (parts == 1) return true;  // the one part is this block's own (no counter: any number of groups)
+  __shared__ bool last;
+  __threadfence();  // this thread's part before the count
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+    last = atomicAdd(&counters[group], 1u) == static_cast<unsigned>(parts - 1);
+    if (last) atomicExch(&counters[group], 0u);
+  }
+  __syncthreads();
+  const bool result = last;
+  __syncthreads();  // `last` is read by all before the next call writes it
+  if (result) __threadfence();  // the others' parts after the count
+  return result;
 }
 
 struct SumCombine {

@@ -4,13 +4,14 @@
 // (layernorm.cu), the activations of tensor/elementwise_math.h.
 //
 //   residual_layernorm           1 launch   (unfused: bias copy, dropout, add, layernorm)
-//   residual_layernorm_backward  3 launches (layernorm_backward's 3, dropout's, the bias's sum)
+//   residual_layernorm_backward  2 launches (layernorm_backward's 3, dropout's, the bias's sum)
 //   bias_activation              1 launch   (bias copy, activation)
-//   bias_activation_backward     2 launches (activation's derivative, the bias's sum)
+//   bias_activation_backward     1 launch   (activation's derivative, the bias's sum)
 //
 // Column sums (the bias, gamma and beta gradients) run in two deterministic
-// stages, as layernorm.cu's: fixed chunks of rows give per-chunk partial
-// sums in double, which a second kernel adds in chunk order.
+// stages in one launch: fixed chunks of rows give per-chunk partial sums in
+// double, which the block that completes a strip of columns adds in chunk
+// order (last_of_group, tensor/cuda/cuda_common.cuh).
 #include <type_traits>
 
 #include "base/philox.h"
@@ -40,16 +41,23 @@ ColumnChunks column_chunks(int64_t rows, int64_t n) {
   return c;
 }
 
+// out_k[column] = the chunk sums of column in chunk order (out_k null: skipped).
+struct ColumnOutputs {
+  float* out[3];
+};
+
 // Block (32, 8) takes tasks (chunk, strip of 32 columns): thread (c, l) calls
 // element(row, column, sums) for rows begin + l, begin + l + 8, ... of its
 // column in order, then the 8 partial sums of each column are added in a
-// fixed tree; partials is [Element::kSums][chunks][n].
+// fixed tree; partials is [Element::kSums][chunks][n]. The block that
+// completes a strip's chunks (last_of_group) adds them up in chunk order.
 template <class Element>
-__global__ void column_partials_kernel(double* partials, int64_t rows, int64_t n, ColumnChunks cc, Element element) {
+__global__ void column_sums_kernel(ColumnOutputs outs, double* partials, unsigned* counters, int64_t rows, int64_t n,
+                                   ColumnChunks cc, Element element) {
   constexpr int kSums = Element::kSums;
   __shared__ double tile[kSums][kRowLanes][kColumns];
   for (int64_t task = blockIdx.x; task < cc.strips * cc.chunks; task += gridDim.x) {
-    const int64_t chunk = task / cc.strips, column = (task % cc.strips) * kColumns + threadIdx.x;
+    const int64_t chunk = task / cc.strips, strip = task % cc.strips, column = strip * kColumns + threadIdx.x;
     const int64_t begin = chunk * cc.rows_per_chunk, end = min(rows, begin + cc.rows_per_chunk);
     double sums[kSums] = {};
     if (column < n)
@@ -63,22 +71,15 @@ __global__ void column_partials_kernel(double* partials, int64_t rows, int64_t n
     }
     if (threadIdx.y == 0 && column < n)
       for (int k = 0; k < kSums; ++k) partials[(k * cc.chunks + chunk) * n + column] = tile[k][0][threadIdx.x];
+    if (last_of_group(counters, strip, cc.chunks) && threadIdx.y == 0 && column < n)
+      for (int k = 0; k < kSums; ++k) {
+        if (outs.out[k] == nullptr) continue;
+        double sum = 0.0;
+        for (int64_t c = 0; c < cc.chunks; ++c) sum += partials[(k * cc.chunks + c) * n + column];
+        outs.out[k][column] = static_cast<float>(sum);
+      }
     __syncthreads();  // the tile is reused by the next task
   }
-}
-
-// out_k[column] = the chunk sums of column in chunk order (out_k null: skipped).
-struct ColumnOutputs {
-  float* out[3];
-};
-__global__ void column_finish_kernel(ColumnOutputs outs, int sums, const double* partials, int64_t n, int64_t chunks) {
-  for (int64_t column = global_thread_index(); column < n; column += grid_thread_count())
-    for (int k = 0; k < sums; ++k) {
-      if (outs.out[k] == nullptr) continue;
-      double sum = 0.0;
-      for (int64_t chunk = 0; chunk < chunks; ++chunk) sum += partials[(k * chunks + chunk) * n + column];
-      outs.out[k][column] = static_cast<float>(sum);
-    }
 }
 
 template <class Element>
@@ -86,13 +87,11 @@ void column_sums(const Device& device, DeviceContext& ctx, int64_t rows, int64_t
                  Element element) {
   constexpr int kSums = Element::kSums;
   const ColumnChunks cc = column_chunks(rows, n);
+  ORDO_ASSERT(cc.chunks == 1 || cc.strips <= kGroupCounters);  // column_chunks splits only up to 2048 blocks
   Tensor scratch = workspace(device, static_cast<size_t>(kSums * cc.chunks * n) * sizeof(double));
   double* partials = static_cast<double*>(scratch.raw_data());
-  ORDO_LAUNCH(column_partials_kernel<Element>, grid_for_rows(cc.strips * cc.chunks),
-              dim3(kColumns, kRowLanes), 0, ctx.stream, partials, rows, n, cc, element);
-  ORDO_CUDA_CHECK_LAUNCH();
-  ORDO_LAUNCH(column_finish_kernel, grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream, outs, kSums, partials, n,
-              cc.chunks);
+  ORDO_LAUNCH(column_sums_kernel<Element>, grid_for_rows(cc.strips * cc.chunks), dim3(kColumns, kRowLanes), 0,
+              ctx.stream, outs, partials, ctx.group_counters, rows, n, cc, element);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,14 +1,14 @@
 // CUDA reductions over the middle axis of x [outer, r, inner]: sum, mean,
 // max, min, var, argmax, and the sum of squares of gradient clipping.
 //
-// Two stages, no atomics:
-//  1. partial kernel: the r axis of every output is cut into `splits` chunks
-//     (a number fixed by the shape alone); one block reduces one chunk of one
-//     output (inner == 1, contiguous rows) or of 32 neighbouring outputs
-//     (inner > 1, so the loads along inner coalesce), each thread walking
-//     its elements in order and the block combining threads in a fixed tree;
-//  2. finish kernel: one thread per output combines its chunk results in
-//     chunk order and writes the output.
+// Two stages in one launch, no float atomics:
+//  1. the r axis of every output is cut into `splits` chunks (a number fixed
+//     by the shape alone); one block reduces one chunk of one output (inner
+//     == 1, contiguous rows) or of 32 neighbouring outputs (inner > 1, so the
+//     loads along inner coalesce), each thread walking its elements in order
+//     and the block combining threads in a fixed tree;
+//  2. the block that completes an output's chunks (last_of_group: an integer
+//     count) combines its chunk results in chunk order and writes the output.
 // Every sum is accumulated in double (as the CPU's), so both backends agree
 // to within the final rounding to f32. Nothing depends on timing or on the
 // GPU model: the same inputs give bit-identical outputs on every run.
@@ -84,14 +84,25 @@ struct ArgMaxOp {
   }
 };
 
+// ---- stage 2, in the launch of stage 1: an output's chunks combined in order -----------
+// (by the block that completes them: last_of_group)
+
+template <class Op, class Finish>
+__device__ __forceinline__ void finish_output(const typename Op::Acc* partial, int64_t out, int64_t splits, Op op,
+                                              Finish finish) {
+  typename Op::Acc acc = partial[out * splits];
+  for (int64_t s = 1; s < splits; ++s) acc = op(acc, partial[out * splits + s]);
+  finish(out, acc);
+}
+
 // ---- stage 1: partial results per (output, chunk) ----------------------------------
 
 // inner == 1. Block = threads_for_row(chunk) threads, one (row, split) task at
 // a time (grid-stride over tasks); thread t takes elements begin + t,
 // begin + t + blockDim.x, ... of the chunk. partial is [rows, splits].
-template <class Op>
-__global__ void reduce_rows_kernel(const float* x, int64_t rows, int64_t r, int64_t splits,
-                                   int64_t chunk, Op op, typename Op::Acc* partial) {
+template <class Op, class Finish>
+__global__ void reduce_rows_kernel(const float* x, int64_t rows, int64_t r, int64_t splits, int64_t chunk, Op op,
+                                   typename Op::Acc* partial, unsigned* counters, Finish finish) {
   for (int64_t task = blockIdx.x; task < rows * splits; task += gridDim.x) {
     const int64_t row = task / splits, begin = (task % splits) * chunk;
     const int64_t end = min(r, begin + chunk);
@@ -100,6 +111,7 @@ __global__ void reduce_rows_kernel(const float* x, int64_t rows, int64_t r, int6
     for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) acc = op(acc, op.load(xr[j], j, row));
     acc = block_reduce(acc, op, Op::identity());
     if (threadIdx.x == 0) partial[task] = acc;
+    if (last_of_group(counters, row, splits) && threadIdx.x == 0) finish_output(partial, row, splits, op, finish);
   }
 }
 
@@ -110,10 +122,10 @@ constexpr int kColumnLanes = 8;   // threads per output along r
 // positions, threadIdx.y walks rows j = begin + y, begin + y + 8, ... of the
 // chunk; the 8 partial values of an output are then combined in a fixed tree
 // through shared memory. partial is [outer * inner, splits].
-template <class Op>
-__global__ void reduce_columns_kernel(const float* x, int64_t outer, int64_t r, int64_t inner,
-                                      int64_t splits, int64_t chunk, Op op,
-                                      typename Op::Acc* partial) {
+template <class Op, class Finish>
+__global__ void reduce_columns_kernel(const float* x, int64_t outer, int64_t r, int64_t inner, int64_t splits,
+                                      int64_t chunk, Op op, typename Op::Acc* partial, unsigned* counters,
+                                      Finish finish) {
   using Acc = typename Op::Acc;
   __shared__ Acc tile[kColumnLanes][kColumnWidth];
   const int64_t strips = (inner + kColumnWidth - 1) / kColumnWidth;
@@ -134,21 +146,12 @@ __global__ void reduce_columns_kernel(const float* x, int64_t outer, int64_t r, 
       __syncthreads();
     }
     if (threadIdx.y == 0 && i < inner) partial[(o * inner + i) * splits + split] = tile[0][threadIdx.x];
+    if (last_of_group(counters, o * strips + strip, splits) && threadIdx.y == 0 && i < inner)
+      finish_output(partial, o * inner + i, splits, op, finish);
     __syncthreads();  // the tile is reused by the next task
   }
 }
 
-// ---- stage 2: combine the chunks of each output in order, write it -------------------
-
-template <class Op, class Finish>
-__global__ void reduce_finish_kernel(const typename Op::Acc* partial, int64_t outputs,
-                                     int64_t splits, Op op, Finish finish) {
-  for (int64_t out = global_thread_index(); out < outputs; out += grid_thread_count()) {
-    typename Op::Acc acc = partial[out * splits];
-    for (int64_t s = 1; s < splits; ++s) acc = op(acc, partial[out * splits + s]);
-    finish(out, acc);
-  }
-}
 
 // out = f32(sum / divisor): sum (divisor 1), mean (r), var (r - correction).
 struct WriteQuotient {
@@ -204,17 +207,16 @@ void run_reduction(const Tensor& x, int64_t outer, int64_t r, int64_t inner, Op 
   Tensor scratch = workspace(x.device(), static_cast<size_t>(outputs * plan.splits) * sizeof(Acc));
   Acc* partial = static_cast<Acc*>(scratch.raw_data());
   if (inner == 1) {
+    ORDO_ASSERT(plan.splits == 1 || outer <= kGroupCounters);  // plan_for splits only up to 2048 blocks
     const int threads = threads_for_row(plan.chunk);
     ORDO_LAUNCH(reduce_rows_kernel, grid_for_rows(outer * plan.splits), threads, 0, ctx.stream, xs, outer, r,
-                plan.splits, plan.chunk, op, partial);
+                plan.splits, plan.chunk, op, partial, ctx.group_counters, finish);
   } else {
-    const int64_t tasks = outer * ((inner + kColumnWidth - 1) / kColumnWidth) * plan.splits;
-    ORDO_LAUNCH(reduce_columns_kernel, grid_for_rows(tasks), dim3(kColumnWidth, kColumnLanes), 0, ctx.stream,
-                xs, outer, r, inner, plan.splits, plan.chunk, op, partial);
+    const int64_t strips = (inner + kColumnWidth - 1) / kColumnWidth;
+    ORDO_ASSERT(plan.splits == 1 || outer * strips <= kGroupCounters);
+    ORDO_LAUNCH(reduce_columns_kernel, grid_for_rows(outer * strips * plan.splits), dim3(kColumnWidth, kColumnLanes),
+                0, ctx.stream, xs, outer, r, inner, plan.splits, plan.chunk, op, partial, ctx.group_counters, finish);
   }
-  ORDO_CUDA_CHECK_LAUNCH();
-  ORDO_LAUNCH(reduce_finish_kernel, grid_for(outputs, kThreads, ctx), kThreads, 0, ctx.stream, partial, outputs,
-              plan.splits, op, finish);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 

@@ -432,6 +432,8 @@ DeviceState* create_state(int index) {
   ORDO_CUDA_CHECK(cudaStreamCreateWithFlags(&s->ctx.stream, cudaStreamDefault));
   s->ctx.index_error = static_cast<int*>(s->allocator.permanent(sizeof(int)));
   ORDO_CUDA_CHECK(cudaMemsetAsync(s->ctx.index_error, 0, sizeof(int), s->ctx.stream));
+  s->ctx.group_counters = static_cast<unsigned*>(s->allocator.permanent(kGroupCounters * sizeof(unsigned)));
+  ORDO_CUDA_CHECK(cudaMemsetAsync(s->ctx.group_counters, 0, kGroupCounters * sizeof(unsigned), s->ctx.stream));
   ORDO_CUDA_CHECK(wait_for_stream(s->ctx.stream));
   return s;
 }

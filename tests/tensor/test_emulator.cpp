@@ -344,6 +344,30 @@ __global__ void copy_with_stray_store(float* out, const float* x) {
   if (threadIdx.x == 31 && blockIdx.x + 1 < gridDim.x) out[i + 1] = -1.0f;  // planted
 }
 
+// Each block writes its 32 values' sum as its part; the block that completes
+// the count adds the parts up (last_of_group's hand-off, written out here so
+// that each of its two steps can be left out: `fence` the writers'
+// __threadfence before counting, `count` the atomic count itself — without
+// it, the last block by index adds up, as if blocks ran in order).
+__global__ void parts_added_by_the_last_block(float* out, float* parts, unsigned* counter, const float* x, bool fence,
+                                              bool count) {
+  __shared__ bool last;
+  const unsigned i = blockIdx.x * 32 + threadIdx.x;
+  const float sum = ordo::cuda::block_reduce(x[i], ordo::cuda::SumCombine{}, 0.0f);
+  if (threadIdx.x == 0) parts[blockIdx.x] = sum;
+  if (fence) __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0)
+    last = count ? atomicAdd(counter, 1u) == gridDim.x - 1 : blockIdx.x == gridDim.x - 1;
+  __syncthreads();
+  if (last && threadIdx.x == 0) {
+    float total = 0.0f;
+    for (unsigned b = 0; b < gridDim.x; ++b) total += parts[b];
+    *out = total;
+    if (count) atomicExch(counter, 0u);
+  }
+}
+
 // The sum of n <= 64 values through a tile of 64 whose tail past n is never zeroed.
 __global__ void tile_sum_unzeroed_tail(float* out, const float* x, int n) {
   __shared__ float tile[64];
@@ -475,6 +499,39 @@ TEST_CASE("emulator: the conflict check catches a store into another block's ele
   CHECK_THAT(error, Contains("conflicting writes between blocks in kernel 'copy_with_stray_store': thread (0,0,0) "
                              "of block (1,0,0) writes 4 bytes at byte 128 of the device allocation of 512 bytes"));
   CHECK_THAT(error, Contains("which block 0 (linear index) of the same launch wrote without atomics"));
+  cudaFree(x);
+  cudaFree(out);
+}
+
+TEST_CASE("emulator: the conflict check lets the last block read parts fenced and counted, not otherwise",
+          "[emulator]") {
+  constexpr int kBlocks = 4;
+  const std::vector<float> values = iota_floats(kBlocks * 32, 0.0f);
+  float* x = device_array(values);
+  float* out = device_array(std::vector<float>(1, 0.0f));
+  float* parts = device_array(std::vector<float>(kBlocks, 0.0f));
+  unsigned* counter = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&counter), sizeof(unsigned)) == cudaSuccess);
+  REQUIRE(cudaMemset(counter, 0, sizeof(unsigned)) == cudaSuccess);
+  auto run = [&](const std::string& schedule, bool fence, bool count) {
+    ScheduleGuard guard(schedule);
+    ORDO_LAUNCH(parts_added_by_the_last_block, kBlocks, 32, 0, nullptr, out, parts, counter, x, fence, count);
+    return launch_error();
+  };
+  ChecksGuard conflict(emu::Check::conflict);
+  const float total = static_cast<float>(kBlocks * 32 * (kBlocks * 32 - 1) / 2);  // 0 + 1 + ... : exact in f32
+  for (const std::string schedule : {"forward", "reverse"}) {
+    INFO(schedule);
+    REQUIRE(run(schedule, true, true) == "");
+    CHECK(host_array(out, 1)[0] == total);
+    CHECK_THAT(run(schedule, false, true), Contains("a read of another block's write in kernel "
+                                                    "'parts_added_by_the_last_block'"));
+  }
+  // Without the count, the last block by index reads parts that, on a GPU, may not be written yet.
+  CHECK_THAT(run("forward", true, false), Contains("a read of another block's write in kernel "
+                                                   "'parts_added_by_the_last_block': thread (0,0,0) of block (3,0,0)"));
+  cudaFree(counter);
+  cudaFree(parts);
   cudaFree(x);
   cudaFree(out);
 }

@@ -175,7 +175,7 @@ void check_close(const Tensor& got, const Tensor& want, double rtol, double atol
 // size <= 4 here: mean and rstd 4u relative, y and the gradients 8u relative
 // and 128u absolute; the column sums (double on both sides, of terms that
 // differ by those bounds) as the gradients.
-TEST_CASE("cuda: fused residual + dropout + LayerNorm matches the CPU, in 1 launch forward and 3 backward",
+TEST_CASE("cuda: fused residual + dropout + LayerNorm matches the CPU, in 1 launch forward and 2 backward",
           "[cuda]") {
   const Shape shapes[] = {{3, 17}, {2, 3, 100}, {2, 1025}};  // warp rows, 100 wide, block rows
   uint64_t seed = 40;
@@ -197,7 +197,7 @@ TEST_CASE("cuda: fused residual + dropout + LayerNorm matches the CPU, in 1 laun
       reset_device_counters();
       ResidualLayerNormGrads g = residual_layernorm_backward(gy.to(kGpu), forward, gamma.to(kGpu), true, p,
                                                              PhiloxStream{77, 2, base}, DType::f32);
-      CHECK(device_counters().kernel_launches == 3);
+      CHECK(device_counters().kernel_launches == 2);
       check_close(forward.y, cpu.y, 8 * kU, 128 * kU, what + " y");
       check_close(g.gresidual, cpu.gresidual, 8 * kU, 128 * kU, what + " gresidual");
       check_close(g.gh, cpu.gh, 8 * kU, 128 * kU, what + " gh");
@@ -219,10 +219,12 @@ TEST_CASE("cuda: fused backwards write a product output's gradient as bf16: the 
 // The activations on the device use CUDA's erff/tanhf/expf, a few ulps from
 // the host's: y within 8u relative plus 8u of |x + b| (the argument's scale);
 // gx likewise times |gy|; gbias the sum of rows such terms.
-TEST_CASE("cuda: fused bias + activation matches the CPU, in 1 launch forward and 2 backward", "[cuda]") {
+// 1500 rows: the bias's sum in 24 chunks, added up by the block that
+// completes them (last_of_group), its counters reset for each next call.
+TEST_CASE("cuda: fused bias + activation matches the CPU, in 1 launch forward and 1 backward", "[cuda]") {
   uint64_t seed = 60;
   for (const UnaryOp act : {UnaryOp::gelu, UnaryOp::gelu_tanh, UnaryOp::relu, UnaryOp::tanh})
-    for (const Shape& shape : {Shape{3, 17}, Shape{70, 130}}) {
+    for (const Shape& shape : {Shape{3, 17}, Shape{70, 130}, Shape{1500, 40}}) {
       const std::string what = std::string(unary_name(act)) + " " + shape_str(shape);
       const int64_t n = shape.back(), rows = shape_numel(shape) / n;
       Tensor x = rand_f32(shape, ++seed, -3, 3), b = rand_f32({n}, ++seed), gy = rand_f32(shape, ++seed);
@@ -234,7 +236,7 @@ TEST_CASE("cuda: fused bias + activation matches the CPU, in 1 launch forward an
       CHECK(device_counters().kernel_launches == 1);
       reset_device_counters();
       const BiasActivationGrads g = bias_activation_backward(gy.to(kGpu), x.to(kGpu), b.to(kGpu), act, DType::f32);
-      CHECK(device_counters().kernel_launches == 2);
+      CHECK(device_counters().kernel_launches == 1);
       check_close(y, y_cpu, 8 * kU, 8 * kU * 4, what + " y");
       check_close(g.gx, g_cpu.gx, 8 * kU, 8 * kU * 4, what + " gx");
       check_close(g.gbias, g_cpu.gbias, 8 * kU, 8 * kU * 4 * static_cast<double>(rows), what + " gbias");

@@ -114,6 +114,8 @@ struct Launch {
   // Time: it moves at every launch and block start, __syncthreads and __syncwarp.
   uint64_t now = 0, launch_start = 0, block_start = 0, last_barrier = 0;
   std::vector<std::pair<uint64_t, uint64_t>> blocks_run;  // (start, linear index) of this launch's blocks
+  std::vector<uint64_t> last_fence;  // per block of blocks_run, in its order: its last __threadfence (0: none)
+  bool acquired = false;             // the running block made an atomic access to device memory
   std::vector<uint64_t> warp_sync_time;  // per thread: its last __syncwarp
   std::vector<unsigned> warp_sync_mask;
 };
@@ -322,6 +324,18 @@ uint64_t block_at(uint64_t time) {
   return it == current.blocks_run.begin() ? 0 : std::prev(it)->second;
 }
 
+// Whether another block's write at `time` may be read by the running block:
+// the hand-off of threadFenceReduction (the last block of a group adds up the
+// others' partials): the writer made a __threadfence after the write, before
+// its atomic count, and the reader has made an atomic access (that count)
+// since it started. The rule does not tie the reader's atomic to the writer's.
+bool published(uint64_t time) {
+  if (!current.acquired) return false;
+  auto it = std::upper_bound(current.blocks_run.begin(), current.blocks_run.end(), std::make_pair(time, ~uint64_t(0)));
+  if (it == current.blocks_run.begin()) return false;
+  return current.last_fence[static_cast<size_t>(std::prev(it) - current.blocks_run.begin())] > time;
+}
+
 void check_writers(uintptr_t a, size_t n, bool write) {
   for_words(a, n, [&](uintptr_t w, unsigned mask) {
     if (current.failed) return;
@@ -334,7 +348,7 @@ void check_writers(uintptr_t a, size_t n, bool write) {
       return device_error("device-memory race", a, n, write ? Kind::write : Kind::read,
                           ", which thread " + thread_str(thread) + " of the same block wrote with no __syncthreads "
                           "(or __syncwarp naming both) between (" + (write ? "write after write" : "read after write") + ")");
-    if (bytes != 0 && this_launch && !this_block && (current.bits & Check::conflict))
+    if (bytes != 0 && this_launch && !this_block && (current.bits & Check::conflict) && (write || !published(time)))
       return device_error(write ? "conflicting writes between blocks" : "a read of another block's write", a, n,
                           write ? Kind::write : Kind::read,
                           ", which block " + std::to_string(block_at(time)) + " (linear index) of the same launch wrote" +
@@ -359,6 +373,7 @@ void device_access(uintptr_t a, size_t n, Kind kind) {
       return device_error("uninitialised device memory read", a, n, kind, ", never written since it was allocated");
     if (kind != Kind::read) std::memset(state, shadow::kWritten, n);
   }
+  if (kind == Kind::atomic) current.acquired = true;
   if (kind != Kind::atomic) check_writers(a, n, kind == Kind::write);
 }
 
@@ -370,6 +385,7 @@ void begin_launch(const char* kernel) {
   current.kernel = kernel;
   current.launch_start = ++current.now;
   current.blocks_run.clear();
+  current.last_fence.clear();
   current.failed = false;
   current.bits = enabled();
 }
@@ -378,11 +394,17 @@ void begin_block(Dim block_idx, uint64_t linear, int threads) {
   current.block_idx = block_idx;
   current.block_start = current.last_barrier = ++current.now;
   current.blocks_run.emplace_back(current.now, linear);
+  current.last_fence.push_back(0);
+  current.acquired = false;
   current.warp_sync_time.assign(static_cast<size_t>(threads), 0);
   current.warp_sync_mask.assign(static_cast<size_t>(threads), 0);
 }
 
 void block_barrier() { current.last_barrier = ++current.now; }
+
+void thread_fence() {
+  if (!current.last_fence.empty()) current.last_fence.back() = ++current.now;
+}
 
 void warp_sync(int first_thread, unsigned mask) {
   ++current.now;

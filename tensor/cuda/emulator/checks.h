@@ -13,6 +13,7 @@ void begin_launch(const char* kernel);
 void begin_block(Dim block_idx, uint64_t linear, int threads);
 void block_barrier();                          // a __syncthreads completed
 void warp_sync(int first_thread, unsigned mask);  // a __syncwarp completed for these lanes
+void thread_fence();                           // the running thread made a __threadfence
 // The linear index, in its block, of the thread being run.
 extern int running_thread;
 

@@ -158,6 +158,10 @@ std::string take_error_detail();
 // ---- block and warp synchronisation ------------------------------------------------
 
 void sync_threads();
+// __threadfence: orders this thread's writes before its later ones (the
+// host's fence), and tells the checks that this block's writes so far are
+// published to a block that reads them after an atomic (access_checks).
+void thread_fence();
 
 enum class WarpOp { sync, shfl, shfl_up, shfl_down, shfl_xor, match_any, ballot };
 const char* warp_op_name(WarpOp op);

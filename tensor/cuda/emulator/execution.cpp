@@ -294,6 +294,11 @@ const char* warp_op_name(WarpOp op) {
   return "a warp operation";
 }
 
+void thread_fence() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (current_thread != nullptr) access_checks::thread_fence();
+}
+
 void sync_threads() {
   Block& b = *current_block;
   ++b.at_barrier;

@@ -187,6 +187,7 @@ const char* cudaGetErrorString(cudaError_t error);
 // ---- block and warp synchronisation ---------------------------------------------------------------
 
 inline void __syncthreads() { ::ordo::cuda::emulator::sync_threads(); }
+inline void __threadfence() { ::ordo::cuda::emulator::thread_fence(); }
 inline void __syncwarp(unsigned mask = 0xffffffffu) {
   ::ordo::cuda::emulator::warp_exchange(::ordo::cuda::emulator::WarpOp::sync, mask, 0, 0, warpSize);
 }
