@@ -35,7 +35,7 @@
 // Tables are [Ht, R] (scalars) or [Ht, R, d] (vectors) with Ht = H or 1 (one
 // table for every head). E and F are [B or 1, H, L or J, e]; key_bias [B or
 // 1, H or 1, J]; dense_bias [B or 1, H or 1, L, J]. An undefined tensor is an
-// absent term. Everything is contiguous.
+// absent term. Every term is contiguous (q, k, v: tensor/kernels.inc).
 #pragma once
 
 #include <cstdint>

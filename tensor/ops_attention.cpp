@@ -1,6 +1,6 @@
 // Op layer of the fused attention (tensor/attention_terms.h, tensor/kernels.inc):
-// every term's shape, dtype and device checked, contiguous operands for the
-// kernels, and the gradients of broadcast inputs summed back to their shapes.
+// every term's shape, dtype and device checked, the operands laid out as the
+// kernels take them, and the gradients of broadcast inputs summed back to their shapes.
 // Then attention_inference: the unfused ops, a batch element a thread.
 #include <exception>
 #include <mutex>
@@ -119,6 +119,13 @@ Dims check(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTer
 
 Tensor dense(const Tensor& t) { return t.defined() ? t.contiguous() : t; }
 
+// q, k or v as the backend takes it (kernels.inc): the CUDA kernels read any
+// view whose rows are contiguous where it lies (the stacked Q/K/V product's
+// columns, per head), no copy; the CPU's reference loops a contiguous copy.
+Tensor head_rows(const Tensor& t) {
+  return t.device().is_cuda() && (t.size(3) <= 1 || t.stride(3) == 1) ? t : t.contiguous();
+}
+
 // The terms with every tensor contiguous.
 AttentionTerms contiguous(AttentionTerms t) {
   for (Tensor* x : {&t.gate, &t.product, &t.query_vectors, &t.key_vectors, &t.table, &t.value_vectors, &t.pos_query,
@@ -162,7 +169,7 @@ AttentionOutput attention_forward(const Tensor& q, const Tensor& k, const Tensor
   AttentionOutput r{Tensor::empty({n.B, n.H, n.L, n.d}, q.dtype(), q.device()),
                     Tensor::empty({n.B, n.H, n.L}, q.dtype(), q.device())};
   if (r.out.numel() == 0) return r;
-  ORDO_BACKEND(q.device(), attention_forward)(r.out, r.lse, q.contiguous(), k.contiguous(), v.contiguous(),
+  ORDO_BACKEND(q.device(), attention_forward)(r.out, r.lse, head_rows(q), head_rows(k), head_rows(v),
                                              contiguous(terms));
   return r;
 }
@@ -191,7 +198,7 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
   if (needs.segment_table && terms.segment_table.defined())
     g.segment_rows = Tensor::empty({n.B, n.H, n.L, terms.segment_types}, dt, dev);
   if (forward.out.numel() > 0) {
-    ORDO_BACKEND(dev, attention_backward)(g, gout.contiguous(), q.contiguous(), k.contiguous(), v.contiguous(),
+    ORDO_BACKEND(dev, attention_backward)(g, gout.contiguous(), head_rows(q), head_rows(k), head_rows(v),
                                           forward.out, forward.lse, contiguous(terms));
   } else {
     for (Tensor* x : {&g.q, &g.k, &g.v, &g.gate, &g.product, &g.query_vectors, &g.key_vectors, &g.table,

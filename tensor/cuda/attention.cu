@@ -98,6 +98,23 @@ Broadcast broadcast_of(const Tensor& t) {
   return x;
 }
 
+// q, k or v [B, H, N, d] as the kernels address it: row (b, h, n) at data +
+// b batch + h head + n row, its d elements contiguous — any such view, so
+// that q, k and v are read where the stacked Q/K/V product wrote them
+// ([B, L, 3, H, d] viewed per head) instead of from copies.
+struct HeadRows {
+  const float* data;
+  int64_t batch, head, row;
+  __device__ __forceinline__ const float* at(int64_t b, int64_t h, int64_t n) const {
+    return data + b * batch + h * head + n * row;
+  }
+};
+
+HeadRows head_rows(const Tensor& t) {
+  ORDO_ASSERT(t.dim() == 4 && (t.size(3) <= 1 || t.stride(3) == 1));
+  return {t.data<float>(), t.stride(0), t.stride(1), t.stride(2)};
+}
+
 // Everything the kernels read besides q, k, v.
 struct Terms {
   int64_t B, H, L, J, d, e = 0;
@@ -279,13 +296,14 @@ Terms terms_of(const AttentionTerms& t, const Tensor& q, const Tensor& k, Device
   return x;
 }
 
-// Rows [first, first + count) of a [rows, width] matrix into a shared tile,
-// zeros past the end; every thread of the block takes part.
+// Rows [first, first + count) of a [rows, width] matrix whose rows lie
+// `stride` apart into a shared tile, zeros past the end; every thread of the
+// block takes part.
 __device__ __forceinline__ void load_tile(float (*tile)[kHead], const float* rows, int64_t first, int64_t count,
-                                          int64_t width) {
+                                          int64_t width, int64_t stride) {
   for (int x = threadIdx.x; x < kTile * kHead; x += blockDim.x) {
     const int r = x / kHead, c = x % kHead;
-    tile[r][c] = (first + r < count && c < width) ? rows[(first + r) * width + c] : 0.0f;
+    tile[r][c] = (first + r < count && c < width) ? rows[(first + r) * stride + c] : 0.0f;
   }
 }
 
@@ -303,8 +321,8 @@ __device__ __forceinline__ void rotate_tile(float (*tile)[kHead], int64_t first,
 // A block per (query tile, head, batch), a thread per query row i; D the
 // head's width (0: read from t.d).
 template <int D>
-__global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, float* lse, const float* q,
-                                                                    const float* k, const float* v, Terms t) {
+__global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, float* lse, HeadRows q, HeadRows k,
+                                                                    HeadRows v, Terms t) {
   __shared__ float keys[kTile][kHead], values[kTile][kHead], pos_keys[kTile][kHead];
   const int64_t b = blockIdx.z, h = blockIdx.y, i = blockIdx.x * kRows + threadIdx.x;
   const bool active = i < t.L;
@@ -314,7 +332,7 @@ __global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, fl
   const float* ei = nullptr;
   if (active) {
     ORDO_UNROLL_BY((kUnroll<D>))
-    for (int x = 0; x < d; ++x) qi[x] = q[(bh * t.L + i) * d + x];
+    for (int x = 0; x < d; ++x) qi[x] = q.at(b, h, i)[x];
     if (t.rotary != nullptr) rotate_row<D>(t, qi, t.positions[b * t.L + i], false);
     if (t.e > 0) ei = t.pos_row(t.pos_query, b, h, i);
   }
@@ -324,9 +342,9 @@ __global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, fl
   Terms::Draw draw;
   const float* pos_keys_bh = t.e > 0 ? t.pos_row(t.pos_key, b, h, 0) : nullptr;
   for (int64_t j0 = 0; j0 < t.J; j0 += kTile) {
-    load_tile(keys, k + bh * t.J * d, j0, t.J, d);
-    load_tile(values, v + bh * t.J * d, j0, t.J, d);
-    if (t.e > 0) load_tile(pos_keys, pos_keys_bh, j0, t.J, t.e);
+    load_tile(keys, k.at(b, h, 0), j0, t.J, d, k.row);
+    load_tile(values, v.at(b, h, 0), j0, t.J, d, v.row);
+    if (t.e > 0) load_tile(pos_keys, pos_keys_bh, j0, t.J, t.e, t.e);
     if (t.rotary != nullptr) rotate_tile(keys, j0, t.J, b, t);
     __syncthreads();
     const int count = static_cast<int>(t.J - j0 < kTile ? t.J - j0 : kTile);
@@ -382,8 +400,8 @@ __global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, fl
 // width (0: read from t.d).
 template <int D>
 __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
-    float* gq, float* gpos_query, float* gsegments, float* dsum, const float* gout, const float* q, const float* k,
-    const float* v, const float* out, const float* lse, Terms t) {
+    float* gq, float* gpos_query, float* gsegments, float* dsum, const float* gout, HeadRows q, HeadRows k,
+    HeadRows v, const float* out, const float* lse, Terms t) {
   __shared__ float keys[kTile][kHead], values[kTile][kHead], pos_keys[kTile][kHead];
   __shared__ float go_rows[kRows][kHead + 1], e_grads[kRows][kHead + 1];
   const int64_t b = blockIdx.z, h = blockIdx.y, i = blockIdx.x * kRows + threadIdx.x;
@@ -398,7 +416,7 @@ __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
   if (active) {
     ORDO_UNROLL_BY((kUnroll<D>))
     for (int x = 0; x < d; ++x) {
-      qi[x] = q[row_index * d + x];
+      qi[x] = q.at(b, h, i)[x];
       go[x] = gout[row_index * d + x];
       D_i += go[x] * out[row_index * d + x];
     }
@@ -414,9 +432,9 @@ __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
   Terms::Draw draw;
   const float* pos_keys_bh = t.e > 0 ? t.pos_row(t.pos_key, b, h, 0) : nullptr;
   for (int64_t j0 = 0; j0 < t.J; j0 += kTile) {
-    load_tile(keys, k + bh * t.J * d, j0, t.J, d);
-    load_tile(values, v + bh * t.J * d, j0, t.J, d);
-    if (t.e > 0) load_tile(pos_keys, pos_keys_bh, j0, t.J, t.e);
+    load_tile(keys, k.at(b, h, 0), j0, t.J, d, k.row);
+    load_tile(values, v.at(b, h, 0), j0, t.J, d, v.row);
+    if (t.e > 0) load_tile(pos_keys, pos_keys_bh, j0, t.J, t.e, t.e);
     if (t.rotary != nullptr) rotate_tile(keys, j0, t.J, b, t);
     __syncthreads();
     const int count = static_cast<int>(t.J - j0 < kTile ? t.J - j0 : kTile);
@@ -466,8 +484,8 @@ __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
 // in tiles; D the head's width (0: read from t.d).
 template <int D>
 __global__ void __launch_bounds__(kRows) attention_key_grads_kernel(float* gk, float* gv, float* gpos_key,
-                                                                      const float* gout, const float* q,
-                                                                      const float* k, const float* v,
+                                                                      const float* gout, HeadRows q, HeadRows k,
+                                                                      HeadRows v,
                                                                       const float* lse, const float* dsum, Terms t) {
   __shared__ float queries[kTile][kHead], go_tile[kTile][kHead], pos_queries[kTile][kHead];
   __shared__ float tile_lse[kTile], tile_dsum[kTile];
@@ -483,10 +501,10 @@ __global__ void __launch_bounds__(kRows) attention_key_grads_kernel(float* gk, f
   float* dv = v_grads[threadIdx.x];
   const int d = D > 0 ? D : static_cast<int>(t.d);
   float dk[kArrayWidth<D>];
-  const float* vj = v + (bh * t.J + j) * d;
+  const float* vj = v.at(b, h, j);
   const float* fj = nullptr;
   if (active) {
-    for (int x = 0; x < d; ++x) kj[x] = k[(bh * t.J + j) * d + x];
+    for (int x = 0; x < d; ++x) kj[x] = k.at(b, h, j)[x];
     if (t.rotary != nullptr) t.rotate(kj, t.positions[b * t.L + j], false);
     if (t.e > 0) fj = t.pos_row(t.pos_key, b, h, j);
   }
@@ -495,9 +513,9 @@ __global__ void __launch_bounds__(kRows) attention_key_grads_kernel(float* gk, f
   for (int x = 0; x < kHead; ++x) dv[x] = 0.0f, df[x] = 0.0f;
   const float* pos_queries_bh = t.e > 0 ? t.pos_row(t.pos_query, b, h, 0) : nullptr;
   for (int64_t i0 = 0; i0 < t.L; i0 += kTile) {
-    load_tile(queries, q + bh * t.L * d, i0, t.L, d);
-    load_tile(go_tile, gout + bh * t.L * d, i0, t.L, d);
-    if (t.e > 0) load_tile(pos_queries, pos_queries_bh, i0, t.L, t.e);
+    load_tile(queries, q.at(b, h, 0), i0, t.L, d, q.row);
+    load_tile(go_tile, gout + bh * t.L * d, i0, t.L, d, d);
+    if (t.e > 0) load_tile(pos_queries, pos_queries_bh, i0, t.L, t.e, t.e);
     if (t.rotary != nullptr) rotate_tile(queries, i0, t.L, b, t);
     if (threadIdx.x < kTile) {
       const int64_t i = i0 + threadIdx.x;
@@ -588,7 +606,7 @@ struct TableGrads {
 __global__ void __launch_bounds__(kWarp) attention_table_grads_kernel(TableGrads g, int64_t heads,
                                                                         const uint32_t* keys, const int32_t* pairs,
                                                                         int64_t count, const float* gout,
-                                                                        const float* q, const float* k, const float* v,
+                                                                        HeadRows q, HeadRows k, HeadRows v,
                                                                         const float* lse, const float* dsum, Terms t) {
   __shared__ float pair_ds[kWarp], pair_pt[kWarp], pair_qk[kWarp];
   __shared__ int64_t pair_of[kWarp];
@@ -605,9 +623,9 @@ __global__ void __launch_bounds__(kWarp) attention_table_grads_kernel(TableGrads
       if (lane < n) {  // this lane's pair: its dS
         const int64_t pair = pairs[p0 + lane];
         const int64_t j = pair % t.J, i = (pair / t.J) % t.L, b = pair / (t.L * t.J), bh = b * t.H + h;
-        const float* qi = q + (bh * t.L + i) * t.d;
-        const float* kj = k + (bh * t.J + j) * t.d;
-        const float* vj = v + (bh * t.J + j) * t.d;
+        const float* qi = q.at(b, h, i);
+        const float* kj = k.at(b, h, j);
+        const float* vj = v.at(b, h, j);
         const float* go = gout + (bh * t.L + i) * t.d;
         const int64_t rel = t.reset_row(i, j) >= 0 ? -1 : r;  // the vector tables' row (none under the reset)
         const float* w = t.entry(t.product, h, rel);
@@ -648,7 +666,7 @@ __global__ void __launch_bounds__(kWarp) attention_table_grads_kernel(TableGrads
         for (int c = 0; c < kPerLane; ++c) {
           const int x = lane + c * kWarp;
           if (x >= t.d) break;
-          const float qx = q[(bh * t.L + i) * t.d + x], kx = k[(bh * t.J + j) * t.d + x];
+          const float qx = q.at(b, h, i)[x], kx = k.at(b, h, j)[x];
           gw[c] += t.scale * ds * qx * kx;
           ga[c] += t.query_scale * ds * qx;
           gb[c] += t.key_scale * ds * kx;
@@ -745,7 +763,7 @@ void table_grads(const AttentionGrads& grads, const Terms& t, const Tensor& gout
   const int64_t heads = all_shared ? t.H : 1;
   ORDO_LAUNCH(attention_table_grads_kernel, dim3(static_cast<unsigned>(rows), static_cast<unsigned>(t.H / heads)),
               kWarp, 0, ctx.stream, g, heads, sorted.keys, sorted.pairs, sorted.count, gout.data<float>(),
-              q.data<float>(), k.data<float>(), v.data<float>(), lse.data<float>(), dsum.data<float>(), t);
+              head_rows(q), head_rows(k), head_rows(v), lse.data<float>(), dsum.data<float>(), t);
   ORDO_CUDA_CHECK_LAUNCH();
   for (int n = 0; n < 6; ++n)
     if (per_head[n].defined())
@@ -775,7 +793,7 @@ void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, co
                   static_cast<unsigned>(t.B));
   with_head_width(t.d, [&](auto width) {
     ORDO_LAUNCH(attention_forward_kernel<decltype(width)::value>, grid, kRows, 0, ctx.stream, out.data<float>(), lse.data<float>(),
-                q.data<float>(), k.data<float>(), v.data<float>(), t);
+                head_rows(q), head_rows(k), head_rows(v), t);
   });
   ORDO_CUDA_CHECK_LAUNCH();
 }
@@ -793,13 +811,13 @@ void attention_backward(const AttentionGrads& grads, const Tensor& gout, const T
   with_head_width(t.d, [&](auto width) {
     ORDO_LAUNCH(attention_query_grads_kernel<decltype(width)::value>, dim3(query_tiles, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
                 kRows, 0, ctx.stream, ptr(grads.q), ptr(grads.pos_query), ptr(grads.segment_rows), dsum.data<float>(),
-                gout.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>(),
+                gout.data<float>(), head_rows(q), head_rows(k), head_rows(v), out.data<float>(),
                 lse.data<float>(), t);
     ORDO_CUDA_CHECK_LAUNCH();
     if (!key_rows) return;
     ORDO_LAUNCH(attention_key_grads_kernel<decltype(width)::value>, dim3(key_tiles, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
                 kRows, 0, ctx.stream, ptr(grads.k), ptr(grads.v), ptr(grads.pos_key), gout.data<float>(),
-                q.data<float>(), k.data<float>(), v.data<float>(), lse.data<float>(), dsum.data<float>(), t);
+                head_rows(q), head_rows(k), head_rows(v), lse.data<float>(), dsum.data<float>(), t);
     ORDO_CUDA_CHECK_LAUNCH();
   });
   table_grads(grads, t, gout, q, k, v, lse, dsum, ctx);
