@@ -178,13 +178,43 @@ bool parts_tile(const std::vector<SliceGradient>& parts, const Shape& shape) {
   return at == shape[first.region.axis];
 }
 
+// The one buffer of `shape` the tiling parts already lie in, each at its
+// region (a backward that wrote its inputs' gradients into one block, as the
+// fused attention writes q, k and v's into the stacked product's layout), or
+// undefined. Its elements are exactly the parts': nothing else is taken.
+Tensor parts_in_place(const std::vector<SliceGradient>& parts, const Shape& shape) {
+  const SliceGradient* first = nullptr;
+  for (const SliceGradient& p : parts)
+    if (p.region.start == 0) first = &p;
+  if (first == nullptr) return Tensor();
+  const Tensor storage = first->g.whole_storage();
+  const int64_t at = first->g.offset(), count = shape_numel(shape);
+  if (at + count > storage.numel()) return Tensor();
+  const Tensor block = storage.slice(0, at, at + count).view(shape);
+  auto same_layout = [](const Tensor& a, const Tensor& b) {
+    if (!a.shares_storage_with(b) || a.offset() != b.offset() || a.shape() != b.shape()) return false;
+    for (int d = 0; d < a.dim(); ++d)
+      if (a.size(d) > 1 && a.stride(d) != b.stride(d)) return false;
+    return true;
+  };
+  for (const SliceGradient& p : parts)
+    if (!same_layout(p.g, block.slice(p.region.axis, p.region.start, p.region.end))) return Tensor();
+  return block;
+}
+
 // The parts added into the sum: one buffer written region by region where
-// they tile the state and nothing else arrived; else each part padded with
-// zeros and added in arrival order (the slice's own backward).
+// they tile the state and nothing else arrived (or the buffer they already
+// lie in); else each part padded with zeros and added in arrival order (the
+// slice's own backward).
 Tensor gathered(PendingGradient& p, const Shape& shape) {
   if (p.parts.empty()) return std::move(p.sum);
   const Tensor& first = p.parts[0].g;
   if (!p.sum.defined() && parts_tile(p.parts, shape)) {
+    Tensor in_place = parts_in_place(p.parts, shape);
+    if (in_place.defined()) {
+      p.parts.clear();
+      return in_place;
+    }
     Tensor g = Tensor::empty(shape, first.dtype(), first.device());
     for (const SliceGradient& part : p.parts) g.slice(part.region.axis, part.region.start, part.region.end).copy_from(part.g);
     p.parts.clear();

@@ -119,6 +119,17 @@ Dims check(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTer
 
 Tensor dense(const Tensor& t) { return t.defined() ? t.contiguous() : t; }
 
+// Whether q, k and v [B, H, L, d] are the three parts of one [B, L, 3, H, d]
+// block viewed per head, as SelfAttention's stacked projection gives them.
+bool stacked_heads(const Tensor& q, const Tensor& k, const Tensor& v) {
+  const int64_t H = q.size(1), L = q.size(2), d = q.size(3), part = H * d;
+  for (const Tensor* t : {&q, &k, &v})
+    if (!t->shares_storage_with(q) || t->shape() != q.shape() || t->stride(0) != L * 3 * part ||
+        t->stride(1) != d || t->stride(2) != 3 * part || t->stride(3) != 1)
+      return false;
+  return k.offset() == q.offset() + part && v.offset() == k.offset() + part;
+}
+
 // q, k or v as the backend takes it (kernels.inc): the CUDA kernels read any
 // view whose rows are contiguous where it lies (the stacked Q/K/V product's
 // columns, per head), no copy; the CPU's reference loops a contiguous copy.
@@ -181,9 +192,18 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
   check_shape(gout, forward.out.shape(), "attention_backward", "gout");
   check_same_dtype(gout, q, "attention_backward");
   AttentionGrads g;
-  g.q = empty_like_if(needs.q, q);
-  g.k = empty_like_if(needs.k, k);
-  g.v = empty_like_if(needs.v, v);
+  if (needs.q && needs.k && needs.v && q.device().is_cuda() && stacked_heads(q, k, v)) {
+    // Written where the stacked product's backward reads them: one [B, L, 3,
+    // H, d] block that the autograd takes whole (its parts lie in place).
+    const Tensor block = Tensor::empty({n.B, n.L, 3, n.H, n.d}, q.dtype(), q.device());
+    g.q = block.select(2, 0).permute({0, 2, 1, 3});
+    g.k = block.select(2, 1).permute({0, 2, 1, 3});
+    g.v = block.select(2, 2).permute({0, 2, 1, 3});
+  } else {
+    g.q = empty_like_if(needs.q, q);
+    g.k = empty_like_if(needs.k, k);
+    g.v = empty_like_if(needs.v, v);
+  }
   g.gate = empty_like_if(needs.gate, terms.gate);
   g.product = empty_like_if(needs.product, terms.product);
   g.query_vectors = empty_like_if(needs.query_vectors, terms.query_vectors);

@@ -18,6 +18,8 @@
 //    row) walks its run in increasing (b, i, j), 32 pairs at a time: a lane
 //    recomputes each pair's dS, then the lanes add them over d; for tables
 //    shared by the heads one warp walks every head in turn.
+// q, k and v are read, and their gradients written, through their strides
+// (HeadRows, below): where the stacked Q/K/V product lays them out, no copies.
 // Determinism: every output has one writer adding its terms in a fixed order;
 // no float atomics. The memory beyond q, k, v and o: lse and D [B, H, L], and
 // with tables 16 bytes per (b, i, j) pair for the sort (B L J, not B H L J).
@@ -98,19 +100,25 @@ Broadcast broadcast_of(const Tensor& t) {
   return x;
 }
 
-// q, k or v [B, H, N, d] as the kernels address it: row (b, h, n) at data +
-// b batch + h head + n row, its d elements contiguous — any such view, so
-// that q, k and v are read where the stacked Q/K/V product wrote them
-// ([B, L, 3, H, d] viewed per head) instead of from copies.
-struct HeadRows {
-  const float* data;
+// q, k or v [B, H, N, d] (or a gradient of one) as the kernels address it:
+// row (b, h, n) at data + b batch + h head + n row, its d elements
+// contiguous — any such view, so that q, k and v are read where the stacked
+// Q/K/V product wrote them ([B, L, 3, H, d] viewed per head), and their
+// gradients written where that product's backward reads them, without copies.
+template <class T>
+struct Rows {
+  T* data;
   int64_t batch, head, row;
-  __device__ __forceinline__ const float* at(int64_t b, int64_t h, int64_t n) const {
+  __device__ __forceinline__ T* at(int64_t b, int64_t h, int64_t n) const {
     return data + b * batch + h * head + n * row;
   }
 };
+using HeadRows = Rows<const float>;
+using GradRows = Rows<float>;  // data null: not wanted
 
-HeadRows head_rows(const Tensor& t) {
+template <class T = const float>
+Rows<T> head_rows(const Tensor& t) {
+  if (!t.defined()) return {nullptr, 0, 0, 0};
   ORDO_ASSERT(t.dim() == 4 && (t.size(3) <= 1 || t.stride(3) == 1));
   return {t.data<float>(), t.stride(0), t.stride(1), t.stride(2)};
 }
@@ -400,7 +408,7 @@ __global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, fl
 // width (0: read from t.d).
 template <int D>
 __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
-    float* gq, float* gpos_query, float* gsegments, float* dsum, const float* gout, HeadRows q, HeadRows k,
+    GradRows gq, float* gpos_query, float* gsegments, float* dsum, const float* gout, HeadRows q, HeadRows k,
     HeadRows v, const float* out, const float* lse, Terms t) {
   __shared__ float keys[kTile][kHead], values[kTile][kHead], pos_keys[kTile][kHead];
   __shared__ float go_rows[kRows][kHead + 1], e_grads[kRows][kHead + 1];
@@ -468,9 +476,10 @@ __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
   }
   if (!active) return;
   if (t.rotary != nullptr) rotate_row<D>(t, dq, t.positions[b * t.L + i], true);  // back to the unrotated q
-  if (gq != nullptr) {
+  if (gq.data != nullptr) {
+    float* row = gq.at(b, h, i);
     ORDO_UNROLL_BY((kUnroll<D>))
-    for (int x = 0; x < d; ++x) gq[row_index * d + x] = dq[x];
+    for (int x = 0; x < d; ++x) row[x] = dq[x];
   }
   if (gpos_query != nullptr)
     for (int x = 0; x < t.e; ++x) gpos_query[row_index * t.e + x] = de[x];
@@ -483,7 +492,7 @@ __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
 // dk, dv and dF of key row j. A block per (key tile, head, batch); the queries
 // in tiles; D the head's width (0: read from t.d).
 template <int D>
-__global__ void __launch_bounds__(kRows) attention_key_grads_kernel(float* gk, float* gv, float* gpos_key,
+__global__ void __launch_bounds__(kRows) attention_key_grads_kernel(GradRows gk, GradRows gv, float* gpos_key,
                                                                       const float* gout, HeadRows q, HeadRows k,
                                                                       HeadRows v,
                                                                       const float* lse, const float* dsum, Terms t) {
@@ -559,13 +568,15 @@ __global__ void __launch_bounds__(kRows) attention_key_grads_kernel(float* gk, f
   if (!active) return;
   const int64_t row_index = bh * t.J + j;
   if (t.rotary != nullptr) rotate_row<D>(t, dk, t.positions[b * t.L + j], true);  // back to the unrotated k
-  if (gk != nullptr) {
+  if (gk.data != nullptr) {
+    float* row = gk.at(b, h, j);
     ORDO_UNROLL_BY((kUnroll<D>))
-    for (int x = 0; x < d; ++x) gk[row_index * d + x] = dk[x];
+    for (int x = 0; x < d; ++x) row[x] = dk[x];
   }
-  if (gv != nullptr) {
+  if (gv.data != nullptr) {
+    float* row = gv.at(b, h, j);
     ORDO_UNROLL_BY((kUnroll<D>))
-    for (int x = 0; x < d; ++x) gv[row_index * d + x] = dv[x];
+    for (int x = 0; x < d; ++x) row[x] = dv[x];
   }
   if (gpos_key != nullptr)
     for (int x = 0; x < t.e; ++x) gpos_key[row_index * t.e + x] = df[x];
@@ -810,13 +821,13 @@ void attention_backward(const AttentionGrads& grads, const Tensor& gout, const T
   const bool key_rows = grads.k.defined() || grads.v.defined() || grads.pos_key.defined();
   with_head_width(t.d, [&](auto width) {
     ORDO_LAUNCH(attention_query_grads_kernel<decltype(width)::value>, dim3(query_tiles, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
-                kRows, 0, ctx.stream, ptr(grads.q), ptr(grads.pos_query), ptr(grads.segment_rows), dsum.data<float>(),
+                kRows, 0, ctx.stream, head_rows<float>(grads.q), ptr(grads.pos_query), ptr(grads.segment_rows), dsum.data<float>(),
                 gout.data<float>(), head_rows(q), head_rows(k), head_rows(v), out.data<float>(),
                 lse.data<float>(), t);
     ORDO_CUDA_CHECK_LAUNCH();
     if (!key_rows) return;
     ORDO_LAUNCH(attention_key_grads_kernel<decltype(width)::value>, dim3(key_tiles, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
-                kRows, 0, ctx.stream, ptr(grads.k), ptr(grads.v), ptr(grads.pos_key), gout.data<float>(),
+                kRows, 0, ctx.stream, head_rows<float>(grads.k), head_rows<float>(grads.v), ptr(grads.pos_key), gout.data<float>(),
                 head_rows(q), head_rows(k), head_rows(v), lse.data<float>(), dsum.data<float>(), t);
     ORDO_CUDA_CHECK_LAUNCH();
   });

@@ -118,6 +118,46 @@ TEST_CASE("slices that tile their input have their gradients written into one bu
   CHECK(std::count(kernels.begin(), kernels.end(), std::string("copy")) == 3);  // each part into its columns
 }
 
+// A backward that writes its inputs' gradients into one block, each where its
+// slice lies (the fused attention's q, k and v on CUDA): the engine takes the
+// block whole. Placed anywhere else, the parts are copied into their regions.
+// (The node is recorded under the op that does this, "attention".)
+TEST_CASE("slices whose gradients already lie in their regions of one block are taken whole: no copy",
+          "[autograd]") {
+  for (const int64_t shift : {0, 1}) {
+    INFO("gradient n placed at part (n + " << shift << ") % 3");
+    Var x(ordo::test::random_tensor({2, 3, 6}, 31, DType::f64), true);
+    Var parts = reshape(affine(x, 2.0), {2, 3, 3, 1, 2});
+    std::vector<Var> heads;
+    for (int64_t i = 0; i < 3; ++i) heads.push_back(permute(select(parts, 2, i), {0, 2, 1, 3}));
+    const Tensor block = Tensor::arange(36, DType::f64).reshape({2, 3, 3, 1, 2});
+    Var out = record_op("attention", Tensor::zeros({1}, DType::f64), heads,
+                        [block, shift](const Tensor&, const std::vector<bool>&) {
+                          std::vector<Tensor> g;
+                          for (int64_t n = 0; n < 3; ++n) g.push_back(block.select(2, (n + shift) % 3).permute({0, 2, 1, 3}));
+                          return g;
+                        });
+    parts.retain_grad();
+    std::vector<std::string> kernels;
+    {
+      KernelCallRecording recording;
+      out.backward(Tensor::ones({1}, DType::f64));
+      for (const KernelCall& k : recording.calls()) kernels.push_back(k.kernel);
+    }
+    // parts' gradient at (r, n, c) = block at (r, (n + 3 - shift) % 3, c): which part received which view.
+    const std::vector<double> gp = parts.grad().to_doubles(), gx = x.grad().to_doubles();
+    for (int64_t r = 0; r < 6; ++r)
+      for (int64_t n = 0; n < 3; ++n)
+        for (int64_t c = 0; c < 2; ++c) {
+          const double expected = static_cast<double>(r * 6 + (n + shift) % 3 * 2 + c);
+          CHECK(gp[r * 6 + n * 2 + c] == expected);
+          CHECK(gx[r * 6 + n * 2 + c] == 2 * expected);
+        }
+    CHECK(parts.grad().shares_storage_with(block) == (shift == 0));
+    CHECK(std::count(kernels.begin(), kernels.end(), std::string("copy")) == (shift == 0 ? 0 : 3));
+  }
+}
+
 TEST_CASE("a product adds its input's gradient onto the one already gathered: no separate add", "[autograd]") {
   // h = 2x feeds r = h * c2 (whose backward runs first) and y = h [W1; W2]^T;
   // out = sum((y + r) * c): dh = c * c2 + c [W1; W2], dx = 2 dh, worked by hand below.
