@@ -16,8 +16,13 @@ DType gradient_dtype(const Var& x, bool is_product) {
 
 Var residual_layernorm(const Var& h, const Var& bias, const Var& residual, const Var& gamma, const Var& beta,
                        double eps, double p, const PhiloxStream& stream, bool h_is_product) {
+  // y is the next product's input: under a forward's OperandRoundingScope the
+  // kernel writes its bf16 rounding too, which that product takes instead of a cast.
   ResidualLayerNormResult r = residual_layernorm(h.value(), bias.defined() ? bias.value() : Tensor(), residual.value(),
-                                                 gamma.value(), beta.value(), eps, p, stream);
+                                                 gamma.value(), beta.value(), eps, p, stream,
+                                                 OperandRoundingScope::collecting());
+  OperandRoundingScope::add_rounding(r.y, r.y_operand);
+  r.y_operand = Tensor();
   std::vector<Var> inputs{h, residual, gamma, beta};
   if (bias.defined()) inputs.push_back(bias);
   const bool with_bias = bias.defined();

@@ -200,7 +200,7 @@ class BertModel : public Module {
   Device device_;
   PositionEncoding* pe_;
   // One of the encoder's product weights, packed together (pack_product_weights):
-  // forward rounds them to bf16 once (RoundedWeightsScope). Null when none.
+  // forward rounds them to bf16 once (OperandRoundingScope). Null when none.
   const Parameter* encoder_weights_ = nullptr;
 };
 

@@ -160,7 +160,7 @@ void join_parameters(const std::vector<Parameter*>& params);
 // Moves every product weight of `module` (Parameter::product_weight, f32)
 // into one block of memory, keeping values, names, Inits and the joins
 // join_parameters made, so that a forward under bf16 products rounds them
-// all with one cast (RoundedWeightsScope, tensor/ops.h) instead of one each.
+// all with one cast (OperandRoundingScope, tensor/ops.h) instead of one each.
 // Returns a parameter in the block, which locates it (its storage) for the
 // scope, or nullptr when there is none. Undone as join_parameters is.
 const Parameter* pack_product_weights(Module& module);

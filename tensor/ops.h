@@ -79,24 +79,39 @@ Tensor linear_stacked(const Tensor& x, const Tensor& weight, const std::vector<T
 // several products can be rounded once: as_operand(t) is t as the current
 // precision takes it (bf16 under bf16, else f32; f64 unchanged).
 Tensor as_operand(const Tensor& t);
+// A forward's product operands rounded to bf16 once, where they are made.
 // While it lives, this thread's products take every f32 view of `block`'s
 // storage (the weights nn::pack_product_weights put together) from one
-// rounding of the whole storage made here: one cast, one launch on a device,
-// instead of one per weight per forward. Only under bf16 precision, where
-// each element rounds as as_operand would round it alone (the same bits);
-// a scope nested in one over the same storage does nothing.
-class RoundedWeightsScope {
+// rounding of the whole storage made here — one cast, one launch on a
+// device, instead of one per weight per forward — and an activation a
+// kernel rounded as it wrote it (add_rounding) from that rounding instead of
+// a cast. Only under bf16 precision, where each element rounds as
+// as_operand would round it alone (the same bits); a scope nested in one
+// over the same storage does nothing.
+class OperandRoundingScope {
  public:
-  explicit RoundedWeightsScope(const Tensor& block);
-  ~RoundedWeightsScope();
-  RoundedWeightsScope(const RoundedWeightsScope&) = delete;
-  RoundedWeightsScope& operator=(const RoundedWeightsScope&) = delete;
-  // The rounding of t when t lies in the scope's block (else undefined).
+  explicit OperandRoundingScope(const Tensor& block);
+  ~OperandRoundingScope();
+  OperandRoundingScope(const OperandRoundingScope&) = delete;
+  OperandRoundingScope& operator=(const OperandRoundingScope&) = delete;
+  // The rounding of t when t lies in a live scope's block or is a value given
+  // to add_rounding (else undefined). An activation's rounding is handed out
+  // once (its product saves it), so the scope does not hold it longer.
   static Tensor lookup(const Tensor& t);
+  // Whether a scope is collecting roundings on this thread: a kernel that can
+  // write its output's bf16 rounding in the same pass should then do so.
+  static bool collecting();
+  // `rounded` (bf16) is `value` (f32, a fresh output no one writes again
+  // during the forward) rounded, element for element: the innermost scope
+  // keeps it for the product that takes `value`.
+  static void add_rounding(const Tensor& value, const Tensor& rounded);
 
  private:
   Tensor source_, rounded_;  // both undefined when this scope does nothing
-  const RoundedWeightsScope* outer_ = nullptr;
+  // Activations' roundings not yet taken: the value's storage, watched
+  // without keeping it alive, and the rounding.
+  std::vector<std::pair<std::weak_ptr<Storage>, Tensor>> activations_;
+  OperandRoundingScope* outer_ = nullptr;
 };
 
 // ---- softmax, normalisation, losses ---------------------------------------------
@@ -148,10 +163,11 @@ struct ResidualLayerNormResult {
   Tensor y;
   Tensor s;           // residual + dropout(h + bias): the LayerNorm's input, saved for the backward
   Tensor mean, rstd;  // [rows]
+  Tensor y_operand;   // y rounded to bf16 in the same pass, when asked (with_operand)
 };
 ResidualLayerNormResult residual_layernorm(const Tensor& h, const Tensor& bias, const Tensor& residual,
                                            const Tensor& gamma, const Tensor& beta, double eps, double p,
-                                           const PhiloxStream& stream);
+                                           const PhiloxStream& stream, bool with_operand = false);
 struct ResidualLayerNormGrads {
   Tensor gh, gbias, gresidual, ggamma, gbeta;  // gbias undefined without a bias; gh is gresidual when p = 0
 };

@@ -16,7 +16,7 @@ void check_vector(const Tensor& v, const Tensor& x, const char* op, const char* 
 
 ResidualLayerNormResult residual_layernorm(const Tensor& h, const Tensor& bias, const Tensor& residual,
                                            const Tensor& gamma, const Tensor& beta, double eps, double p,
-                                           const PhiloxStream& stream) {
+                                           const PhiloxStream& stream, bool with_operand) {
   const char* op = "residual_layernorm";
   check_float(h, op, "h");
   ORDO_CHECK(h.dim() >= 1, op, ": h must have at least one axis");
@@ -34,9 +34,10 @@ ResidualLayerNormResult residual_layernorm(const Tensor& h, const Tensor& bias, 
                             Tensor::empty(h.shape(), h.dtype(), h.device()),
                             Tensor::empty(row_shape, h.dtype(), h.device()),
                             Tensor::empty(row_shape, h.dtype(), h.device())};
+  if (with_operand && h.dtype() == DType::f32) r.y_operand = Tensor::empty(h.shape(), DType::bf16, h.device());
   ORDO_BACKEND(h.device(), residual_layernorm)(r.y, r.s, r.mean, r.rstd, h.contiguous(),
                                                bias.defined() ? bias.contiguous() : Tensor(), residual.contiguous(),
-                                               gamma.contiguous(), beta.contiguous(), p, stream, eps);
+                                               gamma.contiguous(), beta.contiguous(), p, stream, eps, r.y_operand);
   return r;
 }
 

@@ -4,6 +4,8 @@
 // matrices with a leading dimension and one batch stride, optionally
 // transposed. Most views produced by transpose/permute/expand already have
 // that form and are passed without a copy; anything else is made contiguous.
+#include <algorithm>
+
 #include "tensor/ops.h"
 #include "tensor/product_onto.h"
 
@@ -64,13 +66,13 @@ Tensor operand_for(const Tensor& t, MatmulPrecision precision) {
   const DType wanted = precision == MatmulPrecision::bf16 ? DType::bf16 : DType::f32;
   if (t.dtype() == wanted) return t;
   if (wanted == DType::bf16) {
-    const Tensor rounded = RoundedWeightsScope::lookup(t);
+    const Tensor rounded = OperandRoundingScope::lookup(t);
     if (rounded.defined()) return rounded;
   }
   return t.to(wanted);
 }
 
-thread_local const RoundedWeightsScope* t_rounded_weights = nullptr;
+thread_local OperandRoundingScope* t_operand_rounding = nullptr;
 
 // c = alpha op(a) op(b), or alpha op(a) op(b) + init when `init` is defined
 // (a contiguous tensor of the product's shape, accumulated onto with beta = 1).
@@ -141,23 +143,44 @@ Tensor matmul_onto(const Tensor& c, const Tensor& a, const Tensor& b, bool trans
 
 Tensor as_operand(const Tensor& t) { return operand_for(t, matmul_precision()); }
 
-RoundedWeightsScope::RoundedWeightsScope(const Tensor& block) : outer_(t_rounded_weights) {
+OperandRoundingScope::OperandRoundingScope(const Tensor& block) : outer_(t_operand_rounding) {
   if (!block.defined() || block.dtype() != DType::f32 || matmul_precision() != MatmulPrecision::bf16) return;
   if (outer_ && outer_->source_.defined() && outer_->source_.shares_storage_with(block)) return;
   source_ = block.whole_storage();
   rounded_ = source_.to(DType::bf16);
-  t_rounded_weights = this;
+  t_operand_rounding = this;
 }
 
-RoundedWeightsScope::~RoundedWeightsScope() {
-  if (t_rounded_weights == this) t_rounded_weights = outer_;
+OperandRoundingScope::~OperandRoundingScope() {
+  if (t_operand_rounding == this) t_operand_rounding = outer_;
 }
 
-Tensor RoundedWeightsScope::lookup(const Tensor& t) {
-  for (const RoundedWeightsScope* s = t_rounded_weights; s; s = s->outer_)
-    if (s->source_.defined() && t.dtype() == DType::f32 && t.shares_storage_with(s->source_))
-      return t.same_view_on(s->rounded_);
+Tensor OperandRoundingScope::lookup(const Tensor& t) {
+  if (t.dtype() != DType::f32) return Tensor();
+  for (OperandRoundingScope* s = t_operand_rounding; s; s = s->outer_) {
+    if (s->source_.defined() && t.shares_storage_with(s->source_)) return t.same_view_on(s->rounded_);
+    for (auto it = s->activations_.begin(); it != s->activations_.end(); ++it) {
+      if (it->first.lock() != t.storage()) continue;
+      const Tensor rounded = t.same_view_on(it->second);
+      s->activations_.erase(it);
+      return rounded;
+    }
+  }
   return Tensor();
+}
+
+bool OperandRoundingScope::collecting() { return t_operand_rounding != nullptr; }
+
+void OperandRoundingScope::add_rounding(const Tensor& value, const Tensor& rounded) {
+  OperandRoundingScope* s = t_operand_rounding;
+  if (s == nullptr || !value.defined() || !rounded.defined()) return;
+  ORDO_CHECK(value.dtype() == DType::f32 && rounded.dtype() == DType::bf16 && value.shape() == rounded.shape() &&
+                 value.is_contiguous() && rounded.is_contiguous() && value.offset() == 0 && rounded.offset() == 0,
+             "OperandRoundingScope::add_rounding: a contiguous f32 value and its bf16 rounding of one shape");
+  // Drop the roundings whose values are gone (their storage could be reused).
+  auto gone = [](const auto& entry) { return entry.first.expired(); };
+  s->activations_.erase(std::remove_if(s->activations_.begin(), s->activations_.end(), gone), s->activations_.end());
+  s->activations_.emplace_back(value.storage(), rounded);
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {

@@ -123,7 +123,7 @@ Mask mask_of(double p, const PhiloxStream& s) {
 // Per row: s = r + mask(h + b) written in one pass that also sums it; the
 // squared deviations (re-reading this thread's own s); y.
 template <bool kWarpPerRow>
-__global__ void residual_layernorm_kernel(float* y, float* s, float* mean, float* rstd, const float* h,
+__global__ void residual_layernorm_kernel(float* y, uint16_t* y16, float* s, float* mean, float* rstd, const float* h,
                                           const float* bias, const float* residual, const float* gamma,
                                           const float* beta, int64_t rows, int64_t n, double eps, Mask mask) {
   using Threads = RowThreads<kWarpPerRow>;
@@ -136,7 +136,7 @@ __global__ void residual_layernorm_kernel(float* y, float* s, float* mean, float
       sr[j] = residual[row * n + j] + mask.apply(v, row * n + j, stream);
       sum += sr[j];
     }
-    layernorm_row<Threads>(y + row * n, mean, rstd, row, sr, gamma, beta, n, eps, sum);
+    layernorm_row<Threads>(y + row * n, mean, rstd, row, sr, gamma, beta, n, eps, sum, y16 ? y16 + row * n : nullptr);
   }
 }
 
@@ -234,19 +234,20 @@ struct BiasActivationBackward {
 
 void residual_layernorm(const Tensor& y, const Tensor& s, const Tensor& mean, const Tensor& rstd,
                         const Tensor& h, const Tensor& bias, const Tensor& residual, const Tensor& gamma,
-                        const Tensor& beta, double p, const PhiloxStream& stream, double eps) {
+                        const Tensor& beta, double p, const PhiloxStream& stream, double eps, const Tensor& y16) {
   require_f32(h.dtype(), "residual_layernorm");
+  uint16_t* y16_data = y16.defined() ? static_cast<uint16_t*>(y16.raw_data()) : nullptr;
   const int64_t n = h.size(-1), rows = n ? h.numel() / n : 0;
   DeviceContext& ctx = context(h);
   const Mask mask = mask_of(p, stream);
   const float* b = bias.defined() ? bias.data<float>() : nullptr;
   launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
-      ORDO_LAUNCH(residual_layernorm_kernel<true>, grid, threads, 0, ctx.stream, y.data<float>(), s.data<float>(),
+      ORDO_LAUNCH(residual_layernorm_kernel<true>, grid, threads, 0, ctx.stream, y.data<float>(), y16_data, s.data<float>(),
                   mean.data<float>(), rstd.data<float>(), h.data<float>(), b, residual.data<float>(),
                   gamma.data<float>(), beta.data<float>(), rows, n, eps, mask);
     } else {
-      ORDO_LAUNCH(residual_layernorm_kernel<false>, grid, threads, 0, ctx.stream, y.data<float>(), s.data<float>(),
+      ORDO_LAUNCH(residual_layernorm_kernel<false>, grid, threads, 0, ctx.stream, y.data<float>(), y16_data, s.data<float>(),
                   mean.data<float>(), rstd.data<float>(), h.data<float>(), b, residual.data<float>(),
                   gamma.data<float>(), beta.data<float>(), rows, n, eps, mask);
     }

@@ -87,7 +87,7 @@ void with_lane_count(int64_t n, F f) {
 template <class Threads>
 __device__ __forceinline__ void layernorm_row(float* yr, float* mean, float* rstd, int64_t row, const float* xr,
                                               const float* gamma, const float* beta, int64_t n, double eps,
-                                              double sum) {
+                                              double sum, uint16_t* yr16 = nullptr) {
   const double mu = Threads::reduce(sum, SumCombine{}, 0.0) / n;
   double squares = 0.0;
   for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
@@ -101,7 +101,11 @@ __device__ __forceinline__ void layernorm_row(float* yr, float* mean, float* rst
     mean[row] = m;
     rstd[row] = r;
   }
-  for (int64_t j = Threads::lane(); j < n; j += Threads::width()) yr[j] = (xr[j] - m) * r * gamma[j] + beta[j];
+  for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
+    const float y = (xr[j] - m) * r * gamma[j] + beta[j];
+    yr[j] = y;
+    if (yr16) yr16[j] = bf16_bits(y);  // the next product's operand, as a cast of y would round it
+  }
 }
 
 // The backward's two row means, of g = gy gamma and of g xhat (in double,

@@ -176,14 +176,14 @@ TEST_CASE("the encoder's Linear weights lie in one block, Q, K and V still joine
   }
 }
 
-TEST_CASE("inside a RoundedWeightsScope a view of the block is the same view of one bf16 rounding of it",
+TEST_CASE("inside a OperandRoundingScope a view of the block is the same view of one bf16 rounding of it",
           "[tensor]") {
   MatmulPrecisionScope bf16(MatmulPrecision::bf16);
   const Tensor block = rand_f32({50}, 5);
   const Tensor a = block.slice(0, 3, 15).view({3, 4}), b = block.slice(0, 20, 50).view({5, 6}).transpose(0, 1);
   const Tensor elsewhere = rand_f32({3, 4}, 6);
   {
-    RoundedWeightsScope scope(a);
+    OperandRoundingScope scope(a);
     const Tensor ra = as_operand(a), rb = as_operand(b);
     CHECK(ra.dtype() == DType::bf16);
     CHECK(ra.shares_storage_with(rb));  // one rounding for both
@@ -191,15 +191,44 @@ TEST_CASE("inside a RoundedWeightsScope a view of the block is the same view of 
     CHECK(ra.to_doubles() == a.to(DType::bf16).to_doubles());
     CHECK(rb.to_doubles() == b.to(DType::bf16).to_doubles());
     CHECK(!as_operand(elsewhere).shares_storage_with(ra));
-    RoundedWeightsScope nested(b);  // the same block: nothing new
+    OperandRoundingScope nested(b);  // the same block: nothing new
     CHECK(as_operand(a).shares_storage_with(ra));
   }
   CHECK(!as_operand(a).shares_storage_with(as_operand(b)));  // outside: a cast each
   {
     MatmulPrecisionScope fp32(MatmulPrecision::fp32);
-    RoundedWeightsScope scope(a);  // nothing to round under fp32
+    OperandRoundingScope scope(a);  // nothing to round under fp32
     CHECK(as_operand(a).shares_storage_with(block));
   }
+}
+
+TEST_CASE("an activation's rounding given to the scope is its product's operand, handed out once", "[tensor]") {
+  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  const Tensor weights = rand_f32({4, 6}, 9);
+  const Tensor y = rand_f32({2, 3, 6}, 10), y16 = y.to(DType::bf16);
+  CHECK(!OperandRoundingScope::collecting());
+  OperandRoundingScope::add_rounding(y, y16);  // no scope: nothing kept
+  CHECK(!as_operand(y).shares_storage_with(y16));
+  {
+    OperandRoundingScope scope(weights);
+    CHECK(OperandRoundingScope::collecting());
+    OperandRoundingScope::add_rounding(y, y16);
+    const Tensor taken = as_operand(y.reshape({6, 6}));  // a view of the value finds it
+    CHECK(taken.shares_storage_with(y16));
+    CHECK(taken.shape() == Shape{6, 6});
+    CHECK(!as_operand(y).shares_storage_with(y16));  // handed out once: a cast again
+    Tensor gone = rand_f32({2, 3, 6}, 11);
+    OperandRoundingScope::add_rounding(gone, gone.to(DType::bf16));
+    gone = Tensor();  // its storage freed: the entry is dropped at the next add, never matched
+    OperandRoundingScope::add_rounding(y, y16);
+    CHECK(as_operand(y).shares_storage_with(y16));
+  }
+  CHECK_THROWS_WITH(
+      [&] {
+        OperandRoundingScope scope(weights);
+        OperandRoundingScope::add_rounding(y, y);
+      }(),
+      Catch::Contains("a contiguous f32 value and its bf16 rounding of one shape"));
 }
 
 // The bits of a bf16 forward and its gradients do not depend on where the

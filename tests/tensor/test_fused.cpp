@@ -135,10 +135,36 @@ void check_bf16_gradients(Device device) {
   CHECK(test::bit_identical(bf16.gbias, f32.gbias));
 }
 
+// The output's bf16 rounding written beside it (the next product's operand):
+// the bits a cast of the output gives, the output itself unchanged.
+void check_bf16_operand(Device device) {
+  INFO(device.str());
+  const Shape shapes[] = {{3, 17}, {2, 3, 100}, {2, 1025}};  // warp rows, 100 wide, block rows on CUDA
+  uint64_t seed = 70;
+  for (const Shape& shape : shapes)
+    for (const double p : {0.3, 0.0}) {
+      const int64_t n = shape.back();
+      Tensor h = rand_f32(shape, ++seed).to(device), r = rand_f32(shape, ++seed, -2, 2).to(device);
+      Tensor bias = rand_f32({n}, ++seed).to(device), gamma = rand_f32({n}, ++seed, 0.5, 1.5).to(device);
+      Tensor beta = rand_f32({n}, ++seed).to(device);
+      const PhiloxStream stream{5, 1, Tensor()};
+      const ResidualLayerNormResult plain = residual_layernorm(h, bias, r, gamma, beta, 1e-5, p, stream);
+      const ResidualLayerNormResult both = residual_layernorm(h, bias, r, gamma, beta, 1e-5, p, stream, true);
+      CHECK(!plain.y_operand.defined());
+      REQUIRE(both.y_operand.dtype() == DType::bf16);
+      CHECK(test::bit_identical(both.y, plain.y));
+      CHECK(test::bit_identical(both.y_operand, plain.y.to(DType::bf16)));
+    }
+}
+
 }  // namespace
 
 TEST_CASE("fused backwards write a product output's gradient as bf16: the f32 one rounded once", "[tensor]") {
   check_bf16_gradients(Device::cpu());
+}
+
+TEST_CASE("residual + LayerNorm writes its output's bf16 rounding beside it: a cast's bits", "[tensor]") {
+  check_bf16_operand(Device::cpu());
 }
 
 TEST_CASE("a dropout stream's base on the device moves the mask as its offset would", "[tensor]") {
@@ -214,6 +240,15 @@ TEST_CASE("cuda: fused residual + dropout + LayerNorm matches the CPU, in 1 laun
 
 TEST_CASE("cuda: fused backwards write a product output's gradient as bf16: the f32 one rounded once", "[cuda]") {
   check_bf16_gradients(kGpu);
+}
+
+TEST_CASE("cuda: residual + LayerNorm writes its output's bf16 rounding in the same launch: a cast's bits", "[cuda]") {
+  check_bf16_operand(kGpu);
+  const Tensor h = rand_f32({4, 40}, 80).to(kGpu), gamma = rand_f32({40}, 81).to(kGpu);
+  synchronize(kGpu);
+  reset_device_counters();
+  residual_layernorm(h, Tensor(), h, gamma, gamma, 1e-5, 0.0, PhiloxStream{}, true);
+  CHECK(device_counters().kernel_launches == 1);
 }
 
 // The activations on the device use CUDA's erff/tanhf/expf, a few ulps from
