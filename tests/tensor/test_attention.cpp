@@ -147,16 +147,21 @@ std::vector<Case> cases() {
   return c;
 }
 
-// The output and the gradient of sum(w * out) for every input, on `device`.
-std::vector<Tensor> run(const Case& c, Device device) {
-  std::vector<Var> vars;
-  for (const Tensor& x : c.inputs) vars.push_back(Var(x.to(device), true));
+// c run on `vars` with its fixed terms on `device`, and sum(w * out) back-propagated.
+Var run_and_backward(const Case& c, const std::vector<Var>& vars, Device device) {
   AttentionTerms t = c.fixed;
   for (Tensor* x : {&t.positions, &t.row_of, &t.key_bias, &t.segments, &t.dense_bias, &t.rotary})
     if (x->defined()) *x = x->to(device);
   Var out = c.run(vars, t);
   sum(mul(out, Var(rnd(out.shape(), 99).to(device)))).backward();
-  std::vector<Tensor> r{out.value().to(Device::cpu())};
+  return out;
+}
+
+// The output and the gradient of sum(w * out) for every input, on `device`.
+std::vector<Tensor> run(const Case& c, Device device) {
+  std::vector<Var> vars;
+  for (const Tensor& x : c.inputs) vars.push_back(Var(x.to(device), true));
+  std::vector<Tensor> r{run_and_backward(c, vars, device).value().to(Device::cpu())};
   for (const Var& v : vars) r.push_back(v.grad().to(Device::cpu()));
   return r;
 }
@@ -172,12 +177,7 @@ std::vector<Tensor> run_stacked(const Case& c, Device device) {
   std::vector<Var> vars;
   for (int64_t n = 0; n < 3; ++n) vars.push_back(permute(select(qkv, 2, n), {0, 2, 1, 3}));
   for (size_t n = 3; n < c.inputs.size(); ++n) vars.push_back(Var(c.inputs[n].to(device), true));
-  AttentionTerms t = c.fixed;
-  for (Tensor* x : {&t.positions, &t.row_of, &t.key_bias, &t.segments, &t.dense_bias, &t.rotary})
-    if (x->defined()) *x = x->to(device);
-  Var out = c.run(vars, t);
-  sum(mul(out, Var(rnd(out.shape(), 99).to(device)))).backward();
-  std::vector<Tensor> r{out.value().to(Device::cpu())};
+  std::vector<Tensor> r{run_and_backward(c, vars, device).value().to(Device::cpu())};
   for (int64_t n = 0; n < 3; ++n) r.push_back(qkv.grad().select(2, n).permute({0, 2, 1, 3}).to(Device::cpu()));
   for (size_t n = 3; n < vars.size(); ++n) r.push_back(vars[n].grad().to(Device::cpu()));
   return r;
