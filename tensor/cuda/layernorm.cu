@@ -9,8 +9,9 @@
 //
 // Per-row statistics are accumulated in double, as on the CPU. Rows are
 // shared out as in rows.cuh. ggamma and gbeta are sums over rows, computed in
-// two deterministic stages instead of atomics: fixed chunks of rows give
-// per-chunk partial sums, which a second kernel adds in chunk order.
+// two deterministic stages instead of float atomics, in one launch: fixed
+// chunks of rows give per-chunk partial sums, which the block that completes
+// a strip of columns adds in chunk order (last_of_group, cuda_common.cuh).
 #include "tensor/cuda/rows.cuh"
 
 namespace ordo::cuda {
@@ -60,15 +61,15 @@ constexpr int64_t kTargetBlocks = 2048;
 // rows: thread (c, l) sums rows begin + l, begin + l + 8, ... of its column in
 // order, then the 8 sums of each column are combined in a fixed tree in shared
 // memory. partial_gamma/partial_beta are [chunks, n].
-__global__ void layernorm_param_partials_kernel(double* partial_gamma, double* partial_beta,
-                                                const float* gy, const float* x, const float* mean,
-                                                const float* rstd, int64_t rows, int64_t n,
-                                                int64_t chunks, int64_t rows_per_chunk) {
+__global__ void layernorm_param_sums_kernel(float* ggamma, float* gbeta, double* partial_gamma, double* partial_beta,
+                                            unsigned* counters, const float* gy, const float* x, const float* mean,
+                                            const float* rstd, int64_t rows, int64_t n, int64_t chunks,
+                                            int64_t rows_per_chunk) {
   __shared__ double tile_gamma[kRowLanes][kColumns];
   __shared__ double tile_beta[kRowLanes][kColumns];
   const int64_t strips = (n + kColumns - 1) / kColumns;
   for (int64_t task = blockIdx.x; task < strips * chunks; task += gridDim.x) {
-    const int64_t chunk = task / strips, column = (task % strips) * kColumns + threadIdx.x;
+    const int64_t chunk = task / strips, strip = task % strips, column = strip * kColumns + threadIdx.x;
     const int64_t begin = chunk * rows_per_chunk, end = min(rows, begin + rows_per_chunk);
     double sum_gamma = 0.0, sum_beta = 0.0;
     if (column < n) {
@@ -93,21 +94,17 @@ __global__ void layernorm_param_partials_kernel(double* partial_gamma, double* p
       partial_gamma[chunk * n + column] = tile_gamma[0][threadIdx.x];
       partial_beta[chunk * n + column] = tile_beta[0][threadIdx.x];
     }
-    __syncthreads();  // the tiles are reused by the next task
-  }
-}
-
-// Stage 2: each column adds its chunk sums in chunk order.
-__global__ void layernorm_param_finish_kernel(float* ggamma, float* gbeta, const double* partial_gamma,
-                                              const double* partial_beta, int64_t n, int64_t chunks) {
-  for (int64_t column = global_thread_index(); column < n; column += grid_thread_count()) {
-    double sum_gamma = 0.0, sum_beta = 0.0;
-    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-      sum_gamma += partial_gamma[chunk * n + column];
-      sum_beta += partial_beta[chunk * n + column];
+    // Stage 2: the block completing this strip adds each column's chunk sums in chunk order.
+    if (last_of_group(counters, strip, chunks) && threadIdx.y == 0 && column < n) {
+      double total_gamma = 0.0, total_beta = 0.0;
+      for (int64_t c = 0; c < chunks; ++c) {
+        total_gamma += partial_gamma[c * n + column];
+        total_beta += partial_beta[c * n + column];
+      }
+      ggamma[column] = static_cast<float>(total_gamma);
+      gbeta[column] = static_cast<float>(total_beta);
     }
-    ggamma[column] = static_cast<float>(sum_gamma);
-    gbeta[column] = static_cast<float>(sum_beta);
+    __syncthreads();  // the tiles are reused by the next task
   }
 }
 
@@ -166,11 +163,10 @@ void layernorm_backward(const Tensor& gx, const Tensor& ggamma, const Tensor& gb
   Tensor scratch = workspace(x.device(), static_cast<size_t>(2 * chunks * n) * sizeof(double));
   double* partial_gamma = static_cast<double*>(scratch.raw_data());
   double* partial_beta = partial_gamma + chunks * n;
-  ORDO_LAUNCH(layernorm_param_partials_kernel, grid_for_rows(strips * chunks), dim3(kColumns, kRowLanes), 0,
-              ctx.stream, partial_gamma, partial_beta, gys, xs, ms, rs, rows, n, chunks, rows_per_chunk);
-  ORDO_CUDA_CHECK_LAUNCH();
-  ORDO_LAUNCH(layernorm_param_finish_kernel, grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream,
-              ggamma.data<float>(), gbeta.data<float>(), partial_gamma, partial_beta, n, chunks);
+  ORDO_ASSERT(chunks == 1 || strips <= kGroupCounters);  // split only up to about 2048 blocks
+  ORDO_LAUNCH(layernorm_param_sums_kernel, grid_for_rows(strips * chunks), dim3(kColumns, kRowLanes), 0, ctx.stream,
+              ggamma.data<float>(), gbeta.data<float>(), partial_gamma, partial_beta, ctx.group_counters, gys, xs, ms,
+              rs, rows, n, chunks, rows_per_chunk);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
