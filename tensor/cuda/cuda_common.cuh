@@ -122,7 +122,7 @@ struct DeviceContext {
   // device-to-host copy read it, clear it and throw.
   int* index_error = nullptr;
   // Device memory, kGroupCounters unsigned ints, all 0 between launches: the
-  // counters of last_of_group (rows.cuh), by which the last block of a group
+  // counters of last_of_group (below), by which the last block of a group
   // of partial sums finds that it is the one to add them up.
   unsigned* group_counters = nullptr;
   int sm_count = 1;
