@@ -33,8 +33,10 @@ ResidualLayerNormResult residual_layernorm(const Tensor& h, const Tensor& bias, 
   ResidualLayerNormResult r{Tensor::empty(h.shape(), h.dtype(), h.device()),
                             Tensor::empty(h.shape(), h.dtype(), h.device()),
                             Tensor::empty(row_shape, h.dtype(), h.device()),
-                            Tensor::empty(row_shape, h.dtype(), h.device())};
-  if (with_operand && h.dtype() == DType::f32) r.y_operand = Tensor::empty(h.shape(), DType::bf16, h.device());
+                            Tensor::empty(row_shape, h.dtype(), h.device()),
+                            with_operand && h.dtype() == DType::f32
+                                ? Tensor::empty(h.shape(), DType::bf16, h.device())
+                                : Tensor()};
   ORDO_BACKEND(h.device(), residual_layernorm)(r.y, r.s, r.mean, r.rstd, h.contiguous(),
                                                bias.defined() ? bias.contiguous() : Tensor(), residual.contiguous(),
                                                gamma.contiguous(), beta.contiguous(), p, stream, eps, r.y_operand);

@@ -17,12 +17,12 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-const std::string kDir = std::string(ORDO_SOURCE_DIR) + "/tests/data/downstream/squad/";
+const std::string kSquadData = std::string(ORDO_SOURCE_DIR) + "/tests/data/downstream/squad/";
 
 }  // namespace
 
 TEST_CASE("SQuAD reader: several gold answers, unanswerable questions, code-point offsets", "[downstream][squad]") {
-  const SquadDataset v1 = read_squad(kDir + "dev-v1.1.json");
+  const SquadDataset v1 = read_squad(kSquadData + "dev-v1.1.json");
   CHECK(v1.version == "1.1");
   REQUIRE(v1.paragraphs.size() == 2);
   REQUIRE(v1.questions.size() == 8);
@@ -40,7 +40,7 @@ TEST_CASE("SQuAD reader: several gold answers, unanswerable questions, code-poin
   CHECK_FALSE(c1.is_impossible);
   CHECK(v1.questions[4].paragraph == 1);
 
-  const SquadDataset v2 = read_squad(kDir + "dev-v2.0.json");
+  const SquadDataset v2 = read_squad(kSquadData + "dev-v2.0.json");
   CHECK(v2.version == "v2.0");
   REQUIRE(v2.questions.size() == 7);
   CHECK(v2.questions[2].id == "n3");

@@ -37,12 +37,12 @@ namespace {
 
 constexpr double kClosedForm = 1e-12, kExactPValue = 3e-11, kPValue = 1e-10;
 
-const json::Value& golden() {
+const json::Value& statistics_golden() {
   static const json::Value g = json::parse(read_file(std::string(ORDO_SOURCE_DIR) + "/tests/data/statistics_golden.json"));
   return g;
 }
 
-std::vector<double> doubles(const json::Value& a) {
+std::vector<double> numbers(const json::Value& a) {
   std::vector<double> out;
   for (const auto& v : a.as_array()) out.push_back(v.as_number());
   return out;
@@ -78,8 +78,8 @@ void check_value(const std::string& function, double got, const json::Value& wan
 }  // namespace
 
 TEST_CASE("mean and sample std match numpy", "[experiment][statistics]") {
-  for (const auto& c : golden()["mean_std"].as_array()) {
-    const std::vector<double> v = doubles(c["values"]);
+  for (const auto& c : statistics_golden()["mean_std"].as_array()) {
+    const std::vector<double> v = numbers(c["values"]);
     INFO(v.size() << " values from " << v[0]);
     const MeanStd s = mean_std(v);
     CHECK(s.n == static_cast<int64_t>(v.size()));
@@ -90,11 +90,11 @@ TEST_CASE("mean and sample std match numpy", "[experiment][statistics]") {
 }
 
 TEST_CASE("Welch's t-test matches scipy.stats.ttest_ind(equal_var=False)", "[experiment][statistics]") {
-  const auto& cases = golden()["welch"].as_array();
+  const auto& cases = statistics_golden()["welch"].as_array();
   REQUIRE(cases.size() == 9);
   for (const auto& c : cases) {
     INFO(c["name"].as_string());
-    const TTest r = welch_t_test(doubles(c["a"]), doubles(c["b"]));
+    const TTest r = welch_t_test(numbers(c["a"]), numbers(c["b"]));
     // t's rounding error is that of the difference of the means, eps |mean| / se
     // whatever t is: "p near 1" (t = 1e-3) cancels 4 digits, so t is measured
     // against max(|t|, 1), where 1e-12 still catches any wrong formula.
@@ -105,7 +105,7 @@ TEST_CASE("Welch's t-test matches scipy.stats.ttest_ind(equal_var=False)", "[exp
 }
 
 TEST_CASE("Student's t survival function matches scipy.stats.t.sf", "[experiment][statistics]") {
-  const auto& cases = golden()["t_sf"].as_array();
+  const auto& cases = statistics_golden()["t_sf"].as_array();
   REQUIRE(cases.size() == 60);
   for (const auto& c : cases) {
     const double t = c["t"].as_number(), df = c["df"].as_number();
@@ -117,13 +117,13 @@ TEST_CASE("Student's t survival function matches scipy.stats.t.sf", "[experiment
 }
 
 TEST_CASE("Pearson, Spearman and Kendall's tau-b match SciPy", "[experiment][statistics]") {
-  const auto& cases = golden()["correlation"].as_array();
+  const auto& cases = statistics_golden()["correlation"].as_array();
   REQUIRE(cases.size() == 9);
   for (const auto& c : cases) {
     INFO(c["name"].as_string());
-    const std::vector<double> x = doubles(c["x"]), y = doubles(c["y"]);
-    check_value("pearson", pearson(x, y), c["pearson"], kClosedForm);
-    check_value("spearman", spearman(x, y), c["spearman"], kClosedForm);
+    const std::vector<double> x = numbers(c["x"]), y = numbers(c["y"]);
+    check_value("pearson", experiment::pearson(x, y), c["pearson"], kClosedForm);
+    check_value("spearman", experiment::spearman(x, y), c["spearman"], kClosedForm);
     check_value("kendall tau-b", kendall_tau_b(x, y), c["kendall_tau_b"], kClosedForm);
   }
 }
@@ -159,11 +159,11 @@ TEST_CASE("statistics worked by hand", "[experiment][statistics]") {
 
   // x = [1, 2, 3], y = [1, 3, 2]: deviations [-1, 0, 1] and [-1, 1, 0],
   // r = 1 / sqrt(2 * 2) = 1/2.
-  CHECK(pearson({1, 2, 3}, {1, 3, 2}) == Approx(0.5).epsilon(1e-15));
+  CHECK(experiment::pearson({1, 2, 3}, {1, 3, 2}) == Approx(0.5).epsilon(1e-15));
 
   // x = [1, 1, 2], y = [1, 2, 3]. Ranks of x: [1.5, 1.5, 3]; deviations from 2
   // [-0.5, -0.5, 1] against [-1, 0, 1]: rho = 1.5 / sqrt(1.5 * 2) = sqrt(3) / 2.
-  CHECK(spearman({1, 1, 2}, {1, 2, 3}) == Approx(std::sqrt(3.0) / 2).epsilon(1e-15));
+  CHECK(experiment::spearman({1, 1, 2}, {1, 2, 3}) == Approx(std::sqrt(3.0) / 2).epsilon(1e-15));
   // Pairs (0,1) tied in x only, (0,2) and (1,2) concordant: P = 2, Q = 0,
   // T_x = 1, T_y = 0; tau_b = 2 / sqrt((2 + 1) (2 + 0)) = 2 / sqrt(6).
   CHECK(kendall_tau_b({1, 1, 2}, {1, 2, 3}) == Approx(2 / std::sqrt(6.0)).epsilon(1e-15));
@@ -190,14 +190,14 @@ TEST_CASE("statistics are NaN where undefined and refuse unpaired values", "[exp
   CHECK(std::isnan(student_t_sf(std::nan(""), 3)));
   CHECK_THROWS_AS(student_t_sf(1, 0), Error);
 
-  CHECK(std::isnan(pearson({}, {})));
-  CHECK(std::isnan(pearson({1}, {2})));
-  CHECK(std::isnan(pearson({1, 1, 1}, {1, 2, 3})));
-  CHECK(std::isnan(spearman({1, 2}, {7, 7})));
+  CHECK(std::isnan(experiment::pearson({}, {})));
+  CHECK(std::isnan(experiment::pearson({1}, {2})));
+  CHECK(std::isnan(experiment::pearson({1, 1, 1}, {1, 2, 3})));
+  CHECK(std::isnan(experiment::spearman({1, 2}, {7, 7})));
   CHECK(std::isnan(kendall_tau_b({1}, {2})));
   CHECK(std::isnan(kendall_tau_b({1, 2, 3}, {4, 4, 4})));
 
-  CHECK_THROWS_AS(pearson({1, 2, 3}, {1, 2}), Error);
-  CHECK_THROWS_AS(spearman({1, 2}, {1, 2, 3}), Error);
+  CHECK_THROWS_AS(experiment::pearson({1, 2, 3}, {1, 2}), Error);
+  CHECK_THROWS_AS(experiment::spearman({1, 2}, {1, 2, 3}), Error);
   CHECK_THROWS_WITH(kendall_tau_b({1, 2, 3}, {1}), Catch::Contains("3 x values and 1 y values"));
 }

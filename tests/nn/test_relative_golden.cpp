@@ -42,7 +42,7 @@ constexpr double kF64LossBound = 1e-12;     // f64 losses (stored in f64)
 
 bool verbose() { return std::getenv("ORDO_GOLDEN_VERBOSE") != nullptr; }
 
-struct Worst {
+struct WorstElement {
   std::string label;
   double error = 0;
   std::string name;
@@ -54,7 +54,7 @@ struct Worst {
     CHECK(e <= bound);
     if (e > error) error = e, name = what;
   }
-  ~Worst() {
+  ~WorstElement() {
     if (verbose()) std::printf("%s: worst tensor %s, %.3e\n", label.c_str(), name.c_str(), error);
   }
 };
@@ -88,7 +88,7 @@ void run_relative_golden(const std::string& kind, const std::string& variant, DT
     if (it == g.end()) FAIL("golden_" << kind << " has no tensor '" << name << "'");
     return it->second;
   };
-  Worst worst{kind + (f64 ? " (f64)" : " (f32)"), 0, {}};
+  WorstElement worst{kind + (f64 ? " (f64)" : " (f32)"), 0, {}};
   const double forward_bound = f64 ? kF64TensorBound : kForwardBound;
   const double gradient_bound = f64 ? kF64TensorBound : kGradientBound;
   const double loss_bound = f64 ? kF64LossBound : kLossBound;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,12 +48,17 @@ inline std::string shared_table_name(const std::string& base, const std::string&
 }
 
 // Every parameter of `m` in f64 with values uniform in [low, high) from
-// std::mt19937_64 (not from ordo's own generator).
-inline void randomize(nn::Module& m, uint64_t seed, double low = -0.5, double high = 0.5) {
+// std::mt19937_64 (not from ordo's own generator); returns them by name.
+inline std::map<std::string, std::vector<double>> randomize(nn::Module& m, uint64_t seed, double low = -0.5,
+                                                            double high = 0.5) {
   m.to_dtype(DType::f64);
+  std::map<std::string, std::vector<double>> values;
   for (auto& [name, p] : m.named_parameters()) {
-    p->var = Var(ordo::test::random_tensor(p->var.shape(), seed++, DType::f64, low, high), true, name);
+    Tensor t = ordo::test::random_tensor(p->var.shape(), seed++, DType::f64, low, high);
+    p->var = Var(t, true, name);
+    values[name] = t.to_doubles();
   }
+  return values;
 }
 
 // The values of parameter `name` of `m`, row-major; fails the test when absent.

@@ -17,6 +17,7 @@
 #include "pe/tupe.h"
 #include "tensor/safetensors.h"
 #include "tests/helpers.h"
+#include "tests/pe/score_term_helpers.h"
 
 using namespace ordo;
 
@@ -59,17 +60,6 @@ nn::BertConfig config() {
                                       /*intermediate_size=*/12, /*max_position_embeddings=*/16);
 }
 
-std::map<std::string, std::vector<double>> randomize(nn::Module& m, uint64_t seed) {
-  m.to_dtype(DType::f64);
-  std::map<std::string, std::vector<double>> values;
-  for (auto& [name, p] : m.named_parameters()) {
-    Tensor t = test::random_tensor(p->var.shape(), seed++, DType::f64, -0.5, 0.5);
-    p->var = Var(t, true, name);
-    values[name] = t.to_doubles();
-  }
-  return values;
-}
-
 struct AttentionRun {
   Tensor probs, out;
 };
@@ -107,7 +97,7 @@ std::vector<double> naive_probs(const std::function<double(int64_t, int64_t, int
 TEST_CASE("ablations of an attention-level term: BERT-p keeps delta alone, BERT-c gamma alone", "[pe][ablation]") {
   nn::BertConfig c = config();
   nn::SelfAttention attention(c, Device::cpu());
-  auto w = randomize(attention, 1);
+  auto w = pe_test::randomize(attention, 1);
   Tensor delta = test::random_tensor({1, H, L, L}, 2, DType::f64, -2, 2);
   FixedTerms pe(delta);
   Tensor x = test::random_tensor({B, L, D}, 3);
@@ -156,7 +146,7 @@ TEST_CASE("ablations: a rotation is the positional part, a variant's own product
           "[pe][ablation]") {
   nn::BertConfig c = config();
   nn::SelfAttention attention(c, Device::cpu());
-  randomize(attention, 11);
+  pe_test::randomize(attention, 11);
   Tensor x = test::random_tensor({B, L, D}, 12);
   Tensor mask = Tensor::ones({B, L}, DType::i64);
   Rotating rotating;
@@ -191,7 +181,7 @@ TEST_CASE("ablations of an input-level encoding act on Eq. 2's sum x_i + p_i", "
   nn::BertConfig c = config();
   c.pe = "ape_learned";
   auto model = pe::build_model(c, Device::cpu(), false, 5);
-  auto w = randomize(*model, 21);
+  auto w = pe_test::randomize(*model, 21);
   nn::BertInputs in;
   in.input_ids = Tensor::from_vector(std::vector<int64_t>{2, 7, 4, 9, 3, 5, 11, 1}, {B, L});
   in.segment_ids = Tensor::from_vector(std::vector<int64_t>{0, 0, 1, 1, 0, 1, 1, 1}, {B, L});

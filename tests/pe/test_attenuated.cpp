@@ -38,7 +38,7 @@ double locality(const std::vector<double>& row, int64_t i) {
 }
 
 Tensor delta_of(const json::Value& options, const Tensor& positions, int layer = 0) {
-  nn::BertConfig c = tiny_config("attenuated", options);
+  nn::BertConfig c = pe_test::tiny_config("attenuated", options);
   auto pe = make(c);
   nn::Context ctx = nn::Context::eval();
   return pe->positional_weights(state(c, layer, positions, nullptr, ctx)).value().contiguous();
@@ -51,7 +51,7 @@ TEST_CASE("attenuated matches a naive loop over i, j from Eq. 9, fixed and learn
   std::vector<int64_t> p = positions.to_vector<int64_t>();
   nn::Context ctx = nn::Context::eval();
   {
-    nn::BertConfig c = tiny_config("attenuated", json::parse(R"({"w": 0.3, "s": 0.4})"));
+    nn::BertConfig c = pe_test::tiny_config("attenuated", json::parse(R"({"w": 0.3, "s": 0.4})"));
     auto pe = make(c);
     std::vector<double> expected = naive_delta(p, 2, 8, {0.3, 0.3, 0.3}, {0.4, 0.4, 0.4});
     Var bias = pe->score_bias(state(c, 1, positions, nullptr, ctx), Var(Tensor::zeros({1}, DType::f64)), Var());
@@ -62,7 +62,7 @@ TEST_CASE("attenuated matches a naive loop over i, j from Eq. 9, fixed and learn
   for (std::string share : {"none", "heads"}) {  // the two-knob form, per head and shared by a layer's heads
     json::Value o = json::parse(R"({"learned": true, "learn": "kernel"})");
     o["share"] = share;
-    nn::BertConfig c = tiny_config("attenuated", o);
+    nn::BertConfig c = pe_test::tiny_config("attenuated", o);
     auto pe = make(c);
     randomize(*pe, 21);
     for (int layer = 0; layer < 2; ++layer) {
@@ -82,7 +82,7 @@ TEST_CASE("attenuated matches a naive loop over i, j from Eq. 9, fixed and learn
 
 TEST_CASE("attenuated: learned w, s start at the options and pass the gradient check", "[pe][gradcheck]") {
   json::Value o = json::parse(R"({"learned": true, "learn": "kernel", "w": 0.2, "s": 0.7})");
-  nn::BertConfig c = tiny_config("attenuated", o);
+  nn::BertConfig c = pe_test::tiny_config("attenuated", o);
   Tensor positions = random_positions(2, 6, 8, 0, 9);
   Tensor fixed = delta_of(json::parse(R"({"w": 0.2, "s": 0.7})"), positions);
   auto pe = make(c);
@@ -140,7 +140,7 @@ TEST_CASE("attenuated: s = 1 is symmetric, s < 1 leans forward, s > 1 backward, 
 }
 
 TEST_CASE("attenuated: relative, any position, unscaled in the scores, sharing counts", "[pe]") {
-  nn::BertConfig c = tiny_config("attenuated", json::parse(R"({"w": 0.1, "s": 0.3})"));
+  nn::BertConfig c = pe_test::tiny_config("attenuated", json::parse(R"({"w": 0.1, "s": 0.3})"));
   Tensor positions = random_positions(2, 7, 5, 0, 30);
   CHECK(max_abs_error(delta_of(c.pe_options, positions), delta_of(c.pe_options, shifted(positions, 77777))) == 0);
   // Positions three times as far apart: the kernel sees the larger distances.
@@ -155,9 +155,9 @@ TEST_CASE("attenuated: relative, any position, unscaled in the scores, sharing c
   for (auto& [share, n] : counts) {
     json::Value o = json::parse(R"({"learned": true, "learn": "kernel"})");
     o["share"] = share;
-    CHECK(make(tiny_config("attenuated", o))->parameter_count() == n);
+    CHECK(make(pe_test::tiny_config("attenuated", o))->parameter_count() == n);
   }
-  CHECK_THROWS_WITH(make(tiny_config("attenuated", json::parse(R"({"w": 0})"))), Catch::Contains("w"));
+  CHECK_THROWS_WITH(make(pe_test::tiny_config("attenuated", json::parse(R"({"w": 0})"))), Catch::Contains("w"));
 }
 
 // ---- A* as the paper builds it: D_h[p_i, p_j], a matrix over positions from Eq. 9 ----
@@ -168,7 +168,7 @@ TEST_CASE("A*: the matrix starts at Eq. 9 over every position and is looked up a
   for (std::string share : {"none", "heads"}) {  // BERT-A* and BERT-A*-s
     json::Value o = json::parse(R"({"learned": true, "w": 0.3, "s": 0.4})");
     o["share"] = share;
-    nn::BertConfig c = tiny_config("attenuated", o);
+    nn::BertConfig c = pe_test::tiny_config("attenuated", o);
     auto pe = make(c);
     pe->to_dtype(DType::f64);
     nn::initialize(*pe, 0);
@@ -203,7 +203,7 @@ TEST_CASE("A*: the matrix starts at Eq. 9 over every position and is looked up a
     }
   }
   // A position past the matrix is an error naming the option to raise.
-  nn::BertConfig c = tiny_config("attenuated", json::parse(R"({"learned": true})"));
+  nn::BertConfig c = pe_test::tiny_config("attenuated", json::parse(R"({"learned": true})"));
   auto pe = make(c);
   Tensor beyond = Tensor::from_vector(std::vector<int64_t>{0, 3, 16}, {1, 3});
   CHECK_THROWS_WITH(pe->score_bias(state(c, 0, beyond, nullptr, ctx, DType::f32), Var(Tensor::zeros({1})), Var()),
@@ -214,7 +214,7 @@ TEST_CASE("A*: the matrix starts at Eq. 9 over every position and is looked up a
 TEST_CASE("A*: the matrix's entries pass the gradient check, alone and through attention", "[pe][gradcheck]") {
   // A 6 x 6 matrix keeps the finite differences few; positions repeat, so
   // entries used twice must sum their gradients.
-  nn::BertConfig c = tiny_config("attenuated", json::parse(R"({"learned": true, "share": "heads", "max_position": 6})"));
+  nn::BertConfig c = pe_test::tiny_config("attenuated", json::parse(R"({"learned": true, "share": "heads", "max_position": 6})"));
   Tensor positions = random_positions(2, 5, 8, 0, 6);
   auto pe = make(c);
   nn::Context ctx = nn::Context::eval();

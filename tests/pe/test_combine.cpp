@@ -13,6 +13,7 @@
 #include "nn/bert.h"
 #include "pe/registry.h"
 #include "tests/helpers.h"
+#include "tests/pe/score_term_helpers.h"
 
 using namespace ordo;
 
@@ -33,32 +34,21 @@ class LearnedWeights : public nn::PositionEncoding {
   nn::Parameter& w_;
 };
 
-nn::BertConfig config() {
+nn::BertConfig combine_config() {
   return ordo::test::tiny_bert_config(/*vocab_size=*/13, /*hidden_size=*/8, /*layers=*/1, /*heads=*/2,
                                       /*intermediate_size=*/12, /*max_position_embeddings=*/16);
-}
-
-std::map<std::string, std::vector<double>> randomize(nn::Module& m, uint64_t seed, double scale = 0.5) {
-  m.to_dtype(DType::f64);
-  std::map<std::string, std::vector<double>> values;
-  for (auto& [name, p] : m.named_parameters()) {
-    Tensor t = test::random_tensor(p->var.shape(), seed++, DType::f64, -scale, scale);
-    p->var = Var(t, true, name);
-    values[name] = t.to_doubles();
-  }
-  return values;
 }
 
 }  // namespace
 
 TEST_CASE("combine = sequence: self-attention is CA(PA(x)) as Listings 2 and 3 compute it, and the ablations keep "
           "PA(x) alone (Listing 2's positional encoder) or CA(x) alone", "[pe][combine]") {
-  nn::BertConfig c = config();
+  nn::BertConfig c = combine_config();
   const int64_t B = 2, L = 5, D = 8, H = 2, dh = 4;
   LearnedWeights pe(H, L);
-  auto w = randomize(pe, 1, 2.0);
+  auto w = pe_test::randomize(pe, 1, -2.0, 2.0);
   nn::SelfAttention attention(c, Device::cpu());
-  auto a = randomize(attention, 11);
+  auto a = pe_test::randomize(attention, 11);
   Tensor x = test::random_tensor({B, L, D}, 21);
   Tensor mask = Tensor::from_vector(std::vector<int64_t>{1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, {B, L});
   Tensor bias = nn::attention_bias(mask, B, L, false, DType::f64, Device::cpu());
@@ -140,11 +130,11 @@ TEST_CASE("combine = sequence: self-attention is CA(PA(x)) as Listings 2 and 3 c
 
 TEST_CASE("combine = sequence: the attention and the learned positional weights pass the f64 gradient check",
           "[pe][combine][gradcheck]") {
-  nn::BertConfig c = config();
+  nn::BertConfig c = combine_config();
   LearnedWeights pe(2, 5);
-  randomize(pe, 31);
+  pe_test::randomize(pe, 31);
   nn::SelfAttention attention(c, Device::cpu());
-  randomize(attention, 41);
+  pe_test::randomize(attention, 41);
   std::vector<nn::NamedParameter> params = attention.named_parameters();
   params.emplace_back("w", &pe.w_);
   std::vector<Tensor> values;
@@ -166,7 +156,7 @@ TEST_CASE("combine = sequence: the attention and the learned positional weights 
 
 TEST_CASE("combine: the option is read by every variant and refused where there are no positional weights",
           "[pe][combine]") {
-  nn::BertConfig c = config();
+  nn::BertConfig c = combine_config();
   c.pe = "ape_learned";
   auto plain = pe::make_position_encoding(c, Device::cpu());
   CHECK(plain->combine == nn::Combine::add);

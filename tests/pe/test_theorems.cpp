@@ -29,6 +29,7 @@
 #include "nn/bert.h"
 #include "pe/registry.h"
 #include "tests/helpers.h"
+#include "tests/pe/score_term_helpers.h"
 
 using namespace ordo;
 
@@ -39,12 +40,6 @@ nn::BertConfig config(const std::string& pe) {
                                                   /*intermediate_size=*/12, /*max_position_embeddings=*/16);
   c.pe = pe;
   return c;
-}
-
-void randomize(nn::Module& m, uint64_t seed) {
-  m.to_dtype(DType::f64);
-  for (auto& [name, p] : m.named_parameters())
-    p->var = Var(test::random_tensor(p->var.shape(), seed++, DType::f64, -0.5, 0.5), true, name);
 }
 
 // Gradients of sum(R * encoder output) for the batch, by parameter name.
@@ -138,7 +133,7 @@ std::vector<double> times_transpose(const std::vector<double>& a, const std::vec
 TEST_CASE("theorem 1: with an input-level PE the token and the position embedding rows get the same gradient",
           "[pe][theorems]") {
   auto model = pe::build_model(config("ape_learned"), Device::cpu(), false, 1);
-  randomize(*model, 1);
+  pe_test::randomize(*model, 1);
   // Token 5 + i at position i in both rows; the rows differ in segments and
   // the second has two padded positions (which carry their tokens too).
   nn::BertInputs in;
@@ -178,7 +173,7 @@ TEST_CASE("theorem 1: with an input-level PE the token and the position embeddin
 TEST_CASE("theorem 1 does not bind an attention-level encoding (TUPE): its position gradients are its own",
           "[pe][theorems]") {
   auto model = pe::build_model(config("tupe"), Device::cpu(), false, 1);
-  randomize(*model, 2);
+  pe_test::randomize(*model, 2);
   nn::BertInputs in;
   in.input_ids = Tensor::from_vector(std::vector<int64_t>{5, 6, 7, 8, 9, 10}, {1, 6});
   auto g = gradients(*model, in);
@@ -219,7 +214,7 @@ TEST_CASE("theorem 2: the input-level attention of a head has rank <= d_h, a per
   c.hidden_size = 12;
   c.num_attention_heads = 3;  // d_h = 4 < d = 12 < n = 16
   auto model = pe::build_model(c, Device::cpu(), false, 3);
-  randomize(*model, 3);
+  pe_test::randomize(*model, 3);
   const int64_t n = 16, d = 12, dh = 4;
   std::vector<double> P = model->find_parameter("bert.embeddings.position_embeddings.weight")->var.value().to_doubles();
   std::vector<double> X = test::random_values(n * d, 7);  // token vectors of a sequence of n tokens

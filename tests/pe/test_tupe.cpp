@@ -16,6 +16,7 @@
 #include "pe/registry.h"
 #include "pe/tupe.h"
 #include "tests/helpers.h"
+#include "tests/pe/score_term_helpers.h"
 
 using namespace ordo;
 
@@ -49,19 +50,6 @@ int64_t bucket_by_hand(int64_t r) {
 // distances into the logarithmic buckets; the first token is [CLS] whatever its number.
 Tensor test_positions() {
   return Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 9, 40, 101, 5, 3, 23, 16, 120, 7}, {2, 6});
-}
-
-// Every parameter of `m` set to values uniform in [-0.5, 0.5) from a
-// generator independent of ordo's; returns them by name.
-std::map<std::string, std::vector<double>> randomize(nn::Module& m, uint64_t seed) {
-  m.to_dtype(DType::f64);
-  std::map<std::string, std::vector<double>> values;
-  for (auto& [name, p] : m.named_parameters()) {
-    Tensor t = test::random_tensor(p->var.shape(), seed++, DType::f64, -0.5, 0.5);
-    p->var = Var(t, true, name);
-    values[name] = t.to_doubles();
-  }
-  return values;
 }
 
 // The positional term of head h for (i, j) from the equation, in f64 loops.
@@ -102,7 +90,7 @@ TEST_CASE("tupe: the positional term equals the equation's loops (TUPE-R and TUP
       nn::BertConfig c = tupe_config(relative, reset);
       auto pe = pe::make_position_encoding(c, Device::cpu());
       auto& tupe = dynamic_cast<pe::Tupe&>(*pe);
-      NaiveTupe naive{randomize(tupe, 11), 8, 2, 4, relative, reset};
+      NaiveTupe naive{pe_test::randomize(tupe, 11), 8, 2, 4, relative, reset};
       Tensor positions = test_positions();
       Tensor term = tupe.positional_term(positions).value();
       REQUIRE(term.shape() == Shape{2, 2, 6, 6});
@@ -143,9 +131,9 @@ TEST_CASE("tupe: the relative bias follows T5's bucket boundaries on both sides"
 TEST_CASE("tupe: self-attention equals the naive loops of Eq. 5 with sqrt(2 d_h)", "[pe][tupe]") {
   nn::BertConfig c = tupe_config();
   auto pe = pe::make_position_encoding(c, Device::cpu());
-  NaiveTupe naive{randomize(*pe, 21), 8, 2, 4, true, true};
+  NaiveTupe naive{pe_test::randomize(*pe, 21), 8, 2, 4, true, true};
   nn::SelfAttention attention(c, Device::cpu());
-  auto w = randomize(attention, 31);
+  auto w = pe_test::randomize(attention, 31);
   Tensor x = test::random_tensor({2, 6, 8}, 41);
   Tensor mask = Tensor::from_vector(std::vector<int64_t>{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, {2, 6});
   Tensor bias = nn::attention_bias(mask, 2, 6, false, DType::f64, Device::cpu());
@@ -189,7 +177,7 @@ TEST_CASE("tupe: P, U^Q, U^K, the bias table and the CLS scalars pass the f64 gr
     nn::BertConfig c = tupe_config(relative, true);
     auto pe = pe::make_position_encoding(c, Device::cpu());
     auto& tupe = dynamic_cast<pe::Tupe&>(*pe);
-    randomize(tupe, 51);
+    pe_test::randomize(tupe, 51);
     std::vector<nn::NamedParameter> params = tupe.named_parameters();
     std::vector<Tensor> values;
     for (auto& [name, p] : params) values.push_back(p->var.value());
@@ -213,8 +201,8 @@ TEST_CASE("tupe: a whole self-attention with TUPE passes the f64 gradient check"
   c.max_position_embeddings = 12;
   auto pe = pe::make_position_encoding(c, Device::cpu());
   nn::SelfAttention attention(c, Device::cpu());
-  randomize(*pe, 61);
-  randomize(attention, 71);
+  pe_test::randomize(*pe, 61);
+  pe_test::randomize(attention, 71);
   std::vector<nn::NamedParameter> params = attention.named_parameters();
   for (auto& np : pe->named_parameters()) params.push_back(np);
   std::vector<Tensor> values;
@@ -250,7 +238,7 @@ TEST_CASE("tupe: one positional term for every layer, and the CLS row and column
   CHECK(cls == 1);
 
   nn::PositionEncoding& pe = model->bert.position_encoding();
-  auto values = randomize(pe, 91);
+  auto values = pe_test::randomize(pe, 91);
   const std::vector<double>& theta = values["cls"];
   // The first token carries position 4 here: the reset follows the token, not the number.
   Tensor positions = Tensor::from_vector(std::vector<int64_t>{4, 5, 6, 7, 8}, {1, 5});

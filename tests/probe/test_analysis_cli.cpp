@@ -21,7 +21,7 @@ namespace json = ordo::json;
 namespace {
 
 // Two checkpoints (steps 1 and 2) so the snapshots have something to show.
-std::string tiny_config(const std::string& pe) {
+std::string analysis_run_config(const std::string& pe) {
   return R"({"model": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,)"
          R"( "max_position_embeddings": 24, "pe": ")" +
          pe +
@@ -31,7 +31,7 @@ std::string tiny_config(const std::string& pe) {
 }
 
 void make_run(const TempDir& dir, const std::string& name, const std::string& pe) {
-  std::ofstream(dir / (name + ".json")) << tiny_config(pe);
+  std::ofstream(dir / (name + ".json")) << analysis_run_config(pe);
   auto r = run_ordo("pretrain --config " + (dir / (name + ".json")) + " --out " + (dir / name) + " --quiet");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -186,7 +186,7 @@ TEST_CASE("ordo analyze draws the positional score terms of every layer and head
           "(the locality/symmetry paper, Figs. 9-10)", "[analysis][cli]") {
   TempDir dir("analyze-layers");
   for (const std::string pe : {"rel_scalar", "alibi"}) {  // a table per layer and head; one slope per head for all
-    std::string config = tiny_config(pe);
+    std::string config = analysis_run_config(pe);
     config.replace(config.find("\"num_hidden_layers\": 1"), 22, "\"num_hidden_layers\": 2");
     std::ofstream(dir / (pe + ".json")) << config;
     auto r = run_ordo("pretrain --config " + (dir / (pe + ".json")) + " --out " + (dir / pe) + " --quiet");
@@ -285,7 +285,7 @@ TEST_CASE("ordo analyze refuses bad flags and runs with a message, exit 1 and th
   std::ofstream(dir / "afile") << "x";
   ordo::make_directories(dir / "empty");
   ordo::make_directories(dir / "nockpt");
-  std::ofstream(dir / "nockpt/config.json") << tiny_config("ape_learned");
+  std::ofstream(dir / "nockpt/config.json") << analysis_run_config("ape_learned");
   struct Case {
     std::string args, message;
   };

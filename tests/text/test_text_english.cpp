@@ -44,7 +44,7 @@ void check_source(EnglishSource source) {
   // Every document reads back; every sentence tokenizes without [UNK] (the
   // vocabulary's alphabet covers its corpus) and lower-cased ASCII round-trips.
   CorpusReader reader(corpus);
-  Document doc;
+  text::Document doc;
   int64_t sentences = 0, round_trips = 0;
   while (reader.next(doc)) {
     for (const auto& s : doc.sentences) {

@@ -12,7 +12,7 @@ using ordo::test::run_ordo;
 
 namespace {
 
-const std::string kDir = std::string(ORDO_SOURCE_DIR) + "/tests/data/downstream/";
+const std::string kDownstreamData = std::string(ORDO_SOURCE_DIR) + "/tests/data/downstream/";
 
 // The JSON object in the command's output (which also holds stderr).
 ordo::json::Value json_of(const std::string& output) {
@@ -25,12 +25,12 @@ ordo::json::Value json_of(const std::string& output) {
 }  // namespace
 
 TEST_CASE("ordo score prints the official metrics of GLUE and SQuAD files", "[cli][score]") {
-  const ordo::json::Value golden = ordo::json::parse(ordo::read_file(kDir + "golden.json"));
+  const ordo::json::Value golden = ordo::json::parse(ordo::read_file(kDownstreamData + "golden.json"));
   for (const char* group : {"glue", "squad"}) {
     for (const auto& c : golden[group].as_array()) {
-      std::string args = "score --task " + c["task"].as_string() + " --data " + kDir + c["data"].as_string() +
-                         " --predictions " + kDir + c["predictions"].as_string();
-      if (c.contains("na_probs")) args += " --na-probs " + kDir + c["na_probs"].as_string();
+      std::string args = "score --task " + c["task"].as_string() + " --data " + kDownstreamData + c["data"].as_string() +
+                         " --predictions " + kDownstreamData + c["predictions"].as_string();
+      if (c.contains("na_probs")) args += " --na-probs " + kDownstreamData + c["na_probs"].as_string();
       if (c.contains("na_prob_thresh")) args += " --na-prob-thresh " + ordo::json::dump(c["na_prob_thresh"]);
       const ordo::test::CommandResult r = run_ordo(args);
       INFO("ordo " << args << "\n" << r.output);
@@ -49,7 +49,7 @@ TEST_CASE("ordo score prints the official metrics of GLUE and SQuAD files", "[cl
 
 TEST_CASE("ordo score refuses mismatched files with the file and line", "[cli][score][errors]") {
   ordo::test::TempDir dir("score-cli");
-  const std::string rte = kDir + "RTE/dev.tsv";
+  const std::string rte = kDownstreamData + "RTE/dev.tsv";
   const std::string missing_row = dir.write("RTE.tsv", "index\tprediction\n0\tentailment\n1\tentailment\n");
   ordo::test::CommandResult r = run_ordo("score --task rte --data " + rte + " --predictions " + missing_row);
   CHECK(r.exit_code == 1);
@@ -67,17 +67,17 @@ TEST_CASE("ordo score refuses mismatched files with the file and line", "[cli][s
         std::string::npos);
 
   // A test file has no labels to score against.
-  r = run_ordo("score --task rte --data " + kDir + "RTE/test.tsv --predictions " + bad_label);
+  r = run_ordo("score --task rte --data " + kDownstreamData + "RTE/test.tsv --predictions " + bad_label);
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("has no labels") != std::string::npos);
 
-  const std::string squad = kDir + "squad/dev-v2.0.json";
+  const std::string squad = kDownstreamData + "squad/dev-v2.0.json";
   const std::string partial = dir.write("pred.json", "{\"n1\": \"France\"}");
   r = run_ordo("score --task squad2 --data " + squad + " --predictions " + partial);
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("the predictions lack 6 of the 7 questions") != std::string::npos);
 
-  r = run_ordo("score --task squad --data " + squad + " --predictions " + kDir + "squad/pred-v2.0.json");
+  r = run_ordo("score --task squad --data " + squad + " --predictions " + kDownstreamData + "squad/pred-v2.0.json");
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("has no gold answer; SQuAD v1.1 scores answerable questions only") != std::string::npos);
 

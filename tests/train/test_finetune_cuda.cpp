@@ -26,18 +26,18 @@ namespace {
 
 constexpr double kBound = 4096 * 0x1p-24;
 
-struct Outcome {
+struct FinetuneOutcome {
   double loss = 0;
   std::vector<std::string> names;
   std::vector<Tensor> grads;
 };
 
-Outcome head_step(const nn::BertConfig& c, bool span, Device device) {
+FinetuneOutcome head_step(const nn::BertConfig& c, bool span, Device device) {
   const auto b = to_device(step_batch(c, false), device);
   const Tensor labels = Tensor::from_vector(std::vector<int64_t>{2, 0}, {2});
   const Tensor starts = Tensor::from_vector(std::vector<int64_t>{3, 40}, {2}), ends = Tensor::from_vector(std::vector<int64_t>{5, 1}, {2});
   nn::Context ctx = nn::Context::train(9, 1);
-  Outcome o;
+  FinetuneOutcome o;
   std::unique_ptr<nn::Module> owner;
   Var loss;
   if (span) {
@@ -89,7 +89,7 @@ TEST_CASE("fine-tuning heads on CUDA: losses and every gradient match the CPU st
     for (const bool span : {false, true}) {
       INFO("pe " << k.pe << (k.decoder ? " decoder" : "") << (span ? ", span extraction" : ", classification"));
       const nn::BertConfig c = step_config(k.pe, "{}", "input", k.decoder);
-      const Outcome cpu = head_step(c, span, Device::cpu()), gpu = head_step(c, span, Device::cuda(0));
+      const FinetuneOutcome cpu = head_step(c, span, Device::cpu()), gpu = head_step(c, span, Device::cuda(0));
       CHECK(std::fabs(gpu.loss - cpu.loss) <= kBound * std::fabs(cpu.loss));
       REQUIRE(cpu.names == gpu.names);
       for (size_t i = 0; i < cpu.names.size(); ++i) {
@@ -97,7 +97,7 @@ TEST_CASE("fine-tuning heads on CUDA: losses and every gradient match the CPU st
         REQUIRE(cpu.grads[i].defined() == gpu.grads[i].defined());
         if (!cpu.grads[i].defined()) continue;
         if (gradient_is_exactly_zero(cpu.names[i], span, c.num_hidden_layers)) {
-          for (const Outcome* side : {&cpu, &gpu})
+          for (const FinetuneOutcome* side : {&cpu, &gpu})
             CHECK(ordo::test::max_abs(side->grads[i]) <= kBound * norm(cpu.grads));
           continue;
         }

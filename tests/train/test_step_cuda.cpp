@@ -31,7 +31,7 @@ using ordo::test::training_step;
 namespace {
 
 const Device kGpu = Device::cuda(0);
-constexpr double kU = 0x1p-24;  // unit roundoff of f32
+constexpr double kF32Roundoff = 0x1p-24;  // unit roundoff of f32
 
 // Bounds (f32; u = 2^-24). A step of this model is a chain of about 40
 // operations forward and as many backward, each a dot product or a reduction
@@ -45,8 +45,8 @@ constexpr double kU = 0x1p-24;  // unit roundoff of f32
 // the bound. A wrong mask, a misplaced term, a missed dropout element or a
 // lost gradient contribution moves some element by O(1) of the tensor's
 // scale and fails it.
-constexpr double kLossBound = 4096 * kU;      // relative, on the scalar loss
-constexpr double kGradientBound = 4096 * kU;  // max |diff| / max |cpu| per gradient tensor
+constexpr double kLossBound = 4096 * kF32Roundoff;      // relative, on the scalar loss
+constexpr double kGradientBound = 4096 * kF32Roundoff;  // max |diff| / max |cpu| per gradient tensor
 
 // The first AdamW step from zero moments updates each element by
 // lr (c g / (c |g| + eps) + wd p) with c the clipping scale. The CUDA
@@ -67,7 +67,7 @@ void require_updates_close(const StepOutcome& cpu, const StepOutcome& gpu, const
     for (size_t k = 0; k < p_cpu.size(); ++k) {
       const double dg = std::fabs(g_gpu[k] - g_cpu[k]);
       const double bound = o.lr * std::min(2.0, (c * dg + std::fabs(g_cpu[k]) * dc) / o.eps) +
-                           4 * kU * (std::fabs(p_cpu[k]) + 2 * o.lr);
+                           4 * kF32Roundoff * (std::fabs(p_cpu[k]) + 2 * o.lr);
       if (!(std::fabs(p_gpu[k] - p_cpu[k]) <= bound) && violations++ < 3)
         UNSCOPED_INFO("[" << k << "] cpu " << p_cpu[k] << ", cuda " << p_gpu[k] << ", bound " << bound);
     }
