@@ -91,14 +91,12 @@ __global__ void residual_layernorm_backward_kernel(float* gs, float* gh, uint16_
 // mask(gs) (the bias: h's gradient before any rounding to bf16).
 struct ResidualLayerNormSums {
   static constexpr int kSums = 3;
-  const float *gy, *s, *mean, *rstd, *gs;
-  int64_t n;
+  LayerNormParamSums norm;  // its x: s, the LayerNorm's input
+  const float* gs;
   Mask mask;
   __device__ __forceinline__ void operator()(int64_t row, int64_t column, double (&sums)[3]) const {
-    const int64_t i = row * n + column;
-    const float g = gy[i];
-    sums[0] += g * ((s[i] - mean[row]) * rstd[row]);
-    sums[1] += g;
+    norm.add(row, column, sums[0], sums[1]);
+    const int64_t i = row * norm.n + column;
     sums[2] += mask.apply(gs[i], i, mask.stream());
   }
 };
@@ -200,9 +198,9 @@ void residual_layernorm_backward(const Tensor& gs, const Tensor& gh, const Tenso
                   gamma.data<float>(), rows, n, mask);
     }
   });
-  const ResidualLayerNormSums element{gy.data<float>(),   s.data<float>(), mean.data<float>(),
-                                      rstd.data<float>(), gs.data<float>(), n,
-                                      mask};
+  const ResidualLayerNormSums element{
+      LayerNormParamSums{gy.data<float>(), s.data<float>(), mean.data<float>(), rstd.data<float>(), n},
+      gs.data<float>(), mask};
   const ColumnOutputs outs{{ggamma.data<float>(), gbeta.data<float>(),
                             gbias.defined() ? gbias.data<float>() : nullptr}};
   column_sums(s.device(), ctx, rows, n, outs, element);

@@ -51,19 +51,6 @@ __global__ void layernorm_backward_kernel(float* gx, const float* gy, const floa
   }
 }
 
-// The column sums of the backward: gy * xhat (gamma) and gy (beta).
-struct LayerNormParamSums {
-  static constexpr int kSums = 2;
-  const float *gy, *x, *mean, *rstd;
-  int64_t n;
-  __device__ __forceinline__ void operator()(int64_t row, int64_t column, double (&sums)[2]) const {
-    const int64_t i = row * n + column;
-    const float g = gy[i];
-    sums[0] += g * ((x[i] - mean[row]) * rstd[row]);
-    sums[1] += g;
-  }
-};
-
 }  // namespace
 
 void layernorm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,

@@ -128,6 +128,24 @@ __device__ __forceinline__ LayerNormRowMeans layernorm_backward_means(const floa
   return {static_cast<float>(sum_g / n), static_cast<float>(sum_gx / n)};
 }
 
+// The column sums of LayerNorm's backward (column_sums.cuh): gy xhat
+// (gamma's gradient) and gy (beta's) of element (row, column), x the
+// LayerNorm's input.
+struct LayerNormParamSums {
+  static constexpr int kSums = 2;
+  const float *gy, *x, *mean, *rstd;
+  int64_t n;
+  __device__ __forceinline__ void add(int64_t row, int64_t column, double& gamma_sum, double& beta_sum) const {
+    const int64_t i = row * n + column;
+    const float g = gy[i];
+    gamma_sum += g * ((x[i] - mean[row]) * rstd[row]);
+    beta_sum += g;
+  }
+  __device__ __forceinline__ void operator()(int64_t row, int64_t column, double (&sums)[2]) const {
+    add(row, column, sums[0], sums[1]);
+  }
+};
+
 // ---- online softmax statistics ------------------------------------------------------
 //
 // The running maximum of a row and the sum of exp(v - max) over the values
