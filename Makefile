@@ -160,25 +160,32 @@ chen2021: deps build
 # differently, and a missing barrier often shows under one order only; every
 # access the kernels make is checked under both (races, conflicts between
 # blocks, uninitialised reads, bounds: ORDO_EMULATOR_CHECKS, all by default). The
-# [cuda] tests run under EMULATOR_SCHEDULE here, then tools/gpu_check.sh --emulate
-# (what a GPU owner runs: [cuda] tests, the CPU-vs-GPU training steps, the
-# step benchmark) runs them again under GPU_CHECK_SCHEDULE.
+# [cuda] tests run under EMULATOR_SCHEDULE here, and beside them (each is one
+# process on one thread: two cores do both in the time of the longer)
+# tools/gpu_check.sh --emulate (what a GPU owner runs: [cuda] tests, the
+# CPU-vs-GPU training steps, the step benchmark) runs them again under
+# GPU_CHECK_SCHEDULE. The first's output goes to CUDA_TESTS_LOG, printed when
+# both have ended; either failing fails the target.
 # Every launch shape the [cuda] runs make is logged to LAUNCH_LOG, which
 # make test then checks against the nvcc build's registers per kernel
 # (tools/check_cuda_resources.sh: no spills, registers x threads within the SM's file).
 EMULATOR_SCHEDULE ?= greedy-warp
 GPU_CHECK_SCHEDULE ?= random:1
 LAUNCH_LOG := $(CURDIR)/build-emulate/cuda_launches.tsv
+CUDA_TESTS_LOG := $(CURDIR)/build-emulate/cuda_tests.log
 test-emulated: deps
 	cmake -S . -B build-emulate -DORDO_CUDA=emulate -DORDO_BLAS=$(ORDO_BLAS) -DORDO_NATIVE=$(ORDO_NATIVE)
 	cmake --build build-emulate -j $(JOBS)
 	@build-emulate/ordo_tests "[emulator]"
 	@rm -f $(LAUNCH_LOG)
-	@echo "[cuda] tests under ORDO_EMULATOR_SCHEDULE=$(EMULATOR_SCHEDULE)"
+	@echo "[cuda] tests under ORDO_EMULATOR_SCHEDULE=$(EMULATOR_SCHEDULE) (output: $(CUDA_TESTS_LOG)), beside gpu_check"
 	@ORDO_EMULATOR_LAUNCH_LOG=$(LAUNCH_LOG) ORDO_EMULATOR_SCHEDULE=$(EMULATOR_SCHEDULE) OMP_NUM_THREADS=1 \
-	  build-emulate/ordo_tests --require-gpu "[cuda]"
-	@ORDO_EMULATOR_LAUNCH_LOG=$(LAUNCH_LOG) ORDO_EMULATOR_SCHEDULE=$(GPU_CHECK_SCHEDULE) \
-	  tools/gpu_check.sh --emulate --build build-emulate --jobs $(JOBS)
+	  build-emulate/ordo_tests --require-gpu "[cuda]" > $(CUDA_TESTS_LOG) 2>&1 & tests=$$!; \
+	  ORDO_EMULATOR_LAUNCH_LOG=$(LAUNCH_LOG) ORDO_EMULATOR_SCHEDULE=$(GPU_CHECK_SCHEDULE) \
+	    tools/gpu_check.sh --emulate --build build-emulate --prebuilt; check=$$?; \
+	  wait $$tests; status=$$?; \
+	  echo "[cuda] tests under ORDO_EMULATOR_SCHEDULE=$(EMULATOR_SCHEDULE):"; cat $(CUDA_TESTS_LOG); \
+	  test $$status = 0 -a $$check = 0
 
 bench: build
 	$(BUILD)/ordo bench

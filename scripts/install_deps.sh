@@ -7,13 +7,15 @@
 # for the PNG tests (an independent inflate; ordo itself has its own),
 # clang for the fuzzers (ORDO_DEPS_FUZZ=1), Boost.Context for the emulated GPU
 # (`make test-emulated`, ORDO_CUDA=emulate), Open MPI for data-parallel runs
-# (`mpirun -np N ordo pretrain`, the data_parallel test). The CUDA toolkit is not a Debian package here: install NVIDIA's.
+# (`mpirun -np N ordo pretrain`, the data_parallel test), ccache (the emulated
+# GPU's build takes the layers above the tensor library from the normal build's
+# compiles). The CUDA toolkit is not a Debian package here: install NVIDIA's.
 # Without root or sudo, prints what is missing and what to run, and fails only
 # when a required package is missing.
 set -euo pipefail
 
 required=(g++ make cmake)
-optional=(catch2 libopenblas-openmp-dev wordnet-base fortunes-min zlib1g-dev libboost-context-dev libopenmpi-dev openmpi-bin)
+optional=(ccache catch2 libopenblas-openmp-dev wordnet-base fortunes-min zlib1g-dev libboost-context-dev libopenmpi-dev openmpi-bin)
 [[ "${ORDO_DEPS_FUZZ:-0}" == 1 ]] && optional+=(clang)
 
 missing() {
