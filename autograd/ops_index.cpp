@@ -8,9 +8,7 @@ Var embedding(const Var& table, const Tensor& ids, int64_t padding_idx) {
   Tensor y = embedding(table.value(), ids);
   return record_op("embedding", y, {table},
                    [ids, padding_idx, rows = table.size(0)](const Tensor& gy, const std::vector<bool>&) {
-                     Tensor g = embedding_backward(gy, ids, rows);
-                     if (padding_idx >= 0) g.select(0, padding_idx).fill_(0);
-                     return std::vector<Tensor>{g};
+                     return std::vector<Tensor>{embedding_backward(gy, ids, rows, padding_idx)};
                    });
 }
 

@@ -41,7 +41,7 @@ Tensor index_select(const Tensor& x, int axis, const Tensor& idx) {
   return out.reshape(out_shape);
 }
 
-Tensor index_select_backward(const Tensor& g, int axis, const Tensor& idx, const Shape& x_shape) {
+Tensor index_select_backward(const Tensor& g, int axis, const Tensor& idx, const Shape& x_shape, int64_t skip_row) {
   check_float(g, "index_select_backward", "g");
   check_index_tensor(idx, g, "index_select_backward");
   axis = normalize_dim(axis, static_cast<int>(x_shape.size()), "index_select_backward");
@@ -50,8 +50,10 @@ Tensor index_select_backward(const Tensor& g, int axis, const Tensor& idx, const
   Shape g_shape = x_shape;
   g_shape[axis] = k;
   check_shape(g, g_shape, "index_select_backward", "g");
-  Tensor gx = Tensor::zeros({s.outer, s.n, s.inner}, g.dtype(), g.device());
-  ORDO_BACKEND(g.device(), index_add)(gx, idx.contiguous().reshape({k}), g.contiguous().reshape({s.outer, k, s.inner}));
+  Tensor gx = Tensor::empty({s.outer, s.n, s.inner}, g.dtype(), g.device());  // index_add writes every element
+  ORDO_CHECK(skip_row < s.n, "index_select_backward: row ", skip_row, " to skip is outside an axis of size ", s.n);
+  ORDO_BACKEND(g.device(), index_add)(gx, idx.contiguous().reshape({k}), g.contiguous().reshape({s.outer, k, s.inner}),
+                                      skip_row);
   return gx.reshape(x_shape);
 }
 
@@ -64,12 +66,13 @@ Tensor embedding(const Tensor& table, const Tensor& ids) {
   return index_select(table, 0, ids.contiguous().reshape({ids.numel()})).reshape(out_shape);
 }
 
-Tensor embedding_backward(const Tensor& gout, const Tensor& ids, int64_t num_rows) {
+Tensor embedding_backward(const Tensor& gout, const Tensor& ids, int64_t num_rows, int64_t padding_idx) {
   check_defined(gout, "embedding_backward", "gout");
   ORDO_CHECK(gout.dim() == ids.dim() + 1, "embedding_backward: gout has shape ",
              shape_str(gout.shape()), ", expected ids' shape ", shape_str(ids.shape()), " plus one axis");
   const int64_t d = gout.size(-1);
-  return index_select_backward(gout.reshape({ids.numel(), d}), 0, ids.reshape({ids.numel()}), {num_rows, d});
+  return index_select_backward(gout.reshape({ids.numel(), d}), 0, ids.reshape({ids.numel()}), {num_rows, d},
+                               padding_idx);
 }
 
 Tensor gather(const Tensor& x, int axis, const Tensor& idx) {

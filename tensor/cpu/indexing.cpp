@@ -41,7 +41,7 @@ void index_select(const Tensor& out, const Tensor& x, const Tensor& idx) {
   });
 }
 
-void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g) {
+void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g, int64_t skip_row) {
   const int64_t outer = gx.size(0), n = gx.size(1), inner = gx.size(2), k = g.size(1);
   check_indices(idx, n, "index_add");
   const int64_t* ids = idx.data<int64_t>();
@@ -50,11 +50,10 @@ void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g) {
   std::vector<int64_t> start(static_cast<size_t>(n) + 1, 0), sorted(static_cast<size_t>(k));
   for (int64_t j = 0; j < k; ++j) ++start[ids[j] + 1];
   for (int64_t r = 0; r < n; ++r) start[r + 1] += start[r];
-  std::vector<int64_t> next(start.begin(), start.end() - 1), rows;
+  std::vector<int64_t> next(start.begin(), start.end() - 1);
   for (int64_t j = 0; j < k; ++j) sorted[next[ids[j]]++] = j;
-  for (int64_t r = 0; r < n; ++r)
-    if (start[r + 1] > start[r]) rows.push_back(r);
-  const int64_t strips = (inner + kStrip - 1) / kStrip, tasks = outer * strips * static_cast<int64_t>(rows.size());
+  // Every row is a task, those no index names included: they are written 0.
+  const int64_t strips = (inner + kStrip - 1) / kStrip, tasks = outer * strips * n;
   dispatch_float(gx.dtype(), "index_add", [&](auto tag) {
     using T = decltype(tag);
     T* dst = gx.data<T>();
@@ -62,11 +61,11 @@ void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g) {
     parallel_for(tasks, 1, [&](int64_t b, int64_t e) {
       T total[kStrip], piece[kStrip];
       for (int64_t t = b; t < e; ++t) {
-        const int64_t r = rows[t % rows.size()], os = t / static_cast<int64_t>(rows.size());
+        const int64_t r = t % n, os = t / n;
         const int64_t o = os / strips, i0 = (os % strips) * kStrip, w = std::min(kStrip, inner - i0);
         T* d = dst + (o * n + r) * inner + i0;
-        for (int64_t i = 0; i < w; ++i) total[i] = d[i];
-        for (int64_t p = start[r]; p < start[r + 1]; ++p) {
+        for (int64_t i = 0; i < w; ++i) total[i] = T(0), piece[i] = T(0);
+        for (int64_t p = start[r]; p < start[r + 1] && r != skip_row; ++p) {
           const T* s = src + (o * k + sorted[p]) * inner + i0;
           if (p == start[r]) {
             for (int64_t i = 0; i < w; ++i) piece[i] = s[i];

@@ -10,15 +10,16 @@
 // timing. Instead both backwards sort: each contribution gets a destination
 // key, a stable radix sort (cub::DeviceRadixSort::SortPairs) groups equal
 // keys while keeping their original order, and the contributions of a run of
-// equal keys are added in that order onto the destination's old value. That
-// is the CPU's order exactly, so the results match the CPU bit for bit as
-// well as being reproducible. Sorting costs a few passes over the keys, small
-// next to moving the values.
+// equal keys are added in that order onto the destination's old value
+// (index_add's: 0). That is the CPU's order exactly, so the results match the
+// CPU bit for bit as well as being reproducible. Sorting costs a few passes
+// over the keys, small next to moving the values.
 //  - index_add sorts the k row indices once (keys = idx[j], values = j), so
 //    embedding backward sorts the token ids, not every element. A thread per
 //    (outer, piece, inner) sums a piece of a run (at most kIndexAddPiece
-//    entries: tensor/backend.h states the cut), then a thread per (outer,
-//    run, inner) adds the run's pieces onto the destination.
+//    entries: tensor/backend.h states the cut), then a thread per element
+//    of the table writes its row's pieces added up (0 for a row no index
+//    names: the table needs no zero fill before).
 //  - scatter_add has a different index per element, so it sorts every
 //    element by its destination offset.
 #include <climits>
@@ -182,20 +183,28 @@ __global__ void sum_row_pieces_kernel(float* pieces, const float* g, const uint6
   }
 }
 
-// Second pass: one thread per (o, run start p, i) adds the run's pieces, in
-// order, onto gx[o, row, i]. Every destination element has exactly one writer.
-__global__ void add_row_pieces_kernel(float* gx, const float* pieces, const uint64_t* rows_sorted, int64_t outer,
-                                      int64_t n, int64_t k, int64_t inner) {
-  const int64_t total = outer * k * inner;
+// Second pass: one thread per element (o, r, i) of gx writes row r's pieces
+// added in order (0 where no entry names r), so gx needs no zero fill first and
+// its old contents are never read. The run of r starts at the first sorted key
+// not below r: a binary search, the same for the row's inner threads. Row
+// skip_row (an embedding's padding row, when >= 0) is written 0.
+__global__ void write_row_sums_kernel(float* gx, const float* pieces, const uint64_t* rows_sorted, int64_t outer,
+                                      int64_t n, int64_t k, int64_t inner, int64_t skip_row) {
+  const int64_t total = outer * n * inner;
   for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
-    const int64_t i = e % inner, p = (e / inner) % k, o = e / (k * inner);
-    const uint64_t row = rows_sorted[p];
-    if (row == static_cast<uint64_t>(n) || (p > 0 && rows_sorted[p - 1] == row)) continue;
-    float* dst = gx + (o * n + static_cast<int64_t>(row)) * inner + i;
-    const int64_t end = run_end(rows_sorted, p, k);
-    float acc = *dst;
-    for (int64_t q = p; q < end; q = (q / kIndexAddPiece + 1) * kIndexAddPiece) acc += pieces[(o * k + q) * inner + i];
-    *dst = acc;
+    const int64_t i = e % inner, o = e / (n * inner);
+    const uint64_t row = static_cast<uint64_t>((e / inner) % n);
+    int64_t lo = 0, hi = k;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (rows_sorted[mid] < row) lo = mid + 1; else hi = mid;
+    }
+    float acc = 0.0f;
+    if (lo < k && rows_sorted[lo] == row && static_cast<int64_t>(row) != skip_row) {
+      const int64_t end = run_end(rows_sorted, lo, k);
+      for (int64_t q = lo; q < end; q = (q / kIndexAddPiece + 1) * kIndexAddPiece) acc += pieces[(o * k + q) * inner + i];
+    }
+    gx[e] = acc;
   }
 }
 
@@ -270,11 +279,18 @@ void gather(const Tensor& out, const Tensor& x, const Tensor& idx) {
   dispatch_word(dtype_size(x.dtype()), [&](auto tag) { launch_gather<decltype(tag)>(out, x, idx); });
 }
 
-void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g) {
+void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g, int64_t skip_row) {
   require_f32(gx.dtype(), "index_add");
   const int64_t outer = gx.size(0), n = gx.size(1), inner = gx.size(2), k = g.size(1);
-  if (k == 0) return;
+  if (gx.numel() == 0) return;
   DeviceContext& ctx = context(gx);
+  if (k == 0) {  // no entries: every row is 0
+    ORDO_LAUNCH(write_row_sums_kernel, grid_for(gx.numel(), kThreads, ctx), kThreads, 0, ctx.stream,
+                gx.data<float>(), static_cast<const float*>(nullptr), static_cast<const uint64_t*>(nullptr), outer,
+                n, int64_t{0}, inner, skip_row);
+    ORDO_CUDA_CHECK_LAUNCH();
+    return;
+  }
   Tensor storage;
   SortedPairs sorted = sort_pairs(ctx, gx.device(), storage, k, static_cast<uint64_t>(n),
                                   [&](uint64_t* keys, int64_t* positions) {
@@ -283,15 +299,15 @@ void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g) {
     ORDO_CUDA_CHECK_LAUNCH();
   });
   const int64_t total = outer * k * inner;
-  if (total == 0) return;
   // Only the pieces' first positions are written, and only they are read.
   const Tensor pieces = workspace(gx.device(), static_cast<size_t>(total) * sizeof(float));
   ORDO_LAUNCH(sum_row_pieces_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream,
               static_cast<float*>(pieces.raw_data()), g.data<float>(), sorted.keys, sorted.positions, outer, n, k,
               inner);
   ORDO_CUDA_CHECK_LAUNCH();
-  ORDO_LAUNCH(add_row_pieces_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream, gx.data<float>(),
-              static_cast<const float*>(pieces.raw_data()), sorted.keys, outer, n, k, inner);
+  ORDO_LAUNCH(write_row_sums_kernel, grid_for(gx.numel(), kThreads, ctx), kThreads, 0, ctx.stream,
+              gx.data<float>(), static_cast<const float*>(pieces.raw_data()), sorted.keys, outer, n, k, inner,
+              skip_row);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 

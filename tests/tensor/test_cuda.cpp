@@ -794,6 +794,14 @@ TEST_CASE("cuda: embedding, index_select, gather and their backwards match the C
     Tensor gout = rand_f32({3, 100, d}, ++seed);
     check_identical(embedding_backward(gpu(gout), gpu(idx), 50), embedding_backward(gout, idx, 50),
                     what + " backward");
+    // The padding row is the repeated token: written 0 by the same kernel.
+    check_identical(embedding_backward(gpu(gout), gpu(idx), 50, 7), embedding_backward(gout, idx, 50, 7),
+                    what + " backward, padding row 7");
+  }
+  {  // No ids at all: the table's every row 0, with no sort.
+    const Tensor none = i64_tensor({}, {0}), gout = rand_f32({0, 4}, ++seed);
+    check_identical(embedding_backward(gpu(gout), gpu(none), 6), embedding_backward(gout, none, 6),
+                    "embedding backward, no ids");
   }
   // Runs of hundreds to a thousand entries, cut into pieces (tensor/backend.h,
   // kIndexAddPiece), as T5's buckets and the token types gather: two thirds

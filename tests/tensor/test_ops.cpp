@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "tensor/backend.h"
 #include "tensor/ops.h"
 #include "tensor/product_onto.h"
 #include "tests/helpers.h"
@@ -313,6 +314,25 @@ TEST_CASE("embedding, index_select and gather pick and scatter back", "[ops]") {
   require_close(gather_backward(f64({1, 1, 1, 1, 1, 1}, {2, 3}), 1, i64({2, 2, 0, 1, 0, 1}, {2, 3}), {2, 3}),
                 {1, 0, 2, 1, 2, 0}, 0, 0);
   CHECK_THROWS_WITH(embedding(table, i64({4}, {1})), Catch::Contains("index 4") && Catch::Contains("size 4"));
+}
+
+// index_select_backward hands index_add a table it has not zeroed (on CUDA a
+// zero fill is a launch and a pass over the table): the kernel must write
+// every element, 0 where no index names the row. Worked by hand.
+TEST_CASE("index_add writes every row of the table, 0 where no index names it or it is skipped, whatever it held", "[ops]") {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    INFO(dtype_name(dtype));
+    Tensor gx = Tensor::full({2, 4, 3}, std::numeric_limits<double>::quiet_NaN(), dtype);
+    const Tensor g = f64({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 30, 40, 50, 60, 70, 80, 90}, {2, 3, 3}).to(dtype);
+    cpu::index_add(gx, i64({2, 0, 2}, {3}), g, -1);
+    require_close(gx, {4, 5, 6, 0, 0, 0, 8, 10, 12, 0, 0, 0,  // outer 0: rows 0..3
+                       40, 50, 60, 0, 0, 0, 80, 100, 120, 0, 0, 0},  // outer 1
+                  0, 0);
+    // skip_row (an embedding's padding row): 0 though two entries name it.
+    gx.fill_(std::numeric_limits<double>::quiet_NaN());
+    cpu::index_add(gx, i64({2, 0, 2}, {3}), g, 2);
+    require_close(gx, {4, 5, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 40, 50, 60, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0);
+  }
 }
 
 // The order of tensor/backend.h's kIndexAddPiece, worked here from its
