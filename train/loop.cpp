@@ -481,23 +481,32 @@ const char* InterruptScope::signal_name() {
 // output) differs from rank 0's is refused, naming the first differing key.
 // Every rank learns whether any differs, so that rank 0 too stops before
 // writing anything (it would otherwise have staged its output by the time
-// the failing rank's abort reaches it).
+// the failing rank's abort reaches it). Every rank then throws the first
+// differing rank's message: the first rank to fail ends the job
+// (tools/ranks.h), and whichever it is, the message names the difference.
 void check_same_config(dist::Communicator& comm, const json::Value& config, const std::string& out) {
   if (comm.size() == 1) return;
   std::string mine = json::dump(config) + "\n" + out, lead = mine;
   comm.broadcast(lead, 0);
   const bool differs = lead != mine;
   if (!comm.any(differs)) return;
-  ORDO_CHECK(differs, "another rank's run config or --out differs from rank 0's (that rank names the difference): "
-             "every rank of a data-parallel run must resolve the same config and output; nothing was written");
-  const size_t split = lead.rfind('\n');
-  const std::string lead_out = lead.substr(split + 1);
-  ORDO_CHECK(lead_out == out, "rank ", comm.rank(), " writes to '", out, "', rank 0 to '", lead_out,
-             "': every rank of a data-parallel run must be given the same --out");
-  const json::Value theirs = json::parse(lead.substr(0, split));
-  const std::string key = json::first_difference(theirs, config);
-  throw Error(detail::cat("rank ", comm.rank(), "'s run config differs from rank 0's at '", key,
-                          "': every rank of a data-parallel run must resolve the same config (same files, same --set)"));
+  std::string message;
+  if (differs) {
+    const size_t split = lead.rfind('\n');
+    const std::string lead_out = lead.substr(split + 1);
+    if (lead_out != out) {
+      message = detail::cat("rank ", comm.rank(), " writes to '", out, "', rank 0 to '", lead_out,
+                            "': every rank of a data-parallel run must be given the same --out");
+    } else {
+      const std::string key = json::first_difference(json::parse(lead.substr(0, split)), config);
+      message = detail::cat("rank ", comm.rank(), "'s run config differs from rank 0's at '", key,
+                            "': every rank of a data-parallel run must resolve the same config (same files, same --set)");
+    }
+  }
+  int first = 1;  // the lowest differing rank (rank 0 never differs from itself)
+  while (!comm.any(comm.rank() == first && differs)) ++first;
+  comm.broadcast(message, first);
+  throw Error(message + "; nothing was written");
 }
 
 }  // namespace ordo::train
