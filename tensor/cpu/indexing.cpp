@@ -65,7 +65,8 @@ void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g, int64_t ski
         const int64_t o = os / strips, i0 = (os % strips) * kStrip, w = std::min(kStrip, inner - i0);
         T* d = dst + (o * n + r) * inner + i0;
         for (int64_t i = 0; i < w; ++i) total[i] = T(0), piece[i] = T(0);
-        for (int64_t p = start[r]; p < start[r + 1] && r != skip_row; ++p) {
+        const int64_t end = r == skip_row ? start[r] : start[r + 1];  // the skipped row sums nothing
+        for (int64_t p = start[r]; p < end; ++p) {
           const T* s = src + (o * k + sorted[p]) * inner + i0;
           if (p == start[r]) {
             for (int64_t i = 0; i < w; ++i) piece[i] = s[i];

@@ -140,18 +140,23 @@ __global__ void element_keys_kernel(uint64_t* keys, int64_t* positions, const in
   }
 }
 
+// The first position of the sorted keys[lo, hi) whose key is at least `key`
+// (hi when there is none): a binary search.
+__device__ __forceinline__ int64_t first_at_least(const uint64_t* keys, int64_t lo, int64_t hi, uint64_t key) {
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (keys[mid] < key) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
 // The end of the run of keys equal to keys[p] in the sorted keys[0, count):
 // a binary search, so the adding loop below has a known trip count and its
 // loads can be issued ahead of the adds (a long run, such as a padding token
 // repeated thousands of times, is otherwise one load latency per element).
+// (No key is 2^64 - 1: the out-of-range sentinels are the destinations' count.)
 __device__ __forceinline__ int64_t run_end(const uint64_t* keys, int64_t p, int64_t count) {
-  const uint64_t key = keys[p];
-  int64_t lo = p + 1, hi = count;  // the first position with a larger key is in [lo, hi]
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (keys[mid] == key) lo = mid + 1; else hi = mid;
-  }
-  return lo;
+  return first_at_least(keys, p + 1, count, keys[p] + 1);
 }
 
 // The end of the piece of index_add's sum that starts at sorted position p
@@ -186,23 +191,20 @@ __global__ void sum_row_pieces_kernel(float* pieces, const float* g, const uint6
 // Second pass: one thread per element (o, r, i) of gx writes row r's pieces
 // added in order (0 where no entry names r), so gx needs no zero fill first and
 // its old contents are never read. The run of r starts at the first sorted key
-// not below r: a binary search, the same for the row's inner threads. Row
-// skip_row (an embedding's padding row, when >= 0) is written 0.
+// not below r (the same search for the row's inner threads). Row skip_row (an
+// embedding's padding row, when >= 0) is written 0.
 __global__ void write_row_sums_kernel(float* gx, const float* pieces, const uint64_t* rows_sorted, int64_t outer,
                                       int64_t n, int64_t k, int64_t inner, int64_t skip_row) {
   const int64_t total = outer * n * inner;
   for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
     const int64_t i = e % inner, o = e / (n * inner);
     const uint64_t row = static_cast<uint64_t>((e / inner) % n);
-    int64_t lo = 0, hi = k;
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (rows_sorted[mid] < row) lo = mid + 1; else hi = mid;
-    }
+    const int64_t start = first_at_least(rows_sorted, 0, k, row);
     float acc = 0.0f;
-    if (lo < k && rows_sorted[lo] == row && static_cast<int64_t>(row) != skip_row) {
-      const int64_t end = run_end(rows_sorted, lo, k);
-      for (int64_t q = lo; q < end; q = (q / kIndexAddPiece + 1) * kIndexAddPiece) acc += pieces[(o * k + q) * inner + i];
+    if (start < k && rows_sorted[start] == row && static_cast<int64_t>(row) != skip_row) {
+      const int64_t end = run_end(rows_sorted, start, k);
+      for (int64_t q = start; q < end; q = (q / kIndexAddPiece + 1) * kIndexAddPiece)
+        acc += pieces[(o * k + q) * inner + i];
     }
     gx[e] = acc;
   }
