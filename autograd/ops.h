@@ -99,7 +99,10 @@ Var linear(const Var& x, const Var& weight, const Var& bias);
 Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vector<Var>& biases);
 // mask (optional) is added to the scores before the softmax and may itself
 // be differentiable (a learned positional bias); an undefined Var means none.
-Var softmax(const Var& x, const Var& mask = Var());
+// x_is_product: x is a product's output that nothing else reads, so its
+// gradient is written as that product's backward takes it (bf16 under bf16
+// precision: the same result, half the bytes; not with a learned mask).
+Var softmax(const Var& x, const Var& mask = Var(), bool x_is_product = false);
 Var log_softmax(const Var& x, const Var& mask = Var());
 Var layernorm(const Var& x, const Var& gamma, const Var& beta, double eps);
 // Mean over rows whose target is not ignore_index (0 when none counts).
@@ -119,9 +122,15 @@ Var bias_activation(const Var& x, const Var& bias, UnaryOp act, bool as_operand 
 // x as products take it (as_operand: bf16 under bf16 precision), rounded once
 // for several products; the gradient passes through unchanged.
 Var operand(const Var& x);
+// The dtype in which a kernel writes a value like x (or x's gradient) that
+// only products take: bf16 for f32 under bf16 precision when for_product,
+// else x's — the rounding the product would make, made by the writer.
+DType operand_dtype(const Var& x, bool for_product);
 
 // Identity when p == 0; the backward recomputes the mask from (seed, stream).
-Var dropout(const Var& x, double p, const PhiloxStream& stream);
+// as_operand: the value is stored as the next product takes it (bf16 under
+// bf16 precision), rounded as it is written.
+Var dropout(const Var& x, double p, const PhiloxStream& stream, bool as_operand = false);
 inline Var dropout(const Var& x, double p, uint64_t seed, uint64_t stream) {
   return dropout(x, p, PhiloxStream{seed, stream, Tensor()});
 }

@@ -9,11 +9,6 @@ namespace ordo {
 //   g_bias = sum over rows of g_h, g_gamma and g_beta as LayerNorm's.
 // h_is_product: h's gradient only feeds a product's backward, which rounds
 // it to bf16 under bf16 precision: it is written as bf16 then.
-DType gradient_dtype(const Var& x, bool is_product) {
-  return is_product && x.dtype() == DType::f32 && matmul_precision() == MatmulPrecision::bf16 ? DType::bf16
-                                                                                                : x.dtype();
-}
-
 Var residual_layernorm(const Var& h, const Var& bias, const Var& residual, const Var& gamma, const Var& beta,
                        double eps, double p, const PhiloxStream& stream, bool h_is_product) {
   // y is the next product's input: under a forward's OperandRoundingScope the
@@ -26,7 +21,7 @@ Var residual_layernorm(const Var& h, const Var& bias, const Var& residual, const
   std::vector<Var> inputs{h, residual, gamma, beta};
   if (bias.defined()) inputs.push_back(bias);
   const bool with_bias = bias.defined();
-  const DType gh_dtype = gradient_dtype(h, h_is_product);
+  const DType gh_dtype = operand_dtype(h, h_is_product);
   Tensor y = r.y;
   r.y = Tensor();  // the backward needs s, mean and rstd only
   return record_op("residual_layernorm", y, inputs,
@@ -40,14 +35,19 @@ Var residual_layernorm(const Var& h, const Var& bias, const Var& residual, const
 
 // y = act(x + bias):  gx = gy * act'(x + bias), g_bias = sum over rows of gx.
 Var bias_activation(const Var& x, const Var& bias, UnaryOp act, bool as_operand, bool x_is_product) {
-  const DType out = gradient_dtype(x, as_operand);  // the same rule for the value a product takes
-  const DType gx_dtype = gradient_dtype(x, x_is_product);
+  const DType out = operand_dtype(x, as_operand);  // the same rule for the value a product takes
+  const DType gx_dtype = operand_dtype(x, x_is_product);
   Tensor y = bias_activation(x.value(), bias.value(), act, out);
   return record_op("bias_activation", y, {x, bias},
                    [xv = x.value(), bv = bias.value(), act, gx_dtype](const Tensor& gy, const std::vector<bool>&) {
                      BiasActivationGrads g = bias_activation_backward(gy, xv, bv, act, gx_dtype);
                      return std::vector<Tensor>{g.gx, g.gbias};
                    });
+}
+
+DType operand_dtype(const Var& x, bool for_product) {
+  return for_product && x.dtype() == DType::f32 && matmul_precision() == MatmulPrecision::bf16 ? DType::bf16
+                                                                                                 : x.dtype();
 }
 
 // The value rounded as products take it; the gradient passes through.

@@ -104,10 +104,10 @@ Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vec
     wv = as_operand(wv);
   } else {
     const Tensor& first = weight_values[0];
-    const DType operand_dtype = first.dtype() == DType::f64           ? DType::f64
+    const DType stacked_dtype = first.dtype() == DType::f64           ? DType::f64
                                 : precision == MatmulPrecision::bf16 ? DType::bf16
                                                                      : DType::f32;
-    wv = Tensor::empty({total, first.size(1)}, operand_dtype, first.device());
+    wv = Tensor::empty({total, first.size(1)}, stacked_dtype, first.device());
     int64_t at = 0;
     for (size_t i = 0; i < weights.size(); at += outputs[i++]) wv.slice(0, at, at + outputs[i]).copy_from(weight_values[i]);
   }
@@ -147,14 +147,17 @@ Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vec
 namespace {
 // y = softmax(x + mask);  gx = y * (gy - sum(gy * y)), gmask = gx summed to mask's shape.
 // (log-softmax: gx = gy - softmax(x) * sum(gy).)
-Var softmax_op(const Var& x, const Var& mask, bool log) {
+Var softmax_op(const Var& x, const Var& mask, bool log, bool x_is_product) {
   Tensor mv = mask.defined() ? mask.value() : Tensor();
   Tensor y = log ? log_softmax(x.value(), mv) : softmax(x.value(), mv);
   std::vector<Var> inputs{x};
   if (mask.defined()) inputs.push_back(mask);
+  // A learned mask's gradient is gx summed: then gx stays unrounded.
+  const DType gx_dtype = operand_dtype(x, x_is_product && !log && !(mask.defined() && mask.requires_grad()));
   return record_op(log ? "log_softmax" : "softmax", y, inputs,
-                   [y, log, mshape = mv.defined() ? mv.shape() : Shape()](const Tensor& gy, const std::vector<bool>& needs) {
-                     Tensor gx = log ? log_softmax_backward(y, gy) : softmax_backward(y, gy);
+                   [y, log, gx_dtype, mshape = mv.defined() ? mv.shape() : Shape()](const Tensor& gy,
+                                                                                   const std::vector<bool>& needs) {
+                     Tensor gx = log ? log_softmax_backward(y, gy) : softmax_backward(y, gy, gx_dtype);
                      std::vector<Tensor> grads{needs[0] ? gx : Tensor()};
                      if (needs.size() > 1) grads.push_back(needs[1] ? sum_to(gx, mshape) : Tensor());
                      return grads;
@@ -162,8 +165,8 @@ Var softmax_op(const Var& x, const Var& mask, bool log) {
 }
 }  // namespace
 
-Var softmax(const Var& x, const Var& mask) { return softmax_op(x, mask, false); }
-Var log_softmax(const Var& x, const Var& mask) { return softmax_op(x, mask, true); }
+Var softmax(const Var& x, const Var& mask, bool x_is_product) { return softmax_op(x, mask, false, x_is_product); }
+Var log_softmax(const Var& x, const Var& mask) { return softmax_op(x, mask, true, false); }
 
 Var layernorm(const Var& x, const Var& gamma, const Var& beta, double eps) {
   LayerNormResult r = layernorm(x.value(), gamma.value(), beta.value(), eps);
@@ -183,9 +186,9 @@ Var cross_entropy(const Var& logits, const Tensor& targets, int64_t ignore_index
 }
 
 // y = x * mask / (1 - p);  gx = gy * mask / (1 - p), the mask redrawn from the same key.
-Var dropout(const Var& x, double p, const PhiloxStream& stream) {
+Var dropout(const Var& x, double p, const PhiloxStream& stream, bool as_operand) {
   if (p == 0) return x;
-  Tensor y = dropout(x.value(), p, stream);
+  Tensor y = dropout(x.value(), p, stream, operand_dtype(x, as_operand));
   return record_op("dropout", y, {x}, [p, stream](const Tensor& gy, const std::vector<bool>&) {
     return std::vector<Tensor>{dropout(gy, p, stream)};
   });

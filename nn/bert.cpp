@@ -203,8 +203,10 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
                                    bias.defined() ? bias.value() : Tensor()));
   }
   Var scores = scaled_contextual_term(pe, s, own, h.q, h.k);      // gamma_ij / sqrt(d)
-  scores = sum_of_defined(scores, pe.score_bias(s, h.q, h.k));    // s_ij = ... + delta_ij (+ per-head segments)
-  Var probs = attention_probs(scores, padding_mask, ctx, trace);  // a_ij = softmax_j(s_ij + mask)
+  const Var delta = pe.score_bias(s, h.q, h.k);
+  scores = sum_of_defined(scores, delta);                         // s_ij = ... + delta_ij (+ per-head segments)
+  Var probs = attention_probs(scores, padding_mask, ctx, trace,   // a_ij = softmax_j(s_ij + mask)
+                              !own.defined() && !delta.defined(), !pe.has_value_term());
   Var context = matmul(probs, h.v);                               // o_i = sum_j a_ij v_j
   context = sum_of_defined(context, pe.value_term(s, probs));     // + the value term (Shaw's sum_j a_ij a^V_ij)
   return merge_heads(context);
@@ -257,12 +259,12 @@ SelfAttention::Heads SelfAttention::project(const Var& input, bool fused) const 
   return {part(0), part(1), part(2)};
 }
 
-Var SelfAttention::attention_probs(const Var& scores, const Var& padding_mask, Context& ctx,
-                                   ForwardTrace* trace) const {
+Var SelfAttention::attention_probs(const Var& scores, const Var& padding_mask, Context& ctx, ForwardTrace* trace,
+                                   bool scores_is_product, bool probs_to_products) const {
   if (trace && trace->keep_scores) trace->scores.push_back(scores.value());
-  Var probs = softmax(scores, padding_mask);
+  Var probs = softmax(scores, padding_mask, scores_is_product);
   if (trace && trace->keep_attentions) trace->attentions.push_back(probs.value());
-  return dropout(probs, dropout_, ctx);
+  return dropout(probs, dropout_, ctx, probs_to_products);
 }
 
 // The ablations at the attention level (the locality/symmetry paper, section
@@ -287,7 +289,8 @@ Var SelfAttention::ablated_attention(const Var& x, const Var& padding_mask, Posi
              " position, not a sum of a contextual and a positional term), so there is no term to drop");
   Var scores = ablate == Ablation::positional ? scores_without_positional_terms(pe, s, q_plain, k_plain)
                                               : positional_term_alone(pe, s, h.q, h.k, rotates);
-  Var probs = attention_probs(scores, padding_mask, *s.ctx, trace);
+  Var probs = attention_probs(scores, padding_mask, *s.ctx, trace, false,
+                              !(ablate == Ablation::contextual && pe.has_value_term()));
   Var context = matmul(probs, h.v);
   if (ablate == Ablation::contextual) context = sum_of_defined(context, pe.value_term(s, probs));
   return merge_heads(context);
@@ -307,7 +310,7 @@ Var SelfAttention::sequence_attention(const Var& x, const Var& padding_mask, Pos
   const Var input = ablate == Ablation::positional ? x : positional_attention(x, padding_mask, pe, s, nullptr);
   Heads h = project(input, s.ctx->fused);
   Var scores = scores_without_positional_terms(pe, s, h.q, h.k);
-  Var probs = attention_probs(scores, padding_mask, *s.ctx, trace);
+  Var probs = attention_probs(scores, padding_mask, *s.ctx, trace, false, true);
   return merge_heads(matmul(probs, h.v));
 }
 

@@ -79,7 +79,12 @@ class SelfAttention : public Module {
   // forward()'s attention as the fused op (see fused_attention_enabled below).
   Var fused_attention(const Heads& h, const Var& padding_mask, PositionEncoding& pe, const AttentionState& s) const;
   // softmax_j(scores + mask), kept in the trace as asked, then dropout.
-  Var attention_probs(const Var& scores, const Var& padding_mask, Context& ctx, ForwardTrace* trace) const;
+  // scores_is_product: the scores are q k^T's product alone (no term added);
+  // probs_to_products: the probabilities feed P v alone (no value term).
+  // Under bf16 products, the gradient of the scores and the dropped
+  // probabilities are then written in bf16, as the products take them.
+  Var attention_probs(const Var& scores, const Var& padding_mask, Context& ctx, ForwardTrace* trace,
+                      bool scores_is_product, bool probs_to_products) const;
   // The two departures from forward's one softmax over added terms.
   Var ablated_attention(const Var& x, const Var& padding_mask, PositionEncoding& pe, const AttentionState& s,
                         Ablation ablate, ForwardTrace* trace) const;

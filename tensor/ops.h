@@ -118,7 +118,9 @@ class OperandRoundingScope {
 // Over the last axis; mask (optional) is added to x first and broadcast to x.
 Tensor softmax(const Tensor& x, const Tensor& mask = Tensor());
 Tensor log_softmax(const Tensor& x, const Tensor& mask = Tensor());
-Tensor softmax_backward(const Tensor& y, const Tensor& gy);
+// gx_dtype: y's, or bf16 from f32 (gx a product's gradient, which it rounds so anyway).
+Tensor softmax_backward(const Tensor& y, const Tensor& gy, DType gx_dtype);
+inline Tensor softmax_backward(const Tensor& y, const Tensor& gy) { return softmax_backward(y, gy, y.dtype()); }
 Tensor log_softmax_backward(const Tensor& y, const Tensor& gy);
 
 struct LayerNormResult {
@@ -252,7 +254,10 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 // ---- randomness, training --------------------------------------------------------
 // A stream's base, when given, is one i64 on the op's device (throws naming op).
 void check_philox_stream(const PhiloxStream& stream, Device device, const char* op);
-Tensor dropout(const Tensor& x, double p, const PhiloxStream& stream);
+// out: x's dtype, or bf16 from f32 (a product's operand: the values rounded
+// as they are written, instead of a cast after).
+Tensor dropout(const Tensor& x, double p, const PhiloxStream& stream, DType out);
+inline Tensor dropout(const Tensor& x, double p, const PhiloxStream& stream) { return dropout(x, p, stream, x.dtype()); }
 inline Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t stream) {
   return dropout(x, p, PhiloxStream{seed, stream, Tensor()});
 }

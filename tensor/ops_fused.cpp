@@ -43,12 +43,6 @@ ResidualLayerNormResult residual_layernorm(const Tensor& h, const Tensor& bias, 
   return r;
 }
 
-// A gradient's dtype: x's, or bf16 for an f32 one that is a product's operand.
-void check_gradient_dtype(DType wanted, const Tensor& x, const char* op) {
-  ORDO_CHECK(wanted == x.dtype() || (wanted == DType::bf16 && x.dtype() == DType::f32), op, ": a ",
-             dtype_name(wanted), " gradient of ", dtype_name(x.dtype()), " values (theirs, or bf16 from f32)");
-}
-
 ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy, const ResidualLayerNormResult& saved,
                                                    const Tensor& gamma, bool with_bias, double p,
                                                    const PhiloxStream& stream, DType gh_dtype) {
@@ -57,7 +51,7 @@ ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy, const Resid
   check_shape(gy, s.shape(), op, "gy");
   check_same_dtype(gy, s, op);
   check_vector(gamma, s, op, "gamma");
-  check_gradient_dtype(gh_dtype, s, op);
+  check_output_dtype(s.dtype(), gh_dtype, op, "gh");
   const Device device = s.device();
   ResidualLayerNormGrads g;
   g.gresidual = Tensor::empty(s.shape(), s.dtype(), device);
@@ -78,8 +72,7 @@ Tensor bias_activation(const Tensor& x, const Tensor& bias, UnaryOp act, DType o
   ORDO_CHECK(x.dim() >= 1, op, ": x must have at least one axis");
   check_vector(bias, x, op, "bias");
   ORDO_CHECK(is_activation(act), op, ": '", unary_name(act), "' is not an activation (gelu, gelu_tanh, relu, tanh)");
-  ORDO_CHECK(out == x.dtype() || (out == DType::bf16 && x.dtype() == DType::f32), op, ": a ", dtype_name(out),
-             " output from ", dtype_name(x.dtype()), " (x's dtype, or bf16 from f32)");
+  check_output_dtype(x.dtype(), out, op, "output");
   Tensor y = Tensor::empty(x.shape(), out, x.device());
   ORDO_BACKEND(x.device(), bias_activation)(y, x.contiguous(), bias.contiguous(), act);
   return y;
@@ -91,7 +84,7 @@ BiasActivationGrads bias_activation_backward(const Tensor& gy, const Tensor& x, 
   check_shape(gy, x.shape(), op, "gy");
   check_same_dtype(gy, x, op);
   check_vector(bias, x, op, "bias");
-  check_gradient_dtype(gx_dtype, x, op);
+  check_output_dtype(x.dtype(), gx_dtype, op, "gx");
   BiasActivationGrads g{Tensor::empty(x.shape(), gx_dtype, x.device()),
                         Tensor::empty(bias.shape(), x.dtype(), x.device())};
   ORDO_BACKEND(x.device(), bias_activation_backward)(g.gx, g.gbias, gy.contiguous(), x.contiguous(),

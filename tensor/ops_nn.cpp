@@ -26,13 +26,14 @@ Tensor softmax_forward(const Tensor& x, const Tensor& mask, bool log) {
   return y;
 }
 
-Tensor softmax_grad(const Tensor& y, const Tensor& gy, bool log) {
+Tensor softmax_grad(const Tensor& y, const Tensor& gy, bool log, DType gx_dtype) {
   const char* name = log ? "log_softmax_backward" : "softmax_backward";
   check_float(y, name, "y");
   check_shape(gy, y.shape(), name, "gy");
   check_same_dtype(y, gy, name);
   check_same_device(y, gy, name);
-  Tensor gx = Tensor::empty(y.shape(), y.dtype(), y.device());
+  check_output_dtype(y.dtype(), gx_dtype, name, "gx");
+  Tensor gx = Tensor::empty(y.shape(), gx_dtype, y.device());
   ORDO_BACKEND(y.device(), softmax_backward)(gx, y.contiguous(), gy.contiguous(), log);
   return gx;
 }
@@ -40,8 +41,10 @@ Tensor softmax_grad(const Tensor& y, const Tensor& gy, bool log) {
 
 Tensor softmax(const Tensor& x, const Tensor& mask) { return softmax_forward(x, mask, false); }
 Tensor log_softmax(const Tensor& x, const Tensor& mask) { return softmax_forward(x, mask, true); }
-Tensor softmax_backward(const Tensor& y, const Tensor& gy) { return softmax_grad(y, gy, false); }
-Tensor log_softmax_backward(const Tensor& y, const Tensor& gy) { return softmax_grad(y, gy, true); }
+Tensor softmax_backward(const Tensor& y, const Tensor& gy, DType gx_dtype) {
+  return softmax_grad(y, gy, false, gx_dtype);
+}
+Tensor log_softmax_backward(const Tensor& y, const Tensor& gy) { return softmax_grad(y, gy, true, y.dtype()); }
 
 // ---- LayerNorm ---------------------------------------------------------------------
 
@@ -124,11 +127,12 @@ Tensor cross_entropy_backward(const Tensor& gy, const Tensor& logits, const Cros
 
 // ---- dropout -----------------------------------------------------------------------
 
-Tensor dropout(const Tensor& x, double p, const PhiloxStream& stream) {
+Tensor dropout(const Tensor& x, double p, const PhiloxStream& stream, DType out_dtype) {
   check_float(x, "dropout", "x");
   ORDO_CHECK(p >= 0 && p < 1, "dropout: p must be in [0, 1), got ", p);
   check_philox_stream(stream, x.device(), "dropout");
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  check_output_dtype(x.dtype(), out_dtype, "dropout", "out");
+  Tensor out = Tensor::empty(x.shape(), out_dtype, x.device());
   ORDO_BACKEND(x.device(), dropout)(out, x.contiguous(), p, stream);
   return out;
 }

@@ -649,6 +649,11 @@ void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
              dtype_name(a.dtype()), " and ", dtype_name(b.dtype()), ")");
 }
 
+void check_output_dtype(DType source, DType wanted, const char* op, const char* arg) {
+  ORDO_CHECK(wanted == source || (wanted == DType::bf16 && source == DType::f32), op, ": a ", dtype_name(wanted), " ",
+             arg, " from ", dtype_name(source), " values (theirs, or bf16 from f32)");
+}
+
 void check_dim(const Tensor& t, int ndim, const char* op, const char* arg) {
   check_defined(t, op, arg);
   ORDO_CHECK(t.dim() == ndim, op, ": ", arg, " has ", t.dim(), " dims (shape ",

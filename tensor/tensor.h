@@ -157,5 +157,8 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 void check_same_dtype(const Tensor& a, const Tensor& b, const char* op);
 void check_dim(const Tensor& t, int ndim, const char* op, const char* arg);
 void check_shape(const Tensor& t, const Shape& expected, const char* op, const char* arg);
+// An output (or gradient) `arg` asked in dtype `wanted` from `source` values:
+// theirs, or bf16 from f32 (a product's operand, rounded as it is written).
+void check_output_dtype(DType source, DType wanted, const char* op, const char* arg);
 
 }  // namespace ordo

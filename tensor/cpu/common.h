@@ -129,6 +129,25 @@ T row_max(const T* x, int64_t n) {
   return any_nan ? std::numeric_limits<T>::quiet_NaN() : m;
 }
 
+// x (f32) rounded to bf16 into out (the same element count).
+inline void round_to_bf16(const Tensor& out, const Tensor& x) {
+  uint16_t* o = static_cast<uint16_t*>(out.raw_data());
+  const float* xs = x.data<float>();
+  parallel_for(x.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) o[i] = f32_to_bf16(xs[i]);
+  });
+}
+
+// Where a kernel whose output may be bf16 writes its f32 values: out itself,
+// or (bf16 out) a scratch tensor that finish_rounded rounds into out — the
+// values the f32 kernel computes, rounded once.
+inline Tensor f32_target(const Tensor& out) {
+  return out.dtype() == DType::bf16 ? Tensor::empty(out.shape(), DType::f32) : out;
+}
+inline void finish_rounded(const Tensor& out, const Tensor& target) {
+  if (out.dtype() == DType::bf16) round_to_bf16(out, target);
+}
+
 // Calls fn(T{}) with T = float or double for an f32/f64 dtype.
 template <class Fn>
 void dispatch_float(DType dtype, const char* kernel, Fn&& fn) {

@@ -39,15 +39,6 @@ void for_rows(int64_t rows, int64_t n, const Body& body) {
   });
 }
 
-// x rounded to bf16 into out (the same element count).
-void round_to_bf16(const Tensor& out, const Tensor& x) {
-  uint16_t* o = static_cast<uint16_t*>(out.raw_data());
-  const float* xs = x.data<float>();
-  parallel_for(x.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) o[i] = f32_to_bf16(xs[i]);
-  });
-}
-
 }  // namespace
 
 void residual_layernorm(const Tensor& y, const Tensor& s, const Tensor& mean, const Tensor& rstd,

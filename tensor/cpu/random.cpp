@@ -146,11 +146,12 @@ void dropout(const Tensor& out, const Tensor& x, double p, const PhiloxStream& p
   const uint64_t seed = philox_stream.seed;
   const uint64_t stream =
       philox_stream.offset + (philox_stream.base.defined() ? static_cast<uint64_t>(philox_stream.base.item()) : 0);
-  dispatch_float(out.dtype(), "dropout", [&](auto tag) {
+  const Tensor target = f32_target(out);
+  dispatch_float(target.dtype(), "dropout", [&](auto tag) {
     using T = decltype(tag);
     const T scale = static_cast<T>(1.0 / (1.0 - p));
     const T* xs = x.data<T>();
-    T* o = out.data<T>();
+    T* o = target.data<T>();
     const int64_t n = out.numel();
 #if defined(__AVX512F__) && defined(__BMI2__)
     // Whole blocks of 64 on sixteen draws at once (8% of a mini pretraining
@@ -181,6 +182,7 @@ void dropout(const Tensor& out, const Tensor& x, double p, const PhiloxStream& p
       }
     });
   });
+  finish_rounded(out, target);
 }
 
 }  // namespace ordo::cpu

@@ -66,11 +66,12 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log) {
 
 void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool log) {
   const int64_t n = y.size(-1), rows = n ? y.numel() / n : 0;
+  const Tensor target = f32_target(gx);
   dispatch_float(y.dtype(), "softmax_backward", [&](auto tag) {
     using T = decltype(tag);
     const T* ys = y.data<T>();
     const T* gys = gy.data<T>();
-    T* gxs = gx.data<T>();
+    T* gxs = target.data<T>();
     parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
       for (int64_t row = b; row < e; ++row) {
         const T* yr = ys + row * n;
@@ -87,6 +88,7 @@ void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool 
       }
     });
   });
+  finish_rounded(gx, target);
 }
 
 }  // namespace ordo::cpu

@@ -36,17 +36,21 @@ __global__ void random_kernel(float* out, int64_t n, double a, double b, uint64_
   }
 }
 
+// An element written as f32, or rounded to bf16 (Out = uint16_t, its bits).
+__device__ __forceinline__ void store_as(float* out, float v) { *out = v; }
+__device__ __forceinline__ void store_as(uint16_t* out, float v) { *out = bf16_bits(v); }
+
 // out[i] = keep(i) ? x[i] * scale : 0 with philox::dropout_keep (element i
-// takes word i % 4 of draw i / 4). kPacked: out and x 16-byte aligned; each
-// thread moves four elements at a time, which share one draw, then the tail
-// one by one.
-template <bool kPacked>
-__global__ void dropout_kernel(float* out, const float* x, int64_t n, uint64_t threshold,
+// takes word i % 4 of draw i / 4), in f32 or rounded to bf16 (Out). packed:
+// out and x 16-byte aligned; each thread moves four elements at a time,
+// which share one draw, then the tail one by one.
+template <class Out>
+__global__ void dropout_kernel(Out* out, const float* x, int64_t n, bool packed, uint64_t threshold,
                                float scale, uint64_t seed, uint64_t stream_offset, const int64_t* stream_base) {
   const uint64_t stream = stream_offset + (stream_base ? static_cast<uint64_t>(*stream_base) : 0);
   auto keep = [&](int64_t i) { return philox::dropout_keep(seed, stream, static_cast<uint64_t>(i), threshold); };
   int64_t begin = 0;
-  if constexpr (kPacked) {
+  if (packed) {
     constexpr int P = Pack<float>::kSize;
     const int64_t packs = n / P;
     for (int64_t v = global_thread_index(); v < packs; v += grid_thread_count()) {
@@ -56,12 +60,17 @@ __global__ void dropout_kernel(float* out, const float* x, int64_t n, uint64_t t
 #pragma unroll
       for (int e = 0; e < P; ++e)
         values.v[e] = philox::dropout_keep(w, static_cast<uint64_t>(v * P + e), threshold) ? values.v[e] * scale : 0.0f;
-      values.store(out + v * P);
+      if constexpr (std::is_same<Out, float>::value) {
+        values.store(out + v * P);
+      } else {
+#pragma unroll
+        for (int e = 0; e < P; ++e) store_as(out + v * P + e, values.v[e]);
+      }
     }
     begin = packs * P;
   }
   for (int64_t i = begin + global_thread_index(); i < n; i += grid_thread_count())
-    out[i] = keep(i) ? x[i] * scale : 0.0f;
+    store_as(out + i, keep(i) ? x[i] * scale : 0.0f);
 }
 
 }  // namespace
@@ -89,20 +98,25 @@ void random(const Tensor& out, RandomDist dist, double a, double b, uint64_t see
 }
 
 void dropout(const Tensor& out, const Tensor& x, double p, const PhiloxStream& stream) {
-  require_f32(out.dtype(), "dropout");
+  require_f32(x.dtype(), "dropout");
   const int64_t n = out.numel();
   if (n == 0) return;
   DeviceContext& ctx = context(out);
   const uint64_t threshold = philox::dropout_threshold(p);
   const float scale = static_cast<float>(1.0 / (1.0 - p));  // the CPU's rounding
-  float* o = out.data<float>();
   const float* xs = x.data<float>();
-  if (aligned16(o) && aligned16(xs)) {
-    ORDO_LAUNCH(dropout_kernel<true>, grid_for(n / Pack<float>::kSize + 1, kThreads, ctx), kThreads, 0,
-                ctx.stream, o, xs, n, threshold, scale, stream.seed, stream.offset, stream_base(stream));
+  auto launch = [&](auto* o) {
+    using Out = std::remove_pointer_t<decltype(o)>;
+    const bool packed = aligned16(o) && aligned16(xs);
+    const int64_t threads_needed = packed ? n / Pack<float>::kSize + 1 : n;
+    ORDO_LAUNCH(dropout_kernel<Out>, grid_for(threads_needed, kThreads, ctx), kThreads, 0, ctx.stream, o, xs, n,
+                packed, threshold, scale, stream.seed, stream.offset, stream_base(stream));
+  };
+  if (out.dtype() == DType::bf16) {
+    launch(static_cast<uint16_t*>(out.raw_data()));
   } else {
-    ORDO_LAUNCH(dropout_kernel<false>, grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream, o, xs, n, threshold,
-                scale, stream.seed, stream.offset, stream_base(stream));
+    require_f32(out.dtype(), "dropout (out)");
+    launch(out.data<float>());
   }
   ORDO_CUDA_CHECK_LAUNCH();
 }

@@ -116,12 +116,25 @@ __global__ void softmax_warp_kernel(float* y, const float* x, MaskRows mask, int
   }
 }
 
+// gx written in f32 (f), or rounded to bf16 (h): the one pointer given.
+struct GradOut {
+  float* f = nullptr;
+  uint16_t* h = nullptr;
+  __device__ __forceinline__ void store(int64_t i, float v) const {
+    if (h != nullptr) {
+      h[i] = bf16_bits(v);
+    } else {
+      f[i] = v;
+    }
+  }
+};
+
 // softmax:     gx = y * (gy - sum(gy * y))
 // log-softmax: gx = gy - exp(y) * sum(gy)
 // A warp per row of n <= 32 kPerLane, y and gy held in registers (read once;
 // each lane adds its terms of the dot in element order, as a row loop does).
 template <int kPerLane>
-__global__ void softmax_backward_warp_kernel(float* gx, const float* y, const float* gy, int64_t rows, int64_t n,
+__global__ void softmax_backward_warp_kernel(GradOut gx, const float* y, const float* gy, int64_t rows, int64_t n,
                                              bool log) {
   using Threads = RowThreads<true>;
   const int lane = Threads::lane();
@@ -141,23 +154,22 @@ __global__ void softmax_backward_warp_kernel(float* gx, const float* y, const fl
     dot = Threads::reduce(dot, SumCombine{}, 0.0f);
 #pragma unroll
     for (int t = 0; t < kPerLane; ++t)
-      if (32 * t < left) gx[first + 32 * t] = log ? gv[t] - expf(yv[t]) * dot : yv[t] * (gv[t] - dot);
+      if (32 * t < left) gx.store(first + 32 * t, log ? gv[t] - expf(yv[t]) * dot : yv[t] * (gv[t] - dot));
   }
 }
 
 // A block per row.
-__global__ void softmax_backward_block_kernel(float* gx, const float* y, const float* gy, int64_t rows, int64_t n,
+__global__ void softmax_backward_block_kernel(GradOut gx, const float* y, const float* gy, int64_t rows, int64_t n,
                                               bool log) {
   using Threads = RowThreads<false>;
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
     const float* yr = y + row * n;
     const float* gr = gy + row * n;
-    float* out = gx + row * n;
     float dot = 0.0f;
     for (int64_t j = Threads::lane(); j < n; j += Threads::width()) dot += log ? gr[j] : gr[j] * yr[j];
     dot = Threads::reduce(dot, SumCombine{}, 0.0f);
     for (int64_t j = Threads::lane(); j < n; j += Threads::width())
-      out[j] = log ? gr[j] - expf(yr[j]) * dot : yr[j] * (gr[j] - dot);
+      gx.store(row * n + j, log ? gr[j] - expf(yr[j]) * dot : yr[j] * (gr[j] - dot));
   }
 }
 
@@ -194,7 +206,13 @@ void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool 
   require_f32(y.dtype(), "softmax_backward");
   const int64_t n = y.size(-1), rows = n ? y.numel() / n : 0;
   DeviceContext& ctx = context(y);
-  float* g = gx.data<float>();
+  GradOut g;
+  if (gx.dtype() == DType::bf16) {
+    g.h = static_cast<uint16_t*>(gx.raw_data());
+  } else {
+    require_f32(gx.dtype(), "softmax_backward (gx)");
+    g.f = gx.data<float>();
+  }
   const float* ys = y.data<float>();
   const float* gys = gy.data<float>();
   launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {

@@ -34,6 +34,7 @@ class FixedTerms : public nn::PositionEncoding {
   Var value_term(const nn::AttentionState&, const Var& probs) override {
     return Var(Tensor::ones({probs.size(0), H, probs.size(2), dh}, DType::f64));
   }
+  bool has_value_term() const override { return true; }
   Tensor delta_;
 };
 

@@ -7,9 +7,11 @@
 // launches each makes. The f64 gradient checks are autograd/gradcheck_suite.cpp's.
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "autograd/ops.h"
 #include "tensor/device_runtime.h"
+#include "tensor/kernel_calls.h"
 #include "tests/helpers.h"
 
 using namespace ordo;
@@ -133,6 +135,20 @@ void check_bf16_gradients(Device device) {
   const BiasActivationGrads bf16 = bias_activation_backward(gy, x, bias, UnaryOp::gelu, DType::bf16);
   CHECK(test::bit_identical(bf16.gx, f32.gx.to(DType::bf16)));
   CHECK(test::bit_identical(bf16.gbias, f32.gbias));
+  // The attention's pieces: the scores' gradient and the dropped
+  // probabilities, in rows of 24 (a warp's on CUDA) and of 1101 (a block's;
+  // 3303 elements: dropout's packs of four and a tail of three).
+  for (const Shape& rows : {shape, Shape{3, 1101}}) {
+    INFO(shape_str(rows));
+    const Tensor y = softmax(rand_f32(rows, 37, -4, 4).to(device)), g = rand_f32(rows, 38).to(device);
+    const Tensor gx = softmax_backward(y, g, DType::bf16);
+    REQUIRE(gx.dtype() == DType::bf16);
+    CHECK(test::bit_identical(gx, softmax_backward(y, g).to(DType::bf16)));
+    const PhiloxStream stream{5, 2, Tensor()};
+    const Tensor dropped = dropout(y, 0.3, stream, DType::bf16);
+    REQUIRE(dropped.dtype() == DType::bf16);
+    CHECK(test::bit_identical(dropped, dropout(y, 0.3, stream).to(DType::bf16)));
+  }
 }
 
 // The output's bf16 rounding written beside it (the next product's operand):
@@ -161,6 +177,37 @@ void check_bf16_operand(Device device) {
 
 TEST_CASE("fused backwards write a product output's gradient as bf16: the f32 one rounded once", "[tensor]") {
   check_bf16_gradients(Device::cpu());
+}
+
+// softmax(q k^T) v with dropout under bf16 products, as the attention runs
+// it: written rounded (dropout's output, softmax's gradient) or rounded by
+// casts before the products, the same bits everywhere, and no cast of a
+// [.., L, L] tensor left.
+TEST_CASE("the attention's probabilities and scores' gradient reach bf16 products rounded as written: no casts",
+          "[tensor]") {
+  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  const int64_t length = 7;
+  auto run = [&](bool rounded_as_written, int64_t* square_copies) {
+    Var q(rand_f32({2, 3, length, 8}, 50), true), k(rand_f32({2, 3, length, 8}, 51), true);
+    Var v(rand_f32({2, 3, length, 8}, 52), true);
+    KernelCallRecording recording;
+    Var probs = softmax(matmul(q, k, false, true, 0.25), Var(), rounded_as_written);
+    Var out = matmul(dropout(probs, 0.2, PhiloxStream{3, 4, Tensor()}, rounded_as_written), v);
+    sum(mul(out, Var(rand_f32(out.shape(), 53)))).backward();
+    *square_copies = 0;
+    for (const KernelCall& c : recording.calls())
+      if (std::string(c.kernel) == "copy" && c.shapes[0].back() == length && c.shapes[0].end()[-2] == length)
+        ++*square_copies;
+    return std::vector<Tensor>{out.value(), q.grad(), k.grad(), v.grad()};
+  };
+  int64_t cast_copies = 0, written_copies = 0;
+  const std::vector<Tensor> cast = run(false, &cast_copies), written = run(true, &written_copies);
+  CHECK(cast_copies == 2);  // the dropped probabilities and the scores' gradient, cast to bf16
+  CHECK(written_copies == 0);
+  for (size_t i = 0; i < cast.size(); ++i) CHECK(test::bit_identical(written[i], cast[i]));
+  // Rounded output only from f32 values.
+  CHECK_THROWS_WITH(dropout(rand_f32({2, 3}, 54).to(DType::f64), 0.5, PhiloxStream{1, 1, Tensor()}, DType::bf16),
+                    "dropout: a bf16 out from f64 values (theirs, or bf16 from f32)");
 }
 
 TEST_CASE("residual + LayerNorm writes its output's bf16 rounding beside it: a cast's bits", "[tensor]") {
