@@ -259,6 +259,10 @@ void add_nn_cases(std::vector<GradcheckCase>& cases) {
   cases.push_back({"cross_entropy with an ignored row", {rnd({4, 5}, 614, -2, 2)}, [](const std::vector<Var>& v) {
                      return cross_entropy(v[0], ids({3, -100, 0, 4}, {4}));
                    }, {}});
+  cases.push_back({"softmax_dropout p=0.3 with a learned mask", {rnd({3, 5}, 616, -2, 2), rnd({1, 5}, 617)},
+                   [](const std::vector<Var>& v) {
+                     return softmax_dropout(v[0], v[1], 0.3, PhiloxStream{77, 4, Tensor()}, false, false);
+                   }, {}});
   cases.push_back({"dropout p=0.3", {rnd({4, 8}, 615)},
                    [](const std::vector<Var>& v) { return dropout(v[0], 0.3, 77, 3); }, {}});
   // The fused pieces: dropout on, a bias, rows of 6; without a bias and dropout.
@@ -272,6 +276,13 @@ void add_nn_cases(std::vector<GradcheckCase>& cases) {
                    [](const std::vector<Var>& v) {
                      return residual_layernorm(v[0], Var(), v[1], v[2], v[3], 1e-5, 0.0, PhiloxStream{});
                    }, {}});
+  // q | k | v of 2 heads 2 wide over [B 2, L 3], a bias each; and two parts without.
+  cases.push_back({"split_heads with biases",
+                   {rnd({2, 3, 12}, 660), rnd({4}, 661), rnd({4}, 662), rnd({4}, 663)},
+                   [](const std::vector<Var>& v) { return split_heads(v[0], {v[1], v[2], v[3]}, 3, 2, false, false); },
+                   {}});
+  cases.push_back({"split_heads without biases", {rnd({2, 3, 8}, 664)},
+                   [](const std::vector<Var>& v) { return split_heads(v[0], {}, 2, 1, false, false); }, {}});
   for (UnaryOp act : {UnaryOp::gelu, UnaryOp::gelu_tanh, UnaryOp::tanh})
     cases.push_back({std::string("bias_activation ") + unary_name(act), {rnd({3, 4}, 649, -2, 2), rnd({4}, 650)},
                      [act](const std::vector<Var>& v) { return bias_activation(v[0], v[1], act); }, {}});

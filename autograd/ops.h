@@ -103,6 +103,12 @@ Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vec
 // gradient is written as that product's backward takes it (bf16 under bf16
 // precision: the same result, half the bytes; not with a learned mask).
 Var softmax(const Var& x, const Var& mask = Var(), bool x_is_product = false);
+// dropout(softmax(x + mask), p, stream) as one op, whose backward is one pass
+// (softmax's, gy through the mask as it is read); x_is_product as softmax's,
+// as_operand as dropout's. probs, when given, gets softmax's output (before
+// the dropout: a trace's attentions). p = 0: softmax alone.
+Var softmax_dropout(const Var& x, const Var& mask, double p, const PhiloxStream& stream, bool x_is_product,
+                    bool as_operand, Tensor* probs = nullptr);
 Var log_softmax(const Var& x, const Var& mask = Var());
 Var layernorm(const Var& x, const Var& gamma, const Var& beta, double eps);
 // Mean over rows whose target is not ignore_index (0 when none counts).
@@ -119,6 +125,12 @@ Var residual_layernorm(const Var& h, const Var& bias, const Var& residual, const
 // the value is stored as the next product takes it (bf16 under bf16
 // precision); x_is_product: x's gradient likewise (residual_layernorm's h).
 Var bias_activation(const Var& x, const Var& bias, UnaryOp act, bool as_operand = false, bool x_is_product = false);
+// x [B, L, P H d] plus the parts' biases (none, or one [H d] each) as heads
+// [P, B, H, L, d] (tensor/ops.h split_heads); as_operand: the heads feed
+// products alone (bf16 under bf16 precision); x_is_product: x's gradient
+// likewise. Part p is select(heads, 0, p).
+Var split_heads(const Var& x, const std::vector<Var>& biases, int64_t parts, int64_t heads, bool as_operand,
+                bool x_is_product);
 // x as products take it (as_operand: bf16 under bf16 precision), rounded once
 // for several products; the gradient passes through unchanged.
 Var operand(const Var& x);
@@ -128,9 +140,7 @@ Var operand(const Var& x);
 DType operand_dtype(const Var& x, bool for_product);
 
 // Identity when p == 0; the backward recomputes the mask from (seed, stream).
-// as_operand: the value is stored as the next product takes it (bf16 under
-// bf16 precision), rounded as it is written.
-Var dropout(const Var& x, double p, const PhiloxStream& stream, bool as_operand = false);
+Var dropout(const Var& x, double p, const PhiloxStream& stream);
 inline Var dropout(const Var& x, double p, uint64_t seed, uint64_t stream) {
   return dropout(x, p, PhiloxStream{seed, stream, Tensor()});
 }

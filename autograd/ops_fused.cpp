@@ -45,6 +45,30 @@ Var bias_activation(const Var& x, const Var& bias, UnaryOp act, bool as_operand,
                    });
 }
 
+// heads = x + bias in the heads' layout:  gx = gheads in x's layout,
+// g_bias_p = sum over rows of part p's columns of gx.
+Var split_heads(const Var& x, const std::vector<Var>& biases, int64_t parts, int64_t heads, bool as_operand,
+                bool x_is_product) {
+  ORDO_CHECK(biases.empty() || static_cast<int64_t>(biases.size()) == parts, "split_heads: ", biases.size(),
+             " biases for ", parts, " parts (none, or one each)");
+  std::vector<Tensor> bias_values;
+  for (const Var& b : biases) bias_values.push_back(b.value());
+  Tensor bias = Tensor::joined_rows(bias_values);  // a view where they lie together (nn::join_parameters)
+  if (!bias.defined() && !biases.empty()) bias = concat(bias_values, 0);
+  const Tensor y = split_heads(x.value(), bias, parts, heads, operand_dtype(x, as_operand));
+  std::vector<Var> inputs{x};
+  inputs.insert(inputs.end(), biases.begin(), biases.end());
+  const DType gx_dtype = operand_dtype(x, x_is_product);
+  return record_op("split_heads", y, inputs, [gx_dtype, parts](const Tensor& gy, const std::vector<bool>& needs) {
+    const bool with_bias = needs.size() > 1;
+    SplitHeadsGrads g = split_heads_backward(gy, with_bias, gx_dtype);
+    std::vector<Tensor> grads{g.gx};
+    const int64_t width = with_bias ? g.gbias.size(0) / parts : 0;
+    for (int64_t p = 0; with_bias && p < parts; ++p) grads.push_back(g.gbias.slice(0, p * width, (p + 1) * width));
+    return grads;
+  });
+}
+
 DType operand_dtype(const Var& x, bool for_product) {
   return for_product && x.dtype() == DType::f32 && matmul_precision() == MatmulPrecision::bf16 ? DType::bf16
                                                                                                  : x.dtype();

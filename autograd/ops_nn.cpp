@@ -147,17 +147,22 @@ Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vec
 namespace {
 // y = softmax(x + mask);  gx = y * (gy - sum(gy * y)), gmask = gx summed to mask's shape.
 // (log-softmax: gx = gy - softmax(x) * sum(gy).)
-Var softmax_op(const Var& x, const Var& mask, bool log, bool x_is_product) {
+// p > 0: out = dropout(y, p, stream), and gy passes through its mask first.
+Var softmax_op(const Var& x, const Var& mask, bool log, bool x_is_product, double p = 0,
+               const PhiloxStream& stream = {}, bool as_operand = false, Tensor* probs = nullptr) {
   Tensor mv = mask.defined() ? mask.value() : Tensor();
   Tensor y = log ? log_softmax(x.value(), mv) : softmax(x.value(), mv);
+  if (probs != nullptr) *probs = y;
   std::vector<Var> inputs{x};
   if (mask.defined()) inputs.push_back(mask);
   // A learned mask's gradient is gx summed: then gx stays unrounded.
   const DType gx_dtype = operand_dtype(x, x_is_product && !log && !(mask.defined() && mask.requires_grad()));
-  return record_op(log ? "log_softmax" : "softmax", y, inputs,
-                   [y, log, gx_dtype, mshape = mv.defined() ? mv.shape() : Shape()](const Tensor& gy,
-                                                                                   const std::vector<bool>& needs) {
-                     Tensor gx = log ? log_softmax_backward(y, gy) : softmax_backward(y, gy, gx_dtype);
+  const Tensor out = p > 0 ? dropout(y, p, stream, operand_dtype(x, as_operand)) : y;
+  const char* name = log ? "log_softmax" : p > 0 ? "softmax_dropout" : "softmax";
+  return record_op(name, out, inputs,
+                   [y, log, gx_dtype, p, stream, mshape = mv.defined() ? mv.shape() : Shape()](
+                       const Tensor& gy, const std::vector<bool>& needs) {
+                     Tensor gx = log ? log_softmax_backward(y, gy) : softmax_backward(y, gy, gx_dtype, p, stream);
                      std::vector<Tensor> grads{needs[0] ? gx : Tensor()};
                      if (needs.size() > 1) grads.push_back(needs[1] ? sum_to(gx, mshape) : Tensor());
                      return grads;
@@ -166,6 +171,11 @@ Var softmax_op(const Var& x, const Var& mask, bool log, bool x_is_product) {
 }  // namespace
 
 Var softmax(const Var& x, const Var& mask, bool x_is_product) { return softmax_op(x, mask, false, x_is_product); }
+Var softmax_dropout(const Var& x, const Var& mask, double p, const PhiloxStream& stream, bool x_is_product,
+                    bool as_operand, Tensor* probs) {
+  ORDO_CHECK(p >= 0 && p < 1, "softmax_dropout: p must be in [0, 1), got ", p);
+  return softmax_op(x, mask, false, x_is_product, p, stream, as_operand, probs);
+}
 Var log_softmax(const Var& x, const Var& mask) { return softmax_op(x, mask, true, false); }
 
 Var layernorm(const Var& x, const Var& gamma, const Var& beta, double eps) {
@@ -186,9 +196,9 @@ Var cross_entropy(const Var& logits, const Tensor& targets, int64_t ignore_index
 }
 
 // y = x * mask / (1 - p);  gx = gy * mask / (1 - p), the mask redrawn from the same key.
-Var dropout(const Var& x, double p, const PhiloxStream& stream, bool as_operand) {
+Var dropout(const Var& x, double p, const PhiloxStream& stream) {
   if (p == 0) return x;
-  Tensor y = dropout(x.value(), p, stream, operand_dtype(x, as_operand));
+  Tensor y = dropout(x.value(), p, stream);
   return record_op("dropout", y, {x}, [p, stream](const Tensor& gy, const std::vector<bool>&) {
     return std::vector<Tensor>{dropout(gy, p, stream)};
   });

@@ -42,7 +42,7 @@ Ablation ablation_in_force(const PositionEncoding& pe, const Context& ctx) {
 namespace {
 
 // [B, L, H*d] -> [B, H, L, d] (a view) and back.
-Var split_heads(const Var& t, int64_t heads, int64_t head_dim) {
+Var heads_view(const Var& t, int64_t heads, int64_t head_dim) {
   return permute(reshape(t, {t.size(0), t.size(1), heads, head_dim}), {0, 2, 1, 3});
 }
 // Every merged output is the input of a product (the output projection, or
@@ -168,7 +168,7 @@ Var positional_attention(const Var& x, const Var& padding_mask, PositionEncoding
   Tensor keep = eq(padding_mask.value(), zero);  // 1 where a key may be seen, [B, 1, 1|L, L]
   delta = mul(delta, Var(keep));
   if (trace && trace->keep_attentions) trace->attentions.push_back(delta.value());
-  return merge_heads(matmul(delta, split_heads(x, s.heads, s.head_dim)));
+  return merge_heads(matmul(delta, heads_view(x, s.heads, s.head_dim)));
 }
 
 }  // namespace
@@ -188,8 +188,14 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
   if (pe.combine == Combine::sequence) return sequence_attention(x, padding_mask, pe, s, ablate, trace);
   if (ablate != Ablation::none) return ablated_attention(x, padding_mask, pe, s, ablate, trace);
 
-  Heads h = project(x, ctx.fused);                                // q_i = x_i W^Q, k_j = x_j W^K, v_j = x_j W^V
-  if (runs_fused(pe, head_dim_, x.device(), ctx) && !(trace && (trace->keep_scores || trace->keep_attentions))) {
+  const bool fused = runs_fused(pe, head_dim_, x.device(), ctx) && !(trace && (trace->keep_scores || trace->keep_attentions));
+  // Under bf16 products, a variant that leaves q, k and v alone (its
+  // position is in the input) has them made as bf16 operands in one pass.
+  const bool heads_to_products = !fused && matmul_precision() == MatmulPrecision::bf16 && x.dtype() == DType::f32 &&
+                                 !pe.acts_in_attention && !pe.adds_segment_scores() &&
+                                 !runs_inference_attention(pe, x.device(), ctx, trace);
+  Heads h = project(x, ctx.fused, heads_to_products);             // q_i = x_i W^Q, k_j = x_j W^K, v_j = x_j W^V
+  if (fused) {
     const Var out = merge_heads(fused_attention(h, padding_mask, pe, s));  // all below in one kernel per direction
     return first_row_only ? slice(out, 1, 0, 1) : out;            // (its kernels take every query row)
   }
@@ -244,15 +250,22 @@ Var SelfAttention::fused_attention(const Heads& h, const Var& padding_mask, Posi
 // stacked, the three biases in its output), each a view of its columns, so
 // that x's gradient is one product too and q, k and v's gradients are written
 // into one buffer (Var::backward's tiling slices) without adds.
-SelfAttention::Heads SelfAttention::project(const Var& input, bool fused) const {
+SelfAttention::Heads SelfAttention::project(const Var& input, bool fused, bool to_products) const {
   if (!fused)
-    return {split_heads(query.forward(input), heads_, head_dim_), split_heads(key.forward(input), heads_, head_dim_),
-            split_heads(value.forward(input), heads_, head_dim_)};
+    return {heads_view(query.forward(input), heads_, head_dim_), heads_view(key.forward(input), heads_, head_dim_),
+            heads_view(value.forward(input), heads_, head_dim_)};
   std::vector<Var> biases;
   if (query.bias && key.bias && value.bias) biases = {query.bias->var, key.bias->var, value.bias->var};
   ORDO_CHECK(biases.size() == 3 || (!query.bias && !key.bias && !value.bias),
              "SelfAttention: the query, key and value projections have a bias each or none");
-  const Var qkv = linear_stacked(operand(input), {query.weight.var, key.weight.var, value.weight.var}, biases);
+  const std::vector<Var> weights{query.weight.var, key.weight.var, value.weight.var};
+  if (to_products) {
+    // [3, B, H, L, d]: q, k, v one after another, each contiguous.
+    const Var heads = split_heads(linear_stacked(operand(input), weights, {}), biases, 3, heads_,
+                                        /*as_operand=*/true, /*x_is_product=*/true);
+    return {select(heads, 0, 0), select(heads, 0, 1), select(heads, 0, 2)};
+  }
+  const Var qkv = linear_stacked(operand(input), weights, biases);
   // [B, L, 3 H d] -> [B, L, 3, H, d]; q, k, v the three [B, L, H, d] parts as [B, H, L, d].
   const Var parts = reshape(qkv, {qkv.size(0), qkv.size(1), 3, heads_, head_dim_});
   auto part = [&](int64_t i) { return permute(select(parts, 2, i), {0, 2, 1, 3}); };
@@ -262,9 +275,12 @@ SelfAttention::Heads SelfAttention::project(const Var& input, bool fused) const 
 Var SelfAttention::attention_probs(const Var& scores, const Var& padding_mask, Context& ctx, ForwardTrace* trace,
                                    bool scores_is_product, bool probs_to_products) const {
   if (trace && trace->keep_scores) trace->scores.push_back(scores.value());
-  Var probs = softmax(scores, padding_mask, scores_is_product);
-  if (trace && trace->keep_attentions) trace->attentions.push_back(probs.value());
-  return dropout(probs, dropout_, ctx, probs_to_products);
+  const bool dropped = ctx.training && dropout_ > 0;  // as nn::dropout: a stream taken only then
+  Tensor probs;
+  Var out = softmax_dropout(scores, padding_mask, dropped ? dropout_ : 0.0,
+                            dropped ? ctx.take_stream() : PhiloxStream{}, scores_is_product, probs_to_products, &probs);
+  if (trace && trace->keep_attentions) trace->attentions.push_back(probs);
+  return out;
 }
 
 // The ablations at the attention level (the locality/symmetry paper, section

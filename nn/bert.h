@@ -75,7 +75,10 @@ class SelfAttention : public Module {
   // fused: one product for the three (linear_stacked), which needs q, k and v
   // all to get a gradient (an ablation may leave q and k out: it projects
   // them one by one, so that their weights get none, as unfused).
-  Heads project(const Var& input, bool fused) const;
+  // to_products (with fused): q, k and v feed the attention's products and
+  // nothing else, so they are made as the products take them (split_heads:
+  // the biases added, the heads laid out and rounded in one pass).
+  Heads project(const Var& input, bool fused, bool to_products = false) const;
   // forward()'s attention as the fused op (see fused_attention_enabled below).
   Var fused_attention(const Heads& h, const Var& padding_mask, PositionEncoding& pe, const AttentionState& s) const;
   // softmax_j(scores + mask), kept in the trace as asked, then dropout.

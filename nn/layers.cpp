@@ -25,9 +25,9 @@ LayerNorm::LayerNorm(int64_t dim, double eps, Device device)
 
 Var LayerNorm::forward(const Var& x) const { return layernorm(x, weight.var, bias.var, eps); }
 
-Var dropout(const Var& x, double p, Context& ctx, bool as_operand) {
+Var dropout(const Var& x, double p, Context& ctx) {
   if (!ctx.training || p == 0) return x;
-  return ordo::dropout(x, p, ctx.take_stream(), as_operand);
+  return ordo::dropout(x, p, ctx.take_stream());
 }
 
 Activation parse_activation(const std::string& name) {

@@ -44,8 +44,7 @@ class LayerNorm : public Module {
 
 // Identity in evaluation; in training zeroes each element with probability p
 // and scales the rest by 1 / (1 - p), the mask from the context's next stream.
-// as_operand: the value only feeds products (ordo::dropout's).
-Var dropout(const Var& x, double p, Context& ctx, bool as_operand = false);
+Var dropout(const Var& x, double p, Context& ctx);
 
 enum class Activation { gelu, gelu_tanh, relu, tanh };
 // HF's hidden_act names: "gelu" (erf form), "gelu_new" / "gelu_pytorch_tanh" (tanh form), "relu", "tanh".

@@ -118,8 +118,11 @@ class OperandRoundingScope {
 // Over the last axis; mask (optional) is added to x first and broadcast to x.
 Tensor softmax(const Tensor& x, const Tensor& mask = Tensor());
 Tensor log_softmax(const Tensor& x, const Tensor& mask = Tensor());
-// gx_dtype: y's, or bf16 from f32 (gx a product's gradient, which it rounds so anyway).
-Tensor softmax_backward(const Tensor& y, const Tensor& gy, DType gx_dtype);
+// gx_dtype: y's, or bf16 from f32 (gx a product's gradient, which it rounds
+// so anyway). p > 0: the backward of dropout(softmax(x), p, stream), gy
+// passed through the mask in the same pass.
+Tensor softmax_backward(const Tensor& y, const Tensor& gy, DType gx_dtype, double p = 0,
+                        const PhiloxStream& stream = {});
 inline Tensor softmax_backward(const Tensor& y, const Tensor& gy) { return softmax_backward(y, gy, y.dtype()); }
 Tensor log_softmax_backward(const Tensor& y, const Tensor& gy);
 
@@ -190,6 +193,20 @@ struct BiasActivationGrads {
 // gx_dtype: x's, or bf16 from f32 (as residual_layernorm_backward's gh).
 BiasActivationGrads bias_activation_backward(const Tensor& gy, const Tensor& x, const Tensor& bias, UnaryOp act,
                                              DType gx_dtype);
+
+// x [B, L, P H d] (a stacked product's output: P parts of H heads d wide,
+// attention's q | k | v) plus bias [P H d] (or undefined) as heads
+// [P, B, H, L, d] in dtype `out`: f32, or bf16 (the attention's products'
+// operands, rounded once) — one pass instead of a bias broadcast, the
+// product adding onto it, and a layout copy and a cast per part.
+Tensor split_heads(const Tensor& x, const Tensor& bias, int64_t parts, int64_t heads, DType out);
+struct SplitHeadsGrads {
+  Tensor gx, gbias;  // gbias undefined unless asked
+};
+// gheads [P, B, H, L, d] back into x's layout [B, L, P H d] in
+// gx_dtype (f32, or bf16: x is a product's output), and the bias's gradient
+// (the column sums of the unrounded values) when with_bias.
+SplitHeadsGrads split_heads_backward(const Tensor& gheads, bool with_bias, DType gx_dtype);
 
 // ---- relative position encodings (ops_relative.cpp) ---------------------------
 // idx: i64 [B, L, J], the table row of (query i, key j), shared by the heads.

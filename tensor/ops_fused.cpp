@@ -92,4 +92,34 @@ BiasActivationGrads bias_activation_backward(const Tensor& gy, const Tensor& x, 
   return g;
 }
 
+Tensor split_heads(const Tensor& x, const Tensor& bias, int64_t parts, int64_t heads, DType out) {
+  const char* op = "split_heads";
+  check_dim(x, 3, op, "x");
+  check_float(x, op, "x");
+  const int64_t columns = x.size(2);
+  ORDO_CHECK(parts > 0 && heads > 0 && columns % (parts * heads) == 0, op, ": ", columns, " columns do not split into ",
+             parts, " parts of ", heads, " heads");
+  check_output_dtype(x.dtype(), out, op, "output");
+  if (bias.defined()) {
+    check_shape(bias, {columns}, op, "bias");
+    check_same_dtype(x, bias, op);
+    check_same_device(x, bias, op);
+  }
+  Tensor y = Tensor::empty({parts, x.size(0), heads, x.size(1), columns / (parts * heads)}, out, x.device());
+  ORDO_BACKEND(x.device(), split_heads)(y, x.contiguous(), bias.defined() ? bias.contiguous() : Tensor());
+  return y;
+}
+
+SplitHeadsGrads split_heads_backward(const Tensor& gheads, bool with_bias, DType gx_dtype) {
+  const char* op = "split_heads_backward";
+  check_dim(gheads, 5, op, "gheads");
+  check_float(gheads, op, "gheads");
+  check_output_dtype(gheads.dtype(), gx_dtype, op, "gx");
+  const int64_t columns = gheads.size(0) * gheads.size(2) * gheads.size(4);
+  SplitHeadsGrads g{Tensor::empty({gheads.size(1), gheads.size(3), columns}, gx_dtype, gheads.device()),
+                    with_bias ? Tensor::empty({columns}, gheads.dtype(), gheads.device()) : Tensor()};
+  ORDO_BACKEND(gheads.device(), split_heads_backward)(g.gx, g.gbias, gheads.contiguous());
+  return g;
+}
+
 }  // namespace ordo

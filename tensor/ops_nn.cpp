@@ -26,25 +26,30 @@ Tensor softmax_forward(const Tensor& x, const Tensor& mask, bool log) {
   return y;
 }
 
-Tensor softmax_grad(const Tensor& y, const Tensor& gy, bool log, DType gx_dtype) {
+Tensor softmax_grad(const Tensor& y, const Tensor& gy, bool log, DType gx_dtype, double p,
+                    const PhiloxStream& stream) {
   const char* name = log ? "log_softmax_backward" : "softmax_backward";
   check_float(y, name, "y");
   check_shape(gy, y.shape(), name, "gy");
   check_same_dtype(y, gy, name);
   check_same_device(y, gy, name);
   check_output_dtype(y.dtype(), gx_dtype, name, "gx");
+  ORDO_CHECK(p >= 0 && p < 1, name, ": dropout's p must be in [0, 1), got ", p);
+  check_philox_stream(stream, y.device(), name);
   Tensor gx = Tensor::empty(y.shape(), gx_dtype, y.device());
-  ORDO_BACKEND(y.device(), softmax_backward)(gx, y.contiguous(), gy.contiguous(), log);
+  ORDO_BACKEND(y.device(), softmax_backward)(gx, y.contiguous(), gy.contiguous(), log, p, stream);
   return gx;
 }
 }  // namespace
 
 Tensor softmax(const Tensor& x, const Tensor& mask) { return softmax_forward(x, mask, false); }
 Tensor log_softmax(const Tensor& x, const Tensor& mask) { return softmax_forward(x, mask, true); }
-Tensor softmax_backward(const Tensor& y, const Tensor& gy, DType gx_dtype) {
-  return softmax_grad(y, gy, false, gx_dtype);
+Tensor softmax_backward(const Tensor& y, const Tensor& gy, DType gx_dtype, double p, const PhiloxStream& stream) {
+  return softmax_grad(y, gy, false, gx_dtype, p, stream);
 }
-Tensor log_softmax_backward(const Tensor& y, const Tensor& gy) { return softmax_grad(y, gy, true, y.dtype()); }
+Tensor log_softmax_backward(const Tensor& y, const Tensor& gy) {
+  return softmax_grad(y, gy, true, y.dtype(), 0, PhiloxStream{});
+}
 
 // ---- LayerNorm ---------------------------------------------------------------------
 

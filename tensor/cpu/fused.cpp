@@ -143,4 +143,59 @@ void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tenso
   if (rounded) round_to_bf16(gx, g_x);
 }
 
+// heads [P, B, H, L, d] <-> x [B, L, P H d]: part p's head h at row (b, l)
+// is x's columns (p H + h) d .. + d. Both kernels walk the heads' rows (one
+// (p, b, h, l) each) and copy d contiguous elements.
+struct HeadRows {
+  int64_t parts, batch, heads, length, width;
+  explicit HeadRows(const Tensor& heads_tensor)
+      : parts(heads_tensor.size(0)), batch(heads_tensor.size(1)), heads(heads_tensor.size(2)),
+        length(heads_tensor.size(3)), width(heads_tensor.size(4)) {}
+  int64_t count() const { return parts * batch * heads * length; }
+  // Where row r of the heads (r = ((p B + b) H + h) L + l) starts in x.
+  int64_t x_offset(int64_t r) const {
+    const int64_t l = r % length, h = r / length % heads, b = r / (length * heads) % batch;
+    const int64_t p = r / (length * heads * batch);
+    return (b * length + l) * parts * heads * width + (p * heads + h) * width;
+  }
+  int64_t column(int64_t r) const { return x_offset(r) % (parts * heads * width); }
+};
+
+void split_heads(const Tensor& heads, const Tensor& x, const Tensor& bias) {
+  const HeadRows rows(heads);
+  const Tensor target = f32_target(heads);
+  dispatch_float(x.dtype(), "split_heads", [&](auto tag) {
+    using T = decltype(tag);
+    T* out = target.data<T>();
+    const T* xs = x.data<T>();
+    const T* b = bias.defined() ? bias.data<T>() : nullptr;
+    const int64_t d = rows.width;
+    parallel_for(rows.count(), std::max<int64_t>(1, kElementwiseGrain / d), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T* from = xs + rows.x_offset(r);
+        const T* bias_row = b ? b + rows.column(r) : nullptr;
+        T* to = out + r * d;
+        for (int64_t e = 0; e < d; ++e) to[e] = bias_row ? from[e] + bias_row[e] : from[e];
+      }
+    });
+  });
+  finish_rounded(heads, target);
+}
+
+void split_heads_backward(const Tensor& gx, const Tensor& gbias, const Tensor& gheads) {
+  const HeadRows rows(gheads);
+  const Tensor target = f32_target(gx);
+  dispatch_float(gheads.dtype(), "split_heads_backward", [&](auto tag) {
+    using T = decltype(tag);
+    T* out = target.data<T>();
+    const T* g = gheads.data<T>();
+    const int64_t d = rows.width;
+    parallel_for(rows.count(), std::max<int64_t>(1, kElementwiseGrain / d), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) std::copy(g + r * d, g + (r + 1) * d, out + rows.x_offset(r));
+    });
+    if (gbias.defined()) column_sums(gbias.data<T>(), out, rows.batch * rows.length, rows.parts * rows.heads * d);
+  });
+  finish_rounded(gx, target);
+}
+
 }  // namespace ordo::cpu

@@ -64,13 +64,20 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log) {
   });
 }
 
-void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool log) {
+void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool log, double p,
+                      const PhiloxStream& stream) {
   const int64_t n = y.size(-1), rows = n ? y.numel() / n : 0;
   const Tensor target = f32_target(gx);
+  Tensor dropped;  // gy through the mask, as dropout's backward writes it
+  if (p > 0) {
+    dropped = Tensor::empty(gy.shape(), gy.dtype());
+    dropout(dropped, gy, p, stream);
+  }
+  const Tensor& g = p > 0 ? dropped : gy;
   dispatch_float(y.dtype(), "softmax_backward", [&](auto tag) {
     using T = decltype(tag);
     const T* ys = y.data<T>();
-    const T* gys = gy.data<T>();
+    const T* gys = g.data<T>();
     T* gxs = target.data<T>();
     parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
       for (int64_t row = b; row < e; ++row) {

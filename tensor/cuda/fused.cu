@@ -11,36 +11,13 @@
 // Column sums (the bias, gamma and beta gradients): column_sums.cuh.
 #include <type_traits>
 
-#include "base/philox.h"
 #include "tensor/cuda/column_sums.cuh"
+#include "tensor/cuda/dropout_mask.cuh"
 #include "tensor/cuda/rows.cuh"
 
 namespace ordo::cuda {
 
 namespace {
-
-// ---- dropout's mask ----------------------------------------------------------------------
-
-struct Mask {
-  uint64_t seed, stream_offset, threshold;
-  const int64_t* stream_base;
-  float scale;
-  bool on;
-
-  // v kept and scaled, or 0, for element i (philox::dropout_keep, as dropout_kernel).
-  __device__ __forceinline__ float apply(float v, int64_t i, uint64_t stream) const {
-    if (!on) return v;
-    return philox::dropout_keep(seed, stream, static_cast<uint64_t>(i), threshold) ? v * scale : 0.0f;
-  }
-  __device__ __forceinline__ uint64_t stream() const {
-    return stream_offset + (stream_base ? static_cast<uint64_t>(*stream_base) : 0);
-  }
-};
-
-Mask mask_of(double p, const PhiloxStream& s) {
-  return Mask{s.seed, s.offset, philox::dropout_threshold(p), stream_base(s), static_cast<float>(1.0 / (1.0 - p)),
-              p > 0};
-}
 
 // ---- residual + dropout + LayerNorm ----------------------------------------------------------
 
@@ -49,7 +26,7 @@ Mask mask_of(double p, const PhiloxStream& s) {
 template <bool kWarpPerRow>
 __global__ void residual_layernorm_kernel(float* y, uint16_t* y16, float* s, float* mean, float* rstd, const float* h,
                                           const float* bias, const float* residual, const float* gamma,
-                                          const float* beta, int64_t rows, int64_t n, double eps, Mask mask) {
+                                          const float* beta, int64_t rows, int64_t n, double eps, DropoutMask mask) {
   using Threads = RowThreads<kWarpPerRow>;
   const uint64_t stream = mask.stream();
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
@@ -69,7 +46,7 @@ __global__ void residual_layernorm_kernel(float* y, uint16_t* y16, float* s, flo
 template <bool kWarpPerRow>
 __global__ void residual_layernorm_backward_kernel(float* gs, float* gh, uint16_t* gh16, const float* gy,
                                                    const float* s, const float* mean, const float* rstd,
-                                                   const float* gamma, int64_t rows, int64_t n, Mask mask) {
+                                                   const float* gamma, int64_t rows, int64_t n, DropoutMask mask) {
   using Threads = RowThreads<kWarpPerRow>;
   const uint64_t stream = mask.stream();
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
@@ -93,7 +70,7 @@ struct ResidualLayerNormSums {
   static constexpr int kSums = 3;
   LayerNormParamSums norm;  // its x: s, the LayerNorm's input
   const float* gs;
-  Mask mask;
+  DropoutMask mask;
   __device__ __forceinline__ void operator()(int64_t row, int64_t column, double (&sums)[3]) const {
     norm.add(row, column, sums[0], sums[1]);
     const int64_t i = row * norm.n + column;
@@ -152,7 +129,84 @@ struct BiasActivationBackward {
   }
 };
 
+// heads [P, B, H, L, d] <-> x [B, L, P H d] (kernels.inc's split_heads).
+struct HeadLayout {
+  int64_t batch, heads, length, width, columns;  // columns = P H d, x's row
+  // x's element (row b L + l, column (p H + h) d + e) in the heads' order.
+  __device__ __forceinline__ int64_t heads_index(int64_t row, int64_t column) const {
+    const int64_t b = row / length, l = row % length;
+    const int64_t p = column / (heads * width), h = column / width % heads, e = column % width;
+    return (((p * batch + b) * heads + h) * length + l) * width + e;
+  }
+};
+
+HeadLayout head_layout(const Tensor& heads) {
+  return {heads.size(1), heads.size(2), heads.size(3), heads.size(4), heads.size(0) * heads.size(2) * heads.size(4)};
+}
+
+// A thread per element of x (a warp reads 32 columns of one row), written
+// where its head takes it, in f32 (heads) or rounded to bf16 (heads16).
+__global__ void split_heads_kernel(float* heads, uint16_t* heads16, const float* x, const float* bias, int64_t count,
+                                   HeadLayout layout) {
+  for (int64_t i = global_thread_index(); i < count; i += grid_thread_count()) {
+    const int64_t row = i / layout.columns, column = i % layout.columns;
+    const float v = bias != nullptr ? x[i] + bias[column] : x[i];
+    const int64_t to = layout.heads_index(row, column);
+    if (heads16 != nullptr) {
+      heads16[to] = bf16_bits(v);
+    } else {
+      heads[to] = v;
+    }
+  }
+}
+
+// gx's element (row, column) from the heads' gradient, in f32 (gx) or
+// rounded to bf16 (gx16), while the bias's column sums (of the f32 values)
+// are taken.
+struct SplitHeadsBackward {
+  static constexpr int kSums = 1;
+  float* gx;
+  uint16_t* gx16;
+  const float* gheads;
+  HeadLayout layout;
+  __device__ __forceinline__ void operator()(int64_t row, int64_t column, double (&sums)[1]) const {
+    const float g = gheads[layout.heads_index(row, column)];
+    const int64_t i = row * layout.columns + column;
+    if (gx16) {
+      gx16[i] = bf16_bits(g);
+    } else {
+      gx[i] = g;
+    }
+    sums[0] += g;
+  }
+};
+
 }  // namespace
+
+void split_heads(const Tensor& heads, const Tensor& x, const Tensor& bias) {
+  require_f32(x.dtype(), "split_heads");
+  const int64_t count = x.numel();
+  if (count == 0) return;
+  DeviceContext& ctx = context(x);
+  const bool bf16 = heads.dtype() == DType::bf16;
+  ORDO_LAUNCH(split_heads_kernel, grid_for(count, kThreads, ctx), kThreads, 0, ctx.stream,
+              bf16 ? nullptr : heads.data<float>(), bf16 ? static_cast<uint16_t*>(heads.raw_data()) : nullptr,
+              x.data<float>(), bias.defined() ? bias.data<float>() : nullptr, count, head_layout(heads));
+  ORDO_CUDA_CHECK_LAUNCH();
+}
+
+void split_heads_backward(const Tensor& gx, const Tensor& gbias, const Tensor& gheads) {
+  require_f32(gheads.dtype(), "split_heads_backward");
+  const HeadLayout layout = head_layout(gheads);
+  const int64_t rows = layout.batch * layout.length;
+  if (rows == 0 || layout.columns == 0) return;
+  DeviceContext& ctx = context(gheads);
+  const bool bf16 = gx.dtype() == DType::bf16;
+  const SplitHeadsBackward element{bf16 ? nullptr : gx.data<float>(),
+                                   bf16 ? static_cast<uint16_t*>(gx.raw_data()) : nullptr, gheads.data<float>(), layout};
+  column_sums(gheads.device(), ctx, rows, layout.columns,
+              ColumnOutputs{{gbias.defined() ? gbias.data<float>() : nullptr, nullptr, nullptr}}, element);
+}
 
 void residual_layernorm(const Tensor& y, const Tensor& s, const Tensor& mean, const Tensor& rstd,
                         const Tensor& h, const Tensor& bias, const Tensor& residual, const Tensor& gamma,
@@ -161,7 +215,7 @@ void residual_layernorm(const Tensor& y, const Tensor& s, const Tensor& mean, co
   uint16_t* y16_data = y16.defined() ? static_cast<uint16_t*>(y16.raw_data()) : nullptr;
   const int64_t n = h.size(-1), rows = n ? h.numel() / n : 0;
   DeviceContext& ctx = context(h);
-  const Mask mask = mask_of(p, stream);
+  const DropoutMask mask = dropout_mask(p, stream);
   const float* b = bias.defined() ? bias.data<float>() : nullptr;
   launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
@@ -183,7 +237,7 @@ void residual_layernorm_backward(const Tensor& gs, const Tensor& gh, const Tenso
   const int64_t n = s.size(-1), rows = n ? s.numel() / n : 0;
   if (n == 0) return;
   DeviceContext& ctx = context(s);
-  const Mask mask = mask_of(p, stream);
+  const DropoutMask mask = dropout_mask(p, stream);
   const bool bf16 = gh.defined() && gh.dtype() == DType::bf16;
   float* gh_data = gh.defined() && !bf16 ? gh.data<float>() : nullptr;
   uint16_t* gh16 = bf16 ? static_cast<uint16_t*>(gh.raw_data()) : nullptr;

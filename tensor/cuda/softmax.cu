@@ -10,6 +10,7 @@
 // that is entirely -inf gives 0s (log-softmax: -inf), as the CPU.
 // backward, per row: one reduction (sum of gy * y, or of gy), then the write
 // (a warp's row, again, held in registers).
+#include "tensor/cuda/dropout_mask.cuh"
 #include "tensor/cuda/rows.cuh"
 
 namespace ordo::cuda {
@@ -131,13 +132,16 @@ struct GradOut {
 
 // softmax:     gx = y * (gy - sum(gy * y))
 // log-softmax: gx = gy - exp(y) * sum(gy)
+// gy passes through dropout's mask as it is read (off: gy itself): the
+// backward of dropout(softmax(x)) in one pass.
 // A warp per row of n <= 32 kPerLane, y and gy held in registers (read once;
 // each lane adds its terms of the dot in element order, as a row loop does).
 template <int kPerLane>
 __global__ void softmax_backward_warp_kernel(GradOut gx, const float* y, const float* gy, int64_t rows, int64_t n,
-                                             bool log) {
+                                             bool log, DropoutMask mask) {
   using Threads = RowThreads<true>;
   const int lane = Threads::lane();
+  const uint64_t stream = mask.stream();
   const int left = static_cast<int>(n) - lane;  // as softmax_warp_kernel's
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
     const int64_t first = row * n + lane;
@@ -145,7 +149,7 @@ __global__ void softmax_backward_warp_kernel(GradOut gx, const float* y, const f
 #pragma unroll
     for (int t = 0; t < kPerLane; ++t) {
       yv[t] = 32 * t < left ? y[first + 32 * t] : 0.0f;
-      gv[t] = 32 * t < left ? gy[first + 32 * t] : 0.0f;
+      gv[t] = 32 * t < left ? mask.apply(gy[first + 32 * t], first + 32 * t, stream) : 0.0f;
     }
     float dot = 0.0f;
 #pragma unroll
@@ -160,16 +164,18 @@ __global__ void softmax_backward_warp_kernel(GradOut gx, const float* y, const f
 
 // A block per row.
 __global__ void softmax_backward_block_kernel(GradOut gx, const float* y, const float* gy, int64_t rows, int64_t n,
-                                              bool log) {
+                                              bool log, DropoutMask mask) {
   using Threads = RowThreads<false>;
+  const uint64_t stream = mask.stream();
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
     const float* yr = y + row * n;
     const float* gr = gy + row * n;
+    auto g = [&](int64_t j) { return mask.apply(gr[j], row * n + j, stream); };
     float dot = 0.0f;
-    for (int64_t j = Threads::lane(); j < n; j += Threads::width()) dot += log ? gr[j] : gr[j] * yr[j];
+    for (int64_t j = Threads::lane(); j < n; j += Threads::width()) dot += log ? g(j) : g(j) * yr[j];
     dot = Threads::reduce(dot, SumCombine{}, 0.0f);
     for (int64_t j = Threads::lane(); j < n; j += Threads::width())
-      gx.store(row * n + j, log ? gr[j] - expf(yr[j]) * dot : yr[j] * (gr[j] - dot));
+      gx.store(row * n + j, log ? g(j) - expf(yr[j]) * dot : yr[j] * (g(j) - dot));
   }
 }
 
@@ -202,7 +208,8 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log) {
   });
 }
 
-void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool log) {
+void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool log, double p,
+                      const PhiloxStream& dropout) {
   require_f32(y.dtype(), "softmax_backward");
   const int64_t n = y.size(-1), rows = n ? y.numel() / n : 0;
   DeviceContext& ctx = context(y);
@@ -215,14 +222,15 @@ void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool 
   }
   const float* ys = y.data<float>();
   const float* gys = gy.data<float>();
+  const DropoutMask mask = dropout_mask(p, dropout);
   launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
       with_lane_count(n, [&](auto per_lane) {
         [[maybe_unused]] constexpr int P = decltype(per_lane)::value;  // g++: used in a template argument
-        ORDO_LAUNCH(softmax_backward_warp_kernel<P>, grid, threads, 0, ctx.stream, g, ys, gys, rows, n, log);
+        ORDO_LAUNCH(softmax_backward_warp_kernel<P>, grid, threads, 0, ctx.stream, g, ys, gys, rows, n, log, mask);
       });
     } else {
-      ORDO_LAUNCH(softmax_backward_block_kernel, grid, threads, 0, ctx.stream, g, ys, gys, rows, n, log);
+      ORDO_LAUNCH(softmax_backward_block_kernel, grid, threads, 0, ctx.stream, g, ys, gys, rows, n, log, mask);
     }
   });
 }

@@ -148,7 +148,53 @@ void check_bf16_gradients(Device device) {
     const Tensor dropped = dropout(y, 0.3, stream, DType::bf16);
     REQUIRE(dropped.dtype() == DType::bf16);
     CHECK(test::bit_identical(dropped, dropout(y, 0.3, stream).to(DType::bf16)));
+    // The backward of dropout(softmax): gy through the mask as it is read,
+    // the values of dropout's kernel then softmax's backward.
+    const Tensor through_mask = softmax_backward(y, dropout(g, 0.3, stream));
+    CHECK(test::bit_identical(softmax_backward(y, g, DType::f32, 0.3, stream), through_mask));
+    CHECK(test::bit_identical(softmax_backward(y, g, DType::bf16, 0.3, stream), through_mask.to(DType::bf16)));
   }
+}
+
+// split_heads against the ops it replaces, worked on the host from x's
+// values: heads[p, b, h, l, e] = x[b, l, (p H + h) d + e] + bias[...] (the
+// same f32 add: the same bits; bf16 that value rounded), the backward the
+// inverse layout (exact copies) and the bias's column sums within their
+// bound. Part counts 3 (q | k | v) and 2, with and without a bias; rows of
+// 5 x 7 and d = 3 (no multiple of a warp or a pack).
+void check_split_heads(Device device) {
+  INFO(device.str());
+  uint64_t seed = 90;
+  for (const int64_t parts : {3, 2})
+    for (const bool with_bias : {true, false}) {
+      const int64_t B = 5, L = 7, H = 2, d = 3, columns = parts * H * d;
+      const Tensor x = rand_f32({B, L, columns}, ++seed), bias = rand_f32({columns}, ++seed);
+      const Tensor g = rand_f32({parts, B, H, L, d}, ++seed);
+      const std::vector<double> xs = x.to_doubles(), bs = bias.to_doubles(), gs = g.to_doubles();
+      std::vector<float> want(xs.size()), want_gx(xs.size());
+      for (int64_t p = 0; p < parts; ++p)
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t h = 0; h < H; ++h)
+            for (int64_t l = 0; l < L; ++l)
+              for (int64_t e = 0; e < d; ++e) {
+                const int64_t column = (p * H + h) * d + e, from = (b * L + l) * columns + column;
+                const int64_t to = (((p * B + b) * H + h) * L + l) * d + e;
+                want[to] = with_bias ? static_cast<float>(xs[from]) + static_cast<float>(bs[column])
+                                     : static_cast<float>(xs[from]);
+                want_gx[from] = static_cast<float>(gs[to]);
+              }
+      const Tensor want_heads = Tensor::from_vector(want, {parts, B, H, L, d});
+      const Tensor b_arg = with_bias ? bias.to(device) : Tensor();
+      CHECK(test::bit_identical(split_heads(x.to(device), b_arg, parts, H, DType::f32), want_heads));
+      CHECK(test::bit_identical(split_heads(x.to(device), b_arg, parts, H, DType::bf16), want_heads.to(DType::bf16)));
+      const Tensor want_g = Tensor::from_vector(want_gx, {B, L, columns});
+      for (const DType dtype : {DType::f32, DType::bf16}) {
+        const SplitHeadsGrads got = split_heads_backward(g.to(device), with_bias, dtype);
+        CHECK(test::bit_identical(got.gx, want_g.to(dtype)));
+        REQUIRE(got.gbias.defined() == with_bias);
+        if (with_bias) check_column_sums(got.gbias.to(Device::cpu()), sum_to(want_g, {columns}), want_g, "gbias");
+      }
+    }
 }
 
 // The output's bf16 rounding written beside it (the next product's operand):
@@ -179,32 +225,55 @@ TEST_CASE("fused backwards write a product output's gradient as bf16: the f32 on
   check_bf16_gradients(Device::cpu());
 }
 
+TEST_CASE("split_heads lays the stacked product's parts out as heads with the bias added, its backward the inverse",
+          "[tensor]") {
+  check_split_heads(Device::cpu());
+  CHECK_THROWS_WITH(split_heads(rand_f32({2, 3, 10}, 1), Tensor(), 3, 2, DType::f32),
+                    "split_heads: 10 columns do not split into 3 parts of 2 heads");
+  CHECK_THROWS_WITH(split_heads(rand_f32({2, 3, 12}, 1), rand_f32({6}, 2), 3, 2, DType::f32),
+                    "split_heads: bias has shape [6], expected [12]");
+}
+
 // softmax(q k^T) v with dropout under bf16 products, as the attention runs
-// it: written rounded (dropout's output, softmax's gradient) or rounded by
-// casts before the products, the same bits everywhere, and no cast of a
-// [.., L, L] tensor left.
+// it: by the unfused ops (softmax, dropout, each product casting its
+// operand), and by softmax_dropout, which writes the dropped probabilities
+// and the scores' gradient rounded: the same bits everywhere, no cast of a
+// [.., L, L] tensor left, one kernel for the backward of both.
 TEST_CASE("the attention's probabilities and scores' gradient reach bf16 products rounded as written: no casts",
           "[tensor]") {
   MatmulPrecisionScope bf16(MatmulPrecision::bf16);
   const int64_t length = 7;
-  auto run = [&](bool rounded_as_written, int64_t* square_copies) {
+  const PhiloxStream stream{3, 4, Tensor()};
+  struct Run {
+    std::vector<Tensor> values;
+    int64_t square_copies = 0, backward_kernels = 0;
+  };
+  auto run = [&](bool fused) {
     Var q(rand_f32({2, 3, length, 8}, 50), true), k(rand_f32({2, 3, length, 8}, 51), true);
     Var v(rand_f32({2, 3, length, 8}, 52), true);
+    Run r;
     KernelCallRecording recording;
-    Var probs = softmax(matmul(q, k, false, true, 0.25), Var(), rounded_as_written);
-    Var out = matmul(dropout(probs, 0.2, PhiloxStream{3, 4, Tensor()}, rounded_as_written), v);
+    const Var scores = matmul(q, k, false, true, 0.25);
+    const Var dropped = fused ? softmax_dropout(scores, Var(), 0.2, stream, true, true) : dropout(softmax(scores), 0.2, stream);
+    const Var out = matmul(dropped, v);
+    const size_t forward_calls = recording.calls().size();
     sum(mul(out, Var(rand_f32(out.shape(), 53)))).backward();
-    *square_copies = 0;
-    for (const KernelCall& c : recording.calls())
-      if (std::string(c.kernel) == "copy" && c.shapes[0].back() == length && c.shapes[0].end()[-2] == length)
-        ++*square_copies;
-    return std::vector<Tensor>{out.value(), q.grad(), k.grad(), v.grad()};
+    const std::vector<KernelCall> calls = recording.calls();
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const std::string kernel = calls[i].kernel;
+      const Shape& s = calls[i].shapes[0];
+      if (kernel == "copy" && s.back() == length && s.end()[-2] == length) ++r.square_copies;
+      if (i >= forward_calls && (kernel == "dropout" || kernel == "softmax_backward")) ++r.backward_kernels;
+    }
+    r.values = {out.value(), q.grad(), k.grad(), v.grad()};
+    return r;
   };
-  int64_t cast_copies = 0, written_copies = 0;
-  const std::vector<Tensor> cast = run(false, &cast_copies), written = run(true, &written_copies);
-  CHECK(cast_copies == 2);  // the dropped probabilities and the scores' gradient, cast to bf16
-  CHECK(written_copies == 0);
-  for (size_t i = 0; i < cast.size(); ++i) CHECK(test::bit_identical(written[i], cast[i]));
+  const Run unfused = run(false), fused = run(true);
+  CHECK(unfused.square_copies == 2);  // the dropped probabilities and the scores' gradient, cast to bf16
+  CHECK(fused.square_copies == 0);
+  CHECK(unfused.backward_kernels == 2);
+  CHECK(fused.backward_kernels == 1);
+  for (size_t i = 0; i < unfused.values.size(); ++i) CHECK(test::bit_identical(fused.values[i], unfused.values[i]));
   // Rounded output only from f32 values.
   CHECK_THROWS_WITH(dropout(rand_f32({2, 3}, 54).to(DType::f64), 0.5, PhiloxStream{1, 1, Tensor()}, DType::bf16),
                     "dropout: a bf16 out from f64 values (theirs, or bf16 from f32)");
@@ -287,6 +356,18 @@ TEST_CASE("cuda: fused residual + dropout + LayerNorm matches the CPU, in 1 laun
 
 TEST_CASE("cuda: fused backwards write a product output's gradient as bf16: the f32 one rounded once", "[cuda]") {
   check_bf16_gradients(kGpu);
+}
+
+TEST_CASE("cuda: split_heads and its backward match the worked layout, in 1 launch each", "[cuda]") {
+  check_split_heads(kGpu);
+  const Tensor x = rand_f32({4, 6, 24}, 95).to(kGpu), bias = rand_f32({24}, 96).to(kGpu);
+  synchronize(kGpu);
+  reset_device_counters();
+  const Tensor heads = split_heads(x, bias, 3, 2, DType::f32);
+  CHECK(device_counters().kernel_launches == 1);
+  reset_device_counters();
+  split_heads_backward(heads, true, DType::bf16);
+  CHECK(device_counters().kernel_launches == 1);
 }
 
 TEST_CASE("cuda: residual + LayerNorm writes its output's bf16 rounding in the same launch: a cast's bits", "[cuda]") {

@@ -18,6 +18,7 @@
 #include <fstream>
 
 #include "tensor/device_runtime.h"
+#include "tensor/kernel_calls.h"
 #include "tests/train/device_step.h"
 #include "base/file_io.h"
 #include "train/pretrain.h"
@@ -144,6 +145,41 @@ TEST_CASE("cuda: a steady-state training step of every variant waits for the hos
     CHECK(counted.host_syncs == 1);
     CHECK(counted.device_mallocs == 0);
     CHECK(counted.bytes_to_host == 4);  // the f32 loss
+  }
+}
+
+// Under bf16 products both devices round the same operands, but an operand
+// whose f32 value differs between them by the f32 bound above (2^-12 of its
+// tensor's scale) can round to the neighbouring bf16 value: 2^-8 of that
+// element. The bound is that rounding (2^-8) amplified through the step's
+// conditioning as above (x 10 < 2^4): 2^-4 of the tensor's scale for the
+// gradients, 2^-8 of the loss (a mean over the predicted tokens). A
+// misplaced head, part or bias moves whole rows by O(1) of the scale.
+// (Measured on the emulated GPU: gradients within 0.005, the loss 2e-5.)
+// ape_learned runs split_heads (q, k, v as bf16 operands in one pass) and
+// the rounded dropout and softmax gradient; t5_bias only the dropout's.
+TEST_CASE("cuda: a bf16 training step matches the CPU's bf16 step within bf16's rounding", "[cuda][step][bf16]") {
+  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  for (const std::string name : {"ape_learned", "t5_bias"}) {
+    INFO("variant " << name);
+    const nn::BertConfig c = step_config(name);
+    int64_t split = 0;
+    StepOutcome cpu;
+    {
+      KernelCallRecording recording;
+      cpu = training_step(c, false, Device::cpu());
+      for (const KernelCall& k : recording.calls()) split += std::string(k.kernel) == "split_heads";
+    }
+    CHECK(split == (name == "ape_learned" ? c.num_hidden_layers : 0));
+    const StepOutcome gpu = training_step(c, false, kGpu);
+    REQUIRE(std::isfinite(cpu.loss));
+    CHECK(std::fabs(gpu.loss - cpu.loss) <= 0x1p-8 * std::fabs(cpu.loss));
+    REQUIRE(gpu.names == cpu.names);
+    for (size_t i = 0; i < cpu.names.size(); ++i) {
+      INFO("gradient of " << cpu.names[i] << ": relative error " << relative_error(gpu.grads[i], cpu.grads[i]));
+      if (cpu.grads[i].defined() && !ordo::test::gradient_is_exactly_zero(cpu.names[i]))
+        CHECK(relative_error(gpu.grads[i], cpu.grads[i]) <= 0x1p-4);
+    }
   }
 }
 
