@@ -159,6 +159,13 @@ struct HeadRows {
     return (b * length + l) * parts * heads * width + (p * heads + h) * width;
   }
   int64_t column(int64_t r) const { return x_offset(r) % (parts * heads * width); }
+  // body(r) for every row, shared out among the threads.
+  template <class Body>
+  void each(const Body& body) const {
+    parallel_for(count(), std::max<int64_t>(1, kElementwiseGrain / width), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) body(r);
+    });
+  }
 };
 
 void split_heads(const Tensor& heads, const Tensor& x, const Tensor& bias) {
@@ -170,13 +177,11 @@ void split_heads(const Tensor& heads, const Tensor& x, const Tensor& bias) {
     const T* xs = x.data<T>();
     const T* b = bias.defined() ? bias.data<T>() : nullptr;
     const int64_t d = rows.width;
-    parallel_for(rows.count(), std::max<int64_t>(1, kElementwiseGrain / d), [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const T* from = xs + rows.x_offset(r);
-        const T* bias_row = b ? b + rows.column(r) : nullptr;
-        T* to = out + r * d;
-        for (int64_t e = 0; e < d; ++e) to[e] = bias_row ? from[e] + bias_row[e] : from[e];
-      }
+    rows.each([&](int64_t r) {
+      const T* from = xs + rows.x_offset(r);
+      const T* bias_row = b ? b + rows.column(r) : nullptr;
+      T* to = out + r * d;
+      for (int64_t e = 0; e < d; ++e) to[e] = bias_row ? from[e] + bias_row[e] : from[e];
     });
   });
   finish_rounded(heads, target);
@@ -190,9 +195,7 @@ void split_heads_backward(const Tensor& gx, const Tensor& gbias, const Tensor& g
     T* out = target.data<T>();
     const T* g = gheads.data<T>();
     const int64_t d = rows.width;
-    parallel_for(rows.count(), std::max<int64_t>(1, kElementwiseGrain / d), [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) std::copy(g + r * d, g + (r + 1) * d, out + rows.x_offset(r));
-    });
+    rows.each([&](int64_t r) { std::copy(g + r * d, g + (r + 1) * d, out + rows.x_offset(r)); });
     if (gbias.defined()) column_sums(gbias.data<T>(), out, rows.batch * rows.length, rows.parts * rows.heads * d);
   });
   finish_rounded(gx, target);
