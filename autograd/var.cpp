@@ -38,7 +38,8 @@ const std::vector<std::string>& differentiable_ops() {
       // fused attention (autograd/ops_attention.cpp)
       "attention",
       // transformer pieces (autograd/ops_nn.cpp)
-      "matmul", "linear", "linear_stacked", "softmax", "softmax_dropout", "log_softmax", "layernorm", "cross_entropy", "dropout",
+      "matmul", "linear", "linear_stacked", "softmax", "softmax_dropout", "log_softmax", "layernorm", "cross_entropy",
+      "dropout",
       // fused transformer pieces (autograd/ops_fused.cpp)
       "residual_layernorm", "bias_activation", "split_heads", "operand",
   };

@@ -188,7 +188,8 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
   if (pe.combine == Combine::sequence) return sequence_attention(x, padding_mask, pe, s, ablate, trace);
   if (ablate != Ablation::none) return ablated_attention(x, padding_mask, pe, s, ablate, trace);
 
-  const bool fused = runs_fused(pe, head_dim_, x.device(), ctx) && !(trace && (trace->keep_scores || trace->keep_attentions));
+  const bool fused =
+      runs_fused(pe, head_dim_, x.device(), ctx) && !(trace && (trace->keep_scores || trace->keep_attentions));
   // Under bf16 products, a variant that leaves q, k and v alone (its
   // position is in the input) has them made as bf16 operands in one pass.
   const bool heads_to_products = !fused && matmul_precision() == MatmulPrecision::bf16 && x.dtype() == DType::f32 &&
@@ -262,7 +263,7 @@ SelfAttention::Heads SelfAttention::project(const Var& input, bool fused, bool t
   if (to_products) {
     // [3, B, H, L, d]: q, k, v one after another, each contiguous.
     const Var heads = split_heads(linear_stacked(operand(input), weights, {}), biases, 3, heads_,
-                                        /*as_operand=*/true, /*x_is_product=*/true);
+                                  /*as_operand=*/true, /*x_is_product=*/true);
     return {select(heads, 0, 0), select(heads, 0, 1), select(heads, 0, 2)};
   }
   const Var qkv = linear_stacked(operand(input), weights, biases);

@@ -274,7 +274,9 @@ void check_philox_stream(const PhiloxStream& stream, Device device, const char* 
 // out: x's dtype, or bf16 from f32 (a product's operand: the values rounded
 // as they are written, instead of a cast after).
 Tensor dropout(const Tensor& x, double p, const PhiloxStream& stream, DType out);
-inline Tensor dropout(const Tensor& x, double p, const PhiloxStream& stream) { return dropout(x, p, stream, x.dtype()); }
+inline Tensor dropout(const Tensor& x, double p, const PhiloxStream& stream) {
+  return dropout(x, p, stream, x.dtype());
+}
 inline Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t stream) {
   return dropout(x, p, PhiloxStream{seed, stream, Tensor()});
 }

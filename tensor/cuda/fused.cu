@@ -203,7 +203,8 @@ void split_heads_backward(const Tensor& gx, const Tensor& gbias, const Tensor& g
   DeviceContext& ctx = context(gheads);
   const bool bf16 = gx.dtype() == DType::bf16;
   const SplitHeadsBackward element{bf16 ? nullptr : gx.data<float>(),
-                                   bf16 ? static_cast<uint16_t*>(gx.raw_data()) : nullptr, gheads.data<float>(), layout};
+                                   bf16 ? static_cast<uint16_t*>(gx.raw_data()) : nullptr, gheads.data<float>(),
+                                   layout};
   column_sums(gheads.device(), ctx, rows, layout.columns,
               ColumnOutputs{{gbias.defined() ? gbias.data<float>() : nullptr, nullptr, nullptr}}, element);
 }

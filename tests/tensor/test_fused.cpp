@@ -254,7 +254,8 @@ TEST_CASE("the attention's probabilities and scores' gradient reach bf16 product
     Run r;
     KernelCallRecording recording;
     const Var scores = matmul(q, k, false, true, 0.25);
-    const Var dropped = fused ? softmax_dropout(scores, Var(), 0.2, stream, true, true) : dropout(softmax(scores), 0.2, stream);
+    const Var dropped =
+        fused ? softmax_dropout(scores, Var(), 0.2, stream, true, true) : dropout(softmax(scores), 0.2, stream);
     const Var out = matmul(dropped, v);
     const size_t forward_calls = recording.calls().size();
     sum(mul(out, Var(rand_f32(out.shape(), 53)))).backward();
