@@ -74,10 +74,9 @@ void residual_layernorm_backward(const Tensor& gs, const Tensor& gh, const Tenso
                                  const Tensor& rstd, const Tensor& gamma, double p, const PhiloxStream& stream) {
   layernorm_backward(gs, ggamma, gbeta, gy, s, mean, rstd, gamma);
   // h's gradient in gs's dtype (rounded into a bf16 gh afterwards).
-  const bool rounded = gh.defined() && gh.dtype() == DType::bf16;
-  Tensor g_h = !gh.defined() || p == 0 ? gs : rounded ? Tensor::empty(gs.shape(), gs.dtype()) : gh;
+  const Tensor g_h = !gh.defined() || p == 0 ? gs : f32_target(gh);
   if (p > 0) dropout(g_h, gs, p, stream);
-  if (rounded) round_to_bf16(gh, g_h);
+  if (gh.defined()) finish_rounded(gh, g_h);
   if (!gbias.defined()) return;
   const int64_t n = gs.size(-1);
   dispatch_float(gs.dtype(), "residual_layernorm_backward", [&](auto tag) {
@@ -118,8 +117,7 @@ void bias_activation(const Tensor& y, const Tensor& x, const Tensor& bias, Unary
 void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tensor& gy, const Tensor& x,
                               const Tensor& bias, UnaryOp act) {
   const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
-  const bool rounded = gx.dtype() == DType::bf16;
-  const Tensor g_x = rounded ? Tensor::empty(x.shape(), x.dtype()) : gx;  // rounded into gx afterwards
+  const Tensor g_x = f32_target(gx);
   dispatch_float(x.dtype(), "bias_activation_backward", [&](auto tag) {
     using T = decltype(tag);
     const T* xs = x.data<T>();
@@ -140,7 +138,7 @@ void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tenso
     });
     column_sums(gbias.data<T>(), out, rows, n);
   });
-  if (rounded) round_to_bf16(gx, g_x);
+  finish_rounded(gx, g_x);
 }
 
 // heads [P, B, H, L, d] <-> x [B, L, P H d]: part p's head h at row (b, l)
