@@ -240,6 +240,17 @@ void add_nn_cases(std::vector<GradcheckCase>& cases) {
                      auto part = [&](int64_t i) { return permute(select(parts, 2, i), {0, 2, 1, 3}); };
                      return matmul(matmul(part(0), part(1), false, true), part(2));
                    }, {}});
+  cases.push_back({"products of slices of one block: written into its gradient, a slice read twice, overlapping slices",
+                   {rnd({3, 2, 4, 3}, 671)},
+                   [](const std::vector<Var>& v) {
+                     Var h = affine(v[0], 1.5);  // a block of heads, as split_heads makes
+                     Var q = select(h, 0, 0), k = select(h, 0, 1), w = select(h, 0, 2);
+                     Var attended = matmul(matmul(q, k, false, true), w);  // each its place in h's gradient
+                     Var again = matmul(q, q, true, false);                 // q read again: its terms summed
+                     Var g = affine(v[0], -0.5);
+                     Var overlapping = matmul(slice(g, 0, 0, 2), slice(g, 0, 1, 3), false, true);  // one place only
+                     return concat({reshape(attended, {-1}), reshape(again, {-1}), reshape(overlapping, {-1})}, 0);
+                   }, {}});
   cases.push_back({"linear and linear_stacked adding onto their input's gathered gradient",
                    {rnd({2, 3, 4}, 655), rnd({2, 4}, 656), rnd({2, 4}, 657), rnd({4, 4}, 658), rnd({4}, 659)},
                    [](const std::vector<Var>& v) {

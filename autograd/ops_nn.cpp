@@ -16,17 +16,28 @@ namespace {
 // bf16 precision: what the forward saved), and `precision` the forward's.
 // ga_onto: A's gradient gathered so far (take_pending_gradient), which the
 // product adds its term onto; A then has av's shape (no batch broadcast).
+// Where an operand's gradient is the product's whole output (no batch axis
+// to sum away) and Var::backward offers it a place (gradient_destination:
+// attention's q, k and v, slices of one block), the product writes it there.
 std::vector<Tensor> product_grads(const Tensor& gc_in, const Tensor& av, const Tensor& bv, bool trans_a, bool trans_b,
                                   double alpha, MatmulPrecision precision, const std::vector<bool>& needs,
                                   const Tensor& ga_onto = Tensor()) {
   MatmulPrecisionScope same_as_forward(precision);
   const Tensor gc = as_operand(gc_in);  // rounded once for both products
+  const DType grad_dtype = av.dtype() == DType::f64 ? DType::f64 : DType::f32;  // the products' output
+  // The product of x and y (its transposes as given) for input `input`: into
+  // its place where it has one, else a new tensor summed down to `shape`.
+  auto product_for = [&](size_t input, const Shape& shape, const Tensor& x, const Tensor& y, bool tx, bool ty) {
+    const bool whole = Shape(gc.shape().begin(), gc.shape().end() - 2) == Shape(shape.begin(), shape.end() - 2);
+    const Tensor place = whole ? gradient_destination(input, grad_dtype) : Tensor();
+    if (place.defined()) return matmul_into(place, x, y, tx, ty, alpha);
+    return sum_to(matmul(x, y, tx, ty, alpha), shape);
+  };
   Tensor ga, gb;
   if (needs[0] && ga_onto.defined()) {
     ga = trans_a ? matmul_onto(ga_onto, bv, gc, trans_b, true, alpha) : matmul_onto(ga_onto, gc, bv, false, !trans_b, alpha);
   } else if (needs[0]) {
-    ga = trans_a ? matmul(bv, gc, trans_b, true, alpha) : matmul(gc, bv, false, !trans_b, alpha);
-    ga = sum_to(ga, av.shape());
+    ga = trans_a ? product_for(0, av.shape(), bv, gc, trans_b, true) : product_for(0, av.shape(), gc, bv, false, !trans_b);
   }
   if (needs[1]) {
     if (bv.dim() == 2 && av.dim() > 2 && !trans_a) {
@@ -35,8 +46,7 @@ std::vector<Tensor> product_grads(const Tensor& gc_in, const Tensor& av, const T
       Tensor a2 = av.reshape({-1, av.size(-1)}), g2 = gc.reshape({-1, gc.size(-1)});
       gb = trans_b ? matmul(g2, a2, true, false, alpha) : matmul(a2, g2, true, false, alpha);
     } else {
-      gb = trans_b ? matmul(gc, av, true, trans_a, alpha) : matmul(av, gc, !trans_a, false, alpha);
-      gb = sum_to(gb, bv.shape());
+      gb = trans_b ? product_for(1, bv.shape(), gc, av, true, trans_a) : product_for(1, bv.shape(), av, gc, !trans_a, false);
     }
   }
   return {ga, gb};
@@ -76,8 +86,9 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
 // stacked weight [sum out_i, in] rounded once to the products' operand, the
 // biases broadcast into their columns, the output [.., sum out_i]. Backward:
 // gx in one product over every output column (the inputs' gradients summed by
-// the product, no adds, onto what x has gathered when handed over), each gW_i
-// from its columns of gy (a strided operand, no copy), each gb_i their row sums.
+// the product, no adds, onto what x has gathered when handed over), the gW_i
+// as one product [sum out_i, in] and the gb_i as one row sum, each leaf given
+// its rows (Var::backward adopts them: no copy).
 Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vector<Var>& biases) {
   ORDO_CHECK(!weights.empty(), "linear_stacked: no weight");
   ORDO_CHECK(biases.empty() || biases.size() == weights.size(), "linear_stacked: ", biases.size(),
@@ -134,11 +145,15 @@ Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vec
                      bool bias_wanted = false;
                      for (size_t i = 0; with_bias && i < n; ++i) bias_wanted = bias_wanted || needs[1 + n + i];
                      const Tensor bias_sums = bias_wanted ? sum_to(gy.reshape({-1, gy.size(-1)}), {gy.size(-1)}) : Tensor();
+                     // One product for all the weights; where some take no gradient, one each for the rest.
+                     bool weights_wanted = true;
+                     for (size_t i = 0; i < n; ++i) weights_wanted = weights_wanted && needs[1 + i];
+                     const Tensor weight_grads = weights_wanted ? matmul(gc, x2, true, false) : Tensor();
                      int64_t at = 0;
                      for (size_t i = 0; i < n; at += outputs[i++]) {
-                       const Tensor gc_i = gc.slice(1, at, at + outputs[i]);
-                       if (needs[1 + i]) grads[1 + i] = matmul(gc_i, x2, true, false);
-                       if (with_bias && needs[1 + n + i]) grads[1 + n + i] = bias_sums.slice(0, at, at + outputs[i]).contiguous();
+                       if (weights_wanted) grads[1 + i] = weight_grads.slice(0, at, at + outputs[i]);
+                       else if (needs[1 + i]) grads[1 + i] = matmul(gc.slice(1, at, at + outputs[i]), x2, true, false);
+                       if (with_bias && needs[1 + n + i]) grads[1 + n + i] = bias_sums.slice(0, at, at + outputs[i]);
                      }
                      return grads;
                    });

@@ -2,6 +2,7 @@
 #include "autograd/var.h"
 
 #include <algorithm>
+#include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -133,20 +134,6 @@ std::vector<std::shared_ptr<VarState>> topological_order(const std::shared_ptr<V
   return order;
 }
 
-// Adds g into a leaf's .grad. The leaf owns its gradient buffer, so the add is
-// in place: gradient accumulation across backward calls costs no allocation.
-// The first gradient is not added to zeros: a dense g nothing else holds
-// becomes the buffer itself, any other is copied (no memset, no add).
-void accumulate_leaf(VarState& leaf, Tensor g) {
-  if (leaf.grad.defined()) {
-    add_(leaf.grad, g);
-    return;
-  }
-  const bool adoptable = g.storage().use_count() == 1 && g.is_contiguous() && g.offset() == 0 &&
-                         g.dtype() == leaf.value.dtype() && g.device() == leaf.value.device();
-  leaf.grad = adoptable ? std::move(g) : g.to(leaf.value.dtype()).clone();
-}
-
 // The gradient gathered for one state: a sum, and the slices' gradients
 // (region, gradient) not yet added to it, in arrival order. Slices that
 // tile the state along one axis are written into one buffer; anything else
@@ -159,6 +146,7 @@ struct SliceGradient {
 struct PendingGradient {
   Tensor sum;
   std::vector<SliceGradient> parts;
+  Tensor block;  // the buffer its slices' gradients were written into (gradient_destination), if any
 };
 
 // The parts' regions, each a step-1 range of one axis, cover `shape` along
@@ -229,6 +217,68 @@ Tensor gathered(PendingGradient& p, const Shape& shape) {
   return std::move(p.sum);
 }
 
+// The elements [first, last] of t's storage that t may touch.
+std::pair<int64_t, int64_t> storage_span(const Tensor& t) {
+  int64_t last = t.offset();
+  for (int d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+  return {t.offset(), last};
+}
+
+// The spans of storage this backward gave leaves as their gradient buffers, by storage.
+using AdoptedSpans = std::unordered_map<const Storage*, std::vector<std::pair<int64_t, int64_t>>>;
+
+// Whether g may become a leaf's gradient buffer as it is: dense, and every
+// other holder of its storage either a gradient still pending in `pending`
+// or a leaf's gradient this backward adopted, none over elements g touches —
+// a backward that wrote several inputs' gradients into one block (the stacked
+// product's weights and biases), each then owned by one leaf. A later
+// in-place add onto one of them (gradient accumulation, clipping) cannot
+// reach another's elements; anything else holding the storage (a saved
+// tensor, the same gradient given to two inputs, a retained gradient) makes
+// it a copy.
+bool adoptable(const Tensor& g, const VarState& leaf, const std::unordered_map<VarState*, PendingGradient>& pending,
+               const AdoptedSpans& adopted) {
+  if (!g.is_contiguous() || g.dtype() != leaf.value.dtype() || g.device() != leaf.value.device()) return false;
+  if (g.numel() == 0 || g.storage().use_count() == 1) return true;
+  const auto [first, last] = storage_span(g);
+  auto apart = [&](std::pair<int64_t, int64_t> other) { return other.second < first || last < other.first; };
+  long holders = 1;
+  for (const auto& [state, p] : pending) {
+    std::vector<const Tensor*> held{&p.sum, &p.block};
+    for (const SliceGradient& part : p.parts) held.push_back(&part.g);
+    for (const Tensor* other : held) {
+      if (!other->defined() || !other->shares_storage_with(g)) continue;
+      if (other->numel() > 0 && !apart(storage_span(*other))) return false;
+      ++holders;
+    }
+  }
+  const auto spans = adopted.find(g.storage().get());
+  if (spans != adopted.end()) {
+    for (const auto& span : spans->second)
+      if (!apart(span)) return false;
+    holders += static_cast<long>(spans->second.size());
+  }
+  return g.storage().use_count() == holders;
+}
+
+// Adds g into a leaf's .grad. The leaf owns its gradient buffer, so the add is
+// in place: gradient accumulation across backward calls costs no allocation.
+// The first gradient is not added to zeros: g becomes the buffer itself where
+// it may (adoptable), else it is copied (no memset, no add).
+void accumulate_leaf(VarState& leaf, Tensor g, const std::unordered_map<VarState*, PendingGradient>& pending,
+                     AdoptedSpans& adopted) {
+  if (leaf.grad.defined()) {
+    add_(leaf.grad, g);
+    return;
+  }
+  if (!adoptable(g, leaf, pending, adopted)) {
+    leaf.grad = g.to(leaf.value.dtype()).clone();
+    return;
+  }
+  if (g.storage().use_count() > 1) adopted[g.storage().get()].push_back(storage_span(g));
+  leaf.grad = std::move(g);
+}
+
 // The gradients handed over to the node whose backward runs (take_pending_gradient).
 thread_local std::vector<Tensor>* handed_over = nullptr;
 
@@ -247,6 +297,62 @@ Tensor take_pending_gradient(size_t input) {
   return std::move((*handed_over)[input]);
 }
 
+namespace {
+
+// gradient_destination's state for one backward call: the node whose
+// backward runs, the gradients gathered so far, the slices given a place
+// (each once) and the places given in each source's block.
+struct Destinations {
+  Node* node = nullptr;
+  std::unordered_map<VarState*, PendingGradient>* pending = nullptr;
+  std::unordered_set<VarState*> given;                                // the slices' states
+  std::unordered_map<VarState*, std::vector<SliceRegion>> regions;    // by source
+  std::vector<Tensor> taken;                                          // by input of `node`
+};
+thread_local Destinations* t_destinations = nullptr;
+
+bool overlap(const SliceRegion& a, const SliceRegion& b) {
+  return a.axis != b.axis || !(a.end <= b.start || b.end <= a.start);
+}
+
+}  // namespace
+
+// The input reaches a slice of step 1 through reshapes only (select's), no
+// gradient has gathered anywhere on that path, and its region is a
+// contiguous part of the source's block, apart from every place given
+// before: the block (allocated by the first taker, in its dtype) slice
+// viewed as the input.
+Tensor gradient_destination(size_t input, DType dtype) {
+  Destinations* d = t_destinations;
+  if (d == nullptr || input >= d->node->inputs.size() || d->taken[input].defined()) return Tensor();
+  VarState* const state = d->node->inputs[input].state().get();
+  VarState* at = state;
+  for (;;) {
+    if (!at->node || at->node->freed || d->pending->count(at) || d->given.count(at)) return Tensor();
+    if (at->node->is_slice) break;
+    if (std::strcmp(at->node->op, "reshape") != 0) return Tensor();
+    at = at->node->inputs[0].state().get();
+  }
+  const SliceRegion region = at->node->region;
+  VarState* source = at->node->inputs[0].state().get();
+  const Shape& whole = source->value.shape();
+  int64_t outer = 1;  // the slice of a contiguous block is contiguous when the axes before it are 1 long
+  for (int a = 0; a < region.axis; ++a) outer *= whole[a];
+  if (region.step != 1 || outer != 1 || !source->requires_grad) return Tensor();
+  for (const SliceRegion& other : d->regions[source])
+    if (overlap(region, other)) return Tensor();
+  PendingGradient& slot = (*d->pending)[source];
+  if (!slot.block.defined()) {
+    if (slot.sum.defined() || !slot.parts.empty()) return Tensor();
+    slot.block = Tensor::empty(whole, dtype, source->value.device());
+  }
+  if (slot.block.dtype() != dtype) return Tensor();
+  d->regions[source].push_back(region);
+  for (VarState* s = state; s != source; s = s->node->inputs[0].state().get()) d->given.insert(s);
+  d->taken[input] = slot.block.slice(region.axis, region.start, region.end).view(state->value.shape());
+  return d->taken[input];
+}
+
 void Var::backward(const Tensor& seed, bool retain_graph,
                    const std::function<void(VarState& leaf)>& on_leaf_done) const {
   ORDO_CHECK(state_, "backward() on an undefined Var");
@@ -261,6 +367,9 @@ void Var::backward(const Tensor& seed, bool retain_graph,
   check_shape(start, shape(), "backward", "seed");
 
   std::unordered_map<VarState*, PendingGradient> pending;  // summed gradient of each non-leaf
+  AdoptedSpans adopted;
+  Destinations destinations;
+  destinations.pending = &pending;
   pending[state_.get()].sum = start;
   for (const std::shared_ptr<VarState>& owned : topological_order(state_)) {
     VarState* state = owned.get();
@@ -268,10 +377,11 @@ void Var::backward(const Tensor& seed, bool retain_graph,
     if (it == pending.end()) continue;  // no gradient flowed here
     Tensor g = gathered(it->second, state->value.shape());
     pending.erase(it);
+    if (!g.defined()) continue;  // a block given out, whose gradients never came (an error below)
     if (!state->node) {
       // Reverse topological order: every consumer of this leaf came before it,
       // so its gradient is complete now.
-      accumulate_leaf(*state, std::move(g));
+      accumulate_leaf(*state, std::move(g), pending, adopted);
       if (on_leaf_done) on_leaf_done(*state);
       continue;
     }
@@ -304,11 +414,19 @@ void Var::backward(const Tensor& seed, bool retain_graph,
       offered[i] = kept[i] = std::move(found->second.sum);
     }
     std::vector<Tensor> grads;
+    destinations.node = &node;
+    destinations.taken.assign(needs.size(), Tensor());
     {
       struct HandOver {  // for this backward only, even if it throws
-        explicit HandOver(std::vector<Tensor>* offered) { handed_over = offered; }
-        ~HandOver() { handed_over = nullptr; }
-      } scope(&offered);
+        HandOver(std::vector<Tensor>* offered, Destinations* places) {
+          handed_over = offered;
+          t_destinations = places;
+        }
+        ~HandOver() {
+          handed_over = nullptr;
+          t_destinations = nullptr;
+        }
+      } scope(&offered, &destinations);
       grads = node.backward(g, needs);
     }
     ORDO_ASSERT(grads.size() == node.inputs.size());
@@ -316,6 +434,11 @@ void Var::backward(const Tensor& seed, bool retain_graph,
       VarState* input = node.inputs[i].state().get();
       const bool taken = kept[i].defined() && !offered[i].defined();
       if (kept[i].defined() && !taken) pending[input].sum = std::move(kept[i]);  // not taken: as it was
+      const Tensor& place = destinations.taken[i];
+      ORDO_CHECK(!place.defined() || (grads[i].defined() && grads[i].shares_storage_with(place) &&
+                                      grads[i].offset() == place.offset()),
+                 "internal error: backward of '", node.op, "' took a destination for input ", i,
+                 "'s gradient but returned another tensor");
       if (!needs[i] || !grads[i].defined()) {
         ORDO_CHECK(!taken, "internal error: backward of '", node.op, "' took input ", i,
                    "'s gathered gradient and returned none");

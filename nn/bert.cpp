@@ -249,8 +249,9 @@ Var SelfAttention::fused_attention(const Heads& h, const Var& padding_mask, Posi
 
 // Fused: q, k and v from one product (x rounded once, the three weights
 // stacked, the three biases in its output), each a view of its columns, so
-// that x's gradient is one product too and q, k and v's gradients are written
-// into one buffer (Var::backward's tiling slices) without adds.
+// that x's gradient is one product too, added by it onto the residual's (which
+// arrives first), and q, k and v's gradients are written into one buffer
+// (Var::backward's tiling slices, or their products' places in it) without adds.
 SelfAttention::Heads SelfAttention::project(const Var& input, bool fused, bool to_products) const {
   if (!fused)
     return {heads_view(query.forward(input), heads_, head_dim_), heads_view(key.forward(input), heads_, head_dim_),
@@ -262,11 +263,11 @@ SelfAttention::Heads SelfAttention::project(const Var& input, bool fused, bool t
   const std::vector<Var> weights{query.weight.var, key.weight.var, value.weight.var};
   if (to_products) {
     // [3, B, H, L, d]: q, k, v one after another, each contiguous.
-    const Var heads = split_heads(linear_stacked(operand(input), weights, {}), biases, 3, heads_,
+    const Var heads = split_heads(linear_stacked(input, weights, {}), biases, 3, heads_,
                                   /*as_operand=*/true, /*x_is_product=*/true);
     return {select(heads, 0, 0), select(heads, 0, 1), select(heads, 0, 2)};
   }
-  const Var qkv = linear_stacked(operand(input), weights, biases);
+  const Var qkv = linear_stacked(input, weights, biases);
   // [B, L, 3 H d] -> [B, L, 3, H, d]; q, k, v the three [B, L, H, d] parts as [B, H, L, d].
   const Var parts = reshape(qkv, {qkv.size(0), qkv.size(1), 3, heads_, head_dim_});
   auto part = [&](int64_t i) { return permute(select(parts, 2, i), {0, 2, 1, 3}); };

@@ -53,6 +53,7 @@ void empty_cache(Device device);
 // way by the real CUDA runtime and the emulated one; all zero without CUDA.
 struct DeviceCounters {
   int64_t kernel_launches = 0;  // ordo's own kernels (ORDO_LAUNCH); cuBLAS's and cub's are not seen
+  int64_t device_copies = 0;    // device-to-device cudaMemcpyAsync calls: a stream operation each, as a launch
   int64_t host_syncs = 0;       // times the host waited for a stream (synchronize, a read to the host)
   int64_t device_mallocs = 0;   // cudaMalloc calls: requests the caching allocator could not serve
   int64_t bytes_to_device = 0;  // host -> device copies

@@ -74,11 +74,12 @@ Tensor operand_for(const Tensor& t, MatmulPrecision precision) {
 
 thread_local OperandRoundingScope* t_operand_rounding = nullptr;
 
-// c = alpha op(a) op(b), or alpha op(a) op(b) + init when `init` is defined
-// (a contiguous tensor of the product's shape, accumulated onto with beta = 1).
-// c is f32 for f32 and bf16 operands (matmul_precision() says how they
-// multiply), f64 for f64 ones.
-Tensor product(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b, double alpha, const Tensor& init) {
+// c = alpha op(a) op(b), written into `out` when it is defined (a contiguous
+// tensor of the product's shape), and added onto it (beta = 1) when
+// `accumulate`. c is f32 for f32 and bf16 operands (matmul_precision() says
+// how they multiply), f64 for f64 ones.
+Tensor product(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b, double alpha, const Tensor& out,
+               bool accumulate) {
   check_operand(a_in, "a");
   check_operand(b_in, "b");
   ORDO_CHECK((a_in.dtype() == DType::f64) == (b_in.dtype() == DType::f64), "matmul: dtypes ",
@@ -114,12 +115,13 @@ Tensor product(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_
   Shape out_shape = batch_shape;
   out_shape.push_back(m);
   out_shape.push_back(n);
-  Tensor c = init.defined() ? init : Tensor::empty(out_shape, out_dtype, a.device());
+  Tensor c = out.defined() ? out : Tensor::empty(out_shape, out_dtype, a.device());
   ORDO_CHECK(c.shape() == out_shape && c.is_contiguous() && c.dtype() == out_dtype && c.device() == a.device(),
-             "matmul: the tensor added onto is ", shape_str(c.shape()), " ", dtype_name(c.dtype()),
+             "matmul: the tensor ", accumulate ? "added onto" : "written into", " is ", shape_str(c.shape()), " ",
+             dtype_name(c.dtype()),
              c.is_contiguous() ? "" : " (strided)", "; the product is ", shape_str(out_shape), " ",
              dtype_name(out_dtype), " on the operands' device, contiguous");
-  const double beta = init.defined() ? 1.0 : 0.0;
+  const double beta = accumulate ? 1.0 : 0.0;
   if (batch == 0 || m == 0 || n == 0) return c;
   // A weight shared by every batch (Linear on [B, L, D]): one tall product.
   if (batch > 1 && mb.batch_stride == 0 && !ma.trans && ma.batch_stride == m * ma.ld) {
@@ -133,12 +135,17 @@ Tensor product(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, double alpha) {
-  return product(a, b, trans_a, trans_b, alpha, Tensor());
+  return product(a, b, trans_a, trans_b, alpha, Tensor(), false);
 }
 
 Tensor matmul_onto(const Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, double alpha) {
   check_defined(c, "matmul_onto", "c");
-  return product(a, b, trans_a, trans_b, alpha, c);
+  return product(a, b, trans_a, trans_b, alpha, c, true);
+}
+
+Tensor matmul_into(const Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, double alpha) {
+  check_defined(c, "matmul_into", "c");
+  return product(a, b, trans_a, trans_b, alpha, c, false);
 }
 
 Tensor as_operand(const Tensor& t) { return operand_for(t, matmul_precision()); }
@@ -220,7 +227,7 @@ Tensor linear_stacked(const Tensor& x, const Tensor& weight, const std::vector<T
       }
     }
   }
-  return product(x, weight, false, true, 1.0, init);
+  return product(x, weight, false, true, 1.0, init, init.defined());
 }
 
 }  // namespace ordo

@@ -209,10 +209,8 @@ void copy(const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0) return;
   if (dst.dtype() == src.dtype()) {
     if (dst.is_contiguous() && src.is_contiguous()) {
-      DeviceContext& ctx = context(dst);
-      ORDO_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(),
-                                      static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype()),
-                                      cudaMemcpyDeviceToDevice, ctx.stream));
+      detail::copy_bytes(dst.raw_data(), dst.device(), src.raw_data(), src.device(),
+                         static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype()));
       return;
     }
     dispatch_any(dst.dtype(), [&](auto tag) {

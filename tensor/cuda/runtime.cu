@@ -41,7 +41,7 @@ void throw_cuda_error(cudaError_t err, const char* call, const char* file, int l
 namespace {
 
 struct AtomicCounters {
-  std::atomic<int64_t> kernel_launches{0}, host_syncs{0}, device_mallocs{0}, bytes_to_device{0},
+  std::atomic<int64_t> kernel_launches{0}, device_copies{0}, host_syncs{0}, device_mallocs{0}, bytes_to_device{0},
       bytes_to_host{0}, graph_launches{0};
 };
 
@@ -550,6 +550,7 @@ DeviceCounters device_counters() {
   DeviceCounters out;
   out.graph_launches = c.graph_launches.load();
   out.kernel_launches = c.kernel_launches.load();
+  out.device_copies = c.device_copies.load();
   out.host_syncs = c.host_syncs.load();
   out.device_mallocs = c.device_mallocs.load();
   out.bytes_to_device = c.bytes_to_device.load();
@@ -559,7 +560,7 @@ DeviceCounters device_counters() {
 
 void reset_device_counters() {
   cuda::AtomicCounters& c = cuda::counters();
-  for (std::atomic<int64_t>* counter : {&c.kernel_launches, &c.host_syncs, &c.device_mallocs,
+  for (std::atomic<int64_t>* counter : {&c.kernel_launches, &c.device_copies, &c.host_syncs, &c.device_mallocs,
                                         &c.bytes_to_device, &c.bytes_to_host, &c.graph_launches})
     counter->store(0);
 }
@@ -692,6 +693,8 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   if (dst_device == src_device) {
     cuda::DeviceContext& ctx = cuda::context(dst_device);
     ORDO_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, ctx.stream));
+    if (cuda::g_capturing.load(std::memory_order_relaxed) == 0)  // as after_launch: a graph's copy is not run here
+      cuda::counters().device_copies.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   // Between two devices (rare): both streams drained first, since the source

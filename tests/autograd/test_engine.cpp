@@ -186,3 +186,97 @@ TEST_CASE("a product adds its input's gradient onto the one already gathered: no
   CHECK(std::count(kernels.begin(), kernels.end(), std::string("binary")) == 2);
   CHECK(std::count(kernels.begin(), kernels.end(), std::string("gemm")) == 1);
 }
+
+// Attention's q, k and v as slices of one block of heads (split_heads'): the
+// products' backwards write each slice's gradient into its place in the
+// block's gradient, so nothing is gathered by copies. Expected values from
+// naive loops of O = (Q K^T) V, out = sum(C * O): dV = S^T C, dS = C V^T,
+// dQ = dS K, dK = dS^T Q, and the block's gradient is 2 (dQ; dK; dV).
+TEST_CASE("products write the gradients of slices of one block into that block: no copies", "[autograd]") {
+  const int64_t B = 2, L = 4, D = 3;
+  Var x(ordo::test::random_tensor({3, B, L, D}, 51, DType::f64), true);
+  const Tensor c = ordo::test::random_tensor({B, L, D}, 52, DType::f64);
+  Var heads = affine(x, 2.0);  // not a leaf: its gradient is gathered, then passed on
+  Var q = select(heads, 0, 0), k = select(heads, 0, 1), v = select(heads, 0, 2);
+  Var out = sum(mul(matmul(matmul(q, k, false, true), v), Var(c)));
+  std::vector<std::string> kernels;
+  {
+    KernelCallRecording recording;
+    out.backward();
+    for (const KernelCall& call : recording.calls()) kernels.push_back(call.kernel);
+  }
+  const std::vector<double> h = heads.value().to_doubles(), cv = c.to_doubles(), g = x.grad().to_doubles();
+  auto at = [&](int p, int64_t b, int64_t i, int64_t d) { return ((p * B + b) * L + i) * D + d; };
+  for (int64_t b = 0; b < B; ++b) {
+    std::vector<double> s(L * L, 0.0), ds(L * L, 0.0);
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < L; ++j)
+        for (int64_t d = 0; d < D; ++d) {
+          s[i * L + j] += h[at(0, b, i, d)] * h[at(1, b, j, d)];
+          ds[i * L + j] += cv[(b * L + i) * D + d] * h[at(2, b, j, d)];
+        }
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t d = 0; d < D; ++d) {
+        double dq = 0, dk = 0, dv = 0;
+        for (int64_t j = 0; j < L; ++j) {
+          dq += ds[i * L + j] * h[at(1, b, j, d)];
+          dk += ds[j * L + i] * h[at(0, b, j, d)];
+          dv += s[j * L + i] * cv[(b * L + j) * D + d];
+        }
+        CHECK(g[at(0, b, i, d)] == Approx(2 * dq).epsilon(1e-13));
+        CHECK(g[at(1, b, i, d)] == Approx(2 * dk).epsilon(1e-13));
+        CHECK(g[at(2, b, i, d)] == Approx(2 * dv).epsilon(1e-13));
+      }
+  }
+  CHECK(std::count(kernels.begin(), kernels.end(), std::string("gemm")) == 4);  // dS, dV; dQ, dK
+  CHECK(std::count(kernels.begin(), kernels.end(), std::string("copy")) == 0);
+}
+
+// A backward that returns several inputs' gradients as parts of one tensor
+// (linear_stacked's weights and biases) gives each leaf its part as it lies:
+// no copy. Each leaf then owns its elements alone — a second backward adds
+// into them in place without reaching the others' — and a gradient given
+// whole to two leaves (add's) is never shared by them.
+TEST_CASE("leaves own their parts of one gradient block: accumulation stays apart", "[autograd]") {
+  Var x(ordo::test::random_tensor({3, 4}, 61, DType::f64));
+  Var w1(ordo::test::random_tensor({2, 4}, 62, DType::f64), true), w2(ordo::test::random_tensor({2, 4}, 63, DType::f64), true);
+  Var b1(ordo::test::random_tensor({2}, 64, DType::f64), true), b2(ordo::test::random_tensor({2}, 65, DType::f64), true);
+  const Tensor c = ordo::test::random_tensor({3, 4}, 66, DType::f64);
+  // out = sum(C * [x W1^T + b1, x W2^T + b2]): dW = C^T x (its columns), db = C summed over rows.
+  const std::vector<double> xv = x.value().to_doubles(), cv = c.to_doubles();
+  for (int round = 1; round <= 2; ++round) {
+    Var out = sum(mul(linear_stacked(x, {w1, w2}, {b1, b2}), Var(c)));
+    std::vector<std::string> kernels;
+    {
+      KernelCallRecording recording;
+      out.backward();
+      for (const KernelCall& call : recording.calls()) kernels.push_back(call.kernel);
+    }
+    if (round == 1) {
+      CHECK(std::count(kernels.begin(), kernels.end(), std::string("copy")) == 0);
+      CHECK(w1.grad().shares_storage_with(w2.grad()));
+      CHECK(b1.grad().shares_storage_with(b2.grad()));
+    }
+    const Var* weights[] = {&w1, &w2};
+    const Var* biases[] = {&b1, &b2};
+    for (int part = 0; part < 2; ++part) {
+      const std::vector<double> gw = weights[part]->grad().to_doubles(), gb = biases[part]->grad().to_doubles();
+      for (int64_t o = 0; o < 2; ++o) {
+        const int64_t column = part * 2 + o;
+        double db = 0;
+        for (int64_t r = 0; r < 3; ++r) db += cv[r * 4 + column];
+        CHECK(gb[o] == Approx(round * db).epsilon(1e-14));
+        for (int64_t i = 0; i < 4; ++i) {
+          double dw = 0;
+          for (int64_t r = 0; r < 3; ++r) dw += cv[r * 4 + column] * xv[r * 4 + i];
+          CHECK(gw[o * 4 + i] == Approx(round * dw).epsilon(1e-14));
+        }
+      }
+    }
+  }
+  Var a(f64({1, 2}, {2}), true), b(f64({3, 4}, {2}), true);
+  for (int round = 1; round <= 2; ++round) sum(add(a, b)).backward();
+  CHECK_FALSE(a.grad().shares_storage_with(b.grad()));
+  require_close(a.grad(), {2, 2}, 0, 0);
+  require_close(b.grad(), {2, 2}, 0, 0);
+}

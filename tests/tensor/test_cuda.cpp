@@ -201,6 +201,25 @@ std::vector<std::string> kernels_of(const std::function<void()>& work) {
 
 }  // namespace
 
+// A copy between two dense tensors of one dtype is a cudaMemcpyAsync, which
+// launches no kernel of ordo's but is a stream operation all the same:
+// `ordo bench step` counts it with the launches (DeviceCounters::device_copies).
+TEST_CASE("cuda: a dense device-to-device copy is counted as a device copy, a strided one as a launch", "[cuda]") {
+  const Tensor host = rand_f32({6, 5}, 9);
+  const Tensor src = gpu(host);
+  const Tensor dense = Tensor::empty({6, 5}, DType::f32, kGpu), strided = Tensor::empty({5, 6}, DType::f32, kGpu);
+  synchronize(kGpu);
+  reset_device_counters();
+  dense.copy_from(src);
+  CHECK(device_counters().device_copies == 1);
+  CHECK(device_counters().kernel_launches == 0);
+  strided.copy_from(src.transpose(0, 1));
+  CHECK(device_counters().device_copies == 1);
+  CHECK(device_counters().kernel_launches == 1);
+  check_identical(dense, host, "dense copy");
+  check_identical(strided, host.transpose(0, 1).contiguous(), "strided copy");
+}
+
 // Copies whose innermost axis is contiguous on both sides (a cast to bf16, q,
 // k and v taken out of the stacked product, heads split and merged) move a
 // 16-byte chunk of the narrower side per thread: 16-byte loads and stores

@@ -438,6 +438,7 @@ TEST_CASE("cuda: a graphed step is one graph launch: no kernel launch, allocatio
   const DeviceCounters counted = device_counters();
   CHECK(counted.graph_launches == 1);
   CHECK(counted.kernel_launches == 0);
+  CHECK(counted.device_copies == 0);
   CHECK(counted.device_mallocs == 0);
   CHECK(counted.host_syncs == 0);
   CHECK(counted.bytes_to_device == 8 + 24);  // the step's dropout base and AdamW's schedule
