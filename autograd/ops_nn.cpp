@@ -166,13 +166,21 @@ namespace {
 Var softmax_op(const Var& x, const Var& mask, bool log, bool x_is_product, double p = 0,
                const PhiloxStream& stream = {}, bool as_operand = false, Tensor* probs = nullptr) {
   Tensor mv = mask.defined() ? mask.value() : Tensor();
-  Tensor y = log ? log_softmax(x.value(), mv) : softmax(x.value(), mv);
+  const DType out_dtype = operand_dtype(x, as_operand);
+  // out: y dropped and rounded as the product takes it, written beside y in one pass.
+  Tensor y, out;
+  if (log) {
+    y = out = log_softmax(x.value(), mv);
+  } else {
+    SoftmaxDropoutResult r = softmax_dropout(x.value(), mv, p, stream, out_dtype);
+    y = std::move(r.y);
+    out = std::move(r.out);
+  }
   if (probs != nullptr) *probs = y;
   std::vector<Var> inputs{x};
   if (mask.defined()) inputs.push_back(mask);
   // A learned mask's gradient is gx summed: then gx stays unrounded.
   const DType gx_dtype = operand_dtype(x, x_is_product && !log && !(mask.defined() && mask.requires_grad()));
-  const Tensor out = p > 0 ? dropout(y, p, stream, operand_dtype(x, as_operand)) : y;
   const char* name = log ? "log_softmax" : p > 0 ? "softmax_dropout" : "softmax";
   return record_op(name, out, inputs,
                    [y, log, gx_dtype, p, stream, mshape = mv.defined() ? mv.shape() : Shape()](

@@ -117,6 +117,15 @@ class OperandRoundingScope {
 // ---- softmax, normalisation, losses ---------------------------------------------
 // Over the last axis; mask (optional) is added to x first and broadcast to x.
 Tensor softmax(const Tensor& x, const Tensor& mask = Tensor());
+// y = softmax(x + mask) and out = dropout(y, p, stream) in out_dtype (x's, or
+// bf16 from f32: the P V product's operand) in one pass — the bits of
+// softmax then dropout(y, p, stream, out_dtype); out is y itself when p = 0
+// and out_dtype is x's.
+struct SoftmaxDropoutResult {
+  Tensor y, out;
+};
+SoftmaxDropoutResult softmax_dropout(const Tensor& x, const Tensor& mask, double p, const PhiloxStream& stream,
+                                     DType out_dtype);
 Tensor log_softmax(const Tensor& x, const Tensor& mask = Tensor());
 // gx_dtype: y's, or bf16 from f32 (gx a product's gradient, which it rounds
 // so anyway). p > 0: the backward of dropout(softmax(x), p, stream), gy

@@ -7,8 +7,10 @@ namespace ordo {
 // ---- softmax ---------------------------------------------------------------------
 
 namespace {
-Tensor softmax_forward(const Tensor& x, const Tensor& mask, bool log) {
-  const char* name = log ? "log_softmax" : "softmax";
+// y, and out = dropout(y, p, stream) in out_dtype when `out` is asked for (softmax only).
+Tensor softmax_forward(const Tensor& x, const Tensor& mask, bool log, Tensor* out = nullptr, double p = 0,
+                       const PhiloxStream& stream = {}, DType out_dtype = DType::f32) {
+  const char* name = log ? "log_softmax" : out ? "softmax_dropout" : "softmax";
   check_float(x, name, "x");
   ORDO_CHECK(x.dim() >= 1, name, ": x must have at least one axis");
   Tensor m;
@@ -21,8 +23,17 @@ Tensor softmax_forward(const Tensor& x, const Tensor& mask, bool log) {
                ": the mask must broadcast to x");
     m = mask.expand(x.shape());
   }
+  if (out != nullptr) {
+    ORDO_CHECK(p >= 0 && p < 1, name, ": dropout's p must be in [0, 1), got ", p);
+    check_philox_stream(stream, x.device(), name);
+    check_output_dtype(x.dtype(), out_dtype, name, "out");
+  }
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  ORDO_BACKEND(x.device(), softmax)(y, x.contiguous(), m, log);
+  // out is y itself where dropout changes nothing and the dtype is y's.
+  const bool written = out != nullptr && (p > 0 || out_dtype != x.dtype());
+  if (written) *out = Tensor::empty(x.shape(), out_dtype, x.device());
+  ORDO_BACKEND(x.device(), softmax)(y, x.contiguous(), m, log, written ? *out : Tensor(), p, stream);
+  if (out != nullptr && !written) *out = y;
   return y;
 }
 
@@ -43,6 +54,12 @@ Tensor softmax_grad(const Tensor& y, const Tensor& gy, bool log, DType gx_dtype,
 }  // namespace
 
 Tensor softmax(const Tensor& x, const Tensor& mask) { return softmax_forward(x, mask, false); }
+SoftmaxDropoutResult softmax_dropout(const Tensor& x, const Tensor& mask, double p, const PhiloxStream& stream,
+                                     DType out_dtype) {
+  SoftmaxDropoutResult r;
+  r.y = softmax_forward(x, mask, false, &r.out, p, stream, out_dtype);
+  return r;
+}
 Tensor log_softmax(const Tensor& x, const Tensor& mask) { return softmax_forward(x, mask, true); }
 Tensor softmax_backward(const Tensor& y, const Tensor& gy, DType gx_dtype, double p, const PhiloxStream& stream) {
   return softmax_grad(y, gy, false, gx_dtype, p, stream);

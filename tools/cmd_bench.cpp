@@ -212,7 +212,7 @@ std::vector<MemCase> memory_cases(Device device, int64_t n, bool with_cross_entr
     Tensor x = random_tensor({rows, cols}, DType::f32, device, 5);
     Tensor y = Tensor::empty({rows, cols}, DType::f32, device);
     out.push_back({"softmax", dims({rows, cols}), 2 * f * rows * cols,
-                   [=] { ORDO_BACKEND(device, softmax)(y, x, Tensor(), false); }});
+                   [=] { ORDO_BACKEND(device, softmax)(y, x, Tensor(), false, Tensor(), 0.0, PhiloxStream{}); }});
   }
   {
     int64_t cols = 768, rows = n / cols;

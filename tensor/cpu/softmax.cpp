@@ -8,7 +8,8 @@
 
 namespace ordo::cpu {
 
-void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log) {
+void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log, const Tensor& out, double p,
+             const PhiloxStream& stream) {
   const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
   // The mask is a strided view of x's shape; rows of x map to rows of the
   // mask through an indexer over all axes but the last.
@@ -62,6 +63,16 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log) {
       }
     });
   });
+  if (!out.defined()) return;
+  // The dropped probabilities: dropout's own kernel on y (a second pass here;
+  // CUDA writes them beside y).
+  if (p == 0) {
+    round_to_bf16(out, y);  // out differs from y in its dtype alone
+    return;
+  }
+  const Tensor target = f32_target(out);
+  dropout(target, y, p, stream);
+  finish_rounded(out, target);
 }
 
 void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool log, double p,

@@ -7,7 +7,9 @@
 // (or v - max - log(sum)). Longer rows (a block): one pass keeps the online
 // (max, sum of exp(v - max)) of v = x + mask, a fixed-order reduction
 // combines the threads' pairs, and a second pass writes the outputs. A row
-// that is entirely -inf gives 0s (log-softmax: -inf), as the CPU.
+// that is entirely -inf gives 0s (log-softmax: -inf), as the CPU. Beside y,
+// softmax can write dropout(y) (the attention's dropped probabilities, bf16
+// for the P V product) from the same registers: no second pass over y.
 // backward, per row: one reduction (sum of gy * y, or of gy), then the write
 // (a warp's row, again, held in registers).
 #include "tensor/cuda/dropout_mask.cuh"
@@ -26,9 +28,27 @@ struct MaskRows {
   int64_t column_stride = 0;
 };
 
+// A row output written in f32 (f), or rounded to bf16 (h): the one pointer
+// given; neither: no such output.
+struct RowOut {
+  float* f = nullptr;
+  uint16_t* h = nullptr;
+  __device__ __forceinline__ bool defined() const { return f != nullptr || h != nullptr; }
+  __device__ __forceinline__ void store(int64_t i, float v) const {
+    if (h != nullptr) {
+      h[i] = bf16_bits(v);
+    } else {
+      f[i] = v;
+    }
+  }
+};
+
 // A block per row (rows longer than a warp's registers hold).
-__global__ void softmax_block_kernel(float* y, const float* x, MaskRows mask, int64_t rows, int64_t n, bool log) {
+// out, where defined: dropout(y) beside y (softmax only).
+__global__ void softmax_block_kernel(float* y, const float* x, MaskRows mask, int64_t rows, int64_t n, bool log,
+                                     RowOut out, DropoutMask drop) {
   using Threads = RowThreads<false>;
+  const uint64_t stream = drop.stream();
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
     const float* xr = x + row * n;
     float* yr = y + row * n;
@@ -45,13 +65,20 @@ __global__ void softmax_block_kernel(float* y, const float* x, MaskRows mask, in
     stats = Threads::reduce(stats, MaxSumCombine{}, max_sum_identity());
 
     if (stats.max == -INFINITY) {  // every position masked out
-      for (int64_t j = Threads::lane(); j < n; j += Threads::width()) yr[j] = log ? -INFINITY : 0.0f;
+      for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
+        yr[j] = log ? -INFINITY : 0.0f;
+        if (out.defined()) out.store(row * n + j, 0.0f);
+      }
     } else if (log) {
       const float log_sum = logf(stats.sum);
       for (int64_t j = Threads::lane(); j < n; j += Threads::width()) yr[j] = (value(j) - stats.max) - log_sum;
     } else {
       const float inv = 1.0f / stats.sum;
-      for (int64_t j = Threads::lane(); j < n; j += Threads::width()) yr[j] = expf(value(j) - stats.max) * inv;
+      for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
+        const float v = expf(value(j) - stats.max) * inv;
+        yr[j] = v;
+        if (out.defined()) out.store(row * n + j, drop.apply(v, row * n + j, stream));
+      }
     }
   }
 }
@@ -70,9 +97,11 @@ struct MaxKeepingNan {
 // max is NaN, or inf - inf is, and so is the sum every output divides by);
 // an entirely -inf row gives 0s (log-softmax: -inf).
 template <int kPerLane>
-__global__ void softmax_warp_kernel(float* y, const float* x, MaskRows mask, int64_t rows, int64_t n, bool log) {
+__global__ void softmax_warp_kernel(float* y, const float* x, MaskRows mask, int64_t rows, int64_t n, bool log,
+                                    RowOut out, DropoutMask drop) {
   using Threads = RowThreads<true>;
   const int lane = Threads::lane();
+  const uint64_t stream = drop.stream();
   // Element t of a lane is lane + 32 t of the row; it exists where 32 t < left.
   // (32-bit offsets from the lane's first element: n <= 1024 here, and each
   // element's address is then its base plus a constant.)
@@ -95,10 +124,14 @@ __global__ void softmax_warp_kernel(float* y, const float* x, MaskRows mask, int
       max = max_keeping_nan(max, v[t]);
     }
     max = shuffle_broadcast(warp_reduce(max, MaxKeepingNan{}), 0);
+    const int64_t first = row * n + lane;  // element t of the lane: first + 32 t
     if (max == -INFINITY) {  // every position masked out
 #pragma unroll
       for (int t = 0; t < kPerLane; ++t)
-        if (32 * t < left) yl[32 * t] = log ? -INFINITY : 0.0f;
+        if (32 * t < left) {
+          yl[32 * t] = log ? -INFINITY : 0.0f;
+          if (out.defined()) out.store(first + 32 * t, 0.0f);
+        }
       continue;
     }
     float sum = 0.0f;
@@ -113,22 +146,13 @@ __global__ void softmax_warp_kernel(float* y, const float* x, MaskRows mask, int
     const float log_sum = logf(sum), inv = 1.0f / sum;
 #pragma unroll
     for (int t = 0; t < kPerLane; ++t)
-      if (32 * t < left) yl[32 * t] = log ? v[t] - log_sum : v[t] * inv;
+      if (32 * t < left) {
+        const float value = log ? v[t] - log_sum : v[t] * inv;
+        yl[32 * t] = value;
+        if (out.defined()) out.store(first + 32 * t, drop.apply(value, first + 32 * t, stream));
+      }
   }
 }
-
-// gx written in f32 (f), or rounded to bf16 (h): the one pointer given.
-struct GradOut {
-  float* f = nullptr;
-  uint16_t* h = nullptr;
-  __device__ __forceinline__ void store(int64_t i, float v) const {
-    if (h != nullptr) {
-      h[i] = bf16_bits(v);
-    } else {
-      f[i] = v;
-    }
-  }
-};
 
 // softmax:     gx = y * (gy - sum(gy * y))
 // log-softmax: gx = gy - exp(y) * sum(gy)
@@ -137,7 +161,7 @@ struct GradOut {
 // A warp per row of n <= 32 kPerLane, y and gy held in registers (read once;
 // each lane adds its terms of the dot in element order, as a row loop does).
 template <int kPerLane>
-__global__ void softmax_backward_warp_kernel(GradOut gx, const float* y, const float* gy, int64_t rows, int64_t n,
+__global__ void softmax_backward_warp_kernel(RowOut gx, const float* y, const float* gy, int64_t rows, int64_t n,
                                              bool log, DropoutMask mask) {
   using Threads = RowThreads<true>;
   const int lane = Threads::lane();
@@ -163,7 +187,7 @@ __global__ void softmax_backward_warp_kernel(GradOut gx, const float* y, const f
 }
 
 // A block per row.
-__global__ void softmax_backward_block_kernel(GradOut gx, const float* y, const float* gy, int64_t rows, int64_t n,
+__global__ void softmax_backward_block_kernel(RowOut gx, const float* y, const float* gy, int64_t rows, int64_t n,
                                               bool log, DropoutMask mask) {
   using Threads = RowThreads<false>;
   const uint64_t stream = mask.stream();
@@ -181,7 +205,23 @@ __global__ void softmax_backward_block_kernel(GradOut gx, const float* y, const 
 
 }  // namespace
 
-void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log) {
+namespace {
+// gx or out as a RowOut: f32, or bf16 (undefined: none).
+RowOut row_out(const Tensor& t, const char* what) {
+  RowOut o;
+  if (!t.defined()) return o;
+  if (t.dtype() == DType::bf16) {
+    o.h = static_cast<uint16_t*>(t.raw_data());
+  } else {
+    require_f32(t.dtype(), what);
+    o.f = t.data<float>();
+  }
+  return o;
+}
+}  // namespace
+
+void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log, const Tensor& out, double p,
+             const PhiloxStream& dropout) {
   require_f32(x.dtype(), "softmax");
   const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
   MaskRows m;
@@ -196,14 +236,16 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log) {
   DeviceContext& ctx = context(x);
   float* ys = y.data<float>();
   const float* xs = x.data<float>();
+  const RowOut o = row_out(out, "softmax (out)");
+  const DropoutMask drop = dropout_mask(p, dropout);
   launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
       with_lane_count(n, [&](auto per_lane) {
         [[maybe_unused]] constexpr int P = decltype(per_lane)::value;  // g++: used in a template argument
-        ORDO_LAUNCH(softmax_warp_kernel<P>, grid, threads, 0, ctx.stream, ys, xs, m, rows, n, log);
+        ORDO_LAUNCH(softmax_warp_kernel<P>, grid, threads, 0, ctx.stream, ys, xs, m, rows, n, log, o, drop);
       });
     } else {
-      ORDO_LAUNCH(softmax_block_kernel, grid, threads, 0, ctx.stream, ys, xs, m, rows, n, log);
+      ORDO_LAUNCH(softmax_block_kernel, grid, threads, 0, ctx.stream, ys, xs, m, rows, n, log, o, drop);
     }
   });
 }
@@ -213,13 +255,7 @@ void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool 
   require_f32(y.dtype(), "softmax_backward");
   const int64_t n = y.size(-1), rows = n ? y.numel() / n : 0;
   DeviceContext& ctx = context(y);
-  GradOut g;
-  if (gx.dtype() == DType::bf16) {
-    g.h = static_cast<uint16_t*>(gx.raw_data());
-  } else {
-    require_f32(gx.dtype(), "softmax_backward (gx)");
-    g.f = gx.data<float>();
-  }
+  const RowOut g = row_out(gx, "softmax_backward (gx)");
   const float* ys = y.data<float>();
   const float* gys = gy.data<float>();
   const DropoutMask mask = dropout_mask(p, dropout);

@@ -153,6 +153,24 @@ void check_bf16_gradients(Device device) {
     const Tensor through_mask = softmax_backward(y, dropout(g, 0.3, stream));
     CHECK(test::bit_identical(softmax_backward(y, g, DType::f32, 0.3, stream), through_mask));
     CHECK(test::bit_identical(softmax_backward(y, g, DType::bf16, 0.3, stream), through_mask.to(DType::bf16)));
+    // The forward's dropped probabilities written beside y: dropout's values
+    // from y (p = 0: y rounded), with a mask that leaves a row nothing.
+    std::vector<float> mask_values(static_cast<size_t>(shape_numel(rows)), 0.0f);
+    const int64_t n = rows.back();
+    for (int64_t j = 0; j < n; ++j) {
+      mask_values[n + j] = -INFINITY;                      // row 1: every position masked out
+      if (j % 5 == 2) mask_values[2 * n + j] = -10000.0f;  // row 2: some
+    }
+    const Tensor x = rand_f32(rows, 39, -4, 4).to(device), mask = Tensor::from_vector(mask_values, rows).to(device);
+    const Tensor masked = softmax(x, mask);
+    for (const double p : {0.3, 0.0})
+      for (const DType dtype : {DType::bf16, DType::f32}) {
+        INFO("p " << p << ", out " << dtype_name(dtype));
+        const SoftmaxDropoutResult both = softmax_dropout(x, mask, p, stream, dtype);
+        CHECK(test::bit_identical(both.y, masked));
+        CHECK(test::bit_identical(both.out, dropout(masked, p, stream, dtype)));
+        CHECK(both.out.shares_storage_with(both.y) == (p == 0 && dtype == DType::f32));
+      }
   }
 }
 
@@ -246,16 +264,17 @@ TEST_CASE("the attention's probabilities and scores' gradient reach bf16 product
   const PhiloxStream stream{3, 4, Tensor()};
   struct Run {
     std::vector<Tensor> values;
-    int64_t square_copies = 0, backward_kernels = 0;
+    int64_t square_copies = 0, forward_kernels = 0, backward_kernels = 0;
   };
-  auto run = [&](bool fused) {
+  auto run = [&](bool fused, double p) {
     Var q(rand_f32({2, 3, length, 8}, 50), true), k(rand_f32({2, 3, length, 8}, 51), true);
     Var v(rand_f32({2, 3, length, 8}, 52), true);
     Run r;
     KernelCallRecording recording;
     const Var scores = matmul(q, k, false, true, 0.25);
     const Var dropped =
-        fused ? softmax_dropout(scores, Var(), 0.2, stream, true, true) : dropout(softmax(scores), 0.2, stream);
+        fused ? softmax_dropout(scores, Var(), p, stream, true, true) : p > 0 ? dropout(softmax(scores), p, stream)
+                                                                             : softmax(scores);
     const Var out = matmul(dropped, v);
     const size_t forward_calls = recording.calls().size();
     sum(mul(out, Var(rand_f32(out.shape(), 53)))).backward();
@@ -264,17 +283,27 @@ TEST_CASE("the attention's probabilities and scores' gradient reach bf16 product
       const std::string kernel = calls[i].kernel;
       const Shape& s = calls[i].shapes[0];
       if (kernel == "copy" && s.back() == length && s.end()[-2] == length) ++r.square_copies;
-      if (i >= forward_calls && (kernel == "dropout" || kernel == "softmax_backward")) ++r.backward_kernels;
+      const bool attention_kernel = kernel == "softmax" || kernel == "dropout" || kernel == "softmax_backward";
+      if (attention_kernel) ++(i < forward_calls ? r.forward_kernels : r.backward_kernels);
     }
     r.values = {out.value(), q.grad(), k.grad(), v.grad()};
     return r;
   };
-  const Run unfused = run(false), fused = run(true);
+  const Run unfused = run(false, 0.2), fused = run(true, 0.2);
   CHECK(unfused.square_copies == 2);  // the dropped probabilities and the scores' gradient, cast to bf16
   CHECK(fused.square_copies == 0);
+  CHECK(unfused.forward_kernels == 2);  // softmax, dropout
+  CHECK(fused.forward_kernels == 1);    // softmax writing the dropped probabilities beside y
   CHECK(unfused.backward_kernels == 2);
   CHECK(fused.backward_kernels == 1);
   for (size_t i = 0; i < unfused.values.size(); ++i) CHECK(test::bit_identical(fused.values[i], unfused.values[i]));
+  // Without dropout: the probabilities written rounded beside y instead of cast by the product.
+  const Run plain = run(false, 0.0), rounded = run(true, 0.0);
+  CHECK(plain.square_copies == 2);
+  CHECK(rounded.square_copies == 0);
+  CHECK(plain.forward_kernels == 1);
+  CHECK(rounded.forward_kernels == 1);
+  for (size_t i = 0; i < plain.values.size(); ++i) CHECK(test::bit_identical(rounded.values[i], plain.values[i]));
   // Rounded output only from f32 values.
   CHECK_THROWS_WITH(dropout(rand_f32({2, 3}, 54).to(DType::f64), 0.5, PhiloxStream{1, 1, Tensor()}, DType::bf16),
                     "dropout: a bf16 out from f64 values (theirs, or bf16 from f32)");
