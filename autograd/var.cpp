@@ -377,7 +377,7 @@ void Var::backward(const Tensor& seed, bool retain_graph,
     if (it == pending.end()) continue;  // no gradient flowed here
     Tensor g = gathered(it->second, state->value.shape());
     pending.erase(it);
-    if (!g.defined()) continue;  // a block given out, whose gradients never came (an error below)
+    if (!g.defined()) continue;  // only a block given out, never filled (the check after each backward rules it out)
     if (!state->node) {
       // Reverse topological order: every consumer of this leaf came before it,
       // so its gradient is complete now.

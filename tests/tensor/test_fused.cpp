@@ -307,6 +307,11 @@ TEST_CASE("the attention's probabilities and scores' gradient reach bf16 product
   // Rounded output only from f32 values.
   CHECK_THROWS_WITH(dropout(rand_f32({2, 3}, 54).to(DType::f64), 0.5, PhiloxStream{1, 1, Tensor()}, DType::bf16),
                     "dropout: a bf16 out from f64 values (theirs, or bf16 from f32)");
+  CHECK_THROWS_WITH(softmax_dropout(rand_f32({2, 3}, 55).to(DType::f64), Tensor(), 0.5, PhiloxStream{1, 1, Tensor()},
+                                    DType::bf16),
+                    "softmax_dropout: a bf16 out from f64 values (theirs, or bf16 from f32)");
+  CHECK_THROWS_WITH(softmax_dropout(rand_f32({2, 3}, 56), Tensor(), 1.5, PhiloxStream{1, 1, Tensor()}, DType::bf16),
+                    Catch::Contains("softmax_dropout: dropout's p must be in [0, 1)"));
 }
 
 TEST_CASE("residual + LayerNorm writes its output's bf16 rounding beside it: a cast's bits", "[tensor]") {
