@@ -110,7 +110,9 @@ Var softmax(const Var& x, const Var& mask = Var(), bool x_is_product = false);
 Var softmax_dropout(const Var& x, const Var& mask, double p, const PhiloxStream& stream, bool x_is_product,
                     bool as_operand, Tensor* probs = nullptr);
 Var log_softmax(const Var& x, const Var& mask = Var());
-Var layernorm(const Var& x, const Var& gamma, const Var& beta, double eps);
+// to_product: y feeds a product (nothing else is in between), so under a
+// forward's OperandRoundingScope its bf16 rounding is written beside it.
+Var layernorm(const Var& x, const Var& gamma, const Var& beta, double eps, bool to_product = true);
 // Mean over rows whose target is not ignore_index (0 when none counts).
 Var cross_entropy(const Var& logits, const Tensor& targets, int64_t ignore_index = -100);
 // ---- fused transformer pieces (ops_fused.cpp) ------------------------------------------------

@@ -201,11 +201,17 @@ Var softmax_dropout(const Var& x, const Var& mask, double p, const PhiloxStream&
 }
 Var log_softmax(const Var& x, const Var& mask) { return softmax_op(x, mask, true, false); }
 
-Var layernorm(const Var& x, const Var& gamma, const Var& beta, double eps) {
-  LayerNormResult r = layernorm(x.value(), gamma.value(), beta.value(), eps);
+// Under a forward's OperandRoundingScope the kernel writes y's bf16 rounding
+// too, which the next product (the first layer's Q/K/V, the MLM decoder)
+// takes instead of a cast.
+Var layernorm(const Var& x, const Var& gamma, const Var& beta, double eps, bool to_product) {
+  LayerNormResult r =
+      layernorm(x.value(), gamma.value(), beta.value(), eps, to_product && OperandRoundingScope::collecting());
+  OperandRoundingScope::add_rounding(r.y, r.y_operand);
   return record_op("layernorm", r.y, {x, gamma, beta},
-                   [r, xv = x.value(), gv = gamma.value()](const Tensor& gy, const std::vector<bool>&) {
-                     LayerNormGrads g = layernorm_backward(gy, xv, r.mean, r.rstd, gv);
+                   [mean = r.mean, rstd = r.rstd, xv = x.value(), gv = gamma.value()](const Tensor& gy,
+                                                                                      const std::vector<bool>&) {
+                     LayerNormGrads g = layernorm_backward(gy, xv, mean, rstd, gv);
                      return std::vector<Tensor>{g.gx, g.ggamma, g.gbeta};
                    });
 }

@@ -518,7 +518,8 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace, 
     position_vectors = Var(position_vectors.value().to(dtype));
   }
   x = sum_of_defined(x, position_vectors);
-  if (embeddings.norm) x = embeddings.norm->forward(x);
+  const bool dropped = ctx.training && config_.hidden_dropout_prob > 0;  // as nn::dropout
+  if (embeddings.norm) x = embeddings.norm->forward(x, /*to_product=*/!dropped);
   x = dropout(x, config_.hidden_dropout_prob, ctx);
   if (trace && trace->keep_hidden_states) trace->hidden_states.push_back(x.value());
 

@@ -70,7 +70,15 @@ PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const MlmR
   PretrainingOutput out;
   out.lm_targets = predicted.targets;
   Var picked = index_select(reshape(sequence, {batch * length, hidden}), 0, predicted.rows);
-  Var logits = predictions.forward(picked, bert.embeddings.word_embeddings.weight.var, ctx.fused);
+  Var logits;
+  {
+    // The decoder's table rounded once for the products as the scope opens
+    // (a cast it needed anyway), and the transform's LayerNorm writing its
+    // output's rounding beside it for the decoder: no cast of h.
+    const Var& table = predictions.decoder ? predictions.decoder->var : bert.embeddings.word_embeddings.weight.var;
+    const OperandRoundingScope head_rounding(table.value());
+    logits = predictions.forward(picked, bert.embeddings.word_embeddings.weight.var, ctx.fused);
+  }
   out.lm_logits = logits.value();
   out.lm_loss = cross_entropy(logits, out.lm_targets);
   out.loss = out.lm_loss;

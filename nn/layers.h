@@ -36,7 +36,8 @@ class Embedding : public Module {
 class LayerNorm : public Module {
  public:
   LayerNorm(int64_t dim, double eps, Device device);
-  Var forward(const Var& x) const;
+  // to_product: see autograd's layernorm (false where a dropout comes between).
+  Var forward(const Var& x, bool to_product = true) const;
   Parameter& weight;
   Parameter& bias;
   double eps;

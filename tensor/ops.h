@@ -137,8 +137,10 @@ Tensor log_softmax_backward(const Tensor& y, const Tensor& gy);
 
 struct LayerNormResult {
   Tensor y, mean, rstd;  // mean and rstd have x's shape without the last axis
+  Tensor y_operand;      // y rounded to bf16 in the same pass, when asked (with_operand, f32 x)
 };
-LayerNormResult layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps);
+LayerNormResult layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,
+                          bool with_operand = false);
 struct LayerNormGrads {
   Tensor gx, ggamma, gbeta;
 };

@@ -70,7 +70,7 @@ Tensor log_softmax_backward(const Tensor& y, const Tensor& gy) {
 
 // ---- LayerNorm ---------------------------------------------------------------------
 
-LayerNormResult layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
+LayerNormResult layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, bool with_operand) {
   check_float(x, "layernorm", "x");
   ORDO_CHECK(x.dim() >= 1, "layernorm: x must have at least one axis");
   const int64_t n = x.size(-1);
@@ -84,9 +84,11 @@ LayerNormResult layernorm(const Tensor& x, const Tensor& gamma, const Tensor& be
   Shape row_shape(x.shape().begin(), x.shape().end() - 1);
   LayerNormResult r{Tensor::empty(x.shape(), x.dtype(), x.device()),
                     Tensor::empty(row_shape, x.dtype(), x.device()),
-                    Tensor::empty(row_shape, x.dtype(), x.device())};
+                    Tensor::empty(row_shape, x.dtype(), x.device()),
+                    with_operand && x.dtype() == DType::f32 ? Tensor::empty(x.shape(), DType::bf16, x.device())
+                                                            : Tensor()};
   ORDO_BACKEND(x.device(), layernorm)(r.y, r.mean, r.rstd, x.contiguous(), gamma.contiguous(),
-                                      beta.contiguous(), eps);
+                                      beta.contiguous(), eps, r.y_operand);
   return r;
 }
 

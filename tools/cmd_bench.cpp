@@ -221,7 +221,7 @@ std::vector<MemCase> memory_cases(Device device, int64_t n, bool with_cross_entr
     Tensor y = Tensor::empty({rows, cols}, DType::f32, device);
     Tensor mean = Tensor::empty({rows}, DType::f32, device), rstd = Tensor::empty({rows}, DType::f32, device);
     out.push_back({"layernorm", dims({rows, cols}), f * (2.0 * rows * cols + 2.0 * rows + 2.0 * cols),
-                   [=] { ORDO_BACKEND(device, layernorm)(y, mean, rstd, x, gamma, beta, 1e-5); }});
+                   [=] { ORDO_BACKEND(device, layernorm)(y, mean, rstd, x, gamma, beta, 1e-5, Tensor()); }});
   }
   if (with_cross_entropy) {  // BERT's MLM head: a vocabulary of 30522
     int64_t cols = 30522, rows = std::max<int64_t>(1, n / cols);

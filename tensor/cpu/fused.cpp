@@ -65,8 +65,7 @@ void residual_layernorm(const Tensor& y, const Tensor& s, const Tensor& mean, co
       for (int64_t i = begin; i < end; ++i) ss[i] = r[i] + ss[i];
     });
   });
-  layernorm(y, mean, rstd, s, gamma, beta, eps);
-  if (y16.defined()) copy(y16, y);  // on the CPU a second pass costs no launch
+  layernorm(y, mean, rstd, s, gamma, beta, eps, y16);
 }
 
 void residual_layernorm_backward(const Tensor& gs, const Tensor& gh, const Tensor& gbias, const Tensor& ggamma,

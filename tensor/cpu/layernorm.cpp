@@ -14,7 +14,7 @@
 namespace ordo::cpu {
 
 void layernorm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,
-               const Tensor& gamma, const Tensor& beta, double eps) {
+               const Tensor& gamma, const Tensor& beta, double eps, const Tensor& y16) {
   const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
   dispatch_float(x.dtype(), "layernorm", [&](auto tag) {
     using T = decltype(tag);
@@ -38,6 +38,7 @@ void layernorm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Te
       }
     });
   });
+  if (y16.defined()) round_to_bf16(y16, y);  // a second pass here; CUDA writes it beside y
 }
 
 void layernorm_backward(const Tensor& gx, const Tensor& ggamma, const Tensor& gbeta,

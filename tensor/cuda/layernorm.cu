@@ -20,7 +20,7 @@ namespace {
 // Two passes over the row (the second re-reads it from cache): the mean, then
 // the mean squared deviation from it; then the normalised output.
 template <bool kWarpPerRow>
-__global__ void layernorm_kernel(float* y, float* mean, float* rstd, const float* x,
+__global__ void layernorm_kernel(float* y, uint16_t* y16, float* mean, float* rstd, const float* x,
                                  const float* gamma, const float* beta, int64_t rows, int64_t n,
                                  double eps) {
   using Threads = RowThreads<kWarpPerRow>;
@@ -28,7 +28,7 @@ __global__ void layernorm_kernel(float* y, float* mean, float* rstd, const float
     const float* xr = x + row * n;
     double sum = 0.0;
     for (int64_t j = Threads::lane(); j < n; j += Threads::width()) sum += xr[j];
-    layernorm_row<Threads>(y + row * n, mean, rstd, row, xr, gamma, beta, n, eps, sum);
+    layernorm_row<Threads>(y + row * n, mean, rstd, row, xr, gamma, beta, n, eps, sum, y16 ? y16 + row * n : nullptr);
   }
 }
 
@@ -54,7 +54,7 @@ __global__ void layernorm_backward_kernel(float* gx, const float* gy, const floa
 }  // namespace
 
 void layernorm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,
-               const Tensor& gamma, const Tensor& beta, double eps) {
+               const Tensor& gamma, const Tensor& beta, double eps, const Tensor& y16) {
   require_f32(x.dtype(), "layernorm");
   const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
   DeviceContext& ctx = context(x);
@@ -64,11 +64,12 @@ void layernorm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Te
   const float* xs = x.data<float>();
   const float* g = gamma.data<float>();
   const float* b = beta.data<float>();
+  uint16_t* y16_data = y16.defined() ? static_cast<uint16_t*>(y16.raw_data()) : nullptr;
   launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
-      ORDO_LAUNCH(layernorm_kernel<true>, grid, threads, 0, ctx.stream, ys, ms, rs, xs, g, b, rows, n, eps);
+      ORDO_LAUNCH(layernorm_kernel<true>, grid, threads, 0, ctx.stream, ys, y16_data, ms, rs, xs, g, b, rows, n, eps);
     } else {
-      ORDO_LAUNCH(layernorm_kernel<false>, grid, threads, 0, ctx.stream, ys, ms, rs, xs, g, b, rows, n, eps);
+      ORDO_LAUNCH(layernorm_kernel<false>, grid, threads, 0, ctx.stream, ys, y16_data, ms, rs, xs, g, b, rows, n, eps);
     }
   });
 }

@@ -6,6 +6,7 @@
 #include "nn/bert.h"
 #include "pe/registry.h"
 #include "tensor/device_runtime.h"
+#include "tensor/kernel_calls.h"
 #include "tests/helpers.h"
 
 using namespace ordo;
@@ -233,6 +234,33 @@ TEST_CASE("an activation's rounding given to the scope is its product's operand,
 
 // The bits of a bf16 forward and its gradients do not depend on where the
 // weights lie; the CPU's bf16 products round as the GPU's do.
+// A LayerNorm whose output a product takes (the embeddings' without dropout,
+// the MLM head's transform) writes its bf16 rounding beside it under the
+// forward's scope, and the product takes that instead of casting: no copy of
+// the output, the same bits. Where a dropout comes between (to_product false)
+// nothing is written and the product casts as before.
+TEST_CASE("a LayerNorm feeding a bf16 product writes the operand itself: no cast, same bits", "[nn]") {
+  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  const Tensor w = rand_f32({5, 8}, 11);
+  const OperandRoundingScope scope(w);  // as a forward's, over the product's weight
+  nn::LayerNorm norm(8, 1e-5, Device::cpu());
+  const Var x(rand_f32({3, 8}, 12), true);
+  std::vector<Tensor> outputs;
+  for (const bool to_product : {true, false}) {
+    int64_t casts = 0;
+    bool rounding_written = false;
+    KernelCallRecording recording;
+    outputs.push_back(linear(norm.forward(x, to_product), Var(w), Var()).value());
+    for (const KernelCall& call : recording.calls()) {
+      casts += std::string(call.kernel) == "copy" && call.shapes[0] == Shape{3, 8};
+      if (std::string(call.kernel) == "layernorm") rounding_written = call.shapes.back() == Shape{3, 8};  // y16
+    }
+    CHECK(casts == (to_product ? 0 : 1));
+    CHECK(rounding_written == to_product);
+  }
+  CHECK(test::bit_identical(outputs[0], outputs[1]));
+}
+
 TEST_CASE("a bf16 forward and backward give the same bits from packed and separate weights", "[nn]") {
   MatmulPrecisionScope bf16(MatmulPrecision::bf16);
   const nn::BertConfig c = odd_sized_config();

@@ -234,7 +234,22 @@ void check_bf16_operand(Device device) {
       REQUIRE(both.y_operand.dtype() == DType::bf16);
       CHECK(test::bit_identical(both.y, plain.y));
       CHECK(test::bit_identical(both.y_operand, plain.y.to(DType::bf16)));
-    }
+    }  // LayerNorm alone (the embeddings', the MLM head's): the same rule.
+  for (const Shape& shape : shapes) {
+    const int64_t n = shape.back();
+    const Tensor x = rand_f32(shape, ++seed, -3, 3).to(device), gamma = rand_f32({n}, ++seed, 0.5, 1.5).to(device);
+    const Tensor beta = rand_f32({n}, ++seed).to(device);
+    const LayerNormResult plain = layernorm(x, gamma, beta, 1e-5), both = layernorm(x, gamma, beta, 1e-5, true);
+    CHECK(!plain.y_operand.defined());
+    REQUIRE(both.y_operand.dtype() == DType::bf16);
+    CHECK(test::bit_identical(both.y, plain.y));
+    CHECK(test::bit_identical(both.mean, plain.mean));
+    CHECK(test::bit_identical(both.y_operand, plain.y.to(DType::bf16)));
+  }
+  if (device.is_cpu()) {  // f64 values keep no bf16 rounding
+    const Tensor x = rand_f32({2, 5}, ++seed).to(DType::f64), ones = Tensor::ones({5}, DType::f64);
+    CHECK(!layernorm(x, ones, ones, 1e-5, true).y_operand.defined());
+  }
 }
 
 }  // namespace
@@ -314,7 +329,8 @@ TEST_CASE("the attention's probabilities and scores' gradient reach bf16 product
                     Catch::Contains("softmax_dropout: dropout's p must be in [0, 1)"));
 }
 
-TEST_CASE("residual + LayerNorm writes its output's bf16 rounding beside it: a cast's bits", "[tensor]") {
+TEST_CASE("residual + LayerNorm and LayerNorm write their output's bf16 rounding beside it: a cast's bits",
+          "[tensor]") {
   check_bf16_operand(Device::cpu());
 }
 
@@ -405,13 +421,16 @@ TEST_CASE("cuda: split_heads and its backward match the worked layout, in 1 laun
   CHECK(device_counters().kernel_launches == 1);
 }
 
-TEST_CASE("cuda: residual + LayerNorm writes its output's bf16 rounding in the same launch: a cast's bits", "[cuda]") {
+TEST_CASE("cuda: residual + LayerNorm and LayerNorm write their output's bf16 rounding in the same launch",
+          "[cuda]") {
   check_bf16_operand(kGpu);
   const Tensor h = rand_f32({4, 40}, 80).to(kGpu), gamma = rand_f32({40}, 81).to(kGpu);
   synchronize(kGpu);
   reset_device_counters();
   residual_layernorm(h, Tensor(), h, gamma, gamma, 1e-5, 0.0, PhiloxStream{}, true);
   CHECK(device_counters().kernel_launches == 1);
+  layernorm(h, gamma, gamma, 1e-5, true);
+  CHECK(device_counters().kernel_launches == 2);
 }
 
 // The activations on the device use CUDA's erff/tanhf/expf, a few ulps from
