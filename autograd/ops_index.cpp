@@ -1,14 +1,19 @@
 // Differentiable lookups: the gradient of picking rows is scattering the
 // output gradient back to where the rows came from (repeats accumulate).
 #include "autograd/ops.h"
+#include "autograd/pending_gradient.h"
 
 namespace ordo {
 
+// The table's gradient is added onto what it has gathered when handed over
+// (take_pending_gradient): tied word embeddings, whose decoder term arrives
+// first, take no separate add over the whole table.
 Var embedding(const Var& table, const Tensor& ids, int64_t padding_idx) {
   Tensor y = embedding(table.value(), ids);
   return record_op("embedding", y, {table},
                    [ids, padding_idx, rows = table.size(0)](const Tensor& gy, const std::vector<bool>&) {
-                     return std::vector<Tensor>{embedding_backward(gy, ids, rows, padding_idx)};
+                     const Tensor onto = take_pending_gradient(0);
+                     return std::vector<Tensor>{embedding_backward(gy, ids, rows, padding_idx, onto)};
                    });
 }
 

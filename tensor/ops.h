@@ -165,12 +165,16 @@ Tensor cross_entropy_backward(const Tensor& gy, const Tensor& logits, const Cros
 Tensor embedding(const Tensor& table, const Tensor& ids);
 // gtable [v, d] of the lookup; repeated ids accumulate. Row padding_idx
 // (when >= 0) gets 0, as an embedding's padding row (PyTorch's padding_idx).
-Tensor embedding_backward(const Tensor& gout, const Tensor& ids, int64_t num_rows, int64_t padding_idx = -1);
+// onto (defined: contiguous [num_rows, d], gout's dtype): the table's gradient
+// gathered so far, which the lookup's terms are added onto in place (and returned).
+Tensor embedding_backward(const Tensor& gout, const Tensor& ids, int64_t num_rows, int64_t padding_idx = -1,
+                          const Tensor& onto = Tensor());
 // Picks entries idx (i64, 1-d) along axis.
 Tensor index_select(const Tensor& x, int axis, const Tensor& idx);
 // skip_row (when >= 0): the entry along axis whose gradient is 0 whatever idx says.
+// onto: as embedding_backward's (x's shape).
 Tensor index_select_backward(const Tensor& g, int axis, const Tensor& idx, const Shape& x_shape,
-                             int64_t skip_row = -1);
+                             int64_t skip_row = -1, const Tensor& onto = Tensor());
 // out[..., j, ...] = x[..., idx[..., j, ...], ...] along axis (PyTorch's gather).
 Tensor gather(const Tensor& x, int axis, const Tensor& idx);
 Tensor gather_backward(const Tensor& g, int axis, const Tensor& idx, const Shape& x_shape);

@@ -41,7 +41,8 @@ Tensor index_select(const Tensor& x, int axis, const Tensor& idx) {
   return out.reshape(out_shape);
 }
 
-Tensor index_select_backward(const Tensor& g, int axis, const Tensor& idx, const Shape& x_shape, int64_t skip_row) {
+Tensor index_select_backward(const Tensor& g, int axis, const Tensor& idx, const Shape& x_shape, int64_t skip_row,
+                             const Tensor& onto) {
   check_float(g, "index_select_backward", "g");
   check_index_tensor(idx, g, "index_select_backward");
   axis = normalize_dim(axis, static_cast<int>(x_shape.size()), "index_select_backward");
@@ -50,10 +51,17 @@ Tensor index_select_backward(const Tensor& g, int axis, const Tensor& idx, const
   Shape g_shape = x_shape;
   g_shape[axis] = k;
   check_shape(g, g_shape, "index_select_backward", "g");
-  Tensor gx = Tensor::empty({s.outer, s.n, s.inner}, g.dtype(), g.device());  // index_add writes every element
+  if (onto.defined()) {
+    check_shape(onto, x_shape, "index_select_backward", "onto");
+    check_same_dtype(g, onto, "index_select_backward");
+    check_same_device(g, onto, "index_select_backward");
+    ORDO_CHECK(onto.is_contiguous(), "index_select_backward: the gradient added onto must be contiguous");
+  }
+  // index_add writes every element: no zero fill first.
+  Tensor gx = onto.defined() ? onto.reshape({s.outer, s.n, s.inner}) : Tensor::empty({s.outer, s.n, s.inner}, g.dtype(), g.device());
   ORDO_CHECK(skip_row < s.n, "index_select_backward: row ", skip_row, " to skip is outside an axis of size ", s.n);
   ORDO_BACKEND(g.device(), index_add)(gx, idx.contiguous().reshape({k}), g.contiguous().reshape({s.outer, k, s.inner}),
-                                      skip_row);
+                                      skip_row, onto.defined());
   return gx.reshape(x_shape);
 }
 
@@ -66,13 +74,14 @@ Tensor embedding(const Tensor& table, const Tensor& ids) {
   return index_select(table, 0, ids.contiguous().reshape({ids.numel()})).reshape(out_shape);
 }
 
-Tensor embedding_backward(const Tensor& gout, const Tensor& ids, int64_t num_rows, int64_t padding_idx) {
+Tensor embedding_backward(const Tensor& gout, const Tensor& ids, int64_t num_rows, int64_t padding_idx,
+                          const Tensor& onto) {
   check_defined(gout, "embedding_backward", "gout");
   ORDO_CHECK(gout.dim() == ids.dim() + 1, "embedding_backward: gout has shape ",
              shape_str(gout.shape()), ", expected ids' shape ", shape_str(ids.shape()), " plus one axis");
   const int64_t d = gout.size(-1);
   return index_select_backward(gout.reshape({ids.numel(), d}), 0, ids.reshape({ids.numel()}), {num_rows, d},
-                               padding_idx);
+                               padding_idx, onto);
 }
 
 Tensor gather(const Tensor& x, int axis, const Tensor& idx) {

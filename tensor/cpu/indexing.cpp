@@ -41,7 +41,7 @@ void index_select(const Tensor& out, const Tensor& x, const Tensor& idx) {
   });
 }
 
-void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g, int64_t skip_row) {
+void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g, int64_t skip_row, bool onto) {
   const int64_t outer = gx.size(0), n = gx.size(1), inner = gx.size(2), k = g.size(1);
   check_indices(idx, n, "index_add");
   const int64_t* ids = idx.data<int64_t>();
@@ -64,8 +64,9 @@ void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g, int64_t ski
         const int64_t r = t % n, os = t / n;
         const int64_t o = os / strips, i0 = (os % strips) * kStrip, w = std::min(kStrip, inner - i0);
         T* d = dst + (o * n + r) * inner + i0;
-        for (int64_t i = 0; i < w; ++i) total[i] = T(0), piece[i] = T(0);
         const int64_t end = r == skip_row ? start[r] : start[r + 1];  // the skipped row sums nothing
+        if (onto && end == start[r]) continue;  // nothing onto it: as it is (a -0 stays -0)
+        for (int64_t i = 0; i < w; ++i) total[i] = onto ? d[i] : T(0), piece[i] = T(0);
         for (int64_t p = start[r]; p < end; ++p) {
           const T* s = src + (o * k + sorted[p]) * inner + i0;
           if (p == start[r]) {

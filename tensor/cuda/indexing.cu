@@ -194,13 +194,13 @@ __global__ void sum_row_pieces_kernel(float* pieces, const float* g, const uint6
 // not below r (the same search for the row's inner threads). Row skip_row (an
 // embedding's padding row, when >= 0) is written 0.
 __global__ void write_row_sums_kernel(float* gx, const float* pieces, const uint64_t* rows_sorted, int64_t outer,
-                                      int64_t n, int64_t k, int64_t inner, int64_t skip_row) {
+                                      int64_t n, int64_t k, int64_t inner, int64_t skip_row, bool onto) {
   const int64_t total = outer * n * inner;
   for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
     const int64_t i = e % inner, o = e / (n * inner);
     const uint64_t row = static_cast<uint64_t>((e / inner) % n);
     const int64_t start = first_at_least(rows_sorted, 0, k, row);
-    float acc = 0.0f;
+    float acc = onto ? gx[e] : 0.0f;
     if (start < k && rows_sorted[start] == row && static_cast<int64_t>(row) != skip_row) {
       const int64_t end = run_end(rows_sorted, start, k);
       for (int64_t q = start; q < end; q = (q / kIndexAddPiece + 1) * kIndexAddPiece)
@@ -281,15 +281,15 @@ void gather(const Tensor& out, const Tensor& x, const Tensor& idx) {
   dispatch_word(dtype_size(x.dtype()), [&](auto tag) { launch_gather<decltype(tag)>(out, x, idx); });
 }
 
-void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g, int64_t skip_row) {
+void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g, int64_t skip_row, bool onto) {
   require_f32(gx.dtype(), "index_add");
   const int64_t outer = gx.size(0), n = gx.size(1), inner = gx.size(2), k = g.size(1);
-  if (gx.numel() == 0) return;
+  if (gx.numel() == 0 || (k == 0 && onto)) return;  // no entries onto gx: gx as it is
   DeviceContext& ctx = context(gx);
   if (k == 0) {  // no entries: every row is 0
     ORDO_LAUNCH(write_row_sums_kernel, grid_for(gx.numel(), kThreads, ctx), kThreads, 0, ctx.stream,
                 gx.data<float>(), static_cast<const float*>(nullptr), static_cast<const uint64_t*>(nullptr), outer,
-                n, int64_t{0}, inner, skip_row);
+                n, int64_t{0}, inner, skip_row, false);
     ORDO_CUDA_CHECK_LAUNCH();
     return;
   }
@@ -309,7 +309,7 @@ void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g, int64_t ski
   ORDO_CUDA_CHECK_LAUNCH();
   ORDO_LAUNCH(write_row_sums_kernel, grid_for(gx.numel(), kThreads, ctx), kThreads, 0, ctx.stream,
               gx.data<float>(), static_cast<const float*>(pieces.raw_data()), sorted.keys, outer, n, k, inner,
-              skip_row);
+              skip_row, onto);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 

@@ -280,3 +280,38 @@ TEST_CASE("leaves own their parts of one gradient block: accumulation stays apar
   require_close(a.grad(), {2, 2}, 0, 0);
   require_close(b.grad(), {2, 2}, 0, 0);
 }
+
+// Tied word embeddings: the table is looked up first and multiplies the
+// output last, so its decoder term arrives first and the lookup's backward
+// adds its rows onto it (take_pending_gradient) — no add over the table.
+// Worked from logits = h T^T, h = 2 T[ids], out = sum(C * logits):
+// dT = C^T h (the decoder) + the rows of 2 C T scattered to ids (the lookup).
+TEST_CASE("a lookup adds its table's gradient onto the decoder's term of tied embeddings: no separate add",
+          "[autograd]") {
+  const int64_t V = 4, D = 3, K = 5;
+  Var table(ordo::test::random_tensor({V, D}, 71, DType::f64), true);
+  const std::vector<int64_t> ids = {2, 0, 2, 3, 2};
+  const Tensor c = ordo::test::random_tensor({K, V}, 72, DType::f64);
+  Var h = affine(embedding(table, Tensor::from_vector(ids, {K})), 2.0);
+  Var out = sum(mul(matmul(h, table, false, true), Var(c)));
+  std::vector<std::string> kernels;
+  {
+    KernelCallRecording recording;
+    out.backward();
+    for (const KernelCall& call : recording.calls()) kernels.push_back(call.kernel);
+  }
+  const std::vector<double> t = table.value().to_doubles(), cv = c.to_doubles(), g = table.grad().to_doubles();
+  for (int64_t r = 0; r < V; ++r)
+    for (int64_t d = 0; d < D; ++d) {
+      double expected = 0;
+      for (int64_t j = 0; j < K; ++j) {
+        expected += cv[j * V + r] * 2 * t[ids[j] * D + d];                          // C^T h
+        if (ids[j] == r)
+          for (int64_t v = 0; v < V; ++v) expected += 2 * cv[j * V + v] * t[v * D + d];  // 2 (C T)[j]
+      }
+      CHECK(g[r * D + d] == Approx(expected).epsilon(1e-13));
+    }
+  CHECK(std::count(kernels.begin(), kernels.end(), std::string("index_add")) == 1);
+  // The one binary kernel is mul's backward (gy times c): no add of the table's two terms.
+  CHECK(std::count(kernels.begin(), kernels.end(), std::string("binary")) == 1);
+}

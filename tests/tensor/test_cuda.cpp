@@ -816,6 +816,18 @@ TEST_CASE("cuda: embedding, index_select, gather and their backwards match the C
     // The padding row is the repeated token: written 0 by the same kernel.
     check_identical(embedding_backward(gpu(gout), gpu(idx), 50, 7), embedding_backward(gout, idx, 50, 7),
                     what + " backward, padding row 7");
+    // Onto a gathered gradient (tied word embeddings), a row no id names and a -0 among it.
+    Tensor base = rand_f32({50, d}, ++seed);
+    base.slice(0, 49, 50).fill_(-0.0);
+    std::vector<int64_t> some(ids.begin(), ids.end());
+    for (int64_t& id : some) id = id == 49 ? 48 : id;
+    Tensor some_idx = i64_tensor(some, {3, 100});
+    check_identical(embedding_backward(gpu(gout), gpu(some_idx), 50, 7, gpu(base)),
+                    embedding_backward(gout, some_idx, 50, 7, base.clone()), what + " backward onto a gradient");
+  }
+  {  // Onto, with no ids: the gradient as it was.
+    const Tensor none = i64_tensor({}, {0}), gout = rand_f32({0, 4}, ++seed), base = rand_f32({6, 4}, ++seed);
+    check_identical(embedding_backward(gpu(gout), gpu(none), 6, -1, gpu(base)), base, "onto, no ids");
   }
   {  // No ids at all: the table's every row 0, with no sort.
     const Tensor none = i64_tensor({}, {0}), gout = rand_f32({0, 4}, ++seed);

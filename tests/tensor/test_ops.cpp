@@ -324,14 +324,40 @@ TEST_CASE("index_add writes every row of the table, 0 where no index names it or
     INFO(dtype_name(dtype));
     Tensor gx = Tensor::full({2, 4, 3}, std::numeric_limits<double>::quiet_NaN(), dtype);
     const Tensor g = f64({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 30, 40, 50, 60, 70, 80, 90}, {2, 3, 3}).to(dtype);
-    cpu::index_add(gx, i64({2, 0, 2}, {3}), g, -1);
+    cpu::index_add(gx, i64({2, 0, 2}, {3}), g, -1, false);
     require_close(gx, {4, 5, 6, 0, 0, 0, 8, 10, 12, 0, 0, 0,  // outer 0: rows 0..3
                        40, 50, 60, 0, 0, 0, 80, 100, 120, 0, 0, 0},  // outer 1
                   0, 0);
     // skip_row (an embedding's padding row): 0 though two entries name it.
     gx.fill_(std::numeric_limits<double>::quiet_NaN());
-    cpu::index_add(gx, i64({2, 0, 2}, {3}), g, 2);
+    cpu::index_add(gx, i64({2, 0, 2}, {3}), g, 2, false);
     require_close(gx, {4, 5, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 40, 50, 60, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0);
+  }
+}
+
+// onto: the table's gradient gathered so far (tied word embeddings: the
+// decoder's term) is each sum's start; rows no index names and the skipped
+// row keep their values, a -0 its sign. Worked by hand.
+TEST_CASE("index_add onto a gathered gradient adds each row's entries to it, leaving the rest as they were", "[ops]") {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    INFO(dtype_name(dtype));
+    const Tensor g = f64({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 3, 3}).to(dtype);
+    const Tensor base = f64({100, 101, 102, -0.0, 0.5, 0.25, 200, 201, 202, 300, 301, 302}, {1, 4, 3}).to(dtype);
+    Tensor gx = base.clone();
+    cpu::index_add(gx, i64({2, 0, 2}, {3}), g, -1, true);
+    // row 0: 100.. + entry 1; row 2: 200.. + entries 0 and 2 in index order; rows 1, 3 untouched.
+    require_close(gx, {104, 106, 108, -0.0, 0.5, 0.25, 208, 211, 214, 300, 301, 302}, 0, 0);
+    CHECK(std::signbit(gx.to_doubles()[3]));
+    gx = base.clone();
+    cpu::index_add(gx, i64({2, 0, 2}, {3}), g, 2, true);  // row 2 skipped: as it was
+    require_close(gx, {104, 106, 108, -0.0, 0.5, 0.25, 200, 201, 202, 300, 301, 302}, 0, 0);
+    // The op: the lookup's gradient added onto the tensor given, which it returns.
+    const Tensor onto = base.reshape({4, 3}).clone();
+    const Tensor got = embedding_backward(g.reshape({3, 3}), i64({2, 0, 2}, {3}), 4, -1, onto);
+    CHECK(got.shares_storage_with(onto));
+    require_close(got, {104, 106, 108, -0.0, 0.5, 0.25, 208, 211, 214, 300, 301, 302}, 0, 0);
+    CHECK_THROWS_WITH(embedding_backward(g.reshape({3, 3}), i64({2, 0, 2}, {3}), 4, -1, onto.slice(0, 0, 3)),
+                      Catch::Contains("onto"));
   }
 }
 
