@@ -58,7 +58,8 @@ Tensor index_select_backward(const Tensor& g, int axis, const Tensor& idx, const
     ORDO_CHECK(onto.is_contiguous(), "index_select_backward: the gradient added onto must be contiguous");
   }
   // index_add writes every element: no zero fill first.
-  Tensor gx = onto.defined() ? onto.reshape({s.outer, s.n, s.inner}) : Tensor::empty({s.outer, s.n, s.inner}, g.dtype(), g.device());
+  Tensor gx = onto.defined() ? onto.reshape({s.outer, s.n, s.inner})
+                             : Tensor::empty({s.outer, s.n, s.inner}, g.dtype(), g.device());
   ORDO_CHECK(skip_row < s.n, "index_select_backward: row ", skip_row, " to skip is outside an axis of size ", s.n);
   ORDO_BACKEND(g.device(), index_add)(gx, idx.contiguous().reshape({k}), g.contiguous().reshape({s.outer, k, s.inner}),
                                       skip_row, onto.defined());
