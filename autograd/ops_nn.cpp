@@ -37,7 +37,8 @@ std::vector<Tensor> product_grads(const Tensor& gc_in, const Tensor& av, const T
   if (needs[0] && ga_onto.defined()) {
     ga = trans_a ? matmul_onto(ga_onto, bv, gc, trans_b, true, alpha) : matmul_onto(ga_onto, gc, bv, false, !trans_b, alpha);
   } else if (needs[0]) {
-    ga = trans_a ? product_for(0, av.shape(), bv, gc, trans_b, true) : product_for(0, av.shape(), gc, bv, false, !trans_b);
+    ga = trans_a ? product_for(0, av.shape(), bv, gc, trans_b, true)
+                 : product_for(0, av.shape(), gc, bv, false, !trans_b);
   }
   if (needs[1]) {
     if (bv.dim() == 2 && av.dim() > 2 && !trans_a) {
@@ -46,7 +47,8 @@ std::vector<Tensor> product_grads(const Tensor& gc_in, const Tensor& av, const T
       Tensor a2 = av.reshape({-1, av.size(-1)}), g2 = gc.reshape({-1, gc.size(-1)});
       gb = trans_b ? matmul(g2, a2, true, false, alpha) : matmul(a2, g2, true, false, alpha);
     } else {
-      gb = trans_b ? product_for(1, bv.shape(), gc, av, true, trans_a) : product_for(1, bv.shape(), av, gc, !trans_a, false);
+      gb = trans_b ? product_for(1, bv.shape(), gc, av, true, trans_a)
+                   : product_for(1, bv.shape(), av, gc, !trans_a, false);
     }
   }
   return {ga, gb};

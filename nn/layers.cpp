@@ -23,7 +23,9 @@ LayerNorm::LayerNorm(int64_t dim, double eps, Device device)
       bias(add_parameter("bias", {dim}, Init::zeros(), false, device)),
       eps(eps) {}
 
-Var LayerNorm::forward(const Var& x, bool to_product) const { return layernorm(x, weight.var, bias.var, eps, to_product); }
+Var LayerNorm::forward(const Var& x, bool to_product) const {
+  return layernorm(x, weight.var, bias.var, eps, to_product);
+}
 
 Var dropout(const Var& x, double p, Context& ctx) {
   if (!ctx.training || p == 0) return x;

@@ -239,8 +239,8 @@ TEST_CASE("products write the gradients of slices of one block into that block: 
 // whole to two leaves (add's) is never shared by them.
 TEST_CASE("leaves own their parts of one gradient block: accumulation stays apart", "[autograd]") {
   Var x(ordo::test::random_tensor({3, 4}, 61, DType::f64));
-  Var w1(ordo::test::random_tensor({2, 4}, 62, DType::f64), true), w2(ordo::test::random_tensor({2, 4}, 63, DType::f64), true);
-  Var b1(ordo::test::random_tensor({2}, 64, DType::f64), true), b2(ordo::test::random_tensor({2}, 65, DType::f64), true);
+  auto leaf = [](const Shape& shape, uint64_t seed) { return Var(ordo::test::random_tensor(shape, seed, DType::f64), true); };
+  Var w1 = leaf({2, 4}, 62), w2 = leaf({2, 4}, 63), b1 = leaf({2}, 64), b2 = leaf({2}, 65);
   const Tensor c = ordo::test::random_tensor({3, 4}, 66, DType::f64);
   // out = sum(C * [x W1^T + b1, x W2^T + b2]): dW = C^T x (its columns), db = C summed over rows.
   const std::vector<double> xv = x.value().to_doubles(), cv = c.to_doubles();
