@@ -19,7 +19,7 @@ Var MlmHead::forward(const Var& hidden, const Var& word_embeddings, bool fused) 
   Var h = transform_dense
               ? transform_norm->forward(linear_activation(*transform_dense, act_, hidden, fused, /*as_operand=*/false))
               : hidden;
-  const Var& table = decoder ? decoder->var : word_embeddings;
+  const Var& table = this->table(word_embeddings);
   if (bias == nullptr) return matmul(h, table, false, true);
   return fused ? linear(h, table, bias->var) : add(matmul(h, table, false, true), bias->var);
 }
@@ -75,9 +75,9 @@ PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const MlmR
     // The decoder's table rounded once for the products as the scope opens
     // (a cast it needed anyway), and the transform's LayerNorm writing its
     // output's rounding beside it for the decoder: no cast of h.
-    const Var& table = predictions.decoder ? predictions.decoder->var : bert.embeddings.word_embeddings.weight.var;
-    const OperandRoundingScope head_rounding(table.value());
-    logits = predictions.forward(picked, bert.embeddings.word_embeddings.weight.var, ctx.fused);
+    const Var& words = bert.embeddings.word_embeddings.weight.var;
+    const OperandRoundingScope head_rounding(predictions.table(words).value());
+    logits = predictions.forward(picked, words, ctx.fused);
   }
   out.lm_logits = logits.value();
   out.lm_loss = cross_entropy(logits, out.lm_targets);

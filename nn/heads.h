@@ -21,6 +21,8 @@ class MlmHead : public Module {
   // activation in one kernel, the logits' bias added by the product (linear)
   // rather than after it.
   Var forward(const Var& hidden, const Var& word_embeddings, bool fused = true) const;
+  // The decoder's table: its own weight, or the tied word embeddings.
+  const Var& table(const Var& word_embeddings) const { return decoder ? decoder->var : word_embeddings; }
   Linear* transform_dense = nullptr;     // "transform.dense" (lm_head "transform")
   LayerNorm* transform_norm = nullptr;   // "transform.LayerNorm"
   Parameter* bias = nullptr;             // "bias" (lm_head "transform")
