@@ -9,7 +9,10 @@ threads, two ways:
                   ordo does (the same loss, the same work as ordo's step);
   hf_as_is        BertForMaskedLM's own forward, which projects every row;
 and with --compile, same_algorithm under torch.compile (inductor; its
-compilation in the warm-up steps).
+compilation in the warm-up steps). --precision bf16 runs each forward and
+loss under torch.autocast(dtype=torch.bfloat16), as PyTorch users train in
+bf16 (bf16 products, FP32 weights and optimizer state), for ordo's
+`--precision bf16`.
 Prints `tokens_per_s SAME HF` on the first line (what ordo reads), then
 `peak_rss_mib M` (what building the model and same_algorithm's steps add to
 the peak resident memory: resident_peak.py), `compile_tokens_per_s C` (-1:
@@ -38,6 +41,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--compile", action="store_true", help="also time same_algorithm under torch.compile")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     args = ap.parse_args()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -67,13 +71,18 @@ def main():
     rows = (labels.view(-1) != -100).nonzero().squeeze(1)
     targets = labels.view(-1)[rows]
 
+    def autocast():
+        return torch.autocast(args.device.split(":")[0], dtype=torch.bfloat16, enabled=args.precision == "bf16")
+
     def same_algorithm():
-        sequence = model.bert(input_ids=ids, attention_mask=mask).last_hidden_state
-        picked = sequence.reshape(-1, sequence.shape[-1])[rows]
-        return torch.nn.functional.cross_entropy(model.cls(picked), targets)
+        with autocast():
+            sequence = model.bert(input_ids=ids, attention_mask=mask).last_hidden_state
+            picked = sequence.reshape(-1, sequence.shape[-1])[rows]
+            return torch.nn.functional.cross_entropy(model.cls(picked).float(), targets)
 
     def hf_as_is():
-        return model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        with autocast():
+            return model(input_ids=ids, attention_mask=mask, labels=labels).loss
 
     results = [time_step(same_algorithm, opt, args, sync)]
     peak_mib = peak.mib()
@@ -93,7 +102,7 @@ def main():
     print(f"compile_tokens_per_s {compile_rate:.1f}")
     for name, (f, b, u) in zip(names, results):
         print(f"{name}: forward_ms {1e3 * f:.2f} backward_ms {1e3 * b:.2f} optimizer_ms {1e3 * u:.2f} "
-              f"threads {torch.get_num_threads()} torch {torch.__version__}")
+              f"threads {torch.get_num_threads()} torch {torch.__version__} precision {args.precision}")
 
 
 def time_step(loss_fn, opt, args, sync):

@@ -9,7 +9,9 @@ absolute positions), a random batch, on the same number of CPU threads:
 evaluation first, then training, as ordo's bench. Prints `examples_per_s
 TRAIN EVAL`, then `peak_rss_mib EVAL TRAIN`: what the model and the
 evaluation, then the model and both, add to the peak resident memory
-(resident_peak.py). Needs torch and transformers; ordo does not.
+(resident_peak.py). --precision bf16 runs each forward under
+torch.autocast(dtype=torch.bfloat16), for ordo's `--precision bf16`. Needs
+torch and transformers; ordo does not.
 """
 import argparse
 import json
@@ -42,6 +44,7 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     args = ap.parse_args()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -60,18 +63,24 @@ def main():
     labels = torch.arange(args.batch) % 2
     starts = 1 + torch.arange(args.batch) % (args.length - 2)
 
+    def autocast():
+        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16")
+
     def train():
-        if span:
-            loss = model(input_ids=ids, attention_mask=mask, start_positions=starts, end_positions=starts + 1).loss
-        else:
-            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        with autocast():
+            loss = task_loss()
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
 
+    def task_loss():
+        if span:
+            return model(input_ids=ids, attention_mask=mask, start_positions=starts, end_positions=starts + 1).loss
+        return model(input_ids=ids, attention_mask=mask, labels=labels).loss
+
     def evaluate():
         model.eval()
-        with torch.no_grad():
+        with torch.no_grad(), autocast():
             out = model(input_ids=ids, attention_mask=mask)
             (out.start_logits if span else out.logits).tolist()
         model.train()
@@ -81,7 +90,7 @@ def main():
     t_train = median_seconds(train, args.warmup, args.steps)
     print(f"examples_per_s {args.batch / t_train:.2f} {args.batch / t_eval:.2f}")
     print(f"peak_rss_mib {eval_mib:.1f} {peak.mib():.1f}")
-    print(f"threads {torch.get_num_threads()} torch {torch.__version__}")
+    print(f"threads {torch.get_num_threads()} torch {torch.__version__} precision {args.precision}")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@
 #include "base/file_io.h"
 #include "base/json.h"
 #include "tensor/backend.h"
+#include "tensor/cpu/gemm_amx.h"
 #include "tensor/cpu/gemm_own.h"
 #include "tensor/device_runtime.h"
 #include "tensor/ops.h"
@@ -142,11 +143,13 @@ json::Value cpu_matmul(const Options& opt) {
   double peak32 = bench::measure_fma_peak(false, opt.plan), peak64 = bench::measure_fma_peak(true, opt.plan);
   bool blas = cpu::blas_compiled();
   if (blas) cpu::set_use_blas(true);  // cpu::gemm is then the BLAS path
-  std::vector<double> blas_rate(cases.size(), 0), own_rate(cases.size(), 0);
+  std::vector<double> blas_rate(cases.size(), 0), own_rate(cases.size(), 0), bf16_rate(cases.size(), 0);
   double best32 = 0, best64 = 0;  // the best BLAS rate seen (own kernel's without a BLAS)
   for (size_t i = 0; i < cases.size(); ++i) {
     if (blas) blas_rate[i] = gemm_rate(cases[i], Device::cpu(), cpu::gemm, opt.plan);
     own_rate[i] = gemm_rate(cases[i], Device::cpu(), gemm_own_kernel, opt.plan);
+    if (cases[i].dtype == DType::f32)  // cpu::gemm with bf16 operands: AMX tiles or widened to FP32
+      bf16_rate[i] = gemm_rate(cases[i], Device::cpu(), cpu::gemm, opt.plan, MatmulPrecision::bf16);
     double& best = cases[i].dtype == DType::f64 ? best64 : best32;
     best = std::max(best, blas ? blas_rate[i] : own_rate[i]);
   }
@@ -154,7 +157,8 @@ json::Value cpu_matmul(const Options& opt) {
   std::printf("\nCPU matrix products, GFLOP/s (%%best: of the best %s rate seen in this table, "
               "per dtype; %%peak: of the measured FMA peak)\n",
               blas ? "OpenBLAS" : "own-kernel");
-  Table table({"product", "shape", "OpenBLAS", "%best", "%peak", "own", "%best", "%peak", "own/BLAS"});
+  Table table({"product", "shape", "OpenBLAS", "%best", "%peak", "own", "%best", "%peak", "own/BLAS", "bf16",
+               "bf16/fp32"});
   json::Value rows = json::Value::array();
   for (size_t i = 0; i < cases.size(); ++i) {
     const GemmCase& g = cases[i];
@@ -167,16 +171,22 @@ json::Value cpu_matmul(const Options& opt) {
     for (const auto& s : blas ? cells(blas_rate[i]) : std::vector<std::string>{"-", "-", "-"}) row.push_back(s);
     for (const auto& s : cells(own_rate[i])) row.push_back(s);
     row.push_back(blas ? fixed(own_rate[i] / blas_rate[i], 2) : "-");
+    const double fp32 = blas ? blas_rate[i] : own_rate[i];
+    row.push_back(bf16_rate[i] > 0 ? fixed(bf16_rate[i] / 1e9, 1) : "-");
+    row.push_back(bf16_rate[i] > 0 ? fixed(bf16_rate[i] / fp32, 2) : "-");
     table.add(row);
 
     json::Value v = gemm_json(g);
     v["blas_gflops"] = blas ? json::Value(blas_rate[i] / 1e9) : json::Value();
     v["own_gflops"] = own_rate[i] / 1e9;
+    v["bf16_gflops"] = bf16_rate[i] > 0 ? json::Value(bf16_rate[i] / 1e9) : json::Value();
     rows.push_back(v);
   }
   table.print();
   std::printf("FMA peak (%d threads, %d-bit vectors): f32 %.1f GFLOP/s, f64 %.1f GFLOP/s\n", bench::cpu_threads(),
               8 * cpu::kGemmOwnVectorBytes, peak32 / 1e9, peak64 / 1e9);
+  std::printf("bf16: cpu::gemm with bf16 operands (FP32 sums), %s\n",
+              cpu::amx_enabled() ? "on AMX-BF16 tiles" : ("widened to FP32: " + cpu::amx_description()).c_str());
 
   json::Value out = json::Value::object();
   out["fma_peak_gflops_f32"] = peak32 / 1e9;

@@ -16,6 +16,7 @@
 #include "tools/bench.h"
 #include "tools/bench_model.h"
 #include "tools/cli.h"
+#include "train/loop.h"
 #include "train/pretrain.h"
 
 namespace {
@@ -100,7 +101,7 @@ Rates time_task(bool span, const nn::BertConfig& mc, int64_t batch, int64_t leng
 }
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"config", "set", "steps", "warmup", "batch", "length", "squad-length", "device"},
+  cli::Args args(argv, {"config", "set", "steps", "warmup", "batch", "length", "squad-length", "device", "precision"},
                  {"compare-torch"});
   std::vector<std::string> configs = args.all("config");
   if (configs.empty()) configs = {"tiny", "mini"};
@@ -110,12 +111,16 @@ int run(const std::vector<std::string>& argv) {
   const int64_t length = args.integer("length", 128, 4, 1 << 16);
   const int64_t squad_length = args.integer("squad-length", 384, 4, 1 << 16);
   Device device = args.device("device", cuda_available() ? "cuda" : "cpu");
+  // The products' precision, as train.precision; PyTorch's twin runs bf16 under autocast.
+  const MatmulPrecision precision = train::resolve_precision(args.str("precision", "auto"), device, "--precision");
+  MatmulPrecisionScope precision_scope(precision);
   std::printf("ordo bench finetune: examples/s of a training step (forward + task loss, backward, AdamW) and of an\n"
               "evaluation (a batch a thread on the CPU); classification %lld x %lld, SQuAD %lld x %lld; median of %d after %d warm-up\n",
               static_cast<long long>(batch), static_cast<long long>(length), static_cast<long long>(batch),
               static_cast<long long>(squad_length), steps, warmup);
-  std::printf("machine: %s, %d threads; device %s\n\n", bench::cpu_model().c_str(), bench::cpu_threads(),
-              device.is_cpu() ? "cpu" : cuda_device_description(device.index).c_str());
+  std::printf("machine: %s, %d threads; device %s; %s\n\n", bench::cpu_model().c_str(), bench::cpu_threads(),
+              device.is_cpu() ? "cpu" : cuda_device_description(device.index).c_str(),
+              train::precision_description(precision, device).c_str());
   // RSS: what the model and its evaluation (eval), then its training too (train), add to the peak
   // resident memory (bench::ResidentPeak), ordo's and torch's.
   bench::Table table({"config", "task", "train ex/s", "eval ex/s", "torch train ex/s", "torch eval ex/s",
@@ -137,7 +142,8 @@ int run(const std::vector<std::string>& argv) {
                                 (span ? "span" : "classification") + " --batch " + std::to_string(batch) +
                                 " --length " + std::to_string(len) + " --steps " + std::to_string(steps) +
                                 " --warmup " + std::to_string(warmup) + " --threads " +
-                                std::to_string(bench::cpu_threads()) + " 2>/dev/null";
+                                std::to_string(bench::cpu_threads()) + " --precision " +
+                                (precision == MatmulPrecision::bf16 ? "bf16" : "fp32") + " 2>/dev/null";
         const auto figures = bench::command_figures(cmd);
         const auto rates = figures.find("examples_per_s");
         if (rates == figures.end() || rates->second.size() != 2 || rates->second[0] <= 0 || rates->second[1] <= 0) {
@@ -165,7 +171,7 @@ cli::Register command({"bench finetune",
                        "examples/s of fine-tuning and evaluation: classification and SQuAD-style span extraction",
                        "[--config tiny|mini|small|base|FILE ...] [--set key=value ...] [--steps N] [--warmup N]"
                        " [--batch B (32)] [--length L (128)] [--squad-length L (384, at most the position table)]"
-                       " [--device cpu|cuda] [--compare-torch]",
+                       " [--device cpu|cuda] [--precision auto|fp32|tf32|bf16] [--compare-torch]",
                        run});
 
 }  // namespace

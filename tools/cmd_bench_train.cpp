@@ -12,6 +12,7 @@
 #include "tools/bench.h"
 #include "tools/bench_model.h"
 #include "tools/cli.h"
+#include "train/loop.h"
 #include "train/pretrain.h"
 
 namespace {
@@ -56,18 +57,22 @@ StepTimes time_steps(nn::PretrainingModel& model, nn::AdamW& opt, const nn::Bert
 }
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"config", "set", "steps", "warmup", "batch", "length", "device"},
+  cli::Args args(argv, {"config", "set", "steps", "warmup", "batch", "length", "device", "precision"},
                  {"compare-torch", "torch-compile"});
   std::vector<std::string> configs = args.all("config");
   if (configs.empty()) configs = {"tiny", "mini"};
   const int steps = static_cast<int>(args.integer("steps", 5, 1, 100000));
   const int warmup = static_cast<int>(args.integer("warmup", 2, 0, 100000));
   Device device = args.device("device", cuda_available() ? "cuda" : "cpu");
+  // The products' precision, as train.precision; PyTorch's twin runs bf16 under autocast.
+  const MatmulPrecision precision = train::resolve_precision(args.str("precision", "auto"), device, "--precision");
+  MatmulPrecisionScope precision_scope(precision);
 
   std::printf("ordo bench train: one pretraining step (MLM forward + loss, backward, AdamW), median of %d after %d warm-up\n",
               steps, warmup);
-  std::printf("machine: %s, %d threads; device %s\n\n", bench::cpu_model().c_str(), bench::cpu_threads(),
-              device.is_cpu() ? "cpu" : cuda_device_description(device.index).c_str());
+  std::printf("machine: %s, %d threads; device %s; %s\n\n", bench::cpu_model().c_str(), bench::cpu_threads(),
+              device.is_cpu() ? "cpu" : cuda_device_description(device.index).c_str(),
+              train::precision_description(precision, device).c_str());
   // torch: the same step in PyTorch (vocabulary projection of the predicted
   // rows only, as ordo); torch HF: BertForMaskedLM as is (every row projected);
   // compiled: torch's step under torch.compile (--torch-compile). in use: the
@@ -101,7 +106,8 @@ int run(const std::vector<std::string>& argv) {
                               " --vocab-size " + std::to_string(mc.vocab_size) + " --batch " + std::to_string(batch) +
                               " --length " + std::to_string(length) + " --steps " + std::to_string(steps) +
                               " --warmup " + std::to_string(warmup) + " --threads " +
-                              std::to_string(bench::cpu_threads()) + (compile ? " --compile" : "") + " 2>/dev/null";
+                              std::to_string(bench::cpu_threads()) + (compile ? " --compile" : "") +
+                              " --precision " + (precision == MatmulPrecision::bf16 ? "bf16" : "fp32") + " 2>/dev/null";
       const auto figures = bench::command_figures(cmd);
       const auto rates = figures.find("tokens_per_s");
       if (rates == figures.end() || rates->second.size() != 2) {
@@ -135,7 +141,8 @@ int run(const std::vector<std::string>& argv) {
 
 cli::Register command({"bench train", "tokens/s, step time by phase and peak memory of a pretraining step",
                        "[--config tiny|mini|small|base|FILE ...] [--set key=value ...] [--steps N] [--warmup N]"
-                       " [--batch B] [--length L] [--device cpu|cuda] [--compare-torch [--torch-compile]]",
+                       " [--batch B] [--length L] [--device cpu|cuda] [--precision auto|fp32|tf32|bf16]"
+                       " [--compare-torch [--torch-compile]]",
                        run});
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "nn/bert.h"
 #include "pe/registry.h"
 #include "tensor/cpu/blas_core.h"
+#include "tensor/cpu/gemm_amx.h"
 #include "tensor/cpu/gemm_own.h"
 #include "tensor/device_runtime.h"
 #include "tools/cli.h"
@@ -105,6 +106,9 @@ void print_fused_attention() {
 int info(const std::vector<std::string>&) {
   std::printf("ordo %s\nbuild: %s\n", "0.1", ORDO_BUILD_INFO);
   std::printf("blas: %s\n", ordo::cpu::blas_description().c_str());
+  const std::string bf16_products = ordo::cpu::amx_enabled() ? std::string("AMX-BF16 tiles")
+                                                              : "widened to FP32 (" + ordo::cpu::amx_description() + ")";
+  std::printf("bf16 products on the CPU: %s\n", bf16_products.c_str());
   int n = ordo::cuda_device_count();
   // Without a GPU the CUDA runtime's reason is a driver message ("CUDA driver
   // version is insufficient") that reads as a fault; say what it means.

@@ -20,6 +20,7 @@
 #include "base/file_io.h"
 #include "base/sha256.h"
 #include "tensor/cpu/blas_core.h"
+#include "tensor/cpu/gemm_amx.h"
 #include "tensor/cpu/gemm_own.h"
 #include "tensor/device_runtime.h"
 #include "tensor/safetensors.h"
@@ -56,7 +57,9 @@ std::string precision_description(MatmulPrecision precision, Device device) {
   std::string text = std::string(precision_name(precision)) + " products";
   if (precision != MatmulPrecision::fp32) {
     text += " (FP32 sums, weights, optimizer state and statistics)";
-    if (device.is_cpu()) text += ", emulated on the CPU";
+    if (device.is_cpu())
+      text += precision == MatmulPrecision::bf16 && cpu::amx_enabled() ? ", on the CPU's AMX-BF16 tiles"
+                                                                       : ", emulated on the CPU";
   }
   return text;
 }

@@ -6,6 +6,7 @@
 
 #include "tensor/cpu/blas_core.h"
 #include "tensor/cpu/common.h"
+#include "tensor/cpu/gemm_amx.h"
 #include "tensor/cpu/gemm_own.h"
 
 #ifdef ORDO_HAS_BLAS
@@ -156,6 +157,12 @@ void gemm(const Tensor& c, const MatrixBatch& a_in, const MatrixBatch& b_in, int
   if (k > 0 && alpha != 0 && c.dtype() == DType::f32 &&
       (precision == MatmulPrecision::tf32 || a.t.dtype() == DType::bf16 || b.t.dtype() == DType::bf16)) {
     ORDO_CHECK(precision != MatmulPrecision::fp32, "gemm: bf16 operands need precision bf16");
+    // Both bf16, on the CPU's matrix tiles where it has them: FP32 sums of
+    // the same exact products, in the tiles' order.
+    if (a.t.dtype() == DType::bf16 && b.t.dtype() == DType::bf16 && amx_enabled()) {
+      gemm_amx(c, a, b, batch, m, n, k, alpha, beta);
+      return;
+    }
     a = as_f32_operand(a, a.trans ? k : m, a.trans ? m : k, batch);
     b = as_f32_operand(b, b.trans ? n : k, b.trans ? k : n, batch);
   }

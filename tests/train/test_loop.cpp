@@ -4,6 +4,7 @@
 
 #include "autograd/ops.h"
 #include "tensor/cpu/blas_core.h"
+#include "tensor/cpu/gemm_amx.h"
 #include "tensor/cpu/gemm_own.h"
 #include "tensor/device_runtime.h"
 #include "tests/helpers.h"
@@ -123,7 +124,10 @@ TEST_CASE("train.precision: auto is bf16 on a GPU and fp32 on the CPU, the other
   CHECK_THROWS_WITH(resolve_precision("half", Device::cpu(), "--precision"),
                     "--precision: unknown precision 'half' (auto, fp32, tf32 or bf16)");
   CHECK(train::precision_description(MatmulPrecision::bf16, Device::cpu()) ==
-        "bf16 products (FP32 sums, weights, optimizer state and statistics), emulated on the CPU");
+        std::string("bf16 products (FP32 sums, weights, optimizer state and statistics), ") +
+            (cpu::amx_enabled() ? "on the CPU's AMX-BF16 tiles" : "emulated on the CPU"));
+  CHECK(train::precision_description(MatmulPrecision::tf32, Device::cpu()) ==
+        "tf32 products (FP32 sums, weights, optimizer state and statistics), emulated on the CPU");
 }
 
 TEST_CASE("a run's header names the CPU's product kernels", "[train]") {
