@@ -160,17 +160,16 @@ __attribute__((target("avx512f"))) void transpose16(__m512i r[16]) {
   }
 }
 
-// A stored k x m: the 16 rows r0 .. r0 + 15 by 16 words p0 .. p0 + 15 of
-// the packed rows (each row kw words apart), all inside the matrix.
-__attribute__((target("avx512f"))) void pack_a_trans_block(uint32_t* dst, int64_t kw, const Operand& a, int64_t r0,
-                                                          int64_t p0) {
+// A stored k x m: the tile of rows r0 .. r0 + 15 by words p0 .. p0 + 15,
+// all inside the matrix (16 words a row, tile order).
+__attribute__((target("avx512f"))) void pack_a_trans_block(uint32_t* dst, const Operand& a, int64_t r0, int64_t p0) {
   __m512i r[16];
   for (int i = 0; i < 16; ++i) {
     const uint16_t* even = a.p + 2 * (p0 + i) * a.ld + r0;
     r[i] = interleave16(even, even + a.ld);  // word p0 + i of rows r0 .. r0 + 15
   }
   transpose16(r);
-  for (int i = 0; i < 16; ++i) _mm512_storeu_si512(dst + i * kw, r[i]);
+  for (int i = 0; i < 16; ++i) _mm512_storeu_si512(dst + i * 16, r[i]);
 }
 
 // B stored n x k: words p0 .. p0 + 15 of the panel (16 words each) from
@@ -223,16 +222,28 @@ void pack_b_panel(uint32_t* dst, const Operand& b, int64_t panel, int64_t n, int
       dst[p * kPanel + j] = word(element_or_zero(b, 2 * p, c0 + j, k, n), element_or_zero(b, 2 * p + 1, c0 + j, k, n));
 }
 
-// Rows [r0, r0 + rows) of A, kw words per row, rows up to a multiple of 32
-// and k up to 2 kw filled with zeros.
+// Packed A is in tile order: each tile's 16 rows x 16 words are 1 KB in a
+// row (a tile load reads one contiguous run), the tiles of 16 rows one
+// after another along k. Word p of row r:
+int64_t a_word(int64_t r, int64_t p, int64_t kw) {
+  return (r / 16) * 16 * kw + (p / 16) * 256 + (r % 16) * 16 + p % 16;
+}
+
+// Rows [r0, r0 + rows) of A, rows up to a multiple of 32 and k up to 2 kw
+// filled with zeros.
 void pack_a_rows(uint32_t* dst, const Operand& a, int64_t r0, int64_t rows, int64_t k, int64_t kw, bool vector) {
   const int64_t padded = round_up(rows, kBlock);
-  std::memset(dst + rows * kw, 0, static_cast<size_t>((padded - rows) * kw) * 4);
-  if (!a.trans) {  // rows of storage are rows of A: copied, the tail after k zeroed
+  if (!a.trans) {  // rows of storage are rows of A: a tile row's 16 words (32 values) at a time
+    std::memset(dst + (rows / 16) * 16 * kw, 0, static_cast<size_t>((padded - rows / 16 * 16) * kw) * 4);
+    const int64_t whole = k / 32;  // tile rows inside k
     for (int64_t r = 0; r < rows; ++r) {
-      uint16_t* row = reinterpret_cast<uint16_t*>(dst + r * kw);
-      std::memcpy(row, a.p + (r0 + r) * a.ld, static_cast<size_t>(k) * 2);
-      std::memset(row + k, 0, static_cast<size_t>(2 * kw - k) * 2);
+      const uint16_t* row = a.p + (r0 + r) * a.ld;
+      for (int64_t t = 0; t < whole; ++t) std::memcpy(dst + a_word(r, 16 * t, kw), row + 32 * t, 64);
+      if (whole * 32 < k) {
+        uint32_t* tail = dst + a_word(r, 16 * whole, kw);
+        std::memset(tail, 0, 64);
+        std::memcpy(tail, row + 32 * whole, static_cast<size_t>(k - 32 * whole) * 2);
+      }
     }
     return;
   }
@@ -243,13 +254,14 @@ void pack_a_rows(uint32_t* dst, const Operand& a, int64_t r0, int64_t rows, int6
     p_full = (k / 2) / 16 * 16;
 #ifdef ORDO_AMX_COMPILED
     for (int64_t r = 0; r < r_full; r += 16)
-      for (int64_t p0 = 0; p0 < p_full; p0 += 16) pack_a_trans_block(dst + r * kw + p0, kw, a, r0 + r, p0);
+      for (int64_t p0 = 0; p0 < p_full; p0 += 16) pack_a_trans_block(dst + a_word(r, p0, kw), a, r0 + r, p0);
 #endif
   }
-  for (int64_t r = 0; r < rows; ++r)
+  for (int64_t r = 0; r < padded; ++r)
     for (int64_t p = r < r_full ? p_full : 0; p < kw; ++p) {
-      const uint16_t even = 2 * p < k ? a.at(r0 + r, 2 * p) : 0, odd = 2 * p + 1 < k ? a.at(r0 + r, 2 * p + 1) : 0;
-      dst[r * kw + p] = word(even, odd);
+      const uint16_t even = element_or_zero(a, r0 + r, 2 * p, r0 + rows, k);
+      const uint16_t odd = element_or_zero(a, r0 + r, 2 * p + 1, r0 + rows, k);
+      dst[a_word(r, p, kw)] = word(even, odd);
     }
 }
 
@@ -271,7 +283,7 @@ void block_emulated(const uint32_t* a, const uint32_t* b0, const uint32_t* b1, i
       const int64_t j = c % kPanel;
       float sum = 0.0f;
       for (int64_t e = 0; e < 2 * kw; ++e)
-        sum += widen(half(a[r * kw + e / 2], e)) * widen(half(panel[(e / 2) * kPanel + j], e));
+        sum += widen(half(a[a_word(r, e / 2, kw)], e)) * widen(half(panel[(e / 2) * kPanel + j], e));
       out[r * ldo + c] = sum;
     }
 }
@@ -300,14 +312,13 @@ __attribute__((target("amx-tile"))) void release_tiles() { _tile_release(); }
 __attribute__((target("amx-tile,amx-bf16"))) void block_hardware(const uint32_t* a, const uint32_t* b0,
                                                                    const uint32_t* b1, int64_t kw, float* out,
                                                                    int64_t ldo) {
-  const int64_t stride = kw * 4;  // bytes from one row of the A block to the next
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
-  for (int64_t w = 0; w < kw; w += kTileK / 2) {  // a tile's 16 words of k: A row slices, B panel rows
-    _tile_loadd(4, a + w, stride);
-    _tile_loadd(5, a + 16 * kw + w, stride);
+  for (int64_t w = 0; w < kw; w += kTileK / 2) {  // a tile's 16 words of k: A's tiles in tile order, B panel rows
+    _tile_loadd(4, a + a_word(0, w, kw), 64);
+    _tile_loadd(5, a + a_word(16, w, kw), 64);
     _tile_loadd(6, b0 + w * kPanel, 64);
     _tile_loadd(7, b1 + w * kPanel, 64);
     _tile_dpbf16ps(0, 4, 6);
@@ -352,17 +363,19 @@ void rows_task(const Problem& p, float* c, const Operand& a, const uint32_t* bpa
                int64_t rows) {
   pack_a_rows(apack, a, r0, rows, p.k, p.kw, p.vector_packing);
   alignas(64) float block[kBlock * kBlock];
-  for (int64_t c0 = 0; c0 < p.n; c0 += kBlock) {
-    const uint32_t* b0 = bpack + (c0 / kPanel) * p.kw * kPanel;
-    const uint32_t* b1 = b0 + p.kw * kPanel;
-    const int64_t cols = std::min(kBlock, p.n - c0);
-    for (int64_t rb = 0; rb < rows; rb += kBlock) {
-      const int64_t valid = std::min(kBlock, rows - rb);
+  // A block of 32 rows stays in the L1 cache while the B panels stream past it.
+  for (int64_t rb = 0; rb < rows; rb += kBlock) {
+    const int64_t valid = std::min(kBlock, rows - rb);
+    const uint32_t* a_block = apack + a_word(rb, 0, p.kw);
+    for (int64_t c0 = 0; c0 < p.n; c0 += kBlock) {
+      const uint32_t* b0 = bpack + (c0 / kPanel) * p.kw * kPanel;
+      const uint32_t* b1 = b0 + p.kw * kPanel;
+      const int64_t cols = std::min(kBlock, p.n - c0);
       if (valid == kBlock && cols == kBlock && p.alpha == 1.0f && p.beta == 0.0f) {  // the sums are C: in place
-        p.block(apack + rb * p.kw, b0, b1, p.kw, c + (r0 + rb) * p.n + c0, p.n);
+        p.block(a_block, b0, b1, p.kw, c + (r0 + rb) * p.n + c0, p.n);
         continue;
       }
-      p.block(apack + rb * p.kw, b0, b1, p.kw, block, kBlock);
+      p.block(a_block, b0, b1, p.kw, block, kBlock);
       for (int64_t r = 0; r < valid; ++r) {
         float* out = c + (r0 + rb + r) * p.n + c0;
         const float* sum = block + r * kBlock;

@@ -13,7 +13,9 @@
 #include "base/sha256.h"
 #include "nn/checkpoint.h"
 #include "tensor/safetensors.h"
+#include "tensor/cpu/gemm_amx.h"
 #include "tests/helpers.h"
+#include "tests/train/learning_curve.h"
 #include "train/pretrain.h"
 
 using namespace ordo;
@@ -429,4 +431,18 @@ TEST_CASE("Ctrl-C during a run stops it after the step with a checkpoint, and th
   CHECK(s.steps == 3);
   CHECK(s.step == 3);
   CHECK(file_exists(dir + "/checkpoints/step_000000003/trainer_state.json"));
+}
+
+// The CPU's bf16 products (AMX-BF16 tiles where the CPU has them, FP32
+// products of the rounded operands elsewhere) against FP32 over 200 steps of
+// one run: the bf16 learning curve must track the FP32 one's within the
+// resolution of the FP32 curve's own noise (the bound's derivation:
+// test::check_tracks_learning_curve).
+TEST_CASE("200 steps with bf16 products on the CPU track the FP32 run's learning curve", "[train]") {
+  test::TempDir dir("bf16_cpu");
+  test::write_tracking_corpus(dir);
+  const int64_t steps = 200;
+  INFO("bf16 products: " << (cpu::amx_enabled() ? "AMX tiles" : cpu::amx_description()));
+  test::check_tracks_learning_curve(test::pretrain_losses(dir, "cpu", "fp32", steps),
+                                    test::pretrain_losses(dir, "cpu", "bf16", steps), 20);
 }

@@ -20,6 +20,7 @@
 #include "tensor/device_runtime.h"
 #include "tensor/kernel_calls.h"
 #include "tests/train/device_step.h"
+#include "tests/train/learning_curve.h"
 #include "base/file_io.h"
 #include "train/pretrain.h"
 
@@ -232,36 +233,6 @@ TEST_CASE("cuda: a training step of MLM+NSP and of the causal decoder matches th
   SECTION("causal decoder") { require_steps_agree(step_config("rope", "{}", "input", true), false); }
 }
 
-namespace {
-
-// The logged losses of a `steps`-step `ordo pretrain` run of a tiny model on
-// a four-sentence corpus, on `device` with products in `precision` (dropout
-// on; the same seed on both).
-std::vector<double> pretrain_losses(const test::TempDir& dir, const std::string& device,
-                                    const std::string& precision = "fp32", int64_t steps = 20) {
-  json::Value c = json::parse(R"({
-    "model": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 48,
-              "max_position_embeddings": 24},
-    "data": {"corpus": "", "held_out_fraction": 0, "vocab_size": 120, "vocab_min_frequency": 1,
-             "max_predictions_per_seq": 5},
-    "train": {"steps": 20, "batch_size": 4, "max_seq_length": 13, "lr": 5e-3, "warmup_steps": 2,
-              "log_every": 1, "eval_every": 0, "threads": 1}
-  })");
-  c["data"]["corpus"] = dir / "corpus.txt";
-  c["train"]["device"] = device;
-  c["train"]["precision"] = precision;
-  c["train"]["steps"] = steps;
-  train::PretrainOptions o;
-  o.out = dir / (device + "_" + precision);
-  o.quiet = true;
-  std::vector<double> losses;
-  train::pretrain(train::parse_run_config(c, {}, "20 steps on " + device), o, [&](const json::Value& line) {
-    if (line.contains("loss")) losses.push_back(line["loss"].as_number());
-  });
-  return losses;
-}
-
-}  // namespace
 
 // Twenty steps compound the one step's rounding differences through AdamW,
 // whose first updates are near sign(g): an element with |g| ~ eps may move
@@ -269,16 +240,13 @@ std::vector<double> pretrain_losses(const test::TempDir& dir, const std::string&
 // almost none of the loss's gradient, so the losses stay within the single
 // step's bound, 2^-12 relative (measured: ~1e-7). The loss falls by more than
 // 1 over the run, so a wrong update, a stale gradient, another batch or
-// another dropout mask would leave the CPU's curve by far more.
-void write_corpus(const test::TempDir& dir) {
-  std::ofstream(dir / "corpus.txt") << "the dog chased the cat .\nthe cat saw a bird near the house .\n"
-                                       "a small boy ran to the old man .\nthe old man gave the boy a red ball .\n";
-}
+// another dropout mask would leave the CPU's curve by far more. (The run:
+// test::pretrain_losses, tests/train/learning_curve.h.)
 
 TEST_CASE("cuda: 20 steps of ordo pretrain on cuda track the CPU's losses", "[cuda][step]") {
   test::TempDir dir("track");
-  write_corpus(dir);
-  const std::vector<double> cpu = pretrain_losses(dir, "cpu"), gpu = pretrain_losses(dir, "cuda");
+  test::write_tracking_corpus(dir);
+  const std::vector<double> cpu = test::pretrain_losses(dir, "cpu"), gpu = test::pretrain_losses(dir, "cuda");
   REQUIRE(cpu.size() == 20);
   REQUIRE(gpu.size() == 20);
   double worst = 0;
@@ -289,49 +257,19 @@ TEST_CASE("cuda: 20 steps of ordo pretrain on cuda track the CPU's losses", "[cu
 }
 
 // bf16 products (train.precision = bf16, the default on a GPU) against FP32
-// over 200 steps of the same run. Step by step the two curves part: every
-// product's operands lose 16 of their 24 bits, AdamW's first updates are
-// near sign(g), and dropout and the small batches make each step's loss a
-// noisy estimate (here its step-to-step scatter is ~0.3 on a loss of ~2.5),
-// so two trajectories that start ~1e-6 apart drift to differences of that
-// noise's order at single steps, as two FP32 runs from different summation
-// orders would given enough steps. What bf16 must not change is the curve
-// the run learns: the bound is the resolution the FP32 curve itself has.
-// Over a window of w steps, the mean of the FP32 losses estimates the curve
-// with a standard error sigma / sqrt(w), sigma the standard deviation of one
-// step's loss about the curve, estimated from the FP32 run's successive
-// differences (von Neumann: var(L_s+1 - L_s) = 2 sigma^2 when the trend
-// moves little within a step). The bf16 run tracks when every window's mean
-// is within 2 standard errors of the FP32 run's: a difference the FP32 curve
-// cannot resolve from its own noise (measured: at most 0.017 against a
-// bound of ~0.15 with w = 20). A bf16 path that learns more slowly, stalls
-// or blows up moves a window by far more. The reference is the CPU's FP32
-// run (the GPU's FP32 run is within 2.4e-6 of it over these 200 steps,
-// measured), which keeps one 200-step run on the emulated GPU, not two.
+// over 200 steps of the same run: the bf16 run's learning curve must track
+// the FP32 one's within the resolution of the FP32 curve's own noise
+// (test::check_tracks_learning_curve, where the bound is derived; measured:
+// at most 0.017 against a bound of ~0.15 with windows of 20 steps). The
+// reference is the CPU's FP32 run (the GPU's FP32 run is within 2.4e-6 of it
+// over these 200 steps, measured), which keeps one 200-step run on the
+// emulated GPU, not two.
 TEST_CASE("cuda: 200 steps with bf16 products track the FP32 run's learning curve", "[cuda][bf16]") {
   test::TempDir dir("bf16");
-  write_corpus(dir);
-  const int64_t steps = 200, window = 20;
-  const std::vector<double> fp32 = pretrain_losses(dir, "cpu", "fp32", steps);
-  const std::vector<double> bf16 = pretrain_losses(dir, "cuda", "bf16", steps);
-  REQUIRE(fp32.size() == static_cast<size_t>(steps));
-  REQUIRE(bf16.size() == static_cast<size_t>(steps));
-  double squares = 0;
-  for (int64_t s = 0; s + 1 < steps; ++s) squares += (fp32[s + 1] - fp32[s]) * (fp32[s + 1] - fp32[s]);
-  const double sigma = std::sqrt(squares / static_cast<double>(steps - 1) / 2);
-  const double bound = 2 * sigma / std::sqrt(static_cast<double>(window));
-  auto window_mean = [&](const std::vector<double>& l, int64_t from) {
-    double sum = 0;
-    for (int64_t s = from; s < from + window; ++s) sum += l[s];
-    return sum / static_cast<double>(window);
-  };
-  for (int64_t from = 0; from < steps; from += window) {
-    const double a = window_mean(fp32, from), b = window_mean(bf16, from);
-    INFO("steps " << from + 1 << "-" << from + window << ": fp32 " << a << ", bf16 " << b << ", bound " << bound);
-    CHECK(std::fabs(b - a) <= bound);
-  }
-  // The run learns far more than the bound: the check is not vacuous.
-  CHECK(window_mean(fp32, steps - window) < window_mean(fp32, 0) - 5 * bound);
+  test::write_tracking_corpus(dir);
+  const int64_t steps = 200;
+  test::check_tracks_learning_curve(test::pretrain_losses(dir, "cpu", "fp32", steps),
+                                    test::pretrain_losses(dir, "cuda", "bf16", steps), 20);
 }
 
 #endif  // ORDO_HAS_CUDA
@@ -360,7 +298,7 @@ std::vector<json::Value> step_lines_of(const std::string& run) {
 TEST_CASE("cuda: a pretraining run replaying one CUDA graph a step equals the run without graphs, bit for bit",
           "[cuda][step][graphs]") {
   test::TempDir dir("graphs");
-  write_corpus(dir);
+  test::write_tracking_corpus(dir);
   const std::string base = "pretrain --config " + (dir / "config.json") + " --quiet --set train.steps=6 ";
   json::Value c = json::parse(R"({
     "model": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 48,
