@@ -173,3 +173,13 @@ TEST_CASE("AMX hardware tiles: FP32 sums of the exact products within k u sum |a
   cpu::gemm(c, r.a.mb, r.b.mb, 1, s.m, s.n, s.k, 1.0, 0.0, MatmulPrecision::bf16);
   CHECK((c.to_vector<float>() == product(s, r, 1.0, 0.0, cpu::TileUnit::hardware)) == cpu::amx_enabled());
 }
+
+TEST_CASE("ORDO_AMX: off sends bf16 products to the FP32 path, a value it does not know is refused", "[gemm]") {
+  const test::CommandResult off = test::run_ordo("info", "ORDO_AMX=off ");
+  CHECK(off.exit_code == 0);
+  CHECK_THAT(off.output, Catch::Contains(cpu::amx_available() ? "bf16 products on the CPU: widened to FP32 (off (ORDO_AMX=off))"
+                                                               : "bf16 products on the CPU: widened to FP32 ("));
+  const test::CommandResult bad = test::run_ordo("info", "ORDO_AMX=maybe ");
+  CHECK(bad.exit_code != 0);
+  CHECK_THAT(bad.output, Catch::Contains("ORDO_AMX: expected on, off or auto, got 'maybe'"));
+}
