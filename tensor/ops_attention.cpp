@@ -273,7 +273,12 @@ Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, co
   // projection), the transposed view otherwise (k made by a rotation). The
   // two reach different BLAS kernels (B as given or transposed), whose sums
   // round differently; the other operands' copies change only their strides.
-  const bool copy_keys = B > 1 && H > 1 && k.stride(0) != k.stride(1) * H;
+  // Under bf16, q, k and v rounded once here (unless given as bf16), as the
+  // batched products round them (elementwise: the same operands), rather
+  // than a head at a time; the softmax writes P's rounding for P.V beside it.
+  const bool bf16 = matmul_precision() == MatmulPrecision::bf16 && q.dtype() != DType::f64;
+  const Tensor qs = bf16 ? as_operand(q) : q, ks = bf16 ? as_operand(k) : k, vs = bf16 ? as_operand(v) : v;
+  const bool copy_keys = B > 1 && H > 1 && ks.stride(0) != ks.stride(1) * H;
   Tensor out = Tensor::empty({B, L, H * e}, v.dtype() == DType::f64 ? DType::f64 : DType::f32);
   std::exception_ptr failure;
   std::mutex failure_mutex;
@@ -288,11 +293,12 @@ Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, co
       const Tensor mask_b = mask.defined() ? mask.select(0, mask.size(0) == 1 ? 0 : b).select(0, 0) : Tensor();
       const Tensor out_b = out.select(0, b);  // [L, H e]
       for (int64_t h = 0; h < H; ++h) {
-        const Tensor keys = k.select(0, b).select(0, h).transpose(-1, -2);  // [d, J]
-        Tensor scores = matmul(q.select(0, b).select(0, h), copy_keys ? keys.contiguous() : keys, false, false, scale);
+        const Tensor keys = ks.select(0, b).select(0, h).transpose(-1, -2);  // [d, J]
+        Tensor scores = matmul(qs.select(0, b).select(0, h), copy_keys ? keys.contiguous() : keys, false, false, scale);
         if (bias_b.defined()) scores = add(scores, bias_b.select(0, bias_b.size(0) == 1 ? 0 : h));
-        const Tensor probs = mask_b.defined() ? softmax(scores, mask_b) : softmax(scores);
-        out_b.slice(1, h * e, (h + 1) * e).copy_from(matmul(probs, v.select(0, b).select(0, h)));  // [L, e]
+        const Tensor probs = bf16 ? softmax_dropout(scores, mask_b, 0.0, PhiloxStream{}, DType::bf16).out
+                                  : (mask_b.defined() ? softmax(scores, mask_b) : softmax(scores));
+        out_b.slice(1, h * e, (h + 1) * e).copy_from(matmul(probs, vs.select(0, b).select(0, h)));  // [L, e]
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(failure_mutex);

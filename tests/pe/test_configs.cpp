@@ -83,6 +83,16 @@ TEST_CASE("every config in configs/ parses, builds its model and runs a forward 
       side_by_side[static_cast<size_t>(b)] = model->bert.forward(in, own).value().to_vector<float>();
     });
     for (const std::vector<float>& values : side_by_side) CHECK(values == hidden.to_vector<float>());
+    // Under bf16 products too (the evaluation path takes q, k, v and P as rounded operands).
+    MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+    Tensor hidden16;
+    {
+      NoGradGuard no_grad;
+      nn::Context eval16 = nn::Context::eval();
+      hidden16 = model->bert.forward(in, eval16).value();
+    }
+    nn::Context ctx16 = nn::Context::eval();
+    CHECK(model->bert.forward(in, ctx16).value().to_vector<float>() == hidden16.to_vector<float>());
   }
   std::string list;
   for (const auto& p : pending) list += "\n  " + p;

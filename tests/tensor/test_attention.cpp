@@ -278,6 +278,16 @@ TEST_CASE("attention_inference equals the unfused ops bit for bit and a naive lo
     CHECK(naive_distance(got, {}, mask.defined() ? mask.expand({B, 1, L, L}).contiguous().to_vector<float>()
                                                  : std::vector<float>()) < 1e-5);
   }
+  // bf16 products (q, k, v and P rounded): the unfused ops under bf16, bit for bit.
+  {
+    MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+    const Tensor mask = masks[1];
+    const Tensor got = attention_inference(q, k, v, mask, scale);
+    const Tensor probs = softmax(matmul(q, k, false, true, scale), mask);
+    const Tensor unfused = matmul(probs, v).permute({0, 2, 1, 3}).contiguous().reshape({B, L, H * e});
+    CHECK(got.to_vector<float>() == unfused.to_vector<float>());
+    CHECK(naive_distance(got, {}, mask.expand({B, 1, L, L}).contiguous().to_vector<float>()) < 0.05);
+  }
   // A mask of another shape is named.
   CHECK_THROWS_WITH(attention_inference(q, k, v, Tensor::zeros({B, 2, 1, L}), scale),
                     Catch::Contains("attention_inference: mask of shape [2, 2, 1, 13]"));
