@@ -267,23 +267,42 @@ void pack_a_rows(uint32_t* dst, const Operand& a, int64_t r0, int64_t rows, int6
 
 #pragma GCC diagnostic pop
 
-// The 32 x 32 block of sums: A block (32 rows of kw words), B panels b0 and
+// Where a 32-row block of A is for the tiles: a tile (16 rows x 32 values
+// of k) at base + (r / 16) half + (r % 16) row + (e / 32) step bytes. Packed
+// in tile order (a_word) or, for a dense row-major bf16 A whose k is whole
+// tiles, A itself: no copy.
+struct ABlock {
+  const uint8_t* base;
+  int64_t row, step, half;  // bytes
+  static ABlock packed(const uint32_t* apack, int64_t rb, int64_t kw) {
+    return {reinterpret_cast<const uint8_t*>(apack + a_word(rb, 0, kw)), 64, 1024, 64 * kw};
+  }
+  static ABlock in_place(const uint16_t* first_row, int64_t ld) {
+    return {reinterpret_cast<const uint8_t*>(first_row), 2 * ld, 64, 32 * ld};
+  }
+  uint16_t at(int64_t r, int64_t e) const {  // bf16 value (r, e)
+    uint16_t v;
+    std::memcpy(&v, base + (r / 16) * half + (r % 16) * row + (e / 32) * step + (e % 32) * 2, 2);
+    return v;
+  }
+};
+
+// The 32 x 32 block of sums over kw words of k: A's block, B panels b0 and
 // b1, written to out with ldo floats from one row to the next.
-using BlockKernel = void (*)(const uint32_t* a, const uint32_t* b0, const uint32_t* b1, int64_t kw, float* out,
+using BlockKernel = void (*)(const ABlock& a, const uint32_t* b0, const uint32_t* b1, int64_t kw, float* out,
                              int64_t ldo);
 
 uint16_t half(uint32_t w, int64_t e) { return static_cast<uint16_t>(e % 2 ? w >> 16 : w); }
 
 // The emulated tile unit: each element an FP32 sum over k in order (the
 // products of two bf16 values are exact in f32).
-void block_emulated(const uint32_t* a, const uint32_t* b0, const uint32_t* b1, int64_t kw, float* out, int64_t ldo) {
+void block_emulated(const ABlock& a, const uint32_t* b0, const uint32_t* b1, int64_t kw, float* out, int64_t ldo) {
   for (int64_t r = 0; r < kBlock; ++r)
     for (int64_t c = 0; c < kBlock; ++c) {
       const uint32_t* panel = c < kPanel ? b0 : b1;
       const int64_t j = c % kPanel;
       float sum = 0.0f;
-      for (int64_t e = 0; e < 2 * kw; ++e)
-        sum += widen(half(a[a_word(r, e / 2, kw)], e)) * widen(half(panel[(e / 2) * kPanel + j], e));
+      for (int64_t e = 0; e < 2 * kw; ++e) sum += widen(a.at(r, e)) * widen(half(panel[(e / 2) * kPanel + j], e));
       out[r * ldo + c] = sum;
     }
 }
@@ -309,16 +328,17 @@ __attribute__((target("amx-tile"))) void load_tile_config() {
 
 __attribute__((target("amx-tile"))) void release_tiles() { _tile_release(); }
 
-__attribute__((target("amx-tile,amx-bf16"))) void block_hardware(const uint32_t* a, const uint32_t* b0,
+__attribute__((target("amx-tile,amx-bf16"))) void block_hardware(const ABlock& a, const uint32_t* b0,
                                                                    const uint32_t* b1, int64_t kw, float* out,
                                                                    int64_t ldo) {
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
-  for (int64_t w = 0; w < kw; w += kTileK / 2) {  // a tile's 16 words of k: A's tiles in tile order, B panel rows
-    _tile_loadd(4, a + a_word(0, w, kw), 64);
-    _tile_loadd(5, a + a_word(16, w, kw), 64);
+  const uint8_t* a_tile = a.base;
+  for (int64_t w = 0; w < kw; w += kTileK / 2, a_tile += a.step) {  // a tile's 16 words of k: A's two tiles, B's rows
+    _tile_loadd(4, a_tile, a.row);
+    _tile_loadd(5, a_tile + a.half, a.row);
     _tile_loadd(6, b0 + w * kPanel, 64);
     _tile_loadd(7, b1 + w * kPanel, 64);
     _tile_dpbf16ps(0, 4, 6);
@@ -361,12 +381,16 @@ struct Problem {
 // Rows [r0, r0 + rows) of matrix `c` (dense m x n), B packed in bpack.
 void rows_task(const Problem& p, float* c, const Operand& a, const uint32_t* bpack, uint32_t* apack, int64_t r0,
                int64_t rows) {
-  pack_a_rows(apack, a, r0, rows, p.k, p.kw, p.vector_packing);
+  // A row-major A whose k is whole tiles is read in place, but for a last
+  // block of fewer than 32 rows (the tiles would read past it): packed.
+  const int64_t in_place = !a.trans && p.k % kTileK == 0 ? rows / kBlock * kBlock : 0;
+  if (in_place < rows) pack_a_rows(apack, a, r0 + in_place, rows - in_place, p.k, p.kw, p.vector_packing);
   alignas(64) float block[kBlock * kBlock];
   // A block of 32 rows stays in the L1 cache while the B panels stream past it.
   for (int64_t rb = 0; rb < rows; rb += kBlock) {
     const int64_t valid = std::min(kBlock, rows - rb);
-    const uint32_t* a_block = apack + a_word(rb, 0, p.kw);
+    const ABlock a_block = rb < in_place ? ABlock::in_place(a.p + (r0 + rb) * a.ld, a.ld)
+                                         : ABlock::packed(apack, rb - in_place, p.kw);
     for (int64_t c0 = 0; c0 < p.n; c0 += kBlock) {
       const uint32_t* b0 = bpack + (c0 / kPanel) * p.kw * kPanel;
       const uint32_t* b1 = b0 + p.kw * kPanel;

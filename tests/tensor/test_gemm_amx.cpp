@@ -101,6 +101,8 @@ const AmxCase kCases[] = {
     {40, 24, 64, false, false, 5, false, 0},     // more matrices than threads: a thread per matrix
     {50, 48, 97, true, true, 2, false, 1},       // AVX-512 blocks (16 x 16 words) beside scalar edges, odd ld
     {64, 64, 128, true, false},                  // only whole vector blocks
+    {96, 40, 64},                                // A read in place: whole blocks, k whole tiles
+    {75, 33, 96, false, true, 2, false, 7},      // in place beside a packed last block, ld past the width
 };
 
 int64_t work(const AmxCase& s) { return s.batch * s.m * s.n * s.k; }
