@@ -33,6 +33,7 @@ constexpr int64_t kBlock = 32;         // C is computed in 32 x 32 blocks (2 x 2
 constexpr int64_t kPanel = 16;         // columns of B per packed panel (a tile's width)
 constexpr int64_t kTileK = 32;         // bf16 values of k per tile row
 constexpr int64_t kRowsPerTask = 128;  // rows of A packed together (a task)
+constexpr int64_t kChunkWords = 384;   // k (in words: 768 values) summed for a block before the next B panels
 constexpr double kSerialWork = 64.0 * 64 * 64;  // multiply-adds below which one thread works alone
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
@@ -82,7 +83,8 @@ bool switched_off() {
   return off;
 }
 
-// 64-byte-aligned scratch of 32-bit words (packed operands).
+// 64-byte-aligned scratch of 32-bit words (packed operands; a float's size,
+// so also the sums carried across chunks of k).
 struct Packed {
   struct Free {
     void operator()(uint32_t* p) const { std::free(p); }
@@ -280,6 +282,7 @@ struct ABlock {
   static ABlock in_place(const uint16_t* first_row, int64_t ld) {
     return {reinterpret_cast<const uint8_t*>(first_row), 2 * ld, 64, 32 * ld};
   }
+  ABlock from_word(int64_t w) const { return {base + (w / 16) * step, row, step, half}; }  // k from 2 w on
   uint16_t at(int64_t r, int64_t e) const {  // bf16 value (r, e)
     uint16_t v;
     std::memcpy(&v, base + (r / 16) * half + (r % 16) * row + (e / 32) * step + (e % 32) * 2, 2);
@@ -288,20 +291,23 @@ struct ABlock {
 };
 
 // The 32 x 32 block of sums over kw words of k: A's block, B panels b0 and
-// b1, written to out with ldo floats from one row to the next.
+// b1, written to out with ldo floats from one row to the next; with
+// `onward`, the sums continue from what out holds (a block of k after
+// another: the same additions in the same order as one pass over both).
 using BlockKernel = void (*)(const ABlock& a, const uint32_t* b0, const uint32_t* b1, int64_t kw, float* out,
-                             int64_t ldo);
+                             int64_t ldo, bool onward);
 
 uint16_t half(uint32_t w, int64_t e) { return static_cast<uint16_t>(e % 2 ? w >> 16 : w); }
 
 // The emulated tile unit: each element an FP32 sum over k in order (the
 // products of two bf16 values are exact in f32).
-void block_emulated(const ABlock& a, const uint32_t* b0, const uint32_t* b1, int64_t kw, float* out, int64_t ldo) {
+void block_emulated(const ABlock& a, const uint32_t* b0, const uint32_t* b1, int64_t kw, float* out, int64_t ldo,
+                    bool onward) {
   for (int64_t r = 0; r < kBlock; ++r)
     for (int64_t c = 0; c < kBlock; ++c) {
       const uint32_t* panel = c < kPanel ? b0 : b1;
       const int64_t j = c % kPanel;
-      float sum = 0.0f;
+      float sum = onward ? out[r * ldo + c] : 0.0f;
       for (int64_t e = 0; e < 2 * kw; ++e) sum += widen(a.at(r, e)) * widen(half(panel[(e / 2) * kPanel + j], e));
       out[r * ldo + c] = sum;
     }
@@ -330,11 +336,19 @@ __attribute__((target("amx-tile"))) void release_tiles() { _tile_release(); }
 
 __attribute__((target("amx-tile,amx-bf16"))) void block_hardware(const ABlock& a, const uint32_t* b0,
                                                                    const uint32_t* b1, int64_t kw, float* out,
-                                                                   int64_t ldo) {
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+                                                                   int64_t ldo, bool onward) {
+  const int64_t row_bytes = ldo * 4;
+  if (onward) {
+    _tile_loadd(0, out, row_bytes);
+    _tile_loadd(1, out + 16, row_bytes);
+    _tile_loadd(2, out + 16 * ldo, row_bytes);
+    _tile_loadd(3, out + 16 * ldo + 16, row_bytes);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
   const uint8_t* a_tile = a.base;
   for (int64_t w = 0; w < kw; w += kTileK / 2, a_tile += a.step) {  // a tile's 16 words of k: A's two tiles, B's rows
     _tile_loadd(4, a_tile, a.row);
@@ -346,7 +360,6 @@ __attribute__((target("amx-tile,amx-bf16"))) void block_hardware(const ABlock& a
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
   }
-  const int64_t row_bytes = ldo * 4;
   _tile_stored(0, out, row_bytes);
   _tile_stored(1, out + 16, row_bytes);
   _tile_stored(2, out + 16 * ldo, row_bytes);
@@ -378,37 +391,60 @@ struct Problem {
   bool vector_packing;
 };
 
+// C's rows from a row of sums (ld_sums floats apart): alpha sum + beta C.
+void finish_rows(const Problem& p, float* c_rows, const float* sums, int64_t ld_sums, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* out = c_rows + r * p.n;
+    const float* sum = sums + r * ld_sums;
+    if (p.beta == 0.0f) {
+      for (int64_t j = 0; j < cols; ++j) out[j] = p.alpha * sum[j];
+    } else {
+      for (int64_t j = 0; j < cols; ++j) out[j] = p.alpha * sum[j] + p.beta * out[j];
+    }
+  }
+}
+
 // Rows [r0, r0 + rows) of matrix `c` (dense m x n), B packed in bpack.
+// With k longer than a chunk, `sums` (32 rows of n rounded up to 32) holds a
+// row block's sums from chunk to chunk.
 void rows_task(const Problem& p, float* c, const Operand& a, const uint32_t* bpack, uint32_t* apack, int64_t r0,
-               int64_t rows) {
+               int64_t rows, float* sums) {
   // A row-major A whose k is whole tiles is read in place, but for a last
   // block of fewer than 32 rows (the tiles would read past it): packed.
   const int64_t in_place = !a.trans && p.k % kTileK == 0 ? rows / kBlock * kBlock : 0;
   if (in_place < rows) pack_a_rows(apack, a, r0 + in_place, rows - in_place, p.k, p.kw, p.vector_packing);
   alignas(64) float block[kBlock * kBlock];
-  // A block of 32 rows stays in the L1 cache while the B panels stream past it.
+  const int64_t n_pad = round_up(p.n, kBlock);
   for (int64_t rb = 0; rb < rows; rb += kBlock) {
     const int64_t valid = std::min(kBlock, rows - rb);
+    float* c_rows = c + (r0 + rb) * p.n;
     const ABlock a_block = rb < in_place ? ABlock::in_place(a.p + (r0 + rb) * a.ld, a.ld)
                                          : ABlock::packed(apack, rb - in_place, p.kw);
+    if (p.kw > kChunkWords) {
+      // A chunk of k of the A block stays in the L1 cache while the same
+      // chunk of every B panel streams past it; the sums continue from chunk
+      // to chunk (the same additions in the same order as one pass).
+      for (int64_t w0 = 0; w0 < p.kw; w0 += kChunkWords) {
+        const ABlock chunk = a_block.from_word(w0);
+        for (int64_t c0 = 0; c0 < p.n; c0 += kBlock) {
+          const uint32_t* b0 = bpack + (c0 / kPanel) * p.kw * kPanel + w0 * kPanel;
+          p.block(chunk, b0, b0 + p.kw * kPanel, std::min(kChunkWords, p.kw - w0), sums + c0, n_pad, w0 > 0);
+        }
+      }
+      finish_rows(p, c_rows, sums, n_pad, valid, p.n);
+      continue;
+    }
+    // The A block stays in the L1 cache while the B panels stream past it.
     for (int64_t c0 = 0; c0 < p.n; c0 += kBlock) {
       const uint32_t* b0 = bpack + (c0 / kPanel) * p.kw * kPanel;
       const uint32_t* b1 = b0 + p.kw * kPanel;
       const int64_t cols = std::min(kBlock, p.n - c0);
       if (valid == kBlock && cols == kBlock && p.alpha == 1.0f && p.beta == 0.0f) {  // the sums are C: in place
-        p.block(a_block, b0, b1, p.kw, c + (r0 + rb) * p.n + c0, p.n);
+        p.block(a_block, b0, b1, p.kw, c_rows + c0, p.n, false);
         continue;
       }
-      p.block(a_block, b0, b1, p.kw, block, kBlock);
-      for (int64_t r = 0; r < valid; ++r) {
-        float* out = c + (r0 + rb + r) * p.n + c0;
-        const float* sum = block + r * kBlock;
-        if (p.beta == 0.0f) {
-          for (int64_t j = 0; j < cols; ++j) out[j] = p.alpha * sum[j];
-        } else {
-          for (int64_t j = 0; j < cols; ++j) out[j] = p.alpha * sum[j] + p.beta * out[j];
-        }
-      }
+      p.block(a_block, b0, b1, p.kw, block, kBlock, false);
+      finish_rows(p, c_rows + c0, block, kBlock, valid, cols);
     }
   }
 }
@@ -454,7 +490,10 @@ void gemm_amx(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64
   // and computes whole matrices; otherwise the threads share each packed B.
   const bool by_matrix = threads > 1 && b.batch_stride != 0 && batch >= threads;
   const int64_t b_buffers = by_matrix ? threads : 1;
-  Packed apacks(a_size * threads), bpacks(b_size * b_buffers);  // allocated here: nothing throws inside the region
+  // A row block's sums across chunks of k: 32 rows of n (rounded up to 32) a thread, when k has several.
+  const int64_t sums_size = p.kw > kChunkWords ? kBlock * round_up(n, kBlock) : 0;
+  // Allocated here: nothing throws inside the parallel region.
+  Packed apacks(a_size * threads), bpacks(b_size * b_buffers), sums(sums_size * threads);
   const int64_t mn = m * n;
 
 #pragma omp parallel num_threads(threads) if (threads > 1)
@@ -462,6 +501,7 @@ void gemm_amx(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64
     TileScope tiles(hardware);
     const int id = thread_id();
     uint32_t* apack = apacks.get() + id * a_size;
+    float* thread_sums = reinterpret_cast<float*>(sums.get() + id * sums_size);
     if (by_matrix) {
       uint32_t* bpack = bpacks.get() + id * b_size;
 #pragma omp for schedule(dynamic)
@@ -470,7 +510,8 @@ void gemm_amx(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64
         for (int64_t panel = 0; panel < panels; ++panel)
           pack_b_panel(bpack + panel * p.kw * kPanel, bi, panel, n, k, p.kw, p.vector_packing);
         for (int64_t t = 0; t < tasks; ++t)
-          rows_task(p, p.c + i * mn, ai, bpack, apack, t * kRowsPerTask, std::min(kRowsPerTask, m - t * kRowsPerTask));
+          rows_task(p, p.c + i * mn, ai, bpack, apack, t * kRowsPerTask, std::min(kRowsPerTask, m - t * kRowsPerTask),
+                    thread_sums);
       }
     } else {
       for (int64_t i = 0; i < batch; ++i) {
@@ -484,7 +525,7 @@ void gemm_amx(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64
 #pragma omp for schedule(dynamic)
         for (int64_t t = 0; t < tasks; ++t)
           rows_task(p, p.c + i * mn, ai, bpacks.get(), apack, t * kRowsPerTask,
-                    std::min(kRowsPerTask, m - t * kRowsPerTask));
+                    std::min(kRowsPerTask, m - t * kRowsPerTask), thread_sums);
       }
     }
   }

@@ -103,6 +103,8 @@ const AmxCase kCases[] = {
     {64, 64, 128, true, false},                  // only whole vector blocks
     {96, 40, 64},                                // A read in place: whole blocks, k whole tiles
     {75, 33, 96, false, true, 2, false, 7},      // in place beside a packed last block, ld past the width
+    {40, 50, 1600, true, false},                 // k in three chunks (768, 768, 64 values), sums carried over
+    {64, 32, 1536},                              // two whole chunks, read in place
 };
 
 int64_t work(const AmxCase& s) { return s.batch * s.m * s.n * s.k; }
@@ -129,8 +131,9 @@ TEST_CASE("AMX kernel layout (emulated tiles, both packings): bit for bit the FP
   }
 }
 
-TEST_CASE("AMX hardware tiles: FP32 sums of the exact products within k u sum |a b|, the same bits on any thread "
-          "count (where the CPU has AMX-BF16; elsewhere gemm_amx refuses the hardware unit)",
+// Where the CPU has no AMX-BF16 the test checks that the hardware unit is refused.
+TEST_CASE("AMX hardware tiles: FP32 sums of the exact products within k u sum of abs(a b) and the same bits on any "
+          "thread count",
           "[gemm]") {
   if (!cpu::amx_available()) {
     WARN("this CPU has no usable AMX-BF16 (" << cpu::amx_description() << "): only the refusal is tested");
