@@ -4,13 +4,14 @@
 // a 16 x 32 bf16 tile A and a 32 x 16 bf16 tile B, B stored in pairs along k
 // ("VNNI" layout: a 64-byte tile row holds k = 2r and 2r + 1 of 16 columns).
 // The kernel packs B once per matrix into panels of 16 columns in that
-// layout, k padded with zeros to a multiple of 32, and A a block of rows at a
-// time, rows padded to 32; each 32 x 32 block of C is four C tiles summed over
-// the whole of k, then written through a scratch block with alpha and beta.
-// Zero padding adds exact zeros to the sums, so the edges need no other case.
+// layout, and A a task of 128 rows at a time in tile order (or reads it in
+// place, see rows_task); k is padded with zeros to a multiple of 32 and rows
+// to 32. Each 32 x 32 block of C is four C tiles summed over k (in chunks of
+// 768 when k is longer), stored straight into C or through a scratch block
+// with alpha and beta. Zero padding adds exact zeros to the sums, so the
+// edges need no other case.
 #include "tensor/cpu/gemm_amx.h"
 
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
