@@ -48,6 +48,7 @@
 #include "tools/bench.h"
 #include "tools/bench_model.h"
 #include "tools/cli.h"
+#include "train/loop.h"
 #include "train/pretrain.h"
 
 namespace {
@@ -134,13 +135,17 @@ std::string percent(double ratio) {
 }
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"config", "set", "steps", "warmup", "rounds", "batch", "length", "device", "variants", "json"});
+  cli::Args args(argv,
+                 {"config", "set", "steps", "warmup", "rounds", "batch", "length", "device", "variants", "json", "precision"});
   const std::string json_path = args.str("json", "");
   const std::string config_name = args.str("config", "tiny");
   const int steps = static_cast<int>(args.integer("steps", 5, 1, 100000));
   const int warmup = static_cast<int>(args.integer("warmup", 2, 0, 100000));
   const int rounds = static_cast<int>(args.integer("rounds", 3, 1, 1000));
   Device device = args.device("device", cuda_available() ? "cuda" : "cpu");
+  // The products' precision, as train.precision (auto: bf16 on a GPU, fp32 on the CPU).
+  const MatmulPrecision precision = train::resolve_precision(args.str("precision", "auto"), device, "--precision");
+  MatmulPrecisionScope precision_scope(precision);
 
   train::RunConfig rc = train::read_run_config(resolve_config(config_name), args.all("set"));
   nn::BertConfig base = rc.model;
@@ -191,8 +196,9 @@ int run(const std::vector<std::string>& argv) {
               config_name.c_str(), static_cast<long long>(base.num_hidden_layers),
               static_cast<long long>(base.hidden_size), static_cast<long long>(base.num_attention_heads),
               static_cast<long long>(batch), static_cast<long long>(length), steps, warmup, rounds);
-  std::printf("machine: %s, %d threads; device %s\n\n", bench::cpu_model().c_str(), bench::cpu_threads(),
-              device.is_cpu() ? "cpu" : cuda_device_description(device.index).c_str());
+  std::printf("machine: %s, %d threads; device %s; %s\n\n", bench::cpu_model().c_str(), bench::cpu_threads(),
+              device.is_cpu() ? "cpu" : cuda_device_description(device.index).c_str(),
+              train::precision_description(precision, device).c_str());
 
   Tensor labels;
   nn::BertInputs in = random_batch(batch, length, base.vocab_size, device, labels);
@@ -246,6 +252,7 @@ int run(const std::vector<std::string>& argv) {
   report["machine"] = bench::cpu_model();
   report["threads"] = bench::cpu_threads();
   report["device"] = device.is_cpu() ? std::string("cpu") : cuda_device_description(device.index);
+  report["precision"] = precision_name(precision);
   report["batch"] = batch;
   report["length"] = length;
   report["steps"] = steps;
@@ -299,7 +306,7 @@ cli::Register command({"bench pe",
                        " Chen et al. 2021's Table 3",
                        "[--config tiny|mini|small|base|FILE] [--set key=value ...] [--variants a,b,...]"
                        " [--steps N] [--warmup N] [--rounds N] [--batch B] [--length L] [--device cpu|cuda]"
-                       " [--json FILE]\n"
+                       " [--precision auto|fp32|tf32|bf16] [--json FILE]\n"
                        "  --json FILE  also write every variant's figures and Table 3's ratios as JSON (the\n"
                        "               chen2021 experiment's report reads OUT/bench_pe.json: make chen2021)",
                        run});
