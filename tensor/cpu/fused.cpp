@@ -116,7 +116,10 @@ void bias_activation(const Tensor& y, const Tensor& x, const Tensor& bias, Unary
 void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tensor& gy, const Tensor& x,
                               const Tensor& bias, UnaryOp act) {
   const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
+  // A bf16 gx (a product's operand) is rounded row by row from the f32
+  // values the bias's gradient sums, while the row is in the cache.
   const Tensor g_x = f32_target(gx);
+  uint16_t* rounded = gx.dtype() == DType::bf16 ? static_cast<uint16_t*>(gx.raw_data()) : nullptr;
   dispatch_float(x.dtype(), "bias_activation_backward", [&](auto tag) {
     using T = decltype(tag);
     const T* xs = x.data<T>();
@@ -133,11 +136,12 @@ void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tenso
           const T u = xr[j] + b[j];
           o[j] = gr[j] * F::df(u, F::f(u, {}), {});
         }
+        if (rounded)
+          for (int64_t j = 0; j < n; ++j) rounded[r * n + j] = f32_to_bf16(static_cast<float>(o[j]));
       });
     });
     column_sums(gbias.data<T>(), out, rows, n);
   });
-  finish_rounded(gx, g_x);
 }
 
 // heads [P, B, H, L, d] <-> x [B, L, P H d]: part p's head h at row (b, l)
