@@ -3,6 +3,8 @@
 // so on the CPU the fused and unfused paths agree but for the product's bias
 // (added after the product here, onto it there) — and the CUDA kernels'
 // reference (tensor/cuda/fused.cu).
+#include <type_traits>
+
 #include "tensor/cpu/common.h"
 
 namespace ordo::cpu {
@@ -12,8 +14,9 @@ namespace {
 // out [n] = the sums over rows of x [rows, n], each column in row order, in f64.
 // Threads take blocks of columns and walk the rows, so the inner loop reads
 // a row's columns contiguously (vectorised) with each column's order kept.
+// With `rounded` (f32 x), x's bf16 rounding is written there as it is read.
 template <class T>
-void column_sums(T* out, const T* x, int64_t rows, int64_t n) {
+void column_sums(T* out, const T* x, int64_t rows, int64_t n, uint16_t* rounded = nullptr) {
   constexpr int64_t kBlock = 256;  // columns summed at once: their f64 partial sums stay in L1
   const int64_t blocks = (n + kBlock - 1) / kBlock;
   parallel_for(blocks, 1, [&](int64_t first, int64_t last) {
@@ -24,6 +27,9 @@ void column_sums(T* out, const T* x, int64_t rows, int64_t n) {
       for (int64_t r = 0; r < rows; ++r) {
         const T* row = x + r * n + j0;
         for (int64_t j = 0; j < width; ++j) sum[j] += row[j];
+        if constexpr (std::is_same_v<T, float>)
+          if (rounded)
+            for (int64_t j = 0; j < width; ++j) rounded[r * n + j0 + j] = f32_to_bf16(row[j]);
       }
       for (int64_t j = 0; j < width; ++j) out[j0 + j] = static_cast<T>(sum[j]);
     }
@@ -72,15 +78,19 @@ void residual_layernorm_backward(const Tensor& gs, const Tensor& gh, const Tenso
                                  const Tensor& gbeta, const Tensor& gy, const Tensor& s, const Tensor& mean,
                                  const Tensor& rstd, const Tensor& gamma, double p, const PhiloxStream& stream) {
   layernorm_backward(gs, ggamma, gbeta, gy, s, mean, rstd, gamma);
-  // h's gradient in gs's dtype (rounded into a bf16 gh afterwards).
+  // h's gradient in gs's dtype (rounded into a bf16 gh afterwards: by the
+  // bias's column sums as they read it, where there is a bias).
   const Tensor g_h = !gh.defined() || p == 0 ? gs : f32_target(gh);
   if (p > 0) dropout(g_h, gs, p, stream);
-  if (gh.defined()) finish_rounded(gh, g_h);
-  if (!gbias.defined()) return;
+  if (!gbias.defined()) {
+    if (gh.defined()) finish_rounded(gh, g_h);
+    return;
+  }
+  uint16_t* rounded = gh.defined() && gh.dtype() == DType::bf16 ? static_cast<uint16_t*>(gh.raw_data()) : nullptr;
   const int64_t n = gs.size(-1);
   dispatch_float(gs.dtype(), "residual_layernorm_backward", [&](auto tag) {
     using T = decltype(tag);
-    column_sums(gbias.data<T>(), g_h.data<T>(), n ? g_h.numel() / n : 0, n);
+    column_sums(gbias.data<T>(), g_h.data<T>(), n ? g_h.numel() / n : 0, n, rounded);
   });
 }
 

@@ -112,14 +112,13 @@ TEST_CASE("fused bias + activation computes the unfused ops' values and gradient
 
 namespace {
 
-// A product's output's gradient written as bf16: the f32 gradient rounded to
-// nearest even once, the bias's column sums those of the unrounded values.
-void check_bf16_gradients(Device device) {
-  INFO(device.str());
-  const Shape shape{4, 9, 24};
+// The residual + LayerNorm and bias + activation backwards, rows of `width`.
+void check_bf16_layer_gradients(Device device, int64_t width) {
+  INFO("rows of " << width);
+  const Shape shape{4, 9, width};
   Tensor h = rand_f32(shape, 30).to(device), r = rand_f32(shape, 31, -2, 2).to(device);
-  Tensor gy = rand_f32(shape, 32).to(device), bias = rand_f32({24}, 33).to(device);
-  Tensor gamma = rand_f32({24}, 34, 0.5, 1.5).to(device), beta = rand_f32({24}, 35).to(device);
+  Tensor gy = rand_f32(shape, 32).to(device), bias = rand_f32({width}, 33).to(device);
+  Tensor gamma = rand_f32({width}, 34, 0.5, 1.5).to(device), beta = rand_f32({width}, 35).to(device);
   for (const double p : {0.3, 0.0}) {
     const PhiloxStream stream{5, 1, Tensor()};
     const ResidualLayerNormResult saved = residual_layernorm(h, bias, r, gamma, beta, 1e-5, p, stream);
@@ -135,6 +134,16 @@ void check_bf16_gradients(Device device) {
   const BiasActivationGrads bf16 = bias_activation_backward(gy, x, bias, UnaryOp::gelu, DType::bf16);
   CHECK(test::bit_identical(bf16.gx, f32.gx.to(DType::bf16)));
   CHECK(test::bit_identical(bf16.gbias, f32.gbias));
+}
+
+// A product's output's gradient written as bf16: the f32 gradient rounded to
+// nearest even once, the bias's column sums those of the unrounded values.
+void check_bf16_gradients(Device device) {
+  INFO(device.str());
+  // Rows of 24 and of 300 (the CPU sums a bias's gradient 256 columns at a
+  // time, rounding the gradient as it reads it).
+  for (const int64_t width : {24, 300}) check_bf16_layer_gradients(device, width);
+  const Shape shape{4, 9, 24};
   // The attention's pieces: the scores' gradient and the dropped
   // probabilities, in rows of 24 (a warp's on CUDA) and of 1101 (a block's;
   // 3303 elements: dropout's packs of four and a tail of three).
