@@ -275,7 +275,9 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
 // unfused attention, so with the same values, one batch element a thread at
 // a time: its [H, L, J] scores stay in the cache, q, k and v are read where
 // they lie (a view of the q/k/v projection needs no copy), the output is
-// written in place. No gradient.
+// written in place. Under bf16 products q, k, v (f32, or bf16 as the
+// projection writes them) and the probabilities are the products' bf16
+// operands, rounded once. No gradient.
 Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale,
                            const Tensor& bias = Tensor());
 
