@@ -121,6 +121,7 @@ uint16_t element_or_zero(const Operand& x, int64_t row, int64_t col, int64_t row
   return row < rows && col < cols ? x.at(row, col) : 0;
 }
 
+#ifdef ORDO_AMX_COMPILED
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_epi32() as their unused
 // merge source and then warn, where they are inlined, that it is
 // uninitialised (GCC bug 105593, fixed in GCC 13).
@@ -128,7 +129,6 @@ uint16_t element_or_zero(const Operand& x, int64_t row, int64_t col, int64_t row
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#ifdef ORDO_AMX_COMPILED
 // Sixteen 32-bit words from 16 bf16 values at x and 16 at y: word i holds
 // x[i] low and y[i] high.
 __attribute__((target("avx512f"))) __m512i interleave16(const uint16_t* x, const uint16_t* y) {
@@ -268,7 +268,9 @@ void pack_a_rows(uint32_t* dst, const Operand& a, int64_t r0, int64_t rows, int6
     }
 }
 
+#ifdef ORDO_AMX_COMPILED
 #pragma GCC diagnostic pop
+#endif
 
 // Where a 32-row block of A is for the tiles: a tile (16 rows x 32 values
 // of k) at base + (r / 16) half + (r % 16) row + (e / 32) step bytes. Packed
