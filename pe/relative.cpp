@@ -113,7 +113,7 @@ DistanceRows DistanceSpec::vector_rows(const Tensor& positions, const std::strin
                                        const nn::Context* ctx) const {
   const int64_t L = positions.dim() == 2 ? positions.size(1) : 0;
   if (!banded_terms_enabled() || !ctx || !ctx->facts || !ctx->facts->consecutive || !positions.device().is_cpu() ||
-      matmul_precision() != MatmulPrecision::fp32 || L == 0)
+      matmul_precision() == MatmulPrecision::tf32 || L == 0)
     return rows(positions, variant, with_transpose, ctx);
   // Every p_j - p_i is j - i: the distances -(L - 1) .. L - 1.
   DistanceRows out = clipped_span(L - 1, variant);

@@ -79,7 +79,8 @@ struct DistanceSpec {
                     const nn::Context* ctx = nullptr) const;
   // The rows of the per-distance vector terms below: banded when the
   // forward's positions count up by one in every row (InputFacts::consecutive)
-  // on the CPU under FP32 products, where a matrix product per query over its
+  // on the CPU under FP32 or bf16 products (the band ops round their operands
+  // as bf16 products do), where a matrix product per query over its
   // window of the table does half the arithmetic of Q A^T over every row
   // (2L - 1 of them) and needs no index; rows() otherwise (and with
   // set_banded_terms(false)). On CUDA the fused attention carries these terms.

@@ -245,7 +245,9 @@ Tensor band_scores(const Tensor& x, const Tensor& table);
 // p [B, H, L, L] -> [B, H, L, D]: sum_j p[b,h,i,j] table[h', j - i + L - 1, :].
 Tensor band_apply(const Tensor& p, const Tensor& table);
 // Both ops' table gradient, [table_heads, 2L - 1, D]: sum of g[b,h,i,j] y[b,h,i,:]
-// over the pairs of each row; g [B, H, L, L], y [B, H, L, D].
+// over the pairs of each row; g [B, H, L, L], y [B, H, L, D]. Under bf16
+// products (matmul_precision()) the three ops' f32 operands are rounded to
+// bf16 first, as a product's are: FP32 sums of the exact products.
 Tensor band_table_grad(const Tensor& g, const Tensor& y, int64_t table_heads);
 
 // ---- fused attention (ops_attention.cpp; the terms: tensor/attention_terms.h) --------------

@@ -119,6 +119,14 @@ void check_band(const Tensor& x, const Tensor& table, const char* op, const char
              ", width] for ", arg, " of shape ", shape_str(x.shape()));
 }
 
+// A band op's operand as its products take it: under bf16 products an f32
+// one rounded to bf16 and widened back (exact), so that the FP32 banded
+// kernels sum the same exact products as bf16 products would.
+Tensor band_operand(const Tensor& t) {
+  if (matmul_precision() != MatmulPrecision::bf16 || t.dtype() != DType::f32) return t.contiguous();
+  return t.to(DType::bf16).to(DType::f32);
+}
+
 }  // namespace
 
 Tensor band_scores(const Tensor& x, const Tensor& table) {
@@ -126,7 +134,7 @@ Tensor band_scores(const Tensor& x, const Tensor& table) {
   ORDO_CHECK(table.size(2) == x.size(3), "band_scores: table width ", table.size(2), " differs from x's ", x.size(3));
   Tensor out = Tensor::empty({x.size(0), x.size(1), x.size(2), x.size(2)}, x.dtype(), x.device());
   if (out.numel() == 0) return out;
-  ORDO_BACKEND(x.device(), band_scores)(out, x.contiguous(), table.contiguous());
+  ORDO_BACKEND(x.device(), band_scores)(out, band_operand(x), band_operand(table));
   return out;
 }
 
@@ -135,7 +143,7 @@ Tensor band_apply(const Tensor& p, const Tensor& table) {
   ORDO_CHECK(p.size(3) == p.size(2), "band_apply: p must be square in its last two axes, got ", shape_str(p.shape()));
   Tensor out = Tensor::empty({p.size(0), p.size(1), p.size(2), table.size(2)}, p.dtype(), p.device());
   if (out.numel() == 0) return out;
-  ORDO_BACKEND(p.device(), band_apply)(out, p.contiguous(), table.contiguous());
+  ORDO_BACKEND(p.device(), band_apply)(out, band_operand(p), band_operand(table));
   return out;
 }
 
@@ -151,7 +159,7 @@ Tensor band_table_grad(const Tensor& g, const Tensor& y, int64_t table_heads) {
              table_heads);
   Tensor out = Tensor::empty({table_heads, std::max<int64_t>(2 * L - 1, 0), y.size(3)}, g.dtype(), g.device());
   if (out.numel() == 0) return out;
-  ORDO_BACKEND(g.device(), band_table_grad)(out, g.contiguous(), y.contiguous());
+  ORDO_BACKEND(g.device(), band_table_grad)(out, band_operand(g), band_operand(y));
   return out;
 }
 

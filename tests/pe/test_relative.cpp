@@ -406,3 +406,47 @@ TEST_CASE("rpe_sin_learnable answers the analyses: P(r) within the clip and its 
   CHECK(f.source == "ape_sin_learnable (D = 12)");
   CHECK(both->offset_vectors(0, 5).source == "P(r) (rpe_sin_learnable, layer 1, offsets -5..5)");
 }
+
+// Under bf16 products the banded terms round their operands as the index
+// path's products do, so a whole model's hidden states and gradients agree
+// between the two paths up to the order of the FP32 sums (relative 1e-4: a
+// path that skipped the rounding differs by bf16's 2^-9; at these 4-wide
+// heads the sums of bf16 products are exact in FP32, and the bits agree).
+TEST_CASE("under bf16 products the banded terms and the index path give one model the same values",
+          "[pe][relative]") {
+  // Consecutive positions run banded under fp32 and bf16 products, not under tf32.
+  auto shaw_pe = make(tiny_config("rpe_shaw"));
+  const pe::DistanceSpec spec = dynamic_cast<pe::ShawRelative&>(*shaw_pe).distances();
+  const Tensor positions = consecutive_positions({3, 0}, 6);
+  for (MatmulPrecision p : {MatmulPrecision::fp32, MatmulPrecision::bf16, MatmulPrecision::tf32}) {
+    MatmulPrecisionScope scope(p);
+    CHECK(runs_banded(spec, positions) == (p != MatmulPrecision::tf32));
+  }
+  for (const std::string& options : {std::string(R"({"value": true})"), std::string(R"({"share": "none"})")}) {
+    for (const std::string& variant : {std::string("rpe_shaw"), std::string("rpe_sin_learnable")}) {
+      INFO(variant << " " << options);
+      auto model = pe::build_model(tiny_config(variant, json::parse(options)), Device::cpu(), false, 1);
+      std::vector<int64_t> ids;
+      for (int64_t i = 0; i < 2 * 9; ++i) ids.push_back(1 + (5 * i) % 12);
+      nn::BertInputs in;
+      in.input_ids = Tensor::from_vector(ids, {2, 9});
+      MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+      std::vector<Tensor> hidden, grads;
+      for (bool banded : {true, false}) {
+        pe::set_banded_terms(banded);
+        for (auto& named : model->named_parameters()) named.second->var.zero_grad();
+        nn::Context ctx = nn::Context::eval();
+        const Var h = model->bert.forward(in, ctx);
+        sum(mul(h, h)).backward();
+        hidden.push_back(h.value());
+        std::vector<Tensor> g;
+        for (auto& [name, p] : model->named_parameters())
+          if (p->var.grad().defined()) g.push_back(p->var.grad().reshape({-1}));
+        grads.push_back(concat(g, 0));
+      }
+      pe::set_banded_terms(true);
+      CHECK(max_abs_error(hidden[0], hidden[1]) <= 1e-4 * test::max_abs(hidden[1]));
+      CHECK(max_abs_error(grads[0], grads[1]) <= 1e-4 * test::max_abs(grads[1]));
+    }
+  }
+}

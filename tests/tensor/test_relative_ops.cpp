@@ -350,3 +350,40 @@ TEST_CASE("banded terms: the same bits on any thread count, and clear errors", "
   CHECK(band_table_grad(random_tensor({0, 2, 3, 3}, 53), random_tensor({0, 2, 3, 4}, 54), 1).to_doubles() ==
         std::vector<double>(20, 0.0));
 }
+
+// Under bf16 products the band ops take their operands rounded to bf16, as a
+// product does: each result the FP32 sum of the exact products of the
+// rounded operands, within D u sum |x t| of the naive loop over them.
+TEST_CASE("banded terms under bf16 products sum the exact products of bf16-rounded operands", "[ops][relative]") {
+  const BandShape s{2, 3, 6, 5, 3};
+  const Tensor x = random_tensor({s.B, s.H, s.L, s.D}, 60, DType::f32);
+  const Tensor t = random_tensor({s.Ht, 2 * s.L - 1, s.D}, 61, DType::f32);
+  const Tensor p = random_tensor({s.B, s.H, s.L, s.L}, 62, DType::f32);
+  auto rounded = [](const Tensor& v) { return v.to(DType::bf16).to_doubles(); };
+  auto within = [](const Tensor& got, const std::vector<double>& exact, const std::vector<double>& magnitude,
+                   double terms, const char* what) {
+    const std::vector<double> g = got.to_doubles();
+    REQUIRE(g.size() == exact.size());
+    for (size_t i = 0; i < g.size(); ++i) {
+      INFO(what << " element " << i);
+      CHECK(std::fabs(g[i] - exact[i]) <= terms * 0x1p-24 * magnitude[i]);
+    }
+  };
+  auto absolute = [](std::vector<double> v) {
+    for (double& e : v) e = std::fabs(e);
+    return v;
+  };
+  const std::vector<double> xr = rounded(x), tr = rounded(t), pr = rounded(p);
+  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  within(band_scores(x, t), naive_band_scores(xr, tr, s), naive_band_scores(absolute(xr), absolute(tr), s), s.D,
+         "band_scores");
+  within(band_apply(p, t), naive_band_apply(pr, tr, s), naive_band_apply(absolute(pr), absolute(tr), s), s.L,
+         "band_apply");
+  within(band_table_grad(p, x, s.Ht), naive_band_table_grad(pr, xr, s),
+         naive_band_table_grad(absolute(pr), absolute(xr), s), s.B * s.L, "band_table_grad");
+  // The rounding shows: FP32 products of the unrounded operands differ.
+  MatmulPrecisionScope fp32(MatmulPrecision::fp32);
+  const Tensor unrounded = band_scores(x, t);
+  MatmulPrecisionScope again(MatmulPrecision::bf16);
+  CHECK_FALSE(test::bit_identical(band_scores(x, t), unrounded));
+}
