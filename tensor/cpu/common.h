@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include "tensor/backend.h"
 #include "tensor/indexer.h"
@@ -40,6 +42,25 @@ void parallel_for(int64_t n, int64_t grain, Body body) {
     if (begin < end) body(begin, end);
   }
 }
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+// A contiguous 64-byte-aligned scratch buffer of `count` T (the matrix
+// products' packed operands).
+template <class T>
+struct Buffer {
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T, Free> data;
+  explicit Buffer(int64_t count) {
+    size_t bytes = static_cast<size_t>(round_up(std::max<int64_t>(count, 1) * sizeof(T), 64));
+    data.reset(static_cast<T*>(std::aligned_alloc(64, bytes)));
+    ORDO_CHECK(data != nullptr, "gemm: out of host memory for ", bytes, " bytes of packing buffer");
+  }
+  T* get() const { return data.get(); }
+};
 
 // Work sizes below which a loop stays on one thread (thread wake-up costs
 // several microseconds; these keep each thread busy for longer than that).

@@ -14,7 +14,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 
 #include "tensor/cpu/common.h"
 
@@ -36,15 +35,6 @@ constexpr int64_t kTileK = 32;         // bf16 values of k per tile row
 constexpr int64_t kRowsPerTask = 128;  // rows of A packed together (a task)
 constexpr int64_t kChunkWords = 384;   // k (in words: 768 values) summed for a block before the next B panels
 constexpr double kSerialWork = 64.0 * 64 * 64;  // multiply-adds below which one thread works alone
-
-int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
-
-float widen(uint16_t h) {
-  uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
 
 // Why AMX is not used, or "" when it can be.
 std::string amx_absence() {
@@ -83,21 +73,6 @@ bool switched_off() {
   }();
   return off;
 }
-
-// 64-byte-aligned scratch of 32-bit words (packed operands; a float's size,
-// so also the sums carried across chunks of k).
-struct Packed {
-  struct Free {
-    void operator()(uint32_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint32_t, Free> data;
-  explicit Packed(int64_t words) {
-    const size_t bytes = static_cast<size_t>(round_up(std::max<int64_t>(words, 1) * 4, 64));
-    data.reset(static_cast<uint32_t*>(std::aligned_alloc(64, bytes)));
-    ORDO_CHECK(data != nullptr, "gemm (AMX): out of host memory for ", bytes, " bytes of packed operands");
-  }
-  uint32_t* get() const { return data.get(); }
-};
 
 // One matrix of a MatrixBatch as bf16 elements: (row, col) of op(X).
 struct Operand {
@@ -311,7 +286,7 @@ void block_emulated(const ABlock& a, const uint32_t* b0, const uint32_t* b1, int
       const uint32_t* panel = c < kPanel ? b0 : b1;
       const int64_t j = c % kPanel;
       float sum = onward ? out[r * ldo + c] : 0.0f;
-      for (int64_t e = 0; e < 2 * kw; ++e) sum += widen(a.at(r, e)) * widen(half(panel[(e / 2) * kPanel + j], e));
+      for (int64_t e = 0; e < 2 * kw; ++e) sum += bf16_to_f32(a.at(r, e)) * bf16_to_f32(half(panel[(e / 2) * kPanel + j], e));
       out[r * ldo + c] = sum;
     }
 }
@@ -486,7 +461,7 @@ void gemm_amx(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64
   if (hardware) p.block = block_hardware;
 #endif
   const int64_t panels = round_up(n, kBlock) / kPanel, b_size = panels * p.kw * kPanel;
-  const int64_t tasks = (m + kRowsPerTask - 1) / kRowsPerTask, a_size = round_up(std::min(m, kRowsPerTask), kBlock) * p.kw;
+  const int64_t tasks = ceil_div(m, kRowsPerTask), a_size = round_up(std::min(m, kRowsPerTask), kBlock) * p.kw;
   const double work = static_cast<double>(batch) * m * n * k;
   const int threads = work < kSerialWork ? 1 : max_threads();
   // Matrices with their own B and at least one per thread: each thread packs
@@ -496,7 +471,8 @@ void gemm_amx(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64
   // A row block's sums across chunks of k: 32 rows of n (rounded up to 32) a thread, when k has several.
   const int64_t sums_size = p.kw > kChunkWords ? kBlock * round_up(n, kBlock) : 0;
   // Allocated here: nothing throws inside the parallel region.
-  Packed apacks(a_size * threads), bpacks(b_size * b_buffers), sums(sums_size * threads);
+  Buffer<uint32_t> apacks(a_size * threads), bpacks(b_size * b_buffers);
+  Buffer<float> sums(sums_size * threads);
   const int64_t mn = m * n;
 
 #pragma omp parallel num_threads(threads) if (threads > 1)
@@ -504,7 +480,7 @@ void gemm_amx(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64
     TileScope tiles(hardware);
     const int id = thread_id();
     uint32_t* apack = apacks.get() + id * a_size;
-    float* thread_sums = reinterpret_cast<float*>(sums.get() + id * sums_size);
+    float* thread_sums = sums.get() + id * sums_size;
     if (by_matrix) {
       uint32_t* bpack = bpacks.get() + id * b_size;
 #pragma omp for schedule(dynamic)

@@ -86,9 +86,6 @@ struct Blocking {
 constexpr double kSerialWork = 64.0 * 64 * 64;
 constexpr double kBatchWork = 192.0 * 192 * 192;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
-
 template <class V, class T> V load(const T* p) {
   V v;
   std::memcpy(&v, p, sizeof v);
@@ -185,21 +182,6 @@ void micro_kernel(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, int64_t
   if (edge)
     for (int64_t i = 0; i < rows; ++i) std::memcpy(c + i * ldc, tile + i * NR, cols * sizeof(T));
 }
-
-// A contiguous 64-byte-aligned scratch buffer (packed panels).
-template <class T>
-struct Buffer {
-  struct Free {
-    void operator()(T* p) const { std::free(p); }
-  };
-  std::unique_ptr<T, Free> data;
-  explicit Buffer(int64_t count) {
-    size_t bytes = static_cast<size_t>(round_up(std::max<int64_t>(count, 1) * sizeof(T), 64));
-    data.reset(static_cast<T*>(std::aligned_alloc(64, bytes)));
-    ORDO_CHECK(data != nullptr, "gemm: out of host memory for ", bytes, " bytes of packing buffer");
-  }
-  T* get() const { return data.get(); }
-};
 
 // The threads working on one matrix together; size 1 for a thread alone.
 // next hands out task numbers, each to one thread (shared by the team).
