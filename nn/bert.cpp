@@ -204,10 +204,14 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
   pe.rotate(s, h.q, h.k);                                         // RoPE: position inside q and k
   const Var own = pe.contextual_scores(s, h.q, h.k);              // Huang et al.'s, else undefined
   if (!own.defined() && runs_inference_attention(pe, x.device(), ctx, trace)) {
+    // Its output goes to the output projection's product alone: under bf16
+    // products it is written as that operand.
     const Var bias = pe.score_bias(s, h.q, h.k);
+    const DType out_dtype =
+        matmul_precision() == MatmulPrecision::bf16 && x.dtype() == DType::f32 ? DType::bf16 : DType::f32;
     return Var(attention_inference(h.q.value(), h.k.value(), h.v.value(),
                                    padding_mask.defined() ? padding_mask.value() : Tensor(), pe.score_scale(s),
-                                   bias.defined() ? bias.value() : Tensor()));
+                                   bias.defined() ? bias.value() : Tensor(), out_dtype));
   }
   Var scores = scaled_contextual_term(pe, s, own, h.q, h.k);      // gamma_ij / sqrt(d)
   const Var delta = pe.score_bias(s, h.q, h.k);

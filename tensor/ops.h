@@ -279,9 +279,11 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
 // they lie (a view of the q/k/v projection needs no copy), the output is
 // written in place. Under bf16 products q, k, v (f32, or bf16 as the
 // projection writes them) and the probabilities are the products' bf16
-// operands, rounded once. No gradient.
+// operands, rounded once. No gradient. out_dtype bf16 (f32 inputs): the
+// output written as its bf16 rounding, for a product to take (the output
+// projection), instead of f32.
 Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale,
-                           const Tensor& bias = Tensor());
+                           const Tensor& bias = Tensor(), DType out_dtype = DType::f32);
 
 Tensor concat(const std::vector<Tensor>& parts, int axis);
 // Views of x: consecutive pieces of the given sizes along axis.

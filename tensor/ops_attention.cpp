@@ -241,7 +241,7 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
 // and read them back, and copy the heads back together (the gain, measured:
 // README, "Fine-tuning on the CPU").
 Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale,
-                           const Tensor& bias) {
+                           const Tensor& bias, DType out_dtype) {
   constexpr const char* op = "attention_inference";
   check_dim(q, 4, op, "q");
   check_dim(k, 4, op, "k");
@@ -279,7 +279,9 @@ Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, co
   const bool bf16 = matmul_precision() == MatmulPrecision::bf16 && q.dtype() != DType::f64;
   const Tensor qs = bf16 ? as_operand(q) : q, ks = bf16 ? as_operand(k) : k, vs = bf16 ? as_operand(v) : v;
   const bool copy_keys = B > 1 && H > 1 && ks.stride(0) != ks.stride(1) * H;
-  Tensor out = Tensor::empty({B, L, H * e}, v.dtype() == DType::f64 ? DType::f64 : DType::f32);
+  ORDO_CHECK(out_dtype == DType::f32 || out_dtype == DType::bf16, op, ": out_dtype ", dtype_name(out_dtype),
+             " (f32, or bf16 for a product to take)");
+  Tensor out = Tensor::empty({B, L, H * e}, v.dtype() == DType::f64 ? DType::f64 : out_dtype);
   std::exception_ptr failure;
   std::mutex failure_mutex;
   // A head at a time: its [L, J] scores (590 KB at L = J = 384) stay in the

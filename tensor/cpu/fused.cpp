@@ -179,37 +179,46 @@ struct HeadRows {
   }
 };
 
+// bf16 heads (the products' operands) are rounded as each row is written,
+// and a bf16 gx as the bias's column sums read it: no f32 copy of either.
 void split_heads(const Tensor& heads, const Tensor& x, const Tensor& bias) {
   const HeadRows rows(heads);
-  const Tensor target = f32_target(heads);
+  uint16_t* rounded = heads.dtype() == DType::bf16 ? static_cast<uint16_t*>(heads.raw_data()) : nullptr;
   dispatch_float(x.dtype(), "split_heads", [&](auto tag) {
     using T = decltype(tag);
-    T* out = target.data<T>();
+    T* out = rounded ? nullptr : heads.data<T>();
     const T* xs = x.data<T>();
     const T* b = bias.defined() ? bias.data<T>() : nullptr;
     const int64_t d = rows.width;
     rows.each([&](int64_t r) {
       const T* from = xs + rows.x_offset(r);
       const T* bias_row = b ? b + rows.column(r) : nullptr;
-      T* to = out + r * d;
-      for (int64_t e = 0; e < d; ++e) to[e] = bias_row ? from[e] + bias_row[e] : from[e];
+      if (rounded) {
+        uint16_t* to = rounded + r * d;
+        for (int64_t e = 0; e < d; ++e)
+          to[e] = f32_to_bf16(static_cast<float>(bias_row ? from[e] + bias_row[e] : from[e]));
+      } else {
+        T* to = out + r * d;
+        for (int64_t e = 0; e < d; ++e) to[e] = bias_row ? from[e] + bias_row[e] : from[e];
+      }
     });
   });
-  finish_rounded(heads, target);
 }
 
 void split_heads_backward(const Tensor& gx, const Tensor& gbias, const Tensor& gheads) {
   const HeadRows rows(gheads);
   const Tensor target = f32_target(gx);
+  uint16_t* rounded = gx.dtype() == DType::bf16 && gbias.defined() ? static_cast<uint16_t*>(gx.raw_data()) : nullptr;
   dispatch_float(gheads.dtype(), "split_heads_backward", [&](auto tag) {
     using T = decltype(tag);
     T* out = target.data<T>();
     const T* g = gheads.data<T>();
     const int64_t d = rows.width;
     rows.each([&](int64_t r) { std::copy(g + r * d, g + (r + 1) * d, out + rows.x_offset(r)); });
-    if (gbias.defined()) column_sums(gbias.data<T>(), out, rows.batch * rows.length, rows.parts * rows.heads * d);
+    if (gbias.defined())
+      column_sums(gbias.data<T>(), out, rows.batch * rows.length, rows.parts * rows.heads * d, rounded);
   });
-  finish_rounded(gx, target);
+  if (!rounded) finish_rounded(gx, target);
 }
 
 }  // namespace ordo::cpu

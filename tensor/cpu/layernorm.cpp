@@ -7,6 +7,7 @@
 //           gx = rstd * (g - mean(g) - xhat * mean(g * xhat))
 //           ggamma = sum over rows of gy * xhat,  gbeta = sum over rows of gy
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "tensor/cpu/common.h"
@@ -16,6 +17,8 @@ namespace ordo::cpu {
 void layernorm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,
                const Tensor& gamma, const Tensor& beta, double eps, const Tensor& y16) {
   const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
+  // y's bf16 rounding for the next product (f32 y), row by row while the row is in cache.
+  uint16_t* rounded = y16.defined() ? static_cast<uint16_t*>(y16.raw_data()) : nullptr;
   dispatch_float(x.dtype(), "layernorm", [&](auto tag) {
     using T = decltype(tag);
     const T* xs = x.data<T>();
@@ -35,10 +38,12 @@ void layernorm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Te
         rs[row] = r;
         T* yr = ys + row * n;
         for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * r * g[j] + bt[j];
+        if constexpr (std::is_same_v<T, float>)
+          if (rounded)
+            for (int64_t j = 0; j < n; ++j) rounded[row * n + j] = f32_to_bf16(yr[j]);
       }
     });
   });
-  if (y16.defined()) round_to_bf16(y16, y);  // a second pass here; CUDA writes it beside y
 }
 
 void layernorm_backward(const Tensor& gx, const Tensor& ggamma, const Tensor& gbeta,

@@ -141,48 +141,69 @@ void random(const Tensor& out, RandomDist dist, double a, double b, uint64_t see
   });
 }
 
+namespace {
+
+// Dropout's elements [first, first + count) into o[0 .. count), x[0 ..) the
+// matching inputs; first a multiple of 64. Element i keeps where
+// philox::dropout_keep(seed, stream, i) does, however the range is cut.
+template <class T>
+void dropout_range(T* o, const T* x, int64_t first, int64_t count, uint64_t seed, uint64_t stream,
+                   uint64_t threshold, T scale) {
+  int64_t done = 0;
+#if defined(__AVX512F__) && defined(__BMI2__)
+  // Whole blocks of 64 on sixteen draws at once (8% of a mini pretraining
+  // step was this kernel and its Philox draws); the tail element by element.
+  if constexpr (std::is_same<T, float>::value) {
+    if (threshold > 0 && threshold < (1ull << 32)) {
+      for (; done + 64 <= count; done += 64)
+        dropout_64(o + done, x + done, static_cast<uint64_t>((first + done) / 4), seed, stream,
+                   static_cast<uint32_t>(threshold), scale);
+      for (; done < count; ++done)
+        o[done] = philox::dropout_keep(seed, stream, static_cast<uint64_t>(first + done), threshold) ? x[done] * scale
+                                                                                                    : T(0);
+      return;
+    }
+  }
+#endif
+  // Element i takes word i % 4 of draw i / 4 (philox::dropout_keep); blocks
+  // of 32 elements are the words of eight consecutive draws.
+  uint32_t words[8][4];
+  for (; done < count; done += 32) {
+    philox_x8(static_cast<uint64_t>((first + done) / 4), seed, stream, words);
+    const uint32_t* w = &words[0][0];
+    const int64_t block = std::min<int64_t>(32, count - done);
+    for (int64_t j = 0; j < block; ++j) o[done + j] = w[j] >= threshold ? x[done + j] * scale : T(0);
+  }
+}
+
+}  // namespace
+
+// A bf16 out (a product's operand) is each chunk's f32 values rounded while
+// the chunk is in cache.
 void dropout(const Tensor& out, const Tensor& x, double p, const PhiloxStream& philox_stream) {
   const uint64_t threshold = philox::dropout_threshold(p);
   const uint64_t seed = philox_stream.seed;
   const uint64_t stream =
       philox_stream.offset + (philox_stream.base.defined() ? static_cast<uint64_t>(philox_stream.base.item()) : 0);
-  const Tensor target = f32_target(out);
-  dispatch_float(target.dtype(), "dropout", [&](auto tag) {
+  constexpr int64_t kChunk = 2048;  // elements a task writes at once (a multiple of 64)
+  const int64_t n = out.numel(), chunks = (n + kChunk - 1) / kChunk;
+  uint16_t* rounded = out.dtype() == DType::bf16 ? static_cast<uint16_t*>(out.raw_data()) : nullptr;
+  dispatch_float(x.dtype(), "dropout", [&](auto tag) {
     using T = decltype(tag);
     const T scale = static_cast<T>(1.0 / (1.0 - p));
     const T* xs = x.data<T>();
-    T* o = target.data<T>();
-    const int64_t n = out.numel();
-#if defined(__AVX512F__) && defined(__BMI2__)
-    // Whole blocks of 64 on sixteen draws at once (8% of a mini pretraining
-    // step was this kernel and its Philox draws); the tail element by element.
-    if constexpr (std::is_same<T, float>::value) {
-      if (threshold > 0 && threshold < (1ull << 32) && n >= 64) {
-        const int64_t blocks = n / 64;
-        parallel_for(blocks, kElementwiseGrain / 256, [&](int64_t begin, int64_t end) {
-          for (int64_t b = begin; b < end; ++b)
-            dropout_64(o + 64 * b, xs + 64 * b, static_cast<uint64_t>(16 * b), seed, stream,
-                       static_cast<uint32_t>(threshold), scale);
-        });
-        for (int64_t i = 64 * blocks; i < n; ++i)
-          o[i] = philox::dropout_keep(seed, stream, static_cast<uint64_t>(i), threshold) ? xs[i] * scale : T(0);
-        return;
-      }
-    }
-#endif
-    // Element i takes word i % 4 of draw i / 4 (philox::dropout_keep); blocks
-    // of 32 elements are the words of eight consecutive draws.
-    parallel_for((n + 31) / 32, kElementwiseGrain / 128, [&](int64_t begin, int64_t end) {
-      uint32_t words[8][4];
-      for (int64_t b = begin; b < end; ++b) {
-        philox_x8(static_cast<uint64_t>(8 * b), seed, stream, words);
-        const uint32_t* w = &words[0][0];
-        const int64_t first = 32 * b, count = std::min<int64_t>(32, n - first);
-        for (int64_t j = 0; j < count; ++j) o[first + j] = w[j] >= threshold ? xs[first + j] * scale : T(0);
+    T* o = rounded ? nullptr : out.data<T>();
+    parallel_for(chunks, std::max<int64_t>(1, kElementwiseGrain / kChunk), [&](int64_t begin, int64_t end) {
+      T chunk_values[kChunk];
+      for (int64_t c = begin; c < end; ++c) {
+        const int64_t first = c * kChunk, count = std::min(kChunk, n - first);
+        dropout_range(rounded ? chunk_values : o + first, xs + first, first, count, seed, stream, threshold, scale);
+        if constexpr (std::is_same<T, float>::value)
+          if (rounded)
+            for (int64_t j = 0; j < count; ++j) rounded[first + j] = f32_to_bf16(chunk_values[j]);
       }
     });
   });
-  finish_rounded(out, target);
 }
 
 }  // namespace ordo::cpu

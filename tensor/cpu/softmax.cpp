@@ -3,6 +3,8 @@
 // (max, sum of exponentials, normalise) in a fixed order.
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
 #include "tensor/cpu/common.h"
 
@@ -22,6 +24,8 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log, con
   }
   Shape x_row_strides = contiguous_strides(row_shape);
   auto rows_ix = make_indexer<2>(row_shape, {&x_row_strides, mask.defined() ? &mask_row_strides : &x_row_strides});
+  // Without dropout, a bf16 `out` is y's rounding, written row by row while the row is in cache.
+  uint16_t* rounded = out.defined() && p == 0 ? static_cast<uint16_t*>(out.raw_data()) : nullptr;
 
   dispatch_float(x.dtype(), "softmax", [&](auto tag) {
     using T = decltype(tag);
@@ -48,9 +52,7 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log, con
         if (max_value == -std::numeric_limits<T>::infinity()) {
           // Every position masked out: a row of zeros rather than NaNs.
           for (int64_t j = 0; j < n; ++j) yr[j] = log ? -std::numeric_limits<T>::infinity() : T(0);
-          continue;
-        }
-        if (log) {
+        } else if (log) {
           // log-softmax: (x - max) - log sum exp(x - max); yr keeps x - max.
           for (int64_t j = 0; j < n; ++j) yr[j] -= max_value;
           const T log_sum = std::log(lane_sum<T>(n, [yr](int64_t j) { return math::exp(yr[j]); }));
@@ -60,25 +62,22 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log, con
           const T inv = T(1) / row_sum(yr, n);
           for (int64_t j = 0; j < n; ++j) yr[j] *= inv;
         }
+        if constexpr (std::is_same_v<T, float>)
+          if (rounded)
+            for (int64_t j = 0; j < n; ++j) rounded[row * n + j] = f32_to_bf16(yr[j]);
       }
     });
   });
-  if (!out.defined()) return;
   // The dropped probabilities: dropout's own kernel on y (a second pass here;
   // CUDA writes them beside y).
-  if (p == 0) {
-    round_to_bf16(out, y);  // out differs from y in its dtype alone
-    return;
-  }
-  const Tensor target = f32_target(out);
-  dropout(target, y, p, stream);
-  finish_rounded(out, target);
+  if (out.defined() && p > 0) dropout(out, y, p, stream);
 }
 
 void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool log, double p,
                       const PhiloxStream& stream) {
   const int64_t n = y.size(-1), rows = n ? y.numel() / n : 0;
-  const Tensor target = f32_target(gx);
+  // A bf16 gx (a product's operand) is each row's f32 values rounded as the row is done.
+  uint16_t* rounded = gx.dtype() == DType::bf16 ? static_cast<uint16_t*>(gx.raw_data()) : nullptr;
   Tensor dropped;  // gy through the mask, as dropout's backward writes it
   if (p > 0) {
     dropped = Tensor::empty(gy.shape(), gy.dtype());
@@ -89,12 +88,13 @@ void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool 
     using T = decltype(tag);
     const T* ys = y.data<T>();
     const T* gys = g.data<T>();
-    T* gxs = target.data<T>();
+    T* gxs = rounded ? nullptr : gx.data<T>();
     parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+      std::vector<T> row_values(rounded ? n : 0);
       for (int64_t row = b; row < e; ++row) {
         const T* yr = ys + row * n;
         const T* gr = gys + row * n;
-        T* out = gxs + row * n;
+        T* out = rounded ? row_values.data() : gxs + row * n;
         if (log) {
           // d/dx of log-softmax: gy - softmax * sum(gy); softmax = exp(y) (0 where y = -inf).
           const T total = row_sum(gr, n);
@@ -103,10 +103,12 @@ void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool 
           const T dot = lane_sum<T>(n, [gr, yr](int64_t j) { return gr[j] * yr[j]; });
           for (int64_t j = 0; j < n; ++j) out[j] = yr[j] * (gr[j] - dot);
         }
+        if constexpr (std::is_same_v<T, float>)
+          if (rounded)
+            for (int64_t j = 0; j < n; ++j) rounded[row * n + j] = f32_to_bf16(out[j]);
       }
     });
   });
-  finish_rounded(gx, target);
 }
 
 }  // namespace ordo::cpu

@@ -287,7 +287,13 @@ TEST_CASE("attention_inference equals the unfused ops bit for bit and a naive lo
     const Tensor unfused = matmul(probs, v).permute({0, 2, 1, 3}).contiguous().reshape({B, L, H * e});
     CHECK(got.to_vector<float>() == unfused.to_vector<float>());
     CHECK(naive_distance(got, {}, mask.expand({B, 1, L, L}).contiguous().to_vector<float>()) < 0.05);
+    // Written for the output projection's product: the f32 output's rounding, bit for bit.
+    const Tensor rounded = attention_inference(q, k, v, mask, scale, Tensor(), DType::bf16);
+    REQUIRE(rounded.dtype() == DType::bf16);
+    CHECK(ordo::test::bit_identical(rounded, unfused.to(DType::bf16)));
   }
+  CHECK_THROWS_WITH(attention_inference(q, k, v, Tensor(), scale, Tensor(), DType::i64),
+                    "attention_inference: out_dtype i64 (f32, or bf16 for a product to take)");
   // A mask of another shape is named.
   CHECK_THROWS_WITH(attention_inference(q, k, v, Tensor::zeros({B, 2, 1, L}), scale),
                     Catch::Contains("attention_inference: mask of shape [2, 2, 1, 13]"));

@@ -71,7 +71,7 @@ TEST_CASE("the CPU dropout mask is philox::dropout_keep element by element", "[p
   // Sizes around the kernel's blocks of 32 elements and 8 draws, and a seed
   // and stream with high words set (the vector path carries into them).
   const uint64_t seed = 0x123456789abcdef0ull, stream = 0xfedcba9876543210ull;
-  for (int64_t n : {1, 3, 31, 32, 33, 100, 1025}) {
+  for (int64_t n : {1, 3, 31, 32, 33, 100, 1025, 4133}) {
     Tensor ones = Tensor::ones({n}, DType::f64);
     std::vector<double> y = dropout(ones, 0.3, seed, stream).to_doubles();
     const uint64_t threshold = philox::dropout_threshold(0.3);
@@ -85,8 +85,10 @@ TEST_CASE("the CPU dropout mask is philox::dropout_keep element by element", "[p
 
 TEST_CASE("the CPU dropout of f32 is philox::dropout_keep and x * scale in f32, element by element", "[philox]") {
   // f32 runs whole blocks of 64 elements (16 draws) in vectors where the CPU
-  // has AVX-512, the rest element by element: sizes around those blocks,
-  // several rates, and in place (pretraining's residual dropout is).
+  // has AVX-512, the rest element by element: sizes around those blocks and
+  // the kernel's chunks of 2048, several rates, in place (pretraining's
+  // residual dropout is), and into bf16 (the attention's dropped
+  // probabilities for the P.V product): the f32 value rounded to nearest even.
   const uint64_t seed = 0x0f1e2d3c4b5a6978ull, stream = 0x8877665544332211ull;
   for (double p : {0.1, 0.3, 0.5, 0.9}) {
     for (int64_t n : {1, 63, 64, 65, 127, 128, 129, 1000, 4160}) {
@@ -112,6 +114,16 @@ TEST_CASE("the CPU dropout of f32 is philox::dropout_keep and x * scale in f32, 
         }
         CHECK(wrong == 0);
       }
+      INFO("p " << p << ", n " << n << ", into bf16");
+      const Tensor y16 = Tensor::empty({n}, DType::bf16);
+      cpu::dropout(y16, x, p, PhiloxStream{seed, stream, Tensor()});
+      const uint16_t* bits = static_cast<const uint16_t*>(y16.raw_data());
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const bool kept = philox::dropout_keep(seed, stream, static_cast<uint64_t>(i), threshold);
+        wrong += bits[i] != f32_to_bf16(kept ? static_cast<float>(x32[i]) * scale : 0.0f);
+      }
+      CHECK(wrong == 0);
     }
   }
 }
