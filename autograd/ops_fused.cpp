@@ -69,6 +69,14 @@ Var split_heads(const Var& x, const std::vector<Var>& biases, int64_t parts, int
   });
 }
 
+// y = x turned by angle p theta_i pair by pair: gx = gy turned by -angle.
+Var rotary(const Var& x, const Tensor& positions, const Tensor& theta, bool half) {
+  return record_op("rotary", rotary(x.value(), positions, theta, half), {x},
+                   [positions, theta, half](const Tensor& gy, const std::vector<bool>&) {
+                     return std::vector<Tensor>{rotary(gy, positions, theta, half, /*inverse=*/true)};
+                   });
+}
+
 DType operand_dtype(const Var& x, bool for_product) {
   return for_product && x.dtype() == DType::f32 && matmul_precision() == MatmulPrecision::bf16 ? DType::bf16
                                                                                                  : x.dtype();

@@ -22,25 +22,11 @@ Tensor Rotary::frequencies(DType dtype, Device device) const {
 }
 
 Var Rotary::rotated(const Var& x, const Tensor& positions) const {
-  const int64_t batch = x.size(0), heads = x.size(1), length = x.size(2), half = head_dim_ / 2;
+  const int64_t batch = x.size(0), length = x.size(2);
   ORDO_CHECK(x.size(3) == head_dim_, "rope: expected a head width of ", head_dim_, ", got ", x.size(3));
-  // Angles p * theta_i, [B, 1, L, d/2]: the same for every head.
-  Tensor angles = mul(positions.to(x.dtype()).reshape({batch, 1, length, 1}), frequencies(x.dtype(), x.device()));
-  Var c(cos(angles)), s(sin(angles));
-  // The two members (a, b) of every pair, [B, H, L, d/2] each.
-  Var a, b;
-  if (interleaved_) {
-    Var pairs = reshape(x, {batch, heads, length, half, 2});
-    a = select(pairs, 4, 0);
-    b = select(pairs, 4, 1);
-  } else {
-    a = slice(x, 3, 0, half);
-    b = slice(x, 3, half, head_dim_);
-  }
-  Var ra = sub(mul(a, c), mul(b, s));  // a cos - b sin
-  Var rb = add(mul(a, s), mul(b, c));  // a sin + b cos
-  if (!interleaved_) return concat({ra, rb}, 3);
-  return reshape(concat({unsqueeze(ra, 4), unsqueeze(rb, 4)}, 4), {batch, heads, length, head_dim_});
+  // Each pair (a, b) -> (a cos - b sin, a sin + b cos) at angle p theta_i
+  // (the pairs interleaved or the two halves), in one op (tensor/ops.h rotary).
+  return rotary(x, positions.reshape({batch, length}), frequencies(x.dtype(), x.device()), !interleaved_);
 }
 
 void Rotary::fused_terms(const nn::AttentionState& s, const Var& q, const Var&, FusedTerms& out) {

@@ -1,5 +1,6 @@
 // rope: q and k rotated pair by pair by p * theta_i (Su et al. 2021, Eq. 34).
 #include "pe/rope.h"
+#include "tensor/ops.h"
 #include "tests/pe/score_term_helpers.h"
 
 using namespace ordo;
@@ -115,4 +116,98 @@ TEST_CASE("rope: gradients reach q and k through the rotation and the attention 
 
 TEST_CASE("rope: a short pretraining run learns", "[pe][pretrain]") {
   require_learning(smoke_pretrain("rope"));
+}
+
+namespace {
+
+// The rotation as the unfused ops compose it (the angles, cos, sin, four
+// products, a difference, a sum, the pairs put back together): what rope ran
+// before its one-op kernel, and the reference that kernel must equal.
+Var unfused_rotation(const Var& x, const Tensor& positions, const Tensor& theta, bool half) {
+  const int64_t batch = x.size(0), heads = x.size(1), length = x.size(2), d = x.size(3), w = d / 2;
+  const Tensor angles = mul(positions.to(x.dtype()).reshape({batch, 1, length, 1}), theta);
+  const Var c(cos(angles)), s(sin(angles));
+  Var a, b;
+  if (half) {
+    a = slice(x, 3, 0, w);
+    b = slice(x, 3, w, d);
+  } else {
+    const Var pairs = reshape(x, {batch, heads, length, w, 2});
+    a = select(pairs, 4, 0);
+    b = select(pairs, 4, 1);
+  }
+  const Var ra = sub(mul(a, c), mul(b, s)), rb = add(mul(a, s), mul(b, c));
+  if (half) return concat({ra, rb}, 3);
+  return reshape(concat({unsqueeze(ra, 4), unsqueeze(rb, 4)}, 4), {batch, heads, length, d});
+}
+
+// RoPE's frequencies for a head width d, in f32.
+Tensor rope_frequencies(int64_t d) {
+  std::vector<double> theta(static_cast<size_t>(d / 2));
+  for (int64_t i = 0; i < d / 2; ++i) theta[i] = std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+  return Tensor::from_vector(theta, {d / 2}).to(DType::f32);
+}
+
+}  // namespace
+
+// On the CPU the one-op rotation rounds every product and sum as the unfused
+// ops did (no fused multiply-add), so a rope model's numbers are unchanged:
+// values and q's gradient bit for bit, on q as the q/k/v product leaves it
+// (a strided view), positions up to 500 (angles of hundreds of radians).
+TEST_CASE("rope's one-op rotation equals the unfused ops bit for bit, values and gradients, both pairings", "[pe]") {
+  const int64_t B = 2, L = 37, H = 3, d = 8;
+  const Tensor base = ordo::test::random_tensor({B, L, H, d}, 31, DType::f32, -2, 2);
+  const Tensor gy = ordo::test::random_tensor({B, H, L, d}, 32, DType::f32);
+  const Tensor positions = random_positions(B, L, 33, 0, 500);
+  const Tensor theta = rope_frequencies(d);
+  for (bool half : {false, true}) {
+    INFO((half ? "halves" : "interleaved pairs"));
+    Var x1(base.clone(), true), x2(base.clone(), true);
+    const Var fused = rotary(permute(x1, {0, 2, 1, 3}), positions, theta, half);
+    const Var unfused = unfused_rotation(permute(x2, {0, 2, 1, 3}), positions, theta, half);
+    CHECK(ordo::test::bit_identical(fused.value(), unfused.value()));
+    sum(mul(fused, Var(gy))).backward();
+    sum(mul(unfused, Var(gy))).backward();
+    CHECK(ordo::test::bit_identical(x1.grad(), x2.grad()));
+    // The inverse turns the rotation back (within the f32 roundings of two turns).
+    const std::vector<double> back = rotary(fused.value(), positions, theta, half, true).to_doubles();
+    const std::vector<double> x = base.permute({0, 2, 1, 3}).contiguous().to_doubles();
+    double worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(back[i] - x[i]));
+    CHECK(worst < 4 * 2 * 0x1p-24 * 4);  // |x| <= 2, two turns of two rounded products and a sum each
+  }
+  CHECK_THROWS_WITH(rotary(Tensor::zeros({1, 2, 3, 5}), Tensor::zeros({1, 3}, DType::i64), rope_frequencies(4), false),
+                    "rotary: the head width must be even (dimensions turn in pairs), got 5");
+  CHECK_THROWS_WITH(rotary(Tensor::zeros({1, 2, 3, 4}), Tensor::zeros({1, 4}, DType::i64), rope_frequencies(4), false),
+                    Catch::Contains("rotary: positions has shape [1, 4]"));
+}
+
+// The CUDA kernel against the CPU's: values and the inverse (the backward),
+// within a few units in the last place (nvcc may fuse a product into the
+// sum; the CPU rounds each), in one launch each.
+TEST_CASE("cuda: rope's rotation and its inverse match the CPU's, in one launch", "[cuda][pe]") {
+  const Device gpu = Device::cuda(0);
+  const int64_t B = 2, L = 29, H = 3, d = 8;
+  const Tensor base = ordo::test::random_tensor({B, L, H, d}, 41, DType::f32, -2, 2);
+  const Tensor positions = random_positions(B, L, 42, 0, 500);
+  const Tensor theta = rope_frequencies(d);
+  for (bool half : {false, true})
+    for (bool inverse : {false, true}) {
+      INFO((half ? "halves" : "interleaved pairs") << (inverse ? ", inverse" : ""));
+      const Tensor x = base.permute({0, 2, 1, 3});
+      const Tensor want = rotary(x, positions, theta, half, inverse);
+      const Tensor on_gpu = base.to(gpu).permute({0, 2, 1, 3});
+      const Tensor p_gpu = positions.to(gpu), theta_gpu = theta.to(gpu);
+      synchronize(gpu);
+      reset_device_counters();
+      const Tensor got = rotary(on_gpu, p_gpu, theta_gpu, half, inverse);
+      CHECK(device_counters().kernel_launches == 1);
+      const std::vector<double> g = got.to(Device::cpu()).to_doubles(), w = want.to_doubles();
+      double worst = 0;
+      for (size_t i = 0; i < w.size(); ++i) worst = std::max(worst, std::fabs(g[i] - w[i]));
+      // |a|, |b| <= 2, |c|, |s| <= 1: CUDA's cosf and sinf are within 2 ulp of the exact values (CUDA's
+      // programming guide), the CPU's within 1, so c and s differ by at most 3 2^-24; with the products' and
+      // the sum's roundings (at most 4 of 2^-24 relative to 4): |a| 3 2^-24 + |b| 3 2^-24 + 4 4 2^-24 < 2e-6.
+      CHECK(worst < 2e-6);
+    }
 }

@@ -1,0 +1,75 @@
+// CPU kernel of RoPE's rotation (kernels.inc rotary; Su et al. 2021,
+// Eq. 34): each pair (a, b) of position p turned by angle p theta_i,
+//   (a, b) -> (a cos - b sin, a sin + b cos),
+// and by -angle for the backward.
+//
+// The unfused ops this replaces multiply, subtract and add in separate
+// kernels, so every product is rounded before the sum. The compiler must not
+// contract a c - b s into a fused multiply-add here (GCC contracts across
+// statements by default), or the values would differ from theirs in the
+// last bit: the row loop is compiled with contraction off.
+#include <vector>
+
+#include "tensor/cpu/common.h"
+#include "tensor/elementwise_math.h"
+
+namespace ordo::cpu {
+
+namespace {
+
+// One row of d = 2 w values: y (contiguous) from x (elements x_stride
+// apart), pair i the members (2i, 2i + 1), or (i, i + w) with `half`, turned
+// by the angle whose cosine and sine are c[i] and s[i].
+template <class T>
+#if !defined(__clang__)
+__attribute__((optimize("fp-contract=off")))
+#endif
+void turn_row(T* y, const T* x, int64_t x_stride, const T* c, const T* s, int64_t w, bool half) {
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+  for (int64_t i = 0; i < w; ++i) {
+    const int64_t first = half ? i : 2 * i, second = half ? i + w : 2 * i + 1;
+    const T a = x[first * x_stride], b = x[second * x_stride];
+    y[first] = a * c[i] - b * s[i];
+    y[second] = a * s[i] + b * c[i];
+  }
+}
+
+}  // namespace
+
+void rotary(const Tensor& y, const Tensor& x, const Tensor& positions, const Tensor& theta, bool half, bool inverse) {
+  const int64_t batch = x.size(0), heads = x.size(1), length = x.size(2), d = x.size(3), w = d / 2;
+  dispatch_float(x.dtype(), "rotary", [&](auto tag) {
+    using T = decltype(tag);
+    // The cosine and sine of every (b, l, i), [B L, w] each: the heads share them.
+    std::vector<T> cosines(static_cast<size_t>(batch * length * w)), sines(cosines.size());
+    const int64_t* p = positions.data<int64_t>();
+    const T* frequencies = theta.data<T>();
+    parallel_for(batch * length, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(8 * w, 1)),
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t r = begin; r < end; ++r)
+                     for (int64_t i = 0; i < w; ++i) {
+                       // p in x's dtype (exact below 2^24 in f32), times theta_i, rounded: the unfused mul.
+                       const T angle = static_cast<T>(p[r]) * frequencies[i];
+                       const T sine = math::Sin::f(angle, {});
+                       cosines[r * w + i] = math::Cos::f(angle, {});
+                       sines[r * w + i] = inverse ? -sine : sine;
+                     }
+                 });
+    const T* xs = x.data<T>();
+    T* ys = y.data<T>();
+    const int64_t s0 = x.stride(0), s1 = x.stride(1), s2 = x.stride(2), s3 = x.stride(3);
+    parallel_for(batch * heads * length, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(d, 1)),
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t row = begin; row < end; ++row) {
+                     const int64_t l = row % length, h = row / length % heads, b = row / (length * heads);
+                     const int64_t at = (b * length + l) * w;
+                     turn_row(ys + row * d, xs + b * s0 + h * s1 + l * s2, s3, cosines.data() + at,
+                              sines.data() + at, w, half);
+                   }
+                 });
+  });
+}
+
+}  // namespace ordo::cpu
