@@ -133,10 +133,10 @@ Var bias_activation(const Var& x, const Var& bias, UnaryOp act, bool as_operand 
 // likewise. Part p is select(heads, 0, p).
 Var split_heads(const Var& x, const std::vector<Var>& biases, int64_t parts, int64_t heads, bool as_operand,
                 bool x_is_product);
-// RoPE's rotation of x [B, H, L, d] by the positions [B, L] and the
-// frequencies theta [d / 2] (tensor/ops.h rotary): the unfused ops' values in
-// one op; the backward turns the gradient back (by -angle).
-Var rotary(const Var& x, const Tensor& positions, const Tensor& theta, bool half);
+// RoPE's rotation of x [B, H, L, d] with the angles' cosines and sines
+// [B, L, d / 2] (tensor/ops.h rotary): the unfused ops' values in one op; the
+// backward turns the gradient back (by -angle).
+Var rotary(const Var& x, const Tensor& cosines, const Tensor& sines, bool half);
 // x as products take it (as_operand: bf16 under bf16 precision), rounded once
 // for several products; the gradient passes through unchanged.
 Var operand(const Var& x);

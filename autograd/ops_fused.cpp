@@ -69,11 +69,11 @@ Var split_heads(const Var& x, const std::vector<Var>& biases, int64_t parts, int
   });
 }
 
-// y = x turned by angle p theta_i pair by pair: gx = gy turned by -angle.
-Var rotary(const Var& x, const Tensor& positions, const Tensor& theta, bool half) {
-  return record_op("rotary", rotary(x.value(), positions, theta, half), {x},
-                   [positions, theta, half](const Tensor& gy, const std::vector<bool>&) {
-                     return std::vector<Tensor>{rotary(gy, positions, theta, half, /*inverse=*/true)};
+// y = x turned pair by pair by the angles: gx = gy turned back.
+Var rotary(const Var& x, const Tensor& cosines, const Tensor& sines, bool half) {
+  return record_op("rotary", rotary(x.value(), cosines, sines, half), {x},
+                   [cosines, sines, half](const Tensor& gy, const std::vector<bool>&) {
+                     return std::vector<Tensor>{rotary(gy, cosines, sines, half, /*inverse=*/true)};
                    });
 }
 

@@ -21,12 +21,18 @@ Tensor Rotary::frequencies(DType dtype, Device device) const {
   return constant(theta, {half}, dtype, device);
 }
 
+std::pair<Tensor, Tensor> Rotary::angle_tables(const Tensor& positions, int64_t batch, int64_t length, DType dtype,
+                                               Device device) const {
+  const Tensor angles = mul(positions.to(dtype).reshape({batch, length, 1}), frequencies(dtype, device));
+  return {cos(angles), sin(angles)};
+}
+
 Var Rotary::rotated(const Var& x, const Tensor& positions) const {
-  const int64_t batch = x.size(0), length = x.size(2);
   ORDO_CHECK(x.size(3) == head_dim_, "rope: expected a head width of ", head_dim_, ", got ", x.size(3));
-  // Each pair (a, b) -> (a cos - b sin, a sin + b cos) at angle p theta_i
-  // (the pairs interleaved or the two halves), in one op (tensor/ops.h rotary).
-  return rotary(x, positions.reshape({batch, length}), frequencies(x.dtype(), x.device()), !interleaved_);
+  const auto [cosines, sines] = angle_tables(positions, x.size(0), x.size(2), x.dtype(), x.device());
+  // Each pair (a, b) -> (a cos - b sin, a sin + b cos), the pairs interleaved
+  // or the two halves, in one op (tensor/ops.h rotary).
+  return rotary(x, cosines, sines, !interleaved_);
 }
 
 void Rotary::fused_terms(const nn::AttentionState& s, const Var& q, const Var&, FusedTerms& out) {
@@ -35,9 +41,13 @@ void Rotary::fused_terms(const nn::AttentionState& s, const Var& q, const Var&, 
   out.terms.rotary_half = !interleaved_;
 }
 
+// q and k share the positions: their angles' cos and sin are computed once.
 void Rotary::rotate(const nn::AttentionState& s, Var& q, Var& k) {
-  q = rotated(q, *s.positions);
-  k = rotated(k, *s.positions);
+  ORDO_CHECK(q.size(3) == head_dim_ && k.size(3) == head_dim_, "rope: expected a head width of ", head_dim_,
+             ", got ", q.size(3), " and ", k.size(3));
+  const auto [cosines, sines] = angle_tables(*s.positions, q.size(0), q.size(2), q.dtype(), q.device());
+  q = rotary(q, cosines, sines, !interleaved_);
+  k = rotary(k, cosines, sines, !interleaved_);
 }
 
 }  // namespace ordo::pe

@@ -19,6 +19,7 @@
 // output columns.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "base/config.h"
@@ -39,6 +40,10 @@ class Rotary : public nn::PositionEncoding {
   void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   // x [batch, heads, L, d_h] rotated by positions [batch, L].
   Var rotated(const Var& x, const Tensor& positions) const;
+  // cos and sin of the angles p theta_i, [batch, L, d_h / 2] each: p in
+  // `dtype` times theta_i, rounded, then the cos and sin ops.
+  std::pair<Tensor, Tensor> angle_tables(const Tensor& positions, int64_t batch, int64_t length, DType dtype,
+                                         Device device) const;
   bool interleaved() const { return interleaved_; }
   // theta_i = base^(-2i/d_h), i = 0 .. d_h/2 - 1, in `dtype` on `device`:
   // made on the first call for each and kept, so that a steady step copies

@@ -224,13 +224,13 @@ struct SplitHeadsGrads {
 SplitHeadsGrads split_heads_backward(const Tensor& gheads, bool with_bias, DType gx_dtype);
 
 // RoPE's rotation (Su et al. 2021, Eq. 34) of x [B, H, L, d] (any view, d
-// even) by the positions [B, L] (i64) and the frequencies theta [d / 2] (x's
-// dtype): each pair (a, b) of position p -> (a cos - b sin, a sin + b cos) at
-// angle p theta_i, the pairs (2i, 2i + 1) or, with `half`, (i, i + d/2).
-// The values of the unfused ops (a multiply for the angles, cos, sin, four
-// multiplies, a subtraction and an addition) in one pass; `inverse` turns by
-// -angle, which is its backward (a rotation's transpose is its inverse).
-Tensor rotary(const Tensor& x, const Tensor& positions, const Tensor& theta, bool half, bool inverse = false);
+// even): each pair (a, b) of row (b, h, l) -> (a cos - b sin, a sin + b cos)
+// with cosines and sines [B, L, d / 2] (x's dtype) of the angles p theta_i,
+// the pairs (2i, 2i + 1) or, with `half`, (i, i + d/2). The values of the
+// unfused ops (four multiplies, a subtraction and an addition) in one pass;
+// `inverse` turns by -angle, which is its backward (a rotation's transpose
+// is its inverse).
+Tensor rotary(const Tensor& x, const Tensor& cosines, const Tensor& sines, bool half, bool inverse = false);
 
 // ---- relative position encodings (ops_relative.cpp) ---------------------------
 // idx: i64 [B, L, J], the table row of (query i, key j), shared by the heads.

@@ -122,20 +122,19 @@ SplitHeadsGrads split_heads_backward(const Tensor& gheads, bool with_bias, DType
   return g;
 }
 
-Tensor rotary(const Tensor& x, const Tensor& positions, const Tensor& theta, bool half, bool inverse) {
+Tensor rotary(const Tensor& x, const Tensor& cosines, const Tensor& sines, bool half, bool inverse) {
   const char* op = "rotary";
   check_dim(x, 4, op, "x");
   check_float(x, op, "x");
   const int64_t d = x.size(3);
   ORDO_CHECK(d % 2 == 0, op, ": the head width must be even (dimensions turn in pairs), got ", d);
-  check_shape(positions, {x.size(0), x.size(2)}, op, "positions");
-  check_dtype(positions, DType::i64, op, "positions");
-  check_shape(theta, {d / 2}, op, "theta");
-  check_same_dtype(x, theta, op);
-  check_same_device(x, positions, op);
-  check_same_device(x, theta, op);
+  for (const Tensor* table : {&cosines, &sines}) {
+    check_shape(*table, {x.size(0), x.size(2), d / 2}, op, table == &cosines ? "cosines" : "sines");
+    check_same_dtype(x, *table, op);
+    check_same_device(x, *table, op);
+  }
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  ORDO_BACKEND(x.device(), rotary)(y, x, positions.contiguous(), theta.contiguous(), half, inverse);
+  ORDO_BACKEND(x.device(), rotary)(y, x, cosines.contiguous(), sines.contiguous(), half, inverse);
   return y;
 }
 

@@ -1,5 +1,6 @@
 // CPU kernel of RoPE's rotation (kernels.inc rotary; Su et al. 2021,
-// Eq. 34): each pair (a, b) of position p turned by angle p theta_i,
+// Eq. 34): each pair (a, b) of position p turned by angle p theta_i, whose
+// cosine and sine the caller gives,
 //   (a, b) -> (a cos - b sin, a sin + b cos),
 // and by -angle for the backward.
 //
@@ -8,10 +9,10 @@
 // contract a c - b s into a fused multiply-add here (GCC contracts across
 // statements by default), or the values would differ from theirs in the
 // last bit: the row loop is compiled with contraction off.
+#include <algorithm>
 #include <vector>
 
 #include "tensor/cpu/common.h"
-#include "tensor/elementwise_math.h"
 
 namespace ordo::cpu {
 
@@ -38,35 +39,29 @@ void turn_row(T* y, const T* x, int64_t x_stride, const T* c, const T* s, int64_
 
 }  // namespace
 
-void rotary(const Tensor& y, const Tensor& x, const Tensor& positions, const Tensor& theta, bool half, bool inverse) {
-  const int64_t batch = x.size(0), heads = x.size(1), length = x.size(2), d = x.size(3), w = d / 2;
+void rotary(const Tensor& y, const Tensor& x, const Tensor& cosines, const Tensor& sines, bool half,
+            bool inverse) {
+  const int64_t heads = x.size(1), length = x.size(2), d = x.size(3), w = d / 2;
   dispatch_float(x.dtype(), "rotary", [&](auto tag) {
     using T = decltype(tag);
-    // The cosine and sine of every (b, l, i), [B L, w] each: the heads share them.
-    std::vector<T> cosines(static_cast<size_t>(batch * length * w)), sines(cosines.size());
-    const int64_t* p = positions.data<int64_t>();
-    const T* frequencies = theta.data<T>();
-    parallel_for(batch * length, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(8 * w, 1)),
-                 [&](int64_t begin, int64_t end) {
-                   for (int64_t r = begin; r < end; ++r)
-                     for (int64_t i = 0; i < w; ++i) {
-                       // p in x's dtype (exact below 2^24 in f32), times theta_i, rounded: the unfused mul.
-                       const T angle = static_cast<T>(p[r]) * frequencies[i];
-                       const T sine = math::Sin::f(angle, {});
-                       cosines[r * w + i] = math::Cos::f(angle, {});
-                       sines[r * w + i] = inverse ? -sine : sine;
-                     }
-                 });
+    // The backward's sines negated once: [B L, w], shared by the heads.
+    const T* c = cosines.data<T>();
+    const T* s = sines.data<T>();
+    std::vector<T> negated;
+    if (inverse) {
+      negated.resize(static_cast<size_t>(sines.numel()));
+      for (size_t i = 0; i < negated.size(); ++i) negated[i] = -s[i];
+      s = negated.data();
+    }
     const T* xs = x.data<T>();
     T* ys = y.data<T>();
     const int64_t s0 = x.stride(0), s1 = x.stride(1), s2 = x.stride(2), s3 = x.stride(3);
-    parallel_for(batch * heads * length, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(d, 1)),
+    parallel_for(y.numel() / std::max<int64_t>(d, 1), std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(d, 1)),
                  [&](int64_t begin, int64_t end) {
                    for (int64_t row = begin; row < end; ++row) {
                      const int64_t l = row % length, h = row / length % heads, b = row / (length * heads);
                      const int64_t at = (b * length + l) * w;
-                     turn_row(ys + row * d, xs + b * s0 + h * s1 + l * s2, s3, cosines.data() + at,
-                              sines.data() + at, w, half);
+                     turn_row(ys + row * d, xs + b * s0 + h * s1 + l * s2, s3, c + at, s + at, w, half);
                    }
                  });
   });
