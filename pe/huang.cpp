@@ -28,7 +28,9 @@ Var HuangScalar::gates(int layer, const Tensor& positions, const nn::Context* ct
 }
 
 Var HuangScalar::contextual_scores(const nn::AttentionState& s, const Var& q, const Var& k) {
-  return mul(matmul(q, k, false, true), gates(s.layer, *s.positions, s.ctx));  // (q_i . k_j) w_{r_ij}
+  // The gates of the positions alone: once for a batch of identical rows, broadcast over it.
+  const Var w = gates(s.layer, distinct_position_rows(*s.positions, s.ctx), s.ctx);
+  return mul(matmul(q, k, false, true), w);  // (q_i . k_j) w_{r_ij}
 }
 
 nn::PositionEncoding::OffsetVectors HuangScalar::offset_vectors(int layer, int64_t span) const {

@@ -1,11 +1,13 @@
 // Terms of the positions alone (t5_bias, rel_scalar, abs_scalar, alibi,
-// attenuated, TUPE's positional term) are computed once for a batch whose
+// attenuated, TUPE's positional term, the distance gates of Huang et al.'s
+// methods 1 and 2) are computed once for a batch whose
 // rows of positions are all the same (pe/common.h, distinct_position_rows):
 // [1, ...] broadcast over the batch, the tables' gradients summed over the
 // batch first. Checked against the same term made row by row (the forward's
 // facts saying the rows differ): the same values, and the same gradients up
 // to the order of the sums.
 #include "autograd/ops.h"
+#include "tensor/kernel_calls.h"
 #include "tests/pe/score_term_helpers.h"
 
 using namespace ordo;
@@ -14,14 +16,16 @@ using namespace ordo::pe_test;
 namespace {
 
 // The term (expanded to [B, H, L, L]) and the gradient of sum(w * term) for
-// every parameter, with the facts saying the rows are identical or not.
+// every parameter, with the facts saying the rows are identical or not. With
+// q and k: the variant's own contextual term (q_i . k_j gated by distance).
 struct Made {
   Tensor term;
   std::vector<Tensor> grads;
+  int64_t looked_up = 0;  // table rows the forward's lookups (index_select) read
 };
 
 Made make_term(nn::PositionEncoding& pe, const nn::BertConfig& c, const Tensor& positions, bool identical,
-               const Tensor& w) {
+               const Tensor& w, const Tensor& q = Tensor(), const Tensor& k = Tensor()) {
   nn::Context ctx = nn::Context::eval();
   nn::InputFacts facts = nn::input_facts(positions.to_vector<int64_t>().data(), nullptr, positions.size(0),
                                          positions.size(1));
@@ -32,12 +36,16 @@ Made make_term(nn::PositionEncoding& pe, const nn::BertConfig& c, const Tensor& 
   const int64_t B = positions.size(0), L = positions.size(1), H = c.num_attention_heads;
   const Var zero(Tensor::zeros({B, H, L, c.head_dim()}, DType::f64));
   for (auto& [name, p] : pe.named_parameters()) p->var.zero_grad();
-  Var term = pe.score_bias(s, zero, zero);
+  KernelCallRecording recording;
+  Var term = q.defined() ? pe.contextual_scores(s, Var(q), Var(k)) : pe.score_bias(s, zero, zero);
   REQUIRE(term.defined());
-  CHECK(term.size(0) == (identical ? 1 : B));
+  int64_t looked_up = 0;
+  for (const KernelCall& call : recording.calls())
+    if (std::string(call.kernel) == "index_select") looked_up += shape_numel(call.shapes.back());
+  if (!q.defined()) CHECK(term.size(0) == (identical ? 1 : B));
   term = expand(term, {B, H, L, L});
   if (term.requires_grad()) sum(mul(term, Var(w))).backward();  // a fixed term has no parameters
-  Made m{term.value().contiguous(), {}};
+  Made m{term.value().contiguous(), {}, looked_up};
   for (auto& [name, p] : pe.named_parameters())
     m.grads.push_back(p->var.grad().defined() ? p->var.grad() : Tensor::zeros(p->var.shape(), DType::f64));
   return m;
@@ -63,6 +71,30 @@ TEST_CASE("a term of the positions alone is made once for a batch of identical r
     randomize(*pe, 31);
     const Tensor w = ordo::test::random_tensor({B, c.num_attention_heads, L, L}, 37);
     const Made once = make_term(*pe, c, positions, true, w), each = make_term(*pe, c, positions, false, w);
+    CHECK(ordo::test::bit_identical(once.term, each.term));
+    REQUIRE(once.grads.size() == each.grads.size());
+    for (size_t n = 0; n < once.grads.size(); ++n) ordo::test::require_close(once.grads[n], each.grads[n], 1e-12, 1e-14);
+  }
+}
+
+TEST_CASE("Huang et al.'s distance gates (methods 1, 2) are made once for a batch of identical rows, as row by row",
+          "[pe]") {
+  const int64_t B = 3, L = 6;
+  std::vector<int64_t> rows;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < L; ++i) rows.push_back(2 + i);
+  const Tensor positions = Tensor::from_vector(rows, {B, L});
+  for (const char* name : {"huang_m1", "huang_m2"}) {
+    INFO(name);
+    const nn::BertConfig c = tiny_config(name);
+    std::unique_ptr<nn::PositionEncoding> pe = make(c);
+    randomize(*pe, 41);
+    const int64_t H = c.num_attention_heads, d = c.head_dim();
+    const Tensor w = ordo::test::random_tensor({B, H, L, L}, 43);
+    const Tensor q = ordo::test::random_tensor({B, H, L, d}, 44), k = ordo::test::random_tensor({B, H, L, d}, 45);
+    const Made once = make_term(*pe, c, positions, true, w, q, k), each = make_term(*pe, c, positions, false, w, q, k);
+    CHECK(once.looked_up == L * L);  // one row's pairs, broadcast over the batch
+    CHECK(each.looked_up == B * L * L);
     CHECK(ordo::test::bit_identical(once.term, each.term));
     REQUIRE(once.grads.size() == each.grads.size());
     for (size_t n = 0; n < once.grads.size(); ++n) ordo::test::require_close(once.grads[n], each.grads[n], 1e-12, 1e-14);
