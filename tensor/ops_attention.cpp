@@ -247,6 +247,8 @@ Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, co
   check_dim(k, 4, op, "k");
   check_dim(v, 4, op, "v");
   const int64_t B = q.size(0), H = q.size(1), L = q.size(2), J = k.size(2), e = v.size(3);
+  ORDO_CHECK(out_dtype == DType::f32 || out_dtype == DType::bf16, op, ": out_dtype ", dtype_name(out_dtype),
+             " (f32, or bf16 for a product to take)");
   ORDO_CHECK(q.device().is_cpu(), op, ": a CPU op (a GPU runs the fused attention), got ", q.device().str());
   check_shape(k, {B, H, J, q.size(3)}, op, "k");
   check_shape(v, {B, H, J, e}, op, "v");
@@ -279,8 +281,6 @@ Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, co
   const bool bf16 = matmul_precision() == MatmulPrecision::bf16 && q.dtype() != DType::f64;
   const Tensor qs = bf16 ? as_operand(q) : q, ks = bf16 ? as_operand(k) : k, vs = bf16 ? as_operand(v) : v;
   const bool copy_keys = B > 1 && H > 1 && ks.stride(0) != ks.stride(1) * H;
-  ORDO_CHECK(out_dtype == DType::f32 || out_dtype == DType::bf16, op, ": out_dtype ", dtype_name(out_dtype),
-             " (f32, or bf16 for a product to take)");
   Tensor out = Tensor::empty({B, L, H * e}, v.dtype() == DType::f64 ? DType::f64 : out_dtype);
   std::exception_ptr failure;
   std::mutex failure_mutex;

@@ -150,13 +150,18 @@ T row_max(const T* x, int64_t n) {
   return any_nan ? std::numeric_limits<T>::quiet_NaN() : m;
 }
 
+// n f32 values rounded to bf16 (nearest even) into out: a kernel's row or
+// chunk, written while it is still in the cache.
+inline void round_into_bf16(uint16_t* out, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f32_to_bf16(x[i]);
+}
+
 // x (f32) rounded to bf16 into out (the same element count).
 inline void round_to_bf16(const Tensor& out, const Tensor& x) {
   uint16_t* o = static_cast<uint16_t*>(out.raw_data());
   const float* xs = x.data<float>();
-  parallel_for(x.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) o[i] = f32_to_bf16(xs[i]);
-  });
+  parallel_for(x.numel(), kElementwiseGrain,
+               [&](int64_t begin, int64_t end) { round_into_bf16(o + begin, xs + begin, end - begin); });
 }
 
 // Where a kernel whose output may be bf16 writes its f32 values: out itself,

@@ -29,7 +29,7 @@ void column_sums(T* out, const T* x, int64_t rows, int64_t n, uint16_t* rounded 
         for (int64_t j = 0; j < width; ++j) sum[j] += row[j];
         if constexpr (std::is_same_v<T, float>)
           if (rounded)
-            for (int64_t j = 0; j < width; ++j) rounded[r * n + j0 + j] = f32_to_bf16(row[j]);
+            round_into_bf16(rounded + r * n + j0, row, width);
       }
       for (int64_t j = 0; j < width; ++j) out[j0 + j] = static_cast<T>(sum[j]);
     }
@@ -146,8 +146,8 @@ void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tenso
           const T u = xr[j] + b[j];
           o[j] = gr[j] * F::df(u, F::f(u, {}), {});
         }
-        if (rounded)
-          for (int64_t j = 0; j < n; ++j) rounded[r * n + j] = f32_to_bf16(static_cast<float>(o[j]));
+        if constexpr (std::is_same_v<T, float>)
+          if (rounded) round_into_bf16(rounded + r * n, o, n);
       });
     });
     column_sums(gbias.data<T>(), out, rows, n);

@@ -40,7 +40,7 @@ void layernorm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Te
         for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * r * g[j] + bt[j];
         if constexpr (std::is_same_v<T, float>)
           if (rounded)
-            for (int64_t j = 0; j < n; ++j) rounded[row * n + j] = f32_to_bf16(yr[j]);
+            round_into_bf16(rounded + row * n, yr, n);
       }
     });
   });

@@ -200,7 +200,7 @@ void dropout(const Tensor& out, const Tensor& x, double p, const PhiloxStream& p
         dropout_range(rounded ? chunk_values : o + first, xs + first, first, count, seed, stream, threshold, scale);
         if constexpr (std::is_same<T, float>::value)
           if (rounded)
-            for (int64_t j = 0; j < count; ++j) rounded[first + j] = f32_to_bf16(chunk_values[j]);
+            round_into_bf16(rounded + first, chunk_values, count);
       }
     });
   });

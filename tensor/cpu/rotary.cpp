@@ -10,7 +10,6 @@
 // statements by default), or the values would differ from theirs in the
 // last bit: the row loop is compiled with contraction off.
 #include <algorithm>
-#include <vector>
 
 #include "tensor/cpu/common.h"
 
@@ -20,20 +19,21 @@ namespace {
 
 // One row of d = 2 w values: y (contiguous) from x (elements x_stride
 // apart), pair i the members (2i, 2i + 1), or (i, i + w) with `half`, turned
-// by the angle whose cosine and sine are c[i] and s[i].
+// by the angle whose cosine and sine are c[i] and s[i] (by its negative with
+// `inverse`: the sine negated, exactly).
 template <class T>
 #if !defined(__clang__)
 __attribute__((optimize("fp-contract=off")))
 #endif
-void turn_row(T* y, const T* x, int64_t x_stride, const T* c, const T* s, int64_t w, bool half) {
+void turn_row(T* y, const T* x, int64_t x_stride, const T* c, const T* s, int64_t w, bool half, bool inverse) {
 #if defined(__clang__)
 #pragma clang fp contract(off)
 #endif
   for (int64_t i = 0; i < w; ++i) {
     const int64_t first = half ? i : 2 * i, second = half ? i + w : 2 * i + 1;
-    const T a = x[first * x_stride], b = x[second * x_stride];
-    y[first] = a * c[i] - b * s[i];
-    y[second] = a * s[i] + b * c[i];
+    const T a = x[first * x_stride], b = x[second * x_stride], sine = inverse ? -s[i] : s[i];
+    y[first] = a * c[i] - b * sine;
+    y[second] = a * sine + b * c[i];
   }
 }
 
@@ -44,15 +44,9 @@ void rotary(const Tensor& y, const Tensor& x, const Tensor& cosines, const Tenso
   const int64_t heads = x.size(1), length = x.size(2), d = x.size(3), w = d / 2;
   dispatch_float(x.dtype(), "rotary", [&](auto tag) {
     using T = decltype(tag);
-    // The backward's sines negated once: [B L, w], shared by the heads.
+    // [B L, w] each, shared by the heads.
     const T* c = cosines.data<T>();
     const T* s = sines.data<T>();
-    std::vector<T> negated;
-    if (inverse) {
-      negated.resize(static_cast<size_t>(sines.numel()));
-      for (size_t i = 0; i < negated.size(); ++i) negated[i] = -s[i];
-      s = negated.data();
-    }
     const T* xs = x.data<T>();
     T* ys = y.data<T>();
     const int64_t s0 = x.stride(0), s1 = x.stride(1), s2 = x.stride(2), s3 = x.stride(3);
@@ -61,7 +55,7 @@ void rotary(const Tensor& y, const Tensor& x, const Tensor& cosines, const Tenso
                    for (int64_t row = begin; row < end; ++row) {
                      const int64_t l = row % length, h = row / length % heads, b = row / (length * heads);
                      const int64_t at = (b * length + l) * w;
-                     turn_row(ys + row * d, xs + b * s0 + h * s1 + l * s2, s3, c + at, s + at, w, half);
+                     turn_row(ys + row * d, xs + b * s0 + h * s1 + l * s2, s3, c + at, s + at, w, half, inverse);
                    }
                  });
   });

@@ -64,7 +64,7 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log, con
         }
         if constexpr (std::is_same_v<T, float>)
           if (rounded)
-            for (int64_t j = 0; j < n; ++j) rounded[row * n + j] = f32_to_bf16(yr[j]);
+            round_into_bf16(rounded + row * n, yr, n);
       }
     });
   });
@@ -105,7 +105,7 @@ void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool 
         }
         if constexpr (std::is_same_v<T, float>)
           if (rounded)
-            for (int64_t j = 0; j < n; ++j) rounded[row * n + j] = f32_to_bf16(out[j]);
+            round_into_bf16(rounded + row * n, out, n);
       }
     });
   });
