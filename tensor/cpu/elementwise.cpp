@@ -1,8 +1,26 @@
 // CPU elementwise kernels: unary (and its derivative), binary with
 // broadcasting, where. The formulas live in tensor/elementwise_math.h.
 #include "tensor/cpu/common.h"
+#include "tensor/cpu/gelu.h"
 
 namespace ordo::cpu {
+
+namespace {
+
+// out[i] = GELU(x[i * stride]) for i < n (out dense); a strided x is gathered
+// a chunk at a time.
+void gelu_strided(float* out, const float* x, int64_t stride, int64_t n) {
+  if (stride == 1) return gelu_row(out, x, nullptr, n);
+  constexpr int64_t kChunk = 256;
+  float dense[kChunk];
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+    const int64_t width = std::min(kChunk, n - i0);
+    for (int64_t i = 0; i < width; ++i) dense[i] = x[(i0 + i) * stride];
+    gelu_row(out + i0, dense, nullptr, width);
+  }
+}
+
+}  // namespace
 
 void unary(UnaryOp op, UnaryParams params, const Tensor& out, const Tensor& x) {
   auto ix = make_indexer<2>(out.shape(), {&out.strides(), &x.strides()});
@@ -16,7 +34,9 @@ void unary(UnaryOp op, UnaryParams params, const Tensor& out, const Tensor& x) {
         for_each_run(ix, begin, end, [&](const int64_t* off, int64_t n, const int64_t* st) {
           T* op_ = o + off[0];
           const T* xp = xs + off[1];
-          if (st[1] == 1) {  // dense: a loop the compiler can vectorise
+          if constexpr (uses_gelu_row<F, T>) {
+            gelu_strided(op_, xp, st[1], n);
+          } else if (st[1] == 1) {  // dense: a loop the compiler can vectorise
             for (int64_t i = 0; i < n; ++i) op_[i] = F::f(xp[i], params);
           } else {
             for (int64_t i = 0; i < n; ++i) op_[i] = F::f(xp[i * st[1]], params);
@@ -38,7 +58,11 @@ void unary_backward(UnaryOp op, UnaryParams params, const Tensor& gx, const Tens
     visit_unary(op, [&](auto f) {
       using F = decltype(f);
       parallel_for(gx.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) g[i] = gys[i] * F::df(xs[i], ys[i], params);
+        if constexpr (uses_gelu_row<F, T>) {
+          gelu_backward_row(g + begin, gys + begin, xs + begin, nullptr, end - begin);
+        } else {
+          for (int64_t i = begin; i < end; ++i) g[i] = gys[i] * F::df(xs[i], ys[i], params);
+        }
       });
     });
   });

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "tensor/cpu/common.h"
+#include "tensor/cpu/gelu.h"
 
 namespace ordo::cpu {
 
@@ -94,8 +95,19 @@ void residual_layernorm_backward(const Tensor& gs, const Tensor& gh, const Tenso
   });
 }
 
-// Row by row, the bias indexed by column: the inner loops are dense, so the
-// compiler vectorises them with the activation's vector math (cpu::vnormal_cdf).
+// o[j] = F(x[j] + b[j]) for j < n: GELU in f32 through cpu::gelu_row (the
+// unary op's own rows), the others element by element in loops the compiler
+// vectorises.
+template <class F, class T>
+void activation_row(T* o, const T* x, const T* b, int64_t n) {
+  if constexpr (uses_gelu_row<F, T>) {
+    gelu_row(o, x, b, n);
+  } else {
+    for (int64_t j = 0; j < n; ++j) o[j] = F::f(x[j] + b[j], {});
+  }
+}
+
+// Row by row, the bias indexed by column.
 void bias_activation(const Tensor& y, const Tensor& x, const Tensor& bias, UnaryOp act) {
   const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
   dispatch_float(x.dtype(), "bias_activation", [&](auto tag) {
@@ -105,19 +117,20 @@ void bias_activation(const Tensor& y, const Tensor& x, const Tensor& bias, Unary
     visit_activation(act, [&](auto f) {
       using F = decltype(f);
       if (y.dtype() == DType::bf16) {
+        // The f32 values a chunk at a time, rounded while in L1.
+        constexpr int64_t kChunk = 1024;
         uint16_t* out = static_cast<uint16_t*>(y.raw_data());
         for_rows(rows, n, [&](int64_t r) {
-          const T* xr = xs + r * n;
-          uint16_t* o = out + r * n;
-          for (int64_t j = 0; j < n; ++j) o[j] = f32_to_bf16(static_cast<float>(F::f(xr[j] + b[j], {})));
+          T values[kChunk];
+          for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+            const int64_t width = std::min(kChunk, n - j0);
+            activation_row<F>(values, xs + r * n + j0, b + j0, width);
+            for (int64_t j = 0; j < width; ++j) out[r * n + j0 + j] = f32_to_bf16(static_cast<float>(values[j]));
+          }
         });
       } else {
         T* out = y.data<T>();
-        for_rows(rows, n, [&](int64_t r) {
-          const T* xr = xs + r * n;
-          T* o = out + r * n;
-          for (int64_t j = 0; j < n; ++j) o[j] = F::f(xr[j] + b[j], {});
-        });
+        for_rows(rows, n, [&](int64_t r) { activation_row<F>(out + r * n, xs + r * n, b, n); });
       }
     });
   });
@@ -142,9 +155,13 @@ void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tenso
         const T* xr = xs + r * n;
         const T* gr = g + r * n;
         T* o = out + r * n;
-        for (int64_t j = 0; j < n; ++j) {
-          const T u = xr[j] + b[j];
-          o[j] = gr[j] * F::df(u, F::f(u, {}), {});
+        if constexpr (uses_gelu_row<F, T>) {
+          gelu_backward_row(o, gr, xr, b, n);
+        } else {
+          for (int64_t j = 0; j < n; ++j) {
+            const T u = xr[j] + b[j];
+            o[j] = gr[j] * F::df(u, F::f(u, {}), {});
+          }
         }
         if constexpr (std::is_same_v<T, float>)
           if (rounded) round_into_bf16(rounded + r * n, o, n);
