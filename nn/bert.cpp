@@ -510,7 +510,14 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace, 
     if (config_.word_embedding_scale != 1.0) tokens = affine(tokens, config_.word_embedding_scale);
   }
   Var x = sum_of_defined(tokens, segment_vectors);
-  Var position_vectors = ablate == Ablation::positional ? Var() : pe_->input_embedding(positions, ctx);
+  // A batch whose rows of positions are all the same (the forward's facts:
+  // pretraining, fine-tuning and evaluation batches count 0, 1, ... in every
+  // row) takes its position vectors for the first row alone, [1, L, D], and
+  // the sum broadcasts them: the table is read for L rows instead of B L, and
+  // its gradient is summed over the batch before it reaches the table (as
+  // pe::distinct_position_rows does for the attention's terms).
+  const Tensor position_rows = ctx.facts->rows_identical && batch > 1 ? positions.slice(0, 0, 1) : positions;
+  Var position_vectors = ablate == Ablation::positional ? Var() : pe_->input_embedding(position_rows, ctx);
   ORDO_CHECK(!drop_tokens || position_vectors.defined(), "pe '", pe_->name(),
              "': the contextual ablation is undefined: the encoding has no positional term to keep");
   const DType dtype = embeddings.word_embeddings.weight.var.dtype();
@@ -522,6 +529,7 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace, 
     position_vectors = Var(position_vectors.value().to(dtype));
   }
   x = sum_of_defined(x, position_vectors);
+  if (x.size(0) != batch) x = contiguous(expand(x, {batch, length, x.size(2)}));  // the positions' term alone
   const bool dropped = ctx.training && config_.hidden_dropout_prob > 0;  // as nn::dropout
   if (embeddings.norm) x = embeddings.norm->forward(x, /*to_product=*/!dropped);
   x = dropout(x, config_.hidden_dropout_prob, ctx);

@@ -7,6 +7,7 @@
 // facts saying the rows differ): the same values, and the same gradients up
 // to the order of the sums.
 #include "autograd/ops.h"
+#include "nn/bert.h"
 #include "tensor/kernel_calls.h"
 #include "tests/pe/score_term_helpers.h"
 
@@ -99,4 +100,72 @@ TEST_CASE("Huang et al.'s distance gates (methods 1, 2) are made once for a batc
     REQUIRE(once.grads.size() == each.grads.size());
     for (size_t n = 0; n < once.grads.size(); ++n) ordo::test::require_close(once.grads[n], each.grads[n], 1e-12, 1e-14);
   }
+}
+
+TEST_CASE("an encoding at the input takes its position vectors once for a batch of identical rows, as row by row",
+          "[pe]") {
+  const int64_t B = 3, L = 5;
+  nn::BertInputs in;
+  in.input_ids = Tensor::from_vector(std::vector<int64_t>{1, 4, 7, 2, 9, 3, 3, 11, 5, 0, 12, 6, 8, 10, 2}, {B, L});
+  in.segment_ids = Tensor::from_vector(std::vector<int64_t>{0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1}, {B, L});
+  std::vector<int64_t> rows;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < L; ++i) rows.push_back(i);
+  const Tensor positions = Tensor::from_vector(rows, {B, L});
+  const std::vector<int64_t> segments = in.segment_ids.to_vector<int64_t>();
+  for (const char* name : {"ape_learned", "ape_sin", "ape_sin_learnable"}) {
+    INFO(name);
+    const nn::BertConfig c = tiny_config(name);
+    nn::BertModel model(c, pe::make_position_encoding(c, Device::cpu()), Device::cpu(), /*with_pooler=*/false);
+    nn::initialize(model, 51);
+    model.to_dtype(DType::f64);
+    const Tensor w = ordo::test::random_tensor({B, L, c.hidden_size}, 53);
+    struct Run {
+      Tensor hidden;
+      std::vector<Tensor> grads;
+      int64_t looked_up = 0;  // table rows the forward's lookups (index_select) read
+    };
+    auto run = [&](bool identical) {
+      nn::BertInputs given = in;
+      given.facts = nn::input_facts(rows.data(), segments.data(), B, L);
+      REQUIRE(given.facts->rows_identical);  // the batch is identical: the flag below decides
+      given.facts->rows_identical = identical;
+      for (auto& [n, p] : model.named_parameters()) p->var.zero_grad();
+      nn::Context ctx = nn::Context::eval();
+      KernelCallRecording recording;
+      Var hidden = model.forward(given, ctx);
+      Run r{hidden.value().contiguous(), {}, 0};
+      for (const KernelCall& call : recording.calls())
+        if (std::string(call.kernel) == "index_select") r.looked_up += shape_numel(call.shapes.back());
+      sum(mul(hidden, Var(w))).backward();
+      for (auto& [n, p] : model.named_parameters())
+        r.grads.push_back(p->var.grad().defined() ? p->var.grad() : Tensor::zeros(p->var.shape(), DType::f64));
+      return r;
+    };
+    const Run once = run(true), each = run(false);
+    CHECK(ordo::test::bit_identical(once.hidden, each.hidden));
+    // The words and segments are looked up for every token either way; a
+    // learned position table for one row instead of B.
+    CHECK(each.looked_up - once.looked_up == (std::string(name) == "ape_learned" ? (B - 1) * L : 0));
+    REQUIRE(once.grads.size() == each.grads.size());
+    for (size_t n = 0; n < once.grads.size(); ++n) ordo::test::require_close(once.grads[n], each.grads[n], 1e-12, 1e-14);
+  }
+}
+
+TEST_CASE("the contextual ablation without a segment embedding keeps the batch's shape with position vectors once",
+          "[pe]") {
+  // Only the positions reach the input (the tokens dropped, no segment
+  // table): the once-made [1, L, D] is spread over the batch.
+  nn::BertConfig c = tiny_config("ape_learned");
+  c.type_vocab_size = 0;
+  nn::BertModel model(c, pe::make_position_encoding(c, Device::cpu()), Device::cpu(), /*with_pooler=*/false);
+  nn::initialize(model, 57);
+  nn::BertInputs in;
+  in.input_ids = Tensor::from_vector(std::vector<int64_t>{1, 4, 7, 2, 9, 3}, {2, 3});
+  nn::Context ctx = nn::Context::eval();
+  ctx.ablate = nn::Ablation::contextual;
+  const Tensor hidden = model.forward(in, ctx).value();
+  REQUIRE(hidden.shape() == Shape{2, 3, c.hidden_size});
+  // Both rows hold the same positions and no tokens: the same hidden states.
+  CHECK(ordo::test::bit_identical(hidden.slice(0, 0, 1).contiguous(), hidden.slice(0, 1, 2).contiguous()));
 }
