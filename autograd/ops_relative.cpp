@@ -38,22 +38,23 @@ Var relative_product(const Var& q, const Var& k, const Var& a, const Tensor& idx
                    });
 }
 
+// The tables are kept as the kernels take them (tensor/ops.h, band_operand:
+// rounded under bf16 products) and a gradient is rounded once for the two
+// ops that read it; x and p are kept as given (a rounded copy would add to
+// the memory they hold) and rounded again in the backward.
+
 // y[b,h,i,j] = sum_d x_id T[j-i+L-1, d];  gx = band_apply(gy, T);  gT[t] = sum over pairs of row t of gy_ij x_i.
-// The operands are kept as the kernels take them (tensor/ops.h, band_operand:
-// rounded under bf16 products), and gy rounded once for both gradients.
 Var band_scores(const Var& x, const Var& table) {
-  Tensor xr = band_operand(x.value()), tr = band_operand(table.value());
-  Tensor y = band_scores(xr, tr, /*rounded=*/true);
-  return record_op("band_scores", y, {x, table}, [xr, tr](const Tensor& gy, const std::vector<bool>& needs) {
+  Tensor xv = x.value().contiguous(), tr = band_operand(table.value());
+  Tensor y = band_scores(band_operand(xv), tr, /*rounded=*/true);
+  return record_op("band_scores", y, {x, table}, [xv, tr](const Tensor& gy, const std::vector<bool>& needs) {
     const Tensor gr = band_operand(gy);
     return std::vector<Tensor>{needs[0] ? band_apply(gr, tr, true) : Tensor(),
-                               needs[1] ? band_table_grad(gr, xr, tr.size(0), true) : Tensor()};
+                               needs[1] ? band_table_grad(gr, band_operand(xv), tr.size(0), true) : Tensor()};
   });
 }
 
 // y[b,h,i,:] = sum_j p_ij T[j-i+L-1];  gp = band_scores(gy, T);  gT[t] = sum over pairs of row t of p_ij gy_i.
-// p ([B, H, L, L]) is kept as given, not as a rounded copy that would add
-// to the memory the softmax's probabilities already take.
 Var band_apply(const Var& p, const Var& table) {
   Tensor pv = p.value().contiguous(), tr = band_operand(table.value());
   Tensor y = band_apply(band_operand(pv), tr, /*rounded=*/true);

@@ -388,10 +388,10 @@ TEST_CASE("banded terms under bf16 products sum the exact products of bf16-round
   CHECK_FALSE(test::bit_identical(band_scores(x, t), unrounded));
 }
 
-// The autograd ops keep their operands rounded and round a gradient once for
-// the two ops that read it (autograd/ops_relative.cpp): the same bits as each
-// op rounding its own operands.
-TEST_CASE("banded terms' autograd under bf16 products rounds each operand once, with each op's own bits",
+// The autograd ops keep the tables rounded and round a gradient once for the
+// two ops that read it (autograd/ops_relative.cpp): the same bits as each op
+// rounding its own operands.
+TEST_CASE("banded terms' autograd under bf16 products rounds a gradient once for both its ops, with each op's bits",
           "[ops][relative]") {
   const BandShape s{2, 3, 6, 5, 3};
   const Tensor x = random_tensor({s.B, s.H, s.L, s.D}, 70, DType::f32);
