@@ -38,30 +38,23 @@ Var relative_product(const Var& q, const Var& k, const Var& a, const Tensor& idx
                    });
 }
 
-// The tables are kept as the kernels take them (tensor/ops.h, band_operand:
-// rounded under bf16 products) and a gradient is rounded once for the two
-// ops that read it; x and p are kept as given (a rounded copy would add to
-// the memory they hold) and rounded again in the backward.
-
 // y[b,h,i,j] = sum_d x_id T[j-i+L-1, d];  gx = band_apply(gy, T);  gT[t] = sum over pairs of row t of gy_ij x_i.
 Var band_scores(const Var& x, const Var& table) {
-  Tensor xv = x.value().contiguous(), tr = band_operand(table.value());
-  Tensor y = band_scores(band_operand(xv), tr, /*rounded=*/true);
-  return record_op("band_scores", y, {x, table}, [xv, tr](const Tensor& gy, const std::vector<bool>& needs) {
-    const Tensor gr = band_operand(gy);
-    return std::vector<Tensor>{needs[0] ? band_apply(gr, tr, true) : Tensor(),
-                               needs[1] ? band_table_grad(gr, band_operand(xv), tr.size(0), true) : Tensor()};
+  Tensor xv = x.value().contiguous(), tv = table.value().contiguous();
+  Tensor y = band_scores(xv, tv);
+  return record_op("band_scores", y, {x, table}, [xv, tv](const Tensor& gy, const std::vector<bool>& needs) {
+    return std::vector<Tensor>{needs[0] ? band_apply(gy, tv) : Tensor(),
+                               needs[1] ? band_table_grad(gy, xv, tv.size(0)) : Tensor()};
   });
 }
 
 // y[b,h,i,:] = sum_j p_ij T[j-i+L-1];  gp = band_scores(gy, T);  gT[t] = sum over pairs of row t of p_ij gy_i.
 Var band_apply(const Var& p, const Var& table) {
-  Tensor pv = p.value().contiguous(), tr = band_operand(table.value());
-  Tensor y = band_apply(band_operand(pv), tr, /*rounded=*/true);
-  return record_op("band_apply", y, {p, table}, [pv, tr](const Tensor& gy, const std::vector<bool>& needs) {
-    const Tensor gr = band_operand(gy);
-    return std::vector<Tensor>{needs[0] ? band_scores(gr, tr, true) : Tensor(),
-                               needs[1] ? band_table_grad(band_operand(pv), gr, tr.size(0), true) : Tensor()};
+  Tensor pv = p.value().contiguous(), tv = table.value().contiguous();
+  Tensor y = band_apply(pv, tv);
+  return record_op("band_apply", y, {p, table}, [pv, tv](const Tensor& gy, const std::vector<bool>& needs) {
+    return std::vector<Tensor>{needs[0] ? band_scores(gy, tv) : Tensor(),
+                               needs[1] ? band_table_grad(pv, gy, tv.size(0)) : Tensor()};
   });
 }
 

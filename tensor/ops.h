@@ -249,18 +249,15 @@ RelativeProductGrads relative_product_backward(const Tensor& gs, const Tensor& q
 // Banded terms of consecutive positions (the distance of query i and key j is
 // j - i): table [Ht, 2L - 1, D], Ht = 1 (every head) or H, row t the distance
 // t - (L - 1); h' is head h's table (tensor/kernels.inc).
-// Under bf16 products (matmul_precision()) the three ops' f32 operands are
-// rounded to bf16 first, as a product's are: FP32 sums of the exact products;
-// band_operand(t) is an operand so rounded, which an op given `rounded` takes
-// as it is (a gradient that two ops read is then rounded once).
-Tensor band_operand(const Tensor& t);
 // x [B, H, L, D] -> [B, H, L, L]: sum_d x[b,h,i,d] table[h', j - i + L - 1, d].
-Tensor band_scores(const Tensor& x, const Tensor& table, bool rounded = false);
+Tensor band_scores(const Tensor& x, const Tensor& table);
 // p [B, H, L, L] -> [B, H, L, D]: sum_j p[b,h,i,j] table[h', j - i + L - 1, :].
-Tensor band_apply(const Tensor& p, const Tensor& table, bool rounded = false);
+Tensor band_apply(const Tensor& p, const Tensor& table);
 // Both ops' table gradient, [table_heads, 2L - 1, D]: sum of g[b,h,i,j] y[b,h,i,:]
-// over the pairs of each row; g [B, H, L, L], y [B, H, L, D].
-Tensor band_table_grad(const Tensor& g, const Tensor& y, int64_t table_heads, bool rounded = false);
+// over the pairs of each row; g [B, H, L, L], y [B, H, L, D]. Under bf16
+// products (matmul_precision()) the three ops' f32 operands are rounded to
+// bf16 first, as a product's are: FP32 sums of the exact products.
+Tensor band_table_grad(const Tensor& g, const Tensor& y, int64_t table_heads);
 
 // ---- fused attention (ops_attention.cpp; the terms: tensor/attention_terms.h) --------------
 // q [B, H, L, d], k and v [B, H, J, d] -> out [B, H, L, d] and lse [B, H, L].

@@ -387,33 +387,3 @@ TEST_CASE("banded terms under bf16 products sum the exact products of bf16-round
   MatmulPrecisionScope again(MatmulPrecision::bf16);
   CHECK_FALSE(test::bit_identical(band_scores(x, t), unrounded));
 }
-
-// The autograd ops keep the tables rounded and round a gradient once for the
-// two ops that read it (autograd/ops_relative.cpp): the same bits as each op
-// rounding its own operands.
-TEST_CASE("banded terms' autograd under bf16 products rounds a gradient once for both its ops, with each op's bits",
-          "[ops][relative]") {
-  const BandShape s{2, 3, 6, 5, 3};
-  const Tensor x = random_tensor({s.B, s.H, s.L, s.D}, 70, DType::f32);
-  const Tensor t = random_tensor({s.Ht, 2 * s.L - 1, s.D}, 71, DType::f32);
-  const Tensor p = random_tensor({s.B, s.H, s.L, s.L}, 72, DType::f32);
-  const Tensor g_scores = random_tensor({s.B, s.H, s.L, s.L}, 73, DType::f32);
-  const Tensor g_applied = random_tensor({s.B, s.H, s.L, s.D}, 74, DType::f32);
-  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
-  Var xv(x, true), tv(t, true);
-  Var scores = band_scores(xv, tv);
-  scores.backward(g_scores);
-  CHECK(test::bit_identical(scores.value(), band_scores(x, t)));
-  CHECK(test::bit_identical(xv.grad(), band_apply(g_scores, t)));
-  CHECK(test::bit_identical(tv.grad(), band_table_grad(g_scores, x, s.Ht)));
-  Var pv(p, true), tv2(t, true);
-  Var applied = band_apply(pv, tv2);
-  applied.backward(g_applied);
-  CHECK(test::bit_identical(applied.value(), band_apply(p, t)));
-  CHECK(test::bit_identical(pv.grad(), band_scores(g_applied, t)));
-  CHECK(test::bit_identical(tv2.grad(), band_table_grad(p, g_applied, s.Ht)));
-  // `rounded` takes the operands as they are: unrounded ones give FP32's products.
-  const Tensor as_given = band_scores(x, t, /*rounded=*/true);
-  MatmulPrecisionScope fp32(MatmulPrecision::fp32);
-  CHECK(test::bit_identical(as_given, band_scores(x, t)));
-}
