@@ -1,8 +1,8 @@
 // GELU's rows (tensor/cpu/gelu.h) against the C library in double precision,
 // values and slopes, and the four CPU kernels that compute GELU in f32 (the
-// unary op, its backward, bias + GELU and its backward) against each other
-// bit for bit: one row function serves them all, whatever an element's
-// place in a row, a thread's share or a view's strides.
+// unary op, its backward, bias + GELU and its backward) against each other:
+// one row function serves them all, and with AVX-512 it gives the same bits
+// whatever an element's place in a row, a thread's share or a view's strides.
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -23,9 +23,9 @@ double exact_density(double x) { return kInvSqrt2Pi * std::exp(-0.5 * x * x); }
 // Phi's relative error as vector_math.h states it for vnormal_cdf: the fit's
 // 5e-7 in f32 arithmetic, and x^2 2^-23 from rounding the exponent -x^2/2
 // (saturated beyond |x| = 13.3, where Phi is 0 or 1).
-// The portable rows, compiled without contraction, round z^2 before adding
-// it to the fit (a fused multiply-add does not): x^2/2 2^-24 more, bounded
-// by x^2 2^-24.
+// The portable rows are element loops that the compiler may build without
+// fused multiply-adds (a CPU without FMA): z^2 is then rounded before it is
+// added to the fit, x^2/2 2^-24 more, bounded by x^2 2^-24.
 double cdf_accuracy(double x, bool contracted = true) {
   return 5e-7 + std::min(x * x, 176.0) * (contracted ? 0x1p-23 : 0x1p-23 + 0x1p-24);
 }
