@@ -191,10 +191,11 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
   const bool fused =
       runs_fused(pe, head_dim_, x.device(), ctx) && !(trace && (trace->keep_scores || trace->keep_attentions));
   // Under bf16 products, a variant that leaves q, k and v alone (its
-  // position is in the input) has them made as bf16 operands in one pass
-  // (the CPU's evaluation path, attention_inference, takes them so too).
+  // position is in the input, or its terms are of the positions alone) has
+  // them made as bf16 operands in one pass (the CPU's evaluation path,
+  // attention_inference, takes them so too).
   const bool heads_to_products = !fused && matmul_precision() == MatmulPrecision::bf16 && x.dtype() == DType::f32 &&
-                                 !pe.acts_in_attention && !pe.adds_segment_scores();
+                                 !(pe.acts_in_attention && pe.reads_query_key()) && !pe.adds_segment_scores();
   Heads h = project(x, ctx.fused, heads_to_products);             // q_i = x_i W^Q, k_j = x_j W^K, v_j = x_j W^V
   if (fused) {
     const Var out = merge_heads(fused_attention(h, padding_mask, pe, s));  // all below in one kernel per direction

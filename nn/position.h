@@ -111,6 +111,13 @@ class PositionEncoding : public Module {
   // A wrapper that forwards value_term() forwards this too (tests/pe/
   // test_configs.cpp compares that path with the batch's ops for every config).
   virtual bool has_value_term() const { return false; }
+  // Whether the attention-level hooks (of a variant acting in the attention)
+  // read q and k as values: a rotation, a contextual product of their own,
+  // q . a, XLNet's terms. A variant whose terms are of the positions alone
+  // (scalar biases, TUPE's positional term) says false: under bf16 products
+  // q, k and v are then made as the products' bf16 operands in one pass
+  // (nn/bert.cpp), as for an input-level encoding. A wrapper forwards it.
+  virtual bool reads_query_key() const { return true; }
 
   // The positional weights as an attention distribution over keys (rows sum
   // to 1), [1 or batch, heads, length, length], for the sequence combination

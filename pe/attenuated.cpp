@@ -75,7 +75,7 @@ Var Attenuated::weights(const nn::AttentionState& s, DType dtype) const {
   return per_head_lookup(tables, ids);
 }
 
-Var Attenuated::score_bias(const nn::AttentionState& s, const Var& q, const Var&) { return weights(s, q.dtype()); }
+Var Attenuated::score_bias(const nn::AttentionState& s, const Var&, const Var&) { return weights(s, s.dtype); }
 
 std::string Attenuated::fused_support() const {
   switch (learn_) {

@@ -67,6 +67,7 @@ class Attenuated : public nn::PositionEncoding {
   std::string name() const override { return "attenuated"; }
   // + delta_ij (Listing 1).
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
+  bool reads_query_key() const override { return false; }  // a term of the positions alone
   // delta itself: the positional attention of CA(PA(X)) (Eq. 10).
   Var positional_weights(const nn::AttentionState& s) override;
   // The matrix form looks positions up: the last it has; -1 otherwise.

@@ -108,6 +108,7 @@ class Composite : public nn::PositionEncoding {
   }
   Var value_term(const nn::AttentionState& s, const Var& probs) override { return attention_.value_term(s, probs); }
   bool has_value_term() const override { return attention_.has_value_term(); }
+  bool reads_query_key() const override { return attention_.reads_query_key(); }
   Var positional_weights(const nn::AttentionState& s) override { return attention_.positional_weights(s); }
   std::string fused_support() const override { return attention_.fused_support(); }
   void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override {

@@ -186,7 +186,7 @@ Var Alibi::biases(const nn::AttentionState& s, DType dtype) const {
   return mul(neg(m), Var(distance));
 }
 
-Var Alibi::score_bias(const nn::AttentionState& s, const Var& q, const Var&) { return biases(s, q.dtype()); }
+Var Alibi::score_bias(const nn::AttentionState& s, const Var&, const Var&) { return biases(s, s.dtype); }
 
 Var Alibi::positional_weights(const nn::AttentionState& s) { return softmax(biases(s, s.dtype)); }
 

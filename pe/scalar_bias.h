@@ -58,6 +58,7 @@ class T5Bias : public nn::PositionEncoding {
   T5Bias(const nn::BertConfig& config, FieldReader& options, Device device);
   std::string name() const override { return "t5_bias"; }
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
+  bool reads_query_key() const override { return false; }  // a term of the positions alone
   // R_h as the fused attention's table, rows by bucket.
   std::string fused_support() const override { return ""; }
   void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
@@ -80,6 +81,7 @@ class RelativeScalar : public nn::PositionEncoding {
   RelativeScalar(const nn::BertConfig& config, FieldReader& options, Device device);
   std::string name() const override { return "rel_scalar"; }
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
+  bool reads_query_key() const override { return false; }  // a term of the positions alone
   std::string fused_support() const override { return ""; }
   void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
   const TableSet& tables() const { return tables_; }
@@ -98,6 +100,7 @@ class AbsoluteScalar : public nn::PositionEncoding {
   AbsoluteScalar(const nn::BertConfig& config, FieldReader& options, Device device);
   std::string name() const override { return "abs_scalar"; }
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
+  bool reads_query_key() const override { return false; }  // a term of the positions alone
   // (P_h P_h^T)_{p_i p_j} as the fused attention's E_i . F_j with E = F = P_h[p].
   std::string fused_support() const override;
   void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
@@ -126,6 +129,7 @@ class Alibi : public nn::PositionEncoding {
   Alibi(const nn::BertConfig& config, FieldReader& options, Device device);
   std::string name() const override { return "alibi"; }
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
+  bool reads_query_key() const override { return false; }  // a term of the positions alone
   // softmax_j(-m_h |r|): the linear biases made an attention distribution, as
   // the locality/symmetry paper (section 5) does for ALiBi-Seq.
   Var positional_weights(const nn::AttentionState& s) override;

@@ -41,6 +41,7 @@ class PerHeadSegments : public nn::PositionEncoding {
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
   Var value_term(const nn::AttentionState& s, const Var& probs) override { return inner_.value_term(s, probs); }
   bool has_value_term() const override { return inner_.has_value_term(); }
+  bool reads_query_key() const override { return inner_.reads_query_key(); }
   Var positional_weights(const nn::AttentionState& s) override { return inner_.positional_weights(s); }
   // The encoding's fused terms (none when it acts only at the input) and S
   // as the fused attention's segment table.

@@ -52,6 +52,7 @@ class Tupe : public nn::PositionEncoding {
   double score_scale(const nn::AttentionState& s) const override;
   // The positional term (the same Var for every layer: its parameters are shared).
   Var score_bias(const nn::AttentionState& s, const Var& q, const Var& k) override;
+  bool reads_query_key() const override { return false; }  // a term of the positions alone
   // Fused: p_i U^Q . p_j U^K as E_i . F_j, b and theta as the table (the
   // buckets' rows, then theta_1 and theta_2 for the [CLS] reset).
   std::string fused_support() const override { return ""; }

@@ -304,3 +304,35 @@ TEST_CASE("cuda: a bf16 forward rounds the packed encoder weights in one launch 
   CHECK(launches[false] - launches[true] == 4 * c.num_hidden_layers - 1);
   CHECK(outputs[true].to_doubles() == outputs[false].to_doubles());
 }
+
+// Under bf16 products a variant whose attention terms are of the positions
+// alone (PositionEncoding::reads_query_key false) has q, k and v made as the
+// products' bf16 operands in one pass, as an input-level encoding has: no
+// cast of a head's view in the training forward. A variant that reads q
+// (Shaw's q . a) keeps them f32, and each product casts its view.
+TEST_CASE("under bf16 a variant of the positions alone has q, k and v made as bf16 operands, no head cast",
+          "[nn]") {
+  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  for (const char* pe : {"none", "t5_bias", "rel_scalar", "abs_scalar", "alibi", "attenuated", "tupe", "rpe_shaw"}) {
+    INFO(pe);
+    nn::BertConfig c = odd_sized_config();
+    c.pe = pe;
+    nn::BertModel model(c, pe::make_position_encoding(c, Device::cpu()), Device::cpu(), /*with_pooler=*/false);
+    nn::initialize(model, 3);
+    const nn::BertInputs in = odd_batch(Device::cpu());
+    const Shape heads{in.input_ids.size(0), c.num_attention_heads, in.input_ids.size(1), c.head_dim()};
+    nn::Context ctx = nn::Context::train(1, 0);  // the batch's ops (inference has its own attention)
+    int64_t head_casts = 0;
+    {
+      KernelCallRecording recording;
+      model.forward(in, ctx);
+      for (const KernelCall& call : recording.calls())
+        head_casts += std::string(call.kernel) == "copy" && call.shapes[0] == heads;
+    }
+    if (std::string(pe) == "rpe_shaw") {
+      CHECK(head_casts >= 3 * c.num_hidden_layers);  // q, k and v, each layer
+    } else {
+      CHECK(head_casts == 0);
+    }
+  }
+}
