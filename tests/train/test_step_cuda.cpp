@@ -157,11 +157,13 @@ TEST_CASE("cuda: a steady-state training step of every variant waits for the hos
 // gradients, 2^-8 of the loss (a mean over the predicted tokens). A
 // misplaced head, part or bias moves whole rows by O(1) of the scale.
 // (Measured on the emulated GPU: gradients within 0.005, the loss 2e-5.)
-// ape_learned runs split_heads (q, k, v as bf16 operands in one pass) and
-// the rounded dropout and softmax gradient; t5_bias only the dropout's.
+// ape_learned and t5_bias (a term of the positions alone) run split_heads
+// (q, k, v as bf16 operands in one pass), ape_learned the rounded dropout and
+// softmax gradient too, t5_bias only the dropout's; rpe_shaw reads q for its
+// term and keeps q, k, v f32, each product casting its view.
 TEST_CASE("cuda: a bf16 training step matches the CPU's bf16 step within bf16's rounding", "[cuda][step][bf16]") {
   MatmulPrecisionScope bf16(MatmulPrecision::bf16);
-  for (const std::string name : {"ape_learned", "t5_bias"}) {
+  for (const std::string name : {"ape_learned", "t5_bias", "rpe_shaw"}) {
     INFO("variant " << name);
     const nn::BertConfig c = step_config(name);
     int64_t split = 0;
@@ -171,7 +173,7 @@ TEST_CASE("cuda: a bf16 training step matches the CPU's bf16 step within bf16's 
       cpu = training_step(c, false, Device::cpu());
       for (const KernelCall& k : recording.calls()) split += std::string(k.kernel) == "split_heads";
     }
-    CHECK(split == (name == "ape_learned" ? c.num_hidden_layers : 0));
+    CHECK(split == (name == "rpe_shaw" ? 0 : c.num_hidden_layers));
     const StepOutcome gpu = training_step(c, false, kGpu);
     REQUIRE(std::isfinite(cpu.loss));
     CHECK(std::fabs(gpu.loss - cpu.loss) <= 0x1p-8 * std::fabs(cpu.loss));
