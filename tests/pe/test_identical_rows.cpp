@@ -16,11 +16,41 @@ using namespace ordo::pe_test;
 
 namespace {
 
+// Positions first, first + 1, ..., first + L - 1 in each of B rows.
+std::vector<int64_t> counting_rows(int64_t B, int64_t L, int64_t first) {
+  std::vector<int64_t> rows;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < L; ++i) rows.push_back(first + i);
+  return rows;
+}
+
+// Table rows read by the recorded calls' lookups (index_select).
+int64_t rows_looked_up(const KernelCallRecording& recording) {
+  int64_t rows = 0;
+  for (const KernelCall& call : recording.calls())
+    if (std::string(call.kernel) == "index_select") rows += shape_numel(call.shapes.back());
+  return rows;
+}
+
+// Every parameter's gradient, zeros where none flowed.
+std::vector<Tensor> gradients(nn::Module& module) {
+  std::vector<Tensor> grads;
+  for (auto& [name, p] : module.named_parameters())
+    grads.push_back(p->var.grad().defined() ? p->var.grad() : Tensor::zeros(p->var.shape(), DType::f64));
+  return grads;
+}
+
+// The same up to the order of the sums (f64).
+void require_same_gradients(const std::vector<Tensor>& once, const std::vector<Tensor>& each) {
+  REQUIRE(once.size() == each.size());
+  for (size_t n = 0; n < once.size(); ++n) ordo::test::require_close(once[n], each[n], 1e-12, 1e-14);
+}
+
 // The term (expanded to [B, H, L, L]) and the gradient of sum(w * term) for
 // every parameter, with the facts saying the rows are identical or not. With
 // q and k: the variant's own contextual term (q_i . k_j gated by distance).
 struct Made {
-  Tensor term;
+  Tensor term;  // or a whole forward's hidden states
   std::vector<Tensor> grads;
   int64_t looked_up = 0;  // table rows the forward's lookups (index_select) read
 };
@@ -40,26 +70,18 @@ Made make_term(nn::PositionEncoding& pe, const nn::BertConfig& c, const Tensor& 
   KernelCallRecording recording;
   Var term = q.defined() ? pe.contextual_scores(s, Var(q), Var(k)) : pe.score_bias(s, zero, zero);
   REQUIRE(term.defined());
-  int64_t looked_up = 0;
-  for (const KernelCall& call : recording.calls())
-    if (std::string(call.kernel) == "index_select") looked_up += shape_numel(call.shapes.back());
+  const int64_t looked_up = rows_looked_up(recording);
   if (!q.defined()) CHECK(term.size(0) == (identical ? 1 : B));
   term = expand(term, {B, H, L, L});
   if (term.requires_grad()) sum(mul(term, Var(w))).backward();  // a fixed term has no parameters
-  Made m{term.value().contiguous(), {}, looked_up};
-  for (auto& [name, p] : pe.named_parameters())
-    m.grads.push_back(p->var.grad().defined() ? p->var.grad() : Tensor::zeros(p->var.shape(), DType::f64));
-  return m;
+  return Made{term.value().contiguous(), gradients(pe), looked_up};
 }
 
 }  // namespace
 
 TEST_CASE("a term of the positions alone is made once for a batch of identical rows, as row by row", "[pe]") {
   const int64_t B = 3, L = 6;
-  std::vector<int64_t> rows;
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t i = 0; i < L; ++i) rows.push_back(2 + i);  // every row 2, 3, ..., 7
-  const Tensor positions = Tensor::from_vector(rows, {B, L});
+  const Tensor positions = Tensor::from_vector(counting_rows(B, L, 2), {B, L});  // every row 2, 3, ..., 7
   for (const char* text : {R"({"pe": "t5_bias", "o": {"num_buckets": 8, "max_distance": 6}})",
                            R"({"pe": "rel_scalar", "o": {}})", R"({"pe": "abs_scalar", "o": {"rank": 3}})",
                            R"({"pe": "alibi", "o": {"learned": true}})", R"({"pe": "attenuated", "o": {}})",
@@ -73,18 +95,14 @@ TEST_CASE("a term of the positions alone is made once for a batch of identical r
     const Tensor w = ordo::test::random_tensor({B, c.num_attention_heads, L, L}, 37);
     const Made once = make_term(*pe, c, positions, true, w), each = make_term(*pe, c, positions, false, w);
     CHECK(ordo::test::bit_identical(once.term, each.term));
-    REQUIRE(once.grads.size() == each.grads.size());
-    for (size_t n = 0; n < once.grads.size(); ++n) ordo::test::require_close(once.grads[n], each.grads[n], 1e-12, 1e-14);
+    require_same_gradients(once.grads, each.grads);
   }
 }
 
 TEST_CASE("Huang et al.'s distance gates (methods 1, 2) are made once for a batch of identical rows, as row by row",
           "[pe]") {
   const int64_t B = 3, L = 6;
-  std::vector<int64_t> rows;
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t i = 0; i < L; ++i) rows.push_back(2 + i);
-  const Tensor positions = Tensor::from_vector(rows, {B, L});
+  const Tensor positions = Tensor::from_vector(counting_rows(B, L, 2), {B, L});
   for (const char* name : {"huang_m1", "huang_m2"}) {
     INFO(name);
     const nn::BertConfig c = tiny_config(name);
@@ -97,8 +115,7 @@ TEST_CASE("Huang et al.'s distance gates (methods 1, 2) are made once for a batc
     CHECK(once.looked_up == L * L);  // one row's pairs, broadcast over the batch
     CHECK(each.looked_up == B * L * L);
     CHECK(ordo::test::bit_identical(once.term, each.term));
-    REQUIRE(once.grads.size() == each.grads.size());
-    for (size_t n = 0; n < once.grads.size(); ++n) ordo::test::require_close(once.grads[n], each.grads[n], 1e-12, 1e-14);
+    require_same_gradients(once.grads, each.grads);
   }
 }
 
@@ -108,10 +125,7 @@ TEST_CASE("an encoding at the input takes its position vectors once for a batch 
   nn::BertInputs in;
   in.input_ids = Tensor::from_vector(std::vector<int64_t>{1, 4, 7, 2, 9, 3, 3, 11, 5, 0, 12, 6, 8, 10, 2}, {B, L});
   in.segment_ids = Tensor::from_vector(std::vector<int64_t>{0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1}, {B, L});
-  std::vector<int64_t> rows;
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t i = 0; i < L; ++i) rows.push_back(i);
-  const Tensor positions = Tensor::from_vector(rows, {B, L});
+  const std::vector<int64_t> rows = counting_rows(B, L, 0);
   const std::vector<int64_t> segments = in.segment_ids.to_vector<int64_t>();
   for (const char* name : {"ape_learned", "ape_sin", "ape_sin_learnable"}) {
     INFO(name);
@@ -120,12 +134,7 @@ TEST_CASE("an encoding at the input takes its position vectors once for a batch 
     nn::initialize(model, 51);
     model.to_dtype(DType::f64);
     const Tensor w = ordo::test::random_tensor({B, L, c.hidden_size}, 53);
-    struct Run {
-      Tensor hidden;
-      std::vector<Tensor> grads;
-      int64_t looked_up = 0;  // table rows the forward's lookups (index_select) read
-    };
-    auto run = [&](bool identical) {
+    auto run = [&](bool identical) {  // the hidden states as Made's term
       nn::BertInputs given = in;
       given.facts = nn::input_facts(rows.data(), segments.data(), B, L);
       REQUIRE(given.facts->rows_identical);  // the batch is identical: the flag below decides
@@ -134,21 +143,16 @@ TEST_CASE("an encoding at the input takes its position vectors once for a batch 
       nn::Context ctx = nn::Context::eval();
       KernelCallRecording recording;
       Var hidden = model.forward(given, ctx);
-      Run r{hidden.value().contiguous(), {}, 0};
-      for (const KernelCall& call : recording.calls())
-        if (std::string(call.kernel) == "index_select") r.looked_up += shape_numel(call.shapes.back());
+      const int64_t looked_up = rows_looked_up(recording);
       sum(mul(hidden, Var(w))).backward();
-      for (auto& [n, p] : model.named_parameters())
-        r.grads.push_back(p->var.grad().defined() ? p->var.grad() : Tensor::zeros(p->var.shape(), DType::f64));
-      return r;
+      return Made{hidden.value().contiguous(), gradients(model), looked_up};
     };
-    const Run once = run(true), each = run(false);
-    CHECK(ordo::test::bit_identical(once.hidden, each.hidden));
+    const Made once = run(true), each = run(false);
+    CHECK(ordo::test::bit_identical(once.term, each.term));
     // The words and segments are looked up for every token either way; a
     // learned position table for one row instead of B.
     CHECK(each.looked_up - once.looked_up == (std::string(name) == "ape_learned" ? (B - 1) * L : 0));
-    REQUIRE(once.grads.size() == each.grads.size());
-    for (size_t n = 0; n < once.grads.size(); ++n) ordo::test::require_close(once.grads[n], each.grads[n], 1e-12, 1e-14);
+    require_same_gradients(once.grads, each.grads);
   }
 }
 
