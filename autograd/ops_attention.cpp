@@ -21,6 +21,10 @@ std::array<std::pair<const Var*, Tensor*>, 9> learned_terms(const AttentionVars&
       {&vars.pos_query, &terms.pos_query}, {&vars.pos_key, &terms.pos_key}, {&vars.segment_table, &terms.segment_table}}};
 }
 
+// attention_forward's [B, H, L, d] output (or its rounding) as the
+// contiguous [B, L, H, d] block it views.
+Tensor merged_block(const Tensor& t) { return t.defined() ? t.permute({0, 2, 1, 3}) : t; }
+
 }  // namespace
 
 AttentionTerms AttentionVars::values_in(AttentionTerms terms) const {
@@ -40,7 +44,12 @@ Var attention(const Var& q, const Var& k, const Var& v, const AttentionVars& var
     which.push_back(t);
   }
   const Tensor qv = q.value(), kv = k.value(), vv = v.value();
-  AttentionOutput forward = attention_forward(qv, kv, vv, terms);
+  // out is the output projection's input: under a forward's
+  // OperandRoundingScope the kernel writes its bf16 rounding too, which that
+  // product takes (through merge_heads' views) instead of a cast.
+  AttentionOutput forward = attention_forward(qv, kv, vv, terms, OperandRoundingScope::collecting());
+  OperandRoundingScope::add_rounding(merged_block(forward.out), merged_block(forward.out_operand));
+  forward.out_operand = Tensor();
   return record_op("attention", forward.out, std::move(inputs),
                    [qv, kv, vv, forward, terms, which](const Tensor& gout, const std::vector<bool>& needs) {
                      AttentionNeeds n;

@@ -261,10 +261,16 @@ Tensor band_table_grad(const Tensor& g, const Tensor& y, int64_t table_heads);
 
 // ---- fused attention (ops_attention.cpp; the terms: tensor/attention_terms.h) --------------
 // q [B, H, L, d], k and v [B, H, J, d] -> out [B, H, L, d] and lse [B, H, L].
+// out is a view of a contiguous [B, L, H, d] block: the heads already merged
+// as the output projection takes them (nn/bert.cpp's merge_heads is then a
+// view). with_operand (f32): its bf16 rounding too, written in the same
+// pass in the same layout, for that product to take instead of a cast.
 struct AttentionOutput {
   Tensor out, lse;
+  Tensor out_operand;
 };
-AttentionOutput attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms);
+AttentionOutput attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
+                                  bool with_operand = false);
 // Which gradients attention_backward computes.
 struct AttentionNeeds {
   bool q = false, k = false, v = false;

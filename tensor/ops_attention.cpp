@@ -137,6 +137,10 @@ Tensor head_rows(const Tensor& t) {
   return t.device().is_cuda() && (t.size(3) <= 1 || t.stride(3) == 1) ? t : t.contiguous();
 }
 
+// gout (or out) as the backend takes it, on both devices: any view whose
+// last axis is contiguous (merge_heads' gradient is its heads-merged block).
+Tensor heads_view(const Tensor& t) { return t.size(3) <= 1 || t.stride(3) == 1 ? t : t.contiguous(); }
+
 // The terms with every tensor contiguous.
 AttentionTerms contiguous(AttentionTerms t) {
   for (Tensor* x : {&t.gate, &t.product, &t.query_vectors, &t.key_vectors, &t.table, &t.value_vectors, &t.pos_query,
@@ -175,12 +179,17 @@ Tensor segment_table_grad(const Tensor& rows, const Tensor& segments, int64_t n,
 
 }  // namespace
 
-AttentionOutput attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms) {
+AttentionOutput attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
+                                  bool with_operand) {
   const Dims n = check(q, k, v, terms);
-  AttentionOutput r{Tensor::empty({n.B, n.H, n.L, n.d}, q.dtype(), q.device()),
-                    Tensor::empty({n.B, n.H, n.L}, q.dtype(), q.device())};
+  // [B, L, H, d] blocks seen as [B, H, L, d]: the heads merged where they lie.
+  auto heads_merged = [&](DType dtype) {
+    return Tensor::empty({n.B, n.L, n.H, n.d}, dtype, q.device()).permute({0, 2, 1, 3});
+  };
+  AttentionOutput r{heads_merged(q.dtype()), Tensor::empty({n.B, n.H, n.L}, q.dtype(), q.device()),
+                    with_operand && q.dtype() == DType::f32 ? heads_merged(DType::bf16) : Tensor()};
   if (r.out.numel() == 0) return r;
-  ORDO_BACKEND(q.device(), attention_forward)(r.out, r.lse, head_rows(q), head_rows(k), head_rows(v),
+  ORDO_BACKEND(q.device(), attention_forward)(r.out, r.out_operand, r.lse, head_rows(q), head_rows(k), head_rows(v),
                                              contiguous(terms));
   return r;
 }
@@ -218,7 +227,7 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
   if (needs.segment_table && terms.segment_table.defined())
     g.segment_rows = Tensor::empty({n.B, n.H, n.L, terms.segment_types}, dt, dev);
   if (forward.out.numel() > 0) {
-    ORDO_BACKEND(dev, attention_backward)(g, gout.contiguous(), head_rows(q), head_rows(k), head_rows(v),
+    ORDO_BACKEND(dev, attention_backward)(g, heads_view(gout), head_rows(q), head_rows(k), head_rows(v),
                                           forward.out, forward.lse, contiguous(terms));
   } else {
     for (Tensor* x : {&g.q, &g.k, &g.v, &g.gate, &g.product, &g.query_vectors, &g.key_vectors, &g.table,

@@ -151,6 +151,13 @@ void rotate_rows(V* x, int64_t B, int64_t H, int64_t n, int64_t d, const Attenti
       }
 }
 
+// Row (b, h, i) of out or gout [B, H, L, d], a view whose last axis is
+// contiguous (the heads-merged block of tensor/ops_attention.cpp).
+template <class T>
+T* head_row(const Tensor& t, int64_t b, int64_t h, int64_t i) {
+  return static_cast<T*>(t.raw_data()) + b * t.stride(0) + h * t.stride(1) + i * t.stride(2);
+}
+
 // q and k as the pairs see them: rotated copies under RoPE, else the inputs.
 template <class T>
 struct Rotated {
@@ -178,15 +185,14 @@ double dropout_scale(double p) {
 
 }  // namespace
 
-void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                       const AttentionTerms& terms) {
+void attention_forward(const Tensor& out, const Tensor& out_operand, const Tensor& lse, const Tensor& q,
+                       const Tensor& k, const Tensor& v, const AttentionTerms& terms) {
   dispatch_float(q.dtype(), "attention_forward", [&](auto tag) {
     using T = decltype(tag);
     const Rotated<T> rotated(terms, q, k);
     const Pairs<T> P = pairs_of<T>(terms, q, k, v, rotated);
     const uint64_t threshold = philox::dropout_threshold(terms.dropout);
     const double keep_scale = dropout_scale<T>(terms.dropout);
-    T* o = out.data<T>();
     T* l = lse.data<T>();
     std::vector<double> p(static_cast<size_t>(P.J)), acc(static_cast<size_t>(P.d));
     for (int64_t b = 0; b < P.B; ++b)
@@ -202,8 +208,11 @@ void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, co
             for (int64_t x = 0; x < P.d; ++x)
               acc[x] += w * (static_cast<double>(vj[x]) + (extra ? static_cast<double>(extra[x]) : 0.0));
           }
-          T* oi = o + ((b * P.H + h) * P.L + i) * P.d;
+          T* oi = head_row<T>(out, b, h, i);
           for (int64_t x = 0; x < P.d; ++x) oi[x] = static_cast<T>(acc[x]);
+          if (!out_operand.defined()) continue;
+          uint16_t* rounded = head_row<uint16_t>(out_operand, b, h, i);
+          for (int64_t x = 0; x < P.d; ++x) rounded[x] = f32_to_bf16(static_cast<float>(oi[x]));
         }
   });
 }
@@ -234,7 +243,7 @@ void attention_backward(const AttentionGrads& g, const Tensor& gout, const Tenso
     for (int64_t b = 0; b < B; ++b)
       for (int64_t h = 0; h < H; ++h)
         for (int64_t i = 0; i < L; ++i) {
-          const T* go = gout.data<T>() + ((b * H + h) * L + i) * d;
+          const T* go = head_row<T>(gout, b, h, i);
           for (int64_t j = 0; j < J; ++j) p[j] = P.score(b, h, i, j);
           P.softmax(p);
           // dP~_ij = gout_i . (v_j + V[row]); D_i = sum_j P~_ij dP~_ij.

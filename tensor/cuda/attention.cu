@@ -120,7 +120,7 @@ template <class T = const float>
 Rows<T> head_rows(const Tensor& t) {
   if (!t.defined()) return {nullptr, 0, 0, 0};
   ORDO_ASSERT(t.dim() == 4 && (t.size(3) <= 1 || t.stride(3) == 1));
-  return {t.data<float>(), t.stride(0), t.stride(1), t.stride(2)};
+  return {static_cast<T*>(t.raw_data()), t.stride(0), t.stride(1), t.stride(2)};
 }
 
 // Everything the kernels read besides q, k, v.
@@ -329,8 +329,8 @@ __device__ __forceinline__ void rotate_tile(float (*tile)[kHead], int64_t first,
 // A block per (query tile, head, batch), a thread per query row i; D the
 // head's width (0: read from t.d).
 template <int D>
-__global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, float* lse, HeadRows q, HeadRows k,
-                                                                    HeadRows v, Terms t) {
+__global__ void __launch_bounds__(kRows) attention_forward_kernel(GradRows out, Rows<uint16_t> out16, float* lse,
+                                                                    HeadRows q, HeadRows k, HeadRows v, Terms t) {
   __shared__ float keys[kTile][kHead], values[kTile][kHead], pos_keys[kTile][kHead];
   const int64_t b = blockIdx.z, h = blockIdx.y, i = blockIdx.x * kRows + threadIdx.x;
   const bool active = i < t.L;
@@ -397,7 +397,11 @@ __global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, fl
   if (!active) return;
   const float inv = 1.0f / l;
   ORDO_UNROLL_BY((kUnroll<D>))
-  for (int x = 0; x < d; ++x) out[(bh * t.L + i) * d + x] = acc[x] * inv;
+  for (int x = 0; x < d; ++x) out.at(b, h, i)[x] = acc[x] * inv;
+  if (out16.data != nullptr) {
+    ORDO_UNROLL_BY((kUnroll<D>))
+    for (int x = 0; x < d; ++x) out16.at(b, h, i)[x] = bf16_bits(acc[x] * inv);
+  }
   lse[bh * t.L + i] = m + logf(l);
 }
 
@@ -408,8 +412,8 @@ __global__ void __launch_bounds__(kRows) attention_forward_kernel(float* out, fl
 // width (0: read from t.d).
 template <int D>
 __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
-    GradRows gq, float* gpos_query, float* gsegments, float* dsum, const float* gout, HeadRows q, HeadRows k,
-    HeadRows v, const float* out, const float* lse, Terms t) {
+    GradRows gq, float* gpos_query, float* gsegments, float* dsum, HeadRows gout, HeadRows q, HeadRows k,
+    HeadRows v, HeadRows out, const float* lse, Terms t) {
   __shared__ float keys[kTile][kHead], values[kTile][kHead], pos_keys[kTile][kHead];
   __shared__ float go_rows[kRows][kHead + 1], e_grads[kRows][kHead + 1];
   const int64_t b = blockIdx.z, h = blockIdx.y, i = blockIdx.x * kRows + threadIdx.x;
@@ -425,8 +429,8 @@ __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
     ORDO_UNROLL_BY((kUnroll<D>))
     for (int x = 0; x < d; ++x) {
       qi[x] = q.at(b, h, i)[x];
-      go[x] = gout[row_index * d + x];
-      D_i += go[x] * out[row_index * d + x];
+      go[x] = gout.at(b, h, i)[x];
+      D_i += go[x] * out.at(b, h, i)[x];
     }
     if (t.rotary != nullptr) rotate_row<D>(t, qi, t.positions[b * t.L + i], false);
     dsum[row_index] = D_i;
@@ -493,7 +497,7 @@ __global__ void __launch_bounds__(kRows) attention_query_grads_kernel(
 // in tiles; D the head's width (0: read from t.d).
 template <int D>
 __global__ void __launch_bounds__(kRows) attention_key_grads_kernel(GradRows gk, GradRows gv, float* gpos_key,
-                                                                      const float* gout, HeadRows q, HeadRows k,
+                                                                      HeadRows gout, HeadRows q, HeadRows k,
                                                                       HeadRows v,
                                                                       const float* lse, const float* dsum, Terms t) {
   __shared__ float queries[kTile][kHead], go_tile[kTile][kHead], pos_queries[kTile][kHead];
@@ -523,7 +527,7 @@ __global__ void __launch_bounds__(kRows) attention_key_grads_kernel(GradRows gk,
   const float* pos_queries_bh = t.e > 0 ? t.pos_row(t.pos_query, b, h, 0) : nullptr;
   for (int64_t i0 = 0; i0 < t.L; i0 += kTile) {
     load_tile(queries, q.at(b, h, 0), i0, t.L, d, q.row);
-    load_tile(go_tile, gout + bh * t.L * d, i0, t.L, d, d);
+    load_tile(go_tile, gout.at(b, h, 0), i0, t.L, d, gout.row);
     if (t.e > 0) load_tile(pos_queries, pos_queries_bh, i0, t.L, t.e, t.e);
     if (t.rotary != nullptr) rotate_tile(queries, i0, t.L, b, t);
     if (threadIdx.x < kTile) {
@@ -616,7 +620,7 @@ struct TableGrads {
 // shared by the heads (their sum is then the gradient), else 1.
 __global__ void __launch_bounds__(kWarp) attention_table_grads_kernel(TableGrads g, int64_t heads,
                                                                         const uint32_t* keys, const int32_t* pairs,
-                                                                        int64_t count, const float* gout,
+                                                                        int64_t count, HeadRows gout,
                                                                         HeadRows q, HeadRows k, HeadRows v,
                                                                         const float* lse, const float* dsum, Terms t) {
   __shared__ float pair_ds[kWarp], pair_pt[kWarp], pair_qk[kWarp];
@@ -637,7 +641,7 @@ __global__ void __launch_bounds__(kWarp) attention_table_grads_kernel(TableGrads
         const float* qi = q.at(b, h, i);
         const float* kj = k.at(b, h, j);
         const float* vj = v.at(b, h, j);
-        const float* go = gout + (bh * t.L + i) * t.d;
+        const float* go = gout.at(b, h, i);
         const int64_t rel = t.reset_row(i, j) >= 0 ? -1 : r;  // the vector tables' row (none under the reset)
         const float* w = t.entry(t.product, h, rel);
         const float* a = t.entry(t.query_vectors, h, rel);
@@ -669,7 +673,7 @@ __global__ void __launch_bounds__(kWarp) attention_table_grads_kernel(TableGrads
       for (int m = 0; m < n; ++m) {
         const float ds = pair_ds[m];
         const int64_t pair = pair_of[m];
-        const int64_t j = pair % t.J, i = (pair / t.J) % t.L, b = pair / (t.L * t.J), bh = b * t.H + h;
+        const int64_t j = pair % t.J, i = (pair / t.J) % t.L, b = pair / (t.L * t.J);
         if (lane == 0) {
           gtable += ds;
           ggate += t.scale * ds * pair_qk[m];
@@ -681,7 +685,7 @@ __global__ void __launch_bounds__(kWarp) attention_table_grads_kernel(TableGrads
           gw[c] += t.scale * ds * qx * kx;
           ga[c] += t.query_scale * ds * qx;
           gb[c] += t.key_scale * ds * kx;
-          gvv[c] += pair_pt[m] * gout[(bh * t.L + i) * t.d + x];
+          gvv[c] += pair_pt[m] * gout.at(b, h, i)[x];
         }
       }
       __syncwarp();  // every lane has read the slots before the next pairs overwrite them
@@ -773,7 +777,7 @@ void table_grads(const AttentionGrads& grads, const Terms& t, const Tensor& gout
   }
   const int64_t heads = all_shared ? t.H : 1;
   ORDO_LAUNCH(attention_table_grads_kernel, dim3(static_cast<unsigned>(rows), static_cast<unsigned>(t.H / heads)),
-              kWarp, 0, ctx.stream, g, heads, sorted.keys, sorted.pairs, sorted.count, gout.data<float>(),
+              kWarp, 0, ctx.stream, g, heads, sorted.keys, sorted.pairs, sorted.count, head_rows(gout),
               head_rows(q), head_rows(k), head_rows(v), lse.data<float>(), dsum.data<float>(), t);
   ORDO_CUDA_CHECK_LAUNCH();
   for (int n = 0; n < 6; ++n)
@@ -795,16 +799,16 @@ void with_head_width(int64_t d, F&& f) {
 
 }  // namespace
 
-void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                       const AttentionTerms& terms) {
+void attention_forward(const Tensor& out, const Tensor& out_operand, const Tensor& lse, const Tensor& q,
+                       const Tensor& k, const Tensor& v, const AttentionTerms& terms) {
   require_f32(q.dtype(), "attention_forward");
   DeviceContext& ctx = context(q);
   const Terms t = terms_of(terms, q, k, ctx);
   const dim3 grid(static_cast<unsigned>((t.L + kRows - 1) / kRows), static_cast<unsigned>(t.H),
                   static_cast<unsigned>(t.B));
   with_head_width(t.d, [&](auto width) {
-    ORDO_LAUNCH(attention_forward_kernel<decltype(width)::value>, grid, kRows, 0, ctx.stream, out.data<float>(), lse.data<float>(),
-                head_rows(q), head_rows(k), head_rows(v), t);
+    ORDO_LAUNCH(attention_forward_kernel<decltype(width)::value>, grid, kRows, 0, ctx.stream, head_rows<float>(out),
+                head_rows<uint16_t>(out_operand), lse.data<float>(), head_rows(q), head_rows(k), head_rows(v), t);
   });
   ORDO_CUDA_CHECK_LAUNCH();
 }
@@ -822,12 +826,11 @@ void attention_backward(const AttentionGrads& grads, const Tensor& gout, const T
   with_head_width(t.d, [&](auto width) {
     ORDO_LAUNCH(attention_query_grads_kernel<decltype(width)::value>, dim3(query_tiles, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
                 kRows, 0, ctx.stream, head_rows<float>(grads.q), ptr(grads.pos_query), ptr(grads.segment_rows), dsum.data<float>(),
-                gout.data<float>(), head_rows(q), head_rows(k), head_rows(v), out.data<float>(),
-                lse.data<float>(), t);
+                head_rows(gout), head_rows(q), head_rows(k), head_rows(v), head_rows(out), lse.data<float>(), t);
     ORDO_CUDA_CHECK_LAUNCH();
     if (!key_rows) return;
     ORDO_LAUNCH(attention_key_grads_kernel<decltype(width)::value>, dim3(key_tiles, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
-                kRows, 0, ctx.stream, head_rows<float>(grads.k), head_rows<float>(grads.v), ptr(grads.pos_key), gout.data<float>(),
+                kRows, 0, ctx.stream, head_rows<float>(grads.k), head_rows<float>(grads.v), ptr(grads.pos_key), head_rows(gout),
                 head_rows(q), head_rows(k), head_rows(v), lse.data<float>(), dsum.data<float>(), t);
     ORDO_CUDA_CHECK_LAUNCH();
   });

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "tensor/kernel_calls.h"
 #include "tensor/ops.h"
 #include "tests/helpers.h"
 
@@ -75,7 +76,58 @@ TEST_CASE("attention: the CPU kernel is softmax(s) v of the unfused ops, with th
   ordo::test::require_close(fused, expected, 1e-5, 1e-6, "fused against unfused");
 }
 
+namespace {
+
+// The output, written as a view of its heads-merged [B, L, H, d] block, with
+// its bf16 rounding beside it under a forward's OperandRoundingScope: the
+// output projection (merge_heads' views, then a product) takes that rounding
+// instead of casting — the same bits as the cast, one copy fewer.
+void check_output_operand(Device device) {
+  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  AttentionTerms t;
+  t.key_bias = padding().to(device), t.scale = 0.35;
+  const Tensor q = rnd({B, H, L, d}, 41).to(device), k = rnd({B, H, L, d}, 42).to(device),
+               v = rnd({B, H, L, d}, 43).to(device), w = rnd({H * d, 5}, 44).to(device);
+  const AttentionOutput direct = attention_forward(q, k, v, t, /*with_operand=*/true);
+  CHECK(direct.out.permute({0, 2, 1, 3}).is_contiguous());
+  CHECK(ordo::test::bit_identical(direct.out_operand, direct.out.to(DType::bf16)));
+  CHECK_FALSE(attention_forward(q, k, v, t).out_operand.defined());
+  struct Run {
+    Tensor projected, gq;
+    int64_t copies = 0;
+  };
+  auto run = [&](bool in_scope) {
+    Var qv(q, true);
+    const OperandRoundingScope scope(in_scope ? w : Tensor());  // as BertModel's over its packed weights
+    KernelCallRecording recording;
+    const Var out = attention(qv, Var(k), Var(v), {}, t);
+    const Var merged = reshape(operand(permute(out, {0, 2, 1, 3})), {B, L, H * d});  // nn/bert.cpp's merge_heads
+    const Var projected = matmul(merged, Var(w));
+    Run r;
+    for (const KernelCall& call : recording.calls()) r.copies += std::string(call.kernel) == "copy";
+    sum(mul(projected, Var(rnd(projected.shape(), 45).to(device)))).backward();
+    r.projected = projected.value().to(Device::cpu()), r.gq = qv.grad().to(Device::cpu());
+    return r;
+  };
+  const Run cast = run(false), rounded = run(true);
+  CHECK(cast.copies == 2);     // the output cast to bf16, the weight cast
+  CHECK(rounded.copies == 0);  // both taken from the scope
+  CHECK(ordo::test::bit_identical(rounded.projected, cast.projected));
+  CHECK(ordo::test::bit_identical(rounded.gq, cast.gq));  // gout read through the merged block's strides
+}
+
+}  // namespace
+
+TEST_CASE("attention: the output's bf16 rounding is written beside it for the output projection: a cast's bits",
+          "[attention]") {
+  check_output_operand(Device::cpu());
+}
+
 #ifdef ORDO_HAS_CUDA
+TEST_CASE("attention: the CUDA forward writes the output's bf16 rounding beside it: a cast's bits", "[cuda][attention]") {
+  check_output_operand(Device::cuda(0));
+}
+
 namespace {
 
 // One configuration: q, k, v and the learned terms (as Vars), the fixed terms.
