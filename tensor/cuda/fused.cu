@@ -4,7 +4,7 @@
 // (layernorm.cu), the activations of tensor/elementwise_math.h.
 //
 //   residual_layernorm           1 launch   (unfused: bias copy, dropout, add, layernorm)
-//   residual_layernorm_backward  2 launches (layernorm_backward's 3, dropout's, the bias's sum)
+//   residual_layernorm_backward  1 launch   (layernorm_backward's 3, dropout's, the bias's sum; 2 for rows > 1024)
 //   bias_activation              1 launch   (bias copy, activation)
 //   bias_activation_backward     1 launch   (activation's derivative, the bias's sum)
 //
@@ -41,27 +41,35 @@ __global__ void residual_layernorm_kernel(float* y, uint16_t* y16, float* s, flo
   }
 }
 
-// Per row: gs = layernorm's gx (its two row means in double), gh = mask(gs)
+// One row: gs = layernorm's gx (its two row means in double), gh = mask(gs)
 // in f32 (gh) or rounded to bf16 (gh16), or neither.
+template <class Threads>
+__device__ __forceinline__ void residual_layernorm_backward_row(float* gs, float* gh, uint16_t* gh16, const float* gy,
+                                                                const float* s, const float* mean, const float* rstd,
+                                                                const float* gamma, int64_t row, int64_t n,
+                                                                const DropoutMask& mask) {
+  const uint64_t stream = mask.stream();
+  const float* xr = s + row * n;
+  const float* gr = gy + row * n;
+  const float m = mean[row], r = rstd[row];
+  const LayerNormRowMeans means = layernorm_backward_means<Threads>(xr, gr, m, r, gamma, n);
+  for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
+    const float xhat = (xr[j] - m) * r;
+    const float g = r * (gr[j] * gamma[j] - means.a - xhat * means.c);
+    gs[row * n + j] = g;
+    if (gh) gh[row * n + j] = mask.apply(g, row * n + j, stream);
+    if (gh16) gh16[row * n + j] = bf16_bits(mask.apply(g, row * n + j, stream));
+  }
+}
+
+// Rows longer than a warp takes: a block per row; the column sums in a second launch.
 template <bool kWarpPerRow>
 __global__ void residual_layernorm_backward_kernel(float* gs, float* gh, uint16_t* gh16, const float* gy,
                                                    const float* s, const float* mean, const float* rstd,
                                                    const float* gamma, int64_t rows, int64_t n, DropoutMask mask) {
   using Threads = RowThreads<kWarpPerRow>;
-  const uint64_t stream = mask.stream();
-  for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
-    const float* xr = s + row * n;
-    const float* gr = gy + row * n;
-    const float m = mean[row], r = rstd[row];
-    const LayerNormRowMeans means = layernorm_backward_means<Threads>(xr, gr, m, r, gamma, n);
-    for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
-      const float xhat = (xr[j] - m) * r;
-      const float g = r * (gr[j] * gamma[j] - means.a - xhat * means.c);
-      gs[row * n + j] = g;
-      if (gh) gh[row * n + j] = mask.apply(g, row * n + j, stream);
-      if (gh16) gh16[row * n + j] = bf16_bits(mask.apply(g, row * n + j, stream));
-    }
-  }
+  for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride())
+    residual_layernorm_backward_row<Threads>(gs, gh, gh16, gy, s, mean, rstd, gamma, row, n, mask);
 }
 
 // The column sums of the backward: gy * xhat (gamma), gy (beta), and
@@ -75,6 +83,19 @@ struct ResidualLayerNormSums {
     norm.add(row, column, sums[0], sums[1]);
     const int64_t i = row * norm.n + column;
     sums[2] += mask.apply(gs[i], i, mask.stream());
+  }
+};
+
+// Rows a warp takes: the rows and their column sums (which read gs) in one
+// launch (rows_and_column_sums).
+struct ResidualLayerNormBackward : ResidualLayerNormSums {
+  float* gs_out;  // gs, written by row()
+  float* gh;
+  uint16_t* gh16;
+  const float* gamma;
+  __device__ __forceinline__ void row(int64_t r) const {
+    residual_layernorm_backward_row<RowThreads<true>>(gs_out, gh, gh16, norm.gy, norm.x, norm.mean, norm.rstd, gamma,
+                                                      r, norm.n, mask);
   }
 };
 
@@ -242,6 +263,16 @@ void residual_layernorm_backward(const Tensor& gs, const Tensor& gh, const Tenso
   const bool bf16 = gh.defined() && gh.dtype() == DType::bf16;
   float* gh_data = gh.defined() && !bf16 ? gh.data<float>() : nullptr;
   uint16_t* gh16 = bf16 ? static_cast<uint16_t*>(gh.raw_data()) : nullptr;
+  const ResidualLayerNormSums sums{
+      LayerNormParamSums{gy.data<float>(), s.data<float>(), mean.data<float>(), rstd.data<float>(), n},
+      gs.data<float>(), mask};
+  const ColumnOutputs outs{{ggamma.data<float>(), gbeta.data<float>(),
+                            gbias.defined() ? gbias.data<float>() : nullptr}};
+  if (n <= kWarpRowLimit) {
+    rows_and_column_sums(s.device(), ctx, rows, n, outs,
+                         ResidualLayerNormBackward{sums, gs.data<float>(), gh_data, gh16, gamma.data<float>()});
+    return;
+  }
   launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
       ORDO_LAUNCH(residual_layernorm_backward_kernel<true>, grid, threads, 0, ctx.stream, gs.data<float>(), gh_data,
@@ -253,12 +284,7 @@ void residual_layernorm_backward(const Tensor& gs, const Tensor& gh, const Tenso
                   gamma.data<float>(), rows, n, mask);
     }
   });
-  const ResidualLayerNormSums element{
-      LayerNormParamSums{gy.data<float>(), s.data<float>(), mean.data<float>(), rstd.data<float>(), n},
-      gs.data<float>(), mask};
-  const ColumnOutputs outs{{ggamma.data<float>(), gbeta.data<float>(),
-                            gbias.defined() ? gbias.data<float>() : nullptr}};
-  column_sums(s.device(), ctx, rows, n, outs, element);
+  column_sums(s.device(), ctx, rows, n, outs, sums);
 }
 
 void bias_activation(const Tensor& y, const Tensor& x, const Tensor& bias, UnaryOp act) {

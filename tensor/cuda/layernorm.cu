@@ -8,8 +8,9 @@
 //           ggamma = sum over rows of gy * xhat,  gbeta = sum over rows of gy
 //
 // Per-row statistics are accumulated in double, as on the CPU. Rows are
-// shared out as in rows.cuh. ggamma and gbeta are sums over rows, in one
-// deterministic launch (column_sums.cuh).
+// shared out as in rows.cuh. ggamma and gbeta are sums over rows, in a fixed
+// order (column_sums.cuh): for rows of up to 1024, in the backward's one
+// launch (rows_and_column_sums), else in a second.
 #include "tensor/cuda/column_sums.cuh"
 #include "tensor/cuda/rows.cuh"
 
@@ -32,24 +33,40 @@ __global__ void layernorm_kernel(float* y, uint16_t* y16, float* mean, float* rs
   }
 }
 
-// gx of each row: the two row means (of g and of g * xhat, in double), then the write.
+// gx of one row: the two row means (of g and of g * xhat, in double), then the write.
+template <class Threads>
+__device__ __forceinline__ void layernorm_backward_row(float* gx, const float* gy, const float* x, const float* mean,
+                                                       const float* rstd, const float* gamma, int64_t row, int64_t n) {
+  const float* xr = x + row * n;
+  const float* gr = gy + row * n;
+  const float m = mean[row], r = rstd[row];
+  const LayerNormRowMeans means = layernorm_backward_means<Threads>(xr, gr, m, r, gamma, n);
+  float* out = gx + row * n;
+  for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
+    const float xhat = (xr[j] - m) * r;
+    out[j] = r * (gr[j] * gamma[j] - means.a - xhat * means.c);
+  }
+}
+
+// Rows longer than a warp takes: a block per row; gamma's and beta's sums in a second launch.
 template <bool kWarpPerRow>
 __global__ void layernorm_backward_kernel(float* gx, const float* gy, const float* x,
                                           const float* mean, const float* rstd, const float* gamma,
                                           int64_t rows, int64_t n) {
   using Threads = RowThreads<kWarpPerRow>;
-  for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
-    const float* xr = x + row * n;
-    const float* gr = gy + row * n;
-    const float m = mean[row], r = rstd[row];
-    const LayerNormRowMeans means = layernorm_backward_means<Threads>(xr, gr, m, r, gamma, n);
-    float* out = gx + row * n;
-    for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
-      const float xhat = (xr[j] - m) * r;
-      out[j] = r * (gr[j] * gamma[j] - means.a - xhat * means.c);
-    }
-  }
+  for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride())
+    layernorm_backward_row<Threads>(gx, gy, x, mean, rstd, gamma, row, n);
 }
+
+// Rows a warp takes: gx row by row and gamma's and beta's sums in one launch
+// (rows_and_column_sums).
+struct LayerNormBackward : LayerNormParamSums {
+  float* gx;
+  const float* gamma;
+  __device__ __forceinline__ void row(int64_t r) const {
+    layernorm_backward_row<RowThreads<true>>(gx, gy, x, mean, rstd, gamma, r, n);
+  }
+};
 
 }  // namespace
 
@@ -87,6 +104,12 @@ void layernorm_backward(const Tensor& gx, const Tensor& ggamma, const Tensor& gb
   const float* ms = mean.data<float>();
   const float* rs = rstd.data<float>();
   const float* gam = gamma.data<float>();
+  const LayerNormParamSums sums{gys, xs, ms, rs, n};
+  const ColumnOutputs outs{{ggamma.data<float>(), gbeta.data<float>(), nullptr}};
+  if (n <= kWarpRowLimit) {
+    rows_and_column_sums(x.device(), ctx, rows, n, outs, LayerNormBackward{sums, g, gam});
+    return;
+  }
   launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
       ORDO_LAUNCH(layernorm_backward_kernel<true>, grid, threads, 0, ctx.stream, g, gys, xs, ms, rs, gam, rows,
@@ -96,9 +119,7 @@ void layernorm_backward(const Tensor& gx, const Tensor& ggamma, const Tensor& gb
                   n);
     }
   });
-
-  column_sums(x.device(), ctx, rows, n, ColumnOutputs{{ggamma.data<float>(), gbeta.data<float>(), nullptr}},
-              LayerNormParamSums{gys, xs, ms, rs, n});
+  column_sums(x.device(), ctx, rows, n, outs, sums);
 }
 
 }  // namespace ordo::cuda
