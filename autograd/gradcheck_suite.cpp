@@ -119,6 +119,12 @@ void add_shape_cases(std::vector<GradcheckCase>& cases) {
 void add_index_cases(std::vector<GradcheckCase>& cases) {
   cases.push_back({"embedding with repeated ids", {rnd({5, 3}, 500)},
                    [](const std::vector<Var>& v) { return embedding(v[0], ids({4, 1, 4, 0, 4, 2}, {2, 3})); }, {}});
+  cases.push_back({"embedding_sum: three tables, repeated ids, the last looked up alike for the batch",
+                   {rnd({5, 3}, 503), rnd({2, 3}, 504), rnd({4, 3}, 505)}, [](const std::vector<Var>& v) {
+                     return embedding_sum(v, {ids({4, 1, 4, 0, 4, 2}, {2, 3}), ids({0, 1, 1, 0, 0, 0}, {2, 3}),
+                                              ids({3, 0, 3}, {1, 3})},
+                                          {-1, -1, -1});
+                   }, {}});
   cases.push_back({"index_select axis 1", {rnd({3, 4, 2}, 501)},
                    [](const std::vector<Var>& v) { return index_select(v[0], 1, ids({3, 0, 3}, {3})); }, {}});
   cases.push_back({"gather axis 0", {rnd({3, 4}, 502)},

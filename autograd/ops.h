@@ -61,6 +61,13 @@ std::vector<Var> split(const Var& x, const std::vector<int64_t>& sizes, int axis
 // ---- indexing (ops_index.cpp) -----------------------------------------------------------
 // The row padding_idx (when >= 0) receives no gradient (PyTorch's padding_idx).
 Var embedding(const Var& table, const Tensor& ids, int64_t padding_idx = -1);
+// The lookups' sum in one pass (tensor/ops.h's embedding_sum): a BERT's
+// word + token-type + position embeddings. padding_idx[t]: table t's row
+// that receives no gradient (-1: none). Its gradients are the lookups' and
+// the adds' (ids [1, L]: summed over the batch first), the bits of
+// embedding then add.
+Var embedding_sum(const std::vector<Var>& tables, const std::vector<Tensor>& ids,
+                  const std::vector<int64_t>& padding_idx);
 Var index_select(const Var& x, int axis, const Tensor& idx);
 Var gather(const Var& x, int axis, const Tensor& idx);
 

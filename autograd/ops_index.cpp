@@ -17,6 +17,28 @@ Var embedding(const Var& table, const Tensor& ids, int64_t padding_idx) {
                    });
 }
 
+Var embedding_sum(const std::vector<Var>& tables, const std::vector<Tensor>& ids,
+                  const std::vector<int64_t>& padding_idx) {
+  ORDO_CHECK(padding_idx.size() == tables.size(), "embedding_sum: ", padding_idx.size(), " padding rows for ",
+             tables.size(), " tables");
+  std::vector<Tensor> values;
+  for (const Var& t : tables) values.push_back(t.value());
+  Tensor y = embedding_sum(values, ids);
+  std::vector<int64_t> rows;
+  for (const Var& t : tables) rows.push_back(t.size(0));
+  return record_op("embedding_sum", y, tables,
+                   [ids, padding_idx, rows, shape = y.shape()](const Tensor& gy, const std::vector<bool>& needs) {
+                     std::vector<Tensor> grads(ids.size());
+                     for (size_t t = 0; t < ids.size(); ++t) {
+                       if (!needs[t]) continue;
+                       // A term the batch shares took add's broadcast: its gradient summed over the batch.
+                       const Tensor g = ids[t].size(0) == shape[0] ? gy : sum_to(gy, {1, shape[1], shape[2]});
+                       grads[t] = embedding_backward(g, ids[t], rows[t], padding_idx[t], take_pending_gradient(t));
+                     }
+                     return grads;
+                   });
+}
+
 Var index_select(const Var& x, int axis, const Tensor& idx) {
   Tensor y = index_select(x.value(), axis, idx);
   return record_op("index_select", y, {x}, [axis, idx, xshape = x.shape()](const Tensor& gy, const std::vector<bool>&) {

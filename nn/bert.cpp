@@ -502,15 +502,6 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace, 
   // stays.
   const Ablation ablate = ablation_in_force(*pe_, ctx);
   const bool drop_tokens = ablate == Ablation::contextual && !pe_->acts_in_attention;
-  // With segment = per_head there is no segment embedding here (pe/segments.h).
-  Var segment_vectors =
-      embeddings.token_type_embeddings ? embeddings.token_type_embeddings->forward(segments) : Var();
-  Var tokens;
-  if (!drop_tokens) {
-    tokens = embeddings.word_embeddings.forward(in.input_ids);
-    if (config_.word_embedding_scale != 1.0) tokens = affine(tokens, config_.word_embedding_scale);
-  }
-  Var x = sum_of_defined(tokens, segment_vectors);
   // A batch whose rows of positions are all the same (the forward's facts:
   // pretraining, fine-tuning and evaluation batches count 0, 1, ... in every
   // row) takes its position vectors for the first row alone, [1, L, D], and
@@ -518,7 +509,37 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace, 
   // its gradient is summed over the batch before it reaches the table (as
   // pe::distinct_position_rows does for the attention's terms).
   const Tensor position_rows = ctx.facts->rows_identical && batch > 1 ? positions.slice(0, 0, 1) : positions;
-  Var position_vectors = ablate == Ablation::positional ? Var() : pe_->input_embedding(position_rows, ctx);
+  const PositionEncoding::InputLookup position_lookup =
+      ablate == Ablation::positional ? PositionEncoding::InputLookup{} : pe_->input_lookup(position_rows, ctx);
+  Var position_vectors;
+  if (!position_lookup.table.defined() && ablate != Ablation::positional)
+    position_vectors = pe_->input_embedding(position_rows, ctx);
+  // With segment = per_head there is no segment embedding here (pe/segments.h).
+  const Embedding* segment_table = embeddings.token_type_embeddings;
+  Var x;
+  if (!drop_tokens && config_.word_embedding_scale == 1.0) {
+    // The lookups (word, token type, a learned position table) added in one
+    // pass: the bits of the lookups and the adds below, in their order.
+    std::vector<Var> tables{embeddings.word_embeddings.weight.var};
+    std::vector<Tensor> ids{in.input_ids};
+    std::vector<int64_t> padding_rows{embeddings.word_embeddings.padding_idx};
+    if (segment_table) {
+      tables.push_back(segment_table->weight.var);
+      ids.push_back(segments);
+      padding_rows.push_back(segment_table->padding_idx);
+    }
+    if (position_lookup.table.defined()) {
+      tables.push_back(position_lookup.table);
+      ids.push_back(position_lookup.rows);
+      padding_rows.push_back(-1);
+    }
+    x = embedding_sum(tables, ids, padding_rows);
+  } else {
+    Var tokens;
+    if (!drop_tokens) tokens = affine(embeddings.word_embeddings.forward(in.input_ids), config_.word_embedding_scale);
+    x = sum_of_defined(tokens, segment_table ? segment_table->forward(segments) : Var());
+    if (position_lookup.table.defined()) position_vectors = embedding(position_lookup.table, position_lookup.rows);
+  }
   ORDO_CHECK(!drop_tokens || position_vectors.defined(), "pe '", pe_->name(),
              "': the contextual ablation is undefined: the encoding has no positional term to keep");
   const DType dtype = embeddings.word_embeddings.weight.var.dtype();
@@ -585,7 +606,8 @@ double fused_attention_seconds(const AttentionTerms& terms, const Tensor& q, boo
   KernelCall forward, backward;
   forward.kernel = "attention_forward", backward.kernel = "attention_backward";
   forward.launches = 1, backward.launches = tables ? 5 : 2;  // two passes; pair keys, sort, tables
-  for (const Tensor* x : {&q, &lse, &q, &q, &q}) detail::describe_argument(forward, *x);  // out, lse, q, k, v
+  const Tensor none;  // out's bf16 rounding: not counted
+  for (const Tensor* x : {&q, &none, &lse, &q, &q, &q}) detail::describe_argument(forward, *x);  // out, out_operand, lse, q, k, v
   detail::describe_argument(forward, terms);
   AttentionGrads grads;
   if (tables) grads.table = lse;  // a table gradient: the third pass runs

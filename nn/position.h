@@ -78,6 +78,18 @@ class PositionEncoding : public Module {
     (void)positions, (void)ctx;
     return {};
   }
+  // The input embedding when it is a lookup: input_embedding(positions) is
+  // then embedding(table, rows) (rows checked as it checks them), which the
+  // model adds to the token and segment lookups in one pass
+  // (embedding_sum). An undefined table: not a lookup.
+  struct InputLookup {
+    Var table;
+    Tensor rows;
+  };
+  virtual InputLookup input_lookup(const Tensor& positions, Context& ctx) {
+    (void)positions, (void)ctx;
+    return {};
+  }
 
   // Rotates q and k ([batch, heads, length, head_dim]) in place of the originals.
   virtual void rotate(const AttentionState& s, Var& q, Var& k) { (void)s, (void)q, (void)k; }

@@ -28,6 +28,7 @@ class LearnedAbsolute : public nn::PositionEncoding {
   std::string module_path() const override { return "embeddings.position_embeddings"; }
   // x_i += P[p_i + offset]; a position whose row is outside the table is an error.
   Var input_embedding(const Tensor& positions, nn::Context& ctx) override;
+  InputLookup input_lookup(const Tensor& positions, nn::Context& ctx) override;
   int64_t max_position() const override { return table_.var.size(0) - 1 - offset_; }
 
  private:

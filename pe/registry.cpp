@@ -98,6 +98,9 @@ class Composite : public nn::PositionEncoding {
   Var input_embedding(const Tensor& positions, nn::Context& ctx) override {
     return input_.input_embedding(positions, ctx);
   }
+  InputLookup input_lookup(const Tensor& positions, nn::Context& ctx) override {
+    return input_.input_lookup(positions, ctx);
+  }
   void rotate(const nn::AttentionState& s, Var& q, Var& k) override { attention_.rotate(s, q, k); }
   Var contextual_scores(const nn::AttentionState& s, const Var& q, const Var& k) override {
     return attention_.contextual_scores(s, q, k);

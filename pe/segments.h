@@ -32,6 +32,9 @@ class PerHeadSegments : public nn::PositionEncoding {
   bool adds_segment_scores() const override { return true; }
 
   Var input_embedding(const Tensor& positions, nn::Context& ctx) override { return inner_.input_embedding(positions, ctx); }
+  InputLookup input_lookup(const Tensor& positions, nn::Context& ctx) override {
+    return inner_.input_lookup(positions, ctx);
+  }
   void rotate(const nn::AttentionState& s, Var& q, Var& k) override { inner_.rotate(s, q, k); }
   Var contextual_scores(const nn::AttentionState& s, const Var& q, const Var& k) override {
     return inner_.contextual_scores(s, q, k);

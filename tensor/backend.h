@@ -74,6 +74,10 @@ struct PhiloxStream {
 // whole run took milliseconds over (the H200's +124% for t5_bias).
 constexpr int64_t kIndexAddPiece = 256;
 
+// The most lookups embedding_sum adds in one pass: a BERT's word, token-type
+// and position tables.
+constexpr int kEmbeddingSumTerms = 3;
+
 // The tensors of one multi-tensor AdamW step (NVIDIA apex's multi-tensor
 // apply): every parameter with a gradient, walked by each kernel in chunks of
 // at most kMultiTensorChunk elements, so that one launch covers them all.

@@ -169,6 +169,11 @@ Tensor embedding(const Tensor& table, const Tensor& ids);
 // gathered so far, which the lookup's terms are added onto in place (and returned).
 Tensor embedding_backward(const Tensor& gout, const Tensor& ids, int64_t num_rows, int64_t padding_idx = -1,
                           const Tensor& onto = Tensor());
+// The sum of lookups at each (b, l) in one pass: tables [n_t, d] (1 to
+// kEmbeddingSumTerms, one dtype), ids i64 [B, L] or [1, L] (every row of the
+// batch alike; at least one [B, L] sets B) -> [B, L, d] =
+// ((tables[0][ids[0]] + tables[1][ids[1]]) + ...): embedding then add's bits.
+Tensor embedding_sum(const std::vector<Tensor>& tables, const std::vector<Tensor>& ids);
 // Picks entries idx (i64, 1-d) along axis.
 Tensor index_select(const Tensor& x, int axis, const Tensor& idx);
 // skip_row (when >= 0): the entry along axis whose gradient is 0 whatever idx says.

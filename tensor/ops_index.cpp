@@ -75,6 +75,34 @@ Tensor embedding(const Tensor& table, const Tensor& ids) {
   return index_select(table, 0, ids.contiguous().reshape({ids.numel()})).reshape(out_shape);
 }
 
+Tensor embedding_sum(const std::vector<Tensor>& tables, const std::vector<Tensor>& ids) {
+  ORDO_CHECK(!tables.empty() && tables.size() <= static_cast<size_t>(kEmbeddingSumTerms) && ids.size() == tables.size(),
+             "embedding_sum: 1 to ", kEmbeddingSumTerms, " tables with ids each, got ", tables.size(), " tables and ",
+             ids.size(), " ids");
+  int64_t batch = 1;
+  for (size_t t = 0; t < tables.size(); ++t) {
+    check_float(tables[t], "embedding_sum", "table");
+    check_dim(tables[t], 2, "embedding_sum", "table");
+    check_same_dtype(tables[t], tables[0], "embedding_sum");
+    check_index_tensor(ids[t], tables[t], "embedding_sum");
+    check_dim(ids[t], 2, "embedding_sum", "ids");
+    ORDO_CHECK(tables[t].size(1) == tables[0].size(1) && ids[t].size(1) == ids[0].size(1), "embedding_sum: table ", t,
+               " [", tables[t].size(0), ", ", tables[t].size(1), "] with ids ", shape_str(ids[t].shape()),
+               " does not match table 0's width ", tables[0].size(1), " and length ", ids[0].size(1));
+    batch = std::max(batch, ids[t].size(0));
+  }
+  std::vector<Tensor> dense_tables, dense_ids;
+  for (size_t t = 0; t < tables.size(); ++t) {
+    ORDO_CHECK(ids[t].size(0) == batch || ids[t].size(0) == 1, "embedding_sum: ids ", t, " have shape ",
+               shape_str(ids[t].shape()), ", expected a batch of ", batch, " or 1");
+    dense_tables.push_back(tables[t].contiguous());
+    dense_ids.push_back(ids[t].contiguous());
+  }
+  Tensor out = Tensor::empty({batch, ids[0].size(1), tables[0].size(1)}, tables[0].dtype(), tables[0].device());
+  ORDO_BACKEND(out.device(), embedding_sum)(out, dense_tables, dense_ids);
+  return out;
+}
+
 Tensor embedding_backward(const Tensor& gout, const Tensor& ids, int64_t num_rows, int64_t padding_idx,
                           const Tensor& onto) {
   check_defined(gout, "embedding_backward", "gout");

@@ -61,7 +61,8 @@ struct AttentionWork {
 AttentionWork attention_work(const KernelCall& call) {
   AttentionWork w;
   w.forward = std::strcmp(call.kernel, "attention_forward") == 0;
-  const size_t q = w.forward ? 2 : 1, k = q + 1;  // forward: out, lse, q, k, v; backward: gout, q, k, v, out, lse
+  // forward: out, out_operand, lse, q, k, v; backward: gout, q, k, v, out, lse
+  const size_t q = w.forward ? 3 : 1, k = q + 1;
   const size_t first = w.forward ? 0 : 1;
   if (call.shapes.size() <= k || call.shapes[q].size() != 4 || call.integers.size() < first + 2) return w;
   const Shape& qs = call.shapes[q];

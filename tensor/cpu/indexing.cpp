@@ -41,6 +41,25 @@ void index_select(const Tensor& out, const Tensor& x, const Tensor& idx) {
   });
 }
 
+void embedding_sum(const Tensor& out, const std::vector<Tensor>& tables, const std::vector<Tensor>& ids) {
+  const int64_t B = out.size(0), L = out.size(1), d = out.size(2);
+  for (size_t t = 0; t < tables.size(); ++t) check_indices(ids[t], tables[t].size(0), "embedding_sum");
+  dispatch_float(out.dtype(), "embedding_sum", [&](auto tag) {
+    using T = decltype(tag);
+    T* dst = out.data<T>();
+    parallel_for(B * L, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(d, 1)), [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        T* y = dst + row * d;
+        for (size_t t = 0; t < tables.size(); ++t) {
+          const int64_t id = ids[t].data<int64_t>()[ids[t].size(0) == 1 ? row % L : row];
+          const T* x = tables[t].data<T>() + id * d;
+          for (int64_t c = 0; c < d; ++c) y[c] = t == 0 ? x[c] : y[c] + x[c];
+        }
+      }
+    });
+  });
+}
+
 void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g, int64_t skip_row, bool onto) {
   const int64_t outer = gx.size(0), n = gx.size(1), inner = gx.size(2), k = g.size(1);
   check_indices(idx, n, "index_add");

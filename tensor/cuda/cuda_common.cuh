@@ -110,6 +110,7 @@ enum class IndexErrorSite : int {
   scatter_add = 4,
   cross_entropy = 5,
   relative = 6,  // relative_gather / relative_scatter / relative_product (tensor/cuda/relative.cu)
+  embedding_sum = 7,
 };
 const char* index_error_site_name(int site);
 

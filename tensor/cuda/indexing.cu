@@ -72,6 +72,34 @@ void launch_index_select(const Tensor& out, const Tensor& x, const Tensor& idx, 
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
+// embedding_sum's lookups: term t is row ids[t][b * batch[t] + l] of table[t].
+struct EmbeddingTerms {
+  const float* table[kEmbeddingSumTerms];
+  const int64_t* ids[kEmbeddingSumTerms];
+  int64_t rows[kEmbeddingSumTerms], batch[kEmbeddingSumTerms];  // batch: L, or 0 (every row alike)
+  int count;
+};
+
+// out[b, l, c] = the terms' elements added in order, one thread per element.
+__global__ void embedding_sum_kernel(float* out, EmbeddingTerms terms, int64_t rows, int64_t length, int64_t d,
+                                     int* index_error) {
+  for (int64_t e = global_thread_index(); e < rows * d; e += grid_thread_count()) {
+    const int64_t c = e % d, row = e / d, b = row / length, l = row % length;
+    float sum = 0.0f;
+    for (int t = 0; t < terms.count; ++t) {
+      const int64_t id = terms.ids[t][b * terms.batch[t] + l];
+      if (id < 0 || id >= terms.rows[t]) {
+        report_index_error(index_error, IndexErrorSite::embedding_sum);
+        sum = 0.0f;
+        break;
+      }
+      const float x = terms.table[t][id * d + c];
+      sum = t == 0 ? x : sum + x;  // the first term as it is (0 + -0 would be +0)
+    }
+    out[e] = sum;
+  }
+}
+
 // out[o, j, i] = x[o, idx[o, j, i], i], one thread per element.
 template <class Word>
 __global__ void gather_kernel(Word* out, const Word* x, const int64_t* idx, int64_t outer, int64_t n,
@@ -274,6 +302,24 @@ void index_select(const Tensor& out, const Tensor& x, const Tensor& idx) {
   dispatch_word(word, [&](auto tag) {
     launch_index_select<decltype(tag)>(out, x, idx, static_cast<int64_t>(row_bytes / word));
   });
+}
+
+void embedding_sum(const Tensor& out, const std::vector<Tensor>& tables, const std::vector<Tensor>& ids) {
+  require_f32(out.dtype(), "embedding_sum");
+  if (out.numel() == 0) return;
+  const int64_t L = out.size(1), d = out.size(2), rows = out.size(0) * L;
+  EmbeddingTerms terms{};
+  terms.count = static_cast<int>(tables.size());
+  for (int t = 0; t < terms.count; ++t) {
+    terms.table[t] = tables[t].data<float>();
+    terms.ids[t] = ids[t].data<int64_t>();
+    terms.rows[t] = tables[t].size(0);
+    terms.batch[t] = ids[t].size(0) == 1 ? 0 : L;
+  }
+  DeviceContext& ctx = context(out);
+  ORDO_LAUNCH(embedding_sum_kernel, grid_for(rows * d, kThreads, ctx), kThreads, 0, ctx.stream, out.data<float>(),
+              terms, rows, L, d, ctx.index_error);
+  ORDO_CUDA_CHECK_LAUNCH();
 }
 
 void gather(const Tensor& out, const Tensor& x, const Tensor& idx) {

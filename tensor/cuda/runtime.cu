@@ -138,6 +138,7 @@ const char* index_error_site_name(int site) {
     case IndexErrorSite::scatter_add: return "scatter_add (gather backward)";
     case IndexErrorSite::cross_entropy: return "cross_entropy (target class)";
     case IndexErrorSite::relative: return "relative_gather/relative_scatter/relative_product (relative-distance row)";
+    case IndexErrorSite::embedding_sum: return "embedding_sum (the input embeddings' lookups)";
   }
   return "an unknown";
 }

@@ -24,11 +24,16 @@ std::vector<int64_t> counting_rows(int64_t B, int64_t L, int64_t first) {
   return rows;
 }
 
-// Table rows read by the recorded calls' lookups (index_select).
+// Table rows read by the recorded calls' lookups (index_select, embedding_sum).
 int64_t rows_looked_up(const KernelCallRecording& recording) {
   int64_t rows = 0;
-  for (const KernelCall& call : recording.calls())
-    if (std::string(call.kernel) == "index_select") rows += shape_numel(call.shapes.back());
+  for (const KernelCall& call : recording.calls()) {
+    const std::string kernel = call.kernel;
+    if (kernel == "index_select") rows += shape_numel(call.shapes.back());
+    if (kernel != "embedding_sum") continue;
+    const size_t tables = (call.shapes.size() - 1) / 2;  // out, the tables, their ids
+    for (size_t t = 0; t < tables; ++t) rows += shape_numel(call.shapes[1 + tables + t]);
+  }
   return rows;
 }
 

@@ -878,6 +878,38 @@ TEST_CASE("cuda: embedding, index_select, gather and their backwards match the C
   }
 }
 
+// The input embeddings' one-pass sum: the same bits as the CPU's (f32 adds in
+// the tables' order), in one launch, ids shared by the batch or not; an
+// out-of-range id flagged as index_select's are.
+TEST_CASE("cuda: embedding_sum matches the CPU bit for bit in one launch", "[cuda]") {
+  uint64_t seed = 1250;
+  for (int64_t d : {1, 7, 768}) {
+    const std::string what = detail::cat("embedding_sum d=", d);
+    const Tensor words = rand_f32({50, d}, ++seed), types = rand_f32({2, d}, ++seed), positions = rand_f32({9, d}, ++seed);
+    const Tensor ids = i64_tensor(random_ints(3 * 9, ++seed, 0, 49), {3, 9});
+    const Tensor type_ids = i64_tensor(random_ints(3 * 9, ++seed, 0, 1), {3, 9});
+    const Tensor shared = i64_tensor({0, 1, 2, 3, 4, 5, 6, 7, 8}, {1, 9});
+    const Tensor own = i64_tensor(random_ints(3 * 9, ++seed, 0, 8), {3, 9});
+    for (const Tensor* position_ids : {&shared, &own}) {
+      synchronize(kGpu);
+      reset_device_counters();
+      const Tensor on_gpu = embedding_sum({gpu(words), gpu(types), gpu(positions)}, {gpu(ids), gpu(type_ids), gpu(*position_ids)});
+      CHECK(device_counters().kernel_launches == 1);
+      check_identical(on_gpu, embedding_sum({words, types, positions}, {ids, type_ids, *position_ids}),
+                      what + (position_ids == &shared ? ", positions shared" : ", positions per row"));
+    }
+    check_identical(embedding_sum({gpu(words)}, {gpu(ids)}), embedding(words, ids), what + ", one table: its lookup");
+  }
+  const Tensor table = rand_f32({10, 6}, ++seed);
+  const Tensor out = embedding_sum({gpu(table), gpu(table)}, {gpu(i64_tensor({3, 1}, {1, 2})), gpu(i64_tensor({2, 10}, {1, 2}))});
+  CHECK_THROWS_WITH(synchronize(kGpu), Catch::Contains("index out of range") && Catch::Contains("embedding_sum"));
+  const std::vector<float> rows = out.to_vector<float>(), t = table.to_vector<float>();
+  for (int64_t j = 0; j < 6; ++j) {
+    CHECK(rows[j] == t[3 * 6 + j] + t[2 * 6 + j]);
+    CHECK(rows[6 + j] == 0.0f);  // the row with the bad id: never read, written 0
+  }
+}
+
 TEST_CASE("cuda: an out-of-range index is reported at synchronize and never used", "[cuda]") {
   Tensor table = rand_f32({10, 6}, 1300);
   Tensor table_gpu = gpu(table);

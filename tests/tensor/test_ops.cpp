@@ -316,6 +316,28 @@ TEST_CASE("embedding, index_select and gather pick and scatter back", "[ops]") {
   CHECK_THROWS_WITH(embedding(table, i64({4}, {1})), Catch::Contains("index 4") && Catch::Contains("size 4"));
 }
 
+// Worked by hand: out[b, l] = W[ids] + T[types] + P[positions], P's ids
+// shared by the batch ([1, L]); one table alone is its lookup, a -0 kept.
+TEST_CASE("embedding_sum adds the lookups of several tables in one pass, in their order", "[ops]") {
+  const Tensor words = f64({0, 1, 10, 11, 20, 21}, {3, 2}), types = f64({100, 200, 300, 400}, {2, 2});
+  const Tensor positions = f64({0.5, 0.25, 1.5, 1.25}, {2, 2});
+  const Tensor ids = i64({2, 0, 1, 1}, {2, 2}), type_ids = i64({0, 1, 1, 0}, {2, 2}), position_ids = i64({1, 0}, {1, 2});
+  require_close(embedding_sum({words, types, positions}, {ids, type_ids, position_ids}),
+                {121.5, 222.25, 300.5, 401.25, 311.5, 412.25, 110.5, 211.25}, 0, 0);
+  CHECK(embedding_sum({words, types, positions}, {ids, type_ids, position_ids}).shape() == Shape{2, 2, 2});
+  const Tensor signed_zero = f64({-0.0, 1}, {1, 2});
+  CHECK(std::signbit(embedding_sum({signed_zero}, {i64({0}, {1, 1})}).to_doubles()[0]));
+  CHECK_THROWS_WITH(embedding_sum({words, types}, {ids, i64({0, 2, 1, 0}, {2, 2})}),
+                    Catch::Contains("embedding_sum: index 2") && Catch::Contains("size 2"));
+  CHECK_THROWS_WITH(embedding_sum({words, f64({1, 2, 3}, {1, 3})}, {ids, type_ids}),
+                    Catch::Contains("does not match table 0's width 2"));
+  CHECK_THROWS_WITH(embedding_sum({words, types}, {ids, i64({0, 1, 1, 0, 0, 0}, {3, 2})}),
+                    "embedding_sum: ids 0 have shape [2, 2], expected a batch of 3 or 1");
+  CHECK_THROWS_WITH(embedding_sum({words, words, words, words}, {ids, ids, ids, ids}),
+                    Catch::Contains("1 to 3 tables"));
+  CHECK_THROWS_WITH(embedding_sum({words, types.to(DType::f32)}, {ids, type_ids}), Catch::Contains("embedding_sum"));
+}
+
 // index_select_backward hands index_add a table it has not zeroed (on CUDA a
 // zero fill is a launch and a pass over the table): the kernel must write
 // every element, 0 where no index names the row. Worked by hand.

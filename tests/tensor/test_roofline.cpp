@@ -158,7 +158,7 @@ TEST_CASE("kernel calls: the fused attention is recorded with its terms' bytes a
   const KernelCall& call = calls[0];
   CHECK(std::string(call.kernel) == "attention_forward");
   CHECK(call.integers == std::vector<int64_t>{8, 0});  // 8 multiply-adds beyond q . k and P v; not causal
-  // out, lse, q, k, v; then the terms: the table [1, 3, 8], positions [1, 4] i64, row_of [1] i64.
+  // out, no out_operand, lse, q, k, v; then the terms: the table [1, 3, 8], positions [1, 4] i64, row_of [1] i64.
   CHECK(call.bytes == 4.0 * (64 + 8 + 3 * 64) + 4.0 * 24 + 8.0 * 4 + 8.0);
   CHECK(kernel_flops(call) == 32.0 * (2 * (8 + 8) + 2 * 8));
 }
