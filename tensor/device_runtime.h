@@ -52,13 +52,16 @@ void empty_cache(Device device);
 // training step on a GPU must keep out of its steady state. Counted the same
 // way by the real CUDA runtime and the emulated one; all zero without CUDA.
 struct DeviceCounters {
-  int64_t kernel_launches = 0;  // ordo's own kernels (ORDO_LAUNCH); cuBLAS's and cub's are not seen
+  int64_t kernel_launches = 0;  // ordo's own kernels (ORDO_LAUNCH); cuBLAS's are not seen, cub's sorts below
   int64_t device_copies = 0;    // device-to-device cudaMemcpyAsync calls: a stream operation each, as a launch
   int64_t host_syncs = 0;       // times the host waited for a stream (synchronize, a read to the host)
   int64_t device_mallocs = 0;   // cudaMalloc calls: requests the caching allocator could not serve
   int64_t bytes_to_device = 0;  // host -> device copies
   int64_t bytes_to_host = 0;    // device -> host copies (what the caller asked for)
   int64_t graph_launches = 0;   // CudaGraph::replay calls (each runs a whole captured step)
+  int64_t sorts = 0;  // cub radix sorts (the index, relative and attention-table gradients): on a GPU
+                      // at least one launch each of cub's own kernels (more for large inputs), none in
+                      // kernel_launches; the emulator's stand-in sorts on the host
 };
 DeviceCounters device_counters();
 void reset_device_counters();

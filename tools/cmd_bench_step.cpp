@@ -10,7 +10,8 @@
 //           multi-tensor AdamW, each step one CUDA graph launch.
 //
 // Counted on the device (a real GPU, or the emulated one): kernel launches
-// (ordo's, cuBLAS's products and device-to-device memcpys), graph launches, host synchronisations,
+// (ordo's, cuBLAS's products, cub's sorts — one each, a lower bound — and
+// device-to-device memcpys), graph launches, host synchronisations,
 // cudaMalloc calls and tensor allocations per step. The emulator runs every
 // CUDA thread on the CPU, so there the counts come from a small step of the
 // same structure (the config's layers, heads and position encoding; hidden
@@ -73,7 +74,7 @@ struct Case {
 
 // What the device did in one step (means over the measured steps).
 struct Counts {
-  double launches = 0;        // kernels (ordo's and cuBLAS's products) and device-to-device memcpys
+  double launches = 0;        // kernels (ordo's, cuBLAS's products, cub's sorts) and device-to-device memcpys
   double graph_launches = 0;
   double host_syncs = 0, mallocs = 0, allocations = 0;
   double seconds = 0;         // wall time
@@ -158,8 +159,9 @@ Counts count(const Case& c, int64_t batch, int64_t length, Mode mode, Device dev
   synchronize(device);
   Counts r;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps;
-  // A device-to-device memcpy is a stream operation as a kernel is (a node of a graph, a slot eagerly).
-  r.launches = static_cast<double>(d.kernel_launches + d.device_copies + products) / steps;
+  // A device-to-device memcpy is a stream operation as a kernel is (a node of a graph, a slot eagerly);
+  // a cub sort is one launch or more (cub's kernels, by the input's size): counted as one.
+  r.launches = static_cast<double>(d.kernel_launches + d.device_copies + products + d.sorts) / steps;
   r.graph_launches = static_cast<double>(d.graph_launches) / steps;
   r.host_syncs = static_cast<double>(d.host_syncs) / steps;
   r.mallocs = static_cast<double>(d.device_mallocs) / steps;
@@ -322,7 +324,8 @@ int run(const std::vector<std::string>& argv) {
               "  after:  bf16 products (FP32 sums), fused residual+dropout+LayerNorm and bias+activation, the\n"
               "          attention a GPU run picks (below), one multi-tensor AdamW (3 launches), one CUDA graph\n"
               "          launch a step\n"
-              "launches: ordo's kernels, cuBLAS's products and device-to-device memcpys (a stream operation each)\n"
+              "launches: ordo's kernels, cuBLAS's products, cub's radix sorts (one each: cub launches one or more)\n"
+              "          and device-to-device memcpys (a stream operation each)\n"
               "counts: %s%s\n\n",
               cuda ? cuda_device_description(device.index).c_str() : "cpu",
               emulated ? " — each config's structure at hidden 4 per head, batch 2 x 16 (launches depend on the "

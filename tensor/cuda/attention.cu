@@ -738,7 +738,7 @@ SortedPairs sort_pairs(const Terms& t, int64_t rows, DeviceContext& ctx, Device 
   before_launch(ctx.stream);
   ORDO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(base + 4 * array_bytes, temp_bytes, keys_in, keys_out, pairs_in,
                                                   pairs_out, items, 0, end_bit, ctx.stream));
-  after_library_call("cub radix sort (attention pairs)", ctx.stream);
+  after_sort("cub radix sort (attention pairs)", ctx.stream);
   s.keys = keys_out;
   s.pairs = pairs_out;
   return s;

@@ -95,6 +95,8 @@ void after_launch(const char* kernel, cudaStream_t stream);
 // (cuBLAS, cub) is bracketed by before_launch and after_library_call.
 void before_launch(cudaStream_t stream);
 void after_library_call(const char* name, cudaStream_t stream);
+// after_library_call for a cub radix sort, counted too (DeviceCounters::sorts).
+void after_sort(const char* name, cudaStream_t stream);
 }  // namespace ordo::cuda
 
 namespace ordo::cuda {

@@ -289,7 +289,7 @@ SortedPairs sort_pairs(DeviceContext& ctx, Device device, Tensor& storage, int64
   ORDO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(base + 4 * array_bytes, temp_bytes, keys_in, keys_out,
                                                   positions_in, positions_out, items, 0, end_bit,
                                                   ctx.stream));
-  after_library_call("cub radix sort (index)", ctx.stream);
+  after_sort("cub radix sort (index)", ctx.stream);
   return {keys_out, positions_out};
 }
 

@@ -280,7 +280,7 @@ void grad_a(const Tensor& ga, const Tensor& gs, const Tensor& q, const Tensor& k
   before_launch(ctx.stream);
   ORDO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(base + 4 * array_bytes, temp_bytes, keys_in, keys_out, pairs_in,
                                                   pairs_out, items, 0, end_bit, ctx.stream));
-  after_library_call("cub radix sort (relative pairs)", ctx.stream);
+  after_sort("cub radix sort (relative pairs)", ctx.stream);
   const int64_t per_batch = H * R * D, total = B * per_batch;
   if (per_batch == 0) return;
   const Tensor pieces = workspace(ga.device(), static_cast<size_t>(total) * sizeof(float));

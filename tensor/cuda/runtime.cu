@@ -42,7 +42,7 @@ namespace {
 
 struct AtomicCounters {
   std::atomic<int64_t> kernel_launches{0}, device_copies{0}, host_syncs{0}, device_mallocs{0}, bytes_to_device{0},
-      bytes_to_host{0}, graph_launches{0};
+      bytes_to_host{0}, graph_launches{0}, sorts{0};
 };
 
 // Above 0 while a CudaGraph captures: a launch then only records itself.
@@ -105,6 +105,12 @@ void after_library_call(const char* name, cudaStream_t stream) {
   if (g_timing == nullptr || g_timing->open == nullptr) return;
   g_timing->spans.push_back({name, g_timing->open, recorded_event(stream)});
   g_timing->open = nullptr;
+}
+
+void after_sort(const char* name, cudaStream_t stream) {
+  if (g_capturing.load(std::memory_order_relaxed) == 0)  // as after_launch: a graph's sort is not run here
+    counters().sorts.fetch_add(1, std::memory_order_relaxed);
+  after_library_call(name, stream);
 }
 
 void after_launch(const char* kernel, cudaStream_t stream) {
@@ -556,13 +562,14 @@ DeviceCounters device_counters() {
   out.device_mallocs = c.device_mallocs.load();
   out.bytes_to_device = c.bytes_to_device.load();
   out.bytes_to_host = c.bytes_to_host.load();
+  out.sorts = c.sorts.load();
   return out;
 }
 
 void reset_device_counters() {
   cuda::AtomicCounters& c = cuda::counters();
   for (std::atomic<int64_t>* counter : {&c.kernel_launches, &c.device_copies, &c.host_syncs, &c.device_mallocs,
-                                        &c.bytes_to_device, &c.bytes_to_host, &c.graph_launches})
+                                        &c.bytes_to_device, &c.bytes_to_host, &c.graph_launches, &c.sorts})
     counter->store(0);
 }
 

@@ -910,6 +910,19 @@ TEST_CASE("cuda: embedding_sum matches the CPU bit for bit in one launch", "[cud
   }
 }
 
+// cub's radix sorts are launches ordo does not make itself: counted apart, a
+// sort each (the device's counts of a step add them as one launch each).
+TEST_CASE("cuda: the index gradients' cub sorts are counted, one a sort", "[cuda]") {
+  const Tensor gout = gpu(rand_f32({6, 4}, 1280)), ids = gpu(i64_tensor({3, 1, 3, 0, 5, 3}, {6}));
+  synchronize(kGpu);
+  reset_device_counters();
+  (void)embedding_backward(gout, ids, 8);
+  CHECK(device_counters().sorts == 1);
+  reset_device_counters();
+  (void)embedding_backward(gpu(rand_f32({0, 4}, 1281)), gpu(i64_tensor({}, {0})), 8);  // no ids: no sort
+  CHECK(device_counters().sorts == 0);
+}
+
 TEST_CASE("cuda: an out-of-range index is reported at synchronize and never used", "[cuda]") {
   Tensor table = rand_f32({10, 6}, 1300);
   Tensor table_gpu = gpu(table);
