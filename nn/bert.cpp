@@ -607,7 +607,8 @@ double fused_attention_seconds(const AttentionTerms& terms, const Tensor& q, boo
   forward.kernel = "attention_forward", backward.kernel = "attention_backward";
   forward.launches = 1, backward.launches = tables ? 5 : 2;  // two passes; pair keys, sort, tables
   const Tensor none;  // out's bf16 rounding: not counted
-  for (const Tensor* x : {&q, &none, &lse, &q, &q, &q}) detail::describe_argument(forward, *x);  // out, out_operand, lse, q, k, v
+  for (const Tensor* x : {&q, &none, &lse, &q, &q, &q})  // out, out_operand, lse, q, k, v
+    detail::describe_argument(forward, *x);
   detail::describe_argument(forward, terms);
   AttentionGrads grads;
   if (tables) grads.table = lse;  // a table gradient: the third pass runs

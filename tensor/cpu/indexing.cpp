@@ -47,7 +47,8 @@ void embedding_sum(const Tensor& out, const std::vector<Tensor>& tables, const s
   dispatch_float(out.dtype(), "embedding_sum", [&](auto tag) {
     using T = decltype(tag);
     T* dst = out.data<T>();
-    parallel_for(B * L, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(d, 1)), [&](int64_t begin, int64_t end) {
+    const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(d, 1));
+    parallel_for(B * L, grain, [&](int64_t begin, int64_t end) {
       for (int64_t row = begin; row < end; ++row) {
         T* y = dst + row * d;
         for (size_t t = 0; t < tables.size(); ++t) {

@@ -830,7 +830,8 @@ void attention_backward(const AttentionGrads& grads, const Tensor& gout, const T
     ORDO_CUDA_CHECK_LAUNCH();
     if (!key_rows) return;
     ORDO_LAUNCH(attention_key_grads_kernel<decltype(width)::value>, dim3(key_tiles, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
-                kRows, 0, ctx.stream, head_rows<float>(grads.k), head_rows<float>(grads.v), ptr(grads.pos_key), head_rows(gout),
+                kRows, 0, ctx.stream, head_rows<float>(grads.k), head_rows<float>(grads.v), ptr(grads.pos_key),
+                head_rows(gout),
                 head_rows(q), head_rows(k), head_rows(v), lse.data<float>(), dsum.data<float>(), t);
     ORDO_CUDA_CHECK_LAUNCH();
   });

@@ -63,11 +63,10 @@ __device__ __forceinline__ void residual_layernorm_backward_row(float* gs, float
 }
 
 // Rows longer than a warp takes: a block per row; the column sums in a second launch.
-template <bool kWarpPerRow>
 __global__ void residual_layernorm_backward_kernel(float* gs, float* gh, uint16_t* gh16, const float* gy,
                                                    const float* s, const float* mean, const float* rstd,
                                                    const float* gamma, int64_t rows, int64_t n, DropoutMask mask) {
-  using Threads = RowThreads<kWarpPerRow>;
+  using Threads = RowThreads<false>;
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride())
     residual_layernorm_backward_row<Threads>(gs, gh, gh16, gy, s, mean, rstd, gamma, row, n, mask);
 }
@@ -273,16 +272,10 @@ void residual_layernorm_backward(const Tensor& gs, const Tensor& gh, const Tenso
                          ResidualLayerNormBackward{sums, gs.data<float>(), gh_data, gh16, gamma.data<float>()});
     return;
   }
-  launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
-    if (warp_per_row) {
-      ORDO_LAUNCH(residual_layernorm_backward_kernel<true>, grid, threads, 0, ctx.stream, gs.data<float>(), gh_data,
-                  gh16, gy.data<float>(), s.data<float>(), mean.data<float>(), rstd.data<float>(),
-                  gamma.data<float>(), rows, n, mask);
-    } else {
-      ORDO_LAUNCH(residual_layernorm_backward_kernel<false>, grid, threads, 0, ctx.stream, gs.data<float>(),
-                  gh_data, gh16, gy.data<float>(), s.data<float>(), mean.data<float>(), rstd.data<float>(),
-                  gamma.data<float>(), rows, n, mask);
-    }
+  launch_rows(rows, n, ctx, [&](bool, unsigned grid, int threads) {  // n > kWarpRowLimit: a block a row
+    ORDO_LAUNCH(residual_layernorm_backward_kernel, grid, threads, 0, ctx.stream, gs.data<float>(), gh_data, gh16,
+                gy.data<float>(), s.data<float>(), mean.data<float>(), rstd.data<float>(), gamma.data<float>(), rows,
+                n, mask);
   });
   column_sums(s.device(), ctx, rows, n, outs, sums);
 }

@@ -49,11 +49,10 @@ __device__ __forceinline__ void layernorm_backward_row(float* gx, const float* g
 }
 
 // Rows longer than a warp takes: a block per row; gamma's and beta's sums in a second launch.
-template <bool kWarpPerRow>
 __global__ void layernorm_backward_kernel(float* gx, const float* gy, const float* x,
                                           const float* mean, const float* rstd, const float* gamma,
                                           int64_t rows, int64_t n) {
-  using Threads = RowThreads<kWarpPerRow>;
+  using Threads = RowThreads<false>;
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride())
     layernorm_backward_row<Threads>(gx, gy, x, mean, rstd, gamma, row, n);
 }
@@ -110,14 +109,8 @@ void layernorm_backward(const Tensor& gx, const Tensor& ggamma, const Tensor& gb
     rows_and_column_sums(x.device(), ctx, rows, n, outs, LayerNormBackward{sums, g, gam});
     return;
   }
-  launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
-    if (warp_per_row) {
-      ORDO_LAUNCH(layernorm_backward_kernel<true>, grid, threads, 0, ctx.stream, g, gys, xs, ms, rs, gam, rows,
-                  n);
-    } else {
-      ORDO_LAUNCH(layernorm_backward_kernel<false>, grid, threads, 0, ctx.stream, g, gys, xs, ms, rs, gam, rows,
-                  n);
-    }
+  launch_rows(rows, n, ctx, [&](bool, unsigned grid, int threads) {  // n > kWarpRowLimit: a block a row
+    ORDO_LAUNCH(layernorm_backward_kernel, grid, threads, 0, ctx.stream, g, gys, xs, ms, rs, gam, rows, n);
   });
   column_sums(x.device(), ctx, rows, n, outs, sums);
 }

@@ -124,7 +124,8 @@ TEST_CASE("attention: the output's bf16 rounding is written beside it for the ou
 }
 
 #ifdef ORDO_HAS_CUDA
-TEST_CASE("attention: the CUDA forward writes the output's bf16 rounding beside it: a cast's bits", "[cuda][attention]") {
+TEST_CASE("attention: the CUDA forward writes the output's bf16 rounding beside it: a cast's bits",
+          "[cuda][attention]") {
   check_output_operand(Device::cuda(0));
 }
 

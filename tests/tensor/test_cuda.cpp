@@ -885,7 +885,8 @@ TEST_CASE("cuda: embedding_sum matches the CPU bit for bit in one launch", "[cud
   uint64_t seed = 1250;
   for (int64_t d : {1, 7, 768}) {
     const std::string what = detail::cat("embedding_sum d=", d);
-    const Tensor words = rand_f32({50, d}, ++seed), types = rand_f32({2, d}, ++seed), positions = rand_f32({9, d}, ++seed);
+    const Tensor words = rand_f32({50, d}, ++seed), types = rand_f32({2, d}, ++seed);
+    const Tensor positions = rand_f32({9, d}, ++seed);
     const Tensor ids = i64_tensor(random_ints(3 * 9, ++seed, 0, 49), {3, 9});
     const Tensor type_ids = i64_tensor(random_ints(3 * 9, ++seed, 0, 1), {3, 9});
     const Tensor shared = i64_tensor({0, 1, 2, 3, 4, 5, 6, 7, 8}, {1, 9});
@@ -893,7 +894,8 @@ TEST_CASE("cuda: embedding_sum matches the CPU bit for bit in one launch", "[cud
     for (const Tensor* position_ids : {&shared, &own}) {
       synchronize(kGpu);
       reset_device_counters();
-      const Tensor on_gpu = embedding_sum({gpu(words), gpu(types), gpu(positions)}, {gpu(ids), gpu(type_ids), gpu(*position_ids)});
+      const Tensor on_gpu =
+          embedding_sum({gpu(words), gpu(types), gpu(positions)}, {gpu(ids), gpu(type_ids), gpu(*position_ids)});
       CHECK(device_counters().kernel_launches == 1);
       check_identical(on_gpu, embedding_sum({words, types, positions}, {ids, type_ids, *position_ids}),
                       what + (position_ids == &shared ? ", positions shared" : ", positions per row"));
@@ -901,7 +903,8 @@ TEST_CASE("cuda: embedding_sum matches the CPU bit for bit in one launch", "[cud
     check_identical(embedding_sum({gpu(words)}, {gpu(ids)}), embedding(words, ids), what + ", one table: its lookup");
   }
   const Tensor table = rand_f32({10, 6}, ++seed);
-  const Tensor out = embedding_sum({gpu(table), gpu(table)}, {gpu(i64_tensor({3, 1}, {1, 2})), gpu(i64_tensor({2, 10}, {1, 2}))});
+  const Tensor out =
+      embedding_sum({gpu(table), gpu(table)}, {gpu(i64_tensor({3, 1}, {1, 2})), gpu(i64_tensor({2, 10}, {1, 2}))});
   CHECK_THROWS_WITH(synchronize(kGpu), Catch::Contains("index out of range") && Catch::Contains("embedding_sum"));
   const std::vector<float> rows = out.to_vector<float>(), t = table.to_vector<float>();
   for (int64_t j = 0; j < 6; ++j) {
