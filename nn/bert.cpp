@@ -509,11 +509,12 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace, 
   // its gradient is summed over the batch before it reaches the table (as
   // pe::distinct_position_rows does for the attention's terms).
   const Tensor position_rows = ctx.facts->rows_identical && batch > 1 ? positions.slice(0, 0, 1) : positions;
-  const PositionEncoding::InputLookup position_lookup =
-      ablate == Ablation::positional ? PositionEncoding::InputLookup{} : pe_->input_lookup(position_rows, ctx);
-  Var position_vectors;
-  if (!position_lookup.table.defined() && ablate != Ablation::positional)
-    position_vectors = pe_->input_embedding(position_rows, ctx);
+  PositionEncoding::InputLookup position_lookup;  // a table's rows, added below with the tokens'
+  Var position_vectors;                           // or the vectors themselves
+  if (ablate != Ablation::positional) {
+    position_lookup = pe_->input_lookup(position_rows, ctx);
+    if (!position_lookup.table.defined()) position_vectors = pe_->input_embedding(position_rows, ctx);
+  }
   // With segment = per_head there is no segment embedding here (pe/segments.h).
   const Embedding* segment_table = embeddings.token_type_embeddings;
   Var x;

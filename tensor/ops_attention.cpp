@@ -130,16 +130,14 @@ bool stacked_heads(const Tensor& q, const Tensor& k, const Tensor& v) {
   return k.offset() == q.offset() + part && v.offset() == k.offset() + part;
 }
 
-// q, k or v as the backend takes it (kernels.inc): the CUDA kernels read any
-// view whose rows are contiguous where it lies (the stacked Q/K/V product's
-// columns, per head), no copy; the CPU's reference loops a contiguous copy.
-Tensor head_rows(const Tensor& t) {
-  return t.device().is_cuda() && (t.size(3) <= 1 || t.stride(3) == 1) ? t : t.contiguous();
-}
-
 // gout (or out) as the backend takes it, on both devices: any view whose
 // last axis is contiguous (merge_heads' gradient is its heads-merged block).
 Tensor heads_view(const Tensor& t) { return t.size(3) <= 1 || t.stride(3) == 1 ? t : t.contiguous(); }
+
+// q, k or v as the backend takes it (kernels.inc): the CUDA kernels read any
+// view whose rows are contiguous where it lies (the stacked Q/K/V product's
+// columns, per head), no copy; the CPU's reference loops a contiguous copy.
+Tensor head_rows(const Tensor& t) { return t.device().is_cuda() ? heads_view(t) : t.contiguous(); }
 
 // The terms with every tensor contiguous.
 AttentionTerms contiguous(AttentionTerms t) {
