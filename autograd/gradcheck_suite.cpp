@@ -127,6 +127,8 @@ void add_index_cases(std::vector<GradcheckCase>& cases) {
                    }, {}});
   cases.push_back({"index_select axis 1", {rnd({3, 4, 2}, 501)},
                    [](const std::vector<Var>& v) { return index_select(v[0], 1, ids({3, 0, 3}, {3})); }, {}});
+  cases.push_back({"select_rows: ascending, distinct, rows 1 and 3 not picked", {rnd({5, 3}, 506)},
+                   [](const std::vector<Var>& v) { return select_rows(v[0], ids({0, 2, 4}, {3})); }, {}});
   cases.push_back({"gather axis 0", {rnd({3, 4}, 502)},
                    [](const std::vector<Var>& v) { return gather(v[0], 0, ids({2, 0, 1, 2, 2, 2, 0, 1}, {2, 4})); }, {}});
 }

@@ -63,12 +63,18 @@ std::vector<Var> split(const Var& x, const std::vector<int64_t>& sizes, int axis
 Var embedding(const Var& table, const Tensor& ids, int64_t padding_idx = -1);
 // The lookups' sum in one pass (tensor/ops.h's embedding_sum): a BERT's
 // word + token-type + position embeddings. padding_idx[t]: table t's row
-// that receives no gradient (-1: none). Its gradients are the lookups' and
-// the adds' (ids [1, L]: summed over the batch first), the bits of
-// embedding then add.
+// that receives no gradient (-1: none). Its gradients are the lookups', all
+// three tables' in one pass (tensor/ops.h's embedding_sum_backward: ids
+// [1, L] summed as if repeated for each sequence).
 Var embedding_sum(const std::vector<Var>& tables, const std::vector<Tensor>& ids,
                   const std::vector<int64_t>& padding_idx);
 Var index_select(const Var& x, int axis, const Tensor& idx);
+// index_select along axis 0 of rows listed distinct and ascending (the MLM
+// head's predicted positions, nn::MlmRows): the same values; the backward is
+// a scatter (a row gets at most one gradient row: no sort, no sums), on CUDA
+// one kernel where index_add takes three and a sort. A list that is not
+// ascending and distinct is an error in the backward.
+Var select_rows(const Var& x, const Tensor& rows);
 Var gather(const Var& x, int axis, const Tensor& idx);
 
 // ---- relative position encodings (ops_relative.cpp) -------------------------------------

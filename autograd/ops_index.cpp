@@ -27,15 +27,11 @@ Var embedding_sum(const std::vector<Var>& tables, const std::vector<Tensor>& ids
   std::vector<int64_t> rows;
   for (const Var& t : tables) rows.push_back(t.size(0));
   return record_op("embedding_sum", y, tables,
-                   [ids, padding_idx, rows, shape = y.shape()](const Tensor& gy, const std::vector<bool>& needs) {
-                     std::vector<Tensor> grads(ids.size());
-                     for (size_t t = 0; t < ids.size(); ++t) {
-                       if (!needs[t]) continue;
-                       // A term the batch shares took add's broadcast: its gradient summed over the batch.
-                       const Tensor g = ids[t].size(0) == shape[0] ? gy : sum_to(gy, {1, shape[1], shape[2]});
-                       grads[t] = embedding_backward(g, ids[t], rows[t], padding_idx[t], take_pending_gradient(t));
-                     }
-                     return grads;
+                   [ids, padding_idx, rows](const Tensor& gy, const std::vector<bool>& needs) {
+                     std::vector<Tensor> onto(ids.size());
+                     for (size_t t = 0; t < ids.size(); ++t)
+                       if (needs[t]) onto[t] = take_pending_gradient(t);
+                     return embedding_sum_backward(gy, ids, rows, padding_idx, onto, needs);
                    });
 }
 
@@ -43,6 +39,14 @@ Var index_select(const Var& x, int axis, const Tensor& idx) {
   Tensor y = index_select(x.value(), axis, idx);
   return record_op("index_select", y, {x}, [axis, idx, xshape = x.shape()](const Tensor& gy, const std::vector<bool>&) {
     return std::vector<Tensor>{index_select_backward(gy, axis, idx, xshape)};
+  });
+}
+
+Var select_rows(const Var& x, const Tensor& rows) {
+  ORDO_CHECK(x.dim() == 2, "select_rows: x has shape ", shape_str(x.shape()), ", expected [n, d]");
+  Tensor y = index_select(x.value(), 0, rows);
+  return record_op("select_rows", y, {x}, [rows, n = x.size(0)](const Tensor& gy, const std::vector<bool>&) {
+    return std::vector<Tensor>{select_rows_backward(gy, rows, n)};
   });
 }
 

@@ -33,7 +33,7 @@ const std::vector<std::string>& differentiable_ops() {
       // shapes (autograd/ops_shape.cpp)
       "reshape", "permute", "slice", "expand", "contiguous", "concat",
       // indexing (autograd/ops_index.cpp)
-      "embedding", "embedding_sum", "index_select", "gather",
+      "embedding", "embedding_sum", "index_select", "select_rows", "gather",
       // relative position encodings (autograd/ops_relative.cpp)
       "relative_gather", "relative_scatter", "relative_product", "band_scores", "band_apply",
       // fused attention (autograd/ops_attention.cpp)

@@ -47,10 +47,25 @@ MlmRows mlm_rows(const Tensor& labels, Device device, int64_t pad_to) {
   }
   ORDO_CHECK(pad_to == 0 || static_cast<int64_t>(rows.size()) <= pad_to, "a batch predicts ", rows.size(),
              " positions, more than the ", pad_to, " its fixed shape holds");
-  rows.resize(std::max<size_t>(rows.size(), static_cast<size_t>(pad_to)), 0);
-  targets.resize(rows.size(), -100);
+  const bool ascending = pad_to <= labels.numel();
+  if (ascending) {
+    // The padding takes the first rows nothing predicts, merged into the list in row order.
+    std::vector<int64_t> padded_rows, padded_targets;
+    size_t next = 0;
+    for (int64_t i = 0; i < labels.numel(); ++i) {
+      const bool predicted = next < rows.size() && rows[next] == i;
+      if (!predicted && static_cast<int64_t>(rows.size() + padded_rows.size() - next) >= pad_to) continue;
+      padded_rows.push_back(i);
+      padded_targets.push_back(predicted ? targets[next++] : -100);
+    }
+    rows.swap(padded_rows);
+    targets.swap(padded_targets);
+  } else {
+    rows.resize(static_cast<size_t>(pad_to), 0);
+    targets.resize(rows.size(), -100);
+  }
   const int64_t count = static_cast<int64_t>(rows.size());
-  return {Tensor::from_vector(rows, {count}, device), Tensor::from_vector(targets, {count}, device)};
+  return {Tensor::from_vector(rows, {count}, device), Tensor::from_vector(targets, {count}, device), ascending};
 }
 
 PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const Tensor& labels, const Tensor& nsp_labels,
@@ -69,7 +84,8 @@ PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const MlmR
   const int64_t hidden = sequence.size(-1);
   PretrainingOutput out;
   out.lm_targets = predicted.targets;
-  Var picked = index_select(reshape(sequence, {batch * length, hidden}), 0, predicted.rows);
+  const Var flat = reshape(sequence, {batch * length, hidden});
+  Var picked = predicted.ascending ? select_rows(flat, predicted.rows) : index_select(flat, 0, predicted.rows);
   Var logits;
   {
     // The decoder's table rounded once for the products as the scope opens

@@ -44,10 +44,14 @@ struct PretrainingOutput {
 
 // The predicted positions of a batch on the model's device: row indices
 // into the flattened [batch x length] sequence and their targets, [count]
-// each. Padded to `pad_to` entries (row 0, target -100: ignored by the
-// loss) for a fixed shape, as a replayed CUDA graph needs.
+// each. Padded to `pad_to` entries (target -100: ignored by the loss) for a
+// fixed shape, as a replayed CUDA graph needs: with rows no label predicts,
+// the list then kept ascending and distinct (`ascending`: the head picks the
+// rows with select_rows, whose backward is a scatter); with row 0 repeated
+// only when pad_to exceeds the rows there are.
 struct MlmRows {
   Tensor rows, targets;
+  bool ascending = false;
 };
 // From labels [B, L] (-100: not predicted) on the host or a device (read back).
 MlmRows mlm_rows(const Tensor& labels, Device device, int64_t pad_to = 0);

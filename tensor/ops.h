@@ -174,6 +174,21 @@ Tensor embedding_backward(const Tensor& gout, const Tensor& ids, int64_t num_row
 // batch alike; at least one [B, L] sets B) -> [B, L, d] =
 // ((tables[0][ids[0]] + tables[1][ids[1]]) + ...): embedding then add's bits.
 Tensor embedding_sum(const std::vector<Tensor>& tables, const std::vector<Tensor>& ids);
+// embedding_sum's backward, all its tables in one pass: gout [B, L, d]; ids,
+// rows (n_t) and padding_idx per table as embedding_sum's and
+// embedding_backward's; onto[t] as embedding_backward's (undefined: a new
+// gradient). Returns table t's gradient [n_t, d] where wanted[t], else an
+// undefined tensor. Ids the batch shares ([1, L]) are summed as if repeated
+// for every b (in the order b = 0, 1, ...), which is a [1, L] term's
+// lookup-then-broadcast gradient.
+std::vector<Tensor> embedding_sum_backward(const Tensor& gout, const std::vector<Tensor>& ids,
+                                           const std::vector<int64_t>& rows, const std::vector<int64_t>& padding_idx,
+                                           const std::vector<Tensor>& onto, const std::vector<bool>& wanted);
+// index_select's backward along axis 0 when rows (i64 [k]) are distinct and
+// ascending, as nn::MlmRows makes them: g [k, d] -> gx [n, d], row rows[j] =
+// g[j] (no sums: the same bits), every other row 0. A list that is not
+// ascending and distinct in [0, n) is an error.
+Tensor select_rows_backward(const Tensor& g, const Tensor& rows, int64_t n);
 // Picks entries idx (i64, 1-d) along axis.
 Tensor index_select(const Tensor& x, int axis, const Tensor& idx);
 // skip_row (when >= 0): the entry along axis whose gradient is 0 whatever idx says.

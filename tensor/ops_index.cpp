@@ -113,6 +113,56 @@ Tensor embedding_backward(const Tensor& gout, const Tensor& ids, int64_t num_row
                                padding_idx, onto);
 }
 
+Tensor select_rows_backward(const Tensor& g, const Tensor& rows, int64_t n) {
+  check_float(g, "select_rows_backward", "g");
+  check_dim(g, 2, "select_rows_backward", "g");
+  check_index_tensor(rows, g, "select_rows_backward");
+  check_shape(rows, {g.size(0)}, "select_rows_backward", "rows");
+  ORDO_CHECK(g.size(0) <= n, "select_rows_backward: ", g.size(0), " distinct rows cannot come from ", n);
+  Tensor gx = Tensor::empty({n, g.size(1)}, g.dtype(), g.device());
+  ORDO_BACKEND(g.device(), scatter_rows)(gx, rows.contiguous(), g.contiguous());
+  return gx;
+}
+
+std::vector<Tensor> embedding_sum_backward(const Tensor& gout, const std::vector<Tensor>& ids,
+                                           const std::vector<int64_t>& rows, const std::vector<int64_t>& padding_idx,
+                                           const std::vector<Tensor>& onto, const std::vector<bool>& wanted) {
+  check_float(gout, "embedding_sum_backward", "gout");
+  check_dim(gout, 3, "embedding_sum_backward", "gout");
+  const size_t count = ids.size();
+  ORDO_CHECK(rows.size() == count && padding_idx.size() == count && onto.size() == count && wanted.size() == count,
+             "embedding_sum_backward: ", count, " ids with ", rows.size(), " row counts, ", padding_idx.size(),
+             " padding rows, ", onto.size(), " onto and ", wanted.size(), " wanted flags");
+  const int64_t B = gout.size(0), L = gout.size(1), d = gout.size(2);
+  std::vector<Tensor> grads(count), wanted_grads, wanted_ids;
+  std::vector<int64_t> skip_rows;
+  std::vector<bool> onto_flags;
+  for (size_t t = 0; t < count; ++t) {
+    if (!wanted[t]) continue;
+    check_dim(ids[t], 2, "embedding_sum_backward", "ids");
+    ORDO_CHECK(ids[t].dtype() == DType::i64 && ids[t].device() == gout.device(),
+               "embedding_sum_backward: ids ", t, " must be i64 on gout's device");
+    ORDO_CHECK((ids[t].size(0) == B || ids[t].size(0) == 1) && ids[t].size(1) == L, "embedding_sum_backward: ids ", t,
+               " have shape ", shape_str(ids[t].shape()), ", expected [", B, " or 1, ", L, "] as gout ",
+               shape_str(gout.shape()));
+    ORDO_CHECK(padding_idx[t] < rows[t], "embedding_sum_backward: padding row ", padding_idx[t], " of table ", t,
+               " is outside its ", rows[t], " rows");
+    if (onto[t].defined()) {
+      check_shape(onto[t], {rows[t], d}, "embedding_sum_backward", "onto");
+      ORDO_CHECK(onto[t].is_contiguous() && onto[t].dtype() == gout.dtype(),
+                 "embedding_sum_backward: onto must be contiguous and of gout's dtype");
+    }
+    grads[t] = onto[t].defined() ? onto[t] : Tensor::empty({rows[t], d}, gout.dtype(), gout.device());
+    wanted_grads.push_back(grads[t]);
+    wanted_ids.push_back(ids[t].contiguous());
+    skip_rows.push_back(padding_idx[t]);
+    onto_flags.push_back(onto[t].defined());
+  }
+  ORDO_BACKEND(gout.device(), embedding_sum_backward)(wanted_grads, gout.contiguous(), wanted_ids, skip_rows,
+                                                      onto_flags);
+  return grads;
+}
+
 Tensor gather(const Tensor& x, int axis, const Tensor& idx) {
   check_defined(x, "gather", "x");
   check_index_tensor(idx, x, "gather");

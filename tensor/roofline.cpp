@@ -37,6 +37,7 @@ double per_element_flops(const char* kernel) {
       {"copy", 0},           {"fill", 0},           {"index_select", 0},   {"gather", 0},
       {"relative_gather", 0}, {"binary", 1},        {"where", 1},          {"reduce", 1},
       {"argmax", 1},         {"index_add", 1},      {"scatter_add", 1},    {"relative_scatter", 1},
+      {"embedding_sum_backward", 1},
       {"sum_squares", 2},    {"unary", 4},          {"unary_backward", 6}, {"softmax_backward", 3},
       {"softmax", 5},        {"cross_entropy", 4},  {"cross_entropy_backward", 4},
       {"layernorm", 8},      {"layernorm_backward", 12},  {"adamw", 12},

@@ -614,6 +614,7 @@ StepResult graphed_pretrain_step(PretrainRun& r, const TrainConfig& t, const tex
     in.inputs.attention_mask.copy_from(Tensor::from_vector(b.attention_mask, shape));
     const nn::MlmRows rows = nn::mlm_rows(Tensor::from_vector(causal ? b.clm_labels : b.mlm_labels, shape),
                                           Device::cpu(), r.graph_rows.rows.numel());
+    ORDO_ASSERT(rows.ascending == r.graph_rows.ascending);  // the captured head picks the rows one way
     r.graph_rows.rows.copy_from(rows.rows);
     r.graph_rows.targets.copy_from(rows.targets);
     if (in.nsp_labels.defined()) in.nsp_labels.copy_from(Tensor::from_vector(b.nsp_labels, {b.batch}));

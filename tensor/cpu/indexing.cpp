@@ -103,6 +103,43 @@ void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g, int64_t ski
   });
 }
 
+void scatter_rows(const Tensor& gx, const Tensor& rows, const Tensor& g) {
+  const int64_t n = gx.size(0), d = gx.size(1), k = rows.numel();
+  const int64_t* r = rows.data<int64_t>();
+  check_indices(rows, n, "scatter_rows");
+  for (int64_t j = 1; j < k; ++j)
+    ORDO_CHECK(r[j - 1] < r[j], "scatter_rows: rows ", r[j - 1], " then ", r[j], " at position ", j,
+               ": the list must be ascending and distinct");
+  // Row by row: the next entry's row, or 0.
+  std::vector<int64_t> entry(static_cast<size_t>(n), -1);
+  for (int64_t j = 0; j < k; ++j) entry[r[j]] = j;
+  const size_t row_bytes = static_cast<size_t>(d) * dtype_size(gx.dtype());
+  char* dst = static_cast<char*>(gx.raw_data());
+  const char* src = static_cast<const char*>(g.raw_data());
+  parallel_for(n, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(d, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t row = b; row < e; ++row) {
+      if (entry[row] >= 0) std::memcpy(dst + row * row_bytes, src + entry[row] * row_bytes, row_bytes);
+      else std::memset(dst + row * row_bytes, 0, row_bytes);
+    }
+  });
+}
+
+void embedding_sum_backward(const std::vector<Tensor>& grads, const Tensor& gout, const std::vector<Tensor>& ids,
+                            const std::vector<int64_t>& skip_rows, const std::vector<bool>& onto) {
+  const int64_t B = gout.size(0), L = gout.size(1), d = gout.size(2);
+  const Tensor g = gout.reshape({1, B * L, d});
+  for (size_t t = 0; t < grads.size(); ++t) {
+    Tensor idx = ids[t].reshape({ids[t].numel()});
+    if (ids[t].size(0) != B) {  // ids the batch shares: their list repeated, the same sum and order
+      idx = Tensor::empty({B * L}, DType::i64, gout.device());
+      const int64_t* from = ids[t].data<int64_t>();
+      int64_t* to = idx.data<int64_t>();
+      for (int64_t e = 0; e < B * L; ++e) to[e] = from[e % L];
+    }
+    index_add(grads[t].reshape({1, grads[t].size(0), d}), idx, g, skip_rows[t], onto[t]);
+  }
+}
+
 void gather(const Tensor& out, const Tensor& x, const Tensor& idx) {
   const int64_t k = out.size(1), inner = out.size(2), n = x.size(1);
   check_indices(idx, n, "gather");

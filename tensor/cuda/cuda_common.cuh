@@ -113,6 +113,7 @@ enum class IndexErrorSite : int {
   cross_entropy = 5,
   relative = 6,  // relative_gather / relative_scatter / relative_product (tensor/cuda/relative.cu)
   embedding_sum = 7,
+  scatter_rows = 8,  // also a row list that is not ascending and distinct
 };
 const char* index_error_site_name(int site);
 

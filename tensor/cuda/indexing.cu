@@ -15,7 +15,9 @@
 // CPU bit for bit as well as being reproducible. Sorting costs a few passes
 // over the keys, small next to moving the values.
 //  - index_add sorts the k row indices once (keys = idx[j], values = j), so
-//    embedding backward sorts the token ids, not every element. A thread per
+//    embedding backward sorts the token ids, not every element; embedding_sum's
+//    backward sorts its tables' ids together (RowSums: each table its own
+//    range of keys), one sort and two kernels for all three. A thread per
 //    (outer, piece, inner) sums a piece of a run (at most kIndexAddPiece
 //    entries: tensor/backend.h states the cut), then a thread per element
 //    of the table writes its row's pieces added up (0 for a row no index
@@ -140,17 +142,50 @@ void dispatch_word(size_t bytes, Fn&& fn) {
 
 // ---- backward: sort by destination, add each run in order ------------------------------
 
-// Keys of the contributions, the sentinel `invalid_key` (sorted last, never
-// applied) for an out-of-range index; values = the contribution's position.
-// index_add: one key per index-list entry j, the destination row idx[j].
-__global__ void row_keys_kernel(uint64_t* keys, int64_t* positions, const int64_t* idx, int64_t k,
-                                int64_t n, int* index_error) {
-  for (int64_t j = global_thread_index(); j < k; j += grid_thread_count()) {
-    const int64_t id = idx[j];
-    const bool ok = id >= 0 && id < n;
-    if (!ok) report_index_error(index_error, IndexErrorSite::index_add);
-    keys[j] = ok ? static_cast<uint64_t>(id) : static_cast<uint64_t>(n);
-    positions[j] = j;
+// The destination tables of one index_add pass, whose entries share g
+// [outer, k, inner]: index_add's one table, or embedding_sum's backward's up to
+// kEmbeddingSumTerms (word, token type, position), so that all of them take
+// one sort and two kernels. Entry j < k of table t names row
+// idx[t][(j / length) * batch[t] + j % length] (index_add: length = k,
+// batch 0; embedding_sum: j = b L + l, batch L, or 0 for ids the batch shares).
+// Keys: table t owns rows[t] + 1 of them from first_key[t], its last the
+// sentinel of its out-of-range entries, so its k entries fill sorted
+// positions [t k, (t + 1) k) and their order there is a sort of its own: the
+// pieces are cut where tensor/backend.h cuts them, and each table gets the
+// bits a separate index_add would give.
+struct RowSums {
+  float* gx[kEmbeddingSumTerms] = {};
+  const int64_t* idx[kEmbeddingSumTerms] = {};
+  int64_t rows[kEmbeddingSumTerms] = {}, batch[kEmbeddingSumTerms] = {}, skip_row[kEmbeddingSumTerms] = {};
+  bool onto[kEmbeddingSumTerms] = {};
+  uint64_t first_key[kEmbeddingSumTerms + 1] = {};     // [count]: one past the last key
+  int64_t first_element[kEmbeddingSumTerms + 1] = {};  // table t's elements' place among all tables' (outer n_t inner each)
+  int count = 0;
+  int64_t length = 1;
+  IndexErrorSite site = IndexErrorSite::index_add;
+
+  __device__ int table_of_key(uint64_t key) const {
+    int t = 0;
+    while (t + 1 < count && key >= first_key[t + 1]) ++t;
+    return t;
+  }
+  __device__ int table_of_element(int64_t e) const {
+    int t = 0;
+    while (t + 1 < count && e >= first_element[t + 1]) ++t;
+    return t;
+  }
+};
+
+// One key per entry (t, j): first_key[t] + its row, or table t's sentinel for
+// an out-of-range row; values = the entry's place t k + j.
+__global__ void row_keys_kernel(uint64_t* keys, int64_t* positions, RowSums s, int64_t k, int* index_error) {
+  for (int64_t e = global_thread_index(); e < s.count * k; e += grid_thread_count()) {
+    const int t = static_cast<int>(e / k);
+    const int64_t j = e % k, id = s.idx[t][(j / s.length) * s.batch[t] + j % s.length];
+    const bool ok = id >= 0 && id < s.rows[t];
+    if (!ok) report_index_error(index_error, s.site);
+    keys[e] = s.first_key[t] + static_cast<uint64_t>(ok ? id : s.rows[t]);
+    positions[e] = e;
   }
 }
 
@@ -170,7 +205,8 @@ __global__ void element_keys_kernel(uint64_t* keys, int64_t* positions, const in
 
 // The first position of the sorted keys[lo, hi) whose key is at least `key`
 // (hi when there is none): a binary search.
-__device__ __forceinline__ int64_t first_at_least(const uint64_t* keys, int64_t lo, int64_t hi, uint64_t key) {
+template <class Key>
+__device__ __forceinline__ int64_t first_at_least(const Key* keys, int64_t lo, int64_t hi, Key key) {
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo) / 2;
     if (keys[mid] < key) lo = mid + 1; else hi = mid;
@@ -182,59 +218,82 @@ __device__ __forceinline__ int64_t first_at_least(const uint64_t* keys, int64_t 
 // a binary search, so the adding loop below has a known trip count and its
 // loads can be issued ahead of the adds (a long run, such as a padding token
 // repeated thousands of times, is otherwise one load latency per element).
-// (No key is 2^64 - 1: the out-of-range sentinels are the destinations' count.)
+// (No key is 2^64 - 1: keys number destinations and sentinels, far fewer.)
 __device__ __forceinline__ int64_t run_end(const uint64_t* keys, int64_t p, int64_t count) {
   return first_at_least(keys, p + 1, count, keys[p] + 1);
 }
 
-// The end of the piece of index_add's sum that starts at sorted position p
-// (tensor/backend.h, kIndexAddPiece): the run's end or the next multiple of
-// the piece length, whichever comes first.
-__device__ __forceinline__ int64_t piece_end(const uint64_t* keys, int64_t p, int64_t count) {
-  const int64_t cut = (p / kIndexAddPiece + 1) * kIndexAddPiece;
-  return run_end(keys, p, cut < count ? cut : count);
+// The end of the piece of a table's sum that starts at sorted position p:
+// the run's end or the table's next multiple of the piece length (counted
+// from its first sorted position `first`), whichever comes first.
+__device__ __forceinline__ int64_t piece_end(const uint64_t* keys, int64_t p, int64_t first, int64_t end) {
+  const int64_t cut = first + ((p - first) / kIndexAddPiece + 1) * kIndexAddPiece;
+  return run_end(keys, p, cut < end ? cut : end);
 }
 
-// index_add after sorting, first pass: one thread per (o, p, i) with p a
-// sorted position; the thread at the first p of a piece (a run's start, or a
-// multiple of kIndexAddPiece inside a run) sums the piece's g[o, positions[q],
-// i] in order into pieces[o, p, i].
+// First pass: one thread per (o, p, i) with p a sorted position of all the
+// tables' entries (K = count k); the thread at the first p of a piece (a
+// run's start, or a multiple of kIndexAddPiece inside a run, counted in its
+// table) sums the piece's g[o, j, i] in order into pieces[o, p, i].
 __global__ void sum_row_pieces_kernel(float* pieces, const float* g, const uint64_t* rows_sorted,
-                                      const int64_t* positions, int64_t outer, int64_t n, int64_t k,
+                                      const int64_t* positions, RowSums s, int64_t outer, int64_t k,
                                       int64_t inner) {
-  const int64_t total = outer * k * inner;
+  const int64_t K = s.count * k, total = outer * K * inner;
   for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
-    const int64_t i = e % inner, p = (e / inner) % k, o = e / (k * inner);
+    const int64_t i = e % inner, p = (e / inner) % K, o = e / (K * inner);
     const uint64_t row = rows_sorted[p];
-    if (row == static_cast<uint64_t>(n) || (p > 0 && rows_sorted[p - 1] == row && p % kIndexAddPiece != 0)) continue;
-    const int64_t end = piece_end(rows_sorted, p, k);
+    const int t = s.table_of_key(row);
+    const int64_t first = t * k;
+    if (row == s.first_key[t] + static_cast<uint64_t>(s.rows[t]) ||
+        (p > first && rows_sorted[p - 1] == row && (p - first) % kIndexAddPiece != 0))
+      continue;
+    const int64_t end = piece_end(rows_sorted, p, first, first + k);
     const float* from = g + o * k * inner + i;
-    float acc = from[positions[p] * inner];
+    float acc = from[(positions[p] % k) * inner];
 #pragma unroll 4
-    for (int64_t q = p + 1; q < end; ++q) acc += from[positions[q] * inner];
+    for (int64_t q = p + 1; q < end; ++q) acc += from[(positions[q] % k) * inner];
     pieces[e] = acc;
   }
 }
 
-// Second pass: one thread per element (o, r, i) of gx writes row r's pieces
-// added in order (0 where no entry names r), so gx needs no zero fill first and
-// its old contents are never read. The run of r starts at the first sorted key
-// not below r (the same search for the row's inner threads). Row skip_row (an
-// embedding's padding row, when >= 0) is written 0.
-__global__ void write_row_sums_kernel(float* gx, const float* pieces, const uint64_t* rows_sorted, int64_t outer,
-                                      int64_t n, int64_t k, int64_t inner, int64_t skip_row, bool onto) {
-  const int64_t total = outer * n * inner;
-  for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
-    const int64_t i = e % inner, o = e / (n * inner);
-    const uint64_t row = static_cast<uint64_t>((e / inner) % n);
-    const int64_t start = first_at_least(rows_sorted, 0, k, row);
-    float acc = onto ? gx[e] : 0.0f;
-    if (start < k && rows_sorted[start] == row && static_cast<int64_t>(row) != skip_row) {
-      const int64_t end = run_end(rows_sorted, start, k);
-      for (int64_t q = start; q < end; q = (q / kIndexAddPiece + 1) * kIndexAddPiece)
-        acc += pieces[(o * k + q) * inner + i];
+// Second pass: one thread per element (o, r, i) of every table writes row
+// r's pieces added in order (0 where no entry names r), so no table needs a
+// zero fill first and its old contents are never read (unless onto). Row r's
+// run starts at the first sorted key of its table not below its key (the same
+// search for the row's inner threads). Row skip_row[t] (an embedding's
+// padding row, when >= 0) is written 0, or keeps its value with onto.
+__global__ void write_row_sums_kernel(RowSums s, const float* pieces, const uint64_t* rows_sorted, int64_t outer,
+                                      int64_t k, int64_t inner) {
+  const int64_t K = s.count * k;
+  for (int64_t e = global_thread_index(); e < s.first_element[s.count]; e += grid_thread_count()) {
+    const int t = s.table_of_element(e);
+    const int64_t n = s.rows[t], here = e - s.first_element[t];
+    const int64_t i = here % inner, o = here / (n * inner), r = (here / inner) % n;
+    const uint64_t key = s.first_key[t] + static_cast<uint64_t>(r);
+    const int64_t first = t * k, last = first + k;
+    const int64_t start = first_at_least(rows_sorted, first, last, key);
+    float acc = s.onto[t] ? s.gx[t][here] : 0.0f;
+    if (start < last && rows_sorted[start] == key && r != s.skip_row[t]) {
+      const int64_t end = run_end(rows_sorted, start, last);
+      for (int64_t q = start; q < end; q = first + ((q - first) / kIndexAddPiece + 1) * kIndexAddPiece)
+        acc += pieces[(o * K + q) * inner + i];
     }
-    gx[e] = acc;
+    s.gx[t][here] = acc;
+  }
+}
+
+// select_rows' backward: one thread per element (r, c) of gx finds row r in
+// the ascending rows (a binary search) and writes its g element, or 0. The
+// threads of the first k rows' first columns check the list (in range,
+// ascending, distinct) and flag it otherwise.
+__global__ void scatter_rows_kernel(float* gx, const float* g, const int64_t* rows, int64_t n, int64_t k, int64_t d,
+                                    int* index_error) {
+  for (int64_t e = global_thread_index(); e < n * d; e += grid_thread_count()) {
+    const int64_t c = e % d, r = e / d;
+    if (c == 0 && r < k && (rows[r] < 0 || rows[r] >= n || (r > 0 && rows[r - 1] >= rows[r])))
+      report_index_error(index_error, IndexErrorSite::scatter_rows);
+    const int64_t j = first_at_least(rows, 0, k, r);
+    gx[e] = j < k && rows[j] == r ? g[j * d + c] : 0.0f;
   }
 }
 
@@ -327,36 +386,85 @@ void gather(const Tensor& out, const Tensor& x, const Tensor& idx) {
   dispatch_word(dtype_size(x.dtype()), [&](auto tag) { launch_gather<decltype(tag)>(out, x, idx); });
 }
 
-void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g, int64_t skip_row, bool onto) {
-  require_f32(gx.dtype(), "index_add");
-  const int64_t outer = gx.size(0), n = gx.size(1), inner = gx.size(2), k = g.size(1);
-  if (gx.numel() == 0 || (k == 0 && onto)) return;  // no entries onto gx: gx as it is
-  DeviceContext& ctx = context(gx);
-  if (k == 0) {  // no entries: every row is 0
-    ORDO_LAUNCH(write_row_sums_kernel, grid_for(gx.numel(), kThreads, ctx), kThreads, 0, ctx.stream,
-                gx.data<float>(), static_cast<const float*>(nullptr), static_cast<const uint64_t*>(nullptr), outer,
-                n, int64_t{0}, inner, skip_row, false);
+namespace {
+
+// Table t of a RowSums: gx [outer, n, inner] (contiguous f32), its entries'
+// rows idx (see RowSums), skip_row and onto as index_add's.
+void add_table(RowSums& s, const Tensor& gx, const Tensor& idx, int64_t batch, int64_t skip_row, bool onto) {
+  const int t = s.count++;
+  s.gx[t] = gx.data<float>();
+  s.idx[t] = idx.data<int64_t>();
+  s.rows[t] = gx.size(1);
+  s.batch[t] = batch;
+  s.skip_row[t] = skip_row;
+  s.onto[t] = onto;
+  s.first_key[t + 1] = s.first_key[t] + static_cast<uint64_t>(s.rows[t]) + 1;
+  s.first_element[t + 1] = s.first_element[t] + gx.numel();
+}
+
+// Every table of s gets its entries' g [outer, k, inner] rows added (index_add's
+// sum, kernels.inc): one sort of all the tables' keys, the pieces, the rows.
+void add_row_sums(DeviceContext& ctx, Device device, const RowSums& s, const float* g, int64_t outer, int64_t k,
+                  int64_t inner) {
+  if (s.first_element[s.count] == 0) return;
+  if (k == 0) {  // no entries: every row is 0, or as it is
+    ORDO_LAUNCH(write_row_sums_kernel, grid_for(s.first_element[s.count], kThreads, ctx), kThreads, 0, ctx.stream,
+                s, static_cast<const float*>(nullptr), static_cast<const uint64_t*>(nullptr), outer, k, inner);
     ORDO_CUDA_CHECK_LAUNCH();
     return;
   }
+  const int64_t K = s.count * k;
   Tensor storage;
-  SortedPairs sorted = sort_pairs(ctx, gx.device(), storage, k, static_cast<uint64_t>(n),
+  SortedPairs sorted = sort_pairs(ctx, device, storage, K, s.first_key[s.count] - 1,
                                   [&](uint64_t* keys, int64_t* positions) {
-    ORDO_LAUNCH(row_keys_kernel, grid_for(k, kThreads, ctx), kThreads, 0, ctx.stream, keys, positions,
-                idx.data<int64_t>(), k, n, ctx.index_error);
+    ORDO_LAUNCH(row_keys_kernel, grid_for(K, kThreads, ctx), kThreads, 0, ctx.stream, keys, positions, s, k,
+                ctx.index_error);
     ORDO_CUDA_CHECK_LAUNCH();
   });
-  const int64_t total = outer * k * inner;
+  const int64_t total = outer * K * inner;
   // Only the pieces' first positions are written, and only they are read.
-  const Tensor pieces = workspace(gx.device(), static_cast<size_t>(total) * sizeof(float));
+  const Tensor pieces = workspace(device, static_cast<size_t>(total) * sizeof(float));
   ORDO_LAUNCH(sum_row_pieces_kernel, grid_for(total, kThreads, ctx), kThreads, 0, ctx.stream,
-              static_cast<float*>(pieces.raw_data()), g.data<float>(), sorted.keys, sorted.positions, outer, n, k,
-              inner);
+              static_cast<float*>(pieces.raw_data()), g, sorted.keys, sorted.positions, s, outer, k, inner);
   ORDO_CUDA_CHECK_LAUNCH();
-  ORDO_LAUNCH(write_row_sums_kernel, grid_for(gx.numel(), kThreads, ctx), kThreads, 0, ctx.stream,
-              gx.data<float>(), static_cast<const float*>(pieces.raw_data()), sorted.keys, outer, n, k, inner,
-              skip_row, onto);
+  ORDO_LAUNCH(write_row_sums_kernel, grid_for(s.first_element[s.count], kThreads, ctx), kThreads, 0, ctx.stream, s,
+              static_cast<const float*>(pieces.raw_data()), sorted.keys, outer, k, inner);
   ORDO_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g, int64_t skip_row, bool onto) {
+  require_f32(gx.dtype(), "index_add");
+  const int64_t k = g.size(1);
+  if (k == 0 && onto) return;  // no entries onto gx: gx as it is
+  RowSums s;
+  s.length = k > 0 ? k : 1;
+  add_table(s, gx, idx, 0, skip_row, onto);
+  add_row_sums(context(gx), gx.device(), s, g.data<float>(), gx.size(0), k, gx.size(2));
+}
+
+void scatter_rows(const Tensor& gx, const Tensor& rows, const Tensor& g) {
+  require_f32(gx.dtype(), "scatter_rows");
+  if (gx.numel() == 0) return;
+  DeviceContext& ctx = context(gx);
+  ORDO_LAUNCH(scatter_rows_kernel, grid_for(gx.numel(), kThreads, ctx), kThreads, 0, ctx.stream, gx.data<float>(),
+              g.data<float>(), rows.data<int64_t>(), gx.size(0), rows.numel(), gx.size(1), ctx.index_error);
+  ORDO_CUDA_CHECK_LAUNCH();
+}
+
+void embedding_sum_backward(const std::vector<Tensor>& grads, const Tensor& gout, const std::vector<Tensor>& ids,
+                            const std::vector<int64_t>& skip_rows, const std::vector<bool>& onto) {
+  require_f32(gout.dtype(), "embedding_sum_backward");
+  if (grads.empty()) return;
+  const int64_t L = gout.size(1);
+  RowSums s;
+  s.length = L > 0 ? L : 1;
+  s.site = IndexErrorSite::embedding_sum;
+  for (size_t t = 0; t < grads.size(); ++t)
+    add_table(s, grads[t].reshape({1, grads[t].size(0), grads[t].size(1)}), ids[t], ids[t].size(0) == 1 ? 0 : L,
+              skip_rows[t], onto[t]);
+  add_row_sums(context(gout), gout.device(), s, gout.data<float>(), 1, gout.size(0) * L, gout.size(2));
 }
 
 void scatter_add(const Tensor& gx, const Tensor& idx, const Tensor& g) {

@@ -144,7 +144,9 @@ const char* index_error_site_name(int site) {
     case IndexErrorSite::scatter_add: return "scatter_add (gather backward)";
     case IndexErrorSite::cross_entropy: return "cross_entropy (target class)";
     case IndexErrorSite::relative: return "relative_gather/relative_scatter/relative_product (relative-distance row)";
-    case IndexErrorSite::embedding_sum: return "embedding_sum (the input embeddings' lookups)";
+    case IndexErrorSite::embedding_sum: return "embedding_sum (the input embeddings' lookups, or their backward)";
+    case IndexErrorSite::scatter_rows:
+      return "scatter_rows (select_rows' backward: a row out of range, or rows not ascending and distinct)";
   }
   return "an unknown";
 }

@@ -320,9 +320,11 @@ TEST_CASE("a lookup adds its table's gradient onto the decoder's term of tied em
 // position, the position ids shared by the batch, the word table tied to a
 // decoder and with a padding row) by the lookups and adds, and by
 // embedding_sum: one kernel forward instead of three lookups and two adds,
-// and every value and gradient the same bits (f32); the word table's lookup
-// still adds onto the decoder's term.
-TEST_CASE("embedding_sum gives the lookups' and adds' values and gradients bit for bit, in one forward kernel",
+// one backward for the three tables instead of three index_adds, and every
+// value and gradient the same bits (f32) as the lookups with the position ids
+// repeated for each sequence (the order embedding_sum_backward states); the
+// word table's lookup still adds onto the decoder's term.
+TEST_CASE("embedding_sum gives the lookups' and adds' values and gradients bit for bit, in one kernel each way",
           "[autograd]") {
   const int64_t B = 3, L = 5, D = 4, V = 7;
   auto rnd = [](const Shape& shape, uint64_t seed) { return ordo::test::random_tensor(shape, seed, DType::f32); };
@@ -330,27 +332,32 @@ TEST_CASE("embedding_sum gives the lookups' and adds' values and gradients bit f
   const Tensor ids = Tensor::from_vector(std::vector<int64_t>{1, 4, 4, 0, 6, 2, 4, 1, 1, 0, 3, 3, 4, 0, 5}, {B, L});
   const Tensor type_ids = Tensor::from_vector(std::vector<int64_t>{0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 0, 1, 0, 1, 1}, {B, L});
   const Tensor position_ids = Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 3, 4}, {1, L});
+  const Tensor repeated_position_ids = position_ids.expand({B, L}).contiguous();
   struct Run {
     std::vector<Tensor> values;
-    int64_t forward_kernels = 0, index_adds = 0;
+    int64_t forward_kernels = 0, index_adds = 0, sum_backwards = 0;
   };
   auto run = [&](bool one_pass) {
     Var w(words, true), t(types, true), p(positions, true);
     Run r;
     KernelCallRecording recording;
     const Var x = one_pass ? embedding_sum({w, t, p}, {ids, type_ids, position_ids}, {0, -1, -1})
-                           : add(add(embedding(w, ids, 0), embedding(t, type_ids)), embedding(p, position_ids));
+                           : add(add(embedding(w, ids, 0), embedding(t, type_ids)), embedding(p, repeated_position_ids));
     r.forward_kernels = static_cast<int64_t>(recording.calls().size());
     Var out = sum(mul(matmul(tanh(x), w, false, true), Var(c)));  // the decoder reads the word table too
     out.backward();
-    for (const KernelCall& call : recording.calls()) r.index_adds += std::string(call.kernel) == "index_add";
+    for (const KernelCall& call : recording.calls()) {
+      r.index_adds += std::string(call.kernel) == "index_add";
+      r.sum_backwards += std::string(call.kernel) == "embedding_sum_backward";
+    }
     r.values = {x.value(), w.grad(), t.grad(), p.grad()};
     return r;
   };
   const Run separate = run(false), one_pass = run(true);
   CHECK(separate.forward_kernels == 5);
   CHECK(one_pass.forward_kernels == 1);
-  CHECK(one_pass.index_adds == 3);
+  CHECK(one_pass.index_adds == 0);
+  CHECK(one_pass.sum_backwards == 1);
   CHECK(separate.index_adds == 3);
   for (size_t i = 0; i < separate.values.size(); ++i) {
     INFO("value " << i << " (the sum, then the word, type and position tables' gradients)");

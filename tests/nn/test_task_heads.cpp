@@ -7,6 +7,7 @@
 
 #include "base/file_io.h"
 #include "nn/checkpoint.h"
+#include "nn/heads.h"
 #include "nn/task_heads.h"
 #include "tensor/safetensors.h"
 #include "pe/registry.h"
@@ -360,4 +361,49 @@ TEST_CASE("in inference a classifier's last layer computes the CLS row alone, wi
         NoGradGuard no_grad;
         CHECK(model.bert.forward_first_row(in, train).size(1) == 5);
       }
+}
+
+// The MLM head's predicted rows, padded for a fixed shape: with rows nothing
+// predicts, in row order (then select_rows' scatter is the gather's
+// backward), or with row 0 repeated where the padding outnumbers the rows.
+// Worked by hand from the labels; the padded rows change neither the loss nor
+// any gradient, bit for bit (f32: their targets are ignored, their gradient
+// rows 0).
+TEST_CASE("mlm_rows pads with rows nothing predicts, in row order, and the step is the unpadded one", "[nn]") {
+  const Tensor labels = Tensor::from_vector(std::vector<int64_t>{-100, 7, -100, -100, 4, -100}, {2, 3});
+  const nn::MlmRows plain = nn::mlm_rows(labels, Device::cpu());
+  CHECK(plain.ascending);
+  CHECK(plain.rows.to_vector<int64_t>() == std::vector<int64_t>{1, 4});
+  const nn::MlmRows padded = nn::mlm_rows(labels, Device::cpu(), 4);
+  CHECK(padded.ascending);
+  CHECK(padded.rows.to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2, 4});
+  CHECK(padded.targets.to_vector<int64_t>() == std::vector<int64_t>{-100, 7, -100, 4});
+  const nn::MlmRows all = nn::mlm_rows(labels, Device::cpu(), 6);
+  CHECK(all.rows.to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2, 3, 4, 5});
+  const nn::MlmRows repeated = nn::mlm_rows(labels, Device::cpu(), 8);  // more than the 6 rows
+  CHECK_FALSE(repeated.ascending);
+  CHECK(repeated.rows.to_vector<int64_t>() == std::vector<int64_t>{1, 4, 0, 0, 0, 0, 0, 0});
+  CHECK_THROWS_WITH(nn::mlm_rows(labels, Device::cpu(), 1), Catch::Contains("more than the 1"));
+
+  const nn::BertConfig c = small_config();
+  nn::BertInputs in = batch();
+  in.input_ids = in.input_ids.slice(0, 0, 2).slice(1, 0, 3).contiguous();
+  in.segment_ids = in.segment_ids.slice(0, 0, 2).slice(1, 0, 3).contiguous();
+  in.attention_mask = in.attention_mask.slice(0, 0, 2).slice(1, 0, 3).contiguous();
+  std::vector<std::vector<Tensor>> results;
+  for (const nn::MlmRows* rows : {&plain, &padded, &repeated}) {
+    nn::PretrainingModel model(c, pe::make_position_encoding(c, Device::cpu()), Device::cpu(), false);
+    nn::initialize(model, 7);
+    nn::Context ctx = nn::Context::train(1, 0);
+    nn::PretrainingOutput out = model.forward(in, *rows, Tensor(), ctx);
+    out.loss.backward();
+    std::vector<Tensor> r = {out.loss.value()};
+    for (const auto& [name, p] : model.named_parameters()) r.push_back(p->var.grad());
+    results.push_back(r);
+  }
+  for (size_t k = 1; k < results.size(); ++k)
+    for (size_t i = 0; i < results[0].size(); ++i) {
+      INFO((k == 1 ? "padded in row order" : "row 0 repeated") << ", value " << i << " (0: the loss)");
+      CHECK(ordo::test::bit_identical(results[k][i], results[0][i]));
+    }
 }

@@ -913,6 +913,78 @@ TEST_CASE("cuda: embedding_sum matches the CPU bit for bit in one launch", "[cud
   }
 }
 
+// The input embeddings' backward, the three tables in one sort and two
+// kernels: the CPU's bits (index_add's pieces, counted per table) with a word
+// id repeated past a piece (256), the padding row skipped and the decoder's
+// term added onto; the position ids shared by the batch or not. An
+// out-of-range type id is flagged and drops only its own entry.
+TEST_CASE("cuda: embedding_sum_backward matches the CPU bit for bit, every table in one sort", "[cuda]") {
+  uint64_t seed = 1270;
+  const int64_t B = 6, L = 60;
+  for (int64_t d : {1, 7, 40}) {
+    const std::string what = detail::cat("embedding_sum_backward d=", d);
+    const Tensor gout = rand_f32({B, L, d}, ++seed), onto = rand_f32({50, d}, ++seed);
+    std::vector<int64_t> words = random_ints(B * L, ++seed, 0, 49);
+    for (int64_t e = 0; e < B * L; ++e)
+      if (e % 4 != 3) words[e] = 3;  // 270 entries of row 3: two pieces
+    const Tensor ids = i64_tensor(words, {B, L}), type_ids = i64_tensor(random_ints(B * L, ++seed, 0, 1), {B, L});
+    std::vector<int64_t> order(L);
+    for (int64_t l = 0; l < L; ++l) order[l] = l;
+    const Tensor shared = i64_tensor(order, {1, L}), own = i64_tensor(random_ints(B * L, ++seed, 0, L + 3), {B, L});
+    for (const Tensor* position_ids : {&shared, &own}) {
+      const std::string where = what + (position_ids == &shared ? ", positions shared" : ", positions per row");
+      const std::vector<int64_t> rows = {50, 2, L + 4}, padding = {0, -1, -1};
+      synchronize(kGpu);
+      reset_device_counters();
+      const std::vector<Tensor> on_gpu =
+          embedding_sum_backward(gpu(gout), {gpu(ids), gpu(type_ids), gpu(*position_ids)}, rows, padding,
+                                 {gpu(onto), Tensor(), Tensor()}, {true, true, true});
+      CHECK(device_counters().kernel_launches == 3);
+      CHECK(device_counters().sorts == 1);
+      const std::vector<Tensor> on_cpu = embedding_sum_backward(gout, {ids, type_ids, *position_ids}, rows, padding,
+                                                                {onto.clone(), Tensor(), Tensor()}, {true, true, true});
+      for (size_t t = 0; t < 3; ++t) check_identical(on_gpu[t], on_cpu[t], detail::cat(where, ", table ", t));
+    }
+  }
+  const Tensor gout = rand_f32({2, 3, 4}, ++seed), ids = i64_tensor({0, 1, 2, 2, 1, 0}, {2, 3});
+  const Tensor positions = i64_tensor({0, 1, 2}, {1, 3});
+  const std::vector<Tensor> got = embedding_sum_backward(
+      gpu(gout), {gpu(ids), gpu(i64_tensor({0, 1, 7, 1, 1, 0}, {2, 3})), gpu(positions)}, {3, 2, 3}, {-1, -1, -1},
+      std::vector<Tensor>(3), {true, true, true});
+  CHECK_THROWS_WITH(synchronize(kGpu), Catch::Contains("index out of range") && Catch::Contains("embedding_sum"));
+  const std::vector<Tensor> valid = embedding_sum_backward(gout, {ids, i64_tensor({0, 1, 0, 1, 1, 0}, {2, 3}), positions},
+                                                           {3, 2, 3}, {-1, -1, -1}, std::vector<Tensor>(3),
+                                                           {true, true, true});
+  check_identical(got[0], valid[0], "the word table, beside a bad type id");
+  check_identical(got[2], valid[2], "the position table, beside a bad type id");
+  const std::vector<float> types = got[1].to_vector<float>(), g = gout.to_vector<float>();
+  for (int64_t j = 0; j < 4; ++j) {  // type 0: entries (0, 0), (1, 2); the bad entry (0, 2) dropped
+    CHECK(types[j] == g[j] + g[20 + j]);
+  }
+}
+
+// select_rows' backward (the MLM head's gather of its predicted rows): the
+// CPU's bits in one launch and no sort; a list out of order is flagged and
+// the rows the search cannot find are written 0, never read out of bounds.
+TEST_CASE("cuda: select_rows_backward matches the CPU bit for bit in one launch, and flags rows out of order", "[cuda]") {
+  uint64_t seed = 1290;
+  for (int64_t d : {1, 33}) {
+    const Tensor g = rand_f32({5, d}, ++seed), rows = i64_tensor({0, 3, 4, 8, 9}, {5});
+    synchronize(kGpu);
+    reset_device_counters();
+    const Tensor on_gpu = select_rows_backward(gpu(g), gpu(rows), 10);
+    CHECK(device_counters().kernel_launches == 1);
+    CHECK(device_counters().sorts == 0);
+    check_identical(on_gpu, select_rows_backward(g, rows, 10), detail::cat("select_rows_backward d=", d));
+  }
+  const Tensor g = rand_f32({3, 2}, ++seed);
+  const Tensor out = select_rows_backward(gpu(g), gpu(i64_tensor({2, 1, 3}, {3})), 4);
+  CHECK_THROWS_WITH(synchronize(kGpu), Catch::Contains("not ascending and distinct"));
+  const std::vector<float> got = out.to_vector<float>(), want = g.to_vector<float>();
+  CHECK(got[3 * 2] == want[2 * 2]);  // row 3, found: the last entry
+  CHECK(got[0] == 0.0f);              // row 0, named by none
+}
+
 // cub's radix sorts are launches ordo does not make itself: counted apart, a
 // sort each (the device's counts of a step add them as one launch each).
 TEST_CASE("cuda: the index gradients' cub sorts are counted, one a sort", "[cuda]") {

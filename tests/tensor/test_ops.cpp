@@ -338,6 +338,57 @@ TEST_CASE("embedding_sum adds the lookups of several tables in one pass, in thei
   CHECK_THROWS_WITH(embedding_sum({words, types.to(DType::f32)}, {ids, type_ids}), Catch::Contains("embedding_sum"));
 }
 
+// Worked by hand: gout's rows (b, l) = (0, 0) [1, 2], (0, 1) [3, 4], (1, 0)
+// [5, 6], (1, 1) [7, 8]. Words ids {2, 0, 2, 1}, row 0 the padding row, onto
+// rows [10, 10], [20, 20], [30, 30]: row 0 keeps its value, row 1 20 + 7,
+// row 2 30 + 1 + 5. Types {0, 1, 1, 1}: row 0 [1, 2], row 1 [3 + 5 + 7, 4 + 6
+// + 8]. Positions {1, 0} shared by the batch: row 1 (0, 0) + (1, 0), row 0
+// (0, 1) + (1, 1), row 2 named by none: 0.
+TEST_CASE("embedding_sum_backward adds each table's rows in one pass, shared ids for every sequence", "[ops]") {
+  const Tensor gout = f64({1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2});
+  const std::vector<Tensor> ids = {i64({2, 0, 2, 1}, {2, 2}), i64({0, 1, 1, 1}, {2, 2}), i64({1, 0}, {1, 2})};
+  const Tensor onto = f64({10, 10, 20, 20, 30, 30}, {3, 2});
+  std::vector<Tensor> g = embedding_sum_backward(gout, ids, {3, 2, 3}, {0, -1, -1}, {onto, Tensor(), Tensor()},
+                                                 {true, true, true});
+  require_close(g[0], {10, 10, 27, 28, 36, 38}, 0, 0);
+  CHECK(g[0].raw_data() == onto.raw_data());  // added in place
+  require_close(g[1], {1, 2, 15, 18}, 0, 0);
+  require_close(g[2], {10, 12, 6, 8, 0, 0}, 0, 0);
+  g = embedding_sum_backward(gout, ids, {3, 2, 3}, {0, -1, -1}, {Tensor(), Tensor(), Tensor()}, {false, true, false});
+  CHECK((!g[0].defined() && g[1].defined() && !g[2].defined()));
+  require_close(g[1], {1, 2, 15, 18}, 0, 0);
+  const std::vector<Tensor> none(3);
+  CHECK_THROWS_WITH(embedding_sum_backward(gout, {ids[0], i64({0, 1, 1, 1, 0, 0}, {3, 2}), ids[2]}, {3, 2, 3},
+                                           {0, -1, -1}, none, {true, true, true}),
+                    "embedding_sum_backward: ids 1 have shape [3, 2], expected [2 or 1, 2] as gout [2, 2, 2]");
+  CHECK_THROWS_WITH(embedding_sum_backward(gout, ids, {3, 2, 3}, {0, 2, -1}, none, {true, true, true}),
+                    Catch::Contains("padding row 2 of table 1 is outside its 2 rows"));
+  CHECK_THROWS_WITH(embedding_sum_backward(gout, ids, {3, 2, 3}, {0, -1, -1}, {f64({0, 0}, {1, 2}), Tensor(), Tensor()},
+                                           {true, true, true}),
+                    Catch::Contains("embedding_sum_backward"));
+  CHECK_THROWS_WITH(embedding_sum_backward(gout, ids, {3, 2}, {0, -1, -1}, none, {true, true, true}),
+                    Catch::Contains("3 ids with 2 row counts"));
+  CHECK_THROWS_WITH(embedding_sum_backward(gout, {ids[0], i64({0, 5, 1, 1}, {2, 2}), ids[2]}, {3, 2, 3}, {0, -1, -1},
+                                           none, {true, true, true}),
+                    Catch::Contains("index 5") && Catch::Contains("size 2"));
+}
+
+// Worked by hand: rows {1, 3} of 4 get g's two rows, rows 0 and 2 zeros
+// (whatever the table held: written, not added onto); -0 kept.
+TEST_CASE("select_rows_backward puts each row where it came from and 0 elsewhere, from an ascending list", "[ops]") {
+  const Tensor g = f64({1, 2, -0.0, 4}, {2, 2});
+  const Tensor gx = select_rows_backward(g, i64({1, 3}, {2}), 4);
+  require_close(gx, {0, 0, 1, 2, 0, 0, -0.0, 4}, 0, 0);
+  CHECK(std::signbit(gx.to_doubles()[6]));
+  require_close(select_rows_backward(g, i64({0, 1}, {2}), 2), {1, 2, -0.0, 4}, 0, 0);
+  CHECK_THROWS_WITH(select_rows_backward(g, i64({3, 1}, {2}), 4),
+                    Catch::Contains("rows 3 then 1 at position 1: the list must be ascending and distinct"));
+  CHECK_THROWS_WITH(select_rows_backward(g, i64({1, 1}, {2}), 4), Catch::Contains("ascending and distinct"));
+  CHECK_THROWS_WITH(select_rows_backward(g, i64({1, 4}, {2}), 4), Catch::Contains("index 4"));
+  CHECK_THROWS_WITH(select_rows_backward(g, i64({0, 1}, {2}), 1), Catch::Contains("2 distinct rows cannot come from 1"));
+  CHECK_THROWS_WITH(select_rows_backward(g, i64({0, 1, 2}, {3}), 4), Catch::Contains("select_rows_backward"));
+}
+
 // index_select_backward hands index_add a table it has not zeroed (on CUDA a
 // zero fill is a launch and a pass over the table): the kernel must write
 // every element, 0 where no index names the row. Worked by hand.
