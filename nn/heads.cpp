@@ -31,6 +31,11 @@ PretrainingModel::PretrainingModel(const BertConfig& config, std::unique_ptr<Pos
   ORDO_CHECK(!(nsp && config.decoder), "next-sentence prediction needs an encoder, not a decoder");
   if (nsp) seq_relationship = &add_module("cls.seq_relationship",
                                           std::make_unique<Linear>(config.hidden_size, 2, config.initializer_range, device));
+  // The decoder's table (the tied word embeddings, or its own weight) is a
+  // product's operand every forward, as the Linears' weights are.
+  Parameter& table = predictions.decoder ? *predictions.decoder : bert.embeddings.word_embeddings.weight;
+  table.product_weight = true;
+  product_weights_ = pack_product_weights(*this);
 }
 
 // The rows that are predicted (label != -100), found on the host: labels
@@ -80,21 +85,16 @@ PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const MlmR
   const int64_t batch = inputs.input_ids.size(0), length = inputs.input_ids.size(1);
   check_dtype(predicted.rows, DType::i64, "PretrainingModel", "predicted rows");
   check_shape(predicted.targets, predicted.rows.shape(), "PretrainingModel", "predicted targets");
+  const OperandRoundingScope rounded(product_weights_ ? product_weights_->var.value() : Tensor());
   Var sequence = bert.forward(inputs, ctx, trace);
   const int64_t hidden = sequence.size(-1);
   PretrainingOutput out;
   out.lm_targets = predicted.targets;
   const Var flat = reshape(sequence, {batch * length, hidden});
   Var picked = predicted.ascending ? select_rows(flat, predicted.rows) : index_select(flat, 0, predicted.rows);
-  Var logits;
-  {
-    // The decoder's table rounded once for the products as the scope opens
-    // (a cast it needed anyway), and the transform's LayerNorm writing its
-    // output's rounding beside it for the decoder: no cast of h.
-    const Var& words = bert.embeddings.word_embeddings.weight.var;
-    const OperandRoundingScope head_rounding(predictions.table(words).value());
-    logits = predictions.forward(picked, words, ctx.fused);
-  }
+  // The transform's LayerNorm writes its output's rounding beside it for the
+  // decoder (no cast of h), whose table was rounded with the other weights.
+  Var logits = predictions.forward(picked, bert.embeddings.word_embeddings.weight.var, ctx.fused);
   out.lm_logits = logits.value();
   out.lm_loss = cross_entropy(logits, out.lm_targets);
   out.loss = out.lm_loss;
@@ -109,6 +109,7 @@ PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const MlmR
 }
 
 Var PretrainingModel::all_logits(const BertInputs& inputs, Context& ctx, ForwardTrace* trace) const {
+  const OperandRoundingScope rounded(product_weights_ ? product_weights_->var.value() : Tensor());
   Var sequence = bert.forward(inputs, ctx, trace);
   return predictions.forward(sequence, bert.embeddings.word_embeddings.weight.var, ctx.fused);
 }

@@ -76,6 +76,13 @@ class PretrainingModel : public Module {
   BertModel& bert;
   MlmHead& predictions;               // "cls.predictions"
   Linear* seq_relationship = nullptr; // "cls.seq_relationship"
+
+ private:
+  // One of the model's product weights — the encoder's, the heads' and the
+  // decoder's table — packed together (pack_product_weights): a forward
+  // rounds them all to bf16 with one cast (OperandRoundingScope), the
+  // encoder's own scope then nested in it. Null when none.
+  const Parameter* product_weights_ = nullptr;
 };
 
 // Sets every parameter from its Init with Philox(seed) and zeroes the [PAD]

@@ -99,14 +99,17 @@ struct Stepper {
     adam.fused = mode.fused;
     opt = std::make_unique<nn::AdamW>(model->named_parameters(), adam);
     host = bench::random_batch(batch, length, c.model.vocab_size, Device::cpu(), labels);
+    // One segment, given with the facts a training batch brings (pretrain's to_device).
+    if (!host.segment_ids.defined()) host.segment_ids = Tensor::zeros({batch, length}, DType::i64, Device::cpu());
+    const Tensor positions = nn::default_positions(batch, length, Device::cpu());
+    host.facts = nn::input_facts(positions.data<int64_t>(), host.segment_ids.data<int64_t>(), batch, length);
     if (mode.graphs) {
       // Everything the forward reads made before the capture, the facts known on the host.
-      const Tensor positions = nn::default_positions(batch, length, Device::cpu());
       device_inputs.input_ids = host.input_ids.to(device);
       device_inputs.attention_mask = host.attention_mask.to(device);
       device_inputs.positions = positions.to(device);
-      device_inputs.segment_ids = Tensor::zeros({batch, length}, DType::i64, device);
-      device_inputs.facts = nn::input_facts(positions.data<int64_t>(), nullptr, batch, length);
+      device_inputs.segment_ids = host.segment_ids.to(device);
+      device_inputs.facts = host.facts;
       rows = nn::mlm_rows(labels, device);  // the same batch every step: its own count is the fixed shape
       graphed = std::make_unique<train::GraphedStep>(*opt, device);
     }
@@ -123,6 +126,8 @@ struct Stepper {
       nn::BertInputs in;
       in.input_ids = host.input_ids.to(device);
       in.attention_mask = host.attention_mask.to(device);
+      in.segment_ids = host.segment_ids.to(device);
+      in.facts = host.facts;
       nn::PretrainingOutput out = model->forward(in, labels, Tensor(), ctx);
       out.loss.backward();
       opt->step(/*read_norm=*/false);

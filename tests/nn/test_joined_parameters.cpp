@@ -2,8 +2,11 @@
 // nothing a user sees changes (names, initial values, checkpoints), the
 // stacked projection reads them as one view, and on the GPU that saves the
 // launches that copied them together each forward.
+#include <algorithm>
+
 #include "autograd/ops.h"
 #include "nn/bert.h"
+#include "nn/heads.h"
 #include "pe/registry.h"
 #include "tensor/device_runtime.h"
 #include "tensor/kernel_calls.h"
@@ -335,4 +338,51 @@ TEST_CASE("under bf16 a variant of the positions alone has q, k and v made as bf
       CHECK(head_casts == 0);
     }
   }
+}
+
+// A pretraining model packs its heads' weights (the pooler, NSP, the MLM
+// transform) and the decoder's table (the tied word embeddings) with the
+// encoder's: a bf16 forward rounds the whole block once, where the model
+// with its weights apart casts each of them, and the loss is the same bits.
+TEST_CASE("a pretraining model rounds every product weight and the decoder's table with one cast, same loss",
+          "[nn]") {
+  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  const nn::BertConfig c = odd_sized_config();
+  const nn::BertInputs in = odd_batch(Device::cpu());
+  const Tensor labels = Tensor::from_vector(std::vector<int64_t>{-100, 4, -100, 9, -100, 3, -100, -100, -100, -100},
+                                            {2, 5});
+  const Tensor nsp_labels = Tensor::from_vector(std::vector<int64_t>{0, 1}, {2});
+  double losses[2];
+  for (const bool packed : {true, false}) {
+    INFO((packed ? "packed" : "apart"));
+    nn::PretrainingModel model(c, pe::make_position_encoding(c, Device::cpu()), Device::cpu(), /*nsp=*/true);
+    nn::initialize_bert(model, 3);
+    const Tensor words = model.bert.embeddings.word_embeddings.weight.var.value();
+    const int64_t block = words.whole_storage().numel();
+    std::vector<Shape> weight_shapes;
+    size_t weights = 0;
+    for (auto& [name, p] : model.named_parameters()) {
+      if (!p->product_weight) continue;
+      if (p->var.size(0) != 2) weight_shapes.push_back(p->var.shape());  // not NSP's [2, 6]: the [CLS] rows' shape
+      ++weights;
+      CHECK(p->var.value().shares_storage_with(words));
+      if (!packed) p->var = Var(p->var.value().clone(), true, p->var.name());
+    }
+    CHECK(weights == 6 * static_cast<size_t>(c.num_hidden_layers) + 4);  // pooler, NSP, transform, words
+    int64_t block_casts = 0, weight_casts = 0;
+    {
+      KernelCallRecording recording;
+      nn::Context ctx = nn::Context::train(1, 0);
+      losses[packed] = model.forward(in, labels, nsp_labels, ctx).loss.value().item();
+      for (const KernelCall& call : recording.calls()) {
+        if (std::string(call.kernel) != "copy") continue;
+        block_casts += call.shapes[0] == Shape{block};
+        weight_casts += std::count(weight_shapes.begin(), weight_shapes.end(), call.shapes[0]) > 0;
+      }
+    }
+    CHECK(block_casts == (packed ? 1 : 0));
+    if (packed) CHECK(weight_casts == 0);
+    else CHECK(weight_casts >= 3);  // at least the pooler's, the transform's and the words' own casts
+  }
+  CHECK(losses[0] == losses[1]);
 }
