@@ -278,6 +278,10 @@ void add_nn_cases(std::vector<GradcheckCase>& cases) {
   cases.push_back({"cross_entropy with an ignored row", {rnd({4, 5}, 614, -2, 2)}, [](const std::vector<Var>& v) {
                      return cross_entropy(v[0], ids({3, -100, 0, 4}, {4}));
                    }, {}});
+  cases.push_back({"linear_cross_entropy: the decoder's product, bias and loss, a row ignored",
+                   {rnd({4, 3}, 618), rnd({5, 3}, 619), rnd({5}, 620)}, [](const std::vector<Var>& v) {
+                     return linear_cross_entropy(v[0], v[1], v[2], ids({3, -100, 0, 4}, {4}));
+                   }, {}});
   cases.push_back({"softmax_dropout p=0.3 with a learned mask", {rnd({3, 5}, 616, -2, 2), rnd({1, 5}, 617)},
                    [](const std::vector<Var>& v) {
                      return softmax_dropout(v[0], v[1], 0.3, PhiloxStream{77, 4, Tensor()}, false, false);

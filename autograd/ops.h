@@ -128,6 +128,15 @@ Var log_softmax(const Var& x, const Var& mask = Var());
 Var layernorm(const Var& x, const Var& gamma, const Var& beta, double eps, bool to_product = true);
 // Mean over rows whose target is not ignore_index (0 when none counts).
 Var cross_entropy(const Var& logits, const Tensor& targets, int64_t ignore_index = -100);
+// A classifier's last Linear and its loss as one node (the MLM decoder):
+// cross_entropy(linear(x, weight, bias), targets), the same values. Its
+// backward writes the logits' gradient once, as the products' operand (bf16
+// under bf16 products), with the bias's gradient summed in the same pass
+// (tensor/ops.h's cross_entropy_backward_with_bias): one kernel on CUDA
+// where linear and cross_entropy apart take three (the gradient, its cast,
+// the bias's sum). logits (when given): the logits' values, for reports.
+Var linear_cross_entropy(const Var& x, const Var& weight, const Var& bias, const Tensor& targets,
+                         int64_t ignore_index = -100, Tensor* logits = nullptr);
 // ---- fused transformer pieces (ops_fused.cpp) ------------------------------------------------
 // LayerNorm(residual + dropout(h + bias)) in one op: a post-LN layer's
 // residual branch (bias may be an undefined Var; p = 0: no dropout), the mask

@@ -40,7 +40,7 @@ const std::vector<std::string>& differentiable_ops() {
       "attention",
       // transformer pieces (autograd/ops_nn.cpp)
       "matmul", "linear", "linear_stacked", "softmax", "softmax_dropout", "log_softmax", "layernorm", "cross_entropy",
-      "dropout",
+      "linear_cross_entropy", "dropout",
       // fused transformer pieces (autograd/ops_fused.cpp)
       "residual_layernorm", "bias_activation", "split_heads", "rotary", "operand",
   };

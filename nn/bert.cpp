@@ -677,7 +677,7 @@ Tensor attention_bias(const Tensor& attention_mask, int64_t batch, int64_t lengt
   Tensor bias;
   if (attention_mask.defined()) {
     // (1 - mask) * lowest: 0 for real tokens, lowest for padding; [B, 1, 1, L].
-    bias = affine(attention_mask.to(dtype), -lowest, lowest).reshape({batch, 1, 1, length});
+    bias = affine_to(attention_mask, -lowest, lowest, dtype).reshape({batch, 1, 1, length});
   } else {
     bias = Tensor::zeros({batch, 1, 1, length}, dtype, device);
   }

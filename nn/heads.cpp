@@ -15,13 +15,25 @@ MlmHead::MlmHead(const BertConfig& c, Device device)
     decoder = &add_parameter("decoder.weight", {c.vocab_size, c.hidden_size}, Init::normal(c.initializer_range), true, device);
 }
 
+Var MlmHead::transform(const Var& hidden, bool fused) const {
+  if (!transform_dense) return hidden;
+  return transform_norm->forward(linear_activation(*transform_dense, act_, hidden, fused, /*as_operand=*/false));
+}
+
 Var MlmHead::forward(const Var& hidden, const Var& word_embeddings, bool fused) const {
-  Var h = transform_dense
-              ? transform_norm->forward(linear_activation(*transform_dense, act_, hidden, fused, /*as_operand=*/false))
-              : hidden;
+  const Var h = transform(hidden, fused);
   const Var& table = this->table(word_embeddings);
   if (bias == nullptr) return matmul(h, table, false, true);
   return fused ? linear(h, table, bias->var) : add(matmul(h, table, false, true), bias->var);
+}
+
+Var MlmHead::loss(const Var& hidden, const Var& word_embeddings, const Tensor& targets, bool fused,
+                  Tensor* logits) const {
+  if (fused && bias)
+    return linear_cross_entropy(transform(hidden, fused), table(word_embeddings), bias->var, targets, -100, logits);
+  const Var z = forward(hidden, word_embeddings, fused);
+  *logits = z.value();
+  return cross_entropy(z, targets);
 }
 
 PretrainingModel::PretrainingModel(const BertConfig& config, std::unique_ptr<PositionEncoding> pe, Device device,
@@ -94,9 +106,8 @@ PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const MlmR
   Var picked = predicted.ascending ? select_rows(flat, predicted.rows) : index_select(flat, 0, predicted.rows);
   // The transform's LayerNorm writes its output's rounding beside it for the
   // decoder (no cast of h), whose table was rounded with the other weights.
-  Var logits = predictions.forward(picked, bert.embeddings.word_embeddings.weight.var, ctx.fused);
-  out.lm_logits = logits.value();
-  out.lm_loss = cross_entropy(logits, out.lm_targets);
+  out.lm_loss = predictions.loss(picked, bert.embeddings.word_embeddings.weight.var, out.lm_targets, ctx.fused,
+                                 &out.lm_logits);
   out.loss = out.lm_loss;
   if (seq_relationship && nsp_labels.defined()) {
     check_shape(nsp_labels, {batch}, "PretrainingModel", "nsp_labels");

@@ -21,6 +21,10 @@ class MlmHead : public Module {
   // activation in one kernel, the logits' bias added by the product (linear)
   // rather than after it.
   Var forward(const Var& hidden, const Var& word_embeddings, bool fused = true) const;
+  // The mean cross-entropy of forward's logits against targets (-100:
+  // ignored), the logits' values into *logits. Fused with a bias: the
+  // decoder's product and the loss as one node (linear_cross_entropy).
+  Var loss(const Var& hidden, const Var& word_embeddings, const Tensor& targets, bool fused, Tensor* logits) const;
   // The decoder's table: its own weight, or the tied word embeddings.
   const Var& table(const Var& word_embeddings) const { return decoder ? decoder->var : word_embeddings; }
   Linear* transform_dense = nullptr;     // "transform.dense" (lm_head "transform")
@@ -29,6 +33,8 @@ class MlmHead : public Module {
   Parameter* decoder = nullptr;          // "decoder.weight" [vocab, hidden], tie_word_embeddings false
 
  private:
+  Var transform(const Var& hidden, bool fused) const;  // the dense, activation and LayerNorm, or hidden as it is
+
   Activation act_;
 };
 

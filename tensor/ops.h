@@ -30,6 +30,10 @@ inline Tensor pow(const Tensor& x, double exponent) { return unary(UnaryOp::pow,
 inline Tensor affine(const Tensor& x, double scale, double shift = 0) {
   return unary(UnaryOp::affine, x, {scale, shift});
 }
+// affine(x.to(dtype), scale, shift) of integers x (i64) in one pass: the same
+// bits (the cast through double, then affine in dtype). An attention mask's
+// additive bias, made where a cast and a map were two launches.
+Tensor affine_to(const Tensor& x, double scale, double shift, DType dtype);
 
 // NumPy broadcasting. Both operands must have the same dtype and device.
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
@@ -159,6 +163,16 @@ CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets,
 // gy is the 0-dim gradient of the mean loss.
 Tensor cross_entropy_backward(const Tensor& gy, const Tensor& logits, const CrossEntropyResult& saved,
                               const Tensor& targets, int64_t ignore_index = -100);
+// The same for logits [rows, c] made by a product with a bias (a classifier's
+// last Linear): the gradient in glogits_dtype (logits', or bf16 from f32:
+// the next products' operand, the f32 values rounded once) and the bias's
+// gradient, the column sums of the unrounded values (in f64), in one pass.
+struct CrossEntropyGrads {
+  Tensor glogits, gbias;
+};
+CrossEntropyGrads cross_entropy_backward_with_bias(const Tensor& gy, const Tensor& logits,
+                                                   const CrossEntropyResult& saved, const Tensor& targets,
+                                                   int64_t ignore_index, DType glogits_dtype);
 
 // ---- indexing ----------------------------------------------------------------
 // table [v, d] and i64 ids of any shape -> [..., d].

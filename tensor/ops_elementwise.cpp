@@ -39,6 +39,15 @@ Tensor unary(UnaryOp op, const Tensor& x, UnaryParams params) {
   return out;
 }
 
+Tensor affine_to(const Tensor& x, double scale, double shift, DType dtype) {
+  check_dtype(x, DType::i64, "affine_to", "x");
+  ORDO_CHECK(dtype == DType::f32 || dtype == DType::f64, "affine_to: the result must be f32 or f64, not ",
+             dtype_name(dtype));
+  Tensor out = Tensor::empty(x.shape(), dtype, x.device());
+  ORDO_BACKEND(x.device(), affine_to)(out, x.contiguous(), UnaryParams{scale, shift});
+  return out;
+}
+
 Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& gy,
                       UnaryParams params) {
   const char* name = unary_name(op);

@@ -22,6 +22,18 @@ void gelu_strided(float* out, const float* x, int64_t stride, int64_t n) {
 
 }  // namespace
 
+void affine_to(const Tensor& out, const Tensor& x, UnaryParams params) {
+  const int64_t* xs = x.data<int64_t>();
+  dispatch_float(out.dtype(), "affine_to", [&](auto tag) {
+    using T = decltype(tag);
+    T* o = out.data<T>();
+    parallel_for(out.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        o[i] = math::Affine::f(math::cast_from_double<T>(static_cast<double>(xs[i])), params);
+    });
+  });
+}
+
 void unary(UnaryOp op, UnaryParams params, const Tensor& out, const Tensor& x) {
   auto ix = make_indexer<2>(out.shape(), {&out.strides(), &x.strides()});
   dispatch_float(out.dtype(), "unary", [&](auto tag) {

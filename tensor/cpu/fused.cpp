@@ -12,31 +12,6 @@ namespace ordo::cpu {
 
 namespace {
 
-// out [n] = the sums over rows of x [rows, n], each column in row order, in f64.
-// Threads take blocks of columns and walk the rows, so the inner loop reads
-// a row's columns contiguously (vectorised) with each column's order kept.
-// With `rounded` (f32 x), x's bf16 rounding is written there as it is read.
-template <class T>
-void column_sums(T* out, const T* x, int64_t rows, int64_t n, uint16_t* rounded = nullptr) {
-  constexpr int64_t kBlock = 256;  // columns summed at once: their f64 partial sums stay in L1
-  const int64_t blocks = (n + kBlock - 1) / kBlock;
-  parallel_for(blocks, 1, [&](int64_t first, int64_t last) {
-    double sum[kBlock];
-    for (int64_t block = first; block < last; ++block) {
-      const int64_t j0 = block * kBlock, width = std::min(kBlock, n - j0);
-      std::fill(sum, sum + width, 0.0);
-      for (int64_t r = 0; r < rows; ++r) {
-        const T* row = x + r * n + j0;
-        for (int64_t j = 0; j < width; ++j) sum[j] += row[j];
-        if constexpr (std::is_same_v<T, float>)
-          if (rounded)
-            round_into_bf16(rounded + r * n + j0, row, width);
-      }
-      for (int64_t j = 0; j < width; ++j) out[j0 + j] = static_cast<T>(sum[j]);
-    }
-  });
-}
-
 // Runs body(row) over the rows of a [rows, n] operand in parallel, the
 // elementwise grain's worth of elements per task.
 template <class Body>

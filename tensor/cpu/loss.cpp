@@ -66,16 +66,17 @@ void masked_mean(const Tensor& out, const Tensor& x, const Tensor& valid) {
   });
 }
 
-void cross_entropy_backward(const Tensor& glogits, const Tensor& logits, const Tensor& lse,
+void cross_entropy_backward(const Tensor& glogits, const Tensor& gbias, const Tensor& logits, const Tensor& lse,
                             const Tensor& targets, const Tensor& gy, const Tensor& count, int64_t ignore_index) {
   const int64_t rows = logits.size(0), c = logits.size(1);
   const int64_t* t = targets.data<int64_t>();
+  const Tensor target = f32_target(glogits);
   dispatch_float(logits.dtype(), "cross_entropy_backward", [&](auto tag) {
     using T = decltype(tag);
     const T* z = logits.data<T>();
     const T* lses = lse.data<T>();
     const T s = *gy.data<T>() / std::max(*count.data<T>(), T(1));
-    T* g = glogits.data<T>();
+    T* g = target.data<T>();
     parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         T* gr = g + r * c;
@@ -88,6 +89,9 @@ void cross_entropy_backward(const Tensor& glogits, const Tensor& logits, const T
         gr[t[r]] -= s;
       }
     });
+    if (!gbias.defined()) return finish_rounded(glogits, target);
+    uint16_t* rounded = glogits.dtype() == DType::bf16 ? static_cast<uint16_t*>(glogits.raw_data()) : nullptr;
+    column_sums(gbias.data<T>(), g, rows, c, rounded);  // the rounding written as the sums read the rows
   });
 }
 

@@ -142,7 +142,23 @@ struct WhereFn {
   __device__ __forceinline__ T operator()(T cond, T a, T b) const { return cond != T(0) ? a : b; }
 };
 
+// affine_to: one thread per element, the cast as copy.cu's (through double).
+__global__ void affine_to_kernel(float* out, const int64_t* x, int64_t n, UnaryParams params) {
+  for (int64_t i = global_thread_index(); i < n; i += grid_thread_count())
+    out[i] = math::Affine::f(math::cast_from_double<float>(static_cast<double>(x[i])), params);
+}
+
 }  // namespace
+
+void affine_to(const Tensor& out, const Tensor& x, UnaryParams params) {
+  require_f32(out.dtype(), "affine_to");
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  DeviceContext& ctx = context(out);
+  ORDO_LAUNCH(affine_to_kernel, grid_for(n, kThreads, ctx), kThreads, 0, ctx.stream, out.data<float>(),
+              x.data<int64_t>(), n, params);
+  ORDO_CUDA_CHECK_LAUNCH();
+}
 
 void unary(UnaryOp op, UnaryParams params, const Tensor& out, const Tensor& x) {
   dispatch_f32(out.dtype(), "unary", [&](auto) {

@@ -8,7 +8,10 @@
 // throws, as the CPU kernel throws at once) and writes NaN for that row's loss.
 //
 // Rows are shared out as in rows.cuh; the forward's log-sum-exp is the online
-// (max, sum) reduction of softmax, in a fixed order.
+// (max, sum) reduction of softmax, in a fixed order. A backward that also
+// sums the gradient's columns (the decoder's bias: linear_cross_entropy), or
+// writes it as bf16, is column_sums.cuh's task of one element at a time.
+#include "tensor/cuda/column_sums.cuh"
 #include "tensor/cuda/rows.cuh"
 
 namespace ordo::cuda {
@@ -68,6 +71,34 @@ __global__ void cross_entropy_backward_kernel(float* glogits, const float* logit
   }
 }
 
+// The gradient's element (row, j) as the row kernel computes it, written as
+// f32 or bf16 (a product's operand); sums[0] takes the f32 value (the bias's
+// column sum). The scale is read once per element from device memory (gy,
+// count: no host sync), the row's target and lse per element (cached).
+struct CrossEntropyElement {
+  static constexpr int kSums = 1;
+  float* g;
+  uint16_t* g16;
+  const float *logits, *lse, *gy, *count;
+  const int64_t* targets;
+  int64_t c, ignore_index;
+  __device__ __forceinline__ void operator()(int64_t row, int64_t j, double (&sums)[1]) const {
+    const float s = *gy / fmaxf(*count, 1.0f);
+    const int64_t t = targets[row], i = row * c + j;
+    float value = 0.0f;
+    if (t != ignore_index) {
+      const float p = s * expf(logits[i] - lse[row]);
+      value = j == t ? p - s : p;
+    }
+    if (g16) {
+      g16[i] = bf16_bits(value);
+    } else {
+      g[i] = value;
+    }
+    sums[0] += value;
+  }
+};
+
 // One block: the sums of x and valid, per thread in f64 in a strided order,
 // then block_reduce's fixed tree.
 __global__ void masked_mean_kernel(float* out, const float* x, const float* valid, int64_t rows) {
@@ -114,11 +145,22 @@ void cross_entropy(const Tensor& loss, const Tensor& valid, const Tensor& lse, c
   });
 }
 
-void cross_entropy_backward(const Tensor& glogits, const Tensor& logits, const Tensor& lse,
+void cross_entropy_backward(const Tensor& glogits, const Tensor& gbias, const Tensor& logits, const Tensor& lse,
                             const Tensor& targets, const Tensor& gy, const Tensor& count, int64_t ignore_index) {
   require_f32(logits.dtype(), "cross_entropy_backward");
   const int64_t rows = logits.size(0), c = logits.size(1);
   DeviceContext& ctx = context(logits);
+  const bool bf16 = glogits.dtype() == DType::bf16;
+  if (gbias.defined() || bf16) {
+    if (c == 0) return;
+    const CrossEntropyElement element{bf16 ? nullptr : glogits.data<float>(),
+                                      bf16 ? static_cast<uint16_t*>(glogits.raw_data()) : nullptr,
+                                      logits.data<float>(), lse.data<float>(), gy.data<float>(), count.data<float>(),
+                                      targets.data<int64_t>(), c, ignore_index};
+    column_sums(logits.device(), ctx, rows, c,
+                ColumnOutputs{{gbias.defined() ? gbias.data<float>() : nullptr, nullptr, nullptr}}, element);
+    return;
+  }
   float* g = glogits.data<float>();
   const float* z = logits.data<float>();
   const float* lses = lse.data<float>();

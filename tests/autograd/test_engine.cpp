@@ -1,6 +1,7 @@
 // The autodiff engine itself: accumulation, needs-input-grad, no-grad
 // scopes, graph freeing, deep graphs.
 #include <algorithm>
+#include <cmath>
 
 #include "autograd/ops.h"
 #include "tensor/kernel_calls.h"
@@ -365,4 +366,58 @@ TEST_CASE("embedding_sum gives the lookups' and adds' values and gradients bit f
   }
   const std::vector<double> padding = one_pass.values[1].slice(0, 0, 1).to_doubles();
   CHECK_FALSE(std::all_of(padding.begin(), padding.end(), [](double g) { return g == 0; }));  // the decoder's term
+}
+
+// The MLM decoder's product and loss as one node against linear then
+// cross_entropy, under f32 and bf16 products: the same loss bits, the same
+// gradients of x and the weight (the logits' gradient rounded once, as the
+// product's backward rounds it), the bias's within its column sums' bound
+// (another order of the same f32 terms); one kernel for the logits' gradient
+// and the bias's where apart there are three (the gradient, its cast, the sum).
+TEST_CASE("linear_cross_entropy is linear then cross_entropy: the same loss and gradients, one backward kernel",
+          "[autograd]") {
+  auto rnd = [](const Shape& shape, uint64_t seed) { return ordo::test::random_tensor(shape, seed, DType::f32); };
+  const Tensor x = rnd({6, 8}, 90), w = rnd({11, 8}, 91), b = rnd({11}, 92);
+  const Tensor targets = Tensor::from_vector(std::vector<int64_t>{3, -100, 10, 0, 3, 7}, {6});
+  for (const MatmulPrecision precision : {MatmulPrecision::fp32, MatmulPrecision::bf16}) {
+    INFO((precision == MatmulPrecision::bf16 ? "bf16 products" : "f32 products"));
+    MatmulPrecisionScope scope(precision);
+    struct Run {
+      double loss;
+      Tensor logits, gx, gw, gb;
+      int64_t backward_kernels = 0;
+    };
+    auto run = [&](bool fused) {
+      Var xv(x, true), wv(w, true), bv(b, true);
+      Run r;
+      Var loss;
+      if (fused) {
+        loss = linear_cross_entropy(xv, wv, bv, targets, -100, &r.logits);
+      } else {
+        const Var z = linear(xv, wv, bv);
+        r.logits = z.value();
+        loss = cross_entropy(z, targets);
+      }
+      {
+        KernelCallRecording recording;
+        loss.backward();
+        for (const KernelCall& call : recording.calls())
+          r.backward_kernels += std::string(call.kernel) != "gemm" && std::string(call.kernel) != "fill";
+      }
+      r.loss = loss.value().item();
+      r.gx = xv.grad(), r.gw = wv.grad(), r.gb = bv.grad();
+      return r;
+    };
+    const Run apart = run(false), one = run(true);
+    CHECK(one.loss == apart.loss);
+    CHECK(ordo::test::bit_identical(one.logits, apart.logits));
+    CHECK(ordo::test::bit_identical(one.gx, apart.gx));
+    CHECK(ordo::test::bit_identical(one.gw, apart.gw));
+    const std::vector<double> got = one.gb.to_doubles(), want = apart.gb.to_doubles();
+    // 2 rows u sum_r |g_rj| for two orders of 6 terms, |g| <= 1/5 (5 rows count).
+    const double bound = 2 * 6 * 0x1p-24 * (6 * 0.2);
+    for (size_t j = 0; j < got.size(); ++j) CHECK(std::fabs(got[j] - want[j]) <= bound);
+    CHECK(one.backward_kernels == 1);
+    CHECK(apart.backward_kernels == (precision == MatmulPrecision::bf16 ? 3 : 2));
+  }
 }

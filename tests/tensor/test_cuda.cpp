@@ -913,6 +913,20 @@ TEST_CASE("cuda: embedding_sum matches the CPU bit for bit in one launch", "[cud
   }
 }
 
+// An attention mask's bias in one launch (a cast and a map before): the
+// CPU's bits for a mask and for other integers (exact products: p = 0.5).
+TEST_CASE("cuda: affine_to matches the CPU bit for bit in one launch", "[cuda]") {
+  const double lowest = std::numeric_limits<float>::lowest();
+  const Tensor mask = i64_tensor({1, 1, 0, 1, 0, 0, 1}, {7});
+  const Tensor ints = i64_tensor(random_ints(1000, 1310, -100000, 100000), {10, 100});
+  synchronize(kGpu);
+  reset_device_counters();
+  const Tensor bias = affine_to(gpu(mask), -lowest, lowest, DType::f32);
+  CHECK(device_counters().kernel_launches == 1);
+  check_identical(bias, affine_to(mask, -lowest, lowest, DType::f32), "a mask's bias");
+  check_identical(affine_to(gpu(ints), 0.5, -3, DType::f32), affine_to(ints, 0.5, -3, DType::f32), "integers");
+}
+
 // The input embeddings' backward, the three tables in one sort and two
 // kernels: the CPU's bits (index_add's pieces, counted per table) with a word
 // id repeated past a piece (256), the padding row skipped and the decoder's

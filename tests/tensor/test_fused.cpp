@@ -181,6 +181,31 @@ void check_bf16_gradients(Device device) {
         CHECK(both.out.shares_storage_with(both.y) == (p == 0 && dtype == DType::f32));
       }
   }
+  // The decoder's loss (linear_cross_entropy's backward): cross_entropy's
+  // gradient as it is, or rounded once, and the bias's gradient the column
+  // sums of the unrounded values (one launch on CUDA); a row ignored. Rows of
+  // 24 and 300 classes.
+  for (const int64_t c : {24, 300}) {
+    INFO("classes " << c);
+    const Tensor logits = rand_f32({5, c}, 40, -4, 4).to(device);
+    const Tensor targets = Tensor::from_vector(std::vector<int64_t>{3, -100, 0, c - 1, 7}, {5}).to(device);
+    const CrossEntropyResult saved = cross_entropy(logits, targets);
+    const Tensor gy = Tensor::scalar(0.75, DType::f32, device);
+    const Tensor plain = cross_entropy_backward(gy, logits, saved, targets);
+    if (device.is_cuda()) synchronize(device);
+    reset_device_counters();
+    const CrossEntropyGrads bf16 = cross_entropy_backward_with_bias(gy, logits, saved, targets, -100, DType::bf16);
+    if (device.is_cuda()) CHECK(device_counters().kernel_launches == 1);
+    const CrossEntropyGrads f32 = cross_entropy_backward_with_bias(gy, logits, saved, targets, -100, DType::f32);
+    REQUIRE(bf16.glogits.dtype() == DType::bf16);
+    CHECK(test::bit_identical(f32.glogits, plain));
+    CHECK(test::bit_identical(bf16.glogits, plain.to(DType::bf16)));
+    CHECK(test::bit_identical(bf16.gbias, f32.gbias));
+    const std::vector<double> g = plain.to_doubles();
+    std::vector<double> sums(static_cast<size_t>(c), 0.0);
+    for (size_t i = 0; i < g.size(); ++i) sums[i % c] += g[i];
+    check_column_sums(f32.gbias, Tensor::from_vector(sums, {c}), plain, "the bias's gradient");
+  }
 }
 
 // split_heads against the ops it replaces, worked on the host from x's

@@ -373,6 +373,23 @@ TEST_CASE("embedding_sum_backward adds each table's rows in one pass, shared ids
                     Catch::Contains("index 5") && Catch::Contains("size 2"));
 }
 
+// Worked by hand: an attention mask's bias (1 - m) lowest = -lowest m +
+// lowest: 0 for a token, lowest for padding; other integers p x + q. The
+// products here are exact (p = 0.5), so the one-pass and the two-pass
+// results agree whatever the compiler makes of p x + q.
+TEST_CASE("affine_to casts integers and applies p x + q in one pass, the bits of a cast then affine", "[ops]") {
+  const double lowest = std::numeric_limits<float>::lowest();
+  const Tensor mask = i64({1, 1, 0, 1, 0}, {5});
+  const Tensor bias = affine_to(mask, -lowest, lowest, DType::f32);
+  CHECK(bias.dtype() == DType::f32);
+  CHECK(bias.to_doubles() == std::vector<double>{0, 0, lowest, 0, lowest});
+  require_close(affine_to(i64({-3, 0, 7, 1000001}, {2, 2}), 0.5, -2, DType::f64), {-3.5, -2, 1.5, 499998.5}, 0, 0);
+  const Tensor big = i64({16777217, -5, 123456789}, {3});  // 2^24 + 1 rounds to f32 as the cast rounds it
+  CHECK(ordo::test::bit_identical(affine_to(big, 0.5, 1, DType::f32), affine(big.to(DType::f32), 0.5, 1)));
+  CHECK_THROWS_WITH(affine_to(f64({1}, {1}), 1, 0, DType::f32), Catch::Contains("affine_to"));
+  CHECK_THROWS_WITH(affine_to(mask, 1, 0, DType::i64), Catch::Contains("affine_to: the result must be f32 or f64"));
+}
+
 // Worked by hand: rows {1, 3} of 4 get g's two rows, rows 0 and 2 zeros
 // (whatever the table held: written, not added onto); -0 kept.
 TEST_CASE("select_rows_backward puts each row where it came from and 0 elsewhere, from an ascending list", "[ops]") {
