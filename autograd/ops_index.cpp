@@ -44,8 +44,11 @@ Var index_select(const Var& x, int axis, const Tensor& idx) {
 
 Var select_rows(const Var& x, const Tensor& rows) {
   ORDO_CHECK(x.dim() == 2, "select_rows: x has shape ", shape_str(x.shape()), ", expected [n, d]");
-  Tensor y = index_select(x.value(), 0, rows);
-  return record_op("select_rows", y, {x}, [rows, n = x.size(0)](const Tensor& gy, const std::vector<bool>&) {
+  // Under a forward's OperandRoundingScope the rows' bf16 rounding is written
+  // beside them for the product that takes them (the MLM transform's).
+  const SelectedRows r = select_rows(x.value(), rows, OperandRoundingScope::collecting());
+  OperandRoundingScope::add_rounding(r.y, r.y_operand);
+  return record_op("select_rows", r.y, {x}, [rows, n = x.size(0)](const Tensor& gy, const std::vector<bool>&) {
     return std::vector<Tensor>{select_rows_backward(gy, rows, n)};
   });
 }

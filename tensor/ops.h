@@ -198,6 +198,13 @@ Tensor embedding_sum(const std::vector<Tensor>& tables, const std::vector<Tensor
 std::vector<Tensor> embedding_sum_backward(const Tensor& gout, const std::vector<Tensor>& ids,
                                            const std::vector<int64_t>& rows, const std::vector<int64_t>& padding_idx,
                                            const std::vector<Tensor>& onto, const std::vector<bool>& wanted);
+// index_select(x, 0, rows) of a [n, d] x, and with with_operand (f32 x) y's
+// bf16 rounding written beside it in the same pass, as layernorm's
+// y_operand: the MLM head's gather feeding its transform's product.
+struct SelectedRows {
+  Tensor y, y_operand;
+};
+SelectedRows select_rows(const Tensor& x, const Tensor& rows, bool with_operand);
 // index_select's backward along axis 0 when rows (i64 [k]) are distinct and
 // ascending, as nn::MlmRows makes them: g [k, d] -> gx [n, d], row rows[j] =
 // g[j] (no sums: the same bits), every other row 0. A list that is not

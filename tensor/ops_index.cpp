@@ -113,6 +113,17 @@ Tensor embedding_backward(const Tensor& gout, const Tensor& ids, int64_t num_row
                                padding_idx, onto);
 }
 
+SelectedRows select_rows(const Tensor& x, const Tensor& rows, bool with_operand) {
+  check_dim(x, 2, "select_rows", "x");
+  if (!with_operand || x.dtype() != DType::f32) return {index_select(x, 0, rows), Tensor()};
+  check_index_tensor(rows, x, "select_rows");
+  check_dim(rows, 1, "select_rows", "rows");
+  SelectedRows r{Tensor::empty({rows.numel(), x.size(1)}, DType::f32, x.device()),
+                 Tensor::empty({rows.numel(), x.size(1)}, DType::bf16, x.device())};
+  ORDO_BACKEND(x.device(), select_rows)(r.y, r.y_operand, x.contiguous(), rows.contiguous());
+  return r;
+}
+
 Tensor select_rows_backward(const Tensor& g, const Tensor& rows, int64_t n) {
   check_float(g, "select_rows_backward", "g");
   check_dim(g, 2, "select_rows_backward", "g");

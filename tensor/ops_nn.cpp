@@ -125,11 +125,10 @@ CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets, in
   Tensor valid = Tensor::empty({rows}, logits.dtype(), logits.device());
   CrossEntropyResult r;
   r.lse = Tensor::empty({rows}, logits.dtype(), logits.device());
-  ORDO_BACKEND(logits.device(), cross_entropy)(loss, valid, r.lse, z, targets.contiguous().reshape({rows}),
-                                               ignore_index);
   // Mean over the rows that counted; max(count, 1) makes "all ignored" a 0 loss.
   Tensor mean_and_count = Tensor::empty({2}, logits.dtype(), logits.device());
-  ORDO_BACKEND(logits.device(), masked_mean)(mean_and_count, loss, valid);
+  ORDO_BACKEND(logits.device(), cross_entropy)(loss, valid, r.lse, mean_and_count, z,
+                                               targets.contiguous().reshape({rows}), ignore_index);
   r.loss = mean_and_count.slice(0, 0, 1).reshape({});
   r.count = mean_and_count.slice(0, 1, 2).reshape({});
   return r;

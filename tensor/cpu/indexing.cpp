@@ -103,6 +103,11 @@ void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g, int64_t ski
   });
 }
 
+void select_rows(const Tensor& out, const Tensor& out_operand, const Tensor& x, const Tensor& rows) {
+  index_select(out.reshape({1, out.size(0), out.size(1)}), x.reshape({1, x.size(0), x.size(1)}), rows);
+  round_to_bf16(out_operand, out);
+}
+
 void scatter_rows(const Tensor& gx, const Tensor& rows, const Tensor& g) {
   const int64_t n = gx.size(0), d = gx.size(1), k = rows.numel();
   const int64_t* r = rows.data<int64_t>();

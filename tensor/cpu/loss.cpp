@@ -20,8 +20,8 @@ void check_targets(const int64_t* t, int64_t rows, int64_t c, int64_t ignore_ind
 }
 }  // namespace
 
-void cross_entropy(const Tensor& loss, const Tensor& valid, const Tensor& lse, const Tensor& logits,
-                   const Tensor& targets, int64_t ignore_index) {
+void cross_entropy(const Tensor& loss, const Tensor& valid, const Tensor& lse, const Tensor& mean_and_count,
+                   const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
   const int64_t rows = logits.size(0), c = logits.size(1);
   const int64_t* t = targets.data<int64_t>();
   check_targets(t, rows, c, ignore_index);
@@ -48,21 +48,13 @@ void cross_entropy(const Tensor& loss, const Tensor& valid, const Tensor& lse, c
         vs[r] = counted ? T(1) : T(0);
       }
     });
-  });
-}
-
-void masked_mean(const Tensor& out, const Tensor& x, const Tensor& valid) {
-  dispatch_float(x.dtype(), "masked_mean", [&](auto tag) {
-    using T = decltype(tag);
-    const T* xs = x.data<T>();
-    const T* vs = valid.data<T>();
     double sum = 0, count = 0;
-    for (int64_t r = 0; r < x.numel(); ++r) {
-      sum += xs[r];
+    for (int64_t r = 0; r < rows; ++r) {
+      sum += ls[r];
       count += vs[r];
     }
-    out.data<T>()[0] = static_cast<T>(sum / std::max(count, 1.0));
-    out.data<T>()[1] = static_cast<T>(count);
+    mean_and_count.data<T>()[0] = static_cast<T>(sum / std::max(count, 1.0));
+    mean_and_count.data<T>()[1] = static_cast<T>(count);
   });
 }
 

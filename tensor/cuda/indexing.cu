@@ -282,6 +282,20 @@ __global__ void write_row_sums_kernel(RowSums s, const float* pieces, const uint
   }
 }
 
+// select_rows: out[j, c] = x[rows[j], c] and its bf16 rounding, one thread
+// per element (0 for an out-of-range row, flagged as index_select's).
+__global__ void select_rows_kernel(float* out, uint16_t* out16, const float* x, const int64_t* rows, int64_t k,
+                                   int64_t n, int64_t d, int* index_error) {
+  for (int64_t e = global_thread_index(); e < k * d; e += grid_thread_count()) {
+    const int64_t row = rows[e / d];
+    const bool ok = row >= 0 && row < n;
+    if (!ok) report_index_error(index_error, IndexErrorSite::index_select);
+    const float value = ok ? x[row * d + e % d] : 0.0f;
+    out[e] = value;
+    out16[e] = bf16_bits(value);
+  }
+}
+
 // select_rows' backward: one thread per element (r, c) of gx finds row r in
 // the ascending rows (a binary search) and writes its g element, or 0. The
 // threads of the first k rows' first columns check the list (in range,
@@ -442,6 +456,16 @@ void index_add(const Tensor& gx, const Tensor& idx, const Tensor& g, int64_t ski
   s.length = k > 0 ? k : 1;
   add_table(s, gx, idx, 0, skip_row, onto);
   add_row_sums(context(gx), gx.device(), s, g.data<float>(), gx.size(0), k, gx.size(2));
+}
+
+void select_rows(const Tensor& out, const Tensor& out_operand, const Tensor& x, const Tensor& rows) {
+  require_f32(x.dtype(), "select_rows");
+  if (out.numel() == 0) return;
+  DeviceContext& ctx = context(out);
+  ORDO_LAUNCH(select_rows_kernel, grid_for(out.numel(), kThreads, ctx), kThreads, 0, ctx.stream, out.data<float>(),
+              static_cast<uint16_t*>(out_operand.raw_data()), x.data<float>(), rows.data<int64_t>(), out.size(0),
+              x.size(0), x.size(1), ctx.index_error);
+  ORDO_CUDA_CHECK_LAUNCH();
 }
 
 void scatter_rows(const Tensor& gx, const Tensor& rows, const Tensor& g) {

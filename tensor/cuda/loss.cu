@@ -8,7 +8,8 @@
 // throws, as the CPU kernel throws at once) and writes NaN for that row's loss.
 //
 // Rows are shared out as in rows.cuh; the forward's log-sum-exp is the online
-// (max, sum) reduction of softmax, in a fixed order. A backward that also
+// (max, sum) reduction of softmax, in a fixed order, and its last block takes
+// the mean over the rows that count (the loss, in the same launch). A backward that also
 // sums the gradient's columns (the decoder's bias: linear_cross_entropy), or
 // writes it as bf16, is column_sums.cuh's task of one element at a time.
 #include "tensor/cuda/column_sums.cuh"
@@ -18,10 +19,13 @@ namespace ordo::cuda {
 
 namespace {
 
+// Then the mean over the rows that count: the last block to finish (its
+// rows' losses written by every block) sums loss and valid in f64, per thread
+// in a strided order and then block_reduce's fixed tree.
 template <bool kWarpPerRow>
-__global__ void cross_entropy_kernel(float* loss, float* valid, float* lse, const float* logits,
-                                     const int64_t* targets, int64_t rows, int64_t c,
-                                     int64_t ignore_index, int* index_error) {
+__global__ void cross_entropy_kernel(float* loss, float* valid, float* lse, float* mean_and_count,
+                                     unsigned* counters, const float* logits, const int64_t* targets, int64_t rows,
+                                     int64_t c, int64_t ignore_index, int* index_error) {
   using Threads = RowThreads<kWarpPerRow>;
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
     const float* zr = logits + row * c;
@@ -45,6 +49,18 @@ __global__ void cross_entropy_kernel(float* loss, float* valid, float* lse, cons
       }
     }
   }
+  __syncthreads();  // this block's rows written by its other warps (last_of_group syncs only with more blocks)
+  if (!last_of_group(counters, 0, gridDim.x)) return;
+  double sum = 0.0, count = 0.0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    sum += loss[r];
+    count += valid[r];
+  }
+  sum = block_reduce(sum, SumCombine{}, 0.0);
+  count = block_reduce(count, SumCombine{}, 0.0);
+  if (threadIdx.x != 0) return;
+  mean_and_count[0] = static_cast<float>(sum / (count > 1.0 ? count : 1.0));
+  mean_and_count[1] = static_cast<float>(count);
 }
 
 // The row's target and scale are read once per row; every element is written.
@@ -99,50 +115,34 @@ struct CrossEntropyElement {
   }
 };
 
-// One block: the sums of x and valid, per thread in f64 in a strided order,
-// then block_reduce's fixed tree.
-__global__ void masked_mean_kernel(float* out, const float* x, const float* valid, int64_t rows) {
-  double sum = 0.0, count = 0.0;
-  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
-    sum += x[r];
-    count += valid[r];
-  }
-  sum = block_reduce(sum, SumCombine{}, 0.0);
-  count = block_reduce(count, SumCombine{}, 0.0);
-  if (threadIdx.x != 0) return;
-  out[0] = static_cast<float>(sum / (count > 1.0 ? count : 1.0));
-  out[1] = static_cast<float>(count);
-}
-
 }  // namespace
 
-void masked_mean(const Tensor& out, const Tensor& x, const Tensor& valid) {
-  require_f32(x.dtype(), "masked_mean");
-  DeviceContext& ctx = context(x);
-  ORDO_LAUNCH(masked_mean_kernel, 1, 1024, 0, ctx.stream, out.data<float>(), x.data<float>(), valid.data<float>(),
-              x.numel());
-  ORDO_CUDA_CHECK_LAUNCH();
-}
-
-void cross_entropy(const Tensor& loss, const Tensor& valid, const Tensor& lse, const Tensor& logits,
-                   const Tensor& targets, int64_t ignore_index) {
+void cross_entropy(const Tensor& loss, const Tensor& valid, const Tensor& lse, const Tensor& mean_and_count,
+                   const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
   require_f32(logits.dtype(), "cross_entropy");
   const int64_t rows = logits.size(0), c = logits.size(1);
   DeviceContext& ctx = context(logits);
   float* ls = loss.data<float>();
   float* vs = valid.data<float>();
   float* lses = lse.data<float>();
+  float* mean = mean_and_count.data<float>();
   const float* z = logits.data<float>();
   const int64_t* t = targets.data<int64_t>();
-  launch_rows(rows, c, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
+  auto launch = [&](bool warp_per_row, unsigned grid, int threads) {
     if (warp_per_row) {
-      ORDO_LAUNCH(cross_entropy_kernel<true>, grid, threads, 0, ctx.stream, ls, vs, lses, z, t, rows, c,
-                  ignore_index, ctx.index_error);
+      ORDO_LAUNCH(cross_entropy_kernel<true>, grid, threads, 0, ctx.stream, ls, vs, lses, mean, ctx.group_counters,
+                  z, t, rows, c, ignore_index, ctx.index_error);
     } else {
-      ORDO_LAUNCH(cross_entropy_kernel<false>, grid, threads, 0, ctx.stream, ls, vs, lses, z, t, rows, c,
-                  ignore_index, ctx.index_error);
+      ORDO_LAUNCH(cross_entropy_kernel<false>, grid, threads, 0, ctx.stream, ls, vs, lses, mean, ctx.group_counters,
+                  z, t, rows, c, ignore_index, ctx.index_error);
     }
-  });
+  };
+  if (rows == 0) {  // no rows: one block still writes the mean of nothing, 0
+    launch(true, 1, 32 * kRowsPerWarpBlock);
+    ORDO_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  launch_rows(rows, c, ctx, launch);
 }
 
 void cross_entropy_backward(const Tensor& glogits, const Tensor& gbias, const Tensor& logits, const Tensor& lse,

@@ -793,6 +793,15 @@ TEST_CASE("cuda: cross-entropy forward and backward match the CPU", "[cuda]") {
   CHECK(g.count.item() == 0);
   check_identical(cross_entropy_backward(gpu(Tensor::scalar(1.0)), gpu(logits), g, gpu(ignored)),
                   Tensor::zeros({2, 3, 11}), "every row ignored: zero gradient");
+  // The mean in the rows' launch (its last block), also with no rows at all.
+  synchronize(kGpu);
+  reset_device_counters();
+  const CrossEntropyResult counted = cross_entropy(gpu(logits), gpu(i64_tensor({1, -100, 10, 0, 3, 3}, {2, 3})));
+  CHECK(device_counters().kernel_launches == 1);
+  CHECK(counted.count.item() == 5);
+  const CrossEntropyResult none = cross_entropy(gpu(rand_f32({0, 7}, ++seed)), gpu(i64_tensor({}, {0})));
+  CHECK(none.loss.item() == 0);
+  CHECK(none.count.item() == 0);
 }
 
 // ---- indexing --------------------------------------------------------------------------------

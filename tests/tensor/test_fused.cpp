@@ -269,6 +269,20 @@ void check_bf16_operand(Device device) {
       CHECK(test::bit_identical(both.y, plain.y));
       CHECK(test::bit_identical(both.y_operand, plain.y.to(DType::bf16)));
     }  // LayerNorm alone (the embeddings', the MLM head's): the same rule.
+  {  // The MLM head's gather (select_rows): its rows and their rounding, one launch on CUDA.
+    const Tensor x = rand_f32({9, 37}, ++seed).to(device);
+    const Tensor rows = Tensor::from_vector(std::vector<int64_t>{0, 4, 5, 8}, {4}).to(device);
+    const SelectedRows plain = select_rows(x, rows, false);
+    if (device.is_cuda()) synchronize(device);
+    reset_device_counters();
+    const SelectedRows both = select_rows(x, rows, true);
+    if (device.is_cuda()) CHECK(device_counters().kernel_launches == 1);
+    CHECK(!plain.y_operand.defined());
+    REQUIRE(both.y_operand.dtype() == DType::bf16);
+    CHECK(test::bit_identical(plain.y, index_select(x, 0, rows)));
+    CHECK(test::bit_identical(both.y, plain.y));
+    CHECK(test::bit_identical(both.y_operand, plain.y.to(DType::bf16)));
+  }
   for (const Shape& shape : shapes) {
     const int64_t n = shape.back();
     const Tensor x = rand_f32(shape, ++seed, -3, 3).to(device), gamma = rand_f32({n}, ++seed, 0.5, 1.5).to(device);
