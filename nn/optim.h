@@ -20,7 +20,7 @@ struct AdamWConfig {
   int64_t warmup_steps = 0;
   int64_t total_steps = 0;      // linear decay to 0 at this step; 0: constant after warm-up
   // One multi-tensor step: the global norm, the clip factor and every
-  // parameter's update in three kernels (tensor/ops.h adamw_multi_). false:
+  // parameter's update in two kernels (tensor/ops.h adamw_multi_). false:
   // the reference path, a norm, a clip and an update per parameter tensor.
   bool fused = true;
 };

@@ -129,9 +129,8 @@ AdamWTensors adamw_tensors(std::vector<Tensor> params, std::vector<Tensor> grads
 Tensor global_norm_and_clip(const AdamWTensors& t, double max_norm) {
   const Tensor& first = t.grads.front();
   Tensor partials = Tensor::empty({t.chunks.size(0)}, DType::f64, first.device());
-  ORDO_BACKEND(first.device(), chunk_sum_squares)(partials, t.grads, t.chunks);
   Tensor out = Tensor::empty({2}, first.dtype(), first.device());
-  ORDO_BACKEND(first.device(), norm_and_clip)(out, partials, max_norm);
+  ORDO_BACKEND(first.device(), global_norm_and_clip)(out, partials, t.grads, t.chunks, max_norm);
   return out;
 }
 

@@ -44,7 +44,6 @@ double per_element_flops(const char* kernel) {
       {"dropout", 15},       {"random", 15},  // Philox4x32-10: ~60 integer ops per 4 numbers
       {"residual_layernorm", 25}, {"residual_layernorm_backward", 30},  // layernorm's and dropout's
       {"bias_activation", 20},    {"bias_activation_backward", 24},     // erf's polynomial, and its derivative
-      {"norm_and_clip", 1},
   };
   auto it = table.find(kernel);
   return it == table.end() ? 1 : it->second;
@@ -110,11 +109,11 @@ double kernel_flops(const KernelCall& call) {
   if (name == "relative_product_backward" && call.shapes.size() >= 5 && !call.shapes[4].empty())
     return 9.0 * numel(call.shapes[3]) * static_cast<double>(call.shapes[4].back());
   // The multi-tensor step's elements are all its tensors', not its largest
-  // one's: chunk_sum_squares (partials, the n gradients, the table) and
-  // adamw_multi (the n params, grads, m and v, then two small tensors).
-  if (name == "chunk_sum_squares" && call.shapes.size() >= 2) {
+  // one's: global_norm_and_clip (out, partials, the n gradients, the table)
+  // and adamw_multi (the n params, grads, m and v, then two small tensors).
+  if (name == "global_norm_and_clip" && call.shapes.size() >= 3) {
     double elements = 0;
-    for (size_t i = 1; i + 1 < call.shapes.size(); ++i) elements += numel(call.shapes[i]);
+    for (size_t i = 2; i + 1 < call.shapes.size(); ++i) elements += numel(call.shapes[i]);
     return 2.0 * elements;
   }
   if (name == "adamw_multi" && call.shapes.size() >= 6) {

@@ -327,7 +327,7 @@ int run(const std::vector<std::string>& argv) {
               "clipping, loss read back), before -> after:\n"
               "  before: fp32 products, unfused ops, a norm, a clip and an update per parameter, launches one by one\n"
               "  after:  bf16 products (FP32 sums), fused residual+dropout+LayerNorm and bias+activation, the\n"
-              "          attention a GPU run picks (below), one multi-tensor AdamW (3 launches), one CUDA graph\n"
+              "          attention a GPU run picks (below), one multi-tensor AdamW (2 launches), one CUDA graph\n"
               "          launch a step\n"
               "launches: ordo's kernels, cuBLAS's products, cub's radix sorts (one each: cub launches one or more)\n"
               "          and device-to-device memcpys (a stream operation each)\n"

@@ -51,30 +51,24 @@ void adamw(const Tensor& param, const Tensor& grad, const Tensor& m, const Tenso
   });
 }
 
-void chunk_sum_squares(const Tensor& partials, const std::vector<Tensor>& tensors, const Tensor& chunks) {
+void global_norm_and_clip(const Tensor& out, const Tensor& partials, const std::vector<Tensor>& tensors,
+                          const Tensor& chunks, double max_norm) {
   const int64_t* table = chunks.data<int64_t>();
-  double* out = partials.data<double>();
-  dispatch_float(tensors.front().dtype(), "chunk_sum_squares", [&](auto tag) {
+  double* p = partials.data<double>();
+  dispatch_float(tensors.front().dtype(), "global_norm_and_clip", [&](auto tag) {
     using T = decltype(tag);
     parallel_for(chunks.size(0), 1, [&](int64_t begin, int64_t end) {
       for (int64_t c = begin; c < end; ++c) {
         const T* x = tensors[table[3 * c]].template data<T>() + table[3 * c + 1];
         double sum = 0;
         for (int64_t i = 0; i < table[3 * c + 2]; ++i) sum += static_cast<double>(x[i]) * x[i];
-        out[c] = sum;
+        p[c] = sum;
       }
     });
-  });
-}
-
-void norm_and_clip(const Tensor& out, const Tensor& partials, double max_norm) {
-  const double* p = partials.data<double>();
-  double total = 0;
-  for (int64_t c = 0; c < partials.numel(); ++c) total += p[c];
-  const double norm = std::sqrt(total);
-  const double scale = max_norm > 0 && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
-  dispatch_float(out.dtype(), "norm_and_clip", [&](auto tag) {
-    using T = decltype(tag);
+    double total = 0;
+    for (int64_t c = 0; c < partials.numel(); ++c) total += p[c];
+    const double norm = std::sqrt(total);
+    const double scale = max_norm > 0 && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
     out.data<T>()[0] = static_cast<T>(norm);
     out.data<T>()[1] = static_cast<T>(scale);
   });

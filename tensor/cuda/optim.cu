@@ -1,7 +1,7 @@
 // CUDA AdamW updates, fused: one pass reads param, grad, m and v and writes
 // param, m and v, for one tensor (adamw) or for every parameter at once (the
-// multi-tensor step: chunk_sum_squares, norm_and_clip, adamw_multi — three
-// launches for a whole model, no host read). The formula and its constants
+// multi-tensor step: global_norm_and_clip, adamw_multi — two launches for a
+// whole model of up to kMaxTensors tensors, no host read). The formula and its constants
 // are the CPU's (tensor/cpu/optim.cpp): bias corrections in double, rounded
 // to f32 once, the per-element arithmetic in f32. (nvcc fuses some
 // multiply-adds the CPU rounds twice, so the two backends agree to a few f32
@@ -74,26 +74,29 @@ struct Pointers {
   const float* at[kMaxTensors];
 };
 
-// partials[c] = sum of x^2 over chunk c, for the chunks of tensors
-// [first_tensor, first_tensor + kMaxTensors): per thread in f64 in a strided
-// order, then block_reduce's fixed tree.
-__global__ void chunk_sum_squares_kernel(double* partials, const int64_t* chunks, Pointers x, int64_t first_tensor) {
+// partials[first_chunk + c] = sum of x^2 over chunk c of this launch, for the
+// chunks of tensors [first_tensor, first_tensor + kMaxTensors): per thread in
+// f64 in a strided order, then block_reduce's fixed tree. In the last launch
+// (out given) the last block to finish adds every launch's partials the same
+// way and writes out = (sqrt of the sum, the clip factor): no launch of its own.
+__global__ void global_norm_kernel(double* partials, int64_t first_chunk, int64_t total_chunks,
+                                   const int64_t* chunks, Pointers x, int64_t first_tensor, float* out,
+                                   unsigned* counters, double max_norm) {
   const int64_t c = blockIdx.x;
   const float* data = x.at[chunks[3 * c] - first_tensor] + chunks[3 * c + 1];
   const int64_t n = chunks[3 * c + 2];
   double sum = 0;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += static_cast<double>(data[i]) * data[i];
   sum = block_reduce(sum, SumCombine{}, 0.0);
-  if (threadIdx.x == 0) partials[c] = sum;
-}
-
-// One block: out = (sqrt(sum of partials), the clip factor).
-__global__ void norm_and_clip_kernel(float* out, const double* partials, int64_t count, double max_norm) {
-  double sum = 0;
-  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) sum += partials[i];
-  sum = block_reduce(sum, SumCombine{}, 0.0);
+  if (threadIdx.x == 0) partials[first_chunk + c] = sum;
+  if (out == nullptr) return;
+  __syncthreads();  // thread 0's partial before this block reads them all (a one-block grid has no other sync)
+  if (!last_of_group(counters, 0, gridDim.x)) return;
+  double total = 0;
+  for (int64_t i = threadIdx.x; i < total_chunks; i += blockDim.x) total += partials[i];
+  total = block_reduce(total, SumCombine{}, 0.0);
   if (threadIdx.x != 0) return;
-  const double norm = sqrt(sum);
+  const double norm = sqrt(total);
   out[0] = static_cast<float>(norm);
   out[1] = static_cast<float>(max_norm > 0 && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0);
 }
@@ -136,22 +139,18 @@ void for_each_tensor_group(const std::vector<Tensor>& tensors, Launch launch) {
 
 }  // namespace
 
-void chunk_sum_squares(const Tensor& partials, const std::vector<Tensor>& tensors, const Tensor& chunks) {
-  require_f32(tensors.front().dtype(), "chunk_sum_squares");
+void global_norm_and_clip(const Tensor& out, const Tensor& partials, const std::vector<Tensor>& tensors,
+                          const Tensor& chunks, double max_norm) {
+  require_f32(tensors.front().dtype(), "global_norm_and_clip");
   DeviceContext& ctx = context(partials);
+  const int64_t total = chunks.size(0);
   for_each_tensor_group(tensors, [&](int64_t first, const Pointers& x, int64_t chunk, int64_t count) {
-    ORDO_LAUNCH(chunk_sum_squares_kernel, static_cast<unsigned>(count), kChunkThreads, 0, ctx.stream,
-                partials.data<double>() + chunk, chunks.data<int64_t>() + 3 * chunk, x, first);
+    const bool last = chunk + count == total;  // its last block takes the norm
+    ORDO_LAUNCH(global_norm_kernel, static_cast<unsigned>(count), kChunkThreads, 0, ctx.stream,
+                partials.data<double>(), chunk, total, chunks.data<int64_t>() + 3 * chunk, x, first,
+                last ? out.data<float>() : nullptr, ctx.group_counters, max_norm);
     ORDO_CUDA_CHECK_LAUNCH();
   });
-}
-
-void norm_and_clip(const Tensor& out, const Tensor& partials, double max_norm) {
-  require_f32(out.dtype(), "norm_and_clip");
-  DeviceContext& ctx = context(out);
-  ORDO_LAUNCH(norm_and_clip_kernel, 1, 1024, 0, ctx.stream, out.data<float>(), partials.data<double>(),
-              partials.numel(), max_norm);
-  ORDO_CUDA_CHECK_LAUNCH();
 }
 
 void adamw_multi(const AdamWTensors& t, const Tensor& norm_and_clip, const Tensor& schedule,

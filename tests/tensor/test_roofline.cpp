@@ -117,11 +117,11 @@ TEST_CASE("roofline: each call is max(bytes / bandwidth, FLOPs / peak) plus its 
 }
 
 TEST_CASE("kernel flops: the multi-tensor AdamW counts every tensor's elements", "[roofline]") {
-  KernelCall sums;  // partials [3], gradients [4, 5] and [7], the chunk table
-  sums.kernel = "chunk_sum_squares";
-  sums.shapes = {{3}, {4, 5}, {7}, {3, 3}};
+  KernelCall sums;  // out [2], partials [3], gradients [4, 5] and [7], the chunk table
+  sums.kernel = "global_norm_and_clip";
+  sums.shapes = {{2}, {3}, {4, 5}, {7}, {3, 3}};
   CHECK(kernel_flops(sums) == 2.0 * (20 + 7));
-  KernelCall update;  // params, grads, m, v of [4, 5] and [7], then norm_and_clip and the schedule
+  KernelCall update;  // params, grads, m, v of [4, 5] and [7], then the norm and clip factor and the schedule
   update.kernel = "adamw_multi";
   update.shapes = {{4, 5}, {7}, {4, 5}, {7}, {4, 5}, {7}, {4, 5}, {7}, {2}, {3}};
   CHECK(kernel_flops(update) == 12.0 * (20 + 7));
