@@ -32,7 +32,7 @@ Var MlmHead::loss(const Var& hidden, const Var& word_embeddings, const Tensor& t
   if (fused && bias)
     return linear_cross_entropy(transform(hidden, fused), table(word_embeddings), bias->var, targets, -100, logits);
   const Var z = forward(hidden, word_embeddings, fused);
-  *logits = z.value();
+  if (logits) *logits = z.value();
   return cross_entropy(z, targets);
 }
 

@@ -22,7 +22,7 @@ class MlmHead : public Module {
   // rather than after it.
   Var forward(const Var& hidden, const Var& word_embeddings, bool fused = true) const;
   // The mean cross-entropy of forward's logits against targets (-100:
-  // ignored), the logits' values into *logits. Fused with a bias: the
+  // ignored), the logits' values into *logits when given. Fused with a bias: the
   // decoder's product and the loss as one node (linear_cross_entropy).
   Var loss(const Var& hidden, const Var& word_embeddings, const Tensor& targets, bool fused, Tensor* logits) const;
   // The decoder's table: its own weight, or the tied word embeddings.

@@ -134,38 +134,42 @@ CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets, in
   return r;
 }
 
+namespace {
+
+// The logits' gradient [rows, c] in glogits_dtype and, with_bias, its column
+// sums beside it (kernels.inc's cross_entropy_backward).
+CrossEntropyGrads cross_entropy_grads(const char* op, const Tensor& gy, const Tensor& logits,
+                                      const CrossEntropyResult& saved, const Tensor& targets, int64_t ignore_index,
+                                      DType glogits_dtype, bool with_bias) {
+  check_float(logits, op, "logits");
+  ORDO_CHECK(gy.defined() && gy.numel() == 1, op, ": gy must have one element");
+  check_same_dtype(gy, logits, op);
+  check_same_device(gy, logits, op);
+  check_output_dtype(logits.dtype(), glogits_dtype, op, "glogits");
+  const int64_t c = logits.size(-1), rows = logits.numel() / c;
+  ORDO_CHECK(targets.numel() == rows, op, ": ", targets.numel(), " targets for ", rows, " rows of logits");
+  CrossEntropyGrads g{Tensor::empty({rows, c}, glogits_dtype, logits.device()),
+                      with_bias ? Tensor::empty({c}, logits.dtype(), logits.device()) : Tensor()};
+  ORDO_BACKEND(logits.device(), cross_entropy_backward)(g.glogits, g.gbias, logits.contiguous().reshape({rows, c}),
+                                                        saved.lse, targets.contiguous().reshape({rows}),
+                                                        gy.contiguous(), saved.count.contiguous(), ignore_index);
+  return g;
+}
+
+}  // namespace
+
 Tensor cross_entropy_backward(const Tensor& gy, const Tensor& logits, const CrossEntropyResult& saved,
                               const Tensor& targets, int64_t ignore_index) {
-  check_float(logits, "cross_entropy_backward", "logits");
-  ORDO_CHECK(gy.defined() && gy.numel() == 1, "cross_entropy_backward: gy must have one element");
-  const int64_t c = logits.size(-1), rows = logits.numel() / c;
-  check_same_dtype(gy, logits, "cross_entropy_backward");
-  check_same_device(gy, logits, "cross_entropy_backward");
-  Tensor g = Tensor::empty({rows, c}, logits.dtype(), logits.device());
-  ORDO_BACKEND(logits.device(), cross_entropy_backward)(g, Tensor(), logits.contiguous().reshape({rows, c}), saved.lse,
-                                                        targets.contiguous().reshape({rows}), gy.contiguous(),
-                                                        saved.count.contiguous(), ignore_index);
-  return g.reshape(logits.shape());
+  return cross_entropy_grads("cross_entropy_backward", gy, logits, saved, targets, ignore_index, logits.dtype(), false)
+      .glogits.reshape(logits.shape());
 }
 
 CrossEntropyGrads cross_entropy_backward_with_bias(const Tensor& gy, const Tensor& logits,
                                                    const CrossEntropyResult& saved, const Tensor& targets,
                                                    int64_t ignore_index, DType glogits_dtype) {
-  check_float(logits, "cross_entropy_backward_with_bias", "logits");
   check_dim(logits, 2, "cross_entropy_backward_with_bias", "logits");
-  ORDO_CHECK(gy.defined() && gy.numel() == 1, "cross_entropy_backward_with_bias: gy must have one element");
-  check_same_dtype(gy, logits, "cross_entropy_backward_with_bias");
-  check_same_device(gy, logits, "cross_entropy_backward_with_bias");
-  check_output_dtype(logits.dtype(), glogits_dtype, "cross_entropy_backward_with_bias", "glogits");
-  const int64_t rows = logits.size(0), c = logits.size(1);
-  ORDO_CHECK(targets.numel() == rows, "cross_entropy_backward_with_bias: ", targets.numel(), " targets for ", rows,
-             " rows of logits");
-  CrossEntropyGrads g{Tensor::empty({rows, c}, glogits_dtype, logits.device()),
-                      Tensor::empty({c}, logits.dtype(), logits.device())};
-  ORDO_BACKEND(logits.device(), cross_entropy_backward)(g.glogits, g.gbias, logits.contiguous(), saved.lse,
-                                                        targets.contiguous().reshape({rows}), gy.contiguous(),
-                                                        saved.count.contiguous(), ignore_index);
-  return g;
+  return cross_entropy_grads("cross_entropy_backward_with_bias", gy, logits, saved, targets, ignore_index,
+                             glogits_dtype, true);
 }
 
 // ---- dropout -----------------------------------------------------------------------

@@ -9,8 +9,8 @@
 //
 // Rows are shared out as in rows.cuh; the forward's log-sum-exp is the online
 // (max, sum) reduction of softmax, in a fixed order, and its last block takes
-// the mean over the rows that count (the loss, in the same launch). A backward that also
-// sums the gradient's columns (the decoder's bias: linear_cross_entropy), or
+// the mean over the rows that count (the loss, in the same launch). A
+// backward that also sums the gradient's columns (the decoder's bias: linear_cross_entropy), or
 // writes it as bf16, is column_sums.cuh's task of one element at a time.
 #include "tensor/cuda/column_sums.cuh"
 #include "tensor/cuda/rows.cuh"
@@ -19,9 +19,9 @@ namespace ordo::cuda {
 
 namespace {
 
-// Then the mean over the rows that count: the last block to finish (its
-// rows' losses written by every block) sums loss and valid in f64, per thread
-// in a strided order and then block_reduce's fixed tree.
+// Each row's lse, loss and valid; then the mean over the rows that count:
+// the last block to finish (every block's rows written) sums loss and valid
+// in f64, per thread in a strided order and then block_reduce's fixed tree.
 template <bool kWarpPerRow>
 __global__ void cross_entropy_kernel(float* loss, float* valid, float* lse, float* mean_and_count,
                                      unsigned* counters, const float* logits, const int64_t* targets, int64_t rows,

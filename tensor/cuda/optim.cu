@@ -1,11 +1,11 @@
 // CUDA AdamW updates, fused: one pass reads param, grad, m and v and writes
 // param, m and v, for one tensor (adamw) or for every parameter at once (the
 // multi-tensor step: global_norm_and_clip, adamw_multi — two launches for a
-// whole model of up to kMaxTensors tensors, no host read). The formula and its constants
-// are the CPU's (tensor/cpu/optim.cpp): bias corrections in double, rounded
-// to f32 once, the per-element arithmetic in f32. (nvcc fuses some
-// multiply-adds the CPU rounds twice, so the two backends agree to a few f32
-// ulps.)
+// model of up to kMaxTensors tensors, no host read). The formula and its
+// constants are the CPU's (tensor/cpu/optim.cpp): bias corrections in
+// double, rounded to f32 once, the per-element arithmetic in f32. (nvcc fuses
+// some multiply-adds the CPU rounds twice, so the two backends agree to a few
+// f32 ulps.)
 #include <cmath>
 
 #include "tensor/cuda/cuda_common.cuh"
