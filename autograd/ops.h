@@ -129,14 +129,17 @@ Var layernorm(const Var& x, const Var& gamma, const Var& beta, double eps, bool 
 // Mean over rows whose target is not ignore_index (0 when none counts).
 Var cross_entropy(const Var& logits, const Tensor& targets, int64_t ignore_index = -100);
 // A classifier's last Linear and its loss as one node (the MLM decoder):
-// cross_entropy(linear(x, weight, bias), targets), the same values. Its
-// backward writes the logits' gradient once, as the products' operand (bf16
-// under bf16 products), with the bias's gradient summed in the same pass
-// (tensor/ops.h's cross_entropy_backward_with_bias): one kernel on CUDA
-// where linear and cross_entropy apart take three (the gradient, its cast,
-// the bias's sum). logits (when given): the logits' values, for reports.
+// cross_entropy(matmul(x, weightᵀ) + bias, targets), the bias added by the
+// loss's kernels as they read each logit (tensor/ops.h's cross_entropy with
+// a bias), so no broadcast of it is written. Its backward writes the logits'
+// gradient once, as the products' operand (bf16 under bf16 products), with
+// the bias's gradient summed in the same pass (cross_entropy_backward_with_bias):
+// one kernel on CUDA where linear and cross_entropy apart take three (the
+// gradient, its cast, the bias's sum), and a forward of one kernel and one
+// product where they take a broadcast too. product (when given): matmul(x,
+// weightᵀ) before the bias (the logits are add(product, bias)), for reports.
 Var linear_cross_entropy(const Var& x, const Var& weight, const Var& bias, const Tensor& targets,
-                         int64_t ignore_index = -100, Tensor* logits = nullptr);
+                         int64_t ignore_index = -100, Tensor* product = nullptr);
 // ---- fused transformer pieces (ops_fused.cpp) ------------------------------------------------
 // LayerNorm(residual + dropout(h + bias)) in one op: a post-LN layer's
 // residual branch (bias may be an undefined Var; p = 0: no dropout), the mask

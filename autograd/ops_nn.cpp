@@ -227,20 +227,26 @@ Var cross_entropy(const Var& logits, const Tensor& targets, int64_t ignore_index
 }
 
 Var linear_cross_entropy(const Var& x, const Var& weight, const Var& bias, const Tensor& targets,
-                         int64_t ignore_index, Tensor* logits) {
+                         int64_t ignore_index, Tensor* product) {
   ORDO_CHECK(bias.defined(), "linear_cross_entropy: the product's bias is missing (use cross_entropy of linear)");
   const MatmulPrecision precision = matmul_precision();
   const Tensor xv = as_operand(x.value()), wv = as_operand(weight.value());
-  const Tensor z = linear(xv, wv, bias.value());
-  ORDO_CHECK(z.dim() == 2, "linear_cross_entropy: x has shape ", shape_str(x.shape()), ", expected [rows, in]");
-  const CrossEntropyResult r = cross_entropy(z, targets, ignore_index);
-  if (logits) *logits = z;
+  ORDO_CHECK(x.dim() == 2, "linear_cross_entropy: x has shape ", shape_str(x.shape()), ", expected [rows, in]");
+  // The product without its bias: the loss kernels add it to each logit as
+  // they read it, so no broadcast of it is written (the logits' bits those of
+  // add(z, bias)).
+  const Tensor z = matmul(xv, wv, false, true);
+  const Tensor bv = bias.value();
+  const CrossEntropyResult r = cross_entropy(z, targets, ignore_index, bv);
+  if (product) *product = z;
   return record_op("linear_cross_entropy", r.loss, {x, weight, bias},
-                   [r, z, xv, wv, targets, ignore_index, precision](const Tensor& gy, const std::vector<bool>& needs) {
+                   [r, z, bv, xv, wv, targets, ignore_index, precision](const Tensor& gy,
+                                                                        const std::vector<bool>& needs) {
                      // The logits' gradient as the products' operand: rounded once, here.
                      const DType operand = precision == MatmulPrecision::bf16 && z.dtype() == DType::f32
                                                ? DType::bf16 : z.dtype();
-                     CrossEntropyGrads g = cross_entropy_backward_with_bias(gy, z, r, targets, ignore_index, operand);
+                     CrossEntropyGrads g = cross_entropy_backward_with_bias(gy, z, bv, r, targets, ignore_index,
+                                                                            operand);
                      const Tensor gx_onto = needs[0] ? take_pending_gradient(0) : Tensor();
                      std::vector<Tensor> grads = product_grads(g.glogits, xv, wv, false, true, 1.0, precision,
                                                                needs, gx_onto);

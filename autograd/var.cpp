@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -353,6 +356,24 @@ Tensor gradient_destination(size_t input, DType dtype) {
   return d->taken[input];
 }
 
+namespace {
+// A scalar output's seed, 1: one kept per shape, dtype and device, so that a
+// training step makes no fill for it (a launch on a device). Nothing writes
+// into it: the engine adds gradients out of place, and hands a sum over for
+// in-place use (can_hand_over) or adopts it as a leaf's buffer (adoptable)
+// only when it alone holds the storage, which this cache's reference rules
+// out. Kept for the process's life (never destroyed: no device memory freed
+// after the runtime has gone at exit).
+Tensor unit_seed(const Shape& shape, DType dtype, Device device) {
+  static std::mutex mutex;
+  static auto* seeds = new std::map<std::tuple<Shape, DType, std::string>, Tensor>();
+  const std::lock_guard<std::mutex> lock(mutex);
+  Tensor& seed = (*seeds)[{shape, dtype, device.str()}];
+  if (!seed.defined()) seed = Tensor::ones(shape, dtype, device);
+  return seed;
+}
+}  // namespace
+
 void Var::backward(const Tensor& seed, bool retain_graph,
                    const std::function<void(VarState& leaf)>& on_leaf_done) const {
   ORDO_CHECK(state_, "backward() on an undefined Var");
@@ -362,7 +383,7 @@ void Var::backward(const Tensor& seed, bool retain_graph,
   if (!start.defined()) {
     ORDO_CHECK(numel() == 1, "backward(): a seed gradient is needed for a non-scalar output of shape ",
                shape_str(shape()));
-    start = Tensor::ones(shape(), dtype(), device());
+    start = unit_seed(shape(), dtype(), device());
   }
   check_shape(start, shape(), "backward", "seed");
 

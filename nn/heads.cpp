@@ -27,12 +27,17 @@ Var MlmHead::forward(const Var& hidden, const Var& word_embeddings, bool fused) 
   return fused ? linear(h, table, bias->var) : add(matmul(h, table, false, true), bias->var);
 }
 
+Tensor DeferredLogits::value() const { return bias.defined() ? add(product, bias) : product; }
+
 Var MlmHead::loss(const Var& hidden, const Var& word_embeddings, const Tensor& targets, bool fused,
-                  Tensor* logits) const {
-  if (fused && bias)
-    return linear_cross_entropy(transform(hidden, fused), table(word_embeddings), bias->var, targets, -100, logits);
+                  DeferredLogits* logits) const {
+  if (fused && bias) {
+    if (logits) logits->bias = bias->var.value();
+    return linear_cross_entropy(transform(hidden, fused), table(word_embeddings), bias->var, targets, -100,
+                                logits ? &logits->product : nullptr);
+  }
   const Var z = forward(hidden, word_embeddings, fused);
-  if (logits) *logits = z.value();
+  if (logits) *logits = DeferredLogits{z.value(), Tensor()};
   return cross_entropy(z, targets);
 }
 

@@ -13,6 +13,14 @@
 
 namespace ordo::nn {
 
+// Logits kept as the product and the bias it takes (undefined: none), added
+// only when they are read: a training step never reads the MLM head's logits,
+// whose loss adds the bias as it reads each one (linear_cross_entropy).
+struct DeferredLogits {
+  Tensor product, bias;
+  Tensor value() const;  // product + bias
+};
+
 class MlmHead : public Module {
  public:
   MlmHead(const BertConfig& c, Device device);
@@ -22,9 +30,10 @@ class MlmHead : public Module {
   // rather than after it.
   Var forward(const Var& hidden, const Var& word_embeddings, bool fused = true) const;
   // The mean cross-entropy of forward's logits against targets (-100:
-  // ignored), the logits' values into *logits when given. Fused with a bias: the
+  // ignored), the logits into *logits when given. Fused with a bias: the
   // decoder's product and the loss as one node (linear_cross_entropy).
-  Var loss(const Var& hidden, const Var& word_embeddings, const Tensor& targets, bool fused, Tensor* logits) const;
+  Var loss(const Var& hidden, const Var& word_embeddings, const Tensor& targets, bool fused,
+           DeferredLogits* logits) const;
   // The decoder's table: its own weight, or the tied word embeddings.
   const Var& table(const Var& word_embeddings) const { return decoder ? decoder->var : word_embeddings; }
   Linear* transform_dense = nullptr;     // "transform.dense" (lm_head "transform")
@@ -43,7 +52,7 @@ struct PretrainingOutput {
   Var loss;           // lm + nsp
   Var lm_loss;        // mean cross-entropy over the predicted tokens
   Var nsp_loss;       // undefined without NSP
-  Tensor lm_logits;   // [predicted tokens, vocab]
+  DeferredLogits lm_logits;  // [predicted tokens, vocab], made when read (value())
   Tensor lm_targets;  // [predicted tokens] i64
   Tensor nsp_logits;  // [batch, 2]
 };

@@ -152,25 +152,28 @@ LayerNormGrads layernorm_backward(const Tensor& gy, const Tensor& x, const Tenso
                                   const Tensor& rstd, const Tensor& gamma);
 
 // Mean cross-entropy of logits [..., c] against i64 targets [...], skipping
-// targets equal to ignore_index; 0 when every target is ignored.
+// targets equal to ignore_index; 0 when every target is ignored. With bias
+// [c] defined, of logits + bias (broadcast over the rows; the bits of
+// add(logits, bias), which is never written).
 struct CrossEntropyResult {
   Tensor loss;   // 0-dim
   Tensor lse;    // [rows]: logsumexp per row, saved for the backward
   Tensor count;  // 0-dim: number of rows that counted
 };
 CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets,
-                                 int64_t ignore_index = -100);
+                                 int64_t ignore_index = -100, const Tensor& bias = Tensor());
 // gy is the 0-dim gradient of the mean loss.
 Tensor cross_entropy_backward(const Tensor& gy, const Tensor& logits, const CrossEntropyResult& saved,
                               const Tensor& targets, int64_t ignore_index = -100);
-// The same for logits [rows, c] made by a product with a bias (a classifier's
-// last Linear): the gradient in glogits_dtype (logits', or bf16 from f32:
-// the next products' operand, the f32 values rounded once) and the bias's
+// The same for the logits z + bias of a product z [rows, c] and its bias [c]
+// (a classifier's last Linear, whose bias the forward took as cross_entropy's
+// `bias`): the gradient of z in glogits_dtype (z's, or bf16 from f32: the
+// next products' operand, the f32 values rounded once) and the bias's
 // gradient, the column sums of the unrounded values (in f64), in one pass.
 struct CrossEntropyGrads {
   Tensor glogits, gbias;
 };
-CrossEntropyGrads cross_entropy_backward_with_bias(const Tensor& gy, const Tensor& logits,
+CrossEntropyGrads cross_entropy_backward_with_bias(const Tensor& gy, const Tensor& z, const Tensor& bias,
                                                    const CrossEntropyResult& saved, const Tensor& targets,
                                                    int64_t ignore_index, DType glogits_dtype);
 

@@ -111,7 +111,19 @@ LayerNormGrads layernorm_backward(const Tensor& gy, const Tensor& x, const Tenso
 
 // ---- cross-entropy -----------------------------------------------------------------
 
-CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
+namespace {
+// A bias the logits' classes take (undefined: none), checked against them.
+Tensor class_bias(const Tensor& bias, const Tensor& logits, const char* op) {
+  if (!bias.defined()) return bias;
+  check_shape(bias, {logits.size(-1)}, op, "bias");
+  check_same_dtype(bias, logits, op);
+  check_same_device(bias, logits, op);
+  return bias.contiguous();
+}
+}  // namespace
+
+CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index,
+                                 const Tensor& bias) {
   check_float(logits, "cross_entropy", "logits");
   check_dtype(targets, DType::i64, "cross_entropy", "targets");
   check_same_device(logits, targets, "cross_entropy");
@@ -120,6 +132,7 @@ CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets, in
   check_shape(targets, row_shape, "cross_entropy", "targets");
   const int64_t c = logits.size(-1), rows = shape_numel(row_shape);
   ORDO_CHECK(c > 0, "cross_entropy: logits have no classes");
+  const Tensor b = class_bias(bias, logits, "cross_entropy");
   Tensor z = logits.contiguous().reshape({rows, c});
   Tensor loss = Tensor::empty({rows}, logits.dtype(), logits.device());
   Tensor valid = Tensor::empty({rows}, logits.dtype(), logits.device());
@@ -127,7 +140,7 @@ CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets, in
   r.lse = Tensor::empty({rows}, logits.dtype(), logits.device());
   // Mean over the rows that counted; max(count, 1) makes "all ignored" a 0 loss.
   Tensor mean_and_count = Tensor::empty({2}, logits.dtype(), logits.device());
-  ORDO_BACKEND(logits.device(), cross_entropy)(loss, valid, r.lse, mean_and_count, z,
+  ORDO_BACKEND(logits.device(), cross_entropy)(loss, valid, r.lse, mean_and_count, z, b,
                                                targets.contiguous().reshape({rows}), ignore_index);
   r.loss = mean_and_count.slice(0, 0, 1).reshape({});
   r.count = mean_and_count.slice(0, 1, 2).reshape({});
@@ -136,11 +149,12 @@ CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets, in
 
 namespace {
 
-// The logits' gradient [rows, c] in glogits_dtype and, with_bias, its column
-// sums beside it (kernels.inc's cross_entropy_backward).
-CrossEntropyGrads cross_entropy_grads(const char* op, const Tensor& gy, const Tensor& logits,
+// The logits' gradient [rows, c] in glogits_dtype and, with a bias (the
+// logits are logits + bias), its column sums beside it (kernels.inc's
+// cross_entropy_backward).
+CrossEntropyGrads cross_entropy_grads(const char* op, const Tensor& gy, const Tensor& logits, const Tensor& bias,
                                       const CrossEntropyResult& saved, const Tensor& targets, int64_t ignore_index,
-                                      DType glogits_dtype, bool with_bias) {
+                                      DType glogits_dtype) {
   check_float(logits, op, "logits");
   ORDO_CHECK(gy.defined() && gy.numel() == 1, op, ": gy must have one element");
   check_same_dtype(gy, logits, op);
@@ -148,10 +162,11 @@ CrossEntropyGrads cross_entropy_grads(const char* op, const Tensor& gy, const Te
   check_output_dtype(logits.dtype(), glogits_dtype, op, "glogits");
   const int64_t c = logits.size(-1), rows = logits.numel() / c;
   ORDO_CHECK(targets.numel() == rows, op, ": ", targets.numel(), " targets for ", rows, " rows of logits");
+  const Tensor b = class_bias(bias, logits, op);
   CrossEntropyGrads g{Tensor::empty({rows, c}, glogits_dtype, logits.device()),
-                      with_bias ? Tensor::empty({c}, logits.dtype(), logits.device()) : Tensor()};
+                      b.defined() ? Tensor::empty({c}, logits.dtype(), logits.device()) : Tensor()};
   ORDO_BACKEND(logits.device(), cross_entropy_backward)(g.glogits, g.gbias, logits.contiguous().reshape({rows, c}),
-                                                        saved.lse, targets.contiguous().reshape({rows}),
+                                                        b, saved.lse, targets.contiguous().reshape({rows}),
                                                         gy.contiguous(), saved.count.contiguous(), ignore_index);
   return g;
 }
@@ -160,16 +175,18 @@ CrossEntropyGrads cross_entropy_grads(const char* op, const Tensor& gy, const Te
 
 Tensor cross_entropy_backward(const Tensor& gy, const Tensor& logits, const CrossEntropyResult& saved,
                               const Tensor& targets, int64_t ignore_index) {
-  return cross_entropy_grads("cross_entropy_backward", gy, logits, saved, targets, ignore_index, logits.dtype(), false)
+  return cross_entropy_grads("cross_entropy_backward", gy, logits, Tensor(), saved, targets, ignore_index,
+                             logits.dtype())
       .glogits.reshape(logits.shape());
 }
 
-CrossEntropyGrads cross_entropy_backward_with_bias(const Tensor& gy, const Tensor& logits,
+CrossEntropyGrads cross_entropy_backward_with_bias(const Tensor& gy, const Tensor& z, const Tensor& bias,
                                                    const CrossEntropyResult& saved, const Tensor& targets,
                                                    int64_t ignore_index, DType glogits_dtype) {
-  check_dim(logits, 2, "cross_entropy_backward_with_bias", "logits");
-  return cross_entropy_grads("cross_entropy_backward_with_bias", gy, logits, saved, targets, ignore_index,
-                             glogits_dtype, true);
+  const char* op = "cross_entropy_backward_with_bias";
+  check_dim(z, 2, op, "z");
+  check_defined(bias, op, "bias");
+  return cross_entropy_grads(op, gy, z, bias, saved, targets, ignore_index, glogits_dtype);
 }
 
 // ---- dropout -----------------------------------------------------------------------

@@ -320,7 +320,7 @@ struct EvalSums {
     const int64_t n = out.lm_targets.numel();
     if (n == 0) return;
     loss_sum += out.lm_loss.value().item() * n;
-    Tensor hits = eq(argmax(out.lm_logits, 1).to(DType::f32), out.lm_targets.to(DType::f32));
+    Tensor hits = eq(argmax(out.lm_logits.value(), 1).to(DType::f32), out.lm_targets.to(DType::f32));
     correct += sum(hits).item();
     predicted += n;
     if (out.nsp_logits.defined() && b.nsp_labels.defined()) {

@@ -5,6 +5,7 @@
 // Rows whose target is ignore_index contribute nothing (loss 0, valid 0, gradient 0).
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "tensor/cpu/common.h"
 
@@ -21,19 +22,25 @@ void check_targets(const int64_t* t, int64_t rows, int64_t c, int64_t ignore_ind
 }  // namespace
 
 void cross_entropy(const Tensor& loss, const Tensor& valid, const Tensor& lse, const Tensor& mean_and_count,
-                   const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
+                   const Tensor& logits, const Tensor& bias, const Tensor& targets, int64_t ignore_index) {
   const int64_t rows = logits.size(0), c = logits.size(1);
   const int64_t* t = targets.data<int64_t>();
   check_targets(t, rows, c, ignore_index);
   dispatch_float(logits.dtype(), "cross_entropy", [&](auto tag) {
     using T = decltype(tag);
     const T* z = logits.data<T>();
+    const T* bs = bias.defined() ? bias.data<T>() : nullptr;
     T* ls = loss.data<T>();
     T* vs = valid.data<T>();
     T* lses = lse.data<T>();
     parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
+      std::vector<T> biased(bs ? c : 0);  // a row of logits + bias, while it is in cache
       for (int64_t r = b; r < e; ++r) {
         const T* zr = z + r * c;
+        if (bs) {
+          for (int64_t j = 0; j < c; ++j) biased[j] = zr[j] + bs[j];
+          zr = biased.data();
+        }
         const T max_value = row_max(zr, c);
         // A row entirely -inf has lse = log 0 = -inf (tensor/kernels.inc,
         // "Edge values"), not the NaN that -inf - -inf would give.
@@ -58,14 +65,16 @@ void cross_entropy(const Tensor& loss, const Tensor& valid, const Tensor& lse, c
   });
 }
 
-void cross_entropy_backward(const Tensor& glogits, const Tensor& gbias, const Tensor& logits, const Tensor& lse,
-                            const Tensor& targets, const Tensor& gy, const Tensor& count, int64_t ignore_index) {
+void cross_entropy_backward(const Tensor& glogits, const Tensor& gbias, const Tensor& logits, const Tensor& bias,
+                            const Tensor& lse, const Tensor& targets, const Tensor& gy, const Tensor& count,
+                            int64_t ignore_index) {
   const int64_t rows = logits.size(0), c = logits.size(1);
   const int64_t* t = targets.data<int64_t>();
   const Tensor target = f32_target(glogits);
   dispatch_float(logits.dtype(), "cross_entropy_backward", [&](auto tag) {
     using T = decltype(tag);
     const T* z = logits.data<T>();
+    const T* bs = bias.defined() ? bias.data<T>() : nullptr;
     const T* lses = lse.data<T>();
     const T s = *gy.data<T>() / std::max(*count.data<T>(), T(1));
     T* g = target.data<T>();
@@ -77,7 +86,11 @@ void cross_entropy_backward(const Tensor& glogits, const Tensor& gbias, const Te
           continue;
         }
         const T* zr = z + r * c;
-        for (int64_t j = 0; j < c; ++j) gr[j] = s * math::exp(zr[j] - lses[r]);
+        if (bs) {
+          for (int64_t j = 0; j < c; ++j) gr[j] = s * math::exp((zr[j] + bs[j]) - lses[r]);
+        } else {
+          for (int64_t j = 0; j < c; ++j) gr[j] = s * math::exp(zr[j] - lses[r]);
+        }
         gr[t[r]] -= s;
       }
     });

@@ -29,6 +29,25 @@ TEST_CASE("leaf gradients accumulate across backward calls until zero_grad", "[a
   require_close(w.grad(), {5}, 0, 0);
 }
 
+// A scalar's seed (1) is kept and reused: no fill after the first backward.
+// It must never be written: scalar leaves whose gradient is the seed itself
+// (add's backward passes it on), accumulated in place by later backwards,
+// leave the next seed a 1.
+TEST_CASE("a scalar's backward reuses one seed, which accumulating gradients never write", "[autograd]") {
+  Var a(f64({0.5}, {}), true), b(f64({-2}, {}), true);
+  add(a, b).backward();  // makes the seed if no earlier test did
+  for (int i = 0; i < 2; ++i) {
+    KernelCallRecording recording;
+    add(a, b).backward();
+    for (const KernelCall& call : recording.calls()) CHECK(std::string(call.kernel) != "fill");
+  }
+  require_close(a.grad(), {3}, 0, 0);
+  require_close(b.grad(), {3}, 0, 0);
+  Var c(f64({4}, {}), true);
+  affine(c, 7).backward();
+  require_close(c.grad(), {7}, 0, 0);
+}
+
 TEST_CASE("inputs that do not require a gradient get none and cost none", "[autograd]") {
   Var a(f64({1, 2}, {2}), true), b(f64({3, 4}, {2}), false);
   int calls_for_b = 0;
@@ -100,6 +119,7 @@ TEST_CASE("slices that tile their input have their gradients written into one bu
   Var parts = reshape(affine(x, 2.0), {2, 3, 3, 1, 2});
   auto part = [&](int64_t i) { return permute(select(parts, 2, i), {0, 2, 1, 3}); };
   Var y = sum(add(mul(part(0), part(1)), part(2)));
+  sum(Var(f64({1}, {1}), true)).backward();  // the f64 scalar seed made, kept from then on
   std::vector<std::string> kernels;
   {
     KernelCallRecording recording;
@@ -115,7 +135,7 @@ TEST_CASE("slices that tile their input have their gradients written into one bu
       CHECK(g[r * 6 + 4 + c] == 2.0);
     }
   }
-  CHECK(std::count(kernels.begin(), kernels.end(), std::string("fill")) == 1);  // the seed's ones, nothing else
+  CHECK(std::count(kernels.begin(), kernels.end(), std::string("fill")) == 0);  // no zeros (and the seed kept)
   CHECK(std::count(kernels.begin(), kernels.end(), std::string("copy")) == 3);  // each part into its columns
 }
 
@@ -368,13 +388,15 @@ TEST_CASE("embedding_sum gives the lookups' and adds' values and gradients bit f
   CHECK_FALSE(std::all_of(padding.begin(), padding.end(), [](double g) { return g == 0; }));  // the decoder's term
 }
 
-// The MLM decoder's product and loss as one node against linear then
-// cross_entropy, under f32 and bf16 products: the same loss bits, the same
-// gradients of x and the weight (the logits' gradient rounded once, as the
-// product's backward rounds it), the bias's within its column sums' bound
-// (another order of the same f32 terms); one kernel for the logits' gradient
-// and the bias's where apart there are three (the gradient, its cast, the sum).
-TEST_CASE("linear_cross_entropy is linear then cross_entropy: the same loss and gradients, one backward kernel",
+// The MLM decoder's product and loss as one node against the product, the
+// bias's add and cross_entropy, under f32 and bf16 products: the same loss
+// and logits bits, the same gradients of x and the weight (the logits'
+// gradient rounded once, as the product's backward rounds it), the bias's
+// within its column sums' bound (another order of the same f32 terms). A
+// forward of one product and one loss kernel where apart there are two
+// kernels (the bias's add); one kernel for the logits' gradient and the
+// bias's where apart there are three (the gradient, its cast, the sum).
+TEST_CASE("linear_cross_entropy is the product, its bias and cross_entropy: the same loss and gradients, fewer kernels",
           "[autograd]") {
   auto rnd = [](const Shape& shape, uint64_t seed) { return ordo::test::random_tensor(shape, seed, DType::f32); };
   const Tensor x = rnd({6, 8}, 90), w = rnd({11, 8}, 91), b = rnd({11}, 92);
@@ -385,24 +407,44 @@ TEST_CASE("linear_cross_entropy is linear then cross_entropy: the same loss and 
     struct Run {
       double loss;
       Tensor logits, gx, gw, gb;
-      int64_t backward_kernels = 0;
+      int64_t forward_kernels = 0, forward_copies = 0, backward_kernels = 0;
+    };
+    // Kernels besides the products, their operands' casts (copies) and fills.
+    auto not_products = [](const KernelCallRecording& recording) {
+      int64_t n = 0;
+      for (const KernelCall& call : recording.calls()) {
+        const std::string kernel = call.kernel;
+        n += kernel != "gemm" && kernel != "fill" && kernel != "copy";
+      }
+      return n;
+    };
+    auto copies = [](const KernelCallRecording& recording) {
+      int64_t n = 0;
+      for (const KernelCall& call : recording.calls()) n += std::string(call.kernel) == "copy";
+      return n;
     };
     auto run = [&](bool fused) {
       Var xv(x, true), wv(w, true), bv(b, true);
       Run r;
       Var loss;
-      if (fused) {
-        loss = linear_cross_entropy(xv, wv, bv, targets, -100, &r.logits);
-      } else {
-        const Var z = linear(xv, wv, bv);
-        r.logits = z.value();
-        loss = cross_entropy(z, targets);
+      Tensor product;  // the fused node's, before its bias
+      {
+        KernelCallRecording recording;
+        if (fused) {
+          loss = linear_cross_entropy(xv, wv, bv, targets, -100, &product);
+        } else {
+          const Var z = add(matmul(xv, wv, false, true), bv);
+          r.logits = z.value();
+          loss = cross_entropy(z, targets);
+        }
+        r.forward_kernels = not_products(recording);
+        r.forward_copies = copies(recording);
       }
+      if (fused) r.logits = add(product, b);
       {
         KernelCallRecording recording;
         loss.backward();
-        for (const KernelCall& call : recording.calls())
-          r.backward_kernels += std::string(call.kernel) != "gemm" && std::string(call.kernel) != "fill";
+        r.backward_kernels = not_products(recording) + copies(recording);
       }
       r.loss = loss.value().item();
       r.gx = xv.grad(), r.gw = wv.grad(), r.gb = bv.grad();
@@ -417,6 +459,9 @@ TEST_CASE("linear_cross_entropy is linear then cross_entropy: the same loss and 
     // 2 rows u sum_r |g_rj| for two orders of 6 terms, |g| <= 1/5 (5 rows count).
     const double bound = 2 * 6 * 0x1p-24 * (6 * 0.2);
     for (size_t j = 0; j < got.size(); ++j) CHECK(std::fabs(got[j] - want[j]) <= bound);
+    CHECK(one.forward_kernels == 1);
+    CHECK(apart.forward_kernels == 2);
+    CHECK(one.forward_copies == apart.forward_copies);  // the operands' casts under bf16; no bias broadcast
     CHECK(one.backward_kernels == 1);
     CHECK(apart.backward_kernels == (precision == MatmulPrecision::bf16 ? 3 : 2));
   }

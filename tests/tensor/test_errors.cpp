@@ -18,6 +18,7 @@ TEST_CASE("shape mistakes name the shapes", "[errors]") {
   CHECK_THROWS_WITH(layernorm(a, b, b, 1e-5), Contains("layernorm: gamma has shape [2], expected [3]"));
   CHECK_THROWS_WITH(softmax(a, f64({0, 0}, {2})), Contains("mask of shape [2]"));
   CHECK_THROWS_WITH(cross_entropy(a, i64({0, 1, 2}, {3})), Contains("targets has shape [3], expected [2]"));
+  CHECK_THROWS_WITH(cross_entropy(a, i64({0, 1}, {2}), -100, b), Contains("cross_entropy: bias has shape [2], expected [3]"));
   CHECK_THROWS_WITH(sum(a, {2}), Contains("sum: axis 2 is out of range"));
   CHECK_THROWS_WITH(sum(a, {1, -1}), Contains("listed twice"));
   CHECK_THROWS_WITH(max(Tensor::zeros({2, 0}, DType::f64), {1}), Contains("empty axis"));
@@ -33,6 +34,7 @@ TEST_CASE("dtype mistakes name the dtypes", "[errors]") {
   CHECK_THROWS_WITH(exp(i64({1}, {1})), Contains("exp: x has dtype i64, expected f32 or f64"));
   CHECK_THROWS_WITH(embedding(f64({1, 2}, {1, 2}), a), Contains("embedding: index has dtype f64, expected i64"));
   CHECK_THROWS_WITH(cross_entropy(f64({1, 2}, {1, 2}), f64({0}, {1})), Contains("targets has dtype f64, expected i64"));
+  CHECK_THROWS_WITH(cross_entropy(f64({1, 2}, {1, 2}), i64({0}, {1}), -100, a32), Contains("cross_entropy") && Contains("f32"));
   CHECK_THROWS_WITH(add(Tensor::zeros({1}, DType::u8), Tensor::zeros({1}, DType::u8)), Contains("u8 is not supported"));
 }
 

@@ -181,22 +181,32 @@ void check_bf16_gradients(Device device) {
         CHECK(both.out.shares_storage_with(both.y) == (p == 0 && dtype == DType::f32));
       }
   }
-  // The decoder's loss (linear_cross_entropy's backward): cross_entropy's
-  // gradient as it is, or rounded once, and the bias's gradient the column
-  // sums of the unrounded values (one launch on CUDA); a row ignored. Rows of
-  // 24 and 300 classes.
+  // The decoder's loss (linear_cross_entropy): the logits z + bias read with
+  // the bias added as each is read — the loss, lse and count bit for bit
+  // those of cross_entropy on add(z, bias) (the same f32 add), one launch on
+  // CUDA; its backward cross_entropy's gradient of those logits as it is, or
+  // rounded once, and the bias's gradient the column sums of the unrounded
+  // values (one launch on CUDA); a row ignored. Rows of 24 and 300 classes.
   for (const int64_t c : {24, 300}) {
     INFO("classes " << c);
-    const Tensor logits = rand_f32({5, c}, 40, -4, 4).to(device);
+    const Tensor z = rand_f32({5, c}, 40, -4, 4).to(device), bias = rand_f32({c}, 41, -2, 2).to(device);
+    const Tensor logits = add(z, bias);
     const Tensor targets = Tensor::from_vector(std::vector<int64_t>{3, -100, 0, c - 1, 7}, {5}).to(device);
     const CrossEntropyResult saved = cross_entropy(logits, targets);
+    if (device.is_cuda()) synchronize(device);
+    reset_device_counters();
+    const CrossEntropyResult biased = cross_entropy(z, targets, -100, bias);
+    if (device.is_cuda()) CHECK(device_counters().kernel_launches == 1);
+    CHECK(test::bit_identical(biased.loss, saved.loss));
+    CHECK(test::bit_identical(biased.lse, saved.lse));
+    CHECK(test::bit_identical(biased.count, saved.count));
     const Tensor gy = Tensor::scalar(0.75, DType::f32, device);
     const Tensor plain = cross_entropy_backward(gy, logits, saved, targets);
     if (device.is_cuda()) synchronize(device);
     reset_device_counters();
-    const CrossEntropyGrads bf16 = cross_entropy_backward_with_bias(gy, logits, saved, targets, -100, DType::bf16);
+    const CrossEntropyGrads bf16 = cross_entropy_backward_with_bias(gy, z, bias, biased, targets, -100, DType::bf16);
     if (device.is_cuda()) CHECK(device_counters().kernel_launches == 1);
-    const CrossEntropyGrads f32 = cross_entropy_backward_with_bias(gy, logits, saved, targets, -100, DType::f32);
+    const CrossEntropyGrads f32 = cross_entropy_backward_with_bias(gy, z, bias, biased, targets, -100, DType::f32);
     REQUIRE(bf16.glogits.dtype() == DType::bf16);
     CHECK(test::bit_identical(f32.glogits, plain));
     CHECK(test::bit_identical(bf16.glogits, plain.to(DType::bf16)));
