@@ -321,6 +321,12 @@ void add_nn_cases(std::vector<GradcheckCase>& cases) {
                    {Tensor::from_vector(std::vector<double>{0.5, -0.4, 1.1, -0.9, 0.3, -0.8}, {2, 3}),
                     Tensor::from_vector(std::vector<double>{0.1, -0.2, 0.3}, {3})},
                    [](const std::vector<Var>& v) { return bias_activation(v[0], v[1], UnaryOp::relu); }, {}});
+  // An MLM head's transform: GELU then LayerNorm (rows of 5: a column's sums over 3 rows).
+  cases.push_back({"bias_activation_layernorm gelu",
+                   {rnd({3, 5}, 653, -2, 2), rnd({5}, 654), rnd({5}, 655, 0.5, 1.5), rnd({5}, 656)},
+                   [](const std::vector<Var>& v) {
+                     return bias_activation_layernorm(v[0], v[1], UnaryOp::gelu, v[2], v[3], 1e-5);
+                   }, {}});
   cases.push_back({"operand (the product's operand) into matmul", {rnd({2, 3}, 651), rnd({3, 2}, 652)},
                    [](const std::vector<Var>& v) { return matmul(operand(v[0]), v[1]); }, {}});
   // A two-layer network end to end: the ops composed as a model composes them.

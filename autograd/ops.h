@@ -152,6 +152,12 @@ Var residual_layernorm(const Var& h, const Var& bias, const Var& residual, const
 // the value is stored as the next product takes it (bf16 under bf16
 // precision); x_is_product: x's gradient likewise (residual_layernorm's h).
 Var bias_activation(const Var& x, const Var& bias, UnaryOp act, bool as_operand = false, bool x_is_product = false);
+// LayerNorm(act(x + bias)) in one op: an MLM head's transform, x a product's
+// output (its gradient written as bias_activation's with x_is_product). Under
+// a forward's OperandRoundingScope the kernel writes y's bf16 rounding too,
+// for the decoder's product.
+Var bias_activation_layernorm(const Var& x, const Var& bias, UnaryOp act, const Var& gamma, const Var& beta,
+                              double eps);
 // x [B, L, P H d] plus the parts' biases (none, or one [H d] each) as heads
 // [P, B, H, L, d] (tensor/ops.h split_heads); as_operand: the heads feed
 // products alone (bf16 under bf16 precision); x_is_product: x's gradient

@@ -45,6 +45,26 @@ Var bias_activation(const Var& x, const Var& bias, UnaryOp act, bool as_operand,
                    });
 }
 
+// t = act(x + bias), y = LayerNorm(t):  gt = LayerNorm's gx, gx = gt * act'(x + bias),
+// g_bias = sum over rows of gx, g_gamma and g_beta as LayerNorm's.
+Var bias_activation_layernorm(const Var& x, const Var& bias, UnaryOp act, const Var& gamma, const Var& beta,
+                              double eps) {
+  BiasActivationLayerNormResult r = bias_activation_layernorm(x.value(), bias.value(), act, gamma.value(),
+                                                              beta.value(), eps, OperandRoundingScope::collecting());
+  OperandRoundingScope::add_rounding(r.y, r.y_operand);
+  r.y_operand = Tensor();
+  const Tensor y = r.y;
+  r.y = Tensor();  // the backward needs t, mean and rstd only
+  const DType gx_dtype = operand_dtype(x, /*for_product=*/true);
+  return record_op("bias_activation_layernorm", y, {x, bias, gamma, beta},
+                   [r, xv = x.value(), bv = bias.value(), gv = gamma.value(), act, gx_dtype](
+                       const Tensor& gy, const std::vector<bool>&) {
+                     BiasActivationLayerNormGrads g = bias_activation_layernorm_backward(gy, xv, bv, act, r, gv,
+                                                                                         gx_dtype);
+                     return std::vector<Tensor>{g.gx, g.gbias, g.ggamma, g.gbeta};
+                   });
+}
+
 // heads = x + bias in the heads' layout:  gx = gheads in x's layout,
 // g_bias_p = sum over rows of part p's columns of gx.
 Var split_heads(const Var& x, const std::vector<Var>& biases, int64_t parts, int64_t heads, bool as_operand,

@@ -17,6 +17,10 @@ MlmHead::MlmHead(const BertConfig& c, Device device)
 
 Var MlmHead::transform(const Var& hidden, bool fused) const {
   if (!transform_dense) return hidden;
+  if (fused && transform_dense->bias) {  // the bias, activation and LayerNorm in one kernel
+    return bias_activation_layernorm(transform_dense->product(hidden), transform_dense->bias->var, activation_op(act_),
+                                     transform_norm->weight.var, transform_norm->bias.var, transform_norm->eps);
+  }
   return transform_norm->forward(linear_activation(*transform_dense, act_, hidden, fused, /*as_operand=*/false));
 }
 

@@ -253,6 +253,26 @@ struct BiasActivationGrads {
 BiasActivationGrads bias_activation_backward(const Tensor& gy, const Tensor& x, const Tensor& bias, UnaryOp act,
                                              DType gx_dtype);
 
+// An MLM head's transform: t = act(x + bias), y = LayerNorm(t) over the last
+// axis, in one pass (bias_activation then layernorm's values, bit for bit on
+// the CPU); y's bf16 rounding beside it when asked (with_operand, f32 x).
+struct BiasActivationLayerNormResult {
+  Tensor y;
+  Tensor t;           // act(x + bias): the LayerNorm's input, saved for the backward
+  Tensor mean, rstd;  // [rows]
+  Tensor y_operand;
+};
+BiasActivationLayerNormResult bias_activation_layernorm(const Tensor& x, const Tensor& bias, UnaryOp act,
+                                                        const Tensor& gamma, const Tensor& beta, double eps,
+                                                        bool with_operand = false);
+struct BiasActivationLayerNormGrads {
+  Tensor gx, gbias, ggamma, gbeta;
+};
+// gx_dtype: x's, or bf16 from f32 (as bias_activation_backward's).
+BiasActivationLayerNormGrads bias_activation_layernorm_backward(const Tensor& gy, const Tensor& x, const Tensor& bias,
+                                                                UnaryOp act, const BiasActivationLayerNormResult& saved,
+                                                                const Tensor& gamma, DType gx_dtype);
+
 // x [B, L, P H d] (a stacked product's output: P parts of H heads d wide,
 // attention's q | k | v) plus bias [P H d] (or undefined) as heads
 // [P, B, H, L, d] in dtype `out`: f32, or bf16 (the attention's products'

@@ -92,6 +92,53 @@ BiasActivationGrads bias_activation_backward(const Tensor& gy, const Tensor& x, 
   return g;
 }
 
+BiasActivationLayerNormResult bias_activation_layernorm(const Tensor& x, const Tensor& bias, UnaryOp act,
+                                                        const Tensor& gamma, const Tensor& beta, double eps,
+                                                        bool with_operand) {
+  const char* op = "bias_activation_layernorm";
+  check_float(x, op, "x");
+  ORDO_CHECK(x.dim() >= 1, op, ": x must have at least one axis");
+  check_vector(bias, x, op, "bias");
+  check_vector(gamma, x, op, "gamma");
+  check_vector(beta, x, op, "beta");
+  ORDO_CHECK(is_activation(act), op, ": '", unary_name(act), "' is not an activation (gelu, gelu_tanh, relu, tanh)");
+  ORDO_CHECK(eps > 0, op, ": eps must be positive, got ", eps);
+  Shape row_shape(x.shape().begin(), x.shape().end() - 1);
+  BiasActivationLayerNormResult r{Tensor::empty(x.shape(), x.dtype(), x.device()),
+                                  Tensor::empty(x.shape(), x.dtype(), x.device()),
+                                  Tensor::empty(row_shape, x.dtype(), x.device()),
+                                  Tensor::empty(row_shape, x.dtype(), x.device()),
+                                  with_operand && x.dtype() == DType::f32
+                                      ? Tensor::empty(x.shape(), DType::bf16, x.device())
+                                      : Tensor()};
+  ORDO_BACKEND(x.device(), bias_activation_layernorm)(r.y, r.t, r.mean, r.rstd, x.contiguous(), bias.contiguous(), act,
+                                                      gamma.contiguous(), beta.contiguous(), eps, r.y_operand);
+  return r;
+}
+
+BiasActivationLayerNormGrads bias_activation_layernorm_backward(const Tensor& gy, const Tensor& x, const Tensor& bias,
+                                                                UnaryOp act, const BiasActivationLayerNormResult& saved,
+                                                                const Tensor& gamma, DType gx_dtype) {
+  const char* op = "bias_activation_layernorm_backward";
+  const Tensor& t = saved.t;
+  check_shape(gy, t.shape(), op, "gy");
+  check_same_dtype(gy, t, op);
+  check_shape(x, t.shape(), op, "x");
+  check_vector(bias, t, op, "bias");
+  check_vector(gamma, t, op, "gamma");
+  check_output_dtype(t.dtype(), gx_dtype, op, "gx");
+  const Device device = t.device();
+  BiasActivationLayerNormGrads g{Tensor::empty(t.shape(), gx_dtype, device),
+                                 Tensor::empty(gamma.shape(), t.dtype(), device),
+                                 Tensor::empty(gamma.shape(), t.dtype(), device),
+                                 Tensor::empty(gamma.shape(), t.dtype(), device)};
+  const Tensor gt = Tensor::empty(t.shape(), t.dtype(), device);  // LayerNorm's gx: scratch
+  ORDO_BACKEND(device, bias_activation_layernorm_backward)(g.gx, g.gbias, g.ggamma, g.gbeta, gt, gy.contiguous(),
+                                                           x.contiguous(), bias.contiguous(), act, t, saved.mean,
+                                                           saved.rstd, gamma.contiguous());
+  return g;
+}
+
 Tensor split_heads(const Tensor& x, const Tensor& bias, int64_t parts, int64_t heads, DType out) {
   const char* op = "split_heads";
   check_dim(x, 3, op, "x");

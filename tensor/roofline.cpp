@@ -44,6 +44,7 @@ double per_element_flops(const char* kernel) {
       {"dropout", 15},       {"random", 15},  // Philox4x32-10: ~60 integer ops per 4 numbers
       {"residual_layernorm", 25}, {"residual_layernorm_backward", 30},  // layernorm's and dropout's
       {"bias_activation", 20},    {"bias_activation_backward", 24},     // erf's polynomial, and its derivative
+      {"bias_activation_layernorm", 28}, {"bias_activation_layernorm_backward", 36},  // the two above summed
   };
   auto it = table.find(kernel);
   return it == table.end() ? 1 : it->second;

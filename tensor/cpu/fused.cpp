@@ -213,4 +213,20 @@ void split_heads_backward(const Tensor& gx, const Tensor& gbias, const Tensor& g
   if (!rounded) finish_rounded(gx, target);
 }
 
+// The unfused kernels in sequence: bias_activation, then layernorm.
+void bias_activation_layernorm(const Tensor& y, const Tensor& t, const Tensor& mean, const Tensor& rstd,
+                               const Tensor& x, const Tensor& bias, UnaryOp act, const Tensor& gamma,
+                               const Tensor& beta, double eps, const Tensor& y16) {
+  bias_activation(t, x, bias, act);
+  layernorm(y, mean, rstd, t, gamma, beta, eps, y16);
+}
+
+void bias_activation_layernorm_backward(const Tensor& gx, const Tensor& gbias, const Tensor& ggamma,
+                                        const Tensor& gbeta, const Tensor& gt, const Tensor& gy, const Tensor& x,
+                                        const Tensor& bias, UnaryOp act, const Tensor& t, const Tensor& mean,
+                                        const Tensor& rstd, const Tensor& gamma) {
+  layernorm_backward(gt, ggamma, gbeta, gy, t, mean, rstd, gamma);
+  bias_activation_backward(gx, gbias, gt, x, bias, act);
+}
+
 }  // namespace ordo::cpu

@@ -7,6 +7,9 @@
 //   residual_layernorm_backward  1 launch   (layernorm_backward's 3, dropout's, the bias's sum; 2 for rows > 1024)
 //   bias_activation              1 launch   (bias copy, activation)
 //   bias_activation_backward     1 launch   (activation's derivative, the bias's sum)
+//   bias_activation_layernorm    1 launch   (bias_activation, layernorm)
+//   bias_activation_layernorm_backward
+//                                1 launch   (layernorm_backward's, bias_activation_backward; 2 for rows > 1024)
 //
 // Column sums (the bias, gamma and beta gradients): column_sums.cuh.
 #include <type_traits>
@@ -146,6 +149,98 @@ struct BiasActivationBackward {
       gx[i] = g;
     }
     sums[0] += g;
+  }
+};
+
+// ---- bias + activation + LayerNorm (an MLM head's transform) --------------------------------
+
+// The activation and whether a warp takes a row, as one template argument.
+template <class Activation, bool kWarpPerRowArg>
+struct ActivationRows {
+  using Op = Activation;
+  static constexpr bool kWarpPerRow = kWarpPerRowArg;
+};
+
+// Per row: t = act(x + b) written in one pass that also sums it; then
+// LayerNorm's row (its squared deviations re-reading this thread's own t).
+template <class Spec>
+__global__ void bias_activation_layernorm_kernel(float* y, uint16_t* y16, float* t, float* mean, float* rstd,
+                                                 const float* x, const float* bias, const float* gamma,
+                                                 const float* beta, int64_t rows, int64_t n, double eps) {
+  using Threads = RowThreads<Spec::kWarpPerRow>;
+  using Op = typename Spec::Op;
+  for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
+    float* tr = t + row * n;
+    double sum = 0.0;
+    for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
+      tr[j] = Op::f(x[row * n + j] + bias[j], UnaryParams{});
+      sum += tr[j];
+    }
+    layernorm_row<Threads>(y + row * n, mean, rstd, row, tr, gamma, beta, n, eps, sum, y16 ? y16 + row * n : nullptr);
+  }
+}
+
+// act'(x + b) times g: the activation's backward of element i (column j).
+template <class Op>
+__device__ __forceinline__ float activation_gradient(float g, const float* x, const float* bias, int64_t i, int64_t j) {
+  const float u = x[i] + bias[j];
+  return g * Op::df(u, Op::f(u, UnaryParams{}), UnaryParams{});
+}
+
+// What the backward reads and writes.
+struct BiasActivationLayerNormGrads {
+  LayerNormParamSums norm;  // its x: t, the LayerNorm's input
+  float *gt, *gx;
+  uint16_t* gx16;
+  const float *x, *bias, *gamma;
+};
+
+// One row: gt = layernorm's gx (its two row means in double), gx = gt
+// act'(x + b) in f32 (gx) or rounded to bf16 (gx16).
+template <class Threads, class Op>
+__device__ __forceinline__ void bias_activation_layernorm_backward_row(const BiasActivationLayerNormGrads& a,
+                                                                       int64_t row) {
+  const int64_t n = a.norm.n;
+  const float* tr = a.norm.x + row * n;
+  const float* gr = a.norm.gy + row * n;
+  const float m = a.norm.mean[row], r = a.norm.rstd[row];
+  const LayerNormRowMeans means = layernorm_backward_means<Threads>(tr, gr, m, r, a.gamma, n);
+  for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
+    const int64_t i = row * n + j;
+    const float xhat = (tr[j] - m) * r;
+    const float g = r * (gr[j] * a.gamma[j] - means.a - xhat * means.c);
+    a.gt[i] = g;
+    const float gx = activation_gradient<Op>(g, a.x, a.bias, i, j);
+    if (a.gx16) {
+      a.gx16[i] = bf16_bits(gx);
+    } else {
+      a.gx[i] = gx;
+    }
+  }
+}
+
+// Rows longer than a warp takes: a block per row; the column sums in a second launch.
+template <class Op>
+__global__ void bias_activation_layernorm_backward_kernel(BiasActivationLayerNormGrads a, int64_t rows) {
+  using Threads = RowThreads<false>;
+  for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride())
+    bias_activation_layernorm_backward_row<Threads, Op>(a, row);
+}
+
+// The column sums: gy xhat (gamma), gy (beta) and gx's unrounded values (the
+// bias: gt act'(x + b), recomputed from the gt the rows wrote). With row():
+// the rows and their sums in one launch (rows_and_column_sums).
+template <class Op>
+struct BiasActivationLayerNormBackward {
+  static constexpr int kSums = 3;
+  BiasActivationLayerNormGrads a;
+  __device__ __forceinline__ void row(int64_t r) const {
+    bias_activation_layernorm_backward_row<RowThreads<true>, Op>(a, r);
+  }
+  __device__ __forceinline__ void operator()(int64_t row, int64_t column, double (&sums)[3]) const {
+    a.norm.add(row, column, sums[0], sums[1]);
+    const int64_t i = row * a.norm.n + column;
+    sums[2] += activation_gradient<Op>(a.gt[i], a.x, a.bias, i, column);
   }
 };
 
@@ -305,6 +400,58 @@ void bias_activation(const Tensor& y, const Tensor& x, const Tensor& bias, Unary
     }
   });
   ORDO_CUDA_CHECK_LAUNCH();
+}
+
+void bias_activation_layernorm(const Tensor& y, const Tensor& t, const Tensor& mean, const Tensor& rstd,
+                               const Tensor& x, const Tensor& bias, UnaryOp act, const Tensor& gamma,
+                               const Tensor& beta, double eps, const Tensor& y16) {
+  require_f32(x.dtype(), "bias_activation_layernorm");
+  uint16_t* y16_data = y16.defined() ? static_cast<uint16_t*>(y16.raw_data()) : nullptr;
+  const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
+  DeviceContext& ctx = context(x);
+  visit_activation(act, [&](auto f) {
+    using Op = decltype(f);
+    launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
+      auto launch = [&](auto warp) {
+        using Spec = ActivationRows<Op, decltype(warp)::value>;
+        ORDO_LAUNCH(bias_activation_layernorm_kernel<Spec>, grid, threads, 0, ctx.stream, y.data<float>(), y16_data,
+                    t.data<float>(), mean.data<float>(), rstd.data<float>(), x.data<float>(), bias.data<float>(),
+                    gamma.data<float>(), beta.data<float>(), rows, n, eps);
+      };
+      if (warp_per_row) {
+        launch(std::true_type{});
+      } else {
+        launch(std::false_type{});
+      }
+    });
+  });
+}
+
+void bias_activation_layernorm_backward(const Tensor& gx, const Tensor& gbias, const Tensor& ggamma,
+                                        const Tensor& gbeta, const Tensor& gt, const Tensor& gy, const Tensor& x,
+                                        const Tensor& bias, UnaryOp act, const Tensor& t, const Tensor& mean,
+                                        const Tensor& rstd, const Tensor& gamma) {
+  require_f32(gy.dtype(), "bias_activation_layernorm_backward");
+  const int64_t n = t.size(-1), rows = n ? t.numel() / n : 0;
+  if (n == 0) return;
+  DeviceContext& ctx = context(t);
+  const bool bf16 = gx.dtype() == DType::bf16;
+  const BiasActivationLayerNormGrads a{
+      LayerNormParamSums{gy.data<float>(), t.data<float>(), mean.data<float>(), rstd.data<float>(), n},
+      gt.data<float>(), bf16 ? nullptr : gx.data<float>(), bf16 ? static_cast<uint16_t*>(gx.raw_data()) : nullptr,
+      x.data<float>(), bias.data<float>(), gamma.data<float>()};
+  const ColumnOutputs outs{{ggamma.data<float>(), gbeta.data<float>(), gbias.data<float>()}};
+  visit_activation(act, [&](auto f) {
+    using Op = decltype(f);
+    if (n <= kWarpRowLimit) {
+      rows_and_column_sums(t.device(), ctx, rows, n, outs, BiasActivationLayerNormBackward<Op>{a});
+      return;
+    }
+    launch_rows(rows, n, ctx, [&](bool, unsigned grid, int threads) {  // n > kWarpRowLimit: a block a row
+      ORDO_LAUNCH(bias_activation_layernorm_backward_kernel<Op>, grid, threads, 0, ctx.stream, a, rows);
+    });
+    column_sums(t.device(), ctx, rows, n, outs, BiasActivationLayerNormBackward<Op>{a});
+  });
 }
 
 void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tensor& gy, const Tensor& x,

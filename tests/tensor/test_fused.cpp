@@ -1,5 +1,5 @@
 // The fused transformer pieces (tensor/kernels.inc: residual_layernorm,
-// bias_activation) against the unfused ops they replace, on fresh random
+// bias_activation, bias_activation_layernorm) against the unfused ops they replace, on fresh random
 // inputs: on the CPU the fused path runs the same roundings in the same
 // order, so values agree bit for bit (the column sums of the bias gradient,
 // summed in another order, within their bound); on CUDA (emulated in CI)
@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "autograd/ops.h"
 #include "tensor/device_runtime.h"
@@ -108,6 +109,67 @@ TEST_CASE("fused bias + activation computes the unfused ops' values and gradient
   }
   CHECK_THROWS_WITH(bias_activation(rand_f32({2, 3}, 1), rand_f32({3}, 2), UnaryOp::exp, DType::f32),
                     "bias_activation: 'exp' is not an activation (gelu, gelu_tanh, relu, tanh)");
+}
+
+namespace {
+
+// An MLM head's transform, LayerNorm(act(x + bias)), and its gradients from
+// gy, as the unfused kernels compute them on the CPU: bias_activation, then
+// layernorm; layernorm_backward, then bias_activation_backward.
+struct Transform {
+  Tensor y, y16, t, mean, rstd, gx, gbias, ggamma, gbeta;
+};
+Transform unfused_transform(const Tensor& x, const Tensor& bias, UnaryOp act, const Tensor& gamma,
+                            const Tensor& beta, const Tensor& gy) {
+  Transform r;
+  r.t = bias_activation(x, bias, act, DType::f32);
+  LayerNormResult ln = layernorm(r.t, gamma, beta, 1e-5, /*with_operand=*/true);
+  r.y = ln.y, r.y16 = ln.y_operand, r.mean = ln.mean, r.rstd = ln.rstd;
+  const LayerNormGrads lg = layernorm_backward(gy, r.t, ln.mean, ln.rstd, gamma);
+  const BiasActivationGrads bg = bias_activation_backward(lg.gx, x, bias, act, DType::f32);
+  r.gx = bg.gx, r.gbias = bg.gbias, r.ggamma = lg.ggamma, r.gbeta = lg.gbeta;
+  return r;
+}
+
+// The fused op on the inputs' device, with its gradient of x in gx_dtype.
+Transform fused_transform(const Tensor& x, const Tensor& bias, UnaryOp act, const Tensor& gamma, const Tensor& beta,
+                          const Tensor& gy, DType gx_dtype) {
+  const BiasActivationLayerNormResult f = bias_activation_layernorm(x, bias, act, gamma, beta, 1e-5, true);
+  const BiasActivationLayerNormGrads g = bias_activation_layernorm_backward(gy, x, bias, act, f, gamma, gx_dtype);
+  return {f.y, f.y_operand, f.t, f.mean, f.rstd, g.gx, g.gbias, g.ggamma, g.gbeta};
+}
+
+}  // namespace
+
+// On the CPU the fused op runs the unfused kernels in order: the same bits
+// (the gradcheck suite's "bias_activation_layernorm gelu" checks the
+// formulas against f64 finite differences). x's gradient as bf16 is the f32
+// one rounded once; y's rounding beside y is a cast's.
+TEST_CASE("bias + activation + LayerNorm computes the unfused ops' values and gradients", "[tensor]") {
+  for (const Shape& shape : {Shape{5, 17}, Shape{3, 4, 300}})
+    for (const UnaryOp act : {UnaryOp::gelu, UnaryOp::gelu_tanh, UnaryOp::tanh}) {
+      INFO(unary_name(act) << " " << shape_str(shape));
+      const int64_t n = shape.back();
+      const Tensor x = rand_f32(shape, 20, -3, 3), b = rand_f32({n}, 21), gy = rand_f32(shape, 22);
+      const Tensor gamma = rand_f32({n}, 23, 0.5, 1.5), beta = rand_f32({n}, 24);
+      const Transform u = unfused_transform(x, b, act, gamma, beta, gy);
+      const Transform f = fused_transform(x, b, act, gamma, beta, gy, DType::f32);
+      for (const auto& [got, want, what] : {std::tuple{f.y, u.y, "y"}, {f.y16, u.y16, "y16"}, {f.t, u.t, "t"},
+                                            {f.mean, u.mean, "mean"}, {f.rstd, u.rstd, "rstd"}, {f.gx, u.gx, "gx"},
+                                            {f.gbias, u.gbias, "gbias"}, {f.ggamma, u.ggamma, "ggamma"},
+                                            {f.gbeta, u.gbeta, "gbeta"}}) {
+        INFO(what);
+        CHECK(test::bit_identical(got, want));
+      }
+      CHECK(f.y16.dtype() == DType::bf16);
+      const Transform rounded = fused_transform(x, b, act, gamma, beta, gy, DType::bf16);
+      REQUIRE(rounded.gx.dtype() == DType::bf16);
+      CHECK(test::bit_identical(rounded.gx, f.gx.to(DType::bf16)));
+      CHECK(test::bit_identical(rounded.gbias, f.gbias));
+    }
+  CHECK_THROWS_WITH(bias_activation_layernorm(rand_f32({2, 3}, 1), rand_f32({3}, 2), UnaryOp::gelu, rand_f32({4}, 3),
+                                              rand_f32({3}, 4), 1e-5),
+                    Catch::Contains("bias_activation_layernorm: gamma has shape [4], expected [3]"));
 }
 
 namespace {
@@ -463,6 +525,43 @@ TEST_CASE("cuda: fused residual + dropout + LayerNorm matches the CPU, in 1 laun
         const std::vector<double> a = g.gh.to_doubles(), b = cpu.gh.to_doubles();
         for (size_t i = 0; i < a.size(); ++i) CHECK((a[i] == 0) == (b[i] == 0));
       }
+    }
+}
+
+// Against the CPU's unfused kernels, bounds as the fused bias + activation's
+// (the device's erff/tanhf a few ulps from the host's, |x + b| <= 4) carried
+// through LayerNorm as residual + LayerNorm's; the bias's, gamma's sums over
+// the rows. One launch each way (two backward for rows over 1024); bf16 x
+// gradient and y beside y: the device's f32 values rounded once.
+TEST_CASE("cuda: bias + activation + LayerNorm matches the CPU, in 1 launch forward and 1 backward", "[cuda]") {
+  uint64_t seed = 120;
+  for (const UnaryOp act : {UnaryOp::gelu, UnaryOp::tanh})
+    for (const Shape& shape : {Shape{5, 17}, Shape{40, 300}, Shape{3, 1100}}) {
+      const std::string what = std::string(unary_name(act)) + " " + shape_str(shape);
+      INFO(what);
+      const int64_t n = shape.back(), rows = shape_numel(shape) / n;
+      const Tensor x = rand_f32(shape, ++seed, -3, 3), b = rand_f32({n}, ++seed), gy = rand_f32(shape, ++seed);
+      const Tensor gamma = rand_f32({n}, ++seed, 0.5, 1.5), beta = rand_f32({n}, ++seed);
+      const Transform cpu = unfused_transform(x, b, act, gamma, beta, gy);
+      const Tensor xg = x.to(kGpu), bg = b.to(kGpu), gammag = gamma.to(kGpu), betag = beta.to(kGpu), gyg = gy.to(kGpu);
+      synchronize(kGpu);
+      reset_device_counters();
+      const BiasActivationLayerNormResult f = bias_activation_layernorm(xg, bg, act, gammag, betag, 1e-5, true);
+      CHECK(device_counters().kernel_launches == 1);
+      reset_device_counters();
+      const BiasActivationLayerNormGrads g = bias_activation_layernorm_backward(gyg, xg, bg, act, f, gammag, DType::f32);
+      CHECK(device_counters().kernel_launches == (n <= 1024 ? 1 : 2));
+      check_close(f.t, cpu.t, 8 * kU, 8 * kU * 4, what + " t");
+      check_close(f.y, cpu.y, 8 * kU, 128 * kU, what + " y");
+      check_close(g.gx, cpu.gx, 8 * kU, 128 * kU, what + " gx");
+      check_close(g.gbias, cpu.gbias, 8 * kU, 128 * kU * static_cast<double>(rows), what + " gbias");
+      check_close(g.ggamma, cpu.ggamma, 8 * kU, 128 * kU * static_cast<double>(rows), what + " ggamma");
+      check_close(g.gbeta, cpu.gbeta, 2 * kU, 1e-9, what + " gbeta");  // sums of gy: the same terms
+      CHECK(test::bit_identical(f.y_operand.to(Device::cpu()), f.y.to(Device::cpu()).to(DType::bf16)));
+      const BiasActivationLayerNormGrads g16 =
+          bias_activation_layernorm_backward(gyg, xg, bg, act, f, gammag, DType::bf16);
+      CHECK(test::bit_identical(g16.gx.to(Device::cpu()), g.gx.to(Device::cpu()).to(DType::bf16)));
+      CHECK(test::bit_identical(g16.gbias.to(Device::cpu()), g.gbias.to(Device::cpu())));
     }
 }
 
