@@ -558,7 +558,16 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace, 
   x = dropout(x, config_.hidden_dropout_prob, ctx);
   if (trace && trace->keep_hidden_states) trace->hidden_states.push_back(x.value());
 
-  Var mask(attention_bias(in.attention_mask, batch, length, config_.decoder, x.dtype(), device_));
+  Var mask;
+  if (in.padding_bias.defined() && !config_.decoder) {
+    check_shape(in.padding_bias, {batch, 1, 1, length}, "BertModel", "padding_bias");
+    check_dtype(in.padding_bias, x.dtype(), "BertModel", "padding_bias");
+    ORDO_CHECK(in.padding_bias.device() == device_, "BertModel: padding_bias is on ", in.padding_bias.device().str(),
+               ", the model on ", device_.str());
+    mask = Var(in.padding_bias);
+  } else {
+    mask = Var(attention_bias(in.attention_mask, batch, length, config_.decoder, x.dtype(), device_));
+  }
   for (size_t l = 0; l < encoder.layers.size(); ++l) {
     const bool last = l + 1 == encoder.layers.size();
     x = encoder.layers[l]->forward(x, mask, *pe_, static_cast<int>(l), positions, segments, ctx, trace,

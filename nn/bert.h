@@ -36,6 +36,11 @@ struct BertInputs {
   // The facts of positions and segment_ids, given by whoever made them on the
   // host (the training loop); else BertModel::forward reads them once.
   std::optional<InputFacts> facts;
+  // attention_bias(attention_mask, ..., causal false) in the model's dtype on
+  // its device, made on the host with the batch (the training loop: one copy
+  // in with it, no launch in the step); undefined: the forward makes it. A
+  // decoder makes its causal mask in the forward either way.
+  Tensor padding_bias;
 };
 
 // What a forward pass can hand back besides the last hidden state, for

@@ -103,6 +103,9 @@ struct Stepper {
     if (!host.segment_ids.defined()) host.segment_ids = Tensor::zeros({batch, length}, DType::i64, Device::cpu());
     const Tensor positions = nn::default_positions(batch, length, Device::cpu());
     host.facts = nn::input_facts(positions.data<int64_t>(), host.segment_ids.data<int64_t>(), batch, length);
+    // After: the padding bias made on the host with the batch, as pretrain's to_device makes it.
+    if (mode.fused)
+      host.padding_bias = nn::attention_bias(host.attention_mask, batch, length, false, DType::f32, Device::cpu());
     if (mode.graphs) {
       // Everything the forward reads made before the capture, the facts known on the host.
       device_inputs.input_ids = host.input_ids.to(device);
@@ -110,6 +113,7 @@ struct Stepper {
       device_inputs.positions = positions.to(device);
       device_inputs.segment_ids = host.segment_ids.to(device);
       device_inputs.facts = host.facts;
+      if (host.padding_bias.defined()) device_inputs.padding_bias = host.padding_bias.to(device);
       rows = nn::mlm_rows(labels, device);  // the same batch every step: its own count is the fixed shape
       graphed = std::make_unique<train::GraphedStep>(*opt, device);
     }
@@ -128,6 +132,7 @@ struct Stepper {
       in.attention_mask = host.attention_mask.to(device);
       in.segment_ids = host.segment_ids.to(device);
       in.facts = host.facts;
+      if (host.padding_bias.defined()) in.padding_bias = host.padding_bias.to(device);
       nn::PretrainingOutput out = model->forward(in, labels, Tensor(), ctx);
       out.loss.backward();
       opt->step(/*read_norm=*/false);

@@ -292,6 +292,12 @@ struct DeviceBatch {
   int64_t tokens = 0;  // positions processed (batch x length)
 };
 
+// The encoder's padding bias of a batch, made on the host (nn::BertInputs::padding_bias).
+Tensor padding_bias(const text::Batch& b) {
+  return nn::attention_bias(Tensor::from_vector(b.attention_mask, {b.batch, b.length}), b.batch, b.length,
+                            /*causal=*/false, DType::f32, Device::cpu());
+}
+
 DeviceBatch to_device(const text::Batch& b, Device device) {
   const Shape shape{b.batch, b.length};
   DeviceBatch d;
@@ -301,6 +307,7 @@ DeviceBatch to_device(const text::Batch& b, Device device) {
   d.inputs.attention_mask = Tensor::from_vector(b.attention_mask, shape, device);
   // Known here, on the host: the encodings need not read them back from the device.
   d.inputs.facts = nn::input_facts(b.positions.data(), b.segment_ids.data(), b.batch, b.length);
+  d.inputs.padding_bias = padding_bias(b).to(device);
   // On the host: the model reads them there (nn/heads.h), which on a device saves a round trip.
   d.labels = Tensor::from_vector(b.clm_labels.empty() ? b.mlm_labels : b.clm_labels, shape);
   if (!b.nsp_labels.empty()) d.nsp_labels = Tensor::from_vector(b.nsp_labels, {b.batch}, device);
@@ -612,6 +619,7 @@ StepResult graphed_pretrain_step(PretrainRun& r, const TrainConfig& t, const tex
     in.inputs.segment_ids.copy_from(Tensor::from_vector(b.segment_ids, shape));
     in.inputs.positions.copy_from(Tensor::from_vector(b.positions, shape));
     in.inputs.attention_mask.copy_from(Tensor::from_vector(b.attention_mask, shape));
+    in.inputs.padding_bias.copy_from(padding_bias(b));
     const nn::MlmRows rows = nn::mlm_rows(Tensor::from_vector(causal ? b.clm_labels : b.mlm_labels, shape),
                                           Device::cpu(), r.graph_rows.rows.numel());
     ORDO_ASSERT(rows.ascending == r.graph_rows.ascending);  // the captured head picks the rows one way

@@ -3,12 +3,14 @@
 // definitions (cross-entropy; MSE for regression; the span loss with
 // positions past the window ignored), and every parameter through the f64
 // gradient check.
+#include <algorithm>
 #include <cmath>
 
 #include "base/file_io.h"
 #include "nn/checkpoint.h"
 #include "nn/heads.h"
 #include "nn/task_heads.h"
+#include "tensor/kernel_calls.h"
 #include "tensor/safetensors.h"
 #include "pe/registry.h"
 #include "tests/helpers.h"
@@ -406,4 +408,45 @@ TEST_CASE("mlm_rows pads with rows nothing predicts, in row order, and the step 
       INFO((k == 1 ? "padded in row order" : "row 0 repeated") << ", value " << i << " (0: the loss)");
       CHECK(ordo::test::bit_identical(results[k][i], results[0][i]));
     }
+}
+
+// A padding bias the training loop makes on the host with the batch is the
+// bias the forward makes from attention_mask: the loss and every gradient
+// bit for bit, and the forward makes no kernel for it. A bias of another
+// shape, dtype or device is refused by name.
+TEST_CASE("a padding bias made on the host gives the forward's loss and gradients, and spares its kernel", "[nn]") {
+  const nn::BertConfig c = small_config();
+  const Tensor labels = Tensor::from_vector(std::vector<int64_t>{-100, 7, -100, -100, 4, -100, 3, -100, -100, -100,
+                                                                 -100, -100, 9, -100, -100},
+                                            {3, 5});
+  std::vector<std::vector<Tensor>> results;
+  std::vector<int64_t> affine_calls;
+  for (const bool given : {false, true}) {
+    nn::BertInputs in = batch();
+    if (given) in.padding_bias = nn::attention_bias(in.attention_mask, 3, 5, false, DType::f32, Device::cpu());
+    nn::PretrainingModel model(c, pe::make_position_encoding(c, Device::cpu()), Device::cpu(), false);
+    nn::initialize(model, 7);
+    nn::Context ctx = nn::Context::train(1, 0);
+    KernelCallRecording recording;
+    nn::PretrainingOutput out = model.forward(in, labels, Tensor(), ctx);
+    const std::vector<KernelCall> calls = recording.calls();
+    affine_calls.push_back(static_cast<int64_t>(std::count_if(
+        calls.begin(), calls.end(), [](const KernelCall& k) { return std::string(k.kernel) == "affine_to"; })));
+    out.loss.backward();
+    std::vector<Tensor> r = {out.loss.value()};
+    for (const auto& [name, p] : model.named_parameters()) r.push_back(p->var.grad());
+    results.push_back(r);
+  }
+  CHECK(affine_calls == std::vector<int64_t>{1, 0});
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    INFO("value " << i << " (0: the loss)");
+    CHECK(ordo::test::bit_identical(results[1][i], results[0][i]));
+  }
+  nn::PretrainingModel model(c, pe::make_position_encoding(c, Device::cpu()), Device::cpu(), false);
+  nn::BertInputs in = batch();
+  nn::Context ctx;
+  in.padding_bias = Tensor::zeros({3, 5}, DType::f32);
+  CHECK_THROWS_WITH(model.forward(in, labels, Tensor(), ctx), Catch::Contains("padding_bias has shape [3, 5], expected [3, 1, 1, 5]"));
+  in.padding_bias = Tensor::zeros({3, 1, 1, 5}, DType::f64);
+  CHECK_THROWS_WITH(model.forward(in, labels, Tensor(), ctx), Catch::Contains("padding_bias has dtype f64, expected f32"));
 }
