@@ -125,6 +125,16 @@ void add_index_cases(std::vector<GradcheckCase>& cases) {
                                               ids({3, 0, 3}, {1, 3})},
                                           {-1, -1, -1});
                    }, {}});
+  // The embeddings' front: the sum, LayerNorm and dropout p=0.3 (a padding
+  // row's zero gradient is by design, not a derivative: tests/tensor/test_fused.cpp).
+  cases.push_back({"embedding_layernorm: three tables, dropout p=0.3",
+                   {rnd({5, 4}, 507), rnd({2, 4}, 508), rnd({4, 4}, 509), rnd({4}, 510, 0.5, 1.5), rnd({4}, 511)},
+                   [](const std::vector<Var>& v) {
+                     return embedding_layernorm({v[0], v[1], v[2]},
+                                                {ids({4, 1, 4, 0, 4, 2}, {2, 3}), ids({0, 1, 1, 0, 0, 0}, {2, 3}),
+                                                 ids({3, 0, 3}, {1, 3})},
+                                                {-1, -1, -1}, v[3], v[4], 1e-5, 0.3, PhiloxStream{77, 6, Tensor()});
+                   }, {}});
   cases.push_back({"index_select axis 1", {rnd({3, 4, 2}, 501)},
                    [](const std::vector<Var>& v) { return index_select(v[0], 1, ids({3, 0, 3}, {3})); }, {}});
   cases.push_back({"select_rows: ascending, distinct, rows 1 and 3 not picked", {rnd({5, 3}, 506)},

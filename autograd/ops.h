@@ -68,6 +68,13 @@ Var embedding(const Var& table, const Tensor& ids, int64_t padding_idx = -1);
 // [1, L] summed as if repeated for each sequence).
 Var embedding_sum(const std::vector<Var>& tables, const std::vector<Tensor>& ids,
                   const std::vector<int64_t>& padding_idx);
+// dropout(LayerNorm(embedding_sum(tables, ids)), p, stream) in one op: the
+// embeddings' front (p = 0: no dropout). Under a forward's
+// OperandRoundingScope the kernel writes y's bf16 rounding too, for the
+// first layer's product.
+Var embedding_layernorm(const std::vector<Var>& tables, const std::vector<Tensor>& ids,
+                        const std::vector<int64_t>& padding_idx, const Var& gamma, const Var& beta, double eps,
+                        double p, const PhiloxStream& stream);
 Var index_select(const Var& x, int axis, const Tensor& idx);
 // index_select along axis 0 of rows listed distinct and ascending (the MLM
 // head's predicted positions, nn::MlmRows): the same values; the backward is

@@ -35,6 +35,45 @@ Var embedding_sum(const std::vector<Var>& tables, const std::vector<Tensor>& ids
                    });
 }
 
+// y = dropout(LayerNorm(s)), s the lookups' sum: gs = LayerNorm's gx of
+// dropout's backward of gy, each table's gradient the lookups' of gs.
+Var embedding_layernorm(const std::vector<Var>& tables, const std::vector<Tensor>& ids,
+                        const std::vector<int64_t>& padding_idx, const Var& gamma, const Var& beta, double eps,
+                        double p, const PhiloxStream& stream) {
+  ORDO_CHECK(padding_idx.size() == tables.size(), "embedding_layernorm: ", padding_idx.size(), " padding rows for ",
+             tables.size(), " tables");
+  std::vector<Tensor> values;
+  std::vector<int64_t> rows;
+  for (const Var& t : tables) {
+    values.push_back(t.value());
+    rows.push_back(t.size(0));
+  }
+  EmbeddingLayerNormResult r = embedding_layernorm(values, ids, gamma.value(), beta.value(), eps, p, stream,
+                                                   OperandRoundingScope::collecting());
+  OperandRoundingScope::add_rounding(r.y, r.y_operand);
+  r.y_operand = Tensor();
+  const Tensor y = r.y;
+  r.y = Tensor();  // the backward needs s, mean and rstd only
+  std::vector<Var> inputs = tables;
+  inputs.push_back(gamma);
+  inputs.push_back(beta);
+  return record_op("embedding_layernorm", y, inputs,
+                   [r, ids, padding_idx, rows, gv = gamma.value(), p, stream](const Tensor& gy,
+                                                                              const std::vector<bool>& needs) {
+                     const size_t n = ids.size();
+                     std::vector<Tensor> onto(n);
+                     for (size_t t = 0; t < n; ++t)
+                       if (needs[t]) onto[t] = take_pending_gradient(t);
+                     const std::vector<bool> wanted(needs.begin(), needs.begin() + static_cast<long>(n));
+                     EmbeddingLayerNormGrads g =
+                         embedding_layernorm_backward(gy, r, gv, p, stream, ids, rows, padding_idx, onto, wanted);
+                     std::vector<Tensor> grads = g.tables;
+                     grads.push_back(g.ggamma);
+                     grads.push_back(g.gbeta);
+                     return grads;
+                   });
+}
+
 Var index_select(const Var& x, int axis, const Tensor& idx) {
   Tensor y = index_select(x.value(), axis, idx);
   return record_op("index_select", y, {x}, [axis, idx, xshape = x.shape()](const Tensor& gy, const std::vector<bool>&) {

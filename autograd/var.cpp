@@ -45,7 +45,8 @@ const std::vector<std::string>& differentiable_ops() {
       "matmul", "linear", "linear_stacked", "softmax", "softmax_dropout", "log_softmax", "layernorm", "cross_entropy",
       "linear_cross_entropy", "dropout",
       // fused transformer pieces (autograd/ops_fused.cpp)
-      "residual_layernorm", "bias_activation", "bias_activation_layernorm", "split_heads", "rotary", "operand",
+      "residual_layernorm", "bias_activation", "bias_activation_layernorm", "embedding_layernorm", "split_heads",
+      "rotary", "operand",
   };
   return ops;
 }

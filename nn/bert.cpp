@@ -517,6 +517,8 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace, 
   }
   // With segment = per_head there is no segment embedding here (pe/segments.h).
   const Embedding* segment_table = embeddings.token_type_embeddings;
+  const bool dropped = ctx.training && config_.hidden_dropout_prob > 0;  // as nn::dropout
+  bool normed = false;  // the LayerNorm and dropout done with the lookups' sum
   Var x;
   if (!drop_tokens && config_.word_embedding_scale == 1.0) {
     // The lookups (word, token type, a learned position table) added in one
@@ -534,7 +536,15 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace, 
       ids.push_back(position_lookup.rows);
       padding_rows.push_back(-1);
     }
-    x = embedding_sum(tables, ids, padding_rows);
+    if (ctx.fused && embeddings.norm && !position_vectors.defined()) {
+      // The sum, its LayerNorm and the dropout in one pass (the same bits).
+      const LayerNorm& norm = *embeddings.norm;
+      x = embedding_layernorm(tables, ids, padding_rows, norm.weight.var, norm.bias.var, norm.eps,
+                              dropped ? config_.hidden_dropout_prob : 0.0, dropped ? ctx.take_stream() : PhiloxStream{});
+      normed = true;
+    } else {
+      x = embedding_sum(tables, ids, padding_rows);
+    }
   } else {
     Var tokens;
     if (!drop_tokens) tokens = affine(embeddings.word_embeddings.forward(in.input_ids), config_.word_embedding_scale);
@@ -553,9 +563,10 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace, 
   }
   x = sum_of_defined(x, position_vectors);
   if (x.size(0) != batch) x = contiguous(expand(x, {batch, length, x.size(2)}));  // the positions' term alone
-  const bool dropped = ctx.training && config_.hidden_dropout_prob > 0;  // as nn::dropout
-  if (embeddings.norm) x = embeddings.norm->forward(x, /*to_product=*/!dropped);
-  x = dropout(x, config_.hidden_dropout_prob, ctx);
+  if (!normed) {
+    if (embeddings.norm) x = embeddings.norm->forward(x, /*to_product=*/!dropped);
+    x = dropout(x, config_.hidden_dropout_prob, ctx);
+  }
   if (trace && trace->keep_hidden_states) trace->hidden_states.push_back(x.value());
 
   Var mask;

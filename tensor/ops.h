@@ -201,6 +201,28 @@ Tensor embedding_sum(const std::vector<Tensor>& tables, const std::vector<Tensor
 std::vector<Tensor> embedding_sum_backward(const Tensor& gout, const std::vector<Tensor>& ids,
                                            const std::vector<int64_t>& rows, const std::vector<int64_t>& padding_idx,
                                            const std::vector<Tensor>& onto, const std::vector<bool>& wanted);
+// The embeddings' front: embedding_sum(tables, ids), then LayerNorm (gamma,
+// beta [d], eps), then dropout(p, stream), in one pass — those ops' bits; y's
+// bf16 rounding (of the dropped values) beside it when asked (with_operand, f32).
+struct EmbeddingLayerNormResult {
+  Tensor y;
+  Tensor s;           // the lookups' sum: the LayerNorm's input, saved for the backward
+  Tensor mean, rstd;  // [B, L]
+  Tensor y_operand;
+};
+EmbeddingLayerNormResult embedding_layernorm(const std::vector<Tensor>& tables, const std::vector<Tensor>& ids,
+                                             const Tensor& gamma, const Tensor& beta, double eps, double p,
+                                             const PhiloxStream& stream, bool with_operand = false);
+struct EmbeddingLayerNormGrads {
+  std::vector<Tensor> tables;  // as embedding_sum_backward returns them
+  Tensor ggamma, gbeta;
+};
+// ids, rows, padding_idx, onto and wanted as embedding_sum_backward's.
+EmbeddingLayerNormGrads embedding_layernorm_backward(const Tensor& gy, const EmbeddingLayerNormResult& saved,
+                                                     const Tensor& gamma, double p, const PhiloxStream& stream,
+                                                     const std::vector<Tensor>& ids, const std::vector<int64_t>& rows,
+                                                     const std::vector<int64_t>& padding_idx,
+                                                     const std::vector<Tensor>& onto, const std::vector<bool>& wanted);
 // index_select(x, 0, rows) of a [n, d] x, and with with_operand (f32 x) y's
 // bf16 rounding written beside it in the same pass, as layernorm's
 // y_operand: the MLM head's gather feeding its transform's product.

@@ -75,7 +75,9 @@ Tensor embedding(const Tensor& table, const Tensor& ids) {
   return index_select(table, 0, ids.contiguous().reshape({ids.numel()})).reshape(out_shape);
 }
 
-Tensor embedding_sum(const std::vector<Tensor>& tables, const std::vector<Tensor>& ids) {
+namespace {
+// embedding_sum's arguments checked, and its output (empty).
+Tensor embedding_sum_output(const std::vector<Tensor>& tables, const std::vector<Tensor>& ids) {
   ORDO_CHECK(!tables.empty() && tables.size() <= static_cast<size_t>(kEmbeddingSumTerms) && ids.size() == tables.size(),
              "embedding_sum: 1 to ", kEmbeddingSumTerms, " tables with ids each, got ", tables.size(), " tables and ",
              ids.size(), " ids");
@@ -91,14 +93,20 @@ Tensor embedding_sum(const std::vector<Tensor>& tables, const std::vector<Tensor
                " does not match table 0's width ", tables[0].size(1), " and length ", ids[0].size(1));
     batch = std::max(batch, ids[t].size(0));
   }
-  std::vector<Tensor> dense_tables, dense_ids;
-  for (size_t t = 0; t < tables.size(); ++t) {
+  for (size_t t = 0; t < tables.size(); ++t)
     ORDO_CHECK(ids[t].size(0) == batch || ids[t].size(0) == 1, "embedding_sum: ids ", t, " have shape ",
                shape_str(ids[t].shape()), ", expected a batch of ", batch, " or 1");
+  return Tensor::empty({batch, ids[0].size(1), tables[0].size(1)}, tables[0].dtype(), tables[0].device());
+}
+}  // namespace
+
+Tensor embedding_sum(const std::vector<Tensor>& tables, const std::vector<Tensor>& ids) {
+  Tensor out = embedding_sum_output(tables, ids);
+  std::vector<Tensor> dense_tables, dense_ids;
+  for (size_t t = 0; t < tables.size(); ++t) {
     dense_tables.push_back(tables[t].contiguous());
     dense_ids.push_back(ids[t].contiguous());
   }
-  Tensor out = Tensor::empty({batch, ids[0].size(1), tables[0].size(1)}, tables[0].dtype(), tables[0].device());
   ORDO_BACKEND(out.device(), embedding_sum)(out, dense_tables, dense_ids);
   return out;
 }
@@ -135,43 +143,113 @@ Tensor select_rows_backward(const Tensor& g, const Tensor& rows, int64_t n) {
   return gx;
 }
 
+namespace {
+
+// The tables of an embedding sum's backward that want a gradient: each one's
+// buffer (onto[t], or a new one), ids, padding row and onto flag as the
+// backend takes them, checked against the gradient's [B, L, d] and dtype.
+struct TableGrads {
+  std::vector<Tensor> grads;  // every table's, undefined where not wanted
+  std::vector<Tensor> wanted_grads, wanted_ids;
+  std::vector<int64_t> skip_rows;
+  std::vector<bool> onto_flags;
+};
+TableGrads table_grads(const char* op, const Tensor& gout, const std::vector<Tensor>& ids,
+                       const std::vector<int64_t>& rows, const std::vector<int64_t>& padding_idx,
+                       const std::vector<Tensor>& onto, const std::vector<bool>& wanted) {
+  const size_t count = ids.size();
+  ORDO_CHECK(rows.size() == count && padding_idx.size() == count && onto.size() == count && wanted.size() == count,
+             op, ": ", count, " ids with ", rows.size(), " row counts, ", padding_idx.size(), " padding rows, ",
+             onto.size(), " onto and ", wanted.size(), " wanted flags");
+  const int64_t B = gout.size(0), L = gout.size(1), d = gout.size(2);
+  TableGrads g;
+  g.grads.resize(count);
+  for (size_t t = 0; t < count; ++t) {
+    if (!wanted[t]) continue;
+    check_dim(ids[t], 2, op, "ids");
+    ORDO_CHECK(ids[t].dtype() == DType::i64 && ids[t].device() == gout.device(), op, ": ids ", t,
+               " must be i64 on gout's device");
+    ORDO_CHECK((ids[t].size(0) == B || ids[t].size(0) == 1) && ids[t].size(1) == L, op, ": ids ", t, " have shape ",
+               shape_str(ids[t].shape()), ", expected [", B, " or 1, ", L, "] as gout ", shape_str(gout.shape()));
+    ORDO_CHECK(padding_idx[t] < rows[t], op, ": padding row ", padding_idx[t], " of table ", t, " is outside its ",
+               rows[t], " rows");
+    if (onto[t].defined()) {
+      check_shape(onto[t], {rows[t], d}, op, "onto");
+      ORDO_CHECK(onto[t].is_contiguous() && onto[t].dtype() == gout.dtype(), op,
+                 ": onto must be contiguous and of gout's dtype");
+    }
+    g.grads[t] = onto[t].defined() ? onto[t] : Tensor::empty({rows[t], d}, gout.dtype(), gout.device());
+    g.wanted_grads.push_back(g.grads[t]);
+    g.wanted_ids.push_back(ids[t].contiguous());
+    g.skip_rows.push_back(padding_idx[t]);
+    g.onto_flags.push_back(onto[t].defined());
+  }
+  return g;
+}
+
+}  // namespace
+
 std::vector<Tensor> embedding_sum_backward(const Tensor& gout, const std::vector<Tensor>& ids,
                                            const std::vector<int64_t>& rows, const std::vector<int64_t>& padding_idx,
                                            const std::vector<Tensor>& onto, const std::vector<bool>& wanted) {
   check_float(gout, "embedding_sum_backward", "gout");
   check_dim(gout, 3, "embedding_sum_backward", "gout");
-  const size_t count = ids.size();
-  ORDO_CHECK(rows.size() == count && padding_idx.size() == count && onto.size() == count && wanted.size() == count,
-             "embedding_sum_backward: ", count, " ids with ", rows.size(), " row counts, ", padding_idx.size(),
-             " padding rows, ", onto.size(), " onto and ", wanted.size(), " wanted flags");
-  const int64_t B = gout.size(0), L = gout.size(1), d = gout.size(2);
-  std::vector<Tensor> grads(count), wanted_grads, wanted_ids;
-  std::vector<int64_t> skip_rows;
-  std::vector<bool> onto_flags;
-  for (size_t t = 0; t < count; ++t) {
-    if (!wanted[t]) continue;
-    check_dim(ids[t], 2, "embedding_sum_backward", "ids");
-    ORDO_CHECK(ids[t].dtype() == DType::i64 && ids[t].device() == gout.device(),
-               "embedding_sum_backward: ids ", t, " must be i64 on gout's device");
-    ORDO_CHECK((ids[t].size(0) == B || ids[t].size(0) == 1) && ids[t].size(1) == L, "embedding_sum_backward: ids ", t,
-               " have shape ", shape_str(ids[t].shape()), ", expected [", B, " or 1, ", L, "] as gout ",
-               shape_str(gout.shape()));
-    ORDO_CHECK(padding_idx[t] < rows[t], "embedding_sum_backward: padding row ", padding_idx[t], " of table ", t,
-               " is outside its ", rows[t], " rows");
-    if (onto[t].defined()) {
-      check_shape(onto[t], {rows[t], d}, "embedding_sum_backward", "onto");
-      ORDO_CHECK(onto[t].is_contiguous() && onto[t].dtype() == gout.dtype(),
-                 "embedding_sum_backward: onto must be contiguous and of gout's dtype");
-    }
-    grads[t] = onto[t].defined() ? onto[t] : Tensor::empty({rows[t], d}, gout.dtype(), gout.device());
-    wanted_grads.push_back(grads[t]);
-    wanted_ids.push_back(ids[t].contiguous());
-    skip_rows.push_back(padding_idx[t]);
-    onto_flags.push_back(onto[t].defined());
+  TableGrads g = table_grads("embedding_sum_backward", gout, ids, rows, padding_idx, onto, wanted);
+  ORDO_BACKEND(gout.device(), embedding_sum_backward)(g.wanted_grads, gout.contiguous(), g.wanted_ids, g.skip_rows,
+                                                      g.onto_flags);
+  return g.grads;
+}
+
+EmbeddingLayerNormResult embedding_layernorm(const std::vector<Tensor>& tables, const std::vector<Tensor>& ids,
+                                             const Tensor& gamma, const Tensor& beta, double eps, double p,
+                                             const PhiloxStream& stream, bool with_operand) {
+  const char* op = "embedding_layernorm";
+  const Tensor sum = embedding_sum_output(tables, ids);  // the LayerNorm's input, s
+  const int64_t d = sum.size(2);
+  check_shape(gamma, {d}, op, "gamma");
+  check_shape(beta, {d}, op, "beta");
+  check_same_dtype(tables[0], gamma, op);
+  check_same_dtype(tables[0], beta, op);
+  check_same_device(tables[0], gamma, op);
+  check_same_device(tables[0], beta, op);
+  ORDO_CHECK(eps > 0, op, ": eps must be positive, got ", eps);
+  ORDO_CHECK(p >= 0 && p < 1, op, ": p must be in [0, 1), got ", p);
+  check_philox_stream(stream, tables[0].device(), op);
+  const Shape shape = sum.shape();
+  const DType dtype = tables[0].dtype();
+  const Device device = tables[0].device();
+  EmbeddingLayerNormResult r{Tensor::empty(shape, dtype, device), sum,
+                             Tensor::empty({shape[0], shape[1]}, dtype, device),
+                             Tensor::empty({shape[0], shape[1]}, dtype, device),
+                             with_operand && dtype == DType::f32 ? Tensor::empty(shape, DType::bf16, device) : Tensor()};
+  std::vector<Tensor> dense_tables, dense_ids;
+  for (size_t t = 0; t < tables.size(); ++t) {
+    dense_tables.push_back(tables[t].contiguous());
+    dense_ids.push_back(ids[t].contiguous());
   }
-  ORDO_BACKEND(gout.device(), embedding_sum_backward)(wanted_grads, gout.contiguous(), wanted_ids, skip_rows,
-                                                      onto_flags);
-  return grads;
+  ORDO_BACKEND(device, embedding_layernorm)(r.y, r.s, r.mean, r.rstd, dense_tables, dense_ids, gamma.contiguous(),
+                                            beta.contiguous(), eps, p, stream, r.y_operand);
+  return r;
+}
+
+EmbeddingLayerNormGrads embedding_layernorm_backward(const Tensor& gy, const EmbeddingLayerNormResult& saved,
+                                                     const Tensor& gamma, double p, const PhiloxStream& stream,
+                                                     const std::vector<Tensor>& ids, const std::vector<int64_t>& rows,
+                                                     const std::vector<int64_t>& padding_idx,
+                                                     const std::vector<Tensor>& onto, const std::vector<bool>& wanted) {
+  const char* op = "embedding_layernorm_backward";
+  const Tensor& s = saved.s;
+  check_shape(gy, s.shape(), op, "gy");
+  check_same_dtype(gy, s, op);
+  check_shape(gamma, {s.size(2)}, op, "gamma");
+  TableGrads g = table_grads(op, s, ids, rows, padding_idx, onto, wanted);
+  EmbeddingLayerNormGrads out{g.grads, Tensor::empty(gamma.shape(), s.dtype(), s.device()),
+                              Tensor::empty(gamma.shape(), s.dtype(), s.device())};
+  const Tensor gs = Tensor::empty(s.shape(), s.dtype(), s.device());  // LayerNorm's gx: scratch
+  ORDO_BACKEND(s.device(), embedding_layernorm_backward)(g.wanted_grads, out.ggamma, out.gbeta, gs, gy.contiguous(), s,
+                                                         saved.mean, saved.rstd, gamma.contiguous(), p, stream,
+                                                         g.wanted_ids, g.skip_rows, g.onto_flags);
+  return out;
 }
 
 Tensor gather(const Tensor& x, int axis, const Tensor& idx) {

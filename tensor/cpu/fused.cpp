@@ -229,4 +229,30 @@ void bias_activation_layernorm_backward(const Tensor& gx, const Tensor& gbias, c
   bias_activation_backward(gx, gbias, gt, x, bias, act);
 }
 
+// The unfused kernels in sequence: embedding_sum, layernorm, dropout (y's
+// rounding taken from the dropped values).
+void embedding_layernorm(const Tensor& y, const Tensor& s, const Tensor& mean, const Tensor& rstd,
+                         const std::vector<Tensor>& tables, const std::vector<Tensor>& ids, const Tensor& gamma,
+                         const Tensor& beta, double eps, double p, const PhiloxStream& stream, const Tensor& y16) {
+  embedding_sum(s, tables, ids);
+  layernorm(y, mean, rstd, s, gamma, beta, eps, p > 0 ? Tensor() : y16);
+  if (p == 0) return;
+  if (y16.defined()) dropout(y16, y, p, stream);
+  dropout(y, y, p, stream);
+}
+
+void embedding_layernorm_backward(const std::vector<Tensor>& grads, const Tensor& ggamma, const Tensor& gbeta,
+                                  const Tensor& gs, const Tensor& gy, const Tensor& s, const Tensor& mean,
+                                  const Tensor& rstd, const Tensor& gamma, double p, const PhiloxStream& stream,
+                                  const std::vector<Tensor>& ids, const std::vector<int64_t>& skip_rows,
+                                  const std::vector<bool>& onto) {
+  Tensor g = gy;
+  if (p > 0) {
+    g = Tensor::empty(gy.shape(), gy.dtype());
+    dropout(g, gy, p, stream);
+  }
+  layernorm_backward(gs, ggamma, gbeta, g, s, mean, rstd, gamma);
+  embedding_sum_backward(grads, gs, ids, skip_rows, onto);
+}
+
 }  // namespace ordo::cpu

@@ -28,7 +28,9 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
+#include "tensor/cuda/column_sums.cuh"
 #include "tensor/cuda/cuda_common.cuh"
+#include "tensor/cuda/rows.cuh"
 
 namespace ordo::cuda {
 
@@ -82,24 +84,63 @@ struct EmbeddingTerms {
   int count;
 };
 
+// Element c of row (b, l): the terms' elements added in order (0 with an
+// out-of-range id, reported).
+__device__ __forceinline__ float embedding_sum_at(const EmbeddingTerms& terms, int64_t b, int64_t l, int64_t c,
+                                                  int64_t d, int* index_error) {
+  float sum = 0.0f;
+  for (int t = 0; t < terms.count; ++t) {
+    const int64_t id = terms.ids[t][b * terms.batch[t] + l];
+    if (id < 0 || id >= terms.rows[t]) {
+      report_index_error(index_error, IndexErrorSite::embedding_sum);
+      return 0.0f;
+    }
+    const float x = terms.table[t][id * d + c];
+    sum = t == 0 ? x : sum + x;  // the first term as it is (0 + -0 would be +0)
+  }
+  return sum;
+}
+
 // out[b, l, c] = the terms' elements added in order, one thread per element.
 __global__ void embedding_sum_kernel(float* out, EmbeddingTerms terms, int64_t rows, int64_t length, int64_t d,
                                      int* index_error) {
   for (int64_t e = global_thread_index(); e < rows * d; e += grid_thread_count()) {
-    const int64_t c = e % d, row = e / d, b = row / length, l = row % length;
-    float sum = 0.0f;
-    for (int t = 0; t < terms.count; ++t) {
-      const int64_t id = terms.ids[t][b * terms.batch[t] + l];
-      if (id < 0 || id >= terms.rows[t]) {
-        report_index_error(index_error, IndexErrorSite::embedding_sum);
-        sum = 0.0f;
-        break;
-      }
-      const float x = terms.table[t][id * d + c];
-      sum = t == 0 ? x : sum + x;  // the first term as it is (0 + -0 would be +0)
-    }
-    out[e] = sum;
+    const int64_t row = e / d;
+    out[e] = embedding_sum_at(terms, row / length, row % length, e % d, d, index_error);
   }
+}
+
+// embedding_layernorm: per row, s = the terms' sum written in one pass that
+// also sums it; then LayerNorm's row through dropout (rows.cuh).
+template <bool kWarpPerRow>
+__global__ void embedding_layernorm_kernel(float* y, uint16_t* y16, float* s, float* mean, float* rstd,
+                                           EmbeddingTerms terms, const float* gamma, const float* beta, int64_t rows,
+                                           int64_t length, int64_t d, double eps, DropoutMask dropout,
+                                           int* index_error) {
+  using Threads = RowThreads<kWarpPerRow>;
+  for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
+    float* sr = s + row * d;
+    double sum = 0.0;
+    for (int64_t j = Threads::lane(); j < d; j += Threads::width()) {
+      sr[j] = embedding_sum_at(terms, row / length, row % length, j, d, index_error);
+      sum += sr[j];
+    }
+    layernorm_row<Threads>(y + row * d, mean, rstd, row, sr, gamma, beta, d, eps, sum, y16 ? y16 + row * d : nullptr,
+                           dropout);
+  }
+}
+
+// embedding_sum's terms on the device; ids [B, L] or [1, L].
+EmbeddingTerms embedding_terms(const std::vector<Tensor>& tables, const std::vector<Tensor>& ids, int64_t L) {
+  EmbeddingTerms terms{};
+  terms.count = static_cast<int>(tables.size());
+  for (int t = 0; t < terms.count; ++t) {
+    terms.table[t] = tables[t].data<float>();
+    terms.ids[t] = ids[t].data<int64_t>();
+    terms.rows[t] = tables[t].size(0);
+    terms.batch[t] = ids[t].size(0) == 1 ? 0 : L;
+  }
+  return terms;
 }
 
 // out[o, j, i] = x[o, idx[o, j, i], i], one thread per element.
@@ -176,18 +217,57 @@ struct RowSums {
   }
 };
 
-// One key per entry (t, j): first_key[t] + its row, or table t's sentinel for
-// an out-of-range row; values = the entry's place t k + j.
-__global__ void row_keys_kernel(uint64_t* keys, int64_t* positions, RowSums s, int64_t k, int* index_error) {
-  for (int64_t e = global_thread_index(); e < s.count * k; e += grid_thread_count()) {
-    const int t = static_cast<int>(e / k);
-    const int64_t j = e % k, id = s.idx[t][(j / s.length) * s.batch[t] + j % s.length];
-    const bool ok = id >= 0 && id < s.rows[t];
-    if (!ok) report_index_error(index_error, s.site);
-    keys[e] = s.first_key[t] + static_cast<uint64_t>(ok ? id : s.rows[t]);
-    positions[e] = e;
-  }
+// The key of entry e = (t, j): first_key[t] + its row, or table t's sentinel
+// for an out-of-range row; its value the entry's place t k + j.
+__device__ __forceinline__ void write_row_key(uint64_t* keys, int64_t* positions, const RowSums& s, int64_t k,
+                                              int64_t e, int* index_error) {
+  const int t = static_cast<int>(e / k);
+  const int64_t j = e % k, id = s.idx[t][(j / s.length) * s.batch[t] + j % s.length];
+  const bool ok = id >= 0 && id < s.rows[t];
+  if (!ok) report_index_error(index_error, s.site);
+  keys[e] = s.first_key[t] + static_cast<uint64_t>(ok ? id : s.rows[t]);
+  positions[e] = e;
 }
+
+// One key per entry (t, j).
+__global__ void row_keys_kernel(uint64_t* keys, int64_t* positions, RowSums s, int64_t k, int* index_error) {
+  for (int64_t e = global_thread_index(); e < s.count * k; e += grid_thread_count())
+    write_row_key(keys, positions, s, k, e, index_error);
+}
+
+// embedding_layernorm's backward, rows of d <= kWarpRowLimit: row r's gs =
+// LayerNorm's gx of dropout's backward of gy, and its entries' sort keys
+// (one lane a table: entry t k + r); the column sums gamma's and beta's. In
+// the launch that fills the keys for add_row_sums' sort.
+struct EmbeddingLayerNormBackward {
+  static constexpr int kSums = 2;
+  LayerNormParamSums norm;  // its x: s; its gy through the dropout mask
+  float* gs;
+  const float* gamma;
+  uint64_t* keys;
+  int64_t* positions;
+  RowSums sums;
+  int64_t entries;  // k, each table's: the batch's B L rows
+  int* index_error;
+  __device__ __forceinline__ void row(int64_t r) const {
+    using Threads = RowThreads<true>;
+    const int64_t n = norm.n;
+    const float* xr = norm.x + r * n;
+    const float* gr = norm.gy + r * n;
+    const float m = norm.mean[r], rs = norm.rstd[r];
+    const LayerNormRowMeans means = layernorm_backward_means<Threads>(xr, gr, m, rs, gamma, n, norm.dropout, r);
+    const uint64_t stream = norm.dropout.on ? norm.dropout.stream() : 0;
+    for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
+      const float xhat = (xr[j] - m) * rs;
+      const float g = norm.dropout.apply(gr[j], r * n + j, stream);
+      gs[r * n + j] = rs * (g * gamma[j] - means.a - xhat * means.c);
+    }
+    if (Threads::lane() < sums.count) write_row_key(keys, positions, sums, entries, Threads::lane() * entries + r, index_error);
+  }
+  __device__ __forceinline__ void operator()(int64_t row, int64_t column, double (&s)[2]) const {
+    norm.add(row, column, s[0], s[1]);
+  }
+};
 
 // scatter_add: one key per element e = (o, j, i) of g, its destination offset in gx.
 __global__ void element_keys_kernel(uint64_t* keys, int64_t* positions, const int64_t* idx,
@@ -381,17 +461,9 @@ void embedding_sum(const Tensor& out, const std::vector<Tensor>& tables, const s
   require_f32(out.dtype(), "embedding_sum");
   if (out.numel() == 0) return;
   const int64_t L = out.size(1), d = out.size(2), rows = out.size(0) * L;
-  EmbeddingTerms terms{};
-  terms.count = static_cast<int>(tables.size());
-  for (int t = 0; t < terms.count; ++t) {
-    terms.table[t] = tables[t].data<float>();
-    terms.ids[t] = ids[t].data<int64_t>();
-    terms.rows[t] = tables[t].size(0);
-    terms.batch[t] = ids[t].size(0) == 1 ? 0 : L;
-  }
   DeviceContext& ctx = context(out);
   ORDO_LAUNCH(embedding_sum_kernel, grid_for(rows * d, kThreads, ctx), kThreads, 0, ctx.stream, out.data<float>(),
-              terms, rows, L, d, ctx.index_error);
+              embedding_terms(tables, ids, L), rows, L, d, ctx.index_error);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
@@ -418,8 +490,11 @@ void add_table(RowSums& s, const Tensor& gx, const Tensor& idx, int64_t batch, i
 
 // Every table of s gets its entries' g [outer, k, inner] rows added (index_add's
 // sum, kernels.inc): one sort of all the tables' keys, the pieces, the rows.
+// make_keys(keys, positions) launches the kernel that writes the keys
+// (write_row_key's, for every entry).
+template <class MakeKeys>
 void add_row_sums(DeviceContext& ctx, Device device, const RowSums& s, const float* g, int64_t outer, int64_t k,
-                  int64_t inner) {
+                  int64_t inner, MakeKeys make_keys) {
   if (s.first_element[s.count] == 0) return;
   if (k == 0) {  // no entries: every row is 0, or as it is
     ORDO_LAUNCH(write_row_sums_kernel, grid_for(s.first_element[s.count], kThreads, ctx), kThreads, 0, ctx.stream,
@@ -429,12 +504,7 @@ void add_row_sums(DeviceContext& ctx, Device device, const RowSums& s, const flo
   }
   const int64_t K = s.count * k;
   Tensor storage;
-  SortedPairs sorted = sort_pairs(ctx, device, storage, K, s.first_key[s.count] - 1,
-                                  [&](uint64_t* keys, int64_t* positions) {
-    ORDO_LAUNCH(row_keys_kernel, grid_for(K, kThreads, ctx), kThreads, 0, ctx.stream, keys, positions, s, k,
-                ctx.index_error);
-    ORDO_CUDA_CHECK_LAUNCH();
-  });
+  SortedPairs sorted = sort_pairs(ctx, device, storage, K, s.first_key[s.count] - 1, make_keys);
   const int64_t total = outer * K * inner;
   // Only the pieces' first positions are written, and only they are read.
   const Tensor pieces = workspace(device, static_cast<size_t>(total) * sizeof(float));
@@ -444,6 +514,28 @@ void add_row_sums(DeviceContext& ctx, Device device, const RowSums& s, const flo
   ORDO_LAUNCH(write_row_sums_kernel, grid_for(s.first_element[s.count], kThreads, ctx), kThreads, 0, ctx.stream, s,
               static_cast<const float*>(pieces.raw_data()), sorted.keys, outer, k, inner);
   ORDO_CUDA_CHECK_LAUNCH();
+}
+
+// The keys by their own kernel.
+void add_row_sums(DeviceContext& ctx, Device device, const RowSums& s, const float* g, int64_t outer, int64_t k,
+                  int64_t inner) {
+  add_row_sums(ctx, device, s, g, outer, k, inner, [&](uint64_t* keys, int64_t* positions) {
+    ORDO_LAUNCH(row_keys_kernel, grid_for(s.count * k, kThreads, ctx), kThreads, 0, ctx.stream, keys, positions, s, k,
+                ctx.index_error);
+    ORDO_CUDA_CHECK_LAUNCH();
+  });
+}
+
+// embedding_sum_backward's tables as one RowSums over gout's B L rows.
+RowSums embedding_row_sums(const std::vector<Tensor>& grads, const std::vector<Tensor>& ids,
+                           const std::vector<int64_t>& skip_rows, const std::vector<bool>& onto, int64_t L) {
+  RowSums s;
+  s.length = L > 0 ? L : 1;
+  s.site = IndexErrorSite::embedding_sum;
+  for (size_t t = 0; t < grads.size(); ++t)
+    add_table(s, grads[t].reshape({1, grads[t].size(0), grads[t].size(1)}), ids[t], ids[t].size(0) == 1 ? 0 : L,
+              skip_rows[t], onto[t]);
+  return s;
 }
 
 }  // namespace
@@ -482,13 +574,62 @@ void embedding_sum_backward(const std::vector<Tensor>& grads, const Tensor& gout
   require_f32(gout.dtype(), "embedding_sum_backward");
   if (grads.empty()) return;
   const int64_t L = gout.size(1);
-  RowSums s;
-  s.length = L > 0 ? L : 1;
-  s.site = IndexErrorSite::embedding_sum;
-  for (size_t t = 0; t < grads.size(); ++t)
-    add_table(s, grads[t].reshape({1, grads[t].size(0), grads[t].size(1)}), ids[t], ids[t].size(0) == 1 ? 0 : L,
-              skip_rows[t], onto[t]);
-  add_row_sums(context(gout), gout.device(), s, gout.data<float>(), 1, gout.size(0) * L, gout.size(2));
+  add_row_sums(context(gout), gout.device(), embedding_row_sums(grads, ids, skip_rows, onto, L), gout.data<float>(), 1,
+               gout.size(0) * L, gout.size(2));
+}
+
+void embedding_layernorm(const Tensor& y, const Tensor& s, const Tensor& mean, const Tensor& rstd,
+                         const std::vector<Tensor>& tables, const std::vector<Tensor>& ids, const Tensor& gamma,
+                         const Tensor& beta, double eps, double p, const PhiloxStream& stream, const Tensor& y16) {
+  require_f32(s.dtype(), "embedding_layernorm");
+  const int64_t L = s.size(1), d = s.size(2), rows = s.size(0) * L;
+  if (d == 0) return;
+  DeviceContext& ctx = context(s);
+  const EmbeddingTerms terms = embedding_terms(tables, ids, L);
+  const DropoutMask dropout = dropout_mask(p, stream);
+  uint16_t* y16_data = y16.defined() ? static_cast<uint16_t*>(y16.raw_data()) : nullptr;
+  launch_rows(rows, d, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
+    if (warp_per_row) {
+      ORDO_LAUNCH(embedding_layernorm_kernel<true>, grid, threads, 0, ctx.stream, y.data<float>(), y16_data,
+                  s.data<float>(), mean.data<float>(), rstd.data<float>(), terms, gamma.data<float>(),
+                  beta.data<float>(), rows, L, d, eps, dropout, ctx.index_error);
+    } else {
+      ORDO_LAUNCH(embedding_layernorm_kernel<false>, grid, threads, 0, ctx.stream, y.data<float>(), y16_data,
+                  s.data<float>(), mean.data<float>(), rstd.data<float>(), terms, gamma.data<float>(),
+                  beta.data<float>(), rows, L, d, eps, dropout, ctx.index_error);
+    }
+  });
+}
+
+void embedding_layernorm_backward(const std::vector<Tensor>& grads, const Tensor& ggamma, const Tensor& gbeta,
+                                  const Tensor& gs, const Tensor& gy, const Tensor& s, const Tensor& mean,
+                                  const Tensor& rstd, const Tensor& gamma, double p, const PhiloxStream& stream,
+                                  const std::vector<Tensor>& ids, const std::vector<int64_t>& skip_rows,
+                                  const std::vector<bool>& onto) {
+  require_f32(gy.dtype(), "embedding_layernorm_backward");
+  const int64_t L = s.size(1), d = s.size(2), rows = s.size(0) * L;
+  if (d == 0) return;
+  if (d > kWarpRowLimit || rows == 0 || grads.empty()) {  // the unfused kernels, one after another
+    Tensor g = gy;
+    if (p > 0) {
+      g = Tensor::empty(gy.shape(), gy.dtype(), gy.device());
+      dropout(g, gy, p, stream);
+    }
+    layernorm_backward(gs, ggamma, gbeta, g, s, mean, rstd, gamma);
+    embedding_sum_backward(grads, gs, ids, skip_rows, onto);
+    return;
+  }
+  DeviceContext& ctx = context(s);
+  const RowSums sums = embedding_row_sums(grads, ids, skip_rows, onto, L);
+  LayerNormParamSums norm{gy.data<float>(), s.data<float>(), mean.data<float>(), rstd.data<float>(), d};
+  norm.dropout = dropout_mask(p, stream);
+  const ColumnOutputs outs{{ggamma.data<float>(), gbeta.data<float>(), nullptr}};
+  // The rows' LayerNorm backward writes the sort's keys too: one launch for both.
+  add_row_sums(ctx, s.device(), sums, gs.data<float>(), 1, rows, d, [&](uint64_t* keys, int64_t* positions) {
+    rows_and_column_sums(s.device(), ctx, rows, d, outs,
+                         EmbeddingLayerNormBackward{norm, gs.data<float>(), gamma.data<float>(), keys, positions, sums,
+                                                    rows, ctx.index_error});
+  });
 }
 
 void scatter_add(const Tensor& gx, const Tensor& idx, const Tensor& g) {

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "tensor/cuda/cuda_common.cuh"
+#include "tensor/cuda/dropout_mask.cuh"
 
 namespace ordo::cuda {
 
@@ -83,11 +84,14 @@ void with_lane_count(int64_t n, F f) {
 
 // Given the row's sum (in double), the mean, then the mean squared deviation
 // from it (re-reading the row), rstd = 1 / sqrt(var + eps), written to
-// mean[row] and rstd[row], and y = (x - mean) rstd gamma + beta.
+// mean[row] and rstd[row], and y = (x - mean) rstd gamma + beta — through
+// `dropout` when it is on (element row n + j of its stream: the embeddings'
+// LayerNorm then dropout).
 template <class Threads>
 __device__ __forceinline__ void layernorm_row(float* yr, float* mean, float* rstd, int64_t row, const float* xr,
                                               const float* gamma, const float* beta, int64_t n, double eps,
-                                              double sum, uint16_t* yr16 = nullptr) {
+                                              double sum, uint16_t* yr16 = nullptr,
+                                              DropoutMask dropout = DropoutMask{}) {
   const double mu = Threads::reduce(sum, SumCombine{}, 0.0) / n;
   double squares = 0.0;
   for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
@@ -101,25 +105,30 @@ __device__ __forceinline__ void layernorm_row(float* yr, float* mean, float* rst
     mean[row] = m;
     rstd[row] = r;
   }
+  const uint64_t stream = dropout.on ? dropout.stream() : 0;
   for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
-    const float y = (xr[j] - m) * r * gamma[j] + beta[j];
+    const float y = dropout.apply((xr[j] - m) * r * gamma[j] + beta[j], row * n + j, stream);
     yr[j] = y;
     if (yr16) yr16[j] = bf16_bits(y);  // the next product's operand, as a cast of y would round it
   }
 }
 
 // The backward's two row means, of g = gy gamma and of g xhat (in double,
-// rounded once): gx_j = rstd (g_j - a - xhat_j c).
+// rounded once): gx_j = rstd (g_j - a - xhat_j c). gy through `dropout`'s
+// backward when it is on (row `row`'s elements of its stream).
 struct LayerNormRowMeans {
   float a, c;
 };
 template <class Threads>
 __device__ __forceinline__ LayerNormRowMeans layernorm_backward_means(const float* xr, const float* gr, float m, float r,
-                                                                      const float* gamma, int64_t n) {
+                                                                      const float* gamma, int64_t n,
+                                                                      DropoutMask dropout = DropoutMask{},
+                                                                      int64_t row = 0) {
+  const uint64_t stream = dropout.on ? dropout.stream() : 0;
   double sum_g = 0.0, sum_gx = 0.0;
   for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
     const float xhat = (xr[j] - m) * r;
-    const float g = gr[j] * gamma[j];
+    const float g = dropout.apply(gr[j], row * n + j, stream) * gamma[j];
     sum_g += g;
     sum_gx += g * xhat;
   }
@@ -130,14 +139,15 @@ __device__ __forceinline__ LayerNormRowMeans layernorm_backward_means(const floa
 
 // The column sums of LayerNorm's backward (column_sums.cuh): gy xhat
 // (gamma's gradient) and gy (beta's) of element (row, column), x the
-// LayerNorm's input.
+// LayerNorm's input; gy through `dropout`'s backward when it is on.
 struct LayerNormParamSums {
   static constexpr int kSums = 2;
   const float *gy, *x, *mean, *rstd;
   int64_t n;
+  DropoutMask dropout{};
   __device__ __forceinline__ void add(int64_t row, int64_t column, double& gamma_sum, double& beta_sum) const {
     const int64_t i = row * n + column;
-    const float g = gy[i];
+    const float g = dropout.on ? dropout.apply(gy[i], i, dropout.stream()) : gy[i];
     gamma_sum += g * ((x[i] - mean[row]) * rstd[row]);
     beta_sum += g;
   }

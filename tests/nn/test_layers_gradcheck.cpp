@@ -96,7 +96,10 @@ TEST_CASE("the whole tiny BERT with MLM and NSP heads passes the f64 gradient ch
   INFO(r.worst);
   CHECK(r.ok);
   std::vector<std::string> ops = r.ops;
-  CHECK(std::find(ops.begin(), ops.end(), "layernorm") != ops.end());
+  for (const char* op : {"embedding_layernorm", "residual_layernorm", "bias_activation_layernorm"}) {
+    INFO(op);
+    CHECK(std::find(ops.begin(), ops.end(), op) != ops.end());  // every LayerNorm's fused form checked
+  }
 }
 
 TEST_CASE("the causal decoder passes the f64 gradient check", "[gradcheck][nn]") {

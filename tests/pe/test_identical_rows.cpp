@@ -30,9 +30,12 @@ int64_t rows_looked_up(const KernelCallRecording& recording) {
   for (const KernelCall& call : recording.calls()) {
     const std::string kernel = call.kernel;
     if (kernel == "index_select") rows += shape_numel(call.shapes.back());
-    if (kernel != "embedding_sum") continue;
-    const size_t tables = (call.shapes.size() - 1) / 2;  // out, the tables, their ids
-    for (size_t t = 0; t < tables; ++t) rows += shape_numel(call.shapes[1 + tables + t]);
+    // embedding_sum: out, the tables, their ids; embedding_layernorm: y, s,
+    // mean, rstd, the tables, their ids, gamma, beta, y16 (kernels.inc).
+    const size_t before = kernel == "embedding_sum" ? 1 : kernel == "embedding_layernorm" ? 4 : 0;
+    if (before == 0) continue;
+    const size_t tables = (call.shapes.size() - before - (before == 4 ? 3 : 0)) / 2;
+    for (size_t t = 0; t < tables; ++t) rows += shape_numel(call.shapes[before + tables + t]);
   }
   return rows;
 }

@@ -174,6 +174,76 @@ TEST_CASE("bias + activation + LayerNorm computes the unfused ops' values and gr
 
 namespace {
 
+// The embeddings' front: a word table [7, d] (row 0 its padding row, which
+// the ids name), a token-type table [2, d], a position table [6, d] looked up
+// alike for every sequence ([1, L]); 3 sequences of 5.
+struct Front {
+  std::vector<Tensor> tables, ids;
+  Tensor gamma, beta, gy;
+};
+Front embeddings_front(int64_t d, uint64_t seed, Device device) {
+  Front f;
+  f.tables = {rand_f32({7, d}, seed).to(device), rand_f32({2, d}, seed + 1).to(device),
+              rand_f32({6, d}, seed + 2).to(device)};
+  f.ids = {Tensor::from_vector(std::vector<int64_t>{3, 0, 6, 6, 1, 2, 2, 5, 0, 4, 1, 6, 3, 3, 0}, {3, 5}).to(device),
+           Tensor::from_vector(std::vector<int64_t>{0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1}, {3, 5}).to(device),
+           Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 3, 4}, {1, 5}).to(device)};
+  f.gamma = rand_f32({d}, seed + 3, 0.5, 1.5).to(device);
+  f.beta = rand_f32({d}, seed + 4).to(device);
+  f.gy = rand_f32({3, 5, d}, seed + 5).to(device);
+  return f;
+}
+const std::vector<int64_t> kFrontPadding{0, -1, -1};
+
+struct FrontGrads {
+  Tensor y;
+  std::vector<Tensor> grads;  // the three tables', gamma's, beta's
+};
+// dropout(LayerNorm(embedding_sum)) and its gradients from gy, fused or composed of the unfused ops.
+FrontGrads front(bool fused, const Front& f, double p, const PhiloxStream& stream) {
+  std::vector<Var> tables;
+  for (const Tensor& t : f.tables) tables.emplace_back(t, true);
+  Var gamma(f.gamma, true), beta(f.beta, true);
+  const Var y = fused ? embedding_layernorm(tables, f.ids, kFrontPadding, gamma, beta, 1e-5, p, stream)
+                      : dropout(layernorm(embedding_sum(tables, f.ids, kFrontPadding), gamma, beta, 1e-5), p, stream);
+  y.backward(f.gy);
+  FrontGrads r{y.value(), {}};
+  for (const Var& t : tables) r.grads.push_back(t.grad());
+  r.grads.push_back(gamma.grad());
+  r.grads.push_back(beta.grad());
+  return r;
+}
+
+}  // namespace
+
+// On the CPU the fused front runs the unfused kernels in order: the same bits
+// (the f64 gradient check: the gradcheck suite's "embedding_layernorm"); y's
+// rounding beside it is a cast's of the dropped values.
+TEST_CASE("the embeddings' front (sum, LayerNorm, dropout) computes the unfused ops' values and gradients",
+          "[tensor]") {
+  const Front f = embeddings_front(20, 130, Device::cpu());
+  for (const double p : {0.3, 0.0}) {
+    INFO("p " << p);
+    const PhiloxStream stream{31, 9, Tensor()};
+    const FrontGrads fused = front(true, f, p, stream), unfused = front(false, f, p, stream);
+    CHECK(test::bit_identical(fused.y, unfused.y));
+    for (size_t i = 0; i < fused.grads.size(); ++i) {
+      INFO("gradient " << i << " (3: gamma, 4: beta)");
+      CHECK(test::bit_identical(fused.grads[i], unfused.grads[i]));
+    }
+    const EmbeddingLayerNormResult r = embedding_layernorm(f.tables, f.ids, f.gamma, f.beta, 1e-5, p, stream, true);
+    CHECK(test::bit_identical(r.y_operand, r.y.to(DType::bf16)));
+    if (p > 0) {
+      const std::vector<double> y = r.y.to_doubles();
+      CHECK(std::count(y.begin(), y.end(), 0.0) > 0);  // the mask acted
+    }
+  }
+  CHECK_THROWS_WITH(embedding_layernorm(f.tables, f.ids, rand_f32({19}, 1), f.beta, 1e-5, 0.0, PhiloxStream{}),
+                    Catch::Contains("embedding_layernorm: gamma has shape [19], expected [20]"));
+}
+
+namespace {
+
 // The residual + LayerNorm and bias + activation backwards, rows of `width`.
 void check_bf16_layer_gradients(Device device, int64_t width) {
   INFO("rows of " << width);
@@ -563,6 +633,53 @@ TEST_CASE("cuda: bias + activation + LayerNorm matches the CPU, in 1 launch forw
       CHECK(test::bit_identical(g16.gx.to(Device::cpu()), g.gx.to(Device::cpu()).to(DType::bf16)));
       CHECK(test::bit_identical(g16.gbias.to(Device::cpu()), g.gbias.to(Device::cpu())));
     }
+}
+
+// Against the CPU: the sum's bits (the same adds in the same order), then
+// LayerNorm's bounds (residual + LayerNorm's); the tables' gradients sums of
+// gs rows, within a sum's bound of those rows' errors; the same elements
+// dropped. One launch forward; backward the rows with their sort keys, the
+// sort, the pieces and the rows' sums: 3 launches and 1 sort.
+TEST_CASE("cuda: the embeddings' front matches the CPU, in 1 launch forward and 3 and a sort backward", "[cuda]") {
+  for (const int64_t d : {20, 300}) {
+    const Front cpu = embeddings_front(d, 140, Device::cpu()), gpu = embeddings_front(d, 140, kGpu);
+    for (const double p : {0.3, 0.0}) {
+      const std::string what = "d " + std::to_string(d) + ", p " + std::to_string(p);
+      INFO(what);
+      const PhiloxStream stream{31, 9, Tensor()};
+      const EmbeddingLayerNormResult want = embedding_layernorm(cpu.tables, cpu.ids, cpu.gamma, cpu.beta, 1e-5, p,
+                                                                stream, true);
+      synchronize(kGpu);
+      reset_device_counters();
+      const EmbeddingLayerNormResult got = embedding_layernorm(gpu.tables, gpu.ids, gpu.gamma, gpu.beta, 1e-5, p,
+                                                               stream, true);
+      CHECK(device_counters().kernel_launches == 1);
+      CHECK(test::bit_identical(got.s.to(Device::cpu()), want.s));
+      check_close(got.y, want.y, 8 * kU, 128 * kU, what + " y");
+      CHECK(test::bit_identical(got.y_operand.to(Device::cpu()), got.y.to(Device::cpu()).to(DType::bf16)));
+      const std::vector<bool> wanted{true, true, true};
+      const std::vector<int64_t> rows{7, 2, 6};
+      const EmbeddingLayerNormGrads gw = embedding_layernorm_backward(cpu.gy, want, cpu.gamma, p, stream, cpu.ids, rows,
+                                                                      kFrontPadding, {Tensor(), Tensor(), Tensor()},
+                                                                      wanted);
+      synchronize(kGpu);
+      reset_device_counters();
+      const EmbeddingLayerNormGrads gg = embedding_layernorm_backward(gpu.gy, got, gpu.gamma, p, stream, gpu.ids, rows,
+                                                                      kFrontPadding, {Tensor(), Tensor(), Tensor()},
+                                                                      wanted);
+      CHECK(device_counters().kernel_launches == 3);
+      CHECK(device_counters().sorts == 1);
+      // gs is LayerNorm's gradient (|gs| within 128u of the CPU's); a table's
+      // row sums at most 15 of them (the position table: 3 each).
+      for (size_t t = 0; t < 3; ++t) check_close(gg.tables[t], gw.tables[t], 8 * kU, 15 * 128 * kU, what + " table");
+      check_close(gg.ggamma, gw.ggamma, 8 * kU, 128 * kU * 15, what + " ggamma");
+      check_close(gg.gbeta, gw.gbeta, 2 * kU, 1e-9, what + " gbeta");  // sums of gy: the same terms
+      if (p > 0) {
+        const std::vector<double> a = got.y.to_doubles(), b = want.y.to_doubles();
+        for (size_t i = 0; i < a.size(); ++i) CHECK((a[i] == 0) == (b[i] == 0));
+      }
+    }
+  }
 }
 
 TEST_CASE("cuda: fused backwards write a product output's gradient as bf16: the f32 one rounded once", "[cuda]") {
