@@ -15,7 +15,9 @@ namespace ordo::nn {
 
 // Logits kept as the product and the bias it takes (undefined: none), added
 // only when they are read: a training step never reads the MLM head's logits,
-// whose loss adds the bias as it reads each one (linear_cross_entropy).
+// whose loss adds the bias as it reads each one (linear_cross_entropy). The
+// bias is the parameter itself, read by value(): read the logits before an
+// optimizer step changes it (evaluation reads them at once).
 struct DeferredLogits {
   Tensor product, bias;
   Tensor value() const;  // product + bias

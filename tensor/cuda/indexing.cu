@@ -17,7 +17,9 @@
 //  - index_add sorts the k row indices once (keys = idx[j], values = j), so
 //    embedding backward sorts the token ids, not every element; embedding_sum's
 //    backward sorts its tables' ids together (RowSums: each table its own
-//    range of keys), one sort and two kernels for all three. A thread per
+//    range of keys), one sort and two kernels for all three; the fused
+//    embeddings' front (embedding_layernorm) writes those keys in its
+//    LayerNorm backward's launch instead of a keys kernel. A thread per
 //    (outer, piece, inner) sums a piece of a run (at most kIndexAddPiece
 //    entries: tensor/backend.h states the cut), then a thread per element
 //    of the table writes its row's pieces added up (0 for a row no index
@@ -342,8 +344,8 @@ __global__ void sum_row_pieces_kernel(float* pieces, const float* g, const uint6
 // run starts at the first sorted key of its table not below its key (the same
 // search for the row's inner threads). Row skip_row[t] (an embedding's
 // padding row, when >= 0) is written 0, or keeps its value with onto.
-__global__ void write_row_sums_kernel(RowSums s, const float* pieces, const uint64_t* rows_sorted, int64_t outer,
-                                      int64_t k, int64_t inner) {
+__global__ void write_row_sums_kernel(RowSums s, const float* pieces, const uint64_t* rows_sorted, int64_t k,
+                                      int64_t inner) {
   const int64_t K = s.count * k;
   for (int64_t e = global_thread_index(); e < s.first_element[s.count]; e += grid_thread_count()) {
     const int t = s.table_of_element(e);
@@ -498,7 +500,7 @@ void add_row_sums(DeviceContext& ctx, Device device, const RowSums& s, const flo
   if (s.first_element[s.count] == 0) return;
   if (k == 0) {  // no entries: every row is 0, or as it is
     ORDO_LAUNCH(write_row_sums_kernel, grid_for(s.first_element[s.count], kThreads, ctx), kThreads, 0, ctx.stream,
-                s, static_cast<const float*>(nullptr), static_cast<const uint64_t*>(nullptr), outer, k, inner);
+                s, static_cast<const float*>(nullptr), static_cast<const uint64_t*>(nullptr), k, inner);
     ORDO_CUDA_CHECK_LAUNCH();
     return;
   }
@@ -512,7 +514,7 @@ void add_row_sums(DeviceContext& ctx, Device device, const RowSums& s, const flo
               static_cast<float*>(pieces.raw_data()), g, sorted.keys, sorted.positions, s, outer, k, inner);
   ORDO_CUDA_CHECK_LAUNCH();
   ORDO_LAUNCH(write_row_sums_kernel, grid_for(s.first_element[s.count], kThreads, ctx), kThreads, 0, ctx.stream, s,
-              static_cast<const float*>(pieces.raw_data()), sorted.keys, outer, k, inner);
+              static_cast<const float*>(pieces.raw_data()), sorted.keys, k, inner);
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
