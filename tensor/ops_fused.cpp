@@ -12,6 +12,19 @@ void check_vector(const Tensor& v, const Tensor& x, const char* op, const char* 
   check_same_device(x, v, op);
 }
 
+// A fused LayerNorm's outputs for an input shaped like x: y and the
+// LayerNorm's input (x's shape), mean and rstd (its rows), and y's bf16
+// rounding when asked (f32 only).
+struct NormOutputs {
+  Tensor y, input, mean, rstd, y_operand;
+};
+NormOutputs norm_outputs(const Tensor& x, bool with_operand) {
+  const Shape row_shape(x.shape().begin(), x.shape().end() - 1);
+  return {Tensor::empty(x.shape(), x.dtype(), x.device()), Tensor::empty(x.shape(), x.dtype(), x.device()),
+          Tensor::empty(row_shape, x.dtype(), x.device()), Tensor::empty(row_shape, x.dtype(), x.device()),
+          with_operand && x.dtype() == DType::f32 ? Tensor::empty(x.shape(), DType::bf16, x.device()) : Tensor()};
+}
+
 }  // namespace
 
 ResidualLayerNormResult residual_layernorm(const Tensor& h, const Tensor& bias, const Tensor& residual,
@@ -29,14 +42,8 @@ ResidualLayerNormResult residual_layernorm(const Tensor& h, const Tensor& bias, 
   ORDO_CHECK(eps > 0, op, ": eps must be positive, got ", eps);
   ORDO_CHECK(p >= 0 && p < 1, op, ": p must be in [0, 1), got ", p);
   check_philox_stream(stream, h.device(), op);
-  Shape row_shape(h.shape().begin(), h.shape().end() - 1);
-  ResidualLayerNormResult r{Tensor::empty(h.shape(), h.dtype(), h.device()),
-                            Tensor::empty(h.shape(), h.dtype(), h.device()),
-                            Tensor::empty(row_shape, h.dtype(), h.device()),
-                            Tensor::empty(row_shape, h.dtype(), h.device()),
-                            with_operand && h.dtype() == DType::f32
-                                ? Tensor::empty(h.shape(), DType::bf16, h.device())
-                                : Tensor()};
+  const NormOutputs o = norm_outputs(h, with_operand);
+  ResidualLayerNormResult r{o.y, o.input, o.mean, o.rstd, o.y_operand};
   ORDO_BACKEND(h.device(), residual_layernorm)(r.y, r.s, r.mean, r.rstd, h.contiguous(),
                                                bias.defined() ? bias.contiguous() : Tensor(), residual.contiguous(),
                                                gamma.contiguous(), beta.contiguous(), p, stream, eps, r.y_operand);
@@ -103,14 +110,8 @@ BiasActivationLayerNormResult bias_activation_layernorm(const Tensor& x, const T
   check_vector(beta, x, op, "beta");
   ORDO_CHECK(is_activation(act), op, ": '", unary_name(act), "' is not an activation (gelu, gelu_tanh, relu, tanh)");
   ORDO_CHECK(eps > 0, op, ": eps must be positive, got ", eps);
-  Shape row_shape(x.shape().begin(), x.shape().end() - 1);
-  BiasActivationLayerNormResult r{Tensor::empty(x.shape(), x.dtype(), x.device()),
-                                  Tensor::empty(x.shape(), x.dtype(), x.device()),
-                                  Tensor::empty(row_shape, x.dtype(), x.device()),
-                                  Tensor::empty(row_shape, x.dtype(), x.device()),
-                                  with_operand && x.dtype() == DType::f32
-                                      ? Tensor::empty(x.shape(), DType::bf16, x.device())
-                                      : Tensor()};
+  const NormOutputs o = norm_outputs(x, with_operand);
+  BiasActivationLayerNormResult r{o.y, o.input, o.mean, o.rstd, o.y_operand};
   ORDO_BACKEND(x.device(), bias_activation_layernorm)(r.y, r.t, r.mean, r.rstd, x.contiguous(), bias.contiguous(), act,
                                                       gamma.contiguous(), beta.contiguous(), eps, r.y_operand);
   return r;
