@@ -98,16 +98,17 @@ Tensor embedding_sum_output(const std::vector<Tensor>& tables, const std::vector
                shape_str(ids[t].shape()), ", expected a batch of ", batch, " or 1");
   return Tensor::empty({batch, ids[0].size(1), tables[0].size(1)}, tables[0].dtype(), tables[0].device());
 }
+
+std::vector<Tensor> contiguous_each(const std::vector<Tensor>& tensors) {
+  std::vector<Tensor> dense;
+  for (const Tensor& t : tensors) dense.push_back(t.contiguous());
+  return dense;
+}
 }  // namespace
 
 Tensor embedding_sum(const std::vector<Tensor>& tables, const std::vector<Tensor>& ids) {
   Tensor out = embedding_sum_output(tables, ids);
-  std::vector<Tensor> dense_tables, dense_ids;
-  for (size_t t = 0; t < tables.size(); ++t) {
-    dense_tables.push_back(tables[t].contiguous());
-    dense_ids.push_back(ids[t].contiguous());
-  }
-  ORDO_BACKEND(out.device(), embedding_sum)(out, dense_tables, dense_ids);
+  ORDO_BACKEND(out.device(), embedding_sum)(out, contiguous_each(tables), contiguous_each(ids));
   return out;
 }
 
@@ -222,13 +223,8 @@ EmbeddingLayerNormResult embedding_layernorm(const std::vector<Tensor>& tables, 
                              Tensor::empty({shape[0], shape[1]}, dtype, device),
                              Tensor::empty({shape[0], shape[1]}, dtype, device),
                              with_operand && dtype == DType::f32 ? Tensor::empty(shape, DType::bf16, device) : Tensor()};
-  std::vector<Tensor> dense_tables, dense_ids;
-  for (size_t t = 0; t < tables.size(); ++t) {
-    dense_tables.push_back(tables[t].contiguous());
-    dense_ids.push_back(ids[t].contiguous());
-  }
-  ORDO_BACKEND(device, embedding_layernorm)(r.y, r.s, r.mean, r.rstd, dense_tables, dense_ids, gamma.contiguous(),
-                                            beta.contiguous(), eps, p, stream, r.y_operand);
+  ORDO_BACKEND(device, embedding_layernorm)(r.y, r.s, r.mean, r.rstd, contiguous_each(tables), contiguous_each(ids),
+                                            gamma.contiguous(), beta.contiguous(), eps, p, stream, r.y_operand);
   return r;
 }
 
