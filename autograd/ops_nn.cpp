@@ -169,12 +169,16 @@ Var softmax_op(const Var& x, const Var& mask, bool log, bool x_is_product, doubl
                const PhiloxStream& stream = {}, bool as_operand = false, Tensor* probs = nullptr) {
   Tensor mv = mask.defined() ? mask.value() : Tensor();
   const DType out_dtype = operand_dtype(x, as_operand);
-  // out: y dropped and rounded as the product takes it, written beside y in one pass.
+  // out: y dropped and rounded as the product takes it, written beside y in
+  // one pass. Under bf16 products y is kept for the backward as its bf16
+  // rounding too (half the bytes of the largest tensor the attention keeps),
+  // unless its values are asked for (probs).
+  const bool keep_rounded = out_dtype == DType::bf16 && x.dtype() == DType::f32 && probs == nullptr;
   Tensor y, out;
   if (log) {
     y = out = log_softmax(x.value(), mv);
   } else {
-    SoftmaxDropoutResult r = softmax_dropout(x.value(), mv, p, stream, out_dtype);
+    SoftmaxDropoutResult r = softmax_dropout(x.value(), mv, p, stream, out_dtype, keep_rounded);
     y = std::move(r.y);
     out = std::move(r.out);
   }

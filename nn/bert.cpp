@@ -283,10 +283,14 @@ Var SelfAttention::attention_probs(const Var& scores, const Var& padding_mask, C
                                    bool scores_is_product, bool probs_to_products) const {
   if (trace && trace->keep_scores) trace->scores.push_back(scores.value());
   const bool dropped = ctx.training && dropout_ > 0;  // as nn::dropout: a stream taken only then
+  // The probabilities' f32 values only for a trace that keeps them: else,
+  // under bf16 products, the softmax keeps their bf16 rounding for its backward.
+  const bool keep = trace && trace->keep_attentions;
   Tensor probs;
   Var out = softmax_dropout(scores, padding_mask, dropped ? dropout_ : 0.0,
-                            dropped ? ctx.take_stream() : PhiloxStream{}, scores_is_product, probs_to_products, &probs);
-  if (trace && trace->keep_attentions) trace->attentions.push_back(probs);
+                            dropped ? ctx.take_stream() : PhiloxStream{}, scores_is_product, probs_to_products,
+                            keep ? &probs : nullptr);
+  if (keep) trace->attentions.push_back(probs);
   return out;
 }
 

@@ -124,19 +124,22 @@ Tensor softmax(const Tensor& x, const Tensor& mask = Tensor());
 // y = softmax(x + mask) and out = dropout(y, p, stream) in out_dtype (x's, or
 // bf16 from f32: the P V product's operand) in one pass — the bits of
 // softmax then dropout(y, p, stream, out_dtype); out is y itself when p = 0
-// and out_dtype is x's.
+// and out_dtype is x's. keep_rounded (a bf16 out of f32 x): y is kept as its
+// bf16 rounding, the probabilities the backward reads at half the bytes
+// (out is then y itself when p = 0).
 struct SoftmaxDropoutResult {
   Tensor y, out;
 };
 SoftmaxDropoutResult softmax_dropout(const Tensor& x, const Tensor& mask, double p, const PhiloxStream& stream,
-                                     DType out_dtype);
+                                     DType out_dtype, bool keep_rounded = false);
 Tensor log_softmax(const Tensor& x, const Tensor& mask = Tensor());
-// gx_dtype: y's, or bf16 from f32 (gx a product's gradient, which it rounds
+// gx_dtype: gy's, or bf16 from f32 (gx a product's gradient, which it rounds
 // so anyway). p > 0: the backward of dropout(softmax(x), p, stream), gy
-// passed through the mask in the same pass.
+// passed through the mask in the same pass. y may be bf16 with f32 gy (kept
+// rounded: its values widened exactly).
 Tensor softmax_backward(const Tensor& y, const Tensor& gy, DType gx_dtype, double p = 0,
                         const PhiloxStream& stream = {});
-inline Tensor softmax_backward(const Tensor& y, const Tensor& gy) { return softmax_backward(y, gy, y.dtype()); }
+inline Tensor softmax_backward(const Tensor& y, const Tensor& gy) { return softmax_backward(y, gy, gy.dtype()); }
 Tensor log_softmax_backward(const Tensor& y, const Tensor& gy);
 
 struct LayerNormResult {

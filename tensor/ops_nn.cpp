@@ -7,9 +7,10 @@ namespace ordo {
 // ---- softmax ---------------------------------------------------------------------
 
 namespace {
-// y, and out = dropout(y, p, stream) in out_dtype when `out` is asked for (softmax only).
+// y, and out = dropout(y, p, stream) in out_dtype when `out` is asked for
+// (softmax only); y rounded to bf16 with keep_rounded (a bf16 out).
 Tensor softmax_forward(const Tensor& x, const Tensor& mask, bool log, Tensor* out = nullptr, double p = 0,
-                       const PhiloxStream& stream = {}, DType out_dtype = DType::f32) {
+                       const PhiloxStream& stream = {}, DType out_dtype = DType::f32, bool keep_rounded = false) {
   const char* name = log ? "log_softmax" : out ? "softmax_dropout" : "softmax";
   check_float(x, name, "x");
   ORDO_CHECK(x.dim() >= 1, name, ": x must have at least one axis");
@@ -28,9 +29,11 @@ Tensor softmax_forward(const Tensor& x, const Tensor& mask, bool log, Tensor* ou
     check_philox_stream(stream, x.device(), name);
     check_output_dtype(x.dtype(), out_dtype, name, "out");
   }
-  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  ORDO_CHECK(!keep_rounded || (out != nullptr && out_dtype == DType::bf16 && x.dtype() == DType::f32), name,
+             ": the probabilities are kept as bf16 only beside a bf16 output of f32 scores");
+  Tensor y = Tensor::empty(x.shape(), keep_rounded ? DType::bf16 : x.dtype(), x.device());
   // out is y itself where dropout changes nothing and the dtype is y's.
-  const bool written = out != nullptr && (p > 0 || out_dtype != x.dtype());
+  const bool written = out != nullptr && (p > 0 || out_dtype != y.dtype());
   if (written) *out = Tensor::empty(x.shape(), out_dtype, x.device());
   ORDO_BACKEND(x.device(), softmax)(y, x.contiguous(), m, log, written ? *out : Tensor(), p, stream);
   if (out != nullptr && !written) *out = y;
@@ -40,11 +43,14 @@ Tensor softmax_forward(const Tensor& x, const Tensor& mask, bool log, Tensor* ou
 Tensor softmax_grad(const Tensor& y, const Tensor& gy, bool log, DType gx_dtype, double p,
                     const PhiloxStream& stream) {
   const char* name = log ? "log_softmax_backward" : "softmax_backward";
-  check_float(y, name, "y");
+  check_float(gy, name, "gy");
   check_shape(gy, y.shape(), name, "gy");
-  check_same_dtype(y, gy, name);
+  // y may be kept as bf16 (softmax_dropout's keep_rounded) for f32 gradients.
+  ORDO_CHECK(y.dtype() == gy.dtype() || (!log && y.dtype() == DType::bf16 && gy.dtype() == DType::f32), name,
+             ": y is ", dtype_name(y.dtype()), " and gy ", dtype_name(gy.dtype()),
+             " (the same, or a softmax's bf16 y with f32 gy)");
   check_same_device(y, gy, name);
-  check_output_dtype(y.dtype(), gx_dtype, name, "gx");
+  check_output_dtype(gy.dtype(), gx_dtype, name, "gx");
   ORDO_CHECK(p >= 0 && p < 1, name, ": dropout's p must be in [0, 1), got ", p);
   check_philox_stream(stream, y.device(), name);
   Tensor gx = Tensor::empty(y.shape(), gx_dtype, y.device());
@@ -55,9 +61,9 @@ Tensor softmax_grad(const Tensor& y, const Tensor& gy, bool log, DType gx_dtype,
 
 Tensor softmax(const Tensor& x, const Tensor& mask) { return softmax_forward(x, mask, false); }
 SoftmaxDropoutResult softmax_dropout(const Tensor& x, const Tensor& mask, double p, const PhiloxStream& stream,
-                                     DType out_dtype) {
+                                     DType out_dtype, bool keep_rounded) {
   SoftmaxDropoutResult r;
-  r.y = softmax_forward(x, mask, false, &r.out, p, stream, out_dtype);
+  r.y = softmax_forward(x, mask, false, &r.out, p, stream, out_dtype, keep_rounded);
   return r;
 }
 Tensor log_softmax(const Tensor& x, const Tensor& mask) { return softmax_forward(x, mask, true); }

@@ -24,13 +24,19 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log, con
   }
   Shape x_row_strides = contiguous_strides(row_shape);
   auto rows_ix = make_indexer<2>(row_shape, {&x_row_strides, mask.defined() ? &mask_row_strides : &x_row_strides});
-  // Without dropout, a bf16 `out` is y's rounding, written row by row while the row is in cache.
-  uint16_t* rounded = out.defined() && p == 0 ? static_cast<uint16_t*>(out.raw_data()) : nullptr;
+  // A bf16 y (kept so for the backward) is the f32 values' rounding, and
+  // without dropout so is a bf16 `out`: each written row by row while the
+  // row is in cache; the f32 values go to scratch when y is bf16.
+  const bool y_rounded = y.dtype() == DType::bf16;
+  const Tensor values = y_rounded ? Tensor::empty(y.shape(), x.dtype()) : y;
+  uint16_t* rounded = y_rounded                    ? static_cast<uint16_t*>(y.raw_data())
+                      : out.defined() && p == 0 ? static_cast<uint16_t*>(out.raw_data())
+                                                : nullptr;
 
   dispatch_float(x.dtype(), "softmax", [&](auto tag) {
     using T = decltype(tag);
     const T* xs = x.data<T>();
-    T* ys = y.data<T>();
+    T* ys = values.data<T>();
     const T* ms = mask.defined() ? mask.data<T>() : nullptr;
     parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
       for (int64_t row = b; row < e; ++row) {
@@ -68,9 +74,9 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log, con
       }
     });
   });
-  // The dropped probabilities: dropout's own kernel on y (a second pass here;
-  // CUDA writes them beside y).
-  if (out.defined() && p > 0) dropout(out, y, p, stream);
+  // The dropped probabilities: dropout's own kernel on the f32 values (a
+  // second pass here; CUDA writes them beside y).
+  if (out.defined() && p > 0) dropout(out, values, p, stream);
 }
 
 void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool log, double p,
@@ -84,15 +90,19 @@ void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool 
     dropout(dropped, gy, p, stream);
   }
   const Tensor& g = p > 0 ? dropped : gy;
-  dispatch_float(y.dtype(), "softmax_backward", [&](auto tag) {
+  // A bf16 y (softmax's kept rounding) is widened row by row, exactly.
+  const uint16_t* y16 = y.dtype() == DType::bf16 ? static_cast<const uint16_t*>(y.raw_data()) : nullptr;
+  dispatch_float(gy.dtype(), "softmax_backward", [&](auto tag) {
     using T = decltype(tag);
-    const T* ys = y.data<T>();
+    const T* ys = y16 ? nullptr : y.data<T>();
     const T* gys = g.data<T>();
     T* gxs = rounded ? nullptr : gx.data<T>();
     parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
-      std::vector<T> row_values(rounded ? n : 0);
+      std::vector<T> row_values(rounded ? n : 0), widened(y16 ? n : 0);
       for (int64_t row = b; row < e; ++row) {
-        const T* yr = ys + row * n;
+        if (y16)
+          for (int64_t j = 0; j < n; ++j) widened[j] = static_cast<T>(bf16_to_f32(y16[row * n + j]));
+        const T* yr = y16 ? widened.data() : ys + row * n;
         const T* gr = gys + row * n;
         T* out = rounded ? row_values.data() : gxs + row * n;
         if (log) {

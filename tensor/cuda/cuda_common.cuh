@@ -190,6 +190,9 @@ __device__ __forceinline__ uint16_t bf16_bits(float f) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
+// A bf16's value as f32 (exact: bf16 is f32's top half).
+__device__ __forceinline__ float bf16_value(uint16_t h) { return __uint_as_float(static_cast<uint32_t>(h) << 16); }
+
 // ---- 16-byte vector access ---------------------------------------------------------
 
 // 16 bytes of T, moved with one 128-bit load or store (ld.global.v4): the

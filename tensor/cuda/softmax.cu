@@ -9,7 +9,9 @@
 // combines the threads' pairs, and a second pass writes the outputs. A row
 // that is entirely -inf gives 0s (log-softmax: -inf), as the CPU. Beside y,
 // softmax can write dropout(y) (the attention's dropped probabilities, bf16
-// for the P V product) from the same registers: no second pass over y.
+// for the P V product) from the same registers: no second pass over y. y
+// itself may be written as bf16 (kept so for the backward under bf16
+// products), which the backward reads.
 // backward, per row: one reduction (sum of gy * y, or of gy), then the write
 // (a warp's row, again, held in registers).
 #include "tensor/cuda/dropout_mask.cuh"
@@ -43,15 +45,21 @@ struct RowOut {
   }
 };
 
+// A row input read as f32 (f) or from bf16 (h): the one pointer given.
+struct RowIn {
+  const float* f = nullptr;
+  const uint16_t* h = nullptr;
+  __device__ __forceinline__ float load(int64_t i) const { return h != nullptr ? bf16_value(h[i]) : f[i]; }
+};
+
 // A block per row (rows longer than a warp's registers hold).
 // out, where defined: dropout(y) beside y (softmax only).
-__global__ void softmax_block_kernel(float* y, const float* x, MaskRows mask, int64_t rows, int64_t n, bool log,
+__global__ void softmax_block_kernel(RowOut y, const float* x, MaskRows mask, int64_t rows, int64_t n, bool log,
                                      RowOut out, DropoutMask drop) {
   using Threads = RowThreads<false>;
   const uint64_t stream = drop.stream();
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
     const float* xr = x + row * n;
-    float* yr = y + row * n;
     const float* mr = nullptr;
     if (mask.data != nullptr) {
       int64_t offset[1];
@@ -66,17 +74,18 @@ __global__ void softmax_block_kernel(float* y, const float* x, MaskRows mask, in
 
     if (stats.max == -INFINITY) {  // every position masked out
       for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
-        yr[j] = log ? -INFINITY : 0.0f;
+        y.store(row * n + j, log ? -INFINITY : 0.0f);
         if (out.defined()) out.store(row * n + j, 0.0f);
       }
     } else if (log) {
       const float log_sum = logf(stats.sum);
-      for (int64_t j = Threads::lane(); j < n; j += Threads::width()) yr[j] = (value(j) - stats.max) - log_sum;
+      for (int64_t j = Threads::lane(); j < n; j += Threads::width())
+        y.store(row * n + j, (value(j) - stats.max) - log_sum);
     } else {
       const float inv = 1.0f / stats.sum;
       for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
         const float v = expf(value(j) - stats.max) * inv;
-        yr[j] = v;
+        y.store(row * n + j, v);
         if (out.defined()) out.store(row * n + j, drop.apply(v, row * n + j, stream));
       }
     }
@@ -97,7 +106,7 @@ struct MaxKeepingNan {
 // max is NaN, or inf - inf is, and so is the sum every output divides by);
 // an entirely -inf row gives 0s (log-softmax: -inf).
 template <int kPerLane>
-__global__ void softmax_warp_kernel(float* y, const float* x, MaskRows mask, int64_t rows, int64_t n, bool log,
+__global__ void softmax_warp_kernel(RowOut y, const float* x, MaskRows mask, int64_t rows, int64_t n, bool log,
                                     RowOut out, DropoutMask drop) {
   using Threads = RowThreads<true>;
   const int lane = Threads::lane();
@@ -108,7 +117,6 @@ __global__ void softmax_warp_kernel(float* y, const float* x, MaskRows mask, int
   const int left = static_cast<int>(n) - lane;
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
     const float* xl = x + row * n + lane;
-    float* yl = y + row * n + lane;
     const float* ml = nullptr;
     if (mask.data != nullptr) {
       int64_t offset[1];
@@ -129,7 +137,7 @@ __global__ void softmax_warp_kernel(float* y, const float* x, MaskRows mask, int
 #pragma unroll
       for (int t = 0; t < kPerLane; ++t)
         if (32 * t < left) {
-          yl[32 * t] = log ? -INFINITY : 0.0f;
+          y.store(first + 32 * t, log ? -INFINITY : 0.0f);
           if (out.defined()) out.store(first + 32 * t, 0.0f);
         }
       continue;
@@ -148,7 +156,7 @@ __global__ void softmax_warp_kernel(float* y, const float* x, MaskRows mask, int
     for (int t = 0; t < kPerLane; ++t)
       if (32 * t < left) {
         const float value = log ? v[t] - log_sum : v[t] * inv;
-        yl[32 * t] = value;
+        y.store(first + 32 * t, value);
         if (out.defined()) out.store(first + 32 * t, drop.apply(value, first + 32 * t, stream));
       }
   }
@@ -161,7 +169,7 @@ __global__ void softmax_warp_kernel(float* y, const float* x, MaskRows mask, int
 // A warp per row of n <= 32 kPerLane, y and gy held in registers (read once;
 // each lane adds its terms of the dot in element order, as a row loop does).
 template <int kPerLane>
-__global__ void softmax_backward_warp_kernel(RowOut gx, const float* y, const float* gy, int64_t rows, int64_t n,
+__global__ void softmax_backward_warp_kernel(RowOut gx, RowIn y, const float* gy, int64_t rows, int64_t n,
                                              bool log, DropoutMask mask) {
   using Threads = RowThreads<true>;
   const int lane = Threads::lane();
@@ -172,7 +180,7 @@ __global__ void softmax_backward_warp_kernel(RowOut gx, const float* y, const fl
     float yv[kPerLane], gv[kPerLane];
 #pragma unroll
     for (int t = 0; t < kPerLane; ++t) {
-      yv[t] = 32 * t < left ? y[first + 32 * t] : 0.0f;
+      yv[t] = 32 * t < left ? y.load(first + 32 * t) : 0.0f;
       gv[t] = 32 * t < left ? mask.apply(gy[first + 32 * t], first + 32 * t, stream) : 0.0f;
     }
     float dot = 0.0f;
@@ -187,26 +195,26 @@ __global__ void softmax_backward_warp_kernel(RowOut gx, const float* y, const fl
 }
 
 // A block per row.
-__global__ void softmax_backward_block_kernel(RowOut gx, const float* y, const float* gy, int64_t rows, int64_t n,
+__global__ void softmax_backward_block_kernel(RowOut gx, RowIn y, const float* gy, int64_t rows, int64_t n,
                                               bool log, DropoutMask mask) {
   using Threads = RowThreads<false>;
   const uint64_t stream = mask.stream();
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
-    const float* yr = y + row * n;
     const float* gr = gy + row * n;
     auto g = [&](int64_t j) { return mask.apply(gr[j], row * n + j, stream); };
+    auto yr = [&](int64_t j) { return y.load(row * n + j); };
     float dot = 0.0f;
-    for (int64_t j = Threads::lane(); j < n; j += Threads::width()) dot += log ? g(j) : g(j) * yr[j];
+    for (int64_t j = Threads::lane(); j < n; j += Threads::width()) dot += log ? g(j) : g(j) * yr(j);
     dot = Threads::reduce(dot, SumCombine{}, 0.0f);
     for (int64_t j = Threads::lane(); j < n; j += Threads::width())
-      gx.store(row * n + j, log ? g(j) - expf(yr[j]) * dot : yr[j] * (g(j) - dot));
+      gx.store(row * n + j, log ? g(j) - expf(yr(j)) * dot : yr(j) * (g(j) - dot));
   }
 }
 
 }  // namespace
 
 namespace {
-// gx or out as a RowOut: f32, or bf16 (undefined: none).
+// y, gx or out as a RowOut: f32, or bf16 (undefined: none).
 RowOut row_out(const Tensor& t, const char* what) {
   RowOut o;
   if (!t.defined()) return o;
@@ -217,6 +225,18 @@ RowOut row_out(const Tensor& t, const char* what) {
     o.f = t.data<float>();
   }
   return o;
+}
+
+// y as the backward reads it: f32, or bf16.
+RowIn row_in(const Tensor& t, const char* what) {
+  RowIn in;
+  if (t.dtype() == DType::bf16) {
+    in.h = static_cast<const uint16_t*>(t.raw_data());
+  } else {
+    require_f32(t.dtype(), what);
+    in.f = t.data<float>();
+  }
+  return in;
 }
 }  // namespace
 
@@ -234,7 +254,7 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log, con
     m.column_stride = mask.strides().back();
   }
   DeviceContext& ctx = context(x);
-  float* ys = y.data<float>();
+  const RowOut ys = row_out(y, "softmax (y)");
   const float* xs = x.data<float>();
   const RowOut o = row_out(out, "softmax (out)");
   const DropoutMask drop = dropout_mask(p, dropout);
@@ -252,11 +272,11 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log, con
 
 void softmax_backward(const Tensor& gx, const Tensor& y, const Tensor& gy, bool log, double p,
                       const PhiloxStream& dropout) {
-  require_f32(y.dtype(), "softmax_backward");
+  require_f32(gy.dtype(), "softmax_backward");
   const int64_t n = y.size(-1), rows = n ? y.numel() / n : 0;
   DeviceContext& ctx = context(y);
   const RowOut g = row_out(gx, "softmax_backward (gx)");
-  const float* ys = y.data<float>();
+  const RowIn ys = row_in(y, "softmax_backward (y)");
   const float* gys = gy.data<float>();
   const DropoutMask mask = dropout_mask(p, dropout);
   launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {

@@ -7,6 +7,7 @@
 // launches each makes. The f64 gradient checks are autograd/gradcheck_suite.cpp's.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <tuple>
 
@@ -457,11 +458,62 @@ TEST_CASE("split_heads lays the stacked product's parts out as heads with the bi
                     "split_heads: bias has shape [6], expected [12]");
 }
 
+namespace {
+
+// softmax_dropout keeping the probabilities as bf16: y is the f32 y's
+// rounding and out the same bits as without (p = 0: y itself); the backward
+// from the kept y is the f32 backward of its widened values, bit for bit (the
+// same kernel on the same numbers), a launch each way on a device. Rows of 7
+// and of 1,100 (a block a row on CUDA), a masked row.
+void check_kept_probabilities(Device device) {
+  INFO(device.str());
+  for (const int64_t n : {7, 1100}) {
+    const Tensor x = rand_f32({3, 4, n}, 60, -4, 4).to(device), gy = rand_f32({3, 4, n}, 61).to(device);
+    Tensor mask = Tensor::zeros({3, 1, n}, DType::f32);
+    mask.select(0, 1).fill_(-std::numeric_limits<float>::infinity());  // batch 1: every position masked
+    mask = mask.to(device);
+    for (const double p : {0.3, 0.0}) {
+      INFO("n " << n << ", p " << p);
+      const PhiloxStream stream{7, 3, Tensor()};
+      const SoftmaxDropoutResult plain = softmax_dropout(x, mask, p, stream, DType::bf16);
+      if (device.is_cuda()) synchronize(device);
+      reset_device_counters();
+      const SoftmaxDropoutResult kept = softmax_dropout(x, mask, p, stream, DType::bf16, /*keep_rounded=*/true);
+      if (device.is_cuda()) CHECK(device_counters().kernel_launches == 1);
+      REQUIRE(kept.y.dtype() == DType::bf16);
+      CHECK(test::bit_identical(kept.y, plain.y.to(DType::bf16)));
+      CHECK(test::bit_identical(kept.out, plain.out));
+      CHECK(kept.out.shares_storage_with(kept.y) == (p == 0));
+      const Tensor widened = kept.y.to(DType::f32);
+      for (const DType gx_dtype : {DType::f32, DType::bf16}) {
+        if (device.is_cuda()) synchronize(device);
+        reset_device_counters();
+        const Tensor from_kept = softmax_backward(kept.y, gy, gx_dtype, p, stream);
+        if (device.is_cuda()) CHECK(device_counters().kernel_launches == 1);
+        CHECK(test::bit_identical(from_kept, softmax_backward(widened, gy, gx_dtype, p, stream)));
+      }
+    }
+  }
+  CHECK_THROWS_WITH(softmax_dropout(rand_f32({2, 3}, 62).to(device), Tensor(), 0.0, PhiloxStream{}, DType::f32, true),
+                    Catch::Contains("kept as bf16 only beside a bf16 output of f32 scores"));
+}
+
+}  // namespace
+
+TEST_CASE("softmax keeps its probabilities as bf16 for the backward: the rounding's bits, read back exactly",
+          "[tensor]") {
+  check_kept_probabilities(Device::cpu());
+}
+
 // softmax(q k^T) v with dropout under bf16 products, as the attention runs
 // it: by the unfused ops (softmax, dropout, each product casting its
 // operand), and by softmax_dropout, which writes the dropped probabilities
-// and the scores' gradient rounded: the same bits everywhere, no cast of a
-// [.., L, L] tensor left, one kernel for the backward of both.
+// and the scores' gradient rounded and keeps the probabilities for the
+// backward as bf16: the same output and v gradient bits, no cast of a
+// [.., L, L] tensor left, one kernel for the backward of both; q's and k's
+// gradients from the kept rounding within 2^-7 of their largest (the
+// scores' gradient is rounded to bf16 either way, 2^-9 relative; the kept
+// probabilities add at most as much again to each term).
 TEST_CASE("the attention's probabilities and scores' gradient reach bf16 products rounded as written: no casts",
           "[tensor]") {
   MatmulPrecisionScope bf16(MatmulPrecision::bf16);
@@ -501,14 +553,28 @@ TEST_CASE("the attention's probabilities and scores' gradient reach bf16 product
   CHECK(fused.forward_kernels == 1);    // softmax writing the dropped probabilities beside y
   CHECK(unfused.backward_kernels == 2);
   CHECK(fused.backward_kernels == 1);
-  for (size_t i = 0; i < unfused.values.size(); ++i) CHECK(test::bit_identical(fused.values[i], unfused.values[i]));
+  auto check_values = [](const Run& got, const Run& want) {
+    CHECK(test::bit_identical(got.values[0], want.values[0]));  // the output
+    CHECK(test::bit_identical(got.values[3], want.values[3]));  // v's gradient: the dropped probabilities'
+    for (size_t i : {1, 2}) {                                   // q's and k's
+      const std::vector<double> a = got.values[i].to_doubles(), b = want.values[i].to_doubles();
+      double largest = 0, worst = 0;
+      for (size_t e = 0; e < a.size(); ++e) {
+        largest = std::max(largest, std::fabs(b[e]));
+        worst = std::max(worst, std::fabs(a[e] - b[e]));
+      }
+      CHECK(worst <= 0x1p-7 * largest);
+      CHECK(worst > 0);  // the kept rounding is what the backward read
+    }
+  };
+  check_values(fused, unfused);
   // Without dropout: the probabilities written rounded beside y instead of cast by the product.
   const Run plain = run(false, 0.0), rounded = run(true, 0.0);
   CHECK(plain.square_copies == 2);
   CHECK(rounded.square_copies == 0);
   CHECK(plain.forward_kernels == 1);
   CHECK(rounded.forward_kernels == 1);
-  for (size_t i = 0; i < plain.values.size(); ++i) CHECK(test::bit_identical(rounded.values[i], plain.values[i]));
+  check_values(rounded, plain);
   // Rounded output only from f32 values.
   CHECK_THROWS_WITH(dropout(rand_f32({2, 3}, 54).to(DType::f64), 0.5, PhiloxStream{1, 1, Tensor()}, DType::bf16),
                     "dropout: a bf16 out from f64 values (theirs, or bf16 from f32)");
@@ -680,6 +746,10 @@ TEST_CASE("cuda: the embeddings' front matches the CPU, in 1 launch forward and 
       }
     }
   }
+}
+
+TEST_CASE("cuda: softmax keeps its probabilities as bf16 for the backward, a launch each way", "[cuda]") {
+  check_kept_probabilities(kGpu);
 }
 
 TEST_CASE("cuda: fused backwards write a product output's gradient as bf16: the f32 one rounded once", "[cuda]") {
