@@ -187,8 +187,9 @@ __device__ __forceinline__ float activation_gradient(float g, const float* x, co
   return g * Op::df(u, Op::f(u, UnaryParams{}), UnaryParams{});
 }
 
-// What the backward reads and writes.
-struct BiasActivationLayerNormGrads {
+// What the transform's backward reads and writes (tensors of kernels.inc's
+// bias_activation_layernorm_backward).
+struct TransformOperands {
   LayerNormParamSums norm;  // its x: t, the LayerNorm's input
   float *gt, *gx;
   uint16_t* gx16;
@@ -198,7 +199,7 @@ struct BiasActivationLayerNormGrads {
 // One row: gt = layernorm's gx (its two row means in double), gx = gt
 // act'(x + b) in f32 (gx) or rounded to bf16 (gx16).
 template <class Threads, class Op>
-__device__ __forceinline__ void bias_activation_layernorm_backward_row(const BiasActivationLayerNormGrads& a,
+__device__ __forceinline__ void bias_activation_layernorm_backward_row(const TransformOperands& a,
                                                                        int64_t row) {
   const int64_t n = a.norm.n;
   const float* tr = a.norm.x + row * n;
@@ -221,7 +222,7 @@ __device__ __forceinline__ void bias_activation_layernorm_backward_row(const Bia
 
 // Rows longer than a warp takes: a block per row; the column sums in a second launch.
 template <class Op>
-__global__ void bias_activation_layernorm_backward_kernel(BiasActivationLayerNormGrads a, int64_t rows) {
+__global__ void bias_activation_layernorm_backward_kernel(TransformOperands a, int64_t rows) {
   using Threads = RowThreads<false>;
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride())
     bias_activation_layernorm_backward_row<Threads, Op>(a, row);
@@ -233,7 +234,7 @@ __global__ void bias_activation_layernorm_backward_kernel(BiasActivationLayerNor
 template <class Op>
 struct BiasActivationLayerNormBackward {
   static constexpr int kSums = 3;
-  BiasActivationLayerNormGrads a;
+  TransformOperands a;
   __device__ __forceinline__ void row(int64_t r) const {
     bias_activation_layernorm_backward_row<RowThreads<true>, Op>(a, r);
   }
@@ -436,7 +437,7 @@ void bias_activation_layernorm_backward(const Tensor& gx, const Tensor& gbias, c
   if (n == 0) return;
   DeviceContext& ctx = context(t);
   const bool bf16 = gx.dtype() == DType::bf16;
-  const BiasActivationLayerNormGrads a{
+  const TransformOperands a{
       LayerNormParamSums{gy.data<float>(), t.data<float>(), mean.data<float>(), rstd.data<float>(), n},
       gt.data<float>(), bf16 ? nullptr : gx.data<float>(), bf16 ? static_cast<uint16_t*>(gx.raw_data()) : nullptr,
       x.data<float>(), bias.data<float>(), gamma.data<float>()};
