@@ -26,9 +26,10 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log, con
   auto rows_ix = make_indexer<2>(row_shape, {&x_row_strides, mask.defined() ? &mask_row_strides : &x_row_strides});
   // A bf16 y (kept so for the backward) is the f32 values' rounding, and
   // without dropout so is a bf16 `out`: each written row by row while the
-  // row is in cache; the f32 values go to scratch when y is bf16.
+  // row is in cache. The f32 values of a bf16 y go to a row buffer, or with
+  // dropout (which reads them whole after) to scratch.
   const bool y_rounded = y.dtype() == DType::bf16;
-  const Tensor values = y_rounded ? Tensor::empty(y.shape(), x.dtype()) : y;
+  const Tensor values = !y_rounded ? y : p > 0 ? Tensor::empty(y.shape(), x.dtype()) : Tensor();
   uint16_t* rounded = y_rounded                    ? static_cast<uint16_t*>(y.raw_data())
                       : out.defined() && p == 0 ? static_cast<uint16_t*>(out.raw_data())
                                                 : nullptr;
@@ -36,12 +37,13 @@ void softmax(const Tensor& y, const Tensor& x, const Tensor& mask, bool log, con
   dispatch_float(x.dtype(), "softmax", [&](auto tag) {
     using T = decltype(tag);
     const T* xs = x.data<T>();
-    T* ys = values.data<T>();
+    T* ys = values.defined() ? values.data<T>() : nullptr;
     const T* ms = mask.defined() ? mask.data<T>() : nullptr;
     parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+      std::vector<T> row_buffer(ys ? 0 : n);
       for (int64_t row = b; row < e; ++row) {
         const T* xr = xs + row * n;
-        T* yr = ys + row * n;
+        T* yr = ys ? ys + row * n : row_buffer.data();
         const T* mr = nullptr;
         if (ms) {
           int64_t off[2];
