@@ -236,6 +236,9 @@ Var SelfAttention::fused_attention(const Heads& h, const Var& padding_mask, Posi
   if (pe.acts_in_attention || pe.adds_segment_scores()) pe.fused_terms(s, h.q, h.k, f);
   AttentionTerms& t = f.terms;
   t.scale = pe.score_scale(s);
+  // Under bf16 products a CUDA device runs the terms it can on tensor-core
+  // tiles (attention_runs_on_tiles), rounding what the unfused ops round.
+  t.bf16_products = matmul_precision() == MatmulPrecision::bf16 && h.q.dtype() == DType::f32;
   if (padding_mask.defined()) {
     const Tensor& m = padding_mask.value();
     const int64_t length = m.size(3);

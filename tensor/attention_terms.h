@@ -72,6 +72,10 @@ struct AttentionTerms {
   // run (backend.h's PhiloxStream::base: a step replayed from a CUDA graph
   // draws the next step's masks).
   Tensor stream_base;
+  // bf16 products (train.precision = bf16): where attention_runs_on_tiles,
+  // the CUDA kernels take q, k, v, dO and the probabilities as bf16 operands
+  // of tensor-core products with FP32 sums. The CPU's kernels ignore it.
+  bool bf16_products = false;
 
   // Whether a term reads a table row per pair (then positions and row_of are needed).
   // (RoPE needs positions too.)
@@ -80,6 +84,18 @@ struct AttentionTerms {
            value_vectors.defined() || (table.defined() && row_of.defined());
   }
 };
+
+// Whether the CUDA kernels run this attention on tensor-core tiles
+// (tensor/cuda/attention_tiles.cu): bf16 products asked for, heads of a
+// width the tiles are built for, and terms that add a scalar per pair (the
+// tables, the gates, RoPE, the masks, a dense bias, dropout) — no vectors
+// per pair (Shaw's, XLNet's, Huang et al.'s methods 3 and 4, TUPE's E.F)
+// and no per-head segments, which take the FP32 kernels.
+inline bool attention_runs_on_tiles(const AttentionTerms& t, int64_t head_width) {
+  return t.bf16_products && (head_width == 64 || head_width == 16) && !t.product.defined() &&
+         !t.query_vectors.defined() && !t.key_vectors.defined() && !t.value_vectors.defined() &&
+         !t.pos_query.defined() && !t.segment_table.defined();
+}
 
 // The gradients attention_backward writes, each where defined (preallocated,
 // contiguous, overwritten): q, k, v and the tables in their own shapes; E, F

@@ -1,5 +1,6 @@
 #include "tensor/kernel_calls.h"
 
+#include <cstring>
 #include <mutex>
 
 #include "base/error.h"
@@ -60,6 +61,11 @@ void describe_argument(KernelCall& call, const AttentionTerms& t) {
   if (t.gate.defined()) extra += 1;
   call.integers.push_back(extra);
   call.integers.push_back(t.causal ? 1 : 0);
+  // Whether a CUDA device runs it on tensor-core tiles: q's width from its
+  // shape (forward: out, out_operand, lse, q, ...; backward: gout, q, ...).
+  const size_t q = std::strcmp(call.kernel, "attention_forward") == 0 ? 3 : 1;
+  const int64_t width = call.shapes.size() > q && call.shapes[q].size() == 4 ? call.shapes[q][3] : 0;
+  call.integers.push_back(attention_runs_on_tiles(t, width) ? 1 : 0);
 }
 
 void describe_argument(KernelCall& call, const AttentionGrads& g) {

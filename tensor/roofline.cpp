@@ -53,10 +53,11 @@ double per_element_flops(const char* kernel) {
 // The shape of a fused attention call's arithmetic: its (query, key) pairs
 // (a causal mask halves them), the FLOPs of a pair's score (2 (d + extra):
 // extra the multiply-adds of the position terms per pair, kernel_calls.cpp)
-// and of its share of P v (2 d). Integers: forward [extra, causal]; backward
-// [tables, extra, causal]. pairs = 0 when the call is not described so.
+// and of its share of P v (2 d), and whether it runs on tensor-core tiles.
+// Integers: forward [extra, causal, tiles]; backward [tables, extra, causal,
+// tiles]. pairs = 0 when the call is not described so.
 struct AttentionWork {
-  bool forward = false, tables = false;
+  bool forward = false, tables = false, tiles = false;
   double pairs = 0, scores = 0, product = 0, d = 0, extra = 0;
 };
 AttentionWork attention_work(const KernelCall& call) {
@@ -73,6 +74,7 @@ AttentionWork attention_work(const KernelCall& call) {
   if (call.integers[first + 1] != 0) w.pairs = w.pairs / 2;
   w.scores = 2 * (w.d + w.extra), w.product = 2 * w.d;
   w.tables = !w.forward && call.integers[0] != 0;
+  w.tiles = call.integers.size() > first + 2 && call.integers[first + 2] != 0;
   return w;
 }
 
@@ -86,6 +88,18 @@ double attention_flops(const KernelCall& call) {
   if (w.forward) return w.pairs * (w.scores + w.product);
   return w.pairs * (2 * (w.scores + w.product) + 3 * w.product +
                     (w.tables ? w.scores + w.product + 2 * (w.d + w.extra) : 0));
+}
+
+// Seconds of arithmetic at peak: on tensor-core tiles (attention_tiles.cu)
+// the products — q . k and P v forward; S and dP in each of the backward's
+// two passes, and dq, dk and dv: 7 of 2 d FLOPs a pair — at the bf16 peak,
+// the rest (the position terms, the tables' FP32 pass) at FP32's.
+double attention_seconds(const KernelCall& call, const RooflineMachine& machine) {
+  const AttentionWork w = attention_work(call);
+  const double all = attention_flops(call);
+  if (!w.tiles) return all / machine.fp32_flops;
+  const double products = w.pairs * 2 * w.d * (w.forward ? 2 : 7);
+  return products / machine.bf16_flops + (all - products) / machine.fp32_flops;
 }
 
 // The same attention's work as a model FLOP count takes it (what the unfused
@@ -158,7 +172,9 @@ Roofline roofline(const std::vector<KernelCall>& calls, const RooflineMachine& m
   for (const KernelCall& call : calls) {
     const double flops = kernel_flops(call);
     const double memory = call.bytes / machine.bytes_per_second;
-    const double compute = flops / kernel_peak(call, machine);
+    const bool attention = std::strcmp(call.kernel, "attention_forward") == 0 ||
+                           std::strcmp(call.kernel, "attention_backward") == 0;
+    const double compute = attention ? attention_seconds(call, machine) : flops / kernel_peak(call, machine);
     const int64_t launches = kernel_launches(call);
     for (RooflineRow* row : {&by_kernel[call.kernel], &result.total}) {
       row->calls += 1;

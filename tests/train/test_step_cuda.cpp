@@ -160,10 +160,13 @@ TEST_CASE("cuda: a steady-state training step of every variant waits for the hos
 // ape_learned and t5_bias (a term of the positions alone) run split_heads
 // (q, k, v as bf16 operands in one pass), ape_learned the rounded dropout and
 // softmax gradient too, t5_bias only the dropout's; rpe_shaw reads q for its
-// term and keeps q, k, v f32, each product casting its view.
+// term and keeps q, k, v f32, each product casting its view. The GPU runs
+// the fused attention: ape_learned's, t5_bias's and rope's on tensor-core
+// tiles (heads 16 wide; tensor/cuda/attention_tiles.cu, which rounds what the
+// unfused ops round), rpe_shaw's on the FP32 kernels (a vector per pair).
 TEST_CASE("cuda: a bf16 training step matches the CPU's bf16 step within bf16's rounding", "[cuda][step][bf16]") {
   MatmulPrecisionScope bf16(MatmulPrecision::bf16);
-  for (const std::string name : {"ape_learned", "t5_bias", "rpe_shaw"}) {
+  for (const std::string name : {"ape_learned", "t5_bias", "rope", "rpe_shaw"}) {
     INFO("variant " << name);
     const nn::BertConfig c = step_config(name);
     int64_t split = 0;
@@ -173,8 +176,16 @@ TEST_CASE("cuda: a bf16 training step matches the CPU's bf16 step within bf16's 
       cpu = training_step(c, false, Device::cpu());
       for (const KernelCall& k : recording.calls()) split += std::string(k.kernel) == "split_heads";
     }
-    CHECK(split == (name == "rpe_shaw" ? 0 : c.num_hidden_layers));
-    const StepOutcome gpu = training_step(c, false, kGpu);
+    CHECK(split == (name == "ape_learned" || name == "t5_bias" ? c.num_hidden_layers : 0));
+    StepOutcome gpu;
+    int64_t on_tiles = 0;  // the attention's forward and backward calls on tensor-core tiles
+    {
+      KernelCallRecording recording;
+      gpu = training_step(c, false, kGpu);
+      for (const KernelCall& k : recording.calls())
+        on_tiles += std::string(k.kernel).rfind("attention_", 0) == 0 && !k.integers.empty() && k.integers.back() == 1;
+    }
+    CHECK(on_tiles == (name == "rpe_shaw" ? 0 : 2 * c.num_hidden_layers));
     REQUIRE(std::isfinite(cpu.loss));
     CHECK(std::fabs(gpu.loss - cpu.loss) <= 0x1p-8 * std::fabs(cpu.loss));
     REQUIRE(gpu.names == cpu.names);

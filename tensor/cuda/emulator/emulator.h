@@ -163,13 +163,22 @@ void sync_threads();
 // published to a block that reads them after an atomic (access_checks).
 void thread_fence();
 
-enum class WarpOp { sync, shfl, shfl_up, shfl_down, shfl_xor, match_any, ballot };
+// matrix: a warp-wide matrix operation (nvcuda::wmma's load_matrix_sync,
+// mma_sync, store_matrix_sync: include/mma.h): every lane of the warp must
+// arrive, as at __syncwarp, but it orders no memory (the hardware's does not
+// either: a lane reading what another lane stored needs a __syncwarp).
+enum class WarpOp { sync, shfl, shfl_up, shfl_down, shfl_xor, match_any, ballot, matrix };
 const char* warp_op_name(WarpOp op);
 
 // The calling lane's part in a warp operation: waits until every lane the
 // mask names has arrived, then returns this lane's result (the source lane's
 // value for a shuffle, a lane mask for match_any and ballot).
 uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, int operand, int width);
+
+// Fails the running kernel's launch with `what` (naming the thread and the
+// kernel), as a device-side error would: for the stand-in headers' checks of
+// their arguments.
+[[noreturn]] void kernel_fail(const std::string& what);
 
 // ---- device memory --------------------------------------------------------------------
 

@@ -245,7 +245,8 @@ void complete_warp_op(Block& b, int first, unsigned mask) {
     if (!(mask & (1u << lane))) continue;
     Thread& t = b.threads[first + lane];
     switch (t.op) {
-      case WarpOp::sync: t.result = 0; break;
+      case WarpOp::sync:
+      case WarpOp::matrix: t.result = 0; break;
       case WarpOp::match_any: {
         unsigned same = 0;
         for (int other = 0; other < kWarpSize; ++other)
@@ -290,6 +291,7 @@ const char* warp_op_name(WarpOp op) {
     case WarpOp::shfl_xor: return "__shfl_xor_sync";
     case WarpOp::match_any: return "__match_any_sync";
     case WarpOp::ballot: return "__ballot_sync";
+    case WarpOp::matrix: return "a wmma operation (load_matrix_sync, mma_sync or store_matrix_sync)";
   }
   return "a warp operation";
 }
@@ -542,6 +544,8 @@ int run_kernel(const char* name, Dim grid, Dim block, size_t shared_bytes, Kerne
   }
   return kSuccess;
 }
+
+void kernel_fail(const std::string& what) { kernel_error(what); }
 
 void record_kernel_error(const std::string& what) {
   if (current_block != nullptr && current_block->error.empty()) current_block->error = what;

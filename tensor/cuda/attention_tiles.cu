@@ -1,0 +1,405 @@
+// CUDA kernels of the fused attention on tensor cores: q . k, P~ v and the
+// backward's products as nvcuda::wmma's 16 x 16 x 16 tiles, bf16 operands
+// with FP32 sums, for the attention whose position terms add a scalar per
+// (query, key) pair: attention_runs_on_tiles (tensor/attention_terms.h; the
+// equations there). The rest takes attention.cu's FP32 kernels.
+//
+// FlashAttention-2's algorithm (Dao 2023), the tile products on tensor cores
+// and everything between them — the position terms, the online softmax,
+// dropout — on CUDA cores through shared memory: an accumulator tile's
+// elements are spread over the lanes in a way CUDA leaves unspecified, so
+// the products are stored to shared memory and read back a pair per lane.
+//  - forward: a block per (64 queries, head, batch), a warp per 16 queries;
+//    per tile of 32 keys S = Q K^T, a lane per key: s_ij, the running max m
+//    and sum l (the online softmax), O = O exp(m_old - m) + P~ V;
+//  - backward by query rows (32 a block): S = Q K^T and dP = dO V^T again,
+//    dS = P (z dP - D) a lane per key, dQ += (scale g dS) K; writes
+//    D_i = dO_i . o_i for
+//  - backward by key rows (32 a block), a lane per query: S^T = K Q^T,
+//    dP^T = V dO^T, dV += P~^T dO, dK += (scale g dS)^T Q;
+//  - the tables' and gates' gradients: attention.cu's pass over the pairs
+//    sorted by table row (FP32, recomputing each pair from q, k, v and dO).
+// Rounded to bf16, as the unfused bf16 attention rounds them: q, k, v and
+// dO as they are loaded (q and k after RoPE's rotation), P~ before P~ V and
+// P~^T dO, scale g dS before its two products. The scores, the softmax's
+// statistics, dP, D and every sum are FP32. Determinism: each output element
+// has one writer; a tile's sums run in a fixed order.
+//
+// Not tuned beyond that: the tiles go through shared memory (no register
+// fragments across steps, no cp.async, no causal skip of the masked tiles).
+#include <mma.h>
+
+#include <type_traits>
+
+#include "tensor/cuda/attention_terms.cuh"
+
+namespace ordo::cuda {
+
+namespace {
+
+namespace wmma = nvcuda::wmma;
+using bf16 = __nv_bfloat16;
+
+constexpr int kSide = 16;           // a wmma tile's side: the queries (or keys) of a warp
+constexpr int kStep = 32;           // keys (or queries) per step of the loops: a lane each
+constexpr int kForwardWarps = 4;    // 64 queries a block
+constexpr int kBackwardWarps = 2;   // 32 queries (or keys) a block
+constexpr unsigned kAllLanes = 0xffffffffu;
+
+using FragmentA = wmma::fragment<wmma::matrix_a, kSide, kSide, kSide, bf16, wmma::row_major>;
+using FragmentC = wmma::fragment<wmma::accumulator, kSide, kSide, kSide, float>;
+template <bool kTransposed>
+using FragmentB = wmma::fragment<wmma::matrix_b, kSide, kSide, kSide, bf16,
+                                 std::conditional_t<kTransposed, wmma::col_major, wmma::row_major>>;
+
+__device__ __forceinline__ bf16 to_bf16(float x) { return __ushort_as_bfloat16(bf16_bits(x)); }
+
+// Every lane gets combine over the warp's 32 values (a butterfly: each step
+// combines two equal partial results, so every lane ends with the same bits).
+template <class Combine>
+__device__ __forceinline__ float warp_all(float v, Combine combine) {
+  for (int offset = 16; offset > 0; offset /= 2) v = combine(v, __shfl_xor_sync(kAllLanes, v, offset));
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+  return warp_all(v, [](float a, float b) { return fmaxf(a, b); });
+}
+__device__ __forceinline__ float warp_sum(float v) {
+  return warp_all(v, [](float a, float b) { return a + b; });
+}
+
+// c [16, N] (row-major, ldc) = a [16, K] (row-major, lda) times b: [K, N]
+// row-major (ldb), or with kTransposed the transpose of bt [N, K]
+// (row-major, ldb); kAccumulate adds to c instead. A warp's product: every
+// lane takes part.
+template <int K, int N, bool kTransposed, bool kAccumulate>
+__device__ __forceinline__ void warp_product(float* c, int ldc, const bf16* a, int lda, const bf16* b, int ldb) {
+  for (int n = 0; n < N; n += kSide) {
+    FragmentC sum;
+    if (kAccumulate)
+      wmma::load_matrix_sync(sum, c + n, ldc, wmma::mem_row_major);
+    else
+      wmma::fill_fragment(sum, 0.0f);
+    for (int k = 0; k < K; k += kSide) {
+      FragmentA fa;
+      FragmentB<kTransposed> fb;
+      wmma::load_matrix_sync(fa, a + k, lda);
+      wmma::load_matrix_sync(fb, kTransposed ? b + n * ldb + k : b + k * ldb + n, ldb);
+      wmma::mma_sync(sum, fa, fb, sum);
+    }
+    wmma::store_matrix_sync(c + n, sum, ldc, wmma::mem_row_major);
+  }
+}
+
+// Element x of row `row` (d wide) rotated by RoPE at position p (back: the
+// inverse rotation, for a gradient): Terms::rotate's pairs, one element.
+__device__ __forceinline__ float rotated(const Terms& t, const float* row, int x, int64_t p, bool back) {
+  const int half = static_cast<int>(t.d / 2);
+  const bool first = t.rotary_half ? x < half : x % 2 == 0;
+  const int m = t.rotary_half ? (first ? x : x - half) : x / 2;
+  const int ia = t.rotary_half ? m : 2 * m, ib = t.rotary_half ? m + half : 2 * m + 1;
+  const float angle = static_cast<float>(p) * t.rotary[m];
+  const float c = cosf(angle), s = back ? -sinf(angle) : sinf(angle);
+  const float a = row[ia], e = row[ib];
+  return first ? a * c - e * s : a * s + e * c;
+}
+
+// Rows [first, first + rows) of x for (b, h) as bf16 operands, zeros from
+// `end` on; `rotate`: by RoPE at their positions first. Every thread of the
+// block takes part.
+template <int D>
+__device__ void load_operand(bf16 (*tile)[D], int rows, const HeadRows& x, int64_t b, int64_t h, int64_t first,
+                             int64_t end, const Terms& t, bool rotate) {
+  for (int e = threadIdx.x; e < rows * D; e += blockDim.x) {
+    const int r = e / D, c = e % D;
+    const int64_t n = first + r;
+    float value = 0.0f;
+    if (n < end) {
+      const float* row = x.at(b, h, n);
+      value = rotate ? rotated(t, row, c, t.positions[b * t.L + n], false) : row[c];
+    }
+    tile[r][c] = to_bf16(value);
+  }
+}
+
+// s_ij of a pair whose q_i . k_j is c (the terms of attention_runs_on_tiles: scalars).
+__device__ __forceinline__ float pair_score(const Terms& t, float c, int64_t b, int64_t h, int64_t i, int64_t j) {
+  Terms::Dots dots;
+  dots.c = c;
+  return t.score(dots, b, h, i, j, t.row(b, i, j));
+}
+
+// scale g_ij dS_ij: what multiplies k_j into dq_i and q_i into dk_j.
+__device__ __forceinline__ float scaled_ds(const Terms& t, float ds, int64_t b, int64_t h, int64_t i, int64_t j) {
+  const float* g = t.entry(t.gate, h, t.row(b, i, j));
+  return t.scale * ds * (g ? *g : 1.0f);
+}
+
+// ---- forward ----------------------------------------------------------------------------------
+
+template <int D>
+struct ForwardTiles {
+  static constexpr int kQueries = kSide * kForwardWarps;
+  alignas(32) bf16 queries[kQueries][D];
+  alignas(32) bf16 keys[kStep][D];
+  alignas(32) bf16 values[kStep][D];
+  alignas(32) float scores[kQueries][kStep];
+  alignas(32) bf16 probs[kQueries][kStep];  // P~ = exp(s - m) z, this step's keys
+  alignas(32) float out[kQueries][D];       // O, unnormalised
+  // m and l per query, two copies: a step reads one and writes the other.
+  alignas(32) float row_max[2][kQueries];
+  alignas(32) float row_sum[2][kQueries];
+};
+
+template <int D>
+__global__ void __launch_bounds__(kForwardWarps * kWarp) attention_forward_tiles_kernel(
+    GradRows out, Rows<uint16_t> out16, float* lse, HeadRows q, HeadRows k, HeadRows v, Terms t) {
+  using Tiles = ForwardTiles<D>;
+  __shared__ Tiles s;
+  const int64_t b = blockIdx.z, h = blockIdx.y, first = blockIdx.x * Tiles::kQueries;
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, row0 = warp * kSide;
+  const bool rope = t.rotary != nullptr;
+  load_operand<D>(s.queries, Tiles::kQueries, q, b, h, first, t.L, t, rope);
+  for (int e = threadIdx.x; e < Tiles::kQueries * D; e += blockDim.x) s.out[e / D][e % D] = 0.0f;
+  if (threadIdx.x < Tiles::kQueries) {
+    s.row_max[0][threadIdx.x] = -INFINITY;
+    s.row_sum[0][threadIdx.x] = 0.0f;
+  }
+  Terms::Draw draw;
+  int now = 0;  // which copy of m and l this step reads
+  for (int64_t j0 = 0; j0 < t.J; j0 += kStep, now ^= 1) {
+    __syncthreads();  // the last step's keys and values are read (at the first: the queries written)
+    load_operand<D>(s.keys, kStep, k, b, h, j0, t.J, t, rope);
+    load_operand<D>(s.values, kStep, v, b, h, j0, t.J, t, false);
+    __syncthreads();
+    warp_product<D, kStep, true, false>(&s.scores[row0][0], kStep, &s.queries[row0][0], D, &s.keys[0][0], D);
+    __syncwarp();
+    const int64_t j = j0 + lane;
+    for (int r = row0; r < row0 + kSide; ++r) {
+      const int64_t i = first + r;
+      if (i >= t.L) {  // the same for every lane
+        s.probs[r][lane] = to_bf16(0.0f);
+        continue;
+      }
+      const float score = j < t.J ? pair_score(t, s.scores[r][lane], b, h, i, j) : -INFINITY;
+      const float m_old = s.row_max[now][r];
+      const float m_new = fmaxf(m_old, warp_max(score));  // finite: this step has a key
+      const float p = j < t.J ? expf(score - m_new) : 0.0f;
+      const float rescale = expf(m_old - m_new);  // 0 at the first step (m_old = -inf)
+      const float l = s.row_sum[now][r] * rescale + warp_sum(p);
+      if (lane == 0) {
+        s.row_max[now ^ 1][r] = m_new;
+        s.row_sum[now ^ 1][r] = l;
+      }
+      s.probs[r][lane] = to_bf16(j < t.J ? p * t.dropout_factor(b, h, i, j, draw) : 0.0f);
+      for (int x = lane; x < D; x += kWarp) s.out[r][x] *= rescale;
+    }
+    __syncwarp();  // the rescaled rows and P~ are visible to the warp's product
+    warp_product<kStep, D, false, true>(&s.out[row0][0], D, &s.probs[row0][0], kStep, &s.values[0][0], D);
+  }
+  __syncthreads();  // the last step's m and l (lane 0's) and O (the product's) are visible
+  for (int r = row0; r < row0 + kSide; ++r) {
+    const int64_t i = first + r;
+    if (i >= t.L) break;
+    const float l = s.row_sum[now][r], inv = 1.0f / l;
+    for (int x = lane; x < D; x += kWarp) {
+      const float o = s.out[r][x] * inv;
+      out.at(b, h, i)[x] = o;
+      if (out16.data != nullptr) out16.at(b, h, i)[x] = bf16_bits(o);
+    }
+    if (lane == 0) lse[(b * t.H + h) * t.L + i] = s.row_max[now][r] + logf(l);
+  }
+}
+
+// ---- backward by query rows ------------------------------------------------------------------------
+
+template <int D>
+struct QueryGradTiles {
+  static constexpr int kQueries = kSide * kBackwardWarps;
+  alignas(32) bf16 queries[kQueries][D];
+  alignas(32) bf16 grads[kQueries][D];  // dO
+  alignas(32) bf16 keys[kStep][D];
+  alignas(32) bf16 values[kStep][D];
+  alignas(32) float scores[kQueries][kStep];
+  alignas(32) float dp[kQueries][kStep];
+  alignas(32) bf16 ds[kQueries][kStep];  // scale g dS
+  alignas(32) float dq[kQueries][D];
+  alignas(32) float lse[kQueries];
+  alignas(32) float dsum[kQueries];
+};
+
+template <int D>
+__global__ void __launch_bounds__(kBackwardWarps * kWarp) attention_query_grads_tiles_kernel(
+    GradRows gq, float* dsum, HeadRows gout, HeadRows q, HeadRows k, HeadRows v, HeadRows out, const float* lse,
+    Terms t) {
+  using Tiles = QueryGradTiles<D>;
+  __shared__ Tiles s;
+  const int64_t b = blockIdx.z, h = blockIdx.y, bh = b * t.H + h, first = blockIdx.x * Tiles::kQueries;
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, row0 = warp * kSide;
+  const bool rope = t.rotary != nullptr;
+  load_operand<D>(s.queries, Tiles::kQueries, q, b, h, first, t.L, t, rope);
+  load_operand<D>(s.grads, Tiles::kQueries, gout, b, h, first, t.L, t, false);
+  for (int e = threadIdx.x; e < Tiles::kQueries * D; e += blockDim.x) s.dq[e / D][e % D] = 0.0f;
+  // D_i = dO_i . o_i (FP32, as given) and lse_i, per row of the warp.
+  for (int r = row0; r < row0 + kSide; ++r) {
+    const int64_t i = first + r;
+    if (i >= t.L) break;
+    float partial = 0.0f;
+    for (int x = lane; x < D; x += kWarp) partial += gout.at(b, h, i)[x] * out.at(b, h, i)[x];
+    const float d_i = warp_sum(partial);
+    if (lane == 0) {
+      s.dsum[r] = d_i;
+      s.lse[r] = lse[bh * t.L + i];
+      dsum[bh * t.L + i] = d_i;
+    }
+  }
+  Terms::Draw draw;
+  for (int64_t j0 = 0; j0 < t.J; j0 += kStep) {
+    __syncthreads();  // the last step's keys and values are read (at the first: the rows written)
+    load_operand<D>(s.keys, kStep, k, b, h, j0, t.J, t, rope);
+    load_operand<D>(s.values, kStep, v, b, h, j0, t.J, t, false);
+    __syncthreads();
+    warp_product<D, kStep, true, false>(&s.scores[row0][0], kStep, &s.queries[row0][0], D, &s.keys[0][0], D);
+    warp_product<D, kStep, true, false>(&s.dp[row0][0], kStep, &s.grads[row0][0], D, &s.values[0][0], D);
+    __syncwarp();
+    const int64_t j = j0 + lane;
+    for (int r = row0; r < row0 + kSide; ++r) {
+      const int64_t i = first + r;
+      float ds = 0.0f;
+      if (i < t.L && j < t.J) {
+        const float p = expf(pair_score(t, s.scores[r][lane], b, h, i, j) - s.lse[r]);
+        ds = scaled_ds(t, p * (t.dropout_factor(b, h, i, j, draw) * s.dp[r][lane] - s.dsum[r]), b, h, i, j);
+      }
+      s.ds[r][lane] = to_bf16(ds);
+    }
+    __syncwarp();
+    warp_product<kStep, D, false, true>(&s.dq[row0][0], D, &s.ds[row0][0], kStep, &s.keys[0][0], D);
+  }
+  if (gq.data == nullptr) return;
+  __syncwarp();  // the product's dQ is visible to every lane
+  for (int r = row0; r < row0 + kSide; ++r) {
+    const int64_t i = first + r;
+    if (i >= t.L) break;
+    for (int x = lane; x < D; x += kWarp)
+      gq.at(b, h, i)[x] = rope ? rotated(t, s.dq[r], x, t.positions[b * t.L + i], true) : s.dq[r][x];
+  }
+}
+
+// ---- backward by key rows ------------------------------------------------------------------------
+
+template <int D>
+struct KeyGradTiles {
+  static constexpr int kKeys = kSide * kBackwardWarps;
+  alignas(32) bf16 keys[kKeys][D];
+  alignas(32) bf16 values[kKeys][D];
+  alignas(32) bf16 queries[kStep][D];
+  alignas(32) bf16 grads[kStep][D];  // dO
+  alignas(32) float scores[kKeys][kStep];  // S^T
+  alignas(32) float dp[kKeys][kStep];      // dP^T
+  alignas(32) bf16 probs[kKeys][kStep];    // P~^T
+  alignas(32) bf16 ds[kKeys][kStep];       // (scale g dS)^T
+  alignas(32) float dk[kKeys][D];
+  alignas(32) float dv[kKeys][D];
+  alignas(32) float lse[kStep];
+  alignas(32) float dsum[kStep];
+};
+
+template <int D>
+__global__ void __launch_bounds__(kBackwardWarps * kWarp) attention_key_grads_tiles_kernel(
+    GradRows gk, GradRows gv, HeadRows gout, HeadRows q, HeadRows k, HeadRows v, const float* lse, const float* dsum,
+    Terms t) {
+  using Tiles = KeyGradTiles<D>;
+  __shared__ Tiles s;
+  const int64_t b = blockIdx.z, h = blockIdx.y, bh = b * t.H + h, first = blockIdx.x * Tiles::kKeys;
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, row0 = warp * kSide;
+  const bool rope = t.rotary != nullptr;
+  load_operand<D>(s.keys, Tiles::kKeys, k, b, h, first, t.J, t, rope);
+  load_operand<D>(s.values, Tiles::kKeys, v, b, h, first, t.J, t, false);
+  for (int e = threadIdx.x; e < Tiles::kKeys * D; e += blockDim.x) s.dk[e / D][e % D] = s.dv[e / D][e % D] = 0.0f;
+  Terms::Draw draw;
+  for (int64_t i0 = 0; i0 < t.L; i0 += kStep) {
+    __syncthreads();  // the last step's queries and dO are read (at the first: the keys written)
+    load_operand<D>(s.queries, kStep, q, b, h, i0, t.L, t, rope);
+    load_operand<D>(s.grads, kStep, gout, b, h, i0, t.L, t, false);
+    if (threadIdx.x < kStep) {
+      const int64_t i = i0 + threadIdx.x;
+      s.lse[threadIdx.x] = i < t.L ? lse[bh * t.L + i] : 0.0f;
+      s.dsum[threadIdx.x] = i < t.L ? dsum[bh * t.L + i] : 0.0f;
+    }
+    __syncthreads();
+    warp_product<D, kStep, true, false>(&s.scores[row0][0], kStep, &s.keys[row0][0], D, &s.queries[0][0], D);
+    warp_product<D, kStep, true, false>(&s.dp[row0][0], kStep, &s.values[row0][0], D, &s.grads[0][0], D);
+    __syncwarp();
+    const int64_t i = i0 + lane;
+    for (int r = row0; r < row0 + kSide; ++r) {
+      const int64_t j = first + r;
+      float pt = 0.0f, ds = 0.0f;
+      if (i < t.L && j < t.J) {
+        const float p = expf(pair_score(t, s.scores[r][lane], b, h, i, j) - s.lse[lane]);
+        const float z = t.dropout_factor(b, h, i, j, draw);
+        pt = p * z;
+        ds = scaled_ds(t, p * (z * s.dp[r][lane] - s.dsum[lane]), b, h, i, j);
+      }
+      s.probs[r][lane] = to_bf16(pt);
+      s.ds[r][lane] = to_bf16(ds);
+    }
+    __syncwarp();
+    warp_product<kStep, D, false, true>(&s.dv[row0][0], D, &s.probs[row0][0], kStep, &s.grads[0][0], D);
+    warp_product<kStep, D, false, true>(&s.dk[row0][0], D, &s.ds[row0][0], kStep, &s.queries[0][0], D);
+  }
+  __syncwarp();  // the products' dK and dV are visible to every lane
+  for (int r = row0; r < row0 + kSide; ++r) {
+    const int64_t j = first + r;
+    if (j >= t.J) break;
+    for (int x = lane; x < D; x += kWarp) {
+      if (gk.data != nullptr)
+        gk.at(b, h, j)[x] = rope ? rotated(t, s.dk[r], x, t.positions[b * t.L + j], true) : s.dk[r][x];
+      if (gv.data != nullptr) gv.at(b, h, j)[x] = s.dv[r][x];
+    }
+  }
+}
+
+// Calls f(std::integral_constant<int, D>) for the head widths the tiles are built for.
+template <class F>
+void with_tile_width(int64_t d, F&& f) {
+  switch (d) {
+    case 16: return f(std::integral_constant<int, 16>());  // the kernel tests' width
+    case 64: return f(std::integral_constant<int, 64>());  // every shipped config's
+  }
+  ORDO_CHECK(false, "attention on tensor-core tiles: heads ", d, " wide (the tiles take 16 or 64)");
+}
+
+}  // namespace
+
+void attention_forward_tiles(const Tensor& out, const Tensor& out_operand, const Tensor& lse, const Tensor& q,
+                             const Tensor& k, const Tensor& v, const Terms& t, DeviceContext& ctx) {
+  with_tile_width(t.d, [&](auto width) {
+    constexpr int D = decltype(width)::value;
+    const dim3 grid(static_cast<unsigned>((t.L + ForwardTiles<D>::kQueries - 1) / ForwardTiles<D>::kQueries),
+                    static_cast<unsigned>(t.H), static_cast<unsigned>(t.B));
+    ORDO_LAUNCH(attention_forward_tiles_kernel<D>, grid, kForwardWarps * kWarp, 0, ctx.stream, head_rows<float>(out),
+                head_rows<uint16_t>(out_operand), lse.data<float>(), head_rows(q), head_rows(k), head_rows(v), t);
+  });
+  ORDO_CUDA_CHECK_LAUNCH();
+}
+
+void attention_backward_tiles(const AttentionGrads& grads, const Tensor& dsum, const Tensor& gout, const Tensor& q,
+                              const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, const Terms& t,
+                              DeviceContext& ctx) {
+  with_tile_width(t.d, [&](auto width) {
+    constexpr int D = decltype(width)::value;
+    const unsigned queries = static_cast<unsigned>((t.L + QueryGradTiles<D>::kQueries - 1) / QueryGradTiles<D>::kQueries);
+    ORDO_LAUNCH(attention_query_grads_tiles_kernel<D>, dim3(queries, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
+                kBackwardWarps * kWarp, 0, ctx.stream, head_rows<float>(grads.q), dsum.data<float>(), head_rows(gout),
+                head_rows(q), head_rows(k), head_rows(v), head_rows(out), lse.data<float>(), t);
+    ORDO_CUDA_CHECK_LAUNCH();
+    if (!grads.k.defined() && !grads.v.defined()) return;
+    const unsigned keys = static_cast<unsigned>((t.J + KeyGradTiles<D>::kKeys - 1) / KeyGradTiles<D>::kKeys);
+    ORDO_LAUNCH(attention_key_grads_tiles_kernel<D>, dim3(keys, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
+                kBackwardWarps * kWarp, 0, ctx.stream, head_rows<float>(grads.k), head_rows<float>(grads.v),
+                head_rows(gout), head_rows(q), head_rows(k), head_rows(v), lse.data<float>(), dsum.data<float>(), t);
+    ORDO_CUDA_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace ordo::cuda

@@ -1,0 +1,320 @@
+// The fused attention on tensor-core tiles (tensor/cuda/attention_tiles.cu:
+// bf16 operands, FP32 sums) against the CPU's kernels (f64 sums, nothing
+// rounded), for the terms it takes (attention_runs_on_tiles): a relative
+// table and a gate with the padding mask and dropout; RoPE with the causal
+// mask and a dense term. Heads 16 wide, 40 queries and keys: the forward's
+// keys take two steps of 32 (the online softmax crosses them), the
+// backward's two blocks of queries and of keys, and rows and keys past the
+// end of a tile are masked.
+//
+// q, k, v and dO are bf16 values, so the tiles' rounding of them is exact,
+// and RoPE's angles are multiples of pi / 2, so the rotated q and k are the
+// same values up to f32's error in cos and sin (~1e-6 of them, which bf16's
+// rounding removes or leaves below the slack). What the tiles round is P~
+// (before P~ V and P~^T dO) and c_ij = scale g_ij dS_ij (before its products
+// with k and q), each to within u = 2^-9 of itself. From the CPU's P and P~
+// (its forward with one-hot values: o_i = P~_i. on the keys whose value is a
+// unit vector) the bounds are, per element, with q' and k' rotated:
+//   o_ix:  u sum_j P~_ij |v_jx|
+//   dv_jx: u sum_i P~_ij |dO_ix|
+//   dq_ix: sum_j (u |c_ij| + scale g_ij P_ij dD_i) |k'_jx|
+//   dk_jx: sum_i (u |c_ij| + scale g_ij P_ij dD_i) |q'_ix|
+// (dq and dk in the rotated frame, taken back by RoPE's inverse rotation),
+// where dD_i = sum_x |dO_ix| (|o_ix - o'_ix| + 2^-20 |o_ix|) bounds the error
+// of D_i = dO_i . o_i, which the backward forms from the tiles' o' (checked
+// against its own bound first); the table's and the gate's
+// gradients (the FP32 pass over the pairs, which reads that D_i) by
+// sum P_ij dD_i over the pairs of their row (times scale |q_i . k_j| for
+// the gate). Each bound is doubled (the f32 arithmetic around the roundings:
+// exp's ulps, sums of 40 terms), plus 2^-16 of the tensor's largest value,
+// and checked to be far below the tensor's own scale (below 2^-4 of its
+// largest value), so a lost term, a misplaced mask or a wrong row fails it.
+#ifdef ORDO_HAS_CUDA
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tensor/device_runtime.h"
+#include "tensor/ops.h"
+#include "tests/helpers.h"
+
+using namespace ordo;
+
+namespace {
+
+constexpr int64_t B = 2, H = 2, L = 40, d = 16;
+constexpr double kLowest = std::numeric_limits<float>::lowest();
+constexpr double kUnit = 0x1p-9;  // bf16's unit roundoff
+
+// Values of order 1 that bf16 holds exactly.
+Tensor bf16_values(const Shape& shape, uint64_t seed, double low = -1, double high = 1) {
+  return ordo::test::random_tensor(shape, seed, DType::f32, low, high).to(DType::bf16).to(DType::f32);
+}
+
+Tensor positions() {
+  std::vector<int64_t> p;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < L; ++i) p.push_back(b == 0 ? i : (i * 7) % 31 + (i > 20 ? 3 : 0));
+  return Tensor::from_vector(p, {B, L});
+}
+
+struct Case {
+  std::string name;
+  AttentionTerms terms;
+  bool learned_tables = false;  // the table's and the gate's gradients
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> c;
+  {
+    AttentionTerms t;
+    t.positions = positions();
+    std::vector<int64_t> rows;  // distances -40..40 -> 9 rows, clipped at 4
+    for (int64_t r = -40; r <= 40; ++r) rows.push_back(4 - std::max<int64_t>(-4, std::min<int64_t>(4, r)));
+    t.row_of = Tensor::from_vector(rows, {81});
+    t.first_distance = -40;
+    t.table = ordo::test::random_tensor({H, 9}, 4, DType::f32, -1, 1);
+    t.gate = ordo::test::random_tensor({H, 9}, 5, DType::f32, 0.5, 1.5);
+    std::vector<float> m(static_cast<size_t>(B * L), 0.0f);
+    for (int64_t j = L - 7; j < L; ++j) m[static_cast<size_t>(L + j)] = static_cast<float>(kLowest);
+    t.key_bias = Tensor::from_vector(m, {B, 1, L});
+    t.scale = 0.25, t.dropout = 0.2, t.seed = 3, t.stream = 9;
+    c.push_back({"a relative table and a gate, the padding mask, dropout", t, true});
+  }
+  {
+    AttentionTerms t;
+    t.positions = positions();
+    const float quarter = static_cast<float>(M_PI / 2);
+    t.rotary = Tensor::from_vector(std::vector<float>{quarter, 0, 2 * quarter, 3 * quarter, quarter, 0, quarter,
+                                                      2 * quarter},
+                                   {d / 2});
+    t.causal = true;
+    t.dense_bias = ordo::test::random_tensor({1, H, L, L}, 6, DType::f32, -1, 1);
+    t.scale = 0.25;
+    c.push_back({"RoPE (angles of pi / 2), the causal mask, a dense term", t, false});
+  }
+  return c;
+}
+
+AttentionTerms on(const AttentionTerms& terms, Device device) {
+  AttentionTerms t = terms;
+  for (Tensor* x : {&t.positions, &t.row_of, &t.table, &t.gate, &t.key_bias, &t.dense_bias, &t.rotary})
+    if (x->defined()) *x = x->to(device);
+  return t;
+}
+
+struct Result {
+  Tensor out, lse, gq, gk, gv, gtable, ggate;
+};
+
+Result run(const Case& c, const std::vector<Tensor>& qkvg, Device device, int64_t* launches = nullptr) {
+  AttentionTerms t = on(c.terms, device);
+  t.bf16_products = true;  // the CPU's kernels ignore it
+  const Tensor q = qkvg[0].to(device), k = qkvg[1].to(device), v = qkvg[2].to(device), g = qkvg[3].to(device);
+  if (device.is_cuda()) {
+    synchronize(device);
+    reset_device_counters();
+  }
+  const AttentionOutput f = attention_forward(q, k, v, t);
+  if (launches) launches[0] = device_counters().kernel_launches;
+  AttentionNeeds needs;
+  needs.q = needs.k = needs.v = true;
+  needs.table = needs.gate = c.learned_tables;
+  if (device.is_cuda()) {
+    synchronize(device);
+    reset_device_counters();
+  }
+  const AttentionGrads gr = attention_backward(g, q, k, v, f, t, needs);
+  if (launches) launches[1] = device_counters().kernel_launches;
+  auto cpu = [](const Tensor& x) { return x.defined() ? x.to(Device::cpu()) : Tensor(); };
+  return {cpu(f.out), cpu(f.lse), cpu(gr.q), cpu(gr.k), cpu(gr.v), cpu(gr.table), cpu(gr.gate)};
+}
+
+double largest(const Tensor& x) {
+  double m = 0;
+  for (double e : x.to_doubles()) m = std::max(m, std::fabs(e));
+  return m;
+}
+
+// |gpu - cpu| <= bound[n] + 2^-16 max |cpu| for every element n (bound per
+// element, or one value for all), the bound far below the tensor's scale.
+void require_within(const Tensor& gpu, const Tensor& cpu, const std::vector<double>& bound) {
+  const std::vector<double> a = gpu.to_doubles(), e = cpu.to_doubles();
+  REQUIRE(a.size() == e.size());
+  const double scale = largest(cpu), slack = 0x1p-16 * scale;
+  double widest = 0;
+  int violations = 0;
+  for (size_t n = 0; n < a.size(); ++n) {
+    const double b = bound.size() == 1 ? bound[0] : bound[n];
+    widest = std::max(widest, b);
+    if (!(std::fabs(a[n] - e[n]) <= b + slack) && violations++ < 3)
+      UNSCOPED_INFO("[" << n << "] cuda " << a[n] << ", cpu " << e[n] << ", bound " << b + slack);
+  }
+  CHECK(violations == 0);
+  INFO("the widest bound " << widest << " against the largest value " << scale);
+  CHECK(widest < 0x1p-4 * scale);
+}
+
+
+// Element (b, h, n, x) of a [B, H, L, d] tensor's values.
+size_t at(int64_t b, int64_t h, int64_t n, int64_t x) { return static_cast<size_t>(((b * H + h) * L + n) * d + x); }
+
+// P~_ij [B, H, L, L] from the CPU's forward: values one-hot on d keys at a time.
+std::vector<double> probabilities(const Tensor& q, const Tensor& k, const AttentionTerms& t) {
+  std::vector<double> p(static_cast<size_t>(B * H * L * L));
+  for (int64_t first = 0; first < L; first += d) {
+    std::vector<float> v(static_cast<size_t>(B * H * L * d), 0.0f);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t j = first; j < std::min(first + d, L); ++j) v[at(b, h, j, j - first)] = 1.0f;
+    const std::vector<double> o = attention_forward(q, k, Tensor::from_vector(v, {B, H, L, d}), t).out.to_doubles();
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < L; ++i)
+          for (int64_t j = first; j < std::min(first + d, L); ++j)
+            p[static_cast<size_t>(((b * H + h) * L + i) * L + j)] = o[at(b, h, i, j - first)];
+  }
+  return p;
+}
+
+// x's values rotated by RoPE as t gives it (interleaved pairs), in double;
+// `bound`: a bound on a rotated vector's elements taken back, |R^T e| per
+// element within |cos| e_a + |sin| e_b.
+std::vector<double> rotated(std::vector<double> r, const AttentionTerms& t, bool bound = false) {
+  if (!t.rotary.defined()) return r;
+  const std::vector<double> theta = t.rotary.to_doubles(), pos = t.positions.to_doubles();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t n = 0; n < L; ++n)
+        for (int64_t m = 0; m < d / 2; ++m) {
+          const double angle = pos[static_cast<size_t>(b * L + n)] * theta[static_cast<size_t>(m)];
+          const double a = r[at(b, h, n, 2 * m)], e = r[at(b, h, n, 2 * m + 1)];
+          const double c = std::cos(angle), sn = std::sin(angle);
+          r[at(b, h, n, 2 * m)] = bound ? std::fabs(c) * a + std::fabs(sn) * e : a * c - e * sn;
+          r[at(b, h, n, 2 * m + 1)] = bound ? std::fabs(sn) * a + std::fabs(c) * e : a * sn + e * c;
+        }
+  return r;
+}
+
+// The bounds of the top of the file, per element of each result.
+struct Bounds {
+  std::vector<double> out, q, k, v, table, gate;
+};
+
+Bounds bounds(const Case& c, const std::vector<Tensor>& inputs, const Tensor& cpu_out, const Tensor& gpu_out) {
+  const AttentionTerms& t = c.terms;
+  AttentionTerms plain = t;
+  plain.dropout = 0;
+  const std::vector<double> pt = probabilities(inputs[0], inputs[1], t), p = probabilities(inputs[0], inputs[1], plain);
+  const std::vector<double> q = rotated(inputs[0].to_doubles(), t), k = rotated(inputs[1].to_doubles(), t), v = inputs[2].to_doubles(),
+                            g = inputs[3].to_doubles(), o = cpu_out.to_doubles(),
+                            o_gpu = gpu_out.to_doubles();
+  std::vector<double> gate_of(static_cast<size_t>(B * H * L * L), 1.0);
+  std::vector<int64_t> row_of(gate_of.size(), -1);
+  if (t.row_of.defined()) {
+    const std::vector<double> pos = t.positions.to_doubles(), rows = t.row_of.to_doubles(),
+                              gates = t.gate.defined() ? t.gate.to_doubles() : std::vector<double>();
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < L; ++i)
+          for (int64_t j = 0; j < L; ++j) {
+            const size_t ij = static_cast<size_t>(((b * H + h) * L + i) * L + j);
+            const auto distance = static_cast<int64_t>(pos[static_cast<size_t>(b * L + j)] - pos[static_cast<size_t>(b * L + i)]);
+            row_of[ij] = static_cast<int64_t>(rows[static_cast<size_t>(distance - t.first_distance)]);
+            if (t.gate.defined()) gate_of[ij] = gates[static_cast<size_t>(h * 9 + row_of[ij])];
+          }
+  }
+  Bounds r;
+  for (auto* x : {&r.out, &r.q, &r.k, &r.v}) x->assign(o.size(), 0.0);
+  r.table.assign(static_cast<size_t>(H * 9), 0.0);
+  r.gate.assign(r.table.size(), 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < L; ++i) {
+        auto pair = [&](int64_t j) { return static_cast<size_t>(((b * H + h) * L + i) * L + j); };
+        double D = 0, dD = 0;
+        for (int64_t x = 0; x < d; ++x) {
+          double sum = 0;
+          for (int64_t j = 0; j < L; ++j) sum += pt[pair(j)] * std::fabs(v[at(b, h, j, x)]);
+          r.out[at(b, h, i, x)] = 2 * kUnit * sum;
+          D += g[at(b, h, i, x)] * o[at(b, h, i, x)];
+          dD += std::fabs(g[at(b, h, i, x)]) * (std::fabs(o_gpu[at(b, h, i, x)] - o[at(b, h, i, x)]) +
+                                                0x1p-20 * std::fabs(o[at(b, h, i, x)]));
+        }
+        for (int64_t j = 0; j < L; ++j) {
+          const size_t ij = pair(j);
+          double dP = 0, qk = 0;
+          for (int64_t x = 0; x < d; ++x) dP += g[at(b, h, i, x)] * v[at(b, h, j, x)], qk += q[at(b, h, i, x)] * k[at(b, h, j, x)];
+          const double z = p[ij] > 0 ? pt[ij] / p[ij] : 0.0, scale = t.scale * gate_of[ij];
+          const double ds = scale * p[ij] * (z * dP - D), moved = scale * p[ij] * dD;
+          const double each = 2 * kUnit * std::fabs(ds) + moved;
+          for (int64_t x = 0; x < d; ++x) {
+            r.q[at(b, h, i, x)] += each * std::fabs(k[at(b, h, j, x)]);
+            r.k[at(b, h, j, x)] += each * std::fabs(q[at(b, h, i, x)]);
+            r.v[at(b, h, j, x)] += 2 * kUnit * pt[ij] * std::fabs(g[at(b, h, i, x)]);
+          }
+          if (row_of[ij] >= 0) {
+            r.table[static_cast<size_t>(h * 9 + row_of[ij])] += p[ij] * dD;
+            r.gate[static_cast<size_t>(h * 9 + row_of[ij])] += t.scale * p[ij] * dD * std::fabs(qk);
+          }
+        }
+      }
+  r.q = rotated(r.q, t, /*bound=*/true);  // the gradients are rotated back
+  r.k = rotated(r.k, t, /*bound=*/true);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("attention on tensor-core tiles: the CUDA kernels agree with the CPU's within the bf16 rounding of P and dS",
+          "[cuda][attention]") {
+  for (const Case& c : cases()) {
+    INFO(c.name);
+    const std::vector<Tensor> inputs{bf16_values({B, H, L, d}, 11), bf16_values({B, H, L, d}, 12),
+                                     bf16_values({B, H, L, d}, 13), bf16_values({B, H, L, d}, 14)};
+    REQUIRE(attention_runs_on_tiles([&] { AttentionTerms t = c.terms; t.bf16_products = true; return t; }(), d));
+    int64_t launches[2] = {0, 0};
+    const Result cpu = run(c, inputs, Device::cpu()), gpu = run(c, inputs, Device::cuda(0), launches);
+    CHECK(launches[0] == 1);
+    // By query rows, by key rows; the tables' pass: the pairs' keys and the
+    // tables (cub's sort between them is not one of ordo's kernels).
+    CHECK(launches[1] == (c.learned_tables ? 4 : 2));
+
+    const Bounds bound = bounds(c, inputs, cpu.out, gpu.out);
+    {
+      INFO("the output and lse");
+      require_within(gpu.out, cpu.out, bound.out);
+      ordo::test::require_close(gpu.lse, cpu.lse, 1e-6, 1e-6);
+    }
+    {
+      INFO("dq, by query rows");
+      require_within(gpu.gq, cpu.gq, bound.q);
+    }
+    {
+      INFO("dk and dv, by key rows");
+      require_within(gpu.gk, cpu.gk, bound.k);
+      require_within(gpu.gv, cpu.gv, bound.v);
+    }
+    if (c.learned_tables) {
+      INFO("the table's and the gate's gradients, from the FP32 pass over the pairs");
+      require_within(gpu.gtable, cpu.gtable, bound.table);
+      require_within(gpu.ggate, cpu.ggate, bound.gate);
+    }
+  }
+}
+
+TEST_CASE("attention on tensor-core tiles: terms with vectors per pair take the FP32 kernels", "[cuda][attention]") {
+  AttentionTerms t;
+  t.bf16_products = true;
+  CHECK(attention_runs_on_tiles(t, 64));
+  CHECK(attention_runs_on_tiles(t, 16));
+  CHECK_FALSE(attention_runs_on_tiles(t, 8));  // no tiles built for that width
+  t.query_vectors = Tensor::zeros({1, 3, 64}, DType::f32);
+  CHECK_FALSE(attention_runs_on_tiles(t, 64));
+  t = AttentionTerms();
+  CHECK_FALSE(attention_runs_on_tiles(t, 64));  // FP32 products asked for
+}
+
+#endif
