@@ -18,6 +18,7 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -872,6 +873,97 @@ TEST_CASE("emulator: cub's radix sort matches std::stable_sort on many 64-bit ke
   for (void* p : {static_cast<void*>(keys_in), static_cast<void*>(keys_out), static_cast<void*>(values_in),
                   static_cast<void*>(values_out), temp})
     cudaFree(p);
+}
+
+// ---- warp matrix operations (include/mma.h) -----------------------------------------------
+
+namespace wmma = nvcuda::wmma;
+
+struct TileOperands {
+  alignas(32) __nv_bfloat16 a[16][16];
+  alignas(32) __nv_bfloat16 bt[16][16];  // b transposed: b read column-major
+  alignas(32) float c[16][16];
+};
+
+// c = a b for one 16 x 16 x 16 tile: lanes 0-15 copy a row of a and of b's
+// transpose each into shared memory (kSyncwarp: then __syncwarp, as the
+// hardware requires before the warp reads what other lanes wrote), the warp
+// multiplies on "tensor cores" and stores c, and every lane copies out its
+// elements. `ldm`: the operands' leading dimension as given to the loads.
+template <bool kSyncwarp>
+__global__ void tile_product(float* c, const float* a, const float* bt, unsigned ldm) {
+  __shared__ TileOperands s;
+  const int lane = static_cast<int>(threadIdx.x);
+  if (lane < 16)
+    for (int x = 0; x < 16; ++x) {
+      s.a[lane][x] = __ushort_as_bfloat16(ordo::cuda::bf16_bits(a[lane * 16 + x]));
+      s.bt[lane][x] = __ushort_as_bfloat16(ordo::cuda::bf16_bits(bt[lane * 16 + x]));
+    }
+  if (kSyncwarp) __syncwarp();
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
+  wmma::fill_fragment(fc, 0.0f);
+  wmma::load_matrix_sync(fa, &s.a[0][0], ldm);
+  wmma::load_matrix_sync(fb, &s.bt[0][0], ldm);
+  wmma::mma_sync(fc, fa, fb, fc);
+  wmma::store_matrix_sync(&s.c[0][0], fc, 16, wmma::mem_row_major);
+  __syncwarp();
+  for (int e = lane; e < 256; e += 32) c[e] = s.c[e / 16][e % 16];
+}
+
+// As tile_product<true>, but only lanes 0-15 take part in the matrix operations.
+__global__ void tile_product_half_warp(float* c, const float* a) {
+  __shared__ TileOperands s;
+  const int lane = static_cast<int>(threadIdx.x);
+  for (int e = lane; e < 256; e += 32) s.a[e / 16][e % 16] = __ushort_as_bfloat16(ordo::cuda::bf16_bits(a[e]));
+  __syncwarp();
+  if (lane >= 16) return;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+  wmma::load_matrix_sync(fa, &s.a[0][0], 16);
+  c[lane] = 0;
+}
+
+TEST_CASE("emulator: wmma's stand-in multiplies tiles, and catches a missing __syncwarp, a half warp and a bad ldm",
+          "[emulator]") {
+  // Small integers: every product and sum is exact in bf16 and f32.
+  std::vector<float> a(256), bt(256), expected(256, 0.0f);
+  for (int e = 0; e < 256; ++e) a[e] = static_cast<float>((e * 7) % 11 - 5), bt[e] = static_cast<float>((e * 5) % 9 - 4);
+  for (int r = 0; r < 16; ++r)
+    for (int n = 0; n < 16; ++n)
+      for (int k = 0; k < 16; ++k) expected[r * 16 + n] += a[r * 16 + k] * bt[n * 16 + k];
+  float* da = device_array(a);
+  float* dbt = device_array(bt);
+  float* dc = device_array(std::vector<float>(256, 0.0f));
+  for (const std::string schedule : {"forward", "greedy-warp"}) {
+    ScheduleGuard guard(schedule);
+    INFO(schedule);
+    ORDO_LAUNCH(tile_product<true>, 1, 32, 0, nullptr, dc, da, dbt, 16u);
+    REQUIRE(launch_error() == "");
+    CHECK(host_array(dc, 256) == expected);
+  }
+  {
+    // Without the __syncwarp the fibers happen to run the copies first: the
+    // product is right with the checks off, as it often is on a GPU.
+    ChecksGuard off(0);
+    ORDO_LAUNCH(tile_product<false>, 1, 32, 0, nullptr, dc, da, dbt, 16u);
+    REQUIRE(launch_error() == "");
+    CHECK(host_array(dc, 256) == expected);
+  }
+  ChecksGuard race(emu::Check::race);
+  ORDO_LAUNCH(tile_product<false>, 1, 32, 0, nullptr, dc, da, dbt, 16u);
+  std::string error = launch_error();
+  CHECK_THAT(error, Contains("shared-memory race (read after write) in kernel 'tile_product<false>'"));
+  CHECK_THAT(error, Contains("which thread ("));
+  ORDO_LAUNCH(tile_product<true>, 1, 32, 0, nullptr, dc, da, dbt, 12u);  // 24 bytes: not a multiple of 16
+  CHECK_THAT(launch_error(), Contains("load_matrix_sync: ldm 12 is not a multiple of 16 bytes"));
+  ORDO_LAUNCH(tile_product_half_warp, 1, 32, 0, nullptr, dc, da);
+  error = launch_error();
+  CHECK_THAT(error, Contains("kernel 'tile_product_half_warp'"));
+  CHECK_THAT(error, Contains("wmma operation"));
+  cudaFree(da);
+  cudaFree(dbt);
+  cudaFree(dc);
 }
 
 TEST_CASE("emulator: the device reports itself as emulated", "[emulator]") {
