@@ -157,8 +157,21 @@ TEST_CASE("kernel calls: the fused attention is recorded with its terms' bytes a
   REQUIRE(calls.size() == 1);
   const KernelCall& call = calls[0];
   CHECK(std::string(call.kernel) == "attention_forward");
-  CHECK(call.integers == std::vector<int64_t>{8, 0});  // 8 multiply-adds beyond q . k and P v; not causal
+  // 8 multiply-adds beyond q . k and P v; not causal; not on tensor-core tiles (FP32 products, a vector term)
+  CHECK(call.integers == std::vector<int64_t>{8, 0, 0});
   // out, no out_operand, lse, q, k, v; then the terms: the table [1, 3, 8], positions [1, 4] i64, row_of [1] i64.
   CHECK(call.bytes == 4.0 * (64 + 8 + 3 * 64) + 4.0 * 24 + 8.0 * 4 + 8.0);
   CHECK(kernel_flops(call) == 32.0 * (2 * (8 + 8) + 2 * 8));
+}
+
+TEST_CASE("kernel calls: the fused attention on tensor-core tiles is recorded as such", "[roofline]") {
+  // Under bf16 products, scalar terms and heads 16 wide: the last integer.
+  AttentionTerms tiled;
+  tiled.bf16_products = true;
+  const Tensor q16 = Tensor::ones({1, 2, 4, 16});
+  KernelCallRecording recording;
+  (void)attention_forward(q16, q16, q16, tiled);
+  const std::vector<KernelCall> calls = recording.calls();
+  REQUIRE(calls.size() == 1);
+  CHECK(calls[0].integers == std::vector<int64_t>{0, 0, 1});
 }
