@@ -134,10 +134,10 @@ bool stacked_heads(const Tensor& q, const Tensor& k, const Tensor& v) {
 // last axis is contiguous (merge_heads' gradient is its heads-merged block).
 Tensor heads_view(const Tensor& t) { return t.size(3) <= 1 || t.stride(3) == 1 ? t : t.contiguous(); }
 
-// q, k or v as the backend takes it (kernels.inc): the CUDA kernels read any
-// view whose rows are contiguous where it lies (the stacked Q/K/V product's
-// columns, per head), no copy; the CPU's reference loops a contiguous copy.
-Tensor head_rows(const Tensor& t) { return t.device().is_cuda() ? heads_view(t) : t.contiguous(); }
+// q, k or v as the backend takes it (kernels.inc): both devices' kernels
+// read any view whose rows are contiguous where it lies (the stacked Q/K/V
+// product's columns, per head), no copy.
+Tensor head_rows(const Tensor& t) { return heads_view(t); }
 
 // The terms with every tensor contiguous.
 AttentionTerms contiguous(AttentionTerms t) {
@@ -199,7 +199,7 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
   check_shape(gout, forward.out.shape(), "attention_backward", "gout");
   check_same_dtype(gout, q, "attention_backward");
   AttentionGrads g;
-  if (needs.q && needs.k && needs.v && q.device().is_cuda() && stacked_heads(q, k, v)) {
+  if (needs.q && needs.k && needs.v && stacked_heads(q, k, v)) {
     // Written where the stacked product's backward reads them: one [B, L, 3,
     // H, d] block that the autograd takes whole (its parts lie in place).
     const Tensor block = Tensor::empty({n.B, n.L, 3, n.H, n.d}, q.dtype(), q.device());

@@ -155,6 +155,12 @@ double kernel_peak(const KernelCall& call, const RooflineMachine& machine) {
   return machine.fp32_flops;
 }
 
+double kernel_compute_seconds(const KernelCall& call, const RooflineMachine& machine) {
+  const bool attention =
+      std::strcmp(call.kernel, "attention_forward") == 0 || std::strcmp(call.kernel, "attention_backward") == 0;
+  return attention ? attention_seconds(call, machine) : kernel_flops(call) / kernel_peak(call, machine);
+}
+
 double product_flops(const std::vector<KernelCall>& calls) {
   double flops = 0;
   for (const KernelCall& call : calls)
@@ -172,9 +178,7 @@ Roofline roofline(const std::vector<KernelCall>& calls, const RooflineMachine& m
   for (const KernelCall& call : calls) {
     const double flops = kernel_flops(call);
     const double memory = call.bytes / machine.bytes_per_second;
-    const bool attention = std::strcmp(call.kernel, "attention_forward") == 0 ||
-                           std::strcmp(call.kernel, "attention_backward") == 0;
-    const double compute = attention ? attention_seconds(call, machine) : flops / kernel_peak(call, machine);
+    const double compute = kernel_compute_seconds(call, machine);
     const int64_t launches = kernel_launches(call);
     for (RooflineRow* row : {&by_kernel[call.kernel], &result.total}) {
       row->calls += 1;

@@ -55,6 +55,12 @@ struct RooflineRow {
 // tensor cores (or FP32 CUDA cores), FP32 CUDA cores for every other kernel.
 double kernel_peak(const KernelCall& call, const RooflineMachine& machine);
 
+// The seconds the call's arithmetic takes at peak: kernel_flops at
+// kernel_peak, but the fused attention on tensor-core tiles, whose products
+// run at the bf16 peak and the rest at FP32's (roofline.cpp). Every model of
+// a call's time takes this one.
+double kernel_compute_seconds(const KernelCall& call, const RooflineMachine& machine);
+
 // The FLOPs of the matrix products among the calls (gemm, the relative
 // products, and the fused attention's scores and P v without its
 // recomputation): the work a model FLOP utilisation counts.

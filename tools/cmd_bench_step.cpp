@@ -218,7 +218,7 @@ Model model_of(const std::vector<KernelCall>& calls, const RooflineMachine& mach
   Model m;
   for (const KernelCall& call : calls) {
     const double flops = kernel_flops(call);
-    const double seconds = std::max(call.bytes / machine.bytes_per_second, flops / kernel_peak(call, machine));
+    const double seconds = std::max(call.bytes / machine.bytes_per_second, kernel_compute_seconds(call, machine));
     m.bytes += call.bytes;
     m.flops += flops;
     m.kernels_seconds += seconds;
@@ -442,12 +442,13 @@ int run(const std::vector<std::string>& argv) {
   for (const auto& [what, times] : kernel_times) print_kernel_times(what, times, steps, emulated);
   if (!with_model) return 0;
   std::printf("\nMODELED, not measured: each recorded kernel call at max(bytes / %.2f TB/s, FLOPs / its units' peak)\n"
-              "on an %s (products: bf16 %.0f, TF32 %.0f, FP32 %.0f TFLOP/s dense; every other kernel FP32);\n"
+              "on an %s (products: bf16 %.0f, TF32 %.0f, FP32 %.0f TFLOP/s dense; every other kernel FP32, but\n"
+              "the fused attention's tensor-core tiles, whose products count at the bf16 peak);\n"
               "'ms, launches one by one' adds %.0f us per launch, 'ms' (after) one graph launch; MFU = the products'\n"
               "FLOPs (the fused attention's scores and P V counted as the unfused products would be) / (ms x %.0f\n"
               "TFLOP/s); 'attention ms' = the calls touching a [B, H, L, *] or [B, L, 3, H, d] tensor (before: the\n"
               "unfused attention's scores, softmax, dropout, P V, the heads' layout copies, their gradients; after:\n"
-              "the fused kernels at the FP32 peak, the heads' layout copies and their gradients):\n",
+              "the fused kernels, the heads' layout copies and their gradients):\n",
               machine.bytes_per_second / 1e12, machine.name.c_str(), machine.bf16_flops / 1e12,
               machine.tf32_flops / 1e12, machine.fp32_flops / 1e12, 1e6 * machine.launch_seconds,
               machine.bf16_flops / 1e12);

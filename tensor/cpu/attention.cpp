@@ -23,16 +23,30 @@ const T* table_row(const Tensor& t, int64_t h, int64_t row) {
   return t.data<T>() + ((t.size(0) == 1 ? 0 : h) * t.size(1) + row) * w;
 }
 
+// Rows (b, h, n) of q, k or v [B, H, n, d] through their strides, each row
+// contiguous: any such view (the stacked Q/K/V product's [B, L, 3, H, d]
+// seen per head, as the CUDA kernels read it), or a contiguous copy.
+template <class T>
+struct HeadRows {
+  const T* data;
+  int64_t batch, head, row;
+  const T* at(int64_t b, int64_t h, int64_t n) const { return data + b * batch + h * head + n * row; }
+};
+template <class T>
+HeadRows<T> head_rows_of(const Tensor& t) {
+  return {t.data<T>(), t.stride(0), t.stride(1), t.stride(2)};
+}
+
 // The terms of one call, and the score of one (query, key) pair.
 template <class T>
 struct Pairs {
   const AttentionTerms& t;
   int64_t B, H, L, J, d;
-  const T *q, *k, *v;
+  HeadRows<T> q, k, v;
 
-  const T* q_row(int64_t b, int64_t h, int64_t i) const { return q + ((b * H + h) * L + i) * d; }
-  const T* k_row(int64_t b, int64_t h, int64_t j) const { return k + ((b * H + h) * J + j) * d; }
-  const T* v_row(int64_t b, int64_t h, int64_t j) const { return v + ((b * H + h) * J + j) * d; }
+  const T* q_row(int64_t b, int64_t h, int64_t i) const { return q.at(b, h, i); }
+  const T* k_row(int64_t b, int64_t h, int64_t j) const { return k.at(b, h, j); }
+  const T* v_row(int64_t b, int64_t h, int64_t j) const { return v.at(b, h, j); }
   // [B or 1, H, L, e] at (b, h, i).
   const T* pos_row(const Tensor& x, int64_t b, int64_t h, int64_t i) const {
     return x.data<T>() + (((x.size(0) == 1 ? 0 : b) * H + h) * x.size(2) + i) * x.size(3);
@@ -158,14 +172,33 @@ T* head_row(const Tensor& t, int64_t b, int64_t h, int64_t i) {
   return static_cast<T*>(t.raw_data()) + b * t.stride(0) + h * t.stride(1) + i * t.stride(2);
 }
 
+// x [B, H, n, d] (rows through its strides) as a contiguous vector.
+template <class T>
+std::vector<T> dense_rows(const Tensor& x) {
+  const HeadRows<T> rows = head_rows_of<T>(x);
+  const int64_t d = x.size(3);
+  std::vector<T> out;
+  out.reserve(static_cast<size_t>(x.numel()));
+  for (int64_t b = 0; b < x.size(0); ++b)
+    for (int64_t h = 0; h < x.size(1); ++h)
+      for (int64_t n = 0; n < x.size(2); ++n) out.insert(out.end(), rows.at(b, h, n), rows.at(b, h, n) + d);
+  return out;
+}
+
+// Rows of a contiguous [B, H, n, d] vector.
+template <class T>
+HeadRows<T> head_rows_of(const std::vector<T>& x, int64_t H, int64_t n, int64_t d) {
+  return {x.data(), H * n * d, n * d, d};
+}
+
 // q and k as the pairs see them: rotated copies under RoPE, else the inputs.
 template <class T>
 struct Rotated {
   std::vector<T> q, k;
   Rotated(const AttentionTerms& t, const Tensor& qt, const Tensor& kt) {
     if (!t.rotary.defined()) return;
-    q.assign(qt.data<T>(), qt.data<T>() + qt.numel());
-    k.assign(kt.data<T>(), kt.data<T>() + kt.numel());
+    q = dense_rows<T>(qt);
+    k = dense_rows<T>(kt);
     rotate_rows<T, T>(q.data(), qt.size(0), qt.size(1), qt.size(2), qt.size(3), t, false);
     rotate_rows<T, T>(k.data(), kt.size(0), kt.size(1), kt.size(2), kt.size(3), t, false);
   }
@@ -173,8 +206,16 @@ struct Rotated {
 
 template <class T>
 Pairs<T> pairs_of(const AttentionTerms& t, const Tensor& q, const Tensor& k, const Tensor& v, const Rotated<T>& r) {
-  return {t,          q.size(0), q.size(1), q.size(2), k.size(2), q.size(3),
-          r.q.empty() ? q.data<T>() : r.q.data(), r.k.empty() ? k.data<T>() : r.k.data(), v.data<T>()};
+  const int64_t H = q.size(1), L = q.size(2), J = k.size(2), d = q.size(3);
+  return {t,
+          q.size(0),
+          H,
+          L,
+          J,
+          d,
+          r.q.empty() ? head_rows_of<T>(q) : head_rows_of<T>(r.q, H, L, d),
+          r.k.empty() ? head_rows_of<T>(k) : head_rows_of<T>(r.k, H, J, d),
+          head_rows_of<T>(v)};
 }
 
 // The dropout scale as the dropout kernel rounds it, in T.
@@ -314,9 +355,20 @@ void attention_backward(const AttentionGrads& g, const Tensor& gout, const Tenso
       T* dst = x.data<T>();
       for (size_t n = 0; n < acc.size(); ++n) dst[n] = static_cast<T>(acc[n]);
     };
-    store(g.q, gq);
-    store(g.k, gk);
-    store(g.v, gv);
+    // q's, k's and v's through their strides (the stacked block's parts, or contiguous).
+    auto store_rows = [](const Tensor& x, const std::vector<double>& acc) {
+      if (!x.defined()) return;
+      const int64_t H = x.size(1), n = x.size(2), d = x.size(3);
+      for (int64_t b = 0; b < x.size(0); ++b)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < n; ++i) {
+            T* row = head_row<T>(x, b, h, i);
+            for (int64_t c = 0; c < d; ++c) row[c] = static_cast<T>(acc[static_cast<size_t>(((b * H + h) * n + i) * d + c)]);
+          }
+    };
+    store_rows(g.q, gq);
+    store_rows(g.k, gk);
+    store_rows(g.v, gv);
     store(g.gate, ggate);
     store(g.product, gproduct);
     store(g.query_vectors, gqv);
