@@ -9,8 +9,10 @@
 // fused op on the CPU (nn::Context::fused_attention_on_cpu, which ordo bench
 // step's recording uses) against the CPU's unfused ops.
 #include <algorithm>
+#include <cmath>
 
 #include "nn/fused_attention_scope.h"
+#include "tensor/device_runtime.h"
 #include "tensor/kernel_calls.h"
 #include "tests/pe/score_term_helpers.h"
 
@@ -24,12 +26,14 @@ constexpr int64_t kBatch = 2, kLength = 11;
 struct Run {
   std::vector<Tensor> results;  // the output, x's gradient, then every parameter's
   bool fused = false;           // whether an attention_forward kernel call was made
+  bool tiles = false;           // whether it runs on tensor-core tiles (the call's last integer)
 };
 
 // One attention sublayer (layer 1) with the variant on `device`: parameters
 // drawn by nn::initialize (Philox: the same on both devices) and moved off
 // their starting values; the output and the gradients of sum(w * out).
-Run attention_run(const nn::BertConfig& c, Device device, bool training, bool fused_on_cpu = false) {
+Run attention_run(const nn::BertConfig& c, Device device, bool training, bool fused_on_cpu = false,
+                  bool project = false) {
   nn::SelfAttention attention(c, device);
   auto pe = pe::make_position_encoding(c, device);
   nn::initialize(attention, 3);
@@ -53,8 +57,17 @@ Run attention_run(const nn::BertConfig& c, Device device, bool training, bool fu
   {
     KernelCallRecording recording;
     out = attention.forward(x, Var(mask), *pe, 1, positions, segments, ctx, nullptr);
-    for (const KernelCall& call : recording.calls()) r.fused |= std::string(call.kernel) == "attention_forward";
+    for (const KernelCall& call : recording.calls())
+      if (std::string(call.kernel) == "attention_forward") {
+        r.fused = true;
+        r.tiles = !call.integers.empty() && call.integers.back() == 1;
+      }
   }
+  // Under bf16 products the sublayer's output is the output projection's
+  // bf16 operand: taken through a product, as the model takes it (`project`:
+  // an FP32 run too, to be compared with such a run).
+  if (project || out.dtype() == DType::bf16)
+    out = linear(out, Var(ordo::test::random_tensor({c.hidden_size, c.hidden_size}, 9, DType::f32).to(device)), Var());
   sum(mul(out, Var(ordo::test::random_tensor(out.shape(), 8, DType::f32).to(device)))).backward();
   r.results = {out.value().to(Device::cpu()), x.grad().to(Device::cpu())};
   for (nn::Module* m : {static_cast<nn::Module*>(&attention), static_cast<nn::Module*>(pe.get())})
@@ -152,6 +165,59 @@ TEST_CASE("fused attention: every position encoding agrees with the unfused ops 
     CHECK_FALSE(unfused.fused);
     compare(fused, unfused, "fused against unfused, both on CUDA");
     compare(fused, cpu, "fused on CUDA against the CPU");
+  }
+}
+
+// Under bf16 products, with heads 16 wide, every variant whose terms are
+// scalars per pair runs on the tensor-core tiles. The unfused ops round the
+// same operands (q, k, v and the probabilities into their products, the
+// scores' gradient into its), at other points (P~ after its normalisation, dS
+// before the scale), so the two differ by bf16 roundings that cancel
+// unevenly (a key bias's gradient is 0 in exact arithmetic and rounding noise
+// on either path). So both are measured against the FP32 CPU (the
+// independent reference): the tiles' largest error in each result at most 4
+// times the unfused bf16 ops' (measured here: 0.3-2.7x) plus 2^-20 of its
+// largest value. A lost term, a misplaced mask or a wrong row is off by its
+// own size, far beyond bf16's rounding.
+TEST_CASE("fused attention: under bf16 products the scalar-term variants run on tensor-core tiles, as the unfused ops",
+          "[cuda][pe][attention][bf16]") {
+  nn::FusedAttentionScope on(nn::FusedAttention::on);
+  for (const char* text : {R"({"pe": "none"})", R"({"pe": "rope"})", R"({"pe": "huang_m1"})",
+                           R"({"pe": "huang_m2", "o": {"share": "none"}})", R"({"pe": "rel_scalar"})",
+                           R"({"pe": "alibi", "o": {"learned": true}})", R"({"pe": "attenuated"})",
+                           R"({"pe": "t5_bias", "decoder": true})"}) {
+    nn::BertConfig c = config_of(text);
+    c.hidden_size = 48;  // 3 heads 16 wide: a width the tiles are built for
+    c.intermediate_size = 64;
+    INFO(text);
+    const Run cpu = attention_run(c, Device::cpu(), false, false, /*project=*/true);  // FP32
+    MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+    const Run fused = attention_run(c, kGpu, false);
+    CHECK(fused.tiles);
+    Run unfused;
+    {
+      nn::FusedAttentionScope off(nn::FusedAttention::off);
+      unfused = attention_run(c, kGpu, false);
+    }
+    CHECK_FALSE(unfused.fused);
+    REQUIRE(fused.results.size() == cpu.results.size());
+    REQUIRE(unfused.results.size() == cpu.results.size());
+    for (size_t i = 0; i < cpu.results.size(); ++i) {
+      INFO("result " << i << " (0: output, 1: x's gradient, then the parameters' gradients)");
+      REQUIRE(fused.results[i].defined() == cpu.results[i].defined());
+      if (!cpu.results[i].defined()) continue;
+      const std::vector<double> t = fused.results[i].to_doubles(), u = unfused.results[i].to_doubles(),
+                                e = cpu.results[i].to_doubles();
+      double largest = 0, tiles = 0, ops = 0;
+      for (size_t n = 0; n < e.size(); ++n) {
+        largest = std::max(largest, std::fabs(e[n]));
+        tiles = std::max(tiles, std::fabs(t[n] - e[n]));
+        ops = std::max(ops, std::fabs(u[n] - e[n]));
+      }
+      INFO("error against the FP32 CPU: tiles " << tiles << ", unfused bf16 ops " << ops << " (largest value "
+                                                << largest << ")");
+      CHECK(tiles <= 4 * ops + 0x1p-20 * largest);
+    }
   }
 }
 
