@@ -25,8 +25,9 @@
 // statistics, dP, D and every sum are FP32. Determinism: each output element
 // has one writer; a tile's sums run in a fixed order.
 //
+// Causal: a warp skips the steps whose pairs are all masked (after_every_query).
 // Not tuned beyond that: the tiles go through shared memory (no register
-// fragments across steps, no cp.async, no causal skip of the masked tiles).
+// fragments across steps, no cp.async).
 #include <mma.h>
 
 #include <type_traits>
@@ -135,6 +136,19 @@ __device__ __forceinline__ float scaled_ds(const Terms& t, float ds, int64_t b, 
   return t.scale * ds * (g ? *g : 1.0f);
 }
 
+// Causal: whether the keys from `j0` on follow all 16 queries from `i0` (the
+// warp's; those from t.L on do not count) and each of those rows has seen a
+// key — its running max m (or its lse) above kSeenKey — so that a masked key,
+// its score about kLowest, has probability exp(kLowest - m) = 0 exactly: the
+// warp may skip the step. m (or lse) are the rows' values, the same for every
+// lane (a warp-uniform answer).
+__device__ __forceinline__ bool after_every_query(const Terms& t, int64_t j0, int64_t i0, const float* m) {
+  if (!t.causal || j0 <= i0 + kSide - 1) return false;
+  for (int r = 0; r < kSide && i0 + r < t.L; ++r)
+    if (!(m[r] > kSeenKey)) return false;
+  return true;
+}
+
 // ---- forward ----------------------------------------------------------------------------------
 
 template <int D>
@@ -172,6 +186,14 @@ __global__ void __launch_bounds__(kForwardWarps * kWarp) attention_forward_tiles
     load_operand<D>(s.keys, kStep, k, b, h, j0, t.J, t, rope);
     load_operand<D>(s.values, kStep, v, b, h, j0, t.J, t, false);
     __syncthreads();
+    if (after_every_query(t, j0, first + row0, s.row_max[now] + row0)) {
+      // Masked for every row of the warp, which has seen a key: adds nothing; m and l carry over.
+      if (lane < kSide && first + row0 + lane < t.L) {
+        s.row_max[now ^ 1][row0 + lane] = s.row_max[now][row0 + lane];
+        s.row_sum[now ^ 1][row0 + lane] = s.row_sum[now][row0 + lane];
+      }
+      continue;
+    }
     warp_product<D, kStep, true, false>(&s.scores[row0][0], kStep, &s.queries[row0][0], D, &s.keys[0][0], D);
     __syncwarp();
     const int64_t j = j0 + lane;
@@ -259,6 +281,7 @@ __global__ void __launch_bounds__(kBackwardWarps * kWarp) attention_query_grads_
     load_operand<D>(s.keys, kStep, k, b, h, j0, t.J, t, rope);
     load_operand<D>(s.values, kStep, v, b, h, j0, t.J, t, false);
     __syncthreads();
+    if (after_every_query(t, j0, first + row0, s.lse + row0)) continue;  // P = 0 and dS = 0 for the warp's rows
     warp_product<D, kStep, true, false>(&s.scores[row0][0], kStep, &s.queries[row0][0], D, &s.keys[0][0], D);
     warp_product<D, kStep, true, false>(&s.dp[row0][0], kStep, &s.grads[row0][0], D, &s.values[0][0], D);
     __syncwarp();
@@ -327,6 +350,10 @@ __global__ void __launch_bounds__(kBackwardWarps * kWarp) attention_key_grads_ti
       s.dsum[threadIdx.x] = i < t.L ? dsum[bh * t.L + i] : 0.0f;
     }
     __syncthreads();
+    // Causal: queries all before the warp's keys, each having seen a key, give P = 0 and dS = 0.
+    if (t.causal && i0 + kStep - 1 < first + row0 &&
+        warp_all(i0 + lane < t.L ? s.lse[lane] : INFINITY, [](float a, float b) { return fminf(a, b); }) > kSeenKey)
+      continue;
     warp_product<D, kStep, true, false>(&s.scores[row0][0], kStep, &s.keys[row0][0], D, &s.queries[0][0], D);
     warp_product<D, kStep, true, false>(&s.dp[row0][0], kStep, &s.values[row0][0], D, &s.grads[0][0], D);
     __syncwarp();
