@@ -123,6 +123,21 @@ __device__ void load_operand(bf16 (*tile)[D], int rows, const HeadRows& x, int64
   }
 }
 
+// The warp's rows of an accumulator, from `first + row0` up to `end`, into
+// g (when wanted), rotated back by RoPE at their positions (`rotate`: a
+// gradient of a rotated q or k). Every lane takes part.
+template <int D>
+__device__ void store_rows(const GradRows& g, const float (*acc)[D], int row0, int64_t b, int64_t h, int64_t first,
+                           int64_t end, const Terms& t, bool rotate) {
+  if (g.data == nullptr) return;
+  for (int r = row0; r < row0 + kSide; ++r) {
+    const int64_t n = first + r;
+    if (n >= end) break;
+    for (int x = threadIdx.x % kWarp; x < D; x += kWarp)
+      g.at(b, h, n)[x] = rotate ? rotated(t, acc[r], x, t.positions[b * t.L + n], true) : acc[r][x];
+  }
+}
+
 // s_ij of a pair whose q_i . k_j is c (the terms of attention_runs_on_tiles: scalars).
 __device__ __forceinline__ float pair_score(const Terms& t, float c, int64_t b, int64_t h, int64_t i, int64_t j) {
   Terms::Dots dots;
@@ -298,14 +313,8 @@ __global__ void __launch_bounds__(kBackwardWarps * kWarp) attention_query_grads_
     __syncwarp();
     warp_product<kStep, D, false, true>(&s.dq[row0][0], D, &s.ds[row0][0], kStep, &s.keys[0][0], D);
   }
-  if (gq.data == nullptr) return;
   __syncwarp();  // the product's dQ is visible to every lane
-  for (int r = row0; r < row0 + kSide; ++r) {
-    const int64_t i = first + r;
-    if (i >= t.L) break;
-    for (int x = lane; x < D; x += kWarp)
-      gq.at(b, h, i)[x] = rope ? rotated(t, s.dq[r], x, t.positions[b * t.L + i], true) : s.dq[r][x];
-  }
+  store_rows<D>(gq, s.dq, row0, b, h, first, t.L, t, rope);
 }
 
 // ---- backward by key rows ------------------------------------------------------------------------
@@ -375,15 +384,8 @@ __global__ void __launch_bounds__(kBackwardWarps * kWarp) attention_key_grads_ti
     warp_product<kStep, D, false, true>(&s.dk[row0][0], D, &s.ds[row0][0], kStep, &s.queries[0][0], D);
   }
   __syncwarp();  // the products' dK and dV are visible to every lane
-  for (int r = row0; r < row0 + kSide; ++r) {
-    const int64_t j = first + r;
-    if (j >= t.J) break;
-    for (int x = lane; x < D; x += kWarp) {
-      if (gk.data != nullptr)
-        gk.at(b, h, j)[x] = rope ? rotated(t, s.dk[r], x, t.positions[b * t.L + j], true) : s.dk[r][x];
-      if (gv.data != nullptr) gv.at(b, h, j)[x] = s.dv[r][x];
-    }
-  }
+  store_rows<D>(gk, s.dk, row0, b, h, first, t.J, t, rope);
+  store_rows<D>(gv, s.dv, row0, b, h, first, t.J, t, false);
 }
 
 // Calls f(std::integral_constant<int, D>) for the head widths the tiles are built for.

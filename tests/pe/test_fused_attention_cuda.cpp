@@ -88,6 +88,12 @@ void compare(const Run& got, const Run& want, const std::string& what) {
   }
 }
 
+// attention_run (inference) with the fused attention switched off: the unfused ops.
+Run unfused_run(const nn::BertConfig& c, Device device) {
+  nn::FusedAttentionScope off(nn::FusedAttention::off);
+  return attention_run(c, device, false);
+}
+
 nn::BertConfig config_of(const std::string& text) {
   json::Value v = json::parse(text);
   nn::BertConfig c = tiny_config(v["pe"].as_string(), v.contains("o") ? v["o"] : json::Value::object());
@@ -157,11 +163,7 @@ TEST_CASE("fused attention: every position encoding agrees with the unfused ops 
     const Run cpu = attention_run(c, Device::cpu(), false);
     const Run fused = attention_run(c, kGpu, false);
     CHECK(fused.fused);
-    Run unfused;
-    {
-      nn::FusedAttentionScope off(nn::FusedAttention::off);
-      unfused = attention_run(c, kGpu, false);
-    }
+    const Run unfused = unfused_run(c, kGpu);
     CHECK_FALSE(unfused.fused);
     compare(fused, unfused, "fused against unfused, both on CUDA");
     compare(fused, cpu, "fused on CUDA against the CPU");
@@ -194,11 +196,7 @@ TEST_CASE("fused attention: under bf16 products the scalar-term variants run on 
     MatmulPrecisionScope bf16(MatmulPrecision::bf16);
     const Run fused = attention_run(c, kGpu, false);
     CHECK(fused.tiles);
-    Run unfused;
-    {
-      nn::FusedAttentionScope off(nn::FusedAttention::off);
-      unfused = attention_run(c, kGpu, false);
-    }
+    const Run unfused = unfused_run(c, kGpu);
     CHECK_FALSE(unfused.fused);
     REQUIRE(fused.results.size() == cpu.results.size());
     REQUIRE(unfused.results.size() == cpu.results.size());
