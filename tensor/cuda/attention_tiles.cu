@@ -13,8 +13,8 @@
 //    per tile of 32 keys S = Q K^T, a lane per key: s_ij, the running max m
 //    and sum l (the online softmax), O = O exp(m_old - m) + P~ V;
 //  - backward by query rows (32 a block): S = Q K^T and dP = dO V^T again,
-//    dS = P (z dP - D) a lane per key, dQ += (scale g dS) K; writes
-//    D_i = dO_i . o_i for
+//    dS = P (z dP - D) a lane per key, dQ += (scale g dS) K; it writes
+//    D_i = dO_i . o_i for the next two;
 //  - backward by key rows (32 a block), a lane per query: S^T = K Q^T,
 //    dP^T = V dO^T, dV += P~^T dO, dK += (scale g dS)^T Q;
 //  - the tables' and gates' gradients: attention.cu's pass over the pairs
