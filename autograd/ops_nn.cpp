@@ -134,7 +134,19 @@ Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vec
                    [xv, wv, outputs, with_bias, precision](const Tensor& gy, const std::vector<bool>& needs) {
                      MatmulPrecisionScope same_as_forward(precision);
                      const size_t n = outputs.size();
-                     const Tensor gc = as_operand(gy).reshape({-1, gy.size(-1)});  // rounded once
+                     // Every bias's gradient from one sum over gy's rows, then split: a
+                     // bias's own columns of gy are a strided view the sum would copy first.
+                     bool bias_wanted = false;
+                     for (size_t i = 0; with_bias && i < n; ++i) bias_wanted = bias_wanted || needs[1 + n + i];
+                     const Tensor g2 = gy.reshape({-1, gy.size(-1)});
+                     Tensor gc, bias_sums;  // gy rounded once for the products; its column sums
+                     if (bias_wanted && precision == MatmulPrecision::bf16 && gy.dtype() == DType::f32) {
+                       OperandColumnSums both = operand_column_sums(g2);  // gy read once for the two
+                       gc = both.operand, bias_sums = both.sums;
+                     } else {
+                       gc = as_operand(g2);
+                       if (bias_wanted) bias_sums = sum_to(g2, {gy.size(-1)});
+                     }
                      std::vector<Tensor> grads(needs.size());
                      if (needs[0]) {
                        const Tensor onto = take_pending_gradient(0);
@@ -142,11 +154,6 @@ Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vec
                        grads[0] = onto.defined() ? onto : matmul(gc, wv).reshape(xv.shape());
                      }
                      const Tensor x2 = xv.reshape({-1, xv.size(-1)});
-                     // Every bias's gradient from one sum over gy's rows, then split: a
-                     // bias's own columns of gy are a strided view the sum would copy first.
-                     bool bias_wanted = false;
-                     for (size_t i = 0; with_bias && i < n; ++i) bias_wanted = bias_wanted || needs[1 + n + i];
-                     const Tensor bias_sums = bias_wanted ? sum_to(gy.reshape({-1, gy.size(-1)}), {gy.size(-1)}) : Tensor();
                      // One product for all the weights; where some take no gradient, one each for the rest.
                      bool weights_wanted = true;
                      for (size_t i = 0; i < n; ++i) weights_wanted = weights_wanted && needs[1 + i];

@@ -83,6 +83,15 @@ Tensor linear_stacked(const Tensor& x, const Tensor& weight, const std::vector<T
 // several products can be rounded once: as_operand(t) is t as the current
 // precision takes it (bf16 under bf16, else f32; f64 unchanged).
 Tensor as_operand(const Tensor& t);
+// x [rows, n] (f32) as a bf16 product operand and the sums of its columns
+// [n] (f32), reading x once: a product's gradient rounded for its two
+// products, and its biases' gradients (linear_stacked's backward). On the
+// CPU the bits of x.to(bf16) and sum(x, {0}) (those kernels in order); on
+// CUDA one launch (column_sums' fixed order).
+struct OperandColumnSums {
+  Tensor operand, sums;
+};
+OperandColumnSums operand_column_sums(const Tensor& x);
 // A forward's product operands rounded to bf16 once, where they are made.
 // While it lives, this thread's products take every f32 view of `block`'s
 // storage (the weights nn::pack_product_weights put together) from one

@@ -150,6 +150,17 @@ Tensor matmul_into(const Tensor& c, const Tensor& a, const Tensor& b, bool trans
 
 Tensor as_operand(const Tensor& t) { return operand_for(t, matmul_precision()); }
 
+OperandColumnSums operand_column_sums(const Tensor& x) {
+  check_defined(x, "operand_column_sums", "x");
+  check_dtype(x, DType::f32, "operand_column_sums", "x");
+  check_dim(x, 2, "operand_column_sums", "x");
+  const Tensor xc = x.contiguous();
+  OperandColumnSums r{Tensor::empty(xc.shape(), DType::bf16, xc.device()),
+                      Tensor::empty({xc.size(1)}, DType::f32, xc.device())};
+  ORDO_BACKEND(xc.device(), operand_column_sums)(r.operand, r.sums, xc);
+  return r;
+}
+
 OperandRoundingScope::OperandRoundingScope(const Tensor& block) : outer_(t_operand_rounding) {
   if (!block.defined() || block.dtype() != DType::f32 || matmul_precision() != MatmulPrecision::bf16) return;
   if (outer_ && outer_->source_.defined() && outer_->source_.shares_storage_with(block)) return;

@@ -111,6 +111,12 @@ void bias_activation(const Tensor& y, const Tensor& x, const Tensor& bias, Unary
   });
 }
 
+// The unfused kernels in order: the cast (as x.to(bf16)), the column sums (as sum(x, {0})).
+void operand_column_sums(const Tensor& operand, const Tensor& sums, const Tensor& x) {
+  copy(operand, x);
+  reduce(ReduceOp::sum, sums, x, 1, x.size(0), x.size(1), 0);
+}
+
 void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tensor& gy, const Tensor& x,
                               const Tensor& bias, UnaryOp act) {
   const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;

@@ -455,6 +455,28 @@ void bias_activation_layernorm_backward(const Tensor& gx, const Tensor& gbias, c
   });
 }
 
+// Each element rounded to bf16 as its column's sum takes it: x read once.
+struct OperandColumnSumsElement {
+  static constexpr int kSums = 1;
+  const float* x;
+  uint16_t* operand;
+  int64_t n;
+  __device__ __forceinline__ void operator()(int64_t row, int64_t column, double (&sums)[1]) const {
+    const float v = x[row * n + column];
+    operand[row * n + column] = bf16_bits(v);
+    sums[0] += v;
+  }
+};
+
+void operand_column_sums(const Tensor& operand, const Tensor& sums, const Tensor& x) {
+  require_f32(x.dtype(), "operand_column_sums");
+  const int64_t rows = x.size(0), n = x.size(1);
+  if (n == 0) return;
+  DeviceContext& ctx = context(x);
+  column_sums(x.device(), ctx, rows, n, ColumnOutputs{{sums.data<float>(), nullptr, nullptr}},
+              OperandColumnSumsElement{x.data<float>(), static_cast<uint16_t*>(operand.raw_data()), n});
+}
+
 void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tensor& gy, const Tensor& x,
                               const Tensor& bias, UnaryOp act) {
   require_f32(x.dtype(), "bias_activation_backward");

@@ -449,6 +449,42 @@ TEST_CASE("fused backwards write a product output's gradient as bf16: the f32 on
   check_bf16_gradients(Device::cpu());
 }
 
+namespace {
+
+// operand_column_sums over 300 rows of 70 (three column strips, several row
+// chunks on CUDA): the rounding is the cast's bits on both devices; the sums
+// are sum(x, {0})'s bits on the CPU (its kernels in order) and within 2^-20
+// of each column's sum of |x| on CUDA (FP32 rounding of a double sum, against
+// the CPU's own order: both within a few 2^-24 of it), in one launch.
+void check_operand_column_sums(Device device) {
+  const Tensor x = rand_f32({300, 70}, 61, -3, 3);
+  const Tensor rounded = x.to(DType::bf16), sums = sum(x, {0});
+  if (device.is_cuda()) {
+    synchronize(device);
+    reset_device_counters();
+  }
+  const OperandColumnSums both = operand_column_sums(x.to(device));
+  if (device.is_cuda()) CHECK(device_counters().kernel_launches == 1);
+  CHECK(test::bit_identical(both.operand.to(Device::cpu()), rounded));
+  if (device.is_cpu()) {
+    CHECK(test::bit_identical(both.sums, sums));
+    return;
+  }
+  const std::vector<double> got = both.sums.to(Device::cpu()).to_doubles(), want = sums.to_doubles(),
+                            magnitude = sum(abs(x), {0}).to_doubles();
+  for (size_t c = 0; c < want.size(); ++c) {
+    INFO("column " << c);
+    CHECK(std::fabs(got[c] - want[c]) <= 0x1p-20 * magnitude[c]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("operand_column_sums: a gradient's bf16 rounding and its column sums in one pass, the bits of the two",
+          "[tensor]") {
+  check_operand_column_sums(Device::cpu());
+}
+
 TEST_CASE("split_heads lays the stacked product's parts out as heads with the bias added, its backward the inverse",
           "[tensor]") {
   check_split_heads(Device::cpu());
@@ -754,6 +790,10 @@ TEST_CASE("cuda: softmax keeps its probabilities as bf16 for the backward, a lau
 
 TEST_CASE("cuda: fused backwards write a product output's gradient as bf16: the f32 one rounded once", "[cuda]") {
   check_bf16_gradients(kGpu);
+}
+
+TEST_CASE("cuda: operand_column_sums rounds as the cast and sums the columns in 1 launch", "[cuda]") {
+  check_operand_column_sums(kGpu);
 }
 
 TEST_CASE("cuda: split_heads and its backward match the worked layout, in 1 launch each", "[cuda]") {
