@@ -644,7 +644,7 @@ double fused_attention_seconds(const AttentionTerms& terms, const Tensor& q, boo
   for (const Tensor* x : {&q, &q, &q, &q, &q, &lse}) detail::describe_argument(backward, *x);  // gout, q, k, v, out, lse
   detail::describe_argument(backward, terms);
   backward.bytes += 3 * distinct_bytes(q) + transient;  // dq, dk, dv; D and the sort
-  return roofline({forward, backward}, h100_sxm()).total.seconds;  // FP32 CUDA cores: not products
+  return roofline({forward, backward}, h100_sxm()).total.seconds;  // FP32 CUDA cores, or the tiles (the terms say)
 }
 
 }  // namespace
@@ -689,8 +689,12 @@ AttentionMemory attention_memory(PositionEncoding& pe, const BertConfig& c, int6
       if (v->defined() && v->requires_grad() && v->size(0) == 1 && !all_shared)
         m.fused_transient += heads * distinct_bytes(v->value());
   }
-  if (fusable)
-    m.fused_seconds = fused_attention_seconds(f.vars.values_in(t), q.value(), learned && training, m.fused_transient);
+  if (!fusable) return m;
+  AttentionTerms terms = f.vars.values_in(t);
+  m.fused_seconds = fused_attention_seconds(terms, q.value(), learned && training, m.fused_transient);
+  terms.bf16_products = true;
+  if (attention_runs_on_tiles(terms, c.head_dim()))
+    m.tiles_seconds = fused_attention_seconds(terms, q.value(), learned && training, m.fused_transient);
   return m;
 }
 

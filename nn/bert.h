@@ -264,11 +264,13 @@ std::string attention_kernels(const PositionEncoding& pe, const BertConfig& c, D
 // max(bytes / bandwidth, FLOPs / peak) + launch overhead each, a model. The
 // fused figures are given for every variant with a fused form, whichever
 // attention the switch picks (fused_seconds 0 for one without).
+// tiles_seconds: the same under bf16 products where the variant runs on
+// tensor-core tiles (tensor/cuda/attention_tiles.cu; 0 where it does not).
 struct AttentionMemory {
   double qkvo = 0;
   double unfused_kept = 0, unfused_transient = 0;
   double fused_kept = 0, fused_transient = 0;
-  double fused_seconds = 0;
+  double fused_seconds = 0, tiles_seconds = 0;
   std::string unfused_reason;  // why the unfused ops run ("" when the fused kernels do)
 };
 AttentionMemory attention_memory(PositionEncoding& pe, const BertConfig& c, int64_t batch, int64_t length,

@@ -64,26 +64,27 @@ void print_fused_attention() {
   auto mib = [](double bytes) { return bytes / (1024.0 * 1024.0); };
   std::printf("\nattention on a GPU, per variant, BERT-base (12 heads of 64), batch %lld x %lld, training, per layer:\n"
               "MiB kept for the backward + transient beyond Q, K, V and the output (%.0f MiB), and the fused\n"
-              "kernels' roofline time on an H100 (FP32 CUDA cores) -- modeled from shapes, not measured:\n",
+              "kernels' roofline time on an H100 (FP32 CUDA cores; 'tiles us': under bf16 products, on\n"
+              "tensor-core tiles where the variant runs on them) -- modeled from shapes, not measured:\n",
               static_cast<long long>(kBatch), static_cast<long long>(kLength),
               mib(4.0 * kBatch * kLength * static_cast<double>(c.hidden_size) * 4));
-  std::printf("  %-28s %14s %14s %7s %9s %8s  %s\n", "variant", "unfused MiB", "fused MiB", "QKVO+f", "fused us",
-              "vs none", "attention");
+  std::printf("  %-28s %14s %14s %7s %9s %8s %14s  %s\n", "variant", "unfused MiB", "fused MiB", "QKVO+f", "fused us",
+              "vs none", "tiles us", "attention");
   std::vector<std::pair<std::string, std::string>> variants;
   for (const std::string& name : ordo::pe::variant_names()) variants.push_back({name, "{}"});
   variants.push_back({"rpe_shaw", R"({"value": true})"});
   variants.push_back({"alibi", R"({"learned": true})"});
   variants.push_back({"attenuated", R"({"learned": true})"});
-  double none_seconds = 0;
+  double none_seconds = 0, none_tiles = 0;
   std::string auto_reason;  // why the fused kernels do not run by default, where a variant could
   for (const auto& [name, options] : variants) {
     c.pe = name;
     c.pe_options = ordo::json::parse(options);
     auto pe = ordo::pe::make_position_encoding(c, ordo::Device::cpu());
     const ordo::nn::AttentionMemory m = ordo::nn::attention_memory(*pe, c, kBatch, kLength, /*training=*/true);
-    if (name == "none") none_seconds = m.fused_seconds;
+    if (name == "none") none_seconds = m.fused_seconds, none_tiles = m.tiles_seconds;
     const std::string label = options == "{}" ? name : name + " " + options;
-    char unfused[40], fused[40] = "-", ratio[16] = "-", time[16] = "-", relative[16] = "-";
+    char unfused[40], fused[40] = "-", ratio[16] = "-", time[16] = "-", relative[16] = "-", tiles[32] = "-";
     std::snprintf(unfused, sizeof unfused, "%.0f + %.0f", mib(m.unfused_kept), mib(m.unfused_transient));
     const bool fusable = m.fused_seconds > 0;
     if (fusable) {
@@ -92,13 +93,15 @@ void print_fused_attention() {
       std::snprintf(time, sizeof time, "%.0f", m.fused_seconds * 1e6);
       std::snprintf(relative, sizeof relative, "%.2fx", m.fused_seconds / none_seconds);
     }
+    if (m.tiles_seconds > 0)
+      std::snprintf(tiles, sizeof tiles, "%.0f (%.2fx)", m.tiles_seconds * 1e6, m.tiles_seconds / none_tiles);
     const bool automatic = fusable && ordo::nn::fused_attention() == ordo::nn::FusedAttention::automatic;
     if (automatic) auto_reason = m.unfused_reason;
     const std::string runs = m.unfused_reason.empty() ? "fused"
                              : automatic              ? "unfused (auto, below)"
                                                       : "unfused: " + m.unfused_reason;
-    std::printf("  %-28s %14s %14s %7s %9s %8s  %s\n", label.c_str(), unfused, fused, ratio, time, relative,
-                runs.c_str());
+    std::printf("  %-28s %14s %14s %7s %9s %8s %14s  %s\n", label.c_str(), unfused, fused, ratio, time, relative,
+                tiles, runs.c_str());
   }
   if (!auto_reason.empty()) std::printf("  auto: %s\n", auto_reason.c_str());
 }
