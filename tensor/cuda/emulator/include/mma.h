@@ -44,8 +44,8 @@ struct fragment {
 
 namespace emulated {
 
-inline void converge(const char* what) {
-  (void)what;
+// Every lane of the warp arrives (an error names the operation "a wmma operation").
+inline void converge() {
   ::ordo::cuda::emulator::warp_exchange(::ordo::cuda::emulator::WarpOp::matrix, 0xffffffffu, 0, 0, 32);
 }
 
@@ -90,7 +90,7 @@ void load(float* x, const T* p, unsigned ldm, bool columns) {
     const int r = e / 16, c = e % 16;
     stage(warp, e, value(columns ? p[c * ldm + r] : p[r * ldm + c]));
   }
-  converge("load_matrix_sync");  // every lane has staged its elements
+  converge();  // every lane has staged its elements
   take(warp, x);
 }
 
@@ -104,21 +104,21 @@ constexpr bool is_columns() {
 template <class Use, class T, class Layout>
 void load_matrix_sync(fragment<Use, 16, 16, 16, T, Layout>& a, const T* p, unsigned ldm) {
   emulated::check_address("load_matrix_sync", p, ldm, sizeof(T));
-  emulated::converge("load_matrix_sync");
+  emulated::converge();  // every lane has taken the warp's last staged tile
   emulated::load(a.x, p, ldm, emulated::is_columns<Layout>());
 }
 
 inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float>& a, const float* p, unsigned ldm,
                              layout_t layout) {
   emulated::check_address("load_matrix_sync", p, ldm, sizeof(float));
-  emulated::converge("load_matrix_sync");
+  emulated::converge();  // every lane has taken the warp's last staged tile
   emulated::load(a.x, p, ldm, layout == mem_col_major);
 }
 
 inline void store_matrix_sync(float* p, const fragment<accumulator, 16, 16, 16, float>& a, unsigned ldm,
                               layout_t layout) {
   emulated::check_address("store_matrix_sync", p, ldm, sizeof(float));
-  emulated::converge("store_matrix_sync");
+  emulated::converge();
   const int lane = emulated::linear_thread() % 32;
   for (int e = lane; e < 256; e += 32) {
     const int r = e / 16, c = e % 16;
@@ -137,7 +137,7 @@ template <class La, class Lb>
 __attribute__((no_sanitize("thread"))) void mma_sync(fragment<accumulator, 16, 16, 16, float>& d, const fragment<matrix_a, 16, 16, 16, __nv_bfloat16, La>& a,
               const fragment<matrix_b, 16, 16, 16, __nv_bfloat16, Lb>& b,
               const fragment<accumulator, 16, 16, 16, float>& c) {
-  emulated::converge("mma_sync");
+  emulated::converge();
   float out[256];
   for (int r = 0; r < 16; ++r)
     for (int n = 0; n < 16; ++n) {
