@@ -1,5 +1,6 @@
 #include "nn/bert.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -633,7 +634,10 @@ double fused_attention_seconds(const AttentionTerms& terms, const Tensor& q, boo
   const Tensor lse = Tensor::empty({q.size(0), q.size(1), q.size(2)}, DType::f32, q.device());
   KernelCall forward, backward;
   forward.kernel = "attention_forward", backward.kernel = "attention_backward";
-  forward.launches = 1, backward.launches = tables ? 5 : 2;  // two passes; pair keys, sort, tables
+  // Two passes; then the tables': the pairs' keys, their sort and the pass over
+  // them, or on the tiles the sum of the blocks' bins.
+  const bool binned = attention_runs_on_tiles(terms, q.size(3)) && attention_table_grads_on_tiles(terms);
+  forward.launches = 1, backward.launches = !tables ? 2 : binned ? 3 : 5;
   const Tensor none;  // out's bf16 rounding: not counted
   for (const Tensor* x : {&q, &none, &lse, &q, &q, &q})  // out, out_operand, lse, q, k, v
     detail::describe_argument(forward, *x);
@@ -693,8 +697,15 @@ AttentionMemory attention_memory(PositionEncoding& pe, const BertConfig& c, int6
   AttentionTerms terms = f.vars.values_in(t);
   m.fused_seconds = fused_attention_seconds(terms, q.value(), learned && training, m.fused_transient);
   terms.bf16_products = true;
-  if (attention_runs_on_tiles(terms, c.head_dim()))
-    m.tiles_seconds = fused_attention_seconds(terms, q.value(), learned && training, m.fused_transient);
+  if (!attention_runs_on_tiles(terms, c.head_dim())) return m;
+  double tiles_transient = m.fused_transient;
+  if (learned && training && attention_table_grads_on_tiles(terms)) {
+    // The blocks' bins [B, H, L / 32, table and gate rows] in place of the sort.
+    const double rows = (terms.table.defined() ? static_cast<double>(terms.table.size(1)) : 0) +
+                        (terms.gate.defined() ? static_cast<double>(terms.gate.size(1)) : 0);
+    tiles_transient = B * heads * L * f32 + B * heads * std::ceil(L / 32) * rows * f32;
+  }
+  m.tiles_seconds = fused_attention_seconds(terms, q.value(), learned && training, tiles_transient);
   return m;
 }
 

@@ -97,6 +97,20 @@ inline bool attention_runs_on_tiles(const AttentionTerms& t, int64_t head_width)
          !t.pos_query.defined() && !t.segment_table.defined();
 }
 
+// How many table rows (the scalar table's and the gate's together) the
+// tiles' backward bins in shared memory (4 bytes each, per warp); with more,
+// or under TUPE's [CLS] reset, the tables' gradients take attention.cu's
+// FP32 pass over the sorted pairs instead.
+constexpr int64_t kTileTableBins = 1024;
+
+// Whether the tables' and gates' gradients of an attention that runs on
+// tiles are formed inside its backward by query rows (binned per warp by
+// table row, then summed in a fixed order: tensor/cuda/attention_tiles.cu).
+inline bool attention_table_grads_on_tiles(const AttentionTerms& t) {
+  const int64_t rows = (t.table.defined() ? t.table.size(1) : 0) + (t.gate.defined() ? t.gate.size(1) : 0);
+  return t.cls_row < 0 && rows <= kTileTableBins;
+}
+
 // The gradients attention_backward writes, each where defined (preallocated,
 // contiguous, overwritten): q, k, v and the tables in their own shapes; E, F
 // as [B, H, L or J, e] and the segment terms per query row as [B, H, L,

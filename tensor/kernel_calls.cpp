@@ -61,11 +61,13 @@ void describe_argument(KernelCall& call, const AttentionTerms& t) {
   if (t.gate.defined()) extra += 1;
   call.integers.push_back(extra);
   call.integers.push_back(t.causal ? 1 : 0);
-  // Whether a CUDA device runs it on tensor-core tiles: q's width from its
-  // shape (forward: out, out_operand, lse, q, ...; backward: gout, q, ...).
+  // Whether a CUDA device runs it on tensor-core tiles (1), and the tables'
+  // gradients with them (2): q's width from its shape (forward: out,
+  // out_operand, lse, q, ...; backward: gout, q, ...).
   const size_t q = std::strcmp(call.kernel, "attention_forward") == 0 ? 3 : 1;
   const int64_t width = call.shapes.size() > q && call.shapes[q].size() == 4 ? call.shapes[q][3] : 0;
-  call.integers.push_back(attention_runs_on_tiles(t, width) ? 1 : 0);
+  const bool tables = t.table.defined() || t.gate.defined();
+  call.integers.push_back(!attention_runs_on_tiles(t, width) ? 0 : tables && attention_table_grads_on_tiles(t) ? 2 : 1);
 }
 
 void describe_argument(KernelCall& call, const AttentionGrads& g) {

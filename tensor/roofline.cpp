@@ -53,11 +53,12 @@ double per_element_flops(const char* kernel) {
 // The shape of a fused attention call's arithmetic: its (query, key) pairs
 // (a causal mask halves them), the FLOPs of a pair's score (2 (d + extra):
 // extra the multiply-adds of the position terms per pair, kernel_calls.cpp)
-// and of its share of P v (2 d), and whether it runs on tensor-core tiles.
-// Integers: forward [extra, causal, tiles]; backward [tables, extra, causal,
-// tiles]. pairs = 0 when the call is not described so.
+// and of its share of P v (2 d), and whether it runs on tensor-core tiles
+// (and the tables' gradients with them). Integers: forward [extra, causal,
+// tiles]; backward [tables, extra, causal, tiles: 0, 1, or 2 with the
+// tables]. pairs = 0 when the call is not described so.
 struct AttentionWork {
-  bool forward = false, tables = false, tiles = false;
+  bool forward = false, tables = false, tiles = false, tables_on_tiles = false;
   double pairs = 0, scores = 0, product = 0, d = 0, extra = 0;
 };
 AttentionWork attention_work(const KernelCall& call) {
@@ -75,6 +76,7 @@ AttentionWork attention_work(const KernelCall& call) {
   w.scores = 2 * (w.d + w.extra), w.product = 2 * w.d;
   w.tables = !w.forward && call.integers[0] != 0;
   w.tiles = call.integers.size() > first + 2 && call.integers[first + 2] != 0;
+  w.tables_on_tiles = w.tables && w.tiles && call.integers[first + 2] == 2;
   return w;
 }
 
@@ -82,12 +84,14 @@ AttentionWork attention_work(const KernelCall& call) {
 // included: per pair, the score and P v forward; the backward recomputes the
 // scores and dP in each of its two passes (by query rows, by key rows), then
 // forms dq, dk and dv, and when tables are learned a third pass over the
-// pairs recomputes them again and forms the tables' terms.
+// pairs recomputes them again and forms the tables' terms — or, on the
+// tiles, the backward by query rows adds each pair's dS and scale c dS to
+// their rows' bins (4 FLOPs a pair).
 double attention_flops(const KernelCall& call) {
   const AttentionWork w = attention_work(call);
   if (w.forward) return w.pairs * (w.scores + w.product);
-  return w.pairs * (2 * (w.scores + w.product) + 3 * w.product +
-                    (w.tables ? w.scores + w.product + 2 * (w.d + w.extra) : 0));
+  const double tables = !w.tables ? 0 : w.tables_on_tiles ? 4 : w.scores + w.product + 2 * (w.d + w.extra);
+  return w.pairs * (2 * (w.scores + w.product) + 3 * w.product + tables);
 }
 
 // Seconds of arithmetic at peak: on tensor-core tiles (attention_tiles.cu)

@@ -570,8 +570,9 @@ void attention_backward(const AttentionGrads& grads, const Tensor& gout, const T
   const unsigned key_tiles = static_cast<unsigned>((t.J + kRows - 1) / kRows);
   const bool key_rows = grads.k.defined() || grads.v.defined() || grads.pos_key.defined();
   if (attention_runs_on_tiles(terms, t.d)) {
-    attention_backward_tiles(grads, dsum, gout, q, k, v, out, lse, t, ctx);
-    table_grads(grads, t, gout, q, k, v, lse, dsum, ctx);
+    const bool tables_on_tiles = attention_table_grads_on_tiles(terms);
+    attention_backward_tiles(grads, tables_on_tiles, dsum, gout, q, k, v, out, lse, t, ctx);
+    if (!tables_on_tiles) table_grads(grads, t, gout, q, k, v, lse, dsum, ctx);
     return;
   }
   with_head_width(t.d, [&](auto width) {

@@ -264,12 +264,13 @@ inline Terms terms_of(const AttentionTerms& t, const Tensor& q, const Tensor& k,
   return x;
 }
 // The attention on tensor-core tiles (tensor/cuda/attention_tiles.cu), where
-// attention_runs_on_tiles: attention_forward's and attention_backward's work
-// but the tables' gradients (dsum: D_i = dO_i . o_i [B, H, L], written).
+// attention_runs_on_tiles: attention_forward's and attention_backward's work,
+// the tables' and gates' gradients with it when with_tables (where
+// attention_table_grads_on_tiles; dsum: D_i = dO_i . o_i [B, H, L], written).
 void attention_forward_tiles(const Tensor& out, const Tensor& out_operand, const Tensor& lse, const Tensor& q,
                              const Tensor& k, const Tensor& v, const Terms& t, DeviceContext& ctx);
-void attention_backward_tiles(const AttentionGrads& grads, const Tensor& dsum, const Tensor& gout, const Tensor& q,
-                              const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, const Terms& t,
-                              DeviceContext& ctx);
+void attention_backward_tiles(const AttentionGrads& grads, bool with_tables, const Tensor& dsum, const Tensor& gout,
+                              const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                              const Terms& t, DeviceContext& ctx);
 
 }  // namespace ordo::cuda

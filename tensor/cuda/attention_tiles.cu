@@ -17,8 +17,12 @@
 //    D_i = dO_i . o_i for the next two;
 //  - backward by key rows (32 a block), a lane per query: S^T = K Q^T,
 //    dP^T = V dO^T, dV += P~^T dO, dK += (scale g dS)^T Q;
-//  - the tables' and gates' gradients: attention.cu's pass over the pairs
-//    sorted by table row (FP32, recomputing each pair from q, k, v and dO).
+//  - the tables' and gates' gradients (attention_table_grads_on_tiles): the
+//    backward by query rows adds each pair's dS (the gate's: scale c dS) to
+//    its warp's bin of the pair's table row in shared memory — the lanes
+//    that share a row summed in lane order by the first of them — and writes
+//    its block's bins; a last kernel sums the blocks' in (b, h, block) order.
+//    Otherwise attention.cu's FP32 pass over the pairs sorted by table row.
 // Rounded to bf16, as the unfused bf16 attention rounds them: q, k, v and
 // dO as they are loaded (q and k after RoPE's rotation), P~ before P~ V and
 // P~^T dO, scale g dS before its two products. The scores, the softmax's
@@ -138,6 +142,23 @@ __device__ void store_rows(const GradRows& g, const float (*acc)[D], int row0, i
   }
 }
 
+// Adds each lane's value to bins[bin] (bin < 0: none): the lanes that share
+// a bin are summed in lane order by the first of them, which adds the sum —
+// a fixed order and one writer per bin, with no atomics. stage: the warp's
+// 32 floats of shared memory. Every lane takes part.
+__device__ __forceinline__ void add_to_bins(float* bins, float* stage, int bin, float value) {
+  const int lane = threadIdx.x % kWarp;
+  const unsigned same = __match_any_sync(kAllLanes, bin);
+  stage[lane] = value;
+  __syncwarp();  // the lanes' values are visible to the first of each group
+  if (bin >= 0 && lane == __ffs(static_cast<int>(same)) - 1) {
+    float sum = 0.0f;
+    for (unsigned rest = same; rest != 0; rest &= rest - 1) sum += stage[__ffs(static_cast<int>(rest)) - 1];
+    bins[bin] += sum;
+  }
+  __syncwarp();  // the stage is read, and the bins written, before the next pairs'
+}
+
 // s_ij of a pair whose q_i . k_j is c (the terms of attention_runs_on_tiles: scalars).
 __device__ __forceinline__ float pair_score(const Terms& t, float c, int64_t b, int64_t h, int64_t i, int64_t j) {
   Terms::Dots dots;
@@ -250,7 +271,24 @@ __global__ void __launch_bounds__(kForwardWarps * kWarp) attention_forward_tiles
 
 // ---- backward by query rows ------------------------------------------------------------------------
 
-template <int D>
+// Where the backward by query rows bins the tables' gradients: the scalar
+// table's rows first, then the gate's (the wanted ones; 0 rows: not wanted),
+// each block's bins written to partials [B, H, blocks, table_rows + gate_rows].
+struct TileTables {
+  float* partials = nullptr;
+  int table_rows = 0, gate_rows = 0;
+};
+
+// A warp's bins of the tables' gradients (empty without tables).
+template <bool kTables>
+struct TableBins {
+  alignas(32) float sums[kBackwardWarps][kTileTableBins];
+  alignas(32) float stage[kBackwardWarps][kWarp];
+};
+template <>
+struct TableBins<false> {};
+
+template <int D, bool kTables>
 struct QueryGradTiles {
   static constexpr int kQueries = kSide * kBackwardWarps;
   alignas(32) bf16 queries[kQueries][D];
@@ -263,13 +301,14 @@ struct QueryGradTiles {
   alignas(32) float dq[kQueries][D];
   alignas(32) float lse[kQueries];
   alignas(32) float dsum[kQueries];
+  TableBins<kTables> tables;
 };
 
-template <int D>
+template <int D, bool kTables>
 __global__ void __launch_bounds__(kBackwardWarps * kWarp) attention_query_grads_tiles_kernel(
     GradRows gq, float* dsum, HeadRows gout, HeadRows q, HeadRows k, HeadRows v, HeadRows out, const float* lse,
-    Terms t) {
-  using Tiles = QueryGradTiles<D>;
+    Terms t, TileTables tables) {
+  using Tiles = QueryGradTiles<D, kTables>;
   __shared__ Tiles s;
   const int64_t b = blockIdx.z, h = blockIdx.y, bh = b * t.H + h, first = blockIdx.x * Tiles::kQueries;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, row0 = warp * kSide;
@@ -277,6 +316,9 @@ __global__ void __launch_bounds__(kBackwardWarps * kWarp) attention_query_grads_
   load_operand<D>(s.queries, Tiles::kQueries, q, b, h, first, t.L, t, rope);
   load_operand<D>(s.grads, Tiles::kQueries, gout, b, h, first, t.L, t, false);
   for (int e = threadIdx.x; e < Tiles::kQueries * D; e += blockDim.x) s.dq[e / D][e % D] = 0.0f;
+  const int bins = tables.table_rows + tables.gate_rows;
+  if constexpr (kTables)
+    for (int e = lane; e < bins; e += kWarp) s.tables.sums[warp][e] = 0.0f;
   // D_i = dO_i . o_i (FP32, as given) and lse_i, per row of the warp.
   for (int r = row0; r < row0 + kSide; ++r) {
     const int64_t i = first + r;
@@ -303,18 +345,60 @@ __global__ void __launch_bounds__(kBackwardWarps * kWarp) attention_query_grads_
     const int64_t j = j0 + lane;
     for (int r = row0; r < row0 + kSide; ++r) {
       const int64_t i = first + r;
-      float ds = 0.0f;
+      float ds = 0.0f;  // dS_ij, the gradient of s_ij
       if (i < t.L && j < t.J) {
         const float p = expf(pair_score(t, s.scores[r][lane], b, h, i, j) - s.lse[r]);
-        ds = scaled_ds(t, p * (t.dropout_factor(b, h, i, j, draw) * s.dp[r][lane] - s.dsum[r]), b, h, i, j);
+        ds = p * (t.dropout_factor(b, h, i, j, draw) * s.dp[r][lane] - s.dsum[r]);
       }
-      s.ds[r][lane] = to_bf16(ds);
+      s.ds[r][lane] = to_bf16(i < t.L && j < t.J ? scaled_ds(t, ds, b, h, i, j) : 0.0f);
+      if constexpr (kTables) {
+        // d s_ij / d T[row] = 1 and d s_ij / d G[row] = scale c_ij (c = q_i . k_j, the tile's).
+        const int64_t row = i < t.L && j < t.J ? t.row(b, i, j) : -1;
+        if (tables.table_rows > 0)
+          add_to_bins(s.tables.sums[warp], s.tables.stage[warp], row >= 0 && row < tables.table_rows ? int(row) : -1, ds);
+        if (tables.gate_rows > 0)
+          add_to_bins(s.tables.sums[warp], s.tables.stage[warp],
+                      row >= 0 && row < tables.gate_rows ? tables.table_rows + int(row) : -1,
+                      t.scale * ds * s.scores[r][lane]);
+      }
     }
     __syncwarp();
     warp_product<kStep, D, false, true>(&s.dq[row0][0], D, &s.ds[row0][0], kStep, &s.keys[0][0], D);
   }
   __syncwarp();  // the product's dQ is visible to every lane
   store_rows<D>(gq, s.dq, row0, b, h, first, t.L, t, rope);
+  if constexpr (kTables) {
+    __syncthreads();  // every warp's bins are final
+    float* block_sums = tables.partials + (bh * gridDim.x + blockIdx.x) * bins;
+    for (int e = threadIdx.x; e < bins; e += blockDim.x) {
+      float sum = 0.0f;
+      for (int w = 0; w < kBackwardWarps; ++w) sum += s.tables.sums[w][e];
+      block_sums[e] = sum;
+    }
+  }
+}
+
+// The tables' gradients from the blocks' bins: a thread per (head, bin) sums
+// partials [B, H, blocks, bins] in (b, block) order — over (b, h, block) for
+// a table the heads share (written by head 0's thread). Bins [0, table_rows)
+// go to gtable [Ht, table_rows], the rest to ggate [Ht, gate_rows].
+__global__ void tile_table_grads_kernel(float* gtable, bool table_shared, float* ggate, bool gate_shared,
+                                        const float* partials, TileTables tables, int64_t B, int64_t H,
+                                        int64_t blocks) {
+  const int64_t bins = tables.table_rows + tables.gate_rows;
+  for (int64_t n = global_thread_index(); n < H * bins; n += grid_thread_count()) {
+    const int64_t h = n / bins, e = n % bins;
+    const bool of_table = e < tables.table_rows, shared = of_table ? table_shared : gate_shared;
+    if (shared && h != 0) continue;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t hh = shared ? 0 : h; hh < (shared ? H : h + 1); ++hh)
+        for (int64_t block = 0; block < blocks; ++block) sum += partials[((b * H + hh) * blocks + block) * bins + e];
+    if (of_table)
+      gtable[h * tables.table_rows + e] = sum;
+    else
+      ggate[h * tables.gate_rows + e - tables.table_rows] = sum;
+  }
 }
 
 // ---- backward by key rows ------------------------------------------------------------------------
@@ -412,16 +496,39 @@ void attention_forward_tiles(const Tensor& out, const Tensor& out_operand, const
   ORDO_CUDA_CHECK_LAUNCH();
 }
 
-void attention_backward_tiles(const AttentionGrads& grads, const Tensor& dsum, const Tensor& gout, const Tensor& q,
-                              const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, const Terms& t,
-                              DeviceContext& ctx) {
+void attention_backward_tiles(const AttentionGrads& grads, bool with_tables, const Tensor& dsum, const Tensor& gout,
+                              const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                              const Terms& t, DeviceContext& ctx) {
+  TileTables tables;
+  if (with_tables) {
+    tables.table_rows = grads.table.defined() ? static_cast<int>(grads.table.size(1)) : 0;
+    tables.gate_rows = grads.gate.defined() ? static_cast<int>(grads.gate.size(1)) : 0;
+    ORDO_ASSERT(tables.table_rows + tables.gate_rows <= kTileTableBins);
+  }
+  const int64_t bins = tables.table_rows + tables.gate_rows;
   with_tile_width(t.d, [&](auto width) {
     constexpr int D = decltype(width)::value;
-    const unsigned queries = static_cast<unsigned>((t.L + QueryGradTiles<D>::kQueries - 1) / QueryGradTiles<D>::kQueries);
-    ORDO_LAUNCH(attention_query_grads_tiles_kernel<D>, dim3(queries, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
-                kBackwardWarps * kWarp, 0, ctx.stream, head_rows<float>(grads.q), dsum.data<float>(), head_rows(gout),
-                head_rows(q), head_rows(k), head_rows(v), head_rows(out), lse.data<float>(), t);
-    ORDO_CUDA_CHECK_LAUNCH();
+    const int64_t blocks = (t.L + QueryGradTiles<D, false>::kQueries - 1) / QueryGradTiles<D, false>::kQueries;
+    const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(t.H), static_cast<unsigned>(t.B));
+    if (bins == 0) {
+      ORDO_LAUNCH(attention_query_grads_tiles_kernel<D ORDO_COMMA false>, grid, kBackwardWarps * kWarp, 0, ctx.stream,
+                  head_rows<float>(grads.q), dsum.data<float>(), head_rows(gout), head_rows(q), head_rows(k),
+                  head_rows(v), head_rows(out), lse.data<float>(), t, tables);
+      ORDO_CUDA_CHECK_LAUNCH();
+    } else {
+      const Tensor partials = workspace(q.device(), static_cast<size_t>(t.B * t.H * blocks * bins) * sizeof(float));
+      tables.partials = static_cast<float*>(partials.raw_data());
+      ORDO_LAUNCH(attention_query_grads_tiles_kernel<D ORDO_COMMA true>, grid, kBackwardWarps * kWarp, 0, ctx.stream,
+                  head_rows<float>(grads.q), dsum.data<float>(), head_rows(gout), head_rows(q), head_rows(k),
+                  head_rows(v), head_rows(out), lse.data<float>(), t, tables);
+      ORDO_CUDA_CHECK_LAUNCH();
+      auto data = [](const Tensor& x) { return x.defined() ? x.data<float>() : nullptr; };
+      auto shared = [](const Tensor& x) { return x.defined() && x.size(0) == 1; };
+      ORDO_LAUNCH(tile_table_grads_kernel, grid_for(t.H * bins, kThreads, ctx), kThreads, 0, ctx.stream,
+                  data(grads.table), shared(grads.table), data(grads.gate), shared(grads.gate),
+                  tables.partials, tables, t.B, t.H, blocks);
+      ORDO_CUDA_CHECK_LAUNCH();
+    }
     if (!grads.k.defined() && !grads.v.defined()) return;
     const unsigned keys = static_cast<unsigned>((t.J + KeyGradTiles<D>::kKeys - 1) / KeyGradTiles<D>::kKeys);
     ORDO_LAUNCH(attention_key_grads_tiles_kernel<D>, dim3(keys, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),

@@ -67,6 +67,10 @@ namespace ordo::cuda {
 #define ORDO_UNROLL_BY(n)
 #endif
 
+// The comma between a kernel's template arguments inside ORDO_LAUNCH's first
+// argument (which a plain comma would split): kernel<D ORDO_COMMA true>.
+#define ORDO_COMMA ,
+
 #if defined(__CUDACC__)
 #define ORDO_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)  \
   do {                                                              \

@@ -1,7 +1,9 @@
 // The fused attention on tensor-core tiles (tensor/cuda/attention_tiles.cu:
 // bf16 operands, FP32 sums) against the CPU's kernels (f64 sums, nothing
 // rounded), for the terms it takes (attention_runs_on_tiles): a relative
-// table and a gate with the padding mask and dropout; RoPE with the causal
+// table and a gate the heads share with the padding mask and dropout (their
+// gradients binned by the tiles); a shared table of more rows than the tiles
+// bin (its gradient from the FP32 pass over the pairs); RoPE with the causal
 // mask and a dense term. Heads 16 wide, 40 queries and keys: the forward's
 // keys take two steps of 32 (the online softmax crosses them), the
 // backward's two blocks of queries and of keys, and rows and keys past the
@@ -23,9 +25,8 @@
 // where dD_i = sum_x |dO_ix| (|o_ix - o'_ix| + 2^-20 |o_ix|) bounds the error
 // of D_i = dO_i . o_i, which the backward forms from the tiles' o' (checked
 // against its own bound first); the table's and the gate's
-// gradients (the FP32 pass over the pairs, which reads that D_i) by
-// sum P_ij dD_i over the pairs of their row (times scale |q_i . k_j| for
-// the gate). Each bound is doubled (the f32 arithmetic around the roundings:
+// gradients (which read that D_i) by sum P_ij dD_i over the pairs of their
+// row (times scale |q_i . k_j| for the gate). Each bound is doubled (the f32 arithmetic around the roundings:
 // exp's ulps, sums of 40 terms), plus 2^-16 of the tensor's largest value,
 // and checked to be far below the tensor's own scale (below 2^-4 of its
 // largest value), so a lost term, a misplaced mask or a wrong row fails it.
@@ -76,12 +77,24 @@ std::vector<Case> cases() {
     t.row_of = Tensor::from_vector(rows, {81});
     t.first_distance = -40;
     t.table = ordo::test::random_tensor({H, 9}, 4, DType::f32, -1, 1);
-    t.gate = ordo::test::random_tensor({H, 9}, 5, DType::f32, 0.5, 1.5);
+    t.gate = ordo::test::random_tensor({1, 9}, 5, DType::f32, 0.5, 1.5);  // one for every head
     std::vector<float> m(static_cast<size_t>(B * L), 0.0f);
     for (int64_t j = L - 7; j < L; ++j) m[static_cast<size_t>(L + j)] = static_cast<float>(kLowest);
     t.key_bias = Tensor::from_vector(m, {B, 1, L});
     t.scale = 0.25, t.dropout = 0.2, t.seed = 3, t.stream = 9;
-    c.push_back({"a relative table and a gate, the padding mask, dropout", t, true});
+    c.push_back({"a relative table and a gate the heads share, the padding mask, dropout", t, true});
+  }
+  {
+    AttentionTerms t;
+    t.positions = positions();
+    std::vector<int64_t> rows;  // distances -40..40 -> rows 1010..1090 of 1100
+    for (int64_t r = -40; r <= 40; ++r) rows.push_back(1050 + r);
+    t.row_of = Tensor::from_vector(rows, {81});
+    t.first_distance = -40;
+    t.table = ordo::test::random_tensor({1, 1100}, 7, DType::f32, -1, 1);
+    t.scale = 0.25;
+    REQUIRE_FALSE(attention_table_grads_on_tiles(t));
+    c.push_back({"a table of 1,100 rows the heads share (beyond the tiles' bins)", t, true});
   }
   {
     AttentionTerms t;
@@ -121,7 +134,8 @@ Result run(const Case& c, const std::vector<Tensor>& qkvg, Device device, int64_
   if (launches) launches[0] = device_counters().kernel_launches;
   AttentionNeeds needs;
   needs.q = needs.k = needs.v = true;
-  needs.table = needs.gate = c.learned_tables;
+  needs.table = c.learned_tables && t.table.defined();
+  needs.gate = c.learned_tables && t.gate.defined();
   if (device.is_cuda()) {
     synchronize(device);
     reset_device_counters();
@@ -213,6 +227,11 @@ Bounds bounds(const Case& c, const std::vector<Tensor>& inputs, const Tensor& cp
                             o_gpu = gpu_out.to_doubles();
   std::vector<double> gate_of(static_cast<size_t>(B * H * L * L), 1.0);
   std::vector<int64_t> row_of(gate_of.size(), -1);
+  // Element (h, row) of a table [H or 1, rows]: its index, and the table's size.
+  auto entry = [](const Tensor& table, int64_t h, int64_t row) {
+    return static_cast<size_t>((table.size(0) == 1 ? 0 : h) * table.size(1) + row);
+  };
+  auto size_of = [](const Tensor& table) { return static_cast<size_t>(table.defined() ? table.numel() : 0); };
   if (t.row_of.defined()) {
     const std::vector<double> pos = t.positions.to_doubles(), rows = t.row_of.to_doubles(),
                               gates = t.gate.defined() ? t.gate.to_doubles() : std::vector<double>();
@@ -223,13 +242,13 @@ Bounds bounds(const Case& c, const std::vector<Tensor>& inputs, const Tensor& cp
             const size_t ij = static_cast<size_t>(((b * H + h) * L + i) * L + j);
             const auto distance = static_cast<int64_t>(pos[static_cast<size_t>(b * L + j)] - pos[static_cast<size_t>(b * L + i)]);
             row_of[ij] = static_cast<int64_t>(rows[static_cast<size_t>(distance - t.first_distance)]);
-            if (t.gate.defined()) gate_of[ij] = gates[static_cast<size_t>(h * 9 + row_of[ij])];
+            if (t.gate.defined()) gate_of[ij] = gates[entry(t.gate, h, row_of[ij])];
           }
   }
   Bounds r;
   for (auto* x : {&r.out, &r.q, &r.k, &r.v}) x->assign(o.size(), 0.0);
-  r.table.assign(static_cast<size_t>(H * 9), 0.0);
-  r.gate.assign(r.table.size(), 0.0);
+  r.table.assign(size_of(t.table), 0.0);
+  r.gate.assign(size_of(t.gate), 0.0);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = 0; i < L; ++i) {
@@ -255,10 +274,9 @@ Bounds bounds(const Case& c, const std::vector<Tensor>& inputs, const Tensor& cp
             r.k[at(b, h, j, x)] += each * std::fabs(q[at(b, h, i, x)]);
             r.v[at(b, h, j, x)] += 2 * kUnit * pt[ij] * std::fabs(g[at(b, h, i, x)]);
           }
-          if (row_of[ij] >= 0) {
-            r.table[static_cast<size_t>(h * 9 + row_of[ij])] += p[ij] * dD;
-            r.gate[static_cast<size_t>(h * 9 + row_of[ij])] += t.scale * p[ij] * dD * std::fabs(qk);
-          }
+          if (row_of[ij] >= 0 && t.table.defined()) r.table[entry(t.table, h, row_of[ij])] += p[ij] * dD;
+          if (row_of[ij] >= 0 && t.gate.defined())
+            r.gate[entry(t.gate, h, row_of[ij])] += t.scale * p[ij] * dD * std::fabs(qk);
         }
       }
   r.q = rotated(r.q, t, /*bound=*/true);  // the gradients are rotated back
@@ -278,9 +296,11 @@ TEST_CASE("attention on tensor-core tiles: the CUDA kernels agree with the CPU's
     int64_t launches[2] = {0, 0};
     const Result cpu = run(c, inputs, Device::cpu()), gpu = run(c, inputs, Device::cuda(0), launches);
     CHECK(launches[0] == 1);
-    // By query rows, by key rows; the tables' pass: the pairs' keys and the
-    // tables (cub's sort between them is not one of ordo's kernels).
-    CHECK(launches[1] == (c.learned_tables ? 4 : 2));
+    // By query rows, by key rows; the tables' gradients: the sum of the
+    // blocks' bins, or the FP32 pass: the pairs' keys and the tables (cub's
+    // sort between them is not one of ordo's kernels).
+    const bool binned = attention_table_grads_on_tiles(c.terms);
+    CHECK(launches[1] == (!c.learned_tables ? 2 : binned ? 3 : 4));
 
     const Bounds bound = bounds(c, inputs, cpu.out, gpu.out);
     {
@@ -298,9 +318,9 @@ TEST_CASE("attention on tensor-core tiles: the CUDA kernels agree with the CPU's
       require_within(gpu.gv, cpu.gv, bound.v);
     }
     if (c.learned_tables) {
-      INFO("the table's and the gate's gradients, from the FP32 pass over the pairs");
+      INFO("the table's and the gate's gradients, " << (binned ? "binned by the tiles" : "from the FP32 pass"));
       require_within(gpu.gtable, cpu.gtable, bound.table);
-      require_within(gpu.ggate, cpu.ggate, bound.gate);
+      if (c.terms.gate.defined()) require_within(gpu.ggate, cpu.ggate, bound.gate);
     }
   }
 }

@@ -175,3 +175,32 @@ TEST_CASE("kernel calls: the fused attention on tensor-core tiles is recorded as
   REQUIRE(calls.size() == 1);
   CHECK(calls[0].integers == std::vector<int64_t>{0, 0, 1});
 }
+
+TEST_CASE("kernel calls: the tables' gradients binned by the tiles cost 4 FLOPs a pair, the FP32 pass its recomputation",
+          "[roofline]") {
+  // B = 1, H = 2, L = J = 4, d = 16: 32 (query, key) pairs. The backward per
+  // pair: S and dP in each of two passes (2 (2 d + 2 d)) and dq, dk, dv (3 x
+  // 2 d) = 224; the table's gradient binned by the tiles 4 more, or the FP32
+  // pass's recomputation of the score, P v and the table's terms (2 d + 2 d +
+  // 2 d) = 96 more.
+  const Tensor q = Tensor::ones({1, 2, 4, 16});
+  for (const int64_t rows : {int64_t{9}, kTileTableBins + 1}) {
+    AttentionTerms t;
+    t.bf16_products = true;
+    t.positions = Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 3}, {1, 4});
+    t.row_of = Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6}, {7});
+    t.first_distance = -3;
+    t.table = Tensor::zeros({2, rows});
+    INFO(rows << " table rows");
+    const AttentionOutput f = attention_forward(q, q, q, t);
+    AttentionNeeds needs;
+    needs.q = needs.table = true;
+    KernelCallRecording recording;
+    (void)attention_backward(q, q, q, q, f, t, needs);
+    const std::vector<KernelCall> calls = recording.calls();
+    REQUIRE(calls.size() == 1);
+    const bool binned = rows <= kTileTableBins;
+    CHECK(calls[0].integers == std::vector<int64_t>{1, 0, 0, binned ? 2 : 1});
+    CHECK(kernel_flops(calls[0]) == 32.0 * (224 + (binned ? 4 : 96)));
+  }
+}
