@@ -235,10 +235,10 @@ Ablation ablation_in_force(const PositionEncoding& pe, const Context& ctx);
 // or set_fused_attention): on (1), off (0), or automatic (auto, the default):
 // the faster, which today is the unfused ops (measured on an H200 before the
 // fused kernels had tensor-core tiles; README, GPU). Under bf16 products the
-// variants whose terms are scalars per pair run on tensor-core tiles (bf16
-// operands, FP32 sums: tensor/cuda/attention_tiles.cu, rounding what the
-// unfused path rounds); the others, and every variant under fp32 or tf32,
-// run the FP32 kernels from the f32 q, k and v the projections give.
+// variants whose terms are scalars per pair, and Shaw's relative keys, run on
+// tensor-core tiles (bf16 operands, FP32 sums: tensor/cuda/attention_tiles.cu,
+// rounding what the unfused path rounds); the others, and every variant under
+// fp32 or tf32, run the FP32 kernels from the f32 q, k and v the projections give.
 enum class FusedAttention : uint8_t { automatic, on, off };
 FusedAttention fused_attention();
 void set_fused_attention(FusedAttention mode);

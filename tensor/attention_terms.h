@@ -88,19 +88,24 @@ struct AttentionTerms {
 // Whether the CUDA kernels run this attention on tensor-core tiles
 // (tensor/cuda/attention_tiles.cu): bf16 products asked for, heads of a
 // width the tiles are built for, and terms that add a scalar per pair (the
-// tables, the gates, RoPE, the masks, a dense bias, dropout) — no vectors
-// per pair (Shaw's, XLNet's, Huang et al.'s methods 3 and 4, TUPE's E.F)
-// and no per-head segments, which take the FP32 kernels.
+// tables, the gates, RoPE, the masks, a dense bias, dropout) or Shaw's
+// relative keys q_i . A[row] (query vectors as wide as the heads, without
+// RoPE) — no other vectors per pair (Shaw's values, XLNet's and Huang et
+// al.'s key vectors, method 3's product, TUPE's E.F) and no per-head
+// segments, which take the FP32 kernels.
 inline bool attention_runs_on_tiles(const AttentionTerms& t, int64_t head_width) {
-  return t.bf16_products && (head_width == 64 || head_width == 16) && !t.product.defined() &&
-         !t.query_vectors.defined() && !t.key_vectors.defined() && !t.value_vectors.defined() &&
-         !t.pos_query.defined() && !t.segment_table.defined();
+  const bool query_vectors =
+      t.query_vectors.defined() && (t.query_vectors.size(-1) != head_width || t.rotary.defined());
+  return t.bf16_products && (head_width == 64 || head_width == 16) && !t.product.defined() && !query_vectors &&
+         !t.key_vectors.defined() && !t.value_vectors.defined() && !t.pos_query.defined() &&
+         !t.segment_table.defined();
 }
 
 // How many table rows (the scalar table's and the gate's together) the
 // tiles' backward bins in shared memory (4 bytes each, per warp); with more,
-// or under TUPE's [CLS] reset, the tables' gradients take attention.cu's
-// FP32 pass over the sorted pairs instead.
+// under TUPE's [CLS] reset, or with query vectors (whose gradient the tiles
+// do not form), the tables' gradients take attention.cu's FP32 pass over the
+// sorted pairs instead.
 constexpr int64_t kTileTableBins = 1024;
 
 // Whether the tables' and gates' gradients of an attention that runs on
@@ -108,7 +113,7 @@ constexpr int64_t kTileTableBins = 1024;
 // table row, then summed in a fixed order: tensor/cuda/attention_tiles.cu).
 inline bool attention_table_grads_on_tiles(const AttentionTerms& t) {
   const int64_t rows = (t.table.defined() ? t.table.size(1) : 0) + (t.gate.defined() ? t.gate.size(1) : 0);
-  return t.cls_row < 0 && rows <= kTileTableBins;
+  return t.cls_row < 0 && rows <= kTileTableBins && !t.query_vectors.defined();
 }
 
 // The gradients attention_backward writes, each where defined (preallocated,

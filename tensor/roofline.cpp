@@ -97,13 +97,19 @@ double attention_flops(const KernelCall& call) {
 // Seconds of arithmetic at peak: on tensor-core tiles (attention_tiles.cu)
 // the products — q . k and P v forward; S and dP in each of the backward's
 // two passes, and dq, dk and dv: 7 of 2 d FLOPs a pair — at the bf16 peak,
-// the rest (the position terms, the tables' FP32 pass) at FP32's.
+// the rest (the position terms, the tables' FP32 pass) at FP32's. Shaw's
+// relative keys on the tiles (extra = d: a d-wide dot product a pair) are
+// products over a window of 48 distances a step of 32 keys, 1.5 of a
+// product each: G forward, G by query and by key rows and dS_w A backward,
+// which stand for the pairs' q . A (once a score) and dS A (2 d each).
 double attention_seconds(const KernelCall& call, const RooflineMachine& machine) {
   const AttentionWork w = attention_work(call);
   const double all = attention_flops(call);
   if (!w.tiles) return all / machine.fp32_flops;
-  const double products = w.pairs * 2 * w.d * (w.forward ? 2 : 7);
-  return products / machine.bf16_flops + (all - products) / machine.fp32_flops;
+  const double vectors = w.extra >= w.d ? 1 : 0;
+  const double products = w.pairs * 2 * w.d * (w.forward ? 2 + 1.5 * vectors : 7 + 4.5 * vectors);
+  const double covered = w.pairs * 2 * w.d * (w.forward ? 2 + vectors : 7 + 3 * vectors);
+  return products / machine.bf16_flops + std::max(0.0, all - covered) / machine.fp32_flops;
 }
 
 // The same attention's work as a model FLOP count takes it (what the unfused

@@ -23,6 +23,16 @@
 //    that share a row summed in lane order by the first of them — and writes
 //    its block's bins; a last kernel sums the blocks' in (b, h, block) order.
 //    Otherwise attention.cu's FP32 pass over the pairs sorted by table row.
+//  - Shaw's relative keys (query vectors A: s_ij += query_scale q_i . A[row]):
+//    a block is one warp (16 queries or keys), and per step the distances
+//    p_j - p_i of its pairs, which at consecutive positions span 47, are a
+//    window of kWindow rows of A (looked up through row_of) loaded as bf16:
+//    G = Q A_w^T (a tile product) gives q_i . A[row] for each pair by its
+//    distance, and dq += (query_scale dS_w) A_w, dS_w the pairs' dS moved to
+//    their distances (summed in lane order where two keys share one). Pairs
+//    whose distances do not fit a window (positions far from consecutive)
+//    take the dot products in FP32 from the bf16 q and A's rows instead. A's
+//    gradient takes attention.cu's FP32 pass over the sorted pairs.
 // Rounded to bf16, as the unfused bf16 attention rounds them: q, k, v and
 // dO as they are loaded (q and k after RoPE's rotation), P~ before P~ V and
 // P~^T dO, scale g dS before its two products. The scores, the softmax's
@@ -159,12 +169,92 @@ __device__ __forceinline__ void add_to_bins(float* bins, float* stage, int bin, 
   __syncwarp();  // the stage is read, and the bins written, before the next pairs'
 }
 
-// s_ij of a pair whose q_i . k_j is c (the terms of attention_runs_on_tiles: scalars).
-__device__ __forceinline__ float pair_score(const Terms& t, float c, int64_t b, int64_t h, int64_t i, int64_t j) {
+// s_ij of a pair whose q_i . k_j is c and q_i . A[row] is qa (the terms of
+// attention_runs_on_tiles: scalars, and query vectors).
+__device__ __forceinline__ float pair_score(const Terms& t, float c, float qa, int64_t b, int64_t h, int64_t i,
+                                            int64_t j) {
   Terms::Dots dots;
   dots.c = c;
+  dots.qa = qa;
   return t.score(dots, b, h, i, j, t.row(b, i, j));
 }
+
+// ---- Shaw's relative keys: the window of distances ------------------------------------------------
+
+constexpr int kWindow = 48;  // distances a window holds: 16 queries and 32 keys at consecutive positions span 47
+
+// The distances p_j - p_i of a warp's pairs — queries [i0, i0 + queries),
+// keys [j0, j0 + keys), those from L (J) on left out — from `first` on;
+// fits: all within kWindow of it (true, with first 0, when there are none).
+struct Window {
+  int64_t first = 0;
+  bool fits = true;
+};
+
+__device__ __forceinline__ int64_t warp_min(int64_t v) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const int64_t other = __shfl_xor_sync(kAllLanes, v, offset);
+    v = other < v ? other : v;
+  }
+  return v;
+}
+__device__ __forceinline__ int64_t warp_max(int64_t v) { return -warp_min(-v); }
+
+// Every lane of the warp takes part (queries, keys <= 32).
+__device__ Window pair_window(const Terms& t, int64_t b, int64_t i0, int queries, int64_t j0, int keys) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t* p = t.positions + b * t.L;
+  constexpr int64_t kNone = int64_t(1) << 62;
+  const bool query = lane < queries && i0 + lane < t.L, key = lane < keys && j0 + lane < t.J;
+  const int64_t query_low = warp_min(query ? p[i0 + lane] : kNone), query_high = warp_max(query ? p[i0 + lane] : -kNone);
+  const int64_t key_low = warp_min(key ? p[j0 + lane] : kNone), key_high = warp_max(key ? p[j0 + lane] : -kNone);
+  Window w;
+  if (query_low == kNone || key_low == kNone) return w;
+  w.first = key_low - query_high;
+  w.fits = key_high - query_low - w.first < kWindow;
+  return w;
+}
+
+// The window's rows of A as bf16 operands: row n that of distance first + n
+// (zeros for a distance without a row, and for every row when the pairs do
+// not fit: a pair reports its own row's index error). Every thread takes part.
+template <int D>
+__device__ void load_window(bf16 (*rows)[D], const Window& w, const Terms& t, int64_t h) {
+  for (int e = threadIdx.x; e < kWindow * D; e += blockDim.x) {
+    const int n = e / D, c = e % D;
+    float value = 0.0f;
+    const int64_t at = w.first + n - t.first_distance;
+    if (w.fits && at >= 0 && at < t.rows_given) {
+      const int64_t r = t.row_of[at];
+      if (r >= 0 && r < t.query_vectors.rows) value = t.query_vectors.at(h, r)[c];
+    }
+    rows[n][c] = to_bf16(value);
+  }
+}
+
+// q_i . A[row] of the pair (i, j), i < L and j < J: from G (`dots`: query i's
+// row of the window's products) by the pair's distance, or where the pairs do
+// not fit a window in FP32 from q_i's bf16 row and A's row.
+template <int D>
+__device__ float query_vector_dot(const Terms& t, const Window& w, const float* dots, const bf16* q, int64_t b,
+                                  int64_t h, int64_t i, int64_t j) {
+  if (w.fits) return dots[t.positions[b * t.L + j] - t.positions[b * t.L + i] - w.first];
+  const float* a = t.entry(t.query_vectors, h, t.row(b, i, j));
+  if (a == nullptr) return 0.0f;
+  float sum = 0.0f;
+  ORDO_UNROLL_BY(4)  // the rare path: few registers
+  for (int x = 0; x < D; ++x) sum += __bfloat162float(q[x]) * a[x];
+  return sum;
+}
+
+// The window's operands: its rows of A and G for `kRows` queries.
+template <int D, bool kVectors, int kRows>
+struct WindowTiles {
+  alignas(32) bf16 rows[kWindow][D];
+  alignas(32) float dots[kRows][kWindow];
+};
+template <int D, int kRows>
+struct WindowTiles<D, false, kRows> {};
 
 // scale g_ij dS_ij: what multiplies k_j into dq_i and q_i into dk_j.
 __device__ __forceinline__ float scaled_ds(const Terms& t, float ds, int64_t b, int64_t h, int64_t i, int64_t j) {
@@ -187,9 +277,10 @@ __device__ __forceinline__ bool after_every_query(const Terms& t, int64_t j0, in
 
 // ---- forward ----------------------------------------------------------------------------------
 
-template <int D>
+template <int D, bool kVectors>
 struct ForwardTiles {
-  static constexpr int kQueries = kSide * kForwardWarps;
+  static constexpr int kWarps = kVectors ? 1 : kForwardWarps;
+  static constexpr int kQueries = kSide * kWarps;
   alignas(32) bf16 queries[kQueries][D];
   alignas(32) bf16 keys[kStep][D];
   alignas(32) bf16 values[kStep][D];
@@ -199,12 +290,13 @@ struct ForwardTiles {
   // m and l per query, two copies: a step reads one and writes the other.
   alignas(32) float row_max[2][kQueries];
   alignas(32) float row_sum[2][kQueries];
+  WindowTiles<D, kVectors, kSide> window;
 };
 
-template <int D>
-__global__ void __launch_bounds__(kForwardWarps * kWarp) attention_forward_tiles_kernel(
+template <int D, bool kVectors>
+__global__ void __launch_bounds__(ForwardTiles<D, kVectors>::kWarps * kWarp) attention_forward_tiles_kernel(
     GradRows out, Rows<uint16_t> out16, float* lse, HeadRows q, HeadRows k, HeadRows v, Terms t) {
-  using Tiles = ForwardTiles<D>;
+  using Tiles = ForwardTiles<D, kVectors>;
   __shared__ Tiles s;
   const int64_t b = blockIdx.z, h = blockIdx.y, first = blockIdx.x * Tiles::kQueries;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, row0 = warp * kSide;
@@ -221,6 +313,11 @@ __global__ void __launch_bounds__(kForwardWarps * kWarp) attention_forward_tiles
     __syncthreads();  // the last step's keys and values are read (at the first: the queries written)
     load_operand<D>(s.keys, kStep, k, b, h, j0, t.J, t, rope);
     load_operand<D>(s.values, kStep, v, b, h, j0, t.J, t, false);
+    Window window;
+    if constexpr (kVectors) {  // the block is one warp
+      window = pair_window(t, b, first, kSide, j0, kStep);
+      load_window<D>(s.window.rows, window, t, h);
+    }
     __syncthreads();
     if (after_every_query(t, j0, first + row0, s.row_max[now] + row0)) {
       // Masked for every row of the warp, which has seen a key: adds nothing; m and l carry over.
@@ -231,6 +328,10 @@ __global__ void __launch_bounds__(kForwardWarps * kWarp) attention_forward_tiles
       continue;
     }
     warp_product<D, kStep, true, false>(&s.scores[row0][0], kStep, &s.queries[row0][0], D, &s.keys[0][0], D);
+    if constexpr (kVectors)
+      if (window.fits)
+        warp_product<D, kWindow, true, false>(&s.window.dots[0][0], kWindow, &s.queries[row0][0], D,
+                                              &s.window.rows[0][0], D);
     __syncwarp();
     const int64_t j = j0 + lane;
     for (int r = row0; r < row0 + kSide; ++r) {
@@ -239,7 +340,10 @@ __global__ void __launch_bounds__(kForwardWarps * kWarp) attention_forward_tiles
         s.probs[r][lane] = to_bf16(0.0f);
         continue;
       }
-      const float score = j < t.J ? pair_score(t, s.scores[r][lane], b, h, i, j) : -INFINITY;
+      float qa = 0.0f;
+      if constexpr (kVectors)
+        if (j < t.J) qa = query_vector_dot<D>(t, window, s.window.dots[r - row0], s.queries[r], b, h, i, j);
+      const float score = j < t.J ? pair_score(t, s.scores[r][lane], qa, b, h, i, j) : -INFINITY;
       const float m_old = s.row_max[now][r];
       const float m_new = fmaxf(m_old, warp_max(score));  // finite: this step has a key
       const float p = j < t.J ? expf(score - m_new) : 0.0f;
@@ -271,6 +375,10 @@ __global__ void __launch_bounds__(kForwardWarps * kWarp) attention_forward_tiles
 
 // ---- backward by query rows ------------------------------------------------------------------------
 
+// What the backward by query rows forms beyond dq and D: nothing, the
+// tables' gradients binned, or Shaw's relative keys (their window).
+enum class QueryExtra { none, tables, vectors };
+
 // Where the backward by query rows bins the tables' gradients: the scalar
 // table's rows first, then the gate's (the wanted ones; 0 rows: not wanted),
 // each block's bins written to partials [B, H, blocks, table_rows + gate_rows].
@@ -288,9 +396,26 @@ struct TableBins {
 template <>
 struct TableBins<false> {};
 
-template <int D, bool kTables>
+// Shaw's relative keys by query rows: the window's operands, the pairs' dS
+// (times query_scale) by distance in FP32 and as bf16 operands, or when the
+// pairs do not fit a window by key with their table rows.
+template <int D, bool kVectors>
+struct QueryVectorTiles {
+  WindowTiles<D, true, kSide> window;
+  alignas(32) float by_distance[kSide][kWindow];
+  alignas(32) bf16 by_distance16[kSide][kWindow];
+  alignas(32) float by_key[kSide][kStep];
+  alignas(32) int32_t rows[kSide][kStep];
+  alignas(32) float stage[kWarp];
+};
+template <int D>
+struct QueryVectorTiles<D, false> {};
+
+template <int D, QueryExtra kExtra>
 struct QueryGradTiles {
-  static constexpr int kQueries = kSide * kBackwardWarps;
+  static constexpr bool kTables = kExtra == QueryExtra::tables, kVectors = kExtra == QueryExtra::vectors;
+  static constexpr int kWarps = kVectors ? 1 : kBackwardWarps;
+  static constexpr int kQueries = kSide * kWarps;
   alignas(32) bf16 queries[kQueries][D];
   alignas(32) bf16 grads[kQueries][D];  // dO
   alignas(32) bf16 keys[kStep][D];
@@ -302,13 +427,15 @@ struct QueryGradTiles {
   alignas(32) float lse[kQueries];
   alignas(32) float dsum[kQueries];
   TableBins<kTables> tables;
+  QueryVectorTiles<D, kVectors> vectors;
 };
 
-template <int D, bool kTables>
-__global__ void __launch_bounds__(kBackwardWarps * kWarp) attention_query_grads_tiles_kernel(
+template <int D, QueryExtra kExtra>
+__global__ void __launch_bounds__(QueryGradTiles<D, kExtra>::kWarps * kWarp) attention_query_grads_tiles_kernel(
     GradRows gq, float* dsum, HeadRows gout, HeadRows q, HeadRows k, HeadRows v, HeadRows out, const float* lse,
     Terms t, TileTables tables) {
-  using Tiles = QueryGradTiles<D, kTables>;
+  using Tiles = QueryGradTiles<D, kExtra>;
+  constexpr bool kTables = Tiles::kTables, kVectors = Tiles::kVectors;
   __shared__ Tiles s;
   const int64_t b = blockIdx.z, h = blockIdx.y, bh = b * t.H + h, first = blockIdx.x * Tiles::kQueries;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, row0 = warp * kSide;
@@ -337,17 +464,30 @@ __global__ void __launch_bounds__(kBackwardWarps * kWarp) attention_query_grads_
     __syncthreads();  // the last step's keys and values are read (at the first: the rows written)
     load_operand<D>(s.keys, kStep, k, b, h, j0, t.J, t, rope);
     load_operand<D>(s.values, kStep, v, b, h, j0, t.J, t, false);
+    Window window;
+    if constexpr (kVectors) {  // the block is one warp
+      window = pair_window(t, b, first, kSide, j0, kStep);
+      load_window<D>(s.vectors.window.rows, window, t, h);
+      for (int e = lane; e < kSide * kWindow; e += kWarp) s.vectors.by_distance[e / kWindow][e % kWindow] = 0.0f;
+    }
     __syncthreads();
     if (after_every_query(t, j0, first + row0, s.lse + row0)) continue;  // P = 0 and dS = 0 for the warp's rows
     warp_product<D, kStep, true, false>(&s.scores[row0][0], kStep, &s.queries[row0][0], D, &s.keys[0][0], D);
     warp_product<D, kStep, true, false>(&s.dp[row0][0], kStep, &s.grads[row0][0], D, &s.values[0][0], D);
+    if constexpr (kVectors)
+      if (window.fits)
+        warp_product<D, kWindow, true, false>(&s.vectors.window.dots[0][0], kWindow, &s.queries[row0][0], D,
+                                              &s.vectors.window.rows[0][0], D);
     __syncwarp();
     const int64_t j = j0 + lane;
     for (int r = row0; r < row0 + kSide; ++r) {
       const int64_t i = first + r;
       float ds = 0.0f;  // dS_ij, the gradient of s_ij
       if (i < t.L && j < t.J) {
-        const float p = expf(pair_score(t, s.scores[r][lane], b, h, i, j) - s.lse[r]);
+        float qa = 0.0f;
+        if constexpr (kVectors)
+          qa = query_vector_dot<D>(t, window, s.vectors.window.dots[r - row0], s.queries[r], b, h, i, j);
+        const float p = expf(pair_score(t, s.scores[r][lane], qa, b, h, i, j) - s.lse[r]);
         ds = p * (t.dropout_factor(b, h, i, j, draw) * s.dp[r][lane] - s.dsum[r]);
       }
       s.ds[r][lane] = to_bf16(i < t.L && j < t.J ? scaled_ds(t, ds, b, h, i, j) : 0.0f);
@@ -361,9 +501,41 @@ __global__ void __launch_bounds__(kBackwardWarps * kWarp) attention_query_grads_
                       row >= 0 && row < tables.gate_rows ? tables.table_rows + int(row) : -1,
                       t.scale * ds * s.scores[r][lane]);
       }
+      if constexpr (kVectors) {
+        // d s_ij / d q_i gains query_scale A[row]: query_scale dS_ij at the pair's distance, or its key.
+        const bool pair = i < t.L && j < t.J;
+        if (window.fits) {
+          const int64_t slot = pair ? t.positions[b * t.L + j] - t.positions[b * t.L + i] - window.first : -1;
+          add_to_bins(s.vectors.by_distance[r - row0], s.vectors.stage, static_cast<int>(slot), t.query_scale * ds);
+        } else {
+          const int64_t row = pair ? t.row(b, i, j) : -1;
+          s.vectors.by_key[r - row0][lane] = t.query_scale * ds;
+          s.vectors.rows[r - row0][lane] = row >= 0 && row < t.query_vectors.rows ? static_cast<int32_t>(row) : -1;
+        }
+      }
     }
     __syncwarp();
     warp_product<kStep, D, false, true>(&s.dq[row0][0], D, &s.ds[row0][0], kStep, &s.keys[0][0], D);
+    if constexpr (kVectors) {
+      if (window.fits) {  // dq += (query_scale dS_w) A_w
+        for (int e = lane; e < kSide * kWindow; e += kWarp)
+          s.vectors.by_distance16[e / kWindow][e % kWindow] = to_bf16(s.vectors.by_distance[e / kWindow][e % kWindow]);
+        __syncwarp();
+        warp_product<kWindow, D, false, true>(&s.dq[row0][0], D, &s.vectors.by_distance16[0][0], kWindow,
+                                              &s.vectors.window.rows[0][0], D);
+      } else {  // dq_i += sum_j query_scale dS_ij A[row], FP32, in key order
+        __syncwarp();  // the product's dq is visible to every lane
+        for (int r = 0; r < kSide; ++r)
+          for (int x = lane; x < D; x += kWarp) {
+            float sum = 0.0f;
+            for (int key = 0; key < kStep; ++key) {
+              const int32_t row = s.vectors.rows[r][key];
+              if (row >= 0) sum += s.vectors.by_key[r][key] * t.query_vectors.at(h, row)[x];
+            }
+            s.dq[row0 + r][x] += sum;
+          }
+      }
+    }
   }
   __syncwarp();  // the product's dQ is visible to every lane
   store_rows<D>(gq, s.dq, row0, b, h, first, t.L, t, rope);
@@ -403,9 +575,10 @@ __global__ void tile_table_grads_kernel(float* gtable, bool table_shared, float*
 
 // ---- backward by key rows ------------------------------------------------------------------------
 
-template <int D>
+template <int D, bool kVectors>
 struct KeyGradTiles {
-  static constexpr int kKeys = kSide * kBackwardWarps;
+  static constexpr int kWarps = kVectors ? 1 : kBackwardWarps;
+  static constexpr int kKeys = kSide * kWarps;
   alignas(32) bf16 keys[kKeys][D];
   alignas(32) bf16 values[kKeys][D];
   alignas(32) bf16 queries[kStep][D];
@@ -418,13 +591,14 @@ struct KeyGradTiles {
   alignas(32) float dv[kKeys][D];
   alignas(32) float lse[kStep];
   alignas(32) float dsum[kStep];
+  WindowTiles<D, kVectors, kStep> window;  // G for the step's 32 queries
 };
 
-template <int D>
-__global__ void __launch_bounds__(kBackwardWarps * kWarp) attention_key_grads_tiles_kernel(
+template <int D, bool kVectors>
+__global__ void __launch_bounds__(KeyGradTiles<D, kVectors>::kWarps * kWarp) attention_key_grads_tiles_kernel(
     GradRows gk, GradRows gv, HeadRows gout, HeadRows q, HeadRows k, HeadRows v, const float* lse, const float* dsum,
     Terms t) {
-  using Tiles = KeyGradTiles<D>;
+  using Tiles = KeyGradTiles<D, kVectors>;
   __shared__ Tiles s;
   const int64_t b = blockIdx.z, h = blockIdx.y, bh = b * t.H + h, first = blockIdx.x * Tiles::kKeys;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, row0 = warp * kSide;
@@ -442,6 +616,11 @@ __global__ void __launch_bounds__(kBackwardWarps * kWarp) attention_key_grads_ti
       s.lse[threadIdx.x] = i < t.L ? lse[bh * t.L + i] : 0.0f;
       s.dsum[threadIdx.x] = i < t.L ? dsum[bh * t.L + i] : 0.0f;
     }
+    Window window;
+    if constexpr (kVectors) {  // the block is one warp
+      window = pair_window(t, b, i0, kStep, first, kSide);
+      load_window<D>(s.window.rows, window, t, h);
+    }
     __syncthreads();
     // Causal: queries all before the warp's keys, each having seen a key, give P = 0 and dS = 0.
     if (t.causal && i0 + kStep - 1 < first + row0 &&
@@ -449,13 +628,20 @@ __global__ void __launch_bounds__(kBackwardWarps * kWarp) attention_key_grads_ti
       continue;
     warp_product<D, kStep, true, false>(&s.scores[row0][0], kStep, &s.keys[row0][0], D, &s.queries[0][0], D);
     warp_product<D, kStep, true, false>(&s.dp[row0][0], kStep, &s.values[row0][0], D, &s.grads[0][0], D);
+    if constexpr (kVectors)
+      if (window.fits)  // G for the step's queries, 16 at a time
+        for (int m = 0; m < kStep; m += kSide)
+          warp_product<D, kWindow, true, false>(&s.window.dots[m][0], kWindow, &s.queries[m][0], D,
+                                                &s.window.rows[0][0], D);
     __syncwarp();
     const int64_t i = i0 + lane;
     for (int r = row0; r < row0 + kSide; ++r) {
       const int64_t j = first + r;
       float pt = 0.0f, ds = 0.0f;
       if (i < t.L && j < t.J) {
-        const float p = expf(pair_score(t, s.scores[r][lane], b, h, i, j) - s.lse[lane]);
+        float qa = 0.0f;
+        if constexpr (kVectors) qa = query_vector_dot<D>(t, window, s.window.dots[lane], s.queries[lane], b, h, i, j);
+        const float p = expf(pair_score(t, s.scores[r][lane], qa, b, h, i, j) - s.lse[lane]);
         const float z = t.dropout_factor(b, h, i, j, draw);
         pt = p * z;
         ds = scaled_ds(t, p * (z * s.dp[r][lane] - s.dsum[lane]), b, h, i, j);
@@ -470,6 +656,11 @@ __global__ void __launch_bounds__(kBackwardWarps * kWarp) attention_key_grads_ti
   __syncwarp();  // the products' dK and dV are visible to every lane
   store_rows<D>(gk, s.dk, row0, b, h, first, t.J, t, rope);
   store_rows<D>(gv, s.dv, row0, b, h, first, t.J, t, false);
+}
+
+// A grid of blocks of `rows` queries (or keys) over n of them, per head and batch element.
+dim3 grid_of(int64_t n, int rows, const Terms& t) {
+  return dim3(static_cast<unsigned>((n + rows - 1) / rows), static_cast<unsigned>(t.H), static_cast<unsigned>(t.B));
 }
 
 // Calls f(std::integral_constant<int, D>) for the head widths the tiles are built for.
@@ -488,10 +679,17 @@ void attention_forward_tiles(const Tensor& out, const Tensor& out_operand, const
                              const Tensor& k, const Tensor& v, const Terms& t, DeviceContext& ctx) {
   with_tile_width(t.d, [&](auto width) {
     constexpr int D = decltype(width)::value;
-    const dim3 grid(static_cast<unsigned>((t.L + ForwardTiles<D>::kQueries - 1) / ForwardTiles<D>::kQueries),
-                    static_cast<unsigned>(t.H), static_cast<unsigned>(t.B));
-    ORDO_LAUNCH(attention_forward_tiles_kernel<D>, grid, kForwardWarps * kWarp, 0, ctx.stream, head_rows<float>(out),
-                head_rows<uint16_t>(out_operand), lse.data<float>(), head_rows(q), head_rows(k), head_rows(v), t);
+    if (t.query_vectors.data != nullptr) {
+      using Tiles = ForwardTiles<D, true>;
+      ORDO_LAUNCH(attention_forward_tiles_kernel<D ORDO_COMMA true>, grid_of(t.L, Tiles::kQueries, t),
+                  Tiles::kWarps * kWarp, 0, ctx.stream, head_rows<float>(out), head_rows<uint16_t>(out_operand),
+                  lse.data<float>(), head_rows(q), head_rows(k), head_rows(v), t);
+    } else {
+      using Tiles = ForwardTiles<D, false>;
+      ORDO_LAUNCH(attention_forward_tiles_kernel<D ORDO_COMMA false>, grid_of(t.L, Tiles::kQueries, t),
+                  Tiles::kWarps * kWarp, 0, ctx.stream, head_rows<float>(out), head_rows<uint16_t>(out_operand),
+                  lse.data<float>(), head_rows(q), head_rows(k), head_rows(v), t);
+    }
   });
   ORDO_CUDA_CHECK_LAUNCH();
 }
@@ -506,22 +704,30 @@ void attention_backward_tiles(const AttentionGrads& grads, bool with_tables, con
     ORDO_ASSERT(tables.table_rows + tables.gate_rows <= kTileTableBins);
   }
   const int64_t bins = tables.table_rows + tables.gate_rows;
+  const bool vectors = t.query_vectors.data != nullptr;
+  ORDO_ASSERT(!(vectors && bins > 0));  // attention_table_grads_on_tiles: not with query vectors
   with_tile_width(t.d, [&](auto width) {
     constexpr int D = decltype(width)::value;
-    const int64_t blocks = (t.L + QueryGradTiles<D, false>::kQueries - 1) / QueryGradTiles<D, false>::kQueries;
-    const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(t.H), static_cast<unsigned>(t.B));
-    if (bins == 0) {
-      ORDO_LAUNCH(attention_query_grads_tiles_kernel<D ORDO_COMMA false>, grid, kBackwardWarps * kWarp, 0, ctx.stream,
-                  head_rows<float>(grads.q), dsum.data<float>(), head_rows(gout), head_rows(q), head_rows(k),
-                  head_rows(v), head_rows(out), lse.data<float>(), t, tables);
+    auto by_query_rows = [&](auto extra) {
+      constexpr QueryExtra kExtra = decltype(extra)::value;
+      constexpr int kWidth = decltype(width)::value;  // D, which the launch's own lambda cannot reach
+      using Tiles = QueryGradTiles<kWidth, kExtra>;
+      ORDO_LAUNCH(attention_query_grads_tiles_kernel<kWidth ORDO_COMMA kExtra>, grid_of(t.L, Tiles::kQueries, t),
+                  Tiles::kWarps * kWarp, 0, ctx.stream, head_rows<float>(grads.q), dsum.data<float>(),
+                  head_rows(gout), head_rows(q), head_rows(k), head_rows(v), head_rows(out), lse.data<float>(), t,
+                  tables);
       ORDO_CUDA_CHECK_LAUNCH();
+    };
+    using Extra = QueryExtra;
+    if (vectors) {
+      by_query_rows(std::integral_constant<Extra, Extra::vectors>());
+    } else if (bins == 0) {
+      by_query_rows(std::integral_constant<Extra, Extra::none>());
     } else {
+      const int64_t blocks = grid_of(t.L, QueryGradTiles<D, Extra::tables>::kQueries, t).x;
       const Tensor partials = workspace(q.device(), static_cast<size_t>(t.B * t.H * blocks * bins) * sizeof(float));
       tables.partials = static_cast<float*>(partials.raw_data());
-      ORDO_LAUNCH(attention_query_grads_tiles_kernel<D ORDO_COMMA true>, grid, kBackwardWarps * kWarp, 0, ctx.stream,
-                  head_rows<float>(grads.q), dsum.data<float>(), head_rows(gout), head_rows(q), head_rows(k),
-                  head_rows(v), head_rows(out), lse.data<float>(), t, tables);
-      ORDO_CUDA_CHECK_LAUNCH();
+      by_query_rows(std::integral_constant<Extra, Extra::tables>());
       auto data = [](const Tensor& x) { return x.defined() ? x.data<float>() : nullptr; };
       auto shared = [](const Tensor& x) { return x.defined() && x.size(0) == 1; };
       ORDO_LAUNCH(tile_table_grads_kernel, grid_for(t.H * bins, kThreads, ctx), kThreads, 0, ctx.stream,
@@ -530,11 +736,20 @@ void attention_backward_tiles(const AttentionGrads& grads, bool with_tables, con
       ORDO_CUDA_CHECK_LAUNCH();
     }
     if (!grads.k.defined() && !grads.v.defined()) return;
-    const unsigned keys = static_cast<unsigned>((t.J + KeyGradTiles<D>::kKeys - 1) / KeyGradTiles<D>::kKeys);
-    ORDO_LAUNCH(attention_key_grads_tiles_kernel<D>, dim3(keys, static_cast<unsigned>(t.H), static_cast<unsigned>(t.B)),
-                kBackwardWarps * kWarp, 0, ctx.stream, head_rows<float>(grads.k), head_rows<float>(grads.v),
-                head_rows(gout), head_rows(q), head_rows(k), head_rows(v), lse.data<float>(), dsum.data<float>(), t);
-    ORDO_CUDA_CHECK_LAUNCH();
+    auto by_key_rows = [&](auto with_vectors) {
+      constexpr bool kVectors = decltype(with_vectors)::value;
+      constexpr int kWidth = decltype(width)::value;
+      using Tiles = KeyGradTiles<kWidth, kVectors>;
+      ORDO_LAUNCH(attention_key_grads_tiles_kernel<kWidth ORDO_COMMA kVectors>, grid_of(t.J, Tiles::kKeys, t),
+                  Tiles::kWarps * kWarp, 0, ctx.stream, head_rows<float>(grads.k), head_rows<float>(grads.v),
+                  head_rows(gout), head_rows(q), head_rows(k), head_rows(v), lse.data<float>(), dsum.data<float>(),
+                  t);
+      ORDO_CUDA_CHECK_LAUNCH();
+    };
+    if (vectors)
+      by_key_rows(std::true_type());
+    else
+      by_key_rows(std::false_type());
   });
 }
 

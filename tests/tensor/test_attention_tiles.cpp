@@ -3,8 +3,11 @@
 // rounded), for the terms it takes (attention_runs_on_tiles): a relative
 // table and a gate the heads share with the padding mask and dropout (their
 // gradients binned by the tiles); a shared table of more rows than the tiles
-// bin (its gradient from the FP32 pass over the pairs); RoPE with the causal
-// mask and a dense term. Heads 16 wide, 40 queries and keys: the forward's
+// bin (its gradient from the FP32 pass over the pairs); Shaw's relative keys
+// (query vectors) with the padding mask and dropout — batch element 0 at
+// consecutive positions (each step's distances a window of A's rows: tile
+// products), element 1 scattered (beyond a window: FP32 dot products); RoPE
+// with the causal mask and a dense term. Heads 16 wide, 40 queries and keys: the forward's
 // keys take two steps of 32 (the online softmax crosses them), the
 // backward's two blocks of queries and of keys, and rows and keys past the
 // end of a tile are masked.
@@ -26,7 +29,11 @@
 // of D_i = dO_i . o_i, which the backward forms from the tiles' o' (checked
 // against its own bound first); the table's and the gate's
 // gradients (which read that D_i) by sum P_ij dD_i over the pairs of their
-// row (times scale |q_i . k_j| for the gate). Each bound is doubled (the f32 arithmetic around the roundings:
+// row (times scale |q_i . k_j| for the gate). Shaw's relative keys add to
+// dq_ix, per pair, (u |query_scale dS_ij| + query_scale P_ij dD_i) |A[row]_x|
+// (the window rounds query_scale dS to bf16 before its product with A), and
+// A's gradient (the FP32 pass) is bounded as the table's, times
+// query_scale |q_ix|. Each bound is doubled (the f32 arithmetic around the roundings:
 // exp's ulps, sums of 40 terms), plus 2^-16 of the tensor's largest value,
 // and checked to be far below the tensor's own scale (below 2^-4 of its
 // largest value), so a lost term, a misplaced mask or a wrong row fails it.
@@ -99,6 +106,20 @@ std::vector<Case> cases() {
   {
     AttentionTerms t;
     t.positions = positions();
+    std::vector<int64_t> rows;  // distances -40..40 -> 9 rows, clipped at 4
+    for (int64_t r = -40; r <= 40; ++r) rows.push_back(4 + std::max<int64_t>(-4, std::min<int64_t>(4, r)));
+    t.row_of = Tensor::from_vector(rows, {81});
+    t.first_distance = -40;
+    t.query_vectors = bf16_values({H, 9, d}, 8);
+    std::vector<float> m(static_cast<size_t>(B * L), 0.0f);
+    for (int64_t j = L - 5; j < L; ++j) m[static_cast<size_t>(j)] = static_cast<float>(kLowest);
+    t.key_bias = Tensor::from_vector(m, {B, 1, L});
+    t.scale = t.query_scale = 0.25, t.dropout = 0.2, t.seed = 5, t.stream = 2;
+    c.push_back({"Shaw's relative keys (query vectors), the padding mask, dropout", t, true});
+  }
+  {
+    AttentionTerms t;
+    t.positions = positions();
     const float quarter = static_cast<float>(M_PI / 2);
     t.rotary = Tensor::from_vector(std::vector<float>{quarter, 0, 2 * quarter, 3 * quarter, quarter, 0, quarter,
                                                       2 * quarter},
@@ -113,13 +134,14 @@ std::vector<Case> cases() {
 
 AttentionTerms on(const AttentionTerms& terms, Device device) {
   AttentionTerms t = terms;
-  for (Tensor* x : {&t.positions, &t.row_of, &t.table, &t.gate, &t.key_bias, &t.dense_bias, &t.rotary})
+  for (Tensor* x : {&t.positions, &t.row_of, &t.table, &t.gate, &t.query_vectors, &t.key_bias, &t.dense_bias,
+                    &t.rotary})
     if (x->defined()) *x = x->to(device);
   return t;
 }
 
 struct Result {
-  Tensor out, lse, gq, gk, gv, gtable, ggate;
+  Tensor out, lse, gq, gk, gv, gtable, ggate, gvectors;
 };
 
 Result run(const Case& c, const std::vector<Tensor>& qkvg, Device device, int64_t* launches = nullptr) {
@@ -136,6 +158,7 @@ Result run(const Case& c, const std::vector<Tensor>& qkvg, Device device, int64_
   needs.q = needs.k = needs.v = true;
   needs.table = c.learned_tables && t.table.defined();
   needs.gate = c.learned_tables && t.gate.defined();
+  needs.query_vectors = c.learned_tables && t.query_vectors.defined();
   if (device.is_cuda()) {
     synchronize(device);
     reset_device_counters();
@@ -143,7 +166,7 @@ Result run(const Case& c, const std::vector<Tensor>& qkvg, Device device, int64_
   const AttentionGrads gr = attention_backward(g, q, k, v, f, t, needs);
   if (launches) launches[1] = device_counters().kernel_launches;
   auto cpu = [](const Tensor& x) { return x.defined() ? x.to(Device::cpu()) : Tensor(); };
-  return {cpu(f.out), cpu(f.lse), cpu(gr.q), cpu(gr.k), cpu(gr.v), cpu(gr.table), cpu(gr.gate)};
+  return {cpu(f.out), cpu(f.lse), cpu(gr.q), cpu(gr.k), cpu(gr.v), cpu(gr.table), cpu(gr.gate), cpu(gr.query_vectors)};
 }
 
 double largest(const Tensor& x) {
@@ -214,7 +237,7 @@ std::vector<double> rotated(std::vector<double> r, const AttentionTerms& t, bool
 
 // The bounds of the top of the file, per element of each result.
 struct Bounds {
-  std::vector<double> out, q, k, v, table, gate;
+  std::vector<double> out, q, k, v, table, gate, vectors;
 };
 
 Bounds bounds(const Case& c, const std::vector<Tensor>& inputs, const Tensor& cpu_out, const Tensor& gpu_out) {
@@ -249,6 +272,12 @@ Bounds bounds(const Case& c, const std::vector<Tensor>& inputs, const Tensor& cp
   for (auto* x : {&r.out, &r.q, &r.k, &r.v}) x->assign(o.size(), 0.0);
   r.table.assign(size_of(t.table), 0.0);
   r.gate.assign(size_of(t.gate), 0.0);
+  r.vectors.assign(size_of(t.query_vectors), 0.0);
+  const std::vector<double> a = t.query_vectors.defined() ? t.query_vectors.to_doubles() : std::vector<double>();
+  // Element x of A's row `row` for head h: its index.
+  auto vector_at = [&](int64_t h, int64_t row, int64_t x) {
+    return static_cast<size_t>(((t.query_vectors.size(0) == 1 ? 0 : h) * t.query_vectors.size(1) + row) * d + x);
+  };
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = 0; i < L; ++i) {
@@ -273,6 +302,14 @@ Bounds bounds(const Case& c, const std::vector<Tensor>& inputs, const Tensor& cp
             r.q[at(b, h, i, x)] += each * std::fabs(k[at(b, h, j, x)]);
             r.k[at(b, h, j, x)] += each * std::fabs(q[at(b, h, i, x)]);
             r.v[at(b, h, j, x)] += 2 * kUnit * pt[ij] * std::fabs(g[at(b, h, i, x)]);
+          }
+          if (row_of[ij] >= 0 && t.query_vectors.defined()) {
+            const double qs = t.query_scale, raw = p[ij] * (z * dP - D);
+            for (int64_t x = 0; x < d; ++x) {
+              const size_t ax = vector_at(h, row_of[ij], x);
+              r.q[at(b, h, i, x)] += (2 * kUnit * std::fabs(qs * raw) + qs * p[ij] * dD) * std::fabs(a[ax]);
+              r.vectors[ax] += qs * p[ij] * dD * std::fabs(q[at(b, h, i, x)]);
+            }
           }
           if (row_of[ij] >= 0 && t.table.defined()) r.table[entry(t.table, h, row_of[ij])] += p[ij] * dD;
           if (row_of[ij] >= 0 && t.gate.defined())
@@ -319,19 +356,27 @@ TEST_CASE("attention on tensor-core tiles: the CUDA kernels agree with the CPU's
     }
     if (c.learned_tables) {
       INFO("the table's and the gate's gradients, " << (binned ? "binned by the tiles" : "from the FP32 pass"));
-      require_within(gpu.gtable, cpu.gtable, bound.table);
+      if (c.terms.table.defined()) require_within(gpu.gtable, cpu.gtable, bound.table);
       if (c.terms.gate.defined()) require_within(gpu.ggate, cpu.ggate, bound.gate);
+      if (c.terms.query_vectors.defined()) require_within(gpu.gvectors, cpu.gvectors, bound.vectors);
     }
   }
 }
 
-TEST_CASE("attention on tensor-core tiles: terms with vectors per pair take the FP32 kernels", "[cuda][attention]") {
+TEST_CASE("attention on tensor-core tiles: terms with vectors per pair but Shaw's keys take the FP32 kernels",
+          "[cuda][attention]") {
   AttentionTerms t;
   t.bf16_products = true;
   CHECK(attention_runs_on_tiles(t, 64));
   CHECK(attention_runs_on_tiles(t, 16));
   CHECK_FALSE(attention_runs_on_tiles(t, 8));  // no tiles built for that width
   t.query_vectors = Tensor::zeros({1, 3, 64}, DType::f32);
+  CHECK(attention_runs_on_tiles(t, 64));  // Shaw's relative keys
+  CHECK_FALSE(attention_runs_on_tiles(t, 16));  // vectors of another width than the heads'
+  t.rotary = Tensor::zeros({32}, DType::f32);
+  CHECK_FALSE(attention_runs_on_tiles(t, 64));  // with RoPE
+  t.rotary = Tensor();
+  t.key_vectors = t.query_vectors;
   CHECK_FALSE(attention_runs_on_tiles(t, 64));
   t = AttentionTerms();
   CHECK_FALSE(attention_runs_on_tiles(t, 64));  // FP32 products asked for
