@@ -53,6 +53,7 @@ void set_fused_rows(const nn::PositionEncoding& pe, nn::PositionEncoding::FusedT
   out.terms.positions = *s.positions;
   out.terms.row_of = pe.constant(rows, {2 * widest + 1}, s.positions->device());
   out.terms.first_distance = -widest;
+  out.terms.consecutive_positions = s.ctx && s.ctx->facts && s.ctx->facts->consecutive;
 }
 
 int64_t widest_distance(const Tensor& positions, const nn::Context* ctx) {

@@ -66,6 +66,10 @@ struct AttentionTerms {
   // The rows of the relative terms: positions [B, L] i64, row_of [n] i64.
   Tensor positions, row_of;
   int64_t first_distance = 0;
+  // Every row of positions counts up by one (p_j - p_i = j - i:
+  // nn::InputFacts::consecutive), so that the pairs of one distance are a
+  // diagonal (the tiles' gradient of Shaw's relative keys takes them so).
+  bool consecutive_positions = false;
   double dropout = 0;
   uint64_t seed = 0, stream = 0;
   // When defined, one i64 on q's device added to `stream` when the kernels
@@ -103,17 +107,20 @@ inline bool attention_runs_on_tiles(const AttentionTerms& t, int64_t head_width)
 
 // How many table rows (the scalar table's and the gate's together) the
 // tiles' backward bins in shared memory (4 bytes each, per warp); with more,
-// under TUPE's [CLS] reset, or with query vectors (whose gradient the tiles
-// do not form), the tables' gradients take attention.cu's FP32 pass over the
-// sorted pairs instead.
+// or under TUPE's [CLS] reset, the tables' gradients take attention.cu's
+// FP32 pass over the sorted pairs instead.
 constexpr int64_t kTileTableBins = 1024;
 
-// Whether the tables' and gates' gradients of an attention that runs on
-// tiles are formed inside its backward by query rows (binned per warp by
-// table row, then summed in a fixed order: tensor/cuda/attention_tiles.cu).
+// Whether the tables' gradients of an attention that runs on tiles are
+// formed on the tiles too (tensor/cuda/attention_tiles.cu): the scalar
+// tables' and gates' binned per warp by table row in the backward by query
+// rows; Shaw's relative keys' (query vectors) by distance, a diagonal of
+// pairs at a time, at consecutive positions and without a scalar table or
+// gate beside them. Otherwise attention.cu's FP32 pass over the sorted pairs.
 inline bool attention_table_grads_on_tiles(const AttentionTerms& t) {
+  if (t.query_vectors.defined()) return t.consecutive_positions && !t.table.defined() && !t.gate.defined();
   const int64_t rows = (t.table.defined() ? t.table.size(1) : 0) + (t.gate.defined() ? t.gate.size(1) : 0);
-  return t.cls_row < 0 && rows <= kTileTableBins && !t.query_vectors.defined();
+  return t.cls_row < 0 && rows <= kTileTableBins;
 }
 
 // The gradients attention_backward writes, each where defined (preallocated,

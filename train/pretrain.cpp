@@ -584,7 +584,7 @@ void enter_current_phase(TrainerState& s, const std::vector<Phase>& phases) {
 // positions' and segments' ranges (nn::InputFacts).
 std::string graph_key(const text::Batch& b, const nn::InputFacts& f) {
   return detail::cat(b.batch, "x", b.length, " positions ", f.position_min, "..", f.position_max, " widest ", f.widest,
-                     f.rows_identical ? " same rows" : "", " segments ", f.segment_min, "..", f.segment_max,
+                     f.rows_identical ? " same rows" : "", f.consecutive ? " consecutive" : "", " segments ", f.segment_min, "..", f.segment_max,
                      b.nsp_labels.empty() ? "" : " nsp");
 }
 

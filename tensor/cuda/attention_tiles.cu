@@ -31,8 +31,13 @@
 //    distance, and dq += (query_scale dS_w) A_w, dS_w the pairs' dS moved to
 //    their distances (summed in lane order where two keys share one). Pairs
 //    whose distances do not fit a window (positions far from consecutive)
-//    take the dot products in FP32 from the bf16 q and A's rows instead. A's
-//    gradient takes attention.cu's FP32 pass over the sorted pairs.
+//    take the dot products in FP32 from the bf16 q and A's rows instead.
+//    A's gradient at consecutive positions: the pairs of one distance are a
+//    diagonal, and a block (one warp) per 16 distances and head walks the
+//    batch and the queries 32 at a time — S and dP over the 48 keys the
+//    step's pairs reach, dS a lane per query, dA_delta += (query_scale dS)^T Q
+//    a tile product — then a last kernel adds the distances into A's rows in
+//    order. Otherwise attention.cu's FP32 pass over the sorted pairs.
 // Rounded to bf16, as the unfused bf16 attention rounds them: q, k, v and
 // dO as they are loaded (q and k after RoPE's rotation), P~ before P~ V and
 // P~^T dO, scale g dS before its two products. The scores, the softmax's
@@ -119,8 +124,8 @@ __device__ __forceinline__ float rotated(const Terms& t, const float* row, int x
   return first ? a * c - e * s : a * s + e * c;
 }
 
-// Rows [first, first + rows) of x for (b, h) as bf16 operands, zeros from
-// `end` on; `rotate`: by RoPE at their positions first. Every thread of the
+// Rows [first, first + rows) of x for (b, h) as bf16 operands, zeros before
+// 0 and from `end` on; `rotate`: by RoPE at their positions first. Every thread of the
 // block takes part.
 template <int D>
 __device__ void load_operand(bf16 (*tile)[D], int rows, const HeadRows& x, int64_t b, int64_t h, int64_t first,
@@ -129,7 +134,7 @@ __device__ void load_operand(bf16 (*tile)[D], int rows, const HeadRows& x, int64
     const int r = e / D, c = e % D;
     const int64_t n = first + r;
     float value = 0.0f;
-    if (n < end) {
+    if (n >= 0 && n < end) {
       const float* row = x.at(b, h, n);
       value = rotate ? rotated(t, row, c, t.positions[b * t.L + n], false) : row[c];
     }
@@ -658,6 +663,115 @@ __global__ void __launch_bounds__(KeyGradTiles<D, kVectors>::kWarps * kWarp) att
   store_rows<D>(gv, s.dv, row0, b, h, first, t.J, t, false);
 }
 
+// ---- Shaw's relative keys: A's gradient by distance ------------------------------------------------
+
+constexpr int kDistances = 16;              // distances a block takes
+constexpr int kReach = kStep + kDistances;  // the keys a step's 32 queries meet at those 16 distances (47, rounded up)
+
+template <int D>
+struct DistanceTiles {
+  alignas(32) bf16 queries[kStep][D];
+  alignas(32) bf16 grads[kStep][D];  // dO
+  alignas(32) bf16 keys[kReach][D];
+  alignas(32) bf16 values[kReach][D];
+  alignas(32) bf16 vectors[kDistances][D];     // A's rows of the block's distances
+  alignas(32) float scores[kStep][kReach];     // q_i . k_j, query r and key r + c at distance first + c
+  alignas(32) float dp[kStep][kReach];
+  alignas(32) float dots[kStep][kDistances];   // q_i . A[row]
+  alignas(32) bf16 ds[kDistances][kStep];      // (query_scale dS)^T
+  alignas(32) float da[kDistances][D];
+  alignas(32) float lse[kStep];
+  alignas(32) float dsum[kStep];
+};
+
+// By distance (consecutive positions: p_j - p_i = j - i): a block, one warp,
+// per 16 distances from first = 16 blockIdx.x - (L - 1) and head h sums
+// query_scale dS_ij q_i over the pairs of each distance of every batch
+// element, into by_distance [H, 2 L - 1, d] (one writer per element).
+template <int D>
+__global__ void __launch_bounds__(kWarp) attention_vector_grads_tiles_kernel(float* by_distance, HeadRows gout,
+                                                                           HeadRows q, HeadRows k, HeadRows v,
+                                                                           const float* lse, const float* dsum,
+                                                                           Terms t) {
+  __shared__ DistanceTiles<D> s;
+  const int64_t h = blockIdx.y, first = static_cast<int64_t>(blockIdx.x) * kDistances - (t.L - 1);
+  const int lane = threadIdx.x;
+  for (int e = lane; e < kDistances * D; e += kWarp) {
+    const int n = e / D, c = e % D;
+    const int64_t at = first + n - t.first_distance;
+    const int64_t r = at >= 0 && at < t.rows_given ? t.row_of[at] : -1;
+    s.vectors[n][c] = to_bf16(r >= 0 && r < t.query_vectors.rows ? t.query_vectors.at(h, r)[c] : 0.0f);
+    s.da[n][c] = 0.0f;
+  }
+  Terms::Draw draw;
+  for (int64_t b = 0; b < t.B; ++b) {
+    const int64_t bh = b * t.H + h;
+    for (int64_t i0 = 0; i0 < t.L; i0 += kStep) {
+      const int64_t j0 = i0 + first;  // query i0 + r meets key j0 + r + c at distance first + c
+      if (j0 + kReach <= 0 || j0 >= t.J) continue;  // no key in reach
+      // Causal: the pairs of a positive distance are masked, P = 0 where the row has seen a key.
+      if (t.causal && first > 0 &&
+          warp_all(i0 + lane < t.L ? lse[bh * t.L + i0 + lane] : INFINITY, [](float a, float e) { return fminf(a, e); }) >
+              kSeenKey)
+        continue;
+      __syncwarp();  // the last step's tiles are read
+      load_operand<D>(s.queries, kStep, q, b, h, i0, t.L, t, false);
+      load_operand<D>(s.grads, kStep, gout, b, h, i0, t.L, t, false);
+      load_operand<D>(s.keys, kReach, k, b, h, j0, t.J, t, false);
+      load_operand<D>(s.values, kReach, v, b, h, j0, t.J, t, false);
+      s.lse[lane] = i0 + lane < t.L ? lse[bh * t.L + i0 + lane] : 0.0f;
+      s.dsum[lane] = i0 + lane < t.L ? dsum[bh * t.L + i0 + lane] : 0.0f;
+      __syncwarp();
+      for (int m = 0; m < kStep; m += kSide) {
+        warp_product<D, kReach, true, false>(&s.scores[m][0], kReach, &s.queries[m][0], D, &s.keys[0][0], D);
+        warp_product<D, kReach, true, false>(&s.dp[m][0], kReach, &s.grads[m][0], D, &s.values[0][0], D);
+        warp_product<D, kDistances, true, false>(&s.dots[m][0], kDistances, &s.queries[m][0], D, &s.vectors[0][0], D);
+      }
+      __syncwarp();
+      const int64_t i = i0 + lane;
+      for (int c = 0; c < kDistances; ++c) {
+        const int64_t j = j0 + lane + c;
+        float ds = 0.0f;
+        if (i < t.L && j >= 0 && j < t.J) {
+          const float p = expf(pair_score(t, s.scores[lane][lane + c], s.dots[lane][c], b, h, i, j) - s.lse[lane]);
+          ds = p * (t.dropout_factor(b, h, i, j, draw) * s.dp[lane][lane + c] - s.dsum[lane]);
+        }
+        s.ds[c][lane] = to_bf16(t.query_scale * ds);
+      }
+      __syncwarp();
+      warp_product<kStep, D, false, true>(&s.da[0][0], D, &s.ds[0][0], kStep, &s.queries[0][0], D);
+    }
+  }
+  __syncwarp();  // the product's sums are visible to every lane
+  const int64_t distances = 2 * t.L - 1;
+  for (int e = lane; e < kDistances * D; e += kWarp) {
+    const int n = e / D, c = e % D;
+    const int64_t at = first + n + t.L - 1;
+    if (at < distances) by_distance[(h * distances + at) * t.d + c] = s.da[n][c];
+  }
+}
+
+// A's gradient [Ht, rows, d] from by_distance [H, 2 L - 1, d]: a thread per
+// (table head, x) adds the distances in increasing order to their rows (over
+// the heads that share the table, in order): one writer per element.
+__global__ void tile_vector_grads_kernel(float* grad, int64_t rows, bool shared, const float* by_distance, Terms t) {
+  const int64_t heads = shared ? 1 : t.H, distances = 2 * t.L - 1;
+  for (int64_t n = global_thread_index(); n < heads * t.d; n += grid_thread_count()) {
+    const int64_t table_head = n / t.d, x = n % t.d;
+    float* column = grad + table_head * rows * t.d + x;
+    for (int64_t r = 0; r < rows; ++r) column[r * t.d] = 0.0f;
+    for (int64_t at = 0; at < distances; ++at) {
+      const int64_t given = at - (t.L - 1) - t.first_distance;
+      const int64_t row = given >= 0 && given < t.rows_given ? t.row_of[given] : -1;
+      if (row < 0 || row >= rows) continue;
+      float sum = 0.0f;
+      for (int64_t h = shared ? 0 : table_head; h < (shared ? t.H : table_head + 1); ++h)
+        sum += by_distance[(h * distances + at) * t.d + x];
+      column[row * t.d] += sum;
+    }
+  }
+}
+
 // A grid of blocks of `rows` queries (or keys) over n of them, per head and batch element.
 dim3 grid_of(int64_t n, int rows, const Terms& t) {
   return dim3(static_cast<unsigned>((n + rows - 1) / rows), static_cast<unsigned>(t.H), static_cast<unsigned>(t.B));
@@ -705,7 +819,7 @@ void attention_backward_tiles(const AttentionGrads& grads, bool with_tables, con
   }
   const int64_t bins = tables.table_rows + tables.gate_rows;
   const bool vectors = t.query_vectors.data != nullptr;
-  ORDO_ASSERT(!(vectors && bins > 0));  // attention_table_grads_on_tiles: not with query vectors
+  ORDO_ASSERT(!(vectors && bins > 0));  // attention_table_grads_on_tiles: no table or gate beside query vectors
   with_tile_width(t.d, [&](auto width) {
     constexpr int D = decltype(width)::value;
     auto by_query_rows = [&](auto extra) {
@@ -721,6 +835,20 @@ void attention_backward_tiles(const AttentionGrads& grads, bool with_tables, con
     using Extra = QueryExtra;
     if (vectors) {
       by_query_rows(std::integral_constant<Extra, Extra::vectors>());
+      if (with_tables && grads.query_vectors.defined()) {  // A's gradient by distance
+        const int64_t distances = 2 * t.L - 1;
+        const Tensor by_distance = workspace(q.device(), static_cast<size_t>(t.H * distances * t.d) * sizeof(float));
+        float* sums = static_cast<float*>(by_distance.raw_data());
+        ORDO_LAUNCH(attention_vector_grads_tiles_kernel<D>,
+                    dim3(static_cast<unsigned>((distances + kDistances - 1) / kDistances), static_cast<unsigned>(t.H)),
+                    kWarp, 0, ctx.stream, sums, head_rows(gout), head_rows(q), head_rows(k), head_rows(v),
+                    lse.data<float>(), dsum.data<float>(), t);
+        ORDO_CUDA_CHECK_LAUNCH();
+        const Tensor& g = grads.query_vectors;
+        ORDO_LAUNCH(tile_vector_grads_kernel, grid_for((g.size(0) == 1 ? 1 : t.H) * t.d, kThreads, ctx), kThreads, 0,
+                    ctx.stream, g.data<float>(), g.size(1), g.size(0) == 1, sums, t);
+        ORDO_CUDA_CHECK_LAUNCH();
+      }
     } else if (bins == 0) {
       by_query_rows(std::integral_constant<Extra, Extra::none>());
     } else {

@@ -6,8 +6,10 @@
 // bin (its gradient from the FP32 pass over the pairs); Shaw's relative keys
 // (query vectors) with the padding mask and dropout — batch element 0 at
 // consecutive positions (each step's distances a window of A's rows: tile
-// products), element 1 scattered (beyond a window: FP32 dot products); RoPE
-// with the causal mask and a dense term. Heads 16 wide, 40 queries and keys: the forward's
+// products), element 1 scattered (beyond a window: FP32 dot products; A's
+// gradient from the FP32 pass); Shaw's keys at consecutive positions with a
+// table the heads share, clipped, and the causal mask (A's gradient by
+// distance on the tiles); RoPE with the causal mask and a dense term. Heads 16 wide, 40 queries and keys: the forward's
 // keys take two steps of 32 (the online softmax crosses them), the
 // backward's two blocks of queries and of keys, and rows and keys past the
 // end of a tile are masked.
@@ -68,6 +70,14 @@ Tensor positions() {
   return Tensor::from_vector(p, {B, L});
 }
 
+// Every row counting up by one, from 0 and from 3.
+Tensor consecutive_positions() {
+  std::vector<int64_t> p;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < L; ++i) p.push_back(3 * b + i);
+  return Tensor::from_vector(p, {B, L});
+}
+
 struct Case {
   std::string name;
   AttentionTerms terms;
@@ -116,6 +126,20 @@ std::vector<Case> cases() {
     t.key_bias = Tensor::from_vector(m, {B, 1, L});
     t.scale = t.query_scale = 0.25, t.dropout = 0.2, t.seed = 5, t.stream = 2;
     c.push_back({"Shaw's relative keys (query vectors), the padding mask, dropout", t, true});
+  }
+  {
+    AttentionTerms t;
+    t.positions = consecutive_positions();
+    t.consecutive_positions = true;
+    std::vector<int64_t> rows;  // distances -40..40 -> 13 rows, clipped at 6
+    for (int64_t r = -40; r <= 40; ++r) rows.push_back(6 + std::max<int64_t>(-6, std::min<int64_t>(6, r)));
+    t.row_of = Tensor::from_vector(rows, {81});
+    t.first_distance = -40;
+    t.query_vectors = bf16_values({1, 13, d}, 9);  // one for every head
+    t.causal = true;
+    t.scale = t.query_scale = 0.25;
+    REQUIRE(attention_table_grads_on_tiles(t));
+    c.push_back({"Shaw's relative keys at consecutive positions (A's gradient by distance), causal", t, true});
   }
   {
     AttentionTerms t;
@@ -336,8 +360,9 @@ TEST_CASE("attention on tensor-core tiles: the CUDA kernels agree with the CPU's
     // By query rows, by key rows; the tables' gradients: the sum of the
     // blocks' bins, or the FP32 pass: the pairs' keys and the tables (cub's
     // sort between them is not one of ordo's kernels).
+    // Shaw's keys by distance: its pass and the sum into A's rows.
     const bool binned = attention_table_grads_on_tiles(c.terms);
-    CHECK(launches[1] == (!c.learned_tables ? 2 : binned ? 3 : 4));
+    CHECK(launches[1] == (!c.learned_tables ? 2 : binned && !c.terms.query_vectors.defined() ? 3 : 4));
 
     const Bounds bound = bounds(c, inputs, cpu.out, gpu.out);
     {
@@ -355,7 +380,7 @@ TEST_CASE("attention on tensor-core tiles: the CUDA kernels agree with the CPU's
       require_within(gpu.gv, cpu.gv, bound.v);
     }
     if (c.learned_tables) {
-      INFO("the table's and the gate's gradients, " << (binned ? "binned by the tiles" : "from the FP32 pass"));
+      INFO("the tables' gradients, " << (binned ? "on the tiles" : "from the FP32 pass"));
       if (c.terms.table.defined()) require_within(gpu.gtable, cpu.gtable, bound.table);
       if (c.terms.gate.defined()) require_within(gpu.ggate, cpu.ggate, bound.gate);
       if (c.terms.query_vectors.defined()) require_within(gpu.gvectors, cpu.gvectors, bound.vectors);

@@ -204,3 +204,31 @@ TEST_CASE("kernel calls: the tables' gradients binned by the tiles cost 4 FLOPs 
     CHECK(kernel_flops(calls[0]) == 32.0 * (224 + (binned ? 4 : 96)));
   }
 }
+
+TEST_CASE("kernel calls: Shaw's relative keys' gradient by distance on the tiles, at consecutive positions",
+          "[roofline]") {
+  // As above, with query vectors A [1, 7, 16] (extra = d = 16: a score is
+  // 2 (d + d) = 64, P v 32): the backward per pair 2 (64 + 32) + 3 x 32 =
+  // 288; A's gradient by distance 16 d = 256 more (S and dP over 3 keys a
+  // pair, q . A, dS q), or the FP32 pass 64 + 32 + 2 (d + d) = 160 more.
+  const Tensor q = Tensor::ones({1, 2, 4, 16});
+  for (const bool consecutive : {true, false}) {
+    AttentionTerms t;
+    t.bf16_products = true;
+    t.positions = Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 3}, {1, 4});
+    t.consecutive_positions = consecutive;
+    t.row_of = Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6}, {7});
+    t.first_distance = -3;
+    t.query_vectors = Tensor::zeros({1, 7, 16});
+    INFO((consecutive ? "consecutive" : "not known to be consecutive"));
+    const AttentionOutput f = attention_forward(q, q, q, t);
+    AttentionNeeds needs;
+    needs.q = needs.query_vectors = true;
+    KernelCallRecording recording;
+    (void)attention_backward(q, q, q, q, f, t, needs);
+    const std::vector<KernelCall> calls = recording.calls();
+    REQUIRE(calls.size() == 1);
+    CHECK(calls[0].integers == std::vector<int64_t>{1, 16, 0, consecutive ? 2 : 1});
+    CHECK(kernel_flops(calls[0]) == 32.0 * (288 + (consecutive ? 256 : 160)));
+  }
+}

@@ -164,7 +164,7 @@ TEST_CASE("cuda: a steady-state training step of every variant waits for the hos
 // the fused attention on tensor-core tiles (heads 16 wide;
 // tensor/cuda/attention_tiles.cu, which rounds what the unfused ops round):
 // rpe_shaw's relative keys over its window of distances, its table's
-// gradient by the FP32 pass over the pairs.
+// gradient by distance (the positions are consecutive).
 TEST_CASE("cuda: a bf16 training step matches the CPU's bf16 step within bf16's rounding", "[cuda][step][bf16]") {
   MatmulPrecisionScope bf16(MatmulPrecision::bf16);
   for (const std::string name : {"ape_learned", "t5_bias", "rope", "rpe_shaw"}) {
