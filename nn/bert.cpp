@@ -95,8 +95,8 @@ std::string variant_reason(const PositionEncoding& pe, int64_t head_dim) {
   // 32 x 128, the step with the fused kernels took 67 ms (ape_learned) to
   // 758 ms (huang_m4), with the unfused ops 17 to 26 ms.
   return "the faster by default: on an H200 the fused kernels (FP32 CUDA cores) ran 4-35x slower than the "
-         "unfused ops' bf16 products, and their tensor-core tiles (bf16, the variants with scalar terms or Shaw's keys) have "
-         "not run on a GPU yet; ORDO_FUSED_ATTENTION=1 runs them, in O(B H L) memory";
+         "unfused ops' bf16 products, and their tensor-core tiles (bf16, the variants with scalar terms or "
+         "Shaw's keys) have not run on a GPU yet; ORDO_FUSED_ATTENTION=1 runs them, in O(B H L) memory";
 }
 
 // Why attention with this encoding runs unfused on `device` ("" when fused).

@@ -176,32 +176,50 @@ TEST_CASE("kernel calls: the fused attention on tensor-core tiles is recorded as
   CHECK(calls[0].integers == std::vector<int64_t>{0, 0, 1});
 }
 
+namespace {
+
+// Relative terms on B = 1, H = 2, L = J = 4 (distances -3..3, a row each)
+// under bf16 products: 32 (query, key) pairs of heads 16 wide.
+AttentionTerms relative_terms() {
+  AttentionTerms t;
+  t.bf16_products = true;
+  t.positions = Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 3}, {1, 4});
+  t.row_of = Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6}, {7});
+  t.first_distance = -3;
+  return t;
+}
+
+// The one recorded call of attention_backward with terms t on q = k = v =
+// dO = ones [1, 2, 4, 16], the gradients `needs` asks for.
+KernelCall backward_call(const AttentionTerms& t, const AttentionNeeds& needs) {
+  const Tensor q = Tensor::ones({1, 2, 4, 16});
+  const AttentionOutput f = attention_forward(q, q, q, t);
+  KernelCallRecording recording;
+  (void)attention_backward(q, q, q, q, f, t, needs);
+  const std::vector<KernelCall> calls = recording.calls();
+  REQUIRE(calls.size() == 1);
+  return calls[0];
+}
+
+}  // namespace
+
 TEST_CASE("kernel calls: the tables' gradients binned by the tiles cost 4 FLOPs a pair, the FP32 pass its recomputation",
           "[roofline]") {
-  // B = 1, H = 2, L = J = 4, d = 16: 32 (query, key) pairs. The backward per
-  // pair: S and dP in each of two passes (2 (2 d + 2 d)) and dq, dk, dv (3 x
-  // 2 d) = 224; the table's gradient binned by the tiles 4 more, or the FP32
-  // pass's recomputation of the score, P v and the table's terms (2 d + 2 d +
-  // 2 d) = 96 more.
-  const Tensor q = Tensor::ones({1, 2, 4, 16});
+  // 32 (query, key) pairs, d = 16. The backward per pair: S and dP in each
+  // of two passes (2 (2 d + 2 d)) and dq, dk, dv (3 x 2 d) = 224; the
+  // table's gradient binned by the tiles 4 more, or the FP32 pass's
+  // recomputation of the score, P v and the table's terms (2 d + 2 d + 2 d)
+  // = 96 more.
   for (const int64_t rows : {int64_t{9}, kTileTableBins + 1}) {
-    AttentionTerms t;
-    t.bf16_products = true;
-    t.positions = Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 3}, {1, 4});
-    t.row_of = Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6}, {7});
-    t.first_distance = -3;
+    AttentionTerms t = relative_terms();
     t.table = Tensor::zeros({2, rows});
     INFO(rows << " table rows");
-    const AttentionOutput f = attention_forward(q, q, q, t);
     AttentionNeeds needs;
     needs.q = needs.table = true;
-    KernelCallRecording recording;
-    (void)attention_backward(q, q, q, q, f, t, needs);
-    const std::vector<KernelCall> calls = recording.calls();
-    REQUIRE(calls.size() == 1);
+    const KernelCall call = backward_call(t, needs);
     const bool binned = rows <= kTileTableBins;
-    CHECK(calls[0].integers == std::vector<int64_t>{1, 0, 0, binned ? 2 : 1});
-    CHECK(kernel_flops(calls[0]) == 32.0 * (224 + (binned ? 4 : 96)));
+    CHECK(call.integers == std::vector<int64_t>{1, 0, 0, binned ? 2 : 1});
+    CHECK(kernel_flops(call) == 32.0 * (224 + (binned ? 4 : 96)));
   }
 }
 
@@ -211,24 +229,15 @@ TEST_CASE("kernel calls: Shaw's relative keys' gradient by distance on the tiles
   // 2 (d + d) = 64, P v 32): the backward per pair 2 (64 + 32) + 3 x 32 =
   // 288; A's gradient by distance 16 d = 256 more (S and dP over 3 keys a
   // pair, q . A, dS q), or the FP32 pass 64 + 32 + 2 (d + d) = 160 more.
-  const Tensor q = Tensor::ones({1, 2, 4, 16});
   for (const bool consecutive : {true, false}) {
-    AttentionTerms t;
-    t.bf16_products = true;
-    t.positions = Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 3}, {1, 4});
+    AttentionTerms t = relative_terms();
     t.consecutive_positions = consecutive;
-    t.row_of = Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6}, {7});
-    t.first_distance = -3;
     t.query_vectors = Tensor::zeros({1, 7, 16});
     INFO((consecutive ? "consecutive" : "not known to be consecutive"));
-    const AttentionOutput f = attention_forward(q, q, q, t);
     AttentionNeeds needs;
     needs.q = needs.query_vectors = true;
-    KernelCallRecording recording;
-    (void)attention_backward(q, q, q, q, f, t, needs);
-    const std::vector<KernelCall> calls = recording.calls();
-    REQUIRE(calls.size() == 1);
-    CHECK(calls[0].integers == std::vector<int64_t>{1, 16, 0, consecutive ? 2 : 1});
-    CHECK(kernel_flops(calls[0]) == 32.0 * (288 + (consecutive ? 256 : 160)));
+    const KernelCall call = backward_call(t, needs);
+    CHECK(call.integers == std::vector<int64_t>{1, 16, 0, consecutive ? 2 : 1});
+    CHECK(kernel_flops(call) == 32.0 * (288 + (consecutive ? 256 : 160)));
   }
 }
