@@ -635,11 +635,12 @@ double fused_attention_seconds(const AttentionTerms& terms, const Tensor& q, boo
   KernelCall forward, backward;
   forward.kernel = "attention_forward", backward.kernel = "attention_backward";
   // Two passes; then the tables': the pairs' keys, their sort and the pass over
-  // them, or on the tiles the sum of the blocks' bins (or Shaw's keys' pass by
-  // distance and its sum into A's rows).
+  // them, or on the tiles the sum of the blocks' bins (or Shaw's vectors' pass
+  // by distance and its sum into each table's rows).
   const bool on_tiles = attention_runs_on_tiles(terms, q.size(3)) && attention_table_grads_on_tiles(terms);
+  const int vector_tables = terms.query_vectors.defined() + terms.value_vectors.defined();
   forward.launches = 1;
-  backward.launches = !tables ? 2 : !on_tiles ? 5 : terms.query_vectors.defined() ? 4 : 3;
+  backward.launches = !tables ? 2 : !on_tiles ? 5 : vector_tables > 0 ? 3 + vector_tables : 3;
   const Tensor none;  // out's bf16 rounding: not counted
   for (const Tensor* x : {&q, &none, &lse, &q, &q, &q})  // out, out_operand, lse, q, k, v
     detail::describe_argument(forward, *x);
@@ -703,12 +704,12 @@ AttentionMemory attention_memory(PositionEncoding& pe, const BertConfig& c, int6
   double tiles_transient = m.fused_transient;
   if (learned && training && attention_table_grads_on_tiles(terms)) {
     // In place of the sort: the blocks' bins [B, H, L / 32, table and gate
-    // rows], or Shaw's keys' sums by distance [H, 2 L - 1, d].
+    // rows], or Shaw's vectors' sums by distance [2, H, 2 L - 1, d].
     const double rows = (terms.table.defined() ? static_cast<double>(terms.table.size(1)) : 0) +
                         (terms.gate.defined() ? static_cast<double>(terms.gate.size(1)) : 0);
-    tiles_transient = B * heads * L * f32 + (terms.query_vectors.defined()
-                                                 ? heads * (2 * L - 1) * static_cast<double>(c.head_dim()) * f32
-                                                 : B * heads * std::ceil(L / 32) * rows * f32);
+    const bool vectors = terms.query_vectors.defined() || terms.value_vectors.defined();
+    tiles_transient = B * heads * L * f32 + (vectors ? 2 * heads * (2 * L - 1) * static_cast<double>(c.head_dim()) * f32
+                                                     : B * heads * std::ceil(L / 32) * rows * f32);
   }
   m.tiles_seconds = fused_attention_seconds(terms, q.value(), learned && training, tiles_transient);
   return m;

@@ -93,15 +93,16 @@ struct AttentionTerms {
 // (tensor/cuda/attention_tiles.cu): bf16 products asked for, heads of a
 // width the tiles are built for, and terms that add a scalar per pair (the
 // tables, the gates, RoPE, the masks, a dense bias, dropout) or Shaw's
-// relative keys q_i . A[row] (query vectors as wide as the heads, without
-// RoPE) — no other vectors per pair (Shaw's values, XLNet's and Huang et
-// al.'s key vectors, method 3's product, TUPE's E.F) and no per-head
-// segments, which take the FP32 kernels.
+// relative vectors q_i . A[row] and sum_j P~_ij V[row] (query and value
+// vectors as wide as the heads, without RoPE) — no other vectors per pair
+// (XLNet's and Huang et al.'s key vectors, method 3's product, TUPE's E.F)
+// and no per-head segments, which take the FP32 kernels.
 inline bool attention_runs_on_tiles(const AttentionTerms& t, int64_t head_width) {
-  const bool query_vectors =
-      t.query_vectors.defined() && (t.query_vectors.size(-1) != head_width || t.rotary.defined());
-  return t.bf16_products && (head_width == 64 || head_width == 16) && !t.product.defined() && !query_vectors &&
-         !t.key_vectors.defined() && !t.value_vectors.defined() && !t.pos_query.defined() &&
+  auto unfit = [&](const Tensor& vectors) {
+    return vectors.defined() && (vectors.size(-1) != head_width || t.rotary.defined());
+  };
+  return t.bf16_products && (head_width == 64 || head_width == 16) && !t.product.defined() &&
+         !unfit(t.query_vectors) && !unfit(t.value_vectors) && !t.key_vectors.defined() && !t.pos_query.defined() &&
          !t.segment_table.defined();
 }
 
@@ -114,11 +115,13 @@ constexpr int64_t kTileTableBins = 1024;
 // Whether the tables' gradients of an attention that runs on tiles are
 // formed on the tiles too (tensor/cuda/attention_tiles.cu): the scalar
 // tables' and gates' binned per warp by table row in the backward by query
-// rows; Shaw's relative keys' (query vectors) by distance, a diagonal of
-// pairs at a time, at consecutive positions and without a scalar table or
-// gate beside them. Otherwise attention.cu's FP32 pass over the sorted pairs.
+// rows; Shaw's relative vectors' (query and value vectors) by distance, a
+// diagonal of pairs at a time, at consecutive positions and without a scalar
+// table or gate beside them. Otherwise attention.cu's FP32 pass over the
+// sorted pairs.
 inline bool attention_table_grads_on_tiles(const AttentionTerms& t) {
-  if (t.query_vectors.defined()) return t.consecutive_positions && !t.table.defined() && !t.gate.defined();
+  if (t.query_vectors.defined() || t.value_vectors.defined())
+    return t.consecutive_positions && !t.table.defined() && !t.gate.defined();
   const int64_t rows = (t.table.defined() ? t.table.size(1) : 0) + (t.gate.defined() ? t.gate.size(1) : 0);
   return t.cls_row < 0 && rows <= kTileTableBins;
 }

@@ -66,7 +66,7 @@ void describe_argument(KernelCall& call, const AttentionTerms& t) {
   // out_operand, lse, q, ...; backward: gout, q, ...).
   const size_t q = std::strcmp(call.kernel, "attention_forward") == 0 ? 3 : 1;
   const int64_t width = call.shapes.size() > q && call.shapes[q].size() == 4 ? call.shapes[q][3] : 0;
-  const bool tables = t.table.defined() || t.gate.defined() || t.query_vectors.defined();
+  const bool tables = t.table.defined() || t.gate.defined() || t.query_vectors.defined() || t.value_vectors.defined();
   call.integers.push_back(!attention_runs_on_tiles(t, width) ? 0 : tables && attention_table_grads_on_tiles(t) ? 2 : 1);
 }
 

@@ -1,6 +1,7 @@
 #include "tensor/roofline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 
@@ -86,13 +87,14 @@ AttentionWork attention_work(const KernelCall& call) {
 // forms dq, dk and dv, and when tables are learned a third pass over the
 // pairs recomputes them again and forms the tables' terms — or, on the
 // tiles, the backward by query rows adds each pair's dS and scale c dS to
-// their rows' bins (4 FLOPs a pair), and Shaw's relative keys' pass by
-// distance forms S and dP over 3 keys a pair (the skew), q . A and dS q
-// (16 d a pair).
+// their rows' bins (4 FLOPs a pair), and Shaw's relative vectors' pass by
+// distance forms S and dP over 3 keys a pair (the skew, 12 d) and per table
+// (A or V) a dot product and a gradient's product (4 d).
 double attention_flops(const KernelCall& call) {
   const AttentionWork w = attention_work(call);
   if (w.forward) return w.pairs * (w.scores + w.product);
-  const double on_tiles = w.extra >= w.d ? 16 * w.d : 4;
+  const double vectors = w.d > 0 ? std::floor(w.extra / w.d) : 0;  // d-wide terms per pair (a gate adds 1)
+  const double on_tiles = vectors > 0 ? (12 + 4 * vectors) * w.d : 4;
   const double tables = !w.tables ? 0 : w.tables_on_tiles ? on_tiles : w.scores + w.product + 2 * (w.d + w.extra);
   return w.pairs * (2 * (w.scores + w.product) + 3 * w.product + tables);
 }
@@ -101,16 +103,19 @@ double attention_flops(const KernelCall& call) {
 // the products — q . k and P v forward; S and dP in each of the backward's
 // two passes, and dq, dk and dv: 7 of 2 d FLOPs a pair — at the bf16 peak,
 // the rest (the position terms, the tables' FP32 pass) at FP32's. Shaw's
-// relative keys on the tiles (extra = d: a d-wide dot product a pair) are
-// products over a window of 48 distances a step of 32 keys, 1.5 of a
-// product each: G forward, G by query and by key rows and dS_w A backward,
-// which stand for the pairs' q . A (once a score) and dS A (2 d each); A's
-// gradient by distance adds its 8 products of 2 d a pair.
+// relative vectors on the tiles (extra = d a table: a d-wide dot product a
+// pair) are products over a window of 48 distances a step of 32 keys, 1.5
+// of a product each, each table counted as A's: G forward, G by query and
+// by key rows and dS_w A backward (V's: P~_w V_w forward, G twice
+// backward), which stand for the pairs' dot products (once a score) and dS
+// A (2 d each); their gradients by distance add 6 + 2 per table products of
+// 2 d a pair.
 double attention_seconds(const KernelCall& call, const RooflineMachine& machine) {
   const AttentionWork w = attention_work(call);
   const double all = attention_flops(call);
   if (!w.tiles) return all / machine.fp32_flops;
-  const double vectors = w.extra >= w.d ? 1 : 0, by_distance = w.tables_on_tiles ? 8 * vectors : 0;
+  const double vectors = w.d > 0 ? std::floor(w.extra / w.d) : 0;
+  const double by_distance = w.tables_on_tiles && vectors > 0 ? 6 + 2 * vectors : 0;
   const double products = w.pairs * 2 * w.d * (w.forward ? 2 + 1.5 * vectors : 7 + 4.5 * vectors + by_distance);
   const double covered = w.pairs * 2 * w.d * (w.forward ? 2 + vectors : 7 + 3 * vectors + by_distance);
   return products / machine.bf16_flops + std::max(0.0, all - covered) / machine.fp32_flops;

@@ -23,24 +23,28 @@
 //    that share a row summed in lane order by the first of them — and writes
 //    its block's bins; a last kernel sums the blocks' in (b, h, block) order.
 //    Otherwise attention.cu's FP32 pass over the pairs sorted by table row.
-//  - Shaw's relative keys (query vectors A: s_ij += query_scale q_i . A[row]):
-//    a block is one warp (16 queries or keys), and per step the distances
-//    p_j - p_i of its pairs, which at consecutive positions span 47, are a
-//    window of kWindow rows of A (looked up through row_of) loaded as bf16:
+//  - Shaw's relative keys and values (query vectors A: s_ij += query_scale
+//    q_i . A[row]; value vectors V: o_i += sum_j P~_ij V[row]): a block is
+//    one warp (16 queries or keys), and per step the distances p_j - p_i of
+//    its pairs, which at consecutive positions span 47, are a window of
+//    kWindow rows of A or V (looked up through row_of) loaded as bf16:
 //    G = Q A_w^T (a tile product) gives q_i . A[row] for each pair by its
-//    distance, and dq += (query_scale dS_w) A_w, dS_w the pairs' dS moved to
-//    their distances (summed in lane order where two keys share one). Pairs
-//    whose distances do not fit a window (positions far from consecutive)
-//    take the dot products in FP32 from the bf16 q and A's rows instead.
-//    A's gradient at consecutive positions: the pairs of one distance are a
-//    diagonal, and a block (one warp) per 16 distances and head walks the
-//    batch and the queries 32 at a time — S and dP over the 48 keys the
-//    step's pairs reach, dS a lane per query, dA_delta += (query_scale dS)^T Q
-//    a tile product — then a last kernel adds the distances into A's rows in
-//    order. Otherwise attention.cu's FP32 pass over the sorted pairs.
+//    distance (dO V_w^T the V term of dP), o += P~_w V_w and dq +=
+//    (query_scale dS_w) A_w, P~_w and dS_w the pairs' values moved to their
+//    distances (summed in lane order where two keys share one). Pairs whose
+//    distances do not fit a window (positions far from consecutive) take
+//    those products in FP32 from the bf16 operands and the tables' rows.
+//    A's and V's gradients at consecutive positions: the pairs of one
+//    distance are a diagonal, and a block (one warp) per 16 distances and
+//    head walks the batch and the queries 32 at a time — S and dP over the
+//    48 keys the step's pairs reach, dS and P~ a lane per query, dA_delta +=
+//    (query_scale dS)^T Q and dV_delta += P~^T dO tile products — then a
+//    last kernel per table adds the distances into its rows in order.
+//    Otherwise attention.cu's FP32 pass over the sorted pairs.
 // Rounded to bf16, as the unfused bf16 attention rounds them: q, k, v and
 // dO as they are loaded (q and k after RoPE's rotation), P~ before P~ V and
-// P~^T dO, scale g dS before its two products. The scores, the softmax's
+// P~^T dO, scale g dS before its two products (and, beyond what it rounds,
+// P~ moved to the distances before its product with V's rows). The scores, the softmax's
 // statistics, dP, D and every sum are FP32. Determinism: each output element
 // has one writer; a tile's sums run in a fixed order.
 //
@@ -220,35 +224,43 @@ __device__ Window pair_window(const Terms& t, int64_t b, int64_t i0, int queries
   return w;
 }
 
-// The window's rows of A as bf16 operands: row n that of distance first + n
-// (zeros for a distance without a row, and for every row when the pairs do
-// not fit: a pair reports its own row's index error). Every thread takes part.
+// The window's rows of a table (A or V) as bf16 operands, `count` of them
+// from distance first: row n that of distance first + n (zeros for a
+// distance without a row, and for every row when the pairs do not fit: a
+// pair reports its own row's index error). Every thread takes part.
 template <int D>
-__device__ void load_window(bf16 (*rows)[D], const Window& w, const Terms& t, int64_t h) {
-  for (int e = threadIdx.x; e < kWindow * D; e += blockDim.x) {
+__device__ void load_window(bf16 (*rows)[D], int count, const Window& w, const Table& table, const Terms& t,
+                            int64_t h) {
+  for (int e = threadIdx.x; e < count * D; e += blockDim.x) {
     const int n = e / D, c = e % D;
     float value = 0.0f;
     const int64_t at = w.first + n - t.first_distance;
     if (w.fits && at >= 0 && at < t.rows_given) {
       const int64_t r = t.row_of[at];
-      if (r >= 0 && r < t.query_vectors.rows) value = t.query_vectors.at(h, r)[c];
+      if (r >= 0 && r < table.rows) value = table.at(h, r)[c];
     }
     rows[n][c] = to_bf16(value);
   }
 }
 
-// q_i . A[row] of the pair (i, j), i < L and j < J: from G (`dots`: query i's
-// row of the window's products) by the pair's distance, or where the pairs do
-// not fit a window in FP32 from q_i's bf16 row and A's row.
+// The slot of the pair (i, j) in a window: its distance from the window's first.
+__device__ __forceinline__ int64_t window_slot(const Terms& t, const Window& w, int64_t b, int64_t i, int64_t j) {
+  return t.positions[b * t.L + j] - t.positions[b * t.L + i] - w.first;
+}
+
+// x . W[row] of the pair (i, j), i < L and j < J, x the pair's query (for A)
+// or dO row (for V): from G (`dots`: that row of the window's products X
+// W_w^T) by the pair's distance, or where the pairs do not fit a window in
+// FP32 from x's bf16 row and W's row.
 template <int D>
-__device__ float query_vector_dot(const Terms& t, const Window& w, const float* dots, const bf16* q, int64_t b,
-                                  int64_t h, int64_t i, int64_t j) {
-  if (w.fits) return dots[t.positions[b * t.L + j] - t.positions[b * t.L + i] - w.first];
-  const float* a = t.entry(t.query_vectors, h, t.row(b, i, j));
-  if (a == nullptr) return 0.0f;
+__device__ float vector_dot(const Terms& t, const Table& table, const Window& w, const float* dots, const bf16* x,
+                            int64_t b, int64_t h, int64_t i, int64_t j) {
+  if (w.fits) return dots[window_slot(t, w, b, i, j)];
+  const float* row = t.entry(table, h, t.row(b, i, j));
+  if (row == nullptr) return 0.0f;
   float sum = 0.0f;
   ORDO_UNROLL_BY(4)  // the rare path: few registers
-  for (int x = 0; x < D; ++x) sum += __bfloat162float(q[x]) * a[x];
+  for (int c = 0; c < D; ++c) sum += __bfloat162float(x[c]) * row[c];
   return sum;
 }
 
@@ -260,6 +272,89 @@ struct WindowTiles {
 };
 template <int D, int kRows>
 struct WindowTiles<D, false, kRows> {};
+
+// A value per pair of a warp's 16 rows (dS for A, P~ for V), moved to the
+// pair's distance in the window (summed in lane order where keys share one)
+// or, beyond a window, kept by key with the pair's table row.
+template <bool kVectors>
+struct MovedPairs {
+  alignas(32) float by_distance[kSide][kWindow];
+  alignas(32) bf16 by_distance16[kSide][kWindow];
+  alignas(32) float by_key[kSide][kStep];
+  alignas(32) int32_t rows[kSide][kStep];
+  alignas(32) float stage[kWarp];
+};
+template <>
+struct MovedPairs<false> {};
+
+// Every lane takes part.
+__device__ void clear(MovedPairs<true>& m) {
+  for (int e = threadIdx.x % kWarp; e < kSide * kWindow; e += kWarp) m.by_distance[e / kWindow][e % kWindow] = 0.0f;
+  for (int e = threadIdx.x % kWarp; e < kSide * kStep; e += kWarp) m.rows[e / kStep][e % kStep] = -1;
+}
+
+// Row r's pair (i, j) with this lane's key takes `value` (pair: i < L and
+// j < J). Every lane takes part, the window the same for all.
+__device__ void move_pair(MovedPairs<true>& m, const Terms& t, const Table& table, const Window& w, int r, bool pair,
+                          int64_t b, int64_t i, int64_t j, float value) {
+  if (w.fits) {
+    add_to_bins(m.by_distance[r], m.stage, pair ? static_cast<int>(window_slot(t, w, b, i, j)) : -1, value);
+  } else {
+    const int64_t row = pair ? t.row(b, i, j) : -1;
+    m.by_key[r][threadIdx.x % kWarp] = value;
+    m.rows[r][threadIdx.x % kWarp] = row >= 0 && row < table.rows ? static_cast<int32_t>(row) : -1;
+  }
+}
+
+// acc [16, D] += the moved values times their table rows: in the window the
+// tile product (moved values by distance, bf16) W_w, W_w the window's rows
+// of the table (`rows`); beyond it FP32, over the keys in order. Every lane
+// takes part, after a __syncwarp that follows the moves.
+template <int D>
+__device__ void add_moved_product(float (*acc)[D], MovedPairs<true>& m, const bf16 (*rows)[D], const Table& table,
+                                  const Window& w, int64_t h) {
+  const int lane = threadIdx.x % kWarp;
+  if (w.fits) {
+    for (int e = lane; e < kSide * kWindow; e += kWarp)
+      m.by_distance16[e / kWindow][e % kWindow] = to_bf16(m.by_distance[e / kWindow][e % kWindow]);
+    __syncwarp();
+    warp_product<kWindow, D, false, true>(&acc[0][0], D, &m.by_distance16[0][0], kWindow, &rows[0][0], D);
+  } else {
+    __syncwarp();  // acc (a product's) is visible to every lane
+    for (int r = 0; r < kSide; ++r)
+      for (int x = lane; x < D; x += kWarp) {
+        float sum = 0.0f;
+        for (int key = 0; key < kStep; ++key)
+          if (m.rows[r][key] >= 0) sum += m.by_key[r][key] * table.at(h, m.rows[r][key])[x];
+        acc[r][x] += sum;
+      }
+  }
+}
+
+// x . W[row] for each pair of a warp's tile with a table of vectors per pair,
+// into pairs (`add`: onto them): G = X W_w^T (`x` the rows' bf16 operands,
+// `rows` the window's rows of W) and a lookup by distance, or FP32 dot
+// products beyond a window. by_row: x's rows are the tile's rows (r) and the
+// keys its lanes, else x's rows are the lanes (the backward by key rows, 32
+// queries) and the tile's rows the keys. Every lane takes part; the window's
+// rows of W loaded and visible.
+template <int D, int kRows>
+__device__ void vector_dots(float (*pairs)[kStep], bool add, WindowTiles<D, true, kRows>& win, const bf16 (*x)[D],
+                            const Table& table, const Window& w, const Terms& t, int64_t b, int64_t h, int64_t i0,
+                            int64_t j0, bool by_row) {
+  const int lane = threadIdx.x % kWarp;
+  if (w.fits)
+    for (int m = 0; m < kRows; m += kSide)
+      warp_product<D, kWindow, true, false>(&win.dots[m][0], kWindow, &x[m][0], D, &win.rows[0][0], D);
+  __syncwarp();
+  for (int r = 0; r < kSide; ++r) {
+    const int64_t i = by_row ? i0 + r : i0 + lane, j = by_row ? j0 + lane : j0 + r;
+    const int xr = by_row ? r : lane;
+    const float dot = i < t.L && j < t.J ? vector_dot<D>(t, table, w, win.dots[xr], x[xr], b, h, i, j) : 0.0f;
+    pairs[r][lane] = add ? pairs[r][lane] + dot : dot;
+  }
+  __syncwarp();
+}
 
 // scale g_ij dS_ij: what multiplies k_j into dq_i and q_i into dk_j.
 __device__ __forceinline__ float scaled_ds(const Terms& t, float ds, int64_t b, int64_t h, int64_t i, int64_t j) {
@@ -295,7 +390,10 @@ struct ForwardTiles {
   // m and l per query, two copies: a step reads one and writes the other.
   alignas(32) float row_max[2][kQueries];
   alignas(32) float row_sum[2][kQueries];
+  // Shaw's relative vectors: the window, q_i . A[row] per pair, P~ moved to the distances.
   WindowTiles<D, kVectors, kSide> window;
+  std::conditional_t<kVectors, float[kSide][kStep], char> qa;
+  MovedPairs<kVectors> moved;
 };
 
 template <int D, bool kVectors>
@@ -321,7 +419,8 @@ __global__ void __launch_bounds__(ForwardTiles<D, kVectors>::kWarps * kWarp) att
     Window window;
     if constexpr (kVectors) {  // the block is one warp
       window = pair_window(t, b, first, kSide, j0, kStep);
-      load_window<D>(s.window.rows, window, t, h);
+      if (t.query_vectors.data != nullptr) load_window<D>(s.window.rows, kWindow, window, t.query_vectors, t, h);
+      if (t.value_vectors.data != nullptr) clear(s.moved);
     }
     __syncthreads();
     if (after_every_query(t, j0, first + row0, s.row_max[now] + row0)) {
@@ -334,9 +433,8 @@ __global__ void __launch_bounds__(ForwardTiles<D, kVectors>::kWarps * kWarp) att
     }
     warp_product<D, kStep, true, false>(&s.scores[row0][0], kStep, &s.queries[row0][0], D, &s.keys[0][0], D);
     if constexpr (kVectors)
-      if (window.fits)
-        warp_product<D, kWindow, true, false>(&s.window.dots[0][0], kWindow, &s.queries[row0][0], D,
-                                              &s.window.rows[0][0], D);
+      if (t.query_vectors.data != nullptr)
+        vector_dots<D, kSide>(s.qa, false, s.window, s.queries, t.query_vectors, window, t, b, h, first, j0, true);
     __syncwarp();
     const int64_t j = j0 + lane;
     for (int r = row0; r < row0 + kSide; ++r) {
@@ -347,7 +445,7 @@ __global__ void __launch_bounds__(ForwardTiles<D, kVectors>::kWarps * kWarp) att
       }
       float qa = 0.0f;
       if constexpr (kVectors)
-        if (j < t.J) qa = query_vector_dot<D>(t, window, s.window.dots[r - row0], s.queries[r], b, h, i, j);
+        if (t.query_vectors.data != nullptr) qa = s.qa[r - row0][lane];
       const float score = j < t.J ? pair_score(t, s.scores[r][lane], qa, b, h, i, j) : -INFINITY;
       const float m_old = s.row_max[now][r];
       const float m_new = fmaxf(m_old, warp_max(score));  // finite: this step has a key
@@ -358,11 +456,20 @@ __global__ void __launch_bounds__(ForwardTiles<D, kVectors>::kWarps * kWarp) att
         s.row_max[now ^ 1][r] = m_new;
         s.row_sum[now ^ 1][r] = l;
       }
-      s.probs[r][lane] = to_bf16(j < t.J ? p * t.dropout_factor(b, h, i, j, draw) : 0.0f);
+      const float dropped = j < t.J ? p * t.dropout_factor(b, h, i, j, draw) : 0.0f;  // P~
+      s.probs[r][lane] = to_bf16(dropped);
       for (int x = lane; x < D; x += kWarp) s.out[r][x] *= rescale;
+      if constexpr (kVectors)  // o_i gains sum_j P~_ij V[row]
+        if (t.value_vectors.data != nullptr)
+          move_pair(s.moved, t, t.value_vectors, window, r - row0, j < t.J, b, i, j, dropped);
     }
     __syncwarp();  // the rescaled rows and P~ are visible to the warp's product
     warp_product<kStep, D, false, true>(&s.out[row0][0], D, &s.probs[row0][0], kStep, &s.values[0][0], D);
+    if constexpr (kVectors)
+      if (t.value_vectors.data != nullptr) {  // the window's rows of V in place of A's (read by now)
+        load_window<D>(s.window.rows, kWindow, window, t.value_vectors, t, h);
+        add_moved_product<D>(s.out, s.moved, s.window.rows, t.value_vectors, window, h);
+      }
   }
   __syncthreads();  // the last step's m and l (lane 0's) and O (the product's) are visible
   for (int r = row0; r < row0 + kSide; ++r) {
@@ -401,17 +508,13 @@ struct TableBins {
 template <>
 struct TableBins<false> {};
 
-// Shaw's relative keys by query rows: the window's operands, the pairs' dS
-// (times query_scale) by distance in FP32 and as bf16 operands, or when the
-// pairs do not fit a window by key with their table rows.
+// Shaw's relative vectors by query rows: the window's operands, q_i . A[row]
+// per pair, and the pairs' query_scale dS moved to their distances (for dq).
 template <int D, bool kVectors>
 struct QueryVectorTiles {
   WindowTiles<D, true, kSide> window;
-  alignas(32) float by_distance[kSide][kWindow];
-  alignas(32) bf16 by_distance16[kSide][kWindow];
-  alignas(32) float by_key[kSide][kStep];
-  alignas(32) int32_t rows[kSide][kStep];
-  alignas(32) float stage[kWarp];
+  alignas(32) float qa[kSide][kStep];
+  MovedPairs<true> moved;
 };
 template <int D>
 struct QueryVectorTiles<D, false> {};
@@ -472,17 +575,25 @@ __global__ void __launch_bounds__(QueryGradTiles<D, kExtra>::kWarps * kWarp) att
     Window window;
     if constexpr (kVectors) {  // the block is one warp
       window = pair_window(t, b, first, kSide, j0, kStep);
-      load_window<D>(s.vectors.window.rows, window, t, h);
-      for (int e = lane; e < kSide * kWindow; e += kWarp) s.vectors.by_distance[e / kWindow][e % kWindow] = 0.0f;
+      clear(s.vectors.moved);
     }
     __syncthreads();
     if (after_every_query(t, j0, first + row0, s.lse + row0)) continue;  // P = 0 and dS = 0 for the warp's rows
     warp_product<D, kStep, true, false>(&s.scores[row0][0], kStep, &s.queries[row0][0], D, &s.keys[0][0], D);
     warp_product<D, kStep, true, false>(&s.dp[row0][0], kStep, &s.grads[row0][0], D, &s.values[0][0], D);
-    if constexpr (kVectors)
-      if (window.fits)
-        warp_product<D, kWindow, true, false>(&s.vectors.window.dots[0][0], kWindow, &s.queries[row0][0], D,
-                                              &s.vectors.window.rows[0][0], D);
+    if constexpr (kVectors) {
+      auto& win = s.vectors.window;
+      if (t.value_vectors.data != nullptr) {  // dP_ij gains dO_i . V[row]
+        load_window<D>(win.rows, kWindow, window, t.value_vectors, t, h);
+        __syncwarp();
+        vector_dots<D, kSide>(s.dp, true, win, s.grads, t.value_vectors, window, t, b, h, first, j0, true);
+      }
+      if (t.query_vectors.data != nullptr) {  // A's rows last: dq's product reads them
+        load_window<D>(win.rows, kWindow, window, t.query_vectors, t, h);
+        __syncwarp();
+        vector_dots<D, kSide>(s.vectors.qa, false, win, s.queries, t.query_vectors, window, t, b, h, first, j0, true);
+      }
+    }
     __syncwarp();
     const int64_t j = j0 + lane;
     for (int r = row0; r < row0 + kSide; ++r) {
@@ -491,7 +602,7 @@ __global__ void __launch_bounds__(QueryGradTiles<D, kExtra>::kWarps * kWarp) att
       if (i < t.L && j < t.J) {
         float qa = 0.0f;
         if constexpr (kVectors)
-          qa = query_vector_dot<D>(t, window, s.vectors.window.dots[r - row0], s.queries[r], b, h, i, j);
+          if (t.query_vectors.data != nullptr) qa = s.vectors.qa[r - row0][lane];
         const float p = expf(pair_score(t, s.scores[r][lane], qa, b, h, i, j) - s.lse[r]);
         ds = p * (t.dropout_factor(b, h, i, j, draw) * s.dp[r][lane] - s.dsum[r]);
       }
@@ -506,41 +617,16 @@ __global__ void __launch_bounds__(QueryGradTiles<D, kExtra>::kWarps * kWarp) att
                       row >= 0 && row < tables.gate_rows ? tables.table_rows + int(row) : -1,
                       t.scale * ds * s.scores[r][lane]);
       }
-      if constexpr (kVectors) {
-        // d s_ij / d q_i gains query_scale A[row]: query_scale dS_ij at the pair's distance, or its key.
-        const bool pair = i < t.L && j < t.J;
-        if (window.fits) {
-          const int64_t slot = pair ? t.positions[b * t.L + j] - t.positions[b * t.L + i] - window.first : -1;
-          add_to_bins(s.vectors.by_distance[r - row0], s.vectors.stage, static_cast<int>(slot), t.query_scale * ds);
-        } else {
-          const int64_t row = pair ? t.row(b, i, j) : -1;
-          s.vectors.by_key[r - row0][lane] = t.query_scale * ds;
-          s.vectors.rows[r - row0][lane] = row >= 0 && row < t.query_vectors.rows ? static_cast<int32_t>(row) : -1;
-        }
-      }
+      if constexpr (kVectors)  // d s_ij / d q_i gains query_scale A[row]
+        if (t.query_vectors.data != nullptr)
+          move_pair(s.vectors.moved, t, t.query_vectors, window, r - row0, i < t.L && j < t.J, b, i, j,
+                    t.query_scale * ds);
     }
     __syncwarp();
     warp_product<kStep, D, false, true>(&s.dq[row0][0], D, &s.ds[row0][0], kStep, &s.keys[0][0], D);
-    if constexpr (kVectors) {
-      if (window.fits) {  // dq += (query_scale dS_w) A_w
-        for (int e = lane; e < kSide * kWindow; e += kWarp)
-          s.vectors.by_distance16[e / kWindow][e % kWindow] = to_bf16(s.vectors.by_distance[e / kWindow][e % kWindow]);
-        __syncwarp();
-        warp_product<kWindow, D, false, true>(&s.dq[row0][0], D, &s.vectors.by_distance16[0][0], kWindow,
-                                              &s.vectors.window.rows[0][0], D);
-      } else {  // dq_i += sum_j query_scale dS_ij A[row], FP32, in key order
-        __syncwarp();  // the product's dq is visible to every lane
-        for (int r = 0; r < kSide; ++r)
-          for (int x = lane; x < D; x += kWarp) {
-            float sum = 0.0f;
-            for (int key = 0; key < kStep; ++key) {
-              const int32_t row = s.vectors.rows[r][key];
-              if (row >= 0) sum += s.vectors.by_key[r][key] * t.query_vectors.at(h, row)[x];
-            }
-            s.dq[row0 + r][x] += sum;
-          }
-      }
-    }
+    if constexpr (kVectors)
+      if (t.query_vectors.data != nullptr)  // dq += (query_scale dS_w) A_w
+        add_moved_product<D>(&s.dq[row0], s.vectors.moved, s.vectors.window.rows, t.query_vectors, window, h);
   }
   __syncwarp();  // the product's dQ is visible to every lane
   store_rows<D>(gq, s.dq, row0, b, h, first, t.L, t, rope);
@@ -597,6 +683,7 @@ struct KeyGradTiles {
   alignas(32) float lse[kStep];
   alignas(32) float dsum[kStep];
   WindowTiles<D, kVectors, kStep> window;  // G for the step's 32 queries
+  std::conditional_t<kVectors, float[kSide][kStep], char> qa;  // q_i . A[row] per pair
 };
 
 template <int D, bool kVectors>
@@ -622,10 +709,7 @@ __global__ void __launch_bounds__(KeyGradTiles<D, kVectors>::kWarps * kWarp) att
       s.dsum[threadIdx.x] = i < t.L ? dsum[bh * t.L + i] : 0.0f;
     }
     Window window;
-    if constexpr (kVectors) {  // the block is one warp
-      window = pair_window(t, b, i0, kStep, first, kSide);
-      load_window<D>(s.window.rows, window, t, h);
-    }
+    if constexpr (kVectors) window = pair_window(t, b, i0, kStep, first, kSide);  // the block is one warp
     __syncthreads();
     // Causal: queries all before the warp's keys, each having seen a key, give P = 0 and dS = 0.
     if (t.causal && i0 + kStep - 1 < first + row0 &&
@@ -633,11 +717,18 @@ __global__ void __launch_bounds__(KeyGradTiles<D, kVectors>::kWarps * kWarp) att
       continue;
     warp_product<D, kStep, true, false>(&s.scores[row0][0], kStep, &s.keys[row0][0], D, &s.queries[0][0], D);
     warp_product<D, kStep, true, false>(&s.dp[row0][0], kStep, &s.values[row0][0], D, &s.grads[0][0], D);
-    if constexpr (kVectors)
-      if (window.fits)  // G for the step's queries, 16 at a time
-        for (int m = 0; m < kStep; m += kSide)
-          warp_product<D, kWindow, true, false>(&s.window.dots[m][0], kWindow, &s.queries[m][0], D,
-                                                &s.window.rows[0][0], D);
+    if constexpr (kVectors) {
+      if (t.value_vectors.data != nullptr) {  // dP_ij gains dO_i . V[row]
+        load_window<D>(s.window.rows, kWindow, window, t.value_vectors, t, h);
+        __syncwarp();
+        vector_dots<D, kStep>(s.dp, true, s.window, s.grads, t.value_vectors, window, t, b, h, i0, first, false);
+      }
+      if (t.query_vectors.data != nullptr) {
+        load_window<D>(s.window.rows, kWindow, window, t.query_vectors, t, h);
+        __syncwarp();
+        vector_dots<D, kStep>(s.qa, false, s.window, s.queries, t.query_vectors, window, t, b, h, i0, first, false);
+      }
+    }
     __syncwarp();
     const int64_t i = i0 + lane;
     for (int r = row0; r < row0 + kSide; ++r) {
@@ -645,7 +736,8 @@ __global__ void __launch_bounds__(KeyGradTiles<D, kVectors>::kWarps * kWarp) att
       float pt = 0.0f, ds = 0.0f;
       if (i < t.L && j < t.J) {
         float qa = 0.0f;
-        if constexpr (kVectors) qa = query_vector_dot<D>(t, window, s.window.dots[lane], s.queries[lane], b, h, i, j);
+        if constexpr (kVectors)
+          if (t.query_vectors.data != nullptr) qa = s.qa[r - row0][lane];
         const float p = expf(pair_score(t, s.scores[r][lane], qa, b, h, i, j) - s.lse[lane]);
         const float z = t.dropout_factor(b, h, i, j, draw);
         pt = p * z;
@@ -663,7 +755,7 @@ __global__ void __launch_bounds__(KeyGradTiles<D, kVectors>::kWarps * kWarp) att
   store_rows<D>(gv, s.dv, row0, b, h, first, t.J, t, false);
 }
 
-// ---- Shaw's relative keys: A's gradient by distance ------------------------------------------------
+// ---- Shaw's relative vectors: A's and V's gradients by distance ------------------------------------------
 
 constexpr int kDistances = 16;              // distances a block takes
 constexpr int kReach = kStep + kDistances;  // the keys a step's 32 queries meet at those 16 distances (47, rounded up)
@@ -675,34 +767,36 @@ struct DistanceTiles {
   alignas(32) bf16 keys[kReach][D];
   alignas(32) bf16 values[kReach][D];
   alignas(32) bf16 vectors[kDistances][D];     // A's rows of the block's distances
+  alignas(32) bf16 value_vectors[kDistances][D];  // V's
   alignas(32) float scores[kStep][kReach];     // q_i . k_j, query r and key r + c at distance first + c
   alignas(32) float dp[kStep][kReach];
-  alignas(32) float dots[kStep][kDistances];   // q_i . A[row]
-  alignas(32) bf16 ds[kDistances][kStep];      // (query_scale dS)^T
+  alignas(32) float dots[kStep][kDistances];   // dO_i . V[row], then q_i . A[row]
+  alignas(32) bf16 ds[kDistances][kStep];      // (query_scale dS)^T, then P~^T
   alignas(32) float da[kDistances][D];
+  alignas(32) float dv[kDistances][D];
   alignas(32) float lse[kStep];
   alignas(32) float dsum[kStep];
 };
 
 // By distance (consecutive positions: p_j - p_i = j - i): a block, one warp,
 // per 16 distances from first = 16 blockIdx.x - (L - 1) and head h sums
-// query_scale dS_ij q_i over the pairs of each distance of every batch
-// element, into by_distance [H, 2 L - 1, d] (one writer per element).
+// query_scale dS_ij q_i (A's) and P~_ij dO_i (V's) over the pairs of each
+// distance of every batch element, into by_distance_a and by_distance_v [H,
+// 2 L - 1, d] (each where wanted; one writer per element).
 template <int D>
-__global__ void __launch_bounds__(kWarp) attention_vector_grads_tiles_kernel(float* by_distance, HeadRows gout,
+__global__ void __launch_bounds__(kWarp) attention_vector_grads_tiles_kernel(float* by_distance_a,
+                                                                           float* by_distance_v, HeadRows gout,
                                                                            HeadRows q, HeadRows k, HeadRows v,
                                                                            const float* lse, const float* dsum,
                                                                            Terms t) {
   __shared__ DistanceTiles<D> s;
   const int64_t h = blockIdx.y, first = static_cast<int64_t>(blockIdx.x) * kDistances - (t.L - 1);
   const int lane = threadIdx.x;
-  for (int e = lane; e < kDistances * D; e += kWarp) {
-    const int n = e / D, c = e % D;
-    const int64_t at = first + n - t.first_distance;
-    const int64_t r = at >= 0 && at < t.rows_given ? t.row_of[at] : -1;
-    s.vectors[n][c] = to_bf16(r >= 0 && r < t.query_vectors.rows ? t.query_vectors.at(h, r)[c] : 0.0f);
-    s.da[n][c] = 0.0f;
-  }
+  const Window rows{first, true};  // the block's distances: rows of A and V
+  load_window<D>(s.vectors, kDistances, rows, t.query_vectors, t, h);
+  load_window<D>(s.value_vectors, kDistances, rows, t.value_vectors, t, h);
+  for (int e = lane; e < kDistances * D; e += kWarp) s.da[e / D][e % D] = s.dv[e / D][e % D] = 0.0f;
+  const bool keys = t.query_vectors.data != nullptr, values = t.value_vectors.data != nullptr;
   Terms::Draw draw;
   for (int64_t b = 0; b < t.B; ++b) {
     const int64_t bh = b * t.H + h;
@@ -725,33 +819,57 @@ __global__ void __launch_bounds__(kWarp) attention_vector_grads_tiles_kernel(flo
       for (int m = 0; m < kStep; m += kSide) {
         warp_product<D, kReach, true, false>(&s.scores[m][0], kReach, &s.queries[m][0], D, &s.keys[0][0], D);
         warp_product<D, kReach, true, false>(&s.dp[m][0], kReach, &s.grads[m][0], D, &s.values[0][0], D);
-        warp_product<D, kDistances, true, false>(&s.dots[m][0], kDistances, &s.queries[m][0], D, &s.vectors[0][0], D);
       }
-      __syncwarp();
       const int64_t i = i0 + lane;
+      if (values) {  // dP_ij gains dO_i . V[row]
+        for (int m = 0; m < kStep; m += kSide)
+          warp_product<D, kDistances, true, false>(&s.dots[m][0], kDistances, &s.grads[m][0], D,
+                                                   &s.value_vectors[0][0], D);
+        __syncwarp();
+        for (int c = 0; c < kDistances; ++c) s.dp[lane][lane + c] += s.dots[lane][c];
+        __syncwarp();
+      }
+      if (keys)
+        for (int m = 0; m < kStep; m += kSide)
+          warp_product<D, kDistances, true, false>(&s.dots[m][0], kDistances, &s.queries[m][0], D, &s.vectors[0][0], D);
+      __syncwarp();
+      float dropped[kDistances];  // P~ of the lane's pairs
       for (int c = 0; c < kDistances; ++c) {
         const int64_t j = j0 + lane + c;
         float ds = 0.0f;
+        dropped[c] = 0.0f;
         if (i < t.L && j >= 0 && j < t.J) {
-          const float p = expf(pair_score(t, s.scores[lane][lane + c], s.dots[lane][c], b, h, i, j) - s.lse[lane]);
-          ds = p * (t.dropout_factor(b, h, i, j, draw) * s.dp[lane][lane + c] - s.dsum[lane]);
+          const float qa = keys ? s.dots[lane][c] : 0.0f;
+          const float p = expf(pair_score(t, s.scores[lane][lane + c], qa, b, h, i, j) - s.lse[lane]);
+          const float z = t.dropout_factor(b, h, i, j, draw);
+          ds = p * (z * s.dp[lane][lane + c] - s.dsum[lane]);
+          dropped[c] = p * z;
         }
         s.ds[c][lane] = to_bf16(t.query_scale * ds);
       }
       __syncwarp();
-      warp_product<kStep, D, false, true>(&s.da[0][0], D, &s.ds[0][0], kStep, &s.queries[0][0], D);
+      if (by_distance_a != nullptr)
+        warp_product<kStep, D, false, true>(&s.da[0][0], D, &s.ds[0][0], kStep, &s.queries[0][0], D);
+      if (by_distance_v != nullptr) {
+        __syncwarp();  // the last product's operands are read
+        for (int c = 0; c < kDistances; ++c) s.ds[c][lane] = to_bf16(dropped[c]);
+        __syncwarp();
+        warp_product<kStep, D, false, true>(&s.dv[0][0], D, &s.ds[0][0], kStep, &s.grads[0][0], D);
+      }
     }
   }
-  __syncwarp();  // the product's sums are visible to every lane
+  __syncwarp();  // the products' sums are visible to every lane
   const int64_t distances = 2 * t.L - 1;
   for (int e = lane; e < kDistances * D; e += kWarp) {
     const int n = e / D, c = e % D;
     const int64_t at = first + n + t.L - 1;
-    if (at < distances) by_distance[(h * distances + at) * t.d + c] = s.da[n][c];
+    if (at >= distances) continue;
+    if (by_distance_a != nullptr) by_distance_a[(h * distances + at) * t.d + c] = s.da[n][c];
+    if (by_distance_v != nullptr) by_distance_v[(h * distances + at) * t.d + c] = s.dv[n][c];
   }
 }
 
-// A's gradient [Ht, rows, d] from by_distance [H, 2 L - 1, d]: a thread per
+// A's (or V's) gradient [Ht, rows, d] from by_distance [H, 2 L - 1, d]: a thread per
 // (table head, x) adds the distances in increasing order to their rows (over
 // the heads that share the table, in order): one writer per element.
 __global__ void tile_vector_grads_kernel(float* grad, int64_t rows, bool shared, const float* by_distance, Terms t) {
@@ -793,7 +911,7 @@ void attention_forward_tiles(const Tensor& out, const Tensor& out_operand, const
                              const Tensor& k, const Tensor& v, const Terms& t, DeviceContext& ctx) {
   with_tile_width(t.d, [&](auto width) {
     constexpr int D = decltype(width)::value;
-    if (t.query_vectors.data != nullptr) {
+    if (t.query_vectors.data != nullptr || t.value_vectors.data != nullptr) {
       using Tiles = ForwardTiles<D, true>;
       ORDO_LAUNCH(attention_forward_tiles_kernel<D ORDO_COMMA true>, grid_of(t.L, Tiles::kQueries, t),
                   Tiles::kWarps * kWarp, 0, ctx.stream, head_rows<float>(out), head_rows<uint16_t>(out_operand),
@@ -818,7 +936,7 @@ void attention_backward_tiles(const AttentionGrads& grads, bool with_tables, con
     ORDO_ASSERT(tables.table_rows + tables.gate_rows <= kTileTableBins);
   }
   const int64_t bins = tables.table_rows + tables.gate_rows;
-  const bool vectors = t.query_vectors.data != nullptr;
+  const bool vectors = t.query_vectors.data != nullptr || t.value_vectors.data != nullptr;
   ORDO_ASSERT(!(vectors && bins > 0));  // attention_table_grads_on_tiles: no table or gate beside query vectors
   with_tile_width(t.d, [&](auto width) {
     constexpr int D = decltype(width)::value;
@@ -835,19 +953,25 @@ void attention_backward_tiles(const AttentionGrads& grads, bool with_tables, con
     using Extra = QueryExtra;
     if (vectors) {
       by_query_rows(std::integral_constant<Extra, Extra::vectors>());
-      if (with_tables && grads.query_vectors.defined()) {  // A's gradient by distance
-        const int64_t distances = 2 * t.L - 1;
-        const Tensor by_distance = workspace(q.device(), static_cast<size_t>(t.H * distances * t.d) * sizeof(float));
-        float* sums = static_cast<float*>(by_distance.raw_data());
+      const Tensor* wanted[] = {&grads.query_vectors, &grads.value_vectors};  // A's, V's
+      if (with_tables && (wanted[0]->defined() || wanted[1]->defined())) {  // their gradients by distance
+        const int64_t distances = 2 * t.L - 1, each = t.H * distances * t.d;
+        const Tensor by_distance = workspace(q.device(), static_cast<size_t>(2 * each) * sizeof(float));
+        float* sums[] = {nullptr, nullptr};
+        for (int n = 0; n < 2; ++n)
+          if (wanted[n]->defined()) sums[n] = static_cast<float*>(by_distance.raw_data()) + n * each;
         ORDO_LAUNCH(attention_vector_grads_tiles_kernel<D>,
                     dim3(static_cast<unsigned>((distances + kDistances - 1) / kDistances), static_cast<unsigned>(t.H)),
-                    kWarp, 0, ctx.stream, sums, head_rows(gout), head_rows(q), head_rows(k), head_rows(v),
+                    kWarp, 0, ctx.stream, sums[0], sums[1], head_rows(gout), head_rows(q), head_rows(k), head_rows(v),
                     lse.data<float>(), dsum.data<float>(), t);
         ORDO_CUDA_CHECK_LAUNCH();
-        const Tensor& g = grads.query_vectors;
-        ORDO_LAUNCH(tile_vector_grads_kernel, grid_for((g.size(0) == 1 ? 1 : t.H) * t.d, kThreads, ctx), kThreads, 0,
-                    ctx.stream, g.data<float>(), g.size(1), g.size(0) == 1, sums, t);
-        ORDO_CUDA_CHECK_LAUNCH();
+        for (int n = 0; n < 2; ++n) {
+          if (sums[n] == nullptr) continue;
+          const Tensor& g = *wanted[n];
+          ORDO_LAUNCH(tile_vector_grads_kernel, grid_for((g.size(0) == 1 ? 1 : t.H) * t.d, kThreads, ctx), kThreads,
+                      0, ctx.stream, g.data<float>(), g.size(1), g.size(0) == 1, sums[n], t);
+          ORDO_CUDA_CHECK_LAUNCH();
+        }
       }
     } else if (bins == 0) {
       by_query_rows(std::integral_constant<Extra, Extra::none>());

@@ -171,26 +171,34 @@ TEST_CASE("fused attention: every position encoding agrees with the unfused ops 
 }
 
 // Under bf16 products, with heads 16 wide, every variant whose terms are
-// scalars per pair, and Shaw's relative keys (learned or sinusoids), runs on
-// the tensor-core tiles. The unfused ops round the
+// scalars per pair, and Shaw's relative keys and values (learned or
+// sinusoids), runs on the tensor-core tiles. The unfused ops round the
 // same operands (q, k, v and the probabilities into their products, the
 // scores' gradient into its), at other points (P~ after its normalisation, dS
 // before the scale), so the two differ by bf16 roundings that cancel
 // unevenly (a key bias's gradient is 0 in exact arithmetic and rounding noise
 // on either path). So both are measured against the FP32 CPU (the
 // independent reference): the tiles' largest error in each result at most 4
-// times the unfused bf16 ops' (measured here: 0.65-2.1x) plus 2^-20 of its
-// largest value. A lost term, a misplaced mask or a wrong row is off by its
-// own size, far beyond bf16's rounding.
-TEST_CASE("fused attention: under bf16 products the scalar-term variants and Shaw's keys run on tensor-core tiles",
+// times the unfused bf16 ops' (measured here: 0.53-2.1x) plus 2^-20 of its
+// largest value — 8 times with Shaw's values, whose P~ the tiles round once
+// more (moved to the distances, before its product with V's rows; measured
+// 0.53-3.7x). A lost term, a misplaced mask or a wrong row is off by its own
+// size, far beyond bf16's rounding.
+TEST_CASE("fused attention: under bf16 products the scalar-term variants and Shaw's vectors run on tensor-core tiles",
           "[cuda][pe][attention][bf16]") {
   nn::FusedAttentionScope on(nn::FusedAttention::on);
-  for (const char* text : {R"({"pe": "none"})", R"({"pe": "rope"})", R"({"pe": "huang_m1"})",
-                           R"({"pe": "huang_m2", "o": {"share": "none"}})", R"({"pe": "rel_scalar"})",
-                           R"({"pe": "alibi", "o": {"learned": true}})", R"({"pe": "attenuated"})",
-                           R"({"pe": "t5_bias", "decoder": true})", R"({"pe": "rpe_shaw"})",
-                           R"({"pe": "rpe_shaw", "o": {"clip": 3, "share": "none"}})",
-                           R"({"pe": "rpe_sin", "o": {"value": false}})"}) {
+  struct Variant {
+    const char* text;
+    double factor;  // the tiles' error at most this many times the unfused ops'
+  };
+  for (const Variant& variant :
+       {Variant{R"({"pe": "none"})", 4}, Variant{R"({"pe": "rope"})", 4}, Variant{R"({"pe": "huang_m1"})", 4},
+        Variant{R"({"pe": "huang_m2", "o": {"share": "none"}})", 4}, Variant{R"({"pe": "rel_scalar"})", 4},
+        Variant{R"({"pe": "alibi", "o": {"learned": true}})", 4}, Variant{R"({"pe": "attenuated"})", 4},
+        Variant{R"({"pe": "t5_bias", "decoder": true})", 4}, Variant{R"({"pe": "rpe_shaw"})", 4},
+        Variant{R"({"pe": "rpe_shaw", "o": {"clip": 3, "share": "none", "value": true}})", 8},
+        Variant{R"({"pe": "rpe_sin"})", 8}, Variant{R"({"pe": "rpe_sin_learnable", "o": {"value": false}})", 4}}) {
+    const char* text = variant.text;
     nn::BertConfig c = config_of(text);
     c.hidden_size = 48;  // 3 heads 16 wide: a width the tiles are built for
     c.intermediate_size = 64;
@@ -217,7 +225,7 @@ TEST_CASE("fused attention: under bf16 products the scalar-term variants and Sha
       }
       INFO("error against the FP32 CPU: tiles " << tiles << ", unfused bf16 ops " << ops << " (largest value "
                                                 << largest << ")");
-      CHECK(tiles <= 4 * ops + 0x1p-20 * largest);
+      CHECK(tiles <= variant.factor * ops + 0x1p-20 * largest);
     }
   }
 }

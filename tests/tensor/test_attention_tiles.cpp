@@ -4,12 +4,13 @@
 // table and a gate the heads share with the padding mask and dropout (their
 // gradients binned by the tiles); a shared table of more rows than the tiles
 // bin (its gradient from the FP32 pass over the pairs); Shaw's relative keys
-// (query vectors) with the padding mask and dropout — batch element 0 at
-// consecutive positions (each step's distances a window of A's rows: tile
-// products), element 1 scattered (beyond a window: FP32 dot products; A's
-// gradient from the FP32 pass); Shaw's keys at consecutive positions with a
-// table the heads share, clipped, and the causal mask (A's gradient by
-// distance on the tiles); RoPE with the causal mask and a dense term. Heads 16 wide, 40 queries and keys: the forward's
+// and values (query and value vectors) with the padding mask and dropout —
+// batch element 0 at consecutive positions (each step's distances a window
+// of A's and V's rows: tile products), element 1 scattered (beyond a window:
+// FP32 dot products; A's and V's gradients from the FP32 pass); Shaw's keys
+// and values at consecutive positions with tables the heads share, clipped,
+// and the causal mask (their gradients by distance on the tiles); RoPE with
+// the causal mask and a dense term. Heads 16 wide, 40 queries and keys: the forward's
 // keys take two steps of 32 (the online softmax crosses them), the
 // backward's two blocks of queries and of keys, and rows and keys past the
 // end of a tile are masked.
@@ -34,8 +35,11 @@
 // row (times scale |q_i . k_j| for the gate). Shaw's relative keys add to
 // dq_ix, per pair, (u |query_scale dS_ij| + query_scale P_ij dD_i) |A[row]_x|
 // (the window rounds query_scale dS to bf16 before its product with A), and
-// A's gradient (the FP32 pass) is bounded as the table's, times
-// query_scale |q_ix|. Each bound is doubled (the f32 arithmetic around the roundings:
+// A's gradient is bounded as the table's, times query_scale |q_ix|, plus u
+// |query_scale dS_ij q_ix| (by distance, dS is rounded before its product
+// with q). Shaw's values add u sum_j P~_ij |V[row]_x| to o_ix (P~ rounded
+// before its product with V's rows) and bound V's gradient by u sum P~_ij
+// |dO_ix| over the pairs of its row. Each bound is doubled (the f32 arithmetic around the roundings:
 // exp's ulps, sums of 40 terms), plus 2^-16 of the tensor's largest value,
 // and checked to be far below the tensor's own scale (below 2^-4 of its
 // largest value), so a lost term, a misplaced mask or a wrong row fails it.
@@ -121,11 +125,12 @@ std::vector<Case> cases() {
     t.row_of = Tensor::from_vector(rows, {81});
     t.first_distance = -40;
     t.query_vectors = bf16_values({H, 9, d}, 8);
+    t.value_vectors = bf16_values({H, 9, d}, 10);
     std::vector<float> m(static_cast<size_t>(B * L), 0.0f);
     for (int64_t j = L - 5; j < L; ++j) m[static_cast<size_t>(j)] = static_cast<float>(kLowest);
     t.key_bias = Tensor::from_vector(m, {B, 1, L});
     t.scale = t.query_scale = 0.25, t.dropout = 0.2, t.seed = 5, t.stream = 2;
-    c.push_back({"Shaw's relative keys (query vectors), the padding mask, dropout", t, true});
+    c.push_back({"Shaw's relative keys and values, the padding mask, dropout", t, true});
   }
   {
     AttentionTerms t;
@@ -136,10 +141,11 @@ std::vector<Case> cases() {
     t.row_of = Tensor::from_vector(rows, {81});
     t.first_distance = -40;
     t.query_vectors = bf16_values({1, 13, d}, 9);  // one for every head
+    t.value_vectors = bf16_values({1, 13, d}, 15);
     t.causal = true;
     t.scale = t.query_scale = 0.25;
     REQUIRE(attention_table_grads_on_tiles(t));
-    c.push_back({"Shaw's relative keys at consecutive positions (A's gradient by distance), causal", t, true});
+    c.push_back({"Shaw's keys and values at consecutive positions (their gradients by distance), causal", t, true});
   }
   {
     AttentionTerms t;
@@ -158,14 +164,14 @@ std::vector<Case> cases() {
 
 AttentionTerms on(const AttentionTerms& terms, Device device) {
   AttentionTerms t = terms;
-  for (Tensor* x : {&t.positions, &t.row_of, &t.table, &t.gate, &t.query_vectors, &t.key_bias, &t.dense_bias,
-                    &t.rotary})
+  for (Tensor* x : {&t.positions, &t.row_of, &t.table, &t.gate, &t.query_vectors, &t.value_vectors, &t.key_bias,
+                    &t.dense_bias, &t.rotary})
     if (x->defined()) *x = x->to(device);
   return t;
 }
 
 struct Result {
-  Tensor out, lse, gq, gk, gv, gtable, ggate, gvectors;
+  Tensor out, lse, gq, gk, gv, gtable, ggate, gvectors, gvalues;
 };
 
 Result run(const Case& c, const std::vector<Tensor>& qkvg, Device device, int64_t* launches = nullptr) {
@@ -183,6 +189,7 @@ Result run(const Case& c, const std::vector<Tensor>& qkvg, Device device, int64_
   needs.table = c.learned_tables && t.table.defined();
   needs.gate = c.learned_tables && t.gate.defined();
   needs.query_vectors = c.learned_tables && t.query_vectors.defined();
+  needs.value_vectors = c.learned_tables && t.value_vectors.defined();
   if (device.is_cuda()) {
     synchronize(device);
     reset_device_counters();
@@ -190,7 +197,9 @@ Result run(const Case& c, const std::vector<Tensor>& qkvg, Device device, int64_
   const AttentionGrads gr = attention_backward(g, q, k, v, f, t, needs);
   if (launches) launches[1] = device_counters().kernel_launches;
   auto cpu = [](const Tensor& x) { return x.defined() ? x.to(Device::cpu()) : Tensor(); };
-  return {cpu(f.out), cpu(f.lse), cpu(gr.q), cpu(gr.k), cpu(gr.v), cpu(gr.table), cpu(gr.gate), cpu(gr.query_vectors)};
+  return {cpu(f.out),  cpu(f.lse),  cpu(gr.q),             cpu(gr.k),
+          cpu(gr.v),    cpu(gr.table), cpu(gr.gate),        cpu(gr.query_vectors),
+          cpu(gr.value_vectors)};
 }
 
 double largest(const Tensor& x) {
@@ -222,8 +231,10 @@ void require_within(const Tensor& gpu, const Tensor& cpu, const std::vector<doub
 // Element (b, h, n, x) of a [B, H, L, d] tensor's values.
 size_t at(int64_t b, int64_t h, int64_t n, int64_t x) { return static_cast<size_t>(((b * H + h) * L + n) * d + x); }
 
-// P~_ij [B, H, L, L] from the CPU's forward: values one-hot on d keys at a time.
-std::vector<double> probabilities(const Tensor& q, const Tensor& k, const AttentionTerms& t) {
+// P~_ij [B, H, L, L] from the CPU's forward: values one-hot on d keys at a
+// time (and no value vectors, which the probabilities do not depend on).
+std::vector<double> probabilities(const Tensor& q, const Tensor& k, AttentionTerms t) {
+  t.value_vectors = Tensor();
   std::vector<double> p(static_cast<size_t>(B * H * L * L));
   for (int64_t first = 0; first < L; first += d) {
     std::vector<float> v(static_cast<size_t>(B * H * L * d), 0.0f);
@@ -261,7 +272,7 @@ std::vector<double> rotated(std::vector<double> r, const AttentionTerms& t, bool
 
 // The bounds of the top of the file, per element of each result.
 struct Bounds {
-  std::vector<double> out, q, k, v, table, gate, vectors;
+  std::vector<double> out, q, k, v, table, gate, vectors, values;
 };
 
 Bounds bounds(const Case& c, const std::vector<Tensor>& inputs, const Tensor& cpu_out, const Tensor& gpu_out) {
@@ -297,10 +308,12 @@ Bounds bounds(const Case& c, const std::vector<Tensor>& inputs, const Tensor& cp
   r.table.assign(size_of(t.table), 0.0);
   r.gate.assign(size_of(t.gate), 0.0);
   r.vectors.assign(size_of(t.query_vectors), 0.0);
-  const std::vector<double> a = t.query_vectors.defined() ? t.query_vectors.to_doubles() : std::vector<double>();
-  // Element x of A's row `row` for head h: its index.
-  auto vector_at = [&](int64_t h, int64_t row, int64_t x) {
-    return static_cast<size_t>(((t.query_vectors.size(0) == 1 ? 0 : h) * t.query_vectors.size(1) + row) * d + x);
+  r.values.assign(size_of(t.value_vectors), 0.0);
+  const std::vector<double> a = t.query_vectors.defined() ? t.query_vectors.to_doubles() : std::vector<double>(),
+                            vv = t.value_vectors.defined() ? t.value_vectors.to_doubles() : std::vector<double>();
+  // Element x of a table's row `row` for head h ([H or 1, rows, d]): its index.
+  auto vector_at = [&](const Tensor& table, int64_t h, int64_t row, int64_t x) {
+    return static_cast<size_t>(((table.size(0) == 1 ? 0 : h) * table.size(1) + row) * d + x);
   };
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
@@ -318,7 +331,11 @@ Bounds bounds(const Case& c, const std::vector<Tensor>& inputs, const Tensor& cp
         for (int64_t j = 0; j < L; ++j) {
           const size_t ij = pair(j);
           double dP = 0, qk = 0;
-          for (int64_t x = 0; x < d; ++x) dP += g[at(b, h, i, x)] * v[at(b, h, j, x)], qk += q[at(b, h, i, x)] * k[at(b, h, j, x)];
+          for (int64_t x = 0; x < d; ++x) {
+            dP += g[at(b, h, i, x)] * v[at(b, h, j, x)], qk += q[at(b, h, i, x)] * k[at(b, h, j, x)];
+            if (t.value_vectors.defined() && row_of[ij] >= 0)
+              dP += g[at(b, h, i, x)] * vv[vector_at(t.value_vectors, h, row_of[ij], x)];
+          }
           const double z = p[ij] > 0 ? pt[ij] / p[ij] : 0.0, scale = t.scale * gate_of[ij];
           const double ds = scale * p[ij] * (z * dP - D), moved = scale * p[ij] * dD;
           const double each = 2 * kUnit * std::fabs(ds) + moved;
@@ -330,11 +347,17 @@ Bounds bounds(const Case& c, const std::vector<Tensor>& inputs, const Tensor& cp
           if (row_of[ij] >= 0 && t.query_vectors.defined()) {
             const double qs = t.query_scale, raw = p[ij] * (z * dP - D);
             for (int64_t x = 0; x < d; ++x) {
-              const size_t ax = vector_at(h, row_of[ij], x);
+              const size_t ax = vector_at(t.query_vectors, h, row_of[ij], x);
               r.q[at(b, h, i, x)] += (2 * kUnit * std::fabs(qs * raw) + qs * p[ij] * dD) * std::fabs(a[ax]);
-              r.vectors[ax] += qs * p[ij] * dD * std::fabs(q[at(b, h, i, x)]);
+              r.vectors[ax] += (2 * kUnit * std::fabs(qs * raw) + qs * p[ij] * dD) * std::fabs(q[at(b, h, i, x)]);
             }
           }
+          if (row_of[ij] >= 0 && t.value_vectors.defined())
+            for (int64_t x = 0; x < d; ++x) {
+              const size_t vx = vector_at(t.value_vectors, h, row_of[ij], x);
+              r.out[at(b, h, i, x)] += 2 * kUnit * pt[ij] * std::fabs(vv[vx]);
+              r.values[vx] += 2 * kUnit * pt[ij] * std::fabs(g[at(b, h, i, x)]);
+            }
           if (row_of[ij] >= 0 && t.table.defined()) r.table[entry(t.table, h, row_of[ij])] += p[ij] * dD;
           if (row_of[ij] >= 0 && t.gate.defined())
             r.gate[entry(t.gate, h, row_of[ij])] += t.scale * p[ij] * dD * std::fabs(qk);
@@ -360,9 +383,10 @@ TEST_CASE("attention on tensor-core tiles: the CUDA kernels agree with the CPU's
     // By query rows, by key rows; the tables' gradients: the sum of the
     // blocks' bins, or the FP32 pass: the pairs' keys and the tables (cub's
     // sort between them is not one of ordo's kernels).
-    // Shaw's keys by distance: its pass and the sum into A's rows.
+    // Shaw's vectors by distance: its pass and the sum into each table's rows.
     const bool binned = attention_table_grads_on_tiles(c.terms);
-    CHECK(launches[1] == (!c.learned_tables ? 2 : binned && !c.terms.query_vectors.defined() ? 3 : 4));
+    const int vector_tables = c.terms.query_vectors.defined() + c.terms.value_vectors.defined();
+    CHECK(launches[1] == (!c.learned_tables ? 2 : !binned ? 4 : vector_tables > 0 ? 3 + vector_tables : 3));
 
     const Bounds bound = bounds(c, inputs, cpu.out, gpu.out);
     {
@@ -384,11 +408,12 @@ TEST_CASE("attention on tensor-core tiles: the CUDA kernels agree with the CPU's
       if (c.terms.table.defined()) require_within(gpu.gtable, cpu.gtable, bound.table);
       if (c.terms.gate.defined()) require_within(gpu.ggate, cpu.ggate, bound.gate);
       if (c.terms.query_vectors.defined()) require_within(gpu.gvectors, cpu.gvectors, bound.vectors);
+      if (c.terms.value_vectors.defined()) require_within(gpu.gvalues, cpu.gvalues, bound.values);
     }
   }
 }
 
-TEST_CASE("attention on tensor-core tiles: terms with vectors per pair but Shaw's keys take the FP32 kernels",
+TEST_CASE("attention on tensor-core tiles: terms with vectors per pair but Shaw's take the FP32 kernels",
           "[cuda][attention]") {
   AttentionTerms t;
   t.bf16_products = true;
@@ -401,6 +426,8 @@ TEST_CASE("attention on tensor-core tiles: terms with vectors per pair but Shaw'
   t.rotary = Tensor::zeros({32}, DType::f32);
   CHECK_FALSE(attention_runs_on_tiles(t, 64));  // with RoPE
   t.rotary = Tensor();
+  t.value_vectors = t.query_vectors;
+  CHECK(attention_runs_on_tiles(t, 64));  // Shaw's values
   t.key_vectors = t.query_vectors;
   CHECK_FALSE(attention_runs_on_tiles(t, 64));
   t = AttentionTerms();

@@ -223,21 +223,28 @@ TEST_CASE("kernel calls: the tables' gradients binned by the tiles cost 4 FLOPs 
   }
 }
 
-TEST_CASE("kernel calls: Shaw's relative keys' gradient by distance on the tiles, at consecutive positions",
+TEST_CASE("kernel calls: Shaw's relative vectors' gradients by distance on the tiles, at consecutive positions",
           "[roofline]") {
   // As above, with query vectors A [1, 7, 16] (extra = d = 16: a score is
   // 2 (d + d) = 64, P v 32): the backward per pair 2 (64 + 32) + 3 x 32 =
   // 288; A's gradient by distance 16 d = 256 more (S and dP over 3 keys a
-  // pair, q . A, dS q), or the FP32 pass 64 + 32 + 2 (d + d) = 160 more.
-  for (const bool consecutive : {true, false}) {
-    AttentionTerms t = relative_terms();
-    t.consecutive_positions = consecutive;
-    t.query_vectors = Tensor::zeros({1, 7, 16});
-    INFO((consecutive ? "consecutive" : "not known to be consecutive"));
-    AttentionNeeds needs;
-    needs.q = needs.query_vectors = true;
-    const KernelCall call = backward_call(t, needs);
-    CHECK(call.integers == std::vector<int64_t>{1, 16, 0, consecutive ? 2 : 1});
-    CHECK(kernel_flops(call) == 32.0 * (288 + (consecutive ? 256 : 160)));
-  }
+  // pair: 12 d; q . A and dS q: 4 d), or the FP32 pass 64 + 32 + 2 (d + d) =
+  // 160 more. With value vectors V too (extra = 2 d = 32: a score 96): 2 (96
+  // + 32) + 96 = 352; by distance 12 d + 2 x 4 d = 320, or the FP32 pass 96 +
+  // 32 + 2 (d + 2 d) = 224.
+  for (const bool values : {false, true})
+    for (const bool consecutive : {true, false}) {
+      AttentionTerms t = relative_terms();
+      t.consecutive_positions = consecutive;
+      t.query_vectors = Tensor::zeros({1, 7, 16});
+      if (values) t.value_vectors = Tensor::zeros({1, 7, 16});
+      INFO((consecutive ? "consecutive" : "not known to be consecutive") << (values ? ", values" : ""));
+      AttentionNeeds needs;
+      needs.q = needs.query_vectors = true;
+      needs.value_vectors = values;
+      const KernelCall call = backward_call(t, needs);
+      CHECK(call.integers == std::vector<int64_t>{1, values ? 32 : 16, 0, consecutive ? 2 : 1});
+      const double base = values ? 352 : 288, by_distance = values ? 320 : 256, pass = values ? 224 : 160;
+      CHECK(kernel_flops(call) == 32.0 * (base + (consecutive ? by_distance : pass)));
+    }
 }
