@@ -179,7 +179,7 @@ __device__ __forceinline__ void add_to_bins(float* bins, float* stage, int bin, 
 }
 
 // s_ij of a pair whose q_i . k_j is c and q_i . A[row] is qa (the terms of
-// attention_runs_on_tiles: scalars, and query vectors).
+// attention_runs_on_tiles: scalars, and Shaw's query vectors).
 __device__ __forceinline__ float pair_score(const Terms& t, float c, float qa, int64_t b, int64_t h, int64_t i,
                                             int64_t j) {
   Terms::Dots dots;
@@ -188,7 +188,7 @@ __device__ __forceinline__ float pair_score(const Terms& t, float c, float qa, i
   return t.score(dots, b, h, i, j, t.row(b, i, j));
 }
 
-// ---- Shaw's relative keys: the window of distances ------------------------------------------------
+// ---- Shaw's relative vectors: the window of distances ---------------------------------------------
 
 constexpr int kWindow = 48;  // distances a window holds: 16 queries and 32 keys at consecutive positions span 47
 
@@ -264,7 +264,7 @@ __device__ float vector_dot(const Terms& t, const Table& table, const Window& w,
   return sum;
 }
 
-// The window's operands: its rows of A and G for `kRows` queries.
+// The window's operands: its rows of A (or V) and G = X W_w^T for `kRows` rows of X.
 template <int D, bool kVectors, int kRows>
 struct WindowTiles {
   alignas(32) bf16 rows[kWindow][D];
