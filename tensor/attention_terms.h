@@ -68,7 +68,7 @@ struct AttentionTerms {
   int64_t first_distance = 0;
   // Every row of positions counts up by one (p_j - p_i = j - i:
   // nn::InputFacts::consecutive), so that the pairs of one distance are a
-  // diagonal (the tiles' gradient of Shaw's relative keys takes them so).
+  // diagonal (the tiles' gradients of Shaw's relative vectors take them so).
   bool consecutive_positions = false;
   double dropout = 0;
   uint64_t seed = 0, stream = 0;

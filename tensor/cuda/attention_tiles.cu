@@ -488,7 +488,7 @@ __global__ void __launch_bounds__(ForwardTiles<D, kVectors>::kWarps * kWarp) att
 // ---- backward by query rows ------------------------------------------------------------------------
 
 // What the backward by query rows forms beyond dq and D: nothing, the
-// tables' gradients binned, or Shaw's relative keys (their window).
+// tables' gradients binned, or Shaw's relative vectors (their window).
 enum class QueryExtra { none, tables, vectors };
 
 // Where the backward by query rows bins the tables' gradients: the scalar
@@ -937,7 +937,7 @@ void attention_backward_tiles(const AttentionGrads& grads, bool with_tables, con
   }
   const int64_t bins = tables.table_rows + tables.gate_rows;
   const bool vectors = t.query_vectors.data != nullptr || t.value_vectors.data != nullptr;
-  ORDO_ASSERT(!(vectors && bins > 0));  // attention_table_grads_on_tiles: no table or gate beside query vectors
+  ORDO_ASSERT(!(vectors && bins > 0));  // attention_table_grads_on_tiles: no table or gate beside the vectors
   with_tile_width(t.d, [&](auto width) {
     constexpr int D = decltype(width)::value;
     auto by_query_rows = [&](auto extra) {
