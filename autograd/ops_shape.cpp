@@ -72,7 +72,10 @@ Var contiguous(const Var& x) {
 Var concat(const std::vector<Var>& parts, int axis) {
   std::vector<Tensor> values;
   for (const Var& p : parts) values.push_back(p.value());
-  Tensor y = concat(values, axis);
+  // Parts that lie one after another in one storage (parameters laid out by
+  // nn::join_parameters, say a per-head table's heads) are joined as a view.
+  Tensor y = axis == 0 ? Tensor::joined_rows(values) : Tensor();
+  if (!y.defined()) y = concat(values, axis);
   int d = normalize_dim(axis, y.dim(), "concat");
   std::vector<int64_t> sizes;
   for (const Tensor& v : values) sizes.push_back(v.size(d));

@@ -79,6 +79,11 @@ TableSet::TableSet(nn::Module& owner, Share share, int64_t layers, int64_t heads
     : share_(share), layers_(layers), heads_(heads), table_shape_(table_shape) {
   int64_t n = share == Share::none ? layers * heads : share == Share::heads ? layers : share == Share::layers ? heads : 1;
   for (int64_t t = 0; t < n; ++t) tables_.push_back(&owner.add_parameter(name_of(t), table_shape, init, true, device));
+  // A layer's heads' tables one after another in memory: for_layer then reads
+  // them as one view instead of copying them together each forward.
+  if ((share == Share::none || share == Share::layers) && heads > 1 && !table_shape.empty())
+    for (int64_t first = 0; first < n; first += heads)
+      nn::join_parameters(std::vector<nn::Parameter*>(tables_.begin() + first, tables_.begin() + first + heads));
 }
 
 Var TableSet::for_layer(int layer) const {

@@ -7,6 +7,7 @@
 #include "autograd/ops.h"
 #include "nn/bert.h"
 #include "nn/heads.h"
+#include "pe/common.h"
 #include "pe/registry.h"
 #include "tensor/device_runtime.h"
 #include "tensor/kernel_calls.h"
@@ -385,4 +386,31 @@ TEST_CASE("a pretraining model rounds every product weight and the decoder's tab
     else CHECK(weight_casts >= 3);  // at least the pooler's, the transform's and the words' own casts
   }
   CHECK(losses[0] == losses[1]);
+}
+
+TEST_CASE("a per-head table set keeps a layer's heads in one block: for_layer joins them as a view, no copy",
+          "[nn][pe]") {
+  // 2 layers x 3 heads of [5] tables (share none), and 3 of [4, 2] shared by the layers.
+  for (const pe::Share share : {pe::Share::none, pe::Share::layers}) {
+    INFO(pe::share_name(share));
+    nn::Module owner;
+    const Shape shape = share == pe::Share::none ? Shape{5} : Shape{4, 2};
+    pe::TableSet set(owner, share, 2, 3, shape, nn::Init::normal(1.0), Device::cpu(),
+                     [](int64_t t) { return "table_" + std::to_string(t); });
+    nn::initialize(owner, 7);
+    Var tables;
+    {
+      KernelCallRecording recording;
+      tables = set.for_layer(1);
+      CHECK(recording.calls().empty());  // views only
+    }
+    const int64_t first = share == pe::Share::none ? 3 : 0;  // layer 1's first table
+    for (int64_t h = 0; h < 3; ++h)
+      CHECK(tables.value().slice(0, h, h + 1).reshape(shape).to_doubles() == set.table(first + h).var.value().to_doubles());
+    // The gradient of sum(tables * w) reaches each head's table as its row of w.
+    const Tensor w = rand_f32(tables.shape(), 3);
+    sum(mul(tables, Var(w))).backward();
+    for (int64_t h = 0; h < 3; ++h)
+      CHECK(set.table(first + h).var.grad().to_doubles() == w.slice(0, h, h + 1).reshape(shape).to_doubles());
+  }
 }
