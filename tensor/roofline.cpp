@@ -57,10 +57,11 @@ double per_element_flops(const char* kernel) {
 // and of its share of P v (2 d), and whether it runs on tensor-core tiles
 // (and the tables' gradients with them). Integers: forward [extra, causal,
 // tiles]; backward [tables, extra, causal, tiles: 0, 1, or 2 with the
-// tables]. pairs = 0 when the call is not described so.
+// tables]; vectors: the d-wide terms per pair among the extra (Shaw's A
+// and V; a gate adds 1). pairs = 0 when the call is not described so.
 struct AttentionWork {
   bool forward = false, tables = false, tiles = false, tables_on_tiles = false;
-  double pairs = 0, scores = 0, product = 0, d = 0, extra = 0;
+  double pairs = 0, scores = 0, product = 0, d = 0, extra = 0, vectors = 0;
 };
 AttentionWork attention_work(const KernelCall& call) {
   AttentionWork w;
@@ -75,6 +76,7 @@ AttentionWork attention_work(const KernelCall& call) {
             static_cast<double>(call.shapes[k][2]);
   if (call.integers[first + 1] != 0) w.pairs = w.pairs / 2;
   w.scores = 2 * (w.d + w.extra), w.product = 2 * w.d;
+  w.vectors = w.d > 0 ? std::floor(w.extra / w.d) : 0;
   w.tables = !w.forward && call.integers[0] != 0;
   w.tiles = call.integers.size() > first + 2 && call.integers[first + 2] != 0;
   w.tables_on_tiles = w.tables && w.tiles && call.integers[first + 2] == 2;
@@ -93,8 +95,7 @@ AttentionWork attention_work(const KernelCall& call) {
 double attention_flops(const KernelCall& call) {
   const AttentionWork w = attention_work(call);
   if (w.forward) return w.pairs * (w.scores + w.product);
-  const double vectors = w.d > 0 ? std::floor(w.extra / w.d) : 0;  // d-wide terms per pair (a gate adds 1)
-  const double on_tiles = vectors > 0 ? (12 + 4 * vectors) * w.d : 4;
+  const double on_tiles = w.vectors > 0 ? (12 + 4 * w.vectors) * w.d : 4;
   const double tables = !w.tables ? 0 : w.tables_on_tiles ? on_tiles : w.scores + w.product + 2 * (w.d + w.extra);
   return w.pairs * (2 * (w.scores + w.product) + 3 * w.product + tables);
 }
@@ -114,10 +115,9 @@ double attention_seconds(const KernelCall& call, const RooflineMachine& machine)
   const AttentionWork w = attention_work(call);
   const double all = attention_flops(call);
   if (!w.tiles) return all / machine.fp32_flops;
-  const double vectors = w.d > 0 ? std::floor(w.extra / w.d) : 0;
-  const double by_distance = w.tables_on_tiles && vectors > 0 ? 6 + 2 * vectors : 0;
-  const double products = w.pairs * 2 * w.d * (w.forward ? 2 + 1.5 * vectors : 7 + 4.5 * vectors + by_distance);
-  const double covered = w.pairs * 2 * w.d * (w.forward ? 2 + vectors : 7 + 3 * vectors + by_distance);
+  const double v = w.vectors, by_distance = w.tables_on_tiles && v > 0 ? 6 + 2 * v : 0;
+  const double products = w.pairs * 2 * w.d * (w.forward ? 2 + 1.5 * v : 7 + 4.5 * v + by_distance);
+  const double covered = w.pairs * 2 * w.d * (w.forward ? 2 + v : 7 + 3 * v + by_distance);
   return products / machine.bf16_flops + std::max(0.0, all - covered) / machine.fp32_flops;
 }
 
