@@ -447,17 +447,26 @@ InputFacts read_facts(const BertInputs& in, int64_t batch, int64_t length) {
                      length);
 }
 
-// Puts a forward's facts in its Context, and takes them out after it.
+// Puts a forward's facts in its Context, with an empty Context::layer_shared,
+// and takes them out after it.
 class FactsScope {
  public:
-  FactsScope(Context& ctx, const InputFacts& facts) : ctx_(ctx), before_(ctx.facts) { ctx_.facts = facts; }
-  ~FactsScope() { ctx_.facts = before_; }
+  FactsScope(Context& ctx, const InputFacts& facts)
+      : ctx_(ctx), before_(ctx.facts), shared_before_(std::move(ctx.layer_shared)) {
+    ctx_.facts = facts;
+    ctx_.layer_shared.clear();  // this forward's own
+  }
+  ~FactsScope() {
+    ctx_.facts = before_;
+    ctx_.layer_shared = std::move(shared_before_);
+  }
   FactsScope(const FactsScope&) = delete;
   FactsScope& operator=(const FactsScope&) = delete;
 
  private:
   Context& ctx_;
   std::optional<InputFacts> before_;
+  std::map<const void*, Var> shared_before_;
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,6 +78,11 @@ struct Context {
   // The current forward's InputFacts (set by BertModel::forward); empty
   // outside one, where an encoding reads what it needs from the tensors.
   std::optional<InputFacts> facts;
+  // Values every layer of the current forward shares, made once and kept
+  // here by their owner (pe::TableSet's tables shared by the layers): one
+  // node, so the layers' gradients sum there and reach the parameters once
+  // instead of once a layer and head. Empty outside a forward, as facts.
+  std::map<const void*, Var> layer_shared;
 
   // Kernels fused where ordo has them (residual + dropout + LayerNorm, bias
   // + activation, on CUDA the attention: nn/bert.h); false runs the unfused

@@ -71,7 +71,7 @@ Var Attenuated::weights(const nn::AttentionState& s, DType dtype) const {
   // D_h[p_i, p_j]: the pair's index into the flattened matrix, p_i * Lmax + p_j.
   Tensor rows = mul(positions, Tensor::scalar(static_cast<double>(rows_), DType::i64, positions.device()));
   Tensor ids = add(rows.unsqueeze(2), positions.unsqueeze(1));  // [B, L, L]
-  Var tables = reshape(matrix_->for_layer(s.layer), {heads_, rows_ * rows_});
+  Var tables = reshape(matrix_->for_layer(s.layer, s.ctx), {heads_, rows_ * rows_});
   return per_head_lookup(tables, ids);
 }
 

@@ -86,8 +86,13 @@ TableSet::TableSet(nn::Module& owner, Share share, int64_t layers, int64_t heads
       nn::join_parameters(std::vector<nn::Parameter*>(tables_.begin() + first, tables_.begin() + first + heads));
 }
 
-Var TableSet::for_layer(int layer) const {
+Var TableSet::for_layer(int layer, nn::Context* ctx) const {
   ORDO_CHECK(layer >= 0 && layer < layers_, "TableSet: layer ", layer, " of ", layers_);
+  if (ctx != nullptr && ctx->facts && (share_ == Share::layers || share_ == Share::all)) {
+    Var& shared = ctx->layer_shared[this];
+    if (!shared.defined()) shared = for_layer(layer);
+    return shared;
+  }
   Shape one = table_shape_;
   one.insert(one.begin(), 1);
   Shape all_heads = table_shape_;

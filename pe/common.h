@@ -59,7 +59,9 @@ class TableSet {
            Device device, const std::function<std::string(int64_t table)>& name_of);
   // The tables layer `layer` uses, one per head: [heads, table_shape...].
   // Shared tables appear as broadcast views, so gradients sum over sharers.
-  Var for_layer(int layer) const;
+  // Tables the layers share are one Var a forward when `ctx` is inside one
+  // (Context::layer_shared): their gradients then sum before the heads split.
+  Var for_layer(int layer, nn::Context* ctx = nullptr) const;
   int64_t count() const { return static_cast<int64_t>(tables_.size()); }
   Share share() const { return share_; }
   const nn::Parameter& table(int64_t t) const { return *tables_[static_cast<size_t>(t)]; }

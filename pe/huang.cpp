@@ -39,7 +39,7 @@ nn::PositionEncoding::OffsetVectors HuangScalar::offset_vectors(int layer, int64
 
 void HuangScalar::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
   DistanceRows rows = spec_.fused_rows(*this, s, out);
-  out.vars.gate = per_head_table(layer_rows(tables_, s.layer, rows), 2);
+  out.vars.gate = per_head_table(layer_rows(tables_, s.layer, rows, s.ctx), 2);
 }
 
 // ---- method 3 -----------------------------------------------------------------------------------
@@ -53,7 +53,7 @@ HuangProduct::HuangProduct(const nn::BertConfig& c, const RelativeOptions& o, De
 
 Var HuangProduct::contextual_scores(const nn::AttentionState& s, const Var& q, const Var& k) {
   DistanceRows rows = spec_.rows(*s.positions, name(), false, s.ctx);
-  Var a = layer_rows(tables_, s.layer, rows);
+  Var a = layer_rows(tables_, s.layer, rows, s.ctx);
   if (a.dim() == 2) a = expand(unsqueeze(a, 0), {s.heads, a.size(0), a.size(1)});  // one table for every head
   return relative_product(q, k, a, rows.idx);  // sum_d q_id k_jd a_{r_ij,d}, pair by pair
 }
@@ -64,7 +64,7 @@ nn::PositionEncoding::OffsetVectors HuangProduct::offset_vectors(int layer, int6
 
 void HuangProduct::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
   DistanceRows rows = spec_.fused_rows(*this, s, out);
-  out.vars.product = per_head_table(layer_rows(tables_, s.layer, rows), 3);
+  out.vars.product = per_head_table(layer_rows(tables_, s.layer, rows, s.ctx), 3);
 }
 
 // ---- method 4 -----------------------------------------------------------------------------------
@@ -77,7 +77,7 @@ HuangInteraction::HuangInteraction(const nn::BertConfig& c, const RelativeOption
 
 Var HuangInteraction::score_bias(const nn::AttentionState& s, const Var& q, const Var& k) {
   DistanceRows rows = spec_.vector_rows(*s.positions, name(), /*with_transpose=*/true, s.ctx);
-  Var a = layer_rows(tables_, s.layer, rows);
+  Var a = layer_rows(tables_, s.layer, rows, s.ctx);
   const double scale = score_scale(s);
   return add(query_vector_term(q, a, rows, scale), key_vector_term(k, a, rows, scale));
 }
@@ -88,7 +88,7 @@ nn::PositionEncoding::OffsetVectors HuangInteraction::offset_vectors(int layer, 
 
 void HuangInteraction::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
   DistanceRows rows = spec_.fused_rows(*this, s, out);
-  Var a = per_head_table(layer_rows(tables_, s.layer, rows), 3);
+  Var a = per_head_table(layer_rows(tables_, s.layer, rows, s.ctx), 3);
   out.vars.query_vectors = out.vars.key_vectors = a;
   out.terms.query_scale = out.terms.key_scale = score_scale(s);
 }

@@ -181,14 +181,14 @@ void keep_out_of_decay(nn::Module& owner, const TableSet& tables, Share share, i
   }
 }
 
-Var layer_rows(const TableSet& tables, int layer, const DistanceRows& rows) {
+Var layer_rows(const TableSet& tables, int layer, const DistanceRows& rows, nn::Context* ctx) {
   auto trimmed = [&](const Var& t, int axis) {
     return rows.first == 0 && rows.count == t.size(axis) ? t : slice(t, axis, rows.first, rows.first + rows.count);
   };
   switch (tables.share()) {
     case Share::heads: return trimmed(tables.table(layer).var, 0);
     case Share::all: return trimmed(tables.table(0).var, 0);
-    default: return trimmed(tables.for_layer(layer), 1);
+    default: return trimmed(tables.for_layer(layer, ctx), 1);
   }
 }
 
@@ -266,20 +266,20 @@ ShawRelative::ShawRelative(const nn::BertConfig& c, const RelativeOptions& o, bo
 
 Var ShawRelative::score_bias(const nn::AttentionState& s, const Var& q, const Var&) {
   DistanceRows rows = spec_.vector_rows(*s.positions, name(), false, s.ctx);
-  return query_vector_term(q, layer_rows(keys_, s.layer, rows), rows, score_scale(s));
+  return query_vector_term(q, layer_rows(keys_, s.layer, rows, s.ctx), rows, score_scale(s));
 }
 
 Var ShawRelative::value_term(const nn::AttentionState& s, const Var& probs) {
   if (!values_) return {};
   DistanceRows rows = spec_.vector_rows(*s.positions, name(), false, s.ctx);
-  return value_vector_term(probs, layer_rows(*values_, s.layer, rows), rows);
+  return value_vector_term(probs, layer_rows(*values_, s.layer, rows, s.ctx), rows);
 }
 
 void ShawRelative::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
   DistanceRows rows = spec_.fused_rows(*this, s, out);
-  out.vars.query_vectors = per_head_table(layer_rows(keys_, s.layer, rows), 3);
+  out.vars.query_vectors = per_head_table(layer_rows(keys_, s.layer, rows, s.ctx), 3);
   out.terms.query_scale = score_scale(s);
-  if (values_) out.vars.value_vectors = per_head_table(layer_rows(*values_, s.layer, rows), 3);
+  if (values_) out.vars.value_vectors = per_head_table(layer_rows(*values_, s.layer, rows, s.ctx), 3);
 }
 
 nn::PositionEncoding::OffsetVectors ShawRelative::offset_vectors(int layer, int64_t span) const {

@@ -139,7 +139,8 @@ void keep_out_of_decay(nn::Module& owner, const TableSet& tables, Share share, i
 
 // The rows `rows` of layer `layer`'s tables: [count, ...] when the layer's
 // heads share one table (one product for all heads), [heads, count, ...] otherwise.
-Var layer_rows(const TableSet& tables, int layer, const DistanceRows& rows);
+// `ctx`: the forward's, for tables the layers share (TableSet::for_layer).
+Var layer_rows(const TableSet& tables, int layer, const DistanceRows& rows, nn::Context* ctx = nullptr);
 
 // The rows of layer `layer`'s first table (its first head's) for the offsets
 // -k..k, k = min(span, the table's reach), in ascending offset order, as the

@@ -63,13 +63,13 @@ Tensor T5Bias::buckets(const Tensor& positions) const {
 
 Var T5Bias::score_bias(const nn::AttentionState& s, const Var&, const Var&) {
   // R_h[bucket(p_j - p_i)], not divided by sqrt(d_h); once for a batch of identical rows.
-  return per_head_lookup(tables_.for_layer(s.layer), buckets(distinct_position_rows(*s.positions, s.ctx)));
+  return per_head_lookup(tables_.for_layer(s.layer, s.ctx), buckets(distinct_position_rows(*s.positions, s.ctx)));
 }
 
 void T5Bias::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
   set_fused_rows(*this, out, s, widest_distance(*s.positions, s.ctx),
                  [&](int64_t r) { return t5_bucket(r, num_buckets_, max_distance_); });
-  out.vars.table = tables_.for_layer(s.layer);  // [heads, buckets]
+  out.vars.table = tables_.for_layer(s.layer, s.ctx);  // [heads, buckets]
 }
 
 // ---- rel_scalar ----------------------------------------------------------------------------
@@ -97,12 +97,12 @@ Var RelativeScalar::score_bias(const nn::AttentionState& s, const Var&, const Va
   checked_widest(s, max_distance_);
   Tensor r = relative_distances(distinct_position_rows(*s.positions, s.ctx));  // once for identical rows
   Tensor rows = add(r, Tensor::scalar(static_cast<double>(max_distance_), DType::i64, r.device()));
-  return per_head_lookup(tables_.for_layer(s.layer), rows);
+  return per_head_lookup(tables_.for_layer(s.layer, s.ctx), rows);
 }
 
 void RelativeScalar::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
   set_fused_rows(*this, out, s, checked_widest(s, max_distance_), [&](int64_t r) { return r + max_distance_; });
-  out.vars.table = tables_.for_layer(s.layer);  // [heads, 2 max_distance + 1]
+  out.vars.table = tables_.for_layer(s.layer, s.ctx);  // [heads, 2 max_distance + 1]
 }
 
 // ---- abs_scalar ----------------------------------------------------------------------------
@@ -122,7 +122,7 @@ Var AbsoluteScalar::rows_at(const nn::AttentionState& s) const {
              " is outside its table of ", rows_, " positions (0..", rows_ - 1,
              "); raise the option max_position (default max_position_embeddings) or use a relative variant");
   // Rows p_i of every head's P_h: [heads, B*L, rank] -> [B, heads, L, rank].
-  Var p = index_select(tables_.for_layer(s.layer), 1, positions.flatten());
+  Var p = index_select(tables_.for_layer(s.layer, s.ctx), 1, positions.flatten());
   return permute(reshape(p, {s.heads, batch, length, rank_}), {1, 0, 2, 3});
 }
 

@@ -27,7 +27,7 @@ Var PerHeadSegments::segment_scores(const nn::AttentionState& s) const {
   // Entry seg(i) * k + seg(j) of Seg_h, for every (b, i, j).
   Tensor k = Tensor::scalar(static_cast<double>(types_), DType::i64, seg.device());
   Tensor ids = add(mul(seg.unsqueeze(2), k), seg.unsqueeze(1));
-  return per_head_lookup(tables_.for_layer(s.layer), ids);
+  return per_head_lookup(tables_.for_layer(s.layer, s.ctx), ids);
 }
 
 std::string PerHeadSegments::fused_support() const {
@@ -44,7 +44,7 @@ void PerHeadSegments::fused_terms(const nn::AttentionState& s, const Var& q, con
   auto [smallest, largest] = segment_range(seg, s.ctx);
   ORDO_CHECK(smallest >= 0 && largest < types_, "segment per_head: segment id ", largest >= types_ ? largest : smallest,
              " is outside type_vocab_size ", types_, " (ids 0..", types_ - 1, ")");
-  out.vars.segment_table = tables_.for_layer(s.layer);  // [heads, k^2]: entry seg(i) * k + seg(j)
+  out.vars.segment_table = tables_.for_layer(s.layer, s.ctx);  // [heads, k^2]: entry seg(i) * k + seg(j)
   out.terms.segments = seg;
   out.terms.segment_types = types_;
 }

@@ -41,11 +41,11 @@ Var XLNetRelative::score_bias(const nn::AttentionState& s, const Var& q, const V
   DistanceRows rows = spec_.vector_rows(*s.positions, name(), false, s.ctx);
   const double scale = score_scale(s);
   Var location_query = q;
-  if (biases_) location_query = add(q, reshape(v_->for_layer(s.layer), {heads_, 1, head_dim_}));  // q_i + v
+  if (biases_) location_query = add(q, reshape(v_->for_layer(s.layer, s.ctx), {heads_, 1, head_dim_}));  // q_i + v
   Var location = query_vector_term(location_query, location_vectors(s.layer, rows, q.dtype(), q.device()), rows, scale);
   if (!biases_) return location;
   // u . k_j, the same for every query: [B, H, 1, L], broadcast over i.
-  Var content_bias = transpose(matmul(k, reshape(u_->for_layer(s.layer), {heads_, head_dim_, 1}), false, false, scale), 2, 3);
+  Var content_bias = transpose(matmul(k, reshape(u_->for_layer(s.layer, s.ctx), {heads_, head_dim_, 1}), false, false, scale), 2, 3);
   return add(location, content_bias);
 }
 
@@ -57,10 +57,10 @@ void XLNetRelative::fused_terms(const nn::AttentionState& s, const Var& q, const
   out.terms.query_scale = scale;
   if (!biases_) return;
   // v . A_r per head, [H, R]; u . k_j, [B, H, L, 1] against E = 1.
-  out.vars.table = affine(reshape(matmul(a, reshape(v_->for_layer(s.layer), {heads_, head_dim_, 1})), {heads_, rows.count}),
+  out.vars.table = affine(reshape(matmul(a, reshape(v_->for_layer(s.layer, s.ctx), {heads_, head_dim_, 1})), {heads_, rows.count}),
                           scale);
   out.vars.pos_query = Var(Tensor::ones({1, heads_, q.size(2), 1}, q.dtype(), q.device()));
-  out.vars.pos_key = matmul(k, reshape(u_->for_layer(s.layer), {heads_, head_dim_, 1}));
+  out.vars.pos_key = matmul(k, reshape(u_->for_layer(s.layer, s.ctx), {heads_, head_dim_, 1}));
   out.terms.pos_scale = scale;
 }
 

@@ -15,7 +15,7 @@
 // cudaMalloc calls and tensor allocations per step. The emulator runs every
 // CUDA thread on the CPU, so there the counts come from a small step of the
 // same structure (the config's layers, heads and position encoding; hidden
-// 4 per head, batch 2 x 16): launches depend on the layers and kernels, not
+// 16 wide heads, batch 2 x 16): launches depend on the layers and kernels, not
 // on the sizes.
 //
 // On a real GPU, --parts times *after* with each of its parts changed
@@ -179,10 +179,13 @@ Counts count(const Case& c, int64_t batch, int64_t length, Mode mode, Device dev
   return r;
 }
 
-// The same structure at the smallest sizes, for counting on the emulator.
+// The same structure at the smallest sizes, for counting on the emulator:
+// heads 16 wide, the narrowest the attention's tensor-core tiles take
+// (attention_runs_on_tiles), so that the kernels counted are the ones a
+// 64-wide head runs.
 Case small_of(const Case& c) {
   Case s = c;
-  s.model.hidden_size = 4 * c.model.num_attention_heads;
+  s.model.hidden_size = 16 * c.model.num_attention_heads;
   s.model.intermediate_size = 2 * s.model.hidden_size;
   s.model.vocab_size = 64;
   return s;
@@ -338,7 +341,7 @@ int run(const std::vector<std::string>& argv) {
               "          and device-to-device memcpys (a stream operation each)\n"
               "counts: %s%s\n\n",
               cuda ? cuda_device_description(device.index).c_str() : "cpu",
-              emulated ? " — each config's structure at hidden 4 per head, batch 2 x 16 (launches depend on the "
+              emulated ? " — each config's structure at heads 16 wide, batch 2 x 16 (launches depend on the "
                          "layers and kernels, not the sizes)"
                        : "");
   if (!cuda) std::printf("(on the CPU there are no launches, syncs or copies: only tensor allocations apply)\n");
@@ -436,7 +439,7 @@ int run(const std::vector<std::string>& argv) {
     std::printf("\nafter with one part changed at a time, step ms (MEASURED%s; 'eager' launches after's\n"
                 "kernels one by one; each 'eager, ...' column is that eager step with the one part named changed;\n"
                 "'unfused ops + AdamW': the unfused LayerNorm, GELU and loss and the per-tensor AdamW):\n",
-                emulated ? " on the emulated GPU, at hidden 4 per head and batch 2 x 16:\nthe CPU's time, not a GPU's" : "");
+                emulated ? " on the emulated GPU, at heads 16 wide and batch 2 x 16:\nthe CPU's time, not a GPU's" : "");
     parts.print();
   }
   for (const auto& [what, times] : kernel_times) print_kernel_times(what, times, steps, emulated);

@@ -414,3 +414,46 @@ TEST_CASE("a per-head table set keeps a layer's heads in one block: for_layer jo
       CHECK(set.table(first + h).var.grad().to_doubles() == w.slice(0, h, h + 1).reshape(shape).to_doubles());
   }
 }
+
+TEST_CASE("tables the layers share are one node a forward: the layers' gradients sum before the heads split",
+          "[nn][pe]") {
+  // 3 layers x 4 heads sharing 4 tables of [5]; loss = sum over layers of sum(tables * w_layer).
+  const int64_t layers = 3, heads = 4;
+  const Shape shape{5};
+  nn::Module owner;
+  pe::TableSet set(owner, pe::Share::layers, layers, heads, shape, nn::Init::normal(1.0), Device::cpu(),
+                   [](int64_t t) { return "table_" + std::to_string(t); });
+  nn::initialize(owner, 7);
+  nn::Context ctx = nn::Context::train(1, 0);
+  CHECK(set.for_layer(0, &ctx).state() != set.for_layer(1, &ctx).state());  // outside a forward: a node a call
+  ctx.facts = nn::InputFacts{};                                            // inside one (BertModel::forward's scope)
+  std::vector<Tensor> w;
+  Var loss;
+  for (int64_t l = 0; l < layers; ++l) {
+    const Var tables = set.for_layer(static_cast<int>(l), &ctx);
+    CHECK(tables.state() == set.for_layer(0, &ctx).state());
+    w.push_back(rand_f32({heads, 5}, 10 + static_cast<uint64_t>(l)));
+    const Var term = sum(mul(tables, Var(w.back())));
+    loss = l == 0 ? term : add(loss, term);
+  }
+  std::vector<KernelCall> calls;
+  {
+    KernelCallRecording recording;
+    loss.backward();
+    calls = recording.calls();
+  }
+  // No call on one head's table alone: the layers' sums are added over the
+  // joined block, which the heads then take as views (a head's add a layer before).
+  for (const KernelCall& call : calls)
+    for (const Shape& s : call.shapes) CHECK(s != shape);
+  // Head h's gradient: the sum over layers of w_layer's row h, by hand.
+  for (int64_t h = 0; h < heads; ++h) {
+    std::vector<double> expected(5, 0.0);
+    for (int64_t l = 0; l < layers; ++l) {
+      const std::vector<double> row = w[l].slice(0, h, h + 1).to_doubles();
+      for (int64_t i = 0; i < 5; ++i) expected[i] += row[i];
+    }
+    const std::vector<double> got = set.table(h).var.grad().to_doubles();
+    for (int64_t i = 0; i < 5; ++i) CHECK(got[i] == Approx(expected[i]).epsilon(1e-6));
+  }
+}
