@@ -65,14 +65,18 @@ __global__ void adamw_kernel(float* param, const float* grad, float* m, float* v
 // Each kernel gives a block to a chunk of AdamWTensors::chunks. The
 // parameters' and moments' addresses are in the device table `layout`
 // (built once); the gradients', which change from step to step, travel as a
-// kernel argument: kMaxTensors pointers (2 KiB of the 4 KiB a kernel's
-// parameters may take). A model with more parameter tensors than that takes
-// one launch per kMaxTensors of them in each pass.
-constexpr int kMaxTensors = 256;
+// kernel argument: kMaxTensors pointers, 8 KiB of the 32,764 bytes a
+// kernel's parameters may take since CUDA 12.1 (Volta and later; 4 KiB
+// before) — enough for BERT-base with a per-head table a layer and head
+// (~350 tensors) in one launch. A model with more parameter tensors than
+// that takes one launch per kMaxTensors of them in each pass.
+constexpr int kMaxTensors = 1024;
 constexpr int kChunkThreads = 256;
 struct Pointers {
   const float* at[kMaxTensors];
 };
+// The pointers and the largest kernel's other arguments (global_norm_kernel's, 8 x 8 bytes).
+static_assert(sizeof(Pointers) + 8 * sizeof(int64_t) <= 32764, "the kernels' parameters exceed CUDA's 32,764 bytes");
 
 // partials[first_chunk + c] = sum of x^2 over chunk c of this launch, for the
 // chunks of tensors [first_tensor, first_tensor + kMaxTensors): per thread in
