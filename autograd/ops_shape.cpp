@@ -32,15 +32,14 @@ Var transpose(const Var& x, int a, int b) {
 // buffer by Var::backward instead, with no zeros and no adds.
 Var slice(const Var& x, int axis, int64_t start, int64_t end, int64_t step) {
   Tensor y = x.value().slice(axis, start, end, step);
-  Var out = record_op("slice", y, {x}, [axis, start, end, step, xv = x.value()](const Tensor& gy, const std::vector<bool>&) {
-    Tensor gx = Tensor::zeros(xv.shape(), gy.dtype(), gy.device());
-    gx.slice(axis, start, end, step).copy_from(gy);
-    return std::vector<Tensor>{gx};
+  const int d = normalize_dim(axis, x.dim(), "slice");
+  const int64_t first = start < 0 ? start + x.size(d) : start;
+  Var out = record_op("slice", y, {x}, [d, first, step, shape = x.shape()](const Tensor& gy, const std::vector<bool>&) {
+    return std::vector<Tensor>{pad_slice(gy, shape, d, first, step)};  // gy there, zeros elsewhere: one pass
   });
   if (Node* node = out.state()->node.get()) {
     node->is_slice = true;
-    const int d = normalize_dim(axis, x.dim(), "slice");
-    node->region = {d, start < 0 ? start + x.size(d) : start, end < 0 ? end + x.size(d) : end, step};
+    node->region = {d, first, end < 0 ? end + x.size(d) : end, step};
   }
   return out;
 }

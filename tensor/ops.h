@@ -247,6 +247,11 @@ SelectedRows select_rows(const Tensor& x, const Tensor& rows, bool with_operand)
 // g[j] (no sums: the same bits), every other row 0. A list that is not
 // ascending and distinct in [0, n) is an error.
 Tensor select_rows_backward(const Tensor& g, const Tensor& rows, int64_t n);
+
+// A slice's gradient placed in the sliced tensor's shape `whole`: g (the
+// shape of whole's slice(axis, start, ..., step)) there and 0 everywhere else,
+// in one pass (a fill and a copy would be two launches). Any dtype.
+Tensor pad_slice(const Tensor& g, const Shape& whole, int axis, int64_t start, int64_t step);
 // Picks entries idx (i64, 1-d) along axis.
 Tensor index_select(const Tensor& x, int axis, const Tensor& idx);
 // skip_row (when >= 0): the entry along axis whose gradient is 0 whatever idx says.

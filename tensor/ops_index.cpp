@@ -144,6 +144,28 @@ Tensor select_rows_backward(const Tensor& g, const Tensor& rows, int64_t n) {
   return gx;
 }
 
+Tensor pad_slice(const Tensor& g, const Shape& whole, int axis, int64_t start, int64_t step) {
+  check_defined(g, "pad_slice", "g");
+  ORDO_CHECK(g.dim() == static_cast<int>(whole.size()), "pad_slice: g ", shape_str(g.shape()), " is no slice of ",
+             shape_str(whole));
+  const int d = normalize_dim(axis, g.dim(), "pad_slice");
+  ORDO_CHECK(step >= 1, "pad_slice: step ", step, " (at least 1)");
+  const int64_t n = whole[d], count = g.size(d);
+  ORDO_CHECK(start >= 0 && (count == 0 || (start < n && start + (count - 1) * step < n)), "pad_slice: ", count,
+             " indices from ", start, " by ", step, " do not fit an axis of ", n);
+  int64_t outer = 1, inner = 1;
+  for (int a = 0; a < g.dim(); ++a) {
+    if (a == d) continue;
+    ORDO_CHECK(g.size(a) == whole[a], "pad_slice: g ", shape_str(g.shape()), " is no slice of ", shape_str(whole),
+               " along axis ", d);
+    (a < d ? outer : inner) *= whole[a];
+  }
+  Tensor out = Tensor::empty(whole, g.dtype(), g.device());
+  if (out.numel() > 0)  // an empty g is read nowhere: not made contiguous either
+    ORDO_BACKEND(g.device(), pad_slice)(out, g.numel() > 0 ? g.contiguous() : g, outer, n, inner, start, step);
+  return out;
+}
+
 namespace {
 
 // The tables of an embedding sum's backward that want a gradient: each one's

@@ -35,7 +35,7 @@ double largest_tensor(const KernelCall& call) {
 // FLOPs per element of the largest tensor for the memory-bound kernels.
 double per_element_flops(const char* kernel) {
   static const std::map<std::string, double> table = {
-      {"copy", 0},           {"fill", 0},           {"index_select", 0},   {"gather", 0},
+      {"copy", 0},           {"fill", 0},           {"pad_slice", 0},      {"index_select", 0},   {"gather", 0},
       {"relative_gather", 0}, {"binary", 1},        {"where", 1},          {"reduce", 1},
       {"argmax", 1},         {"index_add", 1},      {"scatter_add", 1},    {"relative_scatter", 1},
       {"embedding_sum_backward", 1},

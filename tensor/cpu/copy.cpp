@@ -66,7 +66,39 @@ void copy_cast(const Tensor& dst, const Tensor& src) {
   });
 }
 
+// out's element (o, i, r) of [outer, n, inner]: g's (o, (i - start) / step, r)
+// on the slice's indices, else zero bits.
+template <class Word>
+void pad_slice_words(const Tensor& out, const Tensor& g, int64_t outer, int64_t n, int64_t inner, int64_t start,
+                     int64_t step) {
+  Word* o = static_cast<Word*>(out.raw_data());
+  const Word* src = static_cast<const Word*>(g.raw_data());
+  const int64_t count = inner == 0 ? 0 : g.numel() / (outer * inner);
+  parallel_for(outer * n, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, inner)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t row = begin; row < end; ++row) {
+                   const int64_t b = row / n, i = row % n, from = i - start;
+                   Word* dst = o + row * inner;
+                   if (from >= 0 && from % step == 0 && from / step < count) {
+                     std::memcpy(dst, src + (b * count + from / step) * inner, static_cast<size_t>(inner) * sizeof(Word));
+                   } else {
+                     std::fill(dst, dst + inner, Word{0});
+                   }
+                 }
+               });
+}
+
 }  // namespace
+
+void pad_slice(const Tensor& out, const Tensor& g, int64_t outer, int64_t n, int64_t inner, int64_t start,
+               int64_t step) {
+  switch (dtype_size(out.dtype())) {
+    case 1: return pad_slice_words<uint8_t>(out, g, outer, n, inner, start, step);
+    case 2: return pad_slice_words<uint16_t>(out, g, outer, n, inner, start, step);
+    case 4: return pad_slice_words<uint32_t>(out, g, outer, n, inner, start, step);
+    case 8: return pad_slice_words<uint64_t>(out, g, outer, n, inner, start, step);
+  }
+}
 
 void copy(const Tensor& dst, const Tensor& src) {
   if (dst.dtype() == src.dtype()) {

@@ -242,4 +242,38 @@ void fill(const Tensor& out, double value) {
   });
 }
 
+// out's element e = (o, i, r) of [outer, n, inner]: g's (o, (i - start) /
+// step, r) on the slice's indices, else zero bits; a thread an element,
+// grid-stride.
+template <class Word>
+__global__ void pad_slice_kernel(Word* out, const Word* g, int64_t total, int64_t n, int64_t inner, int64_t count,
+                                 int64_t start, int64_t step) {
+  for (int64_t e = global_thread_index(); e < total; e += grid_thread_count()) {
+    const int64_t r = e % inner, row = e / inner, i = row % n, o = row / n, from = i - start;
+    const bool in_slice = from >= 0 && from % step == 0 && from / step < count;
+    out[e] = in_slice ? g[(o * count + from / step) * inner + r] : Word{0};
+  }
+}
+
+void pad_slice(const Tensor& out, const Tensor& g, int64_t outer, int64_t n, int64_t inner, int64_t start,
+               int64_t step) {
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  DeviceContext& ctx = context(out);
+  const int64_t count = g.numel() / (outer * inner);
+  const unsigned grid = grid_for(total, kThreads, ctx);
+  auto launch = [&](auto word) {
+    using Word = decltype(word);
+    ORDO_LAUNCH(pad_slice_kernel<Word>, grid, kThreads, 0, ctx.stream, static_cast<Word*>(out.raw_data()),
+                static_cast<const Word*>(g.raw_data()), total, n, inner, count, start, step);
+    ORDO_CUDA_CHECK_LAUNCH();
+  };
+  switch (dtype_size(out.dtype())) {
+    case 1: return launch(uint8_t{});
+    case 2: return launch(uint16_t{});
+    case 4: return launch(uint32_t{});
+    case 8: return launch(uint64_t{});
+  }
+}
+
 }  // namespace ordo::cuda

@@ -466,3 +466,52 @@ TEST_CASE("linear_cross_entropy is the product, its bias and cross_entropy: the 
     CHECK(apart.backward_kernels == (precision == MatmulPrecision::bf16 ? 3 : 2));
   }
 }
+
+namespace {
+// A slice's gradient in the whole, by hand: element (o, i, r) of [outer, n,
+// inner] is g's (o, (i - start) / step, r) where i is one of the slice's
+// indices, else 0.
+std::vector<double> padded_by_hand(const std::vector<double>& g, int64_t outer, int64_t n, int64_t inner,
+                                   int64_t start, int64_t count, int64_t step) {
+  std::vector<double> out(static_cast<size_t>(outer * n * inner), 0.0);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < count; ++j)
+      for (int64_t r = 0; r < inner; ++r)
+        out[static_cast<size_t>((o * n + start + j * step) * inner + r)] = g[static_cast<size_t>((o * count + j) * inner + r)];
+  return out;
+}
+}  // namespace
+
+TEST_CASE("a slice's gradient is padded into the whole in one call, any axis, start and step", "[autograd]") {
+  struct Case {
+    int axis;
+    int64_t start, end, step;
+  };
+  const Shape whole{3, 7, 4};
+  for (const Case c : {Case{0, 1, 3, 1}, Case{1, 2, 6, 1}, Case{1, -5, 7, 2}, Case{2, 0, 4, 3}, Case{1, 3, 3, 1}}) {
+    INFO("axis " << c.axis << " [" << c.start << ", " << c.end << ") step " << c.step);
+    for (const DType dtype : {DType::f64, DType::f32, DType::bf16}) {
+      INFO(dtype_name(dtype));
+      Var x(test::random_tensor(whole, 5, DType::f64).to(dtype), true);
+      const Var y = slice(x, c.axis, c.start, c.end, c.step);
+      const Tensor g = test::random_tensor(y.shape(), 6, DType::f64).to(dtype);
+      std::vector<KernelCall> calls;
+      {
+        KernelCallRecording recording;
+        y.backward(g);
+        calls = recording.calls();
+      }
+      REQUIRE(calls.size() == 1);  // not a fill and a copy
+      CHECK(std::string(calls[0].kernel) == "pad_slice");
+      const int d = c.axis;
+      int64_t outer = 1, inner = 1;
+      for (int a = 0; a < d; ++a) outer *= whole[a];
+      for (int a = d + 1; a < 3; ++a) inner *= whole[a];
+      const int64_t start = c.start < 0 ? c.start + whole[d] : c.start;
+      CHECK(x.grad().to_doubles() ==
+            padded_by_hand(g.to_doubles(), outer, whole[d], inner, start, y.size(d), c.step));
+    }
+  }
+  CHECK_THROWS_WITH(pad_slice(Tensor::zeros({2, 3}), {2, 4}, 1, 2, 1), Catch::Contains("do not fit"));
+  CHECK_THROWS_WITH(pad_slice(Tensor::zeros({2, 3}), {3, 4}, 1, 0, 1), Catch::Contains("is no slice of"));
+}

@@ -1241,3 +1241,23 @@ TEST_CASE("cuda: KernelTiming names every launch and product of the work it brac
 }
 
 #endif  // ORDO_HAS_CUDA
+
+// autograd's slice backward: one launch, the CPU's bits, for every element size the step slices.
+TEST_CASE("cuda: pad_slice writes a slice's gradient and the zeros around it in one launch, the CPU's bits",
+          "[cuda]") {
+  const Shape whole{3, 37, 5};
+  for (const DType dtype : {DType::f32, DType::bf16, DType::f64, DType::i64}) {
+    INFO(dtype_name(dtype));
+    for (const int64_t step : {int64_t{1}, int64_t{3}}) {
+      const Tensor g = (dtype == DType::i64 ? Tensor::arange(3 * 11 * 5).reshape({3, 11, 5})
+                                            : rand_f32({3, 11, 5}, 21))
+                           .to(dtype);
+      const Tensor want = pad_slice(g, whole, 1, 4, step);
+      synchronize(kGpu);
+      reset_device_counters();
+      const Tensor got = pad_slice(gpu(g), whole, 1, 4, step);
+      CHECK(device_counters().kernel_launches == 1);
+      check_identical(got, want, "pad_slice");
+    }
+  }
+}
