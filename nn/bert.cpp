@@ -466,7 +466,7 @@ class FactsScope {
  private:
   Context& ctx_;
   std::optional<InputFacts> before_;
-  std::map<const void*, Var> shared_before_;
+  std::map<std::string, Var> shared_before_;
 };
 
 }  // namespace

@@ -79,10 +79,11 @@ struct Context {
   // outside one, where an encoding reads what it needs from the tensors.
   std::optional<InputFacts> facts;
   // Values every layer of the current forward shares, made once and kept
-  // here by their owner (pe::TableSet's tables shared by the layers): one
-  // node, so the layers' gradients sum there and reach the parameters once
-  // instead of once a layer and head. Empty outside a forward, as facts.
-  std::map<const void*, Var> layer_shared;
+  // here under a key their maker names (pe::TableSet's tables shared by the
+  // layers, rpe_sin's P(r)): one node, so the layers' gradients sum there and
+  // reach the parameters once instead of once a layer (and head). Empty
+  // outside a forward, as facts.
+  std::map<std::string, Var> layer_shared;
 
   // Kernels fused where ordo has them (residual + dropout + LayerNorm, bias
   // + activation, on CUDA the attention: nn/bert.h); false runs the unfused

@@ -89,7 +89,7 @@ TableSet::TableSet(nn::Module& owner, Share share, int64_t layers, int64_t heads
 Var TableSet::for_layer(int layer, nn::Context* ctx) const {
   ORDO_CHECK(layer >= 0 && layer < layers_, "TableSet: layer ", layer, " of ", layers_);
   if (ctx != nullptr && ctx->facts && (share_ == Share::layers || share_ == Share::all)) {
-    Var& shared = ctx->layer_shared[this];
+    Var& shared = ctx->layer_shared[detail::cat("tables ", static_cast<const void*>(this))];
     if (!shared.defined()) shared = for_layer(layer);
     return shared;
   }

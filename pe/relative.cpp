@@ -390,14 +390,25 @@ nn::PositionEncoding::LearnedFrequencies SinusoidRelative::learned_frequencies(i
   return f;
 }
 
+Var SinusoidRelative::layer_vectors(const nn::AttentionState& s, const DistanceRows& rows, DType dtype,
+                                    Device device) const {
+  // Fixed frequencies, or learned ones every layer shares: the same vectors in each layer.
+  const bool same_in_every_layer = !offsets_ || offsets_->share() == Share::all || offsets_->share() == Share::layers;
+  if (!same_in_every_layer || s.ctx == nullptr || !s.ctx->facts) return vectors(s.layer, rows, dtype, device);
+  Var& shared = s.ctx->layer_shared[detail::cat("P(r) ", static_cast<const void*>(this), " rows ", rows.min_distance,
+                                                " + ", rows.count, " ", dtype_name(dtype), " ", device.str())];
+  if (!shared.defined()) shared = vectors(s.layer, rows, dtype, device);
+  return shared;
+}
+
 Var SinusoidRelative::score_bias(const nn::AttentionState& s, const Var& q, const Var&) {
   DistanceRows rows = spec_.vector_rows(*s.positions, name(), false, s.ctx);
-  return query_vector_term(q, vectors(s.layer, rows, q.dtype(), q.device()), rows, score_scale(s));
+  return query_vector_term(q, layer_vectors(s, rows, q.dtype(), q.device()), rows, score_scale(s));
 }
 
 void SinusoidRelative::fused_terms(const nn::AttentionState& s, const Var& q, const Var&, FusedTerms& out) {
   DistanceRows rows = spec_.fused_rows(*this, s, out);
-  Var p = per_head_table(vectors(s.layer, rows, q.dtype(), q.device()), 3);
+  Var p = per_head_table(layer_vectors(s, rows, q.dtype(), q.device()), 3);
   out.vars.query_vectors = p;
   out.terms.query_scale = score_scale(s);
   if (values_) out.vars.value_vectors = p;
@@ -406,7 +417,7 @@ void SinusoidRelative::fused_terms(const nn::AttentionState& s, const Var& q, co
 Var SinusoidRelative::value_term(const nn::AttentionState& s, const Var& probs) {
   if (!values_) return {};
   DistanceRows rows = spec_.vector_rows(*s.positions, name(), false, s.ctx);
-  return value_vector_term(probs, vectors(s.layer, rows, probs.dtype(), probs.device()), rows);
+  return value_vector_term(probs, layer_vectors(s, rows, probs.dtype(), probs.device()), rows);
 }
 
 std::unique_ptr<nn::PositionEncoding> make_rpe_sin(const nn::BertConfig& c, FieldReader& options, Device device) {

@@ -243,6 +243,9 @@ class SinusoidRelative : public nn::PositionEncoding {
 
  private:
   Var frequency_var(int layer, DType dtype, Device device) const;
+  // vectors() of the forward's layer s.layer: one Var a forward where every
+  // layer has the same P(r) (Context::layer_shared).
+  Var layer_vectors(const nn::AttentionState& s, const DistanceRows& rows, DType dtype, Device device) const;
   // delta of layer `layer`: [d_h/2] or [heads, d_h/2] (learnable only).
   Var layer_offsets(int layer) const;
 

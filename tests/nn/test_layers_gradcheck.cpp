@@ -113,3 +113,24 @@ TEST_CASE("the causal decoder passes the f64 gradient check", "[gradcheck][nn]")
   INFO(r.worst);
   CHECK(r.ok);
 }
+
+// Position terms every layer shares are one node a forward
+// (nn::Context::layer_shared): the layers' gradients sum there before
+// reaching the parameters. T5's bucket tables (shared by the layers), and
+// rpe_sin_learnable's frequencies shared by all or by the layers.
+TEST_CASE("position terms the layers share pass the f64 gradient check through the whole model", "[gradcheck][nn][pe]") {
+  for (const auto& [pe, share] : std::vector<std::pair<std::string, std::string>>{
+           {"t5_bias", "layers"}, {"rpe_sin_learnable", "all"}, {"rpe_sin_learnable", "layers"}}) {
+    INFO(pe << " share " << share);
+    nn::BertConfig c = tiny_config();
+    c.pe = pe;
+    c.pe_options["share"] = share;
+    auto model = pe::build_model(c, Device::cpu(), /*nsp=*/false, 1);
+    Tensor labels;
+    nn::BertInputs in = tiny_batch(labels);
+    nn::Context ctx = nn::Context::eval();
+    GradcheckResult r = check_model(*model, [&] { return model->forward(in, labels, Tensor(), ctx).loss; });
+    INFO(r.worst);
+    CHECK(r.ok);
+  }
+}

@@ -88,11 +88,6 @@ void compare(const Run& got, const Run& want, const std::string& what) {
   }
 }
 
-// attention_run (inference) with the fused attention switched off: the unfused ops.
-Run unfused_run(const nn::BertConfig& c, Device device) {
-  nn::FusedAttentionScope off(nn::FusedAttention::off);
-  return attention_run(c, device, false);
-}
 
 nn::BertConfig config_of(const std::string& text) {
   json::Value v = json::parse(text);
@@ -122,6 +117,13 @@ TEST_CASE("fused attention on the CPU, when asked, runs the reference kernels an
 #ifdef ORDO_HAS_CUDA
 
 namespace {
+
+// attention_run (inference) with the fused attention switched off: the unfused ops.
+Run unfused_run(const nn::BertConfig& c, Device device) {
+  nn::FusedAttentionScope off(nn::FusedAttention::off);
+  return attention_run(c, device, false);
+}
+
 const Device kGpu = Device::cuda(0);
 }  // namespace
 

@@ -1240,8 +1240,6 @@ TEST_CASE("cuda: KernelTiming names every launch and product of the work it brac
   CHECK(!again.empty());
 }
 
-#endif  // ORDO_HAS_CUDA
-
 // autograd's slice backward: one launch, the CPU's bits, for every element size the step slices.
 TEST_CASE("cuda: pad_slice writes a slice's gradient and the zeros around it in one launch, the CPU's bits",
           "[cuda]") {
@@ -1261,3 +1259,5 @@ TEST_CASE("cuda: pad_slice writes a slice's gradient and the zeros around it in 
     }
   }
 }
+
+#endif  // ORDO_HAS_CUDA
