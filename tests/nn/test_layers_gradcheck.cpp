@@ -26,6 +26,15 @@ nn::BertInputs tiny_batch(Tensor& labels) {
   return in;
 }
 
+// The gradient check of a language model of config c (no NSP) on tiny_batch's loss.
+GradcheckResult language_model_check(const nn::BertConfig& c, uint64_t seed) {
+  auto model = pe::build_model(c, Device::cpu(), /*nsp=*/false, seed);
+  Tensor labels;
+  nn::BertInputs in = tiny_batch(labels);
+  nn::Context ctx = nn::Context::eval();
+  return check_model(*model, [&] { return model->forward(in, labels, Tensor(), ctx).loss; });
+}
+
 }  // namespace
 
 TEST_CASE("self-attention with a padding mask passes the f64 gradient check", "[gradcheck][nn]") {
@@ -105,11 +114,7 @@ TEST_CASE("the whole tiny BERT with MLM and NSP heads passes the f64 gradient ch
 TEST_CASE("the causal decoder passes the f64 gradient check", "[gradcheck][nn]") {
   nn::BertConfig c = tiny_config();
   c.decoder = true;
-  auto model = pe::build_model(c, Device::cpu(), false, 2);
-  Tensor labels;
-  nn::BertInputs in = tiny_batch(labels);
-  nn::Context ctx = nn::Context::eval();
-  GradcheckResult r = check_model(*model, [&] { return model->forward(in, labels, Tensor(), ctx).loss; });
+  GradcheckResult r = language_model_check(c, 2);
   INFO(r.worst);
   CHECK(r.ok);
 }
@@ -125,11 +130,7 @@ TEST_CASE("position terms the layers share pass the f64 gradient check through t
     nn::BertConfig c = tiny_config();
     c.pe = pe;
     c.pe_options["share"] = share;
-    auto model = pe::build_model(c, Device::cpu(), /*nsp=*/false, 1);
-    Tensor labels;
-    nn::BertInputs in = tiny_batch(labels);
-    nn::Context ctx = nn::Context::eval();
-    GradcheckResult r = check_model(*model, [&] { return model->forward(in, labels, Tensor(), ctx).loss; });
+    GradcheckResult r = language_model_check(c, 1);
     INFO(r.worst);
     CHECK(r.ok);
   }
