@@ -367,17 +367,13 @@ Var SinusoidRelative::vectors(int layer, const DistanceRows& rows, DType dtype, 
   // Row p stands for the distance min_distance + p.
   const std::vector<double> r = distance_values(rows.min_distance, rows.count);
   if (!offsets_) {
-    // Fixed frequencies: P(r)[2m] = sin(r w_m), P(r)[2m + 1] = cos(r w_m) in
-    // double on the host, rounded once to the dtype, kept as a constant of
-    // this encoding (no launch in a steady step).
-    const std::vector<double> w = sinusoid_frequency_values(head_dim_);
-    std::vector<double> p(r.size() * static_cast<size_t>(head_dim_));
-    for (size_t row = 0; row < r.size(); ++row)
-      for (size_t m = 0; m < w.size(); ++m) {
-        p[row * head_dim_ + 2 * m] = std::sin(r[row] * w[m]);
-        p[row * head_dim_ + 2 * m + 1] = std::cos(r[row] * w[m]);
-      }
-    return Var(constant(p, {rows.count, head_dim_}, dtype, device));
+    // Fixed frequencies: P(r) in double on the host, rounded once to the
+    // dtype, kept as a constant of this encoding (no launch in a steady step).
+    NoGradGuard no_grad;
+    const Tensor p = interleaved_sinusoid(Tensor::from_vector(r, {rows.count}),
+                                          Var(sinusoid_frequencies(head_dim_, DType::f64, Device::cpu())))
+                         .value();
+    return Var(constant(p.to_vector<double>(), {rows.count, head_dim_}, dtype, device));
   }
   return interleaved_sinusoid(constant(r, {rows.count}, dtype, device), frequency_var(layer, dtype, device));
 }

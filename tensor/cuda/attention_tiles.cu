@@ -910,18 +910,18 @@ void with_tile_width(int64_t d, F&& f) {
 void attention_forward_tiles(const Tensor& out, const Tensor& out_operand, const Tensor& lse, const Tensor& q,
                              const Tensor& k, const Tensor& v, const Terms& t, DeviceContext& ctx) {
   with_tile_width(t.d, [&](auto width) {
-    constexpr int D = decltype(width)::value;
-    if (t.query_vectors.data != nullptr || t.value_vectors.data != nullptr) {
-      using Tiles = ForwardTiles<D, true>;
-      ORDO_LAUNCH(attention_forward_tiles_kernel<D ORDO_COMMA true>, grid_of(t.L, Tiles::kQueries, t),
+    auto launch = [&](auto with_vectors) {
+      constexpr bool kVectors = decltype(with_vectors)::value;
+      constexpr int kWidth = decltype(width)::value;  // D, which the launch's own lambda cannot reach
+      using Tiles = ForwardTiles<kWidth, kVectors>;
+      ORDO_LAUNCH(attention_forward_tiles_kernel<kWidth ORDO_COMMA kVectors>, grid_of(t.L, Tiles::kQueries, t),
                   Tiles::kWarps * kWarp, 0, ctx.stream, head_rows<float>(out), head_rows<uint16_t>(out_operand),
                   lse.data<float>(), head_rows(q), head_rows(k), head_rows(v), t);
-    } else {
-      using Tiles = ForwardTiles<D, false>;
-      ORDO_LAUNCH(attention_forward_tiles_kernel<D ORDO_COMMA false>, grid_of(t.L, Tiles::kQueries, t),
-                  Tiles::kWarps * kWarp, 0, ctx.stream, head_rows<float>(out), head_rows<uint16_t>(out_operand),
-                  lse.data<float>(), head_rows(q), head_rows(k), head_rows(v), t);
-    }
+    };
+    if (t.query_vectors.data != nullptr || t.value_vectors.data != nullptr)
+      launch(std::true_type());
+    else
+      launch(std::false_type());
   });
   ORDO_CUDA_CHECK_LAUNCH();
 }

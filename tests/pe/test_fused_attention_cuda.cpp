@@ -88,7 +88,6 @@ void compare(const Run& got, const Run& want, const std::string& what) {
   }
 }
 
-
 nn::BertConfig config_of(const std::string& text) {
   json::Value v = json::parse(text);
   nn::BertConfig c = tiny_config(v["pe"].as_string(), v.contains("o") ? v["o"] : json::Value::object());
