@@ -113,7 +113,11 @@ Var attention(const Var& q, const Var& k, const Var& v, const AttentionVars& var
 // ---- transformer pieces (ops_nn.cpp) ------------------------------------------------------
 Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false, double alpha = 1.0);
 // x W^T + b (b may be an undefined Var): a Linear layer in one op.
-Var linear(const Var& x, const Var& weight, const Var& bias);
+// output_as_operand (no bias; bf16 products): the output rounded to bf16 as
+// the product writes it (matmul_to_bf16), for a fused kernel that reads it so
+// (bias_activation). Under bf16 products, x's gradient is written in bf16
+// where x's op takes one (Node::takes_bf16_gradient).
+Var linear(const Var& x, const Var& weight, const Var& bias, bool output_as_operand = false);
 // Several Linears of one input as one product (tensor/ops.h linear_stacked):
 // [x W_1^T + b_1, ..., x W_n^T + b_n] along the last axis; biases: none, or one each.
 Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vector<Var>& biases);

@@ -34,15 +34,20 @@ Var residual_layernorm(const Var& h, const Var& bias, const Var& residual, const
 }
 
 // y = act(x + bias):  gx = gy * act'(x + bias), g_bias = sum over rows of gx.
+// A bf16 x (a product's bf16 output) gives a bf16 y whose gradient the
+// backward takes in bf16 (takes_bf16_gradient): gy is read in x's dtype.
 Var bias_activation(const Var& x, const Var& bias, UnaryOp act, bool as_operand, bool x_is_product) {
   const DType out = operand_dtype(x, as_operand);  // the same rule for the value a product takes
   const DType gx_dtype = operand_dtype(x, x_is_product);
   Tensor y = bias_activation(x.value(), bias.value(), act, out);
-  return record_op("bias_activation", y, {x, bias},
-                   [xv = x.value(), bv = bias.value(), act, gx_dtype](const Tensor& gy, const std::vector<bool>&) {
-                     BiasActivationGrads g = bias_activation_backward(gy, xv, bv, act, gx_dtype);
-                     return std::vector<Tensor>{g.gx, g.gbias};
-                   });
+  Var result = record_op("bias_activation", y, {x, bias},
+                         [xv = x.value(), bv = bias.value(), act, gx_dtype](const Tensor& gy, const std::vector<bool>&) {
+                           const Tensor g_y = gy.dtype() == xv.dtype() ? gy : gy.to(xv.dtype());
+                           BiasActivationGrads g = bias_activation_backward(g_y, xv, bv, act, gx_dtype);
+                           return std::vector<Tensor>{g.gx, g.gbias};
+                         });
+  if (x.dtype() == DType::bf16 && result.state()->node) result.state()->node->takes_bf16_gradient = true;
+  return result;
 }
 
 // t = act(x + bias), y = LayerNorm(t):  gt = LayerNorm's gx, gx = gt * act'(x + bias),

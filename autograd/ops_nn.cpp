@@ -16,12 +16,14 @@ namespace {
 // bf16 precision: what the forward saved), and `precision` the forward's.
 // ga_onto: A's gradient gathered so far (take_pending_gradient), which the
 // product adds its term onto; A then has av's shape (no batch broadcast).
+// ga_to_bf16 (no ga_onto; A's gradient the product's whole output): A's
+// gradient rounded to bf16 as the product writes it (matmul_to_bf16).
 // Where an operand's gradient is the product's whole output (no batch axis
 // to sum away) and Var::backward offers it a place (gradient_destination:
 // attention's q, k and v, slices of one block), the product writes it there.
 std::vector<Tensor> product_grads(const Tensor& gc_in, const Tensor& av, const Tensor& bv, bool trans_a, bool trans_b,
                                   double alpha, MatmulPrecision precision, const std::vector<bool>& needs,
-                                  const Tensor& ga_onto = Tensor()) {
+                                  const Tensor& ga_onto = Tensor(), bool ga_to_bf16 = false) {
   MatmulPrecisionScope same_as_forward(precision);
   const Tensor gc = as_operand(gc_in);  // rounded once for both products
   const DType grad_dtype = av.dtype() == DType::f64 ? DType::f64 : DType::f32;  // the products' output
@@ -36,6 +38,10 @@ std::vector<Tensor> product_grads(const Tensor& gc_in, const Tensor& av, const T
   Tensor ga, gb;
   if (needs[0] && ga_onto.defined()) {
     ga = trans_a ? matmul_onto(ga_onto, bv, gc, trans_b, true, alpha) : matmul_onto(ga_onto, gc, bv, false, !trans_b, alpha);
+  } else if (needs[0] && ga_to_bf16) {
+    ORDO_ASSERT(!trans_a && alpha == 1.0);
+    ga = matmul_to_bf16(gc, bv, false, !trans_b);
+    ORDO_ASSERT(ga.shape() == av.shape());
   } else if (needs[0]) {
     ga = trans_a ? product_for(0, av.shape(), bv, gc, trans_b, true)
                  : product_for(0, av.shape(), gc, bv, false, !trans_b);
@@ -70,15 +76,20 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, double alpha)
 
 // y = x W^T + b: the product's gradients as matmul's (gx added by the product
 // onto what x has gathered, when handed over), and gb = gy summed over rows.
-Var linear(const Var& x, const Var& weight, const Var& bias) {
+Var linear(const Var& x, const Var& weight, const Var& bias, bool output_as_operand) {
   const MatmulPrecision precision = matmul_precision();
+  const bool bf16 = precision == MatmulPrecision::bf16 && x.dtype() != DType::f64;
   Tensor xv = as_operand(x.value()), wv = as_operand(weight.value());
-  Tensor y = linear(xv, wv, bias.defined() ? bias.value() : Tensor());
+  Tensor y = bf16 && output_as_operand && !bias.defined() ? matmul_to_bf16(xv, wv, false, true)
+                                                          : linear(xv, wv, bias.defined() ? bias.value() : Tensor());
+  const Node* made_x = x.state()->node.get();
+  const bool gx_to_bf16 = bf16 && made_x != nullptr && made_x->takes_bf16_gradient;
   std::vector<Var> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  return record_op("linear", y, inputs, [xv, wv, precision](const Tensor& gy, const std::vector<bool>& needs) {
+  return record_op("linear", y, inputs, [xv, wv, precision, gx_to_bf16](const Tensor& gy, const std::vector<bool>& needs) {
     const Tensor gx_onto = needs[0] ? take_pending_gradient(0) : Tensor();
-    std::vector<Tensor> grads = product_grads(gy, xv, wv, false, true, 1.0, precision, needs, gx_onto);
+    std::vector<Tensor> grads = product_grads(gy, xv, wv, false, true, 1.0, precision, needs, gx_onto,
+                                              gx_to_bf16 && !gx_onto.defined());
     if (needs.size() > 2) grads.push_back(needs[2] ? sum_to(gy, {wv.size(0)}) : Tensor());
     return grads;
   });

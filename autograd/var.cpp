@@ -221,6 +221,13 @@ Tensor gathered(PendingGradient& p, const Shape& shape) {
   return std::move(p.sum);
 }
 
+// Two gradients of one value: a bf16 one (a product wrote it so for an op
+// that takes_bf16_gradient) is widened to the other's dtype first.
+Tensor sum_of_gradients(const Tensor& a, const Tensor& b) {
+  if (a.dtype() == b.dtype()) return add(a, b);
+  return add(a.dtype() == DType::bf16 ? a.to(b.dtype()) : a, b.dtype() == DType::bf16 ? b.to(a.dtype()) : b);
+}
+
 // The elements [first, last] of t's storage that t may touch.
 std::pair<int64_t, int64_t> storage_span(const Tensor& t) {
   int64_t last = t.offset();
@@ -478,7 +485,7 @@ void Var::backward(const Tensor& seed, bool retain_graph,
         continue;
       }
       if (!slot.parts.empty()) slot.sum = gathered(slot, input->value.shape());  // in arrival order
-      slot.sum = slot.sum.defined() ? add(slot.sum, grads[i]) : grads[i];
+      slot.sum = slot.sum.defined() ? sum_of_gradients(slot.sum, grads[i]) : grads[i];
     }
     if (!retain_graph) {
       node.freed = true;

@@ -96,6 +96,10 @@ struct Node {
   // input's region instead of calling `backward` (see Var::backward).
   bool is_slice = false;
   SliceRegion region;
+  // The backward reads a bf16 gradient of its (bf16) output as it reads an
+  // f32 one, so a product that makes that gradient may write it in bf16:
+  // half the bytes, and the rounding the backward's own products would make.
+  bool takes_bf16_gradient = false;
 };
 
 // Records `value` as the output of op applied to inputs. When gradients are

@@ -356,8 +356,10 @@ Var ResidualOutput::forward(const Var& h, const Var& residual, Context& ctx) con
     // The dropout's stream is taken exactly when the unfused dropout takes one.
     const double p = ctx.training ? dropout_ : 0.0;
     const PhiloxStream stream = p > 0 ? ctx.take_stream() : PhiloxStream{};
-    return residual_layernorm(dense.product(h), dense.bias ? dense.bias->var : Var(), residual, norm->weight.var,
-                              norm->bias.var, norm->eps, p, stream, /*h_is_product=*/true);
+    // The product's output in bf16 under bf16 products (the kernel widens it
+    // as it reads it): what autocast keeps; the residual stream stays FP32.
+    return residual_layernorm(dense.product(h, /*as_operand=*/true), dense.bias ? dense.bias->var : Var(), residual,
+                              norm->weight.var, norm->bias.var, norm->eps, p, stream, /*h_is_product=*/true);
   }
   Var sum = add(dropout(dense.forward(h), dropout_, ctx), residual);
   return norm ? norm->forward(sum) : sum;

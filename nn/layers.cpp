@@ -62,7 +62,10 @@ UnaryOp activation_op(Activation a) {
 
 Var linear_activation(const Linear& dense, Activation act, const Var& x, bool fused, bool as_operand) {
   if (!fused || dense.bias == nullptr) return activate(act, dense.forward(x));
-  return bias_activation(dense.product(x), dense.bias->var, activation_op(act), as_operand, /*x_is_product=*/true);
+  // An output stored as a product's operand is made from the product's bf16
+  // output: the rounding a bf16 autocast makes, at half the bytes each way.
+  return bias_activation(dense.product(x, as_operand), dense.bias->var, activation_op(act), as_operand,
+                         /*x_is_product=*/true);
 }
 
 Var activate(Activation a, const Var& x) {

@@ -15,8 +15,9 @@ class Linear : public Module {
  public:
   Linear(int64_t in, int64_t out, double init_std, Device device, bool bias = true);
   Var forward(const Var& x) const;
-  // x W^T without the bias, for a fused kernel that adds it (nn/bert.h).
-  Var product(const Var& x) const { return linear(x, weight.var, Var()); }
+  // x W^T without the bias, for a fused kernel that adds it (nn/bert.h);
+  // as_operand: rounded to bf16 as written under bf16 products (autograd linear).
+  Var product(const Var& x, bool as_operand = false) const { return linear(x, weight.var, Var(), as_operand); }
   Parameter& weight;
   Parameter* bias = nullptr;
 };

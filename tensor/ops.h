@@ -72,6 +72,11 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 // last two axes are row- or column-major are used without a copy.
 // alpha scales the product (attention's 1/sqrt(d) at no extra pass).
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false, double alpha = 1.0);
+// matmul under bf16 precision with its f32 sums rounded to bf16 (nearest
+// even) as they are written, as a tensor core's bf16 C: half the bytes of an
+// output that only a bf16-reading kernel takes (a fused kernel's input). On
+// the CPU the bits of matmul(a, b).to(bf16). Throws under fp32 and tf32.
+Tensor matmul_to_bf16(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 // x [..., in] W^T + b with W [out, in] (a Linear layer); b may be undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 // Several Linears of one input as one product: W stacks their weights
@@ -271,6 +276,8 @@ struct ResidualLayerNormResult {
   Tensor mean, rstd;  // [rows]
   Tensor y_operand;   // y rounded to bf16 in the same pass, when asked (with_operand)
 };
+// h may be bf16 beside an f32 residual (a product's bf16 output,
+// matmul_to_bf16): widened as it is read, everything else in f32.
 ResidualLayerNormResult residual_layernorm(const Tensor& h, const Tensor& bias, const Tensor& residual,
                                            const Tensor& gamma, const Tensor& beta, double eps, double p,
                                            const PhiloxStream& stream, bool with_operand = false);
@@ -284,11 +291,15 @@ ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy, const Resid
                                                    const PhiloxStream& stream, DType gh_dtype);
 // act(x + bias) over the last axis (act: gelu, gelu_tanh, relu or tanh), in
 // dtype `out`: x's, or bf16 from f32 (a product's operand, rounded once).
+// A bf16 x (a product's bf16 output, matmul_to_bf16) takes an f32 bias and
+// is computed in f32: act(float(x) + bias), rounded once.
 Tensor bias_activation(const Tensor& x, const Tensor& bias, UnaryOp act, DType out);
 struct BiasActivationGrads {
   Tensor gx, gbias;
 };
-// gx_dtype: x's, or bf16 from f32 (as residual_layernorm_backward's gh).
+// gx_dtype: x's, or bf16 from f32 (as residual_layernorm_backward's gh). gy
+// has x's dtype; with a bf16 x, gx = float(gy) act'(float(x) + bias) in f32,
+// rounded once, and gbias (f32) sums those unrounded values.
 BiasActivationGrads bias_activation_backward(const Tensor& gy, const Tensor& x, const Tensor& bias, UnaryOp act,
                                              DType gx_dtype);
 

@@ -12,6 +12,15 @@ void check_vector(const Tensor& v, const Tensor& x, const char* op, const char* 
   check_same_device(x, v, op);
 }
 
+// The bias of bias_activation: a vector of x's dtype, or f32 beside a bf16 x
+// (a product's bf16 output; the parameter stays f32).
+void check_bias(const Tensor& bias, const Tensor& x, const char* op) {
+  if (x.dtype() != DType::bf16) return check_vector(bias, x, op, "bias");
+  check_shape(bias, {x.size(-1)}, op, "bias");
+  check_dtype(bias, DType::f32, op, "bias");
+  check_same_device(x, bias, op);
+}
+
 // A fused LayerNorm's outputs for an input shaped like x: y and the
 // LayerNorm's input (x's shape), mean and rstd (its rows), and y's bf16
 // rounding when asked (f32 only).
@@ -31,18 +40,20 @@ ResidualLayerNormResult residual_layernorm(const Tensor& h, const Tensor& bias, 
                                            const Tensor& gamma, const Tensor& beta, double eps, double p,
                                            const PhiloxStream& stream, bool with_operand) {
   const char* op = "residual_layernorm";
-  check_float(h, op, "h");
+  if (h.dtype() != DType::bf16) check_float(h, op, "h");  // or a product's bf16 output
   ORDO_CHECK(h.dim() >= 1, op, ": h must have at least one axis");
   check_shape(residual, h.shape(), op, "residual");
-  check_same_dtype(h, residual, op);
+  // h in the residual's dtype, or bf16 beside an f32 residual (a product's
+  // bf16 output): the sums and the outputs in the residual's.
+  if (h.dtype() != DType::bf16 || residual.dtype() != DType::f32) check_same_dtype(h, residual, op);
   check_same_device(h, residual, op);
-  if (bias.defined()) check_vector(bias, h, op, "bias");
-  check_vector(gamma, h, op, "gamma");
-  check_vector(beta, h, op, "beta");
+  if (bias.defined()) check_vector(bias, residual, op, "bias");
+  check_vector(gamma, residual, op, "gamma");
+  check_vector(beta, residual, op, "beta");
   ORDO_CHECK(eps > 0, op, ": eps must be positive, got ", eps);
   ORDO_CHECK(p >= 0 && p < 1, op, ": p must be in [0, 1), got ", p);
   check_philox_stream(stream, h.device(), op);
-  const NormOutputs o = norm_outputs(h, with_operand);
+  const NormOutputs o = norm_outputs(residual, with_operand);
   ResidualLayerNormResult r{o.y, o.input, o.mean, o.rstd, o.y_operand};
   ORDO_BACKEND(h.device(), residual_layernorm)(r.y, r.s, r.mean, r.rstd, h.contiguous(),
                                                bias.defined() ? bias.contiguous() : Tensor(), residual.contiguous(),
@@ -75,9 +86,9 @@ ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy, const Resid
 
 Tensor bias_activation(const Tensor& x, const Tensor& bias, UnaryOp act, DType out) {
   const char* op = "bias_activation";
-  check_float(x, op, "x");
+  if (x.dtype() != DType::bf16) check_float(x, op, "x");  // or a product's bf16 output
   ORDO_CHECK(x.dim() >= 1, op, ": x must have at least one axis");
-  check_vector(bias, x, op, "bias");
+  check_bias(bias, x, op);
   ORDO_CHECK(is_activation(act), op, ": '", unary_name(act), "' is not an activation (gelu, gelu_tanh, relu, tanh)");
   check_output_dtype(x.dtype(), out, op, "output");
   Tensor y = Tensor::empty(x.shape(), out, x.device());
@@ -90,10 +101,10 @@ BiasActivationGrads bias_activation_backward(const Tensor& gy, const Tensor& x, 
   const char* op = "bias_activation_backward";
   check_shape(gy, x.shape(), op, "gy");
   check_same_dtype(gy, x, op);
-  check_vector(bias, x, op, "bias");
+  check_bias(bias, x, op);
   check_output_dtype(x.dtype(), gx_dtype, op, "gx");
   BiasActivationGrads g{Tensor::empty(x.shape(), gx_dtype, x.device()),
-                        Tensor::empty(bias.shape(), x.dtype(), x.device())};
+                        Tensor::empty(bias.shape(), bias.dtype(), x.device())};
   ORDO_BACKEND(x.device(), bias_activation_backward)(g.gx, g.gbias, gy.contiguous(), x.contiguous(),
                                                      bias.contiguous(), act);
   return g;

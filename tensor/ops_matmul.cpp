@@ -77,9 +77,10 @@ thread_local OperandRoundingScope* t_operand_rounding = nullptr;
 // c = alpha op(a) op(b), written into `out` when it is defined (a contiguous
 // tensor of the product's shape), and added onto it (beta = 1) when
 // `accumulate`. c is f32 for f32 and bf16 operands (matmul_precision() says
-// how they multiply), f64 for f64 ones.
+// how they multiply), f64 for f64 ones; bf16 when `to_bf16` (bf16 precision,
+// a new tensor).
 Tensor product(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b, double alpha, const Tensor& out,
-               bool accumulate) {
+               bool accumulate, bool to_bf16 = false) {
   check_operand(a_in, "a");
   check_operand(b_in, "b");
   ORDO_CHECK((a_in.dtype() == DType::f64) == (b_in.dtype() == DType::f64), "matmul: dtypes ",
@@ -87,7 +88,10 @@ Tensor product(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_
   check_same_device(a_in, b_in, "matmul");
   const MatmulPrecision precision = matmul_precision();
   const Tensor a = operand_for(a_in, precision), b = operand_for(b_in, precision);
-  const DType out_dtype = a.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  ORDO_CHECK(!to_bf16 || (precision == MatmulPrecision::bf16 && a.dtype() == DType::bf16 && !out.defined()),
+             "matmul_to_bf16: needs bf16 products (precision ", precision_name(precision), ", operands ",
+             dtype_name(a_in.dtype()), ")");
+  const DType out_dtype = a.dtype() == DType::f64 ? DType::f64 : to_bf16 ? DType::bf16 : DType::f32;
   ORDO_CHECK(a.dim() >= 2 && b.dim() >= 2, "matmul: operands need at least 2 dims, got ",
              shape_str(a.shape()), " and ", shape_str(b.shape()));
   Tensor la = trans_a ? a.transpose(-1, -2) : a;  // logical [.., m, k]
@@ -136,6 +140,10 @@ Tensor product(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, double alpha) {
   return product(a, b, trans_a, trans_b, alpha, Tensor(), false);
+}
+
+Tensor matmul_to_bf16(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  return product(a, b, trans_a, trans_b, 1.0, Tensor(), false, /*to_bf16=*/true);
 }
 
 Tensor matmul_onto(const Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, double alpha) {

@@ -24,8 +24,9 @@ void for_rows(int64_t rows, int64_t n, const Body& body) {
 }  // namespace
 
 void residual_layernorm(const Tensor& y, const Tensor& s, const Tensor& mean, const Tensor& rstd,
-                        const Tensor& h, const Tensor& bias, const Tensor& residual, const Tensor& gamma,
+                        const Tensor& h_in, const Tensor& bias, const Tensor& residual, const Tensor& gamma,
                         const Tensor& beta, double p, const PhiloxStream& stream, double eps, const Tensor& y16) {
+  const Tensor h = widened(h_in);  // a product's bf16 output in f32
   const int64_t n = h.size(-1), count = h.numel();
   dispatch_float(h.dtype(), "residual_layernorm", [&](auto tag) {
     using T = decltype(tag);
@@ -82,8 +83,9 @@ void activation_row(T* o, const T* x, const T* b, int64_t n) {
   }
 }
 
-// Row by row, the bias indexed by column.
-void bias_activation(const Tensor& y, const Tensor& x, const Tensor& bias, UnaryOp act) {
+// Row by row, the bias indexed by column (a bf16 x widened first).
+void bias_activation(const Tensor& y, const Tensor& x_in, const Tensor& bias, UnaryOp act) {
+  const Tensor x = widened(x_in);
   const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
   dispatch_float(x.dtype(), "bias_activation", [&](auto tag) {
     using T = decltype(tag);
@@ -117,8 +119,9 @@ void operand_column_sums(const Tensor& operand, const Tensor& sums, const Tensor
   reduce(ReduceOp::sum, sums, x, 1, x.size(0), x.size(1), 0);
 }
 
-void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tensor& gy, const Tensor& x,
+void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tensor& gy_in, const Tensor& x_in,
                               const Tensor& bias, UnaryOp act) {
+  const Tensor gy = widened(gy_in), x = widened(x_in);  // bf16 ones (a product's output and gradient) in f32
   const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
   // A bf16 gx (a product's operand) is rounded row by row from the f32
   // values the bias's gradient sums, while the row is in the cache.

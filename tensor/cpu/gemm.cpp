@@ -149,6 +149,13 @@ MatrixBatch as_f32_operand(const MatrixBatch& mb, int64_t rows, int64_t cols, in
 void gemm(const Tensor& c, const MatrixBatch& a_in, const MatrixBatch& b_in, int64_t batch, int64_t m,
           int64_t n, int64_t k, double alpha, double beta, MatmulPrecision precision) {
   if (batch <= 0 || m <= 0 || n <= 0) return;
+  if (c.dtype() == DType::bf16) {  // the f32 product, rounded once as a tensor core writes a bf16 C
+    ORDO_CHECK(beta == 0, "gemm: a bf16 C is written, not added onto (beta 0)");
+    const Tensor sums = f32_target(c);
+    gemm(sums, a_in, b_in, batch, m, n, k, alpha, 0.0, precision);
+    finish_rounded(c, sums);
+    return;
+  }
   MatrixBatch a = a_in, b = b_in;
   // bf16 operands (the op layer rounded them) or TF32 rounding: the FP32
   // product of the rounded values. A product of two bf16 or TF32 values is

@@ -196,6 +196,9 @@ __device__ __forceinline__ uint16_t bf16_bits(float f) {
 
 // A bf16's value as f32 (exact: bf16 is f32's top half).
 __device__ __forceinline__ float bf16_value(uint16_t h) { return __uint_as_float(static_cast<uint32_t>(h) << 16); }
+// An element as f32: a float as it is, a bf16 (its bits) widened.
+__device__ __forceinline__ float f32_value(float v) { return v; }
+__device__ __forceinline__ float f32_value(uint16_t h) { return bf16_value(h); }
 
 // ---- 16-byte vector access ---------------------------------------------------------
 

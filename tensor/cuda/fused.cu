@@ -25,18 +25,28 @@ namespace {
 // ---- residual + dropout + LayerNorm ----------------------------------------------------------
 
 // Per row: s = r + mask(h + b) written in one pass that also sums it; the
-// squared deviations (re-reading this thread's own s); y.
-template <bool kWarpPerRow>
-__global__ void residual_layernorm_kernel(float* y, uint16_t* y16, float* s, float* mean, float* rstd, const float* h,
-                                          const float* bias, const float* residual, const float* gamma,
-                                          const float* beta, int64_t rows, int64_t n, double eps, DropoutMask mask) {
-  using Threads = RowThreads<kWarpPerRow>;
+// squared deviations (re-reading this thread's own s); y. Spec: whether a
+// warp takes a row, and h's element type (float, or uint16_t for a product's
+// bf16 output), as one template argument (a launch's kernel name has no commas).
+template <bool kWarpPerRow, class HElement>
+struct ResidualRows {
+  static constexpr bool kWarp = kWarpPerRow;
+  using H = HElement;
+};
+
+template <class Spec>
+__global__ void residual_layernorm_kernel(float* y, uint16_t* y16, float* s, float* mean, float* rstd,
+                                          const typename Spec::H* h, const float* bias, const float* residual,
+                                          const float* gamma, const float* beta, int64_t rows, int64_t n, double eps,
+                                          DropoutMask mask) {
+  using Threads = RowThreads<Spec::kWarp>;
   const uint64_t stream = mask.stream();
   for (int64_t row = Threads::first_row(); row < rows; row += Threads::row_stride()) {
     float* sr = s + row * n;
     double sum = 0.0;
     for (int64_t j = Threads::lane(); j < n; j += Threads::width()) {
-      const float v = bias ? h[row * n + j] + bias[j] : h[row * n + j];
+      const float hv = f32_value(h[row * n + j]);
+      const float v = bias ? hv + bias[j] : hv;
       sr[j] = residual[row * n + j] + mask.apply(v, row * n + j, stream);
       sum += sr[j];
     }
@@ -103,25 +113,26 @@ struct ResidualLayerNormBackward : ResidualLayerNormSums {
 
 // ---- bias + activation -----------------------------------------------------------------------
 
-// The output's element type, the activation and whether the elements are
-// counted in 32 bits, as one template argument (a launch's kernel name is
-// written without commas).
-template <class Activation, class Element, bool kNarrowIndex>
+// The activation, the input's and the output's element types (float, or
+// uint16_t for bf16) and whether the elements are counted in 32 bits, as one
+// template argument (a launch's kernel name is written without commas).
+template <class Activation, class InElement, class OutElement, bool kNarrowIndex>
 struct BiasActivation {
   using Op = Activation;
-  using Out = Element;
+  using In = InElement;
+  using Out = OutElement;
   static constexpr bool kNarrow = kNarrowIndex;
 };
 
 template <class Spec>
-__global__ void bias_activation_kernel(typename Spec::Out* y, const float* x, const float* bias, int64_t count,
-                                       int64_t n) {
+__global__ void bias_activation_kernel(typename Spec::Out* y, const typename Spec::In* x, const float* bias,
+                                       int64_t count, int64_t n) {
   using Op = typename Spec::Op;
   for (int64_t i = global_thread_index(); i < count; i += grid_thread_count()) {
     // The bias's column: a 64-bit i % n costs more than the activation, a
     // 32-bit one a few times less.
     const int64_t column = Spec::kNarrow ? static_cast<uint32_t>(i) % static_cast<uint32_t>(n) : i % n;
-    const float v = Op::f(x[i] + bias[column], UnaryParams{});
+    const float v = Op::f(f32_value(x[i]) + bias[column], UnaryParams{});
     if constexpr (sizeof(typename Spec::Out) == 2) {
       y[i] = bf16_bits(v);
     } else {
@@ -131,18 +142,20 @@ __global__ void bias_activation_kernel(typename Spec::Out* y, const float* x, co
 }
 
 // gx = gy * act'(x + b) in f32 (gx) or rounded to bf16 (gx16), written
-// while the bias's column sums (of the f32 values) are taken.
-template <class Op>
+// while the bias's column sums (of the f32 values) are taken. gy and x: In
+// (float, or uint16_t for a bf16 product output and its gradient).
+template <class Op, class In>
 struct BiasActivationBackward {
   static constexpr int kSums = 1;
   float* gx;
   uint16_t* gx16;
-  const float *gy, *x, *bias;
+  const In *gy, *x;
+  const float* bias;
   int64_t n;
   __device__ __forceinline__ void operator()(int64_t row, int64_t column, double (&sums)[1]) const {
     const int64_t i = row * n + column;
-    const float u = x[i] + bias[column];
-    const float g = gy[i] * Op::df(u, Op::f(u, UnaryParams{}), UnaryParams{});
+    const float u = f32_value(x[i]) + bias[column];
+    const float g = f32_value(gy[i]) * Op::df(u, Op::f(u, UnaryParams{}), UnaryParams{});
     if (gx16) {
       gx16[i] = bf16_bits(g);
     } else {
@@ -328,21 +341,26 @@ void split_heads_backward(const Tensor& gx, const Tensor& gbias, const Tensor& g
 void residual_layernorm(const Tensor& y, const Tensor& s, const Tensor& mean, const Tensor& rstd,
                         const Tensor& h, const Tensor& bias, const Tensor& residual, const Tensor& gamma,
                         const Tensor& beta, double p, const PhiloxStream& stream, double eps, const Tensor& y16) {
-  require_f32(h.dtype(), "residual_layernorm");
+  const bool bf16_h = h.dtype() == DType::bf16;  // a product's bf16 output
+  require_f32(residual.dtype(), "residual_layernorm");
   uint16_t* y16_data = y16.defined() ? static_cast<uint16_t*>(y16.raw_data()) : nullptr;
   const int64_t n = h.size(-1), rows = n ? h.numel() / n : 0;
   DeviceContext& ctx = context(h);
   const DropoutMask mask = dropout_mask(p, stream);
   const float* b = bias.defined() ? bias.data<float>() : nullptr;
   launch_rows(rows, n, ctx, [&](bool warp_per_row, unsigned grid, int threads) {
+    auto launch = [&](auto warp, const auto* h_data) {
+      using Spec = ResidualRows<decltype(warp)::value, std::remove_const_t<std::remove_pointer_t<decltype(h_data)>>>;
+      ORDO_LAUNCH(residual_layernorm_kernel<Spec>, grid, threads, 0, ctx.stream, y.data<float>(), y16_data,
+                  s.data<float>(), mean.data<float>(), rstd.data<float>(), h_data, b, residual.data<float>(),
+                  gamma.data<float>(), beta.data<float>(), rows, n, eps, mask);
+    };
+    const uint16_t* h16 = bf16_h ? static_cast<const uint16_t*>(h.raw_data()) : nullptr;
+    const float* h32 = bf16_h ? nullptr : h.data<float>();
     if (warp_per_row) {
-      ORDO_LAUNCH(residual_layernorm_kernel<true>, grid, threads, 0, ctx.stream, y.data<float>(), y16_data, s.data<float>(),
-                  mean.data<float>(), rstd.data<float>(), h.data<float>(), b, residual.data<float>(),
-                  gamma.data<float>(), beta.data<float>(), rows, n, eps, mask);
+      bf16_h ? launch(std::true_type{}, h16) : launch(std::true_type{}, h32);
     } else {
-      ORDO_LAUNCH(residual_layernorm_kernel<false>, grid, threads, 0, ctx.stream, y.data<float>(), y16_data, s.data<float>(),
-                  mean.data<float>(), rstd.data<float>(), h.data<float>(), b, residual.data<float>(),
-                  gamma.data<float>(), beta.data<float>(), rows, n, eps, mask);
+      bf16_h ? launch(std::false_type{}, h16) : launch(std::false_type{}, h32);
     }
   });
 }
@@ -377,19 +395,26 @@ void residual_layernorm_backward(const Tensor& gs, const Tensor& gh, const Tenso
 }
 
 void bias_activation(const Tensor& y, const Tensor& x, const Tensor& bias, UnaryOp act) {
-  require_f32(x.dtype(), "bias_activation");
+  const bool bf16_x = x.dtype() == DType::bf16;  // a product's bf16 output (then y is bf16 too)
+  if (!bf16_x) require_f32(x.dtype(), "bias_activation");
   const int64_t count = x.numel(), n = x.size(-1);
   if (count == 0) return;
   DeviceContext& ctx = context(x);
   visit_activation(act, [&](auto f) {
     using Op = decltype(f);
     auto launch = [&](auto narrow) {
-      if (y.dtype() == DType::bf16) {
-        using Spec = BiasActivation<Op, uint16_t, decltype(narrow)::value>;
+      constexpr bool kNarrow = decltype(narrow)::value;
+      if (bf16_x) {
+        using Spec = BiasActivation<Op, uint16_t, uint16_t, kNarrow>;
+        ORDO_LAUNCH(bias_activation_kernel<Spec>, grid_for(count, kThreads, ctx), kThreads, 0, ctx.stream,
+                    static_cast<uint16_t*>(y.raw_data()), static_cast<const uint16_t*>(x.raw_data()),
+                    bias.data<float>(), count, n);
+      } else if (y.dtype() == DType::bf16) {
+        using Spec = BiasActivation<Op, float, uint16_t, kNarrow>;
         ORDO_LAUNCH(bias_activation_kernel<Spec>, grid_for(count, kThreads, ctx), kThreads, 0, ctx.stream,
                     static_cast<uint16_t*>(y.raw_data()), x.data<float>(), bias.data<float>(), count, n);
       } else {
-        using Spec = BiasActivation<Op, float, decltype(narrow)::value>;
+        using Spec = BiasActivation<Op, float, float, kNarrow>;
         ORDO_LAUNCH(bias_activation_kernel<Spec>, grid_for(count, kThreads, ctx), kThreads, 0, ctx.stream,
                     y.data<float>(), x.data<float>(), bias.data<float>(), count, n);
       }
@@ -479,17 +504,27 @@ void operand_column_sums(const Tensor& operand, const Tensor& sums, const Tensor
 
 void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tensor& gy, const Tensor& x,
                               const Tensor& bias, UnaryOp act) {
-  require_f32(x.dtype(), "bias_activation_backward");
+  const bool bf16_x = x.dtype() == DType::bf16;  // x and gy: a product's bf16 output and its gradient
+  if (!bf16_x) require_f32(x.dtype(), "bias_activation_backward");
   const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
   if (rows == 0) return;
   DeviceContext& ctx = context(x);
+  const bool bf16 = gx.dtype() == DType::bf16;
+  float* gx32 = bf16 ? nullptr : gx.data<float>();
+  uint16_t* gx16 = bf16 ? static_cast<uint16_t*>(gx.raw_data()) : nullptr;
+  const ColumnOutputs sums{{gbias.data<float>(), nullptr, nullptr}};
   visit_activation(act, [&](auto f) {
     using Op = decltype(f);
-    const bool bf16 = gx.dtype() == DType::bf16;
-    const BiasActivationBackward<Op> element{bf16 ? nullptr : gx.data<float>(),
-                                             bf16 ? static_cast<uint16_t*>(gx.raw_data()) : nullptr,
-                                             gy.data<float>(), x.data<float>(), bias.data<float>(), n};
-    column_sums(x.device(), ctx, rows, n, ColumnOutputs{{gbias.data<float>(), nullptr, nullptr}}, element);
+    if (bf16_x) {
+      const BiasActivationBackward<Op, uint16_t> element{gx32, gx16, static_cast<const uint16_t*>(gy.raw_data()),
+                                                         static_cast<const uint16_t*>(x.raw_data()),
+                                                         bias.data<float>(), n};
+      column_sums(x.device(), ctx, rows, n, sums, element);
+    } else {
+      const BiasActivationBackward<Op, float> element{gx32, gx16, gy.data<float>(), x.data<float>(),
+                                                      bias.data<float>(), n};
+      column_sums(x.device(), ctx, rows, n, sums, element);
+    }
   });
 }
 

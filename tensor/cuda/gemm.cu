@@ -13,7 +13,8 @@
 // multiply-adds); tf32 is CUBLAS_COMPUTE_32F_FAST_TF32 (tensor cores, inputs
 // rounded to TF32's 10 mantissa bits, FP32 accumulation); bf16 gives cuBLAS
 // bf16 A and B (CUDA_R_16BF, rounded to nearest even by the op layer) with
-// CUBLAS_COMPUTE_32F: tensor cores, exact products, FP32 accumulation, f32 C.
+// CUBLAS_COMPUTE_32F: tensor cores, exact products, FP32 accumulation, f32 C
+// (or a bf16 C, beta 0: the FP32 result rounded as it is written).
 // Choosing the compute type per call keeps the handle's math mode fixed
 // (CUBLAS_DEFAULT_MATH). For a given problem cuBLAS picks the same algorithm
 // every time and runs without atomics, so a product is bit-reproducible on
@@ -86,8 +87,10 @@ __global__ void scale_kernel(float* c, int64_t n, float beta) {
 
 void gemm(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t batch, int64_t m,
           int64_t n, int64_t k, double alpha, double beta, MatmulPrecision precision) {
-  require_f32(c.dtype(), "gemm");
   const DType operands = precision == MatmulPrecision::bf16 ? DType::bf16 : DType::f32;
+  const bool bf16_c = c.dtype() == DType::bf16;  // cuBLAS rounds the FP32 sums as it writes C
+  ORDO_CHECK(c.dtype() == DType::f32 || (bf16_c && operands == DType::bf16 && beta == 0), "gemm on CUDA: C ",
+             dtype_name(c.dtype()), " (f32, or bf16 written with beta 0 under bf16 precision)");
   ORDO_CHECK(a.t.dtype() == operands && b.t.dtype() == operands, "gemm on CUDA: operands ",
              dtype_name(a.t.dtype()), " and ", dtype_name(b.t.dtype()), " under precision ",
              precision_name(precision), " (", dtype_name(operands), " expected)");
@@ -97,7 +100,7 @@ void gemm(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t b
   if (k == 0 || alpha == 0) {  // C = beta C; A and B are not read
     const int64_t count = batch * m * n;
     if (beta == 0) {
-      ORDO_CUDA_CHECK(cudaMemsetAsync(c.raw_data(), 0, static_cast<size_t>(count) * sizeof(float),
+      ORDO_CUDA_CHECK(cudaMemsetAsync(c.raw_data(), 0, static_cast<size_t>(count) * dtype_size(c.dtype()),
                                       ctx.stream));
     } else {
       ORDO_LAUNCH(scale_kernel, grid_for(count, kThreads, ctx), kThreads, 0, ctx.stream, c.data<float>(), count,
@@ -122,7 +125,7 @@ void gemm(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t b
       to_int(n, "n"), to_int(m, "m"), to_int(k, "k"), &alpha_f,
       ob.data, ab_type, to_int(ob.ld, "ldb"), static_cast<long long>(ob.batch_stride),
       oa.data, ab_type, to_int(oa.ld, "lda"), static_cast<long long>(oa.batch_stride),
-      &beta_f, c.raw_data(), CUDA_R_32F, to_int(n, "n"), static_cast<long long>(m) * n,
+      &beta_f, c.raw_data(), bf16_c ? CUDA_R_16BF : CUDA_R_32F, to_int(n, "n"), static_cast<long long>(m) * n,
       to_int(batch, "batch"), compute, CUBLAS_GEMM_DEFAULT));
   after_library_call(kTimedName[static_cast<int>(precision)], ctx.stream);
 }

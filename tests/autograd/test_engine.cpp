@@ -515,3 +515,44 @@ TEST_CASE("a slice's gradient is padded into the whole in one call, any axis, st
   CHECK_THROWS_WITH(pad_slice(Tensor::zeros({2, 3}), {2, 4}, 1, 2, 1), Catch::Contains("do not fit"));
   CHECK_THROWS_WITH(pad_slice(Tensor::zeros({2, 3}), {3, 4}, 1, 0, 1), Catch::Contains("is no slice of"));
 }
+
+// A feed-forward block under bf16 products: the up-projection's output is
+// written in bf16 (linear's output_as_operand) and bias_activation reads it
+// so; the down-projection then writes the activation's gradient in bf16
+// (bias_activation's node takes_bf16_gradient), as a bf16 autocast keeps
+// both. Against the same block with those two in f32: each extra rounding is
+// at most half a bf16 ulp (2^-9 relative) of an element, and the products
+// that follow average them, so every output and gradient is within 2^-7 of
+// the f32 one, norm-wise (a 4x margin over two such roundings); and the
+// roundings show (the bits differ).
+TEST_CASE("an FFN under bf16 products keeps its pre-activation and that gradient in bf16, within their rounding",
+          "[autograd]") {
+  const Tensor x = test::random_tensor({4, 6, 16}, 1, DType::f32), gy = test::random_tensor({4, 6, 16}, 2, DType::f32);
+  const Tensor w1 = test::random_tensor({32, 16}, 3, DType::f32, -0.5, 0.5), b1 = test::random_tensor({32}, 4, DType::f32);
+  const Tensor w2 = test::random_tensor({16, 32}, 5, DType::f32, -0.5, 0.5);
+  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  auto run = [&](bool rounded) {
+    Var xv(x, true), w1v(w1, true), b1v(b1, true), w2v(w2, true);
+    const Var pre = linear(xv, w1v, Var(), /*output_as_operand=*/rounded);
+    const Var act = bias_activation(pre, b1v, UnaryOp::gelu, /*as_operand=*/true, /*x_is_product=*/true);
+    pre.retain_grad();
+    act.retain_grad();
+    const Var out = linear(act, w2v, Var());
+    out.backward(gy);
+    const DType kept = rounded ? DType::bf16 : DType::f32;
+    CHECK(pre.dtype() == kept);
+    CHECK(pre.grad().dtype() == DType::bf16);  // a product's operand either way
+    CHECK(act.grad().dtype() == kept);
+    return std::vector<Tensor>{out.value(), xv.grad(), w1v.grad(), b1v.grad(), w2v.grad()};
+  };
+  const std::vector<Tensor> got = run(true), want = run(false);
+  const char* names[] = {"out", "gx", "gw1", "gb1", "gw2"};
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO(names[i]);
+    const std::vector<double> g = got[i].to_doubles(), w = want[i].to_doubles();
+    double diff = 0, norm = 0;
+    for (size_t e = 0; e < g.size(); ++e) diff += (g[e] - w[e]) * (g[e] - w[e]), norm += w[e] * w[e];
+    CHECK(std::sqrt(diff) <= 0x1p-7 * std::sqrt(norm));
+    CHECK(diff > 0);
+  }
+}

@@ -480,6 +480,83 @@ void check_operand_column_sums(Device device) {
 
 }  // namespace
 
+namespace {
+
+// A product's bf16 output as bias_activation's x (and its bf16 gradient as
+// gy): the f32 kernels' values on the widened inputs, rounded once — the same
+// bits on each device, the bias's gradient (f32) the sums of the unrounded
+// gx — in a launch each way on CUDA.
+void check_bf16_activation_input(Device device) {
+  uint64_t seed = 120;
+  for (const UnaryOp act : {UnaryOp::gelu, UnaryOp::gelu_tanh, UnaryOp::relu, UnaryOp::tanh}) {
+    INFO(unary_name(act));
+    const Tensor x16 = rand_f32({70, 130}, ++seed, -3, 3).to(DType::bf16).to(device);
+    const Tensor gy16 = rand_f32({70, 130}, ++seed).to(DType::bf16).to(device);
+    const Tensor b = rand_f32({130}, ++seed).to(device);
+    const Tensor x = x16.to(DType::f32), gy = gy16.to(DType::f32);  // exact
+    if (device.is_cuda()) {
+      synchronize(device);
+      reset_device_counters();
+    }
+    const Tensor y = bias_activation(x16, b, act, DType::bf16);
+    if (device.is_cuda()) CHECK(device_counters().kernel_launches == 1);
+    CHECK(test::bit_identical(y.to(Device::cpu()), bias_activation(x, b, act, DType::bf16).to(Device::cpu())));
+    if (device.is_cuda()) {
+      synchronize(device);
+      reset_device_counters();
+    }
+    const BiasActivationGrads g = bias_activation_backward(gy16, x16, b, act, DType::bf16);
+    if (device.is_cuda()) CHECK(device_counters().kernel_launches == 1);
+    const BiasActivationGrads want = bias_activation_backward(gy, x, b, act, DType::bf16);
+    REQUIRE((g.gx.dtype() == DType::bf16 && g.gbias.dtype() == DType::f32));
+    CHECK(test::bit_identical(g.gx.to(Device::cpu()), want.gx.to(Device::cpu())));
+    CHECK(test::bit_identical(g.gbias.to(Device::cpu()), want.gbias.to(Device::cpu())));
+  }
+  const Tensor x16 = rand_f32({2, 3}, 1).to(DType::bf16).to(device), b = rand_f32({3}, 2).to(device);
+  CHECK_THROWS_WITH(bias_activation(x16, b.to(DType::bf16), UnaryOp::gelu, DType::bf16),
+                    "bias_activation: bias has dtype bf16, expected f32");
+  CHECK_THROWS_WITH(bias_activation(x16, b, UnaryOp::gelu, DType::f32),
+                    "bias_activation: a f32 output from bf16 values (theirs, or bf16 from f32)");
+  CHECK_THROWS_WITH(bias_activation_backward(x16.to(DType::f32), x16, b, UnaryOp::gelu, DType::bf16),
+                    Catch::Matchers::StartsWith("bias_activation_backward: "));
+}
+
+// A product's bf16 output as residual_layernorm's h beside an f32 residual
+// (with dropout and a bias): the f32 kernel's outputs on the widened h, bit
+// for bit, in one launch on CUDA.
+void check_bf16_residual_input(Device device) {
+  const Tensor h16 = rand_f32({50, 40}, 130, -3, 3).to(DType::bf16).to(device);
+  const Tensor residual = rand_f32({50, 40}, 131).to(device), bias = rand_f32({40}, 132).to(device);
+  const Tensor gamma = rand_f32({40}, 133).to(device), beta = rand_f32({40}, 134).to(device);
+  const PhiloxStream stream{7, 3, Tensor()};
+  if (device.is_cuda()) {
+    synchronize(device);
+    reset_device_counters();
+  }
+  const ResidualLayerNormResult got = residual_layernorm(h16, bias, residual, gamma, beta, 1e-5, 0.1, stream, true);
+  if (device.is_cuda()) CHECK(device_counters().kernel_launches == 1);
+  const ResidualLayerNormResult want =
+      residual_layernorm(h16.to(DType::f32), bias, residual, gamma, beta, 1e-5, 0.1, stream, true);
+  REQUIRE(got.y.dtype() == DType::f32);
+  for (const auto& [g, w] : {std::pair{got.y, want.y}, std::pair{got.s, want.s}, std::pair{got.mean, want.mean},
+                             std::pair{got.rstd, want.rstd}, std::pair{got.y_operand, want.y_operand}})
+    CHECK(test::bit_identical(g.to(Device::cpu()), w.to(Device::cpu())));
+  CHECK_THROWS_WITH(residual_layernorm(residual, bias, h16, gamma, beta, 1e-5, 0.0, stream),
+                    "residual_layernorm: operands have different dtypes (f32 and bf16)");
+}
+
+}  // namespace
+
+TEST_CASE("bias + activation of a product's bf16 output: the f32 kernels on its widened values, rounded once",
+          "[tensor]") {
+  check_bf16_activation_input(Device::cpu());
+}
+
+TEST_CASE("residual + LayerNorm of a product's bf16 output: the f32 kernel's bits on its widened values",
+          "[tensor]") {
+  check_bf16_residual_input(Device::cpu());
+}
+
 TEST_CASE("operand_column_sums: a gradient's bf16 rounding and its column sums in one pass, the bits of the two",
           "[tensor]") {
   check_operand_column_sums(Device::cpu());
@@ -790,6 +867,15 @@ TEST_CASE("cuda: softmax keeps its probabilities as bf16 for the backward, a lau
 
 TEST_CASE("cuda: fused backwards write a product output's gradient as bf16: the f32 one rounded once", "[cuda]") {
   check_bf16_gradients(kGpu);
+}
+
+TEST_CASE("cuda: bias + activation of a product's bf16 output: the bits of the f32 kernels on its widened values",
+          "[cuda]") {
+  check_bf16_activation_input(kGpu);
+}
+
+TEST_CASE("cuda: residual + LayerNorm of a product's bf16 output: the f32 kernel's bits, in 1 launch", "[cuda]") {
+  check_bf16_residual_input(kGpu);
 }
 
 TEST_CASE("cuda: operand_column_sums rounds as the cast and sums the columns in 1 launch", "[cuda]") {

@@ -101,7 +101,55 @@ void naive_rounded_product(const Tensor& a, const Tensor& b, MatmulPrecision pre
 
 Tensor random_f32(const Shape& shape, uint64_t seed) { return test::random_tensor(shape, seed, DType::f32); }
 
+// matmul_to_bf16: the FP32 sums rounded to nearest even as written.
+// Hand-worked ties (every operand and partial sum exact): 1 + 2^-8 is half
+// of bf16's ulp at 1 (2^-7) above 1, a tie to the even 1.0; 1 + 2^-6 + 2^-8
+// is 1 + 2.5 ulps, a tie to the even 1 + 2^-6; 1 + 2^-8 + 2^-16 is above the
+// tie, up to 1 + 2^-7. Then random products: the bits of the same device's
+// f32 product cast (the device's cast kernel against the product's own
+// rounding), each within a half ulp of the naive rounded-operand sum and its
+// FP32 bound; one launch on CUDA.
+void check_bf16_output(Device device) {
+  MatmulPrecisionScope scope(MatmulPrecision::bf16);
+  const Tensor ties = Tensor::from_vector(std::vector<float>{1, 0x1p-8f, 0, 1 + 0x1p-6f, 0x1p-8f, 0, 1, 0x1p-8f, 0x1p-16f},
+                                          {3, 3}, device);
+  const Tensor ones = Tensor::ones({3, 1}, DType::f32, device);
+  const Tensor tie_product = matmul_to_bf16(ties, ones);
+  REQUIRE(tie_product.dtype() == DType::bf16);
+  CHECK(tie_product.to(Device::cpu()).to(DType::f32).to_vector<float>() ==
+        std::vector<float>{1.0f, 1 + 0x1p-6f, 1 + 0x1p-7f});
+
+  const Tensor a = random_f32({2, 9, 70}, 31), b = random_f32({13, 70}, 32);
+  const Tensor a16 = as_operand(a).to(device), b16 = as_operand(b).to(device);
+  if (device.is_cuda()) {
+    synchronize(device);
+    reset_device_counters();
+  }
+  const Tensor got = matmul_to_bf16(a16, b16, false, true);
+  if (device.is_cuda()) CHECK(device_counters().kernel_launches == 1);
+  REQUIRE(got.shape() == Shape{2, 9, 13});
+  CHECK(test::bit_identical(got.to(Device::cpu()), matmul(a16, b16, false, true).to(DType::bf16).to(Device::cpu())));
+  const Tensor bt = b.transpose(0, 1).contiguous();
+  for (int64_t batch = 0; batch < 2; ++batch) {
+    std::vector<double> exact, bound;
+    naive_rounded_product(a.select(0, batch).contiguous(), bt, MatmulPrecision::bf16, exact, bound);
+    const std::vector<double> g = got.select(0, batch).contiguous().to(Device::cpu()).to_doubles();
+    for (size_t i = 0; i < g.size(); ++i)
+      CHECK(std::fabs(g[i] - exact[i]) <= bound[i] + 0x1p-8 * (std::fabs(exact[i]) + bound[i]));
+  }
+  // Only bf16 products round as they write.
+  CHECK_THROWS_WITH(matmul_to_bf16(a.to(DType::f64).to(device), bt.to(DType::f64).to(device)),
+                    Catch::Matchers::StartsWith("matmul_to_bf16: needs bf16 products"));
+  MatmulPrecisionScope fp32(MatmulPrecision::fp32);
+  CHECK_THROWS_WITH(matmul_to_bf16(a16, b16, false, true),
+                    "matmul_to_bf16: needs bf16 products (precision fp32, operands bf16)");
+}
+
 }  // namespace
+
+TEST_CASE("bf16 products written as bf16: the FP32 sums rounded once, to nearest even", "[tensor]") {
+  check_bf16_output(Device::cpu());
+}
 
 TEST_CASE("bf16 products round each operand to nearest even (hand-worked bit patterns)", "[tensor]") {
   check_bf16_rounding(Device::cpu());
@@ -154,6 +202,11 @@ TEST_CASE("cuda: bf16 products round each operand to nearest even (hand-worked b
   check_bf16_rounding(Device::cuda(0));
 }
 
+TEST_CASE("cuda: bf16 products written as bf16 (cuBLAS's bf16 C): rounded once, to nearest even, in 1 launch",
+          "[cuda]") {
+  check_bf16_output(Device::cuda(0));
+}
+
 // Both devices sum the same exact products of the same rounded operands in
 // FP32, in different orders: each within k u sum |a16 b16| of the exact sum.
 TEST_CASE("cuda: bf16 and tf32 products match the CPU's rounded-operand products", "[cuda]") {
@@ -175,8 +228,8 @@ TEST_CASE("cuda: bf16 and tf32 products match the CPU's rounded-operand products
 
 #ifdef ORDO_CUDA_EMULATED
 
-// The cuBLAS stand-in's bf16 operands: CUDA_R_16BF A and B with f32 C and
-// CUBLAS_COMPUTE_32F, each element widened exactly (the upper half of an
+// The cuBLAS stand-in's bf16 operands: CUDA_R_16BF A and B with f32 (or
+// bf16) C and CUBLAS_COMPUTE_32F, each element widened exactly (the upper half of an
 // f32), the products exact in f32; the combinations cuBLAS does not offer refused.
 TEST_CASE("emulator: cuBLAS's bf16 A and B are widened exactly, other type mixes refused", "[emulator]") {
   const Device gpu = Device::cuda(0);
@@ -196,6 +249,12 @@ TEST_CASE("emulator: cuBLAS's bf16 A and B are widened exactly, other type mixes
   CHECK(c.item() == 3.0 + 3 * 0x1p-7 - 1.5);
   CHECK(gemm(CUDA_R_16BF, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F) == CUBLAS_STATUS_NOT_SUPPORTED);
   CHECK(gemm(CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16F, CUBLAS_COMPUTE_32F) == CUBLAS_STATUS_NOT_SUPPORTED);
+  CHECK(gemm(CUDA_R_32F, CUDA_R_32F, CUDA_R_16BF, CUBLAS_COMPUTE_32F) == CUBLAS_STATUS_NOT_SUPPORTED);
+  // A bf16 C: the same sum, written as its bf16 (exact here: 1.5 + 3 2^-7 takes 8 significant bits).
+  Tensor c16 = Tensor::zeros({1}, DType::bf16, gpu);
+  std::swap(c, c16);
+  REQUIRE(gemm(CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F) == CUBLAS_STATUS_SUCCESS);
+  CHECK(c.to(DType::f32).item() == 3.0 + 3 * 0x1p-7 - 1.5);
   CHECK(gemm(CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32) == CUBLAS_STATUS_NOT_SUPPORTED);
   cublasDestroy(handle);
 }

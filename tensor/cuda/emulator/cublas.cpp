@@ -10,8 +10,9 @@
 // the inputs to TF32 (10 mantissa bits) as the tensor cores do. A and B are
 // CUDA_R_32F, or both CUDA_R_16BF (bfloat16: the upper half of an f32, widened
 // exactly, so each product of two is exact in f32 as on the tensor cores)
-// with CUBLAS_COMPUTE_32F; C is CUDA_R_32F. The sum over l runs in f32 in
-// increasing l; cuBLAS's own order is not specified. On a stream being
+// with CUBLAS_COMPUTE_32F; C is CUDA_R_32F, or CUDA_R_16BF with bf16 A and B
+// (alpha sum + beta C in f32, rounded to nearest even as it is written). The
+// sum over l runs in f32 in increasing l; cuBLAS's own order is not specified. On a stream being
 // captured (graphs.cpp) the product is validated now and recorded, as
 // cuBLAS's kernels are.
 #include <cuda_runtime.h>
@@ -22,6 +23,7 @@
 #include <cstring>
 
 #include "tensor/cuda/emulator/emulator.h"
+#include "tensor/dtype.h"
 
 namespace emu = ::ordo::cuda::emulator;
 
@@ -32,18 +34,6 @@ struct cublasContext {
 };
 
 namespace {
-
-// cvt.rna.tf32.f32: to 10 mantissa bits, to nearest with ties away from zero.
-float round_to_tf32(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  if ((bits & 0x7f800000u) != 0x7f800000u) {  // finite: infinities and NaNs pass unchanged
-    bits += 0x1000u;
-    bits &= 0xffffe000u;
-  }
-  std::memcpy(&x, &bits, 4);
-  return x;
-}
 
 // One operand: a rows x cols column-major matrix with leading dimension ld,
 // per batch, of f32 or bf16 elements.
@@ -191,9 +181,10 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
     return CUBLAS_STATUS_INVALID_VALUE;
   // The combinations of cuBLAS's table of cublasGemmEx types the emulator
   // provides: all f32 (with FP32, pedantic or TF32 compute), or bf16 A and B
-  // with f32 C and FP32 compute.
-  const bool bf16 = Atype == CUDA_R_16BF;
-  if (Atype != Btype || Ctype != CUDA_R_32F || (Atype != CUDA_R_32F && !bf16)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  // with f32 or bf16 C and FP32 compute.
+  const bool bf16 = Atype == CUDA_R_16BF, bf16_c = Ctype == CUDA_R_16BF;
+  if (Atype != Btype || (Ctype != CUDA_R_32F && !(bf16 && bf16_c)) || (Atype != CUDA_R_32F && !bf16))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   if (computeType != CUBLAS_COMPUTE_32F && computeType != CUBLAS_COMPUTE_32F_PEDANTIC &&
       (bf16 || computeType != CUBLAS_COMPUTE_32F_FAST_TF32))
     return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -217,7 +208,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
     const bool reads_ab = k > 0 && a_scale != 0.0f;
     const Matrix ma{A, ta ? k : m, ta ? m : k, lda, strideA, "A", bf16};
     const Matrix mb{B, tb ? n : k, tb ? k : n, ldb, strideB, "B", bf16};
-    const Matrix mc{C, m, n, ldc, strideC, "C"};
+    const Matrix mc{C, m, n, ldc, strideC, "C", bf16_c};
     if (reads_ab) {
       check_extent(ma, batchCount);
       check_extent(mb, batchCount);
@@ -234,10 +225,10 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
     for_columns(mc, batchCount, [](const void* p, size_t bytes) {
       emu::stand_in_write("cublasGemmStridedBatchedEx (matrix C)", p, bytes);
     });
-    auto input = [tf32](float v) { return tf32 ? round_to_tf32(v) : v; };
+    auto input = [tf32](float v) { return tf32 ? ::ordo::round_to_tf32(v) : v; };  // cvt.rna.tf32.f32
     for (int p = 0; p < batchCount; ++p) {
       const long long a0 = p * strideA, b0 = p * strideB;
-      float* c = static_cast<float*>(C) + p * strideC;
+      const long long c0 = p * strideC;
       for (int j = 0; j < n; ++j) {
         for (int i = 0; i < m; ++i) {
           float sum = 0.0f;
@@ -248,8 +239,13 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
               sum += input(av) * input(bv);
             }
           }
-          float& out = c[i + static_cast<long long>(j) * ldc];
-          out = c_scale == 0.0f ? a_scale * sum : a_scale * sum + c_scale * out;
+          const long long at = c0 + i + static_cast<long long>(j) * ldc;
+          const float out = c_scale == 0.0f ? a_scale * sum : a_scale * sum + c_scale * mc.at(at);
+          if (bf16_c) {
+            static_cast<uint16_t*>(C)[at] = ::ordo::f32_to_bf16(out);  // cvt.rn.bf16.f32
+          } else {
+            static_cast<float*>(C)[at] = out;
+          }
         }
       }
     }
