@@ -276,7 +276,7 @@ StepResult logged_update(nn::AdamW& opt, const StepScalars& scalars, int64_t ste
 // Steps run as they are before the capture: the first allocates the
 // optimizer's tables and fills the cache, the second meets the cache as a
 // steady step does (the previous step's outputs still held).
-constexpr int64_t kStepsAsTheyAre = 2;
+constexpr int64_t kStepsAsTheyAre = 2, kMostStepsAsTheyAre = 8;
 
 GraphedStep::GraphedStep(nn::AdamW& opt, Device device)
     : opt_(opt), device_(device), stream_base_(Tensor::zeros({1}, DType::i64, device)) {
@@ -296,12 +296,24 @@ StepResult GraphedStep::run(int64_t step, bool read_scalars, const std::function
     opt_.apply(norm_and_clip_, nn::AdamW::StepInfo{});
   };
   double lr = 0;
-  if (steps_ < kStepsAsTheyAre || (key != key_ && key != warmed_key_)) {
+  const bool captured = graph_.defined() && key == key_;
+  // A capture may not call cudaMalloc: it is made once a step run as it is
+  // found every block it needed in the cache (or after kMostStepsAsTheyAre
+  // such steps, when it may fail and the caller goes on without graphs).
+  const bool settled = key == warmed_key_ && (warm_step_found_all_ || warm_steps_ >= kMostStepsAsTheyAre);
+  if (steps_ < kStepsAsTheyAre || (!captured && !settled)) {
+    if (key != warmed_key_) warm_steps_ = 0;
     warmed_key_ = key;
+    // Another key's graph would be captured anew (one is kept): its pool goes
+    // back to the cache now, for these steps and that capture to take from.
+    if (graph_.defined() && key != key_) graph_ = CudaGraph();
     lr = opt_.schedule();
+    const int64_t mallocs = allocator_stats(device_).device_mallocs;
     body();  // as it is: fills the allocator's cache with every block the step needs
+    warm_step_found_all_ = allocator_stats(device_).device_mallocs == mallocs;
+    ++warm_steps_;
   } else {
-    if (!graph_.defined() || key != key_) {
+    if (!captured) {
       graph_ = CudaGraph();  // its pool goes back to the cache before the new capture takes one
       outputs_ = MicroBatch();  // the last step's outputs: the captured step makes its own
       norm_and_clip_ = Tensor();

@@ -135,14 +135,15 @@ StepResult optimizer_step(nn::AdamW& opt, int64_t step, int64_t micro_batches, b
 // inputs from tensors made before the capture, which `stage` fills with the
 // step's values (host copies, outside the graph), and take its dropout
 // streams from `stream_base` (nn::Context::stream_base, set here to the
-// step's first stream). The first two steps run as they are (their
-// allocations fill the caching allocator), the third is captured, and
-// every later step replays;
+// step's first stream). Steps run as they are (their allocations fill the
+// caching allocator) — at least two, and until one calls no cudaMalloc (its
+// every block was in the cache, as a capture needs; at most 8) — the next
+// is captured, and every later step replays;
 // a step whose `key` (the shapes and host-side facts the captured work was
-// made for) differs from the capture's runs once as it is (what it needs
-// that no earlier step made — a new length's blocks, a position encoding's
-// constants for it — is made outside a capture) and is captured the next
-// time it comes. Everything else
+// made for) differs from the capture's runs as it is (what it needs that no
+// earlier step made — a new length's blocks, a position encoding's constants
+// for it — is made outside a capture), by the same rule, and is captured a
+// later time it comes. Everything else
 // is optimizer_step's: a logged step reads its scalars and the norm in one
 // host copy, and a non-finite loss goes to `report`. AdamW must be fused
 // (its update skips a step whose norm is not finite, so an unlogged
@@ -169,6 +170,8 @@ class GraphedStep {
   CudaGraph graph_;
   std::string key_;         // the captured step's
   std::string warmed_key_;  // the last key run as it is
+  int64_t warm_steps_ = 0;  // steps of warmed_key_ run as they are, in a row
+  bool warm_step_found_all_ = false;  // the last of them called no cudaMalloc
   int64_t steps_ = 0, captures_ = 0;
   // The captured step's outputs: rewritten by each replay.
   MicroBatch outputs_;
