@@ -108,7 +108,7 @@ Tensor random_f32(const Shape& shape, uint64_t seed) { return test::random_tenso
 // tie, up to 1 + 2^-7. Then random products: the bits of the same device's
 // f32 product cast (the device's cast kernel against the product's own
 // rounding), each within a half ulp of the naive rounded-operand sum and its
-// FP32 bound; one launch on CUDA.
+// FP32 bound; on CUDA no kernel of ordo's beside cuBLAS's product.
 void check_bf16_output(Device device) {
   MatmulPrecisionScope scope(MatmulPrecision::bf16);
   const Tensor ties = Tensor::from_vector(std::vector<float>{1, 0x1p-8f, 0, 1 + 0x1p-6f, 0x1p-8f, 0, 1, 0x1p-8f, 0x1p-16f},
@@ -126,7 +126,7 @@ void check_bf16_output(Device device) {
     reset_device_counters();
   }
   const Tensor got = matmul_to_bf16(a16, b16, false, true);
-  if (device.is_cuda()) CHECK(device_counters().kernel_launches == 1);
+  if (device.is_cuda()) CHECK(device_counters().kernel_launches == 0);  // cuBLAS's product alone: no cast after it
   REQUIRE(got.shape() == Shape{2, 9, 13});
   CHECK(test::bit_identical(got.to(Device::cpu()), matmul(a16, b16, false, true).to(DType::bf16).to(Device::cpu())));
   const Tensor bt = b.transpose(0, 1).contiguous();
@@ -202,7 +202,7 @@ TEST_CASE("cuda: bf16 products round each operand to nearest even (hand-worked b
   check_bf16_rounding(Device::cuda(0));
 }
 
-TEST_CASE("cuda: bf16 products written as bf16 (cuBLAS's bf16 C): rounded once, to nearest even, in 1 launch",
+TEST_CASE("cuda: bf16 products written as bf16 (cuBLAS's bf16 C): rounded once, to nearest even, no cast",
           "[cuda]") {
   check_bf16_output(Device::cuda(0));
 }
