@@ -154,7 +154,9 @@ struct Stepper {
 Counts count(const Case& c, int64_t batch, int64_t length, Mode mode, Device device, int warmup, int steps) {
   Stepper s(c, batch, length, mode, device);
   int64_t n = 0;
-  for (int i = 0; i < std::max(warmup, mode.graphs ? 3 : 0); ++i) s.step(++n);
+  // With graphs, on until the step is captured (steps run as they are until
+  // one finds every block cached: train::GraphedStep).
+  for (int i = 0; i < warmup || (s.graphed && s.graphed->captures() == 0); ++i) s.step(++n);
   synchronize(device);
   reset_device_counters();
   const int64_t allocations_before = allocator_stats(device).allocations;

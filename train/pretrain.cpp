@@ -536,7 +536,7 @@ void print_start(const RunConfig& c, const PretrainRun& r, bool resuming) {
                  w.checkpoint.c_str(), static_cast<long long>(w.copied), joined(w.fresh).c_str(),
                  joined(w.unused).c_str());
   }
-  if (r.graphed) std::fprintf(stderr, "cuda graphs: on (from the third step, each step one graph launch)\n");
+  if (r.graphed) std::fprintf(stderr, "cuda graphs: on (from the third step at the earliest, once a step finds every block it needs cached: one graph launch a step)\n");
   if (resuming) std::fprintf(stderr, "resuming at step %lld\n", static_cast<long long>(r.state.step));
 }
 
