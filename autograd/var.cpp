@@ -221,11 +221,11 @@ Tensor gathered(PendingGradient& p, const Shape& shape) {
   return std::move(p.sum);
 }
 
-// Two gradients of one value: a bf16 one (a product wrote it so for an op
-// that takes_bf16_gradient) is widened to the other's dtype first.
+// Two gradients of one value, summed in f32 where either is bf16 (a product
+// wrote it so for an op that takes_bf16_gradient, which reads either).
 Tensor sum_of_gradients(const Tensor& a, const Tensor& b) {
-  if (a.dtype() == b.dtype()) return add(a, b);
-  return add(a.dtype() == DType::bf16 ? a.to(b.dtype()) : a, b.dtype() == DType::bf16 ? b.to(a.dtype()) : b);
+  auto wide = [](const Tensor& g) { return g.dtype() == DType::bf16 ? g.to(DType::f32) : g; };
+  return add(wide(a), wide(b));
 }
 
 // The elements [first, last] of t's storage that t may touch.
@@ -294,11 +294,13 @@ void accumulate_leaf(VarState& leaf, Tensor g, const std::unordered_map<VarState
 thread_local std::vector<Tensor>* handed_over = nullptr;
 
 // The sum gathered for `input` if a backward may add onto it in place: no
-// slice part waiting, nothing but the engine holding it, dense, the input's dtype.
+// slice part waiting, nothing but the engine holding it, dense, the input's
+// dtype and not bf16 (a product adds onto f32; a bf16 gradient is summed by
+// sum_of_gradients).
 bool can_hand_over(const PendingGradient& p, const VarState& input) {
   const Tensor& g = p.sum;
   return p.parts.empty() && g.defined() && g.storage().use_count() == 1 && g.is_contiguous() && g.offset() == 0 &&
-         g.dtype() == input.value.dtype();
+         g.dtype() == input.value.dtype() && g.dtype() != DType::bf16;
 }
 
 }  // namespace

@@ -531,28 +531,33 @@ TEST_CASE("an FFN under bf16 products keeps its pre-activation and that gradient
   const Tensor w1 = test::random_tensor({32, 16}, 3, DType::f32, -0.5, 0.5), b1 = test::random_tensor({32}, 4, DType::f32);
   const Tensor w2 = test::random_tensor({16, 32}, 5, DType::f32, -0.5, 0.5);
   MatmulPrecisionScope bf16(MatmulPrecision::bf16);
-  auto run = [&](bool rounded) {
+  // readers: 1, or 2 (the activation read by the down-projection twice, its two
+  // bf16 gradients summed in f32 and read by bias_activation's backward so).
+  auto run = [&](bool rounded, int readers) {
     Var xv(x, true), w1v(w1, true), b1v(b1, true), w2v(w2, true);
     const Var pre = linear(xv, w1v, Var(), /*output_as_operand=*/rounded);
     const Var act = bias_activation(pre, b1v, UnaryOp::gelu, /*as_operand=*/true, /*x_is_product=*/true);
     pre.retain_grad();
     act.retain_grad();
-    const Var out = linear(act, w2v, Var());
+    const Var out = readers == 1 ? linear(act, w2v, Var()) : add(linear(act, w2v, Var()), linear(act, w2v, Var()));
     out.backward(gy);
     const DType kept = rounded ? DType::bf16 : DType::f32;
     CHECK(pre.dtype() == kept);
     CHECK(pre.grad().dtype() == DType::bf16);  // a product's operand either way
-    CHECK(act.grad().dtype() == kept);
+    CHECK(act.grad().dtype() == (readers == 1 ? kept : DType::f32));
     return std::vector<Tensor>{out.value(), xv.grad(), w1v.grad(), b1v.grad(), w2v.grad()};
   };
-  const std::vector<Tensor> got = run(true), want = run(false);
-  const char* names[] = {"out", "gx", "gw1", "gb1", "gw2"};
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO(names[i]);
-    const std::vector<double> g = got[i].to_doubles(), w = want[i].to_doubles();
-    double diff = 0, norm = 0;
-    for (size_t e = 0; e < g.size(); ++e) diff += (g[e] - w[e]) * (g[e] - w[e]), norm += w[e] * w[e];
-    CHECK(std::sqrt(diff) <= 0x1p-7 * std::sqrt(norm));
-    CHECK(diff > 0);
+  for (const int readers : {1, 2}) {
+    INFO(readers << " readers");
+    const std::vector<Tensor> got = run(true, readers), want = run(false, readers);
+    const char* names[] = {"out", "gx", "gw1", "gb1", "gw2"};
+    for (size_t i = 0; i < got.size(); ++i) {
+      INFO(names[i]);
+      const std::vector<double> g = got[i].to_doubles(), w = want[i].to_doubles();
+      double diff = 0, norm = 0;
+      for (size_t e = 0; e < g.size(); ++e) diff += (g[e] - w[e]) * (g[e] - w[e]), norm += w[e] * w[e];
+      CHECK(std::sqrt(diff) <= 0x1p-7 * std::sqrt(norm));
+      CHECK(diff > 0);
+    }
   }
 }
