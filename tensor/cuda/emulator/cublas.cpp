@@ -12,9 +12,9 @@
 // exactly, so each product of two is exact in f32 as on the tensor cores)
 // with CUBLAS_COMPUTE_32F; C is CUDA_R_32F, or CUDA_R_16BF with bf16 A and B
 // (alpha sum + beta C in f32, rounded to nearest even as it is written). The
-// sum over l runs in f32 in increasing l; cuBLAS's own order is not specified. On a stream being
-// captured (graphs.cpp) the product is validated now and recorded, as
-// cuBLAS's kernels are.
+// sum over l runs in f32 in increasing l; cuBLAS's own order is not
+// specified. On a stream being captured (graphs.cpp) the product is
+// validated now and recorded, as cuBLAS's kernels are.
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
 
