@@ -199,19 +199,6 @@ inline void finish_rounded(const Tensor& out, const Tensor& target) {
   if (out.dtype() == DType::bf16) round_to_bf16(out, target);
 }
 
-// The values a kernel computes with: x itself (f32, f64), or a contiguous
-// bf16 x widened to f32 (exact) — a bf16 input read as the CUDA kernels read it.
-inline Tensor widened(const Tensor& x) {
-  if (x.dtype() != DType::bf16) return x;
-  Tensor out = Tensor::empty(x.shape(), DType::f32);
-  const uint16_t* in = static_cast<const uint16_t*>(x.raw_data());
-  float* o = out.data<float>();
-  parallel_for(x.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) o[i] = bf16_to_f32(in[i]);
-  });
-  return out;
-}
-
 // Calls fn(T{}) with T = float or double for an f32/f64 dtype.
 template <class Fn>
 void dispatch_float(DType dtype, const char* kernel, Fn&& fn) {

@@ -4,6 +4,7 @@
 // (added after the product here, onto it there) — and the CUDA kernels'
 // reference (tensor/cuda/fused.cu).
 #include <type_traits>
+#include <vector>
 
 #include "tensor/cpu/common.h"
 #include "tensor/cpu/gelu.h"
@@ -21,21 +22,35 @@ void for_rows(int64_t rows, int64_t n, const Body& body) {
   });
 }
 
+// Row r of a contiguous [rows, n] tensor as T values: its own row, or a bf16
+// one (a product's bf16 output, T = float) widened into `buffer` — read as
+// the CUDA kernels read it, without an f32 copy of the whole tensor.
+template <class T>
+const T* row_values(const Tensor& t, int64_t r, int64_t n, std::vector<float>& buffer) {
+  if (t.dtype() != DType::bf16) return t.data<T>() + r * n;
+  if constexpr (std::is_same_v<T, float>) {
+    buffer.resize(static_cast<size_t>(n));
+    const uint16_t* in = static_cast<const uint16_t*>(t.raw_data()) + r * n;
+    for (int64_t j = 0; j < n; ++j) buffer[j] = bf16_to_f32(in[j]);
+    return buffer.data();
+  }
+  throw Error("internal error: a bf16 row read as f64");
+}
+
 }  // namespace
 
 void residual_layernorm(const Tensor& y, const Tensor& s, const Tensor& mean, const Tensor& rstd,
-                        const Tensor& h_in, const Tensor& bias, const Tensor& residual, const Tensor& gamma,
+                        const Tensor& h, const Tensor& bias, const Tensor& residual, const Tensor& gamma,
                         const Tensor& beta, double p, const PhiloxStream& stream, double eps, const Tensor& y16) {
-  const Tensor h = widened(h_in);  // a product's bf16 output in f32
   const int64_t n = h.size(-1), count = h.numel();
-  dispatch_float(h.dtype(), "residual_layernorm", [&](auto tag) {
+  dispatch_float(residual.dtype(), "residual_layernorm", [&](auto tag) {  // h's, or f32 beside a bf16 h
     using T = decltype(tag);
     T* ss = s.data<T>();
-    const T* hs = h.data<T>();
     const T* b = bias.defined() ? bias.data<T>() : nullptr;
     for_rows(n ? count / n : 0, n, [&](int64_t r) {
+      thread_local std::vector<float> wide;
       T* sr = ss + r * n;
-      const T* hr = hs + r * n;
+      const T* hr = row_values<T>(h, r, n, wide);
       if (b) {
         for (int64_t j = 0; j < n; ++j) sr[j] = hr[j] + b[j];
       } else {
@@ -83,13 +98,11 @@ void activation_row(T* o, const T* x, const T* b, int64_t n) {
   }
 }
 
-// Row by row, the bias indexed by column (a bf16 x widened first).
-void bias_activation(const Tensor& y, const Tensor& x_in, const Tensor& bias, UnaryOp act) {
-  const Tensor x = widened(x_in);
+// Row by row, the bias indexed by column (a bf16 x widened a row at a time).
+void bias_activation(const Tensor& y, const Tensor& x, const Tensor& bias, UnaryOp act) {
   const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
-  dispatch_float(x.dtype(), "bias_activation", [&](auto tag) {
+  dispatch_float(bias.dtype(), "bias_activation", [&](auto tag) {  // x's, or f32 beside a bf16 x
     using T = decltype(tag);
-    const T* xs = x.data<T>();
     const T* b = bias.data<T>();
     visit_activation(act, [&](auto f) {
       using F = decltype(f);
@@ -98,15 +111,18 @@ void bias_activation(const Tensor& y, const Tensor& x_in, const Tensor& bias, Un
         constexpr int64_t kChunk = 1024;
         uint16_t* out = static_cast<uint16_t*>(y.raw_data());
         for_rows(rows, n, [&](int64_t r) {
+          thread_local std::vector<float> wide;
+          const T* xr = row_values<T>(x, r, n, wide);
           T values[kChunk];
           for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
             const int64_t width = std::min(kChunk, n - j0);
-            activation_row<F>(values, xs + r * n + j0, b + j0, width);
+            activation_row<F>(values, xr + j0, b + j0, width);
             for (int64_t j = 0; j < width; ++j) out[r * n + j0 + j] = f32_to_bf16(static_cast<float>(values[j]));
           }
         });
-      } else {
+      } else {  // y in x's dtype: x is not bf16
         T* out = y.data<T>();
+        const T* xs = x.data<T>();
         for_rows(rows, n, [&](int64_t r) { activation_row<F>(out + r * n, xs + r * n, b, n); });
       }
     });
@@ -119,25 +135,23 @@ void operand_column_sums(const Tensor& operand, const Tensor& sums, const Tensor
   reduce(ReduceOp::sum, sums, x, 1, x.size(0), x.size(1), 0);
 }
 
-void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tensor& gy_in, const Tensor& x_in,
+void bias_activation_backward(const Tensor& gx, const Tensor& gbias, const Tensor& gy, const Tensor& x,
                               const Tensor& bias, UnaryOp act) {
-  const Tensor gy = widened(gy_in), x = widened(x_in);  // bf16 ones (a product's output and gradient) in f32
   const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
   // A bf16 gx (a product's operand) is rounded row by row from the f32
   // values the bias's gradient sums, while the row is in the cache.
   const Tensor g_x = f32_target(gx);
   uint16_t* rounded = gx.dtype() == DType::bf16 ? static_cast<uint16_t*>(gx.raw_data()) : nullptr;
-  dispatch_float(x.dtype(), "bias_activation_backward", [&](auto tag) {
+  dispatch_float(bias.dtype(), "bias_activation_backward", [&](auto tag) {  // x's, or f32 beside a bf16 x
     using T = decltype(tag);
-    const T* xs = x.data<T>();
     const T* b = bias.data<T>();
-    const T* g = gy.data<T>();
     T* out = g_x.data<T>();
     visit_activation(act, [&](auto f) {
       using F = decltype(f);
       for_rows(rows, n, [&](int64_t r) {
-        const T* xr = xs + r * n;
-        const T* gr = g + r * n;
+        thread_local std::vector<float> wide_x, wide_g;  // gy and x bf16: a product's output and its gradient
+        const T* xr = row_values<T>(x, r, n, wide_x);
+        const T* gr = row_values<T>(gy, r, n, wide_g);
         T* o = out + r * n;
         if constexpr (uses_gelu_row<F, T>) {
           gelu_backward_row(o, gr, xr, b, n);
