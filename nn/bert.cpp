@@ -509,7 +509,7 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace, 
   Tensor positions = given.positions.defined() ? given.positions : default_positions(batch, length, device_);
   Tensor segments = in.segment_ids.defined() ? in.segment_ids : Tensor::zeros(shape, DType::i64, device_);
   FactsScope facts(ctx, in.facts ? *in.facts : read_facts(given, batch, length));
-  const OperandRoundingScope rounded(encoder_weights_ ? encoder_weights_->var.value() : Tensor());
+  const OperandRoundingScope rounded(encoder_weights_ ? encoder_weights_->var.value() : Tensor(), ctx.rounded_weights);
 
   // HF's order of the sums: (word + token type) + position. The ablations of
   // an input-level encoding act here, on the two terms of the locality/

@@ -106,7 +106,7 @@ PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const MlmR
   const int64_t batch = inputs.input_ids.size(0), length = inputs.input_ids.size(1);
   check_dtype(predicted.rows, DType::i64, "PretrainingModel", "predicted rows");
   check_shape(predicted.targets, predicted.rows.shape(), "PretrainingModel", "predicted targets");
-  const OperandRoundingScope rounded(product_weights_ ? product_weights_->var.value() : Tensor());
+  const OperandRoundingScope rounded(product_weights_ ? product_weights_->var.value() : Tensor(), ctx.rounded_weights);
   Var sequence = bert.forward(inputs, ctx, trace);
   const int64_t hidden = sequence.size(-1);
   PretrainingOutput out;
@@ -129,7 +129,7 @@ PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const MlmR
 }
 
 Var PretrainingModel::all_logits(const BertInputs& inputs, Context& ctx, ForwardTrace* trace) const {
-  const OperandRoundingScope rounded(product_weights_ ? product_weights_->var.value() : Tensor());
+  const OperandRoundingScope rounded(product_weights_ ? product_weights_->var.value() : Tensor(), ctx.rounded_weights);
   Var sequence = bert.forward(inputs, ctx, trace);
   return predictions.forward(sequence, bert.embeddings.word_embeddings.weight.var, ctx.fused);
 }

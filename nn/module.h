@@ -22,6 +22,7 @@
 
 #include "autograd/var.h"
 #include "tensor/backend.h"
+#include "tensor/ops.h"
 
 namespace ordo::nn {
 
@@ -97,6 +98,10 @@ struct Context {
   // graph: one i64 on the model's device holding the step's first stream
   // (then next_stream counts from 0). Undefined: next_stream alone.
   Tensor stream_base;
+  // The packed product weights' bf16 rounding kept current by the optimizer
+  // (AdamW::keep_weights_rounding): a forward under bf16 products takes it
+  // instead of rounding the weights with a cast. Empty: the forward casts.
+  RoundedWeights rounded_weights;
 
   // Step s, micro-batch m of `micro` uses streams from (s * micro + m) * 2^20:
   // room for 2^20 dropout calls per forward, disjoint across steps.

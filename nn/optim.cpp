@@ -1,5 +1,6 @@
 #include "nn/optim.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace ordo::nn {
@@ -73,7 +74,7 @@ double AdamW::schedule() {
 
 AdamWTensors& AdamW::fused_tensors() {
   std::vector<bool> with_grad;
-  std::vector<Tensor> params, grads, m, v;
+  std::vector<Tensor> params, grads, m, v, rounded;
   std::vector<bool> decay;
   for (size_t i = 0; i < params_.size(); ++i) {
     const Parameter& p = *params_[i].second;
@@ -84,6 +85,8 @@ AdamWTensors& AdamW::fused_tensors() {
     m.push_back(m_[i]);
     v.push_back(v_[i]);
     decay.push_back(p.decay);
+    const bool in_block = rounded_.weights.defined() && p.var.value().shares_storage_with(rounded_.weights);
+    rounded.push_back(in_block ? p.var.value().same_view_on(rounded_.rounding) : Tensor());
   }
   // Rebuilt when another set of parameters has gradients, or a parameter's
   // storage moved (its address is in the device table).
@@ -92,7 +95,7 @@ AdamWTensors& AdamW::fused_tensors() {
   if (same) {
     fused_.grads = std::move(grads);
   } else {
-    fused_ = adamw_tensors(std::move(params), std::move(grads), std::move(m), std::move(v), decay);
+    fused_ = adamw_tensors(std::move(params), std::move(grads), std::move(m), std::move(v), decay, std::move(rounded));
     with_grad_ = std::move(with_grad);
   }
   return fused_;
@@ -109,9 +112,21 @@ void AdamW::apply(const Tensor& norm_and_clip, const StepInfo& info) {
       adamw_multi_(fused_, norm_and_clip, schedule_, c);
     } else {
       apply_per_tensor(norm_and_clip, info);
+      if (rounded_.weights.defined()) rounded_.rounding.copy_from(rounded_.weights);
     }
   }
   clear_gradients();
+}
+
+bool AdamW::keep_weights_rounding() {
+  const auto packed = std::find_if(params_.begin(), params_.end(), [](const NamedParameter& p) {
+    return p.second->product_weight && p.second->var.value().dtype() == DType::f32;
+  });
+  if (packed == params_.end()) return false;
+  rounded_.weights = packed->second->var.value().whole_storage();
+  rounded_.rounding = rounded_.weights.to(DType::bf16);
+  with_grad_.clear();  // the multi-tensor tables are rebuilt with the roundings' addresses
+  return true;
 }
 
 void AdamW::apply_per_tensor(const Tensor& norm_and_clip, const StepInfo& info) {

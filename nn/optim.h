@@ -77,6 +77,20 @@ class AdamW {
   std::vector<std::pair<std::string, Tensor>> state_tensors() const;
   void load_state(int64_t steps_taken, const std::vector<std::pair<std::string, Tensor>>& tensors);
 
+  // Keeps a bf16 rounding of the packed product weights (the block
+  // pack_product_weights made that holds the first parameter with
+  // Parameter::product_weight; a model packs its own weights, then a model
+  // on top of it all of them) that every update keeps current: made here by a cast, then
+  // written with the weights (the fused update in its own kernel, the
+  // reference path by a cast after its updates). A forward under bf16
+  // products given it (Context::rounded_weights) takes it instead of
+  // rounding the weights itself: a cast of them every step saved. It is
+  // current while nothing but this optimizer writes the weights, as in the
+  // training loops (which load checkpoints before it is kept). Returns
+  // false, keeping nothing, when there is no f32 product weight.
+  bool keep_weights_rounding();
+  const RoundedWeights& rounded_weights() const { return rounded_; }
+
   const AdamWConfig& config() const { return config_; }
   const std::vector<NamedParameter>& parameters() const { return params_; }
 
@@ -98,6 +112,7 @@ class AdamW {
   Tensor schedule_;         // [lr, bias corrections] on the parameters' device (fused)
   AdamWTensors fused_;      // built for `with_grad_`
   std::vector<bool> with_grad_;
+  RoundedWeights rounded_;  // undefined unless keep_weights_rounding()
 };
 
 }  // namespace ordo::nn

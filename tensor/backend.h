@@ -85,9 +85,16 @@ constexpr int kEmbeddingSumTerms = 3;
 // for parameters and moments whose storage does not move; the gradients'
 // addresses may change from step to step and go with each call.
 constexpr int64_t kMultiTensorChunk = 4096;
+constexpr int64_t kAdamWLayoutColumns = 5;  // AdamWTensors::layout's
 struct AdamWTensors {
   std::vector<Tensor> params, grads, m, v;  // contiguous, the same shapes, f32 (f64 too on the CPU)
-  Tensor layout;  // i64 [tensors, 4]: the data addresses of param, m and v, and 1 where weight decay applies
+  // Where defined, a contiguous bf16 tensor of params[i]'s shape that the
+  // update also writes: the updated parameter rounded to bf16 (the operand
+  // the next forward's bf16 products take, without a cast of their own).
+  std::vector<Tensor> rounded;
+  // i64 [tensors, 5]: the data addresses of param, m and v, 1 where weight
+  // decay applies, and rounded's address (0: none)
+  Tensor layout;
   Tensor chunks;  // i64 [chunks, 3]: tensor, first element, elements; in tensor order
 };
 

@@ -40,6 +40,7 @@ void describe_argument(KernelCall& call, const std::vector<Tensor>& tensors) {
 
 void describe_argument(KernelCall& call, const AdamWTensors& t) {
   for (const std::vector<Tensor>* list : {&t.params, &t.grads, &t.m, &t.v}) describe_argument(call, *list);
+  for (const Tensor& r : t.rounded) call.bytes += distinct_bytes(r);  // not shapes: the roofline counts params by them
 }
 
 void describe_argument(KernelCall& call, const AttentionTerms& t) {

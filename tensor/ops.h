@@ -106,9 +106,17 @@ OperandColumnSums operand_column_sums(const Tensor& x);
 // a cast. Only under bf16 precision, where each element rounds as
 // as_operand would round it alone (the same bits); a scope nested in one
 // over the same storage does nothing.
+//
+// `kept`, when its weights are block's storage: that rounding, already made
+// and current (its keeper vouches for it: nn::AdamW writes it with every
+// update), is taken instead of the cast.
+struct RoundedWeights {
+  Tensor weights;   // a packed block's whole storage (f32, 1-d)
+  Tensor rounding;  // its bf16 rounding, the same shape
+};
 class OperandRoundingScope {
  public:
-  explicit OperandRoundingScope(const Tensor& block);
+  explicit OperandRoundingScope(const Tensor& block, const RoundedWeights& kept = {});
   ~OperandRoundingScope();
   OperandRoundingScope(const OperandRoundingScope&) = delete;
   OperandRoundingScope& operator=(const OperandRoundingScope&) = delete;
@@ -459,8 +467,12 @@ Tensor clip_by_global_norm_(const std::vector<Tensor>& tensors, double max_norm)
 // device, params[i], grads[i], m[i] and v[i] of one shape); decay[i] says
 // whether weight decay applies to params[i]. Copies two small tables to the
 // device: build once, and again only when the parameters with a gradient change.
+// rounded (empty, or one per parameter, undefined where none): bf16 tensors
+// the update writes each updated f32 parameter's rounding into (round to
+// nearest even, the cast's bits).
 AdamWTensors adamw_tensors(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m,
-                           std::vector<Tensor> v, const std::vector<bool>& decay);
+                           std::vector<Tensor> v, const std::vector<bool>& decay,
+                           std::vector<Tensor> rounded = {});
 // The global norm of the gradients and torch's clip factor for max_norm
 // (<= 0: none), [norm, factor] on their device in their dtype: two kernels,
 // nothing read to the host.

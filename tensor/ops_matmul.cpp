@@ -169,11 +169,22 @@ OperandColumnSums operand_column_sums(const Tensor& x) {
   return r;
 }
 
-OperandRoundingScope::OperandRoundingScope(const Tensor& block) : outer_(t_operand_rounding) {
+OperandRoundingScope::OperandRoundingScope(const Tensor& block, const RoundedWeights& kept)
+    : outer_(t_operand_rounding) {
   if (!block.defined() || block.dtype() != DType::f32 || matmul_precision() != MatmulPrecision::bf16) return;
   if (outer_ && outer_->source_.defined() && outer_->source_.shares_storage_with(block)) return;
   source_ = block.whole_storage();
-  rounded_ = source_.to(DType::bf16);
+  if (kept.weights.defined() && kept.weights.shares_storage_with(block)) {
+    ORDO_CHECK(kept.rounding.dtype() == DType::bf16 && kept.rounding.shape() == source_.shape() &&
+                   kept.rounding.is_contiguous() && kept.rounding.offset() == 0 &&
+                   kept.rounding.device() == source_.device(),
+               "OperandRoundingScope: the kept rounding of ", shape_str(source_.shape()), " weights is ",
+               dtype_name(kept.rounding.dtype()), " ", shape_str(kept.rounding.shape()), " on ",
+               kept.rounding.device().str(), " (bf16 of their shape on their device expected)");
+    rounded_ = kept.rounding;
+  } else {
+    rounded_ = source_.to(DType::bf16);
+  }
   t_operand_rounding = this;
 }
 

@@ -101,12 +101,13 @@ int64_t address_of(const Tensor& t) { return static_cast<int64_t>(reinterpret_ca
 }  // namespace
 
 AdamWTensors adamw_tensors(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m,
-                           std::vector<Tensor> v, const std::vector<bool>& decay) {
+                           std::vector<Tensor> v, const std::vector<bool>& decay, std::vector<Tensor> rounded) {
   ORDO_CHECK(!params.empty(), "adamw_tensors: no parameters");
   const size_t n = params.size();
-  ORDO_CHECK(grads.size() == n && m.size() == n && v.size() == n && decay.size() == n, "adamw_tensors: ", n,
-             " parameters but ", grads.size(), " gradients, ", m.size(), " and ", v.size(), " moments, ",
-             decay.size(), " decay flags");
+  if (rounded.empty()) rounded.resize(n);
+  ORDO_CHECK(grads.size() == n && m.size() == n && v.size() == n && decay.size() == n && rounded.size() == n,
+             "adamw_tensors: ", n, " parameters but ", grads.size(), " gradients, ", m.size(), " and ", v.size(),
+             " moments, ", decay.size(), " decay flags, ", rounded.size(), " roundings");
   const Tensor& first = params.front();
   check_float(first, "adamw_tensors", "param");
   std::vector<int64_t> layout, chunks;
@@ -115,13 +116,21 @@ AdamWTensors adamw_tensors(std::vector<Tensor> params, std::vector<Tensor> grads
       check_same_kind(first, *t, "tensor");
       check_shape(*t, params[i].shape(), "adamw_tensors", "grad/m/v");
     }
-    layout.insert(layout.end(), {address_of(params[i]), address_of(m[i]), address_of(v[i]), decay[i] ? 1 : 0});
+    if (rounded[i].defined()) {
+      check_dtype(rounded[i], DType::bf16, "adamw_tensors", "rounded");
+      check_dtype(params[i], DType::f32, "adamw_tensors", "param (with a bf16 rounding)");
+      check_same_device(first, rounded[i], "adamw_tensors");
+      check_shape(rounded[i], params[i].shape(), "adamw_tensors", "rounded");
+      ORDO_CHECK(rounded[i].is_contiguous(), "adamw_tensors: rounded[", i, "] is not contiguous");
+    }
+    layout.insert(layout.end(), {address_of(params[i]), address_of(m[i]), address_of(v[i]), decay[i] ? 1 : 0,
+                                 rounded[i].defined() ? address_of(rounded[i]) : 0});
     for (int64_t start = 0; start < params[i].numel(); start += kMultiTensorChunk)
       chunks.insert(chunks.end(), {static_cast<int64_t>(i), start, std::min(kMultiTensorChunk, params[i].numel() - start)});
   }
-  AdamWTensors t{std::move(params), std::move(grads), std::move(m), std::move(v), Tensor(), Tensor()};
+  AdamWTensors t{std::move(params), std::move(grads), std::move(m), std::move(v), std::move(rounded), Tensor(), Tensor()};
   const Device device = first.device();
-  t.layout = Tensor::from_vector(layout, {static_cast<int64_t>(n), 4}, device);
+  t.layout = Tensor::from_vector(layout, {static_cast<int64_t>(n), kAdamWLayoutColumns}, device);
   t.chunks = Tensor::from_vector(chunks, {static_cast<int64_t>(chunks.size() / 3), 3}, device);
   return t;
 }

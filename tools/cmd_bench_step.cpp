@@ -98,6 +98,8 @@ struct Stepper {
     nn::AdamWConfig adam = c.adam;
     adam.fused = mode.fused;
     opt = std::make_unique<nn::AdamW>(model->named_parameters(), adam);
+    // After: AdamW writes the weights' bf16 rounding with its update (pretrain's).
+    if (mode.fused && mode.precision == MatmulPrecision::bf16) opt->keep_weights_rounding();
     host = bench::random_batch(batch, length, c.model.vocab_size, Device::cpu(), labels);
     // One segment, given with the facts a training batch brings (pretrain's to_device).
     if (!host.segment_ids.defined()) host.segment_ids = Tensor::zeros({batch, length}, DType::i64, Device::cpu());
@@ -127,6 +129,7 @@ struct Stepper {
       nn::Context ctx = nn::Context::train(1, step);
       ctx.fused = mode.fused;
       ctx.fused_attention_on_cpu = fused_attention_on_cpu;
+      ctx.rounded_weights = opt->rounded_weights();
       nn::BertInputs in;
       in.input_ids = host.input_ids.to(device);
       in.attention_mask = host.attention_mask.to(device);
@@ -143,6 +146,7 @@ struct Stepper {
       nn::Context ctx = nn::Context::train(1, 0);
       ctx.next_stream = 0;
       ctx.stream_base = graphed->stream_base();
+      ctx.rounded_weights = opt->rounded_weights();
       nn::PretrainingOutput out = model->forward(device_inputs, rows, Tensor(), ctx);
       return train::MicroBatch{out.loss, {{"loss", out.loss.value()}}, 0};
     };
@@ -337,7 +341,8 @@ int run(const std::vector<std::string>& argv) {
               "clipping, loss read back), before -> after:\n"
               "  before: fp32 products, unfused ops, a norm, a clip and an update per parameter, launches one by one\n"
               "  after:  bf16 products (FP32 sums), fused residual+dropout+LayerNorm and bias+activation, the\n"
-              "          attention a GPU run picks (below), one multi-tensor AdamW (2 launches), one CUDA graph\n"
+              "          attention a GPU run picks (below), one multi-tensor AdamW (2 launches; its update writes\n"
+              "          the weights' bf16 rounding, which the next forward's products take), one CUDA graph\n"
               "          launch a step\n"
               "launches: ordo's kernels, cuBLAS's products, cub's radix sorts (one each: cub launches one or more)\n"
               "          and device-to-device memcpys (a stream operation each)\n"

@@ -39,6 +39,7 @@ StepTimes time_steps(nn::PretrainingModel& model, nn::AdamW& opt, const nn::Bert
   for (int i = 0; i < warmup + steps; ++i) {
     if (i == warmup) reset_peak_memory(device);
     nn::Context ctx = nn::Context::train(1, i);
+    ctx.rounded_weights = opt.rounded_weights();
     synchronize(device);
     double t0 = now();
     nn::PretrainingOutput out = model.forward(in, labels, Tensor(), ctx);
@@ -92,6 +93,7 @@ int run(const std::vector<std::string>& argv) {
     const bench::ResidentPeak resident;
     auto model = pe::build_model(mc, device, false, 1);
     nn::AdamW opt(model->named_parameters(), rc.train.adam);
+    if (precision == MatmulPrecision::bf16) opt.keep_weights_rounding();  // as pretrain
     Tensor labels;
     nn::BertInputs in = random_batch(batch, length, mc.vocab_size, device, labels);
     StepTimes t = time_steps(*model, opt, in, labels, warmup, steps, device);

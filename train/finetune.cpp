@@ -723,6 +723,7 @@ RunResult run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o,
   adam.total_steps = steps_per_epoch * c.epochs;
   adam.warmup_steps = static_cast<int64_t>(std::ceil(c.warmup_ratio * static_cast<double>(adam.total_steps)));
   nn::AdamW opt(task.model().named_parameters(), adam);
+  if (matmul_precision() == MatmulPrecision::bf16) opt.keep_weights_rounding();  // see nn/optim.h
 
   std::optional<MetricsLog> log;  // the open file follows its folder
   if (lead) {
@@ -744,6 +745,7 @@ RunResult run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o,
       const bool logged = step % c.log_every == 0 || step == 1 || step == adam.total_steps;
       auto forward = [&](int64_t) {
         nn::Context ctx = nn::Context::train(seed, step, comm.rank(), comm.size());
+        ctx.rounded_weights = opt.rounded_weights();
         int64_t tokens = 0;
         Var loss = task.loss(indices, ctx, &tokens);
         if (share.weight != 1) loss = affine(loss, share.weight);

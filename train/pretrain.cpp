@@ -453,6 +453,9 @@ PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resumi
     restore_optimizer(checkpoint_dir(run, state.step), *opt, state.step, device);
     if (comm.rank() == 0) truncate_metrics(run + "/metrics.jsonl", state.step);
   }
+  // The weights are loaded: from here only AdamW writes them, and it keeps
+  // their bf16 rounding for each forward's products.
+  if (matmul_precision() == MatmulPrecision::bf16) opt->keep_weights_rounding();
   for (const Phase& p : c.train.phases) {
     train_data.push_back(std::make_unique<text::PretrainingData>(corpus.split.train, corpus.vocab, data_options(c.data, p.max_seq_length)));
     eval_data.push_back(corpus.split.held_out.documents() > 0
@@ -631,6 +634,7 @@ StepResult graphed_pretrain_step(PretrainRun& r, const TrainConfig& t, const tex
     nn::Context ctx = nn::Context::train(t.seed, 0);
     ctx.next_stream = 0;  // counted from the step's base on the device
     ctx.stream_base = r.graphed->stream_base();
+    ctx.rounded_weights = r.opt->rounded_weights();
     nn::PretrainingOutput out = r.model->forward(in.inputs, r.graph_rows, in.nsp_labels, ctx);
     MicroBatch mb{out.loss, {{"loss", out.loss.value()}, {"lm_loss", out.lm_loss.value()}}, b.batch * b.length};
     if (out.nsp_loss.defined()) mb.scalars.emplace_back("nsp_loss", out.nsp_loss.value());
@@ -661,6 +665,7 @@ StepResult pretrain_step(PretrainRun& r, const TrainConfig& t, int64_t step, boo
     batches.push_back(to_device(m == 0 && drawn ? *drawn : data.next_batch(r.state.cursor, phase.batch_size), r.device));
     const DeviceBatch& b = batches.back();
     nn::Context ctx = nn::Context::train(t.seed, step, rank * t.grad_accum + m, ranks * t.grad_accum);
+    ctx.rounded_weights = r.opt->rounded_weights();
     const int64_t padded = r.device.is_cuda() ? predicted_row_count(r, b) : 0;
     nn::PretrainingOutput out = r.model->forward(b.inputs, nn::mlm_rows(b.labels, r.device, padded), b.nsp_labels, ctx);
     MicroBatch mb{out.loss, {{"loss", out.loss.value()}, {"lm_loss", out.lm_loss.value()}}, b.tokens};

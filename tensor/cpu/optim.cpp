@@ -3,6 +3,7 @@
 // sums of squares, the global norm and clip factor, the update). The formula
 // is AdamWStep's (tensor/backend.h), PyTorch's AdamW, in one function both use.
 #include <cmath>
+#include <type_traits>
 
 #include "tensor/cpu/common.h"
 
@@ -89,12 +90,17 @@ void adamw_multi(const AdamWTensors& t, const Tensor& norm_and_clip, const Tenso
       for (int64_t k = begin; k < end; ++k) {
         const int64_t tensor = table[3 * k], first = table[3 * k + 1], n = table[3 * k + 2];
         AdamWElement<T> u = update;
-        u.wd = layout[4 * tensor + 3] != 0 ? T(c.weight_decay) : T(0);
+        u.wd = layout[kAdamWLayoutColumns * tensor + 3] != 0 ? T(c.weight_decay) : T(0);
         T* p = t.params[tensor].template data<T>() + first;
         const T* g = t.grads[tensor].template data<T>() + first;
         T* m = t.m[tensor].template data<T>() + first;
         T* v = t.v[tensor].template data<T>() + first;
         for (int64_t i = 0; i < n; ++i) u(p[i], g[i], m[i], v[i]);
+        if constexpr (std::is_same_v<T, float>) {
+          if (!t.rounded[tensor].defined()) continue;
+          uint16_t* rounded = static_cast<uint16_t*>(t.rounded[tensor].raw_data()) + first;
+          for (int64_t i = 0; i < n; ++i) rounded[i] = f32_to_bf16(p[i]);
+        }
       }
     });
   });

@@ -110,7 +110,7 @@ __global__ void adamw_multi_kernel(const int64_t* layout, const int64_t* chunks,
                                    const float* norm_and_clip, const double* schedule, AdamWFloats c) {
   if (!isfinite(norm_and_clip[0])) return;
   const int64_t k = blockIdx.x, tensor = chunks[3 * k], first = chunks[3 * k + 1], n = chunks[3 * k + 2];
-  const int64_t* row = layout + 4 * tensor;
+  const int64_t* row = layout + kAdamWLayoutColumns * tensor;
   float* p = reinterpret_cast<float*>(row[0]) + first;
   float* m = reinterpret_cast<float*>(row[1]) + first;
   float* v = reinterpret_cast<float*>(row[2]) + first;
@@ -120,7 +120,11 @@ __global__ void adamw_multi_kernel(const int64_t* layout, const int64_t* chunks,
   c.inv_bias1 = static_cast<float>(schedule[1]);
   c.inv_sqrt_bias2 = static_cast<float>(schedule[2]);
   if (row[3] == 0) c.weight_decay = 0.0f;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) adamw_element(p[i], g[i], m[i], v[i], c);
+  uint16_t* rounded = row[4] != 0 ? reinterpret_cast<uint16_t*>(row[4]) + first : nullptr;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    adamw_element(p[i], g[i], m[i], v[i], c);
+    if (rounded != nullptr) rounded[i] = bf16_bits(p[i]);
+  }
 }
 
 // Calls launch(first_tensor, pointers, first_chunk, chunk_count) once per

@@ -133,6 +133,122 @@ void require_within(const Case& got, const Case& want, const Case& bound, const 
 
 const std::vector<int64_t> kSizes = {4097, 1, 9000, 37, 4096};
 
+// x rounded to bf16 (8 significant bits), to nearest, ties to even: written
+// here from the format, not with the library's conversion. For the normal
+// numbers the tests give it.
+double bf16_nearest_even(double x) {
+  if (x == 0) return x;
+  int e = 0;
+  std::frexp(x, &e);  // |x| = f 2^e, f in [0.5, 1): the last of 8 bits is 2^(e - 8)
+  const double ulp = std::ldexp(1.0, e - 8);
+  return std::nearbyint(x / ulp) * ulp;  // the default rounding mode: to nearest, ties to even
+}
+
+constexpr double kSentinel = 7.0;  // exact in bf16; where nothing should be written
+
+// One multi-tensor step (f32 on `device`) that also writes the roundings of
+// tensors 0, 2 and 4 into views of one bf16 block (the others and the gaps
+// between them left at kSentinel). Returns the block on the host, and p, m
+// and v after the step in c.
+std::vector<double> step_with_roundings(Case& c, const Settings& s, Device device, std::vector<int64_t>& offsets) {
+  std::vector<Tensor> p = tensors(c.p, DType::f32, device), g = tensors(c.g, DType::f32, device),
+                      m = tensors(c.m, DType::f32, device), v = tensors(c.v, DType::f32, device);
+  int64_t total = 0;
+  for (const Tensor& t : p) {
+    offsets.push_back(total);
+    total += t.numel() + 3;  // a gap after each
+  }
+  const Tensor block = Tensor::full({total}, kSentinel, DType::bf16, device);
+  std::vector<Tensor> rounded(p.size());
+  for (size_t i = 0; i < p.size(); i += 2) rounded[i] = block.slice(0, offsets[i], offsets[i] + p[i].numel());
+  const AdamWTensors t = adamw_tensors(p, g, m, v, c.decay, rounded);
+  Tensor schedule = Tensor::empty({3}, DType::f64, device);
+  write_adamw_schedule(schedule, s.lr, s.beta1, s.beta2, s.step);
+  AdamWConstants k;
+  k.eps = s.eps;
+  k.weight_decay = s.weight_decay;
+  reset_device_counters();
+  adamw_multi_(t, global_norm_and_clip(t, s.max_norm), schedule, k);
+  if (device.is_cuda()) CHECK(device_counters().kernel_launches == 2);  // the roundings in the update's launch
+  for (size_t i = 0; i < c.p.size(); ++i) {
+    c.p[i] = p[i].to_doubles();
+    c.m[i] = m[i].to_doubles();
+    c.v[i] = v[i].to_doubles();
+  }
+  return block.to_doubles();
+}
+
+// The block holds each rounded tensor's updated values rounded to bf16, and
+// kSentinel everywhere else.
+void require_roundings(const Case& c, const std::vector<double>& block, const std::vector<int64_t>& offsets) {
+  std::vector<bool> written(block.size(), false);
+  int wrong = 0;
+  for (size_t t = 0; t < c.p.size(); t += 2)
+    for (size_t i = 0; i < c.p[t].size(); ++i) {
+      const size_t at = static_cast<size_t>(offsets[t]) + i;
+      written[at] = true;
+      if (block[at] != bf16_nearest_even(c.p[t][i]) && wrong++ < 3)
+        UNSCOPED_INFO("tensor " << t << " [" << i << "]: " << block[at] << ", want " << bf16_nearest_even(c.p[t][i]));
+    }
+  for (size_t at = 0; at < block.size(); ++at)
+    if (!written[at] && block[at] != kSentinel && wrong++ < 6) UNSCOPED_INFO("written outside: [" << at << "]");
+  CHECK(wrong == 0);
+}
+
+// A tiny BERT under bf16 products trained `steps` steps on the CPU, its
+// AdamW keeping the weights' rounding or not: each step's loss and the
+// parameters after them.
+struct Trained {
+  std::vector<double> losses;
+  std::vector<Tensor> params;
+  RoundedWeights kept;
+};
+Trained train_bf16(Device device, int steps, bool fused, bool keep) {
+  const MatmulPrecisionScope precision(MatmulPrecision::bf16);
+  auto model = pe::build_model(test::tiny_bert_config(50, 16, 2, 2, 32, 16), device, false, 7);
+  nn::AdamWConfig ac;
+  ac.lr = 1e-2;
+  ac.fused = fused;
+  nn::AdamW opt(model->named_parameters(), ac);
+  if (keep) REQUIRE(opt.keep_weights_rounding());
+  std::vector<int64_t> ids, labels;
+  for (int64_t i = 0; i < 2 * 9; ++i) {
+    ids.push_back(5 + (i * 7) % 40);
+    labels.push_back(i % 3 == 0 ? ids.back() : -100);
+  }
+  nn::BertInputs in;
+  in.input_ids = Tensor::from_vector(ids, {2, 9}, device);
+  const Tensor host_labels = Tensor::from_vector(labels, {2, 9});
+  Trained out;
+  for (int s = 0; s < steps; ++s) {
+    nn::Context ctx = nn::Context::train(1, s);
+    ctx.rounded_weights = opt.rounded_weights();
+    const Var loss = model->forward(in, host_labels, Tensor(), ctx).loss;
+    out.losses.push_back(loss.value().item());
+    loss.backward();
+    opt.step(/*read_norm=*/false);
+  }
+  for (const auto& [name, p] : model->named_parameters()) out.params.push_back(p->var.value().to(Device::cpu()));
+  out.kept = opt.rounded_weights();
+  return out;
+}
+
+void require_same_training(const Trained& a, const Trained& b) {
+  CHECK(a.losses == b.losses);
+  REQUIRE(a.params.size() == b.params.size());
+  for (size_t i = 0; i < a.params.size(); ++i) CHECK(a.params[i].to_doubles() == b.params[i].to_doubles());
+}
+
+// The kept rounding is the weights' block rounded, element for element.
+void require_current(const RoundedWeights& kept) {
+  REQUIRE(kept.weights.defined());
+  const std::vector<double> w = kept.weights.to_doubles(), r = kept.rounding.to_doubles();
+  REQUIRE(w.size() == r.size());
+  int wrong = 0;
+  for (size_t i = 0; i < w.size(); ++i) wrong += r[i] != bf16_nearest_even(w[i]);
+  CHECK(wrong == 0);
+}
+
 }  // namespace
 
 TEST_CASE("multi-tensor AdamW: norm, clip factor and updates are AdamW's, element by element", "[tensor][optim]") {
@@ -170,6 +286,61 @@ TEST_CASE("multi-tensor AdamW: a non-finite gradient updates nothing", "[tensor]
     }
 }
 
+TEST_CASE("multi-tensor AdamW writes the updated parameters' bf16 roundings where asked, nothing elsewhere",
+          "[tensor][optim]") {
+  Settings s;
+  Case c = random_case(kSizes, 45), want = c, bound;
+  std::vector<int64_t> offsets;
+  const std::vector<double> block = step_with_roundings(c, s, Device::cpu(), offsets);
+  adamw_by_hand(want, s, bound);
+  require_within(c, want, bound, "the update with roundings");  // the update itself unchanged
+  require_roundings(c, block, offsets);
+  // A non-finite gradient: nothing updated, nothing written.
+  Case bad = random_case({5, 4100}, 61);
+  bad.g[0][2] = std::nan("");
+  std::vector<int64_t> bad_offsets;
+  for (double x : step_with_roundings(bad, s, Device::cpu(), bad_offsets)) CHECK(x == kSentinel);
+  // A rounding of another dtype or shape, or of an f64 parameter, is refused.
+  std::vector<Tensor> p = tensors({{1, 2, 3}}, DType::f32, Device::cpu());
+  CHECK_THROWS_WITH(adamw_tensors(p, p, p, p, {true}, {Tensor::zeros({3})}),
+                    Catch::Contains("rounded") && Catch::Contains("bf16"));
+  CHECK_THROWS_WITH(adamw_tensors(p, p, p, p, {true}, {Tensor::zeros({4}, DType::bf16)}),
+                    Catch::Contains("rounded"));
+  std::vector<Tensor> p64 = tensors({{1, 2, 3}}, DType::f64, Device::cpu());
+  CHECK_THROWS_WITH(adamw_tensors(p64, p64, p64, p64, {true}, {Tensor::zeros({3}, DType::bf16)}),
+                    Catch::Contains("with a bf16 rounding"));
+}
+
+// The kept rounding is exactly the cast the forward would make (the same
+// bits), so training with it is training without it, step for step; and the
+// forward does take it (a rounding of other values changes the loss).
+TEST_CASE("nn::AdamW: the weights' rounding it keeps is current after every step and changes no bit of training",
+          "[optim]") {
+  for (const bool fused : {true, false}) {
+    INFO((fused ? "the multi-tensor update" : "the per-tensor reference path"));
+    const Trained without = train_bf16(Device::cpu(), 3, fused, false);
+    const Trained with = train_bf16(Device::cpu(), 3, fused, true);
+    CHECK(!without.kept.weights.defined());
+    require_current(with.kept);
+    require_same_training(with, without);
+  }
+  // Taken by the forward: every weight's rounding halved gives another loss.
+  const MatmulPrecisionScope precision(MatmulPrecision::bf16);
+  auto model = pe::build_model(test::tiny_bert_config(50, 16, 2, 2, 32, 16), Device::cpu(), false, 7);
+  nn::AdamW opt(model->named_parameters(), nn::AdamWConfig{});
+  REQUIRE(opt.keep_weights_rounding());
+  nn::BertInputs in;
+  in.input_ids = Tensor::from_vector(std::vector<int64_t>{5, 9, 13, 21}, {1, 4});
+  const Tensor labels = Tensor::from_vector(std::vector<int64_t>{5, -100, 13, -100}, {1, 4});
+  nn::Context plain = nn::Context::eval(), halved = nn::Context::eval();
+  halved.rounded_weights = {opt.rounded_weights().weights, affine(opt.rounded_weights().weights, 0.5).to(DType::bf16)};
+  const double loss = model->forward(in, labels, Tensor(), plain).loss.value().item();
+  CHECK(model->forward(in, labels, Tensor(), halved).loss.value().item() != loss);
+  // One of another shape is refused.
+  nn::Context wrong = nn::Context::eval();
+  wrong.rounded_weights = {opt.rounded_weights().weights, Tensor::zeros({3}, DType::bf16)};
+  CHECK_THROWS_WITH(model->forward(in, labels, Tensor(), wrong), Catch::Contains("the kept rounding"));
+}
 
 // Three steps compound the two paths' roundings (the norm summed in another
 // order, the clip factor in f64 or f32); each step moves an element by at
@@ -213,6 +384,30 @@ TEST_CASE("cuda: multi-tensor AdamW in two launches, no host read, AdamW's value
     got.v[i] = v[i].to_doubles();
   }
   require_within(got, want, bound, "f32 on CUDA");
+}
+
+TEST_CASE("cuda: multi-tensor AdamW writes the bf16 roundings in its update's launch, the CPU's bits",
+          "[cuda][optim]") {
+  Settings s;
+  Case c = random_case(kSizes, 46), on_cpu = c;
+  std::vector<int64_t> offsets, cpu_offsets;
+  const std::vector<double> block = step_with_roundings(c, s, Device::cuda(0), offsets);
+  require_roundings(c, block, offsets);
+  CHECK(block == step_with_roundings(on_cpu, s, Device::cpu(), cpu_offsets));
+}
+
+// On the device the kept rounding saves the forward's cast of the weights
+// (one launch a step) and changes no bit.
+TEST_CASE("cuda: nn::AdamW's kept rounding saves the weights' cast and changes no bit of training", "[cuda][optim]") {
+  reset_device_counters();
+  const Trained without = train_bf16(Device::cuda(0), 2, true, false);
+  const int64_t launches_without = device_counters().kernel_launches;
+  reset_device_counters();
+  const Trained with = train_bf16(Device::cuda(0), 2, true, true);
+  // One cast a forward fewer, the kept rounding's own cast once.
+  CHECK(device_counters().kernel_launches == launches_without - 2 + 1);
+  require_current(with.kept);
+  require_same_training(with, without);
 }
 
 TEST_CASE("cuda: multi-tensor AdamW over more tensors than one launch takes (two launches a pass)", "[cuda][optim]") {
