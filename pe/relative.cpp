@@ -123,10 +123,14 @@ DistanceRows DistanceSpec::vector_rows(const Tensor& positions, const std::strin
 }
 
 DistanceRows DistanceSpec::fused_rows(const nn::PositionEncoding& pe, const nn::AttentionState& s,
-                                      nn::PositionEncoding::FusedTerms& out) const {
+                                      nn::PositionEncoding::FusedTerms& out, bool whole_table) const {
   const std::string variant = pe.name();
   const int64_t widest = widest_distance(*s.positions, s.ctx);
-  DistanceRows rows = clipped_span(widest, variant);
+  DistanceRows rows = clipped_span(widest, variant);  // checks the table's reach
+  if (whole_table && has_table()) {
+    rows.first = 0;
+    rows.count = table_rows();
+  }
   set_fused_rows(pe, out, s, widest, [&](int64_t r) { return clipped_row(r, rows); });
   return rows;
 }
@@ -276,7 +280,9 @@ Var ShawRelative::value_term(const nn::AttentionState& s, const Var& probs) {
 }
 
 void ShawRelative::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
-  DistanceRows rows = spec_.fused_rows(*this, s, out);
+  // The whole tables: their gradients come whole from the attention's
+  // backward (by distance on the tiles), no pad of trimmed rows a layer.
+  DistanceRows rows = spec_.fused_rows(*this, s, out, /*whole_table=*/true);
   out.vars.query_vectors = per_head_table(layer_rows(keys_, s.layer, rows, s.ctx), 3);
   out.terms.query_scale = score_scale(s);
   if (values_) out.vars.value_vectors = per_head_table(layer_rows(*values_, s.layer, rows, s.ctx), 3);

@@ -89,9 +89,13 @@ struct DistanceSpec {
   // The same rows for the fused attention: a table of distance -> row (minus
   // `first`) made on the host from the batch's widest distance, set in
   // out.terms (no [B, L, L] index), kept as a constant of `pe` (the variant
-  // asking, whose name the errors give); first and count as rows() gives them.
+  // asking, whose name the errors give); first and count as rows() gives them,
+  // or with `whole_table` (a table's layout) every row: first 0, count
+  // table_rows() — the attention then takes the table untrimmed and writes
+  // its whole gradient (zero in the rows the batch does not reach), where
+  // a trimmed table's gradient is padded back by one more launch.
   DistanceRows fused_rows(const nn::PositionEncoding& pe, const nn::AttentionState& s,
-                          nn::PositionEncoding::FusedTerms& out) const;
+                          nn::PositionEncoding::FusedTerms& out, bool whole_table = false) const;
 
  private:
   // first, count and min_distance for the (clipped) distances lo .. hi, and

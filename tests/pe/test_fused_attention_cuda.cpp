@@ -27,6 +27,7 @@ struct Run {
   std::vector<Tensor> results;  // the output, x's gradient, then every parameter's
   bool fused = false;           // whether an attention_forward kernel call was made
   bool tiles = false;           // whether it runs on tensor-core tiles (the call's last integer)
+  std::vector<std::string> kernels;  // every kernel call, forward and backward
 };
 
 // One attention sublayer (layer 1) with the variant on `device`: parameters
@@ -53,22 +54,20 @@ Run attention_run(const nn::BertConfig& c, Device device, bool training, bool fu
   nn::Context ctx = training ? nn::Context::train(5, 3) : nn::Context::eval();
   ctx.fused_attention_on_cpu = fused_on_cpu;
   Run r;
-  Var out;
-  {
-    KernelCallRecording recording;
-    out = attention.forward(x, Var(mask), *pe, 1, positions, segments, ctx, nullptr);
-    for (const KernelCall& call : recording.calls())
-      if (std::string(call.kernel) == "attention_forward") {
-        r.fused = true;
-        r.tiles = !call.integers.empty() && call.integers.back() != 0;  // 1, or 2 with the tables binned
-      }
-  }
+  KernelCallRecording recording;
+  Var out = attention.forward(x, Var(mask), *pe, 1, positions, segments, ctx, nullptr);
+  for (const KernelCall& call : recording.calls())
+    if (std::string(call.kernel) == "attention_forward") {
+      r.fused = true;
+      r.tiles = !call.integers.empty() && call.integers.back() != 0;  // 1, or 2 with the tables binned
+    }
   // Under bf16 products the sublayer's output is the output projection's
   // bf16 operand: taken through a product, as the model takes it (`project`:
   // an FP32 run too, to be compared with such a run).
   if (project || out.dtype() == DType::bf16)
     out = linear(out, Var(ordo::test::random_tensor({c.hidden_size, c.hidden_size}, 9, DType::f32).to(device)), Var());
   sum(mul(out, Var(ordo::test::random_tensor(out.shape(), 8, DType::f32).to(device)))).backward();
+  for (const KernelCall& call : recording.calls()) r.kernels.push_back(call.kernel);
   r.results = {out.value().to(Device::cpu()), x.grad().to(Device::cpu())};
   for (nn::Module* m : {static_cast<nn::Module*>(&attention), static_cast<nn::Module*>(pe.get())})
     for (auto& [name, p] : m->named_parameters())
@@ -111,6 +110,37 @@ TEST_CASE("fused attention on the CPU, when asked, runs the reference kernels an
   CHECK(fused.fused);
   CHECK_FALSE(unfused.fused);
   compare(fused, unfused, "the fused op's CPU kernels against the unfused ops, both on the CPU");
+}
+
+// Shaw's tables go to the fused attention whole (nothing trimmed to the
+// rows the batch reaches), so their gradients come from its backward whole:
+// no pad of a trimmed gradient back to the table (a launch a layer on CUDA).
+// The values are the unfused ops' (the case above).
+TEST_CASE("fused attention: Shaw's tables' gradients come whole from its backward, no pad", "[pe][attention]") {
+  nn::FusedAttentionScope on(nn::FusedAttention::on);
+  nn::BertConfig c = config_of(R"({"pe": "rpe_shaw", "o": {"value": true}})");
+  c.max_position_embeddings = 40;  // tables of 79 rows, of which the batch reaches 31
+  const Run fused = attention_run(c, Device::cpu(), true, /*fused_on_cpu=*/true);
+  CHECK(fused.fused);
+  CHECK(std::count(fused.kernels.begin(), fused.kernels.end(), "pad_slice") == 0);
+  // The tables reach distances up to max_position_embeddings - 1; the batch
+  // (positions 0 .. 15) fewer: rows beyond its reach have zero gradients.
+  const Tensor& table_grad = fused.results.back();
+  REQUIRE(table_grad.defined());
+  const int64_t rows = table_grad.size(-2), reach = c.max_position_embeddings - 1;
+  REQUIRE(rows == 2 * reach + 1);
+  const std::vector<double> g = table_grad.to_doubles();
+  const int64_t width = table_grad.size(-1);
+  int64_t reached = 0, beyond = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t distance = reach - r;  // the signed table's row reach - c holds distance c
+    double largest = 0;
+    for (int64_t x = 0; x < width; ++x) largest = std::max(largest, std::fabs(g[static_cast<size_t>(r * width + x)]));
+    if (std::abs(distance) > 15) beyond += largest != 0;
+    else reached += largest != 0;
+  }
+  CHECK(beyond == 0);
+  CHECK(reached > 0);
 }
 
 #ifdef ORDO_HAS_CUDA
