@@ -10,9 +10,17 @@
 
 namespace ordo::test {
 
-// The parameters (on the host) after `steps` steps on `device`; read_norm as
-// AdamW::step takes it; fused = false: AdamW's per-tensor reference path.
-inline std::vector<Tensor> parameters_after_steps(Device device, bool read_norm, int steps, bool fused = true) {
+// `steps` steps of the tiny model (clipping acting every step); read_norm
+// as AdamW::step takes it; fused = false: AdamW's per-tensor reference
+// path; keep_rounding: AdamW keeps the weights' bf16 rounding and each
+// forward takes it (AdamW::keep_weights_rounding; under bf16 products, which
+// the caller sets).
+struct TinyTraining {
+  std::vector<Tensor> losses;  // each step's, on the device: read after the steps
+  std::vector<Tensor> params;  // on the host
+  RoundedWeights kept;         // AdamW's kept rounding (undefined without keep_rounding)
+};
+inline TinyTraining train_tiny(Device device, int steps, bool read_norm, bool fused, bool keep_rounding = false) {
   nn::BertConfig c = tiny_bert_config(50, 16, 2, 2, 32, 16);
   auto model = pe::build_model(c, device, false, 7);
   nn::AdamWConfig ac;
@@ -20,6 +28,7 @@ inline std::vector<Tensor> parameters_after_steps(Device device, bool read_norm,
   ac.max_grad_norm = 0.05;  // well below the gradients' norm: clipping acts every step
   ac.fused = fused;
   nn::AdamW opt(model->named_parameters(), ac);
+  if (keep_rounding) opt.keep_weights_rounding();
   std::vector<int64_t> ids, labels;
   for (int64_t i = 0; i < 2 * 9; ++i) {
     ids.push_back(5 + (i * 7) % 40);
@@ -28,14 +37,23 @@ inline std::vector<Tensor> parameters_after_steps(Device device, bool read_norm,
   nn::BertInputs in;
   in.input_ids = Tensor::from_vector(ids, {2, 9}, device);
   Tensor host_labels = Tensor::from_vector(labels, {2, 9});
+  TinyTraining out;
   for (int s = 0; s < steps; ++s) {
     nn::Context ctx = nn::Context::train(1, s);
-    model->forward(in, host_labels, Tensor(), ctx).loss.backward();
+    ctx.rounded_weights = opt.rounded_weights();
+    const Var loss = model->forward(in, host_labels, Tensor(), ctx).loss;
+    out.losses.push_back(loss.value());
+    loss.backward();
     opt.step(read_norm);
   }
-  std::vector<Tensor> out;
-  for (const auto& [name, p] : model->named_parameters()) out.push_back(p->var.value().to(Device::cpu()));
+  for (const auto& [name, p] : model->named_parameters()) out.params.push_back(p->var.value().to(Device::cpu()));
+  out.kept = opt.rounded_weights();
   return out;
+}
+
+// The parameters (on the host) after `steps` steps on `device`.
+inline std::vector<Tensor> parameters_after_steps(Device device, bool read_norm, int steps, bool fused = true) {
+  return train_tiny(device, steps, read_norm, fused).params;
 }
 
 }  // namespace ordo::test

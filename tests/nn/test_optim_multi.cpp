@@ -195,46 +195,15 @@ void require_roundings(const Case& c, const std::vector<double>& block, const st
   CHECK(wrong == 0);
 }
 
-// A tiny BERT under bf16 products trained `steps` steps on the CPU, its
-// AdamW keeping the weights' rounding or not: each step's loss and the
-// parameters after them.
-struct Trained {
-  std::vector<double> losses;
-  std::vector<Tensor> params;
-  RoundedWeights kept;
-};
-Trained train_bf16(Device device, int steps, bool fused, bool keep) {
+// test::train_tiny under bf16 products, with clipping, the norm not read.
+test::TinyTraining train_bf16(Device device, int steps, bool fused, bool keep) {
   const MatmulPrecisionScope precision(MatmulPrecision::bf16);
-  auto model = pe::build_model(test::tiny_bert_config(50, 16, 2, 2, 32, 16), device, false, 7);
-  nn::AdamWConfig ac;
-  ac.lr = 1e-2;
-  ac.fused = fused;
-  nn::AdamW opt(model->named_parameters(), ac);
-  if (keep) REQUIRE(opt.keep_weights_rounding());
-  std::vector<int64_t> ids, labels;
-  for (int64_t i = 0; i < 2 * 9; ++i) {
-    ids.push_back(5 + (i * 7) % 40);
-    labels.push_back(i % 3 == 0 ? ids.back() : -100);
-  }
-  nn::BertInputs in;
-  in.input_ids = Tensor::from_vector(ids, {2, 9}, device);
-  const Tensor host_labels = Tensor::from_vector(labels, {2, 9});
-  Trained out;
-  for (int s = 0; s < steps; ++s) {
-    nn::Context ctx = nn::Context::train(1, s);
-    ctx.rounded_weights = opt.rounded_weights();
-    const Var loss = model->forward(in, host_labels, Tensor(), ctx).loss;
-    out.losses.push_back(loss.value().item());
-    loss.backward();
-    opt.step(/*read_norm=*/false);
-  }
-  for (const auto& [name, p] : model->named_parameters()) out.params.push_back(p->var.value().to(Device::cpu()));
-  out.kept = opt.rounded_weights();
-  return out;
+  return test::train_tiny(device, steps, /*read_norm=*/false, fused, keep);
 }
 
-void require_same_training(const Trained& a, const Trained& b) {
-  CHECK(a.losses == b.losses);
+void require_same_training(const test::TinyTraining& a, const test::TinyTraining& b) {
+  REQUIRE(a.losses.size() == b.losses.size());
+  for (size_t i = 0; i < a.losses.size(); ++i) CHECK(a.losses[i].item() == b.losses[i].item());
   REQUIRE(a.params.size() == b.params.size());
   for (size_t i = 0; i < a.params.size(); ++i) CHECK(a.params[i].to_doubles() == b.params[i].to_doubles());
 }
@@ -318,8 +287,8 @@ TEST_CASE("nn::AdamW: the weights' rounding it keeps is current after every step
           "[optim]") {
   for (const bool fused : {true, false}) {
     INFO((fused ? "the multi-tensor update" : "the per-tensor reference path"));
-    const Trained without = train_bf16(Device::cpu(), 3, fused, false);
-    const Trained with = train_bf16(Device::cpu(), 3, fused, true);
+    const test::TinyTraining without = train_bf16(Device::cpu(), 3, fused, false);
+    const test::TinyTraining with = train_bf16(Device::cpu(), 3, fused, true);
     CHECK(!without.kept.weights.defined());
     require_current(with.kept);
     require_same_training(with, without);
@@ -400,10 +369,10 @@ TEST_CASE("cuda: multi-tensor AdamW writes the bf16 roundings in its update's la
 // (one launch a step) and changes no bit.
 TEST_CASE("cuda: nn::AdamW's kept rounding saves the weights' cast and changes no bit of training", "[cuda][optim]") {
   reset_device_counters();
-  const Trained without = train_bf16(Device::cuda(0), 2, true, false);
+  const test::TinyTraining without = train_bf16(Device::cuda(0), 2, true, false);
   const int64_t launches_without = device_counters().kernel_launches;
   reset_device_counters();
-  const Trained with = train_bf16(Device::cuda(0), 2, true, true);
+  const test::TinyTraining with = train_bf16(Device::cuda(0), 2, true, true);
   // One cast a forward fewer, the kept rounding's own cast once.
   CHECK(device_counters().kernel_launches == launches_without - 2 + 1);
   require_current(with.kept);
