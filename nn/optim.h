@@ -80,9 +80,9 @@ class AdamW {
   // Keeps a bf16 rounding of the packed product weights (the block
   // pack_product_weights made that holds the first parameter with
   // Parameter::product_weight; a model packs its own weights, then a model
-  // on top of it all of them) that every update keeps current: made here by a cast, then
-  // written with the weights (the fused update in its own kernel, the
-  // reference path by a cast after its updates). A forward under bf16
+  // on top of it all of them) that every update keeps current: made here by
+  // a cast, then written with the weights (the fused update in its own
+  // kernel, the reference path by a cast after its updates). A forward under bf16
   // products given it (Context::rounded_weights) takes it instead of
   // rounding the weights itself: a cast of them every step saved. It is
   // current while nothing but this optimizer writes the weights, as in the
