@@ -92,12 +92,12 @@ double adamw_by_hand(Case& c, const Settings& s, Case& bound) {
   return norm;
 }
 
-// One multi-tensor step of `c` on `device` in `dtype`: the norm it computed,
-// and p, m, v after it (in c).
-double fused_step(Case& c, const Settings& s, DType dtype, Device device) {
+// One multi-tensor step of `c` on `device` in `dtype` (writing `rounded`,
+// adamw_tensors' roundings): the norm it computed, and p, m, v after it (in c).
+double fused_step(Case& c, const Settings& s, DType dtype, Device device, const std::vector<Tensor>& rounded = {}) {
   std::vector<Tensor> p = tensors(c.p, dtype, device), g = tensors(c.g, dtype, device),
                       m = tensors(c.m, dtype, device), v = tensors(c.v, dtype, device);
-  const AdamWTensors t = adamw_tensors(p, g, m, v, c.decay);
+  const AdamWTensors t = adamw_tensors(p, g, m, v, c.decay, rounded);
   const Tensor norm_and_clip = global_norm_and_clip(t, s.max_norm);
   Tensor schedule = Tensor::empty({3}, DType::f64, device);
   write_adamw_schedule(schedule, s.lr, s.beta1, s.beta2, s.step);
@@ -151,30 +151,18 @@ constexpr double kSentinel = 7.0;  // exact in bf16; where nothing should be wri
 // between them left at kSentinel). Returns the block on the host, and p, m
 // and v after the step in c.
 std::vector<double> step_with_roundings(Case& c, const Settings& s, Device device, std::vector<int64_t>& offsets) {
-  std::vector<Tensor> p = tensors(c.p, DType::f32, device), g = tensors(c.g, DType::f32, device),
-                      m = tensors(c.m, DType::f32, device), v = tensors(c.v, DType::f32, device);
   int64_t total = 0;
-  for (const Tensor& t : p) {
+  for (const auto& values : c.p) {
     offsets.push_back(total);
-    total += t.numel() + 3;  // a gap after each
+    total += static_cast<int64_t>(values.size()) + 3;  // a gap after each
   }
   const Tensor block = Tensor::full({total}, kSentinel, DType::bf16, device);
-  std::vector<Tensor> rounded(p.size());
-  for (size_t i = 0; i < p.size(); i += 2) rounded[i] = block.slice(0, offsets[i], offsets[i] + p[i].numel());
-  const AdamWTensors t = adamw_tensors(p, g, m, v, c.decay, rounded);
-  Tensor schedule = Tensor::empty({3}, DType::f64, device);
-  write_adamw_schedule(schedule, s.lr, s.beta1, s.beta2, s.step);
-  AdamWConstants k;
-  k.eps = s.eps;
-  k.weight_decay = s.weight_decay;
+  std::vector<Tensor> rounded(c.p.size());
+  for (size_t i = 0; i < c.p.size(); i += 2)
+    rounded[i] = block.slice(0, offsets[i], offsets[i] + static_cast<int64_t>(c.p[i].size()));
   reset_device_counters();
-  adamw_multi_(t, global_norm_and_clip(t, s.max_norm), schedule, k);
+  fused_step(c, s, DType::f32, device, rounded);
   if (device.is_cuda()) CHECK(device_counters().kernel_launches == 2);  // the roundings in the update's launch
-  for (size_t i = 0; i < c.p.size(); ++i) {
-    c.p[i] = p[i].to_doubles();
-    c.m[i] = m[i].to_doubles();
-    c.v[i] = v[i].to_doubles();
-  }
   return block.to_doubles();
 }
 
