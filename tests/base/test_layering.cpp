@@ -95,3 +95,55 @@ TEST_CASE("every include points down the floors (or stays in its own folder)") {
   for (const std::string& v : violations) UNSCOPED_INFO(v);
   CHECK(violations.empty());
 }
+
+namespace {
+
+// The README's folder map: rows "| `folder/` | what it holds | floor, floor |"
+// ("—" or nothing for none) -> folder -> the floors it names.
+Layers readme_folder_table(const std::string& readme) {
+  static const std::regex row(R"re(^\|\s*`([a-z_]+)/`\s*\|[^|]*\|([^|]*)\|\s*$)re");
+  Layers table;
+  std::istringstream lines(readme);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, row)) continue;
+    std::set<std::string>& floors = table[m[1]];
+    static const std::regex word("[a-z_]+");
+    const std::string named = m[2];
+    for (auto it = std::sregex_iterator(named.begin(), named.end(), word); it != std::sregex_iterator(); ++it)
+      floors.insert(it->str());
+  }
+  return table;
+}
+
+}  // namespace
+
+TEST_CASE("the README's folder map names every floor the build has, standing on what the build says") {
+  std::ifstream in(std::string(ORDO_SOURCE_DIR) + "/README.md");
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  const Layers readme = readme_folder_table(text.str());
+  const Layers build = parse_layers(ORDO_LAYERS);
+  REQUIRE(build.size() >= 12);
+  for (const auto& [folder, floors] : build) {
+    INFO("folder " << folder << "/");
+    REQUIRE(readme.count(folder) == 1);  // a row for it in the README's table
+    CHECK(readme.at(folder) == floors);  // its "stands on" cell: the build's direct floors
+  }
+  // A row beyond the build's floors (tests/, scripts/, fuzz/) stands on nothing the table checks.
+  for (const auto& [folder, floors] : readme) {
+    INFO("README row " << folder << "/");
+    CHECK((build.count(folder) == 1 || floors.empty()));
+  }
+}
+
+TEST_CASE("the README folder map's reader takes the floors from the last cell") {
+  const Layers t = readme_folder_table(
+      "| folder | what | stands on |\n|---|---|---|\n"
+      "| `train/` | the loop (`loop.h`: one step) | pe, dist, text |\n"
+      "| `base/` | errors, JSON | — |\n"
+      "| `tests/` | Catch2 tests | |\n"
+      "not a row: | `x/` | y | z |\n");
+  CHECK(t == Layers{{"train", {"pe", "dist", "text"}}, {"base", {}}, {"tests", {}}});
+}
