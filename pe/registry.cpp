@@ -37,7 +37,7 @@ struct Variant {
 // Every variant, by name. Input-level variants add a vector to the
 // embeddings; attention-level ones act inside self-attention. One of each
 // can be combined as "INPUT+ATTENTION" (Wang et al. 2021 build 13
-// configurations this way).
+// configurations this way). Adding a variant: pe/README.md.
 const std::vector<Variant>& variants() {
   static const std::vector<Variant> all = {
       {"none", Level::input, [](const nn::BertConfig&, FieldReader&, Device) { return std::make_unique<NoPosition>(); }},
