@@ -91,7 +91,7 @@ std::string variant_reason(const PositionEncoding& pe, int64_t head_dim) {
   const std::string cannot = capability_reason(pe, head_dim);
   if (!cannot.empty() || fused_switch() == FusedAttention::on) return cannot;
   // Automatic, with a fused form: the faster of the two.
-  // Measured, not modeled (README, GPU): on an NVIDIA H200, BERT-base
+  // Measured, not modeled (docs/performance.md): on an NVIDIA H200, BERT-base
   // 32 x 128, the step with the fused kernels took 67 ms (ape_learned) to
   // 758 ms (huang_m4), with the unfused ops 17 to 26 ms.
   return "the faster by default: on an H200 the fused kernels (FP32 CUDA cores) ran 4-35x slower than the "
@@ -115,7 +115,7 @@ bool runs_fused(const PositionEncoding& pe, int64_t head_dim, Device device, con
 
 // Evaluation on the CPU: the unfused ops without a graph, a batch element a
 // thread (attention_inference: the same values, less memory, faster at long
-// lengths: README, "Fine-tuning on the CPU"), for every variant whose terms are added to q_i . k_j before the
+// lengths), for every variant whose terms are added to q_i . k_j before the
 // softmax (rotations and score terms: not Huang et al.'s own contextual
 // products, nor a value term, which needs the whole batch's probabilities).
 bool runs_inference_attention(const PositionEncoding& pe, Device device, const Context& ctx,

@@ -234,7 +234,7 @@ Ablation ablation_in_force(const PositionEncoding& pe, const Context& ctx);
 // for a recording). Which of the two a CUDA device runs (ORDO_FUSED_ATTENTION
 // or set_fused_attention): on (1), off (0), or automatic (auto, the default):
 // the faster, which today is the unfused ops (measured on an H200 before the
-// fused kernels had tensor-core tiles; README, GPU). Under bf16 products the
+// fused kernels had tensor-core tiles; docs/performance.md). Under bf16 products the
 // variants whose terms are scalars per pair, and Shaw's relative keys, run on
 // tensor-core tiles (bf16 operands, FP32 sums: tensor/cuda/attention_tiles.cu,
 // rounding what the unfused path rounds); the others, and every variant under

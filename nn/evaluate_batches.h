@@ -3,7 +3,7 @@
 // One batch of a small model's evaluation runs about a hundred short parallel
 // loops, and with every thread on each, much of the time goes to waiting at
 // their barriers (a profile of tiny's evaluation on 2 threads: libgomp 35% of
-// the cycles, README "Fine-tuning on the CPU"). Whole batches on different
+// the cycles). Whole batches on different
 // threads wait for nothing: each batch's kernels run nested in this parallel
 // loop, hence on its thread alone (OpenMP's default max-active-levels of 1;
 // OpenBLAS's OpenMP build runs one thread inside a parallel region too). The

@@ -245,8 +245,8 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
 // one thread's, and the threads share nothing but the output's disjoint rows.
 // The unfused ops instead copy q, k and v into the heads' layout, start a
 // parallel loop per op over all B H rows, write [B, H, L, J] scores to memory
-// and read them back, and copy the heads back together (the gain, measured:
-// README, "Fine-tuning on the CPU").
+// and read them back, and copy the heads back together (measured slower:
+// ordo bench finetune).
 Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale,
                            const Tensor& bias, DType out_dtype) {
   constexpr const char* op = "attention_inference";

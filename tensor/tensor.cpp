@@ -86,7 +86,7 @@ void host_track(size_t nbytes) {
 // moments, so serving a step takes the sum over sizes of each one's most
 // blocks alive at once, more than the peak. At a fixed 1 GiB a mini
 // fine-tuning step (peak ~2.5 GB) met ~430,000 page faults again every step;
-// at 1x the peak ~200,000; at 2x none (issue 29's closing note).
+// at 1x the peak ~200,000; at 2x none.
 class HostCache {
  public:
   static constexpr size_t kMinBlock = size_t{1} << 20;  // smaller ones: malloc's own bins do well

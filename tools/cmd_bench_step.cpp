@@ -1,6 +1,6 @@
 // `ordo bench step`: one pretraining step — the batch copied in, MLM forward
-// and loss, backward, AdamW with clipping, the loss read back — before and
-// after issue 28's work, as two ways ordo still runs it:
+// and loss, backward, AdamW with clipping, the loss read back — in the two
+// ways ordo runs it:
 //   before  fp32 products, the unfused ops (nn::Context::fused = false), a
 //           norm, a clip and an update per parameter tensor, each launch
 //           made by the host;

@@ -9,8 +9,8 @@
 #      MLM+NSP, the causal decoder and a 20-step run ([cuda][step]);
 #   5. with two GPUs or more, mpirun -np 2 ordo pretrain on two of them (NCCL)
 #      against one process with the global batch ([mpi][cuda]);
-#   6. the step benchmark (`ordo bench step`: before -> after issue 28's
-#      work, launches, host syncs and device allocations per step; on a GPU
+#   6. the step benchmark (`ordo bench step`: the reference path and the
+#      default one, launches, host syncs and device allocations per step; on a GPU
 #      the step's measured time, after with each part changed (--parts) and
 #      one step's device time kernel by kernel (--kernel-times); on the
 #      emulated GPU its bytes, FLOPs, time and MFU MODELED on an H100) — with

@@ -2,7 +2,7 @@
 // no "bert." prefix: all-MiniLM-L6-v2's files), GPT-2 and RoBERTa folders
 // with their byte-level BPE tokenizers, read by `ordo forward`, `probe`,
 // `analyze` (one checkpoint, and Wang & Chen's tables across a folder) and
-// `finetune`; and the refusals of issue 31: a model ordo does not implement,
+// `finetune`; and the refusals: a model ordo does not implement,
 // a folder without a tokenizer, a vocabulary longer than the model's.
 #include <filesystem>
 
