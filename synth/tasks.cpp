@@ -16,7 +16,7 @@ namespace {
 
 // The draws of each part of the task set, apart so that one task's changes
 // leave the others' files alone.
-enum Stream : uint64_t { kSplit = 1, kRoles, kShuffle, kSquad, kProbes, kShuffleRandom };
+enum Stream : uint64_t { kSplit = 1, kRoles, kShuffle, kSquad, kProbes, kShuffleRandom, kOverlap };
 
 enum class Split { train, dev, test };
 const char* split_name(Split s) { return s == Split::train ? "train" : s == Split::dev ? "dev" : "test"; }
@@ -83,6 +83,97 @@ struct Sst2Split {
                              : sentence + "\t" + std::to_string(label));
   }
 };
+
+// MRPC's layout: Quality #1 ID #2 ID #1 String #2 String (test: index in
+// place of Quality, no label).
+struct MrpcSplit {
+  TsvFile file;
+  bool test = false;
+  explicit MrpcSplit(bool is_test) : test(is_test) {
+    file.header = std::string(test ? "index" : "Quality") + "\t#1 ID\t#2 ID\t#1 String\t#2 String";
+  }
+  void add(const std::string& a, const std::string& b, bool equivalent) {
+    const std::string n = std::to_string(file.rows.size());
+    const std::string first = test ? n : std::string(equivalent ? "1" : "0");
+    file.rows.push_back(first + "\t" + n + "a\t" + n + "b\t" + a + "\t" + b);
+  }
+};
+
+// ---- order-insensitive classification: sentiment and overlap ---------------------------------
+//
+// GLUE's classification tasks are mostly solvable from the words alone; the
+// tasks above are built to need word order. These two are built not to: each
+// label is a function of the sentence's (or the pair's) bag of words, so a
+// model that ignores order can reach 100%, as on much of SST-2 and MRPC.
+
+// The polar words: the 100 most frequent modifiers of the documents (words
+// the grammar tags as adjectives, JJ, or adverbs, RB, and never as anything
+// else, so that being one is a property of the word; ties by the word).
+// Only frequent words carry polarity, so that a classifier trained on a few
+// thousand sentences has seen nearly every one it is asked about.
+std::set<std::string> polar_words(const std::vector<Document>& documents) {
+  std::map<std::string, int64_t> modifier;
+  std::set<std::string> other;
+  for (const Document& doc : documents)
+    for (const Sentence& s : doc.sentences)
+      for (size_t i = 0; i < s.words.size(); ++i) {
+        if (s.tags[i] == "JJ" || s.tags[i] == "RB") ++modifier[s.words[i]];
+        else other.insert(s.words[i]);
+      }
+  std::vector<std::pair<std::string, int64_t>> ranked;
+  for (const auto& [word, count] : modifier)
+    if (!other.count(word)) ranked.emplace_back(word, count);
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::set<std::string> polar;
+  for (size_t k = 0; k < std::min<size_t>(100, ranked.size()); ++k) polar.insert(ranked[k].first);
+  return polar;
+}
+
+// A modifier's fixed polarity, +1 or -1: the low bit of its FNV-1a hash, so
+// that it depends on the word alone (not on the lexicon's order or a seed).
+int polarity(const std::string& word) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : word) h = (h ^ c) * 1099511628211ull;
+  return (h & 1) ? 1 : -1;
+}
+
+// The sentiment task's score: the sum of the polarities of the sentence's
+// polar words, each occurrence counted. 0: no label (left out).
+int sentiment_score(const std::vector<std::string>& words, const std::set<std::string>& modifiers) {
+  int score = 0;
+  for (const std::string& w : words)
+    if (modifiers.count(w)) score += polarity(w);
+  return score;
+}
+
+bool is_noun(const std::string& tag) { return tag == "NN" || tag == "NNS"; }
+
+// The overlap task's second sentence: the first with each polar word
+// dropped at random (both labels alike), and, when not `equivalent`, one noun
+// replaced by another of the same number that the sentence does not hold.
+// "" when the sentence has no noun to replace.
+std::string overlap_pair(const Sentence& s, bool equivalent, const std::set<std::string>& modifiers,
+                         const std::map<std::string, std::vector<std::string>>& nouns_by_tag, CounterRng& rng) {
+  std::vector<int> noun_positions;
+  for (size_t i = 0; i < s.words.size(); ++i)
+    if (is_noun(s.tags[i])) noun_positions.push_back(static_cast<int>(i));
+  if (noun_positions.empty()) return "";
+  std::vector<std::string> words = s.words;
+  if (!equivalent) {
+    const int at = noun_positions[rng.next_u32() % noun_positions.size()];
+    const std::vector<std::string>& pool = nouns_by_tag.at(s.tags[static_cast<size_t>(at)]);
+    const std::set<std::string> held(s.words.begin(), s.words.end());
+    std::vector<const std::string*> candidates;
+    for (const std::string& n : pool)
+      if (!held.count(n)) candidates.push_back(&n);
+    if (candidates.empty()) return "";
+    words[static_cast<size_t>(at)] = *candidates[rng.next_u32() % candidates.size()];
+  }
+  std::vector<std::string> kept;
+  for (const std::string& w : words)
+    if (!modifiers.count(w) || !rng.chance(0.5)) kept.push_back(w);
+  return joined(kept);
+}
 
 // ---- roles and the word-swap probes --------------------------------------------------------
 
@@ -355,27 +446,38 @@ const char* kReadme =
     "# The synthetic language's tasks (ordo data tasks)\n\n"
     "Made from the annotations of a synthetic corpus; each folder is in a real format and is read by the\n"
     "same code as the real data set (`ordo finetune --task NAME --data FOLDER`). Splits are by document.\n\n"
-    "| folder | format (`--task`) | what a model must know to solve it |\n"
-    "| --- | --- | --- |\n"
+    "| folder | format (`--task`) | what a model must know to solve it | word order |\n"
+    "| --- | --- | --- | --- |\n"
     "| roles/ | RTE (`rte`) | who did what to whom: the hypothesis holds the same words entailed or with agent and "
     "patient exchanged, so without word order it is at chance. dev_shuffle_3..6.tsv (a phrase of that length "
     "shuffled, label kept), dev_shuffle_random.tsv (every word of the premise shuffled, label kept) and "
     "dev_shuffle_sr.tsv (premise roles exchanged, label not_entailment) are the word-swap probes of the "
     "locality/symmetry paper (Table 2), evaluated beside dev.tsv; their originals, unchanged: dev_swap_original.tsv "
     "(the premises with a phrase of 2..6 words, those Shuffle-x and Random draw from) and dev_sr_original.tsv (the "
-    "entailed pairs Shuffle-SR swaps) |\n"
-    "| squad/ | SQuAD v1.1 (`squad`) | which noun phrase is the agent and which the patient of a verb, to point at it |\n"
+    "entailed pairs Shuffle-SR swaps) | needed: tests claims about word order, not claims about GLUE's mostly "
+    "order-insensitive classification |\n"
+    "| squad/ | SQuAD v1.1 (`squad`) | which noun phrase is the agent and which the patient of a verb, to point at it "
+    "| needed |\n"
     "| squad2/ | SQuAD v2.0 (`squad2`) | the same, and that a question about a phrase absent from the context has no "
-    "answer |\n"
-    "| bigram_shift/ | SST-2 (`sst2`) | whether two adjacent words were inverted (local order) |\n"
-    "| tense/ | SST-2 (`sst2`) | the main verb's tense (0 past, 1 present): a word's form |\n"
-    "| subject_number/ | SST-2 (`sst2`) | the main clause's subject singular (0) or plural (1): which noun is the subject |\n"
-    "| object_number/ | SST-2 (`sst2`) | the main clause's object singular (0) or plural (1): which noun is the object |\n"
-    "| sentence_length/ | SentEval (`senteval`) | the sentence's length in 6 bins of 4 words, 5-28 |\n"
-    "| word_content/ | SentEval (`senteval`) | which of 100 mid-frequency words the sentence holds |\n"
-    "| tree_depth/ | SentEval (`senteval`) | the depth of the sentence's constituency tree |\n"
+    "answer | needed |\n"
+    "| bigram_shift/ | SST-2 (`sst2`) | whether two adjacent words were inverted (local order) | needed |\n"
+    "| tense/ | SST-2 (`sst2`) | the main verb's tense (0 past, 1 present): a word's form | partly (which verb is "
+    "the main one) |\n"
+    "| subject_number/ | SST-2 (`sst2`) | the main clause's subject singular (0) or plural (1): which noun is the "
+    "subject | needed |\n"
+    "| object_number/ | SST-2 (`sst2`) | the main clause's object singular (0) or plural (1): which noun is the "
+    "object | needed |\n"
+    "| sentiment/ | SST-2 (`sst2`) | the sign of the sum of the sentence's polar words' fixed polarities (each of the "
+    "100 most frequent adjectives and adverbs is +1 or -1; sentences summing to 0 left out) | not needed: a bag of words solves it; stands in for GLUE's "
+    "order-insensitive single-sentence classification (\"APE at least as good as RPE on classification\") |\n"
+    "| overlap/ | MRPC (`mrpc`) | whether the second sentence holds the first's nouns (1) or one noun replaced (0); "
+    "polar words are dropped at random either way | not needed: the two bags of words solve it; stands in for GLUE's "
+    "order-insensitive pair classification |\n"
+    "| sentence_length/ | SentEval (`senteval`) | the sentence's length in 6 bins of 4 words, 5-28 | not needed |\n"
+    "| word_content/ | SentEval (`senteval`) | which of 100 mid-frequency words the sentence holds | not needed |\n"
+    "| tree_depth/ | SentEval (`senteval`) | the depth of the sentence's constituency tree | needed |\n"
     "| top_constituents/ | SentEval (`senteval`) | the constituents right under the root, as NP_VP_. (19 sequences "
-    "and OTHER) |\n\n"
+    "and OTHER) | needed |\n\n"
     "The SentEval files are in SentEval's probing format (partition tr/va/te, label, sentence); their classes are "
     "not balanced as SentEval's are, and tree depth is not decorrelated from length:\n\n";
 
@@ -493,6 +595,35 @@ std::vector<std::pair<std::string, std::string>> make_tasks(const std::vector<Do
       for (const auto& [which, file] : splits)
         files.emplace_back(name + "/" + split_name(which) + ".tsv", file.file.text());
   }
+  // The order-insensitive classification tasks
+  {
+    const std::set<std::string> modifiers = polar_words(documents);
+    std::map<std::string, std::set<std::string>> noun_sets;  // by tag, sorted: the draws do not depend on hashing
+    for (const Document& doc : documents)
+      for (const Sentence& s : doc.sentences)
+        for (size_t i = 0; i < s.words.size(); ++i)
+          if (is_noun(s.tags[i])) noun_sets[s.tags[i]].insert(s.words[i]);
+    std::map<std::string, std::vector<std::string>> nouns_by_tag;
+    for (const auto& [tag, nouns] : noun_sets) nouns_by_tag[tag].assign(nouns.begin(), nouns.end());
+    std::map<Split, Sst2Split> sentiment{{Split::train, Sst2Split(false)}, {Split::dev, Sst2Split(false)},
+                                         {Split::test, Sst2Split(true)}};
+    std::map<Split, MrpcSplit> overlap{{Split::train, MrpcSplit(false)}, {Split::dev, MrpcSplit(false)},
+                                       {Split::test, MrpcSplit(true)}};
+    for (size_t d = 0; d < documents.size(); ++d) {
+      CounterRng rng(o.seed, kOverlap, d);
+      for (const Sentence& s : documents[d].sentences) {
+        const int score = sentiment_score(s.words, modifiers);
+        if (score != 0) sentiment.at(split[d]).add(joined(s.words), score > 0);
+        const bool equivalent = rng.chance(0.5);
+        const std::string second = overlap_pair(s, equivalent, modifiers, nouns_by_tag, rng);
+        if (!second.empty()) overlap.at(split[d]).add(joined(s.words), second, equivalent);
+      }
+    }
+    for (const auto& [which, file] : sentiment)
+      files.emplace_back(std::string("sentiment/") + split_name(which) + ".tsv", file.file.text());
+    for (const auto& [which, file] : overlap)
+      files.emplace_back(std::string("overlap/") + split_name(which) + ".tsv", file.file.text());
+  }
   std::string readme = kReadme;
   for (const auto& [name, file] : senteval_probes(documents, split)) {
     files.emplace_back(name + "/" + name + ".txt", file.text());
@@ -507,7 +638,8 @@ const std::vector<TaskFolder>& task_folders() {
       {"roles", "rte"},           {"squad", "squad"},           {"squad2", "squad2"},
       {"bigram_shift", "sst2"},   {"tense", "sst2"},            {"subject_number", "sst2"},
       {"object_number", "sst2"},  {"sentence_length", "senteval"}, {"word_content", "senteval"},
-      {"tree_depth", "senteval"}, {"top_constituents", "senteval"}};
+      {"tree_depth", "senteval"}, {"top_constituents", "senteval"}, {"sentiment", "sst2"},
+      {"overlap", "mrpc"}};
   return folders;
 }
 

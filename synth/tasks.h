@@ -38,6 +38,18 @@
 //               (sentence, label 0/1): two adjacent words inverted or not; the
 //               main verb past (0) or present (1); the main clause's subject,
 //               and object, singular (0) or plural (1).
+//   sentiment/  SST-2's layout: the sign of the sum of the sentence's polar
+//               words' fixed polarities (the 100 most frequent adjectives and
+//               adverbs, each +1 or -1 by a hash of the word; sentences
+//               summing to 0 left out).
+//   overlap/    MRPC's layout: a sentence and a second one holding its nouns
+//               (1) or one noun replaced by another of the same number that
+//               it does not hold (0), each polar word dropped at random
+//               either way.
+//               These two are solvable from the bag of words alone, as much of
+//               GLUE's classification is; every other task needs word order,
+//               so a claim about order-insensitive classification is tested
+//               on these two only.
 //   sentence_length/, word_content/, tree_depth/, top_constituents/
 //               SentEval's multi-class probes in SentEval's own probing
 //               format (<name>.txt: partition tr/va/te, label, sentence;
@@ -71,7 +83,8 @@ struct TaskOptions {
 
 // The task folders make_tasks writes, each with the `ordo finetune --task`
 // that reads it: roles -> rte, squad -> squad, squad2 -> squad2, the four
-// SentEval-style probes -> sst2, the four multi-class probes -> senteval.
+// SentEval-style probes and sentiment -> sst2, overlap -> mrpc, the four
+// multi-class probes -> senteval.
 struct TaskFolder {
   std::string folder, finetune_task;
 };

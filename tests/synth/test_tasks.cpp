@@ -4,6 +4,8 @@
 // entailed hypotheses are word for word in the premise, SQuAD answers sit at
 // their offsets, and the probes' labels say what was done to the sentence.
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <functional>
 #include <map>
 #include <set>
@@ -280,4 +282,132 @@ TEST_CASE("synthetic tasks: task_folders names exactly the folders make_tasks wr
     if (path.find('/') != std::string::npos) written.insert(path.substr(0, path.find('/')));
   for (const synth::TaskFolder& f : synth::task_folders()) listed.insert(f.folder);
   CHECK(listed == written);
+}
+
+namespace {
+
+// A bag-of-words baseline, written for these tests: logistic regression on
+// sparse word features (feature -> value), trained by plain gradient steps.
+// It sees no order at all, so what it solves a bag of words solves.
+using Features = std::map<std::string, double>;
+
+struct BagOfWords {
+  std::map<std::string, double> weight;
+  double bias = 0;
+  double logit(const Features& x) const {
+    double z = bias;
+    for (const auto& [f, v] : x) {
+      const auto it = weight.find(f);
+      if (it != weight.end()) z += it->second * v;
+    }
+    return z;
+  }
+  void train(const std::vector<std::pair<Features, int>>& examples, int epochs = 30, double rate = 0.5) {
+    for (int e = 0; e < epochs; ++e)
+      for (const auto& [x, y] : examples) {
+        const double p = 1 / (1 + std::exp(-logit(x)));
+        const double g = p - y;
+        bias -= rate * g;
+        for (const auto& [f, v] : x) weight[f] -= rate * g * v;
+      }
+  }
+  double accuracy(const std::vector<std::pair<Features, int>>& examples) const {
+    int right = 0;
+    for (const auto& [x, y] : examples) right += (logit(x) > 0) == (y == 1);
+    return static_cast<double>(right) / static_cast<double>(examples.size());
+  }
+};
+
+std::multiset<std::string> bag(const std::string& text) {
+  const std::vector<std::string> words = sorted_words(text);
+  return {words.begin(), words.end()};
+}
+
+// One sentence: each word's count.
+Features counts(const std::string& text) {
+  Features x;
+  for (const std::string& w : sorted_words(text)) x[w] += 1;
+  return x;
+}
+
+// A pair: the lexical overlap of the two bags, as MRPC's word-overlap
+// baselines measure it: how many words the second adds to the first, and how
+// many of the first it drops.
+Features difference(const std::string& a, const std::string& b) {
+  const std::multiset<std::string> first = bag(a), second = bag(b);
+  std::vector<std::string> added, dropped;
+  std::set_difference(second.begin(), second.end(), first.begin(), first.end(), std::back_inserter(added));
+  std::set_difference(first.begin(), first.end(), second.begin(), second.end(), std::back_inserter(dropped));
+  return {{"added", static_cast<double>(added.size())}, {"dropped", static_cast<double>(dropped.size())}};
+}
+
+std::vector<std::pair<Features, int>> featured(const downstream::GlueSet& set, Features (*single)(const std::string&),
+                                               Features (*pair)(const std::string&, const std::string&)) {
+  std::vector<std::pair<Features, int>> out;
+  for (const auto& e : set.examples) out.emplace_back(pair ? pair(e.text_a, e.text_b) : single(e.text_a), e.label);
+  return out;
+}
+
+double label_share(const downstream::GlueSet& set) {
+  int ones = 0;
+  for (const auto& e : set.examples) ones += e.label == 1;
+  return static_cast<double>(ones) / static_cast<double>(set.examples.size());
+}
+
+}  // namespace
+
+TEST_CASE("synthetic tasks: a bag of words solves sentiment and overlap, and is at chance on roles",
+          "[synth][tasks]") {
+  Written w(documents(800));
+  struct Case {
+    const char* folder;
+    const char* task;
+    bool pair;
+  };
+  for (const Case& c : {Case{"sentiment", "sst2", false}, Case{"overlap", "mrpc", true}, Case{"roles", "rte", true}}) {
+    INFO(c.folder);
+    const auto& task = downstream::glue_task(c.task);
+    const auto train = downstream::read_glue(task, w / (std::string(c.folder) + "/train.tsv"));
+    const auto dev = downstream::read_glue(task, w / (std::string(c.folder) + "/dev.tsv"));
+    REQUIRE(train.examples.size() > 1000);
+    REQUIRE(dev.examples.size() > 100);
+    // Both labels common: a constant guess is far from what the baseline must reach.
+    CHECK(label_share(train) > 0.3);
+    CHECK(label_share(train) < 0.7);
+    BagOfWords model;
+    model.train(featured(train, counts, c.pair ? difference : nullptr));
+    const double accuracy = model.accuracy(featured(dev, counts, c.pair ? difference : nullptr));
+    if (std::string(c.folder) == "roles")
+      CHECK(accuracy < 0.6);  // the same words either way: order is all there is
+    else
+      CHECK(accuracy > 0.95);
+  }
+}
+
+TEST_CASE("synthetic tasks: sentiment and overlap labels depend on the bag of words alone", "[synth][tasks]") {
+  Written w(documents(200));
+  // Two sentiment sentences with the same words have the same label.
+  std::map<std::multiset<std::string>, int> sentiment;
+  for (const char* split : {"train", "dev"})
+    for (const auto& e : downstream::read_glue(downstream::glue_task("sst2"), w / (std::string("sentiment/") + split + ".tsv")).examples) {
+      const auto [it, fresh] = sentiment.emplace(bag(e.text_a), e.label);
+      CHECK((fresh || it->second == e.label));
+    }
+  // Overlap: an equivalent pair's second sentence drops only words of the
+  // first; a non-equivalent one holds exactly one word the first does not.
+  int equivalent = 0, replaced = 0;
+  for (const auto& e : downstream::read_glue(downstream::glue_task("mrpc"), w / "overlap/train.tsv").examples) {
+    const std::multiset<std::string> first = bag(e.text_a), second = bag(e.text_b);
+    std::vector<std::string> added;
+    std::set_difference(second.begin(), second.end(), first.begin(), first.end(), std::back_inserter(added));
+    if (e.label == 1) {
+      CHECK(added.empty());
+      ++equivalent;
+    } else {
+      CHECK(added.size() == 1);
+      ++replaced;
+    }
+  }
+  CHECK(equivalent > 100);
+  CHECK(replaced > 100);
 }
