@@ -25,6 +25,15 @@ double accuracy(const std::vector<int>& gold, const std::vector<int>& predicted)
   return static_cast<double>(same) / static_cast<double>(gold.size());
 }
 
+double answer_change_rate(const std::vector<int>& original, const std::vector<int>& altered) {
+  ORDO_CHECK(original.size() == altered.size(), "answer change rate: ", original.size(), " answers to the originals ",
+             "against ", altered.size(), " to the altered examples: they must be paired one to one");
+  ORDO_CHECK(!original.empty(), "answer change rate needs at least one pair");
+  size_t changed = 0;
+  for (size_t i = 0; i < original.size(); ++i) changed += original[i] != altered[i];
+  return static_cast<double>(changed) / static_cast<double>(original.size());
+}
+
 double binary_f1(const std::vector<int>& gold, const std::vector<int>& predicted, int positive) {
   check_pair(gold, predicted, "f1");
   double tp = 0, fp = 0, fn = 0;

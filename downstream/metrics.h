@@ -27,6 +27,13 @@ double binary_f1(const std::vector<int>& gold, const std::vector<int>& predicted
 double matthews(const std::vector<int>& gold, const std::vector<int>& predicted);
 double pearson(const std::vector<double>& x, const std::vector<double>& y);
 double spearman(const std::vector<double>& x, const std::vector<double>& y);
+// The fraction of paired examples whose predicted class differs between two
+// sets of predictions: `altered[i]` is the answer to example i of `original`
+// changed in one way (a word-swap probe: its agent and patient exchanged).
+// 0: the model never changes its answer under the change; 1: it always does.
+// Unlike an accuracy difference it does not depend on the labels, so a model
+// that ignores the change reads 0 whatever its accuracy.
+double answer_change_rate(const std::vector<int>& original, const std::vector<int>& altered);
 // 1-based ranks, ties averaged (scipy.stats.rankdata's default).
 std::vector<double> average_ranks(const std::vector<double>& x);
 

@@ -470,8 +470,27 @@ class ClassificationFinetuneTask : public Task {
       e.by_length[name] = downstream::length_bins_json(
           length_stats_, downstream::accuracy_by_length(length_stats_, lengths_[d], gold, predictions_[d].labels));
     }
+    add_answer_changes(e);
     e.score = mean_of_metrics(e.metrics[data_.evaluated[0].first]);  // MNLI: the matched set's
     return e;
+  }
+
+  // The roles task's Shuffle-SR probe (synth/tasks.h): row i of dev_shuffle_sr
+  // is row i of dev_sr_original with the premise's agent and patient
+  // exchanged, so the fraction of answers that change under the swap is
+  // measured pair by pair ("answers_changed" of dev_shuffle_sr).
+  void add_answer_changes(Evaluation& e) const {
+    const auto index_of = [&](const std::string& name) {
+      for (size_t d = 0; d < data_.evaluated.size(); ++d)
+        if (data_.evaluated[d].first == name) return static_cast<int64_t>(d);
+      return int64_t{-1};
+    };
+    const int64_t original = index_of("dev_sr_original"), swapped = index_of("dev_shuffle_sr");
+    if (original < 0 || swapped < 0 || task_.regression()) return;
+    const auto& before = predictions_[static_cast<size_t>(original)].labels;
+    const auto& after = predictions_[static_cast<size_t>(swapped)].labels;
+    if (before.size() != after.size() || before.empty()) return;  // not the synthetic task's pairs
+    e.metrics["dev_shuffle_sr"]["answers_changed"] = downstream::answer_change_rate(before, after);
   }
 
   void write_predictions(const std::string& dir) override {

@@ -24,6 +24,19 @@ TEST_CASE("accuracy and binary F1 by hand", "[downstream][metrics]") {
   CHECK_THROWS_WITH(accuracy({}, {}), Contains("at least 1"));
 }
 
+TEST_CASE("answer change rate: 0 for a model that never changes its answer, 1 for one that always does",
+          "[downstream][metrics]") {
+  const std::vector<int> original{1, 0, 0, 1, 1};
+  // Never changes: the same answers under the swap, whatever they are (right or wrong).
+  CHECK(answer_change_rate(original, original) == 0.0);
+  // Always changes: every answer flipped.
+  CHECK(answer_change_rate(original, {0, 1, 1, 0, 0}) == 1.0);
+  // Pairs 2 and 5 change: 2 of 5.
+  CHECK(answer_change_rate(original, {1, 1, 0, 1, 0}) == Approx(0.4).epsilon(1e-15));
+  CHECK_THROWS_WITH(answer_change_rate({0, 1}, {0}), Contains("paired one to one"));
+  CHECK_THROWS_WITH(answer_change_rate({}, {}), Contains("at least one pair"));
+}
+
 TEST_CASE("Matthews correlation by hand, 0 when a side is constant", "[downstream][metrics]") {
   // gold 0 1 1 0 1 0, predicted 0 1 0 0 1 1: tp 2, tn 2, fp 1, fn 1
   // MCC = (tp tn - fp fn) / sqrt((tp+fp)(tp+fn)(tn+fp)(tn+fn)) = (4 - 1) / sqrt(3*3*3*3) = 1/3.

@@ -11,6 +11,7 @@
 #include "base/file_io.h"
 #include "base/json.h"
 #include "base/subprocess.h"
+#include "downstream/glue.h"
 #include "tensor/safetensors.h"
 #include "tests/helpers.h"
 #include "tests/tools/disk_state.h"
@@ -73,6 +74,17 @@ TEST_CASE("finetune: a GLUE-layout task end to end, ordo score agrees with the r
     // The probes are evaluated and predicted beside dev.
     CHECK(run["best"].contains("dev_shuffle_sr"));
     CHECK(ordo::file_exists(dir + "/dev_shuffle_sr_predictions.tsv"));
+    // The fraction of answers the swap changes, recounted from the two prediction files pair by pair.
+    const auto& rte = downstream::glue_task("rte");
+    const auto original = downstream::read_glue(rte, f.tasks + "/roles/dev_sr_original.tsv");
+    const auto swapped = downstream::read_glue(rte, f.tasks + "/roles/dev_shuffle_sr.tsv");
+    const auto before = downstream::read_glue_submission(dir + "/dev_sr_original_predictions.tsv", original).labels;
+    const auto after = downstream::read_glue_submission(dir + "/dev_shuffle_sr_predictions.tsv", swapped).labels;
+    REQUIRE(before.size() == after.size());
+    int changed = 0;
+    for (size_t i = 0; i < before.size(); ++i) changed += before[i] != after[i];
+    CHECK(run["best"]["dev_shuffle_sr"]["answers_changed"].as_number() ==
+          Approx(static_cast<double>(changed) / static_cast<double>(before.size())).epsilon(1e-12));
     CHECK(ordo::file_exists(dir + "/test/RTE.tsv"));
     json::Value saved = json::parse(ordo::read_file(dir + "/best/config.json"));
     CHECK(saved["architectures"][0].as_string() == "BertForSequenceClassification");
