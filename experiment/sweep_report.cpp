@@ -141,8 +141,9 @@ ReportSection sweep_across_encoders(const Plan& plan, const std::vector<RunResul
     const CorrelationTest rho = spearman_test(x, y);
     const Judgement verdict = judge({rho.value, 1.0, rho.p, ""}, plan.alpha);
     lines.push_back(what + ": Spearman's rho of accuracy with " + (by_locality ? "locality" : "symmetry") + " " +
-                    cell(rho.value, "%.2f") + " (p = " + (std::isnan(rho.p) ? std::string("undefined") : cell(rho.p, "%.3g")) +
-                    " by " + rho.method + ", n = " + std::to_string(rho.n) + " encoders); the best " +
+                    cell(rho.value, "%.2f") + " (" +
+                    (std::isnan(rho.p) ? std::string("undefined") : "p = " + cell(rho.p, "%.3g") + " by " + rho.method) +
+                    ", n = " + std::to_string(rho.n) + " encoders); the best " +
                     cell(best->accuracy.mean(), "%.2f") + " at " + (by_locality ? "locality " : "symmetry ") +
                     cell(by_locality ? best->locality : best->symmetry, "%.3f") + ". The paper: " + paper +
                     " Verdict on \"accuracy rises with " + (by_locality ? "locality" : "symmetry") + "\": " +
