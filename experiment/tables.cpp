@@ -254,7 +254,7 @@ std::optional<ColumnReading> baseline_verdicts(const PaperTable& table, const Co
     e.ordo_effect = badness(key, base->mean()) - badness(key, f->mean());
     e.paper_effect = badness(key, paper_base->value(key)) - badness(key, p->value(key));
     e.p = column.test(run.config).p_holm;
-    if (std::isnan(e.p)) e.not_testable = "no test: one value per row";
+    if (std::isnan(e.p)) e.not_testable = "no test: fewer than two seeds in a row, or no spread in either";
     rows.emplace_back(run.config, judge(e, plan.alpha).verdict);
   }
   if (rows.empty()) return std::nullopt;
