@@ -215,19 +215,6 @@ std::string rank_verdict_text(const CorrelationTest& tau, double alpha) {
                              : ": no agreement shown (that needs τ_b > 0 with p < " + format(alpha, "%g") + ").");
 }
 
-// "holds: a, b; contradicted: c": each verdict that occurs with the rows that got it.
-std::string verdicts_by_row(const std::vector<std::pair<std::string, Verdict>>& rows) {
-  std::string out;
-  for (Verdict v : {Verdict::holds, Verdict::consistent, Verdict::contradicted, Verdict::inconclusive,
-                    Verdict::not_testable}) {
-    std::string names;
-    for (const auto& [name, w] : rows)
-      if (w == v) names += (names.empty() ? "" : ", ") + name;
-    if (!names.empty()) out += (out.empty() ? "" : "; ") + std::string(verdict_name(v)) + ": " + names;
-  }
-  return out;
-}
-
 std::string direction_note(const std::string& key) {
   if (key == "direction_balance") return " (by |DB - 1|)";
   return badness(key, 1) < badness(key, 0) ? " (larger is better)" : " (smaller is better)";
@@ -265,7 +252,7 @@ std::optional<ColumnReading> baseline_verdicts(const PaperTable& table, const Co
   r.text = name + ", each row against " + plan.baseline + " (the paper's direction of the difference; Welch's "
            "two-sided t-test over fine-tuning seeds of one pretraining run per row, Holm over this column's " +
            std::to_string(column.family) + " comparisons with " + plan.baseline + ", p < " + format(plan.alpha, "%g") +
-           "): " + verdicts_by_row(rows) + ".";
+           "): " + verdicts_by_name(rows) + ".";
   return r;
 }
 
@@ -469,7 +456,7 @@ Comparison compare_correlations(const PaperTable& table, const std::vector<RunRe
              "over the runs with a position encoding, t test, Holm over this column's " +
              std::to_string(std::count_if(holm[key].begin(), holm[key].end(), [](double p) { return !std::isnan(p); })) +
              " correlations, p < " + format(plan.alpha, "%g") + "): " +
-             verdicts_by_row(verdicts) + ". Down the column, " + rank_text(tau, rho) + ". Data: " +
+             verdicts_by_name(verdicts) + ". Down the column, " + rank_text(tau, rho) + ". Data: " +
              column_source(key, plan) + ".";
     c.readings.push_back(r);
   }

@@ -35,15 +35,16 @@ Judgement judge_rank_agreement(const CorrelationTest& tau, double alpha) {
 
 bool agrees(const CorrelationTest& tau, double alpha) { return tau.value > 0 && tau.p < alpha; }
 
-std::string verdict_counts(const std::vector<Verdict>& verdicts) {
+std::string verdicts_by_name(const std::vector<std::pair<std::string, Verdict>>& named) {
   std::string out;
   for (Verdict v : {Verdict::holds, Verdict::consistent, Verdict::contradicted, Verdict::inconclusive,
                     Verdict::not_testable}) {
-    size_t n = 0;
-    for (Verdict w : verdicts) n += w == v;
-    if (n > 0) out += (out.empty() ? "" : "; ") + std::string(verdict_name(v)) + " " + std::to_string(n);
+    std::string names;
+    for (const auto& [name, w] : named)
+      if (w == v) names += (names.empty() ? "" : ", ") + name;
+    if (!names.empty()) out += (out.empty() ? "" : "; ") + std::string(verdict_name(v)) + ": " + names;
   }
-  return out.empty() ? "none" : out;
+  return out;
 }
 
 bool tie_artifact_on_uniform(const std::string& indicator) {

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "experiment/statistics.h"
@@ -54,9 +55,9 @@ Judgement judge_rank_agreement(const CorrelationTest& tau, double alpha);
 // tau_b > 0 with p < alpha.
 bool agrees(const CorrelationTest& tau, double alpha);
 
-// "holds 2, consistent, not significant 1, ...": the count of each verdict
-// that occurs, in the order of the enum; "none" for an empty list.
-std::string verdict_counts(const std::vector<Verdict>& verdicts);
+// "holds: a, b; contradicted: c": each verdict that occurs, in the order of
+// the enum, with the names that got it; "" for none.
+std::string verdicts_by_name(const std::vector<std::pair<std::string, Verdict>>& named);
 
 // Whether an indicator's value is a tie artifact where the attention without
 // [CLS]/[SEP] is uniform (probe/indicators.h's uniform_rows): the

@@ -425,7 +425,9 @@ TEST_CASE("verdicts: the five rules on hand-made evidence", "[experiment][verdic
   CHECK_FALSE(experiment::agrees({-0.6, 0.01, 12, ""}, 0.05));
   CHECK(experiment::judge_rank_agreement({-0.6, 0.01, 12, ""}, 0.05).verdict == Verdict::contradicted);
   CHECK(experiment::judge_rank_agreement({std::nan(""), std::nan(""), 2, ""}, 0.05).verdict == Verdict::not_testable);
-  CHECK(experiment::verdict_counts({Verdict::holds, Verdict::inconclusive, Verdict::holds}) == "holds 2; inconclusive 1");
+  CHECK(experiment::verdicts_by_name({{"a", Verdict::inconclusive}, {"b", Verdict::holds}, {"c", Verdict::holds}}) ==
+        "holds: b, c; inconclusive: a");
+  CHECK(experiment::verdicts_by_name({}).empty());
   CHECK(experiment::tie_artifact_on_uniform("monotonicity_first_k"));
   CHECK_FALSE(experiment::tie_artifact_on_uniform("translation_invariance"));
   CHECK_FALSE(experiment::tie_artifact_on_uniform("direction_balance"));
