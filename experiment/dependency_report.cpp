@@ -8,6 +8,7 @@
 #include "base/file_io.h"
 #include "base/json.h"
 #include "experiment/tables.h"
+#include "experiment/verdicts.h"
 
 namespace ordo::experiment {
 
@@ -195,6 +196,9 @@ ReportSection dependency_heads_across_runs(const Plan& plan, const std::vector<R
         lines.push_back("Relation by relation (the " + std::to_string(matched) + " both tables have): positional " +
                         "minus contextual has the paper's sign in " + std::to_string(agree) + " of " +
                         std::to_string(matched) + (against.empty() ? "." : "; not in " + against + "."));
+      lines.push_back(std::string("Verdict on each finding: ") + verdict_name(Verdict::not_testable) + " (one run's "
+                      "heads, one analysis: no replicate to test a difference over, so the comparisons above describe "
+                      "and do not test).");
       record["reading"] = append_reading(lines, "Reading (generated from the two tables)", md, html);
       md += paper_values_markdown(*paper);
     }

@@ -8,6 +8,7 @@
 #include "base/file_io.h"
 #include "base/json.h"
 #include "experiment/tables.h"
+#include "experiment/verdicts.h"
 
 namespace ordo::experiment {
 
@@ -158,6 +159,9 @@ ReportSection layer_probing_across_runs(const Plan& plan, const std::vector<RunR
                       fraction(count_ahead(paper_of, "contextual", {"positional"}, semantic)) + ", ordo on " +
                       fraction(count_ahead(ordo_of, "contextual", {"positional"}, semantic)) + ".");
     }
+    lines.push_back(std::string("Verdict on each finding: ") + verdict_name(Verdict::not_testable) + " (one probing "
+                    "fit per run, attention and task: no replicate to test a difference over, so the counts above "
+                    "describe and do not test).");
     record["reading"] = append_reading(lines, "Reading (generated from the two tables)", md, html);
     md += paper_values_markdown(*paper);
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "base/error.h"
 #include "base/file_io.h"
@@ -32,14 +33,37 @@ TaskResults read_task(const std::string& path, const FinetuneTask& task, bool al
   const json::Value* best_lr = results.find("best_lr");
   if (!best_lr) return t;  // no run finished
   t.lr = all_rates ? 0 : best_lr->as_number();
+  t.over_rates = all_rates;
   t.runs = json::Value::array();
   for (const json::Value& entry : results["learning_rates"].as_array()) {
     if (!all_rates && entry["lr"].as_number() != t.lr) continue;
-    for (const json::Value& line : entry["runs"].as_array())
-      if (line["finished"].as_bool()) t.runs.push_back(line);
+    bool finished = false;
+    for (json::Value line : entry["runs"].as_array()) {
+      if (!line["finished"].as_bool()) continue;
+      ORDO_CHECK(!all_rates || (line.contains("seed") && line["seed"].is_number()), path, ": a finished run of "
+                 "learning rate ", entry["lr"].as_number(), " has no \"seed\"; report.learning_rates = \"average\" "
+                 "averages each seed over the learning rates and needs it");
+      line["lr"] = entry["lr"];
+      t.runs.push_back(line);
+      finished = true;
+    }
+    t.rates += finished;
   }
   t.present = t.runs.size() > 0;
   return t;
+}
+
+// report.learning_rates = "average": a learning rate is not a replicate
+// (SPEC §4), so each seed's value is its mean over the learning rates, as
+// the paper averages them, and the spread and tests run over seeds. A seed
+// missing at some learning rate is left out: its mean would be over fewer.
+std::vector<double> average_over_rates(const TaskResults& t, const std::vector<double>& per_line) {
+  std::map<int64_t, std::vector<double>> by_seed;
+  for (size_t k = 0; k < per_line.size(); ++k) by_seed[t.runs[k]["seed"].as_int()].push_back(per_line[k]);
+  std::vector<double> out;
+  for (const auto& [seed, values] : by_seed)
+    if (static_cast<int64_t>(values.size()) == t.rates) out.push_back(mean_std(values).mean);
+  return out;
 }
 
 // Each finished seed's value of a task's figure: "score", "METRIC" (on the
@@ -73,7 +97,7 @@ std::vector<double> task_values(const TaskResults& t, const FinetuneTask& task, 
     if (!v || !v->is_number()) return {};
     values.push_back(scale * v->as_number());
   }
-  return values;
+  return t.over_rates ? average_over_rates(t, values) : values;
 }
 
 }  // namespace
@@ -125,6 +149,7 @@ std::optional<Figure> figure(const RunResults& run, const std::string& key, cons
       auto it = run.tasks.find(t.name);
       if (it == run.tasks.end() || !it->second.present) continue;
       per_task.push_back(task_values(it->second, t, "score"));
+      f.tasks += (f.tasks.empty() ? "" : ", ") + t.name;
     }
     if (per_task.empty()) return std::nullopt;
     size_t seeds = per_task[0].size();

@@ -10,15 +10,19 @@
 //                       fine-tuning selects (train.select_epoch), at the best
 //                       learning rate; in percent (GLUE's fractions x 100, as
 //                       the papers print them; SQuAD's are percent already);
-//                       under report.learning_rates = "average", every
-//                       finished run of every learning rate instead
+//                       under report.learning_rates = "average", each seed's
+//                       mean over the learning rates (a learning rate is
+//                       never a replicate: SPEC §4), the seeds finished at
+//                       every learning rate
 //   TASK.SET.METRIC.delta[.BASE]
 //                       per run, METRIC on SET minus METRIC on BASE (a dev set
 //                       of the same task; the main dev set when not given):
 //                       the word-swap probes' Δ against the original
 //                       (the locality/symmetry paper, Table 2)
 //   glue.mean           per seed, the mean of the classification tasks'
-//                       scores, WNLI left out (Wang et al. 2021 Table 3, App. E)
+//                       scores, WNLI left out (Wang et al. 2021 Table 3, App. E),
+//                       over the tasks the run has (Figure::tasks names
+//                       them: two rows' means compare only over the same set)
 // A figure holds every seed's value, so that its mean, spread and a test
 // against another row can be taken.
 #pragma once
@@ -37,6 +41,7 @@ namespace ordo::experiment {
 
 struct Figure {
   std::vector<double> values;  // one per seed (one for a probe's indicator)
+  std::string tasks;           // the tasks a mean averages ("rte, sst2" for glue.mean); "" otherwise
   double mean() const;
   double std() const;          // sample standard deviation; NaN for one value
 };
@@ -46,7 +51,10 @@ struct TaskResults {
   std::string source;          // where its data came from (FinetuneTask::source)
   std::string select_epoch;    // "best" or "last"
   double lr = 0;               // the learning rate reported (the best by mean score; 0: all of them)
-  json::Value runs;            // the finished runs' lines of that learning rate (of every one: all)
+  json::Value runs;            // the finished runs' lines of that learning rate (of every one: all,
+                               // each line given its "lr")
+  bool over_rates = false;     // report.learning_rates = "average": each seed's mean over the learning rates
+  int64_t rates = 0;           // the learning rates with a finished run (over_rates: a seed needs all of them)
 };
 
 struct RunResults {

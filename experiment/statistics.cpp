@@ -74,6 +74,86 @@ double incomplete_beta(double a, double b, double x, double y) {
   return 1 - std::exp(log_front) * beta_continued_fraction(b, a, y) / b;
 }
 
+// P(Z > z) for a standard normal Z.
+double normal_sf(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }
+
+// Kendall's S = concordant - discordant pairs: sum over i < j of sign(x_i - x_j) sign(y_i - y_j).
+int64_t kendall_s(const std::vector<double>& x, const std::vector<double>& y) {
+  int64_t s = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    for (size_t j = i + 1; j < x.size(); ++j) s += ((x[i] > x[j]) - (x[i] < x[j])) * ((y[i] > y[j]) - (y[i] < y[j]));
+  return s;
+}
+
+// sum rank(x_i) rank(y_i) on doubled ranks (average ranks are halves: doubled, they are integers).
+int64_t rank_products(const std::vector<double>& doubled_x, const std::vector<double>& doubled_y) {
+  int64_t s = 0;
+  for (size_t i = 0; i < doubled_x.size(); ++i) s += std::llround(doubled_x[i]) * std::llround(doubled_y[i]);
+  return s;
+}
+
+std::vector<double> doubled_ranks(const std::vector<double>& v) {
+  std::vector<double> r = downstream::average_ranks(v);
+  for (double& x : r) x *= 2;
+  return r;
+}
+
+// The two-sided p-value of an exact permutation test of an integer statistic:
+// every distinct arrangement of y's values against x once (each stands for
+// the same number, the product of y's tie groups' factorials, of the n!
+// permutations), p = min(1, 2 min(P(S <= s), P(S >= s))).
+template <class Statistic>
+double exact_permutation_p(const std::vector<double>& x, std::vector<double> y, Statistic statistic) {
+  const int64_t observed = statistic(x, y);
+  std::sort(y.begin(), y.end());
+  double at_most = 0, at_least = 0, arrangements = 0;
+  do {
+    const int64_t s = statistic(x, y);
+    at_most += s <= observed;
+    at_least += s >= observed;
+    arrangements += 1;
+  } while (std::next_permutation(y.begin(), y.end()));
+  return std::min(1.0, 2 * std::min(at_most, at_least) / arrangements);
+}
+
+// The sizes of v's groups of equal values that hold more than one.
+std::vector<double> tie_sizes(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<double> sizes;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i + 1;
+    while (j < v.size() && v[j] == v[i]) ++j;
+    if (j - i > 1) sizes.push_back(static_cast<double>(j - i));
+    i = j;
+  }
+  return sizes;
+}
+
+// Kendall's variance of S without association, corrected for ties (kendall_test's comment).
+double kendall_s_variance(const std::vector<double>& x, const std::vector<double>& y) {
+  const double n = static_cast<double>(x.size());
+  auto sum = [](const std::vector<double>& sizes, auto term) {
+    double s = 0;
+    for (double t : sizes) s += term(t);
+    return s;
+  };
+  const std::vector<double> tx = tie_sizes(x), ty = tie_sizes(y);
+  auto spread = [](double t) { return t * (t - 1) * (2 * t + 5); };
+  auto triples = [](double t) { return t * (t - 1) * (t - 2); };
+  auto pairs = [](double t) { return t * (t - 1); };
+  return (n * (n - 1) * (2 * n + 5) - sum(tx, spread) - sum(ty, spread)) / 18 +
+         sum(tx, triples) * sum(ty, triples) / (9 * n * (n - 1) * (n - 2)) +
+         sum(tx, pairs) * sum(ty, pairs) / (2 * n * (n - 1));
+}
+
+// The two-sided p-value of a correlation r over n pairs from Student's t on n - 2 degrees of freedom.
+double t_test_of_correlation(double r, int64_t n) {
+  if (std::fabs(r) >= 1) return 0;
+  const double df = static_cast<double>(n - 2);
+  const double t = r * std::sqrt(df / ((1 - r) * (1 + r)));
+  return std::min(1.0, 2 * student_t_sf(std::fabs(t), df));
+}
+
 }  // namespace
 
 MeanStd mean_std(const std::vector<double>& values) {
@@ -133,6 +213,66 @@ double kendall_tau_b(const std::vector<double>& x, const std::vector<double>& y)
   const double denominator = std::sqrt((concordant + discordant + tied_x) * (concordant + discordant + tied_y));
   if (denominator == 0) return kNaN;
   return (concordant - discordant) / denominator;
+}
+
+CorrelationTest kendall_test(const std::vector<double>& x, const std::vector<double>& y) {
+  CorrelationTest c;
+  c.value = kendall_tau_b(x, y);
+  c.n = static_cast<int64_t>(x.size());
+  c.p = kNaN;
+  if (std::isnan(c.value)) return c;
+  if (c.n <= kExactPermutationMaxN) {
+    c.method = "exact permutation";
+    c.p = exact_permutation_p(x, y, kendall_s);
+  } else {
+    c.method = "normal approximation";
+    c.p = 2 * normal_sf(std::fabs(static_cast<double>(kendall_s(x, y))) / std::sqrt(kendall_s_variance(x, y)));
+  }
+  return c;
+}
+
+CorrelationTest spearman_test(const std::vector<double>& x, const std::vector<double>& y) {
+  CorrelationTest c;
+  c.value = spearman(x, y);
+  c.n = static_cast<int64_t>(x.size());
+  c.p = kNaN;
+  if (std::isnan(c.value)) return c;
+  if (c.n <= kExactPermutationMaxN) {
+    c.method = "exact permutation";
+    c.p = exact_permutation_p(doubled_ranks(x), doubled_ranks(y), rank_products);
+  } else {
+    c.method = "t approximation";
+    c.p = t_test_of_correlation(c.value, c.n);
+  }
+  return c;
+}
+
+CorrelationTest pearson_test(const std::vector<double>& x, const std::vector<double>& y) {
+  CorrelationTest c;
+  c.value = pearson(x, y);
+  c.n = static_cast<int64_t>(x.size());
+  c.method = "t distribution";
+  c.p = std::isnan(c.value) ? kNaN : c.n == 2 ? 1.0 : t_test_of_correlation(c.value, c.n);
+  return c;
+}
+
+std::vector<double> holm_adjust(const std::vector<double>& p) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (std::isnan(p[i])) continue;
+    ORDO_CHECK(p[i] >= 0 && p[i] <= 1, "Holm's correction: p-value ", i + 1, " of ", p.size(), " is ", p[i],
+               ", outside [0, 1]");
+    order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] < p[b]; });
+  std::vector<double> adjusted(p.size(), kNaN);
+  const double m = static_cast<double>(order.size());
+  double running = 0;  // the step-down's maximum so far: an adjusted p never falls below a smaller p's
+  for (size_t k = 0; k < order.size(); ++k) {
+    running = std::max(running, std::min(1.0, (m - static_cast<double>(k)) * p[order[k]]));
+    adjusted[order[k]] = running;
+  }
+  return adjusted;
 }
 
 }  // namespace ordo::experiment

@@ -1,7 +1,8 @@
 // The statistics the papers' tables use, on plain vectors of numbers:
 // spread over seeds, the two-sample test behind a significance mark, and the
 // correlations between columns (a property indicator against a task's score
-// over configurations; ordo's values against the paper's over rows).
+// over configurations; ordo's values against the paper's over rows) with
+// their p-values, and Holm's correction of a family of p-values.
 //
 // Every function is written from its textbook definition (the comment says
 // which) and checked against SciPy's values in tests/experiment/ (a twin
@@ -52,5 +53,54 @@ double spearman(const std::vector<double>& x, const std::vector<double>& y);
 // P concordant pairs, Q discordant, T_x pairs tied in x only, T_y in y only.
 // NaN for fewer than 2 pairs or when every pair ties in x or in y.
 double kendall_tau_b(const std::vector<double>& x, const std::vector<double>& y);
+
+// A correlation with its two-sided p-value (no association as the null), its
+// n, and how p was found ("exact permutation", "normal approximation",
+// "t approximation"). value and p are NaN where the coefficient is undefined.
+struct CorrelationTest {
+  double value = 0, p = 0;
+  int64_t n = 0;
+  const char* method = "";
+};
+
+// Up to this n the rank correlations' p-values are exact: every arrangement
+// of y against x (n! at most 3,628,800) is counted.
+constexpr int64_t kExactPermutationMaxN = 10;
+
+// Kendall's tau-b and its p-value. n <= 10: the exact permutation test, each
+// distinct arrangement of y's values against x counted once (with ties too):
+//   p = min(1, 2 min(P(S <= s), P(S >= s))),  S = concordant - discordant,
+// which is scipy.stats.kendalltau(method="exact") without ties and
+// scipy.stats.permutation_test(permutation_type="pairings",
+// n_resamples=inf) with them (kendalltau's default would take the normal
+// approximation there). n > 10: the normal approximation with the
+// tie-corrected variance (Kendall 1970, as kendalltau(method="asymptotic")):
+//   var S = [n(n-1)(2n+5) - sum t(t-1)(2t+5) - sum u(u-1)(2u+5)] / 18
+//         + [sum t(t-1)(t-2)] [sum u(u-1)(u-2)] / (9 n (n-1) (n-2))
+//         + [sum t(t-1)] [sum u(u-1)] / (2 n (n-1)),
+// t and u the sizes of x's and y's groups of ties; p = 2 P(Z > |S| / sqrt(var S)).
+// (kendalltau's default takes its exact test up to n = 33 when nothing ties.)
+CorrelationTest kendall_test(const std::vector<double>& x, const std::vector<double>& y);
+
+// Spearman's rho and its p-value. n <= 10: the exact permutation test of
+// sum rank(x_i) rank(y_i), as scipy.stats.permutation_test(permutation_type=
+// "pairings", n_resamples=inf) on spearmanr's statistic; n > 10:
+// scipy.stats.spearmanr's t approximation, t = rho sqrt((n - 2) / (1 - rho^2))
+// on n - 2 degrees of freedom.
+CorrelationTest spearman_test(const std::vector<double>& x, const std::vector<double>& y);
+
+// Pearson's r and its p-value from Student's t, t = r sqrt((n - 2) / (1 - r^2))
+// on n - 2 degrees of freedom (scipy.stats.pearsonr, exact for normal data);
+// p = 1 at n = 2, as SciPy gives it.
+CorrelationTest pearson_test(const std::vector<double>& x, const std::vector<double>& y);
+
+// Holm's step-down correction (Holm 1979, "A simple sequentially rejective
+// multiple test procedure", Scand. J. Statist. 6:65-70) of one family's
+// p-values: with the m defined p-values sorted, p_(1) <= ... <= p_(m), the
+// adjusted p_(i) = max over j <= i of min(1, (m - j + 1) p_(j)), returned in
+// the input's order. Rejecting where the adjusted p < alpha keeps the chance
+// of any false rejection in the family below alpha. NaN (an untested member)
+// stays NaN and does not count in m; a p outside [0, 1] is an ordo::Error.
+std::vector<double> holm_adjust(const std::vector<double>& p);
 
 }  // namespace ordo::experiment

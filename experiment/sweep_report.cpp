@@ -8,6 +8,7 @@
 #include "base/json.h"
 #include "experiment/statistics.h"
 #include "experiment/tables.h"
+#include "experiment/verdicts.h"
 #include "pe/attenuated.h"
 #include "plot/plot.h"
 #include "plot/png.h"
@@ -119,12 +120,15 @@ ReportSection sweep_across_encoders(const Plan& plan, const std::vector<RunResul
   md += t.markdown();
   html += t.html();
 
-  // The reading: how accuracy moves with each property (Spearman's rho over the panel's encoders).
+  // The reading: how accuracy moves with each property (Spearman's rho over
+  // the panel's encoders, with its p-value), and the verdict on the paper's
+  // claim that accuracy rises with it (experiment/verdicts.h).
   std::vector<std::string> lines;
   auto correlation = [&](const std::vector<const Encoder*>& set, bool by_locality, const std::string& what,
                          const std::string& paper) {
     if (set.size() < 3) {
-      lines.push_back(what + ": " + std::to_string(set.size()) + " encoder(s) finished, too few to read.");
+      lines.push_back(what + ": " + std::to_string(set.size()) + " encoder(s) finished, too few to read. Verdict: " +
+                      verdict_name(Verdict::not_testable) + ".");
       return;
     }
     std::vector<double> x, y;
@@ -134,10 +138,17 @@ ReportSection sweep_across_encoders(const Plan& plan, const std::vector<RunResul
       y.push_back(e->accuracy.mean());
       if (e->accuracy.mean() > best->accuracy.mean()) best = e;
     }
+    const CorrelationTest rho = spearman_test(x, y);
+    const Judgement verdict = judge({rho.value, 1.0, rho.p, ""}, plan.alpha);
     lines.push_back(what + ": Spearman's rho of accuracy with " + (by_locality ? "locality" : "symmetry") + " " +
-                    cell(spearman(x, y), "%.2f") + " over " + std::to_string(set.size()) + " encoders; the best " +
+                    cell(rho.value, "%.2f") + " (" +
+                    (std::isnan(rho.p) ? std::string("undefined") : "p = " + cell(rho.p, "%.3g") + " by " + rho.method) +
+                    ", n = " + std::to_string(rho.n) + " encoders); the best " +
                     cell(best->accuracy.mean(), "%.2f") + " at " + (by_locality ? "locality " : "symmetry ") +
-                    cell(by_locality ? best->locality : best->symmetry, "%.3f") + ". The paper: " + paper);
+                    cell(by_locality ? best->locality : best->symmetry, "%.3f") + ". The paper: " + paper +
+                    " Verdict on \"accuracy rises with " + (by_locality ? "locality" : "symmetry") + "\": " +
+                    verdict_name(verdict.verdict) + (verdict.reason.empty() ? "" : " (" + verdict.reason + ")") +
+                    "; a monotone rank correlation, blind to a rise then a fall.");
   };
   correlation(middle, true, "Middle (s = 1)",
               "accuracy rises as locality strengthens, its growth slowing past about 0.3 (SUBJ, Figure 7).");

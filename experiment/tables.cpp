@@ -7,12 +7,15 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "base/error.h"
 #include "experiment/statistics.h"
+#include "experiment/verdicts.h"
 #include "plot/plot.h"
 #include "plot/png.h"
 #include "probe/indicators.h"
+#include "probe/probe_matrix.h"
 
 namespace ordo::experiment {
 
@@ -46,46 +49,105 @@ std::string paper_text(const std::string& key, const PaperCell* c) {
   return s + (c->marked ? " †" : "");
 }
 
-// Whether a row's figure differs from the baseline's: Welch's two-sided test (experiment/statistics.h).
+// A row's test against the baseline in one column: Welch's two-sided t-test
+// (experiment/statistics.h), Holm-corrected over the column's family.
 struct Significance {
   bool tested = false, marked = false;
-  double p = kNaN;
+  double p = kNaN, p_holm = kNaN;
 };
-Significance significance(const RunResults& run, const Figure& f, const std::string& key,
-                          const std::vector<RunResults>& runs, const Plan& plan) {
-  Significance s;
-  if (plan.baseline.empty() || is_indicator_key(key) || run.config == plan.baseline) return s;
-  const auto base = std::find_if(runs.begin(), runs.end(), [&](const RunResults& r) { return r.config == plan.baseline; });
-  if (base == runs.end()) return s;
-  const std::optional<Figure> b = figure(*base, key, plan);
-  if (!b || b->values.size() < 2 || f.values.size() < 2) return s;
-  s.p = welch_t_test(f.values, b->values).p;
-  s.tested = !std::isnan(s.p);
-  s.marked = s.tested && s.p < plan.alpha;
-  return s;
+
+// One column over the runs: each run's figure, the runs left out of its
+// comparisons, and each run's test against the baseline. The family of a
+// column is every row tested against the baseline there; Holm's correction
+// runs over it (SPEC §4).
+struct ColumnFigures {
+  std::string key;
+  std::string tasks;                          // the task set the compared rows' means average ("" otherwise)
+  std::map<std::string, Figure> figures;      // by config: the runs with the figure
+  std::set<std::string> uniform;              // left out: uniform attention, this indicator a tie artifact
+  std::set<std::string> other_tasks;          // left out: a mean over another task set than `tasks`
+  std::map<std::string, Significance> tests;  // by config
+  int64_t family = 0;                         // how many rows were tested against the baseline
+  const Figure* find(const std::string& config) const {
+    const auto it = figures.find(config);
+    return it == figures.end() ? nullptr : &it->second;
+  }
+  // In the column's tests, orderings and rank statistics.
+  bool compared(const std::string& config) const {
+    return find(config) && !uniform.count(config) && !other_tasks.count(config);
+  }
+  Significance test(const std::string& config) const {
+    const auto it = tests.find(config);
+    return it == tests.end() ? Significance() : it->second;
+  }
+};
+
+// Whether a run's probed attention without [CLS]/[SEP] is uniform (probe/indicators.h).
+bool uniform_attention(const RunResults& run) {
+  return run.probed && probe::uniform_rows(probe::without_special(run.record.attention));
 }
 
-std::string ordo_text(const RunResults& run, const std::string& key, const std::vector<RunResults>& runs,
-                      const Plan& plan) {
-  const std::optional<Figure> f = figure(run, key, plan);
+ColumnFigures column_figures(const std::string& key, const std::vector<RunResults>& runs, const Plan& plan) {
+  ColumnFigures c;
+  c.key = key;
+  std::map<std::string, int> sets;  // how many rows average each task set
+  for (const RunResults& run : runs) {
+    const std::optional<Figure> f = figure(run, key, plan);
+    if (!f) continue;
+    c.figures[run.config] = *f;
+    ++sets[f->tasks];
+    if (is_indicator_key(key) && tie_artifact_on_uniform(key) && uniform_attention(run)) c.uniform.insert(run.config);
+  }
+  // Means compare only over one task set: the baseline's, else the commonest.
+  const Figure* base = c.find(plan.baseline);
+  int most = 0;
+  for (const auto& [set, n] : sets)
+    if (n > most) most = n, c.tasks = set;
+  if (base) c.tasks = base->tasks;
+  for (const auto& [config, f] : c.figures)
+    if (f.tasks != c.tasks) c.other_tasks.insert(config);
+  if (plan.baseline.empty() || is_indicator_key(key) || !base || !c.compared(plan.baseline)) return c;
+  std::vector<std::string> tested;
+  std::vector<double> p;
+  for (const RunResults& run : runs) {
+    const Figure* f = c.find(run.config);
+    if (run.config == plan.baseline || !c.compared(run.config) || f->values.size() < 2 || base->values.size() < 2) continue;
+    const double welch = welch_t_test(f->values, base->values).p;
+    if (std::isnan(welch)) continue;
+    tested.push_back(run.config);
+    p.push_back(welch);
+  }
+  const std::vector<double> holm = holm_adjust(p);
+  for (size_t i = 0; i < tested.size(); ++i) c.tests[tested[i]] = {true, holm[i] < plan.alpha, p[i], holm[i]};
+  c.family = static_cast<int64_t>(tested.size());
+  return c;
+}
+
+std::string ordo_text(const ColumnFigures& column, const std::string& config) {
+  const Figure* f = column.find(config);
   if (!f) return "n/a";
-  std::string s = number(key, f->mean());
-  if (f->values.size() > 1) s += " ± " + number(key, f->std());
-  return s + (significance(run, *f, key, runs, plan).marked ? " †" : "");
+  std::string s = number(column.key, f->mean());
+  if (f->values.size() > 1) s += " ± " + number(column.key, f->std());
+  if (column.other_tasks.count(config)) s += " (over " + f->tasks + ": not comparable)";
+  if (column.uniform.count(config)) s += " (uniform)";
+  return s + (column.test(config).marked ? " †" : "");
 }
 
-json::Value figure_json(const RunResults& run, const std::string& key, const std::vector<RunResults>& runs,
-                        const Plan& plan) {
-  const std::optional<Figure> f = figure(run, key, plan);
+json::Value figure_json(const ColumnFigures& column, const std::string& config) {
+  const Figure* f = column.find(config);
   if (!f) return json::Value();
   json::Value v = json::Value::object(), values = json::Value::array();
   for (double x : f->values) values.push_back(probe::json_number(x));
   v["mean"] = probe::json_number(f->mean());
   v["std"] = f->values.size() > 1 ? probe::json_number(f->std()) : json::Value();
   v["values"] = values;
-  const Significance s = significance(run, *f, key, runs, plan);
+  if (!f->tasks.empty()) v["tasks"] = f->tasks;
+  if (column.uniform.count(config)) v["left_out"] = "uniform attention: a tie artifact";
+  if (column.other_tasks.count(config)) v["left_out"] = "a mean over other tasks";
+  const Significance s = column.test(config);
   if (s.tested) {
     v["welch_p"] = s.p;
+    v["holm_p"] = s.p_holm;
     v["significant"] = s.marked;
   }
   return v;
@@ -126,27 +188,83 @@ Ranked rank(const std::map<std::string, std::vector<double>>& groups, const std:
   return r;
 }
 
+// A p-value to three significant figures: "p = 0.0521", "p < 1e-6", "p = 0" (a perfect correlation).
+std::string p_text(double p) {
+  if (std::isnan(p)) return "p undefined";
+  return p > 0 && p < 1e-6 ? "p < 1e-6" : "p = " + format(p, "%.3g");
+}
+
 // Both are undefined (NaN, as scipy.stats gives them) where one side's values
 // all tie, as two paper cells of 93.00 do: said in words, not printed "nan".
-std::string rank_text(double tau, double rho, int64_t n) {
-  auto value = [](double v) { return std::isnan(v) ? std::string("undefined") : format(v, "%.2f"); };
-  const bool undefined = std::isnan(tau) || std::isnan(rho);
-  return "Kendall's τ_b " + value(tau) + ", Spearman's ρ " + value(rho) + " (n = " + std::to_string(n) +
-         (undefined ? ": one side's values all tie" : "") + ")";
+std::string rank_text(const CorrelationTest& tau, const CorrelationTest& rho) {
+  const bool undefined = std::isnan(tau.value) || std::isnan(rho.value);
+  if (undefined)
+    return "Kendall's τ_b undefined, Spearman's ρ undefined (n = " + std::to_string(tau.n) +
+           ": one side's values all tie)";
+  const std::string how = std::string(tau.method) == rho.method ? std::string(tau.method)
+                                                                  : std::string(tau.method) + " and " + rho.method;
+  return "Kendall's τ_b " + format(tau.value, "%.2f") + " (" + p_text(tau.p) + "), Spearman's ρ " +
+         format(rho.value, "%.2f") + " (" + p_text(rho.p) + ") (n = " + std::to_string(tau.n) + "; p by " + how + ")";
+}
+
+// The verdict on a column's rank agreement (experiment/verdicts.h).
+std::string rank_verdict_text(const CorrelationTest& tau, double alpha) {
+  const Judgement j = judge_rank_agreement(tau, alpha);
+  return std::string("Verdict on the order: ") + verdict_name(j.verdict) + (j.reason.empty() ? "" : " (" + j.reason + ")") +
+         (agrees(tau, alpha) ? ": ordo's rows agree with the paper's."
+                             : ": no agreement shown (that needs τ_b > 0 with p < " + format(alpha, "%g") + ").");
 }
 
 std::string direction_note(const std::string& key) {
   if (key == "direction_balance") return " (by |DB - 1|)";
-  return is_indicator_key(key) ? " (smaller is better)" : " (larger is better)";
+  return badness(key, 1) < badness(key, 0) ? " (larger is better)" : " (smaller is better)";
 }
 
 // ---- a table of configurations -----------------------------------------------------------------
+
+// The verdict line of a task column: each row's difference from the baseline
+// against the paper's, both signed so that positive is "the row is better".
+std::optional<ColumnReading> baseline_verdicts(const PaperTable& table, const ColumnFigures& column,
+                                               const std::vector<RunResults>& runs, const Plan& plan,
+                                               const std::string& name) {
+  const PaperTable::Row* paper_base = table.find(plan.baseline);
+  const Figure* base = column.find(plan.baseline);
+  if (!paper_base || !base || !paper_base->cells.at(column.key).present || !column.compared(plan.baseline))
+    return std::nullopt;
+  std::vector<std::pair<std::string, Verdict>> rows;
+  for (const RunResults& run : runs) {
+    const PaperTable::Row* p = table.find(run.config);
+    const Figure* f = column.find(run.config);
+    if (run.config == plan.baseline || !p || !p->cells.at(column.key).present || !f || !column.compared(run.config)) continue;
+    const std::string& key = column.key;
+    Evidence e;
+    e.ordo_effect = badness(key, base->mean()) - badness(key, f->mean());
+    e.paper_effect = badness(key, paper_base->value(key)) - badness(key, p->value(key));
+    e.p = column.test(run.config).p_holm;
+    if (std::isnan(e.p)) e.not_testable = "no test: fewer than two seeds in a row, or no spread in either";
+    rows.emplace_back(run.config, judge(e, plan.alpha).verdict);
+  }
+  if (rows.empty()) return std::nullopt;
+  ColumnReading r;
+  r.table = table.name, r.column = column.key, r.grouping = "verdicts";
+  r.n = static_cast<int64_t>(rows.size());
+  for (const auto& [config, v] : rows) r.verdicts.push_back(v);
+  r.text = name + ", each row against " + plan.baseline + " (the paper's direction of the difference; Welch's "
+           "two-sided t-test over fine-tuning seeds of one pretraining run per row, Holm over this column's " +
+           std::to_string(column.family) + " comparisons with " + plan.baseline + ", p < " + format(plan.alpha, "%g") +
+           "): " + verdicts_by_name(rows) + ".";
+  return r;
+}
 
 Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& runs, const Plan& plan) {
   Comparison c;
   c.table = &table;
   c.cells.header = {"config", "paper's row"};
-  for (const std::string& key : table.columns) c.cells.header.push_back(heading_of(key) + ": ordo / paper");
+  std::map<std::string, ColumnFigures> columns;
+  for (const std::string& key : table.columns) {
+    c.cells.header.push_back(heading_of(key) + ": ordo / paper");
+    columns[key] = column_figures(key, runs, plan);
+  }
   json::Value rows = json::Value::array();
   for (const RunResults& run : runs) {
     const PaperTable::Row* p = table.find(run.config);
@@ -156,8 +274,8 @@ Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& 
     row["paper_row"] = p ? json::Value(p->name) : json::Value();
     for (const std::string& key : table.columns) {
       const PaperCell* cell = p ? &p->cells.at(key) : nullptr;
-      line.push_back(ordo_text(run, key, runs, plan) + " / " + paper_text(key, cell));
-      ordo[key] = figure_json(run, key, runs, plan);
+      line.push_back(ordo_text(columns.at(key), run.config) + " / " + paper_text(key, cell));
+      ordo[key] = figure_json(columns.at(key), run.config);
       if (cell && cell->present) {
         json::Value v = json::Value::object();
         v["value"] = cell->value;
@@ -173,14 +291,32 @@ Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& 
   }
 
   for (const std::string& key : table.columns) {
-    // The rows both sides have.
+    const ColumnFigures& column = columns.at(key);
+    const std::string name = heading_of(key) + direction_note(key);
+    // The rows both sides have, and those left out of the comparisons.
     std::vector<std::pair<const PaperTable::Row*, double>> both;
+    std::string uniform, other_tasks;
     for (const RunResults& run : runs) {
       const PaperTable::Row* p = table.find(run.config);
-      const std::optional<Figure> f = figure(run, key, plan);
-      if (p && f && p->cells.at(key).present && std::isfinite(f->mean())) both.emplace_back(p, f->mean());
+      const Figure* f = column.find(run.config);
+      if (!p || !f || !p->cells.at(key).present || !std::isfinite(f->mean())) continue;
+      const std::string paper_and_ordo = run.config + " (ordo " + number(key, f->mean()) + ", paper " +
+                                         number(key, p->value(key)) + ")";
+      if (column.uniform.count(run.config)) uniform += (uniform.empty() ? "" : ", ") + paper_and_ordo;
+      else if (column.other_tasks.count(run.config)) other_tasks += (other_tasks.empty() ? "" : ", ") + run.config + " (" + f->tasks + ")";
+      else both.emplace_back(p, f->mean());
     }
-    const std::string name = heading_of(key) + direction_note(key);
+    auto aside = [&](const std::string& grouping, const std::string& text) {
+      ColumnReading r;
+      r.table = table.name, r.column = key, r.grouping = grouping, r.text = text;
+      c.readings.push_back(r);
+    };
+    if (!uniform.empty())
+      aside("uniform", name + ": uniform attention (no positional structure) in " + uniform + ": every pair ties, so "
+            "the value is a tie artifact, left out of this column's orderings and rank statistics.");
+    if (!other_tasks.empty())
+      aside("not comparable", name + ": " + other_tasks + " average other tasks than the rows compared (" +
+            column.tasks + "): not comparable, left out of this column's tests, orderings and rank statistics.");
     auto compare_groups = [&](const std::string& grouping, auto member, auto group_of) {
       std::map<std::string, std::vector<double>> in_paper, in_ordo;
       std::vector<std::string> order;
@@ -216,17 +352,21 @@ Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& 
       compare_groups("kinds of " + family, [&](const PaperTable::Row& p) { return p.family == family; },
                      [](const PaperTable::Row& p) { return p.kind; });
     if (both.size() >= 2) {
+      // Both sides ordered best first the same way: by badness (direction balance by |DB - 1|).
       std::vector<double> ours, theirs;
-      for (const auto& [p, v] : both) ours.push_back(v), theirs.push_back(p->cells.at(key).value);
+      for (const auto& [p, v] : both) ours.push_back(badness(key, v)), theirs.push_back(badness(key, p->cells.at(key).value));
       ColumnReading r;
       r.table = table.name, r.column = key, r.grouping = "rank";
-      r.kendall = kendall_tau_b(ours, theirs);
-      r.spearman = spearman(ours, theirs);
-      r.n = static_cast<int64_t>(both.size());
-      r.text = name + ", rank agreement of ordo's rows with the paper's: " + rank_text(r.kendall, r.spearman, r.n) +
-               ". Data: " + column_source(key, plan) + ".";
+      const CorrelationTest tau = kendall_test(ours, theirs), rho = spearman_test(ours, theirs);
+      r.kendall = tau.value, r.spearman = rho.value, r.kendall_p = tau.p, r.spearman_p = rho.p;
+      r.n = tau.n;
+      r.verdicts = {judge_rank_agreement(tau, plan.alpha).verdict};
+      r.text = name + ", rank agreement of ordo's rows with the paper's: " + rank_text(tau, rho) + ". " +
+               rank_verdict_text(tau, plan.alpha) + " Data: " + column_source(key, plan) + ".";
       c.readings.push_back(r);
     }
+    if (!plan.baseline.empty() && !is_indicator_key(key))
+      if (std::optional<ColumnReading> v = baseline_verdicts(table, column, runs, plan, name)) c.readings.push_back(*v);
   }
   c.json = json::Value::object();
   c.json["rows"] = rows;
@@ -249,7 +389,7 @@ std::vector<double> per_run_indicator(const std::vector<RunResults>& runs, const
 }
 
 std::string correlation_text(const Correlation& c) {
-  return std::isnan(c.r) ? "n/a" : format(c.r, "%.2f") + " (n " + std::to_string(c.n) + ")";
+  return std::isnan(c.r) ? "n/a" : format(c.r, "%.2f") + " (" + p_text(c.p) + ", n " + std::to_string(c.n) + ")";
 }
 
 Comparison compare_correlations(const PaperTable& table, const std::vector<RunResults>& runs, const Plan& plan) {
@@ -257,23 +397,35 @@ Comparison compare_correlations(const PaperTable& table, const std::vector<RunRe
   c.table = &table;
   c.cells.header = {"indicator", "paper's row"};
   for (const std::string& key : table.columns) c.cells.header.push_back(key + ": ordo r / paper r");
+  // Each column's correlations, row by row, and their Holm-corrected p-values (the family: the column's indicators).
+  std::map<std::string, std::vector<Correlation>> by_column;
+  std::map<std::string, std::vector<double>> holm;
+  for (const std::string& key : table.columns) {
+    std::vector<double> p;
+    for (const PaperTable::Row& row : table.rows) {
+      by_column[key].push_back(correlate(runs, per_run_indicator(runs, row.key), key, plan));
+      p.push_back(by_column[key].back().p);
+    }
+    holm[key] = holm_adjust(p);
+  }
   json::Value rows = json::Value::array();
-  std::map<std::string, std::vector<std::pair<double, double>>> by_column;  // (ordo r, paper r) down each column
-  for (const PaperTable::Row& p : table.rows) {
+  for (size_t i = 0; i < table.rows.size(); ++i) {
+    const PaperTable::Row& p = table.rows[i];
     std::vector<std::string> line = {heading_of(p.key), p.name};
     json::Value row = json::Value::object(), ordo = json::Value::object(), paper = json::Value::object();
     row["indicator"] = p.key;
     row["paper_row"] = p.name;
     for (const std::string& key : table.columns) {
-      const Correlation r = correlate(runs, per_run_indicator(runs, p.key), key, plan);
+      const Correlation& r = by_column[key][i];
       const PaperCell& cell = p.cells.at(key);
       line.push_back(correlation_text(r) + " / " + (cell.present ? format(cell.value, "%.2f") : "-"));
       json::Value v = json::Value::object();
       v["r"] = probe::json_number(r.r);
+      v["p"] = probe::json_number(r.p);
+      v["holm_p"] = probe::json_number(holm[key][i]);
       v["n"] = r.n;
       ordo[key] = v;
       if (cell.present) paper[key] = cell.value;
-      if (cell.present && !std::isnan(r.r)) by_column[key].emplace_back(r.r, cell.value);
     }
     c.cells.rows.push_back(line);
     row["ordo"] = ordo;
@@ -281,22 +433,31 @@ Comparison compare_correlations(const PaperTable& table, const std::vector<RunRe
     rows.push_back(row);
   }
   for (const std::string& key : table.columns) {
-    const auto& pairs = by_column[key];
-    if (pairs.empty()) continue;
     std::vector<double> ours, theirs;
+    std::vector<std::pair<std::string, Verdict>> verdicts;
     int64_t same_sign = 0;
-    for (const auto& [a, b] : pairs) {
-      ours.push_back(a), theirs.push_back(b);
-      same_sign += (a > 0) == (b > 0);
+    for (size_t i = 0; i < table.rows.size(); ++i) {
+      const PaperCell& cell = table.rows[i].cells.at(key);
+      const Correlation& r = by_column[key][i];
+      if (!cell.present || std::isnan(r.r)) continue;
+      ours.push_back(r.r), theirs.push_back(cell.value);
+      same_sign += (r.r > 0) == (cell.value > 0);
+      verdicts.emplace_back(heading_of(table.rows[i].key), judge({r.r, cell.value, holm[key][i], ""}, plan.alpha).verdict);
     }
+    if (ours.empty()) continue;
     ColumnReading r;
     r.table = table.name, r.column = key, r.grouping = "signs";
-    r.n = static_cast<int64_t>(pairs.size());
-    r.kendall = kendall_tau_b(ours, theirs);
-    r.spearman = spearman(ours, theirs);
+    const CorrelationTest tau = kendall_test(ours, theirs), rho = spearman_test(ours, theirs);
+    r.n = tau.n;
+    r.kendall = tau.value, r.spearman = rho.value, r.kendall_p = tau.p, r.spearman_p = rho.p;
+    for (const auto& [indicator, v] : verdicts) r.verdicts.push_back(v);
     r.text = key + ": the sign of ordo's correlation is the paper's for " + std::to_string(same_sign) + " of " +
-             std::to_string(r.n) + " indicators; down the column, " + rank_text(r.kendall, r.spearman, r.n) +
-             ". Data: " + column_source(key, plan) + ".";
+             std::to_string(r.n) + " indicators. Verdicts, each indicator's r against the paper's sign (Pearson's r "
+             "over the runs with a position encoding, t test, Holm over this column's " +
+             std::to_string(std::count_if(holm[key].begin(), holm[key].end(), [](double p) { return !std::isnan(p); })) +
+             " correlations, p < " + format(plan.alpha, "%g") + "): " +
+             verdicts_by_name(verdicts) + ". Down the column, " + rank_text(tau, rho) + ". Data: " +
+             column_source(key, plan) + ".";
     c.readings.push_back(r);
   }
   c.json = json::Value::object();
@@ -355,10 +516,14 @@ TextTable ordo_scores(const std::vector<RunResults>& runs, const Plan& plan, std
   if (!plan.finetune.empty()) keys.push_back("glue.mean");
   TextTable t;
   t.header = {"config", "pe"};
-  for (const std::string& k : keys) t.header.push_back(k);
+  std::vector<ColumnFigures> columns;
+  for (const std::string& k : keys) {
+    t.header.push_back(k);
+    columns.push_back(column_figures(k, runs, plan));
+  }
   for (const RunResults& run : runs) {
     std::vector<std::string> row = {run.config, run.pe};
-    for (const std::string& k : keys) row.push_back(ordo_text(run, k, runs, plan));
+    for (const ColumnFigures& column : columns) row.push_back(ordo_text(column, run.config));
     t.rows.push_back(row);
   }
   return t;
@@ -380,6 +545,24 @@ TextTable ordo_correlations(const std::vector<RunResults>& runs, const std::vect
 }
 
 std::string escape(const std::string& s) { return report::html_escape(s); }
+
+// What varies, what is tested and how (SPEC §4), under the tables.
+std::string statistics_note(const Plan& plan) {
+  std::string note =
+      "Replicates: each row is one pretraining run; its spread and tests are over fine-tuning seeds" +
+      std::string(plan.average_learning_rates ? ", each seed averaged over the learning rates first (a learning rate "
+                                                "is never a replicate)" : " at the best learning rate") +
+      ". A mean over tasks (glue.mean) is compared only between rows over the same tasks. Rank agreement: Kendall's "
+      "τ_b and Spearman's ρ with two-sided p-values (exact permutation for n <= " +
+      std::to_string(kExactPermutationMaxN) + ", else the normal and t approximations); it agrees only if τ_b > 0 "
+      "with p < " + format(plan.alpha, "%g") + ". A row with uniform attention is left out of an indicator whose "
+      "value is then a tie artifact. Verdicts follow experiment/verdicts.h.";
+  if (!plan.baseline.empty())
+    note = "† marks a row whose seeds differ from " + plan.baseline + "'s by Welch's two-sided t-test, Holm-corrected "
+           "within each column over that column's rows tested against " + plan.baseline + " (the family), at p < " +
+           format(plan.alpha, "%g") + " (ordo's marks; the paper's are its own). " + note;
+  return note;
+}
 
 }  // namespace
 
@@ -443,7 +626,8 @@ Correlation correlate(const std::vector<RunResults>& runs, const std::vector<dou
   }
   Correlation c;
   c.n = static_cast<int64_t>(x.size());
-  c.r = c.n >= 3 ? pearson(x, y) : kNaN;
+  const CorrelationTest t = c.n >= 3 ? pearson_test(x, y) : CorrelationTest{kNaN, kNaN, c.n, ""};
+  c.r = t.value, c.p = t.p;
   return c;
 }
 
@@ -480,9 +664,16 @@ ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResult
       line["text"] = r.text;
       if (r.grouping == "rank" || r.grouping == "signs") {
         line["kendall_tau_b"] = probe::json_number(r.kendall);
+        line["kendall_p"] = probe::json_number(r.kendall_p);
         line["spearman_rho"] = probe::json_number(r.spearman);
+        line["spearman_p"] = probe::json_number(r.spearman_p);
         line["n"] = r.n;
-      } else {
+      }
+      if (!r.verdicts.empty()) {
+        json::Value verdicts = json::Value::array();
+        for (Verdict v : r.verdicts) verdicts.push_back(verdict_name(v));
+        line["verdicts"] = verdicts;
+      } else if (r.grouping != "rank" && r.grouping != "signs") {
         line["same_order"] = r.same_order;
         line["same_best"] = r.same_best;
       }
@@ -495,17 +686,17 @@ ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResult
     t["readings"] = readings;
     tables_json.push_back(t);
   }
-  if (!plan.baseline.empty())
-    md += "\n† marks a row whose seeds differ from " + plan.baseline + "'s by Welch's two-sided t-test at p < " +
-          format(plan.alpha, "%g") + " (ordo's marks; the paper's are its own).\n";
+  md += "\n" + statistics_note(plan) + "\n";
 
   // ordo's own tables: every task and Table 5 over them, and Figure 5.
   std::vector<std::string> score_keys;
   const TextTable scores = ordo_scores(runs, plan, score_keys);
-  const std::string over = plan.average_learning_rates ? "every learning rate's seeds, as the paper averages them"
+  const std::string over = plan.average_learning_rates ? "seeds, each averaged over the learning rates as the paper "
+                                                       "averages them"
                                                      : "seeds, at the best learning rate";
   std::string figures = "# Every figure of the runs\n\n## Scores (mean ± std over " + over +
-                        "; held-out MLM accuracy from pretraining)\n\n" + scores.markdown();
+                        "; held-out MLM accuracy from pretraining)\n\n" + scores.markdown() + "\n" +
+                        statistics_note(plan) + "\n";
   if (!plan.finetune.empty()) {
     figures += "\nData: ";
     for (const FinetuneTask& t : plan.finetune)

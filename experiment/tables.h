@@ -5,18 +5,31 @@
 // For a table of configurations, each cell is "ordo / paper": ordo's mean ±
 // sample std over seeds (a probe indicator has one value), "†" where the
 // row differs from the plan's baseline (report.baseline) by Welch's two-sided
-// t-test at report.alpha — the test Wang et al.'s Table 4 names without
-// saying which; Welch's does not assume equal variances — and the paper's
-// cell as printed. Each column is read twice:
+// t-test — the test Wang et al.'s Table 4 names without saying which; Welch's
+// does not assume equal variances — Holm-corrected over the column's family
+// (every row tested against the baseline in that column) at report.alpha,
+// and the paper's cell as printed. Each column is read by the rules of
+// experiment/verdicts.h:
 //   - the order of the groups (the paper's families, and the kinds within a
-//     family) by their mean, best first, in the paper and in ordo;
+//     family) by their mean, best first, in the paper and in ordo
+//     (descriptive: group means, no test);
 //   - the rank agreement across rows between ordo's means and the paper's
-//     values: Kendall's tau-b and Spearman's rho, with their n.
+//     values, both ordered best first (direction balance by |DB - 1|):
+//     Kendall's tau-b and Spearman's rho with their p-values and n, and
+//     the column's verdict on it;
+//   - for a task's figure, each row's difference from the baseline against
+//     the paper's, a verdict per row.
+// Rows left out of a column's comparisons, each said in its own line: a
+// run with uniform attention where the indicator is a tie artifact there
+// (verdicts.h), and a mean over another task set than the rows compared
+// (glue.mean of a run that lacks a task).
 // For a table of correlations (rows: indicators; columns: task figures),
 // ordo's cell is Pearson's r of the indicator with the column's figure over
 // the configurations that have a position encoding (Wang et al. leave
 // `none` out, their footnote 11: its indicators and scores are outliers),
-// read by the signs that agree and the rank agreement down each column.
+// with its p-value and n, read by a verdict per indicator (the paper's sign;
+// Holm over the column's indicators), the signs that agree and the rank
+// agreement down each column.
 // Figure 5: the same correlation with OPR over the first k offsets and with
 // DB_l, as functions of k and l, one line per column.
 #pragma once
@@ -28,6 +41,7 @@
 #include "experiment/paper_table.h"
 #include "experiment/plan.h"
 #include "experiment/results.h"
+#include "experiment/verdicts.h"
 #include "report/report.h"
 
 namespace ordo::experiment {
@@ -69,7 +83,9 @@ struct ColumnReading {
   std::vector<std::string> paper_order, ordo_order;  // best first (groupings of groups)
   bool same_order = false, same_best = false;
   double kendall = 0, spearman = 0;  // the rank agreement (grouping "rank" and "signs")
+  double kendall_p = 0, spearman_p = 0;
   int64_t n = 0;
+  std::vector<Verdict> verdicts;     // the line's verdicts ("rank", "signs": one; "verdicts": one per row)
   std::string text;                  // the line, in Markdown
 };
 
@@ -84,9 +100,10 @@ struct Comparison {
 Comparison compare(const PaperTable& table, const std::vector<RunResults>& runs, const Plan& plan);
 
 // Pearson's r of a per-run value with a task figure's mean over the runs
-// that have a position encoding and both values; NaN below 3 runs.
+// that have a position encoding and both values, with its p-value; NaN below
+// 3 runs.
 struct Correlation {
-  double r = 0;
+  double r = 0, p = 0;
   int64_t n = 0;
 };
 Correlation correlate(const std::vector<RunResults>& runs, const std::vector<double>& per_run, const std::string& key,

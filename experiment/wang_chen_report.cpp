@@ -7,6 +7,7 @@
 #include "base/file_io.h"
 #include "base/json.h"
 #include "experiment/tables.h"
+#include "experiment/verdicts.h"
 #include "experiment/wang_chen_classifiers.h"
 #include "probe/analyze_run.h"
 #include "train/loop.h"
@@ -72,7 +73,9 @@ WangChenFiles wang_chen_across_runs(const Plan& plan, const std::vector<RunResul
   const std::string about =
       "Each run's input position table, its first " + std::to_string(report.positions) +
       " rows (every run's trained length), with the fixed sinusoid of the same width and a Gaussian table as "
-      "controls (probe/wang_chen.h; seed " + std::to_string(plan.analyze.seed) + ").";
+      "controls (probe/wang_chen.h; seed " + std::to_string(plan.analyze.seed) + "). Verdict: " +
+      verdict_name(Verdict::not_testable) + " by a generated rule: the paper's values are lost (its prose is read "
+      "in the report's README) and each row is one run, with no replicate to test a difference over.";
   md += about + "\n\n" + t.markdown() + "\n![Figures 1 and 3](wang_chen/wang_chen_cosine.png)\n\n" +
         "![Figure 2](wang_chen/wang_chen_informativeness.png)\n";
   html += "<p>" + report::html_escape(about) + "</p>\n" + t.html() +

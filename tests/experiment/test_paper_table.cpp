@@ -3,12 +3,14 @@
 // figures this test chose, and the generated reading. Every expected order,
 // rank correlation and test below is worked by hand from the numbers here.
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
 #include "base/file_io.h"
 #include "base/json.h"
 #include "experiment/paper_table.h"
 #include "experiment/tables.h"
+#include "experiment/verdicts.h"
 #include "tests/helpers.h"
 #include "train/pretrain.h"
 
@@ -33,6 +35,10 @@ experiment::RunResults run_with(const std::string& config, double aiv, double db
   r.pe = pe;
   r.probed = true;
   r.record.run_dir = config;
+  // A band: each row's weight falls with the distance (not uniform).
+  r.record.attention = Matrix(6, 6);
+  for (int64_t i = 0; i < 6; ++i)
+    for (int64_t j = 0; j < 6; ++j) r.record.attention(i, j) = 1.0 / (1 + std::abs(i - j));
   r.record.with_special = json::Value::object();
   r.record.with_special["translation_invariance_no_special"] = aiv;
   r.record.with_special["direction_balance"] = db;
@@ -154,7 +160,21 @@ TEST_CASE("paper table: families and kinds ordered by their means, DB by its dis
   CHECK(rank->n == 3);
   CHECK(rank->kendall == Approx(-1.0));
   CHECK(rank->spearman == Approx(-1.0));
-  CHECK_THAT(rank->text, Contains("Kendall's τ_b -1.00, Spearman's ρ -1.00 (n = 3)"));
+  // Exact permutation p: of the 3! = 6 arrangements only the observed reaches S = -3 (rho = -1): p = 2/6.
+  CHECK(rank->kendall_p == Approx(1.0 / 3));
+  CHECK(rank->spearman_p == Approx(1.0 / 3));
+  CHECK_THAT(rank->text, Contains("Kendall's τ_b -1.00 (p = 0.333), Spearman's ρ -1.00 (p = 0.333) (n = 3; p by "
+                                  "exact permutation)"));
+  // An opposite order, not significant: inconclusive, and no agreement.
+  REQUIRE(rank->verdicts.size() == 1);
+  CHECK(rank->verdicts[0] == experiment::Verdict::inconclusive);
+  CHECK_THAT(rank->text, Contains("Verdict on the order: inconclusive: no agreement shown (that needs τ_b > 0 with p < 0.05)"));
+  // Direction balance ranked by |DB - 1| on both sides, as its groups are: paper (0.5, 0.1, 0.2), ordo
+  // (0.1, 0.3, 0.25): every pair discordant, tau_b = -1. On the raw DB (paper 1.5, 1.1, 0.8; ordo 0.9,
+  // 1.3, 1.25) the pair (a2, r1) would be concordant: tau_b = -1/3.
+  const auto* db_rank = reading(c, "direction_balance", "rank");
+  REQUIRE(db_rank != nullptr);
+  CHECK(db_rank->kendall == Approx(-1.0));
   // The rendered cells: ordo / paper, a run the paper lacks marked so.
   const std::string md = c.cells.markdown();
   CHECK_THAT(md, Contains("| a1 | A1 | 0.1000 / 0.2000 | 0.9000 / 1.5000 |"));
@@ -208,6 +228,8 @@ TEST_CASE("paper table: task columns in percent, mean ± std over seeds, † by 
   CHECK_THAT(md, Contains("| near | N | 52.00 ± 1.00 / 61.00 ± 1.00 |"));
   const json::Value& near = c.json["rows"][2]["ordo"]["rte.accuracy"];
   CHECK(near["welch_p"].as_number() == Approx(0.2879).epsilon(1e-3));
+  // Holm over the column's two comparisons with base: near's p is the larger, times 1, at least far's times 2.
+  CHECK(near["holm_p"].as_number() == Approx(0.2879).epsilon(1e-3));
   CHECK_FALSE(near["significant"].as_bool());
   // Larger is better for a task: paper RPE (65.5) before APE (60); ordo RPE (66.5) before APE (51).
   const auto* families = reading(c, "rte.accuracy", "families");
@@ -233,9 +255,22 @@ TEST_CASE("paper table: correlations of indicators with a task over the runs wit
   const json::Value& aiv = c.json["rows"][0]["ordo"]["rte.accuracy"];
   CHECK(aiv["r"].as_number() == Approx(-1.0));
   CHECK(aiv["n"].as_int() == 3);
-  CHECK(c.json["rows"][1]["ordo"]["rte.accuracy"]["r"].as_number() == Approx(-30 / std::sqrt(42.0 / 9 * 200)));
-  // Signs: ordo (-1, -0.98) against the paper's (-0.5, 0.25): one of two agrees.
-  CHECK_THAT(reading(c, "rte.accuracy", "signs")->text, Contains("the paper's for 1 of 2 indicators"));
+  const double r_db = -30 / std::sqrt(42.0 / 9 * 200);
+  CHECK(c.json["rows"][1]["ordo"]["rte.accuracy"]["r"].as_number() == Approx(r_db));
+  // p from t = r / sqrt(1 - r^2) on 1 degree of freedom (Cauchy): P(|T| > |t|) = 1 - 2 atan(|t|) / pi
+  // = 1 - 2 asin(|r|) / pi; r = -1 gives 0, and |r| = 1 - e (rounding, e a few 1e-16) gives about
+  // (2 / pi) sqrt(2 e) < 2e-8. Holm over the two: 2 x that and 1 x p.
+  const double p_db = 1 - 2 * std::asin(-r_db) / M_PI;
+  CHECK(c.json["rows"][1]["ordo"]["rte.accuracy"]["p"].as_number() == Approx(p_db).epsilon(1e-9));
+  CHECK(c.json["rows"][0]["ordo"]["rte.accuracy"]["p"].as_number() < 2e-8);
+  CHECK(c.json["rows"][1]["ordo"]["rte.accuracy"]["holm_p"].as_number() == Approx(p_db).epsilon(1e-9));
+  // Signs: ordo (-1, -0.98) against the paper's (-0.5, 0.25): one of two agrees; AIV's holds, DB's is
+  // opposite and not significant (p = 0.12).
+  const auto* signs = reading(c, "rte.accuracy", "signs");
+  CHECK_THAT(signs->text, Contains("the paper's for 1 of 2 indicators"));
+  CHECK_THAT(signs->text, Contains("Holm over this column's 2 correlations"));
+  CHECK_THAT(signs->text, Contains("holds: translation invariance, w/o [CLS]; inconclusive: direction balance."));
+  CHECK_THAT(c.cells.markdown(), Contains("| translation invariance, w/o [CLS] | AIV w/o | -1.00 (p < 1e-6, n 3) / -0.50 |"));
 }
 
 TEST_CASE("paper tables: Wang et al.'s Tables 2-5 name the configs, their families matching their encodings",
@@ -260,4 +295,140 @@ TEST_CASE("paper tables: Wang et al.'s Tables 2-5 name the configs, their famili
   const experiment::PaperTable corr = experiment::read_paper_table(folder + "/paper_table5.tsv");
   CHECK(corr.correlations);
   CHECK(corr.rows.size() == 6);
+}
+
+TEST_CASE("paper table: a verdict per row against the baseline, Holm within the column", "[experiment][paper][verdicts]") {
+  test::TempDir dir("paper-verdicts");
+  // The paper: every row above base (60). ordo's seeds (fractions) and Welch's test against base
+  // {0.50, 0.51, 0.52} (std 1 point each, standard error sqrt(2/3) of the difference, 4 df):
+  //   far  {0.80, 0.81, 0.82}: +30 points, t = 36.7, p ~ 3e-6   -> same direction, significant: holds
+  //   rev  {0.30, 0.31, 0.32}: -20 points, t = -24.5, p ~ 2e-5  -> opposite, significant: contradicted
+  //   near {0.51, 0.52, 0.53}: +1 point, t = 1.22, p = 0.288    -> same direction, not significant: consistent
+  //   dip  {0.49, 0.50, 0.51}: -1 point, p = 0.288              -> opposite, not significant: inconclusive
+  // Holm over the four: far 4p, rev 3p (both < 0.05); near and dip 2 x 0.288 = 0.576.
+  const experiment::PaperTable t =
+      table_from(dir, "config\tpaper_row\tfamily\tkind\trte.accuracy\n"
+                      "base\tB\tAPE\tlearned\t60.0\nfar\tF\tRPE\tlearned\t70.0\nrev\tR\tRPE\tfixed\t65.0\n"
+                      "near\tN\tRPE\tsinusoid\t61.0\ndip\tD\tAPE\tfixed\t62.0\n");
+  const std::vector<experiment::RunResults> runs = {
+      run_with("base", 0, 1, {0.50, 0.51, 0.52}), run_with("far", 0, 1, {0.80, 0.81, 0.82}),
+      run_with("rev", 0, 1, {0.30, 0.31, 0.32}), run_with("near", 0, 1, {0.51, 0.52, 0.53}),
+      run_with("dip", 0, 1, {0.49, 0.50, 0.51})};
+  const experiment::Comparison c = experiment::compare(t, runs, plan_with_rte("base"));
+  const auto* verdicts = reading(c, "rte.accuracy", "verdicts");
+  REQUIRE(verdicts != nullptr);
+  using experiment::Verdict;
+  CHECK(verdicts->verdicts == std::vector<Verdict>{Verdict::holds, Verdict::contradicted, Verdict::consistent,
+                                                   Verdict::inconclusive});
+  CHECK_THAT(verdicts->text, Contains("Holm over this column's 4 comparisons with base"));
+  CHECK_THAT(verdicts->text, Contains("holds: far; consistent, not significant: near; contradicted: rev; inconclusive: dip."));
+  const json::Value& near = c.json["rows"][3]["ordo"]["rte.accuracy"];
+  CHECK(near["holm_p"].as_number() == Approx(2 * near["welch_p"].as_number()));
+  const std::string md = c.cells.markdown();
+  CHECK_THAT(md, Contains("| rev | R | 31.00 ± 1.00 † / 65.00 |"));
+  CHECK_THAT(md, Contains("| near | N | 52.00 ± 1.00 / 61.00 |"));
+
+  // Two rows whose raw p lies below 0.05 but whose Holm p (2p) does not: no mark. base {0.50, 0.52,
+  // 0.54} against {0.55, 0.57, 0.59}: +5 points, standard error sqrt(4/3 + 4/3), t = 3.06 on 4 df.
+  const experiment::PaperTable pair = table_from(dir, "config\tpaper_row\tfamily\tkind\trte.accuracy\n"
+                                                      "base\tB\tAPE\tlearned\t60.0\na\tA\tRPE\tlearned\t61.0\n"
+                                                      "b\tB2\tRPE\tfixed\t61.0\n");
+  const experiment::Comparison twice = experiment::compare(
+      pair, {run_with("base", 0, 1, {0.50, 0.52, 0.54}), run_with("a", 0, 1, {0.55, 0.57, 0.59}),
+             run_with("b", 0, 1, {0.55, 0.57, 0.59})}, plan_with_rte("base"));
+  const json::Value& a = twice.json["rows"][1]["ordo"]["rte.accuracy"];
+  CHECK(a["welch_p"].as_number() > 0.025);
+  CHECK(a["welch_p"].as_number() < 0.05);
+  CHECK(a["holm_p"].as_number() == Approx(2 * a["welch_p"].as_number()));
+  CHECK_FALSE(a["significant"].as_bool());
+  CHECK_THAT(twice.cells.markdown(), Contains("| a | A | 57.00 ± 2.00 / 61.00 |"));
+  CHECK(reading(twice, "rte.accuracy", "verdicts")->verdicts == std::vector<Verdict>{Verdict::consistent, Verdict::consistent});
+}
+
+TEST_CASE("paper table: a uniform row leaves the rank statistics of an indicator that ties there", "[experiment][paper][verdicts]") {
+  test::TempDir dir("paper-uniform");
+  const experiment::PaperTable t = table_from(dir, std::string(kHeader) +
+                                                       "none\tNo PE\tnone\t-\t0.99\t1.01\n"
+                                                       "a1\tA1\tAPE\tlearned\t0.2\t1.5\n"
+                                                       "a2\tA2\tAPE\tfixed\t0.4\t1.1\n"
+                                                       "r1\tR1\tRPE\tlearned\t0.1\t0.8\n");
+  // none's attention is uniform once [CLS]/[SEP] (the first and last row and column) are dropped:
+  // its AIV without them (0) is a tie artifact, and would rank it best.
+  experiment::RunResults none = run_with("none", 0.0, 0.97, {}, "none");
+  none.record.attention = Matrix(6, 6, 1.0 / 6);
+  none.record.attention(2, 0) = 0.5;  // a [CLS] column entry: outside the block that must be uniform
+  const std::vector<experiment::RunResults> runs = {none, run_with("a1", 0.1, 0.9), run_with("a2", 0.05, 1.3),
+                                                    run_with("r1", 0.5, 1.25)};
+  const experiment::Comparison c = experiment::compare(t, runs, plan_with_rte());
+  // AIV: three rows ranked (as in the test above), none apart.
+  CHECK(reading(c, "translation_invariance_no_special", "rank")->n == 3);
+  const auto* uniform = reading(c, "translation_invariance_no_special", "uniform");
+  REQUIRE(uniform != nullptr);
+  CHECK_THAT(uniform->text, Contains("uniform attention (no positional structure) in none (ordo 0.0000, paper 0.9900)"));
+  CHECK_THAT(reading(c, "translation_invariance_no_special", "families")->text, !Contains("none"));
+  CHECK_THAT(c.cells.markdown(), Contains("| none | No PE | 0.0000 (uniform) / 0.9900 |"));
+  // Direction balance measures a real balance there: none stays in its rank statistics.
+  CHECK(reading(c, "direction_balance", "rank")->n == 4);
+  CHECK(reading(c, "direction_balance", "uniform") == nullptr);
+}
+
+TEST_CASE("paper table: glue.mean compares only rows over the same tasks", "[experiment][paper][verdicts]") {
+  test::TempDir dir("paper-glue");
+  const experiment::PaperTable t = table_from(dir, "config\tpaper_row\tfamily\tkind\tglue.mean\n"
+                                                   "base\tB\tAPE\tlearned\t80.0\nx\tX\tRPE\tlearned\t81.0\n"
+                                                   "y\tY\tRPE\tfixed\t82.0\n");
+  experiment::Plan plan = plan_with_rte("base");
+  experiment::FinetuneTask sst2 = plan.finetune[0];
+  sst2.name = sst2.task = "sst2";
+  plan.finetune.push_back(sst2);
+  // base and x have rte and sst2; y has rte only: its mean (rte alone) is not comparable.
+  auto with_sst2 = [](experiment::RunResults r, const std::vector<double>& accuracies) {
+    r.tasks["sst2"] = run_with("", 0, 1, accuracies).tasks["rte"];
+    return r;
+  };
+  const std::vector<experiment::RunResults> runs = {
+      with_sst2(run_with("base", 0, 1, {0.50, 0.52}), {0.70, 0.72}), with_sst2(run_with("x", 0, 1, {0.60, 0.62}), {0.80, 0.82}),
+      run_with("y", 0, 1, {0.90, 0.92})};
+  const experiment::Comparison c = experiment::compare(t, runs, plan);
+  // Seed by seed: base (50 + 70) / 2 = 60, (52 + 72) / 2 = 62; x 70, 72; y 90, 92 over rte alone.
+  const std::string md = c.cells.markdown();
+  CHECK_THAT(md, Contains("| x | X | 71.00 ± 1.41 † / 81.00 |"));
+  CHECK_THAT(md, Contains("| y | Y | 91.00 ± 1.41 (over rte: not comparable) / 82.00 |"));
+  CHECK(c.json["rows"][0]["ordo"]["glue.mean"]["tasks"].as_string() == "rte, sst2");
+  const auto* aside = reading(c, "glue.mean", "not comparable");
+  REQUIRE(aside != nullptr);
+  CHECK_THAT(aside->text, Contains("y (rte) average other tasks than the rows compared (rte, sst2)"));
+  CHECK(reading(c, "glue.mean", "rank")->n == 2);
+  CHECK(reading(c, "glue.mean", "verdicts")->n == 1);
+}
+
+TEST_CASE("verdicts: the five rules on hand-made evidence", "[experiment][verdicts]") {
+  using experiment::Verdict;
+  auto verdict = [](double ordo, double paper, double p, const std::string& why = "") {
+    return experiment::judge({ordo, paper, p, why}, 0.05).verdict;
+  };
+  CHECK(verdict(2.0, 1.0, 0.01) == Verdict::holds);
+  CHECK(verdict(-2.0, -0.5, 0.049) == Verdict::holds);
+  CHECK(verdict(2.0, 1.0, 0.05) == Verdict::consistent);  // p < alpha, strictly
+  CHECK(verdict(-2.0, 1.0, 0.001) == Verdict::contradicted);
+  CHECK(verdict(-2.0, 1.0, 0.3) == Verdict::inconclusive);
+  CHECK(verdict(0.0, 1.0, 1.0) == Verdict::inconclusive);  // no effect is not the paper's direction
+  CHECK(verdict(2.0, 1.0, 0.01, "accuracy at chance") == Verdict::not_testable);
+  CHECK(verdict(2.0, 0.0, 0.01) == Verdict::not_testable);
+  CHECK(verdict(2.0, 1.0, std::nan("")) == Verdict::not_testable);
+  CHECK(experiment::judge({2.0, 1.0, 0.01, "a stand-in built to need order"}, 0.05).reason == "a stand-in built to need order");
+  CHECK(std::string(experiment::verdict_name(Verdict::consistent)) == "consistent, not significant");
+  CHECK(std::string(experiment::verdict_name(Verdict::not_testable)) == "not testable here");
+  // Rank agreement: agrees only with tau_b > 0 and p < 0.05.
+  CHECK(experiment::agrees({0.6, 0.01, 12, ""}, 0.05));
+  CHECK_FALSE(experiment::agrees({0.6, 0.2, 12, ""}, 0.05));
+  CHECK_FALSE(experiment::agrees({-0.6, 0.01, 12, ""}, 0.05));
+  CHECK(experiment::judge_rank_agreement({-0.6, 0.01, 12, ""}, 0.05).verdict == Verdict::contradicted);
+  CHECK(experiment::judge_rank_agreement({std::nan(""), std::nan(""), 2, ""}, 0.05).verdict == Verdict::not_testable);
+  CHECK(experiment::verdicts_by_name({{"a", Verdict::inconclusive}, {"b", Verdict::holds}, {"c", Verdict::holds}}) ==
+        "holds: b, c; inconclusive: a");
+  CHECK(experiment::verdicts_by_name({}).empty());
+  CHECK(experiment::tie_artifact_on_uniform("monotonicity_first_k"));
+  CHECK_FALSE(experiment::tie_artifact_on_uniform("translation_invariance"));
+  CHECK_FALSE(experiment::tie_artifact_on_uniform("direction_balance"));
 }

@@ -16,7 +16,7 @@ using namespace ordo;
 namespace {
 
 // One finished run's line: accuracies (fractions) on the main dev set and two probes.
-json::Value run_line(double dev, double shuffled, double original) {
+json::Value run_line(int64_t seed, double dev, double shuffled, double original) {
   json::Value sets = json::Value::object(), line = json::Value::object();
   auto set = [](double a) {
     json::Value s = json::Value::object();
@@ -26,6 +26,7 @@ json::Value run_line(double dev, double shuffled, double original) {
   sets["dev"] = set(dev);
   sets["dev_shuffle_sr"] = set(shuffled);
   sets["dev_sr_original"] = set(original);
+  line["seed"] = seed;
   line["finished"] = true;
   line["best"] = sets;
   line["best_score"] = dev;
@@ -45,8 +46,10 @@ TEST_CASE("results: a task's figure at the best learning rate or over all of the
     r["runs"] = runs;
     return r;
   };
-  rates.push_back(rate(1e-4, {run_line(0.80, 0.10, 0.95), run_line(0.90, 0.30, 0.85)}));
-  rates.push_back(rate(3e-4, {run_line(0.60, 0.20, 0.70), run_line(0.70, 0.40, 0.60)}));
+  // Seeds 42 and 43 at both; seed 44 finished at 3e-4 only.
+  rates.push_back(rate(1e-4, {run_line(42, 0.80, 0.10, 0.95), run_line(43, 0.90, 0.30, 0.85)}));
+  rates.push_back(rate(3e-4, {run_line(42, 0.60, 0.20, 0.70), run_line(43, 0.70, 0.40, 0.60),
+                              run_line(44, 0.10, 0.10, 0.10)}));
   results["learning_rates"] = rates;
   results["best_lr"] = 1e-4;
   results["select_epoch"] = "best";
@@ -79,14 +82,25 @@ TEST_CASE("results: a task's figure at the best learning rate or over all of the
   near(values("rte.dev_shuffle_sr.accuracy.delta.dev_sr_original"), {-85, -55});
   // Against the main dev set: 10 - 80, 30 - 90.
   near(values("rte.dev_shuffle_sr.accuracy.delta"), {-70, -60});
-  // Averaged over the learning rates: all four runs, mean 75, sample std sqrt(((5^2 + 15^2) * 2) / 3) = 12.91.
+  // Averaged over the learning rates: a learning rate is not a replicate, so each seed's mean over the
+  // two rates, seed 44 (one rate only) left out: seed 42 (80 + 60) / 2 = 70, seed 43 (90 + 70) / 2 = 80;
+  // mean 75, sample std sqrt(2 * 5^2 / 1) = 7.07 over the two seeds.
   plan.average_learning_rates = true;
-  near(values("rte.accuracy"), {80, 90, 60, 70});
+  near(values("rte.accuracy"), {70, 80});
   const std::vector<experiment::RunResults> runs = experiment::gather_results(plan);
   const experiment::Figure f = *experiment::figure(runs.at(0), "rte.accuracy", plan);
   CHECK(f.mean() == Approx(75));
-  CHECK(f.std() == Approx(std::sqrt(500.0 / 3)));
-  near(values("rte.dev_shuffle_sr.accuracy.delta.dev_sr_original"), {-85, -55, -50, -20});
+  CHECK(f.std() == Approx(std::sqrt(50.0)));
+  // Δ per seed: 42 ((10 - 95) + (20 - 70)) / 2 = -67.5; 43 ((30 - 85) + (40 - 60)) / 2 = -37.5.
+  near(values("rte.dev_shuffle_sr.accuracy.delta.dev_sr_original"), {-67.5, -37.5});
   // A Δ against a set the task does not have is absent, not a number.
   CHECK_FALSE(experiment::figure(runs.at(0), "rte.dev_shuffle_sr.accuracy.delta.dev_nothing", plan).has_value());
+
+  // A line without its seed cannot be averaged per seed: said, with the file.
+  rates[0]["runs"][0].erase("seed");
+  results["learning_rates"] = rates;
+  write_file_atomic(dir / "runs/a/finetune/rte/results.json", json::dump(results));
+  CHECK_THROWS_WITH(experiment::gather_results(plan),
+                    Catch::Matchers::Contains("finetune/rte/results.json: a finished run of learning rate 0.0001 has no "
+                                              "\"seed\""));
 }

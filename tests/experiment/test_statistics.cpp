@@ -13,7 +13,9 @@
 //         the two large terms (measured 4.3e-12); the continued fraction stops
 //         at 1e-15 per step.
 //   1e-10 for the p-values against SciPy, whose t.sf is itself 2.5e-11 off
-//         at t = 1e-7, df = 1 (the twin's docstring).
+//         at t = 1e-7, df = 1 (the twin's docstring); the exact permutation
+//         p-values are ratios of counts, held to 1e-12 (one count off at
+//         n = 10 is 3e-7 of the ratio or more).
 // ORDO_GOLDEN_VERBOSE=1 prints the worst relative error of each function.
 #include <catch2/catch.hpp>
 
@@ -128,6 +130,43 @@ TEST_CASE("Pearson, Spearman and Kendall's tau-b match SciPy", "[experiment][sta
   }
 }
 
+TEST_CASE("the correlations' p-values match SciPy: exact permutation up to n = 10, then the approximations",
+          "[experiment][statistics]") {
+  const auto& cases = statistics_golden()["correlation_tests"].as_array();
+  REQUIRE(cases.size() == 13);
+  for (const auto& c : cases) {
+    INFO(c["name"].as_string());
+    const std::vector<double> x = numbers(c["x"]), y = numbers(c["y"]);
+    const bool exact = static_cast<int64_t>(x.size()) <= kExactPermutationMaxN;
+    const std::pair<const char*, CorrelationTest> tests[] = {
+        {"kendall", kendall_test(x, y)}, {"spearman", spearman_test(x, y)}, {"pearson", pearson_test(x, y)}};
+    for (const auto& [name, got] : tests) {
+      const json::Value& want = c[name];
+      INFO(name);
+      CHECK(got.n == static_cast<int64_t>(x.size()));
+      CHECK(std::string(got.method) == want["method"].as_string());
+      check_value(std::string(name) + " value", got.value, want["value"], kClosedForm);
+      const bool counted = exact && std::string(name) != "pearson";
+      check_value(std::string(name) + (counted ? " p (exact)" : " p"), got.p, want["p"], counted ? kClosedForm : kPValue);
+    }
+  }
+}
+
+TEST_CASE("Holm's correction matches the step-down procedure run at every level", "[experiment][statistics]") {
+  const auto& cases = statistics_golden()["holm"].as_array();
+  REQUIRE(cases.size() == 6);
+  for (const auto& c : cases) {
+    std::vector<double> p;
+    for (const auto& v : c["p"].as_array()) p.push_back(v.is_null() ? std::nan("") : v.as_number());
+    const std::vector<double> adjusted = holm_adjust(p);
+    REQUIRE(adjusted.size() == p.size());
+    for (size_t i = 0; i < p.size(); ++i) {
+      INFO("p-value " << i << " of a family of " << p.size());
+      check_value("holm", adjusted[i], c["adjusted"][i], kClosedForm);
+    }
+  }
+}
+
 TEST_CASE("statistics worked by hand", "[experiment][statistics]") {
   // [2, 4, 4, 4, 5, 5, 7, 9]: mean 40 / 8 = 5; squared deviations
   // 9 + 1 + 1 + 1 + 0 + 0 + 4 + 16 = 32, sample variance 32 / 7.
@@ -169,6 +208,27 @@ TEST_CASE("statistics worked by hand", "[experiment][statistics]") {
   CHECK(kendall_tau_b({1, 1, 2}, {1, 2, 3}) == Approx(2 / std::sqrt(6.0)).epsilon(1e-15));
   // Tied in both (pair (0,1)) counts in neither: P = 2, tau_b = 2 / sqrt(2 * 2) = 1.
   CHECK(kendall_tau_b({1, 1, 2}, {5, 5, 6}) == Approx(1).epsilon(1e-15));
+
+  // n = 3 in the same order: of the 3! = 6 arrangements of y only the observed
+  // one reaches S = 3 (rank products 14), so P(S >= s) = 1/6 and p = 2/6.
+  CHECK(kendall_test({1, 2, 3}, {4, 5, 9}).p == Approx(1.0 / 3).epsilon(1e-15));
+  CHECK(spearman_test({1, 2, 3}, {4, 5, 9}).p == Approx(1.0 / 3).epsilon(1e-15));
+  // y = (1, 1, 2) against x = (1, 2, 3): 3 distinct arrangements, S = 2, 0, -2;
+  // the observed (1, 1, 2) has S = 2: P(S >= 2) = 1/3, p = 2/3.
+  CHECK(kendall_test({1, 2, 3}, {1, 1, 2}).p == Approx(2.0 / 3).epsilon(1e-15));
+  // Two pairs: r = -1 and SciPy's p = 1 (no degrees of freedom left).
+  const CorrelationTest two_pairs = pearson_test({1, 2}, {5, 3});
+  CHECK(two_pairs.value == -1);
+  CHECK(two_pairs.p == 1);
+  // r = 1/2 over 3 pairs: t = 0.5 sqrt(1 / 0.75) = 1/sqrt(3) on 1 degree of
+  // freedom (Cauchy): P(T > 1/sqrt(3)) = 1/2 - atan(1/sqrt(3)) / pi = 1/2 - 1/6, p = 2/3.
+  CHECK(pearson_test({1, 2, 3}, {1, 3, 2}).p == Approx(2.0 / 3).epsilon(1e-13));
+
+  // Holm on (0.01, 0.04, 0.03, 0.005): sorted 0.005, 0.01, 0.03, 0.04 times
+  // 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04; the running maximum lifts 0.04 to 0.06.
+  const std::vector<double> holm = holm_adjust({0.01, 0.04, 0.03, 0.005});
+  const std::vector<double> want = {0.03, 0.06, 0.06, 0.02};
+  for (size_t i = 0; i < want.size(); ++i) CHECK(holm[i] == Approx(want[i]).epsilon(1e-15));
 }
 
 TEST_CASE("statistics are NaN where undefined and refuse unpaired values", "[experiment][statistics]") {
@@ -200,4 +260,13 @@ TEST_CASE("statistics are NaN where undefined and refuse unpaired values", "[exp
   CHECK_THROWS_AS(experiment::pearson({1, 2, 3}, {1, 2}), Error);
   CHECK_THROWS_AS(experiment::spearman({1, 2}, {1, 2, 3}), Error);
   CHECK_THROWS_WITH(kendall_tau_b({1, 2, 3}, {1}), Catch::Contains("3 x values and 1 y values"));
+
+  for (const CorrelationTest& c : {kendall_test({1, 2, 3}, {4, 4, 4}), spearman_test({1}, {2}),
+                                   pearson_test({1, 1, 1}, {1, 2, 3}), kendall_test({}, {})}) {
+    CHECK(std::isnan(c.value));
+    CHECK(std::isnan(c.p));
+  }
+  CHECK_THROWS_WITH(kendall_test({1, 2, 3}, {1}), Catch::Contains("3 x values and 1 y values"));
+  CHECK(holm_adjust({}).empty());
+  CHECK_THROWS_WITH(holm_adjust({0.2, 1.5}), Catch::Contains("p-value 2 of 2 is 1.5, outside [0, 1]"));
 }

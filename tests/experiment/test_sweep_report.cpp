@@ -121,7 +121,9 @@ TEST_CASE("sweep: the report's table, panels and reading from the encoders' accu
   };
   experiment::RunResults run;
   run.config = "bert";
-  // Locality rises with w (0.049, 0.186, 0.595) and so do the accuracies: Spearman's rho 1.
+  // Locality rises with w (0.049, 0.186, 0.595) and so do the accuracies: Spearman's rho 1; of the
+  // 3! = 6 arrangements only this one reaches it, so the exact two-sided p = 2/6: the paper's direction,
+  // not significant.
   finished(run, encoder(1e-4, 1), {0.70, 0.72});
   finished(run, encoder(0.011, 1), {0.80, 0.82});
   finished(run, encoder(0.3, 1), {0.90, 0.90});
@@ -130,10 +132,12 @@ TEST_CASE("sweep: the report's table, panels and reading from the encoders' accu
   INFO(files.markdown);
   CHECK_THAT(files.markdown, Contains("| e1 | 0.011 | 1 | 0.186 | 1.000 | 81.00 ± 1.41 | 2 |"));
   CHECK_THAT(files.markdown, Contains("| e3 | 3 | 1 | 0.955 | 1.000 | - | 0 |"));
-  CHECK_THAT(files.markdown, Contains("Middle (s = 1): Spearman's rho of accuracy with locality 1.00 over 3 encoders; "
-                                      "the best 90.00 at locality 0.595."));
+  CHECK_THAT(files.markdown, Contains("Middle (s = 1): Spearman's rho of accuracy with locality 1.00 (p = 0.333 by "
+                                      "exact permutation, n = 3 encoders); the best 90.00 at locality 0.595."));
+  CHECK_THAT(files.markdown, Contains("Verdict on \"accuracy rises with locality\": consistent, not significant;"));
   // Only the encoder at locality 0.186 lies in [0.15, 0.3].
-  CHECK_THAT(files.markdown, Contains("Right (locality in [0.15, 0.3]): 1 encoder(s) finished, too few to read."));
+  CHECK_THAT(files.markdown, Contains("Right (locality in [0.15, 0.3]): 1 encoder(s) finished, too few to read. "
+                                      "Verdict: not testable here."));
   bool png = false;
   for (const auto& f : files.files) png = png || f.name == "sweep/figure2.png";
   CHECK(png);

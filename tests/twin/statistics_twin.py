@@ -14,14 +14,27 @@ Writes tests/data/statistics_golden.json with, for fixed hand-chosen inputs:
              (scipy 1.17.1: 0.49999996818173487 against 1/2 - atan(1e-7)/pi =
              0.49999996816901138), so the exact value is the sharper judge;
   correlation  scipy.stats.pearsonr, spearmanr and kendalltau (its default,
-             tau-b) of pairs with and without ties, perfect and anti, n = 2..50.
+             tau-b) of pairs with and without ties, perfect and anti, n = 2..50;
+  correlation_tests  the same statistics' two-sided p-values as ordo takes
+             them (experiment/statistics.h): for n <= 10 the exact permutation
+             test, kendalltau(method="exact") where nothing ties and else
+             scipy.stats.permutation_test(permutation_type="pairings",
+             n_resamples=inf) on kendalltau's and spearmanr's statistics
+             (vectorised here, checked against SciPy's own statistic on the
+             data); for n > 10 kendalltau(method="asymptotic"), spearmanr's
+             and pearsonr's own p; pearsonr's p at every n;
+  holm       Holm's adjusted p-values, found by running the step-down
+             procedure itself (reject p_(k) while p_(k) <= alpha / (m - k + 1))
+             at every candidate alpha, and checked against
+             statsmodels.stats.multitest.multipletests(method="holm") where
+             statsmodels is installed.
 NaN (SciPy's answer for an undefined statistic) is written as null. Floats are
 written by Python's repr, the shortest text that reads back as the same double
 (at most 17 significant digits), so the file holds SciPy's values to the bit.
 CI never runs Python; nothing here is a dependency of ordo. From the
 repository root:
 
-    pip install scipy numpy mpmath
+    pip install scipy numpy mpmath    # statsmodels too, for the Holm cross-check
     python3 tests/twin/statistics_twin.py
 """
 import json
@@ -117,6 +130,129 @@ def correlation(name, x, y):
             "kendall_tau_b": value(scipy.stats.kendalltau(x, y).statistic)}
 
 
+# ---- correlation tests -------------------------------------------------------
+
+EXACT_MAX_N = 10  # experiment/statistics.h's kExactPermutationMaxN
+
+
+def test_cases():
+    rng = np.random.default_rng(66)
+    x10 = np.round(rng.uniform(0.0, 1.0, 10), 3)
+    y10 = np.round(0.5 * x10 + rng.uniform(0.0, 0.6, 10), 3)
+    return [
+        ("n = 4, perfect", [1.0, 2.0, 3.0, 4.0], [0.3, 0.5, 0.9, 1.4]),
+        ("n = 5, one swap", [1.0, 2.0, 3.0, 4.0, 5.0], [1.0, 3.0, 2.0, 4.0, 5.0]),
+        ("n = 6, a tie in x", [0.1, 0.2, 0.2, 0.4, 0.5, 0.9], [3.0, 1.0, 4.0, 1.5, 5.0, 9.0]),
+        ("n = 7, ties in both", [1.0, 1.0, 2.0, 3.0, 3.0, 3.0, 4.0], [2.0, 1.0, 2.0, 5.0, 4.0, 5.0, 3.0]),
+        ("n = 8, negative", [8.0, 3.0, 6.0, 1.0, 7.0, 2.0, 5.0, 4.0], [1.0, 7.0, 2.0, 8.0, 4.0, 6.0, 5.0, 3.5]),
+        ("n = 10, no ties", x10.tolist(), y10.tolist()),
+        ("n = 10, ties", np.round(x10 * 4).tolist(), np.round(y10 * 5).tolist()),
+        ("n = 11, no ties", [3.1, 0.4, 2.2, 5.9, 1.3, 4.4, 9.1, 7.7, 6.0, 8.2, 0.9],
+         [2.0, 1.1, 3.5, 4.1, 0.2, 6.3, 8.8, 5.0, 7.1, 9.9, 1.7]),
+    ] + [c for c in correlation_cases() if len(c[1]) > 3 and len(set(c[2])) > 1]
+
+
+def pairings_p(x, y, statistic, observed):
+    """The exact two-sided permutation p of statistic(x permuted, y) by scipy.stats.permutation_test."""
+    assert abs(statistic(np.array(x)) - observed) <= 1e-12 * abs(observed), (statistic(np.array(x)), observed)
+    res = scipy.stats.permutation_test((np.array(x),), statistic, permutation_type="pairings",
+                                       n_resamples=np.inf, vectorized=True, batch=20000,
+                                       alternative="two-sided")
+    return float(res.pvalue)
+
+
+def vectorised_tau_b(y):
+    y = np.array(y)
+    n0 = len(y) * (len(y) - 1) / 2
+    sy = np.sign(y[:, None] - y[None, :])
+
+    def statistic(xs, axis=-1):
+        xs = np.moveaxis(xs, axis, -1)
+        sx = np.sign(xs[..., :, None] - xs[..., None, :])
+        tied_x = ((sx == 0).sum(axis=(-1, -2)) - len(y)) / 2
+        tied_y = ((sy == 0).sum() - len(y)) / 2
+        return (sx * sy).sum(axis=(-1, -2)) / 2 / np.sqrt((n0 - tied_x) * (n0 - tied_y))
+    return statistic
+
+
+def vectorised_rho(y):
+    ry = scipy.stats.rankdata(y)
+    ry = (ry - ry.mean()) / np.sqrt(((ry - ry.mean()) ** 2).sum())
+
+    def statistic(xs, axis=-1):
+        rx = scipy.stats.rankdata(np.moveaxis(xs, axis, -1), axis=-1)
+        rx = rx - rx.mean(axis=-1, keepdims=True)
+        return (rx * ry).sum(axis=-1) / np.sqrt((rx * rx).sum(axis=-1))
+    return statistic
+
+
+def correlation_test(name, x, y):
+    n = len(x)
+    tau, rho, r = scipy.stats.kendalltau(x, y), scipy.stats.spearmanr(x, y), scipy.stats.pearsonr(x, y)
+    ties = len(set(x)) < n or len(set(y)) < n
+    if n <= EXACT_MAX_N:
+        if ties:
+            tau_p = pairings_p(x, y, vectorised_tau_b(y), tau.statistic)
+        else:
+            tau_p = float(scipy.stats.kendalltau(x, y, method="exact").pvalue)
+            if n <= 8:  # the permutation test agrees where both apply
+                assert abs(pairings_p(x, y, vectorised_tau_b(y), tau.statistic) - tau_p) <= 1e-12, name
+        rho_p = pairings_p(x, y, vectorised_rho(y), rho.statistic)
+        methods = ("exact permutation", "exact permutation")
+    else:
+        tau_p = float(scipy.stats.kendalltau(x, y, method="asymptotic").pvalue)
+        rho_p = float(rho.pvalue)
+        methods = ("normal approximation", "t approximation")
+    return {"name": name, "x": x, "y": y,
+            "kendall": {"value": value(tau.statistic), "p": value(tau_p), "method": methods[0]},
+            "spearman": {"value": value(rho.statistic), "p": value(rho_p), "method": methods[1]},
+            "pearson": {"value": value(r.statistic), "p": value(r.pvalue), "method": "t distribution"}}
+
+
+# ---- Holm's correction -------------------------------------------------------
+
+HOLM = [
+    [0.01, 0.04, 0.03, 0.005],
+    [0.2, 0.01, 0.01, 0.5, 0.04, 0.3],  # a tie; the running maximum lifts 5 x 0.01 to 0.06 and 0.5's 1 x 0.5 to 0.6
+    [0.5],
+    [0.02, None, 0.9, 0.001],           # None: an untested member, left out of m
+    [0.3, 0.6, 0.35, 0.4],              # every adjusted p capped at 1
+    [1e-6, 0.012, 0.0125, 0.013, 0.049],
+]
+
+
+def holm_by_procedure(p):
+    """Each hypothesis' adjusted p: the smallest alpha at which Holm's step-down rejects it."""
+    tested = [(v, i) for i, v in enumerate(p) if v is not None]
+    m = len(tested)
+    ordered = sorted(tested)
+    candidates = sorted({min(1.0, (m - k) * v) for k, (v, _) in enumerate(ordered)})
+
+    def rejected(alpha):
+        out = set()
+        for k, (v, i) in enumerate(ordered):
+            if v > alpha / (m - k):
+                break
+            out.add(i)
+        return out
+    adjusted = [None] * len(p)
+    for alpha in candidates:  # ascending: the first alpha that rejects a hypothesis is its adjusted p
+        for i in rejected(alpha):
+            if adjusted[i] is None:
+                adjusted[i] = alpha
+    for v, i in tested:  # never rejected below alpha = 1
+        if adjusted[i] is None:
+            adjusted[i] = 1.0
+    try:
+        from statsmodels.stats.multitest import multipletests
+        sm = multipletests([v for v, _ in tested], method="holm")[1]
+        for (v, i), a in zip(tested, sm):
+            assert abs(adjusted[i] - a) <= 1e-15, (p, adjusted, sm)
+    except ImportError:
+        pass
+    return {"p": p, "adjusted": adjusted}
+
+
 MEAN_STD = [[2.5], [1.0, 2.0], [0.1, 0.2, 0.3, 0.4, 0.5], [1e8 + 1, 1e8 + 2, 1e8 + 4]]
 
 
@@ -133,6 +269,8 @@ def main():
         "welch": [welch(*c) for c in WELCH],
         "t_sf": [t_sf(t, df) for df in DF_GRID for t in T_GRID],
         "correlation": [correlation(*c) for c in correlation_cases()],
+        "correlation_tests": [correlation_test(*c) for c in test_cases()],
+        "holm": [holm_by_procedure(p) for p in HOLM],
     }
     with open(GOLDEN, "w", encoding="utf-8") as f:
         json.dump(golden, f, separators=(",", ":"))
