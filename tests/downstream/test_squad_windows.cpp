@@ -93,10 +93,11 @@ TEST_CASE("SQuAD windows over a 200,000-word context: linear in its length", "[d
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   REQUIRE(f.size() == 49998);  // starts 0, 4, ..., 199,988: the last window [199988, 200000) reaches the end
   CHECK(f.back().context_start == 199988);
-  // Each token is flagged in exactly one window. A token lies in three windows,
-  // at offsets k, k + 4 and k + 8 (mod 12 windows apart); min(left, right) is
-  // largest where it is 4..7 (4, 5, 5, 4 against at most 3 elsewhere): those
-  // four offsets are a window's own, away from the text's ends.
+  // Each token is flagged in exactly one window. Away from the text's ends a
+  // token lies in three windows, at offsets k, k + 4 and k + 8 of them for
+  // some k in 0..3; min(left, right) over offsets 0..11 is 0 1 2 3 4 5 5 4 3 2
+  // 1 0, so the window holding it at offset 4..7 wins: those four offsets are
+  // the ones a window flags.
   std::vector<int> flagged(200000, 0);
   for (const SquadFeature& x : f)
     for (int k = 0; k < x.context_length(); ++k) flagged[static_cast<size_t>(x.context_start + k)] += x.max_context[k];
