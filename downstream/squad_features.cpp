@@ -23,20 +23,23 @@ std::vector<Window> windows_over(int n, int max_tokens, int stride) {
   return out;
 }
 
-// _check_is_max_context: the first window with the best min(left, right) + 0.01 * length.
-bool is_max_context(const std::vector<Window>& windows, size_t current, int position) {
-  double best_score = -1;
-  size_t best = windows.size();
+// _check_is_max_context for every context token at once: the first window
+// with the best min(left, right) + 0.01 * length among those holding it.
+// Walking each window's tokens costs the windows' total length (n times
+// max_tokens / doc_stride at most), where asking every window for every token,
+// as run_squad does, costs n times the number of windows: quadratic in n.
+std::vector<int> max_context_windows(const std::vector<Window>& windows, int n) {
+  std::vector<int> best(static_cast<size_t>(n), -1);
+  std::vector<double> best_score(static_cast<size_t>(n), 0);
   for (size_t w = 0; w < windows.size(); ++w) {
     const int end = windows[w].start + windows[w].length - 1;
-    if (position < windows[w].start || position > end) continue;
-    const double score = std::min(position - windows[w].start, end - position) + 0.01 * windows[w].length;
-    if (best == windows.size() || score > best_score) {
-      best_score = score;
-      best = w;
+    for (int position = windows[w].start; position <= end; ++position) {
+      const double score = std::min(position - windows[w].start, end - position) + 0.01 * windows[w].length;
+      const size_t p = static_cast<size_t>(position);
+      if (best[p] < 0 || score > best_score[p]) best[p] = static_cast<int>(w), best_score[p] = score;
     }
   }
-  return best == current;
+  return best;
 }
 
 }  // namespace
@@ -107,6 +110,7 @@ std::vector<SquadFeature> make_squad_features(const SquadDataset& data, const te
                "max_seq_length (BERT's SQuAD recipe: 384 with doc_stride 128)");
     const std::vector<Window> windows =
         windows_over(static_cast<int>(context.ids.size()), max_tokens, options.doc_stride);
+    const std::vector<int> max_context = max_context_windows(windows, static_cast<int>(context.ids.size()));
     ++st.questions;
     for (size_t w = 0; w < windows.size(); ++w) {
       SquadFeature f;
@@ -122,7 +126,7 @@ std::vector<SquadFeature> make_squad_features(const SquadDataset& data, const te
         const size_t t = static_cast<size_t>(windows[w].start + k);
         f.input_ids.push_back(context.ids[t]);
         f.context_spans.push_back(context.offsets[t]);
-        f.max_context.push_back(is_max_context(windows, w, windows[w].start + k) ? 1 : 0);
+        f.max_context.push_back(max_context[t] == static_cast<int>(w) ? 1 : 0);
       }
       if (layout.sep >= 0) f.input_ids.push_back(layout.sep);
       f.token_type_ids.resize(f.input_ids.size(), layout.second_segment);

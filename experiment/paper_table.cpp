@@ -11,6 +11,7 @@
 #include "base/file_io.h"
 #include "experiment/plan.h"
 #include "report/report.h"
+#include "text/utf8.h"
 
 namespace ordo::experiment {
 
@@ -30,6 +31,19 @@ std::vector<std::string> split_tabs(const std::string& line) {
 std::string trimmed(const std::string& s) {
   const size_t a = s.find_first_not_of(' '), b = s.find_last_not_of(' ');
   return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+// The table's text goes into the report's JSON, HTML and Markdown, which hold
+// UTF-8 only: anything else is refused when the plan is read, naming the line
+// and the byte in it, not when the report is written after the runs.
+void check_utf8_lines(const std::string& text, const std::string& path) {
+  text::utf8::Invalid invalid;
+  if (text::utf8::valid(text, &invalid)) return;
+  const size_t newline = text.rfind('\n', invalid.offset);
+  const size_t line_start = newline == std::string::npos ? 0 : newline + 1;
+  const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n') + 1;
+  throw Error(detail::cat(path, ":", line, ": invalid UTF-8 at byte ", invalid.offset - line_start + 1,
+                          " of the line (", invalid.reason, "); a paper table is UTF-8 text"));
 }
 
 // A number filling the whole text, or an error naming where.
@@ -109,6 +123,7 @@ PaperTable read_paper_table(const std::string& path) {
   t.name = file.substr(0, file.size() - 4);
   if (t.name.rfind("paper_", 0) == 0) t.name = t.name.substr(6);
   const std::string text = read_file(path);
+  check_utf8_lines(text, path);
   std::vector<std::string> header;
   size_t first_value = 0;
   std::set<std::string> seen;

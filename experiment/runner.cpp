@@ -270,7 +270,9 @@ bool complete(const Plan& plan, size_t i) {
   return true;
 }
 
-void write_experiment_report(const Plan& plan, const std::string& out) {
+// Writes the report of what is finished; returns the names of the files written
+// (none, and nothing written, when nothing is finished that it reports).
+std::vector<std::string> write_experiment_report(const Plan& plan, const std::string& out) {
   const std::vector<RunResults> runs = gather_results(plan);
   std::vector<PaperTable> tables;
   for (const std::string& path : plan.paper_tables) tables.push_back(read_paper_table(path));
@@ -307,7 +309,10 @@ void write_experiment_report(const Plan& plan, const std::string& out) {
     files = report::render_report(report::read_runs(dirs), comparisons.html);
   }
   files.insert(files.end(), comparisons.files.begin(), comparisons.files.end());
-  report::write_report(out, files);
+  std::vector<std::string> names;
+  for (const report::OutputFile& f : files) names.push_back(f.name);
+  if (!names.empty()) report::write_report(out, files);
+  return names;
 }
 
 }  // namespace
@@ -382,8 +387,11 @@ ExperimentSummary run_experiment(const RunnerOptions& o) {
     std::fprintf(stderr, "ordo experiment: the report is being written by %s; left to it\n", owner.c_str());
     return summary;
   }
-  summary.report = plan.out + "/report";
-  write_experiment_report(plan, summary.report);
+  summary.report_files = write_experiment_report(plan, plan.out + "/report");
+  if (!summary.report_files.empty())
+    summary.report = plan.out + "/report";
+  else
+    std::fprintf(stderr, "ordo experiment: no report written: no run has finished a stage the report shows\n");
   return summary;
 }
 

@@ -57,6 +57,7 @@ struct ExperimentSummary {
   int64_t busy = 0;             // runs skipped: another process holds them
   bool interrupted = false;     // Ctrl-C / SIGTERM: stopped inside a stage
   std::string report;           // OUT/report, when written
+  std::vector<std::string> report_files;  // the files written in it (index.html once a run is probed)
 };
 
 ExperimentSummary run_experiment(const RunnerOptions& options);

@@ -22,15 +22,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       "/tmp/ordo-fuzz-" + std::to_string(::getpid()) + "-checkpoint/checkpoints/step_000000001";
   static const bool made = (std::filesystem::create_directories(dir), true);
   (void)made;
-  const std::string input = fuzz::text(data, size), separator = "\n#ordo-file#\n";
   const char* names[] = {"config.json", "trainer_state.json", "model.safetensors"};
-  size_t start = 0;
-  for (int i = 0; i < 3; ++i) {
-    size_t end = i < 2 ? input.find(separator, start) : std::string::npos;
-    if (end == std::string::npos) end = input.size();
-    write_file_atomic(dir + "/" + names[i], input.substr(std::min(start, input.size()), end - std::min(start, input.size())));
-    start = end + separator.size();
-  }
+  const std::vector<std::string> files = fuzz::parts(data, size, 3);
+  for (int i = 0; i < 3; ++i) write_file_atomic(dir + "/" + names[i], files[i]);
   try {
     train::load_trainer_state(dir);
   } catch (const Error&) {

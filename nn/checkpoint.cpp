@@ -116,7 +116,7 @@ Checkpoint read_checkpoint(const std::string& dir, bool keep_pooler) {
   Checkpoint c;
   c.config = load_config(dir);
   c.weights_path = dir + "/model.safetensors";
-  c.tensors = from_hf_layout(c.config, safetensors::load(c.weights_path));
+  c.tensors = from_hf_layout(c.config, safetensors::load(c.weights_path), &c.file_tensors);
   check_finite(c.tensors, c.weights_path);
   c.lm_head = std::any_of(c.tensors.begin(), c.tensors.end(), [](const auto& named) {
     return canonical_name(named.first).rfind("cls.predictions.", 0) == 0;
@@ -139,7 +139,15 @@ void load_weights(PretrainingModel& model, const NamedTensors& tensors, const st
 }
 
 LoadReport load_weights(Module& model, const BertConfig& config, const NamedTensors& tensors, const std::string& where,
-                        const std::vector<std::string>& may_be_missing, const std::vector<std::string>& may_be_unused) {
+                        const std::vector<std::string>& may_be_missing, const std::vector<std::string>& may_be_unused,
+                        const FileTensors* origins) {
+  // The file's tensor behind one of ordo's names: what messages name.
+  auto origin = [&](const std::string& name) -> const FileTensor* {
+    if (!origins) return nullptr;
+    auto it = origins->find(name);
+    return it == origins->end() ? nullptr : &it->second;
+  };
+  auto file_name = [&](const std::string& name) { return origin(name) ? origin(name)->name : name; };
   LoadReport report;
   std::map<std::string, const Tensor*> by_name;
   std::map<std::string, const Tensor*> copies;  // tied copies, checked after loading
@@ -155,7 +163,7 @@ LoadReport load_weights(Module& model, const BertConfig& config, const NamedTens
     // A copy of a tied parameter, unless the model has the parameter itself (untied).
     bool is_copy = model.find_parameter(name) == nullptr &&
                    std::any_of(tied_copies().begin(), tied_copies().end(), [&](const auto& c) { return c.first == name; });
-    ORDO_CHECK((is_copy ? copies : by_name).emplace(name, &t).second, where, ": tensor '", raw,
+    ORDO_CHECK((is_copy ? copies : by_name).emplace(name, &t).second, where, ": tensor '", file_name(raw),
                "' appears twice (after normalising its name)");
   }
   // A checkpoint may carry the MLM bias only under the decoder's name. The
@@ -175,14 +183,21 @@ LoadReport load_weights(Module& model, const BertConfig& config, const NamedTens
       continue;
     }
     const Tensor& t = *it->second;
-    ORDO_CHECK(t.shape() == p->var.shape(), where, ": tensor '", name, "' has shape ", shape_str(t.shape()),
-               ", the model expects ", shape_str(p->var.shape()));
-    ORDO_CHECK(is_floating(t.dtype()), where, ": tensor '", name, "' has dtype ", dtype_name(t.dtype()),
+    if (t.shape() != p->var.shape()) {
+      const FileTensor* file = origin(name);
+      if (file && !file->part.empty())
+        throw Error(detail::cat(where, ": tensor '", file->name, "' has shape ", shape_str(file->shape), ": ",
+                                file->part, ", that is ", shape_str(t.shape()), " where the model expects ",
+                                shape_str(p->var.shape()), " (does config.json match the weights?)"));
+      throw Error(detail::cat(where, ": tensor '", file_name(name), "' has shape ", shape_str(t.shape()),
+                              ", the model expects ", shape_str(p->var.shape())));
+    }
+    ORDO_CHECK(is_floating(t.dtype()), where, ": tensor '", file_name(name), "' has dtype ", dtype_name(t.dtype()),
                ", expected a floating-point type");
     p->var.value().copy_from(t.to(p->var.dtype()));
     by_name.erase(it);
   }
-  for (const auto& [name, t] : by_name) unexpected.push_back(name);
+  for (const auto& [name, t] : by_name) unexpected.push_back(file_name(name));
   auto list = [](const std::vector<std::string>& names) {
     std::string s;
     for (size_t i = 0; i < names.size() && i < 8; ++i) s += (i ? ", " : "") + names[i];
@@ -192,20 +207,32 @@ LoadReport load_weights(Module& model, const BertConfig& config, const NamedTens
              list(missing), " (does its config match the model's?)");
   ORDO_CHECK(unexpected.empty(), where, ": the checkpoint has ", unexpected.size(),
              " tensors the model does not: ", list(unexpected), " (does its config match the model's?)");
-  // ordo ties the output layer to the word embeddings (HF's default,
-  // tie_word_embeddings): a copy in the checkpoint must hold the same values,
-  // or the model it came from computed something ordo cannot.
+  // A tied model (tie_word_embeddings, HF's default) projects onto the word
+  // embeddings: a copy of them in the checkpoint must hold their values (to
+  // the coarser precision: an f16 copy of an f32 table is the same table), or
+  // the model that wrote it had an output layer of its own.
   for (const auto& [copy, original] : tied_copies()) {
     auto it = copies.find(copy);
     Parameter* p = model.find_parameter(original);
     if (it == copies.end() || p == nullptr) continue;
     const Tensor& t = *it->second;
-    // Compared on the host: the parameter may be on a GPU, which refuses f64.
-    const Tensor original_values = p->var.value().to(Device::cpu());
-    ORDO_CHECK(t.shape() == p->var.shape() && is_floating(t.dtype()) &&
-                   max(abs(sub(t.to(p->var.dtype()).to(DType::f64), original_values.to(DType::f64)))).item() == 0,
-               where, ": tensor '", copy, "' differs from '", original,
-               "'; ordo ties the two (an untied output layer is not supported)");
+    ORDO_CHECK(t.shape() == p->var.shape() && is_floating(t.dtype()), where, ": tensor '", file_name(copy),
+               "' has shape ", shape_str(t.shape()), " and dtype ", dtype_name(t.dtype()), ", but the model ties it to '",
+               file_name(original), "' (", shape_str(p->var.shape()), ")");
+    // Compared on the host (the parameter may be on a GPU), in the coarser dtype of the two.
+    const DType common = dtype_size(t.dtype()) < dtype_size(p->var.dtype()) ? t.dtype() : p->var.dtype();
+    const std::vector<double> theirs = t.to(common).to_doubles();
+    const std::vector<double> ours = p->var.value().to(Device::cpu()).to(common).to_doubles();
+    const auto differ = std::mismatch(theirs.begin(), theirs.end(), ours.begin());
+    if (differ.first == theirs.end()) continue;
+    const int64_t at = differ.first - theirs.begin();
+    const std::string element =
+        t.dim() == 2 ? detail::cat("[", at / t.size(1), ", ", at % t.size(1), "]") : detail::cat("[", at, "]");
+    throw Error(detail::cat(where, ": tensor '", file_name(copy), "' differs from '", file_name(original),
+                            "' (first at ", element, ": ", *differ.first, " against ",
+                            *differ.second, "), yet the config ties the two (tie_word_embeddings true, the default). "
+                            "If the model's output layer is its own, say \"tie_word_embeddings\": false in its "
+                            "config.json"));
   }
   return report;
 }

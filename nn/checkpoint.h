@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "nn/heads.h"
+#include "nn/hf_layout.h"
 
 namespace ordo::nn {
 
@@ -46,6 +47,7 @@ struct Checkpoint {
   bool nsp = false;          // the NSP head (with the pooler it reads)
   bool lm_head = false;      // tensors of the LM head (cls.predictions.*): a bare encoder has none
   std::string weights_path;  // DIR/model.safetensors, for messages
+  FileTensors file_tensors;  // the file's own tensor behind each renamed one (RoBERTa, GPT-2), for messages
 };
 // The causal LM head comes from the config (is_decoder); the NSP head from
 // the weights (cls.seq_relationship.*), not from "architectures": HF's
@@ -67,7 +69,8 @@ Checkpoint read_checkpoint(const std::string& dir, bool keep_pooler = false);
 // writes it as zeros for HF). Errors
 // name the checkpoint and the tensor: a parameter the checkpoint lacks
 // (unless its name starts with one of `may_be_missing`), a tensor the model
-// does not have, a shape that differs.
+// does not have, a shape that differs; a tensor renamed from another layout
+// (`origins`: RoBERTa's, GPT-2's) by the file's own name.
 void load_weights(PretrainingModel& model, const NamedTensors& tensors, const std::string& where,
                   const std::vector<std::string>& may_be_missing = {});
 
@@ -80,7 +83,8 @@ struct LoadReport {
   std::vector<std::string> unused;   // checkpoint tensors left out (matched may_be_unused)
 };
 LoadReport load_weights(Module& model, const BertConfig& config, const NamedTensors& tensors, const std::string& where,
-                        const std::vector<std::string>& may_be_missing, const std::vector<std::string>& may_be_unused);
+                        const std::vector<std::string>& may_be_missing, const std::vector<std::string>& may_be_unused,
+                        const FileTensors* origins = nullptr);
 
 // The checkpoint's name for an ordo parameter name after normalising: what
 // load_weights matches on (exposed for tests).

@@ -33,10 +33,19 @@ const std::vector<std::pair<std::string, std::string>>& roberta_names() {
   return names;
 }
 
-NamedTensors roberta_from(NamedTensors tensors) {
-  for (auto& [name, t] : tensors)
+// Records where ordo's tensor `ours` came from (when `origins` is wanted).
+void note_origin(FileTensors* origins, const std::string& ours, const std::string& raw, const Tensor& t,
+                 const std::string& part = "") {
+  if (origins && ours != raw) (*origins)[ours] = FileTensor{raw, t.shape(), part};
+}
+
+NamedTensors roberta_from(NamedTensors tensors, FileTensors* origins) {
+  for (auto& [name, t] : tensors) {
+    const std::string raw = name;
     for (const auto& [theirs, ours] : roberta_names())
       if (swap_prefix(name, theirs, ours)) break;
+    note_origin(origins, name, raw, t);
+  }
   return tensors;
 }
 
@@ -91,7 +100,7 @@ bool is_conv1d_weight(const std::string& rest) {
 
 Tensor transposed(const Tensor& t) { return t.transpose(0, 1).contiguous(); }
 
-NamedTensors gpt2_from(const NamedTensors& tensors) {
+NamedTensors gpt2_from(const NamedTensors& tensors, FileTensors* origins) {
   NamedTensors out;
   for (const auto& [raw, t] : tensors) {
     std::string name = raw, layer, rest;
@@ -109,6 +118,8 @@ NamedTensors gpt2_from(const NamedTensors& tensors) {
           Tensor part = t.slice(t.dim() - 1, k * h, (k + 1) * h);
           out.emplace_back(ours + "attention.self." + parts[k] + (weight ? ".weight" : ".bias"),
                            weight ? transposed(part) : part.contiguous());
+          note_origin(origins, out.back().first, raw, t,
+                      std::string("its ") + parts[k] + (weight ? " columns, transposed" : " third"));
         }
         continue;
       }
@@ -119,6 +130,7 @@ NamedTensors gpt2_from(const NamedTensors& tensors) {
         ORDO_CHECK(!is_conv1d_weight(rest) || t.dim() == 2, "GPT-2 tensor '", raw, "' has shape ", shape_str(t.shape()),
                    ", expected a 2-D Conv1D weight");
         out.emplace_back(to, is_conv1d_weight(rest) ? transposed(t) : t);
+        note_origin(origins, to, raw, t, is_conv1d_weight(rest) ? "transposed" : "");
         renamed = true;
         break;
       }
@@ -129,6 +141,7 @@ NamedTensors gpt2_from(const NamedTensors& tensors) {
     for (const auto& [theirs, mine] : gpt2_model_names())
       if (swap_prefix(name, theirs, mine)) {
         out.emplace_back(name, t);
+        note_origin(origins, name, raw, t);
         renamed = true;
         break;
       }
@@ -186,9 +199,9 @@ NamedTensors gpt2_to(const NamedTensors& tensors) {
 
 }  // namespace
 
-NamedTensors from_hf_layout(const BertConfig& config, NamedTensors tensors) {
-  if (config.model_type == "roberta") return roberta_from(std::move(tensors));
-  if (config.model_type == "gpt2") return gpt2_from(tensors);
+NamedTensors from_hf_layout(const BertConfig& config, NamedTensors tensors, FileTensors* origins) {
+  if (config.model_type == "roberta") return roberta_from(std::move(tensors), origins);
+  if (config.model_type == "gpt2") return gpt2_from(tensors, origins);
   return tensors;
 }
 

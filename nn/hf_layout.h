@@ -27,6 +27,7 @@
 // heads under a GPT-2 backbone).
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,8 +39,19 @@ namespace ordo::nn {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
-// A checkpoint's tensors (as its file names them) -> ordo's names and shapes.
-NamedTensors from_hf_layout(const BertConfig& config, NamedTensors tensors);
+// Where one of ordo's tensors came from in a file of another layout, so that
+// messages name the file's tensor (a shape that does not fit, say), not ordo's.
+struct FileTensor {
+  std::string name;  // as the file names it ("transformer.h.0.attn.c_attn.weight")
+  Shape shape;       // as the file holds it
+  std::string part;  // what of it ordo's tensor is: "" (all of it, as it is), "transposed",
+                     // "its query columns, transposed"
+};
+using FileTensors = std::map<std::string, FileTensor>;  // by ordo's name; only the renamed ones
+
+// A checkpoint's tensors (as its file names them) -> ordo's names and shapes;
+// `origins`, when given, gets the file's tensor of each renamed one.
+NamedTensors from_hf_layout(const BertConfig& config, NamedTensors tensors, FileTensors* origins = nullptr);
 // ordo's parameters -> the names and shapes config.model_type's checkpoints use.
 NamedTensors to_hf_layout(const BertConfig& config, NamedTensors tensors);
 // The transformers class of the model family for the class BERT's would be

@@ -228,7 +228,9 @@ std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device 
   std::string path = dir + "/model.safetensors";
   std::vector<std::string> fresh;
   if (nsp) fresh = {"bert.pooler.", "cls.seq_relationship."};
-  nn::load_weights(*model, nn::from_hf_layout(config, safetensors::load(path)), path, fresh);
+  nn::FileTensors origins;
+  nn::load_weights(*model, config, nn::from_hf_layout(config, safetensors::load(path), &origins), path, fresh, {},
+                   &origins);
   return model;
 }
 
@@ -244,7 +246,8 @@ std::unique_ptr<nn::PretrainingModel> load_model(const std::string& dir, Device 
   // left out and listed: what reads the encoder (ordo analyze) reads it too.
   const std::vector<std::string> task_heads = {"classifier.", "qa_outputs."};
   nn::LoadReport r =
-      nn::load_weights(*model, checkpoint.config, checkpoint.tensors, checkpoint.weights_path, fresh, task_heads);
+      nn::load_weights(*model, checkpoint.config, checkpoint.tensors, checkpoint.weights_path, fresh, task_heads,
+                       &checkpoint.file_tensors);
   if (report) *report = r;
   return model;
 }
@@ -269,7 +272,8 @@ std::unique_ptr<Model> load_task_model(nn::Checkpoint checkpoint, Device device,
                                             [&](const auto& t) { return t.first.rfind(fresh[0], 0) == 0; }),
                              checkpoint.tensors.end());
   nn::LoadReport r =
-      nn::load_weights(*model, checkpoint.config, checkpoint.tensors, checkpoint.weights_path, fresh, left_out);
+      nn::load_weights(*model, checkpoint.config, checkpoint.tensors, checkpoint.weights_path, fresh, left_out,
+                       &checkpoint.file_tensors);
   if (report) *report = r;
   return model;
 }

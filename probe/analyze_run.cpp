@@ -1190,6 +1190,11 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
   if (!single) {
     ORDO_CHECK(directory_exists(o.run), "--run: '", o.run, "' is not a directory");
     ORDO_CHECK(file_exists(o.run + "/config.json"), "--run: '", o.run, "' holds no run (no config.json)");
+    // A checkpoint folder (an HF model, a run's step_N) has a config.json too,
+    // the model's: say what it is rather than read it as a run's config.
+    ORDO_CHECK(!file_exists(o.run + "/model.safetensors") || directory_exists(o.run + "/checkpoints"), "--run: '",
+               o.run, "' is a checkpoint (config.json + model.safetensors), not a run of ordo pretrain: analyze "
+               "it with --model ", o.run);
   }
   check_output(o.out, OutputKind::folder, o.overwrite,
                {{single ? o.model_dir : o.run, single ? "--model" : "--run"}});

@@ -139,15 +139,30 @@ BpeTokenizer BpeTokenizer::load(const std::string& vocab_json, const std::string
     throw Error(json_path_error(vocab_json, e.what()));
   }
   ORDO_CHECK(v.is_object(), vocab_json, ": expected an object {\"token\": id, ...}");
+  // N tokens hold the ids 0..N-1. An id beyond that means one of them is
+  // missing: the error names the missing id, not the token past the end.
   std::vector<std::string> tokens(v.size());
+  std::vector<bool> given(v.size(), false);
+  std::string beyond;  // a token whose id is N or more
+  int64_t beyond_id = -1;
   for (const auto& [token, idv] : v.items()) {
     ORDO_CHECK(idv.is_number(), vocab_json, ": the id of '", token, "' is not a number");
     const int64_t i = idv.as_int();
-    ORDO_CHECK(i >= 0 && i < static_cast<int64_t>(tokens.size()), vocab_json, ": token '", token, "' has id ", i,
-               ", outside 0..", tokens.size() - 1, " (ids must run without gaps)");
-    ORDO_CHECK(tokens[static_cast<size_t>(i)].empty(), vocab_json, ": id ", i, " is given to both '",
+    ORDO_CHECK(i >= 0, vocab_json, ": token '", token, "' has the negative id ", i);
+    if (i >= static_cast<int64_t>(tokens.size())) {
+      beyond = token, beyond_id = i;
+      continue;
+    }
+    ORDO_CHECK(!given[static_cast<size_t>(i)], vocab_json, ": id ", i, " is given to both '",
                tokens[static_cast<size_t>(i)], "' and '", token, "'");
     tokens[static_cast<size_t>(i)] = token;
+    given[static_cast<size_t>(i)] = true;
+  }
+  if (beyond_id >= 0) {
+    const size_t missing = static_cast<size_t>(std::find(given.begin(), given.end(), false) - given.begin());
+    throw Error(detail::cat(vocab_json, ": no token has id ", missing, ": the ", tokens.size(),
+                            " tokens must hold the ids 0..", tokens.size() - 1, " without gaps, but '", beyond,
+                            "' has id ", beyond_id));
   }
   const std::string bytes = read_file(merges_txt);
   std::vector<std::pair<std::string, std::string>> merges;

@@ -198,36 +198,43 @@ std::vector<std::string> BasicTokenizer::words(std::string_view text) const {
 
 PieceTrie::PieceTrie(std::vector<std::pair<std::string, int32_t>> pieces) {
   std::sort(pieces.begin(), pieces.end());
-  build(pieces, 0, pieces.size(), 0);
+  build(pieces);
   root_children_.assign(256, -1);
   for (uint32_t e = 0; e < nodes_[0].edge_count; ++e) root_children_[edges_[e].byte] = edges_[e].child;
 }
 
-// Builds the node for the pieces [lo, hi), which share their first `depth`
-// bytes. A node's edges are reserved before its children are built, so they
-// stay contiguous.
-int32_t PieceTrie::build(const std::vector<std::pair<std::string, int32_t>>& sorted, size_t lo, size_t hi,
-                         size_t depth) {
-  const int32_t index = static_cast<int32_t>(nodes_.size());
+// The nodes from the sorted pieces, with a stack of pending nodes instead of
+// recursion: a piece of a million bytes is a path a million nodes deep, which
+// a recursive build would follow with a million stack frames. A node's
+// children are made together, so its edges stay contiguous and in byte order
+// (std::string sorts bytes as unsigned char).
+void PieceTrie::build(const std::vector<std::pair<std::string, int32_t>>& sorted) {
+  struct Pending {
+    int32_t node;
+    size_t lo, hi, depth;  // the pieces [lo, hi) share their first `depth` bytes
+  };
   nodes_.emplace_back();
-  if (lo < hi && sorted[lo].first.size() == depth) nodes_[index].id = sorted[lo++].second;
-  std::vector<std::pair<size_t, size_t>> groups;  // runs of pieces with the same next byte
-  for (size_t i = lo; i < hi;) {
-    size_t j = i;
-    while (j < hi && sorted[j].first[depth] == sorted[i].first[depth]) ++j;
-    groups.emplace_back(i, j);
-    i = j;
+  std::vector<Pending> stack{{0, 0, sorted.size(), 0}};
+  while (!stack.empty()) {
+    const Pending p = stack.back();
+    stack.pop_back();
+    size_t lo = p.lo;
+    if (lo < p.hi && sorted[lo].first.size() == p.depth) nodes_[static_cast<size_t>(p.node)].id = sorted[lo].second;
+    while (lo < p.hi && sorted[lo].first.size() == p.depth) ++lo;  // a repeated piece: its first id stays
+    const uint32_t first = static_cast<uint32_t>(edges_.size());
+    for (size_t i = lo; i < p.hi;) {  // a child per run of pieces with the same next byte
+      const char byte = sorted[i].first[p.depth];
+      size_t j = i;
+      while (j < p.hi && sorted[j].first[p.depth] == byte) ++j;
+      const int32_t child = static_cast<int32_t>(nodes_.size());
+      nodes_.emplace_back();
+      edges_.push_back(Edge{static_cast<uint8_t>(byte), child});
+      stack.push_back({child, i, j, p.depth + 1});
+      i = j;
+    }
+    nodes_[static_cast<size_t>(p.node)].first_edge = first;
+    nodes_[static_cast<size_t>(p.node)].edge_count = static_cast<uint32_t>(edges_.size()) - first;
   }
-  const uint32_t first = static_cast<uint32_t>(edges_.size());
-  nodes_[index].first_edge = first;
-  nodes_[index].edge_count = static_cast<uint32_t>(groups.size());
-  edges_.resize(edges_.size() + groups.size());
-  for (size_t g = 0; g < groups.size(); ++g) {
-    uint8_t byte = static_cast<uint8_t>(sorted[groups[g].first].first[depth]);
-    int32_t child = build(sorted, groups[g].first, groups[g].second, depth + 1);
-    edges_[first + g] = Edge{byte, child};
-  }
-  return index;
 }
 
 std::pair<int32_t, size_t> PieceTrie::longest_prefix(std::string_view bytes) const {
@@ -252,14 +259,21 @@ std::pair<int32_t, size_t> PieceTrie::longest_prefix(std::string_view bytes) con
 
 namespace {
 
-std::vector<std::pair<std::string, int32_t>> pieces_of(const Vocab& vocab, bool continuation) {
+size_t code_points(std::string_view utf8_bytes) {
+  return static_cast<size_t>(std::count_if(utf8_bytes.begin(), utf8_bytes.end(),
+                                           [](char b) { return (static_cast<uint8_t>(b) & 0xC0) != 0x80; }));
+}
+
+// The pieces of the vocabulary that a word can match: a word of more than
+// `max_chars` characters is [UNK] before any lookup, so a longer token (a
+// vocab.txt line of a megabyte, say) can never be a piece and stays out of
+// the trie, which would otherwise hold a node per byte of it.
+std::vector<std::pair<std::string, int32_t>> pieces_of(const Vocab& vocab, bool continuation, int max_chars) {
   std::vector<std::pair<std::string, int32_t>> pieces;
   for (int32_t id = 0; id < vocab.size(); ++id) {
-    if (!continuation) {
-      pieces.emplace_back(vocab.token(id), id);
-    } else if (vocab.is_continuation(id)) {
-      pieces.emplace_back(vocab.token(id).substr(2), id);
-    }
+    if (continuation && !vocab.is_continuation(id)) continue;
+    std::string piece = continuation ? vocab.token(id).substr(2) : vocab.token(id);
+    if (code_points(piece) <= static_cast<size_t>(max_chars)) pieces.emplace_back(std::move(piece), id);
   }
   return pieces;
 }
@@ -270,8 +284,8 @@ Tokenizer::Tokenizer(Vocab vocab, TokenizerOptions options)
     : vocab_(std::move(vocab)),
       options_(options),
       basic_(options.lower_case),
-      initial_(pieces_of(vocab_, false)),
-      continuation_(pieces_of(vocab_, true)) {
+      initial_(pieces_of(vocab_, false, options.max_chars_per_word)),
+      continuation_(pieces_of(vocab_, true, options.max_chars_per_word)) {
   ORDO_CHECK(options_.max_chars_per_word > 0, "max_chars_per_word must be positive, got ",
              options_.max_chars_per_word);
 }

@@ -93,7 +93,7 @@ class PieceTrie {
     uint8_t byte;
     int32_t child;
   };
-  int32_t build(const std::vector<std::pair<std::string, int32_t>>& sorted, size_t lo, size_t hi, size_t depth);
+  void build(const std::vector<std::pair<std::string, int32_t>>& sorted);
 
   std::vector<Node> nodes_;
   std::vector<Edge> edges_;

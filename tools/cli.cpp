@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "tensor/device_runtime.h"
+#include "text/utf8.h"
 
 namespace ordo::cli {
 
@@ -14,6 +15,17 @@ namespace {
 std::vector<Command>& registry() {
   static std::vector<Command> commands;
   return commands;
+}
+
+// Every path and name a command is given ends up in a JSON record (the run's
+// config.json, results.json, a report), and JSON holds UTF-8 only: a value
+// that is not UTF-8 is refused here, before any work, rather than when the
+// first record is written, maybe hours later.
+void check_utf8(const std::string& value, const std::string& what) {
+  text::utf8::Invalid invalid;
+  ORDO_USAGE_CHECK(text::utf8::valid(value, &invalid), what, " is not valid UTF-8 (byte ", invalid.offset + 1, " of ",
+                   value.size(), ": ", invalid.reason, "); ordo writes the paths and names it is given into its JSON "
+                   "records, which hold UTF-8 only: rename the file or folder");
 }
 }  // namespace
 
@@ -33,6 +45,7 @@ Args::Args(const std::vector<std::string>& argv, const std::vector<std::string>&
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& arg = argv[i];
     if (arg.size() < 3 || arg.compare(0, 2, "--") != 0) {
+      check_utf8(arg, "argument " + std::to_string(positional_.size() + 1) + " (not a flag)");
       positional_.push_back(arg);
       continue;
     }
@@ -53,6 +66,7 @@ Args::Args(const std::vector<std::string>& argv, const std::vector<std::string>&
       ORDO_USAGE_CHECK(i + 1 < argv.size(), "flag --", name, " needs a value");
       value = argv[++i];
     }
+    check_utf8(value, "the value of --" + name);
     values_.emplace(name, value);
   }
 }

@@ -1,6 +1,7 @@
 // `ordo experiment`: a folder of run configs carried through the stages its
 // plan names — pretrained, probed, analysed, fine-tuned — and reported beside
 // the paper's tables; resumable and shardable (experiment/runner.h).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -22,6 +23,17 @@ std::vector<std::string> comma_list(const std::string& flag, const std::string& 
     if (comma == std::string::npos) return out;
     start = comma + 1;
   }
+}
+
+// What the report stage wrote, as the summary line ends: the page to open,
+// or the files there are without one (runner.cpp says when it wrote none).
+std::string report_written(const experiment::ExperimentSummary& s) {
+  const std::vector<std::string>& files = s.report_files;
+  if (files.empty()) return "";
+  if (std::find(files.begin(), files.end(), "index.html") != files.end()) return " -> " + s.report + "/index.html";
+  std::string names;
+  for (const std::string& f : files) names += (names.empty() ? "" : ", ") + f;
+  return " -> " + s.report + ": " + names + " (no index.html: no run is probed yet, and the page shows the probes)";
 }
 
 int run(const std::vector<std::string>& argv) {
@@ -67,9 +79,9 @@ int run(const std::vector<std::string>& argv) {
   const experiment::ExperimentSummary s = experiment::run_experiment(o);
   if (o.list) return 0;
   if (s.interrupted) return 130;
-  std::printf("ordo experiment: %lld run(s) worked on, %lld complete, %lld busy in another process%s%s\n",
+  std::printf("ordo experiment: %lld run(s) worked on, %lld complete, %lld busy in another process%s\n",
               static_cast<long long>(s.ran), static_cast<long long>(s.complete), static_cast<long long>(s.busy),
-              s.report.empty() ? "" : " -> ", s.report.empty() ? "" : (s.report + "/index.html").c_str());
+              report_written(s).c_str());
   return 0;
 }
 

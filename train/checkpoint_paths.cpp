@@ -88,6 +88,16 @@ CheckpointTokenizer load_tokenizer(const std::string& checkpoint_dir, const std:
   return out;
 }
 
+void check_pair_segments(const CheckpointTokenizer& tokenizer, int64_t type_vocab_size, const std::string& config_path) {
+  const int32_t segment = tokenizer.tokenizer->layout().second_segment;
+  // type_vocab_size 0 (GPT-2): no segment embedding, nothing indexed.
+  ORDO_CHECK(type_vocab_size == 0 || segment < type_vocab_size, "the tokenizer ", tokenizer.path, " (",
+             tokenizer.tokenizer->kind(), ") puts the second text of a pair in segment (token type) ", segment,
+             ", but the model's type_vocab_size is ", type_vocab_size, " (segment ids 0..", type_vocab_size - 1, ", ",
+             config_path, "). Is it the tokenizer of another model? A RoBERTa takes its own byte-level BPE "
+             "(vocab.json + merges.txt, or tokenizer.json): give it with --vocab FILE");
+}
+
 namespace {
 
 // The boolean at object.key1.key2... of a JSON file; nullopt when the file or

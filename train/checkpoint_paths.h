@@ -33,6 +33,12 @@ struct CheckpointTokenizer {
 CheckpointTokenizer load_tokenizer(const std::string& checkpoint_dir, const std::string& given,
                                    const text::TokenizerOptions& wordpiece, int64_t model_vocab_size,
                                    const std::string& config_path);
+// A pair of texts (GLUE's pair tasks, SQuAD) puts its second text in the
+// segment the tokenizer's layout says (WordPiece: 1; RoBERTa's BPE: 0). An
+// error naming the tokenizer file and config_path's type_vocab_size when the
+// model's segment embedding has no row for it (a RoBERTa given BERT's
+// vocab.txt) — before any training, not as an index out of range in it.
+void check_pair_segments(const CheckpointTokenizer& tokenizer, int64_t type_vocab_size, const std::string& config_path);
 // Whether the checkpoint's vocabulary was made for lower-cased text: an HF
 // tokenizer_config.json's do_lower_case inside it, else the data.lower_case of
 // the ordo run it belongs to (CHECKPOINT/../../config.json); nullopt when

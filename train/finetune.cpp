@@ -1259,6 +1259,8 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   const CheckpointTokenizer tokenizer_files = load_tokenizer(o.checkpoint, o.vocab, tokenizer_options(c, o.checkpoint),
                                                              model_config.vocab_size, o.checkpoint + "/config.json");
   const text::SubwordTokenizer& tokenizer = *tokenizer_files.tokenizer;
+  if (is_squad(o.task) || (o.task != "senteval" && downstream::glue_task(o.task).pair))
+    check_pair_segments(tokenizer_files, model_config.type_vocab_size, o.checkpoint + "/config.json");
   std::unique_ptr<Task> task;
   if (is_squad(o.task)) {
     task = std::make_unique<SquadFinetuneTask>(o.task == "squad2", files, tokenizer, c);

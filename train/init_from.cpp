@@ -60,7 +60,8 @@ InitFromReport init_from(nn::PretrainingModel& model, const std::string& path) {
   const std::vector<std::string> may_be_unused = {"bert.embeddings.position_embeddings.", "cls.seq_relationship.",
                                                   "bert.pooler."};
   nn::LoadReport loaded = nn::load_weights(model, model.bert.config(), checkpoint.tensors,
-                                           "train.init_from " + checkpoint.weights_path, may_be_missing, may_be_unused);
+                                           "train.init_from " + checkpoint.weights_path, may_be_missing, may_be_unused,
+                                           &checkpoint.file_tensors);
   report.fresh = std::move(loaded.missing);
   report.unused = std::move(loaded.unused);
   report.copied = static_cast<int64_t>(model.named_parameters().size() - report.fresh.size());

@@ -148,6 +148,10 @@ RunConfig parse_run_config(const json::Value& json_in, const std::vector<std::st
   ORDO_CHECK(!(c.data.objective == "causal") || c.model.decoder, where,
              ": objective 'causal' needs model.decoder = true (a causal decoder stack)");
   ORDO_CHECK(c.data.objective == "causal" || !c.model.decoder, where, ": a decoder model trains with objective 'causal'");
+  // Sentence pairs put their second sentence in segment 1 (type_vocab_size 0: no segment embedding at all).
+  ORDO_CHECK(c.data.objective != "mlm+nsp" || c.model.type_vocab_size != 1, where, ": objective 'mlm+nsp' puts a "
+             "pair's second sentence in segment (token type) 1, but model.type_vocab_size is 1 (segment ids 0..0): "
+             "give type_vocab_size 2, as BERT's, or objective 'mlm'");
   c.source = json;
   c.source["model"] = model_json;
   return c;

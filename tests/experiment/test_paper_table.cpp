@@ -115,6 +115,9 @@ TEST_CASE("paper table: read with its source lines, cells with spreads and marks
            {"indicator\tpaper_row\tsymmetry_sd\n", "a correlation's column is a task's figure"},
            {"indicator\tpaper_row\tsquad.f1\nsquad_size\tx\t0.1\n", "'squad_size' is not an indicator"},
            {std::string("# only a header\n") + kHeader, "no rows"},
+           // Not UTF-8 (a Latin-1 "é"): named at the plan's reading, not when the report is written.
+           {std::string(kHeader) + "a\tRow \xe9\tAPE\tlearned\t0.5\t1\n",
+            "paper_t.tsv:2: invalid UTF-8 at byte 7 of the line"},
        }) {
     INFO(bad.body);
     CHECK_THROWS_WITH(table_from(dir, bad.body), Contains(bad.message));

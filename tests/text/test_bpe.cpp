@@ -152,6 +152,16 @@ TEST_CASE("byte-level BPE: words for probing, save and reload, bad files", "[tex
   write_file_atomic(dir + "/unknown_merge.txt", "#version: 0.2\nqqq zzz\n");
   CHECK_THROWS_WITH(BpeTokenizer::load(dir + "/vocab.json", dir + "/unknown_merge.txt"),
                     Catch::Contains("merge 1") && Catch::Contains("not in the vocabulary"));
+  // Ids 0..N-1 for N tokens: with id 5 missing, the error names 5, not the token past the end.
+  const json::Value full = json::parse(read_file(dir + "/vocab.json"));
+  const int64_t last = static_cast<int64_t>(full.size()) - 1;
+  json::Value gap = json::Value::object();
+  for (const auto& [token, id] : full.items()) gap[token] = id.as_int() == 5 ? last + 1 : id.as_int();
+  write_file_atomic(dir + "/gap_vocab.json", json::dump(gap));
+  CHECK_THROWS_WITH(BpeTokenizer::load(dir + "/gap_vocab.json", dir + "/merges.txt"),
+                    Catch::Contains("gap_vocab.json: no token has id 5:") &&
+                        Catch::Contains("ids 0.." + std::to_string(last) + " without gaps") &&
+                        Catch::Contains("has id " + std::to_string(last + 1)));
   write_file_atomic(dir + "/small_vocab.json", "{\"a\": 0, \"b\": 1}");
   CHECK_THROWS_WITH(BpeTokenizer::load(dir + "/small_vocab.json", dir + "/merges.txt"),
                     Catch::Contains("has no token") && Catch::Contains("256 bytes"));

@@ -244,3 +244,36 @@ TEST_CASE("tokenizer rejects invalid UTF-8 text", "[text][tokenizer]") {
   Tokenizer tokenizer(small_vocab());
   CHECK_THROWS_WITH(tokenizer.tokenize("the \xED\xA0\x80 dog"), Contains("invalid UTF-8 in text at byte 4"));
 }
+
+TEST_CASE("a vocab.txt token of a megabyte loads, encodes and decodes: the trie is built without recursion",
+          "[text][vocab]") {
+  // The trie has a node per byte of a piece; a build recursing once per node
+  // overflowed the stack on a 100,000-byte token.
+  const std::string huge(1000000, 'x');
+  const std::string path = temp_path("huge_vocab.txt");
+  ordo::write_file_atomic(path, "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nx\n##x\n" + huge + "\n");
+  const Vocab vocab = Vocab::load(path);
+  std::remove(path.c_str());
+  REQUIRE(vocab.id(huge) == 7);
+  // BERT's limit: a word of more than 100 characters is [UNK] before any lookup,
+  // so the long token is never a piece, but it stays a token to decode.
+  const Tokenizer bert(vocab);
+  CHECK(bert.tokenize("xxx") == Strings{"x", "##x", "##x"});
+  CHECK(bert.tokenize(huge) == Strings{"[UNK]"});
+  CHECK(bert.decode({7}) == huge);
+  // With a limit above its length the token is the longest match.
+  const Tokenizer wide(vocab, TokenizerOptions{true, 2000000});
+  CHECK(wide.encode(huge) == std::vector<int32_t>{7});
+  CHECK(wide.encode(huge + "x") == std::vector<int32_t>{7, 6});
+}
+
+TEST_CASE("PieceTrie: the longest piece, through a path a million bytes deep", "[text][tokenizer]") {
+  const std::string deep(1000000, 'a');
+  const PieceTrie trie({{deep, 7}, {"a", 3}, {"ab", 4}, {"b", 5}});
+  CHECK(trie.longest_prefix(deep) == std::pair<int32_t, size_t>{7, 1000000});
+  CHECK(trie.longest_prefix(deep + "b") == std::pair<int32_t, size_t>{7, 1000000});
+  CHECK(trie.longest_prefix(deep.substr(1) + "b") == std::pair<int32_t, size_t>{3, 1});
+  CHECK(trie.longest_prefix("ab") == std::pair<int32_t, size_t>{4, 2});
+  CHECK(trie.longest_prefix("ba") == std::pair<int32_t, size_t>{5, 1});
+  CHECK(trie.longest_prefix("c") == std::pair<int32_t, size_t>{-1, 0});
+}

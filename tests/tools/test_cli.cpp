@@ -34,3 +34,29 @@ TEST_CASE("ordo info on a machine without a GPU says so", "[cli]") {
   CHECK(r.output.find("cuda: no GPU") != std::string::npos);
   CHECK(r.output.find("driver") == std::string::npos);
 }
+
+TEST_CASE("a flag's value that is not UTF-8 is refused before any work, naming the flag and the byte",
+          "[cli][errors]") {
+  // The paths a command is given go into its JSON records (JSON holds UTF-8
+  // only), which used to fail when they were written: for an experiment's
+  // report, after its runs. "\xff" never occurs in UTF-8.
+  ordo::test::TempDir dir("not_utf8");
+  const std::string bad = dir / "r\xff";
+  struct Case {
+    std::string args, named;
+  } cases[] = {
+      {"pretrain --config " + std::string(ORDO_SOURCE_DIR) + "/configs/tiny.json --set train.steps=2 --out " + bad,
+       "the value of --out is not valid UTF-8 (byte " + std::to_string(bad.size()) + " of " +
+           std::to_string(bad.size())},
+      {"finetune --checkpoint " + (dir / "ckpt") + " --task rte --data " + bad + " --out " + (dir / "ft"),
+       "the value of --data is not valid UTF-8"},
+      {"experiment " + bad + " --out " + (dir / "ex"), "argument 1 (not a flag) is not valid UTF-8"},
+  };
+  for (const Case& c : cases) {
+    const ordo::test::CommandResult r = run_ordo(c.args);
+    INFO("ordo " << c.args << "\n" << r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(r.output.find(c.named) != std::string::npos);
+  }
+  CHECK(std::filesystem::is_empty(dir.path));
+}

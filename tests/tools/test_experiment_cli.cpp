@@ -241,3 +241,20 @@ TEST_CASE("ordo experiment: a bad plan is refused before anything is written", "
   CHECK_THAT(r.output, Contains("b_ape | pretrain - | probe - | tasks - | finetune:rte -\n"));
   CHECK_FALSE(std::filesystem::exists(out));
 }
+
+TEST_CASE("ordo experiment --report with nothing finished names the files it wrote, no index.html",
+          "[cli][experiment]") {
+  TempDir dir("experiment-report-early");
+  const std::string cfg = make_folder(dir), out = dir / "out";
+  const CommandResult r = run_ordo("experiment " + cfg + " --out " + out + " --report" + kSmall);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_FALSE(file_exists(out + "/report/index.html"));
+  CHECK_THAT(r.output, !Contains("index.html\n") && Contains("(no index.html: no run is probed yet"));
+  // Every file the line names is there.
+  const std::string names = r.output.substr(r.output.find(out + "/report: ") + out.size() + 9);
+  for (const char* file : {"paper.md", "paper.json"}) {
+    CHECK_THAT(names, Contains(file));
+    CHECK(file_exists(out + "/report/" + file));
+  }
+}

@@ -5,12 +5,14 @@
 // `finetune`; and the refusals: a model ordo does not implement,
 // a folder without a tokenizer, a vocabulary longer than the model's.
 #include <filesystem>
+#include <functional>
 
 #include "base/file_io.h"
 #include "base/json.h"
 #include "nn/bert_config.h"
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
+#include "tensor/ops.h"
 #include "tensor/safetensors.h"
 #include "tests/helpers.h"
 
@@ -265,4 +267,103 @@ TEST_CASE("a vocabulary longer than the model's vocab_size is refused at load, n
   auto p = run_ordo("probe --checkpoint " + bare + " --out " + (dir / "probe"));
   CHECK(p.exit_code != 0);
   CHECK_THAT(p.output, Contains("has 70 tokens") && Contains("59 rows"));
+}
+
+namespace {
+
+// DIR/model.safetensors with `edit` applied to its (name, tensor) list.
+void edit_weights(const std::string& dir, const std::function<void(ordo::nn::NamedTensors&)>& edit) {
+  ordo::nn::NamedTensors tensors = ordo::safetensors::load(dir + "/model.safetensors");
+  edit(tensors);
+  ordo::safetensors::save(dir + "/model.safetensors", tensors);
+}
+
+ordo::Tensor tensor_named(const ordo::nn::NamedTensors& tensors, const std::string& name) {
+  for (const auto& [n, t] : tensors)
+    if (n == name) return t;
+  FAIL("no tensor " << name);
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("RoBERTa given BERT's vocab.txt for a pair task: the segment id against type_vocab_size, named up front",
+          "[cli][hf_models][errors]") {
+  TempDir dir("roberta_wordpiece");
+  const std::string roberta = family_model(dir, "roberta", 2500), rte = rte_data(dir);
+  std::string vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
+  for (int i = 5; i < 70; ++i) vocab += "w" + std::to_string(i) + "\n";
+  const std::string vocab_file = dir.write("vocab.txt", vocab);
+  auto r = run_ordo("finetune --quiet --checkpoint " + roberta + " --vocab " + vocab_file + " --task rte --data " + rte +
+                    " --out " + (dir / "ft") + " --set train.epochs=1 --set train.batch_size=4 --set train.max_seq_length=16");
+  INFO(r.output);
+  CHECK(r.exit_code != 0);
+  // WordPiece puts a pair's second text in segment 1; RoBERTa's config has type_vocab_size 1.
+  CHECK_THAT(r.output, Contains("the tokenizer " + vocab_file + " (wordpiece)") &&
+                           Contains("segment (token type) 1") && Contains("type_vocab_size is 1") &&
+                           Contains(roberta + "/config.json") && !Contains("embedding_sum"));
+  CHECK_FALSE(ordo::file_exists(dir / "ft"));
+}
+
+TEST_CASE("GPT-2's and RoBERTa's tensors are named as their files name them in load errors",
+          "[cli][hf_models][errors]") {
+  TempDir dir("file_names");
+  const std::string gpt2 = family_model(dir, "gpt2", 1500), roberta = family_model(dir, "roberta", 2500);
+  const std::string input = dir.write("in.json", R"({"input_ids": [[5, 7, 9]]})");
+  // c_attn holds q, k and v side by side ([16, 48]); 45 columns split into parts of 15.
+  edit_weights(gpt2, [](ordo::nn::NamedTensors& tensors) {
+    for (auto& [name, t] : tensors)
+      if (name == "transformer.h.0.attn.c_attn.weight") t = ordo::Tensor::zeros({16, 45}, t.dtype(), t.device());
+  });
+  auto r = run_ordo("forward --checkpoint " + gpt2 + " --input " + input + " --out " + (dir / "g.safetensors"));
+  INFO(r.output);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains("tensor 'transformer.h.0.attn.c_attn.weight' has shape [16, 45]: its query columns, "
+                                "transposed, that is [15, 16] where the model expects [16, 16]") &&
+                           !Contains("bert.encoder"));
+  edit_weights(roberta, [](ordo::nn::NamedTensors& tensors) {
+    for (auto& [name, t] : tensors)
+      if (name == "roberta.encoder.layer.1.output.dense.weight") t = ordo::Tensor::zeros({16, 20}, t.dtype(), t.device());
+  });
+  r = run_ordo("forward --checkpoint " + roberta + " --input " + input + " --out " + (dir / "r.safetensors"));
+  INFO(r.output);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains("tensor 'roberta.encoder.layer.1.output.dense.weight' has shape [16, 20], the model "
+                                "expects [16, 24]") && !Contains("bert.encoder"));
+}
+
+TEST_CASE("a tied GPT-2 that stores its own lm_head.weight: accepted as a copy, refused by name when it differs",
+          "[cli][hf_models][errors]") {
+  TempDir dir("tied_lm_head");
+  const std::string gpt2 = family_model(dir, "gpt2", 1500);
+  const std::string input = dir.write("in.json", R"({"input_ids": [[5, 7, 9]]})");
+  // An f16 copy of the f32 table: the same table in the copy's precision.
+  edit_weights(gpt2, [](ordo::nn::NamedTensors& tensors) {
+    tensors.emplace_back("lm_head.weight", tensor_named(tensors, "transformer.wte.weight").to(ordo::DType::f16));
+  });
+  auto r = run_ordo("forward --checkpoint " + gpt2 + " --input " + input + " --out " + (dir / "a.safetensors"));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(ordo::test::load_tensors(dir / "a.safetensors").count("logits") == 1);
+  // A different table: the model that wrote it had an output layer of its own.
+  edit_weights(gpt2, [](ordo::nn::NamedTensors& tensors) {
+    for (auto& [name, t] : tensors)
+      if (name == "lm_head.weight") t = ordo::affine(tensor_named(tensors, "transformer.wte.weight"), 1.0, 1.0);
+  });
+  r = run_ordo("forward --checkpoint " + gpt2 + " --input " + input + " --out " + (dir / "b.safetensors"));
+  INFO(r.output);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains("tensor 'lm_head.weight' differs from 'transformer.wte.weight' (first at [0, 0]") &&
+                           Contains("\"tie_word_embeddings\": false") && !Contains("not supported"));
+}
+
+TEST_CASE("ordo analyze --run on an HF checkpoint points to --model", "[cli][hf_models][errors]") {
+  TempDir dir("analyze_run_hf");
+  const std::string gpt2 = family_model(dir, "gpt2", 1500);
+  auto r = run_ordo("analyze --run " + gpt2 + " --out " + (dir / "an"));
+  INFO(r.output);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains("'" + gpt2 + "' is a checkpoint") && Contains("analyze it with --model " + gpt2) &&
+                           !Contains("unknown key"));
+  CHECK_FALSE(ordo::file_exists(dir / "an"));
 }

@@ -291,6 +291,10 @@ TEST_CASE("bad run configs are refused with the key named", "[pretrain][errors]"
   CHECK_THROWS_WITH(bad("train.max_seq_length=100"), Contains("max_seq_length 100 is beyond max_position_embeddings 64"));
   CHECK_THROWS_WITH(bad("model.hidden_act=swish"), Contains("'hidden_act' is 'swish'"));
   CHECK_THROWS_WITH(bad("data.objective=causal"), Contains("needs model.decoder = true"));
+  // Before any step, not as an index out of range in the embeddings' lookup at the first.
+  CHECK_THROWS_WITH(train::parse_run_config(small_config(), {"data.objective=mlm+nsp", "model.type_vocab_size=1"},
+                                            "run.json"),
+                    Contains("run.json") && Contains("segment (token type) 1") && Contains("type_vocab_size is 1"));
   CHECK_THROWS_WITH(bad("train.lr=-1"), Contains("'lr' must be between 0 and 10"));
   CHECK_THROWS_WITH(train::parse_run_config(json::parse("{}"), {}, "run.json"), Contains("missing the 'model' object"));
   train::RunConfig unknown_pe = bad("model.pe=sinusoidal_typo");
