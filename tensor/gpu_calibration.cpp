@@ -193,7 +193,12 @@ ClassTimes modeled_by_class(const std::vector<KernelCall>& calls, const Roofline
 std::vector<MeasuredStep> parse_measured_log(const std::string& text, const std::string& source) {
   const std::vector<std::string> lines = lines_of(text);
   std::vector<MeasuredStep> steps;
-  std::map<std::string, double> graph, eager;  // by "config B x L"
+  // By run (the count of "ordo bench step:" banners so far: a log may hold
+  // several runs, of the same steps under other settings) and label.
+  using Key = std::pair<int, std::string>;
+  std::map<Key, double> graph, eager;
+  std::vector<int> run_of;  // of each step
+  int run = 0;
   static const std::regex header_re(R"(^(.*), one eager step kernel by kernel \(MEASURED(.*))");
   static const std::regex figures_re(
       R"(([0-9.]+) launches, their spans' sum ([0-9.]+) ms, the timed step's wall time ([0-9.]+) ms)");
@@ -204,6 +209,7 @@ std::vector<MeasuredStep> parse_measured_log(const std::string& text, const std:
     std::smatch m;
     if (line.empty() || line.rfind("ordo bench step:", 0) == 0) {  // a table's end, or the next run's banner
       table = Table::none;
+      if (!line.empty()) ++run;
     } else if (line.rfind("config", 0) == 0 && line.find("step ms") != std::string::npos) {
       table = Table::steps;
     } else if (line.rfind("config", 0) == 0 && line.find("eager (no graph)") != std::string::npos) {
@@ -214,10 +220,10 @@ std::vector<MeasuredStep> parse_measured_log(const std::string& text, const std:
       // steps: ... before -> after (ms); parts: after eager ...
       if (table == Table::steps && step_label(t, label) && t.size() >= 7 && t[t.size() - 2] == "->" &&
           number(t[t.size() - 3], before) && number(t.back(), after)) {
-        eager[label + " before"] = before / 1e3;
-        graph[label + " after"] = after / 1e3;
+        eager[{run, label + " before"}] = before / 1e3;
+        graph[{run, label + " after"}] = after / 1e3;
       } else if (table == Table::parts && step_label(t, label) && t.size() >= 6 && number(t[5], eager_ms)) {
-        eager[label + " after"] = eager_ms / 1e3;
+        eager[{run, label + " after"}] = eager_ms / 1e3;
       } else if (!(table == Table::steps && t.size() >= 4 && t.back() == "-")) {  // the emulator's rows have no ms
         throw Error(where(source, i) + ": a step table row that does not parse: '" + line + "'");
       }
@@ -238,7 +244,11 @@ std::vector<MeasuredStep> parse_measured_log(const std::string& text, const std:
                  "' does not give its launches, spans' sum and wall time");
       s.launches = std::stod(f[1].str());
       s.spans_seconds = std::stod(f[2].str()) / 1e3;
-      for (i = j + 1; i < lines.size() && !trim(lines[i]).empty(); ++i) {
+      auto table_end = [&](size_t k) {  // a blank line, or the next run's banner
+        const std::string l = trim(lines[k]);
+        return l.empty() || l.rfind("ordo bench step:", 0) == 0;
+      };
+      for (i = j + 1; i < lines.size() && !table_end(i); ++i) {
         std::string name;
         double calls = 0, ms = 0;
         ORDO_CHECK(kernel_row(lines[i], name, calls, ms), where(source, i),
@@ -258,26 +268,30 @@ std::vector<MeasuredStep> parse_measured_log(const std::string& text, const std:
           s.kernels.calls[c] += calls;
         }
       }
+      if (i < lines.size() && table_end(i)) --i;  // the outer loop reads the banner (a new run)
       ORDO_CHECK(!s.kernels.seconds.empty(), s.source, ": the kernel table of '", s.label, "' has no rows");
       steps.push_back(s);
+      run_of.push_back(run);
     }
   }
   // The steps timed whole without a kernel table (tiny's): checked, not fitted.
-  for (const std::map<std::string, double>* times : {&graph, &eager})
-    for (const auto& [label, seconds] : *times) {
-      const bool known = std::any_of(steps.begin(), steps.end(), [&](const MeasuredStep& s) { return s.label == label; });
+  for (const std::map<Key, double>* times : {&graph, &eager})
+    for (const auto& [key, seconds] : *times) {
+      bool known = false;
+      for (size_t k = 0; k < steps.size(); ++k) known = known || (run_of[k] == key.first && steps[k].label == key.second);
       if (known) continue;
       MeasuredStep s;
-      s.label = label;
+      s.label = key.second;
       s.source = source;
       steps.push_back(s);
+      run_of.push_back(key.first);
     }
   ORDO_CHECK(!steps.empty(), source, ": no step timed ('per step' table with step ms) and no kernel table ('<step>, "
              "one eager step kernel by kernel (MEASURED...'): a calibration takes `ordo bench step` logs of a GPU");
-  for (MeasuredStep& s : steps) {
-    // A label's last row in the log is its own (a log's runs name different steps).
-    if (graph.count(s.label)) s.graph_seconds = graph[s.label];
-    if (eager.count(s.label)) s.eager_seconds = eager[s.label];
+  for (size_t k = 0; k < steps.size(); ++k) {  // a step's times: its own run's
+    const Key key{run_of[k], steps[k].label};
+    if (graph.count(key)) steps[k].graph_seconds = graph[key];
+    if (eager.count(key)) steps[k].eager_seconds = eager[key];
   }
   return steps;
 }

@@ -78,6 +78,15 @@ TEST_CASE("gpu calibration: the fit of a hand-made log, worked by hand", "[gpu_c
   std::string joined = kLog;
   joined.erase(joined.find("13.6%\n") + 6, 1);
   CHECK(parse_measured_log(joined, "toy.log").size() == 2);
+  // Two runs of the same steps in one log (another setting): each kernel
+  // table takes its own run's step times.
+  std::string second = kLog;
+  second.replace(second.find("10.00 -> 4.00"), 13, "10.00 -> 7.00");
+  const std::vector<MeasuredStep> both = parse_measured_log(std::string(kLog) + second, "toy.log");
+  REQUIRE(both.size() == 4);
+  CHECK(both[0].graph_seconds == Approx(4.0e-3));
+  CHECK(both[2].label == "toy 2 x 8 after");
+  CHECK(both[2].graph_seconds == Approx(7.0e-3));
 
   const Calibration c = fit_calibration(steps, parse_modeled_log(kModeled, "toy_modeled.log"), "toy GPU", {"toy.log"});
   // The events' cost a launch: (4.4 - 4.0) ms over 40 launches = 10 us.
