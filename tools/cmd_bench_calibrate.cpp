@@ -52,8 +52,31 @@ void check(const std::string& title, const std::vector<MeasuredStep>& steps,
   table.print();
 }
 
+// --predict: each modeled step's PREDICTED ms under a calibration file.
+int predict_only(const cli::Args& args) {
+  const std::string path =
+      args.str("calibration", std::string(ORDO_SOURCE_DIR) + "/docs/gpu_runs/calibration_h200.txt");
+  const Calibration c = parse_calibration(read_file(path), path);
+  std::printf("PREDICTED, not measured, for %s (%s): step ms\n", c.device.c_str(), path.c_str());
+  bench::Table table({"step", "one graph launch", "launched one by one", "flagged classes"});
+  for (const std::string& log : args.all("predict"))
+    for (const auto& [label, times] : parse_modeled_log(read_file(log), log)) {
+      const Prediction p = predict(times, c);
+      std::string flagged;
+      for (const ClassPrediction& k : p.classes)
+        if (k.ratio_from != k.kernel_class) flagged += (flagged.empty() ? "" : ", ") + k.kernel_class + " as " + k.ratio_from;
+      const bool graphed = label.size() > 6 && label.compare(label.size() - 6, 6, " after") == 0;
+      table.add({label, graphed ? fixed(1e3 * p.graph_seconds, 2) : "-", fixed(1e3 * p.eager_seconds, 2),
+                 flagged.empty() ? "none" : flagged});
+    }
+  table.print();
+  return 0;
+}
+
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"measured", "check", "modeled", "out", "device", "note", "fit-on"}, {});
+  cli::Args args(argv, {"measured", "check", "modeled", "out", "device", "note", "fit-on", "predict", "calibration"},
+                 {});
+  if (!args.all("predict").empty()) return predict_only(args);
   ORDO_CHECK(!args.all("measured").empty() && !args.all("modeled").empty(),
              "bench calibrate: give --measured LOG (a GPU's `ordo bench step --kernel-times`) and --modeled LOG "
              "(`ordo bench step --device cpu --classes` of the same steps)");
@@ -101,7 +124,9 @@ cli::Register command({"bench calibrate",
                        "fit the GPU calibration (measured/modeled per kernel class) on a lease's logs, and check its "
                        "PREDICTED steps against the MEASURED ones",
                        "--measured LOG ... --modeled LOG ... [--check LOG ...] [--fit-on CLASS=WORD ...] [--device NAME]"
-                       " [--note TEXT] [--out FILE]\n"
+                       " [--note TEXT] [--out FILE]  |  --predict LOG ... [--calibration FILE]\n"
+                       "  --predict: each step of LOG (`ordo bench step --classes` output) PREDICTED by the\n"
+                       "  calibration (default docs/gpu_runs/calibration_h200.txt), nothing fitted;\n"
                        "  --fit-on: that class fitted only on the steps whose label ends in WORD (before, after):\n"
                        "  where the modeled log is of later code, the steps whose calls have not changed since;\n"
                        "  --measured: `ordo bench step --device cuda --parts --kernel-times` output of a GPU (fitted);\n"
