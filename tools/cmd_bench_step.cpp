@@ -33,6 +33,12 @@
 // peak), plus 3 us per launch (one graph launch for the after step, whose
 // kernels the model lets start back to back), and the modeled MFU: the
 // products' FLOPs over that time at the bf16 tensor-core peak.
+//
+// PREDICTED (tensor/gpu_calibration.h), never measured either: the same
+// recorded calls, each kernel class's roofline time times that class's
+// measured/modeled ratio fitted on a real GPU's logs (the calibration file,
+// docs/gpu_runs/calibration_h200.txt by default; `ordo bench calibrate`
+// refits it), printed beside the modeled figures, never in their columns.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -42,7 +48,9 @@
 #include "nn/fused_attention_scope.h"
 #include "nn/optim.h"
 #include "pe/registry.h"
+#include "base/file_io.h"
 #include "tensor/device_runtime.h"
+#include "tensor/gpu_calibration.h"
 #include "tensor/roofline.h"
 #include "tools/bench.h"
 #include "tools/bench_model.h"
@@ -304,9 +312,43 @@ void print_kernels(const std::string& what, const std::vector<KernelCall>& calls
   table.print();
 }
 
+// One recorded step's kernel classes: calls and MODELED us (the table
+// `ordo bench calibrate` reads back), and beside them, with a calibration,
+// the ratio each takes (from which class: '*' where not its own) and the
+// PREDICTED us.
+void print_classes(const std::string& what, const ClassTimes& modeled, const Calibration* calibration) {
+  std::printf("\n%s: MODELED by kernel class, %.0f launches (roofline, no launch overhead)%s\n", what.c_str(),
+              modeled.launches, calibration ? "; PREDICTED beside it (ratio from: '*' a nearest class's)" : "");
+  std::vector<std::string> columns = {"class", "calls", "modeled us"};
+  if (calibration) columns.insert(columns.end(), {"ratio", "from", "predicted us"});
+  bench::Table table(columns);
+  std::optional<Prediction> p;
+  if (calibration) p = predict(modeled, *calibration);
+  for (const auto& [name, seconds] : modeled.seconds) {
+    std::vector<std::string> row = {name, fixed(modeled.calls.at(name), 0), fixed(1e6 * seconds, 1)};
+    if (p) {
+      for (const ClassPrediction& c : p->classes) {
+        if (c.kernel_class != name) continue;
+        row.insert(row.end(), {fixed(c.ratio, 2), c.ratio_from == name ? "" : "*" + c.ratio_from,
+                               fixed(1e6 * c.predicted_seconds, 1)});
+      }
+    }
+    table.add(row);
+  }
+  table.print();
+}
+
+// The calibration to predict with: --calibration FILE, or the repository's
+// (none: no PREDICTED figures, said so).
+std::optional<Calibration> load_calibration(const cli::Args& args, std::string& path) {
+  path = args.str("calibration", std::string(ORDO_SOURCE_DIR) + "/docs/gpu_runs/calibration_h200.txt");
+  if (!args.has("calibration") && !file_exists(path)) return std::nullopt;
+  return parse_calibration(read_file(path), path);
+}
+
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"config", "set", "steps", "warmup", "batch", "length", "device"},
-                 {"detail", "parts", "kernel-times", "no-model"});
+  cli::Args args(argv, {"config", "set", "steps", "warmup", "batch", "length", "device", "calibration"},
+                 {"detail", "parts", "kernel-times", "no-model", "classes", "model-only"});
   const int steps = static_cast<int>(args.integer("steps", 3, 1, 100000));
   const int warmup = static_cast<int>(args.integer("warmup", 2, 0, 100000));
   const Device device = args.device("device", cuda_available() ? "cuda" : "cpu");
@@ -314,6 +356,13 @@ int run(const std::vector<std::string>& argv) {
   const bool emulated = cuda && cuda_device_description(device.index).find("emulated") != std::string::npos;
   const bool with_model = !args.has("no-model");
   ORDO_CHECK(!args.has("detail") || with_model, "bench step: --detail is the MODELED table's; drop --no-model");
+  ORDO_CHECK(!args.has("classes") || with_model, "bench step: --classes is the MODELED table's; drop --no-model");
+  // The CPU's steps counted only tensor allocations: half a base run's minutes.
+  const bool model_only = args.has("model-only");
+  ORDO_CHECK(!model_only || (!cuda && with_model),
+             "bench step: --model-only is the CPU's (--device cpu), with the MODELED tables");
+  std::string calibration_path;
+  const std::optional<Calibration> calibration = with_model ? load_calibration(args, calibration_path) : std::nullopt;
   ORDO_CHECK(cuda || !(args.has("parts") || args.has("kernel-times")),
              "bench step: --parts and --kernel-times time a CUDA device's step (--device cuda)");
 
@@ -363,6 +412,9 @@ int run(const std::vector<std::string>& argv) {
   bench::Table modeled({"config", "batch x len", "GB moved", "TFLOP", "ms, launches one by one", "ms",
                         "MFU", "attention ms"});
   std::vector<std::pair<std::string, std::vector<KernelCall>>> details;
+  bench::Table predicted({"config", "batch x len", "before ms (eager)", "after ms, launches one by one", "after ms",
+                          "after, flagged classes"});
+  std::vector<std::pair<std::string, ClassTimes>> classes;
   bench::Table parts({"config", "batch x len", "after", "eager (no graph)", "eager, fp32 products",
                       "eager, fused attention", "eager, unfused ops + AdamW", "before"});
   std::vector<std::pair<std::string, KernelTimes>> kernel_times;
@@ -384,7 +436,7 @@ int run(const std::vector<std::string>& argv) {
       per_layer_before = count(deeper, b, l, kBefore, device, warmup, 1).launches - before.launches;
       Mode deeper_after = fused_eager;
       per_layer_after = count(deeper, b, l, deeper_after, device, warmup, 1).launches - after_eager.launches;
-    } else {
+    } else if (!model_only) {
       before = count(c, c.batch, c.length, kBefore, device, warmup, steps);
       after = after_eager = count(c, c.batch, c.length, fused_eager, device, warmup, steps);
     }
@@ -399,7 +451,7 @@ int run(const std::vector<std::string>& argv) {
                      : "-",
                 cuda ? arrow(figure(before.host_syncs), figure(after.host_syncs)) : "-",
                 cuda ? arrow(figure(before.mallocs), figure(after.mallocs)) : "-",
-                arrow(fixed(before.allocations, 0), fixed(after.allocations, 0)),
+                model_only ? "-" : arrow(fixed(before.allocations, 0), fixed(after.allocations, 0)),
                 emulated || !cuda ? "-" : arrow(fixed(1e3 * before.seconds, 2), fixed(1e3 * after.seconds, 2))});
 
     if (args.has("parts")) {  // each part changed on the eager step (a graph's capture is its own question)
@@ -439,6 +491,20 @@ int run(const std::vector<std::string>& argv) {
                  arrow(fixed(100 * mfu_before, 1) + "%", fixed(100 * mfu_after, 1) + "%"),
                  arrow(fixed(1e3 * mb.attention_seconds, 2), fixed(1e3 * ma.attention_seconds, 2))});
     if (args.has("detail")) details.emplace_back(c.name + " " + shape + " after", calls_after);
+    const ClassTimes classes_before = modeled_by_class(calls_before, machine),
+                     classes_after = modeled_by_class(calls_after, machine);
+    if (args.has("classes")) {
+      classes.emplace_back(c.name + " " + shape + " after", classes_after);
+      classes.emplace_back(c.name + " " + shape + " before", classes_before);
+    }
+    if (calibration) {
+      const Prediction pb = predict(classes_before, *calibration), pa = predict(classes_after, *calibration);
+      std::string flagged;
+      for (const ClassPrediction& k : pa.classes)
+        if (k.ratio_from != k.kernel_class) flagged += (flagged.empty() ? "" : ", ") + k.kernel_class + " as " + k.ratio_from;
+      predicted.add({c.name, shape, fixed(1e3 * pb.eager_seconds, 2), fixed(1e3 * pa.eager_seconds, 2),
+                     fixed(1e3 * pa.graph_seconds, 2), flagged.empty() ? "none" : flagged});
+    }
   }
   std::printf("per step%s:\n", cuda ? "" : " (tensor allocations only)");
   counts.print();
@@ -467,6 +533,20 @@ int run(const std::vector<std::string>& argv) {
               "peak (a lower bound); a graph's kernels start back to back (an H100 still leaves ~1-2 us between\n"
               "them, not modeled); bytes and FLOPs recorded on the CPU at the full shape, bf16 emulated there\n",
               machine.source.c_str());
+  if (calibration) {
+    std::printf("\nPREDICTED, not measured, for %s:\n"
+                "each kernel class's MODELED time (above, from the same calls) x its measured/modeled ratio, x %.4f\n"
+                "for the kernels the logs lump as '(the rest)'; with a graph nothing more, launched one by one\n"
+                "%.2f us a launch more; a class no lease measured takes its nearest measured class's ratio\n"
+                "(flagged). The ratios carry no floor a launch: a step of small kernels (tiny) comes out far too\n"
+                "fast (its measured steps took 3.6-6x this). Calibration: %s\n",
+                calibration->device.c_str(), 1 + calibration->unlisted_fraction,
+                1e6 * calibration->eager_gap_seconds_per_launch, calibration_path.c_str());
+    predicted.print();
+  } else {
+    std::printf("\n(no calibration file at %s: no PREDICTED figures)\n", calibration_path.c_str());
+  }
+  for (const auto& [what, times] : classes) print_classes(what, times, calibration ? &*calibration : nullptr);
   for (const auto& [what, calls] : details) print_kernels(what, calls, machine);
   return 0;
 }
@@ -476,12 +556,16 @@ cli::Register command({"bench step",
                        "bytes, FLOPs, roofline time and MFU MODELED on an H100",
                        "[--config tiny|mini|small|base|FILE ...] [--set key=value ...] [--batch B] [--length L]"
                        " [--steps N] [--warmup N] [--device cpu|cuda] [--detail] [--parts] [--kernel-times]"
-                       " [--no-model]\n"
+                       " [--no-model] [--classes] [--model-only] [--calibration FILE]\n"
                        "  --parts: after's step time with each part changed on its own (a CUDA device);\n"
                        "  --kernel-times: one eager step's device time kernel by kernel, after and before (CUDA\n"
                        "  events; a CUDA device); --no-model: leave out the MODELED table and its CPU recording\n"
                        "  without --config: tiny 32 x 64, base 32 x 128 and base 8 x 512 (the MODELED figures record\n"
-                       "  one step of each on the CPU at that shape: minutes for base)",
+                       "  one step of each on the CPU at that shape: minutes for base);\n"
+                       "  PREDICTED: the MODELED calls x each kernel class's measured/modeled ratio from the\n"
+                       "  calibration (default docs/gpu_runs/calibration_h200.txt; `ordo bench calibrate` fits it);\n"
+                       "  --classes: each step's MODELED (and PREDICTED) time by kernel class; --model-only (the\n"
+                       "  CPU): only the recording behind them, no step counted",
                        run});
 
 }  // namespace

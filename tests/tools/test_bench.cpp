@@ -61,3 +61,44 @@ TEST_CASE("ordo bench finetune times classification and span extraction on the C
   CHECK(r.output.find("span (12)") != std::string::npos);
   CHECK(r.output.find("eval RSS MiB") != std::string::npos);  // the peak resident memory beside the rates
 }
+
+TEST_CASE("ordo bench step prints PREDICTED beside MODELED; bench calibrate refits the repository's file", "[bench]") {
+  Run step = run_ordo("bench step --config tiny --device cpu --batch 2 --length 8 --steps 1 --warmup 0 --model-only "
+                      "--classes");
+  INFO(step.output);
+  REQUIRE(step.exit_code == 0);
+  CHECK(step.output.find("MODELED, not measured") != std::string::npos);
+  CHECK(step.output.find("PREDICTED, not measured, for NVIDIA H200") != std::string::npos);
+  CHECK(step.output.find("tiny 2 x 8 after: MODELED by kernel class") != std::string::npos);
+  CHECK(step.output.find("predicted us") != std::string::npos);
+
+  // The calibration in the tree is what its logs give (docs/gpu_runs/calibration/README.md's command).
+  const std::string g = std::string(ORDO_SOURCE_DIR) + "/docs/gpu_runs/", d = g + "calibration/";
+  const std::string out = "/tmp/ordo_test_calibration_" + std::to_string(getpid()) + ".txt";
+  Run fit = run_ordo("bench calibrate --measured " + g + "2026-11-27-h200/call6_bench_step.txt --modeled " + d +
+                     "modeled_base_32x128.txt --modeled " + d + "modeled_base_8x512.txt --modeled " + d +
+                     "modeled_tiny_32x64.txt --fit-on products_bf16=after --fit-on optimizer=after --fit-on "
+                     "copies=before --fit-on elementwise=before --fit-on reductions=before --fit-on rows=before "
+                     "--fit-on scatter_adds=before --out " + out);
+  INFO(fit.output);
+  REQUIRE(fit.exit_code == 0);
+  auto classes = [](const std::string& text) {  // the fitted figures, not the provenance lines
+    std::string kept;
+    for (size_t at = 0; at < text.size();) {
+      const size_t end = text.find('\n', at);
+      const std::string line = text.substr(at, end - at);
+      if (line.rfind("class ", 0) == 0 || line.find("_per_launch") != std::string::npos ||
+          line.rfind("unlisted", 0) == 0)
+        kept += line + "\n";
+      at = end == std::string::npos ? text.size() : end + 1;
+    }
+    return kept;
+  };
+  CHECK(classes(ordo::read_file(out)) == classes(ordo::read_file(g + "calibration_h200.txt")));
+  std::remove(out.c_str());
+
+  Run bad = run_ordo("bench calibrate --measured " + d + "modeled_tiny_32x64.txt --modeled " + d +
+                     "modeled_tiny_32x64.txt");
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.output.find("modeled_tiny_32x64.txt: no step timed") != std::string::npos);
+}
