@@ -25,7 +25,7 @@ const char* kDeterministicRun =
     R"({"model": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,)"
     R"( "max_position_embeddings": 64},)"
     R"( "data": {"synthetic_sentences": 400, "vocab_size": 200, "held_out_fraction": 0.1},)"
-    R"( "train": {"steps": 4, "batch_size": 8, "max_seq_length": 64, "eval_every": 0, "log_every": 1,)"
+    R"( "train": {"steps": 6, "batch_size": 8, "max_seq_length": 64, "eval_every": 0, "log_every": 1,)"
     R"( "device": "cpu"}})";
 
 // metrics.jsonl's lines without the wall-clock figures.
@@ -49,7 +49,8 @@ Outcome pretrain(const TempDir& dir, const std::string& label, const std::string
   auto r = run_ordo("pretrain --quiet --config " + (dir / "run.json") + " --out " + out, environment);
   INFO(label << ": " << r.output);
   REQUIRE(r.exit_code == 0);
-  return {label, ordo::sha256_file(out + "/model.safetensors"), losses(ordo::read_file(out + "/metrics.jsonl"))};
+  return {label, ordo::sha256_file(out + "/checkpoints/step_000000006/model.safetensors"),
+          losses(ordo::read_file(out + "/metrics.jsonl"))};
 }
 
 }  // namespace
