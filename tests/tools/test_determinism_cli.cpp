@@ -80,3 +80,21 @@ TEST_CASE("deterministic mode: a pretraining run's weights and losses are the sa
     CHECK(avx2.weights_digest != avx512.weights_digest);
   }
 }
+
+TEST_CASE("ORDO_CPU and ORDO_DETERMINISTIC: a value they do not take stops the command before it writes",
+          "[cli]") {
+  TempDir dir("deterministic_errors");
+  std::ofstream(dir / "run.json") << kDeterministicRun;
+  const std::string out = dir / "run";
+  auto bad_path = run_ordo("pretrain --quiet --config " + (dir / "run.json") + " --out " + out, "ORDO_CPU=sse ");
+  CHECK(bad_path.exit_code == 1);
+  CHECK_THAT(bad_path.output, Catch::Contains("ORDO_CPU: expected avx2, avx512 or auto, got 'sse'"));
+  auto bad_mode = run_ordo("pretrain --quiet --config " + (dir / "run.json") + " --out " + out, "ORDO_DETERMINISTIC=yes ");
+  CHECK(bad_mode.exit_code == 1);
+  CHECK_THAT(bad_mode.output, Catch::Contains("ORDO_DETERMINISTIC: expected 1 or 0, got 'yes'"));
+  CHECK_FALSE(ordo::file_exists(out));
+  auto info = run_ordo("info", "ORDO_DETERMINISTIC=1 ORDO_CPU=avx2 ");
+  CHECK(info.exit_code == 0);
+  CHECK_THAT(info.output, Catch::Contains("ordo's own CPU kernels: avx2"));
+  CHECK_THAT(info.output, Catch::Contains("deterministic mode: on (ORDO_DETERMINISTIC=1)"));
+}
