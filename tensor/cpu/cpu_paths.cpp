@@ -23,6 +23,12 @@ constexpr const char* kNoAvx512 = "this CPU does not run AVX-512 (F, BW, DQ and 
 constexpr const char* kNoAvx512 = "this build was compiled without AVX-512 (ORDO_NATIVE=ON on a CPU that has it)";
 #endif
 
+// Whether ORDO_CPU=avx2 or set_vector_path(avx2) asked for the AVX2 code.
+std::atomic<bool>& avx2_asked_setting() {
+  static std::atomic<bool> asked{variable("ORDO_CPU") == "avx2"};
+  return asked;
+}
+
 std::atomic<int>& path_setting() {
   static std::atomic<int> path{[] {
     const std::string v = variable("ORDO_CPU");
@@ -56,10 +62,13 @@ bool avx512_path_available() {
 
 VectorPath vector_path() { return static_cast<VectorPath>(path_setting().load()); }
 
+bool wider_code_allowed() { return !avx2_asked_setting(); }
+
 void set_vector_path(VectorPath path) {
   ORDO_CHECK(path == VectorPath::avx2 || avx512_path_available(),
              "set_vector_path(avx512): this build or CPU has no AVX-512 path");
   path_setting() = static_cast<int>(path);
+  avx2_asked_setting() = path == VectorPath::avx2;
 }
 
 bool deterministic() { return deterministic_setting(); }

@@ -29,6 +29,10 @@ enum class VectorPath { avx2, avx512 };
 VectorPath vector_path();
 // For tests: the path from now on (avx512 needs avx512_path_available()).
 void set_vector_path(VectorPath path);
+// False where ORDO_CPU=avx2 (or set_vector_path(avx2)) asked for the AVX2
+// code: the AMX tiles, which need AVX-512 machines, are then left out too,
+// whatever the build compiled.
+bool wider_code_allowed();
 // Whether this build compiled the AVX-512 code (-march with AVX-512F) and
 // the CPU runs it (F, BW, DQ, VL).
 bool avx512_path_available();

@@ -441,14 +441,14 @@ int thread_id() {
 bool amx_available() { return absence_once().empty(); }
 
 bool amx_enabled() {
-  return !switched_off() && !deterministic() && vector_path() == VectorPath::avx512 && amx_available();
+  return !switched_off() && !deterministic() && wider_code_allowed() && amx_available();
 }
 
 std::string amx_description() {
   if (!amx_available()) return absence_once();
   if (switched_off()) return "off (ORDO_AMX=off)";
   if (deterministic()) return "off (ORDO_DETERMINISTIC=1)";
-  if (vector_path() != VectorPath::avx512) return "off (ORDO_CPU=avx2)";
+  if (!wider_code_allowed()) return "off (ORDO_CPU=avx2)";
   return "AMX-BF16 tiles";
 }
 
