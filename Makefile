@@ -80,10 +80,21 @@ build: configure
 # given the same setting, so that its ~600 test processes load OpenBLAS once
 # instead of twice (0.1 s each). The restart itself has its own test, which
 # runs ordo in a clean environment.
+#
+# Then the cases that check a promise of identical bits (ctest label
+# `determinism`, docs/determinism.md) run again on the code an AVX2-only CPU
+# runs: OpenBLAS's Haswell/Zen kernels (OPENBLAS_CORETYPE=Haswell) and ordo's
+# own kernels' AVX2 code, no AMX (ORDO_CPU=avx2); on a CPU without AVX2 there
+# is no such second path to run.
 test: deps build
 	@$(BUILD)/ordo info > $(BUILD)/ordo_info.txt && cat $(BUILD)/ordo_info.txt
 	cd $(BUILD) && $(TEST_ENV) env $$(sed -n 's/.*ordo set \(OPENBLAS_CORETYPE=[A-Za-z0-9]*\) and restarted.*/\1/p' ordo_info.txt) \
 	  ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+	@if grep -qw avx2 /proc/cpuinfo; then \
+	  echo "the determinism cases again on an AVX2-only CPU's code (OPENBLAS_CORETYPE=Haswell ORDO_CPU=avx2)"; \
+	  cd $(BUILD) && $(TEST_ENV) OPENBLAS_CORETYPE=Haswell ORDO_CPU=avx2 \
+	    ctest --output-on-failure -j $(JOBS) -L determinism $(CTEST_FLAGS); \
+	fi
 ifneq ($(SANITIZE),1)
 	@$(MAKE) --no-print-directory test-emulated
 	@tools/check_cuda_resources.sh $(BUILD) $(LAUNCH_LOG)

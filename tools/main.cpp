@@ -10,6 +10,7 @@
 #include "nn/bert.h"
 #include "pe/registry.h"
 #include "tensor/cpu/blas_core.h"
+#include "tensor/cpu/cpu_paths.h"
 #include "tensor/cpu/gemm_amx.h"
 #include "tensor/cpu/gemm_own.h"
 #include "tensor/device_runtime.h"
@@ -23,6 +24,14 @@ void print_help() {
               "usage: ordo COMMAND [flags]\n\ncommands:\n");
   for (const auto& c : ordo::cli::commands()) std::printf("  %-18s %s\n", c.name.c_str(), c.summary.c_str());
   std::printf("\n`ordo help COMMAND` shows a command's flags; `ordo help config` every run-config key and PE option.\n");
+  std::printf("\nenvironment (CPU runs; docs/determinism.md):\n"
+              "  ORDO_DETERMINISTIC=1   the same bits on every x86-64 CPU with AVX2 and FMA, at any thread count:\n"
+              "                         every product on ordo's own kernel (one FMA chain over k in order),\n"
+              "                         no OpenBLAS, no AMX tiles, GELU by the portable code (slower)\n"
+              "  ORDO_CPU=avx2          run ordo's own kernels' AVX2 code on an AVX-512 machine (and no AMX);\n"
+              "                         with OPENBLAS_CORETYPE=Haswell, what an AVX2-only CPU computes\n"
+              "  ORDO_AMX=off           bf16 products widened to FP32 instead of on AMX tiles\n"
+              "  OMP_NUM_THREADS=N      threads (train.threads in a run config)\n");
 }
 
 const ordo::cli::Command* find(const std::vector<std::string>& words, size_t& used) {
@@ -112,6 +121,8 @@ int info(const std::vector<std::string>&) {
   const std::string bf16_products = ordo::cpu::amx_enabled() ? std::string("AMX-BF16 tiles")
                                                               : "widened to FP32 (" + ordo::cpu::amx_description() + ")";
   std::printf("bf16 products on the CPU: %s\n", bf16_products.c_str());
+  std::printf("ordo's own CPU kernels: %s\n", ordo::cpu::vector_path_description().c_str());
+  std::printf("deterministic mode: %s\n", ordo::cpu::deterministic_description().c_str());
   int n = ordo::cuda_device_count();
   // Without a GPU the CUDA runtime's reason is a driver message ("CUDA driver
   // version is insufficient") that reads as a fault; say what it means.
@@ -159,6 +170,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
+    ordo::cpu::vector_path();  // ORDO_CPU and ORDO_DETERMINISTIC checked before anything is written
+    ordo::cpu::deterministic();
     return command->run(args);
   } catch (const ordo::cli::UsageError& e) {
     std::fprintf(stderr, "ordo %s: error: %s\n", command->name.c_str(), e.what());

@@ -1,6 +1,9 @@
 // GELU's rows (tensor/cpu/gelu.h): AVX-512 intrinsics where the build has
-// them, math::Gelu element by element elsewhere.
+// them and cpu::vector_path() is avx512 (not in the deterministic mode),
+// math::Gelu element by element elsewhere.
 #include "tensor/cpu/gelu.h"
+
+#include "tensor/cpu/cpu_paths.h"
 
 #include "tensor/elementwise_math.h"
 
@@ -108,16 +111,14 @@ void for_blocks(int64_t n, const Body& body) {
   if (j < n) body(j, static_cast<__mmask16>((1u << (n - j)) - 1u));
 }
 
-}  // namespace
-
-void gelu_row(float* y, const float* x, const float* bias, int64_t n) {
+void gelu_row_avx512(float* y, const float* x, const float* bias, int64_t n) {
   for_blocks(n, [&](int64_t j, __mmask16 m) {
     const __m512 u = load_sum(x, bias, j, m);
     _mm512_mask_storeu_ps(y + j, m, _mm512_mul_ps(u, normal_cdf(u)));
   });
 }
 
-void gelu_backward_row(float* gx, const float* gy, const float* x, const float* bias, int64_t n) {
+void gelu_backward_row_avx512(float* gx, const float* gy, const float* x, const float* bias, int64_t n) {
   for_blocks(n, [&](int64_t j, __mmask16 m) {
     const __m512 u = load_sum(x, bias, j, m);
     // Phi(u) + u phi(u), phi(u) = exp(-u^2 / 2) / sqrt(2 pi).
@@ -128,18 +129,32 @@ void gelu_backward_row(float* gx, const float* gy, const float* x, const float* 
   });
 }
 
-bool gelu_rows_vectorised() { return true; }
+}  // namespace
 
 #pragma GCC diagnostic pop
 
-#else
+#endif
 
-void gelu_row(float* y, const float* x, const float* bias, int64_t n) { gelu_row_portable(y, x, bias, n); }
+bool gelu_rows_vectorised() {
+#if defined(__AVX512F__)
+  return vector_path() == VectorPath::avx512 && !deterministic();
+#else
+  return false;
+#endif
+}
+
+void gelu_row(float* y, const float* x, const float* bias, int64_t n) {
+#if defined(__AVX512F__)
+  if (gelu_rows_vectorised()) return gelu_row_avx512(y, x, bias, n);
+#endif
+  gelu_row_portable(y, x, bias, n);
+}
+
 void gelu_backward_row(float* gx, const float* gy, const float* x, const float* bias, int64_t n) {
+#if defined(__AVX512F__)
+  if (gelu_rows_vectorised()) return gelu_backward_row_avx512(gx, gy, x, bias, n);
+#endif
   gelu_backward_row_portable(gx, gy, x, bias, n);
 }
-bool gelu_rows_vectorised() { return false; }
-
-#endif
 
 }  // namespace ordo::cpu

@@ -3,7 +3,8 @@
 // (elementwise.cpp) all call these, so the fused and unfused paths compute
 // GELU alike.
 //
-// With AVX-512 the rows run sixteen elements at a time in intrinsics (gelu.cpp):
+// With AVX-512 (and cpu::vector_path() avx512, not in the deterministic mode:
+// tensor/cpu/cpu_paths.h) the rows run sixteen elements at a time in intrinsics (gelu.cpp):
 // Phi(x) = erfc(-x / sqrt 2) / 2 by the same Chebyshev fit as
 // vector_math.h's verfc, but 1 / (1 + z/2) as the reciprocal estimate plus one
 // Newton step and exp's 2^n by scalef — GCC's vectorisation of the scalar
@@ -35,7 +36,8 @@ void gelu_row(float* y, const float* x, const float* bias, int64_t n);
 // gx[j] = gy[j] GELU'(x[j] + bias[j]), GELU'(u) = Phi(u) + u phi(u); bias null: u = x[j].
 void gelu_backward_row(float* gx, const float* gy, const float* x, const float* bias, int64_t n);
 
-// True where the rows above run the AVX-512 code (the build's -march has AVX-512F).
+// True where the rows above run the AVX-512 code: the build's -march has
+// AVX-512F, cpu::vector_path() is avx512 and the deterministic mode is off.
 bool gelu_rows_vectorised();
 
 // The rows as builds without AVX-512 run them (math::Gelu element by element),

@@ -1,11 +1,13 @@
 // CPU matrix product: the BLAS (OpenBLAS) when ordo was built with one,
 // ordo's own kernel (tensor/cpu/gemm_own.cpp) otherwise, or when switched
-// off with set_use_blas(false), or for a layout the BLAS cannot express.
+// off with set_use_blas(false) or by the deterministic mode
+// (tensor/cpu/cpu_paths.h), or for a layout the BLAS cannot express.
 #include <atomic>
 #include <climits>
 
 #include "tensor/cpu/blas_core.h"
 #include "tensor/cpu/common.h"
+#include "tensor/cpu/cpu_paths.h"
 #include "tensor/cpu/gemm_amx.h"
 #include "tensor/cpu/gemm_own.h"
 
@@ -45,7 +47,7 @@ void set_use_blas(bool use) {
   blas_switch() = use;
 }
 
-bool use_blas() { return blas_switch(); }
+bool use_blas() { return blas_switch() && !deterministic(); }
 
 #ifdef ORDO_HAS_BLAS
 namespace {

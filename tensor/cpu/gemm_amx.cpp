@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "tensor/cpu/common.h"
+#include "tensor/cpu/cpu_paths.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
 #define ORDO_AMX_COMPILED 1
@@ -439,11 +440,15 @@ int thread_id() {
 
 bool amx_available() { return absence_once().empty(); }
 
-bool amx_enabled() { return !switched_off() && amx_available(); }
+bool amx_enabled() {
+  return !switched_off() && !deterministic() && wider_code_allowed() && amx_available();
+}
 
 std::string amx_description() {
   if (!amx_available()) return absence_once();
   if (switched_off()) return "off (ORDO_AMX=off)";
+  if (deterministic()) return "off (ORDO_DETERMINISTIC=1)";
+  if (!wider_code_allowed()) return "off (ORDO_CPU=avx2)";
   return "AMX-BF16 tiles";
 }
 

@@ -25,9 +25,10 @@ namespace ordo::cpu {
 // CPUID, then the kernel's permission for the tile data, which Linux asks a
 // process to request). Independent of ORDO_AMX.
 bool amx_available();
-// amx_available() and not switched off by ORDO_AMX=off: cpu::gemm's test.
+// amx_available() and not switched off (ORDO_AMX=off, ORDO_CPU=avx2 or the
+// deterministic mode: tensor/cpu/cpu_paths.h): cpu::gemm's test.
 bool amx_enabled();
-// "AMX-BF16 tiles", or why not ("no AMX-BF16 on this CPU", "off (ORDO_AMX=off)").
+// "AMX-BF16 tiles", or why not ("no AMX-BF16 on this CPU", "off (ORDO_AMX=off)", ...).
 std::string amx_description();
 
 enum class TileUnit { hardware, emulated };

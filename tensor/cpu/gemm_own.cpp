@@ -17,27 +17,33 @@
 // contiguous, zero-padded layout, so the micro-kernel is the only hot loop
 // and has no edge cases; edges of C are handled when the block is stored.
 //
-// The micro-kernel uses GCC vector extensions, 512-bit where the compiler
-// targets AVX-512 (-march=native on such a CPU: twice the lanes per FMA), else
-// 256-bit: with AVX2+FMA each `acc += a * b` becomes one vfmadd231; without
-// AVX the compiler splits each vector op in two SSE ops, and it stays correct
-// everywhere.
+// The micro-kernel uses GCC vector extensions, 256-bit, and 512-bit where the
+// compiler targets AVX-512 (-march=native on such a CPU: twice the lanes per
+// FMA) and cpu::vector_path() says so (ORDO_CPU): with AVX2+FMA each
+// `acc += a * b` becomes one vfmadd231; without AVX the compiler splits each
+// vector op in two SSE ops, and it stays correct everywhere.
 //
-// Each element of C is summed over k in the same order (p ascending inside a
-// KC block, blocks ascending) whatever the thread count, the m/n tiling or
-// which thread computes it, so results do not depend on the number of
-// threads. That is what lets threads take blocks (and whole matrices of a
-// batch) first come, first served: a thread slowed down by another process on
-// its core computes fewer blocks instead of holding the others up at the next
-// barrier.
+// Each element of C is one chain of FMAs over k in order, p = 0, 1, ..., k-1:
+// a later KC block starts from the sum the earlier ones left in C, and alpha
+// and beta are applied once, at the end (alpha s, then beta c + that in one
+// FMA). Nothing else enters the sum, so an element's bits do not depend on the
+// vector width, the thread count, the m/n tiling, which thread computes it, or
+// on zero products anywhere in k (rows of zeros added to a product over rows:
+// fma(a, 0, s) = s). That is what lets threads take blocks (and whole matrices
+// of a batch) first come, first served: a thread slowed down by another
+// process on its core computes fewer blocks instead of holding the others up
+// at the next barrier; and it is what the deterministic mode stands on
+// (tensor/cpu/cpu_paths.h).
 #include "tensor/cpu/gemm_own.h"
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 
 #include "tensor/cpu/common.h"
+#include "tensor/cpu/cpu_paths.h"
 
 // The vector helpers below are file-local, so no call with a 256/512-bit vector
 // argument crosses a library boundary; without AVX (ORDO_NATIVE=OFF) GCC
@@ -48,8 +54,8 @@ namespace ordo::cpu {
 
 namespace {
 
-// Register tile: MR rows of C by NR = two vectors of columns, in the widest
-// vectors the build's CPU runs. AVX2: 6 x 2 accumulators + 2 vectors of B +
+// Register tile: MR rows of C by NR = two vectors of columns, in vectors of W
+// bytes (32, or 64 on the AVX-512 path). AVX2: 6 x 2 accumulators + 2 vectors of B +
 // 1 broadcast of A = 15 of the 16 ymm registers, and 12 independent FMA
 // chains cover the FMA latency (4 cycles x 2 FMA pipes on Zen 3 / Haswell =
 // 8 chains needed). AVX-512: 12 x 2 + 2 + 1 = 27 of the 32 zmm registers, 24
@@ -60,19 +66,17 @@ namespace {
 //   KC: one B micro-panel, KC x NR, is 16 KiB in both precisions: half of L1,
 //       leaving room for the A micro-panel streaming past it. AVX-512's
 //       panels are twice as wide (32 KiB of a 48 KiB L1d on the Xeons that
-//       have it); KC stays 256, where a shorter one measured no faster, so
-//       that each element of C is the same sum in the same order with either
-//       width.
+//       have it); KC stays 256, where a shorter one measured no faster
+//       (the sums do not depend on it).
 //   MC: the packed A block, MC x KC, is ~3/8 of L2, so it stays there while
 //       the B micro-panels stream from L3 (MC is a multiple of MR).
 //   NC: the packed B panel, KC x NC, is 4 MiB (f32) / 8 MiB (f64) of L3.
-constexpr int kVectorBytes = kGemmOwnVectorBytes, kRowsPerTile = kVectorBytes == 64 ? 12 : 6;
-template <class T>
+template <class T, int W>
 struct Blocking {
-  typedef T V __attribute__((vector_size(kVectorBytes)));
-  static constexpr int kLanes = kVectorBytes / sizeof(T);
-  static constexpr int kMR = kRowsPerTile;
-  static constexpr int64_t kKC = 256;  // the same in both widths: the same sums, so the same bits
+  typedef T V __attribute__((vector_size(W)));
+  static constexpr int kLanes = W / sizeof(T);
+  static constexpr int kMR = W == 64 ? 12 : 6;
+  static constexpr int64_t kKC = 256;
   static constexpr int64_t kMC = sizeof(T) == 4 ? 192 : 96;
   static constexpr int64_t kNC = 4096;
 };
@@ -104,9 +108,9 @@ template <class V> struct Splat<V, 8> {
 template <class V> struct Splat<V, 16> {
   template <class T> static V of(T x) { return V{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
 };
-template <class T>
-typename Blocking<T>::V splat(T x) {
-  return Splat<typename Blocking<T>::V, Blocking<T>::kLanes>::of(x);
+template <class V, class T>
+V splat(T x) {
+  return Splat<V, sizeof(V) / sizeof(T)>::of(x);
 }
 
 // op(X) of one matrix: element (r, col) is at p[r * rs + col * cs].
@@ -139,48 +143,45 @@ void pack_panel(T* dst, const T* src, int64_t si, int64_t sp, int64_t lanes, int
   }
 }
 
-// C[rows x cols] = alpha * (A micro-panel x B micro-panel) + beta * C, where
-// beta == 0 ignores C's old contents. A block at the edge of C (rows < MR or
-// cols < NR) goes through a full-size tile so that every element is computed
-// by the same instructions wherever it lies.
-template <class T>
-void micro_kernel(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, int64_t rows,
-                  int64_t cols, T alpha, T beta) {
-  using V = typename Blocking<T>::V;
-  constexpr int L = Blocking<T>::kLanes, NR = 2 * L, kMR = Blocking<T>::kMR;
-  V acc[kMR][2] = {};
+// One KC block of an MR x NR block of C (rows x cols of it inside C): the
+// sums go on from what the earlier blocks left in C (`first`: from 0), and the
+// last block finishes them, C = alpha s (+ beta old, old from `addend`, which
+// beta == 0 never reads). The sums pass through a full-size tile in every
+// case, so every element is computed by the same instructions wherever it lies.
+template <class T, int W>
+void micro_kernel(int64_t kc, const T* a, const T* b, T* c, const T* addend, int64_t ldc, int64_t rows,
+                  int64_t cols, T alpha, T beta, bool first, bool last) {
+  using B = Blocking<T, W>;
+  using V = typename B::V;
+  constexpr int L = B::kLanes, NR = 2 * L, kMR = B::kMR;
+  alignas(W) T tile[kMR * NR] = {};
+  V acc[kMR][2];
+  if (!first)
+    for (int64_t i = 0; i < rows; ++i) std::memcpy(tile + i * NR, c + i * ldc, cols * sizeof(T));
+  for (int i = 0; i < kMR; ++i) acc[i][0] = load<V>(tile + i * NR), acc[i][1] = load<V>(tile + i * NR + L);
   for (int64_t p = 0; p < kc; ++p) {
     V b0 = load<V>(b), b1 = load<V>(b + L);
     for (int i = 0; i < kMR; ++i) {
-      V ai = splat(a[i]);
+      V ai = splat<V>(a[i]);
       acc[i][0] += ai * b0;
       acc[i][1] += ai * b1;
     }
     a += kMR;
     b += NR;
   }
-
-  bool edge = rows < kMR || cols < NR;
-  alignas(kVectorBytes) T tile[kMR * NR];
-  T* out = c;
-  int64_t ld = ldc;
-  if (edge) {
-    out = tile;
-    ld = NR;
-    if (beta != T(0))
-      for (int64_t i = 0; i < rows; ++i) std::memcpy(tile + i * NR, c + i * ldc, cols * sizeof(T));
-  }
-  V va = splat(alpha), vb = splat(beta);
-  for (int i = 0; i < kMR; ++i) {
-    for (int h = 0; h < 2; ++h) {
-      T* o = out + i * ld + h * L;
-      V v = va * acc[i][h];
-      if (beta != T(0)) v += vb * load<V>(o);
-      store(o, v);
+  for (int i = 0; i < kMR; ++i) store(tile + i * NR, acc[i][0]), store(tile + i * NR + L, acc[i][1]);
+  for (int64_t i = 0; i < rows; ++i) {
+    const T* sums = tile + i * NR;
+    T* out = c + i * ldc;
+    if (!last) {
+      std::memcpy(out, sums, cols * sizeof(T));
+    } else if (beta == T(0)) {
+      for (int64_t j = 0; j < cols; ++j) out[j] = alpha * sums[j];
+    } else {
+      const T* old = addend + i * ldc;
+      for (int64_t j = 0; j < cols; ++j) out[j] = std::fma(beta, old[j], alpha * sums[j]);
     }
   }
-  if (edge)
-    for (int64_t i = 0; i < rows; ++i) std::memcpy(c + i * ldc, tile + i * NR, cols * sizeof(T));
 }
 
 // The threads working on one matrix together; size 1 for a thread alone.
@@ -196,12 +197,14 @@ void barrier(const Team& team) {
   }
 }
 
-// c [m, n] row-major (+)= op(a) op(b), run by every thread of `team`. bpack
-// is shared by the team (KC x NC); apack is this thread's own (MC x KC).
-template <class T>
-void gemm_blocked(const Team& team, T* c, View<T> a, View<T> b, int64_t m, int64_t n, int64_t k,
+// c [m, n] row-major = alpha op(a) op(b) + beta addend (addend: c's old
+// values, or a copy of them where c holds partial sums first), run by every
+// thread of `team`. bpack is shared by the team (KC x NC); apack is this
+// thread's own (MC x KC).
+template <class T, int W>
+void gemm_blocked(const Team& team, T* c, const T* addend, View<T> a, View<T> b, int64_t m, int64_t n, int64_t k,
                   T alpha, T beta, T* bpack, T* apack) {
-  using B = Blocking<T>;
+  using B = Blocking<T, W>;
   constexpr int NR = 2 * B::kLanes, kMR = B::kMR;
   // Row blocks of equal height (a multiple of MR, at most MC), as many as a
   // multiple of the team size so the threads get equal shares; when there
@@ -220,7 +223,7 @@ void gemm_blocked(const Team& team, T* c, View<T> a, View<T> b, int64_t m, int64
     int64_t panels = ceil_div(nc, NR);
     for (int64_t pc = 0; pc < k; pc += B::kKC) {
       int64_t kc = std::min(B::kKC, k - pc);
-      T beta_pc = pc == 0 ? beta : T(1);  // later k blocks add to what the first wrote
+      const bool first = pc == 0, last = pc + kc == k;
       if (team.id == 0) next.store(0, std::memory_order_relaxed);  // no one takes tasks before the barrier
       for (int64_t j = team.id; j < panels; j += team.size)
         pack_panel<NR>(bpack + j * kc * NR, b.p + pc * b.rs + (jc + j * NR) * b.cs, b.cs, b.rs,
@@ -235,9 +238,10 @@ void gemm_blocked(const Team& team, T* c, View<T> a, View<T> b, int64_t m, int64
                           std::min<int64_t>(kMR, rows - ir), kc);
         for (int64_t j = j0; j < j1; ++j) {
           for (int64_t ir = 0; ir < rows; ir += kMR) {
-            micro_kernel(kc, apack + ir * kc, bpack + j * kc * NR, c + (ic + ir) * n + jc + j * NR,
-                         n, std::min<int64_t>(kMR, rows - ir), std::min<int64_t>(NR, nc - j * NR),
-                         alpha, beta_pc);
+            const int64_t at = (ic + ir) * n + jc + j * NR;
+            micro_kernel<T, W>(kc, apack + ir * kc, bpack + j * kc * NR, c + at, addend + at, n,
+                               std::min<int64_t>(kMR, rows - ir), std::min<int64_t>(NR, nc - j * NR), alpha, beta,
+                               first, last);
           }
         }
       }
@@ -255,10 +259,10 @@ Team this_thread() {
 #endif
 }
 
-template <class T>
+template <class T, int W>
 void gemm_typed(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t batch,
                 int64_t m, int64_t n, int64_t k, T alpha, T beta) {
-  using B = Blocking<T>;
+  using B = Blocking<T, W>;
   constexpr int NR = 2 * B::kLanes;
   T* cp = c.data<T>();
   int64_t mn = m * n;
@@ -276,10 +280,16 @@ void gemm_typed(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int
   int64_t a_size = std::min(B::kKC, k) * std::min(B::kMC, round_up(m, B::kMR));
   int64_t b_size = std::min(B::kKC, k) * round_up(std::min(B::kNC, n), NR);
   Buffer<T> apacks(a_size * threads), bpacks(b_size * teams);  // allocated here: nothing throws inside the parallel region
+  // Past one KC block C holds partial sums before the last block adds beta C:
+  // C's old values are kept aside for it.
+  const bool keep_old = beta != T(0) && k > B::kKC;
+  Buffer<T> old(keep_old ? batch * mn : 0);
+  if (keep_old) std::memcpy(old.get(), cp, static_cast<size_t>(batch * mn) * sizeof(T));
+  const T* addend = keep_old ? old.get() : cp;
 
   auto run = [&](const Team& team, int64_t index, T* bpack, T* apack) {
-    gemm_blocked(team, cp + index * mn, view_of<T>(a, index), view_of<T>(b, index), m, n, k, alpha,
-                 beta, bpack, apack);
+    gemm_blocked<T, W>(team, cp + index * mn, addend + index * mn, view_of<T>(a, index), view_of<T>(b, index), m, n,
+                       k, alpha, beta, bpack, apack);
   };
   if (threads == 1) {
     for (int64_t i = 0; i < batch; ++i) run(Team{}, i, bpacks.get(), apacks.get());
@@ -307,7 +317,11 @@ void gemm_own(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64
   if (batch <= 0 || m <= 0 || n <= 0) return;
   dispatch_float(c.dtype(), "gemm", [&](auto tag) {
     using T = decltype(tag);
-    gemm_typed<T>(c, a, b, batch, m, n, k, static_cast<T>(alpha), static_cast<T>(beta));
+#if defined(__AVX512F__)
+    if (vector_path() == VectorPath::avx512)
+      return gemm_typed<T, 64>(c, a, b, batch, m, n, k, static_cast<T>(alpha), static_cast<T>(beta));
+#endif
+    gemm_typed<T, 32>(c, a, b, batch, m, n, k, static_cast<T>(alpha), static_cast<T>(beta));
   });
 }
 

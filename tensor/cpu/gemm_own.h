@@ -13,8 +13,9 @@
 
 namespace ordo::cpu {
 
-// The own kernel's vector width in bytes: 512-bit where the build targets
-// AVX-512, else 256-bit (the FMA peak `ordo bench ops` sets beside it uses the same).
+// The own kernel's widest vectors in bytes: 512-bit where the build targets
+// AVX-512 (run where cpu::vector_path() is avx512), else 256-bit (the FMA
+// peak `ordo bench ops` sets beside it uses the same).
 #if defined(__AVX512F__)
 constexpr int kGemmOwnVectorBytes = 64;
 #else
@@ -22,8 +23,9 @@ constexpr int kGemmOwnVectorBytes = 32;
 #endif
 
 // ordo's own kernel (tensor/cpu/gemm_own.cpp): same contract as cpu::gemm.
-// Each element of c is summed in the same order whatever the thread count,
-// so its results do not depend on the number of threads.
+// Each element of c is one chain of FMAs over k in order, then alpha s, then
+// beta c added in one FMA: the same bits whatever the thread count, the
+// vector width (cpu::vector_path) or zero products anywhere in k.
 void gemm_own(const Tensor& c, const MatrixBatch& a, const MatrixBatch& b, int64_t batch,
               int64_t m, int64_t n, int64_t k, double alpha, double beta);
 
@@ -42,8 +44,9 @@ bool blas_compiled();
 // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64", or "none";
 // with blas_core_note() after it where ordo corrected OpenBLAS's kernels.
 std::string blas_description();
-// Whether cpu::gemm calls the BLAS (default: blas_compiled()). Setting it to
-// true in a build without a BLAS throws ordo::Error. Applies process-wide.
+// Whether cpu::gemm calls the BLAS (default: blas_compiled(); never in the
+// deterministic mode). Setting it to true in a build without a BLAS throws
+// ordo::Error. Applies process-wide.
 void set_use_blas(bool use);
 bool use_blas();
 

@@ -6,6 +6,7 @@
 // backward: g = gy * gamma
 //           gx = rstd * (g - mean(g) - xhat * mean(g * xhat))
 //           ggamma = sum over rows of gy * xhat,  gbeta = sum over rows of gy
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 #include <vector>
@@ -50,12 +51,6 @@ void layernorm_backward(const Tensor& gx, const Tensor& ggamma, const Tensor& gb
                         const Tensor& gy, const Tensor& x, const Tensor& mean,
                         const Tensor& rstd, const Tensor& gamma) {
   const int64_t n = x.size(-1), rows = n ? x.numel() / n : 0;
-  // ggamma/gbeta are sums over rows: each fixed block of rows gets its own
-  // partial sums, added in block order afterwards (thread-count independent).
-  constexpr int64_t kRowsPerBlock = 32;
-  const int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
-  std::vector<double> partial_gamma(static_cast<size_t>(blocks * n), 0.0);
-  std::vector<double> partial_beta(static_cast<size_t>(blocks * n), 0.0);
   dispatch_float(x.dtype(), "layernorm_backward", [&](auto tag) {
     using T = decltype(tag);
     const T* xs = x.data<T>();
@@ -64,40 +59,49 @@ void layernorm_backward(const Tensor& gx, const Tensor& ggamma, const Tensor& gb
     const T* ms = mean.data<T>();
     const T* rs = rstd.data<T>();
     T* gxs = gx.data<T>();
-    parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-      for (int64_t blk = b0; blk < b1; ++blk) {
-        double* pg = partial_gamma.data() + blk * n;
-        double* pb = partial_beta.data() + blk * n;
-        for (int64_t row = blk * kRowsPerBlock; row < std::min(rows, (blk + 1) * kRowsPerBlock); ++row) {
-          const T* xr = xs + row * n;
-          const T* gr = gys + row * n;
-          T* out = gxs + row * n;
-          const T m = ms[row], r = rs[row];
-          const double mean_g = lane_sum<double>(n, [&](int64_t j) { return gr[j] * g[j]; }) / n;
-          const double mean_gx = lane_sum<double>(n, [&](int64_t j) { return gr[j] * g[j] * ((xr[j] - m) * r); }) / n;
-          for (int64_t j = 0; j < n; ++j) {
-            pg[j] += gr[j] * ((xr[j] - m) * r);
-            pb[j] += gr[j];
-          }
-          const T a = static_cast<T>(mean_g), c = static_cast<T>(mean_gx);
-          for (int64_t j = 0; j < n; ++j) {
-            T xhat = (xr[j] - m) * r;
-            out[j] = r * (gr[j] * g[j] - a - xhat * c);
-          }
+    parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t b0, int64_t b1) {
+      for (int64_t row = b0; row < b1; ++row) {
+        const T* xr = xs + row * n;
+        const T* gr = gys + row * n;
+        T* out = gxs + row * n;
+        const T m = ms[row], r = rs[row];
+        const double mean_g = lane_sum<double>(n, [&](int64_t j) { return gr[j] * g[j]; }) / n;
+        const double mean_gx = lane_sum<double>(n, [&](int64_t j) { return gr[j] * g[j] * ((xr[j] - m) * r); }) / n;
+        const T a = static_cast<T>(mean_g), c = static_cast<T>(mean_gx);
+        for (int64_t j = 0; j < n; ++j) {
+          T xhat = (xr[j] - m) * r;
+          out[j] = r * (gr[j] * g[j] - a - xhat * c);
         }
       }
     });
+    // ggamma and gbeta: each column one sum (in double) over the rows in
+    // order, whatever the thread count, so a row whose gy is zero (a padded
+    // row nothing predicts) adds exact zeros and changes no bit. The threads
+    // take blocks of columns.
+    constexpr int64_t kColumns = 256;
     T* gg = ggamma.data<T>();
     T* gb = gbeta.data<T>();
-    for (int64_t j = 0; j < n; ++j) {
-      double sg = 0, sb = 0;
-      for (int64_t blk = 0; blk < blocks; ++blk) {
-        sg += partial_gamma[blk * n + j];
-        sb += partial_beta[blk * n + j];
+    parallel_for(ceil_div(n, kColumns), 1, [&](int64_t first, int64_t last) {
+      double sg[kColumns], sb[kColumns];
+      for (int64_t block = first; block < last; ++block) {
+        const int64_t j0 = block * kColumns, width = std::min(kColumns, n - j0);
+        std::fill(sg, sg + width, 0.0);
+        std::fill(sb, sb + width, 0.0);
+        for (int64_t row = 0; row < rows; ++row) {
+          const T* xr = xs + row * n + j0;
+          const T* gr = gys + row * n + j0;
+          const T m = ms[row], r = rs[row];
+          for (int64_t j = 0; j < width; ++j) {
+            sg[j] += gr[j] * ((xr[j] - m) * r);
+            sb[j] += gr[j];
+          }
+        }
+        for (int64_t j = 0; j < width; ++j) {
+          gg[j0 + j] = static_cast<T>(sg[j]);
+          gb[j0 + j] = static_cast<T>(sb[j]);
+        }
       }
-      gg[j] = static_cast<T>(sg);
-      gb[j] = static_cast<T>(sb);
-    }
+    });
   });
 }
 

@@ -272,7 +272,7 @@ TEST_CASE("multi-tensor AdamW writes the updated parameters' bf16 roundings wher
 // bits), so training with it is training without it, step for step; and the
 // forward does take it (a rounding of other values changes the loss).
 TEST_CASE("nn::AdamW: the weights' rounding it keeps is current after every step and changes no bit of training",
-          "[optim]") {
+          "[optim][determinism]") {
   for (const bool fused : {true, false}) {
     INFO((fused ? "the multi-tensor update" : "the per-tensor reference path"));
     const test::TinyTraining without = train_bf16(Device::cpu(), 3, fused, false);

@@ -38,7 +38,7 @@ bool registered(const std::string& pe) {
 
 }  // namespace
 
-TEST_CASE("every config in configs/ parses, builds its model and runs a forward pass", "[pe][configs]") {
+TEST_CASE("every config in configs/ parses, builds its model and runs a forward pass", "[pe][configs][determinism]") {
   std::vector<std::string> files = config_files();
   REQUIRE(files.size() >= 50);  // the sizes and the papers' tables
   std::vector<std::string> pending;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tensor/backend.h"
+#include "tensor/cpu/cpu_paths.h"
 #include "tensor/cpu/gemm_own.h"
 
 #ifdef _OPENMP
@@ -289,4 +290,83 @@ TEST_CASE("gemm: the BLAS switch", "[gemm]") {
     cpu::set_use_blas(false);
     CHECK_FALSE(cpu::use_blas());
   }
+}
+
+// The deterministic mode's product (tensor/cpu/cpu_paths.h): each element of
+// C is fma(a_p, b_p, s) for p = 0 .. k-1 from s = 0, then alpha s, then
+// beta c0 added in one FMA. The same bits on the AVX2 and AVX-512 paths, on
+// 1, 2 and 3 threads, across the kernel's KC blocks (k up to 600), and with
+// zero products inserted anywhere in k (a product over rows, some of them
+// padding that nothing predicts).
+TEST_CASE("gemm_own: each element is one FMA chain over k in order, on every path, thread count and padding",
+          "[gemm][determinism]") {
+  std::vector<cpu::VectorPath> vector_paths{cpu::VectorPath::avx2};
+  if (cpu::avx512_path_available()) vector_paths.push_back(cpu::VectorPath::avx512);
+  const cpu::VectorPath original_path = cpu::vector_path();
+#ifdef _OPENMP
+  const int original_threads = omp_get_max_threads();
+#endif
+  std::mt19937 rng(20261202);
+  for (const Case& cs : {Case{37, 45, 600, false, true, 2, false, false, 1, 0.75, 0.5},
+                         Case{5, 70, 257, true, false, 3, false, false, 0, 1, 0},
+                         Case{130, 33, 40, false, false, 1, false, false, 2, -1.5, 0}}) {
+    INFO(describe(cs));
+    MatrixBatch a = cs.ta ? random_operand<float>(cs.k, cs.m, true, cs.batch, false, cs.pad, rng)
+                          : random_operand<float>(cs.m, cs.k, false, cs.batch, false, cs.pad, rng);
+    MatrixBatch b = cs.tb ? random_operand<float>(cs.n, cs.k, true, cs.batch, false, cs.pad, rng)
+                          : random_operand<float>(cs.k, cs.n, false, cs.batch, false, cs.pad, rng);
+    std::vector<float> c0(static_cast<size_t>(cs.batch * cs.m * cs.n));
+    std::uniform_real_distribution<float> uniform(-1, 1);
+    for (float& v : c0) v = uniform(rng);
+    // The chain, written from the definition.
+    std::vector<float> expected(c0.size());
+    for (int64_t bi = 0; bi < cs.batch; ++bi)
+      for (int64_t i = 0; i < cs.m; ++i)
+        for (int64_t j = 0; j < cs.n; ++j) {
+          float s = 0;
+          for (int64_t p = 0; p < cs.k; ++p) s = std::fma(element<float>(a, bi, i, p), element<float>(b, bi, p, j), s);
+          const size_t at = static_cast<size_t>((bi * cs.m + i) * cs.n + j);
+          const float scaled = static_cast<float>(cs.alpha) * s;
+          expected[at] = cs.beta == 0 ? scaled : std::fma(static_cast<float>(cs.beta), c0[at], scaled);
+        }
+    // The same product with rows of zeros in B (and anything in A's matching
+    // columns) at every third place of k: k grows, the sums must not change.
+    const int64_t padded_k = cs.k + (cs.k + 2) / 3;
+    std::vector<float> ap(static_cast<size_t>(cs.batch * cs.m * padded_k)), bp(static_cast<size_t>(cs.batch * padded_k * cs.n));
+    for (int64_t bi = 0; bi < cs.batch; ++bi)
+      for (int64_t p = 0, q = 0; q < padded_k; ++q) {
+        const bool pad_here = q % 4 == 3 || p == cs.k;
+        for (int64_t i = 0; i < cs.m; ++i)
+          ap[static_cast<size_t>((bi * cs.m + i) * padded_k + q)] = pad_here ? uniform(rng) : element<float>(a, bi, i, p);
+        for (int64_t j = 0; j < cs.n; ++j)
+          bp[static_cast<size_t>((bi * padded_k + q) * cs.n + j)] = pad_here ? 0.0f : element<float>(b, bi, p, j);
+        if (!pad_here) ++p;
+      }
+    const MatrixBatch a_padded{Tensor::from_vector(ap), false, padded_k, cs.m * padded_k};
+    const MatrixBatch b_padded{Tensor::from_vector(bp), false, cs.n, padded_k * cs.n};
+    for (cpu::VectorPath vp : vector_paths) {
+      cpu::set_vector_path(vp);
+      for (int threads : {1, 2, 3}) {
+#ifdef _OPENMP
+        omp_set_num_threads(threads);
+#endif
+        INFO((vp == cpu::VectorPath::avx512 ? "avx512" : "avx2") << ", " << threads << " thread(s)");
+        Tensor c = Tensor::from_vector(c0, {cs.batch, cs.m, cs.n});
+        cpu::gemm_own(c, a, b, cs.batch, cs.m, cs.n, cs.k, cs.alpha, cs.beta);
+        CHECK(c.to_vector<float>() == expected);
+        Tensor padded = Tensor::from_vector(c0, {cs.batch, cs.m, cs.n});
+        cpu::gemm_own(padded, a_padded, b_padded, cs.batch, cs.m, cs.n, padded_k, cs.alpha, cs.beta);
+        CHECK(padded.to_vector<float>() == expected);
+        // cpu::gemm in the deterministic mode is this product, the BLAS left out.
+        const cpu::DeterministicScope deterministic;
+        Tensor through_gemm = Tensor::from_vector(c0, {cs.batch, cs.m, cs.n});
+        cpu::gemm(through_gemm, a, b, cs.batch, cs.m, cs.n, cs.k, cs.alpha, cs.beta, MatmulPrecision::fp32);
+        CHECK(through_gemm.to_vector<float>() == expected);
+      }
+    }
+  }
+  cpu::set_vector_path(original_path);
+#ifdef _OPENMP
+  omp_set_num_threads(original_threads);
+#endif
 }

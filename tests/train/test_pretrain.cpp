@@ -86,7 +86,7 @@ std::string stopped_run_with_nan(const train::RunConfig& config, const std::stri
 
 }  // namespace
 
-TEST_CASE("a resumed run continues bit for bit like an uninterrupted one", "[pretrain]") {
+TEST_CASE("a resumed run continues bit for bit like an uninterrupted one", "[pretrain][determinism]") {
   train::RunConfig config = train::parse_run_config(small_config(), {}, "test");
   std::string whole = temp_dir("whole"), split = temp_dir("split");
   CHECK(train::pretrain(config, options(whole)).steps == 12);
@@ -110,7 +110,7 @@ TEST_CASE("a resumed run continues bit for bit like an uninterrupted one", "[pre
 }
 
 TEST_CASE("train.checkpoint_initial writes step 0, the weights as initialised: resumed from it, the run is the same",
-          "[pretrain]") {
+          "[pretrain][determinism]") {
   json::Value c = small_config();
   c["train"]["steps"] = 4;
   c["train"]["eval_every"] = 0;
