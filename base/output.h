@@ -48,7 +48,10 @@ struct InputPath {
 // where a folder is asked for, or the reverse: never replaced, even with
 // --overwrite), when a folder above it is a file, when it holds the current
 // folder — and when it is, or holds, any of `inputs` (what the command
-// reads: replacing the output would delete it), with or without --overwrite.
+// reads: replacing the output would delete it), with or without --overwrite;
+// and when its '..' follows a folder that does not exist (resolve_output_path).
+// A file output's path may not end in '/'; a folder output's trailing slashes
+// are dropped ("thesis.txt/" names the file thesis.txt, never replaced).
 void check_output(const std::string& path, OutputKind kind, bool overwrite, const std::vector<InputPath>& inputs,
                   const std::string& flag = "--out");
 
@@ -75,7 +78,8 @@ void check_path_name(const std::string& name, const std::string& where);
 std::string bookkeeping_path(const std::string& out, const std::string& kind);
 
 // A bookkeeping folder made beside `out` (.NAME.ordo-KIND-XXXXXX), with a
-// marker file inside that says it is ordo's and whose; the marker is locked
+// marker file inside that says it is ordo's and whose (its kind: the part of
+// KIND before any '-', so "worker-RUN" is a "worker" folder); the marker is locked
 // while this object lives, so that remove_stale_bookkeeping() by another
 // process leaves it alone. Destroyed, it removes the folder (unless released).
 class BookkeepingFolder {

@@ -150,7 +150,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Both ways lead from the arena: SCRATCH/box/PARTS, or ./PARTS from inside it.
   std::string path = absolute ? scratch() + "/box/" : "./";
   for (size_t i = 0; i < parts.size(); ++i) path += (i ? "/" : "") + parts[i];
-  if (::chdir((scratch() + "/box").c_str()) != 0) std::abort();
+  // Relative paths start in the arena; libFuzzer's own (corpus, artifacts) in the folder it was started in.
+  struct InArena {
+    std::string home = fs::current_path().string();
+    InArena() {
+      if (::chdir((scratch() + "/box").c_str()) != 0) std::abort();
+    }
+    ~InArena() {
+      if (::chdir(home.c_str()) != 0) std::abort();
+    }
+  } in_arena;
 
   const std::optional<std::string> expected = oracle(parts, entries);
   std::string resolved;
