@@ -562,8 +562,6 @@ void print_start(const RunConfig& c, const PretrainRun& r, bool resuming) {
   if (resuming) std::fprintf(stderr, "resuming at step %lld\n", static_cast<long long>(r.state.step));
 }
 
-// Moves past the phases that end at or before the run's step; a new phase
-// starts its data afresh.
 // The phase whose steps hold `step` (a checkpoint at step S is saved in the
 // phase of step S; step 0 is phase 0's).
 int64_t phase_of_step(int64_t step, const std::vector<Phase>& phases) {
@@ -575,6 +573,8 @@ int64_t phase_of_step(int64_t step, const std::vector<Phase>& phases) {
   return static_cast<int64_t>(phases.size()) - 1;
 }
 
+// Moves past the phases that end at or before the run's step; a new phase
+// starts its data afresh.
 void enter_current_phase(TrainerState& s, const std::vector<Phase>& phases) {
   int64_t phase_end = 0;
   for (int64_t i = 0; i <= s.phase; ++i) phase_end += phases[i].steps;
@@ -768,7 +768,7 @@ void save_checkpoint(const std::string& run, PretrainRun& r) {
 // ---- where a run writes -------------------------------------------------------------------
 
 // The folder a run writes into. A resumed run writes in place. A new run is
-// built in base/output.h's StagedFolder beside its output (OUT.new-XXXXXX in
+// built in base/output.h's StagedFolder beside its output (.OUT.ordo-new-XXXXXX in
 // the same parent) and replaces the output — a previous run there, whole —
 // only once it has done its first step; until then a failure or Ctrl-C
 // removes the new folder and leaves the output (and the folders above it)
