@@ -38,7 +38,8 @@ SANITIZE ?= 0
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 180
 FUZZ_TARGETS := fuzz_json fuzz_safetensors fuzz_run_config fuzz_corpus fuzz_forward_input fuzz_metrics_matrix \
-                fuzz_downstream fuzz_checkpoint fuzz_experiment_plan fuzz_bpe fuzz_wordpiece
+                fuzz_downstream fuzz_checkpoint fuzz_experiment_plan fuzz_bpe fuzz_wordpiece \
+                fuzz_output_path
 FUZZ_LONG_SECONDS ?= 1800
 CUDA_ARCHS ?= 90-real;80-virtual
 

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -29,21 +30,6 @@ bool holds(const std::string& outer, const std::string& inner) {
   const fs::path i = fs::weakly_canonical(fs::absolute(inner), ec);
   const fs::path relative = i.lexically_relative(o);
   return !relative.empty() && *relative.begin() != "..";
-}
-
-// A folder above `path` that exists must be a folder: "runs/a.txt/probe" is
-// refused now, not when the first write fails.
-void check_parents(const std::string& path, const std::string& flag) {
-  fs::path p = fs::absolute(path).lexically_normal();
-  if (!p.has_filename()) p = p.parent_path();  // "runs/a/" names runs/a
-  for (fs::path q = p.parent_path();; q = q.parent_path()) {
-    std::error_code ec;
-    if (fs::exists(q, ec)) {
-      ORDO_CHECK(fs::is_directory(q, ec), flag, " '", path, "': '", q.string(), "' is a file, not a folder");
-      return;
-    }
-    if (q == q.parent_path()) return;
-  }
 }
 
 std::string without_trailing_slashes(std::string path) {
@@ -87,10 +73,7 @@ void check_spares(const std::string& out, const InputPath& input, const std::str
 // The output's kind and place: what no --overwrite can change.
 void check_kind(const std::string& path, OutputKind kind, const std::string& flag) {
   std::error_code ec;
-  if (!fs::exists(fs::symlink_status(path, ec))) {
-    check_parents(path, flag);
-    return;
-  }
+  if (!fs::exists(fs::symlink_status(path, ec))) return;
   const bool is_folder = fs::is_directory(path, ec);  // a link to a folder counts as one
   if (kind == OutputKind::file) {
     ORDO_CHECK(!is_folder, flag, " '", path, "' is a folder; give the path of a file");
@@ -115,29 +98,187 @@ void check_overwrite(const std::string& path, OutputKind kind, bool overwrite, c
 
 }  // namespace
 
-void check_output(const std::string& path, OutputKind kind, bool overwrite, const std::vector<InputPath>& inputs,
+void check_output(const std::string& given, OutputKind kind, bool overwrite, const std::vector<InputPath>& inputs,
                   const std::string& flag) {
-  ORDO_CHECK(!path.empty(), "flag ", flag, " needs a path");
+  // Refuses '..' through a missing folder and a file above the output; past
+  // it, the kernel resolves the path to the same place as resolve_output_path.
+  resolve_output_path(given, flag);
+  ORDO_CHECK(kind == OutputKind::folder || given.back() != '/', flag, " '", given,
+             "' ends in '/', which names a folder; give the path of a file");
+  // The output as StagedFolder replaces it: "thesis.txt/" is the file thesis.txt
+  // (asked about with the slash, it would seem not to exist, and be replaced).
+  const std::string path = without_trailing_slashes(given);
   check_kind(path, kind, flag);
   // What the command reads, before the question of --overwrite: no --overwrite replaces it.
   for (const InputPath& input : inputs) check_spares(path, input, flag);
   check_overwrite(path, kind, overwrite, flag);
 }
 
+std::string resolve_output_path(const std::string& given, const std::string& flag) {
+  ORDO_CHECK(!given.empty(), "flag ", flag, " needs a path");
+  const fs::path path = fs::absolute(without_trailing_slashes(given));
+  std::vector<std::string> parts;
+  for (const fs::path& part : path.relative_path()) parts.push_back(part.string());
+  fs::path at = path.root_path();  // resolved so far: physical while it exists
+  bool missing = false;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    const std::string& part = parts[k];
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      ORDO_CHECK(!missing, flag, " '", given, "': '..' follows '", at.string(), "', which does not exist: the path ",
+                 "would make that folder and climb out of it again, onto whatever is there, unchecked. Write the path "
+                 "without '..' (or make the folder first)");
+      at = at.parent_path();
+      continue;
+    }
+    at /= part;
+    if (missing || k + 1 == parts.size()) continue;  // the last part is the output itself, a link included
+    struct stat st;
+    if (::lstat(at.c_str(), &st) != 0) {
+      ORDO_CHECK(errno == ENOENT, flag, " '", given, "': cannot read '", at.string(), "': ", std::strerror(errno));
+      missing = true;
+      continue;
+    }
+    if (S_ISLNK(st.st_mode)) {
+      std::error_code ec;
+      const fs::path target = fs::canonical(at, ec);  // where the kernel goes on, and where '..' climbs from
+      ORDO_CHECK(!ec, flag, " '", given, "': '", at.string(), "' is a symbolic link to a place that does not exist");
+      ORDO_CHECK(::stat(target.c_str(), &st) == 0 && S_ISDIR(st.st_mode), flag, " '", given, "': '", at.string(),
+                 "' is a file, not a folder");
+      at = target;
+      continue;
+    }
+    ORDO_CHECK(S_ISDIR(st.st_mode), flag, " '", given, "': '", at.string(), "' is a file, not a folder");
+  }
+  return at.string();
+}
+
+void check_output_spares(const std::string& path, const std::vector<InputPath>& inputs, const std::string& flag) {
+  for (const InputPath& input : inputs) check_spares(path, input, flag);
+}
+
+void check_path_name(const std::string& name, const std::string& where) {
+  ORDO_CHECK(!name.empty(), where, ": the name is empty; it names a folder ordo writes");
+  ORDO_CHECK(name.size() <= 200, where, ": '", name.substr(0, 40), "...' is ", name.size(),
+             " bytes long; a name that becomes a folder's has at most 200");
+  for (const char ch : name) {
+    const bool safe = std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '+' ||
+                      ch == '=' || ch == '.';
+    ORDO_CHECK(safe, where, ": '", name, "' holds the character '", std::string(1, ch), "' (byte ",
+               static_cast<int>(static_cast<unsigned char>(ch)), "); it names a folder ordo writes, so it may hold only ",
+               "letters, digits, '_', '-', '+', '=' and '.'");
+  }
+  ORDO_CHECK(name[0] != '.', where, ": '", name, "' begins with '.'; it names a folder ordo writes, which must not be ",
+             "'.', '..' or hidden");
+}
+
+// ---- bookkeeping beside an output --------------------------------------------------------------
+
+namespace {
+
+constexpr const char* kMarker = ".ordo-bookkeeping";  // inside a bookkeeping folder: whose it is
+
+std::string base_name(const std::string& out) { return fs::path(without_trailing_slashes(out)).filename().string(); }
+
+std::string marker_text(const std::string& out, const std::string& kind) {
+  return "ordo " + kind + " folder of " + base_name(out) + "\n";
+}
+
+// A bookkeeping folder's marker, opened when it is a regular file (never
+// through a link) that reads `expected`: -1 otherwise.
+int open_marker(const fs::path& folder, const std::string& expected) {
+  const int fd = ::open((folder / kMarker).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return -1;
+  struct stat st;
+  char buf[1024];
+  const ssize_t n = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? ::pread(fd, buf, sizeof buf, 0) : -1;
+  if (n < 0 || std::string(buf, static_cast<size_t>(n)) != expected) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+std::string bookkeeping_path(const std::string& out, const std::string& kind) {
+  const fs::path p(without_trailing_slashes(out));
+  return (p.parent_path() / ("." + p.filename().string() + ".ordo-" + kind)).string();
+}
+
+BookkeepingFolder::BookkeepingFolder(const std::string& out, const std::string& kind) {
+  std::string pattern = bookkeeping_path(out, kind) + "-XXXXXX";
+  ORDO_CHECK(::mkdtemp(pattern.data()) != nullptr, "cannot create the folder ", pattern, " beside ", out, ": ",
+             std::strerror(errno));
+  path_ = pattern;
+  const std::string text = marker_text(out, kind.substr(0, kind.find('-')));
+  marker_fd_ = ::open((path_ + "/" + kMarker).c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (marker_fd_ < 0 || ::flock(marker_fd_, LOCK_EX | LOCK_NB) != 0 ||
+      ::pwrite(marker_fd_, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
+    const int err = errno;
+    if (marker_fd_ >= 0) ::close(marker_fd_);
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+    throw Error(detail::cat("cannot write ", pattern, "/", kMarker, ": ", std::strerror(err)));
+  }
+}
+
+BookkeepingFolder::BookkeepingFolder(BookkeepingFolder&& other) noexcept
+    : path_(std::move(other.path_)), marker_fd_(other.marker_fd_) {
+  other.path_.clear();
+  other.marker_fd_ = -1;
+}
+
+BookkeepingFolder::~BookkeepingFolder() {
+  if (marker_fd_ >= 0) ::close(marker_fd_);
+  marker_fd_ = -1;
+  std::error_code ignored;  // a destructor reports nothing; the failure that brought us here is reported
+  if (!path_.empty()) fs::remove_all(path_, ignored);
+  path_.clear();
+}
+
+void BookkeepingFolder::release() {
+  if (marker_fd_ < 0) return;
+  ::unlink((path_ + "/" + kMarker).c_str());
+  ::close(marker_fd_);
+  marker_fd_ = -1;
+  path_.clear();
+}
+
+int64_t remove_stale_bookkeeping(const std::string& out, const std::string& kind) {
+  const fs::path prefix(bookkeeping_path(out, kind) + "-");
+  const fs::path dir = prefix.parent_path().empty() ? fs::path(".") : prefix.parent_path();
+  const std::string start = prefix.filename().string(), expected = marker_text(out, kind);
+  int64_t removed = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().filename().string().rfind(start, 0) != 0 || !fs::is_directory(e.symlink_status(ec))) continue;
+    const int fd = open_marker(e.path(), expected);
+    if (fd < 0) continue;  // not provably ordo's, for this output: not ours to remove
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) removed += fs::remove_all(e.path(), ec) > 0;  // its maker has ended
+    ::close(fd);
+  }
+  return removed;
+}
+
 StagedFolder::StagedFolder(const std::string& out) : out_(without_trailing_slashes(out)) {
   ORDO_CHECK(!out_.empty(), "no output folder given");
+  resolve_output_path(out_, "the output");  // no '..' through a folder about to be made
   const fs::path parent = fs::path(out_).parent_path();
   const std::string folder = parent.empty() ? "." : parent.string();
   created_ = outermost_missing(folder);
   make_directories(folder);
-  std::string pattern = out_ + ".new-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    const int err = errno;
+  if (const int64_t removed = remove_stale_bookkeeping(out_, "new"))
+    std::fprintf(stderr, "ordo: note: removed %lld unfinished staging folder(s) of %s left by a process that was stopped\n",
+                 static_cast<long long>(removed), out_.c_str());
+  try {
+    folder_.emplace(out_, "new");
+  } catch (const Error&) {
     std::error_code ignored;
     if (!created_.empty()) fs::remove_all(created_, ignored);
-    throw Error(detail::cat("cannot create the folder ", pattern, " to build ", out_, " in: ", std::strerror(err)));
+    throw;
   }
-  staging_ = pattern;
+  staging_ = folder_->path();
   // mkdtemp makes the folder private (0700); the output gets a new folder's
   // usual permissions. (umask can only be read by setting it; nothing else
   // creates files while an output is being staged.)
@@ -147,8 +288,9 @@ StagedFolder::StagedFolder(const std::string& out) : out_(without_trailing_slash
 }
 
 StagedFolder::StagedFolder(StagedFolder&& other) noexcept
-    : out_(std::move(other.out_)), staging_(std::move(other.staging_)), created_(std::move(other.created_)),
-      committed_(other.committed_) {
+    : out_(std::move(other.out_)), folder_(std::move(other.folder_)), staging_(std::move(other.staging_)),
+      created_(std::move(other.created_)), committed_(other.committed_) {
+  other.folder_.reset();
   other.staging_.clear();  // the moved-from object removes nothing
 }
 
@@ -158,10 +300,30 @@ StagedFolder::~StagedFolder() {
   fs::remove_all(created_.empty() ? staging_ : created_, ignored);
 }
 
+namespace {
+
+// rename() that never replaces what is at `to` (an empty folder included)
+// where the kernel can say so; 0 or an errno.
+int rename_no_replace(const std::string& from, const std::string& to) {
+#ifdef RENAME_NOREPLACE
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS) return errno;
+#endif
+  struct stat st;
+  if (::lstat(to.c_str(), &st) == 0) return EEXIST;
+  return std::rename(from.c_str(), to.c_str()) == 0 ? 0 : errno;
+}
+
+}  // namespace
+
 void StagedFolder::commit() {
   ORDO_CHECK(!committed_ && !staging_.empty(), "the output ", out_, " is already in place");
   std::error_code ec;
-  if (!fs::exists(fs::symlink_status(out_, ec))) {
+  const fs::file_status there = fs::symlink_status(out_, ec);
+  ORDO_CHECK(!fs::exists(there) || fs::is_directory(there) || fs::is_symlink(there), "'", out_,
+             "' is a file, not a folder; a folder output never replaces it");
+  folder_->release();  // its marker goes: the folder is about to be the output
+  if (!fs::exists(there)) {
     move(staging_, out_);
     committed_ = true;
     return;
@@ -173,13 +335,14 @@ void StagedFolder::commit() {
     // The old output now sits under the staging name, which says "new": it
     // takes a name that says what it is before its removal is tried, so
     // whatever a failed removal leaves is never taken for a new output.
-    remove_previous(std::rename(staging_.c_str(), previous_name().c_str()) == 0 ? previous_name() : staging_);
+    remove_previous(rename_no_replace(staging_, previous_name()) == 0 ? previous_name() : staging_);
     return;
   }
   // Not supported by this file system: two renames, the old output restored if the second fails.
 #endif
   const std::string aside = previous_name();
-  move(out_, aside);
+  const int err = rename_no_replace(out_, aside);
+  ORDO_CHECK(err == 0, "cannot move ", out_, " to ", aside, ": ", std::strerror(err));
   try {
     move(staging_, out_);
   } catch (const Error&) {
@@ -190,7 +353,23 @@ void StagedFolder::commit() {
   remove_previous(aside);
 }
 
-std::string StagedFolder::previous_name() const { return out_ + ".previous-" + staging_.substr(staging_.size() - 6); }
+bool StagedFolder::commit_if_absent() {
+  ORDO_CHECK(!committed_ && !staging_.empty(), "the output ", out_, " is already in place");
+  folder_->release();
+  int err = rename_no_replace(staging_, out_);
+  std::error_code ec;
+  // An empty folder there holds nothing: rename() takes its place, or fails if it was filled meanwhile.
+  if (err == EEXIST && fs::is_directory(fs::symlink_status(out_, ec)) && fs::is_empty(out_, ec))
+    err = std::rename(staging_.c_str(), out_.c_str()) == 0 ? 0 : errno;
+  if (err == EEXIST || err == ENOTEMPTY) return false;
+  ORDO_CHECK(err == 0, "cannot move ", staging_, " to ", out_, ": ", std::strerror(err));
+  committed_ = true;
+  return true;
+}
+
+std::string StagedFolder::previous_name() const {
+  return bookkeeping_path(out_, "previous") + "-" + staging_.substr(staging_.size() - 6);
+}
 
 // ---- OutputLock ------------------------------------------------------------------------------
 
@@ -242,16 +421,54 @@ std::string read_descriptor(int fd) {
 
 }  // namespace
 
+namespace {
+
+// The first line of every lock file ordo writes: what a file must begin with
+// before ordo takes it over as a lock left by a process that ended.
+constexpr const char* kLockHeader = "ordo output lock\n";
+
+// Opens the lock file at `path`, made if missing (`*created`), never through
+// a symbolic link; -1 when it vanished meanwhile (try again).
+int open_lock_file(const std::string& path, bool* created) {
+  *created = true;
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd < 0 && errno == EEXIST) {
+    *created = false;
+    fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) return -1;
+  }
+  ORDO_CHECK(fd >= 0 || errno != ELOOP, "the lock file ", path, " is a symbolic link; ordo never writes through one ",
+             "(it would overwrite the file it points to): remove the link, or name another output");
+  struct stat st;
+  const bool regular = fd >= 0 ? ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) : errno != EISDIR;
+  if (!regular) {
+    if (fd >= 0) ::close(fd);
+    throw Error(detail::cat("the lock file ", path, " exists and is not a regular file: move it away, or name another output"));
+  }
+  ORDO_CHECK(fd >= 0, "cannot open the lock file ", path, ": ", std::strerror(errno));
+  return fd;
+}
+
+bool same_file(const std::string& path, int fd) {
+  struct stat at_path, held;
+  return ::lstat(path.c_str(), &at_path) == 0 && ::fstat(fd, &held) == 0 && at_path.st_ino == held.st_ino &&
+         at_path.st_dev == held.st_dev;
+}
+
+}  // namespace
+
 bool OutputLock::take(const std::string& out, const std::string& command, std::string* owner) {
-  path_ = without_trailing_slashes(out) + ".lock";
+  resolve_output_path(out, "the output");  // no '..' through a folder about to be made
+  path_ = bookkeeping_path(out, "lock");
   const std::string folder = fs::path(path_).parent_path().empty() ? "." : fs::path(path_).parent_path().string();
   if (created_.empty()) created_ = outermost_missing(folder);
   make_directories(folder);
   // A lock file removed by its owner between our open() and flock() is no
   // longer the lock: try again on the file now at the path.
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    ORDO_CHECK(fd >= 0, "cannot open the lock file ", path_, ": ", std::strerror(errno));
+    bool created = false;
+    const int fd = open_lock_file(path_, &created);
+    if (fd < 0) continue;
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
       const std::string contents = read_descriptor(fd);
@@ -260,16 +477,21 @@ bool OutputLock::take(const std::string& out, const std::string& command, std::s
       *owner = describe_owner(contents);
       return false;
     }
-    struct stat at_path, held;
-    if (::stat(path_.c_str(), &at_path) != 0 || ::fstat(fd, &held) != 0 || at_path.st_ino != held.st_ino ||
-        at_path.st_dev != held.st_dev) {
+    if (!same_file(path_, fd)) {
       ::close(fd);
       continue;
     }
+    // Empty: made by a process that has not written it yet (or was killed doing so): nothing to lose.
     const std::string previous = read_descriptor(fd);
+    if (!created && !previous.empty() && previous.rfind(kLockHeader, 0) != 0) {
+      ::close(fd);
+      throw Error(detail::cat(path_, " exists and is not an ordo lock file (it does not begin '",
+                              std::string(kLockHeader, std::strlen(kLockHeader) - 1),
+                              "'); ordo leaves it alone: move it away, or name another output"));
+    }
     if (!previous.empty()) stale_owner_ = describe_owner(previous);  // its owner ended without removing it
-    const std::string mine = "pid=" + std::to_string(::getpid()) + "\nhost=" + this_host() + "\ncommand=" + command +
-                             "\nsince=" + now_utc() + "\n";
+    const std::string mine = std::string(kLockHeader) + "pid=" + std::to_string(::getpid()) + "\nhost=" + this_host() +
+                             "\ncommand=" + command + "\nsince=" + now_utc() + "\n";
     if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, mine.data(), mine.size(), 0) != static_cast<ssize_t>(mine.size())) {
       const int err = errno;
       fd_ = fd;
@@ -305,7 +527,9 @@ OutputLock::~OutputLock() { release(); }
 
 void OutputLock::release() {
   if (fd_ < 0) return;
-  ::unlink(path_.c_str());  // while still held: a waiting process then finds no file, or a new one
+  // While still held: a waiting process then finds no file, or a new one. Only
+  // the file this lock holds: one put in its place meanwhile is not ordo's to remove.
+  if (same_file(path_, fd_)) ::unlink(path_.c_str());
   ::close(fd_);
   fd_ = -1;
   remove_created();

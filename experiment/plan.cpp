@@ -9,6 +9,7 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "base/file_io.h"
+#include "base/output.h"
 #include "experiment/paper_table.h"
 #include "probe/layer_probing.h"
 #include "train/position_init.h"
@@ -177,8 +178,11 @@ std::vector<std::string> run_config_names(const std::string& folder) {
   ORDO_CHECK(directory_exists(folder), "'", folder, "' is not a folder of run configs");
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(folder))
-    if (e.is_regular_file() && e.path().extension() == ".json" && e.path().filename() != "experiment.json")
+    if (e.is_regular_file() && e.path().extension() == ".json" && e.path().filename() != "experiment.json") {
       names.push_back(e.path().stem().string());
+      // The run's folder is OUT/runs/<name>: a name that is a path could reach anything.
+      check_path_name(names.back(), e.path().string() + ": the run's name (its file name without .json)");
+    }
   std::sort(names.begin(), names.end());
   ORDO_CHECK(!names.empty(), "'", folder, "' holds no run configs (*.json)");
   return names;
@@ -261,6 +265,7 @@ void read_sweep(const json::Value& spec, const std::string& folder, const std::v
     std::snprintf(name, sizeof name, "sweep_w%g_s%g", w, s);
     t.name = name;
     std::replace(t.name.begin(), t.name.end(), '.', 'p');  // a figure key splits at the first '.'
+    check_path_name(t.name, where + ": encoder");  // RUN/finetune/<name>
     t.column = t.name;
     ORDO_CHECK(plan.task(t.name) == nullptr, where, ": encoder ", t.name, " is named twice");
     t.task = task;
@@ -316,6 +321,7 @@ void read_finetune(const json::Value* spec, const PlanRequest& request, const st
                  "', which is no run config of ", folder);
     ORDO_CHECK(!task.name.empty() && seen.insert(task.name).second, at, ": 'name' ",
                task.name.empty() ? "is missing" : "'" + task.name + "' is used twice");
+    check_path_name(task.name, at + ": 'name'");  // RUN/finetune/<name>: a name that is a path could reach anything
     const auto& known = train::finetune_task_names();
     ORDO_CHECK(std::find(known.begin(), known.end(), task.task) != known.end(), at, ": unknown task '", task.task,
                "'");

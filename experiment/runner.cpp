@@ -114,7 +114,7 @@ void check_records(const Plan& plan, const std::vector<size_t>& selected, const 
     for (const auto& e : fs::directory_iterator(runs)) {
       if (!e.is_directory()) continue;
       const std::string name = e.path().filename().string();
-      if (name.find(".new-") != std::string::npos || name.find(".previous-") != std::string::npos) continue;
+      if (name[0] == '.') continue;  // ordo's bookkeeping (base/output.h): no run's name begins with a dot
       ORDO_CHECK(std::find(plan.names.begin(), plan.names.end(), name) != plan.names.end(), "'", plan.out,
                  "' holds the run ", name, ", which ", plan.folder, " does not plan: another experiment's output. "
                  "Give another --out");
@@ -315,6 +315,31 @@ std::vector<std::string> write_experiment_report(const Plan& plan, const std::st
   return names;
 }
 
+// The output folder as the plan's place: never the plan itself (the record
+// written there would replace experiment.json), never through '..' past a
+// missing folder (base/output.h).
+void check_out(const Plan& plan, const PlanRequest& request) {
+  resolve_output_path(plan.out, "--out");
+  std::vector<InputPath> inputs = {{plan.folder, "the experiment folder"}};
+  for (const auto& [name, dir] : request.data) inputs.push_back({dir, "--data " + name});
+  check_output_spares(plan.out, inputs);
+}
+
+// OUT with its runs/ and the plan's record, made whole in one rename, so that
+// processes started together on a fresh --out (--shard I/N) all find an
+// experiment there: the first rename wins, the others find its folder.
+void create_experiment_folder(const Plan& plan) {
+  if (!file_exists(plan.out + "/experiment.json")) {
+    StagedFolder staged(plan.out);
+    make_directories(staged.path() + "/runs");
+    write_file_atomic(staged.path() + "/experiment.json", json::dump(plan.to_json(), 2) + "\n");
+    staged.commit_if_absent();
+  }
+  ORDO_CHECK(file_exists(plan.out + "/experiment.json"), "'", plan.out,
+             "' exists and holds no experiment (no experiment.json): give another --out");
+  make_directories(plan.out + "/runs");
+}
+
 }  // namespace
 
 ExperimentSummary run_experiment(const RunnerOptions& o) {
@@ -325,6 +350,7 @@ ExperimentSummary run_experiment(const RunnerOptions& o) {
   if (o.redo.rfind("finetune:", 0) == 0)
     ORDO_CHECK(plan.task(o.redo.substr(9)) != nullptr, "--redo ", o.redo, ": the plan has no fine-tuning task '",
                o.redo.substr(9), "'");
+  check_out(plan, o.plan);
   const std::string plan_path = plan.out + "/experiment.json";
   ORDO_CHECK(file_exists(plan_path) || !fs::exists(plan.out) || (fs::is_directory(plan.out) && fs::is_empty(plan.out)),
              "'", plan.out, "' exists and holds no experiment (no experiment.json): give another --out");
@@ -335,7 +361,7 @@ ExperimentSummary run_experiment(const RunnerOptions& o) {
   }
   const std::vector<size_t> selected = selected_runs(plan, o);
   check_records(plan, selected, o.redo);
-  make_directories(plan.out + "/runs");
+  create_experiment_folder(plan);
   write_file_atomic(plan_path, json::dump(plan.to_json(), 2) + "\n");
 
   ExperimentSummary summary;

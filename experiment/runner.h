@@ -8,7 +8,7 @@
 //       tasks/               what `ordo data tasks` makes   (stage tasks)
 //       finetune/<task>/     what `ordo finetune` makes     (stage finetune, one grid per task)
 //       stages.json          each finished stage: its settings, its wall time, when it ended
-//   OUT/runs/<config>.lock   while a process runs that run (base/output.h's OutputLock)
+//   OUT/runs/.<config>.ordo-lock   while a process runs that run (base/output.h's OutputLock)
 //   OUT/report/              ordo report over the runs, and each paper table beside ordo's
 //                            (paper.md, paper.json, figures.md, figure5.png; experiment/tables.h)
 //

@@ -1041,30 +1041,16 @@ Parallelism parallelism(const FinetuneConfig& c, Device device, int ranks) {
   return {runs, threads, c.threads > 0};
 }
 
-// Where a parallel grid's workers write: OUT.worker-<run>-XXXXXX beside OUT
-// (trailing slashes of OUT dropped); this is the part before <run>.
-std::string worker_folder_prefix(std::string out) {
-  while (out.size() > 1 && out.back() == '/') out.pop_back();
-  return out + ".worker-";
-}
-
-// The folders a killed grid's workers left beside `out` (its lock, now ours,
-// says no process of it lives on: a worker stops when its parent dies),
-// removed; how many.
-int64_t remove_stale_worker_folders(const std::string& out) {
-  const std::filesystem::path prefix(worker_folder_prefix(out));
-  const std::filesystem::path dir = prefix.has_parent_path() ? prefix.parent_path() : ".";
-  int64_t removed = 0;
-  std::error_code error;
-  for (const auto& e : std::filesystem::directory_iterator(dir, error))
-    if (e.is_directory() && e.path().filename().string().rfind(prefix.filename().string(), 0) == 0)
-      removed += std::filesystem::remove_all(e.path(), error) > 0;
-  return removed;
-}
+// The folders a killed grid's workers left beside `out`
+// (.OUT.ordo-worker-RUN-XXXXXX, base/output.h's bookkeeping: only those
+// whose marker says they are this output's; its lock, now ours, says no
+// process of it lives on: a worker stops when its parent dies), removed; how many.
+int64_t remove_stale_worker_folders(const std::string& out) { return remove_stale_bookkeeping(out, "worker"); }
 
 // A worker process of a parallel grid (its pid the key): its run, the folder it writes in, its threads.
 struct Worker {
   GridRun* run = nullptr;
+  std::shared_ptr<BookkeepingFolder> made;  // removes the folder with the last copy
   std::string folder;
   int64_t threads = 0;
 };
@@ -1112,9 +1098,8 @@ void run_in_workers(std::vector<GridRun>& grid, const Parallelism& p, const json
     while (may_start() && busy + threads[next] <= p.cores()) {
       GridRun& run = *todo[next];
       const int64_t run_threads = threads[next++];
-      std::string folder = worker_folder_prefix(out) + run.name + "-XXXXXX";
-      ORDO_CHECK(::mkdtemp(folder.data()) != nullptr, "cannot create the folder ", folder, " for the run ", run.name,
-                 ": ", std::strerror(errno));
+      auto made = std::make_shared<BookkeepingFolder>(out, "worker-" + run.name);
+      const std::string folder = made->path();
       write_file_atomic(folder + "/grid.json", json::dump(config, 2) + "\n");
       std::vector<std::string> args{"finetune", "--worker",  run.name, "--out", folder, "--config", folder + "/grid.json",
                                     "--set",    "train.threads=" + std::to_string(run_threads)};
@@ -1122,7 +1107,7 @@ void run_in_workers(std::vector<GridRun>& grid, const Parallelism& p, const json
       std::error_code ignored;
       std::filesystem::remove_all(root() + "/runs/" + run.name, ignored);  // what a stopped call left of it
       const pid_t pid = spawn_self(args);
-      running[pid] = {&run, folder, run_threads};
+      running[pid] = {&run, made, folder, run_threads};
       busy += run_threads;
       if (!quiet)
         std::fprintf(stderr, "run %s: started (process %d, %lld thread(s))\n", run.name.c_str(), static_cast<int>(pid),

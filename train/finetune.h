@@ -46,7 +46,7 @@
 //       test/              GLUE only, when --data has the test files: the submission
 //                          files as the GLUE server names them (SST-2.tsv, MNLI-m.tsv, ...)
 //   With train.parallel_runs, several runs at once, each a process of its own
-//   writing into a folder beside OUT (OUT.worker-<run>-XXXXXX) that is moved
+//   writing into a folder beside OUT (.OUT.ordo-worker-<run>-XXXXXX) that is moved
 //   to OUT/runs/<run> when it ends.
 // There is no --resume: a run that stops (an error, Ctrl-C) keeps what it has
 // written so far, and its results.json says which runs finished.

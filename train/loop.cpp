@@ -111,8 +111,9 @@ namespace {
 constexpr const char* kHashedFiles[] = {"config.json", "model.safetensors", "optimizer.safetensors"};
 
 // What a checkpoint's trainer_state.json says of itself, against where it
-// is: the step of its folder's name, and the files' SHA-256 at save time
-// (checkpoints written before the hashes were kept have none to check).
+// is: the step of its folder's name, and the files' SHA-256 at save time.
+// Every checkpoint ordo saves records all three digests: a trainer state
+// without them (removed, emptied) cannot vouch for its files, and is refused.
 void check_checkpoint_identity(const std::string& checkpoint, const json::Value& state, const std::string& path) {
   ORDO_CHECK(state.is_object(), path, ": a trainer state is a JSON object");
   const std::string folder = std::filesystem::path(checkpoint).lexically_normal().filename().string();
@@ -124,8 +125,14 @@ void check_checkpoint_identity(const std::string& checkpoint, const json::Value&
                " but lies in the checkpoint of step ", folder_step, " (", folder,
                "): the checkpoint was moved or its trainer state replaced; nothing was changed");
   const json::Value* hashes = state.find("sha256");
-  if (!hashes) return;
+  ORDO_CHECK(hashes, path, " has no 'sha256' (the digests of the checkpoint's files, which ordo records at every ",
+             "save): its files cannot be verified, so it is not resumed. Restore its trainer_state.json, or resume ",
+             "from another checkpoint (move this one's folder away); nothing was changed");
   ORDO_CHECK(hashes->is_object(), path, ": 'sha256' must be an object {file: digest}");
+  for (const char* file : kHashedFiles)
+    ORDO_CHECK(hashes->contains(file), path, ": 'sha256' has no digest of ", file, " (ordo records one at every save): ",
+               "the checkpoint's files cannot be verified, so it is not resumed. Restore its trainer_state.json, or ",
+               "resume from another checkpoint (move this one's folder away); nothing was changed");
   for (const auto& [name, digest] : hashes->items()) {
     bool known = false;
     for (const char* file : kHashedFiles) known |= name == file;
@@ -157,6 +164,8 @@ void save_training_state(const std::string& run, const nn::AdamW& opt, const Tra
   json::Value hashes = json::Value::object();
   for (const char* name : kHashedFiles) hashes[name] = sha256_file(dir + "/" + name);
   state["sha256"] = hashes;
+  // The run's config as it trained up to here: a resume compares the run's config.json against it.
+  state["run_config"] = json::parse_file(run + "/config.json");
   write_file_atomic(dir + "/trainer_state.json", json::dump(state, 2) + "\n");  // last: marks the checkpoint complete
 }
 
@@ -165,13 +174,15 @@ TrainerState load_trainer_state(const std::string& checkpoint) {
   json::Value v = json::parse_file(path);
   check_checkpoint_identity(checkpoint, v, path);
   FieldReader r(v, path);
-  r.ignore({"sha256"});
+  r.ignore({"sha256", "run_config"});
   TrainerState s;
+  if (const json::Value* config = v.find("run_config")) s.run_config = *config;
   s.step = r.integer("step", 0, 0, INT64_MAX);
   s.phase = r.integer("phase", 0, 0, INT64_MAX);
   s.cursor.epoch = r.integer("epoch", 0, 0, INT64_MAX);
   s.cursor.example = r.integer("example", 0, 0, INT64_MAX);
-  r.integer("optimizer_steps", 0, 0, INT64_MAX);
+  // One optimizer step per training step at most (the fuzzed trainer states reach here).
+  r.integer("optimizer_steps", 0, 0, s.step);
   s.elapsed_seconds = r.number("elapsed_seconds", 0, 0, 1e300);
   s.ranks = r.integer("ranks", 1, 1, INT32_MAX);
   r.finish();

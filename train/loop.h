@@ -67,17 +67,20 @@ struct TrainerState {
   // The data-parallel processes that trained it: a step's global batch is
   // theirs together, so a resume takes as many (1 in checkpoints before it was kept).
   int64_t ranks = 1;
+  // The run's config.json as it was at the save (null in checkpoints before it was kept).
+  json::Value run_config;
 };
 
 // Writes the optimizer's moments, the run's vocabulary and, last (marking the
 // checkpoint complete), trainer_state.json into checkpoint_dir(run, s.step),
 // with the SHA-256 of the checkpoint's files (config.json, model.safetensors,
-// optimizer.safetensors). The task writes its model there first.
+// optimizer.safetensors) and the run's config.json. The task writes its model there first.
 void save_training_state(const std::string& run, const nn::AdamW& opt, const TrainerState& s);
 // Reads a checkpoint's trainer_state.json after checking what it says of
-// itself against where it is: its step must be its folder's (step_N), and
-// each file it recorded a SHA-256 for must still have it. An error names the
-// file that disagrees, before anything of the run is changed.
+// itself against where it is: its step must be its folder's (step_N), it
+// must record the SHA-256 of each of the checkpoint's files, and each must
+// still have it. An error names the file that disagrees, before anything of
+// the run is changed. (What it says against the run's config: pretrain.cpp.)
 TrainerState load_trainer_state(const std::string& checkpoint);
 // Loads the optimizer's moments and step count from a checkpoint onto `device`.
 void restore_optimizer(const std::string& checkpoint, nn::AdamW& opt, int64_t step, Device device);

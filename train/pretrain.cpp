@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "base/config.h"
 #include "base/file_io.h"
@@ -428,6 +429,22 @@ struct PretrainRun {
   std::optional<InitFromReport> warm_start;  // train.init_from's, at a fresh start
 };
 
+// A checkpoint's data cursor against where its phase's steps leave the
+// data: each step draws ranks x grad_accum x batch_size examples. Any other
+// cursor would make the resumed run differ from the uninterrupted one.
+void check_cursor(const TrainerState& s, const RunConfig& c, text::PretrainingData& data, const std::string& where) {
+  int64_t phase_start = 0;
+  for (int64_t i = 0; i < s.phase; ++i) phase_start += c.train.phases[static_cast<size_t>(i)].steps;
+  const int64_t steps = s.step - phase_start;
+  const int64_t per_step = s.ranks * c.train.grad_accum * c.train.phases[static_cast<size_t>(s.phase)].batch_size;
+  text::Cursor expected;
+  data.skip(expected, steps * per_step);
+  ORDO_CHECK(s.cursor == expected, where, " says epoch ", s.cursor.epoch, ", example ", s.cursor.example, ", but the ",
+             steps, " step(s) of phase ", s.phase, " before it drew ", steps * per_step, " examples (", per_step,
+             " a step), which end at epoch ", expected.epoch, ", example ", expected.example,
+             ": the trainer state was edited or belongs to another run; nothing was changed");
+}
+
 PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resuming, bool quiet,
                          dist::Communicator& comm)
     : comm(comm),
@@ -453,10 +470,7 @@ PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resumi
   max_predictions = c.data.max_predictions_per_seq;
   if (c.train.cuda_graphs && device.is_cuda() && comm.size() == 1 && c.train.grad_accum == 1 && c.train.adam.fused)
     graphed = std::make_unique<GraphedStep>(*opt, device);
-  if (resuming) {
-    restore_optimizer(checkpoint_dir(run, state.step), *opt, state.step, device);
-    if (comm.rank() == 0) truncate_metrics(run + "/metrics.jsonl", state.step);
-  }
+  if (resuming) restore_optimizer(checkpoint_dir(run, state.step), *opt, state.step, device);
   // The weights are loaded: from here only AdamW writes them, and it keeps
   // their bf16 rounding for each forward's products.
   if (matmul_precision() == MatmulPrecision::bf16) opt->keep_weights_rounding();
@@ -465,6 +479,11 @@ PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resumi
     eval_data.push_back(corpus.split.held_out.documents() > 0
                             ? std::make_unique<text::PretrainingData>(corpus.split.held_out, corpus.vocab, data_options(c.data, p.max_seq_length))
                             : nullptr);
+  }
+  if (resuming) {
+    check_cursor(state, c, *train_data[static_cast<size_t>(state.phase)],
+                 checkpoint_dir(run, state.step) + "/trainer_state.json");
+    if (comm.rank() == 0) truncate_metrics(run + "/metrics.jsonl", state.step);
   }
 }
 
@@ -545,6 +564,17 @@ void print_start(const RunConfig& c, const PretrainRun& r, bool resuming) {
   }
   if (r.graphed) std::fprintf(stderr, "cuda graphs: on (from the third step at the earliest, once a step finds every block it needs cached: one graph launch a step)\n");
   if (resuming) std::fprintf(stderr, "resuming at step %lld\n", static_cast<long long>(r.state.step));
+}
+
+// The phase whose steps hold `step` (a checkpoint at step S is saved in the
+// phase of step S; step 0 is phase 0's).
+int64_t phase_of_step(int64_t step, const std::vector<Phase>& phases) {
+  int64_t end = 0;
+  for (size_t i = 0; i < phases.size(); ++i) {
+    end += phases[i].steps;
+    if (step <= end) return static_cast<int64_t>(i);
+  }
+  return static_cast<int64_t>(phases.size()) - 1;
 }
 
 // Moves past the phases that end at or before the run's step; a new phase
@@ -742,7 +772,7 @@ void save_checkpoint(const std::string& run, PretrainRun& r) {
 // ---- where a run writes -------------------------------------------------------------------
 
 // The folder a run writes into. A resumed run writes in place. A new run is
-// built in base/output.h's StagedFolder beside its output (OUT.new-XXXXXX in
+// built in base/output.h's StagedFolder beside its output (.OUT.ordo-new-XXXXXX in
 // the same parent) and replaces the output — a previous run there, whole —
 // only once it has done its first step; until then a failure or Ctrl-C
 // removes the new folder and leaves the output (and the folders above it)
@@ -900,6 +930,62 @@ RunConfig extended_config(const RunConfig& c, int64_t steps, int64_t done, const
   return parse_run_config(source, {}, where);
 }
 
+// Every key under which `a` and `b` differ ("train.lr", "model.pe"), objects compared key by key.
+void differing_keys(const json::Value& a, const json::Value& b, const std::string& at, std::vector<std::string>& out) {
+  if (!a.is_object() || !b.is_object()) {
+    if (!(a == b)) out.push_back(at.empty() ? "(the whole config)" : at);
+    return;
+  }
+  std::set<std::string> keys;
+  for (const auto& [key, value] : a.items()) keys.insert(key);
+  for (const auto& [key, value] : b.items()) keys.insert(key);
+  const json::Value none;
+  for (const std::string& key : keys) {
+    const json::Value* x = a.find(key);
+    const json::Value* y = b.find(key);
+    differing_keys(x ? *x : none, y ? *y : none, at.empty() ? key : at + "." + key, out);
+  }
+}
+
+// The run's config.json against the one the checkpoint was trained with:
+// only the schedule's end may differ (--resume --set train.steps=N writes a
+// new train.steps, and the warm-up as a number of steps), the warm-up itself not.
+void check_config_unchanged(const json::Value& trained, const RunConfig& c, const std::string& state_path,
+                            const std::string& config_path) {
+  if (trained.is_null()) return;  // a checkpoint from before the config was kept with it
+  std::vector<std::string> keys;
+  differing_keys(trained, c.source, "", keys);
+  std::string named;
+  for (const std::string& key : keys)
+    if (key != "train.steps" && key != "train.warmup_steps" && key != "train.warmup_ratio")
+      named += (named.empty() ? "" : ", ") + key;
+  if (named.empty() && !keys.empty()) {
+    const RunConfig before = parse_run_config(trained, {}, state_path + ": run_config");
+    if (before.train.adam.warmup_steps != c.train.adam.warmup_steps) named = "train.warmup_steps (as resolved)";
+  }
+  ORDO_CHECK(named.empty(), config_path, " differs from the config its latest checkpoint was trained with (",
+             state_path, ": run_config) at ", named, ": a resumed run must go on as it began. Restore the config, ",
+             "or start a new run with the new one; nothing was changed");
+}
+
+// What the latest checkpoint's trainer state says against the run's config:
+// a phase and a step the schedule has, the step inside its phase, and the
+// config it was trained with. (Its data cursor is checked against the data
+// when the run is set up: PretrainRun.)
+void check_state_fits_run(const TrainerState& s, const RunConfig& c, const std::string& state_path,
+                          const std::string& config_path) {
+  const std::vector<Phase>& phases = c.train.phases;
+  ORDO_CHECK(s.phase < static_cast<int64_t>(phases.size()), state_path, " says phase ", s.phase, " (counted from 0), but ",
+             config_path, " has ", phases.size(), " phase(s): the trainer state was edited or belongs to another run; "
+             "nothing was changed");
+  ORDO_CHECK(s.step <= c.train.total_steps(), state_path, " says step ", s.step, ", beyond the ", c.train.total_steps(),
+             " steps of ", config_path, "; nothing was changed");
+  ORDO_CHECK(s.phase == phase_of_step(s.step, phases), state_path, " says phase ", s.phase, " at step ", s.step,
+             ", which the schedule of ", config_path, " trains in phase ", phase_of_step(s.step, phases),
+             " (counted from 0): the trainer state was edited or belongs to another run; nothing was changed");
+  check_config_unchanged(s.run_config, c, state_path, config_path);
+}
+
 }  // namespace
 
 double perplexity(double mean_loss) { return std::exp(mean_loss); }
@@ -941,7 +1027,10 @@ RunSummary resume_pretrain(const PretrainOptions& o, const MetricsObserver& obse
   const std::unique_ptr<OutputLock> lock = lock_output(o, comm);
   const int64_t done = std::max<int64_t>(latest_checkpoint(o.out), 0);
   // The checkpoint to resume from vouches for itself before anything is changed.
-  if (latest_checkpoint(o.out) >= 0) load_trainer_state(checkpoint_dir(o.out, done));
+  if (latest_checkpoint(o.out) >= 0) {
+    const std::string dir = checkpoint_dir(o.out, done);
+    check_state_fits_run(load_trainer_state(dir), c, dir + "/trainer_state.json", config_path);
+  }
   comm.barrier();  // every rank has read the stored config before rank 0 updates it
   if (o.extend_to >= 0) {
     c = extended_config(c, o.extend_to, done, config_path);

@@ -175,7 +175,7 @@ TEST_CASE("ordo experiment: two processes on one folder run each run once, --sha
     CHECK(stages_of(out + "/runs/" + name).contains("probe"));
   }
   CHECK(file_exists(out + "/report/index.html"));
-  CHECK_FALSE(std::filesystem::exists(out + "/runs/a_none.lock"));
+  CHECK_FALSE(std::filesystem::exists(out + "/runs/.a_none.ordo-lock"));
 
   // --list: numbered runs and their finished stages; --shard I/N selects every N-th.
   CommandResult r = run_ordo("experiment " + cfg + " --out " + out + kSmall + " --list");

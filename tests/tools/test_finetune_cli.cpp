@@ -404,7 +404,7 @@ std::vector<std::string> worker_folders(const std::string& out) {
   std::vector<std::string> found;
   const std::filesystem::path o(out);
   for (const auto& e : std::filesystem::directory_iterator(o.parent_path()))
-    if (e.path().filename().string().rfind(o.filename().string() + ".worker-", 0) == 0) found.push_back(e.path());
+    if (e.path().filename().string().rfind("." + o.filename().string() + ".ordo-worker-", 0) == 0) found.push_back(e.path());
   return found;
 }
 

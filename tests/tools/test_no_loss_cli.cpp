@@ -256,15 +256,16 @@ TEST_CASE("a second ordo process on an --out being written is refused, a dead pr
   REQUIRE(at != std::string::npos);
   const std::string pid = r.output.substr(at + 10, r.output.find('\n', at) - at - 10);
   CHECK_THAT(r.output, Contains("'" + run + "' is being written by another ordo process: pid " + pid + " on host"));
-  CHECK(!ordo::file_exists(run + ".lock"));  // released by the run that held it
+  const std::string lock = scratch / ".run.ordo-lock";
+  CHECK(!ordo::file_exists(lock));  // released by the run that held it
 
   // A lock file whose owner ended without removing it (SIGKILL) is taken over, and said.
-  ordo::write_file_atomic(run + ".lock", "pid=999999999\nhost=elsewhere\ncommand=ordo pretrain\nsince=then\n");
+  ordo::write_file_atomic(lock, "ordo output lock\npid=999999999\nhost=elsewhere\ncommand=ordo pretrain\nsince=then\n");
   const CommandResult resumed = run_ordo("pretrain --quiet --resume " + run + " --stop-after 1");
   INFO(resumed.output);
   CHECK(resumed.exit_code == 0);
-  CHECK_THAT(resumed.output, Contains("took over " + run + ".lock, left by pid 999999999 on host elsewhere"));
-  CHECK(!ordo::file_exists(run + ".lock"));
+  CHECK_THAT(resumed.output, Contains("took over " + lock + ", left by pid 999999999 on host elsewhere"));
+  CHECK(!ordo::file_exists(lock));
 }
 
 TEST_CASE("experiment: every config's probe settings are checked before the first run trains", "[cli][errors]") {

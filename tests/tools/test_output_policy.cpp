@@ -92,7 +92,7 @@ void check_policy(const Command& c, const std::string& outs, const std::string& 
   }
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(outs)) names.push_back(e.path().filename().string());
-  CHECK(names == std::vector<std::string>{fs::path(out).filename().string()});  // no OUT.new-* or OUT.old-* left
+  CHECK(names == std::vector<std::string>{fs::path(out).filename().string()});  // no .OUT.ordo-new-* or -previous-* left
 }
 
 }  // namespace
@@ -230,8 +230,8 @@ TEST_CASE("a replaced output that cannot be removed is left under a name that sa
   std::vector<std::string> previous, staging;
   for (const auto& e : fs::directory_iterator(dir.path)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("out.previous-", 0) == 0) previous.push_back(name);
-    if (name.rfind("out.new-", 0) == 0) staging.push_back(name);
+    if (name.rfind(".out.ordo-previous-", 0) == 0) previous.push_back(name);
+    if (name.rfind(".out.ordo-new-", 0) == 0) staging.push_back(name);
   }
   REQUIRE(previous.size() == 1);
   CHECK(staging.empty());

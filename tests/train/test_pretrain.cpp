@@ -333,14 +333,16 @@ TEST_CASE("a non-finite loss on a step that is not logged still stops the run na
 
 namespace {
 
-// The entries beside `run` in its folder whose names start with run's own
-// (a half-built RUN.new-... or a set-aside RUN.old-... would be one).
+// The entries beside `run` in its folder whose names start with run's own or
+// with a dot and run's own (a half-built .RUN.ordo-new-... or a set-aside
+// .RUN.ordo-previous-... would be one).
 std::vector<std::string> entries_beside(const std::string& run) {
   std::filesystem::path path(run);
   std::vector<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(path.parent_path())) {
     std::string name = e.path().filename().string();
-    if (name != path.filename().string() && name.rfind(path.filename().string(), 0) == 0) names.push_back(name);
+    const std::string own = path.filename().string();
+    if (name != own && (name.rfind(own, 0) == 0 || name.rfind("." + own, 0) == 0)) names.push_back(name);
   }
   return names;
 }
