@@ -182,7 +182,7 @@ TEST_CASE("emulator: kernels and copies reach device memory, host code only thro
   CHECK(cudaFree(out) == cudaSuccess);
 }
 
-TEST_CASE("emulator: a missing __syncthreads shows under the reverse schedule; the race check finds it under every one",
+TEST_CASE("emulator: a missing __syncthreads shows under the reverse schedule, and the race check finds it under every one",
           "[emulator]") {
   constexpr int kBlocks = 2, kThreads = 64;
   std::vector<int> expected;

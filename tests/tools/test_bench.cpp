@@ -62,7 +62,7 @@ TEST_CASE("ordo bench finetune times classification and span extraction on the C
   CHECK(r.output.find("eval RSS MiB") != std::string::npos);  // the peak resident memory beside the rates
 }
 
-TEST_CASE("ordo bench step prints PREDICTED beside MODELED; bench calibrate refits the repository's file", "[bench]") {
+TEST_CASE("ordo bench step prints PREDICTED beside MODELED, and bench calibrate refits the repository's file", "[bench]") {
   Run step = run_ordo("bench step --config tiny --device cpu --batch 2 --length 8 --steps 1 --warmup 0 --model-only "
                       "--classes");
   INFO(step.output);

@@ -9,6 +9,7 @@
 #include "base/json.h"
 #include "tests/helpers.h"
 #include "tests/tools/disk_state.h"
+#include "tests/tools/two_step_run.h"
 
 using ordo::test::CommandResult;
 using ordo::test::run_command;
@@ -21,18 +22,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kRunConfig =
-    R"({"model": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,)"
-    R"( "max_position_embeddings": 64},)"
-    R"( "data": {"synthetic_sentences": 300, "vocab_size": 200, "held_out_fraction": 0.1},)"
-    R"( "train": {"steps": 2, "batch_size": 4, "max_seq_length": 32, "eval_every": 0, "device": "cpu"}})";
-
 // A pretrained run and its synthetic tasks, made once for the file.
 struct Fixture {
   TempDir dir{"no-loss"};
   std::string config = dir / "run.json", run = dir / "run", tasks = dir / "tasks";
   Fixture() {
-    std::ofstream(config) << kRunConfig;
+    std::ofstream(config) << ordo::test::kTwoStepRunConfig;
     REQUIRE(run_ordo("pretrain --quiet --config " + config + " --out " + run).exit_code == 0);
     REQUIRE(run_ordo("data tasks --from " + run + " --out " + tasks).exit_code == 0);
   }
@@ -82,7 +77,7 @@ TEST_CASE("pretrain and finetune: a --config in --out, or a file it extends, is 
   TempDir scratch("no-loss-config");
   const std::string out = scratch / "out";
   ordo::make_directories(out);
-  const std::string base = scratch.write("out/base.json", kRunConfig);
+  const std::string base = scratch.write("out/base.json", ordo::test::kTwoStepRunConfig);
   const std::string own = scratch.write("out/own.json", R"({"extends": "base.json"})");
   const std::string outside = scratch.write("outside.json", R"({"extends": "out/base.json"})");
   const std::string ft = scratch.write("out/ft.json", R"({"train": {"epochs": 1}})");
@@ -271,8 +266,8 @@ TEST_CASE("a second ordo process on an --out being written is refused, a dead pr
 TEST_CASE("experiment: every config's probe settings are checked before the first run trains", "[cli][errors]") {
   TempDir scratch("no-loss-experiment");
   ordo::make_directories(scratch / "configs");
-  scratch.write("configs/a.json", kRunConfig);
-  scratch.write("configs/b.json", kRunConfig);
+  scratch.write("configs/a.json", ordo::test::kTwoStepRunConfig);
+  scratch.write("configs/b.json", ordo::test::kTwoStepRunConfig);
   const CommandResult r =
       run_ordo("experiment " + (scratch / "configs") + " --out " + (scratch / "out") + " --probe-layer 7");
   INFO(r.output);
@@ -310,7 +305,7 @@ TEST_CASE("a file that is not valid JSON is named in the error", "[cli][errors]"
   CHECK_THAT(r.output, Contains(state + ": json: line"));
   // An experiment's plan.
   ordo::make_directories(scratch / "configs");
-  scratch.write("configs/a.json", kRunConfig);
+  scratch.write("configs/a.json", ordo::test::kTwoStepRunConfig);
   ordo::make_directories(scratch / "exp");
   scratch.write("exp/experiment.json", "{\"configs\": ");
   r = run_ordo("experiment " + (scratch / "configs") + " --out " + (scratch / "exp"));

@@ -16,17 +16,12 @@
 #include "base/json.h"
 #include "tests/helpers.h"
 #include "tests/tools/disk_state.h"
+#include "tests/tools/two_step_run.h"
 
 using Catch::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-
-const char* kPathsRunConfig =
-    R"({"model": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,)"
-    R"( "max_position_embeddings": 64},)"
-    R"( "data": {"synthetic_sentences": 300, "vocab_size": 200, "held_out_fraction": 0.1},)"
-    R"( "train": {"steps": 2, "batch_size": 4, "max_seq_length": 32, "eval_every": 0, "device": "cpu"}})";
 
 const std::string kPathsFinetune = " --quiet --set train.epochs=1 --set train.batch_size=8 --set train.max_seq_length=48 "
                               "--set train.threads=1 --set train.device=cpu --set train.max_train_examples=40 ";
@@ -36,7 +31,7 @@ struct PathsFixture {
   ordo::test::TempDir dir{"output-paths"};
   std::string config = dir / "run.json", run = dir / "run", tasks = dir / "tasks", batch;
   PathsFixture() {
-    std::ofstream(config) << kPathsRunConfig;
+    std::ofstream(config) << ordo::test::kTwoStepRunConfig;
     batch = dir.write("in.json", R"({"input_ids": [[2, 7, 9, 3]]})");
     ordo::test::CommandResult r = ordo::test::run_ordo("pretrain --quiet --config " + config + " --out " + run);
     INFO(r.output);
@@ -60,7 +55,7 @@ std::string paths_finetune_into(const std::string& out) {
 // `name`.json in `folder`: the fixture's run config.
 void write_paths_config(const std::string& folder, const std::string& name) {
   fs::create_directories(folder);
-  ordo::write_file_atomic(folder + "/" + name + ".json", kPathsRunConfig);
+  ordo::write_file_atomic(folder + "/" + name + ".json", ordo::test::kTwoStepRunConfig);
 }
 
 // The names in `dir` (hidden ones included).
@@ -73,7 +68,7 @@ std::vector<std::string> names_in_folder(const std::string& dir) {
 
 }  // namespace
 
-TEST_CASE("an --out whose '..' follows a missing folder is refused by every command; the folder it names is kept",
+TEST_CASE("an --out whose '..' follows a missing folder is refused by every command, and the folder it names is kept",
           "[cli][output_policy][paths]") {
   const PathsFixture& f = paths_fixture();
   ordo::test::TempDir scratch("paths-dotdot");
@@ -158,7 +153,7 @@ TEST_CASE("experiment: names in a plan that would be paths are refused at plan l
   }
   // A run config named "...json": the run would be called "..", its folder OUT/runs/.. (OUT itself).
   ordo::write_file_atomic(plan + "/experiment.json", R"({"stages": ["pretrain"]})");
-  ordo::write_file_atomic(plan + "/...json", kPathsRunConfig);
+  ordo::write_file_atomic(plan + "/...json", ordo::test::kTwoStepRunConfig);
   fs::create_directories(out);
   scratch.write("lab/out/notes.txt", "mine");
   const auto before = ordo::test::snapshot(scratch.path);
@@ -179,7 +174,7 @@ TEST_CASE("experiment: names in a plan that would be paths are refused at plan l
   CHECK(ordo::test::snapshot(scratch.path) == without);
 }
 
-TEST_CASE("experiment: an --out that is or holds the plan's folder is refused; its experiment.json is kept",
+TEST_CASE("experiment: an --out that is or holds the plan's folder is refused, and its experiment.json is kept",
           "[cli][experiment][paths]") {
   ordo::test::TempDir scratch("paths-plan-out");
   const std::string plan = scratch / "plan";
