@@ -13,6 +13,7 @@
 #include "base/counter_rng.h"
 #include "base/file_io.h"
 #include "base/json.h"
+#include "base/json_numbers.h"
 #include "base/output.h"
 #include "downstream/tsv.h"
 #include "nn/bert.h"
@@ -951,7 +952,7 @@ void indicator_trajectory(RunState& c, Output& out) {
     row["without_special"] = indicators["without_special"];
     rows.push_back(row);
     for (size_t k = 0; k < series.size(); ++k) {
-      const double v = probe::number_from_json(indicators["without_special"][keys[k].first]);
+      const double v = json::to_number(indicators["without_special"][keys[k].first]);
       if (!std::isfinite(v)) continue;  // DB is infinite when nothing is attended ahead
       series[k].x.push_back(static_cast<double>(step));
       series[k].y.push_back(v);
