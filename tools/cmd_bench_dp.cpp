@@ -24,10 +24,10 @@
 #include <cstdio>
 #include <memory>
 
+#include "model/model.h"
 #include "nn/optim.h"
 #include "parallel/communicator.h"
 #include "parallel/gradient_reducer.h"
-#include "pe/registry.h"
 #include "tensor/roofline.h"
 #include "tools/bench.h"
 #include "tools/bench_model.h"
@@ -55,7 +55,7 @@ int64_t bucket_cap(const Setup& s) { return static_cast<int64_t>(s.run.train.buc
 // Mean seconds of a training step on the CPU (forward, backward with the
 // reducer's hook when data parallel, AdamW), after one warm-up step.
 double cpu_step_seconds(const Setup& s, int64_t batch, int steps, parallel::Communicator& comm) {
-  auto model = pe::build_model(s.model, Device::cpu(), false, 1);
+  auto model = model::build_model(s.model, Device::cpu(), false, 1);
   nn::AdamW opt(model->named_parameters(), s.run.train.adam);
   std::unique_ptr<parallel::GradientReducer> reducer;
   if (comm.size() > 1)
@@ -120,7 +120,7 @@ double estimate(std::vector<KernelCall> calls, const RooflineMachine& gpu) {
 }
 
 StepEstimate estimate_step(const Setup& s, const RooflineMachine& gpu) {
-  auto model = pe::build_model(s.model, Device::cpu(), false, 1);
+  auto model = model::build_model(s.model, Device::cpu(), false, 1);
   nn::AdamW opt(model->named_parameters(), s.run.train.adam);
   Tensor labels;
   const auto& phase = s.run.train.phases[0];
@@ -201,7 +201,7 @@ int run(const std::vector<std::string>& argv) {
                          "2-process efficiency"});
   for (const std::string& name : cpu_configs) {
     const Setup s = load(name, sets);
-    auto model = pe::build_model(s.model, Device::cpu(), false, 1);
+    auto model = model::build_model(s.model, Device::cpu(), false, 1);
     parallel::GradientReducer layout(single, model->named_parameters(), bucket_cap(s));
     const double one = cpu_step_seconds(s, cpu_batch, steps, single);
     const double two = two_process_seconds(name, sets, cpu_batch, steps);
@@ -219,7 +219,7 @@ int run(const std::vector<std::string>& argv) {
                             "all-reduce ms", "exposed ms", "hidden", "efficiency", "no overlap"});
   for (const std::string& name : configs) {
     const Setup s = load(name, sets);
-    auto model = pe::build_model(s.model, Device::cpu(), false, 1);
+    auto model = model::build_model(s.model, Device::cpu(), false, 1);
     parallel::GradientReducer layout(single, model->named_parameters(), bucket_cap(s));
     const StepEstimate e = estimate_step(s, gpu);
     const Overlap o = model_overlap(layout, e.backward, gpus, bus, latency);

@@ -34,6 +34,7 @@
 #include "downstream/squad_features.h"
 #include "downstream/squad_predict.h"
 #include "downstream/tsv.h"
+#include "model/model.h"
 #include "nn/checkpoint.h"
 #include "nn/evaluate_batches.h"
 #include "nn/task_heads.h"
@@ -441,7 +442,7 @@ class ClassificationFinetuneTask : public Task {
       return;
     }
     nn::LoadReport report;
-    model_ = pe::load_classifier(checkpoint, labels, device, seed, &report, new_head);
+    model_ = model::load_classifier(checkpoint, labels, device, seed, &report, new_head);
     if (!quiet) print_load_report(report);
   }
   nn::Module& model() override { return *model_; }
@@ -608,7 +609,7 @@ class SquadFinetuneTask : public Task {
       return;
     }
     nn::LoadReport report;
-    model_ = pe::load_span_extractor(checkpoint, device, seed, &report, new_head);
+    model_ = model::load_span_extractor(checkpoint, device, seed, &report, new_head);
     if (!quiet) print_load_report(report);
   }
   nn::Module& model() override { return *model_; }

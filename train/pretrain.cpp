@@ -13,6 +13,7 @@
 #include "base/config.h"
 #include "base/file_io.h"
 #include "base/output.h"
+#include "model/model.h"
 #include "nn/checkpoint.h"
 #include "nn/evaluate_batches.h"
 #include "pe/registry.h"
@@ -456,13 +457,13 @@ PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resumi
     int64_t step = latest_checkpoint(run);
     ORDO_CHECK(step >= 0, "--resume: no complete checkpoint under ", run, "/checkpoints");
     std::string dir = checkpoint_dir(run, step);
-    model = pe::load_model(dir, device, nsp, c.train.seed);
+    model = model::load_model(dir, device, nsp, c.train.seed);
     state = load_trainer_state(dir);
     ORDO_CHECK(state.ranks == comm.size(), "--resume: ", dir, " was trained by ", state.ranks,
                " process(es) and this is ", comm.size(), "; a step's global batch is all of theirs together, so resume it "
                "with as many (", state.ranks == 1 ? "one process" : "mpirun -np " + std::to_string(state.ranks), ")");
   } else {
-    model = pe::build_model(model_config, device, nsp, c.train.seed);
+    model = model::build_model(model_config, device, nsp, c.train.seed);
     if (!c.train.init_from.empty()) warm_start = init_from(*model, c.train.init_from);
   }
   state.ranks = comm.size();

@@ -131,7 +131,7 @@ TEST_CASE("gradient reducer: two ranks end with the sum of their gradients, bit 
   // is b + a in floating point: two ranks are exact whatever the order).
   std::vector<std::vector<Tensor>> alone(2);
   for (int r = 0; r < 2; ++r) {
-    auto model = pe::build_model(c, Device::cpu(), false, 5);
+    auto model = model::build_model(c, Device::cpu(), false, 5);
     rank_loss(*model, batch, r).backward();
     for (auto& [name, p] : model->named_parameters()) alone[static_cast<size_t>(r)].push_back(p->var.grad());
   }
@@ -140,7 +140,7 @@ TEST_CASE("gradient reducer: two ranks end with the sum of their gradients, bit 
     std::vector<std::vector<Tensor>> reduced(2);
     std::vector<int64_t> buckets(2), during(2);
     run_ranks(2, [&](int r, parallel::Communicator& comm) {
-      auto model = pe::build_model(c, Device::cpu(), false, 5);
+      auto model = model::build_model(c, Device::cpu(), false, 5);
       parallel::GradientReducer reducer(comm, model->named_parameters(), cap);
       rank_loss(*model, batch, r).backward(Tensor(), false, reducer.hook());
       reducer.finish();
@@ -171,7 +171,7 @@ TEST_CASE("gradient reducer: two ranks end with the sum of their gradients, bit 
 
 TEST_CASE("gradient reducer: buckets cover every parameter once, in reverse order, within the cap", "[parallel]") {
   const nn::BertConfig c = ordo::test::step_config("rpe_shaw");
-  auto model = pe::build_model(c, Device::cpu(), false, 5);
+  auto model = model::build_model(c, Device::cpu(), false, 5);
   const auto params = model->named_parameters();
   parallel::SingleProcess single;
   const int64_t cap = 30000;
