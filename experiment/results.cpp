@@ -8,9 +8,9 @@
 
 #include "base/error.h"
 #include "base/file_io.h"
+#include "base/json_numbers.h"
 #include "experiment/paper_table.h"
 #include "experiment/statistics.h"
-#include "probe/indicators.h"
 
 namespace ordo::experiment {
 
@@ -133,7 +133,7 @@ std::optional<Figure> figure(const RunResults& run, const std::string& key, cons
     if (!run.probed) return std::nullopt;
     const json::Value* v = run.record.with_special.find(key);
     if (!v) return std::nullopt;
-    f.values = {probe::number_from_json(*v)};
+    f.values = {json::to_number(*v)};
     return f;
   }
   if (key == "eval_accuracy") {
@@ -177,9 +177,9 @@ json::Value figures_json(const RunResults& run, const Plan& plan, const std::vec
     const std::optional<Figure> f = figure(run, key, plan);
     if (!f) continue;
     json::Value v = json::Value::object(), values = json::Value::array();
-    for (double x : f->values) values.push_back(probe::json_number(x));
-    v["mean"] = probe::json_number(f->mean());
-    v["std"] = f->values.size() > 1 ? probe::json_number(f->std()) : json::Value();
+    for (double x : f->values) values.push_back(json::number(x));
+    v["mean"] = json::number(f->mean());
+    v["std"] = f->values.size() > 1 ? json::number(f->std()) : json::Value();
     v["values"] = values;
     out[key] = v;
   }

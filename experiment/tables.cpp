@@ -10,6 +10,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/json_numbers.h"
 #include "experiment/statistics.h"
 #include "experiment/verdicts.h"
 #include "plot/plot.h"
@@ -137,9 +138,9 @@ json::Value figure_json(const ColumnFigures& column, const std::string& config) 
   const Figure* f = column.find(config);
   if (!f) return json::Value();
   json::Value v = json::Value::object(), values = json::Value::array();
-  for (double x : f->values) values.push_back(probe::json_number(x));
-  v["mean"] = probe::json_number(f->mean());
-  v["std"] = f->values.size() > 1 ? probe::json_number(f->std()) : json::Value();
+  for (double x : f->values) values.push_back(json::number(x));
+  v["mean"] = json::number(f->mean());
+  v["std"] = f->values.size() > 1 ? json::number(f->std()) : json::Value();
   v["values"] = values;
   if (!f->tasks.empty()) v["tasks"] = f->tasks;
   if (column.uniform.count(config)) v["left_out"] = "uniform attention: a tie artifact";
@@ -379,7 +380,7 @@ Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& 
 double indicator_of(const RunResults& run, const std::string& key) {
   if (!run.probed) return kNaN;
   const json::Value* v = run.record.with_special.find(key);
-  return v ? probe::number_from_json(*v) : kNaN;
+  return v ? json::to_number(*v) : kNaN;
 }
 
 std::vector<double> per_run_indicator(const std::vector<RunResults>& runs, const std::string& key) {
@@ -420,9 +421,9 @@ Comparison compare_correlations(const PaperTable& table, const std::vector<RunRe
       const PaperCell& cell = p.cells.at(key);
       line.push_back(correlation_text(r) + " / " + (cell.present ? format(cell.value, "%.2f") : "-"));
       json::Value v = json::Value::object();
-      v["r"] = probe::json_number(r.r);
-      v["p"] = probe::json_number(r.p);
-      v["holm_p"] = probe::json_number(holm[key][i]);
+      v["r"] = json::number(r.r);
+      v["p"] = json::number(r.p);
+      v["holm_p"] = json::number(holm[key][i]);
       v["n"] = r.n;
       ordo[key] = v;
       if (cell.present) paper[key] = cell.value;
@@ -487,12 +488,12 @@ RangeCurves range_curves(const std::vector<RunResults>& runs, const std::vector<
       std::vector<double> opr, db;
       for (const RunResults& run : runs) {
         const bool has = !run.by_range.is_null() && run.by_range["monotonicity_first_k"].size() >= r;
-        opr.push_back(has ? probe::number_from_json(run.by_range["monotonicity_first_k"][r - 1]) : kNaN);
-        db.push_back(has ? probe::number_from_json(run.by_range["direction_balance"][r - 1]) : kNaN);
+        opr.push_back(has ? json::to_number(run.by_range["monotonicity_first_k"][r - 1]) : kNaN);
+        db.push_back(has ? json::to_number(run.by_range["direction_balance"][r - 1]) : kNaN);
       }
       const Correlation cm = correlate(runs, opr, key, plan), cb = correlate(runs, db, key, plan);
-      jm.push_back(probe::json_number(cm.r));
-      jb.push_back(probe::json_number(cb.r));
+      jm.push_back(json::number(cm.r));
+      jb.push_back(json::number(cb.r));
       if (!std::isnan(cm.r)) m.x.push_back(static_cast<double>(r)), m.y.push_back(cm.r);
       if (!std::isnan(cb.r)) b.x.push_back(static_cast<double>(r)), b.y.push_back(cb.r);
     }
@@ -663,10 +664,10 @@ ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResult
       line["grouping"] = r.grouping;
       line["text"] = r.text;
       if (r.grouping == "rank" || r.grouping == "signs") {
-        line["kendall_tau_b"] = probe::json_number(r.kendall);
-        line["kendall_p"] = probe::json_number(r.kendall_p);
-        line["spearman_rho"] = probe::json_number(r.spearman);
-        line["spearman_p"] = probe::json_number(r.spearman_p);
+        line["kendall_tau_b"] = json::number(r.kendall);
+        line["kendall_p"] = json::number(r.kendall_p);
+        line["spearman_rho"] = json::number(r.spearman);
+        line["spearman_p"] = json::number(r.spearman_p);
         line["n"] = r.n;
       }
       if (!r.verdicts.empty()) {

@@ -12,8 +12,8 @@
 #include "base/error.h"
 #include "base/file_io.h"
 #include "fuzz/fuzz_common.h"
+#include "model/model.h"
 #include "nn/checkpoint.h"
-#include "pe/registry.h"
 #include "train/loop.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Only models that build in microseconds: the fuzzer is after the checks, not big tables.
     if (c.hidden_size <= 64 && c.num_hidden_layers <= 2 && c.max_position_embeddings <= 256 &&
         c.intermediate_size <= 256 && c.type_vocab_size <= 16 && c.vocab_size <= 512)
-      pe::load_model(dir, Device::cpu());
+      model::load_model(dir, Device::cpu());
   } catch (const Error&) {
   }
   return 0;

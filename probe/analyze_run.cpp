@@ -13,11 +13,12 @@
 #include "base/counter_rng.h"
 #include "base/file_io.h"
 #include "base/json.h"
+#include "base/json_numbers.h"
 #include "base/output.h"
 #include "downstream/tsv.h"
+#include "model/model.h"
 #include "nn/bert.h"
 #include "nn/heads.h"
-#include "pe/registry.h"
 #include "plot/plot.h"
 #include "probe/analysis_linalg.h"
 #include "probe/analysis_position.h"
@@ -942,7 +943,7 @@ void indicator_trajectory(RunState& c, Output& out) {
   std::vector<plot::Series> series(keys.size());
   for (int64_t step : chosen) {
     std::unique_ptr<nn::PretrainingModel> m =
-        step == c.step ? nullptr : pe::load_model(train::checkpoint_dir(c.run_dir, step), Device::cpu());
+        step == c.step ? nullptr : model::load_model(train::checkpoint_dir(c.run_dir, step), Device::cpu());
     const probe::ProbeResult r = probe::identical_word_probe(m ? *m : *c.model, vocab, options);
     const json::Value indicators = probe::layer_indicators_json(r.layers[0].attention);
     json::Value row = json::Value::object();
@@ -951,7 +952,7 @@ void indicator_trajectory(RunState& c, Output& out) {
     row["without_special"] = indicators["without_special"];
     rows.push_back(row);
     for (size_t k = 0; k < series.size(); ++k) {
-      const double v = probe::number_from_json(indicators["without_special"][keys[k].first]);
+      const double v = json::to_number(indicators["without_special"][keys[k].first]);
       if (!std::isfinite(v)) continue;  // DB is infinite when nothing is attended ahead
       series[k].x.push_back(static_cast<double>(step));
       series[k].y.push_back(v);
@@ -994,7 +995,7 @@ void snapshots(RunState& c, Output& out) {
   json::Value files = json::Value::array();
   for (int64_t step : chosen) {
     std::unique_ptr<nn::PretrainingModel> m =
-        step == c.step ? nullptr : pe::load_model(train::checkpoint_dir(c.run_dir, step), Device::cpu());
+        step == c.step ? nullptr : model::load_model(train::checkpoint_dir(c.run_dir, step), Device::cpu());
     nn::PretrainingModel& model = m ? *m : *c.model;
     Matrix dot;
     int64_t first = 0;
@@ -1215,7 +1216,7 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& o) {
   // A bare encoder loads too, and a fine-tuned model without its task head:
   // the analyses read positions and attention weights, not the heads.
   nn::LoadReport loaded;
-  c.model = pe::load_model(dir, Device::cpu(), &loaded);
+  c.model = model::load_model(dir, Device::cpu(), &loaded);
   if (!loaded.unused.empty() && !o.quiet)
     std::fprintf(stderr, "ordo analyze: %s: the task head (%s) left out; the analyses read the encoder\n", dir.c_str(),
                  downstream::join_fields(loaded.unused, ", ").c_str());
@@ -1356,7 +1357,7 @@ WangChenReport wang_chen_of(const std::vector<std::pair<std::string, std::string
   json::Value skipped = json::Value::array();
   for (const auto& [name, given] : models) {
     const std::string dir = train::resolve_checkpoint(given);
-    auto model = pe::load_model(dir, Device::cpu());
+    auto model = model::load_model(dir, Device::cpu());
     const nn::BertConfig& c = model->bert.config();
     const int64_t max_position = model->bert.position_encoding().max_position();
     int64_t rows = std::min(max_position >= 0 ? max_position + 1 : c.max_position_embeddings, positions);

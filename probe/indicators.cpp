@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "base/json_numbers.h"
+
 namespace ordo::probe {
 
 namespace {
@@ -273,33 +275,16 @@ Indicators compute_indicators(const Matrix& a, int64_t first_k, int64_t offset_r
   return r;
 }
 
-json::Value json_number(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  return x;
-}
-
-double number_from_json(const json::Value& v) {
-  if (v.is_string()) {
-    const std::string& s = v.as_string();
-    if (s == "inf") return std::numeric_limits<double>::infinity();
-    if (s == "-inf") return -std::numeric_limits<double>::infinity();
-    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
-    throw Error("expected a number or \"inf\", got the string \"" + s + "\"");
-  }
-  return v.as_number();
-}
-
 json::Value indicators_json(const Indicators& ind) {
   json::Value o = json::Value::object();
-  o["translation_invariance"] = json_number(ind.translation_invariance);
-  o["translation_invariance_no_special"] = json_number(ind.translation_invariance_no_special);
-  o["monotonicity"] = json_number(ind.monotonicity);
-  o["monotonicity_first_k"] = json_number(ind.monotonicity_first_k);
-  o["symmetry_sd"] = json_number(ind.symmetry_sd);
-  o["direction_balance"] = json_number(ind.direction_balance);
-  o["locality"] = json_number(ind.locality);
-  o["symmetry"] = json_number(ind.symmetry);
+  o["translation_invariance"] = json::number(ind.translation_invariance);
+  o["translation_invariance_no_special"] = json::number(ind.translation_invariance_no_special);
+  o["monotonicity"] = json::number(ind.monotonicity);
+  o["monotonicity_first_k"] = json::number(ind.monotonicity_first_k);
+  o["symmetry_sd"] = json::number(ind.symmetry_sd);
+  o["direction_balance"] = json::number(ind.direction_balance);
+  o["locality"] = json::number(ind.locality);
+  o["symmetry"] = json::number(ind.symmetry);
   return o;
 }
 

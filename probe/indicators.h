@@ -146,11 +146,7 @@ struct Indicators {
 Indicators compute_indicators(const Matrix& a, int64_t first_k = 20, int64_t offset_range = 20);
 
 // A JSON object with exactly the keys above in that order; +inf is written
-// as the string "inf" (JSON has no infinity).
+// as the string "inf" (JSON has no infinity; base/json_numbers.h).
 json::Value indicators_json(const Indicators& ind);
-// A number for JSON: +inf -> "inf", -inf -> "-inf", NaN -> "nan", else the number.
-json::Value json_number(double x);
-// The inverse: a number, or "inf"/"-inf"/"nan" as written by json_number.
-double number_from_json(const json::Value& v);
 
 }  // namespace ordo::probe

@@ -8,10 +8,10 @@
 #include "base/file_io.h"
 #include "downstream/glue.h"
 #include "downstream/senteval.h"
+#include "model/model.h"
 #include "nn/bert.h"
 #include "nn/evaluate_batches.h"
 #include "nn/position.h"
-#include "pe/registry.h"
 #include "plot/plot.h"
 #include "plot/png.h"
 #include "probe/analysis_linalg.h"
@@ -224,7 +224,7 @@ json::Value probe_layers(const LayerProbeOptions& o) {
   const train::RunConfig config = train::read_run_config(o.run + "/config.json", {});
   const int64_t step = train::latest_checkpoint(o.run);
   ORDO_CHECK(step > 0, "layer probing: '", o.run, "' has no checkpoint");
-  std::unique_ptr<nn::PretrainingModel> model = pe::load_model(train::checkpoint_dir(o.run, step), Device::cpu());
+  std::unique_ptr<nn::PretrainingModel> model = model::load_model(train::checkpoint_dir(o.run, step), Device::cpu());
   text::TokenizerOptions to;
   to.lower_case = config.data.lower_case;
   const text::Tokenizer tokenizer(text::Vocab::load(o.run + "/vocab.txt"), to);

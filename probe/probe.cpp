@@ -6,6 +6,7 @@
 #include "autograd/var.h"
 #include "base/counter_rng.h"
 #include "base/file_io.h"
+#include "base/json_numbers.h"
 #include "nn/bert.h"
 
 namespace ordo::probe {
@@ -166,8 +167,8 @@ json::Value layer_indicators_json(const Matrix& attention, bool specials) {
   // OPR over the first r offsets and DB_r for every range r = 1 .. L - 1 (Wang et al. 2021, Fig. 5).
   auto ranges = [](const Matrix& m) {
     json::Value v = json::Value::object(), opr = json::Value::array(), db = json::Value::array();
-    for (double x : monotonicity_by_range(m)) opr.push_back(json_number(x));
-    for (double x : direction_balance_by_range(m)) db.push_back(json_number(x));
+    for (double x : monotonicity_by_range(m)) opr.push_back(json::number(x));
+    for (double x : direction_balance_by_range(m)) db.push_back(json::number(x));
     v["monotonicity_first_k"] = opr;
     v["direction_balance"] = db;
     return v;

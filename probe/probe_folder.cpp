@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "base/error.h"
+#include "model/model.h"
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
 #include "plot/plot.h"
@@ -80,7 +81,7 @@ ProbeFolder probe_folder(const ProbeRequest& request) {
   const train::CheckpointTokenizer tok =
       train::load_tokenizer(f.checkpoint, request.vocab, {}, config.vocab_size, f.checkpoint + "/config.json");
   f.vocab = tok.path;
-  auto model = pe::load_model(f.checkpoint, request.device);
+  auto model = model::load_model(f.checkpoint, request.device);
   // By default the positions the model was trained on: rows of a table past the
   // pretraining length, or distances past it, were never trained.
   if (options.length == 0)

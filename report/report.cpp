@@ -10,6 +10,7 @@
 #include <map>
 
 #include "base/file_io.h"
+#include "base/json_numbers.h"
 #include "base/output.h"
 #include "plot/plot.h"
 #include "plot/png.h"
@@ -100,7 +101,7 @@ void read_probe(RunRecord& r) {
       const json::Value* x = v->find(key);
       ORDO_CHECK(x != nullptr, ind_file, ": \"layer_", k, "\".\"", part, "\" has no \"", key, "\"");
       try {
-        probe::number_from_json(*x);
+        json::to_number(*x);
       } catch (const Error& e) {
         throw Error(detail::cat(ind_file, ": \"layer_", k, "\".\"", part, "\".\"", key, "\": ", e.what()));
       }
@@ -307,7 +308,7 @@ std::string text_cell(const RunRecord& r, const std::string& key) {
 double cell_value(const RunRecord& r, const std::string& key) {
   if (key == "eval_loss") return r.has_eval ? r.eval_loss : kMissing;
   if (key == "eval_accuracy") return r.has_eval ? r.eval_accuracy : kMissing;
-  return probe::number_from_json(r.with_special[key]);
+  return json::to_number(r.with_special[key]);
 }
 
 std::string format(double x, const char* fmt) {
@@ -384,7 +385,7 @@ json::Value table_json(const std::vector<RunRecord>& runs) {
       if (key == "layer") row[key] = r.layer;
       else if (text_column(key)) row[key] = text_cell(r, key);
       else if (std::isnan(cell_value(r, key))) row[key] = nullptr;
-      else row[key] = probe::json_number(cell_value(r, key));
+      else row[key] = json::number(cell_value(r, key));
     }
     row["pe"] = r.variant;
     row["eval_step"] = r.has_eval && r.eval_step >= 0 ? json::Value(r.eval_step) : json::Value();
@@ -444,8 +445,8 @@ std::string reading_of(const RunRecord& r) {
            " attends uniformly to identical words: every word position gets the same weight within f32 rounding "
            "(without [CLS] and [SEP]), so there is no positional structure; AIV and OPR are 0 here because every "
            "pair ties, not because of a band." + paper;
-  const double aiv = probe::number_from_json(r.without_special["translation_invariance"]);
-  const double opr = probe::number_from_json(r.without_special["monotonicity_first_k"]);
+  const double aiv = json::to_number(r.without_special["translation_invariance"]);
+  const double opr = json::to_number(r.without_special["monotonicity_first_k"]);
   const bool invariant = aiv <= kInvariantAiv, local = opr <= kLocalOpr;
   char figures[160];
   std::snprintf(figures, sizeof figures, " (AIV %.3f, OPR over the first 20 offsets %.3f, without [CLS] and [SEP]; ",
@@ -495,8 +496,8 @@ std::string run_section(const RunRecord& r, std::vector<OutputFile>& files) {
   for (const auto& [key, heading] : table_columns()) {
     if (!indicator_column(key)) continue;
     out += "<tr><td>" + html_escape(heading) + "</td><td>" +
-           format(probe::number_from_json(r.with_special[key]), "%.4f") + "</td><td>" +
-           format(probe::number_from_json(r.without_special[key]), "%.4f") + "</td></tr>\n";
+           format(json::to_number(r.with_special[key]), "%.4f") + "</td><td>" +
+           format(json::to_number(r.without_special[key]), "%.4f") + "</td></tr>\n";
   }
   out += "</table>\n";
 
@@ -576,7 +577,7 @@ png::Image trajectory_grid(const std::vector<RunRecord>& runs) {
         const json::Value* step = row.is_object() ? row.find("step") : nullptr;
         ORDO_CHECK(v && step && step->is_number(), r.run_dir, "/analysis/indicator_trajectory.json: steps[", i,
                    "] lacks \"step\" or \"without_special\".\"", key, "\"");
-        const double y = probe::number_from_json(*v);
+        const double y = json::to_number(*v);
         if (!std::isfinite(y)) continue;
         line.x.push_back(step->as_number());
         line.y.push_back(y);

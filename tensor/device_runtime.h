@@ -29,7 +29,7 @@ std::string cuda_device_description(int index = 0);
 void synchronize(Device device);
 
 // The stream ordo queues `device`'s work on (a cudaStream_t), for a library
-// that must order its own work against ordo's (NCCL: dist/nccl_group.cpp);
+// that must order its own work against ordo's (NCCL: parallel/nccl_group.cpp);
 // makes `device` the current one. Throws in a build without CUDA.
 void* cuda_stream(Device device);
 

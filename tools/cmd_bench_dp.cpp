@@ -2,7 +2,7 @@
 // modelled where it cannot.
 //
 // Measured, per config: the bytes each rank all-reduces per step and the
-// all-reduce calls (buckets) — the reducer's own layout (dist/gradient_reducer.h)
+// all-reduce calls (buckets) — the reducer's own layout (parallel/gradient_reducer.h)
 // — and the CPU step time of 1 process and of 2 processes (mpirun -np 2,
 // started by this command) at one thread each, with the per-rank batch
 // fixed: the 2-process efficiency is t1 / t2 (the same work per rank, twice
@@ -24,10 +24,10 @@
 #include <cstdio>
 #include <memory>
 
-#include "dist/communicator.h"
-#include "dist/gradient_reducer.h"
+#include "model/model.h"
 #include "nn/optim.h"
-#include "pe/registry.h"
+#include "parallel/communicator.h"
+#include "parallel/gradient_reducer.h"
 #include "tensor/roofline.h"
 #include "tools/bench.h"
 #include "tools/bench_model.h"
@@ -54,11 +54,12 @@ int64_t bucket_cap(const Setup& s) { return static_cast<int64_t>(s.run.train.buc
 
 // Mean seconds of a training step on the CPU (forward, backward with the
 // reducer's hook when data parallel, AdamW), after one warm-up step.
-double cpu_step_seconds(const Setup& s, int64_t batch, int steps, dist::Communicator& comm) {
-  auto model = pe::build_model(s.model, Device::cpu(), false, 1);
+double cpu_step_seconds(const Setup& s, int64_t batch, int steps, parallel::Communicator& comm) {
+  auto model = model::build_model(s.model, Device::cpu(), false, 1);
   nn::AdamW opt(model->named_parameters(), s.run.train.adam);
-  std::unique_ptr<dist::GradientReducer> reducer;
-  if (comm.size() > 1) reducer = std::make_unique<dist::GradientReducer>(comm, model->named_parameters(), bucket_cap(s));
+  std::unique_ptr<parallel::GradientReducer> reducer;
+  if (comm.size() > 1)
+    reducer = std::make_unique<parallel::GradientReducer>(comm, model->named_parameters(), bucket_cap(s));
   Tensor labels;
   const nn::BertInputs inputs =
       bench::random_batch(batch, s.run.train.phases[0].max_seq_length, s.model.vocab_size, Device::cpu(), labels);
@@ -86,7 +87,7 @@ double cpu_step_seconds(const Setup& s, int64_t batch, int steps, dist::Communic
 double two_process_seconds(const std::string& config, const std::vector<std::string>& sets, int64_t batch, int steps) {
   char self[4096];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0 || !dist::has_mpi()) return -1;
+  if (n <= 0 || !parallel::has_mpi()) return -1;
   self[n] = '\0';
   std::string command = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
                         "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1 "
@@ -119,7 +120,7 @@ double estimate(std::vector<KernelCall> calls, const RooflineMachine& gpu) {
 }
 
 StepEstimate estimate_step(const Setup& s, const RooflineMachine& gpu) {
-  auto model = pe::build_model(s.model, Device::cpu(), false, 1);
+  auto model = model::build_model(s.model, Device::cpu(), false, 1);
   nn::AdamW opt(model->named_parameters(), s.run.train.adam);
   Tensor labels;
   const auto& phase = s.run.train.phases[0];
@@ -153,7 +154,7 @@ struct Overlap {
 
 // Buckets in the order they become ready (the reducer's index order), bucket
 // i ready once the backward has produced the gradient bytes up to its end.
-Overlap model_overlap(const dist::GradientReducer& reducer, double backward, int gpus, double bus_bytes_per_s,
+Overlap model_overlap(const parallel::GradientReducer& reducer, double backward, int gpus, double bus_bytes_per_s,
                       double latency) {
   const double total = static_cast<double>(reducer.bytes_per_step());
   Overlap o;
@@ -177,7 +178,7 @@ int run(const std::vector<std::string>& argv) {
   const int steps = static_cast<int>(args.integer("steps", 3, 1, 100000));
   const int64_t cpu_batch = args.integer("cpu-batch", 8, 1, 1 << 20);
   if (args.has("worker")) {  // one rank of the 2-process measurement
-    std::unique_ptr<dist::Communicator> comm = dist::make_communicator();
+    std::unique_ptr<parallel::Communicator> comm = parallel::make_communicator();
     const double seconds = cpu_step_seconds(load(args.required("worker"), sets), cpu_batch, steps, *comm);
     if (comm->rank() == 0) std::printf("worker step seconds %.9f\n", seconds);
     return 0;
@@ -194,19 +195,19 @@ int run(const std::vector<std::string>& argv) {
   std::printf("ordo bench dp: gradient all-reduce per step (measured layout), CPU steps of 1 and 2 processes at one\n"
               "thread each (measured, mean of %d steps, %lld sequences per rank), and a MODEL of %d GPUs (not a measurement)\n\n",
               steps, static_cast<long long>(cpu_batch), gpus);
-  dist::SingleProcess single;
+  parallel::SingleProcess single;
   std::printf("measured on the CPU (%s)\n", bench::cpu_model().c_str());
   bench::Table measured({"config", "parameters", "MB all-reduced", "all-reduce calls", "1 process ms", "2 processes ms",
                          "2-process efficiency"});
   for (const std::string& name : cpu_configs) {
     const Setup s = load(name, sets);
-    auto model = pe::build_model(s.model, Device::cpu(), false, 1);
-    dist::GradientReducer layout(single, model->named_parameters(), bucket_cap(s));
+    auto model = model::build_model(s.model, Device::cpu(), false, 1);
+    parallel::GradientReducer layout(single, model->named_parameters(), bucket_cap(s));
     const double one = cpu_step_seconds(s, cpu_batch, steps, single);
     const double two = two_process_seconds(name, sets, cpu_batch, steps);
     measured.add({name, std::to_string(model->parameter_count()), bench::fixed(layout.bytes_per_step() / 1e6, 2),
                   std::to_string(layout.buckets()), bench::fixed(1e3 * one, 1),
-                  two > 0 ? bench::fixed(1e3 * two, 1) : dist::has_mpi() ? "mpirun failed" : "no MPI",
+                  two > 0 ? bench::fixed(1e3 * two, 1) : parallel::has_mpi() ? "mpirun failed" : "no MPI",
                   two > 0 ? bench::fixed(100 * one / two, 1) + "%" : "-"});
   }
   measured.print();
@@ -218,8 +219,8 @@ int run(const std::vector<std::string>& argv) {
                             "all-reduce ms", "exposed ms", "hidden", "efficiency", "no overlap"});
   for (const std::string& name : configs) {
     const Setup s = load(name, sets);
-    auto model = pe::build_model(s.model, Device::cpu(), false, 1);
-    dist::GradientReducer layout(single, model->named_parameters(), bucket_cap(s));
+    auto model = model::build_model(s.model, Device::cpu(), false, 1);
+    parallel::GradientReducer layout(single, model->named_parameters(), bucket_cap(s));
     const StepEstimate e = estimate_step(s, gpu);
     const Overlap o = model_overlap(layout, e.backward, gpus, bus, latency);
     const auto& phase = s.run.train.phases[0];

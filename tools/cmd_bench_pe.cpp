@@ -42,6 +42,7 @@
 #include <map>
 
 #include "base/file_io.h"
+#include "model/model.h"
 #include "nn/optim.h"
 #include "pe/registry.h"
 #include "tensor/device_runtime.h"
@@ -78,7 +79,7 @@ struct Measurement {
 
 Measurement measure(const nn::BertConfig& mc, const train::RunConfig& rc, const nn::BertInputs& in,
                     const Tensor& labels, int warmup, int steps, Device device) {
-  auto model = pe::build_model(mc, device, false, 1);
+  auto model = model::build_model(mc, device, false, 1);
   nn::AdamW opt(model->named_parameters(), rc.train.adam);
   Measurement m;
   m.params = model->parameter_count();

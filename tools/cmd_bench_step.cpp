@@ -44,6 +44,7 @@
 #include <cstring>
 #include <optional>
 
+#include "model/model.h"
 #include "nn/bert.h"
 #include "nn/fused_attention_scope.h"
 #include "nn/optim.h"
@@ -102,7 +103,7 @@ struct Stepper {
   bool fused_attention_on_cpu = false;  // nn::Context's: the CPU recording of the after step
 
   Stepper(const Case& c, int64_t batch, int64_t length, Mode m, Device d) : mode(m), device(d) {
-    model = pe::build_model(c.model, device, false, 1);
+    model = model::build_model(c.model, device, false, 1);
     nn::AdamWConfig adam = c.adam;
     adam.fused = mode.fused;
     opt = std::make_unique<nn::AdamW>(model->named_parameters(), adam);

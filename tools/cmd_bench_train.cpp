@@ -6,8 +6,8 @@
 #include <cstdlib>
 
 #include "base/file_io.h"
+#include "model/model.h"
 #include "nn/optim.h"
-#include "pe/registry.h"
 #include "tensor/device_runtime.h"
 #include "tools/bench.h"
 #include "tools/bench_model.h"
@@ -91,7 +91,7 @@ int run(const std::vector<std::string>& argv) {
     const int64_t batch = args.integer("batch", rc.train.phases[0].batch_size, 1, 1 << 20);
     const int64_t length = args.integer("length", rc.train.phases[0].max_seq_length, 2, 1 << 20);
     const bench::ResidentPeak resident;
-    auto model = pe::build_model(mc, device, false, 1);
+    auto model = model::build_model(mc, device, false, 1);
     nn::AdamW opt(model->named_parameters(), rc.train.adam);
     if (precision == MatmulPrecision::bf16) opt.keep_weights_rounding();  // as pretrain
     Tensor labels;

@@ -9,7 +9,7 @@ namespace {
 
 using namespace ordo;
 
-int finetune(const std::vector<std::string>& argv, dist::Communicator* comm) {
+int finetune(const std::vector<std::string>& argv, parallel::Communicator* comm) {
   cli::Args args(argv, {"checkpoint", "task", "data", "out", "config", "set", "seeds", "lr", "vocab", "init-positions-from",
                   "worker"},
                  {"overwrite", "quiet", "from-scratch", "new-head"});
@@ -40,7 +40,7 @@ int finetune(const std::vector<std::string>& argv, dist::Communicator* comm) {
 }
 
 int run(const std::vector<std::string>& argv) {
-  return tools::run_on_every_rank("ordo finetune", [&](dist::Communicator* comm) { return finetune(argv, comm); });
+  return tools::run_on_every_rank("ordo finetune", [&](parallel::Communicator* comm) { return finetune(argv, comm); });
 }
 
 cli::Register command(

@@ -39,9 +39,9 @@
 #include "base/file_io.h"
 #include "base/json.h"
 #include "base/output.h"
+#include "model/model.h"
 #include "nn/checkpoint.h"
 #include "nn/input_json.h"
-#include "pe/registry.h"
 #include "probe/probe.h"
 #include "tensor/safetensors.h"
 #include "tools/cli.h"
@@ -66,7 +66,7 @@ int run(const std::vector<std::string>& argv) {
   // The model as the checkpoint holds it: the NSP head only when the
   // checkpoint has one, so no logit comes from a freshly initialised head.
   nn::LoadReport loaded;
-  auto model = pe::load_model(dir, device, &loaded);
+  auto model = model::load_model(dir, device, &loaded);
   const nn::BertConfig& config = model->bert.config();
   const bool has_lm_head = loaded.missing.empty();  // a bare encoder has none: no logits, said below
   const bool nsp = model->seq_relationship != nullptr;

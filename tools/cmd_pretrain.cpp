@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 #include "tools/cli.h"
 #include "tools/ranks.h"
 #include "train/pretrain.h"
@@ -29,7 +29,7 @@ int64_t extension(const ordo::cli::Args& args) {
   return steps;
 }
 
-int train(const std::vector<std::string>& argv, ordo::dist::Communicator* comm) {
+int train(const std::vector<std::string>& argv, ordo::parallel::Communicator* comm) {
   ordo::cli::Args args(argv, {"config", "set", "out", "resume", "stop-after"}, {"overwrite", "quiet"});
   ordo::train::PretrainOptions options;
   options.comm = comm;
@@ -54,7 +54,8 @@ int train(const std::vector<std::string>& argv, ordo::dist::Communicator* comm) 
 }
 
 int run(const std::vector<std::string>& argv) {
-  return ordo::tools::run_on_every_rank("ordo pretrain", [&](ordo::dist::Communicator* comm) { return train(argv, comm); });
+  return ordo::tools::run_on_every_rank("ordo pretrain",
+                                        [&](ordo::parallel::Communicator* comm) { return train(argv, comm); });
 }
 
 ordo::cli::Register command({"pretrain", "pretrain a BERT (or a causal decoder) from a run config",

@@ -10,12 +10,12 @@
 #include <string>
 
 #include "base/error.h"
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 
 namespace ordo::tools {
 
-inline int run_on_every_rank(const std::string& command, const std::function<int(dist::Communicator*)>& body) {
-  std::unique_ptr<dist::Communicator> comm = dist::make_communicator();
+inline int run_on_every_rank(const std::string& command, const std::function<int(parallel::Communicator*)>& body) {
+  std::unique_ptr<parallel::Communicator> comm = parallel::make_communicator();
   if (comm->size() == 1) return body(nullptr);
   try {
     return body(comm.get());

@@ -24,8 +24,6 @@
 #include "base/file_io.h"
 #include "base/output.h"
 #include "base/subprocess.h"
-#include "dist/communicator.h"
-#include "dist/gradient_reducer.h"
 #include "downstream/classification.h"
 #include "downstream/glue.h"
 #include "downstream/length_bins.h"
@@ -36,9 +34,12 @@
 #include "downstream/squad_features.h"
 #include "downstream/squad_predict.h"
 #include "downstream/tsv.h"
+#include "model/model.h"
 #include "nn/checkpoint.h"
 #include "nn/evaluate_batches.h"
 #include "nn/task_heads.h"
+#include "parallel/communicator.h"
+#include "parallel/gradient_reducer.h"
 #include "pe/registry.h"
 #include "text/tokenizer.h"
 #include "train/checkpoint_paths.h"
@@ -441,7 +442,7 @@ class ClassificationFinetuneTask : public Task {
       return;
     }
     nn::LoadReport report;
-    model_ = pe::load_classifier(checkpoint, labels, device, seed, &report, new_head);
+    model_ = model::load_classifier(checkpoint, labels, device, seed, &report, new_head);
     if (!quiet) print_load_report(report);
   }
   nn::Module& model() override { return *model_; }
@@ -608,7 +609,7 @@ class SquadFinetuneTask : public Task {
       return;
     }
     nn::LoadReport report;
-    model_ = pe::load_span_extractor(checkpoint, device, seed, &report, new_head);
+    model_ = model::load_span_extractor(checkpoint, device, seed, &report, new_head);
     if (!quiet) print_load_report(report);
   }
   nn::Module& model() override { return *model_; }
@@ -724,13 +725,13 @@ Share batch_share(int64_t n, int rank, int ranks) {
 // Data parallel, rank 0 alone evaluates and writes (its result is the run's).
 RunResult run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o, const Scratch* scratch, double lr,
                   uint64_t seed, const std::string& root, const std::string& name, Device device,
-                  dist::Communicator& comm, const std::function<void()>& started) {
+                  parallel::Communicator& comm, const std::function<void()>& started) {
   task.load(o.checkpoint, device, seed, /*quiet=*/true, scratch, o.new_head);  // what is new was said once, up front
   const bool lead = comm.rank() == 0;
-  std::unique_ptr<dist::GradientReducer> reducer;
+  std::unique_ptr<parallel::GradientReducer> reducer;
   if (comm.size() > 1) {
-    dist::broadcast_parameters(comm, task.model().named_parameters());
-    reducer = std::make_unique<dist::GradientReducer>(comm, task.model().named_parameters(),
+    parallel::broadcast_parameters(comm, task.model().named_parameters());
+    reducer = std::make_unique<parallel::GradientReducer>(comm, task.model().named_parameters(),
                                                       static_cast<int64_t>(c.bucket_cap_mb * (1 << 20)));
   }
   nn::AdamWConfig adam;
@@ -1160,7 +1161,7 @@ FinetuneSummary run_worker(Task& task, const FinetuneConfig& c, const FinetuneOp
   const std::vector<GridRun> grid = grid_runs(c);
   const auto run = std::find_if(grid.begin(), grid.end(), [&](const GridRun& r) { return r.name == o.worker_run; });
   ORDO_CHECK(run != grid.end(), "--worker ", o.worker_run, ": the grid has no such run");
-  dist::SingleProcess single;
+  parallel::SingleProcess single;
   InterruptScope interrupt;
   // A worker outlives no parent: SIGTERM when it dies (stop at the next step, as on a signal); a parent
   // that died before this line left it to init (ppid 1).
@@ -1190,8 +1191,8 @@ std::vector<std::string> worker_flags(const FinetuneOptions& o) {
 
 FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   FinetuneOptions o = o_in;
-  dist::SingleProcess single;
-  dist::Communicator& comm = o.comm ? *o.comm : single;
+  parallel::SingleProcess single;
+  parallel::Communicator& comm = o.comm ? *o.comm : single;
   const bool lead = comm.rank() == 0;
   const bool worker = !o.worker_run.empty();  // its parent checked and holds the output
   if (!lead) o.quiet = true;

@@ -67,7 +67,7 @@
 #include "base/json.h"
 #include "base/output.h"
 
-namespace ordo::dist {
+namespace ordo::parallel {
 class Communicator;
 }
 
@@ -154,7 +154,7 @@ struct FinetuneOptions {
   // left out and a new one initialised.
   bool new_head = false;
   // The ranks of a data-parallel run (mpirun); nullptr: one process.
-  dist::Communicator* comm = nullptr;
+  parallel::Communicator* comm = nullptr;
   // The config files read (--config and its "extends" chain): inputs the
   // output must spare.
   std::vector<InputPath> config_files;

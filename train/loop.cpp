@@ -254,7 +254,7 @@ void check_losses(const StepScalars& scalars, const std::vector<double>& values,
 
 // Each rank's means become the global batch's: the mean of the ranks' means
 // (their micro-batches are equally many).
-void average_over_ranks(std::vector<std::pair<std::string, double>>& means, dist::Communicator& comm) {
+void average_over_ranks(std::vector<std::pair<std::string, double>>& means, parallel::Communicator& comm) {
   std::vector<double> values;
   for (const auto& [name, value] : means) values.push_back(value);
   Tensor sums = Tensor::from_vector(values);
@@ -510,7 +510,7 @@ const char* InterruptScope::signal_name() {
 // the failing rank's abort reaches it). Every rank then throws the first
 // differing rank's message: the first rank to fail ends the job
 // (tools/ranks.h), and whichever it is, the message names the difference.
-void check_same_config(dist::Communicator& comm, const json::Value& config, const std::string& out) {
+void check_same_config(parallel::Communicator& comm, const json::Value& config, const std::string& out) {
   if (comm.size() == 1) return;
   std::string mine = json::dump(config) + "\n" + out, lead = mine;
   comm.broadcast(lead, 0);

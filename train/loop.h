@@ -22,8 +22,8 @@
 
 #include "autograd/var.h"
 #include "base/json.h"
-#include "dist/gradient_reducer.h"
 #include "nn/optim.h"
+#include "parallel/gradient_reducer.h"
 #include "tensor/device_runtime.h"
 #include "text/pretraining_data.h"
 
@@ -111,8 +111,8 @@ using NonFiniteReport = std::function<void(int64_t m)>;
 // A data-parallel step's company: the ranks, and the reducer that sums their
 // gradients during the last micro-batch's backward. Empty: one process.
 struct DataParallel {
-  dist::Communicator* comm = nullptr;
-  dist::GradientReducer* reducer = nullptr;
+  parallel::Communicator* comm = nullptr;
+  parallel::GradientReducer* reducer = nullptr;
   // The ranks' micro-batches may hold different numbers of tokens (a
   // fine-tuning batch split unevenly): the step's tokens are summed over the
   // ranks rather than taken as this rank's times the ranks.
@@ -184,7 +184,7 @@ class GraphedStep {
 // Every rank of a data-parallel run must train the same run: a rank whose
 // resolved config (or output folder) differs from rank 0's throws, naming the
 // first differing key ("train.lr"). Nothing for one process.
-void check_same_config(dist::Communicator& comm, const json::Value& config, const std::string& out);
+void check_same_config(parallel::Communicator& comm, const json::Value& config, const std::string& out);
 
 // ---- logging ------------------------------------------------------------------------------
 

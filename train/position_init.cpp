@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "model/model.h"
 #include "nn/bert.h"
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
@@ -62,7 +63,7 @@ PositionTable read_position_table(const std::string& checkpoint, const nn::BertC
   const nn::BertConfig config = nn::load_config(checkpoint);
   check_position_copy(config, fresh, max_seq_length, where);
   nn::LoadReport report;  // a bare encoder reads too: only its input table is wanted
-  const std::unique_ptr<nn::PretrainingModel> model = pe::load_model(checkpoint, Device::cpu(), &report);
+  const std::unique_ptr<nn::PretrainingModel> model = model::load_model(checkpoint, Device::cpu(), &report);
   nn::PositionEncoding& pe = model->bert.position_encoding();
   const int64_t rows = std::min(fresh.max_position_embeddings - fresh.position_offset, source_rows(pe));
   NoGradGuard no_grad;

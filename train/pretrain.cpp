@@ -13,6 +13,7 @@
 #include "base/config.h"
 #include "base/file_io.h"
 #include "base/output.h"
+#include "model/model.h"
 #include "nn/checkpoint.h"
 #include "nn/evaluate_batches.h"
 #include "pe/registry.h"
@@ -405,11 +406,11 @@ nn::BertConfig model_config_for(const RunConfig& c, const text::Vocab& vocab, co
 // optimizer, and where it stands (restored from the latest checkpoint when
 // resuming). Not movable: the data streams keep references into the corpus.
 struct PretrainRun {
-  PretrainRun(const RunConfig& c, const std::string& run, bool resuming, bool quiet, dist::Communicator& comm);
+  PretrainRun(const RunConfig& c, const std::string& run, bool resuming, bool quiet, parallel::Communicator& comm);
   PretrainRun(const PretrainRun&) = delete;
   PretrainRun& operator=(const PretrainRun&) = delete;
 
-  dist::Communicator& comm;
+  parallel::Communicator& comm;
   Device device;
   Corpus corpus;
   nn::BertConfig model_config;
@@ -419,7 +420,7 @@ struct PretrainRun {
   // One data stream per phase (lengths differ), one held-out stream per phase
   // for evaluation (none when the held-out split is empty).
   std::vector<std::unique_ptr<text::PretrainingData>> train_data, eval_data;
-  std::unique_ptr<dist::GradientReducer> reducer;  // data parallel only
+  std::unique_ptr<parallel::GradientReducer> reducer;  // data parallel only
   // CUDA graphs (train.cuda_graphs): the step and the inputs it reads, made
   // for the current phase's shapes.
   std::unique_ptr<GraphedStep> graphed;
@@ -446,7 +447,7 @@ void check_cursor(const TrainerState& s, const RunConfig& c, text::PretrainingDa
 }
 
 PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resuming, bool quiet,
-                         dist::Communicator& comm)
+                         parallel::Communicator& comm)
     : comm(comm),
       device(resolve_device(c.train.device, comm.local_rank())),
       corpus(prepare_corpus(c, run, quiet, comm.rank() == 0)),
@@ -456,13 +457,13 @@ PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resumi
     int64_t step = latest_checkpoint(run);
     ORDO_CHECK(step >= 0, "--resume: no complete checkpoint under ", run, "/checkpoints");
     std::string dir = checkpoint_dir(run, step);
-    model = pe::load_model(dir, device, nsp, c.train.seed);
+    model = model::load_model(dir, device, nsp, c.train.seed);
     state = load_trainer_state(dir);
     ORDO_CHECK(state.ranks == comm.size(), "--resume: ", dir, " was trained by ", state.ranks,
                " process(es) and this is ", comm.size(), "; a step's global batch is all of theirs together, so resume it "
                "with as many (", state.ranks == 1 ? "one process" : "mpirun -np " + std::to_string(state.ranks), ")");
   } else {
-    model = pe::build_model(model_config, device, nsp, c.train.seed);
+    model = model::build_model(model_config, device, nsp, c.train.seed);
     if (!c.train.init_from.empty()) warm_start = init_from(*model, c.train.init_from);
   }
   state.ranks = comm.size();
@@ -809,7 +810,7 @@ void check_output(const RunConfig& c, const PretrainOptions& o) {
 // Rank 0 claims the run directory for this process (base/output.h's
 // OutputLock): a second ordo process given the same run is refused. A lock
 // left by a process that ended is taken over and said.
-std::unique_ptr<OutputLock> lock_output(const PretrainOptions& o, dist::Communicator& comm) {
+std::unique_ptr<OutputLock> lock_output(const PretrainOptions& o, parallel::Communicator& comm) {
   if (comm.rank() != 0 || !o.lock) return nullptr;
   const std::string& out = o.out;
   auto lock = std::make_unique<OutputLock>(out, "ordo pretrain");
@@ -824,7 +825,7 @@ std::unique_ptr<OutputLock> lock_output(const PretrainOptions& o, dist::Communic
 // Rank 0 sets up first (writing the corpus and vocabulary where the run
 // needs them); the other ranks then read them from its folder.
 std::unique_ptr<PretrainRun> set_up(const RunConfig& c, const std::string& path, bool resuming, bool quiet,
-                                    dist::Communicator& comm) {
+                                    parallel::Communicator& comm) {
   std::unique_ptr<PretrainRun> r;
   std::string lead_path = path;
   if (comm.rank() == 0) r = std::make_unique<PretrainRun>(c, path, resuming, quiet, comm);
@@ -833,15 +834,15 @@ std::unique_ptr<PretrainRun> set_up(const RunConfig& c, const std::string& path,
   if (comm.size() > 1) {
     // Every rank starts from rank 0's weights (the same seed builds the same
     // ones; the broadcast makes it so whatever happened).
-    dist::broadcast_parameters(comm, r->model->named_parameters());
-    r->reducer = std::make_unique<dist::GradientReducer>(
+    parallel::broadcast_parameters(comm, r->model->named_parameters());
+    r->reducer = std::make_unique<parallel::GradientReducer>(
         comm, r->model->named_parameters(), static_cast<int64_t>(c.train.bucket_cap_mb * (1 << 20)));
   }
   return r;
 }
 
 RunSummary run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer, RunDirectory run,
-                    bool resuming, dist::Communicator& comm) {
+                    bool resuming, parallel::Communicator& comm) {
   const bool lead = comm.rank() == 0, quiet = o.quiet || !lead;
   set_threads(c.train.threads);
   MatmulPrecisionScope precision(
@@ -1004,8 +1005,8 @@ EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text:
 }
 
 RunSummary pretrain(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer) {
-  dist::SingleProcess single;
-  dist::Communicator& comm = o.comm ? *o.comm : single;
+  parallel::SingleProcess single;
+  parallel::Communicator& comm = o.comm ? *o.comm : single;
   check_same_config(comm, c.source, o.out);
   check_output(c, o);
   check_before_writing(c);
@@ -1018,8 +1019,8 @@ RunSummary pretrain(const RunConfig& c, const PretrainOptions& o, const MetricsO
 }
 
 RunSummary resume_pretrain(const PretrainOptions& o, const MetricsObserver& observer) {
-  dist::SingleProcess single;
-  dist::Communicator& comm = o.comm ? *o.comm : single;
+  parallel::SingleProcess single;
+  parallel::Communicator& comm = o.comm ? *o.comm : single;
   ORDO_CHECK(directory_exists(o.out), "--resume: '", o.out, "' is not a directory");
   const std::string config_path = o.out + "/config.json";
   ORDO_CHECK(file_exists(config_path), "--resume: '", o.out, "' holds no run (no config.json)");

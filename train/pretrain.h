@@ -21,10 +21,10 @@
 
 #include "base/json.h"
 #include "base/output.h"
-#include "dist/communicator.h"
 #include "nn/bert_config.h"
 #include "nn/heads.h"
 #include "nn/optim.h"
+#include "parallel/communicator.h"
 #include "text/pretraining_data.h"
 #include "train/loop.h"
 
@@ -123,7 +123,7 @@ struct PretrainOptions {
   int64_t extend_to = -1;
   // The processes of a data-parallel run (mpirun -np N); null: one process.
   // Every rank calls pretrain() alike; rank 0 alone writes and prints.
-  dist::Communicator* comm = nullptr;
+  parallel::Communicator* comm = nullptr;
 };
 
 // What one call did: the command's exit status and its last line come from it.

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/json.h"
+#include "base/json_numbers.h"
 
 using ordo::json::dump;
 using ordo::json::parse;
@@ -361,4 +362,19 @@ TEST_CASE("json: first_difference names the first differing key as a dotted path
   CHECK(json::first_difference(json::parse(R"({"model": {"pe": "none"}})"), json::parse(R"({"model": {"pe": "none", "x": 1}})")) == "model.x");
   CHECK(json::first_difference(a, json::parse(R"({"model": {"pe": "none", "hidden": 4}, "train": {"lr": 1, "steps": [1, 3]}})")) == "train.steps");
   CHECK(json::first_difference(json::Value(1.0), json::Value(2.0)) == "(the whole value)");
+}
+
+TEST_CASE("json numbers: inf, -inf and nan are written as words and read back", "[json]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(dump(ordo::json::number(inf)) == "\"inf\"");
+  CHECK(dump(ordo::json::number(-inf)) == "\"-inf\"");
+  CHECK(dump(ordo::json::number(std::nan(""))) == "\"nan\"");
+  CHECK(dump(ordo::json::number(0.25)) == "0.25");
+  CHECK(ordo::json::to_number(ordo::json::number(inf)) == inf);
+  CHECK(ordo::json::to_number(ordo::json::number(-inf)) == -inf);
+  CHECK(std::isnan(ordo::json::to_number(ordo::json::number(std::nan("")))));
+  CHECK(ordo::json::to_number(parse("0.25")) == 0.25);
+  CHECK_THROWS_WITH(ordo::json::to_number(Value("infinity")),
+                    "expected a number or \"inf\", got the string \"infinity\"");
+  CHECK_THROWS_WITH(ordo::json::to_number(Value(true)), "json: expected a number, got a boolean");
 }

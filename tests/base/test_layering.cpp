@@ -141,9 +141,9 @@ TEST_CASE("the README's folder map names every floor the build has, standing on 
 TEST_CASE("the README folder map's reader takes the floors from the last cell") {
   const Layers t = readme_folder_table(
       "| folder | what | stands on |\n|---|---|---|\n"
-      "| `train/` | the loop (`loop.h`: one step) | pe, dist, text |\n"
+      "| `train/` | the loop (`loop.h`: one step) | pe, parallel, text |\n"
       "| `base/` | errors, JSON | — |\n"
       "| `tests/` | Catch2 tests | |\n"
       "not a row: | `x/` | y | z |\n");
-  CHECK(t == Layers{{"train", {"pe", "dist", "text"}}, {"base", {}}, {"tests", {}}});
+  CHECK(t == Layers{{"train", {"pe", "parallel", "text"}}, {"base", {}}, {"tests", {}}});
 }

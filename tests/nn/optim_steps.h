@@ -4,8 +4,8 @@
 
 #include <vector>
 
+#include "model/model.h"
 #include "nn/optim.h"
-#include "pe/registry.h"
 #include "tests/helpers.h"
 
 namespace ordo::test {
@@ -22,7 +22,7 @@ struct TinyTraining {
 };
 inline TinyTraining train_tiny(Device device, int steps, bool read_norm, bool fused, bool keep_rounding = false) {
   nn::BertConfig c = tiny_bert_config(50, 16, 2, 2, 32, 16);
-  auto model = pe::build_model(c, device, false, 7);
+  auto model = model::build_model(c, device, false, 7);
   nn::AdamWConfig ac;
   ac.lr = 1e-2;
   ac.max_grad_norm = 0.05;  // well below the gradients' norm: clipping acts every step

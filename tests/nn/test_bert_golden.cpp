@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "model/model.h"
 #include "nn/checkpoint.h"
 #include "nn/optim.h"
-#include "pe/registry.h"
 #include "tensor/ops.h"
 #include "tensor/safetensors.h"
 #include "tests/helpers.h"
@@ -70,7 +70,7 @@ nn::BertConfig twin_config() {
 // The twin's weights in a model built from `config`; the decoder (no pooler,
 // no NSP head) takes the same file less those tensors.
 std::unique_ptr<nn::PretrainingModel> twin_model(const nn::BertConfig& config, bool nsp) {
-  auto model = pe::build_model(config, Device::cpu(), nsp, /*seed=*/7);
+  auto model = model::build_model(config, Device::cpu(), nsp, /*seed=*/7);
   std::string path = kTwinDir + "/bert/model.safetensors";
   nn::NamedTensors tensors;
   for (auto& [name, t] : safetensors::load(path)) {

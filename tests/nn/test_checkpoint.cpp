@@ -21,6 +21,7 @@
 
 #include "base/file_io.h"
 #include "base/json.h"
+#include "model/model.h"
 #include "nn/checkpoint.h"
 #include "nn/task_heads.h"
 #include "pe/registry.h"
@@ -73,7 +74,7 @@ std::string load_error(nn::PretrainingModel& model, const nn::NamedTensors& tens
 
 std::string load_model_error(const std::string& dir, bool nsp = true) {
   try {
-    pe::load_model(dir, Device::cpu(), nsp);
+    model::load_model(dir, Device::cpu(), nsp);
   } catch (const Error& e) {
     return e.what();
   }
@@ -94,7 +95,7 @@ TEST_CASE("save_model then load_model gives back every parameter bit for bit", "
       config.pre_layer_norm = pre_ln;
       const bool nsp = !decoder;
       INFO("decoder " << decoder << ", pre-LN " << pre_ln);
-      auto model = pe::build_model(config, Device::cpu(), nsp, /*seed=*/11);
+      auto model = model::build_model(config, Device::cpu(), nsp, /*seed=*/11);
       TempDir dir;
       nn::save_model(dir.path, *model);
       REQUIRE(file_exists(dir.path + "/config.json"));
@@ -111,14 +112,14 @@ TEST_CASE("save_model then load_model gives back every parameter bit for bit", "
       CHECK(read.pre_layer_norm == pre_ln);
 
       // A different seed, so equality means the values came from the file.
-      auto loaded = pe::load_model(dir.path, Device::cpu(), nsp, /*seed=*/99);
+      auto loaded = model::load_model(dir.path, Device::cpu(), nsp, /*seed=*/99);
       require_same_parameters(*model, *loaded);
     }
   }
 }
 
 TEST_CASE("a saved checkpoint is laid out as HuggingFace's", "[checkpoint]") {
-  auto model = pe::build_model(tiny_config(), Device::cpu(), /*nsp=*/true, 3);
+  auto model = model::build_model(tiny_config(), Device::cpu(), /*nsp=*/true, 3);
   TempDir dir;
   nn::save_model(dir.path, *model);
   // transformers reads safetensors only with metadata format "pt" and the
@@ -155,7 +156,7 @@ TEST_CASE("a saved checkpoint is laid out as HuggingFace's", "[checkpoint]") {
 
   nn::BertConfig decoder_config = tiny_config();
   decoder_config.decoder = true;
-  auto decoder = pe::build_model(decoder_config, Device::cpu(), /*nsp=*/false, 3);
+  auto decoder = model::build_model(decoder_config, Device::cpu(), /*nsp=*/false, 3);
   TempDir decoder_dir;
   nn::save_model(decoder_dir.path, *decoder);
   json::Value d = json::parse(read_file(decoder_dir.path + "/config.json"));
@@ -166,7 +167,7 @@ TEST_CASE("a saved checkpoint is laid out as HuggingFace's", "[checkpoint]") {
 }
 
 TEST_CASE("load_weights accepts the names HuggingFace writes", "[checkpoint]") {
-  auto source = pe::build_model(tiny_config(), Device::cpu(), /*nsp=*/true, 5);
+  auto source = model::build_model(tiny_config(), Device::cpu(), /*nsp=*/true, 5);
   const nn::NamedTensors values = named_values(*source);
   const Tensor& words = values.front().second;
   REQUIRE(values.front().first == "bert.embeddings.word_embeddings.weight");
@@ -193,7 +194,7 @@ TEST_CASE("load_weights accepts the names HuggingFace writes", "[checkpoint]") {
     hf.emplace_back("embeddings.position_ids", Tensor::arange(10).reshape({1, 10}));  // an i64 buffer
     hf.emplace_back("cls.predictions.decoder.weight", words);
     hf.emplace_back("cls.predictions.decoder.bias", source->predictions.bias->var.value());
-    auto target = pe::build_model(tiny_config(), Device::cpu(), true, 6);
+    auto target = model::build_model(tiny_config(), Device::cpu(), true, 6);
     REQUIRE(load_error(*target, hf) == "");
     require_same_parameters(*source, *target);
   }
@@ -202,7 +203,7 @@ TEST_CASE("load_weights accepts the names HuggingFace writes", "[checkpoint]") {
     nn::NamedTensors hf;
     for (const auto& [name, t] : values)
       hf.emplace_back(name == "cls.predictions.bias" ? "cls.predictions.decoder.bias" : name, t);
-    auto target = pe::build_model(tiny_config(), Device::cpu(), true, 6);
+    auto target = model::build_model(tiny_config(), Device::cpu(), true, 6);
     REQUIRE(load_error(*target, hf) == "");
     require_same_parameters(*source, *target);
   }
@@ -210,7 +211,7 @@ TEST_CASE("load_weights accepts the names HuggingFace writes", "[checkpoint]") {
   SECTION("an untied decoder copy is refused, naming it") {
     nn::NamedTensors hf = values;
     hf.emplace_back("cls.predictions.decoder.weight", affine(words, 1.0, 1e-3));
-    auto target = pe::build_model(tiny_config(), Device::cpu(), true, 6);
+    auto target = model::build_model(tiny_config(), Device::cpu(), true, 6);
     std::string e = load_error(*target, hf);
     CHECK(contains(e, "ckpt.safetensors"));
     CHECK(contains(e, "cls.predictions.decoder.weight"));
@@ -221,16 +222,16 @@ TEST_CASE("load_weights accepts the names HuggingFace writes", "[checkpoint]") {
     nn::NamedTensors hf;
     for (const auto& [name, t] : values) hf.emplace_back(name, t.to(DType::f64));
     hf.emplace_back("cls.predictions.decoder.weight", words.to(DType::f64));
-    auto target = pe::build_model(tiny_config(), Device::cpu(), true, 6);
+    auto target = model::build_model(tiny_config(), Device::cpu(), true, 6);
     REQUIRE(load_error(*target, hf) == "");
     require_same_parameters(*source, *target);
   }
 }
 
 TEST_CASE("a checkpoint that does not match the model is refused, naming the tensor", "[checkpoint]") {
-  auto source = pe::build_model(tiny_config(), Device::cpu(), /*nsp=*/true, 5);
+  auto source = model::build_model(tiny_config(), Device::cpu(), /*nsp=*/true, 5);
   const nn::NamedTensors values = named_values(*source);
-  auto target = pe::build_model(tiny_config(), Device::cpu(), true, 6);
+  auto target = model::build_model(tiny_config(), Device::cpu(), true, 6);
 
   SECTION("a missing tensor") {
     nn::NamedTensors t;
@@ -281,7 +282,7 @@ TEST_CASE("a checkpoint that does not match the model is refused, naming the ten
 }
 
 TEST_CASE("a damaged checkpoint directory is refused with the file named", "[checkpoint]") {
-  auto model = pe::build_model(tiny_config(), Device::cpu(), /*nsp=*/true, 5);
+  auto model = model::build_model(tiny_config(), Device::cpu(), /*nsp=*/true, 5);
   TempDir dir;
   nn::save_model(dir.path, *model);
   const std::string weights = dir.path + "/model.safetensors", config = dir.path + "/config.json";
@@ -368,7 +369,7 @@ TEST_CASE("HuggingFace's own checkpoint (save_pretrained) loads in ordo", "[chec
   CHECK(c.vocab_size == 59);
   CHECK(c.pe == "ape_learned");
   CHECK_FALSE(c.decoder);
-  auto model = pe::load_model(dir, Device::cpu(), /*nsp=*/true);
+  auto model = model::load_model(dir, Device::cpu(), /*nsp=*/true);
   // Every tensor of the file is in the model, value for value.
   auto tensors = safetensors::load(dir + "/model.safetensors");
   CHECK(tensors.size() == model->named_parameters().size());
@@ -392,7 +393,7 @@ TEST_CASE("HuggingFace's own checkpoint (save_pretrained) loads in ordo", "[chec
 
 TEST_CASE("a checkpoint's NSP head is read from its weights, whatever 'architectures' says", "[checkpoint]") {
   test::TempDir dir("heads");
-  auto model = pe::build_model(test::tiny_bert_config(23, 8, 1, 2, 12, 10), Device::cpu(), /*nsp=*/true, 3);
+  auto model = model::build_model(test::tiny_bert_config(23, 8, 1, 2, 12, 10), Device::cpu(), /*nsp=*/true, 3);
   nn::save_model(dir.path, *model);
   // ordo's MLM+NSP checkpoints before they were named right (and HF's
   // bert-base-uncased) say BertForMaskedLM while holding the NSP head.
@@ -400,7 +401,7 @@ TEST_CASE("a checkpoint's NSP head is read from its weights, whatever 'architect
   config["architectures"] = json::parse("[\"BertForMaskedLM\"]");
   write_file_atomic(dir.path + "/config.json", json::dump(config));
   CHECK(nn::read_checkpoint(dir.path).nsp);
-  CHECK(pe::load_model(dir.path, Device::cpu())->seq_relationship != nullptr);
+  CHECK(model::load_model(dir.path, Device::cpu())->seq_relationship != nullptr);
 
   // A checkpoint with a pooler but no NSP head (HF's BertModel writes one):
   // read as MLM, the pooler left out.
@@ -411,12 +412,12 @@ TEST_CASE("a checkpoint's NSP head is read from its weights, whatever 'architect
   nn::Checkpoint mlm = nn::read_checkpoint(dir.path);
   CHECK_FALSE(mlm.nsp);
   for (const auto& [name, t] : mlm.tensors) CHECK(name.rfind("bert.pooler.", 0) != 0);
-  CHECK(pe::load_model(dir.path, Device::cpu())->seq_relationship == nullptr);
+  CHECK(model::load_model(dir.path, Device::cpu())->seq_relationship == nullptr);
 }
 
 TEST_CASE("a NaN or Inf in a checkpoint is an error naming the tensor and the element", "[checkpoint][errors]") {
   test::TempDir dir("non-finite");
-  auto model = pe::build_model(test::tiny_bert_config(23, 8, 1, 2, 12, 10), Device::cpu(), /*nsp=*/false, 3);
+  auto model = model::build_model(test::tiny_bert_config(23, 8, 1, 2, 12, 10), Device::cpu(), /*nsp=*/false, 3);
   nn::save_model(dir.path, *model);
   const std::string weights = dir.path + "/model.safetensors";
   const auto clean = safetensors::load(weights);
@@ -426,7 +427,7 @@ TEST_CASE("a NaN or Inf in a checkpoint is an error naming the tensor and the el
     for (auto& [name, t] : tensors)
       if (name == "bert.encoder.layer.0.output.dense.weight") t.select(0, 2).select(0, 5).fill_(bad);  // element [2, 5]
     safetensors::save(weights, tensors);
-    CHECK_THROWS_WITH(pe::load_model(dir.path, Device::cpu()),
+    CHECK_THROWS_WITH(model::load_model(dir.path, Device::cpu()),
                       Catch::Contains("model.safetensors") && Catch::Contains("'bert.encoder.layer.0.output.dense.weight'") &&
                           Catch::Contains(std::isnan(bad) ? "nan" : bad > 0 ? "inf" : "-inf") &&
                           Catch::Contains("element 29"));  // [8, 12] (out, in): row 2, column 5 is 2 * 12 + 5
@@ -439,12 +440,12 @@ TEST_CASE("a NaN or Inf in a checkpoint is an error naming the tensor and the el
 // --require-gpu "[cuda]"`).
 TEST_CASE("cuda: a checkpoint with the tied decoder copies loads onto the device, an untied one is refused",
           "[cuda][checkpoint]") {
-  auto source = pe::build_model(tiny_config(), Device::cpu(), /*nsp=*/true, 5);
+  auto source = model::build_model(tiny_config(), Device::cpu(), /*nsp=*/true, 5);
   const nn::NamedTensors values = named_values(*source);
   const Tensor& words = values.front().second;
   REQUIRE(values.front().first == "bert.embeddings.word_embeddings.weight");
   nn::NamedTensors hf = values;
-  auto target = pe::build_model(tiny_config(), Device::cuda(0), true, 6);
+  auto target = model::build_model(tiny_config(), Device::cuda(0), true, 6);
 
   SECTION("tied copies equal to the originals") {
     hf.emplace_back("cls.predictions.decoder.weight", words);
@@ -462,9 +463,9 @@ TEST_CASE("cuda: a checkpoint with the tied decoder copies loads onto the device
 
 TEST_CASE("cuda: a saved checkpoint loads onto the device bit for bit", "[cuda][checkpoint]") {
   TempDir dir("ckpt-cuda");
-  auto source = pe::build_model(tiny_config(), Device::cpu(), /*nsp=*/true, 5);
+  auto source = model::build_model(tiny_config(), Device::cpu(), /*nsp=*/true, 5);
   nn::save_model(dir.path, *source);
-  auto loaded = pe::load_model(dir.path, Device::cuda(0), true);
+  auto loaded = model::load_model(dir.path, Device::cuda(0), true);
   for (const auto& [name, p] : loaded->named_parameters()) CHECK(p->var.device() == Device::cuda(0));
   require_same_parameters(*source, *loaded);
 }
@@ -491,7 +492,7 @@ TEST_CASE("a fine-tuned model loads as its encoder, the task head left out and l
     nn::save_weights(dir.path, *model, config,
                      span ? "BertForQuestionAnswering" : "BertForSequenceClassification");
     nn::LoadReport report;
-    auto encoder = pe::load_model(dir.path, Device::cpu(), &report);
+    auto encoder = model::load_model(dir.path, Device::cpu(), &report);
     const std::vector<std::string> head =
         span ? std::vector<std::string>{"qa_outputs.bias", "qa_outputs.weight"}
              : std::vector<std::string>{"classifier.bias", "classifier.weight"};

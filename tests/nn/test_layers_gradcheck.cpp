@@ -1,6 +1,7 @@
 // Layer-level gradient checks in f64: the model's modules composed as the
 // model composes them, every parameter checked against finite differences.
 #include "autograd/gradcheck.h"
+#include "model/model.h"
 #include "nn/heads.h"
 #include "pe/registry.h"
 #include "tests/helpers.h"
@@ -28,7 +29,7 @@ nn::BertInputs tiny_batch(Tensor& labels) {
 
 // The gradient check of a language model of config c (no NSP) on tiny_batch's loss.
 GradcheckResult language_model_check(const nn::BertConfig& c, uint64_t seed) {
-  auto model = pe::build_model(c, Device::cpu(), /*nsp=*/false, seed);
+  auto model = model::build_model(c, Device::cpu(), /*nsp=*/false, seed);
   Tensor labels;
   nn::BertInputs in = tiny_batch(labels);
   nn::Context ctx = nn::Context::eval();
@@ -94,7 +95,7 @@ TEST_CASE("the MLM head with its tied decoder passes the f64 gradient check", "[
 
 TEST_CASE("the whole tiny BERT with MLM and NSP heads passes the f64 gradient check", "[gradcheck][nn]") {
   nn::BertConfig c = tiny_config();
-  auto model = pe::build_model(c, Device::cpu(), /*nsp=*/true, 1);
+  auto model = model::build_model(c, Device::cpu(), /*nsp=*/true, 1);
   Tensor labels;
   nn::BertInputs in = tiny_batch(labels);
   Tensor nsp = Tensor::from_vector(std::vector<int64_t>{1, 0}, {2});

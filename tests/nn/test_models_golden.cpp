@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "base/file_io.h"
+#include "model/model.h"
 #include "nn/checkpoint.h"
 #include "nn/hf_layout.h"
 #include "pe/registry.h"
@@ -27,7 +28,7 @@ namespace {
 void check_model(const std::string& name, DType dtype, double bound) {
   const Golden g("golden_" + name + ".safetensors");
   nn::LoadReport report;
-  auto model = pe::load_model(kTwinDir + "/" + name, Device::cpu(), &report);
+  auto model = model::load_model(kTwinDir + "/" + name, Device::cpu(), &report);
   CHECK(report.missing.empty());
   if (dtype != DType::f32) model->to_dtype(dtype);
   nn::BertInputs in;
@@ -95,7 +96,7 @@ TEST_CASE("the twin folders are read as HF's families", "[golden][models]") {
   CHECK(roberta.type_vocab_size == 1);
   CHECK_FALSE(roberta.decoder);
   // 22 rows, the first two never a real token's: positions 0..19.
-  auto model = pe::load_model(kTwinDir + "/roberta_tied", Device::cpu());
+  auto model = model::load_model(kTwinDir + "/roberta_tied", Device::cpu());
   CHECK(model->bert.position_encoding().max_position() == 19);
 }
 
@@ -103,7 +104,7 @@ TEST_CASE("GPT-2 and RoBERTa written by ordo read back the same and in HF's layo
   const std::string dir = std::filesystem::temp_directory_path().string() + "/ordo_models_roundtrip";
   for (const char* name : {"gpt2_tied", "gpt2_untied", "roberta_tied", "roberta_untied"}) {
     std::filesystem::remove_all(dir);
-    auto model = pe::load_model(kTwinDir + "/" + name, Device::cpu());
+    auto model = model::load_model(kTwinDir + "/" + name, Device::cpu());
     nn::save_model(dir, *model);
     // HF's names and shapes exactly: the file holds what save_pretrained wrote.
     std::map<std::string, Shape> ours, theirs;
@@ -114,7 +115,7 @@ TEST_CASE("GPT-2 and RoBERTa written by ordo read back the same and in HF's layo
     const json::Value config = json::parse(read_file(dir + "/config.json"));
     CHECK(config["architectures"][0].as_string() ==
           (std::string(name).rfind("gpt2", 0) == 0 ? "GPT2LMHeadModel" : "RobertaForMaskedLM"));
-    auto again = pe::load_model(dir, Device::cpu());
+    auto again = model::load_model(dir, Device::cpu());
     auto a = model->named_parameters(), b = again->named_parameters();
     REQUIRE(a.size() == b.size());
     for (size_t i = 0; i < a.size(); ++i) {
@@ -167,7 +168,7 @@ TEST_CASE("a classifier fine-tuned from GPT-2 is written as GPT2ForSequenceClass
   CHECK(names.count("classifier.weight") == 0);
   CHECK(json::parse(read_file(dir + "/config.json"))["architectures"][0].as_string() == "GPT2ForSequenceClassification");
   nn::LoadReport report;
-  auto again = pe::load_classifier(dir, 3, Device::cpu(), 1, &report);
+  auto again = model::load_classifier(dir, 3, Device::cpu(), 1, &report);
   CHECK(report.missing.empty());
   CHECK(max(abs(sub(again->classifier.weight.var.value(), model.classifier.weight.var.value()))).item() == 0);
   std::filesystem::remove_all(dir);

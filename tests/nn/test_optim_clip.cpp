@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "autograd/ops.h"
+#include "model/model.h"
 #include "nn/optim.h"
-#include "pe/registry.h"
 #include "tensor/device_runtime.h"
 #include "tests/helpers.h"
 #include "tests/nn/optim_steps.h"
@@ -93,7 +93,7 @@ TEST_CASE("cuda: a steady-state training step allocates nothing and waits for th
   // extremes on the host (pe/common.h integer_range), one more sync per
   // forward (per layer for the relative ones) that this target does not yet cover.
   c.pe = "rope";
-  auto model = pe::build_model(c, kGpu, false, 7);
+  auto model = model::build_model(c, kGpu, false, 7);
   nn::AdamW opt(model->named_parameters(), nn::AdamWConfig{});
   std::vector<int64_t> ids(2 * 9, 11), labels(2 * 9, -100);
   labels[4] = labels[12] = 11;

@@ -8,8 +8,8 @@
 #include <cmath>
 
 #include "autograd/ops.h"
+#include "model/model.h"
 #include "nn/optim.h"
-#include "pe/registry.h"
 #include "tensor/device_runtime.h"
 #include "tests/helpers.h"
 #include "tests/nn/optim_steps.h"
@@ -283,7 +283,7 @@ TEST_CASE("nn::AdamW: the weights' rounding it keeps is current after every step
   }
   // Taken by the forward: every weight's rounding halved gives another loss.
   const MatmulPrecisionScope precision(MatmulPrecision::bf16);
-  auto model = pe::build_model(test::tiny_bert_config(50, 16, 2, 2, 32, 16), Device::cpu(), false, 7);
+  auto model = model::build_model(test::tiny_bert_config(50, 16, 2, 2, 32, 16), Device::cpu(), false, 7);
   nn::AdamW opt(model->named_parameters(), nn::AdamWConfig{});
   REQUIRE(opt.keep_weights_rounding());
   nn::BertInputs in;

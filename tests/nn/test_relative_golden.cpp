@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "base/file_io.h"
+#include "model/model.h"
 #include "nn/checkpoint.h"
 #include "pe/huang.h"
-#include "pe/registry.h"
 #include "pe/relative.h"
 #include "tensor/ops.h"
 #include "tensor/safetensors.h"
@@ -69,7 +69,7 @@ std::unique_ptr<nn::PretrainingModel> hf_model(const std::string& kind, nn::Bert
   REQUIRE(config.position_embedding_type == kind);
   REQUIRE(config.max_position_embeddings == 20);
   REQUIRE(config.num_attention_heads == 2);
-  auto model = pe::build_model(config, Device::cpu(), /*nsp=*/true, /*seed=*/7);
+  auto model = model::build_model(config, Device::cpu(), /*nsp=*/true, /*seed=*/7);
   const std::string path = kTwinDir + "/" + kind + "/model.safetensors";
   nn::load_weights(*model, safetensors::load(path), path);  // strict: every parameter present, nothing extra
   return model;
@@ -199,7 +199,7 @@ TEST_CASE("rpe_shaw and huang_m4 checkpoints ordo saves have HF's names, shapes 
     CHECK(saved["position_embedding_type"].as_string() == kind);
     nn::BertConfig again = nn::load_config(dir.path);
     CHECK(again.pe == config.pe);
-    auto reloaded = pe::build_model(again, Device::cpu(), true, 99);
+    auto reloaded = model::build_model(again, Device::cpu(), true, 99);
     nn::load_weights(*reloaded, safetensors::load(dir.path + "/model.safetensors"), dir.path);
     for (const auto& [name, p] : model->named_parameters()) {
       INFO(name);

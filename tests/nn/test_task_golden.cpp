@@ -3,9 +3,9 @@
 // BertForSequenceClassification and BertForQuestionAnswering wrote
 // (tests/twin/task_twin.py), against their logits, loss, every gradient and
 // five AdamW steps on the twin's batch, in f32 and f64 (bounds: golden.h).
+#include "model/model.h"
 #include "nn/checkpoint.h"
 #include "nn/task_heads.h"
-#include "pe/registry.h"
 #include "tests/nn/golden.h"
 
 using namespace ordo;
@@ -24,7 +24,7 @@ nn::BertInputs inputs_of(const Golden& g) {
 void classifier_golden(DType dtype, const Bounds& bounds) {
   const Golden g("golden_seq_cls.safetensors");
   nn::LoadReport report;
-  auto model = pe::load_classifier(kTwinDir + "/seq_cls", 3, Device::cpu(), /*seed=*/1, &report);
+  auto model = model::load_classifier(kTwinDir + "/seq_cls", 3, Device::cpu(), /*seed=*/1, &report);
   CHECK(report.missing.empty());  // the classifier is HF's, read from the file
   if (dtype != DType::f32) model->to_dtype(dtype);
   Comparison cmp(std::string("seq_cls") + (dtype == DType::f64 ? " (f64)" : " (f32)"));
@@ -46,7 +46,7 @@ void classifier_golden(DType dtype, const Bounds& bounds) {
 void span_golden(DType dtype, const Bounds& bounds) {
   const Golden g("golden_qa.safetensors");
   nn::LoadReport report;
-  auto model = pe::load_span_extractor(kTwinDir + "/qa", Device::cpu(), /*seed=*/1, &report);
+  auto model = model::load_span_extractor(kTwinDir + "/qa", Device::cpu(), /*seed=*/1, &report);
   CHECK(report.missing.empty());
   if (dtype != DType::f32) model->to_dtype(dtype);
   Comparison cmp(std::string("qa") + (dtype == DType::f64 ? " (f64)" : " (f32)"));

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "base/file_io.h"
+#include "model/model.h"
 #include "nn/checkpoint.h"
 #include "nn/heads.h"
 #include "nn/task_heads.h"
@@ -157,7 +158,7 @@ TEST_CASE("task heads pass the f64 gradient check, every parameter", "[gradcheck
   CHECK(r.ok);
 }
 
-// ---- loading checkpoints into the task models (pe::load_classifier, load_span_extractor) ----
+// ---- loading checkpoints into the task models (model::load_classifier, load_span_extractor) ----
 
 namespace {
 
@@ -185,11 +186,11 @@ TEST_CASE("task models load an MLM+NSP checkpoint: encoder and pooler copied, pr
           "[nn][finetune][checkpoint]") {
   ordo::test::TempDir dir("task-load");
   nn::BertConfig c = small_config();
-  auto pretrained = pe::build_model(c, Device::cpu(), /*nsp=*/true, 3);
+  auto pretrained = model::build_model(c, Device::cpu(), /*nsp=*/true, 3);
   nn::save_model(dir.path, *pretrained);
 
   nn::LoadReport report;
-  auto classifier = pe::load_classifier(dir.path, 2, Device::cpu(), 9, &report);
+  auto classifier = model::load_classifier(dir.path, 2, Device::cpu(), 9, &report);
   check_encoder_copied(*classifier, *pretrained);
   CHECK(classifier->bert.pooler->dense.weight.var.value().to_doubles() ==
         pretrained->bert.pooler->dense.weight.var.value().to_doubles());
@@ -197,7 +198,7 @@ TEST_CASE("task models load an MLM+NSP checkpoint: encoder and pooler copied, pr
   CHECK(contains(report.unused, "cls.seq_relationship.weight"));
   CHECK(contains(report.unused, "cls.predictions.bias"));
 
-  auto span = pe::load_span_extractor(dir.path, Device::cpu(), 9, &report);
+  auto span = model::load_span_extractor(dir.path, Device::cpu(), 9, &report);
   check_encoder_copied(*span, *pretrained);
   CHECK(report.missing == std::vector<std::string>{"qa_outputs.weight", "qa_outputs.bias"});
   CHECK(contains(report.unused, "bert.pooler.dense.weight"));
@@ -207,7 +208,7 @@ TEST_CASE("a bare BertModel checkpoint (no bert. prefix, no pooler) loads, the p
           "[nn][finetune][checkpoint]") {
   ordo::test::TempDir dir("task-bare");
   nn::BertConfig c = small_config();
-  auto source = pe::build_model(c, Device::cpu(), /*nsp=*/false, 4);
+  auto source = model::build_model(c, Device::cpu(), /*nsp=*/false, 4);
   nn::save_model(dir.path, *source);
   // What AutoModel.save_pretrained writes for a BertModel: the encoder's tensors without "bert.", no heads.
   nn::NamedTensors bare;
@@ -216,7 +217,7 @@ TEST_CASE("a bare BertModel checkpoint (no bert. prefix, no pooler) loads, the p
   safetensors::save(dir.path + "/model.safetensors", bare, {{"format", "pt"}});
 
   nn::LoadReport report;
-  auto classifier = pe::load_classifier(dir.path, 3, Device::cpu(), 9, &report);
+  auto classifier = model::load_classifier(dir.path, 3, Device::cpu(), 9, &report);
   check_encoder_copied(*classifier, *source);
   CHECK(contains(report.missing, "bert.pooler.dense.weight"));
   CHECK(contains(report.missing, "classifier.weight"));
@@ -228,11 +229,11 @@ TEST_CASE("a causal decoder fine-tunes: the classifier reads each row's last rea
   ordo::test::TempDir dir("task-decoder");
   nn::BertConfig c = small_config();
   c.decoder = true;
-  auto pretrained = pe::build_model(c, Device::cpu(), false, 1);
+  auto pretrained = model::build_model(c, Device::cpu(), false, 1);
   nn::save_model(dir.path, *pretrained);
 
   nn::LoadReport report;
-  auto classifier = pe::load_classifier(dir.path, 3, Device::cpu(), 9, &report);
+  auto classifier = model::load_classifier(dir.path, 3, Device::cpu(), 9, &report);
   check_encoder_copied(*classifier, *pretrained);
   CHECK(classifier->bert.pooler == nullptr);
   CHECK(report.missing == std::vector<std::string>{"classifier.weight", "classifier.bias"});
@@ -267,7 +268,7 @@ TEST_CASE("a causal decoder fine-tunes: the classifier reads each row's last rea
 
   // A token's span logits see only the tokens before it: changing the last
   // token of row 0 moves its own logits and none before.
-  auto span = pe::load_span_extractor(dir.path, Device::cpu(), 9, &report);
+  auto span = model::load_span_extractor(dir.path, Device::cpu(), 9, &report);
   check_encoder_copied(*span, *pretrained);
   CHECK(report.missing == std::vector<std::string>{"qa_outputs.weight", "qa_outputs.bias"});
   nn::BertInputs changed = batch();
@@ -283,11 +284,11 @@ TEST_CASE("a causal decoder fine-tunes: the classifier reads each row's last rea
 TEST_CASE("task models refuse a checkpoint whose shapes differ from its config", "[nn][finetune][checkpoint][errors]") {
   ordo::test::TempDir other("task-shapes");
   nn::BertConfig wide = small_config();
-  nn::save_model(other.path, *pe::build_model(wide, Device::cpu(), false, 1));
+  nn::save_model(other.path, *model::build_model(wide, Device::cpu(), false, 1));
   wide.hidden_size = 12;  // the config now disagrees with the tensors
   json::Value config = nn::config_to_json(wide);
   write_file_atomic(other.path + "/config.json", json::dump(config));
-  CHECK_THROWS_WITH(pe::load_span_extractor(other.path, Device::cpu(), 1), Catch::Contains("has shape"));
+  CHECK_THROWS_WITH(model::load_span_extractor(other.path, Device::cpu(), 1), Catch::Contains("has shape"));
 }
 
 TEST_CASE("every PE variant fine-tunes: both heads train a step with finite loss and gradients", "[nn][finetune][pe]") {

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "base/file_io.h"
+#include "model/model.h"
 #include "nn/bert.h"
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
@@ -181,7 +182,7 @@ TEST_CASE("ablations: a rotation is the positional part, a variant's own product
 TEST_CASE("ablations of an input-level encoding act on Eq. 2's sum x_i + p_i", "[pe][ablation]") {
   nn::BertConfig c = config();
   c.pe = "ape_learned";
-  auto model = pe::build_model(c, Device::cpu(), false, 5);
+  auto model = model::build_model(c, Device::cpu(), false, 5);
   auto w = pe_test::randomize(*model, 21);
   nn::BertInputs in;
   in.input_ids = Tensor::from_vector(std::vector<int64_t>{2, 7, 4, 9, 3, 5, 11, 1}, {B, L});
@@ -223,7 +224,7 @@ TEST_CASE("ablations of an input-level encoding act on Eq. 2's sum x_i + p_i", "
   // the contextual one has nothing to keep.
   nn::BertConfig n = config();
   n.pe = "none";
-  auto bare = pe::build_model(n, Device::cpu(), false, 5);
+  auto bare = model::build_model(n, Device::cpu(), false, 5);
   nn::Context ctx = nn::Context::eval();
   ctx.ablate = nn::Ablation::contextual;
   CHECK_THROWS_WITH(bare->bert.forward(in, ctx), Catch::Contains("no positional term to keep"));
@@ -234,7 +235,7 @@ TEST_CASE("ablations in training: pe_options.ablate is the model's own, and an i
   nn::BertConfig c = config();
   c.pe = "tupe";
   c.pe_options["ablate"] = "contextual";
-  auto model = pe::build_model(c, Device::cpu(), false, 5);
+  auto model = model::build_model(c, Device::cpu(), false, 5);
   CHECK(model->bert.position_encoding().ablation == nn::Ablation::contextual);
   nn::BertInputs in;
   in.input_ids = Tensor::from_vector(std::vector<int64_t>{2, 7, 4, 9, 3, 5, 11, 1}, {B, L});
@@ -253,7 +254,7 @@ TEST_CASE("ablations in training: pe_options.ablate is the model's own, and an i
   ctx.ablate = nn::Ablation::positional;
   CHECK_THROWS_WITH(model->bert.forward(in, ctx), Catch::Contains("trained with the contextual ablation"));
   c.pe_options["ablate"] = "gamma";
-  CHECK_THROWS_WITH(pe::build_model(c, Device::cpu(), false, 5), Catch::Contains("ablate"));
+  CHECK_THROWS_WITH(model::build_model(c, Device::cpu(), false, 5), Catch::Contains("ablate"));
 }
 
 TEST_CASE("ordo forward --ablate: TUPE-p attention ignores the tokens, TUPE-c differs, bad values exit 1",
@@ -261,7 +262,7 @@ TEST_CASE("ordo forward --ablate: TUPE-p attention ignores the tokens, TUPE-c di
   test::TempDir dir("ablate");
   nn::BertConfig c = config();
   c.pe = "tupe";
-  auto model = pe::build_model(c, Device::cpu(), false, 7);
+  auto model = model::build_model(c, Device::cpu(), false, 7);
   nn::save_model(dir / "ckpt", *model);
   write_file_atomic(dir / "a.json", R"({"input_ids": [[2, 7, 4, 9]]})");
   write_file_atomic(dir / "b.json", R"({"input_ids": [[5, 5, 11, 3]]})");

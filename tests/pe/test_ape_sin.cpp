@@ -86,7 +86,7 @@ TEST_CASE("ape_sin_learnable: learned frequencies start at the fixed ones, match
 TEST_CASE("ape_sin in a model: f32 and f64, and the whole model's gradient check with learned frequencies",
           "[pe][gradcheck]") {
   nn::BertConfig c = tiny_config("ape_sin");
-  auto model = pe::build_model(c, Device::cpu(), false, 1);
+  auto model = model::build_model(c, Device::cpu(), false, 1);
   nn::BertInputs in;
   in.input_ids = Tensor::from_vector(std::vector<int64_t>{2, 7, 4, 9, 3, 5}, {1, 6});
   in.positions = Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 30, 31, 400}, {1, 6});  // beyond 16: fine
@@ -99,7 +99,7 @@ TEST_CASE("ape_sin in a model: f32 and f64, and the whole model's gradient check
   CHECK(max_abs_error(h32, h64) <= 1e-4);  // the same model in two precisions
 
   nn::BertConfig lc = tiny_config("ape_sin_learnable");
-  auto learned = pe::build_model(lc, Device::cpu(), false, 2);
+  auto learned = model::build_model(lc, Device::cpu(), false, 2);
   Tensor labels = Tensor::from_vector(std::vector<int64_t>{-100, 5, -100, 8, -100, 6}, {1, 6});
   in.positions = Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 3, 5, 8}, {1, 6});
   std::vector<nn::NamedParameter> params = learned->named_parameters();

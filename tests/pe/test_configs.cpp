@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 
+#include "model/model.h"
 #include "nn/evaluate_batches.h"
 #include "pe/registry.h"
 #include "tests/helpers.h"
@@ -51,7 +52,7 @@ TEST_CASE("every config in configs/ parses, builds its model and runs a forward 
     }
     nn::BertConfig mc = rc.model;
     if (mc.vocab_size == 0) mc.vocab_size = rc.data.vocab_size;
-    auto model = pe::build_model(mc, Device::cpu(), rc.data.objective == "mlm+nsp", 1);
+    auto model = model::build_model(mc, Device::cpu(), rc.data.objective == "mlm+nsp", 1);
     // Two rows of 12 tokens, the second with 3 padded positions, segments 0 then 1.
     std::vector<int64_t> ids, segments, mask;
     for (int64_t b = 0; b < 2; ++b)

@@ -302,7 +302,7 @@ TEST_CASE("relative family: a whole model runs on sequences longer than max_posi
   // Trained for 16 positions; a sequence of 40 (distances up to 39).
   auto logits = [](const std::string& pe, const json::Value& options) {
     nn::BertConfig c = tiny_config(pe, options);
-    auto model = pe::build_model(c, Device::cpu(), /*nsp=*/false, /*seed=*/3);
+    auto model = model::build_model(c, Device::cpu(), /*nsp=*/false, /*seed=*/3);
     nn::BertInputs in;
     std::vector<int64_t> ids;
     for (int64_t i = 0; i < 40; ++i) ids.push_back(1 + i % 12);
@@ -425,7 +425,7 @@ TEST_CASE("under bf16 products the banded terms and the index path give one mode
   for (const std::string& options : {std::string(R"({"value": true})"), std::string(R"({"share": "none"})")}) {
     for (const std::string& variant : {std::string("rpe_shaw"), std::string("rpe_sin_learnable")}) {
       INFO(variant << " " << options);
-      auto model = pe::build_model(tiny_config(variant, json::parse(options)), Device::cpu(), false, 1);
+      auto model = model::build_model(tiny_config(variant, json::parse(options)), Device::cpu(), false, 1);
       std::vector<int64_t> ids;
       for (int64_t i = 0; i < 2 * 9; ++i) ids.push_back(1 + (5 * i) % 12);
       nn::BertInputs in;

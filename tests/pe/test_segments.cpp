@@ -85,13 +85,13 @@ TEST_CASE("per-head segments: gradients of the segment scalars and of the attent
 
 TEST_CASE("segment = per_head in the model: no token-type embedding, segments act through the scores", "[pe]") {
   nn::BertConfig c = per_head("rel_scalar");
-  auto model = pe::build_model(c, Device::cpu(), true, 3);
+  auto model = model::build_model(c, Device::cpu(), true, 3);
   CHECK(model->bert.embeddings.token_type_embeddings == nullptr);
   CHECK(model->find_parameter("bert.embeddings.token_type_embeddings.weight") == nullptr);
   CHECK(model->find_parameter("bert.segment_encoding.layer_0.head_0") != nullptr);
   CHECK(model->find_parameter("bert.position_encoding.relative_scalar.layer_1.head_2") != nullptr);
   nn::BertConfig input = tiny_config("rel_scalar", json::parse(R"({"max_distance": 20})"));
-  auto with_input = pe::build_model(input, Device::cpu(), true, 3);
+  auto with_input = model::build_model(input, Device::cpu(), true, 3);
   REQUIRE(with_input->bert.embeddings.token_type_embeddings != nullptr);
   // k^2 scalars a head and layer replace the [k, hidden] token-type table.
   CHECK(model->parameter_count() - with_input->parameter_count() == 2 * 3 * 4 - 2 * 12);

@@ -26,8 +26,8 @@
 #include <cmath>
 #include <map>
 
+#include "model/model.h"
 #include "nn/bert.h"
-#include "pe/registry.h"
 #include "tests/helpers.h"
 #include "tests/pe/score_term_helpers.h"
 
@@ -132,7 +132,7 @@ std::vector<double> times_transpose(const std::vector<double>& a, const std::vec
 
 TEST_CASE("theorem 1: with an input-level PE the token and the position embedding rows get the same gradient",
           "[pe][theorems]") {
-  auto model = pe::build_model(config("ape_learned"), Device::cpu(), false, 1);
+  auto model = model::build_model(config("ape_learned"), Device::cpu(), false, 1);
   pe_test::randomize(*model, 1);
   // Token 5 + i at position i in both rows; the rows differ in segments and
   // the second has two padded positions (which carry their tokens too).
@@ -172,7 +172,7 @@ TEST_CASE("theorem 1: with an input-level PE the token and the position embeddin
 
 TEST_CASE("theorem 1 does not bind an attention-level encoding (TUPE): its position gradients are its own",
           "[pe][theorems]") {
-  auto model = pe::build_model(config("tupe"), Device::cpu(), false, 1);
+  auto model = model::build_model(config("tupe"), Device::cpu(), false, 1);
   pe_test::randomize(*model, 2);
   nn::BertInputs in;
   in.input_ids = Tensor::from_vector(std::vector<int64_t>{5, 6, 7, 8, 9, 10}, {1, 6});
@@ -213,7 +213,7 @@ TEST_CASE("theorem 2: the input-level attention of a head has rank <= d_h, a per
   nn::BertConfig c = config("ape_learned");
   c.hidden_size = 12;
   c.num_attention_heads = 3;  // d_h = 4 < d = 12 < n = 16
-  auto model = pe::build_model(c, Device::cpu(), false, 3);
+  auto model = model::build_model(c, Device::cpu(), false, 3);
   pe_test::randomize(*model, 3);
   const int64_t n = 16, d = 12, dh = 4;
   std::vector<double> P = model->find_parameter("bert.embeddings.position_embeddings.weight")->var.value().to_doubles();

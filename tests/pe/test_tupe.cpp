@@ -12,6 +12,7 @@
 #include <map>
 
 #include "autograd/gradcheck.h"
+#include "model/model.h"
 #include "nn/bert.h"
 #include "pe/registry.h"
 #include "pe/tupe.h"
@@ -225,7 +226,7 @@ TEST_CASE("tupe: a whole self-attention with TUPE passes the f64 gradient check"
 TEST_CASE("tupe: one positional term for every layer, and the CLS row and column are the reset scalars", "[pe][tupe]") {
   nn::BertConfig c = tupe_config();
   c.num_hidden_layers = 3;
-  auto model = pe::build_model(c, Device::cpu(), false, 3);
+  auto model = model::build_model(c, Device::cpu(), false, 3);
   // One set of positional parameters in the whole model, whatever the depth.
   int tables = 0, projections = 0, cls = 0;
   for (auto& [name, p] : model->named_parameters()) {

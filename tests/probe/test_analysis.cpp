@@ -16,10 +16,10 @@
 #include <set>
 #include <vector>
 
+#include "model/model.h"
 #include "probe/analysis_linalg.h"
 #include "probe/analysis_position.h"
 #include "probe/analyze_run.h"
-#include "pe/registry.h"
 #include "tests/helpers.h"
 
 using ordo::Matrix;
@@ -275,7 +275,7 @@ TEST_CASE("positional score terms: ABS-SCALAR's P_h P_h^T and REL-SCALAR's R_h(j
     ordo::nn::BertConfig c = ordo::test::tiny_bert_config(30, 16, 2, 2, 32, 12);
     c.pe = pe;
     c.segment = segment;
-    auto m = ordo::pe::build_model(c, ordo::Device::cpu(), false, 3);
+    auto m = ordo::model::build_model(c, ordo::Device::cpu(), false, 3);
     for (auto& [name, p] : m->named_parameters())  // segment scores far from 0: they must be taken out
       if (name.find("segment_encoding") != std::string::npos) p->var.value().fill_(0.75);
     return m;
@@ -316,7 +316,7 @@ TEST_CASE("position and segment attention without the token term: softmax_j(R_h[
   ordo::nn::BertConfig c = ordo::test::tiny_bert_config(30, 16, 2, 2, 32, 12);
   c.pe = "rel_scalar";
   c.segment = "per_head";
-  auto model = ordo::pe::build_model(c, ordo::Device::cpu(), false, 3);
+  auto model = ordo::model::build_model(c, ordo::Device::cpu(), false, 3);
   // Each head's 2 x 2 segment table of layer 1 set by hand, far apart so that the segments show.
   std::map<std::string, std::vector<double>> seg;
   for (auto& [name, p] : model->named_parameters())
@@ -347,5 +347,5 @@ TEST_CASE("position and segment attention without the token term: softmax_j(R_h[
     ++h;
   }
   c.segment = "input";  // no per-head segments: nothing to draw
-  CHECK(ordo::probe::segment_attention(*ordo::pe::build_model(c, ordo::Device::cpu(), false, 3), 0, L, second).empty());
+  CHECK(ordo::probe::segment_attention(*ordo::model::build_model(c, ordo::Device::cpu(), false, 3), 0, L, second).empty());
 }

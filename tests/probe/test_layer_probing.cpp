@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "base/file_io.h"
+#include "model/model.h"
 #include "nn/bert.h"
 #include "nn/position.h"
-#include "pe/registry.h"
 #include "probe/layer_probing.h"
 #include "tests/helpers.h"
 
@@ -111,7 +111,7 @@ TEST_CASE("layer features: the batch's padded mean pooling equals each sentence 
   for (const std::string pe : {"ape_learned", "tupe"}) {
     nn::BertConfig c = test::tiny_bert_config(static_cast<int64_t>(tokens.size()), 16, 2, 2, 32, 16);
     c.pe = pe;
-    auto model = pe::build_model(c, Device::cpu(), false, 5);
+    auto model = model::build_model(c, Device::cpu(), false, 5);
     // 66 sentences: two batches (of at most 64), side by side on the threads (nn/evaluate_batches.h).
     std::vector<std::string> sentences;
     for (int k = 0; k < 22; ++k)

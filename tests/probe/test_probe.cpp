@@ -14,6 +14,7 @@
 
 #include "base/file_io.h"
 #include "base/json.h"
+#include "model/model.h"
 #include "nn/bert.h"
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
@@ -46,7 +47,7 @@ nn::BertConfig small_config(const std::string& pe) {
 // A model with W^Q, W^K and their biases zero in every layer: q = k = 0, so
 // the contextual term q_i . k_j is 0 whatever the input.
 std::unique_ptr<nn::PretrainingModel> zero_qk_model(const std::string& pe, uint64_t seed = 7) {
-  auto model = pe::build_model(small_config(pe), Device::cpu(), false, seed);
+  auto model = model::build_model(small_config(pe), Device::cpu(), false, seed);
   int zeroed = 0;
   for (auto& [name, p] : model->named_parameters())
     if (name.find("attention.self.query.") != std::string::npos || name.find("attention.self.key.") != std::string::npos) {
@@ -163,7 +164,7 @@ TEST_CASE("probe: ALiBi with zero query and key gives its softmax", "[probe][pro
 }
 
 TEST_CASE("probe: the average over heads and words, against single forward passes", "[probe][probe_run]") {
-  auto model = pe::build_model(small_config("ape_learned"), Device::cpu(), false, 11);
+  auto model = model::build_model(small_config("ape_learned"), Device::cpu(), false, 11);
   text::Vocab vocab = test_vocab();
   probe::ProbeOptions o;
   o.words = 3;
@@ -203,7 +204,7 @@ TEST_CASE("probe: the average over heads and words, against single forward passe
 }
 
 TEST_CASE("probe: deterministic given the seed", "[probe][probe_run]") {
-  auto model = pe::build_model(small_config("ape_learned"), Device::cpu(), false, 5);
+  auto model = model::build_model(small_config("ape_learned"), Device::cpu(), false, 5);
   text::Vocab vocab = test_vocab();
   probe::ProbeOptions o;
   o.words = 9;
@@ -225,8 +226,8 @@ TEST_CASE("probe: deterministic given the seed", "[probe][probe_run]") {
 }
 
 TEST_CASE("probe: errors and the default length", "[probe][probe_run]") {
-  auto ape = pe::build_model(small_config("ape_learned"), Device::cpu(), false, 1);
-  auto alibi = pe::build_model(small_config("alibi"), Device::cpu(), false, 1);
+  auto ape = model::build_model(small_config("ape_learned"), Device::cpu(), false, 1);
+  auto alibi = model::build_model(small_config("alibi"), Device::cpu(), false, 1);
   CHECK(probe::default_probe_length(*ape) == 32);     // the position table's rows
   CHECK(probe::default_probe_length(*alibi) == 128);  // Wang et al.'s 128 positions
   text::Vocab vocab = test_vocab();
@@ -261,7 +262,7 @@ void make_run(const std::string& run) {
   text::Vocab vocab = test_vocab();
   make_directories(run + "/checkpoints/step_abc");
   vocab.save(run + "/vocab.txt");
-  auto early = pe::build_model(small_config("ape_learned"), Device::cpu(), false, 3);
+  auto early = model::build_model(small_config("ape_learned"), Device::cpu(), false, 3);
   nn::save_model(run + "/checkpoints/step_000000002", *early);
   auto late = zero_qk_model("alibi");
   nn::save_model(run + "/checkpoints/step_000000010", *late);
@@ -416,7 +417,7 @@ TEST_CASE("probe: every registered variant gives attention rows that sum to 1", 
     nn::BertConfig c = small_config(name);
     std::unique_ptr<nn::PretrainingModel> model;
     try {
-      model = pe::build_model(c, Device::cpu(), false, 9);
+      model = model::build_model(c, Device::cpu(), false, 9);
     } catch (const Error& e) {
       WARN("pe " << name << " does not build with default options, not probed: " << e.what());
       continue;

@@ -10,8 +10,8 @@
 
 #include "base/file_io.h"
 #include "base/json.h"
+#include "model/model.h"
 #include "nn/checkpoint.h"
-#include "pe/registry.h"
 #include "plot/png.h"
 #include "report/report.h"
 #include "tests/helpers.h"
@@ -387,7 +387,7 @@ TEST_CASE("ordo report: end to end after ordo probe", "[probe][report]") {
                                             /*layers=*/1, /*heads=*/2, /*intermediate_size=*/32,
                                             /*max_position_embeddings=*/16, /*dropout=*/true);
   c.pe = "ape_learned";
-  auto model = pe::build_model(c, Device::cpu(), false, 2);
+  auto model = model::build_model(c, Device::cpu(), false, 2);
   nn::save_model(run + "/checkpoints/step_000000005", *model);
   write(run + "/config.json", "{\"model\": {\"pe\": \"ape_learned\"}}\n");
   test::CommandResult r = test::run_ordo("probe --checkpoint " + run + " --out " + run + "/probe --words 8 --length 10");

@@ -18,8 +18,8 @@
 
 #include "base/file_io.h"
 #include "base/json.h"
+#include "model/model.h"
 #include "nn/checkpoint.h"
-#include "pe/registry.h"
 #include "tensor/device_runtime.h"
 #include "tensor/ops.h"
 #include "tensor/safetensors.h"
@@ -59,7 +59,7 @@ nn::BertConfig tiny_config(bool decoder) {
 // A checkpoint whose every parameter is drawn from mt19937 (biases and
 // LayerNorm parameters included), so nothing is trivially zero or one.
 std::unique_ptr<nn::PretrainingModel> write_checkpoint(const std::string& dir, bool decoder) {
-  auto model = pe::build_model(tiny_config(decoder), Device::cpu(), /*nsp=*/!decoder, 1);
+  auto model = model::build_model(tiny_config(decoder), Device::cpu(), /*nsp=*/!decoder, 1);
   uint64_t seed = 100;
   for (auto& [name, p] : model->named_parameters()) {
     Tensor values = test::random_tensor(p->var.shape(), seed++, DType::f32, -0.5, 0.5);
@@ -198,7 +198,7 @@ TEST_CASE("ordo forward matches the model run in-process, encoder and decoder", 
 
 TEST_CASE("ordo forward leaves out the NSP head a checkpoint does not have", "[forward]") {
   TempDir tmp;
-  auto model = pe::build_model(tiny_config(false), Device::cpu(), /*nsp=*/false, 4);
+  auto model = model::build_model(tiny_config(false), Device::cpu(), /*nsp=*/false, 4);
   nn::save_model(tmp.path + "/ckpt", *model);
   write_file_atomic(tmp.path + "/in.json", R"({"input_ids": [[2, 3, 4]]})");
   Run r = run_ordo("forward --checkpoint " + tmp.path + "/ckpt --input " + tmp.path + "/in.json --out " + tmp.path +

@@ -9,9 +9,9 @@
 
 #include "base/file_io.h"
 #include "base/json.h"
+#include "model/model.h"
 #include "nn/bert_config.h"
 #include "nn/checkpoint.h"
-#include "pe/registry.h"
 #include "tensor/ops.h"
 #include "tensor/safetensors.h"
 #include "tests/helpers.h"
@@ -73,7 +73,7 @@ std::string family_model(const TempDir& dir, const std::string& family, int64_t 
             R"( "pad_token_id": 1, "max_position_embeddings": 42, "layer_norm_eps": 1e-5, "vocab_size": )" +
                 std::to_string(vocab) + "}";
   const ordo::nn::BertConfig config = ordo::nn::config_from_json(json::parse(hf_config), family, true);
-  auto model = ordo::pe::build_model(config, ordo::Device::cpu(), false, 5);
+  auto model = ordo::model::build_model(config, ordo::Device::cpu(), false, 5);
   const std::string out = dir / family;
   ordo::nn::save_model(out, *model);
   for (const char* file : {"/vocab.json", "/merges.txt"})

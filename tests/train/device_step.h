@@ -1,5 +1,5 @@
 // One training step of a tiny pretraining model — the pretraining loop's own
-// pieces: pe::build_model (initial weights from Philox), nn::Context::train
+// pieces: model::build_model (initial weights from Philox), nn::Context::train
 // (dropout masks from Philox), PretrainingModel::forward, AdamW with clipping
 // — run on a chosen device, so that the CUDA path can be compared with the
 // CPU path from the same seed. Used by the [cuda] step comparisons.
@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "model/model.h"
 #include "nn/optim.h"
-#include "pe/registry.h"
 #include "tests/helpers.h"
 
 namespace ordo::test {
@@ -108,7 +108,7 @@ struct StepOutcome {
 // through the context; `fused` = false runs the unfused reference ops.
 inline StepOutcome training_step(const nn::BertConfig& c, bool nsp, Device device,
                                  nn::Ablation ablate = nn::Ablation::none, bool fused = true) {
-  auto model = pe::build_model(c, device, nsp, 5);
+  auto model = model::build_model(c, device, nsp, 5);
   nn::AdamW opt(model->named_parameters(), step_optimizer());
   const StepBatch b = to_device(step_batch(c, nsp), device);
   nn::Context ctx = nn::Context::train(9, 1);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/model.h"
 #include "nn/checkpoint.h"
 #include "nn/heads.h"
 #include "nn/task_heads.h"
@@ -94,7 +95,7 @@ TEST_CASE("position table: a sinusoid run's table as computed, with its amplitud
   nn::BertConfig source = fresh_config(8, 16);
   source.pe = "ape_sin";
   source.pe_options["amplitude"] = 0.5;
-  nn::save_model(dir.path, *pe::build_model(source, Device::cpu(), /*nsp=*/false, 1));
+  nn::save_model(dir.path, *model::build_model(source, Device::cpu(), /*nsp=*/false, 1));
   const nn::BertConfig config = fresh_config(8, 16);
   const train::PositionTable t = train::read_position_table(dir.path, config, 16);
   CHECK_THAT(t.description, Contains("ape_sin, as computed"));

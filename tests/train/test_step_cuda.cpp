@@ -17,6 +17,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "pe/registry.h"
 #include "tensor/device_runtime.h"
 #include "tensor/kernel_calls.h"
 #include "tests/train/device_step.h"
@@ -120,7 +121,7 @@ TEST_CASE("cuda: a steady-state training step of every variant waits for the hos
   for (const std::string& name : pe::variant_names()) {
     INFO("variant " << name);
     const nn::BertConfig c = step_config(name);
-    auto model = pe::build_model(c, gpu, false, 5);
+    auto model = model::build_model(c, gpu, false, 5);
     nn::AdamW opt(model->named_parameters(), ordo::test::step_optimizer());
     // As the training loop hands a batch over: the inputs on the device with
     // their facts from the host, the labels on the host.
@@ -363,7 +364,7 @@ TEST_CASE("cuda: a pretraining run replaying one CUDA graph a step equals the ru
 TEST_CASE("cuda: a graphed step is one graph launch: no kernel launch, allocation or host read of its own",
           "[cuda][step][graphs]") {
   const nn::BertConfig c = step_config("ape_learned");
-  auto model = pe::build_model(c, kGpu, false, 5);
+  auto model = model::build_model(c, kGpu, false, 5);
   nn::AdamWConfig o = ordo::test::step_optimizer();
   nn::AdamW opt(model->named_parameters(), o);
   const ordo::test::StepBatch host = ordo::test::step_batch(c, false);

@@ -74,7 +74,7 @@ using cudaStream_t = CUstream_st*;
 constexpr unsigned cudaStreamDefault = 0x00;
 constexpr unsigned cudaStreamNonBlocking = 0x01;
 
-// Events order one stream after work queued on another (dist/nccl_group.cpp's
+// Events order one stream after work queued on another (parallel/nccl_group.cpp's
 // communication stream). Streams run everything at once here, so an event is
 // complete when recorded; the calls check their handles and flags.
 struct CUevent_st;

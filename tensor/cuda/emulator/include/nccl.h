@@ -1,5 +1,5 @@
 // The emulated GPU's stand-in for NCCL (ORDO_CUDA=emulate with MPI): the part
-// of NCCL's API that ordo calls (dist/nccl_group.cpp), with NCCL's names,
+// of NCCL's API that ordo calls (parallel/nccl_group.cpp), with NCCL's names,
 // values and signatures, carried out over MPI on emulated device memory by
 // tensor/cuda/emulator/nccl/nccl_over_mpi.cpp. What it checks as NCCL would
 // (or where NCCL would hang): every rank of a communicator was given the same

@@ -6,7 +6,7 @@
 // runtime's copies, so a buffer outside device memory fails as it would on a
 // GPU. Streams run everything at once in the emulator, so the collective is
 // complete when the call returns, which is one of the orders a real stream
-// allows. Compiled into ordo_dist (which links MPI) in an emulated build.
+// allows. Compiled into ordo_parallel (which links MPI) in an emulated build.
 #include <mpi.h>
 #include <nccl.h>
 

@@ -28,10 +28,10 @@
 #include <vector>
 
 #include "autograd/var.h"
-#include "dist/communicator.h"
 #include "nn/module.h"
+#include "parallel/communicator.h"
 
-namespace ordo::dist {
+namespace ordo::parallel {
 
 // PyTorch DDP's default bucket_cap_mb.
 constexpr int64_t kDefaultBucketBytes = 25 << 20;
@@ -96,4 +96,4 @@ class GradientReducer {
   std::exception_ptr failure_;
 };
 
-}  // namespace ordo::dist
+}  // namespace ordo::parallel

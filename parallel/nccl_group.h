@@ -2,7 +2,7 @@
 // has NCCL: ORDO_HAS_NCCL — the toolkit's libnccl, or the emulated GPU's
 // stand-in over MPI). One group per process and GPU, created collectively by
 // the MPI communicator the first time a CUDA tensor is reduced
-// (dist/mpi_communicator.cpp), after ordo has made that GPU current.
+// (parallel/mpi_communicator.cpp), after ordo has made that GPU current.
 //
 // The collectives run on a stream of their own, so that a bucket's
 // all-reduce overlaps the rest of the backward pass on ordo's stream (PyTorch
@@ -17,7 +17,7 @@
 
 #include "tensor/tensor.h"
 
-namespace ordo::dist {
+namespace ordo::parallel {
 
 class NcclGroup {
  public:
@@ -45,4 +45,4 @@ class NcclGroup {
   bool pending_ = false;
 };
 
-}  // namespace ordo::dist
+}  // namespace ordo::parallel

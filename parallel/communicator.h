@@ -4,7 +4,7 @@
 //   single   one process: every collective is the identity;
 //   mpi      the processes mpirun/srun started (Open MPI, MPICH), for CPU
 //            tensors; CUDA tensors go through NCCL where the build has it
-//            (dist/nccl_group.h: its own stream, overlapping ordo's work),
+//            (parallel/nccl_group.h: its own stream, overlapping ordo's work),
 //            and through a host copy otherwise.
 // The launcher starts the processes and connects them; ordo never starts a
 // process of its own. make_communicator() reads the launcher's environment:
@@ -23,7 +23,7 @@
 
 #include "tensor/tensor.h"
 
-namespace ordo::dist {
+namespace ordo::parallel {
 
 class Communicator {
  public:
@@ -83,4 +83,4 @@ bool has_mpi();
 // MPI is initialised on the first call and finalised at exit.
 std::unique_ptr<Communicator> make_communicator();
 
-}  // namespace ordo::dist
+}  // namespace ordo::parallel

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "base/error.h"
-#include "dist/communicator.h"
-#include "dist/nccl_group.h"
+#include "parallel/communicator.h"
+#include "parallel/nccl_group.h"
 
-namespace ordo::dist {
+namespace ordo::parallel {
 
 bool has_mpi() { return true; }
 
@@ -190,6 +190,6 @@ class MpiCommunicator final : public Communicator {
 
 std::unique_ptr<Communicator> make_mpi_communicator() { return std::make_unique<MpiCommunicator>(); }
 
-}  // namespace ordo::dist
+}  // namespace ordo::parallel
 
 #endif  // ORDO_HAS_MPI

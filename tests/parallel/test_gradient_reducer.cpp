@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "autograd/ops.h"
-#include "dist/gradient_reducer.h"
+#include "parallel/gradient_reducer.h"
 #include "tests/train/device_step.h"
 
 using namespace ordo;
@@ -73,7 +73,7 @@ class LoopbackGroup {
   Barrier sync_;
 };
 
-class Loopback final : public dist::Communicator {
+class Loopback final : public parallel::Communicator {
  public:
   Loopback(LoopbackGroup& group, int rank) : group_(group), rank_(rank) {}
   int rank() const override { return rank_; }
@@ -96,7 +96,7 @@ class Loopback final : public dist::Communicator {
 };
 
 // Runs body(rank, communicator) on `size` threads and rethrows the first failure.
-void run_ranks(int size, const std::function<void(int, dist::Communicator&)>& body) {
+void run_ranks(int size, const std::function<void(int, parallel::Communicator&)>& body) {
   LoopbackGroup group(size);
   std::vector<std::thread> threads;
   std::mutex failure_mutex;
@@ -124,14 +124,14 @@ Var rank_loss(nn::PretrainingModel& model, const ordo::test::StepBatch& b, int r
 
 }  // namespace
 
-TEST_CASE("gradient reducer: two ranks end with the sum of their gradients, bit for bit", "[dist]") {
+TEST_CASE("gradient reducer: two ranks end with the sum of their gradients, bit for bit", "[parallel]") {
   const nn::BertConfig c = ordo::test::step_config("ape_learned");
   const ordo::test::StepBatch batch = ordo::test::step_batch(c, false);
   // The expected sums: each rank's gradient computed alone, then added (a + b
   // is b + a in floating point: two ranks are exact whatever the order).
   std::vector<std::vector<Tensor>> alone(2);
   for (int r = 0; r < 2; ++r) {
-    auto model = pe::build_model(c, Device::cpu(), false, 5);
+    auto model = model::build_model(c, Device::cpu(), false, 5);
     rank_loss(*model, batch, r).backward();
     for (auto& [name, p] : model->named_parameters()) alone[static_cast<size_t>(r)].push_back(p->var.grad());
   }
@@ -139,9 +139,9 @@ TEST_CASE("gradient reducer: two ranks end with the sum of their gradients, bit 
     INFO("bucket cap " << cap << " bytes");
     std::vector<std::vector<Tensor>> reduced(2);
     std::vector<int64_t> buckets(2), during(2);
-    run_ranks(2, [&](int r, dist::Communicator& comm) {
-      auto model = pe::build_model(c, Device::cpu(), false, 5);
-      dist::GradientReducer reducer(comm, model->named_parameters(), cap);
+    run_ranks(2, [&](int r, parallel::Communicator& comm) {
+      auto model = model::build_model(c, Device::cpu(), false, 5);
+      parallel::GradientReducer reducer(comm, model->named_parameters(), cap);
       rank_loss(*model, batch, r).backward(Tensor(), false, reducer.hook());
       reducer.finish();
       for (auto& [name, p] : model->named_parameters()) reduced[static_cast<size_t>(r)].push_back(p->var.grad());
@@ -169,13 +169,13 @@ TEST_CASE("gradient reducer: two ranks end with the sum of their gradients, bit 
   }
 }
 
-TEST_CASE("gradient reducer: buckets cover every parameter once, in reverse order, within the cap", "[dist]") {
+TEST_CASE("gradient reducer: buckets cover every parameter once, in reverse order, within the cap", "[parallel]") {
   const nn::BertConfig c = ordo::test::step_config("rpe_shaw");
-  auto model = pe::build_model(c, Device::cpu(), false, 5);
+  auto model = model::build_model(c, Device::cpu(), false, 5);
   const auto params = model->named_parameters();
-  dist::SingleProcess single;
+  parallel::SingleProcess single;
   const int64_t cap = 30000;
-  dist::GradientReducer reducer(single, params, cap);
+  parallel::GradientReducer reducer(single, params, cap);
   std::vector<std::string> order;
   int64_t bytes = 0;
   for (int64_t i = 0; i < reducer.buckets(); ++i) {
@@ -195,15 +195,15 @@ TEST_CASE("gradient reducer: buckets cover every parameter once, in reverse orde
 }
 
 TEST_CASE("gradient reducer: a parameter without a gradient on some rank counts as zero there, on none, stays without",
-          "[dist]") {
+          "[parallel]") {
   std::vector<Tensor> a_grad(2), b_grad(2), c_grad(2);
-  run_ranks(2, [&](int r, dist::Communicator& comm) {
+  run_ranks(2, [&](int r, parallel::Communicator& comm) {
     nn::Parameter a, b, unused;
     a.var = Var(Tensor::from_vector(std::vector<float>{1, 2, 3}), true, "a");
     b.var = Var(Tensor::from_vector(std::vector<float>{4, 5}), true, "b");
     unused.var = Var(Tensor::from_vector(std::vector<float>{6}), true, "unused");
     std::vector<nn::NamedParameter> params{{"a", &a}, {"b", &b}, {"unused", &unused}};
-    dist::GradientReducer reducer(comm, params, 8);  // a bucket per parameter
+    parallel::GradientReducer reducer(comm, params, 8);  // a bucket per parameter
     // Rank 0: loss = sum(a * (r + 1)) + sum(b * b); rank 1 leaves b out.
     Var loss = sum(mul(a.var, Var(Tensor::full({3}, r + 1.0))));
     if (r == 0) loss = add(loss, sum(mul(b.var, b.var)));

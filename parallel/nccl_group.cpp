@@ -1,6 +1,6 @@
 #ifdef ORDO_HAS_NCCL
 
-#include "dist/nccl_group.h"
+#include "parallel/nccl_group.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -8,7 +8,7 @@
 #include "base/error.h"
 #include "tensor/device_runtime.h"
 
-namespace ordo::dist {
+namespace ordo::parallel {
 
 namespace {
 
@@ -97,6 +97,6 @@ void NcclGroup::wait() {
   pending_ = false;
 }
 
-}  // namespace ordo::dist
+}  // namespace ordo::parallel
 
 #endif  // ORDO_HAS_NCCL

@@ -1,4 +1,4 @@
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -6,7 +6,7 @@
 
 #include "base/error.h"
 
-namespace ordo::dist {
+namespace ordo::parallel {
 
 // Defined by mpi_communicator.cpp in a build with MPI, and below without.
 std::unique_ptr<Communicator> make_mpi_communicator();
@@ -45,4 +45,4 @@ bool has_mpi() { return false; }
 std::unique_ptr<Communicator> make_mpi_communicator() { return nullptr; }
 #endif
 
-}  // namespace ordo::dist
+}  // namespace ordo::parallel

@@ -1,4 +1,4 @@
-#include "dist/gradient_reducer.h"
+#include "parallel/gradient_reducer.h"
 
 #include <algorithm>
 #include <utility>
@@ -6,7 +6,7 @@
 #include "base/error.h"
 #include "tensor/ops.h"
 
-namespace ordo::dist {
+namespace ordo::parallel {
 
 void broadcast_parameters(Communicator& comm, const std::vector<nn::NamedParameter>& params) {
   if (comm.size() == 1) return;
@@ -174,4 +174,4 @@ void GradientReducer::finish() {
   }
 }
 
-}  // namespace ordo::dist
+}  // namespace ordo::parallel
