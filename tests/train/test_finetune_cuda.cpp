@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "nn/task_heads.h"
+#include "pe/registry.h"
 #include "tests/train/device_step.h"
 
 using namespace ordo;
