@@ -261,9 +261,12 @@ int64_t remove_stale_bookkeeping(const std::string& out, const std::string& kind
   return removed;
 }
 
-StagedFolder::StagedFolder(const std::string& out) : out_(without_trailing_slashes(out)) {
-  ORDO_CHECK(!out_.empty(), "no output folder given");
-  resolve_output_path(out_, "the output");  // no '..' through a folder about to be made
+StagedFolder::StagedFolder(const std::string& out) {
+  ORDO_CHECK(!without_trailing_slashes(out).empty(), "no output folder given");
+  // The physical place (no '..' through a folder about to be made): every
+  // name derived from it keeps its meaning when the output, once swapped in,
+  // replaces a link that the given spelling went through ("in/../in").
+  out_ = resolve_output_path(without_trailing_slashes(out), "the output");
   const fs::path parent = fs::path(out_).parent_path();
   const std::string folder = parent.empty() ? "." : parent.string();
   created_ = outermost_missing(folder);
@@ -458,8 +461,9 @@ bool same_file(const std::string& path, int fd) {
 }  // namespace
 
 bool OutputLock::take(const std::string& out, const std::string& command, std::string* owner) {
-  resolve_output_path(out, "the output");  // no '..' through a folder about to be made
-  path_ = bookkeeping_path(out, "lock");
+  // The physical place, as for a staged folder: the lock's name keeps its
+  // meaning whatever the output, once written, replaces.
+  path_ = bookkeeping_path(resolve_output_path(out, "the output"), "lock");
   const std::string folder = fs::path(path_).parent_path().empty() ? "." : fs::path(path_).parent_path().string();
   if (created_.empty()) created_ = outermost_missing(folder);
   make_directories(folder);

@@ -134,7 +134,7 @@ class StagedFolder {
 
  private:
   std::string previous_name() const;  // .OUT.ordo-previous-XXXXXX: where the replaced output goes
-  std::string out_;      // as given, trailing slashes dropped (messages, renames)
+  std::string out_;      // the physical place (resolve_output_path): messages, renames
   std::optional<BookkeepingFolder> folder_;
   std::string staging_;  // .OUT.ordo-new-XXXXXX
   std::string created_;  // the outermost folder made above the staging folder ("" if none)

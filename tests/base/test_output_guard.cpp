@@ -5,6 +5,7 @@
 // folders each case makes.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -165,4 +166,27 @@ TEST_CASE("a staged folder leaves no marker in the output, and commit_if_absent 
   ordo::write_file_atomic(third.path() + "/b.txt", "third");
   CHECK(third.commit_if_absent());
   CHECK(ordo::read_file(dir / "empty/b.txt") == "third");
+}
+
+TEST_CASE("an output that replaces a link its own path went through leaves nothing beside it",
+          "[output][paths]") {
+  // box/in_link -> box/x/y, and the output "box/in_link/../../in_link" is the
+  // link itself: swapped in, the new folder takes the link's place, after
+  // which the given spelling climbs from box/in_link, a real folder now, to
+  // box's parent. Names derived from the spelling (the staged folder, the
+  // replaced output's) would then point elsewhere, and the replaced link was
+  // left beside the output as a staging folder (found by fuzz_output_path).
+  TempDir dir("relink");
+  const std::string root = canonical_path(dir.path);
+  fs::create_directories(root + "/box/x/y");
+  std::ofstream(root + "/box/x/y/keep.txt") << "kept";
+  fs::create_directory_symlink(root + "/box/x/y", root + "/box/in_link");
+  ordo::write_folder(root + "/box/in_link/../../in_link", {{"out.txt", "new"}});
+  CHECK(fs::is_directory(fs::symlink_status(root + "/box/in_link")));
+  CHECK(ordo::read_file(root + "/box/in_link/out.txt") == "new");
+  CHECK(ordo::read_file(root + "/box/x/y/keep.txt") == "kept");  // the link's target is not the output
+  std::vector<std::string> beside;
+  for (const auto& entry : fs::directory_iterator(root + "/box")) beside.push_back(entry.path().filename().string());
+  std::sort(beside.begin(), beside.end());
+  CHECK(beside == std::vector<std::string>{"in_link", "x"});
 }
