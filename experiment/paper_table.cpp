@@ -200,8 +200,7 @@ void check_paper_table(const PaperTable& table, const Plan& plan) {
       const std::string run = row.key.substr(0, dot), attention = dot == std::string::npos ? "" : row.key.substr(dot + 1);
       ORDO_CHECK(attention == "both" || attention == "contextual" || attention == "positional", table.path, ": row '",
                  row.key, "' is not RUN.both, RUN.contextual or RUN.positional");
-      ORDO_CHECK(std::find(plan.names.begin(), plan.names.end(), run) != plan.names.end(), table.path, ": row '",
-                 row.key, "' names no config of ", plan.folder);
+      ORDO_CHECK(plan.is_row(run), table.path, ": row '", row.key, "' names no config of ", plan.folder);
       ORDO_CHECK(!plan.has_stage("layers") || plan.layers.for_run(run), table.path, ": row '", row.key,
                  "': the layers stage does not probe ", run, " (experiment.json's layers.runs)");
     }
@@ -214,8 +213,7 @@ void check_paper_table(const PaperTable& table, const Plan& plan) {
   }
   if (table.correlations) return;
   for (const PaperTable::Row& row : table.rows)
-    ORDO_CHECK(std::find(plan.names.begin(), plan.names.end(), row.key) != plan.names.end(), table.path, ": row '",
-               row.key, "' names no config of ", plan.folder);
+    ORDO_CHECK(plan.is_row(row.key), table.path, ": row '", row.key, "' names no config of ", plan.folder);
 }
 
 }  // namespace ordo::experiment

@@ -2,6 +2,7 @@
 #include "experiment/plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -65,6 +66,12 @@ bool Plan::has_stage(const std::string& stage) const {
   return std::find(stages.begin(), stages.end(), stage) != stages.end();
 }
 
+bool Plan::is_row(const std::string& name) const {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return !is_replicate(i);
+  return false;
+}
+
 const FinetuneTask* Plan::task(const std::string& name) const {
   for (const FinetuneTask& t : finetune)
     if (t.name == name) return &t;
@@ -125,6 +132,16 @@ json::Value Plan::to_json() const {
   json::Value configs_json = json::Value::object();
   for (size_t i = 0; i < names.size(); ++i) configs_json[names[i]] = configs[i].source;
   j["configs"] = configs_json;  // in order: the runs' configs as their files and the overrides resolve them
+  if (!replicate_seeds.empty()) {
+    json::Value replicates = json::Value::object(), seeds = json::Value::array();
+    for (uint64_t s : replicate_seeds) seeds.push_back(static_cast<int64_t>(s));
+    replicates["seeds"] = seeds;
+    json::Value of = json::Value::object();
+    for (size_t i = 0; i < names.size(); ++i)
+      if (is_replicate(i)) of[names[i]] = row_of[i];
+    replicates["runs"] = of;  // each replicate's run config
+    j["replicates"] = replicates;
+  }
   if (has_stage("probe")) j["probe"] = settings("probe", 0);
   if (has_stage("analyze")) j["analyze"] = settings("analyze", 0);
   if (has_stage("tasks")) j["tasks"] = settings("tasks", 0);
@@ -239,6 +256,49 @@ void read_probe(const json::Value* spec, const PlanRequest& request, const std::
   if (!request.probe_layer.empty()) plan.probe.layers = request.probe_layer;
 }
 
+// "replicates": each named run pretrained again per seed, as runs of their own
+// after the run configs (plan.h).
+void read_replicates(const json::Value& spec, const PlanRequest& request, const std::string& where, Plan& plan) {
+  FieldReader r(spec, where);
+  const std::vector<std::string> runs = strings(r, "runs", where);
+  const std::vector<double> seeds = numbers(r, "seeds", where);
+  r.finish();
+  ORDO_CHECK(!runs.empty() && !seeds.empty(), where, ": give the runs to replicate (\"runs\") and their seeds "
+             "(\"seeds\"), neither empty");
+  std::set<uint64_t> distinct;
+  for (size_t k = 0; k < seeds.size(); ++k) {
+    const double s = seeds[k];
+    ORDO_CHECK(s >= 0 && s <= 1e12 && s == std::floor(s), where, ": seeds[", k, "] must be a whole number from 0 "
+               "to 1e12, got ", s);
+    ORDO_CHECK(distinct.insert(static_cast<uint64_t>(s)).second, where, ": seed ", s, " is given twice");
+  }
+  plan.replicate_seeds.assign(distinct.begin(), distinct.end());
+  if (request.quick) plan.replicate_seeds.resize(1);  // a smoke test of the path, not a spread
+  const size_t rows = plan.names.size();
+  std::set<std::string> named;
+  for (const std::string& run : runs) {
+    const auto it = std::find(plan.names.begin(), plan.names.begin() + static_cast<std::ptrdiff_t>(rows), run);
+    ORDO_CHECK(it != plan.names.begin() + static_cast<std::ptrdiff_t>(rows), where, ": runs names '", run,
+               "', which is no run config of ", plan.folder);
+    ORDO_CHECK(named.insert(run).second, where, ": runs names '", run, "' twice");
+    const size_t row = static_cast<size_t>(it - plan.names.begin());
+    for (uint64_t seed : plan.replicate_seeds) {
+      // Another draw of everything pretraining draws (train.seed: initial weights, dropout; data.seed: masking,
+      // instances, order, the held-out split); the same corpus (data.synthetic_seed).
+      ORDO_CHECK(seed != plan.configs[row].train.seed, where, ": seed ", seed, " is ", run, "'s own train.seed: "
+                 "that replicate would be the run itself");
+      std::vector<std::string> sets = plan.overrides;
+      sets.push_back("train.seed=" + std::to_string(seed));
+      sets.push_back("data.seed=" + std::to_string(seed));
+      plan.configs.push_back(train::read_run_config(plan.folder + "/" + run + ".json", sets));
+      plan.names.push_back(run + ".seed" + std::to_string(seed));
+      plan.row_of.push_back(run);
+      ORDO_CHECK(std::count(plan.names.begin(), plan.names.end(), plan.names.back()) == 1, where, ": the replicate ",
+                 plan.names.back(), " has the name of a run config of ", plan.folder, "; rename that file");
+    }
+  }
+}
+
 // finetune.sweep: a fresh positional-only encoder per (w, s) (plan.h).
 void read_sweep(const json::Value& spec, const std::string& folder, const std::vector<std::string>& quick_set,
                 const std::string& where, Plan& plan) {
@@ -251,7 +311,7 @@ void read_sweep(const json::Value& spec, const std::string& folder, const std::v
   const std::vector<double> symmetry_s = numbers(r, "symmetry_s", where);
   const double symmetry_w = r.number("symmetry_w", 0.011, 1e-12, 1e12);
   r.finish();
-  ORDO_CHECK(std::find(plan.names.begin(), plan.names.end(), run) != plan.names.end(), where, ": run '", run,
+  ORDO_CHECK(plan.is_row(run), where, ": run '", run,
              "' is no run config of ", folder);
   const synth::TaskFolder* f = stand_in_folder(stand_in);
   ORDO_CHECK(f != nullptr && f->finetune_task == task, where, ": stand_in '", stand_in, "' is not a synthetic task in ",
@@ -317,7 +377,7 @@ void read_finetune(const json::Value* spec, const PlanRequest& request, const st
     ORDO_CHECK(!(*tasks)[i].contains("column") || !task.init_positions.empty(), at,
                ": 'column' names a Table 3 column, for a task with init_positions");
     for (const std::string& run : task.runs)
-      ORDO_CHECK(std::find(plan.names.begin(), plan.names.end(), run) != plan.names.end(), at, ": runs names '", run,
+      ORDO_CHECK(plan.is_row(run), at, ": runs names '", run,
                  "', which is no run config of ", folder);
     ORDO_CHECK(!task.name.empty() && seen.insert(task.name).second, at, ": 'name' ",
                task.name.empty() ? "is missing" : "'" + task.name + "' is used twice");
@@ -358,7 +418,7 @@ void read_finetune(const json::Value* spec, const PlanRequest& request, const st
 void check_finetune_fits(const Plan& plan) {
   for (size_t i = 0; i < plan.names.size(); ++i)
     for (const FinetuneTask& t : plan.finetune) {
-      if (!t.for_run(plan.names[i])) continue;
+      if (!t.for_run(plan.row_of[i])) continue;
       const std::string where = plan.folder + "/" + plan.names[i] + ".json: fine-tuning task " + t.name;
       const train::FinetuneConfig c = train::parse_finetune_config(t.config, {}, "finetune " + t.name);
       ORDO_CHECK(!t.init_positions.empty() || c.model.size() == 0, where, ": its config's model.* keys shape a "
@@ -397,6 +457,7 @@ Plan make_plan(const PlanRequest& request) {
   const json::Value* finetune_spec = top.object("finetune");
   const json::Value* report_spec = top.object("report");
   const json::Value* quick_spec = top.object("quick");
+  const json::Value* replicates_spec = top.object("replicates");
   top.finish();
 
   // --quick: the spec's smoke-test settings, else these (minutes on two cores).
@@ -430,6 +491,8 @@ Plan make_plan(const PlanRequest& request) {
   plan.overrides.insert(plan.overrides.end(), request.overrides.begin(), request.overrides.end());
   for (const std::string& name : plan.names)
     plan.configs.push_back(train::read_run_config(request.folder + "/" + name + ".json", plan.overrides));
+  plan.row_of = plan.names;
+  if (replicates_spec) read_replicates(*replicates_spec, request, where + ": replicates", plan);
   // The synthetic stand-ins are tasks on the synthetic language (the tasks
   // stage reads its annotations): runs pretrained on a real corpus have none,
   // so the tasks stage is left out and only the tasks given --data fine-tune.
@@ -473,7 +536,7 @@ Plan make_plan(const PlanRequest& request) {
     if (request.quick) plan.layers.max_fit = std::min<int64_t>(plan.layers.max_fit, 200);
     l.finish();
     for (const std::string& r : plan.layers.runs)
-      ORDO_CHECK(std::find(plan.names.begin(), plan.names.end(), r) != plan.names.end(), where, ": layers.runs names '",
+      ORDO_CHECK(plan.is_row(r), where, ": layers.runs names '",
                  r, "', no run config of ", request.folder);
     for (const std::string& t : plan.layers.tasks)
       ORDO_CHECK(std::find(probe::layer_probe_tasks().begin(), probe::layer_probe_tasks().end(), t) !=
@@ -493,10 +556,10 @@ Plan make_plan(const PlanRequest& request) {
     r.finish();
   }
   ORDO_CHECK(plan.dependency_run.empty() ||
-                 std::find(plan.names.begin(), plan.names.end(), plan.dependency_run) != plan.names.end(),
+                 plan.is_row(plan.dependency_run),
              where, ": report.dependency_heads '", plan.dependency_run, "' names no run config of ", request.folder);
   ORDO_CHECK(plan.baseline.empty() ||
-                 std::find(plan.names.begin(), plan.names.end(), plan.baseline) != plan.names.end(),
+                 plan.is_row(plan.baseline),
              where, ": report.baseline '", plan.baseline, "' names no run config of ", request.folder);
   if (plan.has_stage("finetune")) {
     read_finetune(finetune_spec, request, request.folder, quick_finetune, where, plan);

@@ -22,7 +22,14 @@
 //                            "init_positions": "run", "column": "rte"}, ...]},   (optional, below)
 //    "report": {"baseline": "02_ape_learned", "alpha": 0.05, "wang_chen": false, "learning_rates": "best",
 //               "length_figure": ["subj", "sst2", "cr"], "dependency_heads": "tupe"},
+//    "replicates": {"runs": ["01_none", "02_ape_learned"], "seeds": [2, 3]},
 //    "quick": {"set": [...], "probe": {...}, "finetune_set": [...]}}
+// "replicates" pretrains the runs it names again, once per seed, each as a
+// run of its own named "<run>.seed<k>" (after the run configs, so that their
+// numbers do not move): the run's config with train.seed = data.seed = k —
+// other initial weights, dropout, masking and order, the same corpus — and
+// every other stage as the run's. The report reads them as the run's
+// pretraining replicates (experiment/tables.h); --quick keeps the first seed.
 // finetune.sweep (the locality/symmetry paper's Figure 2 middle and right,
 // App. B.4): {"run": "bert", "task": "sst2", "stand_in": "subject_number",
 // "config": "../../finetune/positional_encoder.json", "locality_w": [...],
@@ -119,8 +126,11 @@ struct AnalyzeSettings {
 struct Plan {
   std::string folder, out;
   std::vector<std::string> stages;              // in stage_names() order
-  std::vector<std::string> names;               // the run configs' names, in order
-  std::vector<train::RunConfig> configs;        // resolved, with the --set overrides
+  std::vector<std::string> names;               // the runs: the run configs' names in order, then the replicates'
+  std::vector<train::RunConfig> configs;        // resolved, with the --set overrides (and a replicate's seeds)
+  std::vector<std::string> row_of;              // per run: the run config it pretrains (its own name, or a
+                                                // replicate's run config)
+  std::vector<uint64_t> replicate_seeds;        // "replicates": the seeds each named run is pretrained with again
   std::vector<std::string> overrides;           // --set, for every run config
   probe::ProbeRequest probe;                    // checkpoint empty: each run's own
   AnalyzeSettings analyze;
@@ -141,6 +151,9 @@ struct Plan {
   std::vector<std::string> paper_tables;        // the folder's paper_*.tsv, by name
 
   bool has_stage(const std::string& stage) const;
+  bool is_replicate(size_t i) const { return row_of[i] != names[i]; }
+  // Whether `name` is a run config of the folder (a row of the tables), not a replicate.
+  bool is_row(const std::string& name) const;
   // The settings of stage `stage` (a stage name, or "finetune:NAME" for one
   // task) of run `i`, as RUN/stages.json records them.
   json::Value settings(const std::string& stage, size_t i) const;

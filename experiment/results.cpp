@@ -112,6 +112,7 @@ std::vector<RunResults> gather_results(const Plan& plan) {
     r.config = plan.names[i];
     r.run_dir = plan.out + "/runs/" + r.config;
     r.pe = plan.configs[i].model.pe;
+    r.pretrain_seed = plan.configs[i].train.seed;
     if (file_exists(r.run_dir + "/stages.json")) r.stages = json::parse_file(r.run_dir + "/stages.json");
     if (file_exists(r.run_dir + "/probe/probe.json")) {
       r.record = report::read_run(r.run_dir);
@@ -122,7 +123,13 @@ std::vector<RunResults> gather_results(const Plan& plan) {
     }
     for (const FinetuneTask& t : plan.finetune)
       r.tasks[t.name] = read_task(r.run_dir + "/finetune/" + t.name + "/results.json", t, plan.average_learning_rates);
-    out.push_back(std::move(r));
+    if (!plan.is_replicate(i)) {
+      out.push_back(std::move(r));
+      continue;
+    }
+    const bool pretrained = r.stages.is_object() && r.stages.contains("pretrain");
+    for (RunResults& row : out)  // the replicates come after every run config (experiment/plan.h)
+      if (row.config == plan.row_of[i] && pretrained) row.replicates.push_back(std::move(r));
   }
   return out;
 }

@@ -61,6 +61,11 @@ struct RunResults {
   std::string config;          // the run config's name
   std::string run_dir;
   std::string pe;              // model.pe
+  uint64_t pretrain_seed = 0;  // train.seed (a replicate's data.seed too: experiment/plan.h)
+  // The run config's other pretraining runs (the plan's "replicates") that
+  // have finished pretraining, each with its own figures; empty for a run
+  // config pretrained once.
+  std::vector<RunResults> replicates;
   bool probed = false;
   report::RunRecord record;    // the probe and analyses, as ordo report reads them (when probed)
   json::Value by_range;        // indicators.json's by_range of the probed layer (null when absent)
@@ -69,7 +74,8 @@ struct RunResults {
 };
 
 // Reads every run of the plan that exists under OUT/runs (a missing piece
-// leaves its figures absent, never a zero).
+// leaves its figures absent, never a zero): one entry per run config, in the
+// plan's order, its replicates inside it.
 std::vector<RunResults> gather_results(const Plan& plan);
 
 // A run's figure for a key, or nothing when the run lacks it.

@@ -41,13 +41,13 @@ std::vector<std::string> units(const Plan& plan, size_t i) {
   std::vector<std::string> out;
   for (const std::string& stage : plan.stages) {
     if (stage == "report") continue;
-    if (stage == "layers" && !plan.layers.for_run(plan.names[i])) continue;
+    if (stage == "layers" && !plan.layers.for_run(plan.row_of[i])) continue;
     if (stage != "finetune") {
       out.push_back(stage);
       continue;
     }
     for (const FinetuneTask& t : plan.finetune)
-      if (t.runnable() && t.for_run(plan.names[i])) out.push_back("finetune:" + t.name);
+      if (t.runnable() && t.for_run(plan.row_of[i])) out.push_back("finetune:" + t.name);
   }
   return out;
 }

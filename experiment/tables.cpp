@@ -55,6 +55,7 @@ std::string paper_text(const std::string& key, const PaperCell* c) {
 struct Significance {
   bool tested = false, marked = false;
   double p = kNaN, p_holm = kNaN;
+  bool over_pretraining = false;  // over the pretraining runs' means (else over one run's fine-tuning seeds)
 };
 
 // One column over the runs: each run's figure, the runs left out of its
@@ -69,9 +70,23 @@ struct ColumnFigures {
   std::set<std::string> other_tasks;          // left out: a mean over another task set than `tasks`
   std::map<std::string, Significance> tests;  // by config
   int64_t family = 0;                         // how many rows were tested against the baseline
+  // By config, for a row pretrained more than once: each pretraining run's
+  // mean of the figure (the row's own run first, then its replicates').
+  std::map<std::string, std::vector<double>> pretraining;
   const Figure* find(const std::string& config) const {
     const auto it = figures.find(config);
     return it == figures.end() ? nullptr : &it->second;
+  }
+  const std::vector<double>* pretraining_means(const std::string& config) const {
+    const auto it = pretraining.find(config);
+    return it == pretraining.end() ? nullptr : &it->second;
+  }
+  // The row's value in orderings and rank statistics: the mean over its
+  // pretraining runs where it has several, else its one run's mean.
+  double estimate(const std::string& config) const {
+    if (const std::vector<double>* m = pretraining_means(config)) return mean_std(*m).mean;
+    const Figure* f = find(config);
+    return f ? f->mean() : kNaN;
   }
   // In the column's tests, orderings and rank statistics.
   bool compared(const std::string& config) const {
@@ -98,6 +113,12 @@ ColumnFigures column_figures(const std::string& key, const std::vector<RunResult
     c.figures[run.config] = *f;
     ++sets[f->tasks];
     if (is_indicator_key(key) && tie_artifact_on_uniform(key) && uniform_attention(run)) c.uniform.insert(run.config);
+    std::vector<double> means = {f->mean()};
+    for (const RunResults& replicate : run.replicates) {
+      const std::optional<Figure> r = figure(replicate, key, plan);
+      if (r && r->tasks == f->tasks && std::isfinite(r->mean())) means.push_back(r->mean());
+    }
+    if (means.size() >= 2) c.pretraining[run.config] = means;
   }
   // Means compare only over one task set: the baseline's, else the commonest.
   const Figure* base = c.find(plan.baseline);
@@ -107,19 +128,31 @@ ColumnFigures column_figures(const std::string& key, const std::vector<RunResult
   if (base) c.tasks = base->tasks;
   for (const auto& [config, f] : c.figures)
     if (f.tasks != c.tasks) c.other_tasks.insert(config);
-  if (plan.baseline.empty() || is_indicator_key(key) || !base || !c.compared(plan.baseline)) return c;
+  if (plan.baseline.empty() || !base || !c.compared(plan.baseline)) return c;
+  // The replicate that varies between the two rows (SPEC §4): their
+  // pretraining runs where both have several, else (the paper's †) one run's
+  // fine-tuning seeds; a probe indicator has one value per run, so only the
+  // first.
   std::vector<std::string> tested;
   std::vector<double> p;
+  std::vector<bool> over_pretraining;
+  const std::vector<double>* base_runs = c.pretraining_means(plan.baseline);
   for (const RunResults& run : runs) {
-    const Figure* f = c.find(run.config);
-    if (run.config == plan.baseline || !c.compared(run.config) || f->values.size() < 2 || base->values.size() < 2) continue;
-    const double welch = welch_t_test(f->values, base->values).p;
+    if (run.config == plan.baseline || !c.compared(run.config)) continue;
+    const std::vector<double>* runs_of_row = c.pretraining_means(run.config);
+    const bool pretraining = base_runs && runs_of_row;
+    if (!pretraining && (is_indicator_key(key) || c.find(run.config)->values.size() < 2 || base->values.size() < 2))
+      continue;
+    const double welch = pretraining ? welch_t_test(*runs_of_row, *base_runs).p
+                                     : welch_t_test(c.find(run.config)->values, base->values).p;
     if (std::isnan(welch)) continue;
     tested.push_back(run.config);
     p.push_back(welch);
+    over_pretraining.push_back(pretraining);
   }
   const std::vector<double> holm = holm_adjust(p);
-  for (size_t i = 0; i < tested.size(); ++i) c.tests[tested[i]] = {true, holm[i] < plan.alpha, p[i], holm[i]};
+  for (size_t i = 0; i < tested.size(); ++i)
+    c.tests[tested[i]] = {true, holm[i] < plan.alpha, p[i], holm[i], over_pretraining[i]};
   c.family = static_cast<int64_t>(tested.size());
   return c;
 }
@@ -129,9 +162,15 @@ std::string ordo_text(const ColumnFigures& column, const std::string& config) {
   if (!f) return "n/a";
   std::string s = number(column.key, f->mean());
   if (f->values.size() > 1) s += " ± " + number(column.key, f->std());
+  if (const std::vector<double>* m = column.pretraining_means(config)) {
+    const MeanStd pt = mean_std(*m);
+    s += " [" + std::to_string(m->size()) + " pretrainings: " + number(column.key, pt.mean) + " ± " +
+         number(column.key, pt.std) + "]";
+  }
   if (column.other_tasks.count(config)) s += " (over " + f->tasks + ": not comparable)";
   if (column.uniform.count(config)) s += " (uniform)";
-  return s + (column.test(config).marked ? " †" : "");
+  const Significance t = column.test(config);
+  return s + (t.marked ? t.over_pretraining ? " ‡" : " †" : "");
 }
 
 json::Value figure_json(const ColumnFigures& column, const std::string& config) {
@@ -143,6 +182,14 @@ json::Value figure_json(const ColumnFigures& column, const std::string& config) 
   v["std"] = f->values.size() > 1 ? json::number(f->std()) : json::Value();
   v["values"] = values;
   if (!f->tasks.empty()) v["tasks"] = f->tasks;
+  if (const std::vector<double>* m = column.pretraining_means(config)) {
+    json::Value pt = json::Value::object(), means = json::Value::array();
+    for (double x : *m) means.push_back(json::number(x));
+    pt["means"] = means;  // each pretraining run's mean, the row's own run first
+    pt["mean"] = json::number(mean_std(*m).mean);
+    pt["std"] = json::number(mean_std(*m).std);
+    v["pretraining"] = pt;
+  }
   if (column.uniform.count(config)) v["left_out"] = "uniform attention: a tie artifact";
   if (column.other_tasks.count(config)) v["left_out"] = "a mean over other tasks";
   const Significance s = column.test(config);
@@ -150,8 +197,17 @@ json::Value figure_json(const ColumnFigures& column, const std::string& config) 
     v["welch_p"] = s.p;
     v["holm_p"] = s.p_holm;
     v["significant"] = s.marked;
+    v["tested_over"] = s.over_pretraining ? "pretraining runs" : "fine-tuning seeds";
   }
   return v;
+}
+
+// A row's name in a table; where the plan replicates pretraining, with how
+// many pretraining runs it has (SPEC §4: a row with one is marked so).
+std::string config_label(const RunResults& run, const Plan& plan) {
+  if (plan.replicate_seeds.empty()) return run.config;
+  const size_t n = 1 + run.replicates.size();
+  return run.config + (n == 1 ? " (one pretraining run)" : " (" + std::to_string(n) + " pretraining runs)");
 }
 
 // Where a column's figures come from: a task's data, or the probe.
@@ -233,27 +289,36 @@ std::optional<ColumnReading> baseline_verdicts(const PaperTable& table, const Co
   if (!paper_base || !base || !paper_base->cells.at(column.key).present || !column.compared(plan.baseline))
     return std::nullopt;
   std::vector<std::pair<std::string, Verdict>> rows;
+  int64_t over_pretraining = 0, over_seeds = 0;
   for (const RunResults& run : runs) {
     const PaperTable::Row* p = table.find(run.config);
     const Figure* f = column.find(run.config);
     if (run.config == plan.baseline || !p || !p->cells.at(column.key).present || !f || !column.compared(run.config)) continue;
     const std::string& key = column.key;
     Evidence e;
-    e.ordo_effect = badness(key, base->mean()) - badness(key, f->mean());
+    e.ordo_effect = badness(key, column.estimate(plan.baseline)) - badness(key, column.estimate(run.config));
     e.paper_effect = badness(key, paper_base->value(key)) - badness(key, p->value(key));
     e.p = column.test(run.config).p_holm;
-    if (std::isnan(e.p)) e.not_testable = "no test: fewer than two seeds in a row, or no spread in either";
+    if (std::isnan(e.p))
+      e.not_testable = is_indicator_key(key) ? "one pretraining run: an indicator has one value per run"
+                                             : "no test: fewer than two seeds in a row, or no spread in either";
     rows.emplace_back(run.config, judge(e, plan.alpha).verdict);
+    (column.test(run.config).over_pretraining ? over_pretraining : over_seeds) += 1;
   }
   if (rows.empty()) return std::nullopt;
   ColumnReading r;
   r.table = table.name, r.column = column.key, r.grouping = "verdicts";
   r.n = static_cast<int64_t>(rows.size());
   for (const auto& [config, v] : rows) r.verdicts.push_back(v);
+  std::string over;
+  if (over_pretraining > 0) over = "over the pretraining runs' means for the " + std::to_string(over_pretraining) +
+                                   " row(s) pretrained several times (‡)";
+  if (over_seeds > 0) over += std::string(over.empty() ? "" : ", ") + "over fine-tuning seeds of one pretraining "
+                              "run for the " + std::to_string(over_seeds) + " other row(s) (†)";
   r.text = name + ", each row against " + plan.baseline + " (the paper's direction of the difference; Welch's "
-           "two-sided t-test over fine-tuning seeds of one pretraining run per row, Holm over this column's " +
-           std::to_string(column.family) + " comparisons with " + plan.baseline + ", p < " + format(plan.alpha, "%g") +
-           "): " + verdicts_by_name(rows) + ".";
+           "two-sided t-test " + over + "; Holm over this column's " + std::to_string(column.family) +
+           " comparisons with " + plan.baseline + ", p < " + format(plan.alpha, "%g") + "): " + verdicts_by_name(rows) +
+           ".";
   return r;
 }
 
@@ -269,7 +334,7 @@ Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& 
   json::Value rows = json::Value::array();
   for (const RunResults& run : runs) {
     const PaperTable::Row* p = table.find(run.config);
-    std::vector<std::string> line = {run.config, p ? p->name : "(not in the paper's table)"};
+    std::vector<std::string> line = {config_label(run, plan), p ? p->name : "(not in the paper's table)"};
     json::Value row = json::Value::object(), ordo = json::Value::object(), paper = json::Value::object();
     row["config"] = run.config;
     row["paper_row"] = p ? json::Value(p->name) : json::Value();
@@ -305,7 +370,7 @@ Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& 
                                          number(key, p->value(key)) + ")";
       if (column.uniform.count(run.config)) uniform += (uniform.empty() ? "" : ", ") + paper_and_ordo;
       else if (column.other_tasks.count(run.config)) other_tasks += (other_tasks.empty() ? "" : ", ") + run.config + " (" + f->tasks + ")";
-      else both.emplace_back(p, f->mean());
+      else both.emplace_back(p, column.estimate(run.config));
     }
     auto aside = [&](const std::string& grouping, const std::string& text) {
       ColumnReading r;
@@ -366,7 +431,7 @@ Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& 
                rank_verdict_text(tau, plan.alpha) + " Data: " + column_source(key, plan) + ".";
       c.readings.push_back(r);
     }
-    if (!plan.baseline.empty() && !is_indicator_key(key))
+    if (!plan.baseline.empty() && (!is_indicator_key(key) || column.family > 0))
       if (std::optional<ColumnReading> v = baseline_verdicts(table, column, runs, plan, name)) c.readings.push_back(*v);
   }
   c.json = json::Value::object();
@@ -523,7 +588,7 @@ TextTable ordo_scores(const std::vector<RunResults>& runs, const Plan& plan, std
     columns.push_back(column_figures(k, runs, plan));
   }
   for (const RunResults& run : runs) {
-    std::vector<std::string> row = {run.config, run.pe};
+    std::vector<std::string> row = {config_label(run, plan), run.pe};
     for (const ColumnFigures& column : columns) row.push_back(ordo_text(column, run.config));
     t.rows.push_back(row);
   }
@@ -549,19 +614,28 @@ std::string escape(const std::string& s) { return report::html_escape(s); }
 
 // What varies, what is tested and how (SPEC §4), under the tables.
 std::string statistics_note(const Plan& plan) {
+  const std::string rates = plan.average_learning_rates ? ", each seed averaged over the learning rates first (a "
+                                                          "learning rate is never a replicate)"
+                                                        : " at the best learning rate";
   std::string note =
-      "Replicates: each row is one pretraining run; its spread and tests are over fine-tuning seeds" +
-      std::string(plan.average_learning_rates ? ", each seed averaged over the learning rates first (a learning rate "
-                                                "is never a replicate)" : " at the best learning rate") +
-      ". A mean over tasks (glue.mean) is compared only between rows over the same tasks. Rank agreement: Kendall's "
+      plan.replicate_seeds.empty()
+          ? "Replicates: each row is one pretraining run; its spread and tests are over fine-tuning seeds" + rates + "."
+          : "Replicates: a cell is the row's first pretraining run, mean ± std over its fine-tuning seeds" + rates +
+                " (the paper's layout); rows pretrained again (train.seed = data.seed = another seed, the same corpus) "
+                "add in brackets the mean ± std over their pretraining runs' means, which their orderings and rank "
+                "statistics use. A difference between two such rows is tested over their pretraining runs (‡); a row "
+                "pretrained once is tested over its fine-tuning seeds (†), as the paper's marks are.";
+  note +=
+      " A mean over tasks (glue.mean) is compared only between rows over the same tasks. Rank agreement: Kendall's "
       "τ_b and Spearman's ρ with two-sided p-values (exact permutation for n <= " +
       std::to_string(kExactPermutationMaxN) + ", else the normal and t approximations); it agrees only if τ_b > 0 "
       "with p < " + format(plan.alpha, "%g") + ". A row with uniform attention is left out of an indicator whose "
       "value is then a tie artifact. Verdicts follow experiment/verdicts.h.";
   if (!plan.baseline.empty())
-    note = "† marks a row whose seeds differ from " + plan.baseline + "'s by Welch's two-sided t-test, Holm-corrected "
-           "within each column over that column's rows tested against " + plan.baseline + " (the family), at p < " +
-           format(plan.alpha, "%g") + " (ordo's marks; the paper's are its own). " + note;
+    note = "† (‡) marks a row that differs from " + plan.baseline + " by Welch's two-sided t-test over fine-tuning "
+           "seeds (over pretraining runs), Holm-corrected within each column over that column's rows tested against " +
+           plan.baseline + " (the family), at p < " + format(plan.alpha, "%g") + " (ordo's marks; the paper's are its "
+           "own). " + note;
   return note;
 }
 

@@ -435,3 +435,66 @@ TEST_CASE("verdicts: the five rules on hand-made evidence", "[experiment][verdic
   CHECK_FALSE(experiment::tie_artifact_on_uniform("translation_invariance"));
   CHECK_FALSE(experiment::tie_artifact_on_uniform("direction_balance"));
 }
+
+TEST_CASE("paper table: rows pretrained several times are tested over their pretraining runs, others over seeds",
+          "[experiment][paper][verdicts]") {
+  test::TempDir dir("paper-replicates");
+  const experiment::PaperTable t =
+      table_from(dir, "config\tpaper_row\tfamily\tkind\trte.accuracy\n"
+                      "base\tB\tAPE\tlearned\t60.0\nrep\tR\tRPE\tlearned\t70.0\nonce\tO\tRPE\tfixed\t65.0\n");
+  // base: pretraining runs whose seeds average 51, 53, 55 (mean 53, std 2); rep: 61, 55, 58 (mean
+  // 58, std 3). Over their first runs' seeds alone rep would be 10 points up with t = 12.2 (p = 2.6e-4);
+  // over the pretraining runs the difference is 5 with standard error sqrt(4/3 + 9/3): t = 2.402 on
+  // 3.48 Welch df, p = 0.08373 (scipy.stats.ttest_ind(equal_var=False)). once, pretrained once, is
+  // tested over seeds: {0.80, 0.81, 0.82} against base's first run, p = 3.276e-6. Holm over the two:
+  // once 2p, rep p: rep not significant, once significant.
+  experiment::RunResults base = run_with("base", 0, 1, {0.50, 0.51, 0.52});
+  base.replicates = {run_with("base.seed2", 0, 1, {0.52, 0.53, 0.54}), run_with("base.seed3", 0, 1, {0.54, 0.55, 0.56})};
+  experiment::RunResults rep = run_with("rep", 0, 1, {0.60, 0.61, 0.62});
+  rep.replicates = {run_with("rep.seed2", 0, 1, {0.54, 0.55, 0.56}), run_with("rep.seed3", 0, 1, {0.57, 0.58, 0.59})};
+  const std::vector<experiment::RunResults> runs = {base, rep, run_with("once", 0, 1, {0.80, 0.81, 0.82})};
+  experiment::Plan plan = plan_with_rte("base");
+  plan.replicate_seeds = {2, 3};
+  const experiment::Comparison c = experiment::compare(t, runs, plan);
+  const json::Value& r = c.json["rows"][1]["ordo"]["rte.accuracy"];
+  CHECK(r["welch_p"].as_number() == Approx(0.08373).epsilon(1e-3));
+  CHECK(r["holm_p"].as_number() == Approx(0.08373).epsilon(1e-3));
+  CHECK(r["tested_over"].as_string() == "pretraining runs");
+  CHECK_FALSE(r["significant"].as_bool());
+  CHECK(r["pretraining"]["mean"].as_number() == Approx(58.0));
+  CHECK(r["pretraining"]["std"].as_number() == Approx(3.0));
+  const json::Value& o = c.json["rows"][2]["ordo"]["rte.accuracy"];
+  CHECK(o["welch_p"].as_number() == Approx(3.276e-6).epsilon(1e-3));
+  CHECK(o["tested_over"].as_string() == "fine-tuning seeds");
+  CHECK(o["significant"].as_bool());
+  const std::string md = c.cells.markdown();
+  CHECK_THAT(md, Contains("| base (3 pretraining runs) | B | 51.00 ± 1.00 [3 pretrainings: 53.00 ± 2.00] / 60.00 |"));
+  CHECK_THAT(md, Contains("| rep (3 pretraining runs) | R | 61.00 ± 1.00 [3 pretrainings: 58.00 ± 3.00] / 70.00 |"));
+  CHECK_THAT(md, Contains("| once (one pretraining run) | O | 81.00 ± 1.00 † / 65.00 |"));
+  // The verdicts: rep same direction (+5 over the pretraining runs, paper +10), not significant; once holds.
+  const auto* verdicts = reading(c, "rte.accuracy", "verdicts");
+  REQUIRE(verdicts != nullptr);
+  using experiment::Verdict;
+  CHECK(verdicts->verdicts == std::vector<Verdict>{Verdict::consistent, Verdict::holds});
+  CHECK_THAT(verdicts->text, Contains("over the pretraining runs' means for the 1 row(s) pretrained several times (‡)"));
+
+  // An indicator, one value per run, is tested only over pretraining runs: AIV of base's runs
+  // {0.10, 0.12, 0.14}, rep's {0.30, 0.32, 0.34}: t = 0.2 / sqrt(2 x 0.0004 / 3) = 12.25 on 4 df, p = 2.55e-4.
+  base.record.with_special["translation_invariance_no_special"] = 0.10;
+  base.replicates[0].record.with_special["translation_invariance_no_special"] = 0.12;
+  base.replicates[1].record.with_special["translation_invariance_no_special"] = 0.14;
+  rep.record.with_special["translation_invariance_no_special"] = 0.30;
+  rep.replicates[0].record.with_special["translation_invariance_no_special"] = 0.32;
+  rep.replicates[1].record.with_special["translation_invariance_no_special"] = 0.34;
+  const experiment::PaperTable aiv = table_from(dir, std::string(kHeader) + "base\tB\tAPE\tlearned\t0.01\t1.0\n"
+                                                     "rep\tR\tRPE\tlearned\t0.02\t1.0\nonce\tO\tRPE\tfixed\t0.03\t1.0\n");
+  const experiment::Comparison ci = experiment::compare(aiv, {base, rep, run_with("once", 0.2, 1)}, plan);
+  const json::Value& ri = ci.json["rows"][1]["ordo"]["translation_invariance_no_special"];
+  CHECK(ri["welch_p"].as_number() == Approx(2.552e-4).epsilon(1e-3));
+  CHECK(ri["significant"].as_bool());
+  CHECK_FALSE(ci.json["rows"][2]["ordo"]["translation_invariance_no_special"].contains("welch_p"));
+  // rep's AIV is larger (worse) than base's, as the paper's (0.02 > 0.01): holds; once has no test.
+  const auto* vi = reading(ci, "translation_invariance_no_special", "verdicts");
+  REQUIRE(vi != nullptr);
+  CHECK(vi->verdicts == std::vector<Verdict>{Verdict::holds, Verdict::not_testable});
+}

@@ -130,3 +130,46 @@ TEST_CASE("a plan's layers stage: its runs and tasks checked, the tasks stage re
   CHECK_THROWS_WITH(plan_of(R"(["pretrain", "layers"])", "{}"), Contains("which the tasks stage writes"));
   CHECK_THROWS_WITH(plan_of(with_tasks, R"({"max_fit": 1})"), Contains("max_fit"));
 }
+
+TEST_CASE("a plan's pretraining replicates: runs of their own after the run configs, each the config with its seeds",
+          "[experiment][plan]") {
+  const test::TempDir dir("plan_replicates");
+  const std::string tiny = std::string(ORDO_SOURCE_DIR) + "/configs/tiny.json";
+  write_file_atomic(dir / "a.json", R"({"extends": ")" + tiny + R"("})");
+  write_file_atomic(dir / "b.json", R"({"extends": ")" + tiny + R"(", "model": {"pe": "none"}})");
+  auto plan_with = [&](const std::string& replicates, bool quick = false) {
+    write_file_atomic(dir / "experiment.json", R"({"stages": ["pretrain", "probe", "report"], "replicates": )" +
+                                                   replicates + "}");
+    experiment::PlanRequest request;
+    request.folder = dir.path;
+    request.out = "/nonexistent/out";
+    request.quick = quick;
+    return experiment::make_plan(request);
+  };
+  const experiment::Plan plan = plan_with(R"({"runs": ["b"], "seeds": [3, 2]})");
+  CHECK(plan.names == std::vector<std::string>{"a", "b", "b.seed2", "b.seed3"});
+  CHECK(plan.row_of == std::vector<std::string>{"a", "b", "b", "b"});
+  CHECK(plan.is_replicate(2));
+  CHECK_FALSE(plan.is_replicate(1));
+  CHECK(plan.is_row("b"));
+  CHECK_FALSE(plan.is_row("b.seed2"));
+  // tiny.json's own seeds: train.seed 1, data.seed 12345; a replicate draws both anew, on the same corpus.
+  CHECK(plan.configs[1].train.seed == 1);
+  CHECK(plan.configs[1].data.seed == 12345);
+  CHECK(plan.configs[3].train.seed == 3);
+  CHECK(plan.configs[3].data.seed == 3);
+  CHECK(plan.configs[3].model.pe == "none");
+  CHECK(plan.configs[3].data.synthetic_seed == plan.configs[1].data.synthetic_seed);
+  CHECK(plan.to_json()["replicates"]["runs"]["b.seed3"].as_string() == "b");
+  CHECK(plan_with(R"({"runs": ["b"], "seeds": [3, 2]})", true).names.size() == 3);  // --quick: the first seed
+
+  CHECK_THROWS_WITH(plan_with(R"({"runs": ["c"], "seeds": [2]})"), Contains("runs names 'c', which is no run config"));
+  CHECK_THROWS_WITH(plan_with(R"({"runs": ["a"], "seeds": [1]})"),
+                    Contains("seed 1 is a's own train.seed: that replicate would be the run itself"));
+  CHECK_THROWS_WITH(plan_with(R"({"runs": ["a"], "seeds": [2, 2]})"), Contains("seed 2 is given twice"));
+  CHECK_THROWS_WITH(plan_with(R"({"runs": ["a"], "seeds": [2.5]})"), Contains("seeds[0] must be a whole number"));
+  CHECK_THROWS_WITH(plan_with(R"({"runs": ["a"], "seeds": []})"), Contains("neither empty"));
+  CHECK_THROWS_WITH(plan_with(R"({"runs": ["a"], "seed": [2]})"), Contains("seed"));
+  write_file_atomic(dir / "a.seed2.json", R"({"extends": ")" + tiny + R"("})");
+  CHECK_THROWS_WITH(plan_with(R"({"runs": ["a"], "seeds": [2]})"), Contains("has the name of a run config"));
+}

@@ -258,3 +258,35 @@ TEST_CASE("ordo experiment --report with nothing finished names the files it wro
     CHECK(file_exists(out + "/report/" + file));
   }
 }
+
+TEST_CASE("ordo experiment: pretraining replicates run as runs of their own and are reported as their row's",
+          "[cli][experiment]") {
+  TempDir dir("experiment_replicates");
+  const std::string cfg = make_folder(dir), out = dir / "out";
+  write_file_atomic(cfg + "/experiment.json", R"({"stages": ["pretrain", "probe", "report"],
+    "probe": {"words": 20, "length": 16}, "replicates": {"runs": ["b_ape"], "seeds": [7]},
+    "report": {"baseline": "b_ape"}})");
+  std::filesystem::remove(cfg + "/paper_corr.tsv");
+  CommandResult r = run_ordo("experiment " + cfg + " --out " + out + " --list");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("  3  b_ape.seed7 |"));
+  r = run_ordo("experiment " + cfg + " --out " + out + kSmall);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("3 run(s) worked on, 3 complete"));
+  const json::Value config = json::parse_file(out + "/runs/b_ape.seed7/config.json");
+  CHECK(config["train"]["seed"].as_int() == 7);
+  CHECK(config["data"]["seed"].as_int() == 7);
+  // Another draw: other initial weights, so another probed indicator than the row's own run.
+  const json::Value paper = json::parse_file(out + "/report/paper.json");
+  const json::Value& b = paper["tables"][0]["rows"][1]["ordo"]["translation_invariance_no_special"];
+  REQUIRE(b.contains("pretraining"));
+  const json::Value& means = b["pretraining"]["means"];
+  REQUIRE(means.size() == 2);
+  CHECK(means[0].as_number() == Approx(b["mean"].as_number()));
+  CHECK(means[1].as_number() != means[0].as_number());
+  const std::string md = read_file(out + "/report/paper.md");
+  CHECK_THAT(md, Contains("| b_ape (2 pretraining runs) | APE |"));
+  CHECK_THAT(md, Contains("| a_none (one pretraining run) | no PE |"));
+  CHECK(paper["runs"].size() == 2);  // the replicate is its row's, not a row
+}
