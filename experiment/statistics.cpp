@@ -173,6 +173,46 @@ double student_t_sf(double t, double df) {
   return t >= 0 ? tail : 1 - tail;
 }
 
+double student_t_isf(double p, double df) {
+  ORDO_CHECK(p > 0 && p < 1, "Student's t quantile: the tail probability must lie in (0, 1), got ", p);
+  if (p > 0.5) return -student_t_isf(1 - p, df);
+  double low = 0, high = 1;
+  while (student_t_sf(high, df) > p) low = high, high *= 2;  // sf falls with t: bracket the root
+  for (int i = 0; i < 200 && high - low > 1e-15 * high; ++i) {
+    const double mid = 0.5 * (low + high);
+    (student_t_sf(mid, df) > p ? low : high) = mid;
+  }
+  return 0.5 * (low + high);
+}
+
+Interval welch_interval(const std::vector<double>& a, const std::vector<double>& b, double confidence) {
+  ORDO_CHECK(confidence > 0 && confidence < 1, "a confidence level lies in (0, 1), got ", confidence);
+  const TTest t = welch_t_test(a, b);
+  if (std::isnan(t.t)) return {kNaN, kNaN};
+  const double difference = mean_of(a) - mean_of(b), se = difference / t.t;
+  const double half = student_t_isf((1 - confidence) / 2, t.df) * std::fabs(se);
+  if (difference == 0) {  // t = 0 leaves the standard error unrecoverable from it: take it again
+    const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
+    const double s = std::sqrt(variance_of(a, mean_of(a)) / na + variance_of(b, mean_of(b)) / nb);
+    return {-student_t_isf((1 - confidence) / 2, t.df) * s, student_t_isf((1 - confidence) / 2, t.df) * s};
+  }
+  return {difference - half, difference + half};
+}
+
+Interval pearson_interval(double r, int64_t n, double confidence) {
+  ORDO_CHECK(confidence > 0 && confidence < 1, "a confidence level lies in (0, 1), got ", confidence);
+  if (n < 4 || std::isnan(r)) return {kNaN, kNaN};
+  // The standard normal's upper quantile, by bisection on its tail erfc(z / sqrt 2) / 2.
+  const double tail = (1 - confidence) / 2;
+  double low = 0, high = 40;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (low + high);
+    (0.5 * std::erfc(mid / std::sqrt(2.0)) > tail ? low : high) = mid;
+  }
+  const double z = std::atanh(r), half = 0.5 * (low + high) / std::sqrt(static_cast<double>(n) - 3);
+  return {std::tanh(z - half), std::tanh(z + half)};
+}
+
 TTest welch_t_test(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() < 2 || b.size() < 2) return {kNaN, kNaN, kNaN};
   const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());

@@ -39,6 +39,27 @@ TTest welch_t_test(const std::vector<double>& a, const std::vector<double>& b);
 // survival function), for any real t and df > 0.
 double student_t_sf(double t, double df);
 
+// The upper quantile of Student's t: the t with P(T > t) = p, for 0 < p < 1
+// (scipy.stats.t.isf(p, df)), found by bisection on student_t_sf.
+double student_t_isf(double p, double df);
+
+// A two-sided confidence interval; NaN ends where it is undefined.
+struct Interval {
+  double low = 0, high = 0;
+};
+
+// The `confidence` (0.95) interval of mean_a - mean_b by Welch's t:
+//   (mean_a - mean_b) -/+ t.isf((1 - confidence) / 2, df) sqrt(s_a^2/n_a + s_b^2/n_b)
+// (scipy.stats.ttest_ind(a, b, equal_var=False).confidence_interval(confidence));
+// NaN where the test is.
+Interval welch_interval(const std::vector<double>& a, const std::vector<double>& b, double confidence);
+
+// The `confidence` interval of Pearson's r over n pairs by Fisher's z,
+//   tanh(atanh(r) -/+ z_{(1 + confidence) / 2} / sqrt(n - 3))
+// (scipy.stats.pearsonr(x, y).confidence_interval(confidence)); NaN for n < 4
+// or an undefined r.
+Interval pearson_interval(double r, int64_t n, double confidence);
+
 // Pearson's r of the pairs (x_i, y_i); NaN for fewer than 2 pairs or a zero
 // variance. x and y must have the same length (ordo::Error otherwise).
 double pearson(const std::vector<double>& x, const std::vector<double>& y);

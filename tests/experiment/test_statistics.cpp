@@ -106,6 +106,44 @@ TEST_CASE("Welch's t-test matches scipy.stats.ttest_ind(equal_var=False)", "[exp
   }
 }
 
+// The intervals: t's quantile is found by bisection on the survival function,
+// whose 3e-11 relative error moves the quantile by about that much over the
+// density's slope: 1e-9 of the interval's half width holds it with room, and a
+// wrong quantile (z's 1.96 for t's 2.78 at 4 df) is off by 30% of it.
+TEST_CASE("Welch's confidence interval and t's quantile match SciPy", "[experiment][statistics]") {
+  for (const auto& c : statistics_golden()["welch"].as_array()) {
+    INFO(c["name"].as_string());
+    const std::vector<double> a = numbers(c["a"]), b = numbers(c["b"]);
+    const TTest t = welch_t_test(a, b);
+    check_value("t isf", student_t_isf(0.025, t.df), c["t_isf_025"], 1e-9);
+    const Interval ci = welch_interval(a, b, 0.95);
+    if (c["ci95"][0].is_null()) {
+      CHECK(std::isnan(ci.low));
+      continue;
+    }
+    const double half = 0.5 * (c["ci95"][1].as_number() - c["ci95"][0].as_number());
+    check_value("welch ci low", ci.low, c["ci95"][0], 1e-9, half);
+    check_value("welch ci high", ci.high, c["ci95"][1], 1e-9, half);
+  }
+  CHECK(student_t_isf(0.975, 4.0) == Approx(-student_t_isf(0.025, 4.0)));
+  CHECK_THROWS_WITH(student_t_isf(0.0, 3.0), Catch::Contains("must lie in (0, 1)"));
+}
+
+TEST_CASE("Pearson's interval by Fisher's z matches scipy.stats.pearsonr's", "[experiment][statistics]") {
+  const auto& cases = statistics_golden()["pearson_interval"].as_array();
+  REQUIRE(cases.size() == 6);
+  for (const auto& c : cases) {
+    INFO(c["name"].as_string());
+    const double r = c["r"].is_null() ? std::nan("") : c["r"].as_number();
+    for (const auto& [level, key] : {std::pair<double, const char*>{0.95, "ci95"}, {0.8, "ci80"}}) {
+      const Interval ci = pearson_interval(r, c["n"].as_int(), level);
+      check_value("pearson ci low", ci.low, c[key][0], 1e-12, 1);
+      check_value("pearson ci high", ci.high, c[key][1], 1e-12, 1);
+    }
+  }
+  CHECK(std::isnan(pearson_interval(0.5, 3, 0.95).low));
+}
+
 TEST_CASE("Student's t survival function matches scipy.stats.t.sf", "[experiment][statistics]") {
   const auto& cases = statistics_golden()["t_sf"].as_array();
   REQUIRE(cases.size() == 60);

@@ -23,6 +23,8 @@ Writes tests/data/statistics_golden.json with, for fixed hand-chosen inputs:
              (vectorised here, checked against SciPy's own statistic on the
              data); for n > 10 kendalltau(method="asymptotic"), spearmanr's
              and pearsonr's own p; pearsonr's p at every n;
+  pearson_interval  pearsonr(x, y).confidence_interval at 95% and 80% (Fisher's z);
+  welch's ci95  ttest_ind(...).confidence_interval(0.95), and t.isf(0.025, df);
   holm       Holm's adjusted p-values, found by running the step-down
              procedure itself (reject p_(k) while p_(k) <= alpha / (m - k + 1))
              at every candidate alpha, and checked against
@@ -78,7 +80,9 @@ def welch(name, a, b):
     assert abs(df - res.df) <= 1e-12 * df, (name, df, res.df)
     exact_p = min(1.0, 2 * t_sf_exact(abs(float(res.statistic)), float(df)))
     assert abs(res.pvalue - exact_p) <= 1e-13 * exact_p, (name, res.pvalue, exact_p)
-    return {"name": name, "a": a, "b": b, "t": value(res.statistic), "df": value(df), "p": value(res.pvalue)}
+    ci = res.confidence_interval(0.95)
+    return {"name": name, "a": a, "b": b, "t": value(res.statistic), "df": value(df), "p": value(res.pvalue),
+            "ci95": [value(ci.low), value(ci.high)], "t_isf_025": value(scipy.stats.t.isf(0.025, df))}
 
 
 # ---- Student's t survival function ------------------------------------------
@@ -221,6 +225,16 @@ HOLM = [
 ]
 
 
+def pearson_interval(name, x, y):
+    """pearsonr's interval by Fisher's z at 95% and 80% (n >= 4)."""
+    res = scipy.stats.pearsonr(np.array(x), np.array(y))
+    out = {"name": name, "r": value(res.statistic), "n": len(x)}
+    for level in (0.95, 0.8):
+        ci = res.confidence_interval(level)
+        out["ci%d" % round(level * 100)] = [value(ci.low), value(ci.high)]
+    return out
+
+
 def holm_by_procedure(p):
     """Each hypothesis' adjusted p: the smallest alpha at which Holm's step-down rejects it."""
     tested = [(v, i) for i, v in enumerate(p) if v is not None]
@@ -271,6 +285,7 @@ def main():
         "correlation": [correlation(*c) for c in correlation_cases()],
         "correlation_tests": [correlation_test(*c) for c in test_cases()],
         "holm": [holm_by_procedure(p) for p in HOLM],
+        "pearson_interval": [pearson_interval(*c) for c in correlation_cases() if len(c[1]) >= 4],
     }
     with open(GOLDEN, "w", encoding="utf-8") as f:
         json.dump(golden, f, separators=(",", ":"))
