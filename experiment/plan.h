@@ -151,7 +151,7 @@ struct Plan {
   std::vector<std::string> paper_tables;        // the folder's paper_*.tsv, by name
 
   bool has_stage(const std::string& stage) const;
-  bool is_replicate(size_t i) const { return row_of[i] != names[i]; }
+  bool is_replicate(size_t i) const { return i < row_of.size() && row_of[i] != names[i]; }
   // Whether `name` is a run config of the folder (a row of the tables), not a replicate.
   bool is_row(const std::string& name) const;
   // The settings of stage `stage` (a stage name, or "finetune:NAME" for one

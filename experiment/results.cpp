@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/file_io.h"
 #include "base/json_numbers.h"
+#include "downstream/glue.h"
 #include "experiment/paper_table.h"
 #include "experiment/statistics.h"
 
@@ -51,6 +52,30 @@ TaskResults read_task(const std::string& path, const FinetuneTask& task, bool al
   }
   t.present = t.runs.size() > 0;
   return t;
+}
+
+// The accuracy of always answering the most frequent label of the task's
+// main dev set in `folder`, in percent; NaN for a task not scored by
+// accuracy (CoLA's MCC, STS-B's correlations, MRPC's and QQP's F1 beside
+// accuracy count: their score is accuracy's mean with F1, not accuracy) or
+// without its files.
+double majority_accuracy(const FinetuneTask& task, const std::string& folder) {
+  const std::string name = task.finetune_task();
+  const auto& known = downstream::glue_tasks();
+  if (std::none_of(known.begin(), known.end(), [&](const downstream::GlueTask& g) { return g.name == name; }))
+    return kNaN;  // SQuAD, SentEval
+  const downstream::GlueTask& glue = downstream::glue_task(name);
+  if (glue.regression() || glue.metrics.size() != 1 || glue.metrics[0] != downstream::GlueMetric::accuracy)
+    return kNaN;
+  if (!directory_exists(folder)) return kNaN;
+  const train::TaskFiles files = train::find_task_files(name, folder);
+  if (files.dev.empty()) return kNaN;
+  const downstream::GlueSet dev = downstream::read_glue(glue, files.dev.front());
+  std::map<int, int64_t> counts;
+  for (const downstream::GlueExample& e : dev.examples) ++counts[e.label];
+  int64_t most = 0;
+  for (const auto& [label, n] : counts) most = std::max(most, n);
+  return dev.examples.empty() ? kNaN : 100.0 * static_cast<double>(most) / static_cast<double>(dev.examples.size());
 }
 
 // report.learning_rates = "average": a learning rate is not a replicate
@@ -121,8 +146,11 @@ std::vector<RunResults> gather_results(const Plan& plan) {
       const json::Value& layer = indicators["layer_" + std::to_string(r.record.layer)];
       if (const json::Value* ranges = layer.find("by_range")) r.by_range = (*ranges)["with_special"];
     }
-    for (const FinetuneTask& t : plan.finetune)
-      r.tasks[t.name] = read_task(r.run_dir + "/finetune/" + t.name + "/results.json", t, plan.average_learning_rates);
+    for (const FinetuneTask& t : plan.finetune) {
+      TaskResults& task = r.tasks[t.name] =
+          read_task(r.run_dir + "/finetune/" + t.name + "/results.json", t, plan.average_learning_rates);
+      if (task.present) task.chance = majority_accuracy(t, t.data.empty() ? r.run_dir + "/tasks/" + t.stand_in : t.data);
+    }
     if (!plan.is_replicate(i)) {
       out.push_back(std::move(r));
       continue;

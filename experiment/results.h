@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -55,6 +56,10 @@ struct TaskResults {
                                // each line given its "lr")
   bool over_rates = false;     // report.learning_rates = "average": each seed's mean over the learning rates
   int64_t rates = 0;           // the learning rates with a finished run (over_rates: a seed needs all of them)
+  // A classification task scored by accuracy: the accuracy, in percent, of
+  // always answering its main dev set's most frequent label (the chance a
+  // verdict needs a row to beat: experiment/verdicts.h); NaN otherwise.
+  double chance = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct RunResults {

@@ -68,6 +68,8 @@ struct ColumnFigures {
   std::map<std::string, Figure> figures;      // by config: the runs with the figure
   std::set<std::string> uniform;              // left out: uniform attention, this indicator a tie artifact
   std::set<std::string> other_tasks;          // left out: a mean over another task set than `tasks`
+  double chance = kNaN;                       // an accuracy column: the majority label's accuracy (results.h)
+  std::set<std::string> at_chance;            // rows at chance there (verdicts.h): no verdict rests on them
   std::map<std::string, Significance> tests;  // by config
   int64_t family = 0;                         // how many rows were tested against the baseline
   // By config, for a row pretrained more than once: each pretraining run's
@@ -103,6 +105,16 @@ bool uniform_attention(const RunResults& run) {
   return run.probed && probe::uniform_rows(probe::without_special(run.record.attention));
 }
 
+// A task column scored by accuracy ("TASK.score" or "TASK.accuracy"): the
+// accuracy of the run's task data's most frequent label; NaN otherwise.
+double chance_of(const RunResults& run, const std::string& key) {
+  const size_t dot = key.find('.');
+  if (dot == std::string::npos || is_indicator_key(key)) return kNaN;
+  const std::string metric = key.substr(dot + 1);
+  const auto t = run.tasks.find(key.substr(0, dot));
+  return t == run.tasks.end() || (metric != "score" && metric != "accuracy") ? kNaN : t->second.chance;
+}
+
 ColumnFigures column_figures(const std::string& key, const std::vector<RunResults>& runs, const Plan& plan) {
   ColumnFigures c;
   c.key = key;
@@ -113,6 +125,11 @@ ColumnFigures column_figures(const std::string& key, const std::vector<RunResult
     c.figures[run.config] = *f;
     ++sets[f->tasks];
     if (is_indicator_key(key) && tie_artifact_on_uniform(key) && uniform_attention(run)) c.uniform.insert(run.config);
+    const double chance = chance_of(run, key);
+    if (!std::isnan(chance)) {
+      c.chance = chance;
+      if (at_chance(f->values, chance, plan.alpha)) c.at_chance.insert(run.config);
+    }
     std::vector<double> means = {f->mean()};
     for (const RunResults& replicate : run.replicates) {
       const std::optional<Figure> r = figure(replicate, key, plan);
@@ -169,6 +186,7 @@ std::string ordo_text(const ColumnFigures& column, const std::string& config) {
   }
   if (column.other_tasks.count(config)) s += " (over " + f->tasks + ": not comparable)";
   if (column.uniform.count(config)) s += " (uniform)";
+  if (column.at_chance.count(config)) s += " (at chance)";
   const Significance t = column.test(config);
   return s + (t.marked ? t.over_pretraining ? " ‡" : " †" : "");
 }
@@ -192,6 +210,7 @@ json::Value figure_json(const ColumnFigures& column, const std::string& config) 
   }
   if (column.uniform.count(config)) v["left_out"] = "uniform attention: a tie artifact";
   if (column.other_tasks.count(config)) v["left_out"] = "a mean over other tasks";
+  if (column.at_chance.count(config)) v["at_chance"] = column.chance;
   const Significance s = column.test(config);
   if (s.tested) {
     v["welch_p"] = s.p;
@@ -302,6 +321,8 @@ std::optional<ColumnReading> baseline_verdicts(const PaperTable& table, const Co
     if (std::isnan(e.p))
       e.not_testable = is_indicator_key(key) ? "one pretraining run: an indicator has one value per run"
                                              : "no test: fewer than two seeds in a row, or no spread in either";
+    if (column.at_chance.count(run.config) || column.at_chance.count(plan.baseline))
+      e.not_testable = "accuracy at chance (the majority label's " + format(column.chance, "%.1f") + "%)";
     rows.emplace_back(run.config, judge(e, plan.alpha).verdict);
     (column.test(run.config).over_pretraining ? over_pretraining : over_seeds) += 1;
   }
@@ -426,9 +447,17 @@ Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& 
       const CorrelationTest tau = kendall_test(ours, theirs), rho = spearman_test(ours, theirs);
       r.kendall = tau.value, r.spearman = rho.value, r.kendall_p = tau.p, r.spearman_p = rho.p;
       r.n = tau.n;
-      r.verdicts = {judge_rank_agreement(tau, plan.alpha).verdict};
+      // Ranks drawn mostly from rows that learned nothing of the task test nothing about it.
+      int64_t chance_rows = 0;
+      for (const RunResults& run : runs) chance_rows += column.at_chance.count(run.config) && column.compared(run.config);
+      const bool chance = 2 * chance_rows >= static_cast<int64_t>(both.size());
+      r.verdicts = {chance ? Verdict::not_testable : judge_rank_agreement(tau, plan.alpha).verdict};
       r.text = name + ", rank agreement of ordo's rows with the paper's: " + rank_text(tau, rho) + ". " +
-               rank_verdict_text(tau, plan.alpha) + " Data: " + column_source(key, plan) + ".";
+               (chance ? "Verdict on the order: " + std::string(verdict_name(Verdict::not_testable)) + " (" +
+                             std::to_string(chance_rows) + " of the " + std::to_string(both.size()) + " rows are at "
+                             "chance: the majority label's " + format(column.chance, "%.1f") + "%)."
+                       : rank_verdict_text(tau, plan.alpha)) +
+               " Data: " + column_source(key, plan) + ".";
       c.readings.push_back(r);
     }
     if (!plan.baseline.empty() && (!is_indicator_key(key) || column.family > 0))

@@ -52,4 +52,13 @@ bool tie_artifact_on_uniform(const std::string& indicator) {
          indicator == "translation_invariance_no_special" || indicator == "symmetry";
 }
 
+bool at_chance(const std::vector<double>& accuracies, double chance, double alpha) {
+  if (accuracies.empty() || std::isnan(chance)) return false;
+  const MeanStd m = mean_std(accuracies);
+  if (m.mean - chance < kChanceMargin) return true;
+  if (accuracies.size() < 2 || m.std == 0) return false;  // the margin cleared, nothing to test over
+  const double t = (m.mean - chance) / (m.std / std::sqrt(static_cast<double>(m.n)));
+  return student_t_sf(t, static_cast<double>(m.n - 1)) >= alpha;
+}
+
 }  // namespace ordo::experiment

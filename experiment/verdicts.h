@@ -70,4 +70,14 @@ std::string verdicts_by_name(const std::vector<std::pair<std::string, Verdict>>&
 // tokens' columns, exact symmetry, exact balance) and stay in.
 bool tie_artifact_on_uniform(const std::string& indicator);
 
+// Accuracy at chance: a row whose seeds' mean accuracy (percent) lies less
+// than kChanceMargin points above `chance` (the accuracy of always answering
+// the dev set's most frequent label), or is not above it by a one-sided
+// one-sample t test over the seeds at alpha (one seed: the margin alone),
+// cannot test a claim about that task (SPEC §4). The margin is a judgement:
+// a few points over the majority answer is what a model learns from the
+// labels' frequencies and surface cues, not from the task.
+constexpr double kChanceMargin = 5.0;
+bool at_chance(const std::vector<double>& accuracies, double chance, double alpha);
+
 }  // namespace ordo::experiment

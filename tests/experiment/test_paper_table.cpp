@@ -498,3 +498,40 @@ TEST_CASE("paper table: rows pretrained several times are tested over their pret
   REQUIRE(vi != nullptr);
   CHECK(vi->verdicts == std::vector<Verdict>{Verdict::holds, Verdict::not_testable});
 }
+
+TEST_CASE("verdicts: a row at chance tests nothing about its task", "[experiment][verdicts]") {
+  // Worked by hand: {52, 53, 54} against 50 is 3 points up, inside the 5-point margin; {60, 61, 62}
+  // clears it with t = 11 / (1 / sqrt 3) = 19.1 on 2 df; {50, 70, 90} clears it by its mean (70) but
+  // t = 20 / (20 / sqrt 3) = 1.732 on 2 df has one-sided p = (1 - 1.732 / sqrt(1.732^2 + 2)) / 2 = 0.113.
+  CHECK(experiment::at_chance({52, 53, 54}, 50, 0.05));
+  CHECK_FALSE(experiment::at_chance({60, 61, 62}, 50, 0.05));
+  CHECK(experiment::at_chance({50, 70, 90}, 50, 0.05));
+  CHECK_FALSE(experiment::at_chance({50, 70, 90}, 50, 0.2));
+  CHECK_FALSE(experiment::at_chance({60}, 50, 0.05));
+  CHECK(experiment::at_chance({54.9}, 50, 0.05));
+  CHECK_FALSE(experiment::at_chance({60, 61}, std::nan(""), 0.05));
+
+  test::TempDir dir("paper-chance");
+  const experiment::PaperTable t =
+      table_from(dir, "config\tpaper_row\tfamily\tkind\trte.accuracy\n"
+                      "base\tB\tAPE\tlearned\t60.0\nfar\tF\tRPE\tlearned\t70.0\nlow\tL\tRPE\tfixed\t65.0\n");
+  std::vector<experiment::RunResults> runs = {run_with("base", 0, 1, {0.70, 0.71, 0.72}),
+                                              run_with("far", 0, 1, {0.80, 0.81, 0.82}),
+                                              run_with("low", 0, 1, {0.51, 0.52, 0.53})};
+  for (auto& r : runs) r.tasks["rte"].chance = 50.0;
+  const experiment::Comparison c = experiment::compare(t, runs, plan_with_rte("base"));
+  const auto* verdicts = reading(c, "rte.accuracy", "verdicts");
+  REQUIRE(verdicts != nullptr);
+  using experiment::Verdict;
+  // far beats base as in the paper (significant); low sits at chance: no verdict on it.
+  CHECK(verdicts->verdicts == std::vector<Verdict>{Verdict::holds, Verdict::not_testable});
+  CHECK_THAT(c.cells.markdown(), Contains("| low | L | 52.00 ± 1.00 (at chance) † / 65.00 |"));
+  CHECK(c.json["rows"][2]["ordo"]["rte.accuracy"]["at_chance"].as_number() == 50.0);
+  // With the baseline at chance too, two of three rows are: the order itself is not testable.
+  runs[0] = run_with("base", 0, 1, {0.50, 0.51, 0.52});
+  runs[0].tasks["rte"].chance = 50.0;
+  const experiment::Comparison mostly = experiment::compare(t, runs, plan_with_rte("base"));
+  REQUIRE(reading(mostly, "rte.accuracy", "rank") != nullptr);
+  CHECK(reading(mostly, "rte.accuracy", "rank")->verdicts == std::vector<Verdict>{Verdict::not_testable});
+  CHECK_THAT(reading(mostly, "rte.accuracy", "rank")->text, Contains("2 of the 3 rows are at chance"));
+}

@@ -78,6 +78,16 @@ TEST_CASE("results: a task's figure at the best learning rate or over all of the
   };
   // The best learning rate (1e-4) alone: 80, 90 percent.
   near(values("rte.accuracy"), {80, 90});
+  // No task data in the run's folder: no chance level to hold a row against.
+  CHECK(std::isnan(experiment::gather_results(plan).at(0).tasks.at("rte").chance));
+  // The stand-in's dev set in RTE's layout, 3 of its 5 labels "entailment": always answering that scores 60%.
+  std::filesystem::create_directories(dir / "runs/a/tasks/roles");
+  const char* rte_header = "index\tsentence1\tsentence2\tlabel\n";
+  write_file_atomic(dir / "runs/a/tasks/roles/train.tsv", std::string(rte_header) + "0\ta\tb\tentailment\n");
+  write_file_atomic(dir / "runs/a/tasks/roles/dev.tsv",
+                    std::string(rte_header) + "0\ta\tb\tentailment\n1\tc\td\tnot_entailment\n2\te\tf\tentailment\n"
+                                              "3\tg\th\tnot_entailment\n4\ti\tj\tentailment\n");
+  CHECK(experiment::gather_results(plan).at(0).tasks.at("rte").chance == Approx(60.0));
   // Shuffle-SR against its original, run by run: 10 - 95, 30 - 85.
   near(values("rte.dev_shuffle_sr.accuracy.delta.dev_sr_original"), {-85, -55});
   // Against the main dev set: 10 - 80, 30 - 90.
