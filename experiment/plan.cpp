@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/file_io.h"
 #include "base/output.h"
+#include "experiment/findings.h"
 #include "experiment/paper_table.h"
 #include "probe/layer_probing.h"
 #include "train/position_init.h"
@@ -581,7 +582,15 @@ Plan make_plan(const PlanRequest& request) {
 
   // The paper's tables: read now, so that a bad one is refused before any run.
   plan.paper_tables = paper_tables_in(request.folder);
-  for (const std::string& path : plan.paper_tables) check_paper_table(read_paper_table(path), plan);
+  std::vector<PaperTable> tables;
+  for (const std::string& path : plan.paper_tables) {
+    tables.push_back(read_paper_table(path));
+    check_paper_table(tables.back(), plan);
+  }
+  if (file_exists(request.folder + "/claims.tsv")) {
+    plan.claims = request.folder + "/claims.tsv";
+    check_claims(read_claims(plan.claims).claims, plan.claims, tables, plan);
+  }
   return plan;
 }
 

@@ -7,6 +7,8 @@
 //   experiment.json   optional: the stages and their settings (below); without
 //                     it the runs are pretrained, probed and reported (Table 2)
 //   paper_*.tsv       the paper's tables as data (experiment/paper_table.h)
+//   claims.tsv        optional: the paper's central claims and how each is
+//                     tested (experiment/findings.h)
 //
 // experiment.json:
 //   {"description": "...",
@@ -149,6 +151,7 @@ struct Plan {
                                                 // relations reads (experiment/dependency_report.h; "" none)
   bool quick = false;
   std::vector<std::string> paper_tables;        // the folder's paper_*.tsv, by name
+  std::string claims;                           // the folder's claims.tsv (experiment/findings.h); "" none
 
   bool has_stage(const std::string& stage) const;
   bool is_replicate(size_t i) const { return i < row_of.size() && row_of[i] != names[i]; }

@@ -13,6 +13,7 @@
 #include "base/output.h"
 #include "experiment/bench_report.h"
 #include "experiment/dependency_report.h"
+#include "experiment/findings.h"
 #include "experiment/layer_report.h"
 #include "experiment/paper_table.h"
 #include "experiment/results.h"
@@ -292,12 +293,25 @@ std::vector<std::string> write_experiment_report(const Plan& plan, const std::st
       if (t.keyed == first_column) return &t;
     return nullptr;
   };
-  auto add = [&](const ReportSection& section) { append(section.files, section.html, section.markdown); };
+  std::vector<SectionVerdict> section_verdicts;
+  auto add = [&](const ReportSection& section) {
+    append(section.files, section.html, section.markdown);
+    section_verdicts.insert(section_verdicts.end(), section.verdicts.begin(), section.verdicts.end());
+  };
   if (!plan.dependency_run.empty()) add(dependency_heads_across_runs(plan, runs, keyed("relation")));
   if (plan.has_stage("layers") || keyed("run_attention")) add(layer_probing_across_runs(plan, runs, keyed("run_attention")));
   if (plan.bench_pe) add(bench_pe_table3(plan, keyed("mode")));
   if (std::any_of(plan.finetune.begin(), plan.finetune.end(), [](const FinetuneTask& t) { return t.sweep; }))
     add(sweep_across_encoders(plan, runs));
+  if (!plan.claims.empty()) {  // the paper's claims, each with its verdict (experiment/findings.h)
+    const Claims claims = read_claims(plan.claims);
+    const std::vector<Finding> findings = judge_claims(claims.claims, comparisons.comparisons, section_verdicts, plan);
+    const std::string md = findings_markdown(findings, "Findings: " + claims.title);
+    comparisons.files.push_back({"findings.md", md});
+    comparisons.files.push_back({"findings.json", findings_json(findings, claims.title)});
+    append({}, "<h2>Findings</h2>\n<p>Each central claim of the paper with its verdict: <a href=\"findings.md\">"
+               "findings.md</a>.</p>\n", "\n## Findings\n" + md.substr(md.find('\n') + 1));
+  }
   std::vector<report::RunRecord> records;
   for (const RunResults& r : runs)
     if (r.probed) records.push_back(r.record);

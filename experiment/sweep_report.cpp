@@ -129,6 +129,10 @@ ReportSection sweep_across_encoders(const Plan& plan, const std::vector<RunResul
     if (set.size() < 3) {
       lines.push_back(what + ": " + std::to_string(set.size()) + " encoder(s) finished, too few to read. Verdict: " +
                       verdict_name(Verdict::not_testable) + ".");
+      SectionVerdict v;
+      v.key = by_locality ? "sweep.locality" : "sweep.symmetry";
+      v.judgement.reason = "fewer than 3 encoders finished";  // not testable (Judgement's default)
+      out.verdicts.push_back(v);
       return;
     }
     std::vector<double> x, y;
@@ -140,6 +144,13 @@ ReportSection sweep_across_encoders(const Plan& plan, const std::vector<RunResul
     }
     const CorrelationTest rho = spearman_test(x, y);
     const Judgement verdict = judge({rho.value, 1.0, rho.p, ""}, plan.alpha);
+    SectionVerdict v;
+    v.key = by_locality ? "sweep.locality" : "sweep.symmetry";
+    v.judgement = verdict;
+    v.effect = "Spearman's ρ " + cell(rho.value, "%.2f") + " (" +
+               (std::isnan(rho.p) ? std::string("p undefined") : "p = " + cell(rho.p, "%.3g")) + ", n = " +
+               std::to_string(rho.n) + " encoders)";
+    out.verdicts.push_back(v);
     lines.push_back(what + ": Spearman's rho of accuracy with " + (by_locality ? "locality" : "symmetry") + " " +
                     cell(rho.value, "%.2f") + " (" +
                     (std::isnan(rho.p) ? std::string("undefined") : "p = " + cell(rho.p, "%.3g") + " by " + rho.method) +

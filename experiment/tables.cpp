@@ -56,6 +56,7 @@ struct Significance {
   bool tested = false, marked = false;
   double p = kNaN, p_holm = kNaN;
   bool over_pretraining = false;  // over the pretraining runs' means (else over one run's fine-tuning seeds)
+  Interval difference;            // the row's mean minus the baseline's over the same replicates, 1 - alpha
 };
 
 // One column over the runs: each run's figure, the runs left out of its
@@ -153,6 +154,7 @@ ColumnFigures column_figures(const std::string& key, const std::vector<RunResult
   std::vector<std::string> tested;
   std::vector<double> p;
   std::vector<bool> over_pretraining;
+  std::vector<Interval> intervals;
   const std::vector<double>* base_runs = c.pretraining_means(plan.baseline);
   for (const RunResults& run : runs) {
     if (run.config == plan.baseline || !c.compared(run.config)) continue;
@@ -160,16 +162,18 @@ ColumnFigures column_figures(const std::string& key, const std::vector<RunResult
     const bool pretraining = base_runs && runs_of_row;
     if (!pretraining && (is_indicator_key(key) || c.find(run.config)->values.size() < 2 || base->values.size() < 2))
       continue;
-    const double welch = pretraining ? welch_t_test(*runs_of_row, *base_runs).p
-                                     : welch_t_test(c.find(run.config)->values, base->values).p;
+    const std::vector<double>& row = pretraining ? *runs_of_row : c.find(run.config)->values;
+    const std::vector<double>& against = pretraining ? *base_runs : base->values;
+    const double welch = welch_t_test(row, against).p;
     if (std::isnan(welch)) continue;
     tested.push_back(run.config);
     p.push_back(welch);
     over_pretraining.push_back(pretraining);
+    intervals.push_back(welch_interval(row, against, 1 - plan.alpha));
   }
   const std::vector<double> holm = holm_adjust(p);
   for (size_t i = 0; i < tested.size(); ++i)
-    c.tests[tested[i]] = {true, holm[i] < plan.alpha, p[i], holm[i], over_pretraining[i]};
+    c.tests[tested[i]] = {true, holm[i] < plan.alpha, p[i], holm[i], over_pretraining[i], intervals[i]};
   c.family = static_cast<int64_t>(tested.size());
   return c;
 }
@@ -217,6 +221,10 @@ json::Value figure_json(const ColumnFigures& column, const std::string& config) 
     v["holm_p"] = s.p_holm;
     v["significant"] = s.marked;
     v["tested_over"] = s.over_pretraining ? "pretraining runs" : "fine-tuning seeds";
+    json::Value interval = json::Value::array();  // of the difference from the baseline, at 1 - alpha
+    interval.push_back(json::number(s.difference.low));
+    interval.push_back(json::number(s.difference.high));
+    v["difference_interval"] = interval;
   }
   return v;
 }
@@ -330,7 +338,7 @@ std::optional<ColumnReading> baseline_verdicts(const PaperTable& table, const Co
   ColumnReading r;
   r.table = table.name, r.column = column.key, r.grouping = "verdicts";
   r.n = static_cast<int64_t>(rows.size());
-  for (const auto& [config, v] : rows) r.verdicts.push_back(v);
+  for (const auto& [config, v] : rows) r.verdicts.push_back(v), r.names.push_back(config);
   std::string over;
   if (over_pretraining > 0) over = "over the pretraining runs' means for the " + std::to_string(over_pretraining) +
                                    " row(s) pretrained several times (‡)";
@@ -530,6 +538,7 @@ Comparison compare_correlations(const PaperTable& table, const std::vector<RunRe
   for (const std::string& key : table.columns) {
     std::vector<double> ours, theirs;
     std::vector<std::pair<std::string, Verdict>> verdicts;
+    std::vector<std::string> indicators;
     int64_t same_sign = 0;
     for (size_t i = 0; i < table.rows.size(); ++i) {
       const PaperCell& cell = table.rows[i].cells.at(key);
@@ -538,6 +547,7 @@ Comparison compare_correlations(const PaperTable& table, const std::vector<RunRe
       ours.push_back(r.r), theirs.push_back(cell.value);
       same_sign += (r.r > 0) == (cell.value > 0);
       verdicts.emplace_back(heading_of(table.rows[i].key), judge({r.r, cell.value, holm[key][i], ""}, plan.alpha).verdict);
+      indicators.push_back(table.rows[i].key);
     }
     if (ours.empty()) continue;
     ColumnReading r;
@@ -546,6 +556,7 @@ Comparison compare_correlations(const PaperTable& table, const std::vector<RunRe
     r.n = tau.n;
     r.kendall = tau.value, r.spearman = rho.value, r.kendall_p = tau.p, r.spearman_p = rho.p;
     for (const auto& [indicator, v] : verdicts) r.verdicts.push_back(v);
+    r.names = indicators;
     r.text = key + ": the sign of ordo's correlation is the paper's for " + std::to_string(same_sign) + " of " +
              std::to_string(r.n) + " indicators. Verdicts, each indicator's r against the paper's sign (Pearson's r "
              "over the runs with a position encoding, t test, Holm over this column's " +
@@ -784,6 +795,7 @@ ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResult
       readings.push_back(line);
     }
     html += "</ul>\n";
+    out.comparisons.push_back(c);
     json::Value t = c.json;
     t["name"] = table.name;
     t["path"] = table.path;

@@ -53,6 +53,7 @@ struct ReportSection {
   std::vector<report::OutputFile> files;
   std::string html;
   std::string markdown;
+  std::vector<SectionVerdict> verdicts;  // for a claims.tsv's "section KEY" claims (experiment/findings.h)
 };
 
 // The generated reading `lines` under the heading `title` ("Reading
@@ -85,7 +86,9 @@ struct ColumnReading {
   double kendall = 0, spearman = 0;  // the rank agreement (grouping "rank" and "signs")
   double kendall_p = 0, spearman_p = 0;
   int64_t n = 0;
-  std::vector<Verdict> verdicts;     // the line's verdicts ("rank", "signs": one; "verdicts": one per row)
+  std::vector<Verdict> verdicts;     // the line's verdicts ("rank": one; "verdicts": one per row; "signs": one
+                                     // per indicator)
+  std::vector<std::string> names;    // "verdicts", "signs": the row (config) or indicator of each verdict
   std::string text;                  // the line, in Markdown
 };
 
@@ -115,6 +118,7 @@ Correlation correlate(const std::vector<RunResults>& runs, const std::vector<dou
 struct ComparisonFiles {
   std::vector<report::OutputFile> files;
   std::string html;
+  std::vector<Comparison> comparisons;  // one per table of configurations or correlations
 };
 ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResults>& runs,
                                    const std::vector<PaperTable>& tables);

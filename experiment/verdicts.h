@@ -46,6 +46,14 @@ struct Judgement {
   std::string reason;  // why, for "not testable here"; "" otherwise
 };
 
+// A verdict a report section computed (experiment/tables.h's ReportSection),
+// for a claim of the form "section KEY" (experiment/findings.h).
+struct SectionVerdict {
+  std::string key;      // "sweep.locality"
+  Judgement judgement;
+  std::string effect;   // ordo's effect in words ("rho 0.40 (p = 0.30, n = 6)")
+};
+
 // The verdict of the rules above at significance level alpha.
 Judgement judge(const Evidence& e, double alpha);
 

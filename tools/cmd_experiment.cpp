@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/file_io.h"
+#include "base/output.h"
+#include "experiment/findings.h"
 #include "experiment/runner.h"
 #include "tools/cli.h"
 
@@ -36,11 +39,33 @@ std::string report_written(const experiment::ExperimentSummary& s) {
   return " -> " + s.report + ": " + names + " (no index.html: no run is probed yet, and the page shows the probes)";
 }
 
+// --findings REPORT... --out FILE: every report's findings.json in one table (docs/FINDINGS.md).
+int gather_findings(const cli::Args& args) {
+  ORDO_USAGE_CHECK(!args.positional().empty(), "--findings: name the report folders to gather (each holds "
+                   "findings.json)");
+  for (const char* flag : {"set", "data", "stages", "only", "shard", "redo", "probe-length", "probe-words",
+                           "probe-layer", "probe-seed", "parallel-runs"})
+    ORDO_USAGE_CHECK(!args.has(flag), "--", flag, " is for running an experiment, not for --findings");
+  for (const char* flag : {"quick", "list", "report", "quiet"})
+    ORDO_USAGE_CHECK(!args.has(flag), "--", flag, " is for running an experiment, not for --findings");
+  const std::string out = args.required("out");
+  std::vector<InputPath> inputs;
+  for (const std::string& dir : args.positional()) inputs.push_back({dir + "/findings.json", "--findings"});
+  check_output(out, OutputKind::file, args.has("overwrite"), inputs);
+  const std::string text = experiment::gather_findings(args.positional());
+  write_file_atomic(out, text);
+  std::printf("ordo experiment: the findings of %zu report(s) -> %s\n", args.positional().size(), out.c_str());
+  return 0;
+}
+
 int run(const std::vector<std::string>& argv) {
   cli::Args args(argv,
                  {"out", "set", "data", "stages", "only", "shard", "redo", "probe-length", "probe-words", "probe-layer",
                   "probe-seed", "parallel-runs"},
-                 {"quick", "list", "report", "quiet"});
+                 {"quick", "list", "report", "quiet", "findings", "overwrite"});
+  if (args.has("findings")) return gather_findings(args);
+  ORDO_USAGE_CHECK(!args.has("overwrite"), "--overwrite is for --findings (an experiment's folder is continued, never "
+                   "replaced)");
   ORDO_USAGE_CHECK(args.positional().size() == 1, "give one folder of run configs (got ", args.positional().size(), ")");
   experiment::RunnerOptions o;
   o.plan.folder = args.positional()[0];
@@ -90,6 +115,7 @@ cli::Register command(
      "FOLDER --out DIR [--set key=value ...] [--data TASK=DIR ...] [--quick] [--stages a,b] [--list]\n"
      "                [--only K,...] [--shard I/N] [--report] [--redo STAGE] [--probe-length L] [--probe-words N]\n"
      "                [--probe-layer K|all] [--probe-seed S] [--parallel-runs N] [--quiet]\n"
+     "       ordo experiment --findings REPORT... --out FILE [--overwrite]\n"
      "  FOLDER: run configs (*.json, in file-name order), the plan's stages (experiment.json: pretrain, probe,\n"
      "    analyze, tasks, layers, finetune, report; without it pretrain, probe, report) and the paper's tables\n"
      "    (paper_*.tsv). configs/papers/wang2021: Wang et al. 2021's Tables 2-5 and Figure 5.\n"
@@ -105,6 +131,9 @@ cli::Register command(
      "  --probe-*    ordo probe's --length, --words, --layer, --seed for every run (the plan's otherwise)\n"
      "  --parallel-runs N  the fine-tuning grids' runs at once on the CPU (train.parallel_runs; 0: as many as\n"
      "               the cores hold at one thread each): the same results, sooner. Not a stage setting.\n"
+     "  --findings   every REPORT folder's findings.json (written where the plan's folder has a claims.tsv:\n"
+     "               each central claim of the paper with its verdict) gathered into one Markdown FILE\n"
+     "               (make findings: docs/FINDINGS.md)\n"
      "  The same command again continues where it stopped; a stage finished with other settings is refused,\n"
      "  naming the key. Several processes may share DIR: a run another one is running is skipped.",
      run});

@@ -291,3 +291,48 @@ TEST_CASE("ordo experiment: pretraining replicates run as runs of their own and 
   CHECK_THAT(md, Contains("| a_none (one pretraining run) | no PE |"));
   CHECK(paper["runs"].size() == 2);  // the replicate is its row's, not a row
 }
+
+TEST_CASE("ordo experiment: a folder's claims judged in its report, gathered by --findings", "[cli][experiment]") {
+  TempDir dir("experiment_findings");
+  const std::string cfg = make_folder(dir), out = dir / "out";
+  write_file_atomic(cfg + "/experiment.json", R"({"stages": ["pretrain", "probe", "report"],
+    "probe": {"words": 20, "length": 16}, "report": {"baseline": "b_ape"}})");
+  std::filesystem::remove(cfg + "/paper_corr.tsv");
+  // A claim naming a column the paper table lacks is refused before anything runs.
+  write_file_atomic(cfg + "/claims.tsv", "# A made-up paper\nti\tTable 2\tAIV order\trank rows symmetry\t-\n");
+  CommandResult r = run_ordo("experiment " + cfg + " --out " + out + kSmall);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains("claims.tsv:2 (ti): ") && Contains("has no column 'symmetry'"));
+  CHECK_FALSE(std::filesystem::exists(out));
+  write_file_atomic(cfg + "/claims.tsv", "# A made-up paper\n"
+                                         "ti\tTable 2\tAIV order\trank rows translation_invariance_no_special\t-\n"
+                                         "mt\tTable 6\ttranslation\tuntested needs WMT\t-\n");
+  r = run_ordo("experiment " + cfg + " --out " + out + kSmall);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const json::Value findings = json::parse_file(out + "/report/findings.json");
+  CHECK(findings["paper"].as_string() == "A made-up paper");
+  REQUIRE(findings["findings"].size() == 2);
+  // Two rows, one tau_b: with n = 2 its exact p is 1, never significant.
+  const std::string first = findings["findings"][0]["verdict"].as_string();
+  CHECK((first == "consistent, not significant" || first == "inconclusive" || first == "not testable here"));
+  CHECK(findings["findings"][1]["reason"].as_string() == "needs WMT");
+  CHECK_THAT(read_file(out + "/report/paper.md"), Contains("## Findings"));
+  CHECK_THAT(read_file(out + "/report/findings.md"), Contains("| translation | Table 6 | — | — | **not testable here: needs WMT** |"));
+
+  const std::string doc = dir / "FINDINGS.md";
+  r = run_ordo("experiment --findings " + out + "/report --out " + doc);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(read_file(doc), Contains("| A made-up paper | "));
+  // Again: the document exists, replaced only with --overwrite; a folder without findings is named.
+  r = run_ordo("experiment --findings " + out + "/report --out " + doc);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains("--overwrite"));
+  CHECK(run_ordo("experiment --findings " + out + "/report --out " + doc + " --overwrite").exit_code == 0);
+  r = run_ordo("experiment --findings " + out + " --out " + doc + " --overwrite");
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains("holds no findings.json"));
+  r = run_ordo("experiment --findings " + out + "/report --out " + doc + " --overwrite --quick");
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains("--quick is for running an experiment, not for --findings"));
+}

@@ -1,0 +1,443 @@
+// A paper's claims and their verdicts (experiment/findings.h).
+#include "experiment/findings.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "base/error.h"
+#include "base/file_io.h"
+#include "base/json.h"
+#include "base/json_numbers.h"
+#include "experiment/statistics.h"
+#include "experiment/tables.h"
+
+namespace ordo::experiment {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i)
+    if (i == s.size() || s[i] == sep) {
+      if (sep != ' ' || i > start) out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  return out;
+}
+
+std::string format(double v, const char* pattern) {
+  if (!std::isfinite(v)) return "n/a";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, pattern, v);
+  return buf;
+}
+
+std::string p_text(double p) { return std::isnan(p) ? "no test" : p > 0 && p < 1e-4 ? "p < 1e-4" : "p = " + format(p, "%.3g"); }
+
+// How many words each test takes (untested: a reason of any length).
+size_t words_of(const std::string& kind) {
+  if (kind == "rank") return 3;
+  if (kind == "row" || kind == "correlation") return 4;
+  if (kind == "families" || kind == "pair") return 5;
+  if (kind == "section") return 2;
+  return 0;
+}
+
+const PaperTable* table_named(const std::vector<PaperTable>& tables, const std::string& name) {
+  for (const PaperTable& t : tables)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+const Comparison* comparison_of(const std::vector<Comparison>& comparisons, const std::string& table) {
+  for (const Comparison& c : comparisons)
+    if (c.table && c.table->name == table) return &c;
+  return nullptr;
+}
+
+const ColumnReading* reading_of(const Comparison& c, const std::string& column, const std::string& grouping) {
+  for (const ColumnReading& r : c.readings)
+    if (r.column == column && r.grouping == grouping) return &r;
+  return nullptr;
+}
+
+const json::Value* row_json(const Comparison& c, const std::string& config) {
+  for (const json::Value& row : c.json["rows"].as_array())
+    if (row["config"].is_string() && row["config"].as_string() == config) return &row;
+  return nullptr;
+}
+
+// A row's value in a column as the orderings use it (the mean over its
+// pretraining runs where it has several), NaN where it has none or is left
+// out of the column's comparisons (uniform, another task set, at chance).
+double row_estimate(const json::Value& row, const std::string& key) {
+  const json::Value* v = row["ordo"].find(key);
+  if (!v || v->is_null() || v->contains("left_out") || v->contains("at_chance")) return kNaN;
+  if (const json::Value* pt = v->find("pretraining")) return json::to_number((*pt)["mean"]);
+  return json::to_number((*v)["mean"]);
+}
+
+// A test word naming a family: '_' stands for a space ("not_shared").
+std::string spaced(std::string word) {
+  std::replace(word.begin(), word.end(), '_', ' ');
+  return word;
+}
+
+Judgement untestable(const std::string& why) { return {Verdict::not_testable, why}; }
+
+// "rank TABLE COLUMN"
+Finding rank_finding(const Claim& claim, const Comparison& c, double alpha) {
+  Finding f{claim, {}, "", ""};
+  const ColumnReading* r = reading_of(c, claim.test[2], "rank");
+  if (!r) {
+    f.judgement = untestable("fewer than two rows with both figures");
+    return f;
+  }
+  f.judgement = r->verdicts.empty() ? judge_rank_agreement({r->kendall, r->kendall_p, r->n, ""}, alpha)
+                                    : Judgement{r->verdicts[0], ""};
+  if (f.judgement.verdict == Verdict::not_testable && f.judgement.reason.empty())
+    f.judgement.reason = "most rows at chance";
+  f.effect = "τ_b " + format(r->kendall, "%.2f") + " (" + p_text(r->kendall_p) + ", n = " + std::to_string(r->n) + ")";
+  f.paper = "the paper's order of the rows";
+  return f;
+}
+
+// "row TABLE COLUMN ROW"
+Finding row_finding(const Claim& claim, const Comparison& c, const Plan& plan) {
+  Finding f{claim, {}, "", ""};
+  const std::string& key = claim.test[2];
+  const std::string& config = claim.test[3];
+  const ColumnReading* r = reading_of(c, key, "verdicts");
+  const json::Value* row = row_json(c, config);
+  const json::Value* base = row_json(c, plan.baseline);
+  if (row && base) {
+    const double d = row_estimate(*row, key) - row_estimate(*base, key);
+    f.effect = config + " − " + plan.baseline + " " + format(d, "%+.2f");
+    const json::Value* v = (*row)["ordo"].find(key);
+    if (v && v->contains("difference_interval")) {
+      const json::Value& ci = (*v)["difference_interval"];
+      f.effect += " [" + format(json::to_number(ci[0]), "%+.2f") + ", " + format(json::to_number(ci[1]), "%+.2f") +
+                  "] (" + (*v)["tested_over"].as_string() + ", Holm " + p_text(json::to_number((*v)["holm_p"])) + ")";
+    }
+    const json::Value* p = (*row)["paper"].find(key);
+    const json::Value* pb = (*base)["paper"].find(key);
+    if (p && pb) f.paper = format((*p)["value"].as_number() - (*pb)["value"].as_number(), "%+.2f");
+  }
+  if (r)
+    for (size_t i = 0; i < r->names.size(); ++i)
+      if (r->names[i] == config) f.judgement = {r->verdicts[i], ""};
+  if (!r || std::find(r->names.begin(), r->names.end(), config) == r->names.end())
+    f.judgement = untestable(row ? "the row has no test against " + plan.baseline : "the row has not run");
+  if (f.judgement.verdict == Verdict::not_testable && row) {
+    const json::Value* v = (*row)["ordo"].find(key);
+    if (v && v->contains("at_chance")) f.judgement.reason = "accuracy at chance";
+  }
+  return f;
+}
+
+// "families TABLE COLUMN A B": A's rows against B's, each row one value.
+Finding families_finding(const Claim& claim, const Comparison& c, double alpha) {
+  Finding f{claim, {}, "", ""};
+  const std::string& key = claim.test[2];
+  std::vector<double> ours_a, ours_b, paper_a, paper_b;
+  for (const PaperTable::Row& p : c.table->rows) {
+    const bool a = p.family == spaced(claim.test[3]), b = p.family == spaced(claim.test[4]);
+    if (!a && !b) continue;
+    const double paper = p.value(key);
+    if (std::isfinite(paper)) (a ? paper_a : paper_b).push_back(-badness(key, paper));
+    const json::Value* row = row_json(c, p.key);
+    const double ours = row ? row_estimate(*row, key) : kNaN;
+    if (std::isfinite(ours)) (a ? ours_a : ours_b).push_back(-badness(key, ours));
+  }
+  const double paper_effect = paper_a.empty() || paper_b.empty() ? kNaN : mean_std(paper_a).mean - mean_std(paper_b).mean;
+  if (ours_a.size() < 2 || ours_b.size() < 2) {
+    f.judgement = untestable("fewer than two rows of a family have the figure");
+    return f;
+  }
+  const double effect = mean_std(ours_a).mean - mean_std(ours_b).mean;
+  const TTest t = welch_t_test(ours_a, ours_b);
+  const Interval ci = welch_interval(ours_a, ours_b, 1 - alpha);
+  f.judgement = judge({effect, paper_effect, t.p, ""}, alpha);
+  const std::string better = key == "direction_balance" ? " (closeness to 1)" : "";
+  f.effect = claim.test[3] + " − " + claim.test[4] + better + " " + format(effect, "%+.4g") + " [" +
+             format(ci.low, "%+.4g") + ", " + format(ci.high, "%+.4g") + "] (rows " + std::to_string(ours_a.size()) +
+             " and " + std::to_string(ours_b.size()) + ", Welch " + p_text(t.p) + ")";
+  f.paper = format(paper_effect, "%+.4g");
+  return f;
+}
+
+// "pair TABLE COLUMN A B": row A against row B, over the replicate that
+// varies between them (their pretraining runs where both have several, else
+// their first runs' fine-tuning seeds), each value as its goodness
+// (-badness: direction balance by its closeness to 1).
+Finding pair_finding(const Claim& claim, const Comparison& c, double alpha) {
+  Finding f{claim, {}, "", ""};
+  const std::string& key = claim.test[2];
+  const json::Value* a = row_json(c, claim.test[3]);
+  const json::Value* b = row_json(c, claim.test[4]);
+  const json::Value* fa = a ? (*a)["ordo"].find(key) : nullptr;
+  const json::Value* fb = b ? (*b)["ordo"].find(key) : nullptr;
+  if (!fa || !fb || fa->is_null() || fb->is_null()) {
+    f.judgement = untestable("a row has not run");
+    return f;
+  }
+  for (const json::Value* v : {fa, fb})
+    if (v->contains("left_out") || v->contains("at_chance")) {
+      f.judgement = untestable(v->contains("at_chance") ? "accuracy at chance" : (*v)["left_out"].as_string());
+      return f;
+    }
+  const bool pretraining = fa->contains("pretraining") && fb->contains("pretraining");
+  auto goodness = [&](const json::Value& v) {
+    std::vector<double> out;
+    for (const json::Value& x : (pretraining ? v["pretraining"]["means"] : v["values"]).as_array())
+      out.push_back(-badness(key, json::to_number(x)));
+    return out;
+  };
+  const std::vector<double> ga = goodness(*fa), gb = goodness(*fb);
+  const double effect = mean_std(ga).mean - mean_std(gb).mean;
+  const TTest t = welch_t_test(ga, gb);
+  const Interval ci = welch_interval(ga, gb, 1 - alpha);
+  const json::Value* pa = (*a)["paper"].find(key);
+  const json::Value* pb = (*b)["paper"].find(key);
+  const double paper_effect =
+      pa && pb ? badness(key, (*pb)["value"].as_number()) - badness(key, (*pa)["value"].as_number()) : kNaN;
+  f.judgement = judge({effect, paper_effect, t.p, ""}, alpha);
+  f.effect = claim.test[3] + " − " + claim.test[4] + (key == "direction_balance" ? " (closeness to 1) " : " ") +
+             format(effect, "%+.4g") + " [" + format(ci.low, "%+.4g") + ", " + format(ci.high, "%+.4g") + "] (" +
+             (pretraining ? "pretraining runs" : "fine-tuning seeds") + ", Welch " + p_text(t.p) + ")";
+  f.paper = format(paper_effect, "%+.4g");
+  return f;
+}
+
+// "correlation TABLE INDICATOR COLUMN"
+Finding correlation_finding(const Claim& claim, const Comparison& c, double alpha) {
+  Finding f{claim, {}, "", ""};
+  const std::string& indicator = claim.test[2];
+  const std::string& key = claim.test[3];
+  const ColumnReading* r = reading_of(c, key, "signs");
+  for (const json::Value& row : c.json["rows"].as_array()) {
+    if (row["indicator"].as_string() != indicator) continue;
+    const json::Value& v = row["ordo"][key];
+    const double value = json::to_number(v["r"]);
+    const int64_t n = v["n"].as_int();
+    const Interval ci = pearson_interval(value, n, 1 - alpha);
+    f.effect = "r " + format(value, "%.2f") + " [" + format(ci.low, "%.2f") + ", " + format(ci.high, "%.2f") +
+               "] (n = " + std::to_string(n) + ", Holm " + p_text(json::to_number(v["holm_p"])) + ")";
+    if (const json::Value* p = row["paper"].find(key)) f.paper = "r " + format(p->as_number(), "%.2f");
+  }
+  f.judgement = untestable("fewer than three runs with both values");
+  if (r)
+    for (size_t i = 0; i < r->names.size(); ++i)
+      if (r->names[i] == indicator) f.judgement = {r->verdicts[i], ""};
+  return f;
+}
+
+std::string cell_text(std::string s) {
+  std::replace(s.begin(), s.end(), '|', '/');
+  return s;
+}
+
+const std::vector<Verdict>& verdict_order() {
+  static const std::vector<Verdict> order = {Verdict::holds, Verdict::consistent, Verdict::contradicted,
+                                             Verdict::inconclusive, Verdict::not_testable};
+  return order;
+}
+
+}  // namespace
+
+Claims read_claims(const std::string& path) {
+  Claims out;
+  std::vector<Claim>& claims = out.claims;
+  std::set<std::string> ids;
+  const std::vector<std::string> lines = split(read_file(path), '\n');
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    const std::string at = path + ":" + std::to_string(i + 1);
+    if (!line.empty() && line[0] == '#' && out.title.empty() && line.find_first_not_of("# ") != std::string::npos)
+      out.title = line.substr(line.find_first_not_of("# "));
+    if (line.empty() || line[0] == '#') continue;
+    const std::vector<std::string> fields = split(line, '\t');
+    if (fields[0] == "id") continue;  // the header
+    ORDO_CHECK(fields.size() == 5, at, ": a claim has 5 tab-separated fields (id, item, claim, test, caveat), "
+               "this line ", fields.size());
+    Claim c;
+    c.id = fields[0], c.item = fields[1], c.text = fields[2], c.caveat = fields[4] == "-" ? "" : fields[4];
+    c.test = split(fields[3], ' ');
+    c.line = static_cast<int>(i + 1);
+    ORDO_CHECK(!c.id.empty() && !c.item.empty() && !c.text.empty() && !c.test.empty(), at,
+               ": id, item, claim and test must not be empty");
+    ORDO_CHECK(ids.insert(c.id).second, at, ": the id '", c.id, "' is used twice");
+    const std::string& kind = c.test[0];
+    ORDO_CHECK(kind == "untested" || words_of(kind) > 0, at, ": unknown test '", kind,
+               "' (rank, row, pair, families, correlation, section, untested)");
+    ORDO_CHECK(kind == "untested" ? c.test.size() >= 2 : c.test.size() == words_of(kind), at, ": the test '", kind,
+               "' takes ", kind == "untested" ? "a reason" : std::to_string(words_of(kind) - 1) + " word(s)",
+               ", got '", fields[3], "'");
+    claims.push_back(c);
+  }
+  ORDO_CHECK(!claims.empty(), path, ": no claims");
+  ORDO_CHECK(!out.title.empty(), path, ": the first comment line names the paper (\"# Wang et al. 2021, On Position "
+             "Embeddings in BERT, ...\")");
+  return out;
+}
+
+void check_claims(const std::vector<Claim>& claims, const std::string& path, const std::vector<PaperTable>& tables,
+                  const Plan& plan) {
+  for (const Claim& c : claims) {
+    const std::string at = path + ":" + std::to_string(c.line) + " (" + c.id + ")";
+    const std::string& kind = c.test[0];
+    if (kind == "untested" || kind == "section") continue;
+    const PaperTable* t = table_named(tables, c.test[1]);
+    ORDO_CHECK(t != nullptr, at, ": no paper table '", c.test[1], "' (paper_", c.test[1], ".tsv) in ", plan.folder);
+    ORDO_CHECK(t->correlations == (kind == "correlation"), at, ": the test '", kind, "' ",
+               t->correlations ? "does not read" : "needs", " a table of correlations");
+    const std::string& column = kind == "correlation" ? c.test[3] : c.test[2];
+    ORDO_CHECK(std::find(t->columns.begin(), t->columns.end(), column) != t->columns.end(), at, ": ", t->path,
+               " has no column '", column, "'");
+    if (kind == "row") {
+      ORDO_CHECK(t->find(c.test[3]) != nullptr, at, ": ", t->path, " has no row '", c.test[3], "'");
+      ORDO_CHECK(!plan.baseline.empty() && c.test[3] != plan.baseline, at, ": a row is tested against the plan's "
+                 "baseline (report.baseline), which ", plan.baseline.empty() ? "is not set" : "is this row");
+    }
+    if (kind == "correlation") ORDO_CHECK(t->find(c.test[2]) != nullptr, at, ": ", t->path, " has no indicator row '", c.test[2], "'");
+    if (kind == "families")
+      for (size_t k = 3; k < 5; ++k)
+        ORDO_CHECK(std::any_of(t->rows.begin(), t->rows.end(),
+                               [&](const PaperTable::Row& r) { return r.family == spaced(c.test[k]); }),
+                   at, ": ", t->path, " has no family '", spaced(c.test[k]), "'");
+    if (kind == "pair")
+      for (size_t k = 3; k < 5; ++k) ORDO_CHECK(t->find(c.test[k]) != nullptr, at, ": ", t->path, " has no row '", c.test[k], "'");
+  }
+}
+
+std::vector<Finding> judge_claims(const std::vector<Claim>& claims, const std::vector<Comparison>& comparisons,
+                                  const std::vector<SectionVerdict>& sections, const Plan& plan) {
+  std::vector<Finding> out;
+  for (const Claim& claim : claims) {
+    const std::string& kind = claim.test[0];
+    if (kind == "untested") {
+      std::string why;
+      for (size_t k = 1; k < claim.test.size(); ++k) why += (k > 1 ? " " : "") + claim.test[k];
+      out.push_back({claim, untestable(why), "", ""});
+      continue;
+    }
+    if (kind == "section") {
+      Finding f{claim, untestable("the report has no such section yet (its runs have not finished)"), "", ""};
+      for (const SectionVerdict& s : sections)
+        if (s.key == claim.test[1]) f.judgement = s.judgement, f.effect = s.effect;
+      out.push_back(f);
+      continue;
+    }
+    const Comparison* c = comparison_of(comparisons, claim.test[1]);
+    if (!c) {
+      out.push_back({claim, untestable("no runs with this table's figures yet"), "", ""});
+      continue;
+    }
+    if (kind == "rank") out.push_back(rank_finding(claim, *c, plan.alpha));
+    else if (kind == "row") out.push_back(row_finding(claim, *c, plan));
+    else if (kind == "families") out.push_back(families_finding(claim, *c, plan.alpha));
+    else if (kind == "pair") out.push_back(pair_finding(claim, *c, plan.alpha));
+    else out.push_back(correlation_finding(claim, *c, plan.alpha));
+  }
+  return out;
+}
+
+std::string findings_markdown(const std::vector<Finding>& findings, const std::string& title) {
+  std::string md = "# " + title + "\n\nEach claim's verdict by the rules of SPEC §4 (experiment/verdicts.h): *holds* "
+                   "(the paper's direction, significant), *consistent, not significant*, *contradicted* (the "
+                   "opposite direction, significant), *inconclusive*, *not testable here*. Intervals are "
+                   "95%; a difference between rows is tested over the replicate that varies between them.\n\n"
+                   "| claim | item | ordo's effect | the paper's | verdict | caveat |\n| --- | --- | --- | --- | --- | --- |\n";
+  std::map<Verdict, int> counts;
+  for (const Finding& f : findings) {
+    ++counts[f.judgement.verdict];
+    std::string verdict = verdict_name(f.judgement.verdict);
+    if (!f.judgement.reason.empty()) verdict += ": " + f.judgement.reason;
+    md += "| " + cell_text(f.claim.text) + " | " + cell_text(f.claim.item) + " | " +
+          cell_text(f.effect.empty() ? "—" : f.effect) + " | " + cell_text(f.paper.empty() ? "—" : f.paper) + " | **" +
+          cell_text(verdict) + "** | " + cell_text(f.claim.caveat.empty() ? "—" : f.claim.caveat) + " |\n";
+  }
+  md += "\n";
+  for (Verdict v : verdict_order()) md += std::string(verdict_name(v)) + ": " + std::to_string(counts[v]) + "; ";
+  md.resize(md.size() - 2);
+  return md + " (of " + std::to_string(findings.size()) + " claims).\n";
+}
+
+std::string findings_json(const std::vector<Finding>& findings, const std::string& paper) {
+  json::Value all = json::Value::object(), list = json::Value::array();
+  all["paper"] = paper;
+  for (const Finding& f : findings) {
+    json::Value j = json::Value::object();
+    j["id"] = f.claim.id;
+    j["item"] = f.claim.item;
+    j["claim"] = f.claim.text;
+    std::string test;
+    for (const std::string& w : f.claim.test) test += (test.empty() ? "" : " ") + w;
+    j["test"] = test;
+    j["caveat"] = f.claim.caveat;
+    j["effect"] = f.effect;
+    j["paper_effect"] = f.paper;
+    j["verdict"] = verdict_name(f.judgement.verdict);
+    j["reason"] = f.judgement.reason;
+    list.push_back(j);
+  }
+  all["findings"] = list;
+  return json::dump(all, 2) + "\n";
+}
+
+std::string gather_findings(const std::vector<std::string>& report_dirs) {
+  ORDO_CHECK(!report_dirs.empty(), "--findings: name the report folders to gather (each holds findings.json)");
+  std::string sections, table = "| paper | holds | consistent, not significant | contradicted | inconclusive | "
+                                "not testable here | claims |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  std::map<Verdict, int> total;
+  int claims = 0;
+  for (const std::string& dir : report_dirs) {
+    const std::string path = dir + "/findings.json";
+    ORDO_CHECK(file_exists(path), "--findings: '", dir, "' holds no findings.json (the report of an experiment "
+               "whose folder has a claims.tsv writes one)");
+    const json::Value j = json::parse_file(path);
+    ORDO_CHECK(j.is_object() && j.contains("paper") && j.contains("findings") && j["findings"].is_array(), path,
+               ": not a findings file (its \"paper\" and \"findings\" are missing)");
+    std::map<Verdict, int> counts;
+    std::string md = "\n## " + j["paper"].as_string() + "\n\nFrom `" + dir + "`.\n\n| claim | item | ordo's effect | "
+                     "the paper's | verdict | caveat |\n| --- | --- | --- | --- | --- | --- |\n";
+    for (const json::Value& f : j["findings"].as_array()) {
+      const std::string verdict = f["verdict"].as_string();
+      bool known = false;
+      for (Verdict v : verdict_order())
+        if (verdict == verdict_name(v)) ++counts[v], ++total[v], known = true;
+      ORDO_CHECK(known, path, ": unknown verdict '", verdict, "'");
+      ++claims;
+      const std::string reason = f["reason"].as_string();
+      auto or_dash = [](const std::string& s) { return s.empty() ? std::string("—") : cell_text(s); };
+      md += "| " + cell_text(f["claim"].as_string()) + " | " + cell_text(f["item"].as_string()) + " | " +
+            or_dash(f["effect"].as_string()) + " | " + or_dash(f["paper_effect"].as_string()) + " | **" +
+            cell_text(verdict + (reason.empty() ? "" : ": " + reason)) + "** | " + or_dash(f["caveat"].as_string()) +
+            " |\n";
+    }
+    sections += md;
+    table += "| " + j["paper"].as_string();
+    int n = 0;
+    for (Verdict v : verdict_order()) table += " | " + std::to_string(counts[v]), n += counts[v];
+    table += " | " + std::to_string(n) + " |\n";
+  }
+  table += "| **total**";
+  for (Verdict v : verdict_order()) table += " | **" + std::to_string(total[v]) + "**";
+  table += " | **" + std::to_string(claims) + "** |\n";
+  return "# Findings: the papers' central claims at ordo's scale\n\nGenerated by `ordo experiment --findings` from the "
+         "reports' findings.json; each report generates its own from its folder's claims.tsv. The verdicts follow "
+         "SPEC §4 (experiment/verdicts.h): *holds* (the paper's direction, significant after correction), "
+         "*consistent, not significant*, *contradicted* (the opposite direction, significant), *inconclusive*, "
+         "*not testable here* (with why). Every result is ordo's scale — a 2-layer, 128-wide BERT pretrained 4,000 "
+         "steps on a synthetic language — and most task figures are on synthetic stand-ins: the caveat column "
+         "says which.\n\n" + table + sections;
+}
+
+}  // namespace ordo::experiment

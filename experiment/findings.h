@@ -1,0 +1,86 @@
+// A paper's central claims, each tested by one generated verdict
+// (experiment/verdicts.h, SPEC §4): the report's findings.md and
+// findings.json, and docs/FINDINGS.md gathered from every report.
+//
+// An experiment folder's claims.tsv lists them, one per line (tab-separated,
+// '#' lines are comments and may cite the paper):
+//   id      a short name, unique in the file ("ti_order")
+//   item    the paper's table or figure ("Table 2")
+//   claim   the claim in words, as the paper makes it
+//   test    how ordo's runs test it, words separated by spaces:
+//             rank TABLE COLUMN            the column's rank agreement with the paper's rows
+//                                          (Kendall's tau_b, agrees only if > 0 with p < alpha)
+//             row TABLE COLUMN ROW         ROW against the table's baseline, in the paper's
+//                                          direction (the column's Holm-corrected test)
+//             pair TABLE COLUMN A B        row A against row B, in the paper's direction: Welch's
+//                                          test over the replicate that varies between them (one
+//                                          test per claim)
+//             families TABLE COLUMN A B    family A's rows against family B's, in the paper's
+//                                          direction of their means: Welch's test over the
+//                                          rows' values (each row one value; one test per claim)
+//             correlation TABLE IND COLUMN Pearson's r of indicator IND with COLUMN (Table 5's
+//                                          shape), Holm over the column's indicators
+//             section KEY                  a verdict a report section computes (KEY: see
+//                                          ReportSection::verdicts; "sweep.locality", ...)
+//             untested WHY...              not testable here, and why (a dataset ordo cannot
+//                                          have, a recipe not run)
+//           TABLE is a paper table's name ("table2" for paper_table2.tsv); in a
+//           family's name '_' stands for a space ("not_shared").
+//   caveat  what applies beyond the verdict ("stand-in: word-order tasks"; "scale:
+//           tiny, 4,000 steps"); "-" for none
+// A claim's verdict is "not testable here" wherever the data cannot test it
+// (a row at chance, a uniform row, a figure not yet produced).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "experiment/paper_table.h"
+#include "experiment/plan.h"
+#include "experiment/verdicts.h"
+
+namespace ordo::experiment {
+
+struct Comparison;
+
+struct Claim {
+  std::string id, item, text, caveat;
+  std::vector<std::string> test;  // the test's words
+  int line = 0;                   // in claims.tsv, for messages
+};
+
+// A claims.tsv: its title (the first comment line: the paper, cited) and claims.
+struct Claims {
+  std::string title;
+  std::vector<Claim> claims;
+};
+
+// Reads a claims.tsv: errors name the file and line (a missing field, an
+// unknown test, an id used twice).
+Claims read_claims(const std::string& path);
+// Checks the claims against the plan and its paper tables before any run:
+// every table, column, row, family and indicator they name exists.
+void check_claims(const std::vector<Claim>& claims, const std::string& path, const std::vector<PaperTable>& tables,
+                  const Plan& plan);
+
+struct Finding {
+  Claim claim;
+  Judgement judgement;
+  std::string effect;   // ordo's effect with its interval, or its statistic and p
+  std::string paper;    // the paper's effect, where the test has one
+};
+
+// Each claim's verdict from the report's comparisons and sections.
+std::vector<Finding> judge_claims(const std::vector<Claim>& claims, const std::vector<Comparison>& comparisons,
+                                  const std::vector<SectionVerdict>& sections, const Plan& plan);
+
+// The report's findings as Markdown (a table: claim, item, ordo's effect,
+// verdict, caveat; then the verdict counts) and as JSON.
+std::string findings_markdown(const std::vector<Finding>& findings, const std::string& title);
+std::string findings_json(const std::vector<Finding>& findings, const std::string& paper);
+
+// docs/FINDINGS.md: every report folder's findings.json, one section per
+// paper and a table of verdict counts; errors name a folder without one.
+std::string gather_findings(const std::vector<std::string>& report_dirs);
+
+}  // namespace ordo::experiment

@@ -1,0 +1,165 @@
+// experiment/findings.h: a paper's claims read and checked, each judged
+// from hand-made runs by the rules of SPEC §4, and every report's findings
+// gathered into one table. Every expected effect, interval and p below is
+// worked by hand or taken from scipy.stats.ttest_ind(equal_var=False) (its
+// confidence_interval(0.95)) on the numbers written here.
+#include <filesystem>
+
+#include "base/file_io.h"
+#include "base/json.h"
+#include "experiment/findings.h"
+#include "experiment/tables.h"
+#include "tests/helpers.h"
+
+using namespace ordo;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// A run whose task "rte" scored `accuracies` (fractions) over its seeds.
+experiment::RunResults run_scoring(const std::string& config, const std::vector<double>& accuracies) {
+  experiment::RunResults r;
+  r.config = config;
+  r.pe = "ape_learned";
+  experiment::TaskResults t;
+  t.select_epoch = "best";
+  t.present = true;
+  t.runs = json::Value::array();
+  for (double a : accuracies) {
+    json::Value line = json::Value::object(), dev = json::Value::object(), sets = json::Value::object();
+    dev["accuracy"] = a;
+    sets["dev"] = dev;
+    line["best"] = sets;
+    line["best_score"] = a;
+    t.runs.push_back(line);
+  }
+  r.tasks["rte"] = t;
+  return r;
+}
+
+experiment::Plan plan_with_rte() {
+  experiment::Plan plan;
+  plan.folder = "f";
+  plan.out = "o";
+  experiment::FinetuneTask rte;
+  rte.name = "rte";
+  rte.task = "rte";
+  rte.stand_in = "roles";
+  plan.finetune.push_back(rte);
+  plan.baseline = "base";
+  return plan;
+}
+
+const char* kTable = "config\tpaper_row\tfamily\tkind\trte.accuracy\n"
+                     "base\tB\tAPE\tlearned\t60.0\nfar\tF\tRPE\tlearned\t70.0\n"
+                     "near\tN\tRPE\tsinusoid\t61.0\ndip\tD\tAPE\tfixed\t62.0\n";
+
+const char* kClaims = "# A made-up paper (no venue)\n"
+                      "id\titem\tclaim\ttest\tcaveat\n"
+                      "far\tTable t\tF beats B\trow t rte.accuracy far\t-\n"
+                      "fam\tTable t\tRPEs beat APEs\tfamilies t rte.accuracy RPE APE\tstand-in: roles\n"
+                      "pair\tTable t\tD beats N\tpair t rte.accuracy near dip\t-\n"
+                      "order\tTable t\tthe paper's order\trank t rte.accuracy\t-\n"
+                      "sweep\tFigure 2\taccuracy rises with locality\tsection sweep.locality\t-\n"
+                      "mt\tTable 6\ttranslation improves\tuntested needs WMT\t-\n";
+
+}  // namespace
+
+TEST_CASE("findings: each kind of claim judged by the verdict rules, with its effect and interval",
+          "[experiment][findings]") {
+  test::TempDir dir("findings");
+  write_file_atomic(dir / "paper_t.tsv", kTable);
+  write_file_atomic(dir / "claims.tsv", kClaims);
+  const std::vector<experiment::PaperTable> tables = {experiment::read_paper_table(dir / "paper_t.tsv")};
+  const experiment::Claims claims = experiment::read_claims(dir / "claims.tsv");
+  CHECK(claims.title == "A made-up paper (no venue)");
+  REQUIRE(claims.claims.size() == 6);
+  experiment::Plan plan = plan_with_rte();
+  plan.names = {"base", "far", "near", "dip"};
+  plan.row_of = plan.names;
+  experiment::check_claims(claims.claims, dir / "claims.tsv", tables, plan);
+
+  // Seeds in percent: base {50, 51, 52}, far {80, 81, 82}, near {51, 52, 53}, dip {49, 50, 51}.
+  const std::vector<experiment::RunResults> runs = {
+      run_scoring("base", {0.50, 0.51, 0.52}), run_scoring("far", {0.80, 0.81, 0.82}),
+      run_scoring("near", {0.51, 0.52, 0.53}), run_scoring("dip", {0.49, 0.50, 0.51})};
+  const std::vector<experiment::Comparison> comparisons = {experiment::compare(tables[0], runs, plan)};
+  experiment::SectionVerdict sweep;
+  sweep.key = "sweep.locality";
+  sweep.judgement = {experiment::Verdict::contradicted, ""};
+  sweep.effect = "rho -0.9";
+  const std::vector<experiment::Finding> f = experiment::judge_claims(claims.claims, comparisons, {sweep}, plan);
+  REQUIRE(f.size() == 6);
+  using experiment::Verdict;
+  // far - base: +30 points, the paper's +10, significant after Holm over the column's 3 tests: holds.
+  CHECK(f[0].judgement.verdict == Verdict::holds);
+  CHECK_THAT(f[0].effect, Contains("far − base +30.00 ["));
+  CHECK_THAT(f[0].effect, Contains("fine-tuning seeds, Holm p < 1e-4"));
+  CHECK(f[0].paper == "+10.00");
+  // RPE rows {81, 52} against APE rows {51, 50}: +16, t = 1.103 on 1.002 df, p = 0.4686, 95% interval
+  // [-167.3, 199.3]; the paper's families 65.5 against 61: +4.5. Same direction, not significant.
+  CHECK(f[1].judgement.verdict == Verdict::consistent);
+  CHECK_THAT(f[1].effect, Contains("RPE − APE +16 [-167.3, +199.3] (rows 2 and 2, Welch p = 0.469)"));
+  CHECK(f[1].paper == "+4.5");
+  CHECK(f[1].claim.caveat == "stand-in: roles");
+  // near - dip: +2 points, t = 2.449 on 4 df, p = 0.0705, interval [-0.267, 4.267]; the paper has dip
+  // ahead (62 against 61): the opposite direction, not significant.
+  CHECK(f[2].judgement.verdict == Verdict::inconclusive);
+  CHECK_THAT(f[2].effect, Contains("near − dip +2 [-0.267, +4.267] (fine-tuning seeds, Welch p = 0.0705)"));
+  CHECK(f[2].paper == "-1");
+  // The order: paper far > dip > near > base; ordo far > near > base > dip: tau_b = 1/3 over 4 rows
+  // (exact permutation p = 0.75): same direction, not significant.
+  CHECK(f[3].judgement.verdict == Verdict::consistent);
+  CHECK_THAT(f[3].effect, Contains("τ_b 0.33 (p = 0.75, n = 4)"));
+  CHECK(f[4].judgement.verdict == Verdict::contradicted);
+  CHECK(f[4].effect == "rho -0.9");
+  CHECK(f[5].judgement.verdict == Verdict::not_testable);
+  CHECK(f[5].judgement.reason == "needs WMT");
+
+  // Without the section's runs, and without any run of the table: not testable, and why.
+  const std::vector<experiment::Finding> none = experiment::judge_claims(claims.claims, {}, {}, plan);
+  CHECK(none[0].judgement.verdict == Verdict::not_testable);
+  CHECK_THAT(none[0].judgement.reason, Contains("no runs with this table's figures yet"));
+  CHECK_THAT(none[4].judgement.reason, Contains("no such section yet"));
+
+  // The report's files and the gathered document.
+  const std::string md = experiment::findings_markdown(f, "Findings: a made-up paper");
+  CHECK_THAT(md, Contains("| F beats B | Table t | far − base +30.00 ["));
+  CHECK_THAT(md, Contains("holds: 1; consistent, not significant: 2; contradicted: 1; inconclusive: 1; not testable "
+                          "here: 1 (of 6 claims)."));
+  std::filesystem::create_directories(dir / "report");
+  write_file_atomic(dir / "report/findings.json", experiment::findings_json(f, claims.title));
+  const std::string all = experiment::gather_findings({dir / "report"});
+  CHECK_THAT(all, Contains("| A made-up paper (no venue) | 1 | 2 | 1 | 1 | 1 | 6 |"));
+  CHECK_THAT(all, Contains("| **total** | **1** | **2** | **1** | **1** | **1** | **6** |"));
+  CHECK_THAT(all, Contains("| translation improves | Table 6 | — | — | **not testable here: needs WMT** | — |"));
+  CHECK_THROWS_WITH(experiment::gather_findings({dir.path}), Contains("holds no findings.json"));
+}
+
+TEST_CASE("findings: a bad claims file is refused by line, before any run", "[experiment][findings][errors]") {
+  test::TempDir dir("findings_bad");
+  write_file_atomic(dir / "paper_t.tsv", kTable);
+  const std::vector<experiment::PaperTable> tables = {experiment::read_paper_table(dir / "paper_t.tsv")};
+  experiment::Plan plan = plan_with_rte();
+  plan.names = {"base", "far", "near", "dip"};
+  plan.row_of = plan.names;
+  auto refused = [&](const std::string& line) {
+    write_file_atomic(dir / "claims.tsv", "# A paper\n" + line + "\n");
+    const experiment::Claims c = experiment::read_claims(dir / "claims.tsv");
+    experiment::check_claims(c.claims, dir / "claims.tsv", tables, plan);
+  };
+  CHECK_THROWS_WITH(refused("a\tT\tclaim\trow t rte.accuracy"), Contains("claims.tsv:2: a claim has 5 tab-separated"));
+  CHECK_THROWS_WITH(refused("a\tT\tclaim\tguess t\t-"), Contains("claims.tsv:2: unknown test 'guess'"));
+  CHECK_THROWS_WITH(refused("a\tT\tclaim\trow t rte.accuracy\t-"), Contains("the test 'row' takes 3 word(s)"));
+  CHECK_THROWS_WITH(refused("a\tT\tc\tuntested x\t-\na\tT\tc\tuntested y\t-"), Contains("claims.tsv:3: the id 'a' is used twice"));
+  CHECK_THROWS_WITH(refused("a\tT\tclaim\trank t2 rte.accuracy\t-"), Contains("no paper table 't2'"));
+  CHECK_THROWS_WITH(refused("a\tT\tclaim\trank t sst2.accuracy\t-"), Contains("has no column 'sst2.accuracy'"));
+  CHECK_THROWS_WITH(refused("a\tT\tclaim\trow t rte.accuracy nowhere\t-"), Contains("has no row 'nowhere'"));
+  CHECK_THROWS_WITH(refused("a\tT\tclaim\trow t rte.accuracy base\t-"), Contains("which is this row"));
+  CHECK_THROWS_WITH(refused("a\tT\tclaim\tfamilies t rte.accuracy RPE not_a_family\t-"),
+                    Contains("has no family 'not a family'"));
+  CHECK_THROWS_WITH(refused("a\tT\tclaim\tcorrelation t translation_invariance rte.accuracy\t-"),
+                    Contains("needs a table of correlations"));
+  write_file_atomic(dir / "claims.tsv", "a\tT\tc\tuntested x\t-\n");
+  CHECK_THROWS_WITH(experiment::read_claims(dir / "claims.tsv"), Contains("the first comment line names the paper"));
+}
