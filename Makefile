@@ -18,6 +18,8 @@
 #   make huang2020 / chen2021 / wang_chen2020 / locality_symmetry
 #                 the other papers' tables the same way, into runs/<paper>/report (configs/papers/<paper>/README.md
 #                 says which table is reproduced and how; PAPER_FLAGS=--quick for a smoke test)
+#   make findings every paper report's claims and verdicts in one table (FINDINGS_REPORTS, default
+#                 the runs/<paper>/report folders there are, into FINDINGS_OUT, runs/FINDINGS.md)
 #   make bench    build and print the benchmark tables
 #   make deps     install the Debian packages the build and tests use, where missing
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
@@ -166,6 +168,14 @@ chen2021: deps build
 	$(BUILD)/ordo experiment configs/papers/$@ --out runs/$@ $(PAPER_FLAGS)
 	$(BUILD)/ordo bench pe --config tiny --variants rel_scalar,rpe_shaw,tupe --json runs/$@/bench_pe.json
 	$(BUILD)/ordo experiment configs/papers/$@ --out runs/$@ --report
+
+# Each paper's claims (configs/papers/<paper>/claims.tsv) with the verdict its report
+# generated, gathered into one table; docs/FINDINGS.md is this over docs/*_report.
+FINDINGS_REPORTS ?= $(wildcard $(addsuffix /report,$(addprefix runs/,wang2021 chen2021 huang2020 locality_symmetry wang_chen2020)))
+FINDINGS_OUT ?= runs/FINDINGS.md
+.PHONY: findings
+findings: build
+	$(BUILD)/ordo experiment --findings $(FINDINGS_REPORTS) --out $(FINDINGS_OUT) --overwrite
 
 # The CUDA sources run on the CPU with CUDA's execution model
 # (tensor/cuda/emulator/): each schedule orders the threads and blocks

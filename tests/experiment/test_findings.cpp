@@ -134,6 +134,11 @@ TEST_CASE("findings: each kind of claim judged by the verdict rules, with its ef
   CHECK_THAT(all, Contains("| **total** | **1** | **2** | **1** | **1** | **1** | **6** |"));
   CHECK_THAT(all, Contains("| translation improves | Table 6 | — | — | **not testable here: needs WMT** | — |"));
   CHECK_THROWS_WITH(experiment::gather_findings({dir.path}), Contains("holds no findings.json"));
+  // A report written before its paper had claims (a paper.json, no findings.json) is listed as such.
+  std::filesystem::create_directories(dir / "old");
+  write_file_atomic(dir / "old/paper.json", "{}");
+  CHECK_THAT(experiment::gather_findings({dir / "report", dir / "old"}),
+             Contains("old`: written before its paper's claims.tsv; its next report judges them | — |"));
 }
 
 TEST_CASE("findings: a bad claims file is refused by line, before any run", "[experiment][findings][errors]") {
