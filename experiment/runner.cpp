@@ -11,15 +11,11 @@
 #include "base/error.h"
 #include "base/file_io.h"
 #include "base/output.h"
-#include "experiment/bench_report.h"
-#include "experiment/dependency_report.h"
 #include "experiment/findings.h"
-#include "experiment/layer_report.h"
 #include "experiment/paper_table.h"
+#include "experiment/report_sections.h"
 #include "experiment/results.h"
-#include "experiment/sweep_report.h"
 #include "experiment/tables.h"
-#include "experiment/wang_chen_report.h"
 #include "probe/analyze_run.h"
 #include "probe/layer_probing.h"
 #include "report/report.h"
@@ -284,25 +280,14 @@ std::vector<std::string> write_experiment_report(const Plan& plan, const std::st
     for (report::OutputFile& f : comparisons.files)
       if (f.name == "paper.md") f.bytes += md;
   };
-  if (plan.wang_chen) {
-    const WangChenFiles across = wang_chen_across_runs(plan, runs);
-    append(across.files, across.html, across.markdown);
-  }
-  auto keyed = [&](const std::string& first_column) -> const PaperTable* {  // the folder's keyed table, if any
-    for (const PaperTable& t : tables)
-      if (t.keyed == first_column) return &t;
-    return nullptr;
-  };
   std::vector<SectionVerdict> section_verdicts;
-  auto add = [&](const ReportSection& section) {
+  const SectionInput input{plan, runs, tables};
+  for (const ReportSectionEntry& entry : report_sections()) {
+    if (!entry.wanted(input)) continue;
+    const ReportSection section = entry.render(input);
     append(section.files, section.html, section.markdown);
     section_verdicts.insert(section_verdicts.end(), section.verdicts.begin(), section.verdicts.end());
-  };
-  if (!plan.dependency_run.empty()) add(dependency_heads_across_runs(plan, runs, keyed("relation")));
-  if (plan.has_stage("layers") || keyed("run_attention")) add(layer_probing_across_runs(plan, runs, keyed("run_attention")));
-  if (plan.bench_pe) add(bench_pe_table3(plan, keyed("mode")));
-  if (std::any_of(plan.finetune.begin(), plan.finetune.end(), [](const FinetuneTask& t) { return t.sweep; }))
-    add(sweep_across_encoders(plan, runs));
+  }
   if (!plan.claims.empty()) {  // the paper's claims, each with its verdict (experiment/findings.h)
     const Claims claims = read_claims(plan.claims);
     const std::vector<Finding> findings = judge_claims(claims.claims, comparisons.comparisons, section_verdicts, plan);
