@@ -362,6 +362,7 @@ ExperimentSummary run_experiment(const RunnerOptions& o) {
   check_records(plan, selected, o.redo);
   create_experiment_folder(plan);
   write_file_atomic(plan_path, json::dump(plan.to_json(), 2) + "\n");
+  if (o.before_runs) o.before_runs();
 
   ExperimentSummary summary;
   for (size_t k = 0; k < selected.size() && !o.report_only; ++k) {

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ struct RunnerOptions {
   // The fine-tuning stage's train.parallel_runs (its grid's runs at once on
   // the CPU); -1: the plan's. Not a setting of the stage: it changes no result.
   int64_t parallel_runs = -1;
+  // Called once the plan is checked and OUT prepared, before the first run
+  // (the command starts its --runs-at-once siblings there).
+  std::function<void()> before_runs;
 };
 
 struct ExperimentSummary {

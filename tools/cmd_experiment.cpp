@@ -7,8 +7,10 @@
 
 #include "base/file_io.h"
 #include "base/output.h"
+#include "base/subprocess.h"
 #include "experiment/findings.h"
 #include "experiment/runner.h"
+#include "train/loop.h"
 #include "tools/cli.h"
 
 namespace {
@@ -58,10 +60,44 @@ int gather_findings(const cli::Args& args) {
   return 0;
 }
 
+// --runs-at-once N|auto: how many processes take the plan's runs (each the
+// next run no other holds, as processes sharing --out always do). auto: one
+// on the CPU, where a run's threads already fill the cores and two runs on
+// them run several times slower; on a GPU as many as the runs to do, the
+// cores (each process drives its GPU work from one) and 8 allow — a tiny run
+// keeps a fraction of a percent of an H200 busy, and every process holds its
+// own CUDA context (its own streams), which the GPU time-slices.
+int64_t runs_at_once(const cli::Args& args, const experiment::RunnerOptions& o) {
+  const std::string given = args.str("runs-at-once", "1");
+  if (given != "auto") return args.integer("runs-at-once", 1, 1, 64);
+  bool gpu = false;
+  for (const train::RunConfig& c : experiment::make_plan(o.plan).configs)
+    gpu |= train::resolve_device(c.train.device).is_cuda();
+  return gpu ? std::min<int64_t>({available_cores(), 8}) : 1;
+}
+
+// This command again, once per extra process, without --runs-at-once and
+// quiet (each run's lines still name it); their exits, worst first.
+std::vector<pid_t> start_siblings(const std::vector<std::string>& argv, int64_t extra) {
+  std::vector<std::string> args = {"experiment"};  // argv holds the command's flags, after its name
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == "--runs-at-once") {
+      ++i;  // and its value
+      continue;
+    }
+    if (argv[i].rfind("--runs-at-once=", 0) == 0) continue;
+    args.push_back(argv[i]);
+  }
+  if (std::find(args.begin(), args.end(), "--quiet") == args.end()) args.push_back("--quiet");
+  std::vector<pid_t> pids;
+  for (int64_t k = 0; k < extra; ++k) pids.push_back(spawn_self(args));
+  return pids;
+}
+
 int run(const std::vector<std::string>& argv) {
   cli::Args args(argv,
                  {"out", "set", "data", "stages", "only", "shard", "redo", "probe-length", "probe-words", "probe-layer",
-                  "probe-seed", "parallel-runs"},
+                  "probe-seed", "parallel-runs", "runs-at-once"},
                  {"quick", "list", "report", "quiet", "findings", "overwrite"});
   if (args.has("findings")) return gather_findings(args);
   ORDO_USAGE_CHECK(!args.has("overwrite"), "--overwrite is for --findings (an experiment's folder is continued, never "
@@ -101,9 +137,41 @@ int run(const std::vector<std::string>& argv) {
     o.shard_count = static_cast<int>(n);
   }
   ORDO_USAGE_CHECK(!(o.list && o.report_only), "give --list or --report, not both");
-  const experiment::ExperimentSummary s = experiment::run_experiment(o);
+  const int64_t processes = runs_at_once(args, o);
+  ORDO_USAGE_CHECK(processes == 1 || (!o.list && !o.report_only && o.redo.empty()), "--runs-at-once runs the plan's "
+                   "runs; it does not go with --list, --report or --redo");
+  // The siblings start after this process has checked the plan (so a bad one is said once) and take runs beside it.
+  std::vector<pid_t> siblings;
+  o.before_runs = [&] { siblings = start_siblings(argv, processes - 1); };
+  int worst = 0;
+  auto wait_for_siblings = [&] {
+    for (size_t left = siblings.size(); left > 0;)
+      if (const std::optional<ChildExit> e = wait_for_child(3600)) {
+        if (std::find(siblings.begin(), siblings.end(), e->pid) == siblings.end()) continue;
+        worst = std::max(worst, e->code);
+        --left;
+      }
+  };
+  experiment::ExperimentSummary s;
+  try {
+    s = experiment::run_experiment(o);
+  } catch (...) {
+    wait_for_siblings();  // never leave them running behind an error
+    throw;
+  }
+  wait_for_siblings();
   if (o.list) return 0;
-  if (s.interrupted) return 130;
+  if (s.interrupted || worst == 130) return 130;
+  ORDO_CHECK(worst == 0, "ordo experiment: a process of --runs-at-once ended with status ", worst, " (its lines above "
+             "say why); the same command continues what it left");
+  if (!siblings.empty()) {  // the siblings' runs are finished now: count them, and write the report if it is due
+    o.before_runs = nullptr;
+    const experiment::ExperimentSummary all = experiment::run_experiment(o);
+    std::printf("ordo experiment: %lld process(es) side by side; %lld run(s) complete%s\n",
+                static_cast<long long>(siblings.size() + 1), static_cast<long long>(all.complete),
+                report_written(all).c_str());
+    return all.interrupted ? 130 : 0;
+  }
   std::printf("ordo experiment: %lld run(s) worked on, %lld complete, %lld busy in another process%s\n",
               static_cast<long long>(s.ran), static_cast<long long>(s.complete), static_cast<long long>(s.busy),
               report_written(s).c_str());
@@ -114,7 +182,7 @@ cli::Register command(
     {"experiment", "a paper's experiment: every run config of a folder through its stages, beside the paper's tables",
      "FOLDER --out DIR [--set key=value ...] [--data TASK=DIR ...] [--quick] [--stages a,b] [--list]\n"
      "                [--only K,...] [--shard I/N] [--report] [--redo STAGE] [--probe-length L] [--probe-words N]\n"
-     "                [--probe-layer K|all] [--probe-seed S] [--parallel-runs N] [--quiet]\n"
+     "                [--probe-layer K|all] [--probe-seed S] [--parallel-runs N] [--runs-at-once N|auto] [--quiet]\n"
      "       ordo experiment --findings REPORT... --out FILE [--overwrite]\n"
      "  FOLDER: run configs (*.json, in file-name order), the plan's stages (experiment.json: pretrain, probe,\n"
      "    analyze, tasks, layers, finetune, report; without it pretrain, probe, report) and the paper's tables\n"
@@ -131,6 +199,8 @@ cli::Register command(
      "  --probe-*    ordo probe's --length, --words, --layer, --seed for every run (the plan's otherwise)\n"
      "  --parallel-runs N  the fine-tuning grids' runs at once on the CPU (train.parallel_runs; 0: as many as\n"
      "               the cores hold at one thread each): the same results, sooner. Not a stage setting.\n"
+     "  --runs-at-once N|auto  N processes take the runs side by side, each the next run no other holds\n"
+     "               (auto: 1 on the CPU; on a GPU min(cores, 8), each its own CUDA context)\n"
      "  --findings   every REPORT folder's findings.json (written where the plan's folder has a claims.tsv:\n"
      "               each central claim of the paper with its verdict) gathered into one Markdown FILE\n"
      "               (make findings: docs/FINDINGS.md)\n"

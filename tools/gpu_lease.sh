@@ -15,7 +15,7 @@
 #   refit      ordo bench calibrate on the step's logs: $OUT/calibration.txt
 #              and the PREDICTED / MEASURED table                       10
 #   torch      scripts/bench_torch_gpu.py at the three shapes           60
-#   paper      ordo experiment configs/papers/wang2021 --quick, timed:
+#   paper      ordo experiment configs/papers/wang2021 --quick --runs-at-once auto, timed:
 #              what a GPU user waits for make wang2021 PAPER_FLAGS=--quick  120
 #
 # and ends with a table: each check's result and seconds, then the step's
@@ -125,7 +125,7 @@ if gpu_only "torch"; then
   fi
 fi
 if gpu_only "paper"; then
-  check "paper" 120 paper.log "$ordo" experiment configs/papers/wang2021 --out "$logs/wang2021_quick" --quick
+  check "paper" 120 paper.log "$ordo" experiment configs/papers/wang2021 --out "$logs/wang2021_quick" --quick --runs-at-once auto
 fi
 
 # The step's figures: MEASURED from step.log / tiles.log, PREDICTED by the

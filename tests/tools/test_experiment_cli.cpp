@@ -336,3 +336,52 @@ TEST_CASE("ordo experiment: a folder's claims judged in its report, gathered by 
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.output, Contains("--quick is for running an experiment, not for --findings"));
 }
+
+namespace {
+
+// Every file of each run that a run's weights and figures decide: its checkpoints, probe and
+// fine-tuning results (not stages.json, metrics.jsonl or logs, which hold wall times).
+std::map<std::string, std::string> results_of(const std::string& out) {
+  std::map<std::string, std::string> kept;
+  for (const auto& [path, bytes] : snapshot(out + "/runs"))
+    if (path.find("model.safetensors") != std::string::npos || path.find("indicators.json") != std::string::npos ||
+        path.find("/predictions") != std::string::npos)
+      kept[path] = bytes;
+  return kept;
+}
+
+void check_runs_at_once(const std::string& device_flags, const std::string& plan) {
+  TempDir dir("experiment_at_once");
+  const std::string cfg = make_folder(dir, {"a_none", "b_ape", "c_rpe_shaw"});
+  write_file_atomic(cfg + "/experiment.json", plan);
+  const std::string flags = kSmall + device_flags;
+  CommandResult alone = run_ordo("experiment " + cfg + " --out " + (dir / "alone") + flags);
+  INFO(alone.output);
+  REQUIRE(alone.exit_code == 0);
+  CommandResult both = run_ordo("experiment " + cfg + " --out " + (dir / "both") + flags + " --runs-at-once 2");
+  INFO(both.output);
+  REQUIRE(both.exit_code == 0);
+  CHECK_THAT(both.output, Contains("2 process(es) side by side; 3 run(s) complete -> "));
+  // Each run was taken by one process and ran whole there, as alone.
+  for (const char* run : {"a_none", "b_ape", "c_rpe_shaw"}) {
+    const std::string line = "] " + std::string(run) + ": pretrain done";
+    CHECK(both.output.find(line) != std::string::npos);
+    CHECK(both.output.find(line) == both.output.rfind(line));
+  }
+  const auto a = results_of(dir / "alone"), b = results_of(dir / "both");
+  CHECK(a.size() >= 6);
+  CHECK(a == b);
+}
+
+}  // namespace
+
+TEST_CASE("ordo experiment --runs-at-once: runs side by side, each the same bits as alone", "[cli][experiment]") {
+  check_runs_at_once("", kPlan);
+  CHECK_THAT(run_ordo("experiment x --out y --runs-at-once 0").output, Contains("--runs-at-once"));
+}
+
+TEST_CASE("ordo experiment --runs-at-once on the GPU: runs side by side, each the same bits as alone",
+          "[cli][experiment][cuda]") {
+  check_runs_at_once(" --set train.device=cuda", R"({"stages": ["pretrain", "probe", "report"],
+    "probe": {"words": 20, "length": 16}, "report": {"baseline": "b_ape"}})");
+}
