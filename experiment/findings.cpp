@@ -142,6 +142,26 @@ Finding row_finding(const Claim& claim, const Comparison& c, const Plan& plan) {
   return f;
 }
 
+// An effect measured in goodness (-badness, so that positive means A is
+// better) as the column's own units read it: the difference of the values
+// themselves ("A − B"), except direction balance, whose goodness is its
+// closeness to 1.
+std::string effect_text(const std::string& key, const std::string& a, const std::string& b, double goodness,
+                        Interval ci) {
+  const bool closeness = key == "direction_balance";
+  if (!closeness && badness(key, 1) > badness(key, 0)) {  // smaller is better: the values' difference is -goodness
+    goodness = -goodness;
+    ci = {-ci.high, -ci.low};
+  }
+  return a + " − " + b + (closeness ? " (closeness to 1) " : " ") + format(goodness, "%+.4g") + " [" +
+         format(ci.low, "%+.4g") + ", " + format(ci.high, "%+.4g") + "]";
+}
+
+std::string paper_effect_text(const std::string& key, double goodness) {
+  const bool closeness = key == "direction_balance";
+  return format(!closeness && badness(key, 1) > badness(key, 0) ? -goodness : goodness, "%+.4g");
+}
+
 // "families TABLE COLUMN A B": A's rows against B's, each row one value.
 Finding families_finding(const Claim& claim, const Comparison& c, double alpha) {
   Finding f{claim, {}, "", ""};
@@ -165,18 +185,16 @@ Finding families_finding(const Claim& claim, const Comparison& c, double alpha) 
   const TTest t = welch_t_test(ours_a, ours_b);
   const Interval ci = welch_interval(ours_a, ours_b, 1 - alpha);
   f.judgement = judge({effect, paper_effect, t.p, ""}, alpha);
-  const std::string better = key == "direction_balance" ? " (closeness to 1)" : "";
-  f.effect = claim.test[3] + " − " + claim.test[4] + better + " " + format(effect, "%+.4g") + " [" +
-             format(ci.low, "%+.4g") + ", " + format(ci.high, "%+.4g") + "] (rows " + std::to_string(ours_a.size()) +
+  f.effect = effect_text(key, claim.test[3], claim.test[4], effect, ci) + " (rows " + std::to_string(ours_a.size()) +
              " and " + std::to_string(ours_b.size()) + ", Welch " + p_text(t.p) + ")";
-  f.paper = format(paper_effect, "%+.4g");
+  f.paper = paper_effect_text(key, paper_effect);
   return f;
 }
 
 // "pair TABLE COLUMN A B": row A against row B, over the replicate that
 // varies between them (their pretraining runs where both have several, else
 // their first runs' fine-tuning seeds), each value as its goodness
-// (-badness: direction balance by its closeness to 1).
+// (-badness: direction balance by its closeness to 1), shown in the column's units.
 Finding pair_finding(const Claim& claim, const Comparison& c, double alpha) {
   Finding f{claim, {}, "", ""};
   const std::string& key = claim.test[2];
@@ -209,10 +227,9 @@ Finding pair_finding(const Claim& claim, const Comparison& c, double alpha) {
   const double paper_effect =
       pa && pb ? badness(key, (*pb)["value"].as_number()) - badness(key, (*pa)["value"].as_number()) : kNaN;
   f.judgement = judge({effect, paper_effect, t.p, ""}, alpha);
-  f.effect = claim.test[3] + " − " + claim.test[4] + (key == "direction_balance" ? " (closeness to 1) " : " ") +
-             format(effect, "%+.4g") + " [" + format(ci.low, "%+.4g") + ", " + format(ci.high, "%+.4g") + "] (" +
+  f.effect = effect_text(key, claim.test[3], claim.test[4], effect, ci) + " (" +
              (pretraining ? "pretraining runs" : "fine-tuning seeds") + ", Welch " + p_text(t.p) + ")";
-  f.paper = format(paper_effect, "%+.4g");
+  f.paper = paper_effect_text(key, paper_effect);
   return f;
 }
 

@@ -3,6 +3,7 @@
 // gathered into one table. Every expected effect, interval and p below is
 // worked by hand or taken from scipy.stats.ttest_ind(equal_var=False) (its
 // confidence_interval(0.95)) on the numbers written here.
+#include <cstdlib>
 #include <filesystem>
 
 #include "base/file_io.h"
@@ -139,6 +140,40 @@ TEST_CASE("findings: each kind of claim judged by the verdict rules, with its ef
   write_file_atomic(dir / "old/paper.json", "{}");
   CHECK_THAT(experiment::gather_findings({dir / "report", dir / "old"}),
              Contains("old`: written before its paper's claims.tsv; its next report judges them | — |"));
+}
+
+TEST_CASE("findings: an indicator's effect in its own units, judged as smaller is better", "[experiment][findings]") {
+  test::TempDir dir("findings_indicator");
+  write_file_atomic(dir / "paper_i.tsv", "config\tpaper_row\tfamily\tkind\ttranslation_invariance_no_special\n"
+                                          "a1\tA1\tAPE\tlearned\t0.01\na2\tA2\tAPE\tfixed\t0.02\n"
+                                          "r1\tR1\tRPE\tlearned\t0.001\nr2\tR2\tRPE\tfixed\t0.002\n");
+  write_file_atomic(dir / "claims.tsv", "# A paper\nti\tTable 2\tRPEs more invariant\tfamilies i "
+                                        "translation_invariance_no_special RPE APE\t-\n");
+  const std::vector<experiment::PaperTable> tables = {experiment::read_paper_table(dir / "paper_i.tsv")};
+  const experiment::Claims claims = experiment::read_claims(dir / "claims.tsv");
+  // AIV (smaller is better): RPE rows 0.10, 0.12 against APE rows 0.30, 0.34. As values, RPE - APE =
+  // 0.11 - 0.32 = -0.21 with scipy's interval [-0.3484, -0.07163], t = -9.39 on 1.47 df, p = 0.02738;
+  // the paper's -0.0135. Both the better way (smaller) for RPEs, significant: holds.
+  std::vector<experiment::RunResults> runs;
+  for (const auto& [config, aiv] : std::vector<std::pair<std::string, double>>{{"a1", 0.30}, {"a2", 0.34},
+                                                                                {"r1", 0.10}, {"r2", 0.12}}) {
+    experiment::RunResults r = run_scoring(config, {});
+    r.probed = true;
+    r.record.attention = Matrix(4, 4);
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < 4; ++j) r.record.attention(i, j) = 1.0 / (1 + std::abs(i - j));  // a band
+    r.record.with_special = json::Value::object();
+    r.record.with_special["translation_invariance_no_special"] = aiv;
+    runs.push_back(r);
+  }
+  experiment::Plan plan = plan_with_rte();
+  plan.baseline = "";
+  const std::vector<experiment::Finding> f =
+      experiment::judge_claims(claims.claims, {experiment::compare(tables[0], runs, plan)}, {}, plan);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].judgement.verdict == experiment::Verdict::holds);
+  CHECK_THAT(f[0].effect, Contains("RPE − APE -0.21 [-0.3484, -0.07163] (rows 2 and 2, Welch p = 0.0274)"));
+  CHECK(f[0].paper == "-0.0135");
 }
 
 TEST_CASE("findings: a bad claims file is refused by line, before any run", "[experiment][findings][errors]") {
