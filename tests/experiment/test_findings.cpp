@@ -10,6 +10,7 @@
 #include "base/json.h"
 #include "experiment/findings.h"
 #include "experiment/tables.h"
+#include "tests/experiment/fixtures.h"
 #include "tests/helpers.h"
 
 using namespace ordo;
@@ -22,34 +23,12 @@ experiment::RunResults run_scoring(const std::string& config, const std::vector<
   experiment::RunResults r;
   r.config = config;
   r.pe = "ape_learned";
-  experiment::TaskResults t;
-  t.select_epoch = "best";
-  t.present = true;
-  t.runs = json::Value::array();
-  for (double a : accuracies) {
-    json::Value line = json::Value::object(), dev = json::Value::object(), sets = json::Value::object();
-    dev["accuracy"] = a;
-    sets["dev"] = dev;
-    line["best"] = sets;
-    line["best_score"] = a;
-    t.runs.push_back(line);
-  }
-  r.tasks["rte"] = t;
+  r.tasks["rte"] = test::accuracy_task(accuracies);
   return r;
 }
 
-experiment::Plan plan_with_rte() {
-  experiment::Plan plan;
-  plan.folder = "f";
-  plan.out = "o";
-  experiment::FinetuneTask rte;
-  rte.name = "rte";
-  rte.task = "rte";
-  rte.stand_in = "roles";
-  plan.finetune.push_back(rte);
-  plan.baseline = "base";
-  return plan;
-}
+// The plan of these tests: "rte" against the baseline "base".
+experiment::Plan plan_with_rte() { return test::plan_with_rte("base"); }
 
 const char* kTable = "config\tpaper_row\tfamily\tkind\trte.accuracy\n"
                      "base\tB\tAPE\tlearned\t60.0\nfar\tF\tRPE\tlearned\t70.0\n"

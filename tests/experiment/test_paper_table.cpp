@@ -11,11 +11,13 @@
 #include "experiment/paper_table.h"
 #include "experiment/tables.h"
 #include "experiment/verdicts.h"
+#include "tests/experiment/fixtures.h"
 #include "tests/helpers.h"
 #include "train/pretrain.h"
 
 using namespace ordo;
 using Catch::Matchers::Contains;
+using test::plan_with_rte;
 
 namespace {
 
@@ -42,34 +44,10 @@ experiment::RunResults run_with(const std::string& config, double aiv, double db
   r.record.with_special = json::Value::object();
   r.record.with_special["translation_invariance_no_special"] = aiv;
   r.record.with_special["direction_balance"] = db;
-  experiment::TaskResults t;
-  t.select_epoch = "best";
-  t.runs = json::Value::array();
-  for (double a : accuracies) {
-    json::Value line = json::Value::object(), dev = json::Value::object(), sets = json::Value::object();
-    dev["accuracy"] = a;
-    sets["dev"] = dev;
-    line["best"] = sets;
-    line["best_score"] = a;
-    t.runs.push_back(line);
-  }
-  t.present = !accuracies.empty();
-  r.tasks["rte"] = t;
+  r.tasks["rte"] = test::accuracy_task(accuracies);
   return r;
 }
 
-experiment::Plan plan_with_rte(const std::string& baseline = "") {
-  experiment::Plan plan;
-  plan.folder = "f";
-  plan.out = "o";
-  experiment::FinetuneTask rte;
-  rte.name = "rte";
-  rte.task = "rte";
-  rte.stand_in = "roles";
-  plan.finetune.push_back(rte);
-  plan.baseline = baseline;
-  return plan;
-}
 
 const experiment::ColumnReading* reading(const experiment::Comparison& c, const std::string& column,
                                          const std::string& grouping) {
