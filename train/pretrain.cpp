@@ -1,394 +1,32 @@
+// `ordo pretrain`'s run: its checks before the first write, its set-up (the
+// device, data, model and optimizer, restored when resuming), one optimizer
+// step (eager, or one CUDA graph launch), the logs, evaluations and
+// checkpoints, and the loop that strings them together. The config is read
+// in pretrain_config.cpp, the data and evaluation made in pretrain_data.cpp,
+// --resume checked in pretrain_resume.cpp.
 #include "train/pretrain.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <map>
 #include <optional>
-#include <set>
 
-#include "base/config.h"
 #include "base/file_io.h"
 #include "base/output.h"
 #include "model/model.h"
 #include "nn/checkpoint.h"
-#include "nn/evaluate_batches.h"
 #include "pe/registry.h"
-#include "synth/synth.h"
 #include "text/corpus.h"
-#include "text/vocab_trainer.h"
 #include "train/init_from.h"
+
+#include "train/pretrain_parts.h"
 
 namespace ordo::train {
 
-// ---- config --------------------------------------------------------------------------
-
-int64_t TrainConfig::total_steps() const {
-  int64_t n = 0;
-  for (const Phase& p : phases) n += p.steps;
-  return n;
-}
+using namespace pretraining;
 
 namespace {
-
-DataConfig parse_data(const json::Value& v, const std::string& where) {
-  FieldReader r(v, where);
-  DataConfig d;
-  d.corpus = r.string("corpus", d.corpus);
-  d.synthetic_sentences = r.integer("synthetic_sentences", d.synthetic_sentences, 1, int64_t{1} << 32);
-  d.synthetic_seed = static_cast<uint64_t>(r.integer("synthetic_seed", static_cast<int64_t>(d.synthetic_seed), 0, INT64_MAX));
-  d.vocab = r.string("vocab", d.vocab);
-  d.vocab_size = r.integer("vocab_size", d.vocab_size, 10, 1 << 24);
-  d.vocab_min_frequency = r.integer("vocab_min_frequency", d.vocab_min_frequency, 1, INT64_MAX);
-  d.lower_case = r.boolean("lower_case", d.lower_case);
-  d.held_out_fraction = r.number("held_out_fraction", d.held_out_fraction, 0, 0.5);
-  d.objective = r.string("objective", d.objective, {"mlm", "mlm+nsp", "causal"});
-  d.max_predictions_per_seq = r.integer("max_predictions_per_seq", d.max_predictions_per_seq, 1, 1 << 20);
-  d.masked_lm_prob = r.number("masked_lm_prob", d.masked_lm_prob, 0, 1);
-  d.short_seq_prob = r.number("short_seq_prob", d.short_seq_prob, 0, 1);
-  d.whole_word_mask = r.boolean("whole_word_mask", d.whole_word_mask);
-  d.seed = static_cast<uint64_t>(r.integer("seed", static_cast<int64_t>(d.seed), 0, INT64_MAX));
-  r.finish();
-  return d;
-}
-
-Phase parse_phase(const json::Value& v, const std::string& where, Phase fallback) {
-  FieldReader r(v, where);
-  Phase p = fallback;
-  p.steps = r.integer("steps", p.steps, 0, int64_t{1} << 40);
-  p.max_seq_length = r.integer("max_seq_length", p.max_seq_length, 2, 1 << 20);
-  p.batch_size = r.integer("batch_size", p.batch_size, 1, 1 << 20);
-  r.finish();
-  return p;
-}
-
-TrainConfig parse_train(const json::Value& v, const std::string& where) {
-  FieldReader r(v, where);
-  TrainConfig t;
-  // One phase from the top-level keys, or a list of phases (never both).
-  bool single = r.has("steps") || r.has("max_seq_length") || r.has("batch_size");
-  Phase one;
-  one.steps = r.integer("steps", 1000, 0, int64_t{1} << 40);
-  one.max_seq_length = r.integer("max_seq_length", 128, 2, 1 << 20);
-  one.batch_size = r.integer("batch_size", 32, 1, 1 << 20);
-  if (const json::Value* phases = r.array("phases")) {
-    ORDO_CHECK(!single, where, ": give either 'phases' or steps/max_seq_length/batch_size, not both");
-    const json::Value& list = *phases;
-    ORDO_CHECK(list.size() > 0, where, ": 'phases' must be a non-empty array of objects");
-    for (size_t i = 0; i < list.size(); ++i)
-      t.phases.push_back(parse_phase(list[i], where + ".phases[" + std::to_string(i) + "]", one));
-  } else {
-    t.phases.push_back(one);
-  }
-  t.grad_accum = r.integer("grad_accum", t.grad_accum, 1, 1 << 20);
-  t.adam.lr = r.number("lr", 5e-4, 0, 10);
-  t.adam.beta1 = r.number("beta1", t.adam.beta1, 0, 0.999999);
-  t.adam.beta2 = r.number("beta2", t.adam.beta2, 0, 0.999999999);
-  t.adam.eps = r.number("adam_eps", t.adam.eps, 1e-30, 1);
-  t.adam.weight_decay = r.number("weight_decay", t.adam.weight_decay, 0, 10);
-  t.adam.max_grad_norm = r.number("max_grad_norm", t.adam.max_grad_norm, 0, 1e30);
-  // Warm-up in steps, or as a fraction of the run's steps (HF's warmup_ratio:
-  // ceil(ratio x total steps)), which a shorter run (--set train.steps=60) keeps.
-  ORDO_CHECK(!(r.has("warmup_steps") && r.has("warmup_ratio")), where,
-             ": give warmup_steps or warmup_ratio, not both");
-  t.adam.warmup_steps = r.integer("warmup_steps", 0, 0, int64_t{1} << 40);
-  const double warmup_ratio = r.number("warmup_ratio", 0, 0, 1);
-  t.seed = static_cast<uint64_t>(r.integer("seed", static_cast<int64_t>(t.seed), 0, INT64_MAX));
-  t.log_every = r.integer("log_every", t.log_every, 1, INT64_MAX);
-  t.eval_every = r.integer("eval_every", t.eval_every, 0, INT64_MAX);
-  t.eval_batches = r.integer("eval_batches", t.eval_batches, 1, 1 << 20);
-  t.checkpoint_every = r.integer("checkpoint_every", t.checkpoint_every, 0, INT64_MAX);
-  t.checkpoint_initial = r.boolean("checkpoint_initial", t.checkpoint_initial);
-  t.init_from = r.string("init_from", t.init_from);
-  t.device = r.string("device", t.device);
-  t.precision = r.string("precision", t.precision);
-  t.cuda_graphs = r.boolean("cuda_graphs", t.cuda_graphs);
-  resolve_precision(t.precision, Device::cpu(), where + ": train.precision");  // a wrong name is refused here
-  t.threads = r.integer("threads", t.threads, 0, 4096);
-  t.bucket_cap_mb = r.number("bucket_cap_mb", t.bucket_cap_mb, 1e-6, 1e6);
-  r.finish();
-  t.adam.total_steps = t.total_steps();
-  ORDO_CHECK(t.total_steps() > 0, where, ": the run has no steps");
-  if (warmup_ratio > 0)
-    t.adam.warmup_steps = static_cast<int64_t>(std::ceil(warmup_ratio * static_cast<double>(t.total_steps())));
-  ORDO_CHECK(t.adam.warmup_steps <= t.total_steps(), where, ": warmup_steps ", t.adam.warmup_steps,
-             " exceeds the ", t.total_steps(), " steps of the run");
-  return t;
-}
-
-}  // namespace
-
-RunConfig parse_run_config(const json::Value& json_in, const std::vector<std::string>& overrides,
-                           const std::string& where) {
-  json::Value json = json_in;
-  for (const auto& o : overrides) apply_override(json, o);
-  FieldReader top(json, where);
-  const json::Value* model = top.object("model");
-  const json::Value* data = top.object("data");
-  const json::Value* train = top.object("train");
-  top.string("description", "");  // free text: what the config reproduces (configs/papers/)
-  top.finish();
-  ORDO_CHECK(model, where, ": missing the 'model' object");
-  RunConfig c;
-  c.data = parse_data(data ? *data : json::Value::object(), where + ": data");
-  c.train = parse_train(train ? *train : json::Value::object(), where + ": train");
-  // vocab_size follows the vocabulary unless the config fixes it (checked against it later).
-  json::Value model_json = *model;
-  if (!model_json.contains("vocab_size")) model_json["vocab_size"] = 0;
-  json::Value probe = model_json;
-  probe["vocab_size"] = 1;  // validated for real once the vocabulary is known
-  c.model = nn::config_from_json(probe, where + ": model");
-  c.model.vocab_size = model_json["vocab_size"].as_int();
-  for (const Phase& p : c.train.phases) {
-    ORDO_CHECK(p.max_seq_length <= c.model.max_position_embeddings || c.model.pe != "ape_learned", where,
-               ": max_seq_length ", p.max_seq_length, " is beyond max_position_embeddings ",
-               c.model.max_position_embeddings, " of the learned absolute position table");
-  }
-  ORDO_CHECK(!(c.data.objective == "causal") || c.model.decoder, where,
-             ": objective 'causal' needs model.decoder = true (a causal decoder stack)");
-  ORDO_CHECK(c.data.objective == "causal" || !c.model.decoder, where, ": a decoder model trains with objective 'causal'");
-  // Sentence pairs put their second sentence in segment 1 (type_vocab_size 0: no segment embedding at all).
-  ORDO_CHECK(c.data.objective != "mlm+nsp" || c.model.type_vocab_size != 1, where, ": objective 'mlm+nsp' puts a "
-             "pair's second sentence in segment (token type) 1, but model.type_vocab_size is 1 (segment ids 0..0): "
-             "give type_vocab_size 2, as BERT's, or objective 'mlm'");
-  c.source = json;
-  c.source["model"] = model_json;
-  return c;
-}
-
-namespace {
-
-// `base` with `over` laid on top: objects merge key by key (recursively),
-// any other value of `over` replaces the base's.
-json::Value merged(const json::Value& base, const json::Value& over) {
-  if (!base.is_object() || !over.is_object()) return over;
-  json::Value out = base;
-  for (const auto& [key, value] : over.items()) out[key] = out.contains(key) ? merged(out[key], value) : value;
-  return out;
-}
-
-// Reads a run config file and resolves its "extends": the path of a config
-// this one builds on, relative to this file's folder (configs/papers/...
-// name "../../tiny.json"), itself possibly extending another.
-json::Value read_with_extends(const std::string& path, int depth, std::vector<InputPath>* files) {
-  ORDO_CHECK(depth < 16, path, ": \"extends\" chains more than 16 files deep (a cycle?)");
-  json::Value v;
-  v = json::parse_file(path);
-  const json::Value* base = v.is_object() ? v.find("extends") : nullptr;
-  if (!base) return v;
-  ORDO_CHECK(base->is_string(), path, ": \"extends\" must be a string (the path of a config file), got ",
-             json::type_name(base->type()));
-  std::string target = base->as_string();
-  if (!target.empty() && target[0] != '/') {
-    size_t slash = path.rfind('/');
-    target = (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/" + target;
-  }
-  ORDO_CHECK(file_exists(target), path, ": \"extends\": no config file ", target);
-  json::Value own = json::Value::object();
-  for (const auto& [key, value] : v.items())
-    if (key != "extends") own[key] = value;
-  if (files) files->push_back({target, "the \"extends\" of " + path});
-  return merged(read_with_extends(target, depth + 1, files), own);
-}
-
-}  // namespace
-
-json::Value read_config_file(const std::string& path, std::vector<InputPath>* files) {
-  if (files) files->push_back({path, "--config"});
-  return read_with_extends(path, 0, files);
-}
-
-RunConfig read_run_config(const std::string& path, const std::vector<std::string>& overrides) {
-  // The resolved config (every "extends" merged in) is what the run records.
-  std::vector<InputPath> files;
-  RunConfig c = parse_run_config(read_config_file(path, &files), overrides, path);
-  c.files = std::move(files);
-  return c;
-}
-
-namespace {
-
-// ---- data ----------------------------------------------------------------------------
-
-text::PretrainingOptions data_options(const DataConfig& d, int64_t max_seq_length) {
-  text::PretrainingOptions o;
-  o.objective = text::parse_objective(d.objective);
-  o.max_seq_length = max_seq_length;
-  o.max_predictions_per_seq = d.max_predictions_per_seq;
-  o.masked_lm_prob = d.masked_lm_prob;
-  o.short_seq_prob = d.short_seq_prob;
-  o.whole_word_mask = d.whole_word_mask;
-  o.seed = d.seed;
-  return o;
-}
-
-}  // namespace
-
-text::CorpusSplit split_corpus(const DataConfig& d, const std::string& corpus_path, const text::Vocab& vocab) {
-  text::TokenizerOptions to;
-  to.lower_case = d.lower_case;
-  text::Tokenizer tokenizer(vocab, to);
-  text::CorpusSplitOptions so;
-  so.held_out_fraction = d.held_out_fraction;
-  so.seed = d.seed;
-  return text::tokenize_corpus(corpus_path, tokenizer, so);
-}
-
-namespace {
-
-struct Corpus {
-  text::Vocab vocab;
-  text::CorpusSplit split;
-};
-
-// The corpus and the vocabulary of a run, made or found in the run directory.
-// Rank 0 writes what the run needs (the synthetic corpus, the vocabulary);
-// the other ranks of a data-parallel run read it from rank 0's folder.
-Corpus prepare_corpus(const RunConfig& c, const std::string& run, bool quiet, bool writes) {
-  std::string corpus_path = c.data.corpus;
-  if (corpus_path == "synthetic") {
-    corpus_path = run + "/data/corpus.txt";
-    // Reuse a corpus already generated for this seed and size (a resumed run); otherwise (re)generate.
-    bool current = false;
-    if (file_exists(run + "/data/meta.json")) {
-      json::Value meta = json::parse_file(run + "/data/meta.json");
-      current = meta["seed"].as_int() == static_cast<int64_t>(c.data.synthetic_seed) &&
-                meta["sentences_requested"].as_int() == c.data.synthetic_sentences &&
-                meta["grammar_version"].as_int() == synth::kGrammarVersion;
-    }
-    ORDO_CHECK(current || writes, "rank 0 wrote no synthetic corpus into ", run, "/data");
-    if (!current) {
-      if (!quiet) std::fprintf(stderr, "generating %lld synthetic sentences (seed %llu) into %s/data\n",
-                               static_cast<long long>(c.data.synthetic_sentences),
-                               static_cast<unsigned long long>(c.data.synthetic_seed), run.c_str());
-      synth::write_synthetic(run + "/data", c.data.synthetic_sentences, c.data.synthetic_seed, synth::Config{}, true);
-    }
-  }
-  std::string vocab_path = run + "/vocab.txt";
-  if (!writes) {
-    ORDO_CHECK(file_exists(vocab_path), "rank 0 wrote no vocabulary at ", vocab_path);
-  } else if (!c.data.vocab.empty()) {
-    text::Vocab::load(c.data.vocab).save(vocab_path);
-  } else if (!file_exists(vocab_path)) {
-    text::VocabTrainerOptions vo;
-    vo.vocab_size = c.data.vocab_size;
-    vo.min_frequency = c.data.vocab_min_frequency;
-    vo.lower_case = c.data.lower_case;
-    text::Vocab trained = text::train_wordpiece_from_corpus(corpus_path, vo);
-    const std::string warning = text::small_vocabulary_warning(trained.size(), c.data.vocab_size, "data.vocab_size",
-                                                               c.data.vocab_min_frequency, "data.vocab_min_frequency");
-    if (!warning.empty()) std::fprintf(stderr, "warning: %s (corpus %s)\n", warning.c_str(), corpus_path.c_str());
-    trained.save(vocab_path);
-  }
-  Corpus out{text::Vocab::load(vocab_path), {}};
-  out.split = split_corpus(c.data, corpus_path, out.vocab);
-  if (c.data.held_out_fraction > 0 && out.split.held_out.documents() == 0)
-    std::fprintf(stderr, "warning: the held-out split has no document (%lld documents, held_out_fraction %g): the run "
-                         "has no held-out evaluation; give a larger corpus or fraction\n",
-                 static_cast<long long>(out.split.train.documents()), c.data.held_out_fraction);
-  return out;
-}
-
-struct DeviceBatch {
-  nn::BertInputs inputs;
-  Tensor labels, nsp_labels;
-  int64_t tokens = 0;  // positions processed (batch x length)
-};
-
-// The encoder's padding bias of a batch, made on the host (nn::BertInputs::padding_bias).
-Tensor padding_bias(const text::Batch& b) {
-  return nn::attention_bias(Tensor::from_vector(b.attention_mask, {b.batch, b.length}), b.batch, b.length,
-                            /*causal=*/false, DType::f32, Device::cpu());
-}
-
-DeviceBatch to_device(const text::Batch& b, Device device) {
-  const Shape shape{b.batch, b.length};
-  DeviceBatch d;
-  d.inputs.input_ids = Tensor::from_vector(b.input_ids, shape, device);
-  d.inputs.segment_ids = Tensor::from_vector(b.segment_ids, shape, device);
-  d.inputs.positions = Tensor::from_vector(b.positions, shape, device);
-  d.inputs.attention_mask = Tensor::from_vector(b.attention_mask, shape, device);
-  // Known here, on the host: the encodings need not read them back from the device.
-  d.inputs.facts = nn::input_facts(b.positions.data(), b.segment_ids.data(), b.batch, b.length);
-  d.inputs.padding_bias = padding_bias(b).to(device);
-  // On the host: the model reads them there (nn/heads.h), which on a device saves a round trip.
-  d.labels = Tensor::from_vector(b.clm_labels.empty() ? b.mlm_labels : b.clm_labels, shape);
-  if (!b.nsp_labels.empty()) d.nsp_labels = Tensor::from_vector(b.nsp_labels, {b.batch}, device);
-  d.tokens = b.batch * b.length;
-  return d;
-}
-
-// ---- evaluation ------------------------------------------------------------------------
-
-// Running sums of an evaluation: one batch at a time, then finish().
-struct EvalSums {
-  double loss_sum = 0, correct = 0, nsp_correct = 0, nsp_total = 0;
-  int64_t predicted = 0;
-
-  void add(nn::PretrainingModel& model, const DeviceBatch& b, nn::Context& ctx) {
-    nn::PretrainingOutput out = model.forward(b.inputs, b.labels, b.nsp_labels, ctx);
-    const int64_t n = out.lm_targets.numel();
-    if (n == 0) return;
-    loss_sum += out.lm_loss.value().item() * n;
-    Tensor hits = eq(argmax(out.lm_logits.value(), 1).to(DType::f32), out.lm_targets.to(DType::f32));
-    correct += sum(hits).item();
-    predicted += n;
-    if (out.nsp_logits.defined() && b.nsp_labels.defined()) {
-      nsp_correct += sum(eq(argmax(out.nsp_logits, 1).to(DType::f32), b.nsp_labels.to(DType::f32))).item();
-      nsp_total += static_cast<double>(b.nsp_labels.numel());
-    }
-  }
-  void merge(const EvalSums& other) {
-    loss_sum += other.loss_sum;
-    correct += other.correct;
-    nsp_correct += other.nsp_correct;
-    nsp_total += other.nsp_total;
-    predicted += other.predicted;
-  }
-  EvalResult finish() const {
-    EvalResult r;
-    r.predicted = predicted;
-    if (predicted > 0) {
-      r.loss = loss_sum / predicted;
-      r.accuracy = correct / predicted;
-    }
-    if (nsp_total > 0) r.nsp_accuracy = nsp_correct / nsp_total;
-    return r;
-  }
-};
-
-// Mean LM loss and accuracy over the first `batches` batches of the held-out
-// split (always the same batches: a fresh cursor each time).
-EvalResult evaluate(nn::PretrainingModel& model, text::PretrainingData& data, int64_t batch_size, int64_t batches,
-                    Device device) {
-  text::Cursor cursor;
-  std::vector<text::Batch> held_out;
-  for (int64_t i = 0; i < batches; ++i) {
-    held_out.push_back(data.next_batch(cursor, batch_size));
-    if (cursor.epoch > 0) break;  // the held-out split is smaller than asked: once through
-  }
-  return evaluate_batches(model, held_out, device);
-}
-
-// The accuracy of always predicting the most frequent target: the baseline a
-// model that ignores its context reaches (about what a unigram model gets).
-double unigram_baseline(text::PretrainingData& data, int64_t batch_size, int64_t batches) {
-  std::map<int64_t, int64_t> counts;
-  int64_t total = 0;
-  text::Cursor cursor;
-  for (int64_t i = 0; i < batches && cursor.epoch == 0; ++i) {
-    text::Batch b = data.next_batch(cursor, batch_size);
-    const auto& labels = b.clm_labels.empty() ? b.mlm_labels : b.clm_labels;
-    for (int64_t l : labels)
-      if (l != text::kIgnoreLabel) ++counts[l], ++total;
-  }
-  int64_t best = 0;
-  for (const auto& [id, n] : counts) best = std::max(best, n);
-  return total ? static_cast<double>(best) / total : 0.0;
-}
 
 // ---- setup ----------------------------------------------------------------------------------
 
@@ -567,9 +205,9 @@ void print_start(const RunConfig& c, const PretrainRun& r, bool resuming) {
   if (resuming) std::fprintf(stderr, "resuming at step %lld\n", static_cast<long long>(r.state.step));
 }
 
-// The phase whose steps hold `step` (a checkpoint at step S is saved in the
-// phase of step S; step 0 is phase 0's).
-int64_t phase_of_step(int64_t step, const std::vector<Phase>& phases) {
+}  // namespace
+
+int64_t pretraining::phase_of_step(int64_t step, const std::vector<Phase>& phases) {
   int64_t end = 0;
   for (size_t i = 0; i < phases.size(); ++i) {
     end += phases[i].steps;
@@ -577,6 +215,8 @@ int64_t phase_of_step(int64_t step, const std::vector<Phase>& phases) {
   }
   return static_cast<int64_t>(phases.size()) - 1;
 }
+
+namespace {
 
 // Moves past the phases that end at or before the run's step; a new phase
 // starts its data afresh.
@@ -770,30 +410,6 @@ void save_checkpoint(const std::string& run, PretrainRun& r) {
   save_training_state(run, *r.opt, r.state);
 }
 
-// ---- where a run writes -------------------------------------------------------------------
-
-// The folder a run writes into. A resumed run writes in place. A new run is
-// built in base/output.h's StagedFolder beside its output (.OUT.ordo-new-XXXXXX in
-// the same parent) and replaces the output — a previous run there, whole —
-// only once it has done its first step; until then a failure or Ctrl-C
-// removes the new folder and leaves the output (and the folders above it)
-// exactly as they were.
-class RunDirectory {
- public:
-  static RunDirectory in_place(const std::string& out) { return RunDirectory(out, std::nullopt); }
-  static RunDirectory beside(const std::string& out) { return RunDirectory(out, StagedFolder(out)); }
-
-  const std::string& path() const { return building() ? staged_->path() : out_; }
-  bool building() const { return staged_ && !staged_->committed(); }
-  // Swaps the new run in for whatever the output held, which is then removed.
-  void take_place() { staged_->commit(); }
-
- private:
-  RunDirectory(std::string out, std::optional<StagedFolder> staged) : out_(std::move(out)), staged_(std::move(staged)) {}
-  std::string out_;
-  std::optional<StagedFolder> staged_;
-};
-
 // The output policy (base/output.h), with the hint a folder holding a run
 // deserves; what the run reads must survive the old output's removal.
 void check_output(const RunConfig& c, const PretrainOptions& o) {
@@ -807,10 +423,9 @@ void check_output(const RunConfig& c, const PretrainOptions& o) {
   ordo::check_output(o.out, OutputKind::folder, o.overwrite, inputs);
 }
 
-// Rank 0 claims the run directory for this process (base/output.h's
-// OutputLock): a second ordo process given the same run is refused. A lock
-// left by a process that ended is taken over and said.
-std::unique_ptr<OutputLock> lock_output(const PretrainOptions& o, parallel::Communicator& comm) {
+}  // namespace
+
+std::unique_ptr<OutputLock> pretraining::lock_output(const PretrainOptions& o, parallel::Communicator& comm) {
   if (comm.rank() != 0 || !o.lock) return nullptr;
   const std::string& out = o.out;
   auto lock = std::make_unique<OutputLock>(out, "ordo pretrain");
@@ -819,6 +434,8 @@ std::unique_ptr<OutputLock> lock_output(const PretrainOptions& o, parallel::Comm
                  lock->stale_owner().c_str());
   return lock;
 }
+
+namespace {
 
 // ---- the loop -------------------------------------------------------------------------------
 
@@ -841,8 +458,10 @@ std::unique_ptr<PretrainRun> set_up(const RunConfig& c, const std::string& path,
   return r;
 }
 
-RunSummary run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer, RunDirectory run,
-                    bool resuming, parallel::Communicator& comm) {
+}  // namespace
+
+RunSummary pretraining::run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer, RunDirectory run,
+                                 bool resuming, parallel::Communicator& comm) {
   const bool lead = comm.rank() == 0, quiet = o.quiet || !lead;
   set_threads(c.train.threads);
   MatmulPrecisionScope precision(
@@ -914,96 +533,6 @@ RunSummary run_loop(const RunConfig& c, const PretrainOptions& o, const MetricsO
   return summary;
 }
 
-// The stored config of a run trained on to `steps` (PretrainOptions::extend_to):
-// train.steps = steps, the warm-up fixed at the steps it had.
-RunConfig extended_config(const RunConfig& c, int64_t steps, int64_t done, const std::string& where) {
-  ORDO_CHECK(c.train.phases.size() == 1, "--set train.steps=", steps, ": the run has ", c.train.phases.size(),
-             " phases; only a single-phase run can be extended this way");
-  ORDO_CHECK(steps > done, "--set train.steps=", steps, ": a run is extended beyond the ", done,
-             " steps it has done; give more steps");
-  json::Value source = c.source;
-  json::Value train = json::Value::object();
-  for (const auto& [key, value] : source["train"].items())
-    if (key != "warmup_ratio") train[key] = value;
-  train["steps"] = steps;
-  train["warmup_steps"] = c.train.adam.warmup_steps;  // a ratio would move it with the new end
-  source["train"] = train;
-  return parse_run_config(source, {}, where);
-}
-
-// Every key under which `a` and `b` differ ("train.lr", "model.pe"), objects compared key by key.
-void differing_keys(const json::Value& a, const json::Value& b, const std::string& at, std::vector<std::string>& out) {
-  if (!a.is_object() || !b.is_object()) {
-    if (!(a == b)) out.push_back(at.empty() ? "(the whole config)" : at);
-    return;
-  }
-  std::set<std::string> keys;
-  for (const auto& [key, value] : a.items()) keys.insert(key);
-  for (const auto& [key, value] : b.items()) keys.insert(key);
-  const json::Value none;
-  for (const std::string& key : keys) {
-    const json::Value* x = a.find(key);
-    const json::Value* y = b.find(key);
-    differing_keys(x ? *x : none, y ? *y : none, at.empty() ? key : at + "." + key, out);
-  }
-}
-
-// The run's config.json against the one the checkpoint was trained with:
-// only the schedule's end may differ (--resume --set train.steps=N writes a
-// new train.steps, and the warm-up as a number of steps), the warm-up itself not.
-void check_config_unchanged(const json::Value& trained, const RunConfig& c, const std::string& state_path,
-                            const std::string& config_path) {
-  if (trained.is_null()) return;  // a checkpoint from before the config was kept with it
-  std::vector<std::string> keys;
-  differing_keys(trained, c.source, "", keys);
-  std::string named;
-  for (const std::string& key : keys)
-    if (key != "train.steps" && key != "train.warmup_steps" && key != "train.warmup_ratio")
-      named += (named.empty() ? "" : ", ") + key;
-  if (named.empty() && !keys.empty()) {
-    const RunConfig before = parse_run_config(trained, {}, state_path + ": run_config");
-    if (before.train.adam.warmup_steps != c.train.adam.warmup_steps) named = "train.warmup_steps (as resolved)";
-  }
-  ORDO_CHECK(named.empty(), config_path, " differs from the config its latest checkpoint was trained with (",
-             state_path, ": run_config) at ", named, ": a resumed run must go on as it began. Restore the config, ",
-             "or start a new run with the new one; nothing was changed");
-}
-
-// What the latest checkpoint's trainer state says against the run's config:
-// a phase and a step the schedule has, the step inside its phase, and the
-// config it was trained with. (Its data cursor is checked against the data
-// when the run is set up: PretrainRun.)
-void check_state_fits_run(const TrainerState& s, const RunConfig& c, const std::string& state_path,
-                          const std::string& config_path) {
-  const std::vector<Phase>& phases = c.train.phases;
-  ORDO_CHECK(s.phase < static_cast<int64_t>(phases.size()), state_path, " says phase ", s.phase, " (counted from 0), but ",
-             config_path, " has ", phases.size(), " phase(s): the trainer state was edited or belongs to another run; "
-             "nothing was changed");
-  ORDO_CHECK(s.step <= c.train.total_steps(), state_path, " says step ", s.step, ", beyond the ", c.train.total_steps(),
-             " steps of ", config_path, "; nothing was changed");
-  ORDO_CHECK(s.phase == phase_of_step(s.step, phases), state_path, " says phase ", s.phase, " at step ", s.step,
-             ", which the schedule of ", config_path, " trains in phase ", phase_of_step(s.step, phases),
-             " (counted from 0): the trainer state was edited or belongs to another run; nothing was changed");
-  check_config_unchanged(s.run_config, c, state_path, config_path);
-}
-
-}  // namespace
-
-double perplexity(double mean_loss) { return std::exp(mean_loss); }
-
-// The batches go a thread each on the CPU (nn/evaluate_batches.h); their sums
-// are added in order, as one after another.
-EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text::Batch>& batches, Device device) {
-  std::vector<EvalSums> each(batches.size());
-  nn::evaluate_batches(static_cast<int64_t>(batches.size()), device, [&](int64_t i) {
-    nn::Context ctx = nn::Context::eval();
-    each[static_cast<size_t>(i)].add(model, to_device(batches[static_cast<size_t>(i)], device), ctx);
-  });
-  EvalSums sums;
-  for (const EvalSums& e : each) sums.merge(e);
-  return sums.finish();
-}
-
 RunSummary pretrain(const RunConfig& c, const PretrainOptions& o, const MetricsObserver& observer) {
   parallel::SingleProcess single;
   parallel::Communicator& comm = o.comm ? *o.comm : single;
@@ -1016,40 +545,6 @@ RunSummary pretrain(const RunConfig& c, const PretrainOptions& o, const MetricsO
   RunDirectory run = RunDirectory::beside(o.out);
   write_file_atomic(run.path() + "/config.json", json::dump(c.source, 2) + "\n");
   return run_loop(c, o, observer, std::move(run), false, comm);
-}
-
-RunSummary resume_pretrain(const PretrainOptions& o, const MetricsObserver& observer) {
-  parallel::SingleProcess single;
-  parallel::Communicator& comm = o.comm ? *o.comm : single;
-  ORDO_CHECK(directory_exists(o.out), "--resume: '", o.out, "' is not a directory");
-  const std::string config_path = o.out + "/config.json";
-  ORDO_CHECK(file_exists(config_path), "--resume: '", o.out, "' holds no run (no config.json)");
-  RunConfig c = read_run_config(config_path, {});
-  const std::unique_ptr<OutputLock> lock = lock_output(o, comm);
-  const int64_t done = std::max<int64_t>(latest_checkpoint(o.out), 0);
-  // The checkpoint to resume from vouches for itself before anything is changed.
-  if (latest_checkpoint(o.out) >= 0) {
-    const std::string dir = checkpoint_dir(o.out, done);
-    check_state_fits_run(load_trainer_state(dir), c, dir + "/trainer_state.json", config_path);
-  }
-  comm.barrier();  // every rank has read the stored config before rank 0 updates it
-  if (o.extend_to >= 0) {
-    c = extended_config(c, o.extend_to, done, config_path);
-    if (comm.rank() == 0)
-      write_file_atomic(config_path, json::dump(c.source, 2) + "\n");  // validated above: the run's new plan
-  } else if (done >= c.train.total_steps()) {
-    if (comm.rank() == 0)
-      std::fprintf(stderr,
-                 "ordo pretrain: '%s' is complete (step %lld of %lld); nothing to do. To train it further: "
-                 "ordo pretrain --resume %s --set train.steps=N (N > %lld)\n",
-                 o.out.c_str(), static_cast<long long>(done), static_cast<long long>(c.train.total_steps()),
-                 o.out.c_str(), static_cast<long long>(done));
-    RunSummary complete;
-    complete.step = complete.total_steps = done;
-    return complete;
-  }
-  check_same_config(comm, c.source, o.out);
-  return run_loop(c, o, observer, RunDirectory::in_place(o.out), true, comm);
 }
 
 }  // namespace ordo::train

@@ -4,6 +4,8 @@
 // one clear line, exit 1 and an output directory left as it was.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fnmatch.h>
 #include <fstream>
 #include <map>
 #include <set>
@@ -12,6 +14,7 @@
 #include "base/file_io.h"
 #include "base/json.h"
 #include "plot/png.h"
+#include "probe/analyze_parts.h"
 #include "tests/helpers.h"
 
 using ordo::test::run_ordo;
@@ -129,6 +132,23 @@ TEST_CASE("ordo analyze on a tiny ape_learned run writes every analysis and the 
   CHECK(reg["tables"]["fixed sinusoid"]["mae"].as_number() < 0.5);
   // Two checkpoints, two snapshots.
   CHECK(json::parse(ordo::read_file(out + "/snapshots.json"))["snapshots"].size() == 2);
+  // Each file written is claimed by exactly one row of the analyses'
+  // registry (probe/analyze_run.cpp), and the rows' names are distinct.
+  const std::vector<ordo::probe::analyses::Analysis>& registry = ordo::probe::analyses::registered_analyses();
+  std::set<std::string> names;
+  for (const auto& a : registry) CHECK(names.insert(a.name).second);
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(out)) {
+    const std::string file = entry.path().filename().string();
+    if (file == "index.json") continue;
+    int rows = 0;
+    for (const auto& a : registry)
+      for (const std::string& pattern : a.writes) rows += ::fnmatch(pattern.c_str(), file.c_str(), 0) == 0;
+    INFO(file);
+    CHECK(rows == 1);
+    ++files;
+  }
+  CHECK(files >= 20);
 
   // An earlier checkpoint by name; the same seed gives the same numbers again.
   auto again = run_ordo("analyze --run " + (dir / "run") + " --out " + (dir / "ana1") +
