@@ -178,7 +178,7 @@ class PositionEncoding : public Module {
     return {};
   }
 
-  // ---- what the analyses of learned positions ask (probe/analyze_run.cpp) ----
+  // ---- what the analyses of learned positions ask (probe/analyze_*.cpp) ----
   // Each variant answers for itself, so an analysis needs neither its name
   // nor the layout of its parameters. An undefined tensor: it has none.
 

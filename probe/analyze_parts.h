@@ -79,8 +79,9 @@ struct RunState {
   int64_t length = 0;  // rows of the absolute table analysed: min(trained length, table rows)
   Matrix table;        // the absolute table (empty: none)
   AnalyzeOptions options;
-  // The run's held-out text (null without it: `why_not` says why), and one
-  // sequence of it of `length` tokens for the token-token term.
+  // The run's held-out text (null without it: `why_not` says why), and
+  // `length` distinct tokens of it, the first different ones in its order,
+  // for the token-token term (fewer where the text has fewer).
   std::unique_ptr<HeldOut> held;
   std::string why_not;
   std::vector<int32_t> sample;

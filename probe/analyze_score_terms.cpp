@@ -158,8 +158,9 @@ void analyses::attention_rank(RunState& c, Output& out) {
   const nn::BertConfig& m = c.model->bert.config();
   const std::string positional = c.table.empty() ? "positional b_ij (terms without tokens)" : "positional P Wq Wk^T P^T";
   Matrix words = to_matrix(c.model->bert.embeddings.word_embeddings.weight.var.value());
-  Matrix x(c.length, m.hidden_size);
-  for (int64_t i = 0; i < c.length; ++i)
+  const int64_t tokens = static_cast<int64_t>(sample->size());
+  Matrix x(tokens, m.hidden_size);
+  for (int64_t i = 0; i < tokens; ++i)
     for (int64_t k = 0; k < m.hidden_size; ++k) x(i, k) = words((*sample)[static_cast<size_t>(i)], k);
   std::vector<std::vector<double>> rows;
   std::vector<std::string> heads;
@@ -168,17 +169,19 @@ void analyses::attention_rank(RunState& c, Output& out) {
     std::vector<double> st = probe::singular_values(layer1_term(*c.model, x, x, h));
     std::vector<double> sp = probe::singular_values(c.table.empty() ? scores[static_cast<size_t>(h)]
                                                                     : layer1_term(*c.model, c.table, c.table, h));
-    const int64_t rt = probe::numerical_rank(st, c.length, c.length, probe::kFloat32Epsilon);
+    const int64_t rt = probe::numerical_rank(st, tokens, tokens, probe::kFloat32Epsilon);
     const int64_t rp = probe::numerical_rank(sp, c.length, c.length, probe::kFloat32Epsilon);
     rows.push_back({static_cast<double>(h + 1), static_cast<double>(rt), static_cast<double>(rp),
-                    static_cast<double>(m.head_dim()), probe::rank_tolerance(st, c.length, c.length, probe::kFloat32Epsilon),
+                    static_cast<double>(m.head_dim()), static_cast<double>(tokens),
+                    probe::rank_tolerance(st, tokens, tokens, probe::kFloat32Epsilon),
                     probe::rank_tolerance(sp, c.length, c.length, probe::kFloat32Epsilon)});
     heads.push_back(std::to_string(h + 1));
     token_ranks.push_back(static_cast<double>(rt));
     position_ranks.push_back(static_cast<double>(rp));
   }
   out.file("attention_rank.csv",
-           table_csv({"head", "token_token_rank", "positional_rank", "head_dim", "token_tolerance", "positional_tolerance"},
+           table_csv({"head", "token_token_rank", "positional_rank", "head_dim", "distinct_tokens", "token_tolerance",
+                      "positional_tolerance"},
                      rows));
   plot::ChartStyle s = chart(m.pe + ": rank of layer-1 attention terms (" + c.label + ")", "head",
                              "numerical rank", {"token-token X Wq Wk^T X^T", positional}, heads);
@@ -189,10 +192,12 @@ void analyses::attention_rank(RunState& c, Output& out) {
                                                 s));
   out.analysis(title, "attention_rank.png", "csv", "attention_rank.csv",
                "Per head of layer 1, the number of singular values above s_max * L * 2^-23 (L = " +
-                   std::to_string(c.length) + ") of the token-token term (X = the word embeddings of one held-out "
-                   "sequence) and of the positional term, " + positional + " (Chen et al. 2021, Fig. 2); the bound on "
-                   "the token-token term's rank is d_h = " +
-                   std::to_string(m.head_dim()) + ".");
+                   std::to_string(c.length) + ") of the token-token term (X = the word embeddings of " +
+                   std::to_string(tokens) + " distinct held-out tokens, the first different ones of the text: a "
+                   "window of running text repeats tokens, and its equal rows would cap the rank at its distinct "
+                   "tokens) and of the positional term, " + positional + " (Chen et al. 2021, Fig. 2); the bound on "
+                   "the token-token term's rank is min(d_h, tokens) = " +
+                   std::to_string(std::min(m.head_dim(), tokens)) + ".");
 }
 
 }  // namespace ordo::probe

@@ -344,3 +344,28 @@ TEST_CASE("ordo analyze refuses bad flags and runs with a message, exit 1 and th
   CHECK(ordo::read_file(out + "/index.json") == "earlier");
   CHECK(ordo::read_file(dir / "afile") == "x");
 }
+
+TEST_CASE("ordo analyze: the token-token term's rank is the model's, not the window's repeated tokens",
+          "[analysis][cli]") {
+  // One head of width 64 over L = 32 positions: X Wq Wk^T X^T of 32 distinct tokens (random embeddings,
+  // independent and well conditioned in 64 dimensions, through full-rank Wq and Wk) has rank
+  // min(d_h, 32) = 32. A window of 32 tokens of running text repeats some ("the", "."), and equal rows
+  // of X would cap it at the window's distinct tokens.
+  TempDir dir("analyze_rank");
+  std::ofstream(dir / "r.json")
+      << R"({"model": {"hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 1, "intermediate_size": 32,)"
+         R"( "max_position_embeddings": 40, "pe": "ape_learned"}, "data": {"synthetic_sentences": 200,)"
+         R"( "vocab_size": 150, "held_out_fraction": 0.2}, "train": {"steps": 2, "batch_size": 2,)"
+         R"( "max_seq_length": 32, "eval_every": 0, "device": "cpu"}})";
+  REQUIRE(run_ordo("pretrain --config " + (dir / "r.json") + " --out " + (dir / "r") + " --quiet").exit_code == 0);
+  REQUIRE(run_ordo("analyze --run " + (dir / "r") + " --out " + (dir / "a") + " --quiet").exit_code == 0);
+  const std::string csv = ordo::read_file(dir / "a/attention_rank.csv");
+  INFO(csv);
+  std::istringstream lines(csv);
+  std::string header, row;
+  std::getline(lines, header);
+  std::getline(lines, row);
+  CHECK(header.rfind("head,token_token_rank,positional_rank,head_dim,distinct_tokens,", 0) == 0);
+  CHECK(row.rfind("1,32,", 0) == 0);  // head 1, token-token rank 32
+  CHECK(row.find(",64,32,") != std::string::npos);  // d_h 64, 32 distinct tokens
+}
