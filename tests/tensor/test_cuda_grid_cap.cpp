@@ -14,8 +14,8 @@
 // written reads as NaN on the emulated GPU (fresh memory is poisoned) and
 // as whatever the memory held on a real one.
 //
-// The sizes follow the device's SM count (cuda_multiprocessor_count): about
-// 4.3 million elements on the emulated H100's 132.
+// The sizes follow the device's SM count (cuda_multiprocessor_count): 1.1
+// to 4.3 million elements on the emulated H100's 132 SMs.
 #ifdef ORDO_HAS_CUDA
 
 #include <cmath>
@@ -138,8 +138,8 @@ TEST_CASE("beyond the grid cap: the random draws and dropout write every element
   PhiloxStream stream;
   stream.seed = 42;
   stream.offset = 4;
-  require_bits(dropout(on_gpu.slice(0, 0, n), 0.3, stream, DType::bf16), dropout(base.slice(0, 0, n), 0.3, stream, DType::bf16),
-               "dropout into bf16");
+  require_bits(dropout(on_gpu.slice(0, 0, n), 0.3, stream, DType::bf16),
+               dropout(base.slice(0, 0, n), 0.3, stream, DType::bf16), "dropout into bf16");
 }
 
 TEST_CASE("beyond the grid cap: elementwise maps, affine_to, fill, copies and pad_slice write every element",
@@ -164,7 +164,8 @@ TEST_CASE("beyond the grid cap: elementwise maps, affine_to, fill, copies and pa
   }
   // Copies: of rows (a column slice made contiguous, a chunk a thread), a
   // cast (f32 to bf16, strided), and a transpose (an element a thread).
-  const Tensor wide = a.slice(0, 0, rows * cols).view({rows, cols}), wide_gpu = ag.slice(0, 0, rows * cols).view({rows, cols});
+  const Tensor wide = a.slice(0, 0, rows * cols).view({rows, cols});
+  const Tensor wide_gpu = ag.slice(0, 0, rows * cols).view({rows, cols});
   require_bits(wide_gpu.slice(1, 1, cols).contiguous(), wide.slice(1, 1, cols).contiguous(), "copy of rows");
   require_bits(wide_gpu.transpose(0, 1).to(DType::bf16), wide.transpose(0, 1).to(DType::bf16), "cast, transposed");
   require_bits(wide_gpu.transpose(0, 1).contiguous(), wide.transpose(0, 1).contiguous(), "copy, transposed");
@@ -212,8 +213,8 @@ TEST_CASE("beyond the grid cap: AdamW, rotary, split_heads and bias_activation w
     // within 2 ulp of glibc's, test_cuda.cpp's bound for GELU).
     const int64_t B = 2, heads = 4, d = 16, L = elements(1) / (B * 3 * heads * d) + 1;
     const Tensor x = values({B, L, 3 * heads * d}, 38), bias = values({3 * heads * d}, 39);
-    require_bits(split_heads(x.to(kGpu), bias.to(kGpu), 3, heads, DType::f32), split_heads(x, bias, 3, heads, DType::f32),
-                 "split_heads");
+    require_bits(split_heads(x.to(kGpu), bias.to(kGpu), 3, heads, DType::f32),
+                 split_heads(x, bias, 3, heads, DType::f32), "split_heads");
     const int64_t c = 768, rows = elements(1) / c + 1;
     const Tensor h = values({rows, c}, 40), hb = values({c}, 41);
     require_near(bias_activation(h.to(kGpu), hb.to(kGpu), UnaryOp::gelu, DType::f32),
@@ -223,17 +224,21 @@ TEST_CASE("beyond the grid cap: AdamW, rotary, split_heads and bias_activation w
 
 TEST_CASE("beyond the grid cap: index_select, gather, embedding_sum, select_rows and their gradients",
           "[cuda][grid]") {
-  // index_select moves rows in 16-byte words (four elements a thread); the
-  // others an element a thread.
-  const int64_t d = 64, rows = 5000, k = elements(4) / d + 1;
-  const Tensor table = values({rows, d}, 51), ids = indices({k}, 52, rows), g = values({k, d}, 53);
-  const Tensor table_gpu = table.to(kGpu), ids_gpu = ids.to(kGpu), g_gpu = g.to(kGpu);
   // The lookups move the CPU's bits; the gradients add a row's terms in the
-  // CPU's order (tensor/backend.h), so they are its bits too.
-  require_bits(index_select(table_gpu, 0, ids_gpu), index_select(table, 0, ids), "index_select");
-  require_bits(index_select_backward(g_gpu, 0, ids_gpu, {rows, d}), index_select_backward(g, 0, ids, {rows, d}),
-               "index_select's gradient");
-  const int64_t k1 = elements(1) / d + 1;
+  // CPU's order (tensor/backend.h), so they are its bits too. index_select
+  // moves a row of 4 in one 16-byte word (a thread a lookup), and its
+  // gradient takes a thread a lookup (the rows' keys) and an element of the
+  // gradient (the rows' sums): both past the cap.
+  {
+    const int64_t d = 4, k = elements(1), rows = elements(1) / d + 1;
+    const Tensor table = values({rows, d}, 51), ids = indices({k}, 52, rows), g = values({k, d}, 53);
+    require_bits(index_select(table.to(kGpu), 0, ids.to(kGpu)), index_select(table, 0, ids), "index_select");
+    require_bits(index_select_backward(g.to(kGpu), 0, ids.to(kGpu), {rows, d}),
+                 index_select_backward(g, 0, ids, {rows, d}), "index_select's gradient");
+  }
+  // The others an element a thread.
+  const int64_t d = 64, rows = 5000, k1 = elements(1) / d + 1;
+  const Tensor table = values({rows, d}, 50), table_gpu = table.to(kGpu);
   const Tensor at = indices({k1, d}, 54, rows), g1 = values({k1, d}, 59);
   require_bits(gather(table_gpu, 0, at.to(kGpu)), gather(table, 0, at), "gather");
   require_bits(gather_backward(g1.to(kGpu), 0, at.to(kGpu), {rows, d}), gather_backward(g1, 0, at, {rows, d}),
