@@ -44,6 +44,13 @@ int64_t elements(int64_t per_thread) { return per_thread * capped_threads() + 10
 int64_t capped_warp_rows() { return int64_t{cuda_multiprocessor_count(0)} * 16 * 4; }
 int64_t capped_block_rows() { return int64_t{cuda_multiprocessor_count(0)} * 16; }
 
+// Returns the case's large blocks to the driver when it ends: the caching
+// allocator would keep them (each case's sizes differ, so the next could
+// not reuse them), and the emulated GPU's memory with them.
+struct ReleaseCachedBlocks {
+  ~ReleaseCachedBlocks() { empty_cache(kGpu); }
+};
+
 Tensor values(const Shape& shape, uint64_t seed, double low = -1, double high = 1) {
   return ordo::test::random_tensor(shape, seed, DType::f32, low, high);
 }
@@ -113,6 +120,7 @@ using namespace beyond_grid_cap;
 
 TEST_CASE("beyond the grid cap: the random draws and dropout write every element, the CPU's values",
           "[cuda][grid]") {
+  const ReleaseCachedBlocks release;
   REQUIRE(capped_threads() > 0);
   // The draws an element a thread; dropout four (16-byte aligned) or one.
   const int64_t draws = elements(1), n = elements(4);
@@ -144,6 +152,7 @@ TEST_CASE("beyond the grid cap: the random draws and dropout write every element
 
 TEST_CASE("beyond the grid cap: elementwise maps, affine_to, fill, copies and pad_slice write every element",
           "[cuda][grid]") {
+  const ReleaseCachedBlocks release;
   const int64_t n = elements(4), one = elements(1);  // the float4 and chunk paths, and an element a thread
   const Tensor a = values({n + 1}, 21), b = values({n + 1}, 22);
   const Tensor ag = a.to(kGpu), bg = b.to(kGpu);
@@ -175,6 +184,7 @@ TEST_CASE("beyond the grid cap: elementwise maps, affine_to, fill, copies and pa
 }
 
 TEST_CASE("beyond the grid cap: AdamW, rotary, split_heads and bias_activation write every element", "[cuda][grid]") {
+  const ReleaseCachedBlocks release;
   const int64_t n = elements(4);
   {
     // Aligned (four a thread) and misaligned: a few f32 operations an
@@ -224,6 +234,7 @@ TEST_CASE("beyond the grid cap: AdamW, rotary, split_heads and bias_activation w
 
 TEST_CASE("beyond the grid cap: index_select, gather, embedding_sum, select_rows and their gradients",
           "[cuda][grid]") {
+  const ReleaseCachedBlocks release;
   // The lookups move the CPU's bits; the gradients add a row's terms in the
   // CPU's order (tensor/backend.h), so they are its bits too. index_select
   // moves a row of 4 in one 16-byte word (a thread a lookup), and its
@@ -257,6 +268,7 @@ TEST_CASE("beyond the grid cap: index_select, gather, embedding_sum, select_rows
 }
 
 TEST_CASE("beyond the grid cap: the relative and band kernels write every element", "[cuda][grid]") {
+  const ReleaseCachedBlocks release;
   // Each op's shape just past the cap of each of its capped launches, with
   // short sums (the emulator runs every multiply-add).
   const int64_t cap = capped_threads();
@@ -318,6 +330,7 @@ TEST_CASE("beyond the grid cap: the relative and band kernels write every elemen
 
 TEST_CASE("beyond the row kernels' grid cap: softmax, layernorm and cross-entropy write every row",
           "[cuda][grid]") {
+  const ReleaseCachedBlocks release;
   // Rows of 40 (a warp a row) past the cap's blocks of 4 rows, and rows of
   // 1,100 (a block a row) past its blocks; test_cuda.cpp's bounds, per op.
   struct Rows {
