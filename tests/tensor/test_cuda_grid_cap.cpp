@@ -12,7 +12,10 @@
 // computes the CPU's bits (tests/tensor/test_cuda.cpp says which), else
 // within a bound of a few roundings of values of order 1 — an element never
 // written reads as NaN on the emulated GPU (fresh memory is poisoned) and
-// as whatever the memory held on a real one.
+// as whatever the memory held on a real one. Not here: launches whose
+// counts a model's sizes keep far below the cap (the attention tiles'
+// tables' and vectors' gradients: heads x width threads), and those only
+// the backend reaches (gemm's scale and densify).
 //
 // The sizes follow the device's SM count (cuda_multiprocessor_count): 1.1
 // to 4.3 million elements on the emulated H100's 132 SMs.
@@ -111,6 +114,36 @@ void require_sums(const Tensor& on_gpu, const Tensor& on_cpu, const Tensor& magn
   INFO(what << ": " << violations << " of " << e.size() << " elements beyond the bound, the first at [" << first
             << "]" << (first >= 0 ? detail::cat(": cuda ", got[static_cast<size_t>(first)], ", cpu ",
                                                 e[static_cast<size_t>(first)]) : std::string()));
+  REQUIRE(violations == 0);
+}
+
+// softmax's (or log-softmax's) gradient on CUDA against the CPU's, from
+// the CPU's y and gy [rows, n]: the sum s = sum gy y (sum gy) within
+// pair_bound(n) of its magnitude on each device, then a few roundings: 4u
+// (|gx| + |gy| + p |s|), p = y (exp(y)).
+void require_softmax_gradient(const Tensor& on_gpu, const Tensor& on_cpu, const Tensor& y, const Tensor& gy,
+                              bool log) {
+  const int64_t n = y.size(-1), rows = y.numel() / n;
+  const std::vector<double> yv = y.to_doubles(), gv = gy.to_doubles(), ev = on_cpu.to_doubles(),
+                            got = on_gpu.to(Device::cpu()).to_doubles();
+  int64_t violations = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double magnitude = 0, sum = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const size_t i = static_cast<size_t>(r * n + j);
+      const double term = log ? gv[i] : gv[i] * yv[i];
+      magnitude += std::fabs(term);
+      sum += term;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const size_t i = static_cast<size_t>(r * n + j);
+      const double p = log ? std::exp(yv[i]) : yv[i];
+      const double tolerance =
+          p * pair_bound(n) * magnitude + 4 * kU * (std::fabs(ev[i]) + std::fabs(gv[i]) + p * std::fabs(sum)) + 1e-30;
+      violations += !(std::fabs(got[i] - ev[i]) <= tolerance);
+    }
+  }
+  INFO((log ? "log-softmax's gradient: " : "softmax's gradient: ") << violations << " elements beyond the bound");
   REQUIRE(violations == 0);
 }
 
@@ -328,15 +361,15 @@ TEST_CASE("beyond the grid cap: the relative and band kernels write every elemen
   }
 }
 
-TEST_CASE("beyond the row kernels' grid cap: softmax, layernorm and cross-entropy write every row",
+TEST_CASE("beyond the row kernels' grid cap: softmax, layernorm, cross-entropy and their fusions write every row",
           "[cuda][grid]") {
   const ReleaseCachedBlocks release;
   // Rows of 40 (a warp a row) past the cap's blocks of 4 rows, and rows of
-  // 1,100 (a block a row) past its blocks; test_cuda.cpp's bounds, per op.
+  // 1,025 (a block a row) past its blocks; test_cuda.cpp's bounds, per op.
   struct Rows {
     int64_t count, n;
   };
-  for (const Rows shape : {Rows{capped_warp_rows() + 37, 40}, Rows{capped_block_rows() + 37, 1100}}) {
+  for (const Rows shape : {Rows{capped_warp_rows() + 37, 40}, Rows{capped_block_rows() + 37, 1025}}) {
     const int64_t n = shape.n;
     INFO(shape.count << " rows of " << n);
     const Tensor x = values({shape.count, n}, 81, -3, 3), gy = values({shape.count, n}, 82);
@@ -347,31 +380,21 @@ TEST_CASE("beyond the row kernels' grid cap: softmax, layernorm and cross-entrop
     const Tensor y = softmax(x), yg = softmax(xg);
     require_near(yg, y, pair_bound(n) + 64 * kU, 0, "softmax");
     require_near(log_softmax(xg), log_softmax(x), 1e-6, pair_bound(n) + 128 * kU, "log_softmax");
-    // softmax's gradient y (gy - sum gy y): the dots within pair_bound(n)
-    // sum |gy y|, then a few roundings.
-    {
-      const Tensor want = softmax_backward(y, gy), got = softmax_backward(yg, gyg);
-      const std::vector<double> yv = y.to_doubles(), gv = gy.to_doubles(), ev = want.to_doubles();
-      std::vector<double> tolerance(ev.size());
-      for (int64_t r = 0; r < shape.count; ++r) {
-        double magnitude = 0, dot = 0;
-        for (int64_t j = 0; j < n; ++j) {
-          const size_t i = static_cast<size_t>(r * n + j);
-          magnitude += std::fabs(gv[i] * yv[i]);
-          dot += gv[i] * yv[i];
-        }
-        for (int64_t j = 0; j < n; ++j) {
-          const size_t i = static_cast<size_t>(r * n + j);
-          tolerance[i] = yv[i] * pair_bound(n) * magnitude +
-                         4 * kU * (std::fabs(ev[i]) + std::fabs(gv[i]) + yv[i] * std::fabs(dot)) + 1e-30;
-        }
-      }
-      const std::vector<double> gotv = got.to(Device::cpu()).to_doubles();
-      int64_t violations = 0;
-      for (size_t i = 0; i < ev.size(); ++i) violations += !(std::fabs(gotv[i] - ev[i]) <= tolerance[i]);
-      INFO("softmax's gradient");
-      REQUIRE(violations == 0);
-    }
+    // The gradients of softmax, y (gy - sum gy y), and of log-softmax,
+    // gy - exp(y) sum gy: test_cuda.cpp's bounds (the sums within
+    // pair_bound(n) of their magnitudes, then a few roundings).
+    require_softmax_gradient(softmax_backward(yg, gyg), softmax_backward(y, gy), y, gy, false);
+    const Tensor ly = log_softmax(x);
+    require_softmax_gradient(log_softmax_backward(ly.to(kGpu), gyg), log_softmax_backward(ly, gy), ly, gy, true);
+    // softmax then dropout in one pass: y as softmax's, the dropped values
+    // its mask's (the CPU's bits) times y.
+    PhiloxStream stream;
+    stream.seed = 9;
+    stream.offset = 2;
+    const SoftmaxDropoutResult both = softmax_dropout(x, Tensor(), 0.1, stream, DType::f32),
+                               both_gpu = softmax_dropout(xg, Tensor(), 0.1, stream, DType::f32);
+    require_near(both_gpu.y, both.y, pair_bound(n) + 64 * kU, 0, "softmax_dropout's y");
+    require_near(both_gpu.out, both.out, pair_bound(n) + 66 * kU, 0, "softmax_dropout's output");
     // LayerNorm (x in [1, 3]): mean and rstd in double, rounded once; y and
     // the gradient a few roundings of terms below 8 (the backward from the
     // CPU's statistics on both devices).
@@ -393,6 +416,27 @@ TEST_CASE("beyond the row kernels' grid cap: softmax, layernorm and cross-entrop
     require_near(cross_entropy_backward(Tensor::scalar(1.0).to(kGpu), xg, ceg, targets.to(kGpu)),
                  cross_entropy_backward(Tensor::scalar(1.0), x, ce, targets), lse_tol + 8 * kU, (lse_tol + 8 * kU) * s,
                  "cross-entropy's gradient");
+    // The same gradient with a bias added to the logits in the pass.
+    const Tensor bias = values({n}, 87);
+    const CrossEntropyResult biased = cross_entropy(x, targets, -100, bias),
+                             biased_gpu = cross_entropy(xg, targets.to(kGpu), -100, bias.to(kGpu));
+    require_near(cross_entropy_backward_with_bias(Tensor::scalar(1.0).to(kGpu), xg, bias.to(kGpu), biased_gpu,
+                                                  targets.to(kGpu), -100, DType::f32).glogits,
+                 cross_entropy_backward_with_bias(Tensor::scalar(1.0), x, bias, biased, targets, -100, DType::f32).glogits,
+                 lse_tol + 8 * kU, (lse_tol + 8 * kU) * s, "cross-entropy's gradient with a bias");
+    // LayerNorm of residual + dropout(h + bias) (p = 0.1, the CPU's mask): its
+    // input within an ulp (CUDA may fuse the scale and the sum), so y and the
+    // gradients within LayerNorm's bounds (terms below 8 here too).
+    const Tensor h = values({shape.count, n}, 88), residual = values({shape.count, n}, 89);
+    const ResidualLayerNormResult rl = residual_layernorm(h, bias, residual, gamma, beta, 1e-5, 0.1, stream),
+                                  rlg = residual_layernorm(h.to(kGpu), bias.to(kGpu), residual.to(kGpu),
+                                                           gamma.to(kGpu), beta.to(kGpu), 1e-5, 0.1, stream);
+    require_near(rlg.y, rl.y, 8 * kU, 128 * kU, "residual_layernorm");
+    const ResidualLayerNormGrads rg = residual_layernorm_backward(gy, rl, gamma, true, 0.1, stream, DType::f32),
+                                 rgg = residual_layernorm_backward(gyg, rlg, gamma.to(kGpu), true, 0.1, stream,
+                                                                   DType::f32);
+    require_near(rgg.gresidual, rg.gresidual, 8 * kU, 128 * kU, "residual_layernorm's gradient of the residual");
+    require_near(rgg.gh, rg.gh, 8 * kU, 160 * kU, "residual_layernorm's gradient of h");
   }
 }
 
