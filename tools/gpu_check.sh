@@ -104,7 +104,7 @@ tests=$build/ordo_tests
 if [[ -x $tests ]]; then
   # The 200-step bf16 run ([bf16]) is long on the emulated GPU, and so are
   # the launches past the grid caps ([grid]: a million threads and more
-  # each, about 30 s of the CPU; the emulator's race checks go by barriers,
+  # each, about 40 s of the CPU; the emulator's race checks go by barriers,
   # not by the order the threads ran in): make test-emulated's [cuda] pass
   # has run them once already.
   kernel_tests="[cuda]~[step]~[mpi]"
