@@ -37,6 +37,7 @@ const char* precision_name(MatmulPrecision precision) {
 bool cuda_compiled() { return false; }
 int cuda_device_count() { return 0; }
 std::string cuda_device_description(int) { return "no CUDA: this build of ordo has no CUDA backend"; }
+int cuda_multiprocessor_count(int) { return 0; }
 void synchronize(Device) {}
 void* cuda_stream(Device device) {
   throw Error("no stream for " + device.str() + ": this build of ordo has no CUDA backend");

@@ -23,6 +23,10 @@ int cuda_device_count();
 inline bool cuda_available() { return cuda_device_count() > 0; }
 // "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)" or a sentence saying why there is none.
 std::string cuda_device_description(int index = 0);
+// The device's streaming multiprocessors (0 where it does not exist), from
+// which the kernels' launches cap their grids: 32 blocks of 256 threads an
+// SM for the grid-stride loops, 16 blocks an SM for the row kernels.
+int cuda_multiprocessor_count(int index = 0);
 
 // Waits for all work queued on the device (no-op for the CPU). Also reports,
 // as ordo::Error, an out-of-range index a kernel met since the last sync.

@@ -529,6 +529,11 @@ std::string cuda_device_description(int index) {
   return detail::cat(prop.name, " (sm_", prop.major, prop.minor, ", ", memory, ")");
 }
 
+int cuda_multiprocessor_count(int index) {
+  if (index < 0 || index >= cuda::device_count().count) return 0;
+  return cuda::context(Device::cuda(index)).sm_count;
+}
+
 void synchronize(Device device) {
   if (device.is_cpu()) return;
   cuda::wait_and_raise_index_error(cuda::context(device));

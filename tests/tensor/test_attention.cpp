@@ -1,7 +1,8 @@
 // The fused attention op (tensor/attention_terms.h): its CPU kernel against
 // an independent composition of unfused ops, and its CUDA kernels against
 // the CPU kernel, forward and every gradient, for each family of terms on
-// tiny shapes (a few heads, L <= 16, d <= 8) whose keys span several of the
+// tiny shapes (a few heads, L <= 16, d = 8, and for the CUDA kernels also
+// d = 64: both widths they are built for) whose keys span several of the
 // kernels' tiles (8 keys), so the online softmax crosses tile boundaries.
 // The gradients of the CPU kernel are checked against finite differences in
 // the gradient-check suite (autograd/gradcheck_suite.cpp, "attention: ...").
@@ -139,7 +140,10 @@ struct Case {
   AttentionTerms fixed;
 };
 
-std::vector<Case> cases() {
+// Heads `width` wide: 8 (the kernels built for it) or 64 (every shipped
+// config's, built too); any other takes the kernels for any width.
+std::vector<Case> cases(int64_t width = d) {
+  const int64_t d = width;
   AttentionTerms rows;
   rows.positions = positions(), rows.row_of = row_of(), rows.first_distance = -15;
   rows.key_bias = padding();
@@ -177,7 +181,10 @@ std::vector<Case> cases() {
   {
     AttentionTerms t;
     t.positions = positions(), t.key_bias = padding();
-    t.rotary = Tensor::from_vector(std::vector<float>{1.0f, 0.5f, 0.1f, 0.02f}, {d / 2});
+    const float angles[] = {1.0f, 0.5f, 0.1f, 0.02f};
+    std::vector<float> rotary;
+    for (int64_t m = 0; m < d / 2; ++m) rotary.push_back(angles[m % 4] / static_cast<float>(1 + m / 4));
+    t.rotary = Tensor::from_vector(rotary, {d / 2});
     t.scale = 0.35, t.dropout = 0.3, t.seed = 8, t.stream = 2;
     c.push_back({"RoPE's rotation (interleaved pairs), dropout",
                  {rnd({B, H, L, d}, 31), rnd({B, H, L, d}, 32), rnd({B, H, L, d}, 33)},
@@ -287,19 +294,35 @@ TEST_CASE("attention: the CPU kernels read q, k and v where the stacked projecti
   }
 }
 
-TEST_CASE("attention: the CUDA kernels agree with the CPU's, forward and every gradient", "[cuda][attention]") {
-  for (const Case& c : cases()) {
+namespace {
+
+// Each case on CUDA against the CPU: the output and every gradient.
+void require_cuda_agrees(const std::vector<Case>& cases) {
+  for (const Case& c : cases) {
     INFO(c.name);
     const std::vector<Tensor> cpu = run(c, Device::cpu()), gpu = run(c, Device::cuda(0));
     REQUIRE(cpu.size() == gpu.size());
     for (size_t n = 0; n < cpu.size(); ++n) {
       INFO("result " << n << " (0: the output, then the gradients of q, k, v and the terms)");
-      // Sums of at most L * d products of values of order 1 in f32 against
-      // the CPU's double: within a few 1e-6 of their magnitude; a lost or
-      // misplaced term is off by the size of a term (1e-2 and up).
+      // Sums of at most L * d (832) products of values of order 1 in f32
+      // against the CPU's double: within a few 1e-6 of their magnitude; a
+      // lost or misplaced term is off by the size of a term (1e-2 and up).
       ordo::test::require_close(gpu[n], cpu[n], 1e-4, 2e-5);
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("attention: the CUDA kernels agree with the CPU's, forward and every gradient", "[cuda][attention]") {
+  require_cuda_agrees(cases(8));
+}
+
+// The kernels built for heads 64 wide (every shipped config's), whose
+// loops over a row's columns and shared tiles the width-8 build cannot show.
+TEST_CASE("attention: the CUDA kernels agree with the CPU's at heads 64 wide, forward and every gradient",
+          "[cuda][attention][wide]") {
+  require_cuda_agrees(cases(64));
 }
 #endif
 
