@@ -226,6 +226,53 @@ TTest welch_t_test(const std::vector<double>& a, const std::vector<double>& b) {
   return r;
 }
 
+LinearFit linear_fit(const std::vector<double>& x, const std::vector<double>& y, double confidence) {
+  check_pairs(x, y, "a least-squares line");
+  ORDO_CHECK(confidence > 0 && confidence < 1, "a confidence level lies in (0, 1), got ", confidence);
+  LinearFit f;
+  f.n = static_cast<int64_t>(x.size());
+  f.slope = f.intercept = f.slope_se = f.t = f.df = f.p = kNaN;
+  f.slope_interval = {kNaN, kNaN};
+  if (x.size() < 2) return f;
+  const double mean_x = mean_of(x), mean_y = mean_of(y);
+  double sxx = 0, sxy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxx += (x[i] - mean_x) * (x[i] - mean_x);
+    sxy += (x[i] - mean_x) * (y[i] - mean_y);
+  }
+  if (sxx == 0) return f;  // one x: no line
+  f.slope = sxy / sxx;
+  f.intercept = mean_y - f.slope * mean_x;
+  if (x.size() < 3 || std::all_of(y.begin(), y.end(), [&](double v) { return v == y[0]; })) return f;
+  f.df = static_cast<double>(x.size() - 2);
+  double residual_squares = 0;  // from the residuals themselves: Syy - slope Sxy cancels on a near-perfect fit
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double r = y[i] - f.intercept - f.slope * x[i];
+    residual_squares += r * r;
+  }
+  f.slope_se = std::sqrt(residual_squares / f.df / sxx);
+  const double half = student_t_isf((1 - confidence) / 2, f.df) * f.slope_se;
+  f.slope_interval = {f.slope - half, f.slope + half};
+  if (f.slope_se == 0) {  // every point on a sloped line exactly (a flat one returned above)
+    f.t = std::copysign(std::numeric_limits<double>::infinity(), f.slope);
+    f.p = 0;
+    return f;
+  }
+  f.t = f.slope / f.slope_se;
+  f.p = std::min(1.0, 2 * student_t_sf(std::fabs(f.t), f.df));
+  return f;
+}
+
+LinearFit log_compute_trend(const std::vector<double>& compute, const std::vector<double>& metric, double confidence) {
+  std::vector<double> x;
+  for (size_t i = 0; i < compute.size(); ++i) {
+    ORDO_CHECK(compute[i] > 0 && std::isfinite(compute[i]), "a trend against log compute: point ", i + 1, " of ",
+               compute.size(), " has compute ", compute[i], "; compute must be positive and finite");
+    x.push_back(std::log10(compute[i]));
+  }
+  return linear_fit(x, metric, confidence);
+}
+
 // The GLUE metrics' Pearson and Spearman (downstream/metrics.h, SciPy's
 // definitions), with NaN rather than an error below two pairs.
 double pearson(const std::vector<double>& x, const std::vector<double>& y) {

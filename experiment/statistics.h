@@ -60,6 +60,35 @@ Interval welch_interval(const std::vector<double>& a, const std::vector<double>&
 // or an undefined r.
 Interval pearson_interval(double r, int64_t n, double confidence);
 
+// The least-squares line y = intercept + slope x through the pairs (x_i, y_i)
+// with its slope's test and interval (scipy.stats.linregress; the interval
+// as its documentation builds it): with Sxx = sum (x - mean x)^2,
+// Sxy = sum (x - mean x)(y - mean y),
+//   slope = Sxy / Sxx,   intercept = mean y - slope mean x,
+//   s^2 = sum (y - intercept - slope x)^2 / (n - 2),   se = sqrt(s^2 / Sxx),
+//   t = slope / se on n - 2 degrees of freedom, p = 2 P(T > |t|),
+//   the `confidence` interval slope -/+ t.isf((1 - confidence) / 2, n - 2) se.
+// A perfect fit (s = 0) has se 0, t infinite, p 0 and the interval
+// [slope, slope] (SciPy: p 1e-20). slope and intercept are NaN when every x
+// is the same (SciPy refuses); se, t, p and the interval are NaN below 3
+// pairs (no residual degree of freedom) and when every y is the same (t =
+// 0 / 0; SciPy's NaN). x and y must have the same length (ordo::Error
+// otherwise).
+struct LinearFit {
+  double slope = 0, intercept = 0;
+  double slope_se = 0, t = 0, df = 0, p = 0;
+  Interval slope_interval;
+  int64_t n = 0;
+};
+LinearFit linear_fit(const std::vector<double>& x, const std::vector<double>& y, double confidence);
+
+// The trend of a metric with scale: linear_fit of the metric against
+// log10(compute) over every (rung, seed) point, so the slope is the metric's
+// change per tenfold compute and its interval is over the seeds' scatter
+// about the line. Every compute must be positive and finite (ordo::Error
+// naming the point otherwise).
+LinearFit log_compute_trend(const std::vector<double>& compute, const std::vector<double>& metric, double confidence);
+
 // Pearson's r of the pairs (x_i, y_i); NaN for fewer than 2 pairs or a zero
 // variance. x and y must have the same length (ordo::Error otherwise).
 double pearson(const std::vector<double>& x, const std::vector<double>& y);

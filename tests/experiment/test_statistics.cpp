@@ -144,6 +144,87 @@ TEST_CASE("Pearson's interval by Fisher's z matches scipy.stats.pearsonr's", "[e
   CHECK(std::isnan(pearson_interval(0.5, 3, 0.95).low));
 }
 
+// The least-squares line and the trend with log compute: slope and intercept
+// are closed forms (1e-12); the standard error is too, SciPy's from
+// sqrt((1 - r^2) Syy / Sxx / df) and ordo's from the residuals, which agree to
+// a few roundings where r is not within 1e-4 of 1; p is Student's t's (1e-10,
+// kPValue); the interval carries the quantile's bisection (1e-9 of its half
+// width, as Welch's), at 95% and 80%, so the quantile's level is tested too.
+// p is measured against max(p, 1e-9): a perfect fit's (SciPy's 1e-20, ordo's
+// 0) is then 1e-11 off; the other cases' p are above 1e-4.
+TEST_CASE("the least-squares line and its slope's interval match scipy.stats.linregress", "[experiment][statistics]") {
+  const auto& cases = statistics_golden()["linear_fit"].as_array();
+  REQUIRE(cases.size() == 8);
+  for (const auto& c : cases) {
+    INFO(c["name"].as_string());
+    const std::vector<double> y = numbers(c["y"]);
+    for (const auto& [level, key] : {std::pair<double, const char*>{0.95, "ci95"}, {0.8, "ci80"}}) {
+      const LinearFit f = c.contains("compute") ? log_compute_trend(numbers(c["compute"]), y, level)
+                                                : linear_fit(numbers(c["x"]), y, level);
+      CHECK(f.n == static_cast<int64_t>(y.size()));
+      check_value("fit slope", f.slope, c["slope"], kClosedForm, 1e-3);
+      check_value("fit intercept", f.intercept, c["intercept"], kClosedForm, 1);
+      check_value("fit stderr", f.slope_se, c["stderr"], kClosedForm);
+      check_value("fit p", f.p, c["p"], kPValue, 1e-9);
+      if (c["stderr"].is_null()) {
+        CHECK(std::isnan(f.slope_interval.low));
+        CHECK(std::isnan(f.slope_interval.high));
+        continue;
+      }
+      CHECK(f.df == c["df"].as_number());
+      const double half = std::max(0.5 * (c[key][1].as_number() - c[key][0].as_number()), 1e-12);
+      check_value("fit ci low", f.slope_interval.low, c[key][0], 1e-9, half);
+      check_value("fit ci high", f.slope_interval.high, c[key][1], 1e-9, half);
+    }
+  }
+}
+
+TEST_CASE("the least-squares line worked by hand", "[experiment][statistics]") {
+  // x = [0, 1, 2], y = [0, 1, 1]: Sxx = 2, Sxy = 1, slope 1/2, intercept
+  // 2/3 - 1/2 = 1/6; residuals -1/6, 1/3, -1/6, squares 6/36 = 1/6 on 1
+  // degree of freedom, se = sqrt(1/6 / 2) = 1/sqrt(12), t = sqrt(3). On 1
+  // degree of freedom (Cauchy) P(T > sqrt 3) = 1/6, p = 1/3, and the 95%
+  // quantile is tan(0.475 pi).
+  const LinearFit f = linear_fit({0, 1, 2}, {0, 1, 1}, 0.95);
+  CHECK(f.slope == Approx(0.5).epsilon(1e-15));
+  CHECK(f.intercept == Approx(1.0 / 6).epsilon(1e-15));
+  CHECK(f.slope_se == Approx(1 / std::sqrt(12.0)).epsilon(1e-15));
+  CHECK(f.t == Approx(std::sqrt(3.0)).epsilon(1e-14));
+  CHECK(f.df == 1);
+  CHECK(f.p == Approx(1.0 / 3).epsilon(1e-13));
+  const double half = std::tan(0.475 * M_PI) / std::sqrt(12.0);
+  CHECK(f.slope_interval.low == Approx(0.5 - half).epsilon(1e-10));
+  CHECK(f.slope_interval.high == Approx(0.5 + half).epsilon(1e-10));
+  // Compute 10, 100, 1000 is log10 compute 1, 2, 3: the same slope per decade.
+  const LinearFit trend = log_compute_trend({10, 100, 1000}, {0, 1, 1}, 0.95);
+  CHECK(trend.slope == Approx(0.5).epsilon(1e-15));
+  CHECK(trend.p == Approx(1.0 / 3).epsilon(1e-13));
+  // A sloped line through every point: se 0, p 0, a point interval.
+  const LinearFit exact = linear_fit({1, 2, 3}, {3, 1, -1}, 0.95);
+  CHECK(exact.slope == -2);
+  CHECK(exact.slope_se == 0);
+  CHECK(exact.p == 0);
+  CHECK(exact.slope_interval.low == -2);
+  CHECK(exact.slope_interval.high == -2);
+}
+
+TEST_CASE("the least-squares line is NaN where undefined and refuses bad compute", "[experiment][statistics]") {
+  const LinearFit one_x = linear_fit({2, 2, 2}, {1, 2, 3}, 0.95);  // no line through one x
+  CHECK(std::isnan(one_x.slope));
+  CHECK(std::isnan(one_x.p));
+  const LinearFit two = linear_fit({1, 2}, {1, 3}, 0.95);  // a line, no residual degree of freedom
+  CHECK(two.slope == 2);
+  CHECK(two.intercept == -1);
+  CHECK(std::isnan(two.slope_se));
+  CHECK(std::isnan(two.p));
+  CHECK(std::isnan(two.slope_interval.low));
+  CHECK(std::isnan(linear_fit({}, {}, 0.95).slope));
+  CHECK_THROWS_WITH(linear_fit({1, 2, 3}, {1, 2}, 0.95), Catch::Contains("3 x values and 2 y values"));
+  CHECK_THROWS_WITH(log_compute_trend({1e15, 0, 4e15}, {1, 2, 3}, 0.95),
+                    Catch::Contains("point 2 of 3 has compute 0") && Catch::Contains("positive and finite"));
+  CHECK_THROWS_WITH(linear_fit({1, 2, 3}, {1, 2, 3}, 1.0), Catch::Contains("confidence level"));
+}
+
 TEST_CASE("Student's t survival function matches scipy.stats.t.sf", "[experiment][statistics]") {
   const auto& cases = statistics_golden()["t_sf"].as_array();
   REQUIRE(cases.size() == 60);

@@ -25,6 +25,12 @@ Writes tests/data/statistics_golden.json with, for fixed hand-chosen inputs:
              and pearsonr's own p; pearsonr's p at every n;
   pearson_interval  pearsonr(x, y).confidence_interval at 95% and 80% (Fisher's z);
   welch's ci95  ttest_ind(...).confidence_interval(0.95), and t.isf(0.025, df);
+  linear_fit scipy.stats.linregress(x, y): slope, intercept, the slope's
+             standard error and two-sided p, and the slope's interval at 95%
+             and 80% as linregress's documentation builds it, slope -/+
+             t.isf((1 - level) / 2, n - 2) stderr; the "compute" cases regress
+             on np.log10(compute) (the trend of a metric with scale over
+             (rung, seed) points, experiment/statistics.h's log_compute_trend);
   holm       Holm's adjusted p-values, found by running the step-down
              procedure itself (reject p_(k) while p_(k) <= alpha / (m - k + 1))
              at every candidate alpha, and checked against
@@ -267,6 +273,48 @@ def holm_by_procedure(p):
     return {"p": p, "adjusted": adjusted}
 
 
+# ---- least-squares line and the trend with log compute ----------------------
+
+def ladder_points():
+    """Four rungs of a compute ladder, three seeds each: a metric that falls with compute, with seed scatter."""
+    rng = np.random.default_rng(67)
+    compute = [3.1e14, 1.25e15, 4.4e15, 8.9e15]
+    xs, ys = [], []
+    for c in compute:
+        for _ in range(3):
+            xs.append(c)
+            ys.append(round(0.9 - 0.12 * np.log10(c / compute[0]) + rng.normal(0.0, 0.05), 4))
+    return xs, ys
+
+
+LADDER_COMPUTE, LADDER_METRIC = ladder_points()
+
+LINEAR_FIT = [
+    ("n = 3", {"x": [1.0, 2.0, 4.0], "y": [2.0, 2.5, 5.0]}),
+    ("negative, n = 7", {"x": [0.3, 1.1, 1.9, 2.4, 3.3, 4.0, 4.8], "y": [5.2, 4.1, 4.4, 3.0, 2.2, 2.5, 0.9]}),
+    ("weak: p near 1", {"x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "y": [3.0, 1.0, 4.0, 1.0, 5.0, 2.0]}),
+    ("perfect", {"x": [1.0, 2.0, 3.0, 4.0], "y": [3.0, 5.0, 7.0, 9.0]}),
+    ("flat", {"x": [1.0, 2.0, 3.0, 4.0], "y": [2.0, 2.0, 2.0, 2.0]}),
+    ("repeated x: three rungs, two seeds", {"x": [1.0, 1.0, 2.0, 2.0, 3.0, 3.0], "y": [0.5, 0.7, 0.9, 0.8, 1.4, 1.1]}),
+    ("ladder: four rungs, three seeds, against log10 compute", {"compute": LADDER_COMPUTE, "y": LADDER_METRIC}),
+    ("ladder, a flat metric against log10 compute", {"compute": LADDER_COMPUTE,
+                                                     "y": [0.3, 0.5, 0.4, 0.45, 0.35, 0.4, 0.5, 0.3, 0.42, 0.38, 0.41, 0.36]}),
+]
+
+
+def linear_fit(name, case):
+    x = np.log10(np.array(case["compute"])) if "compute" in case else np.array(case["x"])
+    y = np.array(case["y"])
+    res = scipy.stats.linregress(x, y)
+    df = len(x) - 2
+    out = dict(case, name=name, slope=value(res.slope), intercept=value(res.intercept),
+               stderr=value(res.stderr), p=value(res.pvalue), df=df)
+    for level in (0.95, 0.8):
+        half = float(scipy.stats.t.isf((1 - level) / 2, df)) * float(res.stderr)
+        out["ci%d" % round(level * 100)] = [value(res.slope - half), value(res.slope + half)]
+    return out
+
+
 MEAN_STD = [[2.5], [1.0, 2.0], [0.1, 0.2, 0.3, 0.4, 0.5], [1e8 + 1, 1e8 + 2, 1e8 + 4]]
 
 
@@ -286,6 +334,7 @@ def main():
         "correlation_tests": [correlation_test(*c) for c in test_cases()],
         "holm": [holm_by_procedure(p) for p in HOLM],
         "pearson_interval": [pearson_interval(*c) for c in correlation_cases() if len(c[1]) >= 4],
+        "linear_fit": [linear_fit(*c) for c in LINEAR_FIT],
     }
     with open(GOLDEN, "w", encoding="utf-8") as f:
         json.dump(golden, f, separators=(",", ":"))
