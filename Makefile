@@ -20,6 +20,10 @@
 #                 says which table is reproduced and how; PAPER_FLAGS=--quick for a smoke test)
 #   make findings every paper report's claims and verdicts in one table (FINDINGS_REPORTS, default
 #                 the runs/<paper>/report folders there are, into FINDINGS_OUT, runs/FINDINGS.md)
+#   make scale_study
+#                 Wang et al. 2021's four representatives with three pretraining seeds at every rung of
+#                 a compute ladder (configs/scale_study/README.md), into runs/scale_study (resumable,
+#                 shardable: SCALE_STUDY_FLAGS="--shard 1/2" or "--only ..."; --quick for a smoke test)
 #   make bench    build and print the benchmark tables
 #   make deps     install the Debian packages the build and tests use, where missing
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
@@ -176,6 +180,15 @@ FINDINGS_OUT ?= runs/FINDINGS.md
 .PHONY: findings
 findings: build
 	$(BUILD)/ordo experiment --findings $(FINDINGS_REPORTS) --out $(FINDINGS_OUT) --overwrite
+
+# Is it scale? configs/scale_study: each run config at every rung of the ladder
+# in its experiment.json (experiment/ladder.h), runs named <run>=<rung>, the
+# cheapest rung first; resumed and sharded as the papers' targets.
+SCALE_STUDY_DIR ?= runs/scale_study
+SCALE_STUDY_FLAGS ?=
+.PHONY: scale_study
+scale_study: deps build
+	$(BUILD)/ordo experiment configs/scale_study --out $(SCALE_STUDY_DIR) $(SCALE_STUDY_FLAGS)
 
 # The CUDA sources run on the CPU with CUDA's execution model
 # (tensor/cuda/emulator/): each schedule orders the threads and blocks

@@ -12,6 +12,7 @@
 #include "base/file_io.h"
 #include "base/output.h"
 #include "experiment/findings.h"
+#include "experiment/ladder.h"
 #include "experiment/paper_table.h"
 #include "probe/layer_probing.h"
 #include "train/position_init.h"
@@ -459,6 +460,7 @@ Plan make_plan(const PlanRequest& request) {
   const json::Value* report_spec = top.object("report");
   const json::Value* quick_spec = top.object("quick");
   const json::Value* replicates_spec = top.object("replicates");
+  const json::Value* ladder_spec = top.object("ladder");
   top.finish();
 
   // --quick: the spec's smoke-test settings, else these (minutes on two cores).
@@ -494,6 +496,7 @@ Plan make_plan(const PlanRequest& request) {
     plan.configs.push_back(train::read_run_config(request.folder + "/" + name + ".json", plan.overrides));
   plan.row_of = plan.names;
   if (replicates_spec) read_replicates(*replicates_spec, request, where + ": replicates", plan);
+  if (ladder_spec) expand_ladder(*ladder_spec, where + ": ladder", plan);  // every run at every rung
   // The synthetic stand-ins are tasks on the synthetic language (the tasks
   // stage reads its annotations): runs pretrained on a real corpus have none,
   // so the tasks stage is left out and only the tasks given --data fine-tune.

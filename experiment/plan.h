@@ -25,6 +25,8 @@
 //    "report": {"baseline": "02_ape_learned", "alpha": 0.05, "wang_chen": false, "learning_rates": "best",
 //               "length_figure": ["subj", "sst2", "cr"], "dependency_heads": "tupe"},
 //    "replicates": {"runs": ["01_none", "02_ape_learned"], "seeds": [2, 3]},
+//    "ladder": {"rungs": [{"name": "tiny_4k"}, {"name": "tiny_16k", "moves": "steps", "set": [...]}]},
+//                 (experiment/ladder.h: every run, replicates too, once per rung of a compute ladder)
 //    "quick": {"set": [...], "probe": {...}, "finetune_set": [...]}}
 // "replicates" pretrains the runs it names again, once per seed, each as a
 // run of its own named "<run>.seed<k>" (after the run configs, so that their

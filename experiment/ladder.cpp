@@ -1,0 +1,159 @@
+// A compute ladder, read, checked and laid into a plan (experiment/ladder.h).
+#include "experiment/ladder.h"
+
+#include <algorithm>
+#include <set>
+
+#include "base/config.h"
+#include "base/error.h"
+#include "base/output.h"
+#include "experiment/plan.h"
+
+namespace ordo::experiment {
+
+namespace {
+
+const std::vector<std::string>& dimensions() {
+  static const std::vector<std::string> names = {"steps", "width", "depth"};
+  return names;
+}
+
+int64_t dimension(const RungShape& s, const std::string& name) {
+  return name == "steps" ? s.steps : name == "width" ? s.width : s.depth;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : " and ") + item;
+  return out;
+}
+
+std::vector<std::string> string_list(const json::Value& list, const std::string& where) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    ORDO_CHECK(list[i].is_string(), where, "[", i, "] must be a string");
+    out.push_back(list[i].as_string());
+  }
+  return out;
+}
+
+// "moves": one dimension or a list of them.
+std::vector<std::string> read_moves(const json::Value& rung, const std::string& where) {
+  const json::Value* moves = rung.find("moves");
+  if (!moves) return {};
+  ORDO_CHECK(moves->is_string() || moves->is_array(), where, ": moves must be \"steps\", \"width\", \"depth\" or a "
+             "list of them");
+  std::vector<std::string> out = moves->is_string() ? std::vector<std::string>{moves->as_string()}
+                                                    : string_list(*moves, where + ": moves");
+  ORDO_CHECK(!out.empty(), where, ": moves is an empty list");
+  for (const std::string& m : out) {
+    ORDO_CHECK(std::count(dimensions().begin(), dimensions().end(), m) == 1, where, ": moves names '", m,
+               "'; a rung moves steps, width or depth");
+    ORDO_CHECK(std::count(out.begin(), out.end(), m) == 1, where, ": moves names ", m, " twice");
+  }
+  return out;
+}
+
+}  // namespace
+
+Ladder read_ladder(const json::Value& spec, const std::string& where) {
+  ORDO_CHECK(spec.is_object(), where, " must be an object {\"rungs\": [...]}");
+  FieldReader top(spec, where);
+  const json::Value* rungs = top.array("rungs");
+  top.finish();
+  ORDO_CHECK(rungs && rungs->size() >= 2, where, ": give at least two rungs (\"rungs\": [...])");
+  Ladder ladder;
+  std::set<std::string> names;
+  for (size_t i = 0; i < rungs->size(); ++i) {
+    const std::string at = where + ": rungs[" + std::to_string(i) + "]";
+    ORDO_CHECK((*rungs)[i].is_object(), at, " must be an object {\"name\", \"moves\", \"set\"}");
+    FieldReader r((*rungs)[i], at);
+    Rung rung;
+    rung.name = r.string("name", "");
+    r.ignore({"moves"});  // a string or a list: read below
+    if (const json::Value* set = r.array("set")) rung.set = string_list(*set, at + ": set");
+    r.finish();
+    ORDO_CHECK(!rung.name.empty(), at, ": no name");
+    check_path_name(rung.name, at + ": name");  // a part of every run's name, hence of its folder
+    ORDO_CHECK(names.insert(rung.name).second, at, ": rung '", rung.name, "' is named twice");
+    rung.moves = read_moves((*rungs)[i], at + " ('" + rung.name + "')");
+    ORDO_CHECK(i > 0 || rung.moves.empty(), at, " ('", rung.name, "'): the first rung moves nothing (it has no rung "
+               "before it); leave out \"moves\"");
+    ORDO_CHECK(i == 0 || !rung.moves.empty(), at, " ('", rung.name, "'): say what it moves from rung '",
+               ladder.rungs.back().name, "' (\"moves\": \"steps\", \"width\" or \"depth\")");
+    ladder.rungs.push_back(rung);
+  }
+  return ladder;
+}
+
+RungShape rung_shape(const train::RunConfig& config) {
+  const nn::BertConfig& m = config.model;
+  RungShape s;
+  s.steps = config.train.total_steps();
+  s.width = m.hidden_size;
+  s.depth = m.num_hidden_layers;
+  const double d = static_cast<double>(m.hidden_size), d_ff = static_cast<double>(m.intermediate_size);
+  s.parameters = static_cast<double>(m.num_hidden_layers) * (4 * d * d + 2 * d * d_ff);
+  for (const train::Phase& p : config.train.phases) {
+    const int64_t tokens = p.steps * p.batch_size * p.max_seq_length * config.train.grad_accum;
+    s.tokens += tokens;
+    const double forward_per_token =
+        2 * s.parameters + 2 * static_cast<double>(m.num_hidden_layers) * static_cast<double>(p.max_seq_length) * d;
+    s.flops += 3 * forward_per_token * static_cast<double>(tokens);
+  }
+  return s;
+}
+
+std::vector<RungShape> resolve_rungs(const Ladder& ladder, const std::string& config_file,
+                                     const std::vector<std::string>& overrides, const std::string& where) {
+  std::vector<RungShape> shapes;
+  for (size_t i = 0; i < ladder.rungs.size(); ++i) {
+    const Rung& rung = ladder.rungs[i];
+    std::vector<std::string> sets = rung.set;
+    sets.insert(sets.end(), overrides.begin(), overrides.end());
+    shapes.push_back(rung_shape(train::read_run_config(config_file, sets)));
+    if (i == 0) continue;
+    const Rung& before = ladder.rungs[i - 1];
+    const RungShape &now = shapes[i], &was = shapes[i - 1];
+    const std::string at = where + ": rung '" + rung.name + "' against rung '" + before.name + "', for " + config_file;
+    for (const std::string& d : dimensions()) {
+      const bool named = std::count(rung.moves.begin(), rung.moves.end(), d) == 1;
+      const bool changed = dimension(now, d) != dimension(was, d);
+      ORDO_CHECK(!changed || named, at, ": it moves ", joined(rung.moves), " but changes ", d, " too (", dimension(was, d), " -> ", dimension(now, d), "); move one of steps, "
+                 "width and depth per rung, or name every one it moves (\"moves\": [...])");
+      ORDO_CHECK(changed || !named, at, ": it says it moves ", d, ", but ", d, " stays ", dimension(now, d));
+    }
+    ORDO_CHECK(now.flops > was.flops, at, ": its compute (", now.flops, " FLOPs) is not above the rung before's (",
+               was.flops, " FLOPs); a ladder climbs");
+  }
+  return shapes;
+}
+
+std::string ladder_run_name(const std::string& run, const std::string& rung) { return run + "=" + rung; }
+
+void expand_ladder(const json::Value& spec, const std::string& where, Plan& plan) {
+  const Ladder ladder = read_ladder(spec, where);
+  for (size_t i = 0; i < plan.names.size(); ++i)
+    if (!plan.is_replicate(i)) resolve_rungs(ladder, plan.folder + "/" + plan.names[i] + ".json", {}, where);
+  std::vector<std::string> names, row_of;
+  std::vector<train::RunConfig> configs;
+  for (const Rung& rung : ladder.rungs)
+    for (size_t i = 0; i < plan.names.size(); ++i) {
+      const std::string& row = plan.row_of[i];
+      std::vector<std::string> sets = rung.set;
+      sets.insert(sets.end(), plan.overrides.begin(), plan.overrides.end());
+      if (plan.is_replicate(i)) {  // the replicate's own draws, as read_replicates sets them
+        sets.push_back("train.seed=" + std::to_string(plan.configs[i].train.seed));
+        sets.push_back("data.seed=" + std::to_string(plan.configs[i].data.seed));
+      }
+      configs.push_back(train::read_run_config(plan.folder + "/" + row + ".json", sets));
+      row_of.push_back(ladder_run_name(row, rung.name));
+      names.push_back(row_of.back() + plan.names[i].substr(row.size()));  // a replicate keeps its ".seed<k>"
+      check_path_name(names.back(), where + ": the run of " + plan.names[i] + " at rung " + rung.name);
+    }
+  plan.names = std::move(names);
+  plan.row_of = std::move(row_of);
+  plan.configs = std::move(configs);
+}
+
+}  // namespace ordo::experiment

@@ -1,0 +1,158 @@
+// experiment/ladder.h: the compute ladder of configs/scale_study resolves
+// every rung (steps, width, depth, compute), lays out one run per rung in the
+// plan, and a rung that moves more than it says is refused.
+#include <string>
+
+#include "base/file_io.h"
+#include "experiment/ladder.h"
+#include "experiment/plan.h"
+#include "tests/helpers.h"
+
+using namespace ordo;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const std::string kStudy = std::string(ORDO_SOURCE_DIR) + "/configs/scale_study";
+
+experiment::Plan plan_of(const std::string& folder, bool quick = false, std::vector<std::string> overrides = {}) {
+  experiment::PlanRequest request;
+  request.folder = folder;
+  request.out = "/nonexistent/out";
+  request.quick = quick;
+  request.overrides = std::move(overrides);
+  return experiment::make_plan(request);
+}
+
+// A folder with one run config (the tiny model of configs/tiny.json) and a
+// ladder of the given rungs (JSON).
+void write_ladder(const test::TempDir& dir, const std::string& rungs) {
+  write_file_atomic(dir / "a.json", R"({"extends": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/tiny.json"})");
+  write_file_atomic(dir / "experiment.json", R"({"stages": ["pretrain"], "ladder": {"rungs": )" + rungs + "}}");
+}
+
+}  // namespace
+
+// Kaplan et al.'s count, by hand. tiny (2 x 128, d_ff 512): N = 2 (4 128^2 +
+// 2 128 512) = 393,216; forward per token 2 N + 2 x 2 layers x 64 x 128 =
+// 819,200; 4,000 steps x 32 x 64 = 8,192,000 tokens; training 3 x 819,200 x
+// 8,192,000. deep (4 x 128): N = 786,432, forward 1,572,864 + 65,536 =
+// 1,638,400. mini (4 x 256, d_ff 1024): N = 4 (4 256^2 + 2 256 1024) =
+// 3,145,728, forward 6,291,456 + 131,072 = 6,422,528.
+TEST_CASE("the scale study's ladder: every rung's steps, width, depth and compute", "[experiment][ladder]") {
+  const experiment::Ladder ladder =
+      experiment::read_ladder(json::parse_file(kStudy + "/experiment.json")["ladder"], "experiment.json: ladder");
+  REQUIRE(ladder.rungs.size() == 4);
+  for (const std::string run : {"01_none", "02_ape_learned", "05_rpe_learned", "08_ape_learned+rpe_learned"}) {
+    INFO(run);
+    const auto shapes = experiment::resolve_rungs(ladder, kStudy + "/" + run + ".json", {}, "ladder");
+    REQUIRE(shapes.size() == 4);
+    struct Want {
+      int64_t steps, width, depth;
+      double parameters, forward_per_token;
+    };
+    const Want want[] = {{4000, 128, 2, 393216, 819200},
+                         {16000, 128, 2, 393216, 819200},
+                         {16000, 128, 4, 786432, 1638400},
+                         {16000, 256, 4, 3145728, 6422528}};
+    for (size_t i = 0; i < 4; ++i) {
+      INFO(ladder.rungs[i].name);
+      CHECK(shapes[i].steps == want[i].steps);
+      CHECK(shapes[i].width == want[i].width);
+      CHECK(shapes[i].depth == want[i].depth);
+      CHECK(shapes[i].tokens == want[i].steps * 32 * 64);
+      CHECK(shapes[i].parameters == want[i].parameters);
+      CHECK(shapes[i].flops == Approx(3 * want[i].forward_per_token * want[i].steps * 32 * 64).epsilon(1e-15));
+    }
+    // At least 16x today's compute (31.36x), and each of steps, width and depth moves once.
+    CHECK(shapes.back().flops / shapes.front().flops == Approx(6422528.0 * 4 / 819200).epsilon(1e-15));
+  }
+  CHECK(ladder.rungs[1].moves == std::vector<std::string>{"steps"});
+  CHECK(ladder.rungs[2].moves == std::vector<std::string>{"depth"});
+  CHECK(ladder.rungs[3].moves == std::vector<std::string>{"width"});
+}
+
+TEST_CASE("the scale study's plan: one run per rung and replicate, the cheapest rung first", "[experiment][ladder]") {
+  const experiment::Plan plan = plan_of(kStudy);
+  // 4 rungs x (4 run configs + 4 x 2 replicates).
+  REQUIRE(plan.names.size() == 48);
+  CHECK(plan.names[0] == "01_none=tiny_4k");
+  CHECK(plan.names[3] == "08_ape_learned+rpe_learned=tiny_4k");
+  CHECK(plan.names[4] == "01_none=tiny_4k.seed2");
+  CHECK(plan.names[12] == "01_none=tiny_16k");
+  CHECK(plan.names[47] == "08_ape_learned+rpe_learned=mini_16k.seed3");
+  for (size_t i = 0; i < plan.names.size(); ++i) {
+    INFO(plan.names[i]);
+    std::string rung;
+    for (const char* r : {"tiny_4k", "tiny_16k", "deep_16k", "mini_16k"})
+      if (plan.names[i].find(std::string("=") + r) != std::string::npos) rung = r;
+    const train::RunConfig& c = plan.configs[i];
+    CHECK(c.train.total_steps() == (rung == "tiny_4k" ? 4000 : 16000));
+    CHECK(c.model.num_hidden_layers == (rung == "tiny_4k" || rung == "tiny_16k" ? 2 : 4));
+    CHECK(c.model.hidden_size == (rung == "mini_16k" ? 256 : 128));
+    CHECK(c.model.num_attention_heads == (rung == "mini_16k" ? 4 : 2));
+    const bool replicate = plan.names[i].find(".seed") != std::string::npos;
+    CHECK(plan.is_replicate(i) == replicate);
+    CHECK(plan.row_of[i] == plan.names[i].substr(0, plan.names[i].find(".seed")));
+    const uint64_t seed = replicate ? std::stoull(plan.names[i].substr(plan.names[i].find(".seed") + 5)) : 1;
+    CHECK(c.train.seed == seed);
+    CHECK(c.data.seed == (replicate ? seed : 12345u));
+  }
+  CHECK(plan.configs[2].model.pe == "rpe_shaw");  // 05_rpe_learned: Shaw et al.'s keys and values
+  CHECK(plan.is_row("05_rpe_learned=deep_16k"));
+
+  // --quick and --set lie over the rungs' sets; the widths and depths stay the rungs'.
+  const experiment::Plan quick = plan_of(kStudy, true, {"train.batch_size=8"});
+  REQUIRE(quick.names.size() == 32);  // --quick keeps one replicate seed: 4 rungs x (4 + 4)
+  for (const train::RunConfig& c : quick.configs) {
+    CHECK(c.train.total_steps() == 120);
+    CHECK(c.train.phases[0].batch_size == 8);
+  }
+  CHECK(quick.configs.back().model.hidden_size == 256);
+}
+
+TEST_CASE("a rung that changes two of steps, width and depth where it says one is refused", "[experiment][ladder]") {
+  const test::TempDir dir("ladder_two");
+  write_ladder(dir, R"([{"name": "small"},
+                        {"name": "big", "moves": "steps", "set": ["train.steps=8000", "model.hidden_size=256"]}])");
+  CHECK_THROWS_WITH(plan_of(dir.path),
+                    Contains(dir / "experiment.json: ladder: rung 'big' against rung 'small', for " + dir / "a.json") &&
+                        Contains("it moves steps but changes width too (128 -> 256)"));
+  // Named, both may move.
+  write_ladder(dir, R"([{"name": "small"},
+                        {"name": "big", "moves": ["steps", "width"], "set": ["train.steps=8000", "model.hidden_size=256"]}])");
+  CHECK(plan_of(dir.path).names == std::vector<std::string>{"a=small", "a=big"});
+  // A dimension named that does not move.
+  write_ladder(dir, R"([{"name": "small"}, {"name": "big", "moves": "depth", "set": ["train.steps=8000"]}])");
+  CHECK_THROWS_WITH(plan_of(dir.path), Contains("rung 'big' against rung 'small'") &&
+                                           Contains("it moves depth but changes steps too (4000 -> 8000)"));
+  write_ladder(dir, R"([{"name": "small"}, {"name": "big", "moves": "depth", "set": []}])");
+  CHECK_THROWS_WITH(plan_of(dir.path), Contains("it says it moves depth, but depth stays 2"));
+  // A ladder climbs.
+  write_ladder(dir, R"([{"name": "small"}, {"name": "smaller", "moves": "steps", "set": ["train.steps=1000"]}])");
+  CHECK_THROWS_WITH(plan_of(dir.path), Contains("rung 'smaller' against rung 'small'") &&
+                                           Contains("is not above the rung before's") && Contains("a ladder climbs"));
+}
+
+TEST_CASE("a ladder's rungs are checked as they are read", "[experiment][ladder][errors]") {
+  const test::TempDir dir("ladder_read");
+  const std::string at = dir / "experiment.json: ladder";
+  const std::pair<const char*, const char*> cases[] = {
+      {R"([{"name": "a"}])", ": give at least two rungs"},
+      {R"([{"name": "a", "moves": "steps"}, {"name": "b", "moves": "steps"}])",
+       ": rungs[0] ('a'): the first rung moves nothing"},
+      {R"([{"name": "a"}, {"name": "b", "set": ["train.steps=8000"]}])",
+       ": rungs[1] ('b'): say what it moves from rung 'a'"},
+      {R"([{"name": "a"}, {"name": "b", "moves": "heads"}])", ": rungs[1] ('b'): moves names 'heads'; a rung moves "
+                                                              "steps, width or depth"},
+      {R"([{"name": "a"}, {"name": "a", "moves": "steps"}])", ": rungs[1]: rung 'a' is named twice"},
+      {R"([{"name": "a/b"}, {"name": "c", "moves": "steps"}])", ": rungs[0]: name"},
+      {R"([{"name": "a"}, {"name": "b", "moves": "steps", "sets": []}])", "sets"},
+      {R"([{"name": "a"}, {"name": "b", "moves": 3}])", ": moves must be \"steps\", \"width\", \"depth\" or a list"},
+  };
+  for (const auto& [rungs, message] : cases) {
+    INFO(rungs);
+    write_ladder(dir, rungs);
+    CHECK_THROWS_WITH(plan_of(dir.path), Contains(at) && Contains(message));
+  }
+}
