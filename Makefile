@@ -24,6 +24,12 @@
 #                 Wang et al. 2021's four representatives with three pretraining seeds at every rung of
 #                 a compute ladder (configs/scale_study/README.md), into runs/scale_study (resumable,
 #                 shardable: SCALE_STUDY_FLAGS="--shard 1/2" or "--only ..."; --quick for a smoke test)
+#   make english_corpus
+#                 the real-English corpus (WordNet's glosses, package wordnet-base) and a WordPiece
+#                 vocabulary trained on it, into runs/english_corpus (scripts/english_corpus.sh)
+#   make scale_study_english
+#                 the representatives pretrained on it (configs/scale_study/english), into
+#                 runs/scale_study_english (making the corpus first where it is missing)
 #   make bench    build and print the benchmark tables
 #   make deps     install the Debian packages the build and tests use, where missing
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
@@ -189,6 +195,17 @@ SCALE_STUDY_FLAGS ?=
 .PHONY: scale_study
 scale_study: deps build
 	$(BUILD)/ordo experiment configs/scale_study --out $(SCALE_STUDY_DIR) $(SCALE_STUDY_FLAGS)
+
+# The real-English rung: WordNet's glosses and a vocabulary trained on them
+# (runs/english_corpus: the paths configs/scale_study/english's configs name),
+# then the representatives pretrained on them.
+ENGLISH_CORPUS := runs/english_corpus
+.PHONY: english_corpus scale_study_english
+english_corpus: deps build
+	scripts/english_corpus.sh $(BUILD)/ordo $(ENGLISH_CORPUS)
+scale_study_english: deps build
+	test -f $(ENGLISH_CORPUS)/vocab.txt || $(MAKE) english_corpus
+	$(BUILD)/ordo experiment configs/scale_study/english --out $(SCALE_STUDY_DIR)_english $(SCALE_STUDY_FLAGS)
 
 # The CUDA sources run on the CPU with CUDA's execution model
 # (tensor/cuda/emulator/): each schedule orders the threads and blocks

@@ -27,10 +27,10 @@ const char* english_folder(EnglishSource source) {
   return source == EnglishSource::wordnet ? "/usr/share/wordnet" : "/usr/share/games/fortunes";
 }
 
-bool english_installed(EnglishSource source) {
+bool english_installed(EnglishSource source, const std::string& folder) {
+  const std::string dir = folder.empty() ? english_folder(source) : folder;
   std::error_code ec;
-  if (source == EnglishSource::wordnet) return fs::is_regular_file("/usr/share/wordnet/data.noun", ec);
-  return fs::is_regular_file("/usr/share/games/fortunes/fortunes", ec);
+  return fs::is_regular_file(dir + (source == EnglishSource::wordnet ? "/data.noun" : "/fortunes"), ec);
 }
 
 namespace {
@@ -84,9 +84,9 @@ std::vector<std::string> wordnet_sentences(const std::string& line) {
   return sentences;
 }
 
-void extract_wordnet(std::string& out, EnglishStats& stats) {
+void extract_wordnet(const std::string& folder, std::string& out, EnglishStats& stats) {
   for (const char* part : {"noun", "verb", "adj", "adv"}) {
-    std::istringstream in(read_file(std::string("/usr/share/wordnet/data.") + part));
+    std::istringstream in(read_file(folder + "/data." + part));
     std::string line;
     while (std::getline(in, line)) {
       if (line.rfind("  ", 0) == 0) continue;  // the licence header
@@ -125,9 +125,9 @@ std::vector<std::string> split_sentences(const std::string& text) {
 
 // Fortune files: fortunes separated by lines holding "%"; the lines of one
 // fortune are joined and split into sentences.
-void extract_fortunes(std::string& out, EnglishStats& stats) {
+void extract_fortunes(const std::string& folder, std::string& out, EnglishStats& stats) {
   std::vector<std::string> files;
-  for (const auto& entry : fs::directory_iterator(english_folder(EnglishSource::fortunes))) {
+  for (const auto& entry : fs::directory_iterator(folder)) {
     std::string name = entry.path().filename().string();
     if (entry.is_regular_file() && name.find('.') == std::string::npos) files.push_back(entry.path().string());
   }
@@ -154,18 +154,19 @@ void extract_fortunes(std::string& out, EnglishStats& stats) {
 
 }  // namespace
 
-std::string extract_english(EnglishSource source, EnglishStats* stats) {
-  ORDO_CHECK(english_installed(source), "no ", source == EnglishSource::wordnet ? "WordNet" : "fortunes",
-             " data in ", english_folder(source), ": install the Debian package ", english_package(source),
-             " (apt-get install ", english_package(source), ")");
+std::string extract_english(EnglishSource source, EnglishStats* stats, const std::string& folder) {
+  const std::string dir = folder.empty() ? english_folder(source) : folder;
+  ORDO_CHECK(english_installed(source, dir), "no ", source == EnglishSource::wordnet ? "WordNet" : "fortunes",
+             " data in ", dir, " (no ", source == EnglishSource::wordnet ? "data.noun" : "fortunes", "): install the "
+             "Debian package ", english_package(source), " (apt-get install ", english_package(source), ")");
   EnglishStats local;
   std::string out;
   if (source == EnglishSource::wordnet) {
-    extract_wordnet(out, local);
+    extract_wordnet(dir, out, local);
   } else {
-    extract_fortunes(out, local);
+    extract_fortunes(dir, out, local);
   }
-  ORDO_CHECK(local.sentences > 0, "no sentences found in ", english_folder(source));
+  ORDO_CHECK(local.sentences > 0, "no sentences found in ", dir);
   if (stats) *stats = local;
   return out;
 }

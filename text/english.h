@@ -18,14 +18,18 @@ EnglishSource parse_english_source(const std::string& name);
 // The Debian package that provides a source, and the folder it installs.
 const char* english_package(EnglishSource source);
 const char* english_folder(EnglishSource source);
-bool english_installed(EnglishSource source);
+// Whether the source's files are in `folder` ("": the package's folder):
+// WordNet's data.noun, the fortunes' "fortunes".
+bool english_installed(EnglishSource source, const std::string& folder = "");
 
 struct EnglishStats {
   int64_t documents = 0, sentences = 0;
 };
 
-// The corpus text. Throws ordo::Error naming the package to install when the
-// source is absent, and when it yields no sentence.
-std::string extract_english(EnglishSource source, EnglishStats* stats = nullptr);
+// The corpus text, from the package's folder or from `folder` where given (the
+// same files elsewhere: another distribution's WordNet, a test's fixture).
+// Throws ordo::Error naming the package to install when the source is absent,
+// and when it yields no sentence.
+std::string extract_english(EnglishSource source, EnglishStats* stats = nullptr, const std::string& folder = "");
 
 }  // namespace ordo::text

@@ -119,22 +119,24 @@ ordo::cli::Register vocab_train_command(
 // ---- ordo data english ------------------------------------------------------------------
 
 int data_english(const std::vector<std::string>& argv) {
-  ordo::cli::Args args(argv, {"out", "source"}, {"overwrite"});
+  ordo::cli::Args args(argv, {"out", "source", "from"}, {"overwrite"});
   EnglishSource source = parse_english_source(args.str("source", "wordnet"));
-  const std::string out = args.required("out");
-  ordo::check_output(out, ordo::OutputKind::file, args.has("overwrite"), {});
+  const std::string out = args.required("out"), from = args.str("from", english_folder(source));
+  ordo::check_output(out, ordo::OutputKind::file, args.has("overwrite"), {{from, "--from"}});
   EnglishStats stats;
-  std::string text = extract_english(source, &stats);
+  std::string text = extract_english(source, &stats, from);
   ordo::write_file_atomic(out, text);
   std::printf("%s: %lld documents, %lld sentences, %.1f MB of English from %s (%s)\n", out.c_str(),
               static_cast<long long>(stats.documents), static_cast<long long>(stats.sentences), text.size() / 1e6,
-              english_folder(source), english_package(source));
+              from.c_str(), english_package(source));
   return 0;
 }
 
 ordo::cli::Register data_english_command(
     {"data english", "extract a real-English corpus from an installed Debian package",
-     "--out FILE [--source wordnet|fortunes] [--overwrite]  (packages wordnet-base / fortunes-min)", data_english});
+     "--out FILE [--source wordnet|fortunes] [--from DIR] [--overwrite]  (packages wordnet-base / fortunes-min)\n"
+     "  --from  the folder of the source's files (default: the package's, /usr/share/wordnet or\n"
+     "          /usr/share/games/fortunes)", data_english});
 
 // ---- ordo bench data ------------------------------------------------------------------
 
