@@ -119,8 +119,9 @@ std::vector<RungShape> resolve_rungs(const Ladder& ladder, const std::string& co
     for (const std::string& d : dimensions()) {
       const bool named = std::count(rung.moves.begin(), rung.moves.end(), d) == 1;
       const bool changed = dimension(now, d) != dimension(was, d);
-      ORDO_CHECK(!changed || named, at, ": it moves ", joined(rung.moves), " but changes ", d, " too (", dimension(was, d), " -> ", dimension(now, d), "); move one of steps, "
-                 "width and depth per rung, or name every one it moves (\"moves\": [...])");
+      ORDO_CHECK(!changed || named, at, ": it moves ", joined(rung.moves), " but changes ", d, " too (",
+                 dimension(was, d), " -> ", dimension(now, d), "); move one of steps, width and depth per rung, or "
+                 "name every one it moves (\"moves\": [...])");
       ORDO_CHECK(changed || !named, at, ": it says it moves ", d, ", but ", d, " stays ", dimension(now, d));
     }
     ORDO_CHECK(now.flops > was.flops, at, ": its compute (", now.flops, " FLOPs) is not above the rung before's (",

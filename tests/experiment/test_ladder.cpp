@@ -120,7 +120,8 @@ TEST_CASE("a rung that changes two of steps, width and depth where it says one i
                         Contains("it moves steps but changes width too (128 -> 256)"));
   // Named, both may move.
   write_ladder(dir, R"([{"name": "small"},
-                        {"name": "big", "moves": ["steps", "width"], "set": ["train.steps=8000", "model.hidden_size=256"]}])");
+                        {"name": "big", "moves": ["steps", "width"],
+                         "set": ["train.steps=8000", "model.hidden_size=256"]}])");
   CHECK(plan_of(dir.path).names == std::vector<std::string>{"a=small", "a=big"});
   // A dimension named that does not move.
   write_ladder(dir, R"([{"name": "small"}, {"name": "big", "moves": "depth", "set": ["train.steps=8000"]}])");

@@ -97,7 +97,8 @@ TEST_CASE("nothing to fit cannot be told, and bad evidence is refused", "[experi
                                   judge({0.5, 0.5, 0.5, 0.5, 0.5, 0.5}, 0.1), judge(exact_gap, 0.625),
                                   judge(kFalling, std::nan(""))})
     CHECK(j.verdict == ScaleVerdict::cannot_tell);
-  CHECK_THROWS_WITH(judge(kFalling, 0.1, 1e13), Catch::Contains("target compute 1e+13 is not beyond the smallest rung"));
+  CHECK_THROWS_WITH(judge(kFalling, 0.1, 1e13),
+                    Catch::Contains("target compute 1e+13 is not beyond the smallest rung"));
   CHECK_THROWS_AS(judge({0.9, 0.8}, 0.1), Error);  // 6 compute values, 2 values
   CHECK_THROWS_WITH(judge(kFalling, 0.1, kNoTarget, {1e14, 1e14, 1e15, -1, 1e16, 1e16}),
                     Catch::Contains("point 4 of 6 has compute -1"));
