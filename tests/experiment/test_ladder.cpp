@@ -72,6 +72,24 @@ TEST_CASE("the scale study's ladder: every rung's steps, width, depth and comput
   CHECK(ladder.rungs[3].moves == std::vector<std::string>{"width"});
 }
 
+// Two phases and gradient accumulation, by hand: tiny (N = 393,216),
+// 3 micro-batches per step; phase 1 10 steps x 4 x 32 x 3 = 3,840 tokens at
+// 2 N + 2 x 2 x 32 x 128 = 802,816 forward FLOPs each, phase 2 5 x 2 x 64 x 3
+// = 1,920 tokens at 2 N + 2 x 2 x 64 x 128 = 819,200; training 3 x
+// (802,816 x 3,840 + 819,200 x 1,920) = 13,967,032,320.
+TEST_CASE("a rung's compute sums its phases, accumulation included", "[experiment][ladder]") {
+  const json::Value config = json::parse(R"({
+      "model": {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 512,
+                "max_position_embeddings": 64},
+      "train": {"grad_accum": 3, "phases": [{"steps": 10, "max_seq_length": 32, "batch_size": 4},
+                                            {"steps": 5, "max_seq_length": 64, "batch_size": 2}]}})");
+  const experiment::RungShape s = experiment::rung_shape(train::parse_run_config(config, {}, "phases"));
+  CHECK(s.steps == 15);
+  CHECK(s.tokens == 5760);
+  CHECK(s.parameters == 393216);
+  CHECK(s.flops == 13967032320.0);
+}
+
 TEST_CASE("the scale study's plan: one run per rung and replicate, the cheapest rung first", "[experiment][ladder]") {
   const experiment::Plan plan = plan_of(kStudy);
   // 4 rungs x (4 run configs + 4 x 2 replicates).
