@@ -248,7 +248,6 @@ void Canvas::blit(const png::Image& src, int x, int y) {
 // ---- ticks ------------------------------------------------------------------------------------------
 
 namespace {
-
 const Rgb kBlack{0, 0, 0}, kGrey{120, 120, 120}, kLight{225, 225, 225};
 
 // A "nice" step (1, 2 or 5 times a power of ten) giving about `target` ticks over span.
@@ -259,6 +258,7 @@ double nice_step(double span, int target) {
   const double f = raw / mag;
   return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
 }
+}  // namespace
 
 std::vector<double> nice_ticks(double lo, double hi, int target) {
   std::vector<double> t;
@@ -269,7 +269,21 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   return t;
 }
 
-// Integer tick positions for an axis of n cells labelled first .. first+n-1.
+std::vector<double> log_ticks(double lo, double hi) {
+  std::vector<double> t;
+  for (double e = std::floor(std::log10(lo)); e <= std::ceil(std::log10(hi)); e += 1) {
+    const double v = std::pow(10.0, e);
+    if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) t.push_back(v);
+  }
+  if (t.size() > 7) {
+    std::vector<double> thin;
+    const size_t every = (t.size() + 5) / 6;
+    for (size_t i = 0; i < t.size(); i += every) thin.push_back(t[i]);
+    t = thin;
+  }
+  return t;
+}
+
 std::vector<int64_t> index_ticks(int64_t first, int64_t n, int target) {
   std::vector<int64_t> t;
   const int64_t step = std::max<int64_t>(1, static_cast<int64_t>(nice_step(static_cast<double>(n), target)));
@@ -278,7 +292,18 @@ std::vector<int64_t> index_ticks(int64_t first, int64_t n, int target) {
   return t;
 }
 
-}  // namespace
+void pad_range(double& lo, double& hi, bool log, double pad_fraction) {
+  if (!(hi > lo)) {
+    const double m = lo;
+    lo = log ? m / 2 : m - 0.5;
+    hi = log ? m * 2 : m + 0.5;
+    return;
+  }
+  if (log) return;
+  const double span = hi - lo;
+  lo -= span * pad_fraction;
+  hi += span * pad_fraction;
+}
 
 // ---- heatmap ------------------------------------------------------------------------------------------
 
@@ -393,16 +418,7 @@ Frame draw_axes(Canvas& c, const ChartStyle& s, double x0, double x1, double y0,
   const int scale = 2, th = text_height(scale), pad = 8;
   std::vector<double> yt;
   if (s.log_y) {
-    for (double e = std::floor(std::log10(y0)); e <= std::ceil(std::log10(y1)); e += 1) {
-      const double v = std::pow(10.0, e);
-      if (v >= y0 * (1 - 1e-9) && v <= y1 * (1 + 1e-9)) yt.push_back(v);
-    }
-    if (yt.size() > 7) {
-      std::vector<double> thin;
-      const size_t every = (yt.size() + 5) / 6;
-      for (size_t i = 0; i < yt.size(); i += every) thin.push_back(yt[i]);
-      yt = thin;
-    }
+    yt = log_ticks(y0, y1);
   } else {
     yt = nice_ticks(y0, y1, 5);
   }
@@ -453,19 +469,6 @@ Frame draw_axes(Canvas& c, const ChartStyle& s, double x0, double x1, double y0,
   return f;
 }
 
-void data_range(double& lo, double& hi, bool log, double pad_fraction) {
-  if (!(hi > lo)) {
-    const double m = lo;
-    lo = log ? m / 2 : m - 0.5;
-    hi = log ? m * 2 : m + 0.5;
-    return;
-  }
-  if (log) return;
-  const double span = hi - lo;
-  lo -= span * pad_fraction;
-  hi += span * pad_fraction;
-}
-
 }  // namespace
 
 png::Image line_chart(const std::vector<Series>& series, const ChartStyle& s) {
@@ -478,7 +481,7 @@ png::Image line_chart(const std::vector<Series>& series, const ChartStyle& s) {
     }
   if (!std::isfinite(x0)) x0 = 0, x1 = 1, y0 = s.log_y ? 1 : 0, y1 = s.log_y ? 10 : 1;
   if (!(x1 > x0)) x0 -= 0.5, x1 += 0.5;
-  data_range(y0, y1, s.log_y, 0.05);
+  pad_range(y0, y1, s.log_y, 0.05);
   if (!std::isnan(s.y_min)) y0 = s.y_min;
   if (!std::isnan(s.y_max)) y1 = s.y_max;
   Canvas c(s.width, s.height);

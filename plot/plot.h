@@ -52,6 +52,17 @@ int text_height(int scale = 2);
 // A tick label: up to 3 significant digits, no trailing zeros ("0.25", "1e-05", "128").
 std::string format_number(double x);
 
+// Axis ticks, shared by the PNG and SVG charts (plot/svg.h).
+// About `target` ticks at a "nice" step (1, 2 or 5 times a power of ten) within [lo, hi].
+std::vector<double> nice_ticks(double lo, double hi, int target);
+// The powers of ten within [lo, hi] (lo > 0), thinned to at most 7.
+std::vector<double> log_ticks(double lo, double hi);
+// Integer ticks for an axis of n cells labelled first .. first+n-1.
+std::vector<int64_t> index_ticks(int64_t first, int64_t n, int target);
+// Widens [lo, hi] by pad_fraction of its span each side (not on a log axis);
+// an empty range becomes one unit (or a factor of 2 on a log axis) around it.
+void pad_range(double& lo, double& hi, bool log, double pad_fraction);
+
 struct HeatmapStyle {
   std::string title;                  // the variant's name and what the map shows
   std::string x_label = "key position j";
