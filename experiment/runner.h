@@ -10,7 +10,7 @@
 //       stages.json          each finished stage: its settings, its wall time, when it ended
 //   OUT/runs/.<config>.ordo-lock   while a process runs that run (base/output.h's OutputLock)
 //   OUT/report/              ordo report over the runs, and each paper table beside ordo's
-//                            (paper.md, paper.json, figures.md, figure5.png; experiment/tables.h)
+//                            (paper.md, paper.json, figures.md, figure5.svg; experiment/tables.h)
 //
 // Resumable: the same command again skips every stage a run has finished
 // with the plan's settings, resumes a stopped pretraining from its

@@ -13,8 +13,7 @@
 #include "base/json_numbers.h"
 #include "experiment/statistics.h"
 #include "experiment/verdicts.h"
-#include "plot/plot.h"
-#include "plot/png.h"
+#include "plot/svg.h"
 #include "probe/indicators.h"
 #include "probe/probe_matrix.h"
 
@@ -574,7 +573,7 @@ Comparison compare_correlations(const PaperTable& table, const std::vector<RunRe
 // ---- Figure 5: the correlation against the offset range ----------------------------------------------
 
 struct RangeCurves {
-  std::vector<plot::Series> monotonicity, balance;
+  std::vector<plot::svg::Line> monotonicity, balance;  // one line per score, score k drawn as look k
   json::Value json = json::Value::object();
 };
 
@@ -584,10 +583,10 @@ RangeCurves range_curves(const std::vector<RunResults>& runs, const std::vector<
   size_t ranges = 0;
   for (const RunResults& run : runs)
     if (!run.by_range.is_null()) ranges = std::max(ranges, run.by_range["monotonicity_first_k"].size());
-  int color = 0;
+  int look = 0;
   for (const std::string& key : columns) {
-    plot::Series m{key, {}, {}, plot::series_color(color), false}, b{key, {}, {}, plot::series_color(color), false};
-    ++color;
+    plot::svg::Line m{key, {}, {}, look}, b{key, {}, {}, look};
+    ++look;
     json::Value jm = json::Value::array(), jb = json::Value::array();
     for (size_t r = 1; r <= ranges; ++r) {
       std::vector<double> opr, db;
@@ -827,20 +826,29 @@ ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResult
     if (curve_keys.empty()) curve_keys = task_keys;
     const RangeCurves curves = range_curves(runs, curve_keys, plan);
     if (!curves.monotonicity.empty() || !curves.balance.empty()) {
-      plot::ChartStyle style;
+      plot::svg::ChartStyle style;
       style.y_min = -1, style.y_max = 1;
+      style.legend = false;
       style.title = "OPR over the first k offsets vs scores";
-      style.x_label = "k (offsets)";
-      style.y_label = "Pearson r";
-      std::vector<png::Image> panels = {plot::line_chart(curves.monotonicity, style)};
-      style.title = "DB_l vs scores";
-      style.x_label = "l (offsets)";
-      panels.push_back(plot::line_chart(curves.balance, style));
-      out.files.push_back({"figure5.png", png::encode(plot::grid(panels, 2, "Wang et al. 2021, Figure 5: correlation "
-                                                                             "against the offset range"))});
+      style.x_label = "k (offsets, tokens)";
+      style.y_label = "Pearson r (unitless)";
+      std::vector<plot::svg::Figure> panels = {plot::svg::line_chart(curves.monotonicity, style)};
+      style.title = "DB over the first l offsets vs scores";
+      style.x_label = "l (offsets, tokens)";
+      panels.push_back(plot::svg::line_chart(curves.balance, style));
+      // One legend for both panels: every score a curve has in either.
+      std::vector<std::pair<std::string, int>> legend;
+      for (const std::vector<plot::svg::Line>* lines : {&curves.monotonicity, &curves.balance})
+        for (const plot::svg::Line& line : *lines)
+          if (std::none_of(legend.begin(), legend.end(), [&](const auto& e) { return e.first == line.name; }))
+            legend.emplace_back(line.name, line.look);
+      std::sort(legend.begin(), legend.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+      out.files.push_back({"figure5.svg", plot::svg::document(plot::svg::grid(
+                                              panels, 2, "Wang et al. 2021, Figure 5: correlation against the offset range",
+                                              legend))});
       out.files.push_back({"figure5.json", json::dump(curves.json, 2) + "\n"});
-      figures += "\n![Figure 5](figure5.png)\n";
-      html += "<h3>Figure 5</h3>\n<p><img src=\"figure5.png\" alt=\"correlation against the offset range\"></p>\n";
+      figures += "\n![Figure 5](figure5.svg)\n";
+      html += "<h3>Figure 5</h3>\n<p><img src=\"figure5.svg\" alt=\"correlation against the offset range\"></p>\n";
     }
   }
   json::Value all = json::Value::object();

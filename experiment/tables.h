@@ -113,7 +113,7 @@ Correlation correlate(const std::vector<RunResults>& runs, const std::vector<dou
                       const Plan& plan);
 
 // Every file of the comparison (paper.md, paper.json, figures.md with ordo's
-// own tables of every task and indicator, figure5.png and figure5.json when
+// own tables of every task and indicator, figure5.svg and figure5.json when
 // there are task figures to correlate) and the HTML section for index.html.
 struct ComparisonFiles {
   std::vector<report::OutputFile> files;

@@ -13,7 +13,7 @@
 #include "base/json_numbers.h"
 #include "base/output.h"
 #include "plot/plot.h"
-#include "plot/png.h"
+#include "plot/svg.h"
 #include "probe/analyze_run.h"
 #include "probe/probe.h"
 
@@ -112,8 +112,10 @@ void read_probe(RunRecord& r) {
   const std::string csv = dir + "/" + probe_file(r.probe, r.layer, "attention_csv", "attention_layer" + k + ".csv");
   r.attention = probe::read_matrix_file(csv);
   probe::check_attention_matrix(r.attention, csv);
+  const std::string scores_csv = dir + "/" + probe_file(r.probe, r.layer, "scores_csv", "scores_layer" + k + ".csv");
   const std::string scores = dir + "/" + probe_file(r.probe, r.layer, "scores_png", "scores_layer" + k + ".png");
-  if (file_exists(scores)) r.scores_png = scores;
+  if (file_exists(scores_csv)) r.scores = probe::read_matrix_file(scores_csv);
+  else if (file_exists(scores)) r.scores_png = scores;
 }
 
 // The objective's name in the table: the loss its eval_loss is.
@@ -406,13 +408,20 @@ json::Value table_json(const std::vector<RunRecord>& runs) {
 
 namespace {
 
-png::Image attention_panel(const RunRecord& r) {
+// A map of the run's probed layer titled `title`, map_size pixels across,
+// its colours spread over the words' range (the specials' would swamp it).
+plot::svg::Figure layer_panel(const std::string& title, const Matrix& m, const std::string& colorbar_label,
+                              double map_size) {
   plot::HeatmapStyle style;
-  style.title = r.label;
-  style.colorbar_label = "attention";
-  probe::range_of_word_positions(style, r.attention);
-  return plot::heatmap(r.attention, style);
+  style.title = title;
+  style.x_label = "key position j (tokens)";
+  style.y_label = "query position i (tokens)";
+  style.colorbar_label = colorbar_label;
+  probe::range_of_word_positions(style, m);
+  return plot::svg::heatmap(m, style, map_size);
 }
+
+
 
 std::string html_table(const std::vector<RunRecord>& runs) {
   std::string out = "<table>\n<tr>";
@@ -483,9 +492,14 @@ std::string run_section(const RunRecord& r, std::vector<OutputFile>& files) {
            (std::isnan(r.eval_accuracy) ? "" : ", accuracy " + format(r.eval_accuracy, "%.4f")) +
            (r.eval_step >= 0 ? " (step " + std::to_string(r.eval_step) + ")" : "") + ".";
   out += "</p>\n<div class=\"row\">\n";
-  files.push_back({base + "attention.png", png::encode(attention_panel(r))});
-  out += figure_html(base + "attention.png", "softmax attention, averaged over heads and words (Wang et al. 2021, Eq. 8)");
-  if (!r.scores_png.empty()) {
+  files.push_back({base + "attention.svg",
+                   plot::svg::document(layer_panel(r.label + ": attention", r.attention, "attention weight", 360))});
+  out += figure_html(base + "attention.svg", "softmax attention, averaged over heads and words (Wang et al. 2021, Eq. 8)");
+  if (!r.scores.empty()) {
+    files.push_back({base + "scores.svg", plot::svg::document(layer_panel(r.label + ": scores", r.scores,
+                                                                          "score (unnormalised)", 360))});
+    out += figure_html(base + "scores.svg", "pre-softmax scores, averaged likewise (unnormalised; Wang et al. 2021, App. J)");
+  } else if (!r.scores_png.empty()) {  // a probe folder from before the scores' CSV
     files.push_back({base + "scores.png", read_file(r.scores_png)});
     out += figure_html(base + "scores.png", "pre-softmax scores, averaged likewise (unnormalised; Wang et al. 2021, App. J)");
   }
@@ -544,32 +558,42 @@ std::string run_section(const RunRecord& r, std::vector<OutputFile>& files) {
 
 namespace {
 
-// A chart against step, wide enough for every run's name in the legend.
-plot::ChartStyle step_chart(const std::string& title, const std::string& y_label,
-                            const std::vector<plot::Series>& lines) {
-  plot::ChartStyle style;
+// Panels against step share one legend: run k of those drawn is look k in
+// every panel (plot/svg.h: colour, marker and dash).
+plot::svg::ChartStyle step_chart(const std::string& title, const std::string& y_label) {
+  plot::svg::ChartStyle style;
   style.title = title;
-  style.x_label = "step";
+  style.x_label = "step (optimizer updates)";
   style.y_label = y_label;
-  int legend = 110;
-  for (const plot::Series& line : lines) legend += 36 + plot::text_width(line.name);
-  style.width = std::max(style.width, legend);
+  style.legend = false;
   return style;
+}
+
+std::vector<std::pair<std::string, int>> legend_of(const std::vector<plot::svg::Line>& lines) {
+  std::vector<std::pair<std::string, int>> entries;
+  for (const plot::svg::Line& line : lines) entries.emplace_back(line.name, line.look);
+  return entries;
+}
+
+// "translation invariance (AIV)" -> "AIV (unitless)": the indicator's symbol as its axis label.
+std::string indicator_axis(const std::string& title) {
+  const size_t open = title.rfind('('), close = title.rfind(')');
+  const std::string symbol = open != std::string::npos && close > open ? title.substr(open + 1, close - open - 1) : title;
+  return symbol + " (unitless)";
 }
 
 // The layer-1 indicators against step, one panel per indicator and one line
 // per run that has them (ordo analyze's indicator_trajectory.json).
-png::Image trajectory_grid(const std::vector<RunRecord>& runs) {
-  std::vector<png::Image> panels;
+plot::svg::Figure trajectory_grid(const std::vector<RunRecord>& runs) {
+  std::vector<plot::svg::Figure> panels;
+  std::vector<plot::svg::Line> lines;
   for (const auto& [key, title] : probe::trajectory_indicators()) {
-    std::vector<plot::Series> lines;
-    int color = 0;
+    lines.clear();
     for (const RunRecord& r : runs) {
       if (!r.trajectory.is_array()) continue;
-      plot::Series line;
+      plot::svg::Line line;
       line.name = r.label;
-      line.color = plot::series_color(color++);
-      line.points = true;
+      line.look = static_cast<int>(lines.size());
       for (size_t i = 0; i < r.trajectory.size(); ++i) {
         const json::Value& row = r.trajectory[i];
         const json::Value* inner = row.is_object() ? row.find("without_special") : nullptr;
@@ -584,26 +608,25 @@ png::Image trajectory_grid(const std::vector<RunRecord>& runs) {
       }
       lines.push_back(line);
     }
-    panels.push_back(plot::line_chart(lines, step_chart(title, key, lines)));
+    panels.push_back(plot::svg::line_chart(lines, step_chart(title, indicator_axis(title))));
   }
-  return plot::grid(panels, 2, "layer-1 indicators during pretraining (w/o [CLS], [SEP])");
+  return plot::svg::grid(panels, 2, "layer-1 indicators during pretraining (without [CLS], [SEP])", legend_of(lines));
 }
 
 // The runs' training and held-out loss against step, one panel each (the
 // locality/symmetry paper's Figure 6), and the same curves as JSON.
 bool has_curves(const RunRecord& r) { return r.training_loss.size() + r.held_out_loss.size() >= 2; }
 
-png::Image loss_grid(const std::vector<RunRecord>& runs) {
-  std::vector<png::Image> panels;
+plot::svg::Figure loss_grid(const std::vector<RunRecord>& runs) {
+  std::vector<plot::svg::Figure> panels;
+  std::vector<plot::svg::Line> lines;
   for (const bool held_out : {false, true}) {
-    std::vector<plot::Series> lines;
-    int color = 0;
+    lines.clear();
     for (const RunRecord& r : runs) {
       if (!has_curves(r)) continue;
-      plot::Series line;
+      plot::svg::Line line;
       line.name = r.label;
-      line.color = plot::series_color(color++);
-      line.points = held_out;
+      line.look = static_cast<int>(lines.size());
       for (const auto& [step, loss] : held_out ? r.held_out_loss : r.training_loss) {
         if (!std::isfinite(loss)) continue;
         line.x.push_back(step);
@@ -611,9 +634,10 @@ png::Image loss_grid(const std::vector<RunRecord>& runs) {
       }
       lines.push_back(line);
     }
-    panels.push_back(plot::line_chart(lines, step_chart(held_out ? "held-out loss" : "training loss", "loss", lines)));
+    panels.push_back(plot::svg::line_chart(
+        lines, step_chart(held_out ? "held-out loss" : "training loss", "cross-entropy (nats per token)")));
   }
-  return plot::grid(panels, 2, "language-model loss during pretraining");
+  return plot::svg::grid(panels, 2, "language-model loss during pretraining", legend_of(lines));
 }
 
 json::Value loss_json(const std::vector<RunRecord>& runs) {
@@ -650,24 +674,23 @@ std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs, const 
   files.push_back({"table.csv", table_csv(runs)});
   files.push_back({"table.json", json::dump(table_json(runs), 2) + "\n"});
 
-  std::vector<png::Image> panels;
-  for (const RunRecord& r : runs) panels.push_back(attention_panel(r));
-  const int columns = static_cast<int>(std::min<size_t>(runs.size(), 4));
-  files.push_back({"heatmaps.png", png::encode(plot::grid(panels, columns, "identical word probing: attention"))});
+  std::vector<plot::svg::Figure> panels;
+  for (const RunRecord& r : runs) panels.push_back(layer_panel(r.label, r.attention, "attention weight", 200));
+  files.push_back({"heatmaps.svg", plot::svg::document(plot::svg::grid(panels, 0, "identical word probing: attention"))});
 
   std::string sections;
   if (std::any_of(runs.begin(), runs.end(), [](const RunRecord& r) { return r.trajectory.is_array(); })) {
-    files.push_back({"trajectories.png", png::encode(trajectory_grid(runs))});
+    files.push_back({"trajectories.svg", plot::svg::document(trajectory_grid(runs))});
     sections += "<h2>Indicators during pretraining</h2>\n" +
-                figure_html("trajectories.png", "identical word probing of layer 1 at the runs' checkpoints (ordo "
+                figure_html("trajectories.svg", "identical word probing of layer 1 at the runs' checkpoints (ordo "
                                                 "analyze), without the special tokens' rows and columns: 0 is the "
                                                 "property met, DB 1 is balanced");
   }
   if (std::any_of(runs.begin(), runs.end(), has_curves)) {
-    files.push_back({"losses.png", png::encode(loss_grid(runs))});
+    files.push_back({"losses.svg", plot::svg::document(loss_grid(runs))});
     files.push_back({"losses.json", json::dump(loss_json(runs), 2) + "\n"});
     sections += "<h2>Loss during pretraining</h2>\n<p>The curves as <a href=\"losses.json\">JSON</a>.</p>\n" +
-                figure_html("losses.png", "each run's metrics.jsonl: the training language-model loss of every logged "
+                figure_html("losses.svg", "each run's metrics.jsonl: the training language-model loss of every logged "
                                           "step (without NSP's share) and the held-out loss of every evaluation, as "
                                           "the locality/symmetry paper's Figure 6");
   }
@@ -695,7 +718,7 @@ std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs, const 
       "and MLM+NSP, the next token for causal: the objective column says which). Also as "
       "<a href=\"table.md\">Markdown</a>, <a href=\"table.csv\">CSV</a> and <a href=\"table.json\">JSON</a>.</p>\n" +
       html_table(runs) + lead_html + "<h2>Heatmaps</h2>\n" +
-      figure_html("heatmaps.png", "softmax attention of the probed layer, one panel per run (rows: query position i, "
+      figure_html("heatmaps.svg", "softmax attention of the probed layer, one panel per run (rows: query position i, "
                                   "columns: key position j; viridis, each panel its own scale)") +
       sections + "</body>\n</html>\n";
   files.push_back({"index.html", html});

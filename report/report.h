@@ -1,8 +1,9 @@
 // The report of an experiment: runs of several PE variants side by side.
 //
 // For each run directory RUN (what `ordo pretrain --out RUN` made) it reads
-//   RUN/probe/probe.json, indicators.json, attention_layerK.csv, scores_layerK.png
-//                         what `ordo probe --out RUN/probe` wrote (required)
+//   RUN/probe/probe.json, indicators.json, attention_layerK.csv
+//                         what `ordo probe --out RUN/probe` wrote (required),
+//                         and scores_layerK.csv (else its .png) when there
 //   RUN/config.json       model.pe: the variant's name (else probe.json's "variant")
 //   RUN/metrics.jsonl     the last line with "eval_loss": the final held-out MLM
 //                         loss and accuracy (optional: the cells are left empty)
@@ -15,12 +16,17 @@
 //       invariance: with and without [CLS]; symmetry (SD); direction
 //       balance), then the locality/symmetry paper's locality and symmetry,
 //       then the final held-out MLM loss and accuracy
-//   trajectories.png   when runs' analyses have them: the layer-1 indicators
-//       against step (indicator_trajectory.json), one line per run
-//   heatmaps.png   one panel per run (as Wang et al.'s Fig. 2 and the
+// The figures are SVG (plot/svg.h), legible on a page 1400 px wide:
+//   trajectories.svg   when runs' analyses have them: the layer-1 indicators
+//       against step (indicator_trajectory.json), a panel per indicator, a
+//       line per run, one legend for all panels
+//   losses.svg, losses.json   when runs' metrics.jsonl have curves: the
+//       training and held-out loss against step, a line per run
+//   heatmaps.svg   one panel per run (as Wang et al.'s Fig. 2 and the
 //       locality/symmetry paper's Fig. 1): viridis, colour bar, axis labels,
 //       the row's name as title
-//   runs/<n>_<variant>/...   each run's heatmaps and its analysis files, copied
+//   runs/<n>_<variant>/...   each run's heatmaps (attention.svg, scores.svg)
+//       and its analysis files, copied (ordo analyze's figures stay PNG)
 //   index.html     static and self-contained: it links only files beside it
 // The row of a run uses probed layer 1 when the probe has it, else the
 // first layer it probed (the "layer" column says which).
@@ -50,7 +56,8 @@ struct RunRecord {
   int layer = 1;
   json::Value with_special, without_special;  // the layer's indicators objects
   Matrix attention;                    // the layer's averaged attention
-  std::string scores_png;                     // RUN/probe/scores_layerK.png, empty when absent
+  Matrix scores;           // the layer's averaged pre-softmax scores (RUN/probe/scores_layerK.csv), empty when absent
+  std::string scores_png;  // RUN/probe/scores_layerK.png when there is no CSV, else empty
   bool has_eval = false;
   int64_t eval_step = -1;
   double eval_loss = 0, eval_accuracy = 0;

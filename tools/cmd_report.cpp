@@ -5,7 +5,7 @@
 // Each RUN_DIR must hold probe/ (ordo probe --checkpoint RUN_DIR --out
 // RUN_DIR/probe); config.json, metrics.jsonl and analysis/ (ordo analyze)
 // are used when present. Writes REPORT_DIR/index.html (static: it links only
-// files beside it), table.{md,csv,json}, heatmaps.png and runs/<n>_<variant>/.
+// files beside it), table.{md,csv,json}, heatmaps.svg and runs/<n>_<variant>/.
 // Every run is read and every file rendered before the first is written: a
 // bad RUN_DIR ends in one line naming it, exit 1, and REPORT_DIR untouched.
 // An existing REPORT_DIR is refused unless --overwrite, which replaces it whole.
@@ -40,7 +40,7 @@ cli::Register command({"report", "one report of several runs: the indicator tabl
                        "  RUN_DIR: a run (ordo pretrain --out RUN_DIR) probed with ordo probe --checkpoint RUN_DIR\n"
                        "           --out RUN_DIR/probe; RUN_DIR/analysis (ordo analyze) is included when present\n"
                        "  --overwrite  replace REPORT_DIR if it exists (whole: no file of the previous report stays)\n"
-                       "  writes REPORT_DIR/index.html, table.md, table.csv, table.json, heatmaps.png, runs/",
+                       "  writes REPORT_DIR/index.html, table.md, table.csv, table.json, heatmaps.svg, runs/",
                        run});
 
 }  // namespace

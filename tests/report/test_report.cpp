@@ -16,6 +16,7 @@
 #include "report/report.h"
 #include "tests/helpers.h"
 #include "tests/plot/png_check.h"
+#include "tests/plot/svg_check.h"
 #include "text/tokenizer.h"
 
 using namespace ordo;
@@ -198,6 +199,8 @@ TEST_CASE("ordo report: the HTML links only files that exist", "[probe][report]"
   const std::string a = dir / "run_a", b = dir / "run_b", out = dir / "report";
   fake_run(a, "alibi", {1}, false, kMetrics, true);
   fake_run(b, "alibi", {1}, false, "", false);  // the same variant twice: told apart by folder
+  // A's probe has its scores as CSV too (drawn as SVG); B's only as PNG (copied).
+  write(a + "/probe/scores_layer1.csv", "1,2,3,4\n2,1,2,3\n3,2,1,2\n4,3,2,1\n");
   test::CommandResult r = test::run_ordo("report " + a + " " + b + " --out " + out);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -224,11 +227,17 @@ TEST_CASE("ordo report: the HTML links only files that exist", "[probe][report]"
     CHECK(file_exists(out + "/" + target));
     if ((*it)[1] == "src") {
       ++images;
-      png_check::read(read_file(out + "/" + target), target);
+      if (target.size() > 4 && target.compare(target.size() - 4, 4, ".svg") == 0)
+        svg_check::check_texts_inside(svg_check::parse(read_file(out + "/" + target)), 13);
+      else
+        png_check::read(read_file(out + "/" + target), target);
     }
   }
-  // heatmaps.png; losses.png (A's metrics); per run attention.png and scores.png; A's one existing analysis figure.
+  // heatmaps.svg; losses.svg (A's metrics); per run attention.svg and scores (A's .svg, B's .png);
+  // A's one existing analysis figure.
   CHECK(images == 1 + 1 + 2 * 2 + 1);
+  CHECK(file_exists(out + "/runs/1_alibi/scores.svg"));
+  CHECK(read_file(out + "/runs/2_alibi/scores.png") == read_file(b + "/probe/scores_layer1.png"));
   CHECK(links > images);
   // The copied analysis figure and table are the run's bytes.
   CHECK(read_file(out + "/runs/1_alibi/analysis/1_cosine.png") == read_file(a + "/analysis/cosine.png"));
@@ -241,10 +250,15 @@ TEST_CASE("ordo report: the HTML links only files that exist", "[probe][report]"
   CHECK_THAT(html, Catch::Contains("alibi (run_a)"));
   CHECK_THAT(html, Catch::Contains("alibi (run_b)"));
   CHECK_THAT(html, Catch::Contains("No analyses"));
-  // The grid holds two panels side by side.
-  png_check::Picture grid = png_check::read(read_file(out + "/heatmaps.png"), "heatmaps.png");
-  png_check::Picture one = png_check::read(read_file(out + "/runs/1_alibi/attention.png"), "attention.png");
-  CHECK(grid.width > 2 * one.width);
+  // The grid holds two panels side by side, each titled with its run.
+  const svg_check::Element grid = svg_check::parse(read_file(out + "/heatmaps.svg"));
+  CHECK(svg_check::count_text(grid, "alibi (run_a)") == 1);
+  CHECK(svg_check::count_text(grid, "alibi (run_b)") == 1);
+  CHECK(svg_check::count_text(grid, "attention weight") == 2);
+  const svg_check::Element one = svg_check::parse(read_file(out + "/runs/1_alibi/attention.svg"));
+  CHECK(svg_check::count_text(one, "alibi (run_a): attention") == 1);
+  CHECK(svg_check::count_text(one, "key position j (tokens)") == 1);
+  CHECK(svg_check::count_text(one, "query position i (tokens)") == 1);
 }
 
 TEST_CASE("ordo report: the runs' indicator trajectories drawn together, a malformed one is named",
@@ -264,8 +278,16 @@ TEST_CASE("ordo report: the runs' indicator trajectories drawn together, a malfo
   test::CommandResult r = test::run_ordo("report " + a + " " + b + " --out " + (dir / "report"));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  png_check::read(read_file(dir / "report/trajectories.png"), "trajectories.png");
-  CHECK_THAT(read_file(dir / "report/index.html"), Catch::Contains("src=\"trajectories.png\""));
+  const svg_check::Element trajectories = svg_check::parse(read_file(dir / "report/trajectories.svg"));
+  svg_check::check_texts_inside(trajectories, 13);
+  CHECK(svg_check::count_text(trajectories, "ape_learned") == 1);  // the one run with them, named once
+  CHECK(svg_check::count_text(trajectories, "rpe_shaw") == 0);
+  for (const char* panel : {"translation invariance (AIV)", "monotonicity, first 20 offsets (OPR)", "symmetry (SD)",
+                            "direction balance (DB)"})
+    CHECK(svg_check::count_text(trajectories, panel) == 1);
+  CHECK(svg_check::count_text(trajectories, "AIV (unitless)") == 1);
+  CHECK(svg_check::count_text(trajectories, "step (optimizer updates)") == 4);
+  CHECK_THAT(read_file(dir / "report/index.html"), Catch::Contains("src=\"trajectories.svg\""));
 
   write(a + "/analysis/indicator_trajectory.json", "{\"steps\": [{\"step\": 1, \"without_special\": {}}]}");
   r = test::run_ordo("report " + a + " " + b + " --out " + (dir / "report2"));
@@ -276,7 +298,7 @@ TEST_CASE("ordo report: the runs' indicator trajectories drawn together, a malfo
   // Without trajectories, no such figure.
   r = test::run_ordo("report " + b + " --out " + (dir / "report3"));
   REQUIRE(r.exit_code == 0);
-  CHECK_FALSE(file_exists(dir / "report3/trajectories.png"));
+  CHECK_FALSE(file_exists(dir / "report3/trajectories.svg"));
 }
 
 TEST_CASE("ordo report: the runs' training and held-out loss curves, from metrics.jsonl", "[probe][report]") {
@@ -291,8 +313,13 @@ TEST_CASE("ordo report: the runs' training and held-out loss curves, from metric
   test::CommandResult r = test::run_ordo("report " + a + " " + b + " " + c + " --out " + (dir / "report"));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  png_check::read(read_file(dir / "report/losses.png"), "losses.png");
-  CHECK_THAT(read_file(dir / "report/index.html"), Catch::Contains("src=\"losses.png\""));
+  const svg_check::Element losses = svg_check::parse(read_file(dir / "report/losses.svg"));
+  svg_check::check_texts_inside(losses, 13);
+  CHECK(svg_check::count_text(losses, "ape_learned") == 1);  // each run with curves named once
+  CHECK(svg_check::count_text(losses, "rpe_shaw") == 1);
+  CHECK(svg_check::count_text(losses, "none") == 0);
+  CHECK(svg_check::count_text(losses, "cross-entropy (nats per token)") == 2);
+  CHECK_THAT(read_file(dir / "report/index.html"), Catch::Contains("src=\"losses.svg\""));
   const json::Value curves = json::parse(read_file(dir / "report/losses.json"))["runs"];
   REQUIRE(curves.size() == 2);
   auto points = [](const json::Value& a) {
@@ -311,7 +338,7 @@ TEST_CASE("ordo report: the runs' training and held-out loss curves, from metric
   // No run with two points: no figure.
   r = test::run_ordo("report " + c + " --out " + (dir / "report2"));
   REQUIRE(r.exit_code == 0);
-  CHECK_FALSE(file_exists(dir / "report2/losses.png"));
+  CHECK_FALSE(file_exists(dir / "report2/losses.svg"));
   CHECK_FALSE(file_exists(dir / "report2/losses.json"));
 }
 
