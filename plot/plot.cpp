@@ -292,6 +292,9 @@ std::vector<int64_t> index_ticks(int64_t first, int64_t n, int target) {
   return t;
 }
 
+namespace {
+// Widens [lo, hi] by pad_fraction of its span each side (not on a log axis);
+// an empty range becomes one unit (or a factor of 2 on a log axis) around it.
 void pad_range(double& lo, double& hi, bool log, double pad_fraction) {
   if (!(hi > lo)) {
     const double m = lo;
@@ -304,6 +307,7 @@ void pad_range(double& lo, double& hi, bool log, double pad_fraction) {
   lo -= span * pad_fraction;
   hi += span * pad_fraction;
 }
+}  // namespace
 
 // ---- heatmap ------------------------------------------------------------------------------------------
 
@@ -471,19 +475,27 @@ Frame draw_axes(Canvas& c, const ChartStyle& s, double x0, double x1, double y0,
 
 }  // namespace
 
-png::Image line_chart(const std::vector<Series>& series, const ChartStyle& s) {
-  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-  for (const Series& sr : series)
-    for (size_t k = 0; k < sr.x.size(); ++k) {
-      if (!std::isfinite(sr.y[k]) || (s.log_y && sr.y[k] <= 0)) continue;
-      x0 = std::min(x0, sr.x[k]), x1 = std::max(x1, sr.x[k]);
-      y0 = std::min(y0, sr.y[k]), y1 = std::max(y1, sr.y[k]);
-    }
-  if (!std::isfinite(x0)) x0 = 0, x1 = 1, y0 = s.log_y ? 1 : 0, y1 = s.log_y ? 10 : 1;
+void AxisRange::add(const std::vector<double>& x, const std::vector<double>& y, bool log_y) {
+  for (size_t k = 0; k < x.size() && k < y.size(); ++k) {
+    if (!std::isfinite(y[k]) || (log_y && y[k] <= 0)) continue;
+    x0 = std::min(x0, x[k]), x1 = std::max(x1, x[k]);
+    y0 = std::min(y0, y[k]), y1 = std::max(y1, y[k]);
+  }
+}
+
+void AxisRange::finish(bool log_y, double y_min, double y_max) {
+  if (!std::isfinite(x0)) x0 = 0, x1 = 1, y0 = log_y ? 1 : 0, y1 = log_y ? 10 : 1;
   if (!(x1 > x0)) x0 -= 0.5, x1 += 0.5;
-  pad_range(y0, y1, s.log_y, 0.05);
-  if (!std::isnan(s.y_min)) y0 = s.y_min;
-  if (!std::isnan(s.y_max)) y1 = s.y_max;
+  pad_range(y0, y1, log_y, 0.05);
+  if (!std::isnan(y_min)) y0 = y_min;
+  if (!std::isnan(y_max)) y1 = y_max;
+}
+
+png::Image line_chart(const std::vector<Series>& series, const ChartStyle& s) {
+  AxisRange range;
+  for (const Series& sr : series) range.add(sr.x, sr.y, s.log_y);
+  range.finish(s.log_y, s.y_min, s.y_max);
+  const double x0 = range.x0, x1 = range.x1, y0 = range.y0, y1 = range.y1;
   Canvas c(s.width, s.height);
   std::vector<std::pair<std::string, Rgb>> legend;
   for (const Series& sr : series)

@@ -59,9 +59,14 @@ std::vector<double> nice_ticks(double lo, double hi, int target);
 std::vector<double> log_ticks(double lo, double hi);
 // Integer ticks for an axis of n cells labelled first .. first+n-1.
 std::vector<int64_t> index_ticks(int64_t first, int64_t n, int target);
-// Widens [lo, hi] by pad_fraction of its span each side (not on a log axis);
-// an empty range becomes one unit (or a factor of 2 on a log axis) around it.
-void pad_range(double& lo, double& hi, bool log, double pad_fraction);
+// The axes of a line chart: the points' x range, their y range padded by 5%
+// (y_min, y_max when not NaN), leaving out non-finite y and, on a log axis,
+// y <= 0; 0..1 (1..10 on a log axis) without a point.
+struct AxisRange {
+  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+  void add(const std::vector<double>& x, const std::vector<double>& y, bool log_y);
+  void finish(bool log_y, double y_min, double y_max);
+};
 
 struct HeatmapStyle {
   std::string title;                  // the variant's name and what the map shows

@@ -293,20 +293,12 @@ Figure chart_axes(const ChartStyle& s, Frame& frame, const std::vector<std::stri
 }  // namespace
 
 Figure line_chart(const std::vector<Line>& lines, const ChartStyle& s) {
+  AxisRange range;
+  for (const Line& l : lines) range.add(l.x, l.y, s.log_y);
+  range.finish(s.log_y, s.y_min, s.y_max);
+  const double y0 = range.y0, y1 = range.y1;
   Frame frame;
-  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-  for (const Line& l : lines)
-    for (size_t k = 0; k < l.x.size() && k < l.y.size(); ++k) {
-      if (!std::isfinite(l.y[k]) || (s.log_y && l.y[k] <= 0)) continue;
-      x0 = std::min(x0, l.x[k]), x1 = std::max(x1, l.x[k]);
-      y0 = std::min(y0, l.y[k]), y1 = std::max(y1, l.y[k]);
-    }
-  if (!std::isfinite(x0)) x0 = 0, x1 = 1, y0 = s.log_y ? 1 : 0, y1 = s.log_y ? 10 : 1;
-  if (!(x1 > x0)) x0 -= 0.5, x1 += 0.5;
-  pad_range(y0, y1, s.log_y, 0.05);
-  if (!std::isnan(s.y_min)) y0 = s.y_min;
-  if (!std::isnan(s.y_max)) y1 = s.y_max;
-  frame.x0 = x0, frame.x1 = x1, frame.y0 = y0, frame.y1 = y1;
+  frame.x0 = range.x0, frame.x1 = range.x1, frame.y0 = y0, frame.y1 = y1;
 
   std::vector<std::pair<std::string, int>> entries;
   for (const Line& l : lines)

@@ -283,19 +283,8 @@ const std::vector<std::pair<std::string, std::string>>& table_columns() {
   return columns;
 }
 
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+// The entities of XML text, which HTML reads the same.
+std::string html_escape(const std::string& s) { return plot::svg::escape(s); }
 
 namespace {
 
