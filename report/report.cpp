@@ -410,8 +410,6 @@ plot::svg::Figure layer_panel(const std::string& title, const Matrix& m, const s
   return plot::svg::heatmap(m, style, map_size);
 }
 
-
-
 std::string html_table(const std::vector<RunRecord>& runs) {
   std::string out = "<table>\n<tr>";
   for (const auto& [key, heading] : table_columns()) out += "<th>" + html_escape(heading) + "</th>";

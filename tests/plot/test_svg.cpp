@@ -187,3 +187,31 @@ TEST_CASE("svg: a grid of panels with one legend fits a 1400 px page", "[plot][s
   for (const svg_check::Element* g : groups) offsets.insert(g->at("transform"));
   CHECK(offsets.size() == 5);  // the legend and four panels
 }
+
+TEST_CASE("svg: grouped bars as tall as their values, each series named once", "[plot][svg]") {
+  const std::vector<svg::Bars> bars = {{"head 1 (layer 1)", {1, 2}, 0}, {"head 2 (layer 1)", {4, 0.5}, 1}};
+  svg::ChartStyle style;
+  style.title = "rank per head";
+  style.x_label = "term";
+  style.y_label = "rank (singular values)";
+  const svg_check::Element doc = svg_check::parse(svg::document(svg::bar_chart({"token", "position"}, bars, style)));
+  svg_check::check_texts_inside(doc, 13);
+  for (const char* name : {"head 1 (layer 1)", "head 2 (layer 1)", "token", "position"})
+    CHECK(svg_check::count_text(doc, name) == 1);
+  // The bars: filled rects standing on one base line, heights proportional to 1, 4, 2, 0.5 (category
+  // by category); the legend's two swatches are the 14 px squares.
+  std::vector<const svg_check::Element*> rects;
+  find_all(doc, "rect", rects);
+  std::vector<double> heights, bases;
+  for (const svg_check::Element* r : rects) {
+    const double h = std::atof(r->at("height").c_str());
+    if (r->at("fill") == "none" || r->at("fill") == "#fff" || h == 14) continue;
+    heights.push_back(h);
+    bases.push_back(std::atof(r->at("y").c_str()) + h);
+  }
+  REQUIRE(heights.size() == 4);
+  CHECK(heights[1] / heights[0] == Approx(4).epsilon(0.01));
+  CHECK(heights[2] / heights[0] == Approx(2).epsilon(0.01));
+  CHECK(heights[3] / heights[0] == Approx(0.5).epsilon(0.02));
+  for (double b : bases) CHECK(b == Approx(bases[0]).margin(0.11));
+}
