@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/json_numbers.h"
+#include "experiment/columns.h"
 #include "experiment/statistics.h"
 #include "experiment/verdicts.h"
 #include "plot/svg.h"
@@ -31,209 +32,11 @@ const std::vector<std::string> kTable5Indicators = {"monotonicity",
                                                     "symmetry_sd",
                                                     "direction_balance"};
 
-std::string format(double v, const char* pattern) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[48];
-  std::snprintf(buf, sizeof buf, pattern, v);
-  return buf;
-}
-
-// Indicators to four decimals (as Wang et al.'s Table 2), task figures to two (their Tables 3-4).
-std::string number(const std::string& key, double v) { return format(v, is_indicator_key(key) ? "%.4f" : "%.2f"); }
-
 std::string paper_text(const std::string& key, const PaperCell* c) {
   if (!c || !c->present) return "-";
-  std::string s = number(key, c->value);
-  if (c->spread >= 0) s += " ± " + number(key, c->spread);
+  std::string s = figure_number(key, c->value);
+  if (c->spread >= 0) s += " ± " + figure_number(key, c->spread);
   return s + (c->marked ? " †" : "");
-}
-
-// A row's test against the baseline in one column: Welch's two-sided t-test
-// (experiment/statistics.h), Holm-corrected over the column's family.
-struct Significance {
-  bool tested = false, marked = false;
-  double p = kNaN, p_holm = kNaN;
-  bool over_pretraining = false;  // over the pretraining runs' means (else over one run's fine-tuning seeds)
-  Interval difference;            // the row's mean minus the baseline's over the same replicates, 1 - alpha
-};
-
-// One column over the runs: each run's figure, the runs left out of its
-// comparisons, and each run's test against the baseline. The family of a
-// column is every row tested against the baseline there; Holm's correction
-// runs over it (SPEC §4).
-struct ColumnFigures {
-  std::string key;
-  std::string tasks;                          // the task set the compared rows' means average ("" otherwise)
-  std::map<std::string, Figure> figures;      // by config: the runs with the figure
-  std::set<std::string> uniform;              // left out: uniform attention, this indicator a tie artifact
-  std::set<std::string> other_tasks;          // left out: a mean over another task set than `tasks`
-  double chance = kNaN;                       // an accuracy column: the majority label's accuracy (results.h)
-  std::set<std::string> at_chance;            // rows at chance there (verdicts.h): no verdict rests on them
-  std::map<std::string, Significance> tests;  // by config
-  int64_t family = 0;                         // how many rows were tested against the baseline
-  // By config, for a row pretrained more than once: each pretraining run's
-  // mean of the figure (the row's own run first, then its replicates').
-  std::map<std::string, std::vector<double>> pretraining;
-  const Figure* find(const std::string& config) const {
-    const auto it = figures.find(config);
-    return it == figures.end() ? nullptr : &it->second;
-  }
-  const std::vector<double>* pretraining_means(const std::string& config) const {
-    const auto it = pretraining.find(config);
-    return it == pretraining.end() ? nullptr : &it->second;
-  }
-  // The row's value in orderings and rank statistics: the mean over its
-  // pretraining runs where it has several, else its one run's mean.
-  double estimate(const std::string& config) const {
-    if (const std::vector<double>* m = pretraining_means(config)) return mean_std(*m).mean;
-    const Figure* f = find(config);
-    return f ? f->mean() : kNaN;
-  }
-  // In the column's tests, orderings and rank statistics.
-  bool compared(const std::string& config) const {
-    return find(config) && !uniform.count(config) && !other_tasks.count(config);
-  }
-  Significance test(const std::string& config) const {
-    const auto it = tests.find(config);
-    return it == tests.end() ? Significance() : it->second;
-  }
-};
-
-// Whether a run's probed attention without [CLS]/[SEP] is uniform (probe/indicators.h).
-bool uniform_attention(const RunResults& run) {
-  return run.probed && probe::uniform_rows(probe::without_special(run.record.attention));
-}
-
-// A task column scored by accuracy ("TASK.score" or "TASK.accuracy"): the
-// accuracy of the run's task data's most frequent label; NaN otherwise.
-double chance_of(const RunResults& run, const std::string& key) {
-  const size_t dot = key.find('.');
-  if (dot == std::string::npos || is_indicator_key(key)) return kNaN;
-  const std::string metric = key.substr(dot + 1);
-  const auto t = run.tasks.find(key.substr(0, dot));
-  return t == run.tasks.end() || (metric != "score" && metric != "accuracy") ? kNaN : t->second.chance;
-}
-
-ColumnFigures column_figures(const std::string& key, const std::vector<RunResults>& runs, const Plan& plan) {
-  ColumnFigures c;
-  c.key = key;
-  std::map<std::string, int> sets;  // how many rows average each task set
-  for (const RunResults& run : runs) {
-    const std::optional<Figure> f = figure(run, key, plan);
-    if (!f) continue;
-    c.figures[run.config] = *f;
-    ++sets[f->tasks];
-    if (is_indicator_key(key) && tie_artifact_on_uniform(key) && uniform_attention(run)) c.uniform.insert(run.config);
-    const double chance = chance_of(run, key);
-    if (!std::isnan(chance)) {
-      c.chance = chance;
-      if (at_chance(f->values, chance, plan.alpha)) c.at_chance.insert(run.config);
-    }
-    std::vector<double> means = {f->mean()};
-    for (const RunResults& replicate : run.replicates) {
-      const std::optional<Figure> r = figure(replicate, key, plan);
-      if (r && r->tasks == f->tasks && std::isfinite(r->mean())) means.push_back(r->mean());
-    }
-    if (means.size() >= 2) c.pretraining[run.config] = means;
-  }
-  // Means compare only over one task set: the baseline's, else the commonest.
-  const Figure* base = c.find(plan.baseline);
-  int most = 0;
-  for (const auto& [set, n] : sets)
-    if (n > most) most = n, c.tasks = set;
-  if (base) c.tasks = base->tasks;
-  for (const auto& [config, f] : c.figures)
-    if (f.tasks != c.tasks) c.other_tasks.insert(config);
-  if (plan.baseline.empty() || !base || !c.compared(plan.baseline)) return c;
-  // The replicate that varies between the two rows (SPEC §4): their
-  // pretraining runs where both have several, else (the paper's †) one run's
-  // fine-tuning seeds; a probe indicator has one value per run, so only the
-  // first.
-  std::vector<std::string> tested;
-  std::vector<double> p;
-  std::vector<bool> over_pretraining;
-  std::vector<Interval> intervals;
-  const std::vector<double>* base_runs = c.pretraining_means(plan.baseline);
-  for (const RunResults& run : runs) {
-    if (run.config == plan.baseline || !c.compared(run.config)) continue;
-    const std::vector<double>* runs_of_row = c.pretraining_means(run.config);
-    const bool pretraining = base_runs && runs_of_row;
-    if (!pretraining && (is_indicator_key(key) || c.find(run.config)->values.size() < 2 || base->values.size() < 2))
-      continue;
-    const std::vector<double>& row = pretraining ? *runs_of_row : c.find(run.config)->values;
-    const std::vector<double>& against = pretraining ? *base_runs : base->values;
-    const double welch = welch_t_test(row, against).p;
-    if (std::isnan(welch)) continue;
-    tested.push_back(run.config);
-    p.push_back(welch);
-    over_pretraining.push_back(pretraining);
-    intervals.push_back(welch_interval(row, against, 1 - plan.alpha));
-  }
-  const std::vector<double> holm = holm_adjust(p);
-  for (size_t i = 0; i < tested.size(); ++i)
-    c.tests[tested[i]] = {true, holm[i] < plan.alpha, p[i], holm[i], over_pretraining[i], intervals[i]};
-  c.family = static_cast<int64_t>(tested.size());
-  return c;
-}
-
-std::string ordo_text(const ColumnFigures& column, const std::string& config) {
-  const Figure* f = column.find(config);
-  if (!f) return "n/a";
-  std::string s = number(column.key, f->mean());
-  if (f->values.size() > 1) s += " ± " + number(column.key, f->std());
-  if (const std::vector<double>* m = column.pretraining_means(config)) {
-    const MeanStd pt = mean_std(*m);
-    s += " [" + std::to_string(m->size()) + " pretrainings: " + number(column.key, pt.mean) + " ± " +
-         number(column.key, pt.std) + "]";
-  }
-  if (column.other_tasks.count(config)) s += " (over " + f->tasks + ": not comparable)";
-  if (column.uniform.count(config)) s += " (uniform)";
-  if (column.at_chance.count(config)) s += " (at chance)";
-  const Significance t = column.test(config);
-  return s + (t.marked ? t.over_pretraining ? " ‡" : " †" : "");
-}
-
-json::Value figure_json(const ColumnFigures& column, const std::string& config) {
-  const Figure* f = column.find(config);
-  if (!f) return json::Value();
-  json::Value v = json::Value::object(), values = json::Value::array();
-  for (double x : f->values) values.push_back(json::number(x));
-  v["mean"] = json::number(f->mean());
-  v["std"] = f->values.size() > 1 ? json::number(f->std()) : json::Value();
-  v["values"] = values;
-  if (!f->tasks.empty()) v["tasks"] = f->tasks;
-  if (const std::vector<double>* m = column.pretraining_means(config)) {
-    json::Value pt = json::Value::object(), means = json::Value::array();
-    for (double x : *m) means.push_back(json::number(x));
-    pt["means"] = means;  // each pretraining run's mean, the row's own run first
-    pt["mean"] = json::number(mean_std(*m).mean);
-    pt["std"] = json::number(mean_std(*m).std);
-    v["pretraining"] = pt;
-  }
-  if (column.uniform.count(config)) v["left_out"] = "uniform attention: a tie artifact";
-  if (column.other_tasks.count(config)) v["left_out"] = "a mean over other tasks";
-  if (column.at_chance.count(config)) v["at_chance"] = column.chance;
-  const Significance s = column.test(config);
-  if (s.tested) {
-    v["welch_p"] = s.p;
-    v["holm_p"] = s.p_holm;
-    v["significant"] = s.marked;
-    v["tested_over"] = s.over_pretraining ? "pretraining runs" : "fine-tuning seeds";
-    json::Value interval = json::Value::array();  // of the difference from the baseline, at 1 - alpha
-    interval.push_back(json::number(s.difference.low));
-    interval.push_back(json::number(s.difference.high));
-    v["difference_interval"] = interval;
-  }
-  return v;
-}
-
-// A row's name in a table; where the plan replicates pretraining, with how
-// many pretraining runs it has (SPEC §4: a row with one is marked so).
-std::string config_label(const RunResults& run, const Plan& plan) {
-  if (plan.replicate_seeds.empty()) return run.config;
-  const size_t n = 1 + run.replicates.size();
-  return run.config + (n == 1 ? " (one pretraining run)" : " (" + std::to_string(n) + " pretraining runs)");
 }
 
 // Where a column's figures come from: a task's data, or the probe.
@@ -256,7 +59,7 @@ struct Ranked {
   std::string text(const std::string& key) const {
     std::string out;
     for (size_t i = 0; i < names.size(); ++i)
-      out += (i == 0 ? "" : tied(key, i) ? " = " : " > ") + names[i] + " (" + number(key, means[i]) + ")";
+      out += (i == 0 ? "" : tied(key, i) ? " = " : " > ") + names[i] + " (" + figure_number(key, means[i]) + ")";
     return out;
   }
 };
@@ -274,7 +77,7 @@ Ranked rank(const std::map<std::string, std::vector<double>>& groups, const std:
 // A p-value to three significant figures: "p = 0.0521", "p < 1e-6", "p = 0" (a perfect correlation).
 std::string p_text(double p) {
   if (std::isnan(p)) return "p undefined";
-  return p > 0 && p < 1e-6 ? "p < 1e-6" : "p = " + format(p, "%.3g");
+  return p > 0 && p < 1e-6 ? "p < 1e-6" : "p = " + format_figure(p, "%.3g");
 }
 
 // Both are undefined (NaN, as scipy.stats gives them) where one side's values
@@ -286,8 +89,8 @@ std::string rank_text(const CorrelationTest& tau, const CorrelationTest& rho) {
            ": one side's values all tie)";
   const std::string how = std::string(tau.method) == rho.method ? std::string(tau.method)
                                                                   : std::string(tau.method) + " and " + rho.method;
-  return "Kendall's τ_b " + format(tau.value, "%.2f") + " (" + p_text(tau.p) + "), Spearman's ρ " +
-         format(rho.value, "%.2f") + " (" + p_text(rho.p) + ") (n = " + std::to_string(tau.n) + "; p by " + how + ")";
+  return "Kendall's τ_b " + format_figure(tau.value, "%.2f") + " (" + p_text(tau.p) + "), Spearman's ρ " +
+         format_figure(rho.value, "%.2f") + " (" + p_text(rho.p) + ") (n = " + std::to_string(tau.n) + "; p by " + how + ")";
 }
 
 // The verdict on a column's rank agreement (experiment/verdicts.h).
@@ -295,7 +98,7 @@ std::string rank_verdict_text(const CorrelationTest& tau, double alpha) {
   const Judgement j = judge_rank_agreement(tau, alpha);
   return std::string("Verdict on the order: ") + verdict_name(j.verdict) + (j.reason.empty() ? "" : " (" + j.reason + ")") +
          (agrees(tau, alpha) ? ": ordo's rows agree with the paper's."
-                             : ": no agreement shown (that needs τ_b > 0 with p < " + format(alpha, "%g") + ").");
+                             : ": no agreement shown (that needs τ_b > 0 with p < " + format_figure(alpha, "%g") + ").");
 }
 
 std::string direction_note(const std::string& key) {
@@ -329,7 +132,7 @@ std::optional<ColumnReading> baseline_verdicts(const PaperTable& table, const Co
       e.not_testable = is_indicator_key(key) ? "one pretraining run: an indicator has one value per run"
                                              : "no test: fewer than two seeds in a row, or no spread in either";
     if (column.at_chance.count(run.config) || column.at_chance.count(plan.baseline))
-      e.not_testable = "accuracy at chance (the majority label's " + format(column.chance, "%.1f") + "%)";
+      e.not_testable = "accuracy at chance (the majority label's " + format_figure(column.chance, "%.1f") + "%)";
     rows.emplace_back(run.config, judge(e, plan.alpha).verdict);
     (column.test(run.config).over_pretraining ? over_pretraining : over_seeds) += 1;
   }
@@ -345,7 +148,7 @@ std::optional<ColumnReading> baseline_verdicts(const PaperTable& table, const Co
                               "run for the " + std::to_string(over_seeds) + " other row(s) (†)";
   r.text = name + ", each row against " + plan.baseline + " (the paper's direction of the difference; Welch's "
            "two-sided t-test " + over + "; Holm over this column's " + std::to_string(column.family) +
-           " comparisons with " + plan.baseline + ", p < " + format(plan.alpha, "%g") + "): " + verdicts_by_name(rows) +
+           " comparisons with " + plan.baseline + ", p < " + format_figure(plan.alpha, "%g") + "): " + verdicts_by_name(rows) +
            ".";
   return r;
 }
@@ -394,8 +197,8 @@ Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& 
       const PaperTable::Row* p = table.find(run.config);
       const Figure* f = column.find(run.config);
       if (!p || !f || !p->cells.at(key).present || !std::isfinite(f->mean())) continue;
-      const std::string paper_and_ordo = run.config + " (ordo " + number(key, f->mean()) + ", paper " +
-                                         number(key, p->value(key)) + ")";
+      const std::string paper_and_ordo = run.config + " (ordo " + figure_number(key, f->mean()) + ", paper " +
+                                         figure_number(key, p->value(key)) + ")";
       if (column.uniform.count(run.config)) uniform += (uniform.empty() ? "" : ", ") + paper_and_ordo;
       else if (column.other_tasks.count(run.config)) other_tasks += (other_tasks.empty() ? "" : ", ") + run.config + " (" + f->tasks + ")";
       else both.emplace_back(p, column.estimate(run.config));
@@ -462,7 +265,7 @@ Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& 
       r.text = name + ", rank agreement of ordo's rows with the paper's: " + rank_text(tau, rho) + ". " +
                (chance ? "Verdict on the order: " + std::string(verdict_name(Verdict::not_testable)) + " (" +
                              std::to_string(chance_rows) + " of the " + std::to_string(both.size()) + " rows are at "
-                             "chance: the majority label's " + format(column.chance, "%.1f") + "%)."
+                             "chance: the majority label's " + format_figure(column.chance, "%.1f") + "%)."
                        : rank_verdict_text(tau, plan.alpha)) +
                " Data: " + column_source(key, plan) + ".";
       c.readings.push_back(r);
@@ -491,7 +294,7 @@ std::vector<double> per_run_indicator(const std::vector<RunResults>& runs, const
 }
 
 std::string correlation_text(const Correlation& c) {
-  return std::isnan(c.r) ? "n/a" : format(c.r, "%.2f") + " (" + p_text(c.p) + ", n " + std::to_string(c.n) + ")";
+  return std::isnan(c.r) ? "n/a" : format_figure(c.r, "%.2f") + " (" + p_text(c.p) + ", n " + std::to_string(c.n) + ")";
 }
 
 Comparison compare_correlations(const PaperTable& table, const std::vector<RunResults>& runs, const Plan& plan) {
@@ -520,7 +323,7 @@ Comparison compare_correlations(const PaperTable& table, const std::vector<RunRe
     for (const std::string& key : table.columns) {
       const Correlation& r = by_column[key][i];
       const PaperCell& cell = p.cells.at(key);
-      line.push_back(correlation_text(r) + " / " + (cell.present ? format(cell.value, "%.2f") : "-"));
+      line.push_back(correlation_text(r) + " / " + (cell.present ? format_figure(cell.value, "%.2f") : "-"));
       json::Value v = json::Value::object();
       v["r"] = json::number(r.r);
       v["p"] = json::number(r.p);
@@ -560,7 +363,7 @@ Comparison compare_correlations(const PaperTable& table, const std::vector<RunRe
              std::to_string(r.n) + " indicators. Verdicts, each indicator's r against the paper's sign (Pearson's r "
              "over the runs with a position encoding, t test, Holm over this column's " +
              std::to_string(std::count_if(holm[key].begin(), holm[key].end(), [](double p) { return !std::isnan(p); })) +
-             " correlations, p < " + format(plan.alpha, "%g") + "): " +
+             " correlations, p < " + format_figure(plan.alpha, "%g") + "): " +
              verdicts_by_name(verdicts) + ". Down the column, " + rank_text(tau, rho) + ". Data: " +
              column_source(key, plan) + ".";
     c.readings.push_back(r);
@@ -668,12 +471,12 @@ std::string statistics_note(const Plan& plan) {
       " A mean over tasks (glue.mean) is compared only between rows over the same tasks. Rank agreement: Kendall's "
       "τ_b and Spearman's ρ with two-sided p-values (exact permutation for n <= " +
       std::to_string(kExactPermutationMaxN) + ", else the normal and t approximations); it agrees only if τ_b > 0 "
-      "with p < " + format(plan.alpha, "%g") + ". A row with uniform attention is left out of an indicator whose "
+      "with p < " + format_figure(plan.alpha, "%g") + ". A row with uniform attention is left out of an indicator whose "
       "value is then a tie artifact. Verdicts follow experiment/verdicts.h.";
   if (!plan.baseline.empty())
     note = "† (‡) marks a row that differs from " + plan.baseline + " by Welch's two-sided t-test over fine-tuning "
            "seeds (over pretraining runs), Holm-corrected within each column over that column's rows tested against " +
-           plan.baseline + " (the family), at p < " + format(plan.alpha, "%g") + " (ordo's marks; the paper's are its "
+           plan.baseline + " (the family), at p < " + format_figure(plan.alpha, "%g") + " (ordo's marks; the paper's are its "
            "own). " + note;
   return note;
 }
@@ -700,7 +503,7 @@ std::string paper_values_markdown(const PaperTable& table) {
   return md;
 }
 
-std::string cell(double v, const char* pattern) { return std::isfinite(v) ? format(v, pattern) : "-"; }
+std::string cell(double v, const char* pattern) { return std::isfinite(v) ? format_figure(v, pattern) : "-"; }
 
 std::string TextTable::markdown() const {
   std::string out = "|";
