@@ -121,7 +121,7 @@ Finding row_finding(const Claim& claim, const Comparison& c, const Plan& plan) {
     const double d = row_estimate(*row, key) - row_estimate(*base, key);
     f.effect = config + " − " + plan.baseline + " " + format(d, "%+.2f");
     const json::Value* v = (*row)["ordo"].find(key);
-    if (v && v->contains("difference_interval")) {
+    if (v && v->is_object() && v->contains("difference_interval")) {
       const json::Value& ci = (*v)["difference_interval"];
       f.effect += " [" + format(json::to_number(ci[0]), "%+.2f") + ", " + format(json::to_number(ci[1]), "%+.2f") +
                   "] (" + (*v)["tested_over"].as_string() + ", Holm " + p_text(json::to_number((*v)["holm_p"])) + ")";
@@ -137,7 +137,7 @@ Finding row_finding(const Claim& claim, const Comparison& c, const Plan& plan) {
     f.judgement = untestable(row ? "the row has no test against " + plan.baseline : "the row has not run");
   if (f.judgement.verdict == Verdict::not_testable && row) {
     const json::Value* v = (*row)["ordo"].find(key);
-    if (v && v->contains("at_chance")) f.judgement.reason = "accuracy at chance";
+    if (v && v->is_object() && v->contains("at_chance")) f.judgement.reason = "accuracy at chance";
   }
   return f;
 }

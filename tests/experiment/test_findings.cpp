@@ -96,6 +96,13 @@ TEST_CASE("findings: each kind of claim judged by the verdict rules, with its ef
   CHECK(f[5].judgement.verdict == Verdict::not_testable);
   CHECK(f[5].judgement.reason == "needs WMT");
 
+  // A row that has not run that task (no figure in the column): not testable, and no error.
+  std::vector<experiment::RunResults> unfinished = runs;
+  unfinished[1] = run_scoring("far", {});
+  const std::vector<experiment::Finding> partial = experiment::judge_claims(
+      claims.claims, {experiment::compare(tables[0], unfinished, plan)}, {sweep}, plan);
+  CHECK(partial[0].judgement.verdict == Verdict::not_testable);
+
   // Without the section's runs, and without any run of the table: not testable, and why.
   const std::vector<experiment::Finding> none = experiment::judge_claims(claims.claims, {}, {}, plan);
   CHECK(none[0].judgement.verdict == Verdict::not_testable);
