@@ -256,9 +256,11 @@ Finding correlation_finding(const Claim& claim, const Comparison& c, double alph
   return f;
 }
 
-std::string cell_text(std::string s) {
-  std::replace(s.begin(), s.end(), '|', '/');
-  return s;
+// A Markdown table cell: its '|' escaped.
+std::string cell_text(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
 }
 
 const std::vector<Verdict>& verdict_order() {
