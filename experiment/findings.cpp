@@ -130,10 +130,10 @@ Finding row_finding(const Claim& claim, const Comparison& c, const Plan& plan) {
     const json::Value* pb = (*base)["paper"].find(key);
     if (p && pb) f.paper = format((*p)["value"].as_number() - (*pb)["value"].as_number(), "%+.2f");
   }
-  if (r)
-    for (size_t i = 0; i < r->names.size(); ++i)
-      if (r->names[i] == config) f.judgement = {r->verdicts[i], ""};
-  if (!r || std::find(r->names.begin(), r->names.end(), config) == r->names.end())
+  const auto at = r ? std::find(r->names.begin(), r->names.end(), config) : std::vector<std::string>::const_iterator();
+  if (r && at != r->names.end())
+    f.judgement = {r->verdicts[static_cast<size_t>(at - r->names.begin())], ""};
+  else
     f.judgement = untestable(row ? "the row has no test against " + plan.baseline : "the row has not run");
   if (f.judgement.verdict == Verdict::not_testable && row) {
     const json::Value* v = (*row)["ordo"].find(key);

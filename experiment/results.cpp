@@ -137,7 +137,6 @@ std::vector<RunResults> gather_results(const Plan& plan) {
     r.config = plan.names[i];
     r.run_dir = plan.out + "/runs/" + r.config;
     r.pe = plan.configs[i].model.pe;
-    r.pretrain_seed = plan.configs[i].train.seed;
     if (file_exists(r.run_dir + "/stages.json")) r.stages = json::parse_file(r.run_dir + "/stages.json");
     if (file_exists(r.run_dir + "/probe/probe.json")) {
       r.record = report::read_run(r.run_dir);

@@ -66,7 +66,6 @@ struct RunResults {
   std::string config;          // the run config's name
   std::string run_dir;
   std::string pe;              // model.pe
-  uint64_t pretrain_seed = 0;  // train.seed (a replicate's data.seed too: experiment/plan.h)
   // The run config's other pretraining runs (the plan's "replicates") that
   // have finished pretraining, each with its own figures; empty for a run
   // config pretrained once.
