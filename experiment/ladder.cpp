@@ -155,6 +155,7 @@ void expand_ladder(const json::Value& spec, const std::string& where, Plan& plan
   plan.names = std::move(names);
   plan.row_of = std::move(row_of);
   plan.configs = std::move(configs);
+  plan.ladder = ladder;
 }
 
 }  // namespace ordo::experiment

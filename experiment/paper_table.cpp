@@ -17,17 +17,6 @@ namespace ordo::experiment {
 
 namespace {
 
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    const size_t tab = line.find('\t', start);
-    out.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
-    if (tab == std::string::npos) return out;
-    start = tab + 1;
-  }
-}
-
 std::string trimmed(const std::string& s) {
   const size_t a = s.find_first_not_of(' '), b = s.find_last_not_of(' ');
   return a == std::string::npos ? "" : s.substr(a, b - a + 1);
@@ -76,15 +65,24 @@ PaperCell read_cell(std::string text, const std::string& where) {
   return c;
 }
 
-// The figure keys experiment/results.h computes: the indicators, eval_accuracy,
-// glue.mean, and TASK[.SET].METRIC for a fine-tuning task's metric.
+}  // namespace
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t tab = line.find('\t', start);
+    out.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
+    if (tab == std::string::npos) return out;
+    start = tab + 1;
+  }
+}
+
 bool is_figure_key(const std::string& key) {
   if (is_indicator_key(key) || key == "eval_accuracy" || key == "glue.mean") return true;
   const size_t dot = key.find('.');
   return dot != std::string::npos && dot > 0 && dot + 1 < key.size() && key.back() != '.';
 }
-
-}  // namespace
 
 bool is_indicator_key(const std::string& key) {
   if (key == "variant" || key == "objective" || key == "layer" || key.rfind("eval_", 0) == 0) return false;

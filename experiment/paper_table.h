@@ -81,6 +81,11 @@ void check_paper_table(const PaperTable& table, const Plan& plan);
 
 // Whether a column's key is a probe indicator (as opposed to a task's figure).
 bool is_indicator_key(const std::string& key);
+// Whether a key is one experiment/results.h computes: an indicator,
+// eval_accuracy, glue.mean, or TASK[.SET].METRIC for a fine-tuning task's metric.
+bool is_figure_key(const std::string& key);
+// A line's tab-separated fields (an empty one between two tabs kept).
+std::vector<std::string> split_tabs(const std::string& line);
 // A column's heading, as the reports print it ("AIV w/o [CLS]/[SEP]", "rte.accuracy").
 std::string heading_of(const std::string& key);
 // Which way is better for a column: smaller for the indicators (how far each

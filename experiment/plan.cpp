@@ -13,6 +13,7 @@
 #include "base/output.h"
 #include "experiment/findings.h"
 #include "experiment/ladder.h"
+#include "experiment/scale_report.h"
 #include "experiment/paper_table.h"
 #include "probe/layer_probing.h"
 #include "train/position_init.h"
@@ -589,6 +590,10 @@ Plan make_plan(const PlanRequest& request) {
   for (const std::string& path : plan.paper_tables) {
     tables.push_back(read_paper_table(path));
     check_paper_table(tables.back(), plan);
+  }
+  if (file_exists(request.folder + "/disagreements.tsv")) {
+    plan.disagreements = request.folder + "/disagreements.tsv";
+    check_disagreements(read_disagreements(plan.disagreements, plan.folder), plan.disagreements, plan);
   }
   if (file_exists(request.folder + "/claims.tsv")) {
     plan.claims = request.folder + "/claims.tsv";

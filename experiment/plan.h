@@ -76,6 +76,7 @@
 #include <vector>
 
 #include "base/json.h"
+#include "experiment/ladder.h"
 #include "probe/probe_folder.h"
 #include "synth/tasks.h"
 #include "train/finetune.h"
@@ -136,6 +137,7 @@ struct Plan {
                                                 // replicate's run config)
   std::vector<uint64_t> replicate_seeds;        // "replicates": the seeds each named run is pretrained with again
   std::vector<std::string> overrides;           // --set, for every run config
+  Ladder ladder;                                // "ladder": its rungs (experiment/ladder.h); none without one
   probe::ProbeRequest probe;                    // checkpoint empty: each run's own
   AnalyzeSettings analyze;
   LayerSettings layers;
@@ -154,6 +156,8 @@ struct Plan {
   bool quick = false;
   std::vector<std::string> paper_tables;        // the folder's paper_*.tsv, by name
   std::string claims;                           // the folder's claims.tsv (experiment/findings.h); "" none
+  std::string disagreements;                    // the folder's disagreements.tsv, followed up its ladder
+                                                // (experiment/scale_report.h); "" none
 
   bool has_stage(const std::string& stage) const;
   bool is_replicate(size_t i) const { return i < row_of.size() && row_of[i] != names[i]; }

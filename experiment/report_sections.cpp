@@ -6,6 +6,7 @@
 #include "experiment/bench_report.h"
 #include "experiment/dependency_report.h"
 #include "experiment/layer_report.h"
+#include "experiment/scale_report.h"
 #include "experiment/sweep_report.h"
 #include "experiment/wang_chen_report.h"
 
@@ -43,6 +44,9 @@ const std::vector<ReportSectionEntry>& report_sections() {
       {"step times against the paper's (report.bench_pe, paper_*.tsv keyed by mode)",
        [](const SectionInput& in) { return in.plan.bench_pe; },
        [](const SectionInput& in) { return bench_pe_table3(in.plan, in.keyed("mode")); }},
+      {"the disagreements against compute (disagreements.tsv, followed up the ladder)",
+       [](const SectionInput& in) { return !in.plan.disagreements.empty(); },
+       [](const SectionInput& in) { return scale_across_rungs(in.plan, in.runs); }},
       {"accuracy against locality and symmetry (finetune.sweep)",
        [](const SectionInput& in) {
          return std::any_of(in.plan.finetune.begin(), in.plan.finetune.end(), [](const FinetuneTask& t) { return t.sweep; });

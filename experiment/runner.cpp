@@ -68,9 +68,30 @@ json::Value read_stages(const std::string& dir) {
 }
 
 // Whether run i finished `unit` with the plan's settings.
+// Settings without their "description" keys, at any depth: a description is
+// words about a config (a run config's, a fine-tuning config's), never a
+// setting, so rewording one does not make a finished stage another's.
+json::Value without_descriptions(json::Value v) {
+  if (v.is_object()) {
+    json::Value out = json::Value::object();
+    for (const auto& [key, value] : v.items())
+      if (key != "description") out[key] = without_descriptions(value);
+    return out;
+  }
+  if (v.is_array())
+    for (size_t k = 0; k < v.size(); ++k) v[k] = without_descriptions(v[k]);
+  return v;
+}
+
+// The first key where a stage's recorded settings differ from the plan's ("" when they agree).
+std::string settings_difference(const json::Value& stored, const Plan& plan, const std::string& unit, size_t i) {
+  return json::first_difference(without_descriptions(stored), without_descriptions(plan.settings(unit, i)));
+}
+
 bool finished(const json::Value& stages, const std::string& unit, const Plan& plan, size_t i) {
   const json::Value* record = stages.find(unit);
-  return record && record->is_object() && record->contains("settings") && (*record)["settings"] == plan.settings(unit, i);
+  return record && record->is_object() && record->contains("settings") &&
+         settings_difference((*record)["settings"], plan, unit, i).empty();
 }
 
 std::string now_utc() {
@@ -132,7 +153,7 @@ void check_records(const Plan& plan, const std::vector<size_t>& selected, const 
       } else {
         continue;
       }
-      const std::string differs = json::first_difference(stored, plan.settings(unit, i));
+      const std::string differs = settings_difference(stored, plan, unit, i);
       if (differs.empty() || redone(redo, unit)) continue;
       throw Error(detail::cat(plan.names[i], ": its ", unit, " stage was run with other settings (", what,
                               " differs from the plan at '", differs, "'). Give --redo ", stage_of(unit),

@@ -290,12 +290,24 @@ Figure chart_axes(const ChartStyle& s, Frame& frame, const std::vector<std::stri
   return f;
 }
 
+// y -/+ error at each point with a whisker (NaN elsewhere), so that the axes hold the whiskers too.
+std::vector<double> whisker_ends(const Line& l, double sign) {
+  std::vector<double> ends(l.y.size(), NAN);
+  for (size_t k = 0; k < l.error.size() && k < l.y.size(); ++k) ends[k] = l.y[k] + sign * l.error[k];
+  return ends;
+}
+
 }  // namespace
 
 Figure line_chart(const std::vector<Line>& lines, const ChartStyle& s) {
   AxisRange range;
-  for (const Line& l : lines) range.add(l.x, l.y, s.log_y);
+  for (const Line& l : lines) {
+    range.add(l.x, l.y, s.log_y);
+    for (const double sign : {-1.0, 1.0}) range.add(l.x, whisker_ends(l, sign), s.log_y);
+  }
   range.finish(s.log_y, s.y_min, s.y_max);
+  const double x_room = s.x_margin * (range.x1 - range.x0);
+  range.x0 -= x_room, range.x1 += x_room;
   const double y0 = range.y0, y1 = range.y1;
   Frame frame;
   frame.x0 = range.x0, frame.x1 = range.x1, frame.y0 = y0, frame.y1 = y1;
@@ -309,7 +321,7 @@ Figure line_chart(const std::vector<Line>& lines, const ChartStyle& s) {
     const Look lk = look(l.look);
     std::vector<std::pair<double, double>> run, all;
     auto flush = [&] {
-      if (run.size() > 1) f.body += polyline(run, lk);
+      if (run.size() > 1 && !l.markers_only) f.body += polyline(run, lk);
       run.clear();
     };
     for (size_t k = 0; k < l.x.size() && k < l.y.size(); ++k) {
@@ -322,8 +334,15 @@ Figure line_chart(const std::vector<Line>& lines, const ChartStyle& s) {
       all.push_back(run.back());
     }
     flush();
+    for (size_t k = 0; k < l.error.size() && k < l.x.size() && k < l.y.size(); ++k) {
+      const double lo = l.y[k] - l.error[k], hi = l.y[k] + l.error[k], x = frame.px(l.x[k]);
+      if (!std::isfinite(lo) || !std::isfinite(hi) || (s.log_y && lo <= 0)) continue;
+      const double top = frame.py(std::min(hi, y1)), bottom = frame.py(std::max(lo, y0));
+      f.body += segment(x, top, x, bottom, lk.color, 1.5) + segment(x - 5, top, x + 5, top, lk.color, 1.5) +
+                segment(x - 5, bottom, x + 5, bottom, lk.color, 1.5);
+    }
     // Markers at every point of a short line, at about 10 spread along a long one.
-    const size_t every = all.size() <= 12 ? 1 : (all.size() + 9) / 10;
+    const size_t every = all.size() <= 12 || l.markers_only || !l.error.empty() ? 1 : (all.size() + 9) / 10;
     for (size_t k = 0; k < all.size(); ++k)
       if (k % every == 0 || k + 1 == all.size()) f.body += marker(all[k].first, all[k].second, lk);
   }

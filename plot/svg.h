@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/matrix.h"
@@ -64,19 +65,26 @@ Look look(int index);
 Figure legend(const std::vector<std::pair<std::string, int>>& entries, double max_width, bool bars = false);
 
 struct Line {
+  Line() = default;
+  Line(std::string name_, std::vector<double> x_, std::vector<double> y_, int look_ = 0)
+      : name(std::move(name_)), x(std::move(x_)), y(std::move(y_)), look(look_) {}
   std::string name;  // its legend entry
   std::vector<double> x, y;  // non-finite y: a gap
   int look = 0;
+  std::vector<double> error;  // optional: per point, a whisker from y - error to y + error
+  bool markers_only = false;  // points without the line through them (a scatter)
 };
 struct ChartStyle {
   std::string title, x_label, y_label;  // the labels name the unit: "step (updates)"
   bool log_y = false;
   double y_min = NAN, y_max = NAN;  // NaN: from the data
+  double x_margin = 0;              // room left and right of the data, as a fraction of its x range
   double width = 600, height = 380;
   bool legend = true;  // false when a grid shows one legend for all its panels
 };
 // Lines with markers at the points (at most about 10 per line, evenly
-// spread, when a line has more), the legend above the plot.
+// spread, when a line has more; every point of a markers-only line or one
+// with whiskers), the legend above the plot.
 Figure line_chart(const std::vector<Line>& lines, const ChartStyle& style);
 
 // Grouped bars: one group per category, one bar per series.

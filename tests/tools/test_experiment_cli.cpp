@@ -12,6 +12,7 @@
 
 #include "base/file_io.h"
 #include "base/json.h"
+#include "base/json_numbers.h"
 #include "tests/helpers.h"
 #include "tests/tools/disk_state.h"
 
@@ -148,8 +149,15 @@ TEST_CASE("ordo experiment: a changed stage setting is refused by name, --redo r
   CHECK(read_file(weights) == pretrained);
   const json::Value results = json::parse_file(out + "/runs/b_ape/finetune/rte/results.json");
   CHECK(results["learning_rates"][0]["runs"][0]["last_epoch"].as_int() == 2);
-  // An edited run config is the pretrain stage's setting.
+  // A config's description is words, not a setting: rewording it redoes nothing.
   std::string text = read_file(cfg + "/b_ape.json");
+  const auto finished = snapshot(out + "/runs");
+  write_file_atomic(cfg + "/b_ape.json", text.substr(0, text.rfind('}')) + ", \"description\": \"reworded\"}");
+  r = run_ordo(command);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("0 run(s) worked on"));
+  CHECK(snapshot(out + "/runs") == finished);  // the runs untouched (the report is written again)
+  // An edited run config is the pretrain stage's setting.
   text.insert(text.rfind('}'), ", \"train\": {\"lr\": 0.5}");
   write_file_atomic(cfg + "/b_ape.json", text);
   r = run_ordo(command);
@@ -374,6 +382,68 @@ void check_runs_at_once(const std::string& device_flags, const std::string& plan
 }
 
 }  // namespace
+
+// The scale study's report on a ladder of three rungs (4, 8 and 12 steps) of
+// two configs with a replicate each: every point of scale/scale.json is the
+// probed indicator its run wrote (read here from the run's own file), a gap
+// between two configs pairs their runs by pretraining seed, and each
+// disagreement has its figure and a verdict.
+TEST_CASE("ordo experiment: the disagreements followed up a ladder, each point its run's", "[cli][experiment][scale]") {
+  TempDir dir("experiment_ladder");
+  const std::string cfg = make_folder(dir), out = dir / "out";
+  write_file_atomic(cfg + "/experiment.json", R"({"stages": ["pretrain", "probe", "report"],
+    "probe": {"words": 20, "length": 16}, "replicates": {"runs": ["a_none", "b_ape"], "seeds": [7]},
+    "ladder": {"rungs": [{"name": "r4", "set": ["train.steps=4"]},
+                         {"name": "r8", "moves": "steps", "set": ["train.steps=8"]},
+                         {"name": "r12", "moves": "steps", "set": ["train.steps=12"]}]}})");
+  std::filesystem::remove(cfg + "/paper_corr.tsv");
+  // The paper's values from a table outside the folder's own (a ladder's runs are no rows of it).
+  std::filesystem::rename(cfg + "/paper_rows.tsv", dir / "reference.tsv");
+  const std::string key = "translation_invariance_no_special";
+  write_file_atomic(cfg + "/disagreements.tsv", "# made up\nid\tfigure\trow\tminus\tpaper\tpaper_flops\tdisagreement\n"
+                    "ti\t" + key + "\tb_ape\t-\t../reference.tsv\t1e18\tmade up\n"
+                    "ti_gap\t" + key + "\tb_ape\ta_none\t../reference.tsv\t-\tmade up too\n");
+  const std::string small =
+      " --set model.hidden_size=32 --set model.intermediate_size=64 --set train.max_seq_length=32"
+      " --set model.max_position_embeddings=32 --set data.synthetic_sentences=400 --set train.checkpoint_every=0"
+      " --set train.eval_every=0 --set train.threads=1 --quiet";
+  const CommandResult r = run_ordo("experiment " + cfg + " --out " + out + small);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  auto indicator = [&](const std::string& run) {
+    return json::to_number(json::parse_file(out + "/runs/" + run + "/probe/indicators.json")["layer_1"]["with_special"][key]);
+  };
+  const json::Value scale = json::parse_file(out + "/report/scale/scale.json");
+  REQUIRE(scale["disagreements"].size() == 2);
+  const json::Value& ti = scale["disagreements"][0];
+  const json::Value& gap = scale["disagreements"][1];
+  CHECK(ti["paper"].as_number() == 0.1);
+  CHECK(gap["paper"].as_number() == Approx(0.1 - 0.9).margin(1e-12));
+  const char* rungs[] = {"r4", "r8", "r12"};
+  for (size_t k = 0; k < 3; ++k) {
+    INFO(rungs[k]);
+    const std::string b = std::string("b_ape=") + rungs[k], a = std::string("a_none=") + rungs[k];
+    const json::Value& values = ti["rungs"][k]["values"];
+    REQUIRE(values.size() == 2);  // seeds 1 and 7, in seed order
+    CHECK(values[0].as_number() == indicator(b));
+    CHECK(values[1].as_number() == indicator(b + ".seed7"));
+    const json::Value& gaps = gap["rungs"][k]["values"];
+    REQUIRE(gaps.size() == 2);
+    CHECK(gaps[0].as_number() == Approx(indicator(b) - indicator(a)).margin(1e-15));
+    CHECK(gaps[1].as_number() == Approx(indicator(b + ".seed7") - indicator(a + ".seed7")).margin(1e-15));
+  }
+  // Compute grows with the steps: 4 : 8 : 12.
+  CHECK(ti["rungs"][1]["flops"].as_number() == Approx(2 * ti["rungs"][0]["flops"].as_number()));
+  CHECK(ti["rungs"][2]["flops"].as_number() == Approx(3 * ti["rungs"][0]["flops"].as_number()));
+  CHECK(ti["trend"]["n"].as_int() == 6);
+  CHECK(ti["moves"].size() == 2);
+  CHECK_FALSE(ti["verdict"].as_string().empty());
+  for (const char* id : {"ti", "ti_gap"}) CHECK(file_exists(out + "/report/scale/" + std::string(id) + ".svg"));
+  const std::string md = read_file(out + "/report/paper.md");
+  CHECK_THAT(md, Contains("## Is it scale? The disagreements against compute"));
+  CHECK_THAT(md, Contains("ti (made up): " + ti["verdict"].as_string()));
+  CHECK_THAT(read_file(out + "/report/index.html"), Contains("<img src=\"scale/ti.svg\""));
+}
 
 TEST_CASE("ordo experiment --runs-at-once: runs side by side, each the same bits as alone", "[cli][experiment]") {
   check_runs_at_once("", kPlan);

@@ -1,0 +1,362 @@
+// The compute ladder's report (experiment/scale_report.h).
+#include "experiment/scale_report.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "base/error.h"
+#include "base/file_io.h"
+#include "base/json.h"
+#include "base/json_numbers.h"
+#include "base/output.h"
+#include "experiment/ladder.h"
+#include "experiment/paper_table.h"
+#include "experiment/statistics.h"
+#include "plot/svg.h"
+#include "report/report.h"
+
+namespace ordo::experiment {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+const char* const kHeader = "id\tfigure\trow\tminus\tpaper\tpaper_flops\tdisagreement";
+
+double positive_number(const std::string& text, const std::string& where) {
+  char* after = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &after);
+  ORDO_CHECK(!text.empty() && *after == '\0' && errno == 0 && std::isfinite(v) && v > 0, where,
+             ": paper_flops '", text, "' is not a positive number (or '-' for none)");
+  return v;
+}
+
+// The paper's value of `figure` for `row` (minus `minus`'s) from its table.
+double paper_value(const Disagreement& d, const std::string& folder, const std::string& at) {
+  const PaperTable table = read_paper_table(folder + "/" + d.paper_table);
+  ORDO_CHECK(!table.correlations && table.keyed.empty(), at, ": ", d.paper_table,
+             " is not a table of configurations (rows named by config)");
+  ORDO_CHECK(std::find(table.columns.begin(), table.columns.end(), d.figure) != table.columns.end(), at, ": ",
+             d.paper_table, " has no column '", d.figure, "'");
+  double value = 0;
+  for (const std::string& row : {d.row, d.minus}) {
+    if (row.empty()) continue;
+    const PaperTable::Row* r = table.find(row);
+    ORDO_CHECK(r != nullptr, at, ": ", d.paper_table, " has no row '", row, "'");
+    const double v = r->value(d.figure);
+    ORDO_CHECK(std::isfinite(v), at, ": ", d.paper_table, " gives no value of ", d.figure, " for ", row);
+    value += row == d.row ? v : -v;
+  }
+  return value;
+}
+
+std::string number(double v, const char* pattern = "%.3g") {
+  if (!std::isfinite(v)) return "n/a";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, pattern, v);
+  return buf;
+}
+
+std::string joined(const std::vector<std::string>& words, const char* sep = ", ") {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : sep) + w;
+  return out;
+}
+
+std::string what_of(const Disagreement& d) {
+  return heading_of(d.figure) + " of " + d.row + (d.minus.empty() ? "" : " minus " + d.minus);
+}
+
+// The plan's index of a run by name.
+size_t index_of(const Plan& plan, const std::string& name) {
+  const auto it = std::find(plan.names.begin(), plan.names.end(), name);
+  ORDO_ASSERT(it != plan.names.end());
+  return static_cast<size_t>(it - plan.names.begin());
+}
+
+// A row's finished runs at a rung, by pretraining seed: the figure's mean over fine-tuning seeds.
+std::map<uint64_t, double> values_by_seed(const Plan& plan, const std::vector<RunResults>& runs,
+                                          const std::string& row, const std::string& figure_key) {
+  std::map<uint64_t, double> out;
+  for (const RunResults& r : runs) {
+    if (r.config != row) continue;
+    std::vector<const RunResults*> all = {&r};
+    for (const RunResults& replicate : r.replicates) all.push_back(&replicate);
+    for (const RunResults* run : all) {
+      const std::optional<Figure> f = figure(*run, figure_key, plan);
+      if (f && !f->values.empty() && std::isfinite(f->mean()))
+        out[plan.configs[index_of(plan, run->config)].train.seed] = f->mean();
+    }
+  }
+  return out;
+}
+
+std::vector<RungValues> rungs_of(const Disagreement& d, const Plan& plan, const std::vector<RunResults>& runs) {
+  std::vector<RungValues> out;
+  for (const Rung& rung : plan.ladder.rungs) {
+    RungValues v;
+    v.rung = rung.name;
+    v.moves = rung.moves;
+    const std::string row = ladder_run_name(d.row, rung.name);
+    v.flops = rung_shape(plan.configs[index_of(plan, row)]).flops;
+    const std::map<uint64_t, double> a = values_by_seed(plan, runs, row, d.figure);
+    if (d.minus.empty()) {
+      for (const auto& [seed, value] : a) v.values.push_back(value);
+    } else {
+      const std::map<uint64_t, double> b = values_by_seed(plan, runs, ladder_run_name(d.minus, rung.name), d.figure);
+      for (const auto& [seed, value] : a)
+        if (b.count(seed)) v.values.push_back(value - b.at(seed));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::string rung_cell(const RungValues& r) {
+  if (r.values.empty()) return "-";
+  const MeanStd m = mean_std(r.values);
+  return number(m.mean) + (r.values.size() > 1 ? " ± " + number(m.std, "%.2g") : "") + " (" +
+         std::to_string(r.values.size()) + ")";
+}
+
+std::string trend_cell(const ScaleJudgement& j) {
+  if (!std::isfinite(j.trend.slope)) return "-";
+  return number(j.trend.slope) + " [" + number(j.trend.slope_interval.low) + ", " +
+         number(j.trend.slope_interval.high) + "], p = " + number(j.trend.p);
+}
+
+std::string moves_text(const ScaleRow& row, double alpha) {
+  std::vector<std::string> parts;
+  for (const Move& m : row.moves) {
+    if (std::isnan(m.change)) continue;
+    const bool significant = m.p < alpha;
+    parts.push_back(joined(m.moves, " and ") + " (" + m.from + " → " + m.to + "): " + number(m.change) + ", " +
+                    (std::isnan(m.p) ? "not testable" : "p = " + number(m.p)) +
+                    (significant ? (m.toward ? ", toward the paper" : ", away from the paper") : ""));
+  }
+  return parts.empty() ? "no step up the ladder has runs on both rungs" : joined(parts, "; ");
+}
+
+plot::svg::Figure scale_chart(const ScaleRow& row) {
+  const Disagreement& d = row.disagreement;
+  plot::svg::Line runs{"each pretraining run", {}, {}, 1}, means{"rung mean ± std", {}, {}, 0};
+  runs.markers_only = true;
+  for (const RungValues& r : row.rungs) {
+    if (r.values.empty()) continue;
+    const double x = std::log10(r.flops);
+    for (double v : r.values) runs.x.push_back(x), runs.y.push_back(v);
+    const MeanStd m = mean_std(r.values);
+    means.x.push_back(x), means.y.push_back(m.mean), means.error.push_back(r.values.size() > 1 ? m.std : 0);
+  }
+  std::vector<plot::svg::Line> lines = {means, runs};
+  if (!means.x.empty()) {
+    const double x0 = means.x.front(), x1 = means.x.back();
+    lines.push_back({"the paper's value (" + number(d.paper) + ")", {x0, x1}, {d.paper, d.paper}, 3});
+    const LinearFit& t = row.judgement.trend;
+    if (std::isfinite(t.slope) && x1 > x0)
+      lines.push_back({"least-squares trend", {x0, x1}, {t.intercept + t.slope * x0, t.intercept + t.slope * x1}, 2});
+  }
+  plot::svg::ChartStyle style;
+  style.title = d.id + ": " + what_of(d) + " — " + scale_verdict_name(row.judgement.verdict);
+  style.x_label = "training compute, log10 FLOPs";
+  style.y_label = heading_of(d.figure) + (d.minus.empty() ? "" : " (difference)");
+  style.width = 640;
+  style.height = 400;
+  style.x_margin = 0.06;
+  return plot::svg::line_chart(lines, style);
+}
+
+json::Value row_json(const ScaleRow& row) {
+  const Disagreement& d = row.disagreement;
+  json::Value j = json::Value::object();
+  j["id"] = d.id;
+  j["figure"] = d.figure;
+  j["row"] = d.row;
+  j["minus"] = d.minus;
+  j["paper"] = json::number(d.paper);
+  j["paper_flops"] = json::number(d.paper_flops);
+  j["disagreement"] = d.text;
+  json::Value rungs = json::Value::array();
+  for (const RungValues& r : row.rungs) {
+    json::Value o = json::Value::object(), values = json::Value::array();
+    o["rung"] = r.rung;
+    o["flops"] = json::number(r.flops);
+    for (double v : r.values) values.push_back(json::number(v));
+    o["values"] = values;
+    rungs.push_back(o);
+  }
+  j["rungs"] = rungs;
+  const ScaleJudgement& s = row.judgement;
+  json::Value trend = json::Value::object();
+  trend["slope_per_tenfold"] = json::number(s.trend.slope);
+  trend["low"] = json::number(s.trend.slope_interval.low);
+  trend["high"] = json::number(s.trend.slope_interval.high);
+  trend["p"] = json::number(s.trend.p);
+  trend["n"] = s.trend.n;
+  j["trend"] = trend;
+  j["gap"] = json::number(s.gap);
+  j["needed_slope"] = json::number(s.needed_slope);
+  j["verdict"] = scale_verdict_name(s.verdict);
+  j["reason"] = s.reason;
+  json::Value moves = json::Value::array();
+  for (const Move& m : row.moves) {
+    json::Value o = json::Value::object();
+    o["from"] = m.from;
+    o["to"] = m.to;
+    o["moves"] = joined(m.moves);
+    o["change"] = json::number(m.change);
+    o["p"] = json::number(m.p);
+    o["toward_paper"] = m.toward;
+    moves.push_back(o);
+  }
+  j["moves"] = moves;
+  return j;
+}
+
+}  // namespace
+
+std::vector<Disagreement> read_disagreements(const std::string& path, const std::string& folder) {
+  std::vector<Disagreement> out;
+  std::set<std::string> ids;
+  const std::string text = read_file(path);
+  size_t start = 0;
+  bool header = false;
+  for (int line_no = 1; start <= text.size(); ++line_no) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.empty() || line[0] == '#') continue;
+    const std::string at = path + ":" + std::to_string(line_no);
+    if (!header) {
+      ORDO_CHECK(line == kHeader, at, ": the header must read '", kHeader, "' (tab-separated)");
+      header = true;
+      continue;
+    }
+    const std::vector<std::string> f = split_tabs(line);
+    ORDO_CHECK(f.size() == 7, at, ": a disagreement has 7 tab-separated fields (", kHeader, "), this line ", f.size());
+    Disagreement d;
+    d.id = f[0], d.figure = f[1], d.row = f[2], d.minus = f[3] == "-" ? "" : f[3], d.paper_table = f[4];
+    d.text = f[6];
+    d.line = line_no;
+    check_path_name(d.id, at + ": the id");
+    ORDO_CHECK(ids.insert(d.id).second, at, ": the id '", d.id, "' is used twice");
+    ORDO_CHECK(is_figure_key(d.figure), at, ": '", d.figure, "' is no figure (a probe indicator, a task's metric "
+               "as TASK.METRIC, eval_accuracy or glue.mean)");
+    ORDO_CHECK(!d.row.empty() && d.row != d.minus, at, ": row must name a run config, and minus another one or '-'");
+    ORDO_CHECK(!d.text.empty(), at, ": say what the disagreement is");
+    d.paper_flops = f[5] == "-" ? 0 : positive_number(f[5], at);
+    d.paper = paper_value(d, folder, at);
+    out.push_back(d);
+  }
+  ORDO_CHECK(!out.empty(), path, ": no disagreements (the header '", kHeader, "' and a line each)");
+  return out;
+}
+
+void check_disagreements(const std::vector<Disagreement>& disagreements, const std::string& path, const Plan& plan) {
+  ORDO_CHECK(!plan.ladder.rungs.empty(), path, ": disagreements are followed up a compute ladder, and ", plan.folder,
+             "/experiment.json has none (\"ladder\")");
+  const std::string first = plan.ladder.rungs.front().name;
+  for (const Disagreement& d : disagreements)
+    for (const std::string& row : {d.row, d.minus})
+      ORDO_CHECK(row.empty() || std::count(plan.row_of.begin(), plan.row_of.end(), ladder_run_name(row, first)) > 0,
+                 path, ":", d.line, " (", d.id, "): '", row, "' is no run config of ", plan.folder);
+}
+
+ScaleRow judge_disagreement(const Disagreement& d, std::vector<RungValues> rungs, double alpha) {
+  ScaleRow row;
+  row.disagreement = d;
+  row.rungs = std::move(rungs);
+  ScaleEvidence e;
+  for (const RungValues& r : row.rungs)
+    for (double v : r.values) e.compute.push_back(r.flops), e.value.push_back(v);
+  e.paper_value = d.paper;
+  e.target_compute = d.paper_flops;
+  row.judgement = judge_scale(e, alpha);
+  const RungValues* first = nullptr;  // the smallest rung with runs: where the gap is measured
+  for (const RungValues& r : row.rungs)
+    if (!r.values.empty() && (!first || r.flops < first->flops)) first = &r;
+  const double gap = first ? d.paper - mean_std(first->values).mean : kNaN;
+  for (size_t k = 1; k < row.rungs.size(); ++k) {
+    const RungValues &was = row.rungs[k - 1], &now = row.rungs[k];
+    Move m;
+    m.from = was.rung, m.to = now.rung, m.moves = now.moves;
+    m.change = was.values.empty() || now.values.empty() ? kNaN
+                                                        : mean_std(now.values).mean - mean_std(was.values).mean;
+    m.p = welch_t_test(now.values, was.values).p;
+    m.toward = std::isfinite(gap) && gap != 0 && std::isfinite(m.change) && (m.change > 0) == (gap > 0) && m.change != 0;
+    row.moves.push_back(m);
+  }
+  return row;
+}
+
+ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>& runs) {
+  const std::vector<Disagreement> disagreements = read_disagreements(plan.disagreements, plan.folder);
+  ReportSection out;
+  std::string& md = out.markdown;
+  std::string& html = out.html;
+  const std::string title = "Is it scale? The disagreements against compute";
+  const std::string about =
+      "Each disagreement with the paper followed up the compute ladder: every (rung, pretraining seed) run is a point, "
+      "its value the figure's mean over fine-tuning seeds; the trend is the least-squares slope against log10 "
+      "training compute (Kaplan et al. 2020's count) with its " + number(100 * (1 - plan.alpha), "%g") +
+      "% interval over every point, read as: closes with scale (a significant trend toward the paper's value), does "
+      "not close (even the interval's end most toward the paper is short of reaching it by the paper model's compute), "
+      "cannot tell at these rungs (otherwise). Each step up the ladder moves steps, width or depth; its change is "
+      "tested by Welch's t over the two rungs' pretraining runs.";
+  md += "\n## " + title + "\n\n" + about + "\n\n";
+  html += "<h2>" + report::html_escape(title) + "</h2>\n<p>" + report::html_escape(about) + "</p>\n";
+
+  std::vector<ScaleRow> judged;
+  for (const Disagreement& d : disagreements) judged.push_back(judge_disagreement(d, rungs_of(d, plan, runs), plan.alpha));
+  TextTable table;
+  table.header = {"id", "figure", "paper"};
+  for (const RungValues& r : judged.front().rungs) table.header.push_back(r.rung + " (" + number(std::log10(r.flops), "10^%.1f") + ")");
+  table.header.insert(table.header.end(), {"trend per tenfold [interval], p", "verdict"});
+  json::Value rows = json::Value::array();
+  std::vector<std::string> reading, missing;
+  std::string figures_md, figures_html;
+  for (const ScaleRow& row : judged) {
+    const Disagreement& d = row.disagreement;
+    std::vector<std::string> cells = {d.id, what_of(d), number(d.paper)};
+    for (const RungValues& r : row.rungs) {
+      cells.push_back(rung_cell(r));
+      if (r.values.empty() && std::find(missing.begin(), missing.end(), r.rung) == missing.end())
+        missing.push_back(r.rung);
+    }
+    cells.push_back(trend_cell(row.judgement));
+    cells.push_back(scale_verdict_name(row.judgement.verdict));
+    table.rows.push_back(cells);
+    reading.push_back(d.id + " (" + d.text + "): " + scale_verdict_name(row.judgement.verdict) + " — " +
+                      row.judgement.reason + ". Steps up the ladder: " + moves_text(row, plan.alpha) + ".");
+    rows.push_back(row_json(row));
+    const std::string file = "scale/" + d.id + ".svg";
+    out.files.push_back({file, plot::svg::document(scale_chart(row))});
+    figures_md += "![" + d.id + "](" + file + ")\n";
+    figures_html += "<figure><img src=\"" + file + "\" alt=\"" + report::html_escape(what_of(d)) +
+                    " against compute\"></figure>\n";
+  }
+  table.text_columns = 2;
+  md += table.markdown() + "\n";
+  html += table.html();
+  if (!missing.empty()) {
+    const std::string line = "Rungs with no finished run yet: " + joined(missing) + ". `ordo experiment " +
+                             plan.folder + " --out " + plan.out + " --list` numbers their runs; `--only` runs them.";
+    md += line + "\n\n";
+    html += "<p>" + report::html_escape(line) + "</p>\n";
+  }
+  append_reading(reading, "Reading (generated)", md, html);
+  md += "\n" + figures_md;
+  html += figures_html;
+  json::Value all = json::Value::object();
+  all["alpha"] = plan.alpha;
+  all["disagreements"] = rows;
+  out.files.push_back({"scale/scale.json", json::dump(all, 2) + "\n"});
+  return out;
+}
+
+}  // namespace ordo::experiment

@@ -1,0 +1,93 @@
+// Is it scale? The compute ladder's report (configs/scale_study/): each
+// disagreement with a paper drawn against compute, with its scale verdict
+// (experiment/scale_verdicts.h) and which of steps, width and depth moves it.
+//
+// A ladder folder names its disagreements in disagreements.tsv:
+//   # the study's title
+//   id  figure  row  minus  paper  paper_flops  disagreement
+//   mono_ape  monotonicity_first_k  02_ape_learned  -  ../papers/wang2021/paper_table2.tsv  2.2e19  The learned ...
+// figure   a figure key (experiment/results.h): a probe indicator, a task's
+//          metric, eval_accuracy, glue.mean
+// row      a run config of the folder, climbed up the ladder
+// minus    another run config, or "-": the value is then row's minus minus's,
+//          pretraining seed by pretraining seed (a gap between two encodings)
+// paper    the paper table (a path from the folder) whose rows `row` and
+//          `minus` and column `figure` give the paper's value
+// paper_flops  the paper model's training compute, counted as
+//          experiment/ladder.h counts it; "-": none (then "does not close"
+//          needs a significant trend away from the paper)
+// disagreement  what ordo found against the paper, in words
+//
+// Each (rung, pretraining seed) run is a point: the rung's compute and the
+// run's value (its figure's mean over fine-tuning seeds). Over every point the
+// value's trend against log10 compute gives the verdict; each step up the
+// ladder is a move of steps, width or depth (the rung's "moves"), tested by
+// Welch's t over the two rungs' pretraining seeds, so that the report says
+// which of them carries a change. Written under the report:
+//   scale/<id>.svg     the value against compute: every run, each rung's mean
+//                      ± standard deviation, the fitted line, the paper's value
+//   scale/scale.json   per disagreement: the rungs' values, the trend, the
+//                      verdict, the moves
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "experiment/plan.h"
+#include "experiment/results.h"
+#include "experiment/scale_verdicts.h"
+#include "experiment/tables.h"
+
+namespace ordo::experiment {
+
+struct Disagreement {
+  std::string id, figure, row, minus;  // minus: "" for none
+  std::string paper_table;             // the path as written, from the folder
+  double paper = 0;                    // the paper's value (row's minus minus's)
+  double paper_flops = 0;              // 0: none given
+  std::string text;
+  int line = 0;                        // in the file, for messages
+};
+
+// Reads a folder's disagreements.tsv and each paper value from its table;
+// errors name the file and line (a wrong number of fields, an unknown figure
+// key, an id given twice or that is no file name, a paper table without the
+// row or the column, a compute that is no positive number).
+std::vector<Disagreement> read_disagreements(const std::string& path, const std::string& folder);
+
+// Checks them against a plan: the plan climbs a ladder, and row and minus are
+// its run configs.
+void check_disagreements(const std::vector<Disagreement>& disagreements, const std::string& path, const Plan& plan);
+
+// One rung's points for a disagreement.
+struct RungValues {
+  std::string rung;
+  std::vector<std::string> moves;  // what changed from the rung before (the ladder's "moves")
+  double flops = 0;                // the rung's training compute
+  std::vector<double> values;      // one per finished pretraining run
+};
+
+// A step up the ladder: the change of the mean from the rung before.
+struct Move {
+  std::string from, to;
+  std::vector<std::string> moves;
+  double change = 0;   // mean(to) - mean(from); NaN where either has no run
+  double p = 0;        // Welch's t over the two rungs' runs; NaN below two runs on either side
+  bool toward = false; // the change has the sign of the paper's value minus the first rung's mean
+};
+
+struct ScaleRow {
+  Disagreement disagreement;
+  std::vector<RungValues> rungs;
+  ScaleJudgement judgement;
+  std::vector<Move> moves;
+};
+
+// The verdict and the moves of one disagreement from its rungs' values.
+ScaleRow judge_disagreement(const Disagreement& d, std::vector<RungValues> rungs, double alpha);
+
+// The report's section: every disagreement of plan.disagreements over the
+// finished runs.
+ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>& runs);
+
+}  // namespace ordo::experiment

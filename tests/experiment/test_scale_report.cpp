@@ -1,0 +1,159 @@
+// experiment/scale_report.h: the scale study's disagreements read with the
+// paper's values from its tables, refused when malformed, and judged along a
+// ladder (the trend's verdict and each step up it) on hand-made rungs whose
+// statistics come from SciPy (scipy.stats.linregress and ttest_ind with
+// equal_var=False, run by hand on the numbers below).
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "base/file_io.h"
+#include "experiment/plan.h"
+#include "experiment/scale_report.h"
+#include "tests/helpers.h"
+
+using namespace ordo;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const std::string kStudy = std::string(ORDO_SOURCE_DIR) + "/configs/scale_study";
+
+experiment::RungValues rung(const std::string& name, const std::string& moves, double flops, std::vector<double> v) {
+  experiment::RungValues r;
+  r.rung = name;
+  if (!moves.empty()) r.moves = {moves};
+  r.flops = flops;
+  r.values = std::move(v);
+  return r;
+}
+
+// A folder with a paper table of two configs and a disagreements.tsv of `lines` under its header.
+std::string disagreements_in(const test::TempDir& dir, const std::string& lines) {
+  write_file_atomic(dir / "paper_t.tsv", "config\tpaper_row\tfamily\tkind\tdirection_balance\trte.accuracy\n"
+                                         "a\tA\tAPE\tlearned\t1.5\t60.0\nb\tB\tRPE\tlearned\t1.25\t-\n");
+  write_file_atomic(dir / "disagreements.tsv",
+                    "# a made-up study\nid\tfigure\trow\tminus\tpaper\tpaper_flops\tdisagreement\n" + lines);
+  return dir / "disagreements.tsv";
+}
+
+}  // namespace
+
+// The values as Wang et al. 2021 print them (Tables 2-4 of "On Position
+// Embeddings in BERT"), typed here from the paper: OPR first 20 of the learned
+// APE 0.0208 and RPE 0.0048, AIV w/o [CLS] of the APE 0.0143, SST-2 93.0 and
+// 92.6, SQuAD v1.1 F1 89.44 and 90.50.
+TEST_CASE("the scale study's disagreements carry the paper's values", "[experiment][scale]") {
+  const auto d = experiment::read_disagreements(kStudy + "/disagreements.tsv", kStudy);
+  REQUIRE(d.size() == 6);
+  CHECK(d[0].id == "mono_ape");
+  CHECK(d[0].paper == Approx(0.0208).margin(1e-12));
+  CHECK(d[1].paper == Approx(0.0048).margin(1e-12));
+  CHECK(d[2].minus == "02_ape_learned");
+  CHECK(d[2].paper == Approx(0.0048 - 0.0208).margin(1e-12));
+  CHECK(d[3].paper == Approx(0.0143).margin(1e-12));
+  CHECK(d[4].paper == Approx(93.0 - 92.6).margin(1e-9));
+  CHECK(d[5].paper == Approx(90.50 - 89.44).margin(1e-9));
+  for (const auto& x : d) CHECK(x.paper_flops == 2.2e19);
+}
+
+TEST_CASE("a disagreement's verdict and the steps up the ladder, on hand-made rungs", "[experiment][scale]") {
+  experiment::Disagreement d;
+  d.id = "mono";
+  d.figure = "monotonicity_first_k";
+  d.row = "a";
+  d.paper = 0.02;
+  d.paper_flops = 2.2e19;
+  const auto row = experiment::judge_disagreement(
+      d,
+      {rung("r1", "", 1e13, {0.16, 0.15, 0.17}), rung("r2", "steps", 4e13, {0.10, 0.12, 0.11}),
+       rung("r3", "depth", 8e13, {0.09, 0.07, 0.08})},
+      0.05);
+  // scipy.stats.linregress(log10 compute, value) over the nine points: slope
+  // -0.08779381393630882 per tenfold, p 1.5543126045605682e-05.
+  CHECK(row.judgement.trend.slope == Approx(-0.08779381393630882).epsilon(1e-9));
+  CHECK(row.judgement.trend.p == Approx(1.5543126045605682e-05).epsilon(1e-6));
+  CHECK(row.judgement.verdict == experiment::ScaleVerdict::closes);
+  REQUIRE(row.moves.size() == 2);
+  // Welch: r2 against r1, p 0.0036022326091040067; r3 against r2, p 0.021311641128756685.
+  CHECK(row.moves[0].moves == std::vector<std::string>{"steps"});
+  CHECK(row.moves[0].change == Approx(0.11 - 0.16).margin(1e-12));
+  CHECK(row.moves[0].p == Approx(0.0036022326091040067).epsilon(1e-6));
+  CHECK(row.moves[0].toward);
+  CHECK(row.moves[1].moves == std::vector<std::string>{"depth"});
+  CHECK(row.moves[1].change == Approx(0.08 - 0.11).margin(1e-12));
+  CHECK(row.moves[1].p == Approx(0.021311641128756685).epsilon(1e-6));
+  CHECK(row.moves[1].toward);
+
+  // Away from the paper: the same rungs read against a paper value above them.
+  d.paper = 0.5;
+  const auto away = experiment::judge_disagreement(
+      d, {rung("r1", "", 1e13, {0.16, 0.15, 0.17}), rung("r2", "steps", 4e13, {0.10, 0.12, 0.11})}, 0.05);
+  CHECK_FALSE(away.moves[0].toward);
+  CHECK(away.judgement.verdict == experiment::ScaleVerdict::does_not_close);
+
+  // A rung not run yet: its step has no change, and the verdict is over the rest.
+  const auto partial = experiment::judge_disagreement(
+      d, {rung("r1", "", 1e13, {0.16, 0.15, 0.17}), rung("r2", "steps", 4e13, {})}, 0.05);
+  CHECK(std::isnan(partial.moves[0].change));
+  CHECK(std::isnan(partial.moves[0].p));
+  CHECK(partial.judgement.verdict == experiment::ScaleVerdict::cannot_tell);
+}
+
+TEST_CASE("a disagreements file is refused where it is wrong, naming the line", "[experiment][scale][errors]") {
+  struct Case {
+    const char* lines;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"x\tdirection_balance\ta\t-\tpaper_t.tsv\t1e18\n", "7 tab-separated fields"},
+      {"x\tnot_a_figure\ta\t-\tpaper_t.tsv\t1e18\tw\n", "'not_a_figure' is no figure"},
+      {"x\tdirection_balance\ta\t-\tpaper_t.tsv\t1e18\tw\nx\tdirection_balance\tb\t-\tpaper_t.tsv\t1e18\tw\n",
+       ":4: the id 'x' is used twice"},
+      {"x\tdirection_balance\tc\t-\tpaper_t.tsv\t1e18\tw\n", "paper_t.tsv has no row 'c'"},
+      {"x\tsymmetry_sd\ta\t-\tpaper_t.tsv\t1e18\tw\n", "has no column 'symmetry_sd'"},
+      {"x\trte.accuracy\ta\tb\tpaper_t.tsv\t1e18\tw\n", "gives no value of rte.accuracy for b"},
+      {"x\tdirection_balance\ta\t-\tpaper_t.tsv\t0\tw\n", "paper_flops '0' is not a positive number"},
+      {"x\tdirection_balance\ta\ta\tpaper_t.tsv\t1e18\tw\n", "minus another one"},
+      {"a/b\tdirection_balance\ta\t-\tpaper_t.tsv\t1e18\tw\n", "the id"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.lines);
+    test::TempDir dir("scale_disagreements");
+    const std::string path = disagreements_in(dir, c.lines);
+    CHECK_THROWS_WITH(experiment::read_disagreements(path, dir.path), Contains(c.message));
+  }
+  test::TempDir dir("scale_disagreements_header");
+  write_file_atomic(dir / "d.tsv", "id\tfigure\trow\n");
+  CHECK_THROWS_WITH(experiment::read_disagreements(dir / "d.tsv", dir.path), Contains(":1: the header must read"));
+
+  // Good lines read: a difference's paper value is row minus minus.
+  test::TempDir good("scale_disagreements_good");
+  const auto d = experiment::read_disagreements(
+      disagreements_in(good, "x\tdirection_balance\ta\tb\tpaper_t.tsv\t-\tw\n"), good.path);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].paper == 0.25);
+  CHECK(d[0].paper_flops == 0);
+}
+
+TEST_CASE("a plan's disagreements must follow a ladder and name its run configs", "[experiment][scale][errors]") {
+  test::TempDir dir("scale_plan");
+  write_file_atomic(dir / "a.json", R"({"extends": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/tiny.json"})");
+  disagreements_in(dir, "x\tdirection_balance\ta\t-\tpaper_t.tsv\t1e18\tw\n");
+  std::filesystem::remove(dir / "paper_t.tsv");
+  write_file_atomic(dir / "ref.tsv", "config\tpaper_row\tfamily\tkind\tdirection_balance\n"
+                                     "a\tA\tAPE\tlearned\t1.5\nz\tZ\tAPE\tlearned\t1.0\n");
+  write_file_atomic(dir / "disagreements.tsv", "id\tfigure\trow\tminus\tpaper\tpaper_flops\tdisagreement\n"
+                                               "x\tdirection_balance\ta\t-\tref.tsv\t1e18\tw\n");
+  experiment::PlanRequest request;
+  request.folder = dir.path;
+  request.out = "/nonexistent/out";
+  write_file_atomic(dir / "experiment.json", R"({"stages": ["pretrain", "probe", "report"]})");
+  CHECK_THROWS_WITH(experiment::make_plan(request), Contains("has none (\"ladder\")"));
+  write_file_atomic(dir / "experiment.json", R"({"stages": ["pretrain", "probe", "report"], "ladder": {"rungs": [
+      {"name": "r1"}, {"name": "r2", "moves": "steps", "set": ["train.steps=8000"]}]}})");
+  CHECK_NOTHROW(experiment::make_plan(request));
+  write_file_atomic(dir / "disagreements.tsv", "id\tfigure\trow\tminus\tpaper\tpaper_flops\tdisagreement\n"
+                                               "x\tdirection_balance\ta\tz\tref.tsv\t1e18\tw\n");
+  CHECK_THROWS_WITH(experiment::make_plan(request), Contains("disagreements.tsv:2 (x): 'z' is no run config"));
+}
