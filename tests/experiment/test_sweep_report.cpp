@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/file_io.h"
 #include "base/json.h"
 #include "experiment/plan.h"
 #include "experiment/sweep_report.h"
@@ -87,6 +88,17 @@ TEST_CASE("sweep: the plan makes a fresh positional-only encoder per (w, s) and 
   CHECK(plan.task("sweep_w3_s1") != nullptr);
   CHECK(plan.task("sweep_w0p02_s0p5")->config["model"]["pe_options"]["s"].as_number() == 0.5);
   CHECK_FALSE(plan.task("rte")->sweep);
+
+  // A pretraining replicate of the sweep's run fine-tunes its tasks, not the sweep: its encoders are fresh models.
+  std::string with_replicate = read_file(dir / "experiment.json");
+  with_replicate.insert(with_replicate.rfind('}'), R"(, "replicates": {"runs": ["a"], "seeds": [2]})");
+  dir.write("experiment.json", with_replicate);
+  const test::CommandResult listed = test::run_ordo("experiment " + dir.path + " --out " + (dir / "out") + " --list");
+  INFO(listed.output);
+  REQUIRE(listed.exit_code == 0);
+  const std::string replicate = listed.output.substr(listed.output.find("a.seed2"));
+  CHECK_THAT(replicate, Contains("finetune:rte -") && !Contains("sweep_"));
+  CHECK_THAT(listed.output.substr(0, listed.output.find("a.seed2")), Contains("finetune:sweep_w0p011_s1 -"));
 
   CHECK_THROWS_WITH(plan_of(R"({"run": "b", "stand_in": "subject_number", "config": ")" + config + R"("})"),
                     Contains("run 'b' is no run config"));
