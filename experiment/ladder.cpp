@@ -72,9 +72,14 @@ Ladder read_ladder(const json::Value& spec, const std::string& where) {
     rung.name = r.string("name", "");
     r.ignore({"moves"});  // a string or a list: read below
     if (const json::Value* set = r.array("set")) rung.set = string_list(*set, at + ": set");
+    const std::string device = r.string("device", "any");
+    ORDO_CHECK(device == "any" || device == "gpu", at, ": device '", device, "' is \"gpu\" (a rung for a GPU) or "
+               "left out");
+    rung.gpu = device == "gpu";
     r.finish();
     ORDO_CHECK(!rung.name.empty(), at, ": no name");
     check_path_name(rung.name, at + ": name");  // a part of every run's name, hence of its folder
+    ORDO_CHECK(rung.name != "gpu", at, ": 'gpu' is no rung's name (--rungs gpu means every rung marked for a GPU)");
     ORDO_CHECK(names.insert(rung.name).second, at, ": rung '", rung.name, "' is named twice");
     rung.moves = read_moves((*rungs)[i], at + " ('" + rung.name + "')");
     ORDO_CHECK(i > 0 || rung.moves.empty(), at, " ('", rung.name, "'): the first rung moves nothing (it has no rung "
@@ -131,6 +136,15 @@ std::vector<RungShape> resolve_rungs(const Ladder& ladder, const std::string& co
 }
 
 std::string ladder_run_name(const std::string& run, const std::string& rung) { return run + "=" + rung; }
+
+const Rung* rung_of(const Plan& plan, size_t i) {
+  const std::string& row = plan.row_of[i];
+  for (const Rung& rung : plan.ladder.rungs) {
+    const std::string tail = "=" + rung.name;
+    if (row.size() > tail.size() && row.compare(row.size() - tail.size(), tail.size(), tail) == 0) return &rung;
+  }
+  return nullptr;
+}
 
 void expand_ladder(const json::Value& spec, const std::string& where, Plan& plan) {
   const Ladder ladder = read_ladder(spec, where);

@@ -8,7 +8,8 @@
 //   {"rungs": [{"name": "tiny_4k", "set": []},
 //              {"name": "tiny_16k", "moves": "steps", "set": ["train.steps=16000"]},
 //              {"name": "wide_16k", "moves": "width", "set": ["train.steps=16000", "model.hidden_size=256", ...]},
-//              ...]}
+//              ...,
+//              {"name": "small_16k", "moves": "width", "device": "gpu", "set": [...]}]}
 // A rung's "set" is laid over every run config of the folder on its own (not
 // over the previous rung's), under the command line's --set (and --quick's).
 // "moves" says what changes from the previous rung: "steps" (the optimizer
@@ -53,6 +54,8 @@ struct Rung {
   std::string name;
   std::vector<std::string> moves;  // "steps", "width", "depth": what changes from the previous rung (empty: the first)
   std::vector<std::string> set;    // laid over every run config
+  bool gpu = false;                // "device": "gpu": too big for the CPU; its runs are left out there unless
+                                   // asked for (--rungs, --only) and run on a GPU (tools/scale_gpu_rungs.sh)
 };
 
 struct Ladder {
@@ -84,6 +87,9 @@ std::vector<RungShape> resolve_rungs(const Ladder& ladder, const std::string& co
 
 // "<run>=<rung>".
 std::string ladder_run_name(const std::string& run, const std::string& rung);
+
+// The rung run `i` of a ladder plan belongs to; nullptr without a ladder.
+const Rung* rung_of(const Plan& plan, size_t i);
 
 // make_plan's hook: reads the ladder, checks every run config of the plan
 // against it (without the command line's overrides: the ladder as the folder

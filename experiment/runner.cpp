@@ -248,18 +248,54 @@ bool run_unit(const Plan& plan, size_t i, const std::string& unit, const RunnerO
 }
 
 // The runs this call works on: --only's, --shard's, or all (indices into plan.names).
+// Whether run i is a GPU rung's (experiment/ladder.h) that would train on the
+// CPU without --only or --rungs asking for it: left out, and the report does
+// not wait for it.
+bool left_out_here(const Plan& plan, const RunnerOptions& o, size_t i) {
+  const Rung* rung = rung_of(plan, i);
+  return rung && rung->gpu && o.only.empty() && o.rungs.empty() &&
+         !train::resolve_device(plan.configs[i].train.device).is_cuda();
+}
+
+// The runs --only, --rungs and --shard select, less those left out here.
 std::vector<size_t> selected_runs(const Plan& plan, const RunnerOptions& o) {
-  std::vector<size_t> out;
-  for (size_t i = 0; i < plan.names.size(); ++i) {
-    bool take = o.only.empty();
-    for (const std::string& k : o.only) take |= k == plan.names[i] || k == std::to_string(i + 1);
-    if (o.shard_count > 0) take &= static_cast<int>(i % static_cast<size_t>(o.shard_count)) == o.shard_index - 1;
-    if (take) out.push_back(i);
-  }
   for (const std::string& k : o.only) {
     bool known = false;
     for (size_t i = 0; i < plan.names.size(); ++i) known |= k == plan.names[i] || k == std::to_string(i + 1);
     ORDO_CHECK(known, "--only ", k, ": no run of that number or name (--list shows them)");
+  }
+  // --rungs gpu: every rung marked for a GPU.
+  auto asked = [&](const Rung& g) {
+    return std::count(o.rungs.begin(), o.rungs.end(), g.name) > 0 ||
+           (g.gpu && std::count(o.rungs.begin(), o.rungs.end(), "gpu") > 0);
+  };
+  for (const std::string& r : o.rungs)
+    ORDO_CHECK(std::any_of(plan.ladder.rungs.begin(), plan.ladder.rungs.end(),
+                           [&](const Rung& g) { return g.name == r || (r == "gpu" && g.gpu); }),
+               "--rungs ", r, ": ", plan.folder,
+               plan.ladder.rungs.empty() ? " has no ladder"
+               : r == "gpu"              ? "'s ladder has no rung marked for a GPU"
+                                         : " has no rung of that name");
+  std::vector<size_t> out;
+  std::vector<std::string> left_out;
+  for (size_t i = 0; i < plan.names.size(); ++i) {
+    bool named = false;
+    for (const std::string& k : o.only) named |= k == plan.names[i] || k == std::to_string(i + 1);
+    const Rung* rung = rung_of(plan, i);
+    const bool in_rungs = o.rungs.empty() || (rung && asked(*rung));
+    bool take = (o.only.empty() || named) && in_rungs;
+    if (o.shard_count > 0) take &= static_cast<int>(i % static_cast<size_t>(o.shard_count)) == o.shard_index - 1;
+    if (take && left_out_here(plan, o, i)) {
+      if (std::find(left_out.begin(), left_out.end(), rung->name) == left_out.end()) left_out.push_back(rung->name);
+      continue;
+    }
+    if (take) out.push_back(i);
+  }
+  if (!left_out.empty() && !o.list) {
+    std::string names;
+    for (const std::string& r : left_out) names += (names.empty() ? "" : ",") + r;
+    std::fprintf(stderr, "ordo experiment: the GPU rung(s) %s left out on the CPU: tools/scale_gpu_rungs.sh runs them "
+                 "on a GPU; --rungs %s runs them here\n", names.c_str(), names.c_str());
   }
   return out;
 }
@@ -280,7 +316,8 @@ void list_runs(const Plan& plan) {
     std::string owner;
     if (auto lock = OutputLock::try_take(dir, "ordo experiment --list", &owner); !lock && !owner.empty())
       line += " | running: " + owner;
-    std::printf("%3zu  %s%s\n", i + 1, plan.names[i].c_str(), line.c_str());
+    const Rung* rung = rung_of(plan, i);
+    std::printf("%3zu  %s%s%s\n", i + 1, plan.names[i].c_str(), rung && rung->gpu ? " (GPU rung)" : "", line.c_str());
   }
 }
 
@@ -422,10 +459,14 @@ ExperimentSummary run_experiment(const RunnerOptions& o) {
     }
     summary.ran += worked;
   }
-  for (size_t i = 0; i < plan.names.size(); ++i) summary.complete += complete(plan, i);
+  int64_t awaited = 0;  // the runs the report waits for: all but those left out here
+  for (size_t i = 0; i < plan.names.size(); ++i) {
+    summary.complete += complete(plan, i);
+    awaited += !left_out_here(plan, o, i) || complete(plan, i);
+  }
 
   if (!plan.has_stage("report")) return summary;
-  const bool all = summary.complete == static_cast<int64_t>(plan.names.size());
+  const bool all = summary.complete == awaited;
   if (!all && !o.report_only) {
     std::fprintf(stderr, "ordo experiment: %lld of %zu run(s) complete; the report waits for the rest (or give "
                  "--report to gather what is finished)\n", static_cast<long long>(summary.complete), plan.names.size());

@@ -43,6 +43,7 @@ struct RunnerOptions {
   PlanRequest plan;
   bool list = false;                // print the runs and their stages, run nothing
   std::vector<std::string> only;    // run these (1-based numbers or config names) only
+  std::vector<std::string> rungs;   // a ladder's runs of these rungs only (a GPU rung's runs included on the CPU)
   int shard_index = 0, shard_count = 0;  // --shard I/N: the runs K with (K - 1) % N == I - 1
   bool report_only = false;         // gather the report of what is finished, run nothing
   std::string redo;                 // a stage to run again (with the ones after it), or "finetune:TASK"

@@ -344,8 +344,13 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
   md += table.markdown() + "\n";
   html += table.html();
   if (!missing.empty()) {
-    const std::string line = "Rungs with no finished run yet: " + joined(missing) + ". `ordo experiment " +
-                             plan.folder + " --out " + plan.out + " --list` numbers their runs; `--only` runs them.";
+    std::string line = "Rungs with no finished run yet: " + joined(missing) + ". `ordo experiment " + plan.folder +
+                       " --out " + plan.out + " --rungs " + joined(missing, ",") + "` runs them";
+    const bool gpu = std::any_of(plan.ladder.rungs.begin(), plan.ladder.rungs.end(), [&](const Rung& r) {
+      return r.gpu && std::count(missing.begin(), missing.end(), r.name) > 0;
+    });
+    if (gpu) line += "; the rungs marked for a GPU take tools/scale_gpu_rungs.sh on a lent GPU (its --merge brings them here)";
+    line += ".";
     md += line + "\n\n";
     html += "<p>" + report::html_escape(line) + "</p>\n";
   }

@@ -45,7 +45,7 @@ std::string report_written(const experiment::ExperimentSummary& s) {
 int gather_findings(const cli::Args& args) {
   ORDO_USAGE_CHECK(!args.positional().empty(), "--findings: name the report folders to gather (each holds "
                    "findings.json)");
-  for (const char* flag : {"set", "data", "stages", "only", "shard", "redo", "probe-length", "probe-words",
+  for (const char* flag : {"set", "data", "stages", "only", "rungs", "shard", "redo", "probe-length", "probe-words",
                            "probe-layer", "probe-seed", "parallel-runs"})
     ORDO_USAGE_CHECK(!args.has(flag), "--", flag, " is for running an experiment, not for --findings");
   for (const char* flag : {"quick", "list", "report", "quiet"})
@@ -96,7 +96,7 @@ std::vector<pid_t> start_siblings(const std::vector<std::string>& argv, int64_t 
 
 int run(const std::vector<std::string>& argv) {
   cli::Args args(argv,
-                 {"out", "set", "data", "stages", "only", "shard", "redo", "probe-length", "probe-words", "probe-layer",
+                 {"out", "set", "data", "stages", "only", "rungs", "shard", "redo", "probe-length", "probe-words", "probe-layer",
                   "probe-seed", "parallel-runs", "runs-at-once"},
                  {"quick", "list", "report", "quiet", "findings", "overwrite"});
   if (args.has("findings")) return gather_findings(args);
@@ -126,6 +126,7 @@ int run(const std::vector<std::string>& argv) {
   o.parallel_runs = args.integer("parallel-runs", -1, 0, 4096);
   o.redo = args.str("redo", "");
   if (args.has("only")) o.only = comma_list("only", args.str("only", ""));
+  if (args.has("rungs")) o.rungs = comma_list("rungs", args.str("rungs", ""));
   if (args.has("shard")) {
     const std::string s = args.str("shard", "");
     char* end = nullptr;
@@ -181,8 +182,9 @@ int run(const std::vector<std::string>& argv) {
 cli::Register command(
     {"experiment", "a paper's experiment: every run config of a folder through its stages, beside the paper's tables",
      "FOLDER --out DIR [--set key=value ...] [--data TASK=DIR ...] [--quick] [--stages a,b] [--list]\n"
-     "                [--only K,...] [--shard I/N] [--report] [--redo STAGE] [--probe-length L] [--probe-words N]\n"
-     "                [--probe-layer K|all] [--probe-seed S] [--parallel-runs N] [--runs-at-once N|auto] [--quiet]\n"
+     "                [--only K,...] [--rungs R,...] [--shard I/N] [--report] [--redo STAGE] [--probe-length L]\n"
+     "                [--probe-words N] [--probe-layer K|all] [--probe-seed S] [--parallel-runs N]\n"
+     "                [--runs-at-once N|auto] [--quiet]\n"
      "       ordo experiment --findings REPORT... --out FILE [--overwrite]\n"
      "  FOLDER: run configs (*.json, in file-name order), the plan's stages (experiment.json: pretrain, probe,\n"
      "    analyze, tasks, layers, finetune, report; without it pretrain, probe, report) and the paper's tables\n"
@@ -194,6 +196,8 @@ cli::Register command(
      "  --stages     only these stages (make table2: pretrain,probe,report)\n"
      "  --list       the runs, numbered, and the stages each has finished\n"
      "  --only       these runs (numbers or names); --shard I/N every N-th from the I-th (a Slurm array)\n"
+     "  --rungs      a compute ladder's runs of these rungs only (gpu: the rungs marked for a GPU, which are\n"
+     "               otherwise left out on the CPU; tools/scale_gpu_rungs.sh runs them on a lent GPU)\n"
      "  --report     write the report of what is finished now\n"
      "  --redo       run STAGE (or finetune:TASK) and the stages after it again, on purpose\n"
      "  --probe-*    ordo probe's --length, --words, --layer, --seed for every run (the plan's otherwise)\n"

@@ -38,15 +38,19 @@ void write_ladder(const test::TempDir& dir, const std::string& rungs) {
 // 819,200; 4,000 steps x 32 x 64 = 8,192,000 tokens; training 3 x 819,200 x
 // 8,192,000. deep (4 x 128): N = 786,432, forward 1,572,864 + 65,536 =
 // 1,638,400. mini (4 x 256, d_ff 1024): N = 4 (4 256^2 + 2 256 1024) =
-// 3,145,728, forward 6,291,456 + 131,072 = 6,422,528.
+// 3,145,728, forward 6,291,456 + 131,072 = 6,422,528. The GPU rungs: small
+// (4 x 512, d_ff 2048): N = 4 (4 512^2 + 2 512 2048) = 12,582,912, forward
+// 25,165,824 + 2 x 4 x 64 x 512 = 25,427,968; base (12 x 768, d_ff 3072):
+// N = 12 (4 768^2 + 2 768 3072) = 84,934,656, forward 169,869,312 + 2 x 12 x
+// 64 x 768 = 171,048,960.
 TEST_CASE("the scale study's ladder: every rung's steps, width, depth and compute", "[experiment][ladder]") {
   const experiment::Ladder ladder =
       experiment::read_ladder(json::parse_file(kStudy + "/experiment.json")["ladder"], "experiment.json: ladder");
-  REQUIRE(ladder.rungs.size() == 4);
+  REQUIRE(ladder.rungs.size() == 6);
   for (const std::string run : {"01_none", "02_ape_learned", "05_rpe_learned", "08_ape_learned+rpe_learned"}) {
     INFO(run);
     const auto shapes = experiment::resolve_rungs(ladder, kStudy + "/" + run + ".json", {}, "ladder");
-    REQUIRE(shapes.size() == 4);
+    REQUIRE(shapes.size() == 6);
     struct Want {
       int64_t steps, width, depth;
       double parameters, forward_per_token;
@@ -54,8 +58,10 @@ TEST_CASE("the scale study's ladder: every rung's steps, width, depth and comput
     const Want want[] = {{4000, 128, 2, 393216, 819200},
                          {16000, 128, 2, 393216, 819200},
                          {16000, 128, 4, 786432, 1638400},
-                         {16000, 256, 4, 3145728, 6422528}};
-    for (size_t i = 0; i < 4; ++i) {
+                         {16000, 256, 4, 3145728, 6422528},
+                         {16000, 512, 4, 12582912, 25427968},
+                         {4000, 768, 12, 84934656, 171048960}};
+    for (size_t i = 0; i < 6; ++i) {
       INFO(ladder.rungs[i].name);
       CHECK(shapes[i].steps == want[i].steps);
       CHECK(shapes[i].width == want[i].width);
@@ -64,12 +70,16 @@ TEST_CASE("the scale study's ladder: every rung's steps, width, depth and comput
       CHECK(shapes[i].parameters == want[i].parameters);
       CHECK(shapes[i].flops == Approx(3 * want[i].forward_per_token * want[i].steps * 32 * 64).epsilon(1e-15));
     }
-    // At least 16x today's compute (31.36x), and each of steps, width and depth moves once.
-    CHECK(shapes.back().flops / shapes.front().flops == Approx(6422528.0 * 4 / 819200).epsilon(1e-15));
+    // The CPU rungs reach 31.36x today's compute, the GPU rungs 208.8x.
+    CHECK(shapes[3].flops / shapes.front().flops == Approx(6422528.0 * 4 / 819200).epsilon(1e-15));
+    CHECK(shapes.back().flops / shapes.front().flops == Approx(171048960.0 / 819200).epsilon(1e-15));
   }
   CHECK(ladder.rungs[1].moves == std::vector<std::string>{"steps"});
   CHECK(ladder.rungs[2].moves == std::vector<std::string>{"depth"});
   CHECK(ladder.rungs[3].moves == std::vector<std::string>{"width"});
+  CHECK(ladder.rungs[4].moves == std::vector<std::string>{"width"});
+  CHECK(ladder.rungs[5].moves == (std::vector<std::string>{"steps", "width", "depth"}));
+  for (size_t i = 0; i < 6; ++i) CHECK(ladder.rungs[i].gpu == (i >= 4));
 }
 
 // Two phases and gradient accumulation, by hand: tiny (N = 393,216),
@@ -92,8 +102,8 @@ TEST_CASE("a rung's compute sums its phases, accumulation included", "[experimen
 
 TEST_CASE("the scale study's plan: one run per rung and replicate, the cheapest rung first", "[experiment][ladder]") {
   const experiment::Plan plan = plan_of(kStudy);
-  // 4 rungs x (4 run configs + 4 x 2 replicates).
-  REQUIRE(plan.names.size() == 48);
+  // 6 rungs x (4 run configs + 4 x 2 replicates).
+  REQUIRE(plan.names.size() == 72);
   CHECK(plan.names[0] == "01_none=tiny_4k");
   CHECK(plan.names[3] == "08_ape_learned+rpe_learned=tiny_4k");
   CHECK(plan.names[4] == "01_none=tiny_4k.seed2");
@@ -102,13 +112,16 @@ TEST_CASE("the scale study's plan: one run per rung and replicate, the cheapest 
   for (size_t i = 0; i < plan.names.size(); ++i) {
     INFO(plan.names[i]);
     std::string rung;
-    for (const char* r : {"tiny_4k", "tiny_16k", "deep_16k", "mini_16k"})
+    for (const char* r : {"tiny_4k", "tiny_16k", "deep_16k", "mini_16k", "small_16k", "base_4k"})
       if (plan.names[i].find(std::string("=") + r) != std::string::npos) rung = r;
+    REQUIRE(experiment::rung_of(plan, i) != nullptr);
+    CHECK(experiment::rung_of(plan, i)->name == rung);
     const train::RunConfig& c = plan.configs[i];
-    CHECK(c.train.total_steps() == (rung == "tiny_4k" ? 4000 : 16000));
-    CHECK(c.model.num_hidden_layers == (rung == "tiny_4k" || rung == "tiny_16k" ? 2 : 4));
-    CHECK(c.model.hidden_size == (rung == "mini_16k" ? 256 : 128));
-    CHECK(c.model.num_attention_heads == (rung == "mini_16k" ? 4 : 2));
+    CHECK(c.train.total_steps() == (rung == "tiny_4k" || rung == "base_4k" ? 4000 : 16000));
+    CHECK(c.model.num_hidden_layers == (rung == "tiny_4k" || rung == "tiny_16k" ? 2 : rung == "base_4k" ? 12 : 4));
+    CHECK(c.model.hidden_size == (rung == "mini_16k" ? 256 : rung == "small_16k" ? 512 : rung == "base_4k" ? 768 : 128));
+    CHECK(c.model.num_attention_heads ==
+          (rung == "mini_16k" ? 4 : rung == "small_16k" ? 8 : rung == "base_4k" ? 12 : 2));
     const bool replicate = plan.names[i].find(".seed") != std::string::npos;
     CHECK(plan.is_replicate(i) == replicate);
     CHECK(plan.row_of[i] == plan.names[i].substr(0, plan.names[i].find(".seed")));
@@ -121,12 +134,12 @@ TEST_CASE("the scale study's plan: one run per rung and replicate, the cheapest 
 
   // --quick and --set lie over the rungs' sets; the widths and depths stay the rungs'.
   const experiment::Plan quick = plan_of(kStudy, true, {"train.batch_size=8"});
-  REQUIRE(quick.names.size() == 32);  // --quick keeps one replicate seed: 4 rungs x (4 + 4)
+  REQUIRE(quick.names.size() == 48);  // --quick keeps one replicate seed: 6 rungs x (4 + 4)
   for (const train::RunConfig& c : quick.configs) {
     CHECK(c.train.total_steps() == 120);
     CHECK(c.train.phases[0].batch_size == 8);
   }
-  CHECK(quick.configs.back().model.hidden_size == 256);
+  CHECK(quick.configs.back().model.hidden_size == 768);
 }
 
 TEST_CASE("a rung that changes two of steps, width and depth where it says one is refused", "[experiment][ladder]") {
@@ -168,6 +181,9 @@ TEST_CASE("a ladder's rungs are checked as they are read", "[experiment][ladder]
       {R"([{"name": "a/b"}, {"name": "c", "moves": "steps"}])", ": rungs[0]: name"},
       {R"([{"name": "a"}, {"name": "b", "moves": "steps", "sets": []}])", "sets"},
       {R"([{"name": "a"}, {"name": "b", "moves": 3}])", ": moves must be \"steps\", \"width\", \"depth\" or a list"},
+      {R"([{"name": "a"}, {"name": "gpu", "moves": "steps"}])", ": rungs[1]: 'gpu' is no rung's name"},
+      {R"([{"name": "a"}, {"name": "b", "moves": "steps", "device": "tpu"}])",
+       ": rungs[1]: device 'tpu' is \"gpu\" (a rung for a GPU) or left out"},
   };
   for (const auto& [rungs, message] : cases) {
     INFO(rungs);

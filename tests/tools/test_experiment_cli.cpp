@@ -395,7 +395,7 @@ TEST_CASE("ordo experiment: the disagreements followed up a ladder, each point i
     "probe": {"words": 20, "length": 16}, "replicates": {"runs": ["a_none", "b_ape"], "seeds": [7]},
     "ladder": {"rungs": [{"name": "r4", "set": ["train.steps=4"]},
                          {"name": "r8", "moves": "steps", "set": ["train.steps=8"]},
-                         {"name": "r12", "moves": "steps", "set": ["train.steps=12"]}]}})");
+                         {"name": "r12", "moves": "steps", "device": "gpu", "set": ["train.steps=12"]}]}})");
   std::filesystem::remove(cfg + "/paper_corr.tsv");
   // The paper's values from a table outside the folder's own (a ladder's runs are no rows of it).
   std::filesystem::rename(cfg + "/paper_rows.tsv", dir / "reference.tsv");
@@ -407,9 +407,23 @@ TEST_CASE("ordo experiment: the disagreements followed up a ladder, each point i
       " --set model.hidden_size=32 --set model.intermediate_size=64 --set train.max_seq_length=32"
       " --set model.max_position_embeddings=32 --set data.synthetic_sentences=400 --set train.checkpoint_every=0"
       " --set train.eval_every=0 --set train.threads=1 --quiet";
-  const CommandResult r = run_ordo("experiment " + cfg + " --out " + out + small);
+  // On the CPU the GPU rung is left out, said so, and named in the report with the commands that run it.
+  CommandResult r = run_ordo("experiment " + cfg + " --out " + out + small);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("the GPU rung(s) r12 left out on the CPU") && Contains("8 run(s) worked on"));
+  CHECK_FALSE(std::filesystem::exists(out + "/runs/b_ape=r12"));
+  CHECK_THAT(read_file(out + "/report/paper.md"), Contains("Rungs with no finished run yet: r12.") &&
+                                                      Contains("--rungs r12` runs them") &&
+                                                      Contains("tools/scale_gpu_rungs.sh"));
+  // A rung that is not there, or no GPU rung, is refused.
+  r = run_ordo("experiment " + cfg + " --out " + out + " --rungs r16" + small);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains("--rungs r16: ") && Contains("has no rung of that name"));
+  // Asked for (as every rung marked for a GPU), it runs here.
+  r = run_ordo("experiment " + cfg + " --out " + out + " --rungs gpu" + small);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("4 run(s) worked on"));
   auto indicator = [&](const std::string& run) {
     return json::to_number(json::parse_file(out + "/runs/" + run + "/probe/indicators.json")["layer_1"]["with_special"][key]);
   };
