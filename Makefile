@@ -23,7 +23,8 @@
 #   make scale_study
 #                 Wang et al. 2021's four representatives with three pretraining seeds at every rung of
 #                 a compute ladder (configs/scale_study/README.md), into runs/scale_study (resumable,
-#                 shardable: SCALE_STUDY_FLAGS="--shard 1/2" or "--only ..."; --quick for a smoke test)
+#                 shardable: SCALE_STUDY_FLAGS="--shard 1/2" or "--only ..."; --quick for a smoke test);
+#                 its GPU rungs are left out on the CPU: tools/scale_gpu_rungs.sh runs them on a GPU
 #   make english_corpus
 #                 the real-English corpus (WordNet's glosses, package wordnet-base) and a WordPiece
 #                 vocabulary trained on it, into runs/english_corpus (scripts/english_corpus.sh)
