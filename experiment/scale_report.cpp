@@ -55,12 +55,8 @@ double paper_value(const Disagreement& d, const std::string& folder, const std::
   return value;
 }
 
-std::string number(double v, const char* pattern = "%.3g") {
-  if (!std::isfinite(v)) return "n/a";
-  char buf[48];
-  std::snprintf(buf, sizeof buf, pattern, v);
-  return buf;
-}
+// A figure in a cell: three significant digits by default, "-" where there is none.
+std::string number(double v, const char* pattern = "%.3g") { return cell(v, pattern); }
 
 std::string joined(const std::vector<std::string>& words, const char* sep = ", ") {
   std::string out;
@@ -288,7 +284,8 @@ ScaleRow judge_disagreement(const Disagreement& d, std::vector<RungValues> rungs
     m.change = was.values.empty() || now.values.empty() ? kNaN
                                                         : mean_std(now.values).mean - mean_std(was.values).mean;
     m.p = welch_t_test(now.values, was.values).p;
-    m.toward = std::isfinite(gap) && gap != 0 && std::isfinite(m.change) && (m.change > 0) == (gap > 0) && m.change != 0;
+    m.toward = std::isfinite(gap) && gap != 0 && std::isfinite(m.change) && m.change != 0 &&
+               (m.change > 0) == (gap > 0);
     row.moves.push_back(m);
   }
   return row;
@@ -312,10 +309,12 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
   html += "<h2>" + report::html_escape(title) + "</h2>\n<p>" + report::html_escape(about) + "</p>\n";
 
   std::vector<ScaleRow> judged;
-  for (const Disagreement& d : disagreements) judged.push_back(judge_disagreement(d, rungs_of(d, plan, runs), plan.alpha));
+  for (const Disagreement& d : disagreements)
+    judged.push_back(judge_disagreement(d, rungs_of(d, plan, runs), plan.alpha));
   TextTable table;
   table.header = {"id", "figure", "paper"};
-  for (const RungValues& r : judged.front().rungs) table.header.push_back(r.rung + " (" + number(std::log10(r.flops), "10^%.1f") + ")");
+  for (const RungValues& r : judged.front().rungs)
+    table.header.push_back(r.rung + " (" + number(std::log10(r.flops), "10^%.1f") + ")");
   table.header.insert(table.header.end(), {"trend per tenfold [interval], p", "verdict"});
   json::Value rows = json::Value::array();
   std::vector<std::string> reading, missing;
@@ -349,7 +348,8 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
     const bool gpu = std::any_of(plan.ladder.rungs.begin(), plan.ladder.rungs.end(), [&](const Rung& r) {
       return r.gpu && std::count(missing.begin(), missing.end(), r.name) > 0;
     });
-    if (gpu) line += "; the rungs marked for a GPU take tools/scale_gpu_rungs.sh on a lent GPU (its --merge brings them here)";
+    if (gpu)
+      line += "; the rungs marked for a GPU take tools/scale_gpu_rungs.sh on a lent GPU (its --merge brings them here)";
     line += ".";
     md += line + "\n\n";
     html += "<p>" + report::html_escape(line) + "</p>\n";

@@ -119,7 +119,8 @@ TEST_CASE("the scale study's plan: one run per rung and replicate, the cheapest 
     const train::RunConfig& c = plan.configs[i];
     CHECK(c.train.total_steps() == (rung == "tiny_4k" || rung == "base_4k" ? 4000 : 16000));
     CHECK(c.model.num_hidden_layers == (rung == "tiny_4k" || rung == "tiny_16k" ? 2 : rung == "base_4k" ? 12 : 4));
-    CHECK(c.model.hidden_size == (rung == "mini_16k" ? 256 : rung == "small_16k" ? 512 : rung == "base_4k" ? 768 : 128));
+    CHECK(c.model.hidden_size ==
+          (rung == "mini_16k" ? 256 : rung == "small_16k" ? 512 : rung == "base_4k" ? 768 : 128));
     CHECK(c.model.num_attention_heads ==
           (rung == "mini_16k" ? 4 : rung == "small_16k" ? 8 : rung == "base_4k" ? 12 : 2));
     const bool replicate = plan.names[i].find(".seed") != std::string::npos;

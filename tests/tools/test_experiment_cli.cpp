@@ -425,7 +425,8 @@ TEST_CASE("ordo experiment: the disagreements followed up a ladder, each point i
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Contains("4 run(s) worked on"));
   auto indicator = [&](const std::string& run) {
-    return json::to_number(json::parse_file(out + "/runs/" + run + "/probe/indicators.json")["layer_1"]["with_special"][key]);
+    const json::Value probed = json::parse_file(out + "/runs/" + run + "/probe/indicators.json");
+    return json::to_number(probed["layer_1"]["with_special"][key]);
   };
   const json::Value scale = json::parse_file(out + "/report/scale/scale.json");
   REQUIRE(scale["disagreements"].size() == 2);
