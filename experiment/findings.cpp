@@ -163,10 +163,15 @@ std::string paper_effect_text(const std::string& key, double goodness) {
 }
 
 // "families TABLE COLUMN A B": A's rows against B's, each row one value.
+// Where a family has fewer than two rows with the figure but each family has
+// exactly one, and both of those have pretraining replicates, the two
+// representatives are compared over their pretraining runs instead (said
+// in the effect): the family claim tested on one member of each.
 Finding families_finding(const Claim& claim, const Comparison& c, double alpha) {
   Finding f{claim, {}, "", ""};
   const std::string& key = claim.test[2];
   std::vector<double> ours_a, ours_b, paper_a, paper_b;
+  std::vector<const json::Value*> rows_a, rows_b;  // the rows with the figure
   for (const PaperTable::Row& p : c.table->rows) {
     const bool a = p.family == spaced(claim.test[3]), b = p.family == spaced(claim.test[4]);
     if (!a && !b) continue;
@@ -174,9 +179,26 @@ Finding families_finding(const Claim& claim, const Comparison& c, double alpha) 
     if (std::isfinite(paper)) (a ? paper_a : paper_b).push_back(-badness(key, paper));
     const json::Value* row = row_json(c, p.key);
     const double ours = row ? row_estimate(*row, key) : kNaN;
-    if (std::isfinite(ours)) (a ? ours_a : ours_b).push_back(-badness(key, ours));
+    if (std::isfinite(ours)) {
+      (a ? ours_a : ours_b).push_back(-badness(key, ours));
+      (a ? rows_a : rows_b).push_back(row);
+    }
   }
   const double paper_effect = paper_a.empty() || paper_b.empty() ? kNaN : mean_std(paper_a).mean - mean_std(paper_b).mean;
+  std::string over = "rows " + std::to_string(ours_a.size()) + " and " + std::to_string(ours_b.size());
+  if ((ours_a.size() < 2 || ours_b.size() < 2) && rows_a.size() == 1 && rows_b.size() == 1) {
+    const json::Value* fa = (*rows_a[0])["ordo"].find(key);
+    const json::Value* fb = (*rows_b[0])["ordo"].find(key);
+    if (fa && fb && fa->contains("pretraining") && fb->contains("pretraining")) {
+      ours_a.clear(), ours_b.clear();
+      for (const json::Value& x : (*fa)["pretraining"]["means"].as_array())
+        ours_a.push_back(-badness(key, json::to_number(x)));
+      for (const json::Value& x : (*fb)["pretraining"]["means"].as_array())
+        ours_b.push_back(-badness(key, json::to_number(x)));
+      over = "one row of each, " + (*rows_a[0])["config"].as_string() + " and " + (*rows_b[0])["config"].as_string() +
+             ", over their pretraining runs, " + std::to_string(ours_a.size()) + " and " + std::to_string(ours_b.size());
+    }
+  }
   if (ours_a.size() < 2 || ours_b.size() < 2) {
     f.judgement = untestable("fewer than two rows of a family have the figure");
     return f;
@@ -185,8 +207,7 @@ Finding families_finding(const Claim& claim, const Comparison& c, double alpha) 
   const TTest t = welch_t_test(ours_a, ours_b);
   const Interval ci = welch_interval(ours_a, ours_b, 1 - alpha);
   f.judgement = judge({effect, paper_effect, t.p, ""}, alpha);
-  f.effect = effect_text(key, claim.test[3], claim.test[4], effect, ci) + " (rows " + std::to_string(ours_a.size()) +
-             " and " + std::to_string(ours_b.size()) + ", Welch " + p_text(t.p) + ")";
+  f.effect = effect_text(key, claim.test[3], claim.test[4], effect, ci) + " (" + over + ", Welch " + p_text(t.p) + ")";
   f.paper = paper_effect_text(key, paper_effect);
   return f;
 }

@@ -160,6 +160,32 @@ TEST_CASE("findings: an indicator's effect in its own units, judged as smaller i
   CHECK(f[0].judgement.verdict == experiment::Verdict::holds);
   CHECK_THAT(f[0].effect, Contains("RPE − APE -0.21 [-0.3484, -0.07163] (rows 2 and 2, Welch p = 0.0274)"));
   CHECK(f[0].paper == "-0.0135");
+
+  // One row of each family has run, each pretrained three times: the two representatives over their
+  // pretraining runs. RPE r1 {0.10, 0.12, 0.11} against APE a1 {0.30, 0.34, 0.32}: -0.21, scipy's
+  // interval [-0.2516, -0.1684], t = -16.27 on 2.94 df, p = 0.000565: holds.
+  auto replicated = [&](const std::string& config, std::vector<double> aiv) {
+    experiment::RunResults first = runs[config == "a1" ? 0 : 2];
+    first.record.with_special["translation_invariance_no_special"] = aiv[0];
+    for (size_t k = 1; k < aiv.size(); ++k) {
+      experiment::RunResults again = first;
+      again.config = config + ".seed" + std::to_string(k + 1);
+      again.record.with_special["translation_invariance_no_special"] = aiv[k];
+      first.replicates.push_back(again);
+    }
+    return first;
+  };
+  const std::vector<experiment::RunResults> two = {replicated("a1", {0.30, 0.34, 0.32}),
+                                                   replicated("r1", {0.10, 0.12, 0.11})};
+  const std::vector<experiment::Finding> g =
+      experiment::judge_claims(claims.claims, {experiment::compare(tables[0], two, plan)}, {}, plan);
+  CHECK(g[0].judgement.verdict == experiment::Verdict::holds);
+  CHECK_THAT(g[0].effect, Contains("RPE − APE -0.21 [-0.2516, -0.1684] (one row of each, r1 and a1, over their "
+                                   "pretraining runs, 3 and 3, Welch p = 0.000565)"));
+  // Without replicates one row a family is not enough.
+  const std::vector<experiment::Finding> h = experiment::judge_claims(
+      claims.claims, {experiment::compare(tables[0], {runs[0], runs[2]}, plan)}, {}, plan);
+  CHECK(h[0].judgement.verdict == experiment::Verdict::not_testable);
 }
 
 TEST_CASE("findings: a bad claims file is refused by line, before any run", "[experiment][findings][errors]") {
