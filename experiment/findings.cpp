@@ -196,7 +196,8 @@ Finding families_finding(const Claim& claim, const Comparison& c, double alpha) 
       for (const json::Value& x : (*fb)["pretraining"]["means"].as_array())
         ours_b.push_back(-badness(key, json::to_number(x)));
       over = "one row of each, " + (*rows_a[0])["config"].as_string() + " and " + (*rows_b[0])["config"].as_string() +
-             ", over their pretraining runs, " + std::to_string(ours_a.size()) + " and " + std::to_string(ours_b.size());
+             ", over their pretraining runs, " + std::to_string(ours_a.size()) + " and " +
+             std::to_string(ours_b.size());
     }
   }
   if (ours_a.size() < 2 || ours_b.size() < 2) {
