@@ -22,18 +22,6 @@ std::string trimmed(const std::string& s) {
   return a == std::string::npos ? "" : s.substr(a, b - a + 1);
 }
 
-// The table's text goes into the report's JSON, HTML and Markdown, which hold
-// UTF-8 only: anything else is refused when the plan is read, naming the line
-// and the byte in it, not when the report is written after the runs.
-void check_utf8_lines(const std::string& text, const std::string& path) {
-  text::utf8::Invalid invalid;
-  if (text::utf8::valid(text, &invalid)) return;
-  const size_t newline = text.rfind('\n', invalid.offset);
-  const size_t line_start = newline == std::string::npos ? 0 : newline + 1;
-  const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n') + 1;
-  throw Error(detail::cat(path, ":", line, ": invalid UTF-8 at byte ", invalid.offset - line_start + 1,
-                          " of the line (", invalid.reason, "); a paper table is UTF-8 text"));
-}
 
 // A number filling the whole text, or an error naming where.
 double number_in(const std::string& text, const std::string& where) {
@@ -76,6 +64,16 @@ std::vector<std::string> split_tabs(const std::string& line) {
     if (tab == std::string::npos) return out;
     start = tab + 1;
   }
+}
+
+void check_utf8_lines(const std::string& text, const std::string& path) {
+  text::utf8::Invalid invalid;
+  if (text::utf8::valid(text, &invalid)) return;
+  const size_t newline = text.rfind('\n', invalid.offset);
+  const size_t line_start = newline == std::string::npos ? 0 : newline + 1;
+  const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n') + 1;
+  throw Error(detail::cat(path, ":", line, ": invalid UTF-8 at byte ", invalid.offset - line_start + 1,
+                          " of the line (", invalid.reason, "); a paper table is UTF-8 text"));
 }
 
 bool is_figure_key(const std::string& key) {

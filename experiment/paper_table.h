@@ -86,6 +86,10 @@ bool is_indicator_key(const std::string& key);
 bool is_figure_key(const std::string& key);
 // A line's tab-separated fields (an empty one between two tabs kept).
 std::vector<std::string> split_tabs(const std::string& line);
+// A data file's text goes into the report's JSON, HTML and Markdown, which
+// hold UTF-8 only: anything else is refused when the plan is read, naming the
+// line and the byte in it, not when the report is written after the runs.
+void check_utf8_lines(const std::string& text, const std::string& path);
 // A column's heading, as the reports print it ("AIV w/o [CLS]/[SEP]", "rte.accuracy").
 std::string heading_of(const std::string& key);
 // Which way is better for a column: smaller for the indicators (how far each

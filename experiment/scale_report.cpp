@@ -220,12 +220,14 @@ std::vector<Disagreement> read_disagreements(const std::string& path, const std:
   std::vector<Disagreement> out;
   std::set<std::string> ids;
   const std::string text = read_file(path);
+  check_utf8_lines(text, path);
   size_t start = 0;
   bool header = false;
   for (int line_no = 1; start <= text.size(); ++line_no) {
     const size_t end = std::min(text.find('\n', start), text.size());
-    const std::string line = text.substr(start, end - start);
+    std::string line = text.substr(start, end - start);
     start = end + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // written on Windows
     if (line.empty() || line[0] == '#') continue;
     const std::string at = path + ":" + std::to_string(line_no);
     if (!header) {

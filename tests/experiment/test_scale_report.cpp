@@ -123,14 +123,22 @@ TEST_CASE("a disagreements file is refused where it is wrong, naming the line", 
     const std::string path = disagreements_in(dir, c.lines);
     CHECK_THROWS_WITH(experiment::read_disagreements(path, dir.path), Contains(c.message));
   }
+  {
+    test::TempDir dir("scale_disagreements_utf8");
+    const std::string path = disagreements_in(dir, "x\tdirection_balance\ta\t-\tpaper_t.tsv\t1e18\tmade \xff up\n");
+    CHECK_THROWS_WITH(experiment::read_disagreements(path, dir.path), Contains(":3: invalid UTF-8 at byte"));
+  }
   test::TempDir dir("scale_disagreements_header");
   write_file_atomic(dir / "d.tsv", "id\tfigure\trow\n");
   CHECK_THROWS_WITH(experiment::read_disagreements(dir / "d.tsv", dir.path), Contains(":1: the header must read"));
 
-  // Good lines read: a difference's paper value is row minus minus.
+  // Good lines read (with Windows line ends too): a difference's paper value is row minus minus.
   test::TempDir good("scale_disagreements_good");
-  const auto d = experiment::read_disagreements(
-      disagreements_in(good, "x\tdirection_balance\ta\tb\tpaper_t.tsv\t-\tw\n"), good.path);
+  write_file_atomic(good / "paper_t.tsv", "config\tpaper_row\tfamily\tkind\tdirection_balance\n"
+                                          "a\tA\tAPE\tlearned\t1.5\nb\tB\tRPE\tlearned\t1.25\n");
+  write_file_atomic(good / "d.tsv", "# made up\r\nid\tfigure\trow\tminus\tpaper\tpaper_flops\tdisagreement\r\n"
+                                    "x\tdirection_balance\ta\tb\tpaper_t.tsv\t-\tw\r\n");
+  const auto d = experiment::read_disagreements(good / "d.tsv", good.path);
   REQUIRE(d.size() == 1);
   CHECK(d[0].paper == 0.25);
   CHECK(d[0].paper_flops == 0);
