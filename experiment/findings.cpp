@@ -297,9 +297,12 @@ Claims read_claims(const std::string& path) {
   Claims out;
   std::vector<Claim>& claims = out.claims;
   std::set<std::string> ids;
-  const std::vector<std::string> lines = split(read_file(path), '\n');
+  const std::string text = read_file(path);
+  check_utf8_lines(text, path);  // the claims go into the findings' JSON, HTML and Markdown
+  const std::vector<std::string> lines = split(text, '\n');
   for (size_t i = 0; i < lines.size(); ++i) {
-    const std::string& line = lines[i];
+    std::string line = lines[i];
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // written on Windows
     const std::string at = path + ":" + std::to_string(i + 1);
     if (!line.empty() && line[0] == '#' && out.title.empty() && line.find_first_not_of("# ") != std::string::npos)
       out.title = line.substr(line.find_first_not_of("# "));

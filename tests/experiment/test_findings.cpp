@@ -214,4 +214,12 @@ TEST_CASE("findings: a bad claims file is refused by line, before any run", "[ex
                     Contains("needs a table of correlations"));
   write_file_atomic(dir / "claims.tsv", "a\tT\tc\tuntested x\t-\n");
   CHECK_THROWS_WITH(experiment::read_claims(dir / "claims.tsv"), Contains("the first comment line names the paper"));
+  CHECK_THROWS_WITH(refused("a\tT\tclaim \xff\tuntested x\t-"), Contains("claims.tsv:2: invalid UTF-8 at byte 11"));
+  // Windows line ends read as the lines.
+  write_file_atomic(dir / "claims.tsv", "# A paper\r\na\tT\tc\tuntested x y\t-\r\n");
+  const experiment::Claims crlf = experiment::read_claims(dir / "claims.tsv");
+  REQUIRE(crlf.claims.size() == 1);
+  CHECK(crlf.title == "A paper");
+  CHECK(crlf.claims[0].caveat.empty());
+  CHECK(crlf.claims[0].test == std::vector<std::string>{"untested", "x", "y"});
 }
