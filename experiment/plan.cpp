@@ -177,6 +177,7 @@ json::Value Plan::to_json() const {
   if (wang_chen) report["wang_chen"] = true;
   if (!dependency_run.empty()) report["dependency_heads"] = dependency_run;
   if (bench_pe) report["bench_pe"] = true;
+  if (!english_out.empty()) report["english"] = english_out;
   report["learning_rates"] = average_learning_rates ? "average" : "best";
   if (!length_figure.empty()) {
     json::Value columns = json::Value::array();
@@ -558,6 +559,7 @@ Plan make_plan(const PlanRequest& request) {
     plan.length_figure = strings(r, "length_figure", where + ": report");
     plan.dependency_run = r.string("dependency_heads", "");
     plan.bench_pe = r.boolean("bench_pe", false);
+    plan.english_out = r.string("english", "");
     r.finish();
   }
   ORDO_CHECK(plan.dependency_run.empty() ||
@@ -595,6 +597,8 @@ Plan make_plan(const PlanRequest& request) {
     plan.disagreements = request.folder + "/disagreements.tsv";
     check_disagreements(read_disagreements(plan.disagreements, plan.folder), plan.disagreements, plan);
   }
+  ORDO_CHECK(plan.english_out.empty() || !plan.disagreements.empty(), where, ": report.english sets real-English "
+             "runs beside a ladder's disagreements, and ", request.folder, " has no disagreements.tsv");
   if (file_exists(request.folder + "/claims.tsv")) {
     plan.claims = request.folder + "/claims.tsv";
     check_claims(read_claims(plan.claims).claims, plan.claims, tables, plan);

@@ -23,7 +23,8 @@
 //                            "runs": ["method4"],   (optional: those runs only)
 //                            "init_positions": "run", "column": "rte"}, ...]},   (optional, below)
 //    "report": {"baseline": "02_ape_learned", "alpha": 0.05, "wang_chen": false, "learning_rates": "best",
-//               "length_figure": ["subj", "sst2", "cr"], "dependency_heads": "tupe"},
+//               "length_figure": ["subj", "sst2", "cr"], "dependency_heads": "tupe",
+//               "english": "../scale_study_english"},   (experiment/scale_report.h)
 //    "replicates": {"runs": ["01_none", "02_ape_learned"], "seeds": [2, 3]},
 //    "ladder": {"rungs": [{"name": "tiny_4k"}, {"name": "tiny_16k", "moves": "steps", "set": [...]}]},
 //                 (experiment/ladder.h: every run, replicates too, once per rung of a compute ladder)
@@ -158,6 +159,9 @@ struct Plan {
   std::string claims;                           // the folder's claims.tsv (experiment/findings.h); "" none
   std::string disagreements;                    // the folder's disagreements.tsv, followed up its ladder
                                                 // (experiment/scale_report.h); "" none
+  std::string english_out;                      // report.english: another experiment's output folder (from
+                                                // this one's) whose runs are the ladder's first rung on real
+                                                // English, set beside it in the scale report; "" none
 
   bool has_stage(const std::string& stage) const;
   bool is_replicate(size_t i) const { return i < row_of.size() && row_of[i] != names[i]; }

@@ -126,15 +126,18 @@ std::string trend_cell(const ScaleJudgement& j) {
          number(j.trend.slope_interval.high) + "], p = " + number(j.trend.p);
 }
 
+// "steps (r1 → r2): -0.05, p = 0.004, toward the paper" (the direction where significant).
+std::string move_text(const Move& m, double alpha) {
+  if (std::isnan(m.change)) return "no runs on one side";
+  return joined(m.moves, " and ") + " (" + m.from + " → " + m.to + "): " + number(m.change) + ", " +
+         (std::isnan(m.p) ? "not testable" : "p = " + number(m.p)) +
+         (m.p < alpha ? (m.toward ? ", toward the paper" : ", away from the paper") : "");
+}
+
 std::string moves_text(const ScaleRow& row, double alpha) {
   std::vector<std::string> parts;
-  for (const Move& m : row.moves) {
-    if (std::isnan(m.change)) continue;
-    const bool significant = m.p < alpha;
-    parts.push_back(joined(m.moves, " and ") + " (" + m.from + " → " + m.to + "): " + number(m.change) + ", " +
-                    (std::isnan(m.p) ? "not testable" : "p = " + number(m.p)) +
-                    (significant ? (m.toward ? ", toward the paper" : ", away from the paper") : ""));
-  }
+  for (const Move& m : row.moves)
+    if (!std::isnan(m.change)) parts.push_back(move_text(m, alpha));
   return parts.empty() ? "no step up the ladder has runs on both rungs" : joined(parts, "; ");
 }
 
@@ -150,6 +153,12 @@ plot::svg::Figure scale_chart(const ScaleRow& row) {
     means.x.push_back(x), means.y.push_back(m.mean), means.error.push_back(r.values.size() > 1 ? m.std : 0);
   }
   std::vector<plot::svg::Line> lines = {means, runs};
+  if (!row.english.empty() && !row.rungs.empty()) {
+    plot::svg::Line english{"real English, " + row.rungs.front().rung, {}, {}, 4};
+    english.markers_only = true;
+    for (double v : row.english) english.x.push_back(std::log10(row.rungs.front().flops)), english.y.push_back(v);
+    lines.push_back(english);
+  }
   if (!means.x.empty()) {
     const double x0 = means.x.front(), x1 = means.x.back();
     lines.push_back({"the paper's value (" + number(d.paper) + ")", {x0, x1}, {d.paper, d.paper}, 3});
@@ -211,7 +220,55 @@ json::Value row_json(const ScaleRow& row) {
     moves.push_back(o);
   }
   j["moves"] = moves;
+  if (!row.english.empty()) {
+    json::Value en = json::Value::object(), values = json::Value::array();
+    for (double v : row.english) values.push_back(json::number(v));
+    en["values"] = values;
+    en["change"] = json::number(row.english_move.change);
+    en["p"] = json::number(row.english_move.p);
+    en["toward_paper"] = row.english_move.toward;
+    j["english"] = en;
+  }
   return j;
+}
+
+// report.english's experiment: its plan (from the folder its experiment.json
+// records) and its runs; an empty plan where it has not been made yet.
+struct EnglishRuns {
+  std::string out, missing;  // missing: why there is nothing to read ("" when read)
+  Plan plan;
+  std::vector<RunResults> runs;
+};
+
+EnglishRuns english_runs(const Plan& plan) {
+  EnglishRuns e;
+  e.out = plan.out + "/" + plan.english_out;
+  if (!file_exists(e.out + "/experiment.json")) {
+    e.missing =
+        "the real-English runs have not been made (" + e.out + " holds no experiment; make scale_study_english)";
+    return e;
+  }
+  const json::Value recorded = json::parse_file(e.out + "/experiment.json");
+  PlanRequest request;
+  request.folder = recorded["folder"].as_string();
+  request.out = e.out;
+  request.quick = recorded.contains("quick") && recorded["quick"].as_bool();
+  e.plan = make_plan(request);
+  e.runs = gather_results(e.plan);
+  return e;
+}
+
+// A disagreement's values over the real-English runs, by pretraining seed (a gap paired by seed).
+std::vector<double> english_values(const Disagreement& d, const EnglishRuns& e) {
+  std::vector<double> out;
+  if (!e.missing.empty()) return out;
+  const std::map<uint64_t, double> a = values_by_seed(e.plan, e.runs, d.row, d.figure);
+  const std::map<uint64_t, double> b =
+      d.minus.empty() ? std::map<uint64_t, double>{} : values_by_seed(e.plan, e.runs, d.minus, d.figure);
+  for (const auto& [seed, value] : a)
+    if (d.minus.empty()) out.push_back(value);
+    else if (b.count(seed)) out.push_back(value - b.at(seed));
+  return out;
 }
 
 }  // namespace
@@ -293,6 +350,22 @@ ScaleRow judge_disagreement(const Disagreement& d, std::vector<RungValues> rungs
   return row;
 }
 
+Move english_change(const ScaleRow& row, const std::vector<double>& english) {
+  Move m;
+  m.to = "real English";
+  m.moves = {"corpus"};
+  m.change = m.p = kNaN;
+  if (row.rungs.empty()) return m;
+  const RungValues& first = row.rungs.front();
+  m.from = first.rung;
+  if (first.values.empty() || english.empty()) return m;
+  const double synthetic = mean_std(first.values).mean, gap = row.disagreement.paper - synthetic;
+  m.change = mean_std(english).mean - synthetic;
+  m.p = welch_t_test(english, first.values).p;
+  m.toward = std::isfinite(gap) && gap != 0 && m.change != 0 && (m.change > 0) == (gap > 0);
+  return m;
+}
+
 ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>& runs) {
   const std::vector<Disagreement> disagreements = read_disagreements(plan.disagreements, plan.folder);
   ReportSection out;
@@ -311,12 +384,18 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
   html += "<h2>" + report::html_escape(title) + "</h2>\n<p>" + report::html_escape(about) + "</p>\n";
 
   std::vector<ScaleRow> judged;
-  for (const Disagreement& d : disagreements)
+  EnglishRuns english;
+  if (!plan.english_out.empty()) english = english_runs(plan);
+  for (const Disagreement& d : disagreements) {
     judged.push_back(judge_disagreement(d, rungs_of(d, plan, runs), plan.alpha));
+    judged.back().english = english_values(d, english);
+    judged.back().english_move = english_change(judged.back(), judged.back().english);
+  }
   TextTable table;
   table.header = {"id", "figure", "paper"};
   for (const RungValues& r : judged.front().rungs)
     table.header.push_back(r.rung + " (" + number(std::log10(r.flops), "10^%.1f") + ")");
+  if (!plan.english_out.empty()) table.header.push_back("real English (" + judged.front().rungs.front().rung + ")");
   table.header.insert(table.header.end(), {"trend per tenfold [interval], p", "verdict"});
   json::Value rows = json::Value::array();
   std::vector<std::string> reading, missing;
@@ -329,11 +408,20 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
       if (r.values.empty() && std::find(missing.begin(), missing.end(), r.rung) == missing.end())
         missing.push_back(r.rung);
     }
+    if (!plan.english_out.empty()) {
+      RungValues en;
+      en.values = row.english;
+      cells.push_back(rung_cell(en));
+    }
     cells.push_back(trend_cell(row.judgement));
     cells.push_back(scale_verdict_name(row.judgement.verdict));
     table.rows.push_back(cells);
-    reading.push_back(d.id + " (" + d.text + "): " + scale_verdict_name(row.judgement.verdict) + " — " +
-                      row.judgement.reason + ". Steps up the ladder: " + moves_text(row, plan.alpha) + ".");
+    std::string line = d.id + " (" + d.text + "): " + scale_verdict_name(row.judgement.verdict) + " — " +
+                       row.judgement.reason + ". Steps up the ladder: " + moves_text(row, plan.alpha) + ".";
+    if (!plan.english_out.empty() && english.missing.empty())
+      line += " Real English instead of the synthetic language, at " + row.english_move.from + ": " +
+              move_text(row.english_move, plan.alpha) + ".";
+    reading.push_back(line);
     rows.push_back(row_json(row));
     const std::string file = "scale/" + d.id + ".svg";
     out.files.push_back({file, plot::svg::document(scale_chart(row))});
@@ -344,6 +432,10 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
   table.text_columns = 2;
   md += table.markdown() + "\n";
   html += table.html();
+  if (!english.missing.empty()) {
+    md += english.missing + ".\n\n";
+    html += "<p>" + report::html_escape(english.missing) + ".</p>\n";
+  }
   if (!missing.empty()) {
     std::string line = "Rungs with no finished run yet: " + joined(missing) + ". `ordo experiment " + plan.folder +
                        " --out " + plan.out + " --rungs " + joined(missing, ",") + "` runs them";

@@ -28,6 +28,9 @@
 //                      ± standard deviation, the fitted line, the paper's value
 //   scale/scale.json   per disagreement: the rungs' values, the trend, the
 //                      verdict, the moves
+// With report.english (experiment/plan.h) the runs of another experiment
+// folder, the same run configs at the first rung on real English, are set
+// beside the first rung: their values, and the change the corpus makes.
 #pragma once
 
 #include <string>
@@ -81,7 +84,15 @@ struct ScaleRow {
   std::vector<RungValues> rungs;
   ScaleJudgement judgement;
   std::vector<Move> moves;
+  // report.english: the same runs at the first rung on real English, and the
+  // change from the first rung's (moves: {"corpus"}); empty where none ran.
+  std::vector<double> english;
+  Move english_move;
 };
+
+// The change from the first rung's values to `english` (Welch over the
+// pretraining runs), toward the paper or not.
+Move english_change(const ScaleRow& row, const std::vector<double>& english);
 
 // The verdict and the moves of one disagreement from its rungs' values.
 ScaleRow judge_disagreement(const Disagreement& d, std::vector<RungValues> rungs, double alpha);

@@ -164,4 +164,11 @@ TEST_CASE("a plan's disagreements must follow a ladder and name its run configs"
   write_file_atomic(dir / "disagreements.tsv", "id\tfigure\trow\tminus\tpaper\tpaper_flops\tdisagreement\n"
                                                "x\tdirection_balance\ta\tz\tref.tsv\t1e18\tw\n");
   CHECK_THROWS_WITH(experiment::make_plan(request), Contains("disagreements.tsv:2 (x): 'z' is no run config"));
+  // Real-English runs are set beside disagreements, so they need some.
+  std::filesystem::remove(dir / "disagreements.tsv");
+  write_file_atomic(dir / "experiment.json", R"({"stages": ["pretrain", "probe", "report"], "ladder": {"rungs": [
+      {"name": "r1"}, {"name": "r2", "moves": "steps", "set": ["train.steps=8000"]}]},
+      "report": {"english": "../english"}})");
+  CHECK_THROWS_WITH(experiment::make_plan(request), Contains("report.english sets real-English runs beside a ladder's "
+                                                             "disagreements") && Contains("has no disagreements.tsv"));
 }

@@ -458,6 +458,40 @@ TEST_CASE("ordo experiment: the disagreements followed up a ladder, each point i
   CHECK_THAT(md, Contains("## Is it scale? The disagreements against compute"));
   CHECK_THAT(md, Contains("ti (made up): " + ti["verdict"].as_string()));
   CHECK_THAT(read_file(out + "/report/index.html"), Contains("<img src=\"scale/ti.svg\""));
+
+  // report.english: the same configs, pretrained elsewhere (here 6 steps instead of 4), set beside the first rung.
+  std::string plan_text = read_file(cfg + "/experiment.json");
+  plan_text.insert(plan_text.rfind('}'), R"(, "report": {"english": "../english_out"})");
+  write_file_atomic(cfg + "/experiment.json", plan_text);
+  r = run_ordo("experiment " + cfg + " --out " + out + " --report" + small);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(read_file(out + "/report/paper.md"), Contains("the real-English runs have not been made"));
+  const std::string english = dir / "english";
+  std::filesystem::create_directories(english);
+  for (const char* config : {"a_none.json", "b_ape.json"})
+    std::filesystem::copy_file(cfg + "/" + config, english + "/" + config);
+  write_file_atomic(english + "/experiment.json", R"({"stages": ["pretrain", "probe", "report"],
+    "probe": {"words": 20, "length": 16}, "replicates": {"runs": ["a_none", "b_ape"], "seeds": [7]}})");
+  r = run_ordo("experiment " + english + " --out " + dir / "english_out" + " --set train.steps=6" + small);
+  REQUIRE(r.exit_code == 0);
+  r = run_ordo("experiment " + cfg + " --out " + out + " --report" + small);
+  REQUIRE(r.exit_code == 0);
+  auto english_indicator = [&](const std::string& run) {
+    const json::Value probed = json::parse_file(dir / "english_out/runs/" + run + "/probe/indicators.json");
+    return json::to_number(probed["layer_1"]["with_special"][key]);
+  };
+  const json::Value with_english = json::parse_file(out + "/report/scale/scale.json")["disagreements"][0];
+  REQUIRE(with_english.contains("english"));
+  const json::Value& values = with_english["english"]["values"];
+  REQUIRE(values.size() == 2);
+  CHECK(values[0].as_number() == english_indicator("b_ape"));
+  CHECK(values[1].as_number() == english_indicator("b_ape.seed7"));
+  const double first_rung = (indicator("b_ape=r4") + indicator("b_ape=r4.seed7")) / 2;
+  CHECK(with_english["english"]["change"].as_number() ==
+        Approx((english_indicator("b_ape") + english_indicator("b_ape.seed7")) / 2 - first_rung).margin(1e-12));
+  CHECK_THAT(read_file(out + "/report/paper.md"),
+             Contains("| real English (r4) |") &&
+                 Contains("Real English instead of the synthetic language, at r4: corpus (r4 → real English)"));
 }
 
 TEST_CASE("ordo experiment --runs-at-once: runs side by side, each the same bits as alone", "[cli][experiment]") {
