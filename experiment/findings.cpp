@@ -184,7 +184,7 @@ Finding families_finding(const Claim& claim, const Comparison& c, double alpha) 
       (a ? rows_a : rows_b).push_back(row);
     }
   }
-  const double paper_effect = paper_a.empty() || paper_b.empty() ? kNaN : mean_std(paper_a).mean - mean_std(paper_b).mean;
+  double paper_effect = paper_a.empty() || paper_b.empty() ? kNaN : mean_std(paper_a).mean - mean_std(paper_b).mean;
   std::string over = "rows " + std::to_string(ours_a.size()) + " and " + std::to_string(ours_b.size());
   if ((ours_a.size() < 2 || ours_b.size() < 2) && rows_a.size() == 1 && rows_b.size() == 1) {
     const json::Value* fa = (*rows_a[0])["ordo"].find(key);
@@ -195,6 +195,11 @@ Finding families_finding(const Claim& claim, const Comparison& c, double alpha) 
         ours_a.push_back(-badness(key, json::to_number(x)));
       for (const json::Value& x : (*fb)["pretraining"]["means"].as_array())
         ours_b.push_back(-badness(key, json::to_number(x)));
+      // The paper's effect over the same two rows, so that both sides compare the same encodings.
+      const json::Value* pa = (*rows_a[0])["paper"].find(key);
+      const json::Value* pb = (*rows_b[0])["paper"].find(key);
+      paper_effect = pa && pb ? badness(key, (*pb)["value"].as_number()) - badness(key, (*pa)["value"].as_number())
+                              : kNaN;
       over = "one row of each, " + (*rows_a[0])["config"].as_string() + " and " + (*rows_b[0])["config"].as_string() +
              ", over their pretraining runs, " + std::to_string(ours_a.size()) + " and " +
              std::to_string(ours_b.size());

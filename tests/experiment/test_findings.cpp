@@ -163,7 +163,8 @@ TEST_CASE("findings: an indicator's effect in its own units, judged as smaller i
 
   // One row of each family has run, each pretrained three times: the two representatives over their
   // pretraining runs. RPE r1 {0.10, 0.12, 0.11} against APE a1 {0.30, 0.34, 0.32}: -0.21, scipy's
-  // interval [-0.2516, -0.1684], t = -16.27 on 2.94 df, p = 0.000565: holds.
+  // interval [-0.2516, -0.1684], t = -16.27 on 2.94 df, p = 0.000565; the paper's over the same two
+  // rows, r1 0.001 against a1 0.01: -0.009 (not the families' -0.0135). Both smaller for the RPE: holds.
   auto replicated = [&](const std::string& config, std::vector<double> aiv) {
     experiment::RunResults first = runs[config == "a1" ? 0 : 2];
     first.record.with_special["translation_invariance_no_special"] = aiv[0];
@@ -182,6 +183,19 @@ TEST_CASE("findings: an indicator's effect in its own units, judged as smaller i
   CHECK(g[0].judgement.verdict == experiment::Verdict::holds);
   CHECK_THAT(g[0].effect, Contains("RPE − APE -0.21 [-0.2516, -0.1684] (one row of each, r1 and a1, over their "
                                    "pretraining runs, 3 and 3, Welch p = 0.000565)"));
+  CHECK(g[0].paper == "-0.009");
+  // The paper's two rows the other way round (a1 the more invariant): ordo's significant RPE advantage
+  // is then against the paper's direction over the same rows: contradicted.
+  write_file_atomic(dir / "paper_j.tsv", "config\tpaper_row\tfamily\tkind\ttranslation_invariance_no_special\n"
+                                          "a1\tA1\tAPE\tlearned\t0.001\na2\tA2\tAPE\tfixed\t0.002\n"
+                                          "r1\tR1\tRPE\tlearned\t0.01\nr2\tR2\tRPE\tfixed\t0.0001\n");
+  write_file_atomic(dir / "claims.tsv", "# A paper\nti\tTable 2\tRPEs more invariant\tfamilies j "
+                                        "translation_invariance_no_special RPE APE\t-\n");
+  const experiment::PaperTable reversed = experiment::read_paper_table(dir / "paper_j.tsv");
+  const std::vector<experiment::Finding> k = experiment::judge_claims(
+      experiment::read_claims(dir / "claims.tsv").claims, {experiment::compare(reversed, two, plan)}, {}, plan);
+  CHECK(k[0].paper == "+0.009");
+  CHECK(k[0].judgement.verdict == experiment::Verdict::contradicted);
   // Without replicates one row a family is not enough.
   const std::vector<experiment::Finding> h = experiment::judge_claims(
       claims.claims, {experiment::compare(tables[0], {runs[0], runs[2]}, plan)}, {}, plan);
