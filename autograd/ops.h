@@ -112,6 +112,13 @@ Var attention(const Var& q, const Var& k, const Var& v, const AttentionVars& var
 
 // ---- transformer pieces (ops_nn.cpp) ------------------------------------------------------
 Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false, double alpha = 1.0);
+// a b for a product that is the operand of another product alone (the
+// attention's context, through the heads' layout copy, for the output
+// projection): under bf16 products written in bf16 by the product itself
+// (matmul_to_bf16: the rounding the operand would get, half the bytes); else
+// matmul. Its gradient may arrive in bf16 (a product wrote it so): the
+// backward's products round it to that anyway.
+Var matmul_to_operand(const Var& a, const Var& b);
 // x W^T + b (b may be an undefined Var): a Linear layer in one op.
 // output_as_operand (no bias; bf16 products): the output rounded to bf16 as
 // the product writes it (matmul_to_bf16), for a fused kernel that reads it so

@@ -25,7 +25,9 @@ std::vector<Tensor> product_grads(const Tensor& gc_in, const Tensor& av, const T
                                   double alpha, MatmulPrecision precision, const std::vector<bool>& needs,
                                   const Tensor& ga_onto = Tensor(), bool ga_to_bf16 = false) {
   MatmulPrecisionScope same_as_forward(precision);
-  const Tensor gc = as_operand(gc_in);  // rounded once for both products
+  // Rounded once for both products; a bf16 gradient in a view's layout (a
+  // product wrote it for matmul_to_operand's output) laid out once for both.
+  const Tensor gc = gc_in.dtype() == DType::bf16 && !gc_in.is_contiguous() ? gc_in.contiguous() : as_operand(gc_in);
   const DType grad_dtype = av.dtype() == DType::f64 ? DType::f64 : DType::f32;  // the products' output
   // The product of x and y (its transposes as given) for input `input`: into
   // its place where it has one, else a new tensor summed down to `shape`.
@@ -72,6 +74,16 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, double alpha)
                    [av, bv, trans_a, trans_b, alpha, precision](const Tensor& gc, const std::vector<bool>& needs) {
                      return product_grads(gc, av, bv, trans_a, trans_b, alpha, precision, needs);
                    });
+}
+
+Var matmul_to_operand(const Var& a, const Var& b) {
+  const MatmulPrecision precision = matmul_precision();
+  if (precision != MatmulPrecision::bf16 || a.dtype() == DType::f64) return matmul(a, b);
+  Tensor av = as_operand(a.value()), bv = as_operand(b.value());
+  Tensor c = matmul_to_bf16(av, bv, false, false);
+  return record_op("matmul", c, {a, b}, [av, bv, precision](const Tensor& gc, const std::vector<bool>& needs) {
+    return product_grads(gc, av, bv, false, false, 1.0, precision, needs);
+  });
 }
 
 // y = x W^T + b: the product's gradients as matmul's (gx added by the product

@@ -40,20 +40,26 @@ Ablation ablation_in_force(const PositionEncoding& pe, const Context& ctx) {
   return ctx.ablate;
 }
 
+// Every merged output is the input of a product (the output projection, or
+// the projections of the sequence combination's CA): under bf16 products the
+// layout copy writes the bf16 operand itself, one pass instead of a copy and
+// a cast. With from_product the merged value's gradient may be bf16: its way
+// back (views, the operand's pass-through) ends in t's product, whose
+// backward rounds it to bf16 itself.
+Var merge_heads(const Var& t, bool from_product) {
+  const Var heads_last = permute(t, {0, 2, 1, 3});
+  const bool bf16 = matmul_precision() == MatmulPrecision::bf16;
+  Var merged = reshape(bf16 ? operand(heads_last) : heads_last, {t.size(0), t.size(2), t.size(1) * t.size(3)});
+  if (bf16 && from_product && t.dtype() == DType::bf16 && merged.state()->node)
+    merged.state()->node->takes_bf16_gradient = true;
+  return merged;
+}
+
 namespace {
 
 // [B, L, H*d] -> [B, H, L, d] (a view) and back.
 Var heads_view(const Var& t, int64_t heads, int64_t head_dim) {
   return permute(reshape(t, {t.size(0), t.size(1), heads, head_dim}), {0, 2, 1, 3});
-}
-// Every merged output is the input of a product (the output projection, or
-// the projections of the sequence combination's CA): under bf16 products the
-// layout copy writes the bf16 operand itself, one pass instead of a copy and
-// a cast.
-Var merge_heads(const Var& t) {
-  const Var heads_last = permute(t, {0, 2, 1, 3});
-  return reshape(matmul_precision() == MatmulPrecision::bf16 ? operand(heads_last) : heads_last,
-                 {t.size(0), t.size(2), t.size(1) * t.size(3)});
 }
 
 // a + b, leaving out a term that is undefined (a hook or an embedding with
@@ -220,7 +226,9 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
   scores = sum_of_defined(scores, delta);                         // s_ij = ... + delta_ij (+ per-head segments)
   Var probs = attention_probs(scores, padding_mask, ctx, trace,   // a_ij = softmax_j(s_ij + mask)
                               !own.defined() && !delta.defined(), !pe.has_value_term());
-  Var context = matmul(probs, h.v);                               // o_i = sum_j a_ij v_j
+  if (!pe.has_value_term())                                       // o_i = sum_j a_ij v_j, the projection's operand
+    return merge_heads(matmul_to_operand(probs, h.v), /*from_product=*/true);
+  Var context = matmul(probs, h.v);
   context = sum_of_defined(context, pe.value_term(s, probs));     // + the value term (Shaw's sum_j a_ij a^V_ij)
   return merge_heads(context);
 }

@@ -59,6 +59,12 @@ struct ForwardTrace {
   std::vector<Tensor> scores;
 };
 
+// Heads [B, H, L, d] -> [B, L, H d], the input of a product (the output
+// projection): under bf16 products the layout copy writes its bf16 operand.
+// from_product: t is matmul_to_operand's output and nothing else reads it;
+// then the product that takes the result writes its gradient in bf16.
+Var merge_heads(const Var& t, bool from_product = false);
+
 // HF "attention.self": the three projections, and the attention itself.
 class SelfAttention : public Module {
  public:

@@ -171,10 +171,13 @@ std::string measured_kernel_class(const std::string& cuda_kernel) {
 std::string nearest_measured_class(const std::string& kernel_class) {
   // The tiles are bf16 tensor-core products with FP32 softmax between them;
   // TF32 products are tensor-core products too; the relative products and
-  // band kernels stream [B, H, L, *] rows as the row kernels do.
+  // band kernels stream [B, H, L, *] rows as the row kernels do. The scatter
+  // adds as they are since the lease (runs added in pieces of 256, no thread
+  // summing a whole token type alone) stream the gradient tables with a
+  // binary search an element: the streaming class with the worst ratio.
   static const std::map<std::string, std::string> nearest = {
       {"attention_tiles", "products_bf16"}, {"products_tf32", "products_bf16"}, {"relative", "rows"},
-      {"attention_cuda_cores", "rows"}, {"other", "elementwise"}};
+      {"attention_cuda_cores", "rows"}, {"other", "elementwise"}, {"scatter_adds", "elementwise"}};
   auto it = nearest.find(kernel_class);
   return it == nearest.end() ? kernel_class : it->second;
 }
@@ -385,6 +388,7 @@ std::string format_calibration(const Calibration& c) {
   out << "device " << c.device << "\n";
   for (const std::string& s : c.sources) out << "source " << s << "\n";
   for (const auto& [name, word] : c.fit_on) out << "fit_on " << name << " " << word << "\n";
+  for (const auto& [name, why] : c.changed) out << "changed " << name << " " << why << "\n";
   out.precision(3);
   out << "event_us_per_launch " << 1e6 * c.event_seconds_per_launch << "\n";
   out << "eager_gap_us_per_launch " << 1e6 * c.eager_gap_seconds_per_launch << "\n";
@@ -419,6 +423,9 @@ Calibration parse_calibration(const std::string& text, const std::string& source
     } else if (t[0] == "fit_on") {
       ORDO_CHECK(t.size() == 3, where(source, i), ": a fit_on line is 'fit_on CLASS WORD', not '", line, "'");
       c.fit_on[t[1]] = t[2];
+    } else if (t[0] == "changed") {
+      ORDO_CHECK(t.size() >= 3, where(source, i), ": a changed line is 'changed CLASS WHY...', not '", line, "'");
+      c.changed[t[1]] = trim(line.substr(line.find(t[1], 7) + t[1].size()));
     } else if (t[0] == "event_us_per_launch") {
       c.event_seconds_per_launch = value(1) / 1e6, have[0] = true;
     } else if (t[0] == "eager_gap_us_per_launch") {
@@ -433,7 +440,8 @@ Calibration parse_calibration(const std::string& text, const std::string& source
       c.classes[t[1]] = r;
     } else {
       throw Error(where(source, i) + ": unknown key '" + t[0] +
-                  "' (device, source, fit_on, event_us_per_launch, eager_gap_us_per_launch, unlisted_fraction, class)");
+                  "' (device, source, fit_on, changed, event_us_per_launch, eager_gap_us_per_launch, "
+                  "unlisted_fraction, class)");
     }
   }
   ORDO_CHECK(have[0] && have[1] && have[2], source,
@@ -442,12 +450,16 @@ Calibration parse_calibration(const std::string& text, const std::string& source
   return c;
 }
 
-Prediction predict(const ClassTimes& modeled, const Calibration& calibration) {
+Prediction predict(const ClassTimes& modeled, const Calibration& calibration, PredictionOf of) {
   Prediction p;
   for (const auto& [name, seconds] : modeled.seconds) {
     ClassPrediction cp;
     cp.kernel_class = name;
-    cp.ratio_from = calibration.classes.count(name) ? name : nearest_measured_class(name);
+    const bool own = calibration.classes.count(name) &&
+                     (of == PredictionOf::measured_binaries || !calibration.changed.count(name));
+    cp.ratio_from = own ? name : nearest_measured_class(name);
+    ORDO_CHECK(own || cp.ratio_from != name || !calibration.changed.count(name), "gpu calibration: the kernel class '",
+               name, "' changed since the lease and has no nearest measured class to take a ratio from");
     auto it = calibration.classes.find(cp.ratio_from);
     ORDO_CHECK(it != calibration.classes.end(), "gpu calibration: no ratio for the kernel class '", name,
                "' nor for its nearest measured class '", cp.ratio_from, "'");

@@ -20,7 +20,10 @@
 //             kernels back to back, as they ran); eager, plus a gap a launch.
 //
 // A class the logs never measured (the tensor-core tiles, the relative
-// products) is predicted with its nearest measured class's ratio and flagged.
+// products) is predicted with its nearest measured class's ratio and flagged;
+// so is a class whose kernels were rewritten after the binaries the logs
+// timed (the calibration's "changed" lines): its fitted ratio is the old
+// kernels', kept only to check the prediction against the logs themselves.
 #pragma once
 
 #include <map>
@@ -40,8 +43,9 @@ std::string kernel_class(const KernelCall& call);
 // that launch it. Throws ordo::Error for a name it does not know.
 std::string measured_kernel_class(const std::string& cuda_kernel);
 
-// The class a class's ratio is taken from when the logs never measured it
-// (itself for a measured class): the tiles' products are the bf16 products'.
+// The class a class's ratio is taken from when the logs never measured it,
+// or measured kernels it no longer runs (itself where no nearer class is
+// named): the tiles' products are the bf16 products'.
 std::string nearest_measured_class(const std::string& kernel_class);
 
 // One step's recorded calls on the roofline, summed by class (no launch
@@ -89,6 +93,9 @@ struct Calibration {
   std::vector<std::string> sources;              // the logs fitted
   std::map<std::string, ClassRatio> classes;
   std::map<std::string, std::string> fit_on;    // a class fitted on its steps ending in this word only
+  // A class whose kernels changed after the measured binaries, and how (the
+  // commit): today's code takes its nearest measured class's ratio.
+  std::map<std::string, std::string> changed;
   double event_seconds_per_launch = 0;
   double eager_gap_seconds_per_launch = 0;
   double unlisted_fraction = 0;
@@ -107,7 +114,8 @@ Calibration fit_calibration(const std::vector<MeasuredStep>& measured,
                             const std::map<std::string, std::string>& fit_on = {});
 
 // The calibration file: "key value" lines, a "fit_on CLASS WORD" line a
-// rule, and one "class NAME RATIO MEASURED_MS MODELED_MS" line a class; '#'
+// rule, a "changed CLASS WHY..." line a class rewritten since the lease, and
+// one "class NAME RATIO MEASURED_MS MODELED_MS" line a class; '#'
 // starts a comment.
 std::string format_calibration(const Calibration& c);
 Calibration parse_calibration(const std::string& text, const std::string& source);
@@ -125,6 +133,12 @@ struct Prediction {
   double eager_seconds = 0;              // launched one by one
   bool flagged = false;                  // some class's ratio is a nearest class's
 };
-Prediction predict(const ClassTimes& modeled, const Calibration& calibration);
+// of: which code the calls are of. current: this commit's, so a changed
+// class takes its nearest measured class's ratio (flagged); measured_binaries:
+// the code the logs timed (`ordo bench calibrate`'s check of them), every
+// fitted class its own ratio.
+enum class PredictionOf { current, measured_binaries };
+Prediction predict(const ClassTimes& modeled, const Calibration& calibration,
+                   PredictionOf of = PredictionOf::current);
 
 }  // namespace ordo

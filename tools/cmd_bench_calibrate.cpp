@@ -8,6 +8,9 @@
 //   --modeled LOG    `ordo bench step --device cpu --classes` output of the
 //                    same commit (or the nearest one, said so in --note), the
 //                    same configs and shapes: each step's MODELED classes;
+//   --changed C=WHY  a class whose kernels were rewritten after the measured
+//                    binaries (WHY: how, the commit): this code's steps take
+//                    its nearest measured class's ratio, flagged;
 //   --out FILE       the fitted calibration, written atomically.
 #include <cmath>
 #include <cstdio>
@@ -40,7 +43,8 @@ void check(const std::string& title, const std::vector<MeasuredStep>& steps,
       table.add({s.label, "(no modeled twin)", "", "", ""});
       continue;
     }
-    const Prediction p = predict(m->second, calibration);
+    // The logs' own steps: what their binaries ran, each fitted class its own ratio.
+    const Prediction p = predict(m->second, calibration, PredictionOf::measured_binaries);
     // The kernels' device time: the event spans less their own cost.
     const double device =
         s.kernels.seconds.empty() ? -1 : s.spans_seconds - s.launches * calibration.event_seconds_per_launch;
@@ -74,7 +78,9 @@ int predict_only(const cli::Args& args) {
 }
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"measured", "check", "modeled", "out", "device", "note", "fit-on", "predict", "calibration"},
+  cli::Args args(argv,
+                 {"measured", "check", "modeled", "out", "device", "note", "fit-on", "changed", "predict",
+                  "calibration"},
                  {});
   if (!args.all("predict").empty()) return predict_only(args);
   ORDO_CHECK(!args.all("measured").empty() && !args.all("modeled").empty(),
@@ -101,7 +107,14 @@ int run(const std::vector<std::string>& argv) {
                "CLASS=WORD (a class fitted only on the steps whose label ends in WORD: before, after), not '", rule, "'");
     fit_on[rule.substr(0, eq)] = rule.substr(eq + 1);
   }
-  const Calibration c = fit_calibration(measured, modeled, args.str("device", "NVIDIA H200"), sources, fit_on);
+  Calibration c = fit_calibration(measured, modeled, args.str("device", "NVIDIA H200"), sources, fit_on);
+  for (const std::string& rule : args.all("changed")) {
+    const size_t eq = rule.find('=');
+    ORDO_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < rule.size(),
+               "bench calibrate: --changed takes CLASS=WHY (a class whose kernels were rewritten after the measured "
+               "binaries, and how), not '", rule, "'");
+    c.changed[rule.substr(0, eq)] = rule.substr(eq + 1);
+  }
 
   std::printf("ordo bench calibrate: per kernel class, MEASURED device time (event spans less %.2f us a launch, the\n"
               "events' own cost) / MODELED roofline time, summed over the steps fitted; '(the rest)' adds %.2f%%;\n"
@@ -123,12 +136,15 @@ int run(const std::vector<std::string>& argv) {
 cli::Register command({"bench calibrate",
                        "fit the GPU calibration (measured/modeled per kernel class) on a lease's logs, and check its "
                        "PREDICTED steps against the MEASURED ones",
-                       "--measured LOG ... --modeled LOG ... [--check LOG ...] [--fit-on CLASS=WORD ...] [--device NAME]"
-                       " [--note TEXT] [--out FILE]  |  --predict LOG ... [--calibration FILE]\n"
+                       "--measured LOG ... --modeled LOG ... [--check LOG ...] [--fit-on CLASS=WORD ...]"
+                       " [--changed CLASS=WHY ...] [--device NAME] [--note TEXT] [--out FILE]\n"
+                       "  |  --predict LOG ... [--calibration FILE]\n"
                        "  --predict: each step of LOG (`ordo bench step --classes` output) PREDICTED by the\n"
                        "  calibration (default docs/gpu_runs/calibration_h200.txt), nothing fitted;\n"
                        "  --fit-on: that class fitted only on the steps whose label ends in WORD (before, after):\n"
                        "  where the modeled log is of later code, the steps whose calls have not changed since;\n"
+                       "  --changed: that class's kernels were rewritten after the measured binaries (WHY: how):\n"
+                       "  this code's steps take its nearest measured class's ratio (flagged), the logs' own its own;\n"
                        "  --measured: `ordo bench step --device cuda --parts --kernel-times` output of a GPU (fitted);\n"
                        "  --check: more such logs, compared with the prediction only;\n"
                        "  --modeled: `ordo bench step --device cpu --classes` output, the same configs and shapes",

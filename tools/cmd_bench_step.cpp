@@ -538,9 +538,10 @@ int run(const std::vector<std::string>& argv) {
     std::printf("\nPREDICTED, not measured, for %s:\n"
                 "each kernel class's MODELED time (above, from the same calls) x its measured/modeled ratio, x %.4f\n"
                 "for the kernels the logs lump as '(the rest)'; with a graph nothing more, launched one by one\n"
-                "%.2f us a launch more; a class no lease measured takes its nearest measured class's ratio\n"
-                "(flagged). The ratios carry no floor a launch: a step of small kernels (tiny) comes out far too\n"
-                "fast (its measured steps took 3.6-6x this). Calibration: %s\n",
+                "%.2f us a launch more; a class no lease measured, or whose kernels changed since (the\n"
+                "calibration's 'changed' lines), takes its nearest measured class's ratio (flagged). The ratios\n"
+                "carry no floor a launch: a step of small kernels (tiny) comes out far too fast (its measured\n"
+                "steps took 3.6-6x this). Calibration: %s\n",
                 calibration->device.c_str(), 1 + calibration->unlisted_fraction,
                 1e6 * calibration->eager_gap_seconds_per_launch, calibration_path.c_str());
     predicted.print();

@@ -141,6 +141,31 @@ TEST_CASE("gpu calibration: the predicted step, worked by hand, an unmeasured cl
     CHECK(k.ratio_from == (k.kernel_class == "attention_tiles" ? "products_bf16" : k.kernel_class));
     if (k.kernel_class == "copies") CHECK_THAT(k.predicted_seconds, WithinRel(1.8 * 400e-6 * 1.04, 1e-9));
   }
+  // A class rewritten since the lease: this code's step takes its nearest
+  // measured class's ratio (scatter_adds: elementwise's), flagged; the logs'
+  // own step (what their binaries ran) its fitted one.
+  Calibration changed = c;
+  changed.classes["scatter_adds"] = {16.0, 0, 0};
+  changed.classes["elementwise"] = {1.5, 0, 0};
+  changed.changed["scatter_adds"] = "runs added in pieces since";
+  ClassTimes with_scatter;
+  with_scatter.seconds = {{"copies", 400e-6}, {"scatter_adds", 50e-6}};
+  const Prediction now = predict(with_scatter, changed);
+  // (1.8 x 400 + 1.5 x 50) us x 1.04 = 795 x 1.04 = 826.8 us.
+  CHECK_THAT(now.graph_seconds, WithinRel(826.8e-6, 1e-9));
+  CHECK(now.flagged);
+  CHECK(now.classes.at(1).ratio_from == "elementwise");
+  // (1.8 x 400 + 16 x 50) us x 1.04 = 1520 x 1.04 = 1580.8 us.
+  const Prediction then = predict(with_scatter, changed, PredictionOf::measured_binaries);
+  CHECK_THAT(then.graph_seconds, WithinRel(1580.8e-6, 1e-9));
+  CHECK_FALSE(then.flagged);
+  const Calibration read_back = parse_calibration(format_calibration(changed), "x");
+  CHECK(read_back.changed == std::map<std::string, std::string>{{"scatter_adds", "runs added in pieces since"}});
+  // A changed class with no nearer class to take a ratio from is refused.
+  changed.changed["copies"] = "rewritten";
+  CHECK_THAT(error_of([&] { predict(with_scatter, changed); }),
+             Catch::Matchers::Contains("'copies' changed since the lease and has no nearest measured class"));
+
   // A class with neither its own ratio nor its nearest class's is refused.
   modeled.seconds["optimizer"] = 1e-6;
   CHECK_THAT(error_of([&] { predict(modeled, c); }), Catch::Matchers::Contains("no ratio for the kernel class 'optimizer'"));
