@@ -207,7 +207,8 @@ void read_analysis(RunRecord& r) {
       ORDO_CHECK(is_inside(rel), where, ": \"", key, "\" '", rel, "' is not a path inside ", dir);
       return dir + "/" + rel;
     };
-    a.png = path_of("png");
+    a.figure = path_of("figure");
+    if (a.figure.empty()) a.figure = path_of("png");  // an index written before the figures were SVG
     a.data = path_of("csv");
     if (a.data.empty()) a.data = path_of("json");
     r.analyses.push_back(a);
@@ -512,14 +513,14 @@ std::string run_section(const RunRecord& r, std::vector<OutputFile>& files) {
       ++n;
       out += "<h4>" + html_escape(a.title) + "</h4>\n";
       // Copies keep their names under a numbered prefix: two analyses may share one.
-      if (!a.png.empty() && file_exists(a.png)) {
+      if (!a.figure.empty() && file_exists(a.figure)) {
         const std::string name = base + "analysis/" + std::to_string(n) + "_" +
-                                 safe_name(std::filesystem::path(a.png).filename().string());
-        files.push_back({name, read_file(a.png)});
+                                 safe_name(std::filesystem::path(a.figure).filename().string());
+        files.push_back({name, read_file(a.figure)});
         out += figure_html(name, a.caption.empty() ? a.title : a.caption);
       } else {
         if (!a.caption.empty()) out += "<p>" + html_escape(a.caption) + "</p>\n";
-        if (!a.png.empty()) out += "<p>(figure missing: <code>" + html_escape(a.png) + "</code>)</p>\n";
+        if (!a.figure.empty()) out += "<p>(figure missing: <code>" + html_escape(a.figure) + "</code>)</p>\n";
       }
       if (!a.data.empty() && file_exists(a.data)) {
         const std::string name = base + "analysis/" + std::to_string(n) + "_" +
