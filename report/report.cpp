@@ -411,18 +411,48 @@ plot::svg::Figure layer_panel(const std::string& title, const Matrix& m, const s
   return plot::svg::heatmap(m, style, map_size);
 }
 
+// The page's table heads its indicator and loss columns with short names,
+// each spelt out in a key under the table (table_columns()' headings), so
+// that its 13 columns fit a page 1400 px wide.
+const std::map<std::string, std::string>& short_headings() {
+  static const std::map<std::string, std::string> names = {
+      {"monotonicity", "OPR"},         {"monotonicity_first_k", "OPR 20"},
+      {"translation_invariance", "AIV"}, {"translation_invariance_no_special", "AIV w/o"},
+      {"symmetry_sd", "SD"},           {"direction_balance", "DB"},
+      {"symmetry", "symmetry"},       {"eval_loss", "LM loss"},
+      {"eval_accuracy", "LM acc."},
+  };
+  return names;
+}
+
+// A variant's name that may wrap after each '+' of a combination.
+std::string breakable_name(const std::string& name) {
+  std::string out;
+  for (char c : name) out += c == '+' ? std::string("+<wbr>") : html_escape(std::string(1, c));
+  return out;
+}
+
 std::string html_table(const std::vector<RunRecord>& runs) {
-  std::string out = "<table>\n<tr>";
-  for (const auto& [key, heading] : table_columns()) out += "<th>" + html_escape(heading) + "</th>";
+  std::string out = "<table>\n<tr>", key;
+  for (const auto& [column, heading] : table_columns()) {
+    const auto name = short_headings().find(column);
+    if (name == short_headings().end()) {
+      out += "<th>" + html_escape(heading) + "</th>";
+      continue;
+    }
+    out += "<th title=\"" + html_escape(heading) + "\">" + html_escape(name->second) + "</th>";
+    key += std::string(key.empty() ? "" : "; ") + "<b>" + html_escape(name->second) + "</b>: " + html_escape(heading);
+  }
   out += "</tr>\n";
   for (const RunRecord& r : runs) {
     out += "<tr>";
-    for (const auto& [key, heading] : table_columns())
-      out += (key == "variant" ? "<td><a href=\"#" + r.slug + "\">" + html_escape(display_cell(r, key)) + "</a></td>"
-                               : "<td>" + html_escape(display_cell(r, key)) + "</td>");
+    for (const auto& [column, heading] : table_columns())
+      out += (column == "variant" ? "<td><a href=\"#" + r.slug + "\">" + breakable_name(display_cell(r, column)) +
+                                        "</a></td>"
+                                  : "<td>" + html_escape(display_cell(r, column)) + "</td>");
     out += "</tr>\n";
   }
-  return out + "</table>\n";
+  return out + "</table>\n<p class=\"key\">" + key + ".</p>\n";
 }
 
 std::string figure_html(const std::string& src, const std::string& caption) {
@@ -694,6 +724,7 @@ std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs, const 
       "figure { display: inline-block; margin: 0.5em; vertical-align: top; }\n"
       "figcaption { font-size: 90%; max-width: 480px; }\n"
       "img { max-width: 100%; }\n"
+      ".key { font-size: 90%; }\n"
       "</style>\n</head>\n<body>\n"
       "<h1>Position encodings: identical word probing and analyses</h1>\n"
       "<p>Each row: a run's checkpoint probed with identical words (Wang et al. 2021, §4.2, Eq. 8): "

@@ -195,6 +195,23 @@ TEST_CASE("ordo report: the table matches the probe JSONs and metrics", "[probe]
                                  "0.1700 | 5.0625 | 0.1875 |"));
   CHECK_THAT(md, Catch::Contains("| rope | MLM+NSP | 2 | 0.2200 | 0.2300 | 0.2000 | 0.2100 | 0.2400 | inf | 0.2600 | "
                                  "0.2700 | n/a | n/a |"));
+
+  // The page's table, narrow enough for a page 1400 px wide: short headings,
+  // each with its full name as a tooltip and in the key under the table; no
+  // column lost.
+  const std::string page = read_file(out + "/index.html");
+  const size_t table = page.find("<table>"), table_end = page.find("</table>", table);
+  REQUIRE(table_end != std::string::npos);
+  const std::string headings = page.substr(table, page.find("</tr>", table) - table);
+  size_t columns = 0;
+  for (size_t at = headings.find("<th"); at != std::string::npos; at = headings.find("<th", at + 1)) ++columns;
+  CHECK(columns == 13);
+  CHECK_THAT(headings, Catch::Contains("<th title=\"monotonicity, all offsets\">OPR</th>"));
+  CHECK_THAT(headings, Catch::Contains("<th title=\"held-out LM accuracy (likewise)\">LM acc.</th>"));
+  const std::string key_text = page.substr(table_end, page.find("</p>", table_end) - table_end);
+  CHECK_THAT(key_text, Catch::Contains("<b>OPR 20</b>: monotonicity, first 20 offsets"));
+  CHECK_THAT(key_text, Catch::Contains("<b>AIV w/o</b>: translation invariance, w/o [CLS]"));
+  CHECK_THAT(key_text, Catch::Contains("<b>LM loss</b>: held-out LM loss (masked tokens; causal: next token)"));
 }
 
 TEST_CASE("ordo report: the HTML links only files that exist", "[probe][report]") {
