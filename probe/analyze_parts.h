@@ -146,7 +146,7 @@ plot::svg::ChartStyle chart(const std::string& title, const std::string& x, cons
 void robust_range(const Matrix& m, plot::HeatmapStyle& s);
 // A heatmap about kMapSize wide; `robust`: colours clipped to the 1st-99th
 // percentiles (robust_range).
-constexpr double kMapSize = 300;
+constexpr double kMapSize = 220;  // three panels and their colour bars a row on a page 1400 px wide
 constexpr double kSmallMapSize = 160;  // the panels of a grid of many (layers x heads)
 plot::svg::Figure map(const Matrix& m, const std::string& title, const std::string& bar, int64_t first = 0,
                       const std::string& x = "position j", const std::string& y = "position i",

@@ -121,7 +121,7 @@ WangChenReport wang_chen_tables(const std::vector<NamedTable>& tables_in, const 
     hs.colorbar_label = "cosine";
     hs.vmin = -1;
     hs.vmax = 1;
-    cosines.push_back(plot::svg::heatmap(cosine_similarities(tables[i].table), hs, 300));
+    cosines.push_back(plot::svg::heatmap(cosine_similarities(tables[i].table), hs, 220));  // three a row at 1400 px
     std::vector<double> ks;
     for (size_t k = 0; k < w.share.size(); ++k) ks.push_back(static_cast<double>(k + 1));
     shares.push_back({w.name, ks, w.share, static_cast<int>(i)});
