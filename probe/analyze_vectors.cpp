@@ -104,7 +104,7 @@ void analyses::offset_parameters(RunState& c, Output& out) {
     s.y_label = "offset r = j - i";
     s.colorbar_label = "value";
     s.y_first = -k;
-    out.svg("offset_parameters.svg", plot::svg::heatmap(v, s, kMapSize));
+    out.svg("offset_parameters.svg", plot::svg::heatmap(v, s, 360));  // one map, often a narrow one: room for its title
   }
   out.analysis(title, "offset_parameters.svg", "csv", "offset_parameters.csv",
                "The parameters of " + r.source + " for offsets -" + std::to_string(k) + ".." + std::to_string(k) +
