@@ -720,6 +720,7 @@ std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs, const 
       "body { font-family: sans-serif; margin: 2em; max-width: 1400px; }\n"
       "table { border-collapse: collapse; margin: 1em 0; }\n"
       "th, td { border: 1px solid #bbb; padding: 3px 8px; text-align: right; }\n"
+      "th { overflow-wrap: anywhere; }\n"  // a long column name may break: the table fits the page
       "th:first-child, td:first-child { text-align: left; }\n"
       "figure { display: inline-block; margin: 0.5em; vertical-align: top; }\n"
       "figcaption { font-size: 90%; max-width: 480px; }\n"
