@@ -19,6 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "tensor/backend.h"
+#include "tensor/device_runtime.h"
+#include "tensor/ops.h"
 #include "tensor/tensor.h"
 #include "tests/helpers.h"
 

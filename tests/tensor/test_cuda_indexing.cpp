@@ -6,25 +6,13 @@
 // compiles this file to nothing.
 #ifdef ORDO_HAS_CUDA
 
-#include <algorithm>
-#include <cmath>
-#include <functional>
 #include <limits>
-#include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "tensor/backend.h"
-#include "tensor/device_runtime.h"
-#include "tensor/ops.h"
-#include "tests/helpers.h"
 #include "tests/tensor/cuda_vs_cpu.h"
 
 using namespace ordo;
-using ordo::test::bit_identical;
-using ordo::test::random_tensor;
-using ordo::test::require_close;
 using namespace cuda_vs_cpu;
 
 // ---- indexing --------------------------------------------------------------------------------
