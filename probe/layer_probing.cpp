@@ -301,13 +301,13 @@ std::string layer_probing_svg(const json::Value& result, const std::string& titl
   std::vector<std::pair<std::string, int>> legend;  // each attention keeps its look in every panel
   for (const auto& [name, task] : result["tasks"].items()) {
     std::vector<plot::svg::Line> series;
-    int look = 0;
+    int next_look = 0;
     for (const char* attention : {"contextual", "positional", "both"}) {
-      const int l = look++;
+      const int look = next_look++;
       if (!task["attentions"].contains(attention)) continue;
       if (std::none_of(legend.begin(), legend.end(), [&](const auto& e) { return e.first == attention; }))
-        legend.emplace_back(attention, l);
-      plot::svg::Line s{attention, {}, {}, l};
+        legend.emplace_back(attention, look);
+      plot::svg::Line s{attention, {}, {}, look};
       const json::Value& layers = task["attentions"][attention]["by_layer"];
       for (size_t l = 0; l < layers.size(); ++l) {
         s.x.push_back(static_cast<double>(layers[l]["layer"].as_int()));
