@@ -155,10 +155,18 @@ ReportSection dependency_heads_across_runs(const Plan& plan, const std::vector<R
       add_row(std::string("**") + which + "**", "", NAN, NAN, o, p);
     }
     record["relations"] = rows;
-    md += t.markdown() + "\n![Figure 5](dependency/figure5.png)\n";
-    html += t.html() + "<p><img src=\"dependency/figure5.png\" alt=\"accuracy against relation length\"></p>\n";
-    const std::string png = named->run_dir + "/analysis/dependency_heads.png";
-    if (file_exists(png)) out.files.push_back({"dependency/figure5.png", read_file(png)});
+    md += t.markdown();
+    html += t.html();
+    // The named run's analysis picture: an SVG, or the PNG of an analysis made before its figures were SVG.
+    for (const std::string ext : {".svg", ".png"}) {
+      const std::string picture = named->run_dir + "/analysis/dependency_heads" + ext;
+      if (!file_exists(picture)) continue;
+      const std::string name = "dependency/figure5" + ext;
+      out.files.push_back({name, read_file(picture)});
+      md += "\n![Figure 5](" + name + ")\n";
+      html += "<p><img src=\"" + name + "\" alt=\"accuracy against relation length\"></p>\n";
+      break;
+    }
 
     // The reading: the paper's three findings, then relation by relation.
     if (paper) {

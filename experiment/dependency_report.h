@@ -8,7 +8,7 @@
 // on long ones, the two together best), and every run's summary.
 //
 //   dependency/table8.md, .json   the comparison and the summary of every run
-//   dependency/figure5.png        the named run's accuracy against relation length (its analysis's picture)
+//   dependency/figure5.svg        the named run's accuracy against relation length (its analysis's picture)
 #pragma once
 
 #include <string>

@@ -9,6 +9,7 @@
 #include "base/json.h"
 #include "experiment/tables.h"
 #include "experiment/verdicts.h"
+#include "probe/layer_probing.h"
 
 namespace ordo::experiment {
 
@@ -165,12 +166,11 @@ ReportSection layer_probing_across_runs(const Plan& plan, const std::vector<RunR
     record["reading"] = append_reading(lines, "Reading (generated from the two tables)", md, html);
     md += paper_values_markdown(*paper);
   }
-  // Figure 4: every probed run's accuracy against the layer.
+  // Figure 4: every probed run's accuracy against the layer, drawn from its probing.json.
   for (size_t i = 0; i < runs.size(); ++i) {
-    const std::string png = runs[i].run_dir + "/layers/probing.png";
-    if (probing[i].is_null() || !file_exists(png)) continue;
-    const std::string name = "layers/" + runs[i].config + ".png";
-    out.files.push_back({name, read_file(png)});
+    if (probing[i].is_null()) continue;
+    const std::string name = "layers/" + runs[i].config + ".svg";
+    out.files.push_back({name, probe::layer_probing_svg(probing[i], runs[i].config + ": probing accuracy per layer")});
     md += "\n![Figure 4, " + runs[i].config + "](" + name + ")\n";
     html += "<p><img src=\"" + name + "\" alt=\"probing accuracy per layer, " + report::html_escape(runs[i].config) + "\"></p>\n";
   }

@@ -7,7 +7,7 @@
 // tasks; contextual ahead on Tense and ObjNum).
 //
 //   layers/table9.md, .json   the comparison
-//   layers/RUN.png            Figure 4 for each probed run (accuracy against the layer)
+//   layers/RUN.svg            Figure 4 for each probed run (accuracy against the layer)
 #pragma once
 
 #include <string>

@@ -228,7 +228,7 @@ bool run_unit(const Plan& plan, size_t i, const std::string& unit, const RunnerO
     l.quiet = quiet;
     const json::Value result = probe::probe_layers(l);
     write_folder(dir + "/layers", {{"probing.json", json::dump(result, 2) + "\n"},
-                                   {"probing.png", probe::layer_probing_png(result, plan.names[i] + ": probing accuracy per layer")}});
+                                   {"probing.svg", probe::layer_probing_svg(result, plan.names[i] + ": probing accuracy per layer")}});
   } else {
     const FinetuneTask& t = *plan.task(unit.substr(unit.find(':') + 1));
     train::FinetuneOptions o;

@@ -10,8 +10,7 @@
 #include "experiment/tables.h"
 #include "experiment/verdicts.h"
 #include "pe/attenuated.h"
-#include "plot/plot.h"
-#include "plot/png.h"
+#include "plot/svg.h"
 #include "probe/indicators.h"
 #include "train/finetune.h"
 
@@ -41,17 +40,18 @@ struct Encoder {
 // The paper's symmetry panel keeps the encoders whose locality is near BERT's.
 constexpr double kLocalityLow = 0.15, kLocalityHigh = 0.3;
 
-png::Image panel(const std::vector<const Encoder*>& encoders, bool by_locality, const std::string& title) {
+plot::svg::Figure panel(const std::vector<const Encoder*>& encoders, bool by_locality, const std::string& title) {
   std::vector<std::pair<double, double>> points;
   for (const Encoder* e : encoders) points.emplace_back(by_locality ? e->locality : e->symmetry, e->accuracy.mean());
   std::sort(points.begin(), points.end());
-  plot::Series series{"accuracy", {}, {}, plot::series_color(0), true};
+  plot::svg::Line series{"accuracy", {}, {}, 0};
   for (const auto& [x, y] : points) series.x.push_back(x), series.y.push_back(y);
-  plot::ChartStyle style;
+  plot::svg::ChartStyle style;
   style.title = title;
   style.x_label = by_locality ? "locality (Eq. 7)" : "symmetry (Eq. 8)";
   style.y_label = "accuracy (%)";
-  return plot::line_chart({series}, style);
+  style.legend = false;  // one line: the axis names it
+  return plot::svg::line_chart({series}, style);
 }
 
 }  // namespace
@@ -166,13 +166,14 @@ ReportSection sweep_across_encoders(const Plan& plan, const std::vector<RunResul
   correlation(right, false, "Right (locality in [0.15, 0.3])",
               "symmetry matters only above about 0.65, and more of it is better.");
   const json::Value reading = append_reading(lines, "Reading (generated)", md, html);
-  std::vector<png::Image> panels;
+  std::vector<plot::svg::Figure> panels;
   if (!middle.empty()) panels.push_back(panel(middle, true, "s = 1: accuracy against locality"));
   if (!right.empty()) panels.push_back(panel(right, false, "locality 0.15-0.3: accuracy against symmetry"));
   if (!panels.empty()) {
-    out.files.push_back({"sweep/figure2.png", png::encode(plot::grid(panels, 2, "Figure 2 (middle, right) on " + stand_in))});
-    md += "\n![Figure 2](sweep/figure2.png)\n";
-    html += "<p><img src=\"sweep/figure2.png\" alt=\"accuracy against locality and symmetry\"></p>\n";
+    out.files.push_back({"sweep/figure2.svg", plot::svg::document(plot::svg::grid(
+                                                  panels, 2, "Figure 2 (middle, right) on " + stand_in))});
+    md += "\n![Figure 2](sweep/figure2.svg)\n";
+    html += "<p><img src=\"sweep/figure2.svg\" alt=\"accuracy against locality and symmetry\"></p>\n";
   }
   json::Value record = json::Value::object();
   record["run"] = run_name;

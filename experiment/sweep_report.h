@@ -6,7 +6,7 @@
 // from scratch on a classification stand-in; each encoder's locality and
 // symmetry (Eqs. 7-8 of delta at the task's length) against its accuracy.
 //
-//   sweep/figure2.md, .json, .png   the table, the two panels and the reading
+//   sweep/figure2.md, .json, .svg   the table, the two panels and the reading
 #pragma once
 
 #include <string>

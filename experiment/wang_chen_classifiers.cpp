@@ -9,8 +9,7 @@
 
 #include "experiment/statistics.h"
 #include "experiment/tables.h"
-#include "plot/plot.h"
-#include "plot/png.h"
+#include "plot/svg.h"
 
 namespace ordo::experiment {
 
@@ -195,13 +194,13 @@ WangChenFiles wang_chen_classifiers(const Plan& plan, const std::vector<RunResul
 
   // Figure 4.
   const std::vector<std::string> figure_columns = plan.length_figure.empty() ? shown : plan.length_figure;
-  std::vector<plot::Series> lines;
+  std::vector<plot::svg::Line> lines;
   json::Value figure = json::Value::object(), per_row = json::Value::object();
   std::vector<std::pair<std::string, double>> longest;
-  int color = 0;
+  int look = 0;
   for (const Row& row : rows) {
     const std::vector<std::vector<double>> values = bin_values(row, figure_columns);
-    plot::Series line{row.label, {}, {}, plot::series_color(color++), true};
+    plot::svg::Line line{row.label, {}, {}, look++};
     json::Value bins = json::Value::array();
     for (int b = 0; b < kBins; ++b) {
       const std::vector<double>& v = values[static_cast<size_t>(b)];
@@ -246,15 +245,15 @@ WangChenFiles wang_chen_classifiers(const Plan& plan, const std::vector<RunResul
   md += "\n" + figure_about + "\n" + (figure_reading.empty() ? "" : "\n" + figure_reading + "\n");
   html += "<h3>Figure 4</h3>\n<p>" + report::html_escape(figure_about) + "</p>\n";
   if (!lines.empty()) {
-    plot::ChartStyle style;
+    plot::svg::ChartStyle style;
     style.title = "accuracy by length (" + figure_columns_text + ")";
-    style.x_label = "length bin (1: < m-s, 2: < m, 3: < m+s, 4: >= m+s; m, s: mean, std)";
+    style.x_label = "length bin (1: < m-s, 2: < m, 3: < m+s, 4: >= m+s; m, s: mean, std of the words)";
     style.y_label = "accuracy (%)";
-    style.width = 920;  // the legend: a label per table
-    out.files.push_back({"wang_chen/figure4.png",
-                         png::encode(plot::grid({plot::line_chart(lines, style)}, 1, "Wang & Chen 2020, Figure 4"))});
-    md += "\n![Figure 4](wang_chen/figure4.png)\n";
-    html += "<p><img src=\"wang_chen/figure4.png\" alt=\"accuracy against sentence length\"></p>\n";
+    style.width = 920;
+    out.files.push_back({"wang_chen/figure4.svg", plot::svg::document(plot::svg::grid(
+                                                      {plot::svg::line_chart(lines, style)}, 1, "Wang & Chen 2020, Figure 4"))});
+    md += "\n![Figure 4](wang_chen/figure4.svg)\n";
+    html += "<p><img src=\"wang_chen/figure4.svg\" alt=\"accuracy against sentence length\"></p>\n";
   }
   if (!figure_reading.empty()) html += "<p>" + report::html_escape(figure_reading) + "</p>\n";
   out.markdown = md;

@@ -15,7 +15,7 @@
 //             datasets of report.length_figure (the paper averages SUBJ, SST
 //             and CR) of each bin's accuracy, then the mean over seeds.
 //
-// Files: wang_chen/table3.md, wang_chen/figure4.png, wang_chen/figure4.json.
+// Files: wang_chen/table3.md, wang_chen/figure4.svg, wang_chen/figure4.json.
 #pragma once
 
 #include <string>

@@ -76,11 +76,11 @@ WangChenFiles wang_chen_across_runs(const Plan& plan, const std::vector<RunResul
       "controls (probe/wang_chen.h; seed " + std::to_string(plan.analyze.seed) + "). Verdict: " +
       verdict_name(Verdict::not_testable) + " by a generated rule: the paper's values are lost (its prose is read "
       "in the report's README) and each row is one run, with no replicate to test a difference over.";
-  md += about + "\n\n" + t.markdown() + "\n![Figures 1 and 3](wang_chen/wang_chen_cosine.png)\n\n" +
-        "![Figure 2](wang_chen/wang_chen_informativeness.png)\n";
+  md += about + "\n\n" + t.markdown() + "\n![Figures 1 and 3](wang_chen/wang_chen_cosine.svg)\n\n" +
+        "![Figure 2](wang_chen/wang_chen_informativeness.svg)\n";
   html += "<p>" + report::html_escape(about) + "</p>\n" + t.html() +
-          "<p><img src=\"wang_chen/wang_chen_cosine.png\" alt=\"cosine similarity per run\"></p>\n"
-          "<p><img src=\"wang_chen/wang_chen_informativeness.png\" alt=\"singular values per run\"></p>\n";
+          "<p><img src=\"wang_chen/wang_chen_cosine.svg\" alt=\"cosine similarity per run\"></p>\n"
+          "<p><img src=\"wang_chen/wang_chen_informativeness.svg\" alt=\"singular values per run\"></p>\n";
   const std::string attack_about =
       "Table 4, the skip-position attack: held-out perplexity (exp of the mean loss over the predicted tokens: "
       "masked tokens for MLM, next tokens for the causal run) and accuracy with positions 0, 1, 2, ... and with "

@@ -6,12 +6,12 @@
 //   wang_chen/wang_chen.md, .csv, .json   Tables 1-2: absolute position regression (MAE) and relative
 //                                         order (error rate) per run's input table, with the fixed
 //                                         sinusoid and a Gaussian table as controls (probe::wang_chen_of)
-//   wang_chen/wang_chen_cosine.png        Figures 1 and 3: each table's position-wise cosine similarity
-//   wang_chen/wang_chen_informativeness.png  Figure 2: the cumulative share of the top-k singular values
+//   wang_chen/wang_chen_cosine.svg        Figures 1 and 3: each table's position-wise cosine similarity
+//   wang_chen/wang_chen_informativeness.svg  Figure 2: the cumulative share of the top-k singular values
 //   wang_chen/skip_position_attack.md     Table 4: each run's held-out loss and perplexity with positions
 //                                         0, 1, 2, ... and 0, c, 2c, ... on the same windows (its analyze
 //                                         stage's skip_position_attack.json), side by side
-//   wang_chen/table3.md, figure4.png/.json  Table 3 and Figure 4: the classifiers started from each run's
+//   wang_chen/table3.md, figure4.svg/.json  Table 3 and Figure 4: the classifiers started from each run's
 //                                         table (experiment/wang_chen_classifiers.h)
 #pragma once
 

@@ -485,7 +485,12 @@ void AxisRange::add(const std::vector<double>& x, const std::vector<double>& y, 
 
 void AxisRange::finish(bool log_y, double y_min, double y_max) {
   if (!std::isfinite(x0)) x0 = 0, x1 = 1, y0 = log_y ? 1 : 0, y1 = log_y ? 10 : 1;
-  if (!(x1 > x0)) x0 -= 0.5, x1 += 0.5;
+  // Points at one x (a run's only checkpoint): a span of 5% of it each way (at least 0.5), so that the
+  // ticks name distinct values at 3 significant digits.
+  if (!(x1 > x0)) {
+    const double half = std::max(0.5, 0.05 * std::fabs(x0));
+    x0 -= half, x1 += half;
+  }
   pad_range(y0, y1, log_y, 0.05);
   if (!std::isnan(y_min)) y0 = y_min;
   if (!std::isnan(y_max)) y1 = y_max;

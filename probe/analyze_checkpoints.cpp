@@ -52,7 +52,7 @@ void analyses::indicator_trajectory(RunState& c, Output& out) {
   std::vector<std::pair<std::string, std::string>> keys = trajectory_indicators();
   keys.push_back({"locality", "locality (Eq. 7)"});
   keys.push_back({"symmetry", "symmetry (Eq. 8)"});
-  std::vector<plot::Series> series(keys.size());
+  std::vector<plot::svg::Line> series(keys.size());
   for (int64_t step : chosen) {
     std::unique_ptr<nn::PretrainingModel> m =
         step == c.step ? nullptr : model::load_model(train::checkpoint_dir(c.run_dir, step), Device::cpu());
@@ -70,11 +70,11 @@ void analyses::indicator_trajectory(RunState& c, Output& out) {
       series[k].y.push_back(v);
     }
   }
-  std::vector<png::Image> panels;
+  std::vector<plot::svg::Figure> panels;
   for (size_t k = 0; k < series.size(); ++k) {
-    series[k].name = c.variant;
-    series[k].points = true;
-    panels.push_back(plot::line_chart({series[k]}, chart(keys[k].second, "step", keys[k].first, {})));
+    plot::svg::ChartStyle style = chart(keys[k].second, "step (optimizer updates)", keys[k].first);
+    style.legend = false;  // one run: the grid's title names it
+    panels.push_back(plot::svg::line_chart({series[k]}, style));
   }
   json::Value j = json::Value::object();
   j["what"] = "identical word probing of layer 1 at each checkpoint (probe/indicators.h)";
@@ -83,9 +83,9 @@ void analyses::indicator_trajectory(RunState& c, Output& out) {
   j["seed"] = static_cast<int64_t>(options.seed);
   j["steps"] = rows;
   out.json_file("indicator_trajectory.json", j);
-  out.png("indicator_trajectory.png",
-          plot::grid(panels, 2, c.variant + ": layer-1 indicators during pretraining (w/o [CLS], [SEP])"));
-  out.analysis(title, "indicator_trajectory.png", "json", "indicator_trajectory.json",
+  out.svg("indicator_trajectory.svg",
+          plot::svg::grid(panels, 2, c.variant + ": layer-1 indicators during pretraining (w/o [CLS], [SEP])"));
+  out.analysis(title, "indicator_trajectory.svg", "json", "indicator_trajectory.json",
                "Identical word probing (" + std::to_string(options.words) + " words, length " +
                    std::to_string(options.length) + ") of layer 1 at " + std::to_string(chosen.size()) +
                    " of the run's checkpoints: translation invariance (AIV), monotonicity over the first 20 offsets "
@@ -104,7 +104,7 @@ void analyses::snapshots(RunState& c, Output& out) {
   if (!absolute && relative_vectors(*c.model, c.trained).vectors.empty())
     return out.skip(title, "variant " + c.variant + " has neither input position vectors nor per-offset vectors");
   const std::vector<int64_t> chosen = evenly_spread(steps, 6);
-  std::vector<png::Image> panels;
+  std::vector<plot::svg::Figure> panels;
   json::Value files = json::Value::array();
   for (int64_t step : chosen) {
     std::unique_ptr<nn::PretrainingModel> m =
@@ -132,9 +132,8 @@ void analyses::snapshots(RunState& c, Output& out) {
   j["what"] = absolute ? "dot products of the absolute position vectors" : "dot products of the relative vectors";
   j["snapshots"] = files;
   out.json_file("snapshots.json", j);
-  out.png("snapshots.png", plot::grid(panels, std::min<int>(3, static_cast<int>(panels.size())),
-                                      c.variant + ": position patterns during pretraining"));
-  out.analysis(title, "snapshots.png", "json", "snapshots.json",
+  out.svg("snapshots.svg", plot::svg::grid(panels, 0, c.variant + ": position patterns during pretraining"));
+  out.analysis(title, "snapshots.svg", "json", "snapshots.json",
                std::string(absolute ? "Dot products P_i . P_j of the input position vectors"
                                     : "Dot products of the relative vectors of layer 1") +
                    " at " + std::to_string(chosen.size()) + " of the run's " + std::to_string(steps.size()) +

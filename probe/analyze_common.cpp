@@ -118,17 +118,18 @@ RelativeVectors analyses::relative_vectors(nn::PretrainingModel& model, int64_t 
   return {to_matrix(v.vectors), v.first_offset, v.source};
 }
 
-plot::ChartStyle analyses::chart(const std::string& title, const std::string& x, const std::string& y,
-                                 const std::vector<std::string>& legend, const std::vector<std::string>& categories) {
-  plot::ChartStyle s;
+plot::svg::ChartStyle analyses::chart(const std::string& title, const std::string& x, const std::string& y,
+                                      const std::vector<std::string>& categories) {
+  plot::svg::ChartStyle s;
   s.title = title;
   s.x_label = x;
   s.y_label = y;
-  int legend_w = 0, category_w = 0;
-  for (const std::string& n : legend) legend_w += 36 + plot::text_width(n);
-  for (const std::string& n : categories) category_w = std::max(category_w, plot::text_width(n) + 24);
-  s.width = std::max({s.width, plot::text_width(title) + 40, legend_w + 110,
-                      110 + category_w * static_cast<int>(categories.size())});
+  double category_w = 0;
+  for (const std::string& n : categories)
+    category_w = std::max(category_w, plot::svg::text_width(n, plot::svg::kSmallFont) + 16);
+  // The title at 0.62 em a character: room for it in any sans-serif font, not only the one measured.
+  const double title_w = 0.62 * plot::svg::kTitleFont * static_cast<double>(title.size()) + 40;
+  s.width = std::max({s.width, title_w, 110 + category_w * static_cast<double>(categories.size())});
   return s;
 }
 
@@ -140,9 +141,9 @@ void analyses::robust_range(const Matrix& m, plot::HeatmapStyle& s) {
   if (hi > lo) s.vmin = lo, s.vmax = hi;
 }
 
-png::Image analyses::map(const Matrix& m, const std::string& title, const std::string& bar, int64_t first,
-                         const std::string& x, const std::string& y, double highlight,
-                         const std::string& highlight_label, bool robust) {
+plot::svg::Figure analyses::map(const Matrix& m, const std::string& title, const std::string& bar, int64_t first,
+                                const std::string& x, const std::string& y, double highlight,
+                                const std::string& highlight_label, bool robust, double map_size) {
   plot::HeatmapStyle s;
   if (robust) robust_range(m, s);
   s.title = title;
@@ -152,7 +153,7 @@ png::Image analyses::map(const Matrix& m, const std::string& title, const std::s
   s.x_first = s.y_first = first;
   s.highlight_above = highlight;
   s.highlight_label = highlight_label;
-  return plot::heatmap(m, s);
+  return plot::svg::heatmap(m, s, map_size);
 }
 
 const std::vector<Matrix>& RunState::layer1_scores() {

@@ -51,8 +51,8 @@ void analyses::dependency_parsing_heads(RunState& c, Output& out) {
   std::string csv = "relation,arcs,distance";
   for (const std::string& a : names) csv += "," + a;
   csv += "\n";
-  std::vector<plot::Series> series;
-  for (size_t n = 0; n < names.size(); ++n) series.push_back({names[n], {}, {}, plot::series_color(static_cast<int>(n)), true});
+  std::vector<plot::svg::Line> series;
+  for (size_t n = 0; n < names.size(); ++n) series.push_back({names[n], {}, {}, static_cast<int>(n)});
   std::vector<std::pair<double, size_t>> by_distance;
   for (size_t r = 0; r < both["relations"].size(); ++r) by_distance.emplace_back(both["relations"][r]["distance"].as_number(), r);
   std::sort(by_distance.begin(), by_distance.end());
@@ -68,11 +68,11 @@ void analyses::dependency_parsing_heads(RunState& c, Output& out) {
       series[n].y.push_back(100 * j["attentions"][names[n]]["relations"][r]["accuracy"].as_number());
     }
   out.file("dependency_heads.csv", csv);
-  plot::ChartStyle s = chart(c.variant + ": best head's accuracy against the relation's mean length",
-                             "mean dependency length (words)", "accuracy (%)", names);
+  plot::svg::ChartStyle s = chart(c.variant + ": best head's accuracy against the relation's mean length",
+                                  "mean dependency length (words)", "accuracy (%)");
   s.y_min = 0;
   s.y_max = 100;
-  out.png("dependency_heads.png", plot::line_chart(series, s));
+  out.svg("dependency_heads.svg", plot::svg::line_chart(series, s));
   std::string caption = "The top " + std::to_string(both["relations"].size()) + " relations of " +
                         std::to_string(j["sentences"].as_int()) + " held-out sentences (" +
                         std::to_string(j["arcs"].as_int()) + " arcs), each scored by its best layer, head and direction; "
@@ -83,7 +83,7 @@ void analyses::dependency_parsing_heads(RunState& c, Output& out) {
     caption += " " + a + " " + pct(x["macro"]) + " (" + pct(x["short"]) + " / " + pct(x["long"]) + ")";
   }
   for (const auto& [a, why] : j["not_defined"].items()) caption += "; " + a + " not defined: " + why.as_string();
-  out.analysis(title, "dependency_heads.png", "json", "dependency_heads.json", caption + " (dependency_heads.csv).");
+  out.analysis(title, "dependency_heads.svg", "json", "dependency_heads.json", caption + " (dependency_heads.csv).");
 }
 
 }  // namespace ordo::probe

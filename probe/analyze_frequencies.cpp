@@ -39,22 +39,20 @@ void analyses::learned_frequencies(RunState& c, Output& out) {
     idx.push_back(static_cast<double>(i));
   }
   out.file("frequencies.csv", table_csv({"i", "fixed", "learned", "ratio"}, rows));
-  plot::ChartStyle fs = chart("frequencies w_i", "i", "|w_i|", {"fixed 10000^(-2i/D)", "learned"});
+  plot::svg::ChartStyle fs = chart("frequencies w_i", "index i", "|w_i| (radians per position)");
   fs.log_y = true;
   std::vector<double> abs_learned;
   for (double x : learned) abs_learned.push_back(std::max(std::fabs(x), 1e-12));
-  png::Image left = plot::line_chart({{"fixed 10000^(-2i/D)", idx, fixed, plot::series_color(0), false},
-                                      {"learned", idx, abs_learned, plot::series_color(1), true}},
-                                     fs);
+  plot::svg::Figure left =
+      plot::svg::line_chart({{"fixed 10000^(-2i/D)", idx, fixed, 0}, {"learned", idx, abs_learned, 1}}, fs);
   const int64_t span = std::max<int64_t>(c.trained, 2);
   std::vector<double> ms;
   for (int64_t k = 0; k <= span; ++k) ms.push_back(static_cast<double>(k));
-  plot::ChartStyle ps = chart("psi(m) = sum_i cos(w_i m)", "offset m", "psi(m)", {"fixed", "learned"});
-  png::Image right = plot::line_chart({{"fixed", ms, psi(fixed, span), plot::series_color(0), false},
-                                       {"learned", ms, psi(learned, span), plot::series_color(1), false}},
-                                      ps);
-  out.png("frequencies.png", plot::grid({left, right}, 2, m.pe + ": learned frequencies (" + c.label + ")"));
-  out.analysis(title, "frequencies.png", "csv", "frequencies.csv",
+  plot::svg::ChartStyle ps = chart("psi(m) = sum_i cos(w_i m)", "offset m (positions)", "psi(m)");
+  plot::svg::Figure right =
+      plot::svg::line_chart({{"fixed", ms, psi(fixed, span), 0}, {"learned", ms, psi(learned, span), 1}}, ps);
+  out.svg("frequencies.svg", plot::svg::grid({left, right}, 2, m.pe + ": learned frequencies (" + c.label + ")"));
+  out.analysis(title, "frequencies.svg", "csv", "frequencies.csv",
                "Frequencies of " + which + " after training against their initial values 10000^(-2i/D) (Wang et al. "
                "2021, section 3.1, App. A.3), and the dot product of two positions m apart they imply, psi(m) = "
                "sum_i cos(w_i m): where it decreases, the encoding is monotone in the distance.");

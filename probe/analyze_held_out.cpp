@@ -153,21 +153,20 @@ void analyses::evaluations(RunState& c, Output& out) {
     j["objective"] = causal ? "causal" : "mlm";
     j["conditions"] = attack;
     out.json_file("skip_position_attack.json", j);
-    const std::vector<std::string> legend = {"positions 0,1,2,...", "positions 0,c,2c,..."};
-    plot::ChartStyle sl = chart("held-out " + metric + " loss", "", "loss", legend, cats);
+    plot::svg::ChartStyle sl = chart("held-out " + metric + " loss", "stride c, length L", "loss (nats)", cats);
     sl.y_min = 0;
-    plot::ChartStyle sa = chart("held-out " + metric + " accuracy", "", "accuracy", legend, cats);
+    plot::svg::ChartStyle sa = chart("held-out " + metric + " accuracy", "stride c, length L", "accuracy", cats);
     sa.y_min = 0;
     sa.y_max = 1;
-    out.png("skip_position_attack.png",
-            plot::grid({plot::bar_chart(cats, {{"positions 0,1,2,...", clean_loss, plot::series_color(0)},
-                                               {"positions 0,c,2c,...", hit_loss, plot::series_color(3)}},
-                                        sl),
-                        plot::bar_chart(cats, {{"positions 0,1,2,...", clean_acc, plot::series_color(0)},
-                                               {"positions 0,c,2c,...", hit_acc, plot::series_color(3)}},
-                                        sa)},
-                       2, c.variant + ": skip-position attack (" + c.label + ")"));
-    out.analysis(t1, "skip_position_attack.png", "json", "skip_position_attack.json",
+    out.svg("skip_position_attack.svg",
+            plot::svg::grid({plot::svg::bar_chart(cats, {{"positions 0,1,2,...", clean_loss, 0},
+                                                         {"positions 0,c,2c,...", hit_loss, 3}},
+                                                  sl),
+                             plot::svg::bar_chart(cats, {{"positions 0,1,2,...", clean_acc, 0},
+                                                         {"positions 0,c,2c,...", hit_acc, 3}},
+                                                  sa)},
+                            2, c.variant + ": skip-position attack (" + c.label + ")"));
+    out.analysis(t1, "skip_position_attack.svg", "json", "skip_position_attack.json",
                  "Held-out " + metric + " loss and accuracy with positions 0, c, 2c, ... against 0, 1, 2, ... on the "
                  "same " + std::to_string(n) + " windows and masks of length L, chosen so that c (L - 1) stays inside "
                  "the trained positions (Wang & Chen 2020, §5.2).");
@@ -208,14 +207,15 @@ void analyses::evaluations(RunState& c, Output& out) {
   j["lengths"] = rows;
   if (!refused.empty()) j["not_evaluated"] = refused;
   out.json_file("beyond_length.json", j);
-  plot::ChartStyle sl = chart("held-out " + metric + " loss", "sequence length", "loss", {"loss"});
-  plot::ChartStyle sa = chart("held-out " + metric + " accuracy", "sequence length", "accuracy", {"accuracy"});
-  out.png("beyond_length.png",
-          plot::grid({plot::line_chart({{"loss", lengths, losses, plot::series_color(0), true}}, sl),
-                      plot::line_chart({{"accuracy", lengths, accs, plot::series_color(1), true}}, sa)},
-                     2, c.variant + ": beyond the pretraining length " + std::to_string(trained) + " (" +
-                            c.label + ")"));
-  out.analysis(t2, "beyond_length.png", "json", "beyond_length.json",
+  plot::svg::ChartStyle sl = chart("held-out " + metric + " loss", "sequence length (tokens)", "loss (nats)");
+  plot::svg::ChartStyle sa = chart("held-out " + metric + " accuracy", "sequence length (tokens)", "accuracy");
+  sl.legend = sa.legend = false;  // one line each: the title names it
+  out.svg("beyond_length.svg",
+          plot::svg::grid({plot::svg::line_chart({{"loss", lengths, losses, 0}}, sl),
+                           plot::svg::line_chart({{"accuracy", lengths, accs, 1}}, sa)},
+                          2, c.variant + ": beyond the pretraining length " + std::to_string(trained) + " (" +
+                                 c.label + ")"));
+  out.analysis(t2, "beyond_length.svg", "json", "beyond_length.json",
                "Held-out " + metric + " loss and accuracy on " + std::to_string(n) + " full windows at the pretraining "
                "length " + std::to_string(trained) + " and beyond (Huang et al. 2020, §4.3, Table 4; Wang et al. 2021, "
                "App. F)." + (refused.empty() ? std::string() : " Not evaluated: " + refused + "."));
@@ -285,15 +285,17 @@ void analyses::attention_on_text(RunState& c, Output& out) {
   std::vector<double> xs, ys;
   for (int64_t r = -std::min<int64_t>(20, L - 1); r <= std::min<int64_t>(20, L - 1); ++r)
     xs.push_back(static_cast<double>(r)), ys.push_back(at(r));
-  plot::ChartStyle s = chart("mean attention at offset r", "offset r = j - i", "attention", {"mean"});
+  plot::svg::ChartStyle s = chart("mean attention at offset r", "offset r = j - i (positions)", "attention weight");
   s.y_min = 0;
-  out.png("attention_text_layer1.png",
-          plot::grid({map(head(first), "one window", "attention", 0, "key position j", "query position i", NAN, "", false),
-                      map(head(mean), "mean of " + std::to_string(c.options.eval_sequences) + " windows", "attention", 0,
-                          "key position j", "query position i", NAN, "", false),
-                      plot::line_chart({{"mean", xs, ys, plot::series_color(0), true}}, s)},
-                     3, c.variant + ": layer-1 attention on held-out text, mean over heads (" + c.label + ")"));
-  out.analysis(title, "attention_text_layer1.png", "json", "attention_text_layer1.json",
+  s.legend = false;
+  out.svg("attention_text_layer1.svg",
+          plot::svg::grid({map(head(first), "one window", "attention", 0, "key position j", "query position i", NAN, "",
+                               false),
+                           map(head(mean), "mean of " + std::to_string(c.options.eval_sequences) + " windows", "attention",
+                               0, "key position j", "query position i", NAN, "", false),
+                           plot::svg::line_chart({{"mean", xs, ys, 0}}, s)},
+                          0, c.variant + ": layer-1 attention on held-out text, mean over heads (" + c.label + ")"));
+  out.analysis(title, "attention_text_layer1.svg", "json", "attention_text_layer1.json",
                "Layer-1 attention averaged over the " + std::to_string(H) + " heads on held-out " +
                    std::string(causal ? "text" : "[CLS] text [SEP]") + " windows of length " + std::to_string(L) + " (unmasked): the first window and the mean of " +
                    std::to_string(c.options.eval_sequences) + ", first " + std::to_string(shown) +

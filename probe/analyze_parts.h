@@ -19,6 +19,7 @@
 #include "base/matrix.h"
 #include "nn/heads.h"
 #include "plot/plot.h"
+#include "plot/svg.h"
 #include "probe/analyze_run.h"
 #include "probe/probe_matrix.h"
 #include "text/tokenizer.h"
@@ -37,14 +38,14 @@ struct Output {
   bool quiet = false;
 
   void file(const std::string& name, std::string bytes) { files.emplace_back(name, std::move(bytes)); }
-  void png(const std::string& name, const png::Image& image) { file(name, png::encode(image)); }
+  void svg(const std::string& name, const plot::svg::Figure& figure) { file(name, plot::svg::document(figure)); }
   void csv(const std::string& name, const Matrix& m) { file(name, probe::to_csv(m)); }
   void json_file(const std::string& name, const json::Value& v) { file(name, json::dump(v, 2) + "\n"); }
-  void analysis(const std::string& title, const std::string& png_name, const std::string& data_key,
+  void analysis(const std::string& title, const std::string& figure_name, const std::string& data_key,
                 const std::string& data_name, const std::string& caption) {
     json::Value e = json::Value::object();
     e["title"] = title;
-    e["png"] = png_name;
+    e["figure"] = figure_name;
     e[data_key] = data_name;
     e["caption"] = caption;
     analyses.push_back(e);
@@ -136,17 +137,21 @@ struct RelativeVectors {
 };
 RelativeVectors relative_vectors(nn::PretrainingModel& model, int64_t length);
 
-// A chart wide enough for its title, its one-line legend and its category
-// labels (the plot draws them at a fixed width and clips what overflows).
-plot::ChartStyle chart(const std::string& title, const std::string& x, const std::string& y,
-                       const std::vector<std::string>& legend, const std::vector<std::string>& categories = {});
+// A chart with its title and axis labels (they name the unit), wide enough
+// for its category labels (a bar chart's) side by side.
+plot::svg::ChartStyle chart(const std::string& title, const std::string& x, const std::string& y,
+                            const std::vector<std::string>& categories = {});
 // The colour range of a map whose extremes are few (the diagonal of P P^T,
 // an outlying first or last position): its 1st and 99th percentiles.
 void robust_range(const Matrix& m, plot::HeatmapStyle& s);
-// A heatmap; `robust`: colours clipped to the 1st-99th percentiles (robust_range).
-png::Image map(const Matrix& m, const std::string& title, const std::string& bar, int64_t first = 0,
-               const std::string& x = "position j", const std::string& y = "position i", double highlight = NAN,
-               const std::string& highlight_label = "", bool robust = true);
+// A heatmap about kMapSize wide; `robust`: colours clipped to the 1st-99th
+// percentiles (robust_range).
+constexpr double kMapSize = 220;  // three panels and their colour bars a row on a page 1400 px wide
+constexpr double kSmallMapSize = 160;  // the panels of a grid of many (layers x heads)
+plot::svg::Figure map(const Matrix& m, const std::string& title, const std::string& bar, int64_t first = 0,
+                      const std::string& x = "position j", const std::string& y = "position i",
+                      double highlight = NAN, const std::string& highlight_label = "", bool robust = true,
+                      double map_size = kMapSize);
 
 // ---- held-out text (analyze_held_out.cpp) ---------------------------------------------------------
 

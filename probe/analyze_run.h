@@ -111,7 +111,7 @@ AnalyzeSummary analyze_run(const AnalyzeOptions& options);
 // position table's first `positions` rows (the shortest table's at most; an
 // ordo run's no more than it pretrained on)
 // through probe/wang_chen.h, written to `options.out` (wang_chen.md, .csv,
-// .json, wang_chen_cosine.png, wang_chen_informativeness.png). A model
+// .json, wang_chen_cosine.svg, wang_chen_informativeness.svg). A model
 // without an input table (a relative-only variant) is listed as skipped.
 AnalyzeSummary analyze_models(const AnalyzeOptions& options);
 

@@ -20,7 +20,7 @@ void analyses::position_position_term(RunState& c, Output& out) {
   if (c.table.empty()) return out.skip(title, "variant " + c.variant + " adds no position vector at the input");
   const int64_t heads = c.model->bert.config().num_attention_heads;
   Matrix mean(c.length, c.length);
-  std::vector<png::Image> panels;
+  std::vector<plot::svg::Figure> panels;
   std::vector<Matrix> per_head;
   for (int64_t h = 0; h < heads; ++h) {
     Matrix t = layer1_term(*c.model, c.table, c.table, h);
@@ -32,10 +32,9 @@ void analyses::position_position_term(RunState& c, Output& out) {
     panels.push_back(map(per_head[h], "head " + std::to_string(h + 1), "p_i Wq Wk^T p_j", 0, "key position j",
                          "query position i"));
   out.csv("position_position_layer1.csv", mean);
-  out.png("position_position_layer1.png",
-          plot::grid(panels, std::min<int>(3, static_cast<int>(panels.size())),
-                     c.variant + ": position-position term, layer 1 (" + c.label + ")"));
-  out.analysis(title, "position_position_layer1.png", "csv", "position_position_layer1.csv",
+  out.svg("position_position_layer1.svg",
+          plot::svg::grid(panels, 0, c.variant + ": position-position term, layer 1 (" + c.label + ")"));
+  out.analysis(title, "position_position_layer1.svg", "csv", "position_position_layer1.csv",
                "p_i W^{Q,1}_h (W^{K,1}_h)^T p_j^T for the raw position vectors (no LayerNorm, biases or 1/sqrt(d_h)), "
                "the mean over heads first (the CSV) and then each head (Wang et al. 2021, Eq. 7, App. H, Fig. 9). "
                "Colours span each map's 1st-99th percentiles.");
@@ -49,7 +48,7 @@ void analyses::positional_score_maps(RunState& c, Output& out) {
   if (scores.empty())
     return out.skip(title, "variant " + c.variant + " has no score term that is independent of the tokens");
   Matrix mean(c.length, c.length);
-  std::vector<png::Image> panels;
+  std::vector<plot::svg::Figure> panels;
   std::vector<std::vector<double>> ranks;
   for (size_t h = 0; h < scores.size(); ++h) {
     for (size_t k = 0; k < mean.data.size(); ++k) mean.data[k] += scores[h].data[k] / static_cast<double>(scores.size());
@@ -61,10 +60,9 @@ void analyses::positional_score_maps(RunState& c, Output& out) {
   }
   out.csv("positional_scores_layer1.csv", mean);
   out.file("positional_scores_rank.csv", table_csv({"head", "rank"}, ranks));
-  out.png("positional_scores_layer1.png",
-          plot::grid(panels, std::min<int>(3, static_cast<int>(panels.size())),
-                     c.variant + ": positional score terms, layer 1 (" + c.label + ")"));
-  out.analysis(title, "positional_scores_layer1.png", "csv", "positional_scores_layer1.csv",
+  out.svg("positional_scores_layer1.svg",
+          plot::svg::grid(panels, 0, c.variant + ": positional score terms, layer 1 (" + c.label + ")"));
+  out.analysis(title, "positional_scores_layer1.svg", "csv", "positional_scores_layer1.csv",
                "The score terms that do not depend on the tokens, b_ij = s_ij with q = k = 0 (per-head segment scores "
                "taken out), per head of layer 1 for positions 0.." + std::to_string(c.length - 1) +
                    " (Chen et al. 2021, Fig. 4: ABS-SCALAR's P_h P_h^T learns shifting patterns a relative term "
@@ -93,24 +91,25 @@ void analyses::positional_score_layers(RunState& c, Output& out) {
   for (int l = 1; l < layers; ++l)
     for (size_t h = 0; h < all[l].size() && h < all[0].size(); ++h) differ |= all[l][h].data != all[0][h].data;
   if (!differ) return out.skip(title, "the layers share the terms: layer 1's maps show them");
-  std::vector<png::Image> panels;
+  std::vector<plot::svg::Figure> panels;
   std::vector<std::vector<double>> rows;
   const int64_t heads = static_cast<int64_t>(std::min<size_t>(all[0].size(), 12));
   for (int l = 0; l < layers && l < 12; ++l)
     for (int64_t h = 0; h < heads; ++h) {
       const Matrix& b = all[l][static_cast<size_t>(h)];
       panels.push_back(map(b, "layer " + std::to_string(l + 1) + " head " + std::to_string(h + 1), "b_ij", 0,
-                           "key position j", "query position i"));
+                           "key position j", "query position i", NAN, "", true, kSmallMapSize));
       Matrix a = b;
       if (c.model->bert.position_encoding().combine != nn::Combine::sequence)
         a.data = softmax(Tensor::from_vector(b.data, {b.rows, b.cols})).to_doubles();
       rows.push_back({static_cast<double>(l + 1), static_cast<double>(h + 1), probe::locality(a), probe::symmetry(a)});
     }
   out.file("positional_scores_layers.csv", table_csv({"layer", "head", "locality", "symmetry"}, rows));
-  out.png("positional_scores_layers.png", plot::grid(panels, static_cast<int>(heads),
-                                                     c.variant + ": positional score terms per layer and head (" +
-                                                         c.label + ")"));
-  out.analysis(title, "positional_scores_layers.png", "csv", "positional_scores_layers.csv",
+  // A layer a row where its heads fit the page's width, else as many a row as fit.
+  out.svg("positional_scores_layers.svg",
+          plot::svg::grid(panels, heads <= 4 ? static_cast<int>(heads) : 0,
+                          c.variant + ": positional score terms (" + c.label + ")"));
+  out.analysis(title, "positional_scores_layers.svg", "csv", "positional_scores_layers.csv",
                "The score terms without the tokens (as the layer-1 maps) of every layer (rows) and head (columns, at "
                "most 12 of each), positions 0.." + std::to_string(c.length - 1) +
                    ": the locality/symmetry paper's Figures 9-10 (A*'s and A*-Seq's learned delta). The CSV gives "
@@ -128,17 +127,16 @@ void analyses::segment_attention_maps(RunState& c, Output& out) {
   const std::vector<Matrix> heads = segment_attention(*c.model, 0, length, second);
   if (heads.empty()) return out.skip(title, "variant " + c.variant + " has no per-head segment scores (segment = per_head)");
   Matrix mean(length, length);
-  std::vector<png::Image> panels;
+  std::vector<plot::svg::Figure> panels;
   for (size_t h = 0; h < heads.size(); ++h) {
     for (size_t k = 0; k < mean.data.size(); ++k) mean.data[k] += heads[h].data[k] / static_cast<double>(heads.size());
     if (h < 12)
       panels.push_back(map(heads[h], "head " + std::to_string(h + 1), "attention", 0, "key position j", "query position i"));
   }
   out.csv("segment_attention_layer1.csv", mean);
-  out.png("segment_attention_layer1.png",
-          plot::grid(panels, std::min<int>(4, static_cast<int>(panels.size())),
-                     c.variant + ": position and segment attention, layer 1 (" + c.label + ")"));
-  out.analysis(title, "segment_attention_layer1.png", "csv", "segment_attention_layer1.csv",
+  out.svg("segment_attention_layer1.svg",
+          plot::svg::grid(panels, 0, c.variant + ": position and segment attention, layer 1 (" + c.label + ")"));
+  out.analysis(title, "segment_attention_layer1.svg", "csv", "segment_attention_layer1.csv",
                "softmax_j(b_ij + Seg_h[seg(i), seg(j)]) with q = k = 0: the attention of the position and per-head "
                "segment terms alone, per head of layer 1, positions 0.." + std::to_string(length - 1) +
                    " with the second segment from position " + std::to_string(second) +
@@ -183,14 +181,13 @@ void analyses::attention_rank(RunState& c, Output& out) {
            table_csv({"head", "token_token_rank", "positional_rank", "head_dim", "distinct_tokens", "token_tolerance",
                       "positional_tolerance"},
                      rows));
-  plot::ChartStyle s = chart(m.pe + ": rank of layer-1 attention terms (" + c.label + ")", "head",
-                             "numerical rank", {"token-token X Wq Wk^T X^T", positional}, heads);
+  plot::svg::ChartStyle s =
+      chart(m.pe + ": rank of layer-1 attention terms (" + c.label + ")", "head", "numerical rank", heads);
   s.y_min = 0;
   s.y_max = static_cast<double>(c.table.empty() ? c.length : std::min(m.head_dim(), c.length));
-  out.png("attention_rank.png", plot::bar_chart(heads, {{"token-token X Wq Wk^T X^T", token_ranks, plot::series_color(0)},
-                                                        {positional, position_ranks, plot::series_color(1)}},
-                                                s));
-  out.analysis(title, "attention_rank.png", "csv", "attention_rank.csv",
+  out.svg("attention_rank.svg",
+          plot::svg::bar_chart(heads, {{"token-token X Wq Wk^T X^T", token_ranks, 0}, {positional, position_ranks, 1}}, s));
+  out.analysis(title, "attention_rank.svg", "csv", "attention_rank.csv",
                "Per head of layer 1, the number of singular values above s_max * L * 2^-23 (L = " +
                    std::to_string(c.length) + ") of the token-token term (X = the word embeddings of " +
                    std::to_string(tokens) + " distinct held-out tokens, the first different ones of the text: a "

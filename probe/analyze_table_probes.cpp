@@ -33,7 +33,7 @@ void analyses::probes_of_table(RunState& c, Output& out) {
                                  labels = {c.variant, "sinusoid", "random"};
   json::Value reg = json::Value::object(), ord = json::Value::object();
   std::vector<double> mae, base, err;
-  std::vector<plot::Series> shares;
+  std::vector<plot::svg::Line> shares;
   std::vector<std::vector<double>> share_rows(static_cast<size_t>(std::min(c.length, d)));
   for (size_t i = 0; i < rows.size(); ++i) {
     const WangChenRow& w = rows[i];
@@ -50,7 +50,7 @@ void analyses::probes_of_table(RunState& c, Output& out) {
     err.push_back(w.order_error);
     std::vector<double> ks;
     for (size_t k = 0; k < w.share.size(); ++k) ks.push_back(static_cast<double>(k + 1));
-    shares.push_back({labels[i], ks, w.share, plot::series_color(static_cast<int>(i)), false});
+    shares.push_back({labels[i], ks, w.share, static_cast<int>(i)});
     for (size_t k = 0; k < share_rows.size(); ++k) {
       if (i == 0) share_rows[k].push_back(static_cast<double>(k + 1));
       share_rows[k].push_back(k < w.share.size() ? w.share[k] : 1.0);
@@ -63,12 +63,10 @@ void analyses::probes_of_table(RunState& c, Output& out) {
   rj["seed"] = static_cast<int64_t>(c.options.seed);
   rj["tables"] = reg;
   out.json_file("position_regression.json", rj);
-  plot::ChartStyle s = chart("absolute position regression (" + c.label + ")", "", "MAE (positions)",
-                             {"MAE", "predict the mean"}, labels);
+  plot::svg::ChartStyle s = chart("absolute position regression (" + c.label + ")", "table", "MAE (positions)", labels);
   s.y_min = 0;
-  out.png("position_regression.png",
-          plot::bar_chart(labels, {{"MAE", mae, plot::series_color(0)}, {"predict the mean", base, plot::series_color(7)}}, s));
-  out.analysis(t1, "position_regression.png", "json", "position_regression.json",
+  out.svg("position_regression.svg", plot::svg::bar_chart(labels, {{"MAE", mae, 0}, {"predict the mean", base, 7}}, s));
+  out.analysis(t1, "position_regression.svg", "json", "position_regression.json",
                "Position x predicted from P_x by least squares, 5-fold cross-validation over the " + about +
                    ", mean absolute error (Wang & Chen 2020, §4.1.1, Table 1). Controls: the fixed sinusoid of the "
                    "same width (near 0) and a Gaussian table (chance: about the MAE of predicting the mean).");
@@ -79,12 +77,12 @@ void analyses::probes_of_table(RunState& c, Output& out) {
   oj["seed"] = static_cast<int64_t>(c.options.seed);
   oj["tables"] = ord;
   out.json_file("relative_order.json", oj);
-  plot::ChartStyle so =
-      chart("relative order classification (" + c.label + ")", "", "error rate", {"error rate"}, labels);
+  plot::svg::ChartStyle so = chart("relative order classification (" + c.label + ")", "table", "error rate", labels);
   so.y_min = 0;
   so.y_max = 0.6;
-  out.png("relative_order.png", plot::bar_chart(labels, {{"error rate", err, plot::series_color(1)}}, so));
-  out.analysis(t2, "relative_order.png", "json", "relative_order.json",
+  so.legend = false;  // one series: the axis names it
+  out.svg("relative_order.svg", plot::svg::bar_chart(labels, {{"error rate", err, 1}}, so));
+  out.analysis(t2, "relative_order.svg", "json", "relative_order.json",
                "Whether i > j, from [P_i ; P_j] by logistic regression; positions split in 5 folds, each fold's "
                "pairs tested on a model trained on pairs of the other positions (Wang & Chen 2020, §4.1.2, Table 2). "
                "0.5 is chance (the Gaussian control).");
@@ -92,15 +90,15 @@ void analyses::probes_of_table(RunState& c, Output& out) {
   std::vector<std::string> header = {"k"};
   for (const std::string& n : names) header.push_back(n);
   out.file("informativeness.csv", table_csv(header, share_rows));
-  plot::ChartStyle si = chart("cumulative share of singular values (" + c.label + ")", "k",
-                              "share of the sum", labels);
+  plot::svg::ChartStyle si =
+      chart("cumulative share of singular values (" + c.label + ")", "k (singular values)", "share of the sum");
   si.y_min = 0;
   si.y_max = 1;
-  out.png("informativeness.png", plot::line_chart(shares, si));
+  out.svg("informativeness.svg", plot::svg::line_chart(shares, si));
   std::string counts;
   for (size_t i = 0; i < shares.size(); ++i)
     counts += (i ? ", " : "") + names[i] + " " + std::to_string(rows[i].components_90);
-  out.analysis(t3, "informativeness.png", "csv", "informativeness.csv",
+  out.analysis(t3, "informativeness.svg", "csv", "informativeness.csv",
                "(s_1 + ... + s_k) / sum of all s for the singular values of the " + about +
                    " table (Wang & Chen 2020, §4.2.2, Fig. 2). Components for 90 %: " + counts + ".");
 }

@@ -18,11 +18,12 @@ void analyses::similarity_of_absolute(RunState& c, Output& out) {
   probe::ThresholdSummary t = probe::threshold_summary(cos, 0);
   out.csv("absolute_dot.csv", dot);
   out.csv("absolute_cosine.csv", cos);
-  out.png("absolute_similarity.png",
-          plot::grid({map(dot, "dot products P_i . P_j", "dot product"),
-                      map(cos, "cosine similarity", "cosine", 0, "position j", "position i", 0.95, "cosine > 0.95", false)},
-                     2, c.variant + ": absolute position vectors (" + c.label + ")"));
-  out.analysis(title, "absolute_similarity.png", "csv", "absolute_cosine.csv",
+  out.svg("absolute_similarity.svg",
+          plot::svg::grid({map(dot, "dot products P_i . P_j", "dot product"),
+                           map(cos, "cosine similarity", "cosine", 0, "position j", "position i", 0.95, "cosine > 0.95",
+                               false)},
+                          2, c.variant + ": absolute position vectors (" + c.label + ")"));
+  out.analysis(title, "absolute_similarity.svg", "csv", "absolute_cosine.csv",
                "Dot products (left, absolute_dot.csv) and cosine similarities (right) between the position vectors "
                "P_0..P_" + std::to_string(c.length - 1) + " added at the input (Wang et al. 2021, Fig. 1; Wang & Chen "
                "2020, Fig. 1). Red: cosine above 0.95, 'not significantly different' (Wang et al. 2021, App. D); " +
@@ -51,12 +52,13 @@ void analyses::similarity_of_relative(RunState& c, Output& out) {
   s["indistinct_beyond_ahead"] = t.indistinct_beyond_ahead;
   s["indistinct_beyond_behind"] = t.indistinct_beyond_behind;
   out.json_file("relative_threshold.json", s);
-  out.png("relative_similarity.png",
-          plot::grid({map(dot, "dot products a_r . a_s", "dot product", r.first, "offset s", "offset r"),
-                      map(cos, "cosine similarity", "cosine", r.first, "offset s", "offset r", 0.95, "cosine > 0.95", false)},
-                     2, c.variant + ": relative vectors (" + c.label + ")"));
+  out.svg("relative_similarity.svg",
+          plot::svg::grid({map(dot, "dot products a_r . a_s", "dot product", r.first, "offset s", "offset r"),
+                           map(cos, "cosine similarity", "cosine", r.first, "offset s", "offset r", 0.95,
+                               "cosine > 0.95", false)},
+                          2, c.variant + ": relative vectors (" + c.label + ")"));
   auto beyond = [](int64_t d) { return d < 0 ? std::string("none") : std::to_string(d); };
-  out.analysis(title, "relative_similarity.png", "csv", "relative_cosine.csv",
+  out.analysis(title, "relative_similarity.svg", "csv", "relative_cosine.csv",
                "Vectors of " + r.source + " (offset r = j - i). Red: cosine above 0.95 (Wang et al. 2021, App. D); " +
                    fmt("%.3f", t.share_above) + " of the pairs. All vectors beyond offset " +
                    beyond(t.indistinct_beyond_ahead) + " ahead and " + beyond(t.indistinct_beyond_behind) +
@@ -92,8 +94,9 @@ void analyses::offset_parameters(RunState& c, Output& out) {
   out.file("offset_parameters.csv", table_csv(header, rows));
   const std::string heading = c.variant + ", layer 1, first head (" + c.label + ")";
   if (width == 1) {
-    plot::ChartStyle s = chart(heading, "offset r = j - i", "w_r", {"w_r"});
-    out.png("offset_parameters.png", plot::line_chart({{"w_r", offsets, scalars, plot::series_color(0), true}}, s));
+    plot::svg::ChartStyle s = chart(heading, "offset r = j - i (positions)", "w_r");
+    s.legend = false;  // one line: the axis names it
+    out.svg("offset_parameters.svg", plot::svg::line_chart({{"w_r", offsets, scalars, 0}}, s));
   } else {
     plot::HeatmapStyle s;
     s.title = heading;
@@ -101,9 +104,9 @@ void analyses::offset_parameters(RunState& c, Output& out) {
     s.y_label = "offset r = j - i";
     s.colorbar_label = "value";
     s.y_first = -k;
-    out.png("offset_parameters.png", plot::heatmap(v, s));
+    out.svg("offset_parameters.svg", plot::svg::heatmap(v, s, 360));  // one map, often a narrow one: room for its title
   }
-  out.analysis(title, "offset_parameters.png", "csv", "offset_parameters.csv",
+  out.analysis(title, "offset_parameters.svg", "csv", "offset_parameters.csv",
                "The parameters of " + r.source + " for offsets -" + std::to_string(k) + ".." + std::to_string(k) +
                    (reach < k ? " (beyond the clip " + std::to_string(reach) + " each offset uses the row of +-" +
                                     std::to_string(reach) + ", as the attention does)"

@@ -12,8 +12,7 @@
 #include "nn/bert.h"
 #include "nn/evaluate_batches.h"
 #include "nn/position.h"
-#include "plot/plot.h"
-#include "plot/png.h"
+#include "plot/svg.h"
 #include "probe/analysis_linalg.h"
 #include "train/checkpoint_paths.h"
 #include "train/loop.h"
@@ -297,15 +296,18 @@ json::Value probe_layers(const LayerProbeOptions& o) {
   return result;
 }
 
-std::string layer_probing_png(const json::Value& result, const std::string& title) {
-  std::vector<png::Image> panels;
+std::string layer_probing_svg(const json::Value& result, const std::string& title) {
+  std::vector<plot::svg::Figure> panels;
+  std::vector<std::pair<std::string, int>> legend;  // each attention keeps its look in every panel
   for (const auto& [name, task] : result["tasks"].items()) {
-    std::vector<plot::Series> series;
-    int color = 0;
+    std::vector<plot::svg::Line> series;
+    int next_look = 0;
     for (const char* attention : {"contextual", "positional", "both"}) {
-      const int c = color++;
+      const int look = next_look++;
       if (!task["attentions"].contains(attention)) continue;
-      plot::Series s{attention, {}, {}, plot::series_color(c), true};
+      if (std::none_of(legend.begin(), legend.end(), [&](const auto& e) { return e.first == attention; }))
+        legend.emplace_back(attention, look);
+      plot::svg::Line s{attention, {}, {}, look};
       const json::Value& layers = task["attentions"][attention]["by_layer"];
       for (size_t l = 0; l < layers.size(); ++l) {
         s.x.push_back(static_cast<double>(layers[l]["layer"].as_int()));
@@ -313,14 +315,18 @@ std::string layer_probing_png(const json::Value& result, const std::string& titl
       }
       series.push_back(s);
     }
-    plot::ChartStyle style;
+    plot::svg::ChartStyle style;
     style.title = name;
     style.x_label = "layer (0: embeddings)";
     style.y_label = "accuracy (%)";
-    panels.push_back(plot::line_chart(series, style));
+    style.width = 400;
+    style.height = 320;
+    style.legend = false;  // the grid's legend
+    panels.push_back(plot::svg::line_chart(series, style));
   }
-  ORDO_CHECK(!panels.empty(), "layer_probing_png: no task");
-  return png::encode(plot::grid(panels, 4, title));
+  ORDO_CHECK(!panels.empty(), "layer_probing_svg: no task");
+  std::sort(legend.begin(), legend.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  return plot::svg::document(plot::svg::grid(panels, 3, title, legend));
 }
 
 }  // namespace ordo::probe

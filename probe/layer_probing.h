@@ -88,6 +88,7 @@ struct LayerProbeOptions {
 json::Value probe_layers(const LayerProbeOptions& options);
 
 // Figure 4: a panel per task, accuracy (percent) against the layer, a line per attention.
-std::string layer_probing_png(const json::Value& result, const std::string& title);
+// An SVG document (plot/svg.h).
+std::string layer_probing_svg(const json::Value& result, const std::string& title);
 
 }  // namespace ordo::probe

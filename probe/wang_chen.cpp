@@ -7,6 +7,7 @@
 #include "base/counter_rng.h"
 #include "base/error.h"
 #include "plot/plot.h"
+#include "plot/svg.h"
 #include "probe/analysis_linalg.h"
 #include "probe/analysis_position.h"
 
@@ -88,8 +89,8 @@ WangChenReport wang_chen_tables(const std::vector<NamedTable>& tables_in, const 
                    " relative-order error (Table 2) | k for 90% of the singular values (Fig. 2) |\n"
                    "| --- | --- | --- | ---: | ---: | ---: | ---: |\n";
   std::string csv = "model,type,positions,dim,mae,baseline_mae,order_error,components_90\n";
-  std::vector<png::Image> cosines;
-  std::vector<plot::Series> shares;
+  std::vector<plot::svg::Figure> cosines;
+  std::vector<plot::svg::Line> shares;
   for (size_t i = 0; i < r.rows.size(); ++i) {
     const WangChenRow& w = r.rows[i];
     json::Value row = json::Value::object();
@@ -120,10 +121,10 @@ WangChenReport wang_chen_tables(const std::vector<NamedTable>& tables_in, const 
     hs.colorbar_label = "cosine";
     hs.vmin = -1;
     hs.vmax = 1;
-    cosines.push_back(plot::heatmap(cosine_similarities(tables[i].table), hs));
+    cosines.push_back(plot::svg::heatmap(cosine_similarities(tables[i].table), hs, 220));  // three a row at 1400 px
     std::vector<double> ks;
     for (size_t k = 0; k < w.share.size(); ++k) ks.push_back(static_cast<double>(k + 1));
-    shares.push_back({w.name, ks, w.share, plot::series_color(static_cast<int>(i)), false});
+    shares.push_back({w.name, ks, w.share, static_cast<int>(i)});
   }
   md += "\nWang & Chen 2020, Tables 1-2: the first " + std::to_string(positions) +
         " positions of each table; regression and order by 5-fold cross-validation over positions "
@@ -139,21 +140,18 @@ WangChenReport wang_chen_tables(const std::vector<NamedTable>& tables_in, const 
   r.files.emplace_back("wang_chen.json", json::dump(r.summary, 2) + "\n");
   r.files.emplace_back("wang_chen.md", md);
   r.files.emplace_back("wang_chen.csv", csv);
-  const int columns = std::min<int>(3, static_cast<int>(cosines.size()));
-  r.files.emplace_back("wang_chen_cosine.png",
-                       png::encode(plot::grid(cosines, columns, "position-wise cosine similarity (Wang & Chen 2020, "
-                                                                "Figs. 1 and 3), first " +
-                                                                    std::to_string(positions) + " positions")));
-  plot::ChartStyle cs;
+  r.files.emplace_back("wang_chen_cosine.svg",
+                       plot::svg::document(plot::svg::grid(cosines, 0, "position-wise cosine similarity (Wang & Chen "
+                                                                       "2020, Figs. 1 and 3), first " +
+                                                                           std::to_string(positions) + " positions")));
+  plot::svg::ChartStyle cs;
   cs.title = "cumulative share of the top-k singular values (Wang & Chen 2020, Fig. 2)";
-  cs.x_label = "k";
+  cs.x_label = "k (singular values, largest first)";
   cs.y_label = "share of the sum";
   cs.y_min = 0;
   cs.y_max = 1;
-  int legend = 0;
-  for (const plot::Series& s : shares) legend += 36 + plot::text_width(s.name);
-  cs.width = std::max({cs.width, plot::text_width(cs.title) + 40, legend + 110});
-  r.files.emplace_back("wang_chen_informativeness.png", png::encode(plot::line_chart(shares, cs)));
+  cs.width = 720;
+  r.files.emplace_back("wang_chen_informativeness.svg", plot::svg::document(plot::svg::line_chart(shares, cs)));
   return r;
 }
 

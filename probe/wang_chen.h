@@ -57,8 +57,8 @@ std::vector<WangChenRow> wang_chen_rows(const std::vector<NamedTable>& tables, c
 //                    order_error, components_90 (k reaching 90 % of the
 //                    singular values' sum), share (the curve)
 //   wang_chen.md, wang_chen.csv   Tables 1-2 side by side
-//   wang_chen_cosine.png          Figures 1 and 3: one cosine map per table
-//   wang_chen_informativeness.png Figure 2: one curve per table
+//   wang_chen_cosine.svg          Figures 1 and 3: one cosine map per table
+//   wang_chen_informativeness.svg Figure 2: one curve per table
 // Errors: no table, a table with fewer rows than 2, tables of different widths
 // are fine (each is analysed in its own width).
 struct WangChenReport {

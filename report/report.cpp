@@ -207,7 +207,8 @@ void read_analysis(RunRecord& r) {
       ORDO_CHECK(is_inside(rel), where, ": \"", key, "\" '", rel, "' is not a path inside ", dir);
       return dir + "/" + rel;
     };
-    a.png = path_of("png");
+    a.figure = path_of("figure");
+    if (a.figure.empty()) a.figure = path_of("png");  // an index written before the figures were SVG
     a.data = path_of("csv");
     if (a.data.empty()) a.data = path_of("json");
     r.analyses.push_back(a);
@@ -410,18 +411,48 @@ plot::svg::Figure layer_panel(const std::string& title, const Matrix& m, const s
   return plot::svg::heatmap(m, style, map_size);
 }
 
+// The page's table heads its indicator and loss columns with short names,
+// each spelt out in a key under the table (table_columns()' headings), so
+// that its 13 columns fit a page 1400 px wide.
+const std::map<std::string, std::string>& short_headings() {
+  static const std::map<std::string, std::string> names = {
+      {"monotonicity", "OPR"},         {"monotonicity_first_k", "OPR 20"},
+      {"translation_invariance", "AIV"}, {"translation_invariance_no_special", "AIV w/o"},
+      {"symmetry_sd", "SD"},           {"direction_balance", "DB"},
+      {"symmetry", "symmetry"},       {"eval_loss", "LM loss"},
+      {"eval_accuracy", "LM acc."},
+  };
+  return names;
+}
+
+// A variant's name that may wrap after each '+' of a combination.
+std::string breakable_name(const std::string& name) {
+  std::string out;
+  for (char c : name) out += c == '+' ? std::string("+<wbr>") : html_escape(std::string(1, c));
+  return out;
+}
+
 std::string html_table(const std::vector<RunRecord>& runs) {
-  std::string out = "<table>\n<tr>";
-  for (const auto& [key, heading] : table_columns()) out += "<th>" + html_escape(heading) + "</th>";
+  std::string out = "<table>\n<tr>", key;
+  for (const auto& [column, heading] : table_columns()) {
+    const auto name = short_headings().find(column);
+    if (name == short_headings().end()) {
+      out += "<th>" + html_escape(heading) + "</th>";
+      continue;
+    }
+    out += "<th title=\"" + html_escape(heading) + "\">" + html_escape(name->second) + "</th>";
+    key += std::string(key.empty() ? "" : "; ") + "<b>" + html_escape(name->second) + "</b>: " + html_escape(heading);
+  }
   out += "</tr>\n";
   for (const RunRecord& r : runs) {
     out += "<tr>";
-    for (const auto& [key, heading] : table_columns())
-      out += (key == "variant" ? "<td><a href=\"#" + r.slug + "\">" + html_escape(display_cell(r, key)) + "</a></td>"
-                               : "<td>" + html_escape(display_cell(r, key)) + "</td>");
+    for (const auto& [column, heading] : table_columns())
+      out += (column == "variant" ? "<td><a href=\"#" + r.slug + "\">" + breakable_name(display_cell(r, column)) +
+                                        "</a></td>"
+                                  : "<td>" + html_escape(display_cell(r, column)) + "</td>");
     out += "</tr>\n";
   }
-  return out + "</table>\n";
+  return out + "</table>\n<p class=\"key\">" + key + ".</p>\n";
 }
 
 std::string figure_html(const std::string& src, const std::string& caption) {
@@ -512,14 +543,14 @@ std::string run_section(const RunRecord& r, std::vector<OutputFile>& files) {
       ++n;
       out += "<h4>" + html_escape(a.title) + "</h4>\n";
       // Copies keep their names under a numbered prefix: two analyses may share one.
-      if (!a.png.empty() && file_exists(a.png)) {
+      if (!a.figure.empty() && file_exists(a.figure)) {
         const std::string name = base + "analysis/" + std::to_string(n) + "_" +
-                                 safe_name(std::filesystem::path(a.png).filename().string());
-        files.push_back({name, read_file(a.png)});
+                                 safe_name(std::filesystem::path(a.figure).filename().string());
+        files.push_back({name, read_file(a.figure)});
         out += figure_html(name, a.caption.empty() ? a.title : a.caption);
       } else {
         if (!a.caption.empty()) out += "<p>" + html_escape(a.caption) + "</p>\n";
-        if (!a.png.empty()) out += "<p>(figure missing: <code>" + html_escape(a.png) + "</code>)</p>\n";
+        if (!a.figure.empty()) out += "<p>(figure missing: <code>" + html_escape(a.figure) + "</code>)</p>\n";
       }
       if (!a.data.empty() && file_exists(a.data)) {
         const std::string name = base + "analysis/" + std::to_string(n) + "_" +
@@ -689,10 +720,12 @@ std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs, const 
       "body { font-family: sans-serif; margin: 2em; max-width: 1400px; }\n"
       "table { border-collapse: collapse; margin: 1em 0; }\n"
       "th, td { border: 1px solid #bbb; padding: 3px 8px; text-align: right; }\n"
+      "th { overflow-wrap: anywhere; }\n"  // a long column name may break: the table fits the page
       "th:first-child, td:first-child { text-align: left; }\n"
       "figure { display: inline-block; margin: 0.5em; vertical-align: top; }\n"
       "figcaption { font-size: 90%; max-width: 480px; }\n"
       "img { max-width: 100%; }\n"
+      ".key { font-size: 90%; }\n"
       "</style>\n</head>\n<body>\n"
       "<h1>Position encodings: identical word probing and analyses</h1>\n"
       "<p>Each row: a run's checkpoint probed with identical words (Wang et al. 2021, §4.2, Eq. 8): "

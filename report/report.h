@@ -8,7 +8,8 @@
 //   RUN/metrics.jsonl     the last line with "eval_loss": the final held-out MLM
 //                         loss and accuracy (optional: the cells are left empty)
 //   RUN/analysis/index.json  `ordo analyze --out RUN/analysis`'s figures
-//                         {"analyses": [{"title", "png", "csv" | "json", "caption"}],
+//                         {"analyses": [{"title", "figure", "csv" | "json", "caption"}],
+//                          ("png" in place of "figure" in an index written before the figures were SVG)
 //                          "skipped": [{"title", "reason"}]} (optional)
 // and renders, all in memory:
 //   table.md, table.csv, table.json   one row per run in the layout of Wang et
@@ -26,7 +27,7 @@
 //       locality/symmetry paper's Fig. 1): viridis, colour bar, axis labels,
 //       the row's name as title
 //   runs/<n>_<variant>/...   each run's heatmaps (attention.svg, scores.svg)
-//       and its analysis files, copied (ordo analyze's figures stay PNG)
+//       and its analysis files, copied (ordo analyze's figures are SVG too)
 //   index.html     static and self-contained: it links only files beside it
 // The row of a run uses probed layer 1 when the probe has it, else the
 // first layer it probed (the "layer" column says which).
@@ -42,7 +43,7 @@ namespace ordo::report {
 
 struct AnalysisEntry {
   std::string title, caption;
-  std::string png;   // the figure's path (RUN/analysis/...), empty when none
+  std::string figure;  // the figure's path (RUN/analysis/...), empty when none
   std::string data;  // the table's path (csv or json), empty when none
 };
 

@@ -6,7 +6,7 @@
 //   ordo analyze --model CHECKPOINT --out DIR [--positions N]    a checkpoint outside a run (HF's)
 //   ordo analyze --models FOLDER --out DIR [--positions N]       Wang & Chen 2020's tables across models
 //
-// Writes CSV/JSON tables, PNG figures and DIR/index.json (what `ordo report`
+// Writes CSV/JSON tables, SVG figures and DIR/index.json (what `ordo report`
 // reads). Every mistake (a missing run, config or checkpoint, a bad flag)
 // ends in one line naming it and exit 1, with nothing in DIR changed. An
 // existing DIR is refused unless --overwrite, which replaces it whole.
@@ -60,7 +60,7 @@ ordo::cli::Register command({"analyze", "analyses of a run's or a checkpoint's l
                              "       BERT, RoBERTa or GPT-2 folder, a bare encoder, a fine-tuned model: its task head left\n"
                              "       out): what needs a run is listed as skipped\n"
                              "  or  --models FOLDER --out DIR [--positions N]      Wang & Chen 2020's Tables 1-2 and\n"
-                             "       Figures 1-3 across every checkpoint or run in FOLDER (wang_chen.md, .csv, .json, PNGs)\n"
+                             "       Figures 1-3 across every checkpoint or run in FOLDER (wang_chen.md, .csv, .json, SVGs)\n"
                              "  --positions N  rows of each position table analysed (default 512, as Wang & Chen)\n"
                              "  --overwrite  replace DIR if it exists (whole: no file of the previous analysis stays)",
                              run});

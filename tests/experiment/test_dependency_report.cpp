@@ -3,6 +3,7 @@
 // and 9 read from their TSVs and set beside a run's dependency_heads.json and
 // layers/probing.json written here, with the generated readings; every
 // expected cell and verdict is worked by hand from the numbers below.
+#include <algorithm>
 #include <string>
 
 #include "base/file_io.h"
@@ -11,6 +12,7 @@
 #include "experiment/layer_report.h"
 #include "experiment/paper_table.h"
 #include "tests/helpers.h"
+#include "tests/plot/svg_check.h"
 
 using namespace ordo;
 using Catch::Matchers::Contains;
@@ -173,11 +175,24 @@ TEST_CASE("Table 9 beside the runs' layer probing: the shipped table's rows, cel
     experiment::check_paper_table(experiment::read_paper_table(path), plan);
   }(), Contains("'bert.all' is not RUN.both, RUN.contextual or RUN.positional"));
   // ordo's bert: tense both 0.70, contextual 0.60, positional 0.65; bigram_shift 0.80, 0.50, 0.55.
-  auto attention = [](double tense, double shift) {
+  // Each with its accuracy by layer (Figure 4's lines): half of it at the embeddings, all of it at layer 1.
+  auto by_layer = [](double accuracy) {
+    json::Value layers = json::Value::array();
+    for (int l = 0; l < 2; ++l) {
+      json::Value x = json::Value::object();
+      x["layer"] = l;
+      x["report_accuracy"] = accuracy * (l + 1) / 2;
+      layers.push_back(x);
+    }
+    return layers;
+  };
+  auto attention = [&](double tense, double shift) {
     json::Value a = json::Value::object();
     a["accuracy"] = tense;
+    a["by_layer"] = by_layer(tense);
     json::Value b = json::Value::object();
     b["accuracy"] = shift;
+    b["by_layer"] = by_layer(shift);
     return std::make_pair(a, b);
   };
   json::Value tense = json::Value::object(), shift = json::Value::object();
@@ -212,6 +227,16 @@ TEST_CASE("Table 9 beside the runs' layer probing: the shipped table's rows, cel
   CHECK_THAT(md, Contains("the paper on 1 of 1, ordo on 1 of 1."));
   // Contextual above positional on tense: the paper 82.9 > 67.2, ordo 60 < 65.
   CHECK_THAT(md, Contains("contextual above positional on tense and object_number: the paper on 1 of 1, ordo on 0 of 1."));
+  // Figure 4 of the run, drawn from its probing.json: a panel per task, one legend entry per attention.
+  const auto figure = std::find_if(files.files.begin(), files.files.end(),
+                                   [](const report::OutputFile& f) { return f.name == "layers/bert.svg"; });
+  REQUIRE(figure != files.files.end());
+  const svg_check::Element svg = svg_check::parse(figure->bytes);
+  svg_check::check_texts_inside(svg, 13);
+  CHECK(svg_check::view_box(svg).first <= 1400);
+  for (const char* text : {"tense", "bigram_shift", "both", "contextual", "positional"})
+    CHECK(svg_check::count_text(svg, text) == 1);
+  CHECK_THAT(files.html, Contains("<img src=\"layers/bert.svg\""));
 }
 
 TEST_CASE("the locality/symmetry folder's plan reads its six paper tables and names the runs of Tables 8 and 9",

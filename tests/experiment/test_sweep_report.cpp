@@ -2,6 +2,7 @@
 // each encoder's locality and symmetry against Eq. 9 and Eqs. 7-8 written
 // here as loops, the plan's expansion into fresh-model tasks, and the
 // report's table and reading on accuracies this test chose.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "experiment/plan.h"
 #include "experiment/sweep_report.h"
 #include "tests/helpers.h"
+#include "tests/plot/svg_check.h"
 
 using namespace ordo;
 using Catch::Matchers::Contains;
@@ -150,7 +152,14 @@ TEST_CASE("sweep: the report's table, panels and reading from the encoders' accu
   // Only the encoder at locality 0.186 lies in [0.15, 0.3].
   CHECK_THAT(files.markdown, Contains("Right (locality in [0.15, 0.3]): 1 encoder(s) finished, too few to read. "
                                       "Verdict: not testable here."));
-  bool png = false;
-  for (const auto& f : files.files) png = png || f.name == "sweep/figure2.png";
-  CHECK(png);
+  // The figure: a panel for the middle (three finished encoders), one for the right (one), legible at 1400 px.
+  const auto figure = std::find_if(files.files.begin(), files.files.end(),
+                                   [](const report::OutputFile& f) { return f.name == "sweep/figure2.svg"; });
+  REQUIRE(figure != files.files.end());
+  const svg_check::Element svg = svg_check::parse(figure->bytes);
+  svg_check::check_texts_inside(svg, 13);
+  CHECK(svg_check::view_box(svg).first <= 1400);
+  CHECK(svg_check::count_text(svg, "s = 1: accuracy against locality") == 1);
+  CHECK(svg_check::count_text(svg, "locality 0.15-0.3: accuracy against symmetry") == 1);
+  CHECK_THAT(files.html, Contains("<img src=\"sweep/figure2.svg\""));
 }

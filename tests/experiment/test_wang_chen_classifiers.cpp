@@ -1,12 +1,14 @@
 // experiment/wang_chen_classifiers.h: Table 3 and Figure 4 gathered from the
 // classifiers' results.json, against values worked by hand from the numbers
 // written here (made up, not the paper's).
+#include <algorithm>
 #include <filesystem>
 
 #include "base/file_io.h"
 #include "base/json.h"
 #include "experiment/wang_chen_classifiers.h"
 #include "tests/helpers.h"
+#include "tests/plot/svg_check.h"
 
 using namespace ordo;
 using Catch::Matchers::Contains;
@@ -81,11 +83,11 @@ TEST_CASE("Wang & Chen's Table 3 and Figure 4 from the classifiers' results", "[
   const experiment::WangChenFiles files = experiment::wang_chen_classifiers(plan, experiment::gather_results(plan));
   std::string table3;
   json::Value figure4;
-  bool png = false;
+  std::string svg;
   for (const report::OutputFile& f : files.files) {
     if (f.name == "wang_chen/table3.md") table3 = f.bytes;
     if (f.name == "wang_chen/figure4.json") figure4 = json::parse(f.bytes);
-    png |= f.name == "wang_chen/figure4.png";
+    if (f.name == "wang_chen/figure4.svg") svg = f.bytes;
   }
   INFO(table3);
   // Averages per seed: (80 + 60) / 2 = 70 and (90 + 70) / 2 = 80 -> 75.00 ± 7.07; a row without y has none.
@@ -100,8 +102,12 @@ TEST_CASE("Wang & Chen's Table 3 and Figure 4 from the classifiers' results", "[
   const double want[] = {62.5, 75, 62.5, 37.5};
   for (size_t b = 0; b < 4; ++b) CHECK(figure4["rows"]["a"][b]["mean"].as_number() == Approx(want[b]));
   CHECK(figure4["rows"]["random"][3]["mean"].as_number() == Approx(50));
-  CHECK(png);
-  CHECK_THAT(files.markdown, Contains("![Figure 4](wang_chen/figure4.png)"));
+  // The figure: a legend entry per row with a point, every text inside it.
+  REQUIRE(!svg.empty());
+  const svg_check::Element picture = svg_check::parse(svg);
+  svg_check::check_texts_inside(picture, 13);
+  for (const char* row : {"a", "b", "random"}) CHECK(svg_check::count_text(picture, row) == 1);
+  CHECK_THAT(files.markdown, Contains("![Figure 4](wang_chen/figure4.svg)"));
 
   // A plan without init_positions tasks has neither.
   plan.finetune = {task("x", "", "x")};

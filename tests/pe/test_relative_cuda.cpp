@@ -89,7 +89,7 @@ TEST_CASE("relative_gather, relative_scatter, relative_product and its backward 
   }
   // An index outside the table is an error on the device too.
   Tensor bad = Tensor::from_vector(std::vector<int64_t>(static_cast<size_t>(B * L * J), R), {B, L, J});
-  // The kernel reports it at the next synchronisation, as every device index error (tests/tensor/test_cuda.cpp).
+  // The kernel reports it at the next synchronisation, as every device index error (tests/tensor/test_cuda_indexing.cpp).
   Tensor gathered = relative_gather(on_gpu(x), on_gpu(bad));
   CHECK_THROWS_WITH(synchronize(kGpu), Catch::Contains("index out of range") && Catch::Contains("relative_gather"));
 }

@@ -1,7 +1,7 @@
 // The score-term, sinusoid, rotary and per-head segment variants on CUDA
 // against the same variants on the CPU, forward and backward, in f32. They
 // are compositions of ops each tested against the CPU in
-// tests/tensor/test_cuda.cpp; this checks the compositions (the i64 index
+// tests/tensor/test_cuda*.cpp; this checks the compositions (the i64 index
 // arithmetic, the lookups, the broadcasts) run on the device and agree.
 // Runs only where a GPU is (`ordo_tests --require-gpu "[cuda]"`).
 #ifdef ORDO_HAS_CUDA

@@ -3,6 +3,7 @@
 // legend that stays inside the view box, text no smaller than 13 px on a
 // figure no wider than a 1400 px page's column, the colours those Paul Tol
 // publishes, the heatmap's cells matplotlib's viridis end points.
+#include <cctype>
 #include <set>
 #include <tuple>
 
@@ -214,4 +215,22 @@ TEST_CASE("svg: grouped bars as tall as their values, each series named once", "
   CHECK(heights[2] / heights[0] == Approx(2).epsilon(0.01));
   CHECK(heights[3] / heights[0] == Approx(0.5).epsilon(0.02));
   for (double b : bases) CHECK(b == Approx(bases[0]).margin(0.11));
+}
+
+// Every point at one step (a run's only checkpoint): the x axis spans a few
+// percent around it, so its ticks name distinct steps, not "120" five times
+// over a width of 1.
+TEST_CASE("svg: points that share one x get distinct x tick labels", "[plot][svg]") {
+  svg::ChartStyle style;
+  style.title = "one checkpoint";
+  style.x_label = "step (optimizer updates)";
+  style.y_label = "loss";
+  const svg_check::Element chart =
+      svg_check::parse(svg::document(svg::line_chart({{"run a", {120}, {1}, 0}, {"run b", {120}, {2}, 1}}, style)));
+  svg_check::check_texts_inside(chart, 13);
+  CHECK(svg_check::count_text(chart, "120") == 1);
+  std::multiset<std::string> numbers;
+  for (const svg_check::Text& t : svg_check::texts(chart))
+    if (!t.content.empty() && std::isdigit(static_cast<unsigned char>(t.content[0]))) numbers.insert(t.content);
+  for (const std::string& n : numbers) CHECK(numbers.count(n) == 1);
 }

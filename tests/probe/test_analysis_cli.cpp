@@ -1,5 +1,6 @@
 // `ordo analyze` on tiny runs made here: the index has the shape `ordo
-// report` reads, every file it names exists (PNGs decode), what does not
+// report` reads, every file it names exists (the SVG figures parse, their
+// texts inside the picture and no wider than a page), what does not
 // apply to a variant is listed with its reason, and every mistake ends in
 // one clear line, exit 1 and an output directory left as it was.
 #include <algorithm>
@@ -13,9 +14,9 @@
 
 #include "base/file_io.h"
 #include "base/json.h"
-#include "plot/png.h"
 #include "probe/analyze_parts.h"
 #include "tests/helpers.h"
+#include "tests/plot/svg_check.h"
 
 using ordo::test::run_ordo;
 using ordo::test::TempDir;
@@ -48,7 +49,9 @@ std::set<std::string> titles(const json::Value& list) {
   return t;
 }
 
-// Every entry: title, png, one of csv / json, caption; every named file exists; PNGs decode.
+// Every entry: title, figure, one of csv / json, caption; every named file
+// exists; each figure an SVG whose texts lie inside it, at least 13 px, and
+// at most 1400 px wide (shown at its own size on a page that wide).
 void check_index(const json::Value& index, const std::string& out) {
   REQUIRE(index.is_object());
   REQUIRE(index["variant"].is_string());
@@ -62,11 +65,16 @@ void check_index(const json::Value& index, const std::string& out) {
     const bool csv = e.contains("csv"), js = e.contains("json");
     REQUIRE(csv != js);
     REQUIRE(ordo::file_exists(out + "/" + e[csv ? "csv" : "json"].as_string()));
-    const std::string png = out + "/" + e["png"].as_string();
-    REQUIRE(ordo::file_exists(png));
-    ordo::png::Image image = ordo::png::decode(ordo::read_file(png));
-    CHECK(image.width > 100);
-    CHECK(image.height > 100);
+    const std::string figure = out + "/" + e["figure"].as_string();
+    REQUIRE(figure.size() > 4);
+    CHECK(figure.substr(figure.size() - 4) == ".svg");
+    REQUIRE(ordo::file_exists(figure));
+    const ordo::svg_check::Element svg = ordo::svg_check::parse(ordo::read_file(figure));
+    ordo::svg_check::check_texts_inside(svg, 13);
+    const auto [width, height] = ordo::svg_check::view_box(svg);
+    CHECK(width > 100);
+    CHECK(width <= 1400);
+    CHECK(height > 100);
     if (js) CHECK(json::parse(ordo::read_file(out + "/" + e["json"].as_string())).is_object());
   }
   for (size_t i = 0; i < index["skipped"].size(); ++i) {
@@ -132,6 +140,15 @@ TEST_CASE("ordo analyze on a tiny ape_learned run writes every analysis and the 
   CHECK(reg["tables"]["fixed sinusoid"]["mae"].as_number() < 0.5);
   // Two checkpoints, two snapshots.
   CHECK(json::parse(ordo::read_file(out + "/snapshots.json"))["snapshots"].size() == 2);
+  // A legend entry per series: once in a chart, once per panel in a grid of two.
+  using ordo::svg_check::count_text;
+  const auto figure = [&](const char* name) { return ordo::svg_check::parse(ordo::read_file(out + "/" + name)); };
+  const ordo::svg_check::Element shares = figure("informativeness.svg");
+  for (const char* table : {"ape_learned", "sinusoid", "random"}) CHECK(count_text(shares, table) == 1);
+  const ordo::svg_check::Element regression = figure("position_regression.svg");
+  for (const char* series : {"MAE", "predict the mean"}) CHECK(count_text(regression, series) == 1);
+  const ordo::svg_check::Element skip = figure("skip_position_attack.svg");
+  for (const char* series : {"positions 0,1,2,...", "positions 0,c,2c,..."}) CHECK(count_text(skip, series) == 2);
   // Each file written is claimed by exactly one row of the analyses'
   // registry (probe/analyze_run.cpp), and the rows' names are distinct.
   const std::vector<ordo::probe::analyses::Analysis>& registry = ordo::probe::analyses::registered_analyses();

@@ -73,11 +73,14 @@ void fake_run(const std::string& run, const std::string& pe, const std::vector<i
   }
   write(run + "/probe/indicators.json", json::dump(ind, 2));
   if (analysis) {
-    write(run + "/analysis/cosine.png", png::encode(png::Image(5, 5, 200, 0, 0)));
+    write(run + "/analysis/cosine.svg",
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"200\" height=\"100\" viewBox=\"0 0 200 100\">"
+          "<text x=\"10\" y=\"50\" font-size=\"14\">cosine</text></svg>\n");
     write(run + "/analysis/cosine.csv", "i,j,cos\n0,0,1\n");
+    // The second entry names its figure by "png", as an index written before the figures were SVG.
     write(run + "/analysis/index.json",
           "{\"variant\": \"" + pe + "\", \"analyses\": ["
-          "{\"title\": \"cosine <b>similarity</b>\", \"png\": \"cosine.png\", \"csv\": \"cosine.csv\", \"caption\": \"cos & sim\"},"
+          "{\"title\": \"cosine <b>similarity</b>\", \"figure\": \"cosine.svg\", \"csv\": \"cosine.csv\", \"caption\": \"cos & sim\"},"
           "{\"title\": \"rank\", \"png\": \"rank.png\", \"json\": \"rank.json\", \"caption\": \"not written\"}],"
           " \"skipped\": [{\"title\": \"sinusoid frequencies\", \"reason\": \"no sinusoid\"}]}");
   }
@@ -192,6 +195,23 @@ TEST_CASE("ordo report: the table matches the probe JSONs and metrics", "[probe]
                                  "0.1700 | 5.0625 | 0.1875 |"));
   CHECK_THAT(md, Catch::Contains("| rope | MLM+NSP | 2 | 0.2200 | 0.2300 | 0.2000 | 0.2100 | 0.2400 | inf | 0.2600 | "
                                  "0.2700 | n/a | n/a |"));
+
+  // The page's table, narrow enough for a page 1400 px wide: short headings,
+  // each with its full name as a tooltip and in the key under the table; no
+  // column lost.
+  const std::string page = read_file(out + "/index.html");
+  const size_t table = page.find("<table>"), table_end = page.find("</table>", table);
+  REQUIRE(table_end != std::string::npos);
+  const std::string headings = page.substr(table, page.find("</tr>", table) - table);
+  size_t columns = 0;
+  for (size_t at = headings.find("<th"); at != std::string::npos; at = headings.find("<th", at + 1)) ++columns;
+  CHECK(columns == 13);
+  CHECK_THAT(headings, Catch::Contains("<th title=\"monotonicity, all offsets\">OPR</th>"));
+  CHECK_THAT(headings, Catch::Contains("<th title=\"held-out LM accuracy (likewise)\">LM acc.</th>"));
+  const std::string key_text = page.substr(table_end, page.find("</p>", table_end) - table_end);
+  CHECK_THAT(key_text, Catch::Contains("<b>OPR 20</b>: monotonicity, first 20 offsets"));
+  CHECK_THAT(key_text, Catch::Contains("<b>AIV w/o</b>: translation invariance, w/o [CLS]"));
+  CHECK_THAT(key_text, Catch::Contains("<b>LM loss</b>: held-out LM loss (masked tokens; causal: next token)"));
 }
 
 TEST_CASE("ordo report: the HTML links only files that exist", "[probe][report]") {
@@ -240,12 +260,12 @@ TEST_CASE("ordo report: the HTML links only files that exist", "[probe][report]"
   CHECK(read_file(out + "/runs/2_alibi/scores.png") == read_file(b + "/probe/scores_layer1.png"));
   CHECK(links > images);
   // The copied analysis figure and table are the run's bytes.
-  CHECK(read_file(out + "/runs/1_alibi/analysis/1_cosine.png") == read_file(a + "/analysis/cosine.png"));
+  CHECK(read_file(out + "/runs/1_alibi/analysis/1_cosine.svg") == read_file(a + "/analysis/cosine.svg"));
   CHECK(read_file(out + "/runs/1_alibi/analysis/1_cosine.csv") == read_file(a + "/analysis/cosine.csv"));
   // Titles escaped; the missing figure named, not linked; the skipped analysis listed.
   CHECK_THAT(html, Catch::Contains("cosine &lt;b&gt;similarity&lt;/b&gt;"));
   CHECK_THAT(html, Catch::Contains("cos &amp; sim"));
-  CHECK_THAT(html, Catch::Contains("figure missing"));
+  CHECK_THAT(html, Catch::Contains("(figure missing: <code>" + a + "/analysis/rank.png</code>)"));
   CHECK_THAT(html, Catch::Contains("sinusoid frequencies: no sinusoid"));
   CHECK_THAT(html, Catch::Contains("alibi (run_a)"));
   CHECK_THAT(html, Catch::Contains("alibi (run_b)"));

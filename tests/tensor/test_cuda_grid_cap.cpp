@@ -9,7 +9,7 @@
 // has more elements than its grid's threads take at once (four times as
 // many, for the kernels that move four elements a thread), and every
 // element is compared with the CPU's: bit for bit where the CUDA kernel
-// computes the CPU's bits (tests/tensor/test_cuda.cpp says which), else
+// computes the CPU's bits (tests/tensor/test_cuda*.cpp say which), else
 // within a bound of a few roundings of values of order 1 — an element never
 // written reads as NaN on the emulated GPU (fresh memory is poisoned) and
 // as whatever the memory held on a real one. Not here: launches whose
@@ -92,7 +92,7 @@ void require_near(const Tensor& on_gpu, const Tensor& on_cpu, double rtol, doubl
 // Two f32 sums of at most n terms in different orders (CPU and CUDA), each
 // within Higham and Mary's probabilistic bound lambda sqrt(n) u sum|terms|
 // of the exact sum (lambda = 8: a failure from rounding alone below 1e-10
-// an element), are within twice that of each other (test_cuda.cpp's).
+// an element), are within twice that of each other (cuda_vs_cpu.h's).
 double pair_bound(int64_t n) { return 2 * 8 * std::sqrt(static_cast<double>(std::max<int64_t>(n, 1))) * kU; }
 
 Tensor absolute(const Tensor& x) { return unary(UnaryOp::abs, x); }
@@ -365,7 +365,7 @@ TEST_CASE("beyond the row kernels' grid cap: softmax, layernorm, cross-entropy a
           "[cuda][grid]") {
   const ReleaseCachedBlocks release;
   // Rows of 40 (a warp a row) past the cap's blocks of 4 rows, and rows of
-  // 1,025 (a block a row) past its blocks; test_cuda.cpp's bounds, per op.
+  // 1,025 (a block a row) past its blocks; test_cuda_layers.cpp's bounds, per op.
   struct Rows {
     int64_t count, n;
   };
@@ -381,7 +381,7 @@ TEST_CASE("beyond the row kernels' grid cap: softmax, layernorm, cross-entropy a
     require_near(yg, y, pair_bound(n) + 64 * kU, 0, "softmax");
     require_near(log_softmax(xg), log_softmax(x), 1e-6, pair_bound(n) + 128 * kU, "log_softmax");
     // The gradients of softmax, y (gy - sum gy y), and of log-softmax,
-    // gy - exp(y) sum gy: test_cuda.cpp's bounds (the sums within
+    // gy - exp(y) sum gy: test_cuda_layers.cpp's bounds (the sums within
     // pair_bound(n) of their magnitudes, then a few roundings).
     require_softmax_gradient(softmax_backward(yg, gyg), softmax_backward(y, gy), y, gy, false);
     const Tensor ly = log_softmax(x);

@@ -144,7 +144,7 @@ TEST_CASE("GPT-2 and RoBERTa folders with their BPE tokenizers: probe, analyze, 
   // The fixed sinusoid holds its positions (Wang & Chen's Table 1: MAE near 0); a Gaussian table does not.
   CHECK(wc["tables"][2]["name"].as_string() == "sinusoid");
   CHECK(wc["tables"][2]["mae"].as_number() < 0.5 * wc["tables"][3]["mae"].as_number());
-  for (const char* f : {"wang_chen.md", "wang_chen.csv", "wang_chen_cosine.png", "wang_chen_informativeness.png"})
+  for (const char* f : {"wang_chen.md", "wang_chen.csv", "wang_chen_cosine.svg", "wang_chen_informativeness.svg"})
     CHECK(ordo::file_exists(dir / (std::string("wang_chen/") + f)));
 
   // Fine-tuning from RoBERTa: <s> a </s></s> b </s>, its best/ in RoBERTa's layout with the tokenizer beside it.

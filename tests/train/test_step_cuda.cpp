@@ -41,7 +41,7 @@ constexpr double kF32Roundoff = 0x1p-24;  // unit roundoff of f32
 // of at most 53 terms (the vocabulary) whose CPU and CUDA summation orders
 // differ, plus exp/log/tanh/erf whose CUDA ulps are not the CPU's. Each
 // contributes a relative error of at most sqrt(n) u ~ 8u (Higham & Mary's
-// probabilistic bound, see tests/tensor/test_cuda.cpp), amplified by the
+// probabilistic bound, see tests/tensor/cuda_vs_cpu.h), amplified by the
 // conditioning of softmax and LayerNorm (whose 1/sigma multiplies it by at
 // most ~10 here). 80 operations x 8u x 10 ~ 6400u ~ 4e-4 would be the worst
 // case; 2^-12 ~ 2.4e-4 (4096u) relative to the tensor's largest element is

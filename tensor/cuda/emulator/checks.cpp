@@ -2,7 +2,7 @@
 // "The checks").
 //
 // How accesses are seen: the CUDA sources (tensor/cuda/*.cu, and the test
-// kernels of tests/tensor/test_emulator.cpp) are compiled with GCC's
+// kernels of tests/tensor/test_emulator*.cpp) are compiled with GCC's
 // ThreadSanitizer instrumentation (-fsanitize=thread) but linked without its
 // runtime: every load, store and atomic they make calls a __tsan_* function,
 // and those are defined here. Outside a kernel (current_thread is null) a call
