@@ -83,7 +83,7 @@ class SelfAttention : public Module {
   // to_products (with fused): q, k and v feed the attention's products and
   // nothing else, so they are made as the products take them (split_heads:
   // the biases added, the heads laid out and rounded in one pass).
-  Heads project(const Var& input, bool fused, bool to_products = false) const;
+  Heads project(const Var& input, const Context& ctx, bool fused, bool to_products = false) const;
   // forward()'s attention as the fused op (see fused_attention_enabled below).
   Var fused_attention(const Heads& h, const Var& padding_mask, PositionEncoding& pe, const AttentionState& s) const;
   // softmax_j(scores + mask), kept in the trace as asked, then dropout.
@@ -131,7 +131,7 @@ class Intermediate : public Module {
   // act(x W + b); fused (ctx.fused), the bias and activation in one kernel
   // whose output is stored as the next product takes it.
   Var forward(const Var& x, const Context& ctx) const {
-    return linear_activation(dense, act_, x, ctx.fused, /*as_operand=*/true);
+    return linear_activation(dense, act_, x, ctx, /*as_operand=*/true);
   }
   Linear& dense;
 
@@ -178,7 +178,7 @@ class Pooler : public Module {
  public:
   Pooler(const BertConfig& c, Device device);
   // tanh(h_[CLS] W + b)
-  Var forward(const Var& sequence) const;
+  Var forward(const Var& sequence, const Context& ctx) const;
   Linear& dense;
 };
 

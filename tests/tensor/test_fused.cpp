@@ -103,8 +103,8 @@ TEST_CASE("fused bias + activation computes the unfused ops' values and gradient
     test::require_close(fx.grad(), ux.grad(), 4 * kU, 4 * kU, "gx");
     check_column_sums(fb.grad(), ub.grad(), ux.grad(), "gbias");
     // As a bf16 product's operand: the f32 value rounded to nearest even, once.
-    MatmulPrecisionScope bf16(MatmulPrecision::bf16);
-    Var operand = bias_activation(Var(x), Var(b), act, /*as_operand=*/true);
+    Var operand =
+        bias_activation(Var(x), Var(b), act, /*as_operand=*/true, /*x_is_product=*/false, MatmulPrecision::bf16);
     REQUIRE(operand.dtype() == DType::bf16);
     CHECK(test::bit_identical(operand.value(), fused.value().to(DType::bf16)));
   }
@@ -629,7 +629,7 @@ TEST_CASE("softmax keeps its probabilities as bf16 for the backward: the roundin
 // probabilities add at most as much again to each term).
 TEST_CASE("the attention's probabilities and scores' gradient reach bf16 products rounded as written: no casts",
           "[tensor]") {
-  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  const MatmulPrecision bf16 = MatmulPrecision::bf16;
   const int64_t length = 7;
   const PhiloxStream stream{3, 4, Tensor()};
   struct Run {
@@ -641,11 +641,11 @@ TEST_CASE("the attention's probabilities and scores' gradient reach bf16 product
     Var v(rand_f32({2, 3, length, 8}, 52), true);
     Run r;
     KernelCallRecording recording;
-    const Var scores = matmul(q, k, false, true, 0.25);
-    const Var dropped =
-        fused ? softmax_dropout(scores, Var(), p, stream, true, true) : p > 0 ? dropout(softmax(scores), p, stream)
-                                                                             : softmax(scores);
-    const Var out = matmul(dropped, v);
+    const Var scores = matmul(q, k, false, true, 0.25, bf16);
+    const Var dropped = fused ? softmax_dropout(scores, Var(), p, stream, true, true, nullptr, bf16)
+                        : p > 0 ? dropout(softmax(scores), p, stream)
+                                : softmax(scores);
+    const Var out = matmul(dropped, v, false, false, 1.0, bf16);
     const size_t forward_calls = recording.calls().size();
     sum(mul(out, Var(rand_f32(out.shape(), 53)))).backward();
     const std::vector<KernelCall> calls = recording.calls();
