@@ -137,16 +137,16 @@ class CudaGraph {
 // product): as slow as fp32 there, and the reference a GPU's products are
 // compared with.
 //
-// A value, not process-wide state: the training commands parse train.precision
-// or --precision once (train::resolve_precision, train/loop.h) and hand it to
-// the model as nn::Context::precision; model code passes the context's value
-// to every op whose result depends on it (matmul, linear, the fused ops'
-// operands, the banded relative terms, as_operand, ...). Those ops take it as
-// a last argument defaulting to fp32: the exact product is what a test, a
-// tool or a sum that is not a model's product (segment_table_grad) means
-// when it names none, and adding one argument at the end left their many
-// call sites as they were. Threads and a backward long after its forward see
-// the same value (it is captured), which a global could not promise.
+// A value, not process-wide state. Commands parse train.precision or
+// --precision once (train::parse_precision, then train::resolve_precision on
+// the run's device: train/loop.h) and hand it to the model as
+// nn::Context::precision, which model code passes to every op whose result
+// depends on it (matmul, linear, the fused ops' operands, the banded
+// relative terms, ...) as its last argument. That argument defaults to fp32
+// (the exact product: what a test, a tool or a sum that is not a model's
+// product means when it names none; one argument added at the end left their
+// many call sites as they were), except where only a precision gives the
+// call a meaning (as_operand, operand_dtype, OperandRoundingScope).
 enum class MatmulPrecision : uint8_t { fp32, tf32, bf16 };
 const char* precision_name(MatmulPrecision precision);  // "fp32", "tf32", "bf16"
 
