@@ -338,7 +338,7 @@ void add_nn_cases(std::vector<GradcheckCase>& cases) {
                      return bias_activation_layernorm(v[0], v[1], UnaryOp::gelu, v[2], v[3], 1e-5);
                    }, {}});
   cases.push_back({"operand (the product's operand) into matmul", {rnd({2, 3}, 651), rnd({3, 2}, 652)},
-                   [](const std::vector<Var>& v) { return matmul(operand(v[0]), v[1]); }, {}});
+                   [](const std::vector<Var>& v) { return matmul(operand(v[0], MatmulPrecision::fp32), v[1]); }, {}});
   // A two-layer network end to end: the ops composed as a model composes them.
   cases.push_back({"two-layer MLP + layernorm + cross-entropy",
                    {rnd({6, 4}, 620), rnd({4, 8}, 621, -0.7, 0.7), rnd({8}, 622), rnd({8}, 623, 0.5, 1.5),

@@ -95,9 +95,11 @@ Var relative_product(const Var& q, const Var& k, const Var& a, const Tensor& idx
 // Consecutive positions (key j - query i the distance): table [Ht, 2L - 1, D]
 // (Ht 1 or H), row t the distance t - (L - 1), in place of an index.
 // x [B,H,L,D] -> [B,H,L,L]: sum_d x_id table[h', j - i + L - 1, d] (q_i . a_{j-i} for every pair).
-Var band_scores(const Var& x, const Var& table);
+// Under bf16 products (precision) both ops and their backwards round their
+// f32 operands as products do (tensor/ops.h band_table_grad).
+Var band_scores(const Var& x, const Var& table, MatmulPrecision precision = MatmulPrecision::fp32);
 // p [B,H,L,L] -> [B,H,L,D]: sum_j p_ij table[h', j - i + L - 1] (Shaw's value term sum_j alpha_ij a^V_{j-i}).
-Var band_apply(const Var& p, const Var& table);
+Var band_apply(const Var& p, const Var& table, MatmulPrecision precision = MatmulPrecision::fp32);
 
 // ---- fused attention (ops_attention.cpp; the terms: tensor/attention_terms.h) -------------
 // The terms that carry gradients (each may be undefined); attention() puts
@@ -111,35 +113,44 @@ struct AttentionVars {
 Var attention(const Var& q, const Var& k, const Var& v, const AttentionVars& vars, AttentionTerms terms);
 
 // ---- transformer pieces (ops_nn.cpp) ------------------------------------------------------
-Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false, double alpha = 1.0);
+// `precision` (tensor/device_runtime.h), here and below: how the op's
+// products multiply and, for the ops that write a product's operand or its
+// gradient (as_operand, x_is_product, ...), whether that is rounded to bf16.
+// The backward's products take the forward's. Model code passes its
+// nn::Context::precision; the default is the exact fp32 product.
+Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false, double alpha = 1.0,
+           MatmulPrecision precision = MatmulPrecision::fp32);
 // a b for a product that is the operand of another product alone (the
 // attention's context, through the heads' layout copy, for the output
 // projection): under bf16 products written in bf16 by the product itself
 // (matmul_to_bf16: the rounding the operand would get, half the bytes); else
 // matmul. Its gradient may arrive in bf16 (a product wrote it so): the
 // backward's products round it to that anyway.
-Var matmul_to_operand(const Var& a, const Var& b);
+Var matmul_to_operand(const Var& a, const Var& b, MatmulPrecision precision);
 // x W^T + b (b may be an undefined Var): a Linear layer in one op.
 // output_as_operand (no bias; bf16 products): the output rounded to bf16 as
 // the product writes it (matmul_to_bf16), for a fused kernel that reads it so
 // (bias_activation). Under bf16 products, x's gradient is written in bf16
 // where x's op takes one (Node::takes_bf16_gradient).
-Var linear(const Var& x, const Var& weight, const Var& bias, bool output_as_operand = false);
+Var linear(const Var& x, const Var& weight, const Var& bias, bool output_as_operand = false,
+           MatmulPrecision precision = MatmulPrecision::fp32);
 // Several Linears of one input as one product (tensor/ops.h linear_stacked):
 // [x W_1^T + b_1, ..., x W_n^T + b_n] along the last axis; biases: none, or one each.
-Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vector<Var>& biases);
+Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vector<Var>& biases,
+                   MatmulPrecision precision = MatmulPrecision::fp32);
 // mask (optional) is added to the scores before the softmax and may itself
 // be differentiable (a learned positional bias); an undefined Var means none.
 // x_is_product: x is a product's output that nothing else reads, so its
 // gradient is written as that product's backward takes it (bf16 under bf16
 // precision: the same result, half the bytes; not with a learned mask).
-Var softmax(const Var& x, const Var& mask = Var(), bool x_is_product = false);
+Var softmax(const Var& x, const Var& mask = Var(), bool x_is_product = false,
+            MatmulPrecision precision = MatmulPrecision::fp32);
 // dropout(softmax(x + mask), p, stream) as one op, whose backward is one pass
 // (softmax's, gy through the mask as it is read); x_is_product as softmax's,
 // as_operand as dropout's. probs, when given, gets softmax's output (before
 // the dropout: a trace's attentions). p = 0: softmax alone.
 Var softmax_dropout(const Var& x, const Var& mask, double p, const PhiloxStream& stream, bool x_is_product,
-                    bool as_operand, Tensor* probs = nullptr);
+                    bool as_operand, Tensor* probs = nullptr, MatmulPrecision precision = MatmulPrecision::fp32);
 Var log_softmax(const Var& x, const Var& mask = Var());
 // to_product: y feeds a product (nothing else is in between), so under a
 // forward's OperandRoundingScope its bf16 rounding is written beside it.
@@ -157,7 +168,8 @@ Var cross_entropy(const Var& logits, const Tensor& targets, int64_t ignore_index
 // product where they take a broadcast too. product (when given): matmul(x,
 // weightᵀ) before the bias (the logits are add(product, bias)), for reports.
 Var linear_cross_entropy(const Var& x, const Var& weight, const Var& bias, const Tensor& targets,
-                         int64_t ignore_index = -100, Tensor* product = nullptr);
+                         int64_t ignore_index = -100, Tensor* product = nullptr,
+                         MatmulPrecision precision = MatmulPrecision::fp32);
 // ---- fused transformer pieces (ops_fused.cpp) ------------------------------------------------
 // LayerNorm(residual + dropout(h + bias)) in one op: a post-LN layer's
 // residual branch (bias may be an undefined Var; p = 0: no dropout), the mask
@@ -165,34 +177,36 @@ Var linear_cross_entropy(const Var& x, const Var& weight, const Var& bias, const
 // that nothing else reads, so its gradient is written as that product's
 // backward takes it (bf16 under bf16 precision: the same result, half the bytes).
 Var residual_layernorm(const Var& h, const Var& bias, const Var& residual, const Var& gamma, const Var& beta,
-                       double eps, double p, const PhiloxStream& stream, bool h_is_product = false);
+                       double eps, double p, const PhiloxStream& stream, bool h_is_product = false,
+                       MatmulPrecision precision = MatmulPrecision::fp32);
 // act(x + bias) in one op (act: gelu, gelu_tanh, relu, tanh). as_operand:
 // the value is stored as the next product takes it (bf16 under bf16
 // precision); x_is_product: x's gradient likewise (residual_layernorm's h).
-Var bias_activation(const Var& x, const Var& bias, UnaryOp act, bool as_operand = false, bool x_is_product = false);
+Var bias_activation(const Var& x, const Var& bias, UnaryOp act, bool as_operand = false, bool x_is_product = false,
+                    MatmulPrecision precision = MatmulPrecision::fp32);
 // LayerNorm(act(x + bias)) in one op: an MLM head's transform, x a product's
 // output (its gradient written as bias_activation's with x_is_product). Under
 // a forward's OperandRoundingScope the kernel writes y's bf16 rounding too,
 // for the decoder's product.
 Var bias_activation_layernorm(const Var& x, const Var& bias, UnaryOp act, const Var& gamma, const Var& beta,
-                              double eps);
+                              double eps, MatmulPrecision precision = MatmulPrecision::fp32);
 // x [B, L, P H d] plus the parts' biases (none, or one [H d] each) as heads
 // [P, B, H, L, d] (tensor/ops.h split_heads); as_operand: the heads feed
 // products alone (bf16 under bf16 precision); x_is_product: x's gradient
 // likewise. Part p is select(heads, 0, p).
 Var split_heads(const Var& x, const std::vector<Var>& biases, int64_t parts, int64_t heads, bool as_operand,
-                bool x_is_product);
+                bool x_is_product, MatmulPrecision precision = MatmulPrecision::fp32);
 // RoPE's rotation of x [B, H, L, d] with the angles' cosines and sines
 // [B, L, d / 2] (tensor/ops.h rotary): the unfused ops' values in one op; the
 // backward turns the gradient back (by -angle).
 Var rotary(const Var& x, const Tensor& cosines, const Tensor& sines, bool half);
-// x as products take it (as_operand: bf16 under bf16 precision), rounded once
-// for several products; the gradient passes through unchanged.
-Var operand(const Var& x);
+// x as products of that precision take it (as_operand: bf16 under bf16),
+// rounded once for several products; the gradient passes through unchanged.
+Var operand(const Var& x, MatmulPrecision precision);
 // The dtype in which a kernel writes a value like x (or x's gradient) that
 // only products take: bf16 for f32 under bf16 precision when for_product,
 // else x's — the rounding the product would make, made by the writer.
-DType operand_dtype(const Var& x, bool for_product);
+DType operand_dtype(const Var& x, bool for_product, MatmulPrecision precision);
 
 // Identity when p == 0; the backward recomputes the mask from (seed, stream).
 Var dropout(const Var& x, double p, const PhiloxStream& stream);

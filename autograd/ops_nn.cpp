@@ -24,24 +24,25 @@ namespace {
 std::vector<Tensor> product_grads(const Tensor& gc_in, const Tensor& av, const Tensor& bv, bool trans_a, bool trans_b,
                                   double alpha, MatmulPrecision precision, const std::vector<bool>& needs,
                                   const Tensor& ga_onto = Tensor(), bool ga_to_bf16 = false) {
-  MatmulPrecisionScope same_as_forward(precision);
   // Rounded once for both products; a bf16 gradient in a view's layout (a
   // product wrote it for matmul_to_operand's output) laid out once for both.
-  const Tensor gc = gc_in.dtype() == DType::bf16 && !gc_in.is_contiguous() ? gc_in.contiguous() : as_operand(gc_in);
+  const Tensor gc =
+      gc_in.dtype() == DType::bf16 && !gc_in.is_contiguous() ? gc_in.contiguous() : as_operand(gc_in, precision);
   const DType grad_dtype = av.dtype() == DType::f64 ? DType::f64 : DType::f32;  // the products' output
   // The product of x and y (its transposes as given) for input `input`: into
   // its place where it has one, else a new tensor summed down to `shape`.
   auto product_for = [&](size_t input, const Shape& shape, const Tensor& x, const Tensor& y, bool tx, bool ty) {
     const bool whole = Shape(gc.shape().begin(), gc.shape().end() - 2) == Shape(shape.begin(), shape.end() - 2);
     const Tensor place = whole ? gradient_destination(input, grad_dtype) : Tensor();
-    if (place.defined()) return matmul_into(place, x, y, tx, ty, alpha);
-    return sum_to(matmul(x, y, tx, ty, alpha), shape);
+    if (place.defined()) return matmul_into(place, x, y, tx, ty, alpha, precision);
+    return sum_to(matmul(x, y, tx, ty, alpha, precision), shape);
   };
   Tensor ga, gb;
   if (needs[0] && ga_onto.defined()) {
-    ga = trans_a ? matmul_onto(ga_onto, bv, gc, trans_b, true, alpha) : matmul_onto(ga_onto, gc, bv, false, !trans_b, alpha);
+    ga = trans_a ? matmul_onto(ga_onto, bv, gc, trans_b, true, alpha, precision)
+                 : matmul_onto(ga_onto, gc, bv, false, !trans_b, alpha, precision);
   } else if (needs[0] && ga_to_bf16) {
-    ORDO_ASSERT(!trans_a && alpha == 1.0);
+    ORDO_ASSERT(!trans_a && alpha == 1.0 && precision == MatmulPrecision::bf16);
     ga = matmul_to_bf16(gc, bv, false, !trans_b);
     ORDO_ASSERT(ga.shape() == av.shape());
   } else if (needs[0]) {
@@ -53,7 +54,7 @@ std::vector<Tensor> product_grads(const Tensor& gc_in, const Tensor& av, const T
       // A weight shared by a batch ([.., m, k] @ [k, n]): one product over
       // all rows at once instead of a product per batch summed afterwards.
       Tensor a2 = av.reshape({-1, av.size(-1)}), g2 = gc.reshape({-1, gc.size(-1)});
-      gb = trans_b ? matmul(g2, a2, true, false, alpha) : matmul(a2, g2, true, false, alpha);
+      gb = trans_b ? matmul(g2, a2, true, false, alpha, precision) : matmul(a2, g2, true, false, alpha, precision);
     } else {
       gb = trans_b ? product_for(1, bv.shape(), gc, av, true, trans_a)
                    : product_for(1, bv.shape(), av, gc, !trans_a, false);
@@ -66,20 +67,18 @@ std::vector<Tensor> product_grads(const Tensor& gc_in, const Tensor& av, const T
 // The operands are saved as the product takes them: under bf16 precision
 // their bf16 roundings, half the memory of the f32 values, and what the
 // backward's products would round them to anyway.
-Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, double alpha) {
-  const MatmulPrecision precision = matmul_precision();
-  Tensor av = as_operand(a.value()), bv = as_operand(b.value());
-  Tensor c = matmul(av, bv, trans_a, trans_b, alpha);
+Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, double alpha, MatmulPrecision precision) {
+  Tensor av = as_operand(a.value(), precision), bv = as_operand(b.value(), precision);
+  Tensor c = matmul(av, bv, trans_a, trans_b, alpha, precision);
   return record_op("matmul", c, {a, b},
                    [av, bv, trans_a, trans_b, alpha, precision](const Tensor& gc, const std::vector<bool>& needs) {
                      return product_grads(gc, av, bv, trans_a, trans_b, alpha, precision, needs);
                    });
 }
 
-Var matmul_to_operand(const Var& a, const Var& b) {
-  const MatmulPrecision precision = matmul_precision();
-  if (precision != MatmulPrecision::bf16 || a.dtype() == DType::f64) return matmul(a, b);
-  Tensor av = as_operand(a.value()), bv = as_operand(b.value());
+Var matmul_to_operand(const Var& a, const Var& b, MatmulPrecision precision) {
+  if (precision != MatmulPrecision::bf16 || a.dtype() == DType::f64) return matmul(a, b, false, false, 1.0, precision);
+  Tensor av = as_operand(a.value(), precision), bv = as_operand(b.value(), precision);
   Tensor c = matmul_to_bf16(av, bv, false, false);
   return record_op("matmul", c, {a, b}, [av, bv, precision](const Tensor& gc, const std::vector<bool>& needs) {
     return product_grads(gc, av, bv, false, false, 1.0, precision, needs);
@@ -88,12 +87,12 @@ Var matmul_to_operand(const Var& a, const Var& b) {
 
 // y = x W^T + b: the product's gradients as matmul's (gx added by the product
 // onto what x has gathered, when handed over), and gb = gy summed over rows.
-Var linear(const Var& x, const Var& weight, const Var& bias, bool output_as_operand) {
-  const MatmulPrecision precision = matmul_precision();
+Var linear(const Var& x, const Var& weight, const Var& bias, bool output_as_operand, MatmulPrecision precision) {
   const bool bf16 = precision == MatmulPrecision::bf16 && x.dtype() != DType::f64;
-  Tensor xv = as_operand(x.value()), wv = as_operand(weight.value());
-  Tensor y = bf16 && output_as_operand && !bias.defined() ? matmul_to_bf16(xv, wv, false, true)
-                                                          : linear(xv, wv, bias.defined() ? bias.value() : Tensor());
+  Tensor xv = as_operand(x.value(), precision), wv = as_operand(weight.value(), precision);
+  Tensor y = bf16 && output_as_operand && !bias.defined()
+                 ? matmul_to_bf16(xv, wv, false, true)
+                 : linear(xv, wv, bias.defined() ? bias.value() : Tensor(), precision);
   const Node* made_x = x.state()->node.get();
   const bool gx_to_bf16 = bf16 && made_x != nullptr && made_x->takes_bf16_gradient;
   std::vector<Var> inputs{x, weight};
@@ -114,12 +113,12 @@ Var linear(const Var& x, const Var& weight, const Var& bias, bool output_as_oper
 // the product, no adds, onto what x has gathered when handed over), the gW_i
 // as one product [sum out_i, in] and the gb_i as one row sum, each leaf given
 // its rows (Var::backward adopts them: no copy).
-Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vector<Var>& biases) {
+Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vector<Var>& biases,
+                   MatmulPrecision precision) {
   ORDO_CHECK(!weights.empty(), "linear_stacked: no weight");
   ORDO_CHECK(biases.empty() || biases.size() == weights.size(), "linear_stacked: ", biases.size(),
              " biases for ", weights.size(), " weights (none, or one each)");
-  const MatmulPrecision precision = matmul_precision();
-  const Tensor xv = as_operand(x.value());
+  const Tensor xv = as_operand(x.value(), precision);
   std::vector<Tensor> bias_values;
   std::vector<int64_t> outputs;
   int64_t total = 0;
@@ -137,7 +136,7 @@ Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vec
   for (const Var& w : weights) weight_values.push_back(w.value());
   Tensor wv = Tensor::joined_rows(weight_values);
   if (wv.defined()) {
-    wv = as_operand(wv);
+    wv = as_operand(wv, precision);
   } else {
     const Tensor& first = weight_values[0];
     const DType stacked_dtype = first.dtype() == DType::f64           ? DType::f64
@@ -148,14 +147,13 @@ Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vec
     for (size_t i = 0; i < weights.size(); at += outputs[i++]) wv.slice(0, at, at + outputs[i]).copy_from(weight_values[i]);
   }
   for (const Var& b : biases) bias_values.push_back(b.value());
-  Tensor y = linear_stacked(xv, wv, bias_values);
+  Tensor y = linear_stacked(xv, wv, bias_values, precision);
   std::vector<Var> inputs{x};
   inputs.insert(inputs.end(), weights.begin(), weights.end());
   inputs.insert(inputs.end(), biases.begin(), biases.end());
   const bool with_bias = !biases.empty();
   return record_op("linear_stacked", y, inputs,
                    [xv, wv, outputs, with_bias, precision](const Tensor& gy, const std::vector<bool>& needs) {
-                     MatmulPrecisionScope same_as_forward(precision);
                      const size_t n = outputs.size();
                      // Every bias's gradient from one sum over gy's rows, then split: a
                      // bias's own columns of gy are a strided view the sum would copy first.
@@ -167,24 +165,28 @@ Var linear_stacked(const Var& x, const std::vector<Var>& weights, const std::vec
                        OperandColumnSums both = operand_column_sums(g2);  // gy read once for the two
                        gc = both.operand, bias_sums = both.sums;
                      } else {
-                       gc = as_operand(g2);
+                       gc = as_operand(g2, precision);
                        if (bias_wanted) bias_sums = sum_to(g2, {gy.size(-1)});
                      }
                      std::vector<Tensor> grads(needs.size());
                      if (needs[0]) {
                        const Tensor onto = take_pending_gradient(0);
-                       if (onto.defined()) matmul_onto(onto.reshape({gc.size(0), wv.size(1)}), gc, wv);
-                       grads[0] = onto.defined() ? onto : matmul(gc, wv).reshape(xv.shape());
+                       if (onto.defined())
+                         matmul_onto(onto.reshape({gc.size(0), wv.size(1)}), gc, wv, false, false, 1.0, precision);
+                       grads[0] = onto.defined() ? onto
+                                                 : matmul(gc, wv, false, false, 1.0, precision).reshape(xv.shape());
                      }
                      const Tensor x2 = xv.reshape({-1, xv.size(-1)});
                      // One product for all the weights; where some take no gradient, one each for the rest.
                      bool weights_wanted = true;
                      for (size_t i = 0; i < n; ++i) weights_wanted = weights_wanted && needs[1 + i];
-                     const Tensor weight_grads = weights_wanted ? matmul(gc, x2, true, false) : Tensor();
+                     const Tensor weight_grads =
+                         weights_wanted ? matmul(gc, x2, true, false, 1.0, precision) : Tensor();
                      int64_t at = 0;
                      for (size_t i = 0; i < n; at += outputs[i++]) {
                        if (weights_wanted) grads[1 + i] = weight_grads.slice(0, at, at + outputs[i]);
-                       else if (needs[1 + i]) grads[1 + i] = matmul(gc.slice(1, at, at + outputs[i]), x2, true, false);
+                       else if (needs[1 + i])
+                         grads[1 + i] = matmul(gc.slice(1, at, at + outputs[i]), x2, true, false, 1.0, precision);
                        if (with_bias && needs[1 + n + i]) grads[1 + n + i] = bias_sums.slice(0, at, at + outputs[i]);
                      }
                      return grads;
@@ -195,10 +197,10 @@ namespace {
 // y = softmax(x + mask);  gx = y * (gy - sum(gy * y)), gmask = gx summed to mask's shape.
 // (log-softmax: gx = gy - softmax(x) * sum(gy).)
 // p > 0: out = dropout(y, p, stream), and gy passes through its mask first.
-Var softmax_op(const Var& x, const Var& mask, bool log, bool x_is_product, double p = 0,
+Var softmax_op(const Var& x, const Var& mask, bool log, bool x_is_product, MatmulPrecision precision, double p = 0,
                const PhiloxStream& stream = {}, bool as_operand = false, Tensor* probs = nullptr) {
   Tensor mv = mask.defined() ? mask.value() : Tensor();
-  const DType out_dtype = operand_dtype(x, as_operand);
+  const DType out_dtype = operand_dtype(x, as_operand, precision);
   // out: y dropped and rounded as the product takes it, written beside y in
   // one pass. Under bf16 products y is kept for the backward as its bf16
   // rounding too (half the bytes of the largest tensor the attention keeps),
@@ -216,7 +218,8 @@ Var softmax_op(const Var& x, const Var& mask, bool log, bool x_is_product, doubl
   std::vector<Var> inputs{x};
   if (mask.defined()) inputs.push_back(mask);
   // A learned mask's gradient is gx summed: then gx stays unrounded.
-  const DType gx_dtype = operand_dtype(x, x_is_product && !log && !(mask.defined() && mask.requires_grad()));
+  const DType gx_dtype =
+      operand_dtype(x, x_is_product && !log && !(mask.defined() && mask.requires_grad()), precision);
   const char* name = log ? "log_softmax" : p > 0 ? "softmax_dropout" : "softmax";
   return record_op(name, out, inputs,
                    [y, log, gx_dtype, p, stream, mshape = mv.defined() ? mv.shape() : Shape()](
@@ -229,13 +232,15 @@ Var softmax_op(const Var& x, const Var& mask, bool log, bool x_is_product, doubl
 }
 }  // namespace
 
-Var softmax(const Var& x, const Var& mask, bool x_is_product) { return softmax_op(x, mask, false, x_is_product); }
-Var softmax_dropout(const Var& x, const Var& mask, double p, const PhiloxStream& stream, bool x_is_product,
-                    bool as_operand, Tensor* probs) {
-  ORDO_CHECK(p >= 0 && p < 1, "softmax_dropout: p must be in [0, 1), got ", p);
-  return softmax_op(x, mask, false, x_is_product, p, stream, as_operand, probs);
+Var softmax(const Var& x, const Var& mask, bool x_is_product, MatmulPrecision precision) {
+  return softmax_op(x, mask, false, x_is_product, precision);
 }
-Var log_softmax(const Var& x, const Var& mask) { return softmax_op(x, mask, true, false); }
+Var softmax_dropout(const Var& x, const Var& mask, double p, const PhiloxStream& stream, bool x_is_product,
+                    bool as_operand, Tensor* probs, MatmulPrecision precision) {
+  ORDO_CHECK(p >= 0 && p < 1, "softmax_dropout: p must be in [0, 1), got ", p);
+  return softmax_op(x, mask, false, x_is_product, precision, p, stream, as_operand, probs);
+}
+Var log_softmax(const Var& x, const Var& mask) { return softmax_op(x, mask, true, false, MatmulPrecision::fp32); }
 
 // Under a forward's OperandRoundingScope the kernel writes y's bf16 rounding
 // too, which the next product (the first layer's Q/K/V, the MLM decoder)
@@ -261,15 +266,14 @@ Var cross_entropy(const Var& logits, const Tensor& targets, int64_t ignore_index
 }
 
 Var linear_cross_entropy(const Var& x, const Var& weight, const Var& bias, const Tensor& targets,
-                         int64_t ignore_index, Tensor* product) {
+                         int64_t ignore_index, Tensor* product, MatmulPrecision precision) {
   ORDO_CHECK(bias.defined(), "linear_cross_entropy: the product's bias is missing (use cross_entropy of linear)");
-  const MatmulPrecision precision = matmul_precision();
-  const Tensor xv = as_operand(x.value()), wv = as_operand(weight.value());
+  const Tensor xv = as_operand(x.value(), precision), wv = as_operand(weight.value(), precision);
   ORDO_CHECK(x.dim() == 2, "linear_cross_entropy: x has shape ", shape_str(x.shape()), ", expected [rows, in]");
   // The product without its bias: the loss kernels add it to each logit as
   // they read it, so no broadcast of it is written (the logits' bits those of
   // add(z, bias)).
-  const Tensor z = matmul(xv, wv, false, true);
+  const Tensor z = matmul(xv, wv, false, true, 1.0, precision);
   const Tensor bv = bias.value();
   const CrossEntropyResult r = cross_entropy(z, targets, ignore_index, bv);
   if (product) *product = z;

@@ -39,23 +39,25 @@ Var relative_product(const Var& q, const Var& k, const Var& a, const Tensor& idx
 }
 
 // y[b,h,i,j] = sum_d x_id T[j-i+L-1, d];  gx = band_apply(gy, T);  gT[t] = sum over pairs of row t of gy_ij x_i.
-Var band_scores(const Var& x, const Var& table) {
+Var band_scores(const Var& x, const Var& table, MatmulPrecision precision) {
   Tensor xv = x.value().contiguous(), tv = table.value().contiguous();
-  Tensor y = band_scores(xv, tv);
-  return record_op("band_scores", y, {x, table}, [xv, tv](const Tensor& gy, const std::vector<bool>& needs) {
-    return std::vector<Tensor>{needs[0] ? band_apply(gy, tv) : Tensor(),
-                               needs[1] ? band_table_grad(gy, xv, tv.size(0)) : Tensor()};
-  });
+  Tensor y = band_scores(xv, tv, precision);
+  return record_op("band_scores", y, {x, table},
+                   [xv, tv, precision](const Tensor& gy, const std::vector<bool>& needs) {
+                     return std::vector<Tensor>{needs[0] ? band_apply(gy, tv, precision) : Tensor(),
+                                                needs[1] ? band_table_grad(gy, xv, tv.size(0), precision) : Tensor()};
+                   });
 }
 
 // y[b,h,i,:] = sum_j p_ij T[j-i+L-1];  gp = band_scores(gy, T);  gT[t] = sum over pairs of row t of p_ij gy_i.
-Var band_apply(const Var& p, const Var& table) {
+Var band_apply(const Var& p, const Var& table, MatmulPrecision precision) {
   Tensor pv = p.value().contiguous(), tv = table.value().contiguous();
-  Tensor y = band_apply(pv, tv);
-  return record_op("band_apply", y, {p, table}, [pv, tv](const Tensor& gy, const std::vector<bool>& needs) {
-    return std::vector<Tensor>{needs[0] ? band_scores(gy, tv) : Tensor(),
-                               needs[1] ? band_table_grad(pv, gy, tv.size(0)) : Tensor()};
-  });
+  Tensor y = band_apply(pv, tv, precision);
+  return record_op("band_apply", y, {p, table},
+                   [pv, tv, precision](const Tensor& gy, const std::vector<bool>& needs) {
+                     return std::vector<Tensor>{needs[0] ? band_scores(gy, tv, precision) : Tensor(),
+                                                needs[1] ? band_table_grad(pv, gy, tv.size(0), precision) : Tensor()};
+                   });
 }
 
 }  // namespace ordo

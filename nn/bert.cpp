@@ -46,10 +46,10 @@ Ablation ablation_in_force(const PositionEncoding& pe, const Context& ctx) {
 // a cast. With from_product the merged value's gradient may be bf16: its way
 // back (views, the operand's pass-through) ends in t's product, whose
 // backward rounds it to bf16 itself.
-Var merge_heads(const Var& t, bool from_product) {
+Var merge_heads(const Var& t, MatmulPrecision precision, bool from_product) {
   const Var heads_last = permute(t, {0, 2, 1, 3});
-  const bool bf16 = matmul_precision() == MatmulPrecision::bf16;
-  Var merged = reshape(bf16 ? operand(heads_last) : heads_last, {t.size(0), t.size(2), t.size(1) * t.size(3)});
+  const bool bf16 = precision == MatmulPrecision::bf16;
+  Var merged = reshape(bf16 ? operand(heads_last, precision) : heads_last, {t.size(0), t.size(2), t.size(1) * t.size(3)});
   if (bf16 && from_product && t.dtype() == DType::bf16 && merged.state()->node)
     merged.state()->node->takes_bf16_gradient = true;
   return merged;
@@ -133,14 +133,15 @@ bool runs_inference_attention(const PositionEncoding& pe, Device device, const C
 // gamma_ij of Eq. 5, scaled: scale * q_i . k_j, or scale times the variant's
 // own contextual term `own` (Huang et al.'s products of q_i . k_j with position).
 Var scaled_contextual_term(PositionEncoding& pe, const AttentionState& s, const Var& own, const Var& q, const Var& k) {
-  return own.defined() ? affine(own, pe.score_scale(s)) : matmul(q, k, false, true, pe.score_scale(s));
+  return own.defined() ? affine(own, pe.score_scale(s))
+                       : matmul(q, k, false, true, pe.score_scale(s), s.ctx->precision);
 }
 
 // The scores with every positional term removed: scale * q_i . k_j, plus the
 // per-head segment scores (Chen et al. 2021, Eq. 9), which are neither term:
 // where the positional terms go, they stay.
 Var scores_without_positional_terms(PositionEncoding& pe, const AttentionState& s, const Var& q, const Var& k) {
-  Var scores = matmul(q, k, false, true, pe.score_scale(s));
+  Var scores = matmul(q, k, false, true, pe.score_scale(s), s.ctx->precision);
   return sum_of_defined(scores, pe.segment_scores(s));
 }
 
@@ -175,7 +176,8 @@ Var positional_attention(const Var& x, const Var& padding_mask, PositionEncoding
   Tensor keep = eq(padding_mask.value(), zero);  // 1 where a key may be seen, [B, 1, 1|L, L]
   delta = mul(delta, Var(keep));
   if (trace && trace->keep_attentions) trace->attentions.push_back(delta.value());
-  return merge_heads(matmul(delta, heads_view(x, s.heads, s.head_dim)));
+  const MatmulPrecision precision = s.ctx->precision;
+  return merge_heads(matmul(delta, heads_view(x, s.heads, s.head_dim), false, false, 1.0, precision), precision);
 }
 
 }  // namespace
@@ -201,11 +203,13 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
   // position is in the input, or its terms are of the positions alone) has
   // them made as bf16 operands in one pass (the CPU's evaluation path,
   // attention_inference, takes them so too).
-  const bool heads_to_products = !fused && matmul_precision() == MatmulPrecision::bf16 && x.dtype() == DType::f32 &&
+  const MatmulPrecision precision = ctx.precision;
+  const bool heads_to_products = !fused && precision == MatmulPrecision::bf16 && x.dtype() == DType::f32 &&
                                  !(pe.acts_in_attention && pe.reads_query_key()) && !pe.adds_segment_scores();
-  Heads h = project(x, ctx.fused, heads_to_products);             // q_i = x_i W^Q, k_j = x_j W^K, v_j = x_j W^V
+  Heads h = project(x, ctx, ctx.fused, heads_to_products);        // q_i = x_i W^Q, k_j = x_j W^K, v_j = x_j W^V
   if (fused) {
-    const Var out = merge_heads(fused_attention(h, padding_mask, pe, s));  // all below in one kernel per direction
+    // All below in one kernel per direction.
+    const Var out = merge_heads(fused_attention(h, padding_mask, pe, s), precision);
     return first_row_only ? slice(out, 1, 0, 1) : out;            // (its kernels take every query row)
   }
   if (first_row_only) h.q = slice(h.q, 2, 0, 1);                  // i = 0 alone; every j
@@ -215,11 +219,10 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
     // Its output goes to the output projection's product alone: under bf16
     // products it is written as that operand.
     const Var bias = pe.score_bias(s, h.q, h.k);
-    const DType out_dtype =
-        matmul_precision() == MatmulPrecision::bf16 && x.dtype() == DType::f32 ? DType::bf16 : DType::f32;
+    const DType out_dtype = precision == MatmulPrecision::bf16 && x.dtype() == DType::f32 ? DType::bf16 : DType::f32;
     return Var(attention_inference(h.q.value(), h.k.value(), h.v.value(),
                                    padding_mask.defined() ? padding_mask.value() : Tensor(), pe.score_scale(s),
-                                   bias.defined() ? bias.value() : Tensor(), out_dtype));
+                                   bias.defined() ? bias.value() : Tensor(), out_dtype, precision));
   }
   Var scores = scaled_contextual_term(pe, s, own, h.q, h.k);      // gamma_ij / sqrt(d)
   const Var delta = pe.score_bias(s, h.q, h.k);
@@ -227,10 +230,10 @@ Var SelfAttention::forward(const Var& x, const Var& padding_mask, PositionEncodi
   Var probs = attention_probs(scores, padding_mask, ctx, trace,   // a_ij = softmax_j(s_ij + mask)
                               !own.defined() && !delta.defined(), !pe.has_value_term());
   if (!pe.has_value_term())                                       // o_i = sum_j a_ij v_j, the projection's operand
-    return merge_heads(matmul_to_operand(probs, h.v), /*from_product=*/true);
-  Var context = matmul(probs, h.v);
+    return merge_heads(matmul_to_operand(probs, h.v, precision), precision, /*from_product=*/true);
+  Var context = matmul(probs, h.v, false, false, 1.0, precision);  // o_i = sum_j a_ij v_j
   context = sum_of_defined(context, pe.value_term(s, probs));     // + the value term (Shaw's sum_j a_ij a^V_ij)
-  return merge_heads(context);
+  return merge_heads(context, precision);
 }
 
 // The terms of forward()'s unfused ops given to the fused attention: the
@@ -247,7 +250,7 @@ Var SelfAttention::fused_attention(const Heads& h, const Var& padding_mask, Posi
   t.scale = pe.score_scale(s);
   // Under bf16 products a CUDA device runs the terms it can on tensor-core
   // tiles (attention_runs_on_tiles), rounding what the unfused ops round.
-  t.bf16_products = matmul_precision() == MatmulPrecision::bf16 && h.q.dtype() == DType::f32;
+  t.bf16_products = s.ctx->precision == MatmulPrecision::bf16 && h.q.dtype() == DType::f32;
   if (padding_mask.defined()) {
     const Tensor& m = padding_mask.value();
     const int64_t length = m.size(3);
@@ -269,10 +272,11 @@ Var SelfAttention::fused_attention(const Heads& h, const Var& padding_mask, Posi
 // that x's gradient is one product too, added by it onto the residual's (which
 // arrives first), and q, k and v's gradients are written into one buffer
 // (Var::backward's tiling slices, or their products' places in it) without adds.
-SelfAttention::Heads SelfAttention::project(const Var& input, bool fused, bool to_products) const {
+SelfAttention::Heads SelfAttention::project(const Var& input, const Context& ctx, bool fused, bool to_products) const {
   if (!fused)
-    return {heads_view(query.forward(input), heads_, head_dim_), heads_view(key.forward(input), heads_, head_dim_),
-            heads_view(value.forward(input), heads_, head_dim_)};
+    return {heads_view(query.forward(input, ctx), heads_, head_dim_),
+            heads_view(key.forward(input, ctx), heads_, head_dim_),
+            heads_view(value.forward(input, ctx), heads_, head_dim_)};
   std::vector<Var> biases;
   if (query.bias && key.bias && value.bias) biases = {query.bias->var, key.bias->var, value.bias->var};
   ORDO_CHECK(biases.size() == 3 || (!query.bias && !key.bias && !value.bias),
@@ -280,11 +284,11 @@ SelfAttention::Heads SelfAttention::project(const Var& input, bool fused, bool t
   const std::vector<Var> weights{query.weight.var, key.weight.var, value.weight.var};
   if (to_products) {
     // [3, B, H, L, d]: q, k, v one after another, each contiguous.
-    const Var heads = split_heads(linear_stacked(input, weights, {}), biases, 3, heads_,
-                                  /*as_operand=*/true, /*x_is_product=*/true);
+    const Var heads = split_heads(linear_stacked(input, weights, {}, ctx.precision), biases, 3, heads_,
+                                  /*as_operand=*/true, /*x_is_product=*/true, ctx.precision);
     return {select(heads, 0, 0), select(heads, 0, 1), select(heads, 0, 2)};
   }
-  const Var qkv = linear_stacked(input, weights, biases);
+  const Var qkv = linear_stacked(input, weights, biases, ctx.precision);
   // [B, L, 3 H d] -> [B, L, 3, H, d]; q, k, v the three [B, L, H, d] parts as [B, H, L, d].
   const Var parts = reshape(qkv, {qkv.size(0), qkv.size(1), 3, heads_, head_dim_});
   auto part = [&](int64_t i) { return permute(select(parts, 2, i), {0, 2, 1, 3}); };
@@ -301,7 +305,7 @@ Var SelfAttention::attention_probs(const Var& scores, const Var& padding_mask, C
   Tensor probs;
   Var out = softmax_dropout(scores, padding_mask, dropped ? dropout_ : 0.0,
                             dropped ? ctx.take_stream() : PhiloxStream{}, scores_is_product, probs_to_products,
-                            keep ? &probs : nullptr);
+                            keep ? &probs : nullptr, ctx.precision);
   if (keep) trace->attentions.push_back(probs);
   return out;
 }
@@ -319,7 +323,7 @@ Var SelfAttention::attention_probs(const Var& scores, const Var& padding_mask, C
 // ablated at the input instead (BertModel::forward).
 Var SelfAttention::ablated_attention(const Var& x, const Var& padding_mask, PositionEncoding& pe,
                                      const AttentionState& s, Ablation ablate, ForwardTrace* trace) const {
-  Heads h = project(x, /*fused=*/false);
+  Heads h = project(x, *s.ctx, /*fused=*/false);
   const Var q_plain = h.q, k_plain = h.k;
   pe.rotate(s, h.q, h.k);
   const bool rotates = h.q.state() != q_plain.state() || h.k.state() != k_plain.state();
@@ -330,9 +334,9 @@ Var SelfAttention::ablated_attention(const Var& x, const Var& padding_mask, Posi
                                               : positional_term_alone(pe, s, h.q, h.k, rotates);
   Var probs = attention_probs(scores, padding_mask, *s.ctx, trace, false,
                               !(ablate == Ablation::contextual && pe.has_value_term()));
-  Var context = matmul(probs, h.v);
+  Var context = matmul(probs, h.v, false, false, 1.0, s.ctx->precision);
   if (ablate == Ablation::contextual) context = sum_of_defined(context, pe.value_term(s, probs));
-  return merge_heads(context);
+  return merge_heads(context, s.ctx->precision);
 }
 
 // combine = sequence: X' = CA(PA(X)) (the locality/symmetry paper, Eq. 10,
@@ -347,10 +351,11 @@ Var SelfAttention::sequence_attention(const Var& x, const Var& padding_mask, Pos
                                       const AttentionState& s, Ablation ablate, ForwardTrace* trace) const {
   if (ablate == Ablation::contextual) return positional_attention(x, padding_mask, pe, s, trace);
   const Var input = ablate == Ablation::positional ? x : positional_attention(x, padding_mask, pe, s, nullptr);
-  Heads h = project(input, s.ctx->fused);
+  Heads h = project(input, *s.ctx, s.ctx->fused);
   Var scores = scores_without_positional_terms(pe, s, h.q, h.k);
   Var probs = attention_probs(scores, padding_mask, *s.ctx, trace, false, true);
-  return merge_heads(matmul(probs, h.v));
+  const MatmulPrecision precision = s.ctx->precision;
+  return merge_heads(matmul(probs, h.v, false, false, 1.0, precision), precision);
 }
 
 ResidualOutput::ResidualOutput(int64_t in, const BertConfig& c, Device device)
@@ -366,10 +371,11 @@ Var ResidualOutput::forward(const Var& h, const Var& residual, Context& ctx) con
     const PhiloxStream stream = p > 0 ? ctx.take_stream() : PhiloxStream{};
     // The product's output in bf16 under bf16 products (the kernel widens it
     // as it reads it): what autocast keeps; the residual stream stays FP32.
-    return residual_layernorm(dense.product(h, /*as_operand=*/true), dense.bias ? dense.bias->var : Var(), residual,
-                              norm->weight.var, norm->bias.var, norm->eps, p, stream, /*h_is_product=*/true);
+    return residual_layernorm(dense.product(h, ctx, /*as_operand=*/true), dense.bias ? dense.bias->var : Var(),
+                              residual, norm->weight.var, norm->bias.var, norm->eps, p, stream,
+                              /*h_is_product=*/true, ctx.precision);
   }
-  Var sum = add(dropout(dense.forward(h), dropout_, ctx), residual);
+  Var sum = add(dropout(dense.forward(h, ctx), dropout_, ctx), residual);
   return norm ? norm->forward(sum) : sum;
 }
 
@@ -423,7 +429,9 @@ Encoder::Encoder(const BertConfig& c, Device device) {
 Pooler::Pooler(const BertConfig& c, Device device)
     : dense(add_module("dense", std::make_unique<Linear>(c.hidden_size, c.hidden_size, c.initializer_range, device))) {}
 
-Var Pooler::forward(const Var& sequence) const { return tanh(dense.forward(select(sequence, 1, 0))); }
+Var Pooler::forward(const Var& sequence, const Context& ctx) const {
+  return tanh(dense.forward(select(sequence, 1, 0), ctx));
+}
 
 // ---- the model -----------------------------------------------------------------------
 
@@ -517,7 +525,8 @@ Var BertModel::forward(const BertInputs& in, Context& ctx, ForwardTrace* trace, 
   Tensor positions = given.positions.defined() ? given.positions : default_positions(batch, length, device_);
   Tensor segments = in.segment_ids.defined() ? in.segment_ids : Tensor::zeros(shape, DType::i64, device_);
   FactsScope facts(ctx, in.facts ? *in.facts : read_facts(given, batch, length));
-  const OperandRoundingScope rounded(encoder_weights_ ? encoder_weights_->var.value() : Tensor(), ctx.rounded_weights);
+  const OperandRoundingScope rounded(encoder_weights_ ? encoder_weights_->var.value() : Tensor(), ctx.precision,
+                                     ctx.rounded_weights);
 
   // HF's order of the sums: (word + token type) + position. The ablations of
   // an input-level encoding act here, on the two terms of the locality/

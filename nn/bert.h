@@ -63,7 +63,7 @@ struct ForwardTrace {
 // projection): under bf16 products the layout copy writes its bf16 operand.
 // from_product: t is matmul_to_operand's output and nothing else reads it;
 // then the product that takes the result writes its gradient in bf16.
-Var merge_heads(const Var& t, bool from_product = false);
+Var merge_heads(const Var& t, MatmulPrecision precision, bool from_product = false);
 
 // HF "attention.self": the three projections, and the attention itself.
 class SelfAttention : public Module {
@@ -89,7 +89,7 @@ class SelfAttention : public Module {
   // to_products (with fused): q, k and v feed the attention's products and
   // nothing else, so they are made as the products take them (split_heads:
   // the biases added, the heads laid out and rounded in one pass).
-  Heads project(const Var& input, bool fused, bool to_products = false) const;
+  Heads project(const Var& input, const Context& ctx, bool fused, bool to_products = false) const;
   // forward()'s attention as the fused op (see fused_attention_enabled below).
   Var fused_attention(const Heads& h, const Var& padding_mask, PositionEncoding& pe, const AttentionState& s) const;
   // softmax_j(scores + mask), kept in the trace as asked, then dropout.
@@ -137,7 +137,7 @@ class Intermediate : public Module {
   // act(x W + b); fused (ctx.fused), the bias and activation in one kernel
   // whose output is stored as the next product takes it.
   Var forward(const Var& x, const Context& ctx) const {
-    return linear_activation(dense, act_, x, ctx.fused, /*as_operand=*/true);
+    return linear_activation(dense, act_, x, ctx, /*as_operand=*/true);
   }
   Linear& dense;
 
@@ -184,7 +184,7 @@ class Pooler : public Module {
  public:
   Pooler(const BertConfig& c, Device device);
   // tanh(h_[CLS] W + b)
-  Var forward(const Var& sequence) const;
+  Var forward(const Var& sequence, const Context& ctx) const;
   Linear& dense;
 };
 

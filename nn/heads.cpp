@@ -15,32 +15,34 @@ MlmHead::MlmHead(const BertConfig& c, Device device)
     decoder = &add_parameter("decoder.weight", {c.vocab_size, c.hidden_size}, Init::normal(c.initializer_range), true, device);
 }
 
-Var MlmHead::transform(const Var& hidden, bool fused) const {
+Var MlmHead::transform(const Var& hidden, const Context& ctx) const {
   if (!transform_dense) return hidden;
-  if (fused && transform_dense->bias) {  // the bias, activation and LayerNorm in one kernel
-    return bias_activation_layernorm(transform_dense->product(hidden), transform_dense->bias->var, activation_op(act_),
-                                     transform_norm->weight.var, transform_norm->bias.var, transform_norm->eps);
+  if (ctx.fused && transform_dense->bias) {  // the bias, activation and LayerNorm in one kernel
+    return bias_activation_layernorm(transform_dense->product(hidden, ctx), transform_dense->bias->var,
+                                     activation_op(act_), transform_norm->weight.var, transform_norm->bias.var,
+                                     transform_norm->eps, ctx.precision);
   }
-  return transform_norm->forward(linear_activation(*transform_dense, act_, hidden, fused, /*as_operand=*/false));
+  return transform_norm->forward(linear_activation(*transform_dense, act_, hidden, ctx, /*as_operand=*/false));
 }
 
-Var MlmHead::forward(const Var& hidden, const Var& word_embeddings, bool fused) const {
-  const Var h = transform(hidden, fused);
+Var MlmHead::forward(const Var& hidden, const Var& word_embeddings, const Context& ctx) const {
+  const Var h = transform(hidden, ctx);
   const Var& table = this->table(word_embeddings);
-  if (bias == nullptr) return matmul(h, table, false, true);
-  return fused ? linear(h, table, bias->var) : add(matmul(h, table, false, true), bias->var);
+  const MatmulPrecision p = ctx.precision;
+  if (bias == nullptr) return matmul(h, table, false, true, 1.0, p);
+  return ctx.fused ? linear(h, table, bias->var, false, p) : add(matmul(h, table, false, true, 1.0, p), bias->var);
 }
 
 Tensor DeferredLogits::value() const { return bias.defined() ? add(product, bias) : product; }
 
-Var MlmHead::loss(const Var& hidden, const Var& word_embeddings, const Tensor& targets, bool fused,
+Var MlmHead::loss(const Var& hidden, const Var& word_embeddings, const Tensor& targets, const Context& ctx,
                   DeferredLogits* logits) const {
-  if (fused && bias) {
+  if (ctx.fused && bias) {
     if (logits) logits->bias = bias->var.value();
-    return linear_cross_entropy(transform(hidden, fused), table(word_embeddings), bias->var, targets, -100,
-                                logits ? &logits->product : nullptr);
+    return linear_cross_entropy(transform(hidden, ctx), table(word_embeddings), bias->var, targets, -100,
+                                logits ? &logits->product : nullptr, ctx.precision);
   }
-  const Var z = forward(hidden, word_embeddings, fused);
+  const Var z = forward(hidden, word_embeddings, ctx);
   if (logits) *logits = DeferredLogits{z.value(), Tensor()};
   return cross_entropy(z, targets);
 }
@@ -106,7 +108,8 @@ PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const MlmR
   const int64_t batch = inputs.input_ids.size(0), length = inputs.input_ids.size(1);
   check_dtype(predicted.rows, DType::i64, "PretrainingModel", "predicted rows");
   check_shape(predicted.targets, predicted.rows.shape(), "PretrainingModel", "predicted targets");
-  const OperandRoundingScope rounded(product_weights_ ? product_weights_->var.value() : Tensor(), ctx.rounded_weights);
+  const OperandRoundingScope rounded(product_weights_ ? product_weights_->var.value() : Tensor(), ctx.precision,
+                                     ctx.rounded_weights);
   Var sequence = bert.forward(inputs, ctx, trace);
   const int64_t hidden = sequence.size(-1);
   PretrainingOutput out;
@@ -115,12 +118,12 @@ PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const MlmR
   Var picked = predicted.ascending ? select_rows(flat, predicted.rows) : index_select(flat, 0, predicted.rows);
   // The transform's LayerNorm writes its output's rounding beside it for the
   // decoder (no cast of h), whose table was rounded with the other weights.
-  out.lm_loss = predictions.loss(picked, bert.embeddings.word_embeddings.weight.var, out.lm_targets, ctx.fused,
+  out.lm_loss = predictions.loss(picked, bert.embeddings.word_embeddings.weight.var, out.lm_targets, ctx,
                                  &out.lm_logits);
   out.loss = out.lm_loss;
   if (seq_relationship && nsp_labels.defined()) {
     check_shape(nsp_labels, {batch}, "PretrainingModel", "nsp_labels");
-    Var nsp_logits = seq_relationship->forward(bert.pooler->forward(sequence));
+    Var nsp_logits = seq_relationship->forward(bert.pooler->forward(sequence, ctx), ctx);
     out.nsp_logits = nsp_logits.value();
     out.nsp_loss = cross_entropy(nsp_logits, nsp_labels);
     out.loss = add(out.loss, out.nsp_loss);
@@ -129,9 +132,10 @@ PretrainingOutput PretrainingModel::forward(const BertInputs& inputs, const MlmR
 }
 
 Var PretrainingModel::all_logits(const BertInputs& inputs, Context& ctx, ForwardTrace* trace) const {
-  const OperandRoundingScope rounded(product_weights_ ? product_weights_->var.value() : Tensor(), ctx.rounded_weights);
+  const OperandRoundingScope rounded(product_weights_ ? product_weights_->var.value() : Tensor(), ctx.precision,
+                                     ctx.rounded_weights);
   Var sequence = bert.forward(inputs, ctx, trace);
-  return predictions.forward(sequence, bert.embeddings.word_embeddings.weight.var, ctx.fused);
+  return predictions.forward(sequence, bert.embeddings.word_embeddings.weight.var, ctx);
 }
 
 void initialize_bert(PretrainingModel& model, uint64_t seed) { initialize_bert(model, model.bert, seed); }

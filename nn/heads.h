@@ -27,14 +27,14 @@ class MlmHead : public Module {
  public:
   MlmHead(const BertConfig& c, Device device);
   // hidden [N, hidden] -> logits [N, vocab] against the tied word embeddings
-  // (or the head's own decoder weight); fused: the transform's bias and
-  // activation in one kernel, the logits' bias added by the product (linear)
-  // rather than after it.
-  Var forward(const Var& hidden, const Var& word_embeddings, bool fused = true) const;
+  // (or the head's own decoder weight), the products at ctx.precision;
+  // ctx.fused: the transform's bias and activation in one kernel, the
+  // logits' bias added by the product (linear) rather than after it.
+  Var forward(const Var& hidden, const Var& word_embeddings, const Context& ctx) const;
   // The mean cross-entropy of forward's logits against targets (-100:
   // ignored), the logits into *logits when given. Fused with a bias: the
   // decoder's product and the loss as one node (linear_cross_entropy).
-  Var loss(const Var& hidden, const Var& word_embeddings, const Tensor& targets, bool fused,
+  Var loss(const Var& hidden, const Var& word_embeddings, const Tensor& targets, const Context& ctx,
            DeferredLogits* logits) const;
   // The decoder's table: its own weight, or the tied word embeddings.
   const Var& table(const Var& word_embeddings) const { return decoder ? decoder->var : word_embeddings; }
@@ -44,7 +44,8 @@ class MlmHead : public Module {
   Parameter* decoder = nullptr;          // "decoder.weight" [vocab, hidden], tie_word_embeddings false
 
  private:
-  Var transform(const Var& hidden, bool fused) const;  // the dense, activation and LayerNorm, or hidden as it is
+  // The dense, activation and LayerNorm, or hidden as it is.
+  Var transform(const Var& hidden, const Context& ctx) const;
 
   Activation act_;
 };

@@ -8,7 +8,9 @@ Linear::Linear(int64_t in, int64_t out, double init_std, Device device, bool wit
   if (with_bias) bias = &add_parameter("bias", {out}, Init::zeros(), false, device);
 }
 
-Var Linear::forward(const Var& x) const { return linear(x, weight.var, bias ? bias->var : Var()); }
+Var Linear::forward(const Var& x, const Context& ctx) const {
+  return linear(x, weight.var, bias ? bias->var : Var(), /*output_as_operand=*/false, ctx.precision);
+}
 
 Embedding::Embedding(int64_t num, int64_t dim, double init_std, Device device, int64_t padding_idx)
     : weight(add_parameter("weight", {num, dim}, Init::normal(init_std), true, device)),
@@ -60,12 +62,12 @@ UnaryOp activation_op(Activation a) {
   return UnaryOp::gelu;
 }
 
-Var linear_activation(const Linear& dense, Activation act, const Var& x, bool fused, bool as_operand) {
-  if (!fused || dense.bias == nullptr) return activate(act, dense.forward(x));
+Var linear_activation(const Linear& dense, Activation act, const Var& x, const Context& ctx, bool as_operand) {
+  if (!ctx.fused || dense.bias == nullptr) return activate(act, dense.forward(x, ctx));
   // An output stored as a product's operand is made from the product's bf16
   // output: the rounding a bf16 autocast makes, at half the bytes each way.
-  return bias_activation(dense.product(x, as_operand), dense.bias->var, activation_op(act), as_operand,
-                         /*x_is_product=*/true);
+  return bias_activation(dense.product(x, ctx, as_operand), dense.bias->var, activation_op(act), as_operand,
+                         /*x_is_product=*/true, ctx.precision);
 }
 
 Var activate(Activation a, const Var& x) {

@@ -14,10 +14,13 @@ namespace ordo::nn {
 class Linear : public Module {
  public:
   Linear(int64_t in, int64_t out, double init_std, Device device, bool bias = true);
-  Var forward(const Var& x) const;
+  // The product at the forward's precision (ctx.precision).
+  Var forward(const Var& x, const Context& ctx) const;
   // x W^T without the bias, for a fused kernel that adds it (nn/bert.h);
   // as_operand: rounded to bf16 as written under bf16 products (autograd linear).
-  Var product(const Var& x, bool as_operand = false) const { return linear(x, weight.var, Var(), as_operand); }
+  Var product(const Var& x, const Context& ctx, bool as_operand = false) const {
+    return linear(x, weight.var, Var(), as_operand, ctx.precision);
+  }
   Parameter& weight;
   Parameter* bias = nullptr;
 };
@@ -56,8 +59,8 @@ Var activate(Activation a, const Var& x);
 // The activation as its elementwise op (the fused bias_activation's argument).
 UnaryOp activation_op(Activation a);
 // act(x W^T + b): the product, then the bias and the activation in one fused
-// kernel when `fused`, the output stored as the next product takes it when
-// `as_operand` (bf16 under bf16 precision); Linear::forward then activate otherwise.
-Var linear_activation(const Linear& dense, Activation act, const Var& x, bool fused, bool as_operand);
+// kernel when ctx.fused, the output stored as the next product takes it when
+// `as_operand` (bf16 under bf16 products); Linear::forward then activate otherwise.
+Var linear_activation(const Linear& dense, Activation act, const Var& x, const Context& ctx, bool as_operand);
 
 }  // namespace ordo::nn

@@ -6,8 +6,8 @@
 // HuggingFace's names for the same tensors, so a checkpoint's names are the
 // parameters' own names.
 //
-// Forward passes take a Context: whether the model trains (dropout on) and
-// where the dropout masks come from. Each dropout call takes the next Philox
+// Forward passes take a Context: whether the model trains (dropout on),
+// where the dropout masks come from, and how its products multiply. Each dropout call takes the next Philox
 // stream, so a step's masks are a function of (seed, step) alone and are the
 // same on the CPU and the GPU.
 #pragma once
@@ -70,6 +70,11 @@ InputFacts input_facts(const int64_t* positions, const int64_t* segments, int64_
 // The randomness and mode of one forward pass.
 struct Context {
   bool training = false;
+  // How the forward's products multiply (tensor/device_runtime.h): every op
+  // of the model whose result depends on it is handed this value (and its
+  // backward keeps it). The run's train.precision or --precision, resolved
+  // once (train::resolve_precision); fp32 when a caller names none.
+  MatmulPrecision precision = MatmulPrecision::fp32;
   uint64_t seed = 0;         // Philox seed of the dropout masks
   uint64_t next_stream = 0;  // stream of the next dropout call
   // An inference-time ablation (ordo forward --ablate); a model trained with
@@ -115,7 +120,11 @@ struct Context {
     c.next_stream = first_stream(step, micro_batch, micro_batches);
     return c;
   }
-  static Context eval() { return {}; }
+  static Context eval(MatmulPrecision precision = MatmulPrecision::fp32) {
+    Context c;
+    c.precision = precision;
+    return c;
+  }
   PhiloxStream take_stream() { return PhiloxStream{seed, next_stream++, stream_base}; }
 };
 

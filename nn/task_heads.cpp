@@ -46,8 +46,8 @@ Var SequenceClassifier::forward(const BertInputs& inputs, Context& ctx) const {
   // The pooler reads [CLS] alone, so the last layer need compute no other
   // row; a decoder reads each row's last real token instead.
   const Var summary = bert.config().decoder ? last_real_token(bert.forward(inputs, ctx), inputs.attention_mask)
-                                            : bert.pooler->forward(bert.forward_first_row(inputs, ctx));
-  return classifier.forward(dropout(summary, bert.config().hidden_dropout_prob, ctx));
+                                            : bert.pooler->forward(bert.forward_first_row(inputs, ctx), ctx);
+  return classifier.forward(dropout(summary, bert.config().hidden_dropout_prob, ctx), ctx);
 }
 
 Var SequenceClassifier::loss(const Var& logits, const Tensor& labels) const {
@@ -68,7 +68,7 @@ SpanExtractor::SpanExtractor(const BertConfig& config, std::unique_ptr<PositionE
 }
 
 SpanLogits SpanExtractor::forward(const BertInputs& inputs, Context& ctx) const {
-  Var logits = qa_outputs.forward(bert.forward(inputs, ctx));  // [batch, L, 2]
+  Var logits = qa_outputs.forward(bert.forward(inputs, ctx), ctx);  // [batch, L, 2]
   return {select(logits, 2, 0), select(logits, 2, 1)};
 }
 

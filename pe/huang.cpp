@@ -30,7 +30,7 @@ Var HuangScalar::gates(int layer, const Tensor& positions, const nn::Context* ct
 Var HuangScalar::contextual_scores(const nn::AttentionState& s, const Var& q, const Var& k) {
   // The gates of the positions alone: once for a batch of identical rows, broadcast over it.
   const Var w = gates(s.layer, distinct_position_rows(*s.positions, s.ctx), s.ctx);
-  return mul(matmul(q, k, false, true), w);  // (q_i . k_j) w_{r_ij}
+  return mul(matmul(q, k, false, true, 1.0, s.ctx->precision), w);  // (q_i . k_j) w_{r_ij}
 }
 
 nn::PositionEncoding::OffsetVectors HuangScalar::offset_vectors(int layer, int64_t span) const {
@@ -79,7 +79,8 @@ Var HuangInteraction::score_bias(const nn::AttentionState& s, const Var& q, cons
   DistanceRows rows = spec_.vector_rows(*s.positions, name(), /*with_transpose=*/true, s.ctx);
   Var a = layer_rows(tables_, s.layer, rows, s.ctx);
   const double scale = score_scale(s);
-  return add(query_vector_term(q, a, rows, scale), key_vector_term(k, a, rows, scale));
+  return add(query_vector_term(q, a, rows, scale, s.ctx->precision),
+             key_vector_term(k, a, rows, scale, s.ctx->precision));
 }
 
 nn::PositionEncoding::OffsetVectors HuangInteraction::offset_vectors(int layer, int64_t span) const {

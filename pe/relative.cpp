@@ -113,7 +113,7 @@ DistanceRows DistanceSpec::vector_rows(const Tensor& positions, const std::strin
                                        const nn::Context* ctx) const {
   const int64_t L = positions.dim() == 2 ? positions.size(1) : 0;
   if (!banded_terms_enabled() || !ctx || !ctx->facts || !ctx->facts->consecutive || !positions.device().is_cpu() ||
-      matmul_precision() == MatmulPrecision::tf32 || L == 0)
+      ctx->precision == MatmulPrecision::tf32 || L == 0)
     return rows(positions, variant, with_transpose, ctx);
   // Every p_j - p_i is j - i: the distances -(L - 1) .. L - 1.
   DistanceRows out = clipped_span(L - 1, variant);
@@ -229,26 +229,26 @@ Var band_table(const Var& a, const std::vector<int64_t>& band, bool reversed, do
 
 }  // namespace
 
-Var query_vector_term(const Var& q, const Var& a, const DistanceRows& rows, double alpha) {
-  if (!rows.band.empty()) return band_scores(q, band_table(a, rows.band, false, alpha));
-  Var per_distance = matmul(q, a, false, true, alpha);  // [B, H, L, R]: alpha q_i . a_r for every r
+Var query_vector_term(const Var& q, const Var& a, const DistanceRows& rows, double alpha, MatmulPrecision precision) {
+  if (!rows.band.empty()) return band_scores(q, band_table(a, rows.band, false, alpha), precision);
+  Var per_distance = matmul(q, a, false, true, alpha, precision);  // [B, H, L, R]: alpha q_i . a_r for every r
   return relative_gather(per_distance, rows.idx);       // the r of each pair (i, j)
 }
 
-Var key_vector_term(const Var& k, const Var& a, const DistanceRows& rows, double alpha) {
+Var key_vector_term(const Var& k, const Var& a, const DistanceRows& rows, double alpha, MatmulPrecision precision) {
   // Banded: k_j . a_{j - i} in rows j and columns i is k's band over the table read backwards
   // (row t the distance (L - 1) - t), then transposed to [i, j].
-  if (!rows.band.empty()) return transpose(band_scores(k, band_table(a, rows.band, true, alpha)), 2, 3);
+  if (!rows.band.empty()) return transpose(band_scores(k, band_table(a, rows.band, true, alpha), precision), 2, 3);
   ORDO_ASSERT(rows.idx_t.defined());
-  Var per_distance = matmul(k, a, false, true, alpha);        // [B, H, L(j), R]: alpha k_j . a_r
+  Var per_distance = matmul(k, a, false, true, alpha, precision);  // [B, H, L(j), R]: alpha k_j . a_r
   Var by_key = relative_gather(per_distance, rows.idx_t);     // [b, h, j, i] = k_j . a_{r_ij}
   return transpose(by_key, 2, 3);                             // [b, h, i, j]
 }
 
-Var value_vector_term(const Var& probs, const Var& a, const DistanceRows& rows) {
-  if (!rows.band.empty()) return band_apply(probs, band_table(a, rows.band, false));
+Var value_vector_term(const Var& probs, const Var& a, const DistanceRows& rows, MatmulPrecision precision) {
+  if (!rows.band.empty()) return band_apply(probs, band_table(a, rows.band, false), precision);
   Var mass = relative_scatter(probs, rows.idx, rows.count);  // [B, H, L, R]: sum of alpha_ij over j with row r
-  return matmul(mass, a);                                     // [B, H, L, d]: sum_r mass_ir a_r
+  return matmul(mass, a, false, false, 1.0, precision);      // [B, H, L, d]: sum_r mass_ir a_r
 }
 
 Var per_head_table(const Var& rows, int table_rank) {
@@ -270,13 +270,13 @@ ShawRelative::ShawRelative(const nn::BertConfig& c, const RelativeOptions& o, bo
 
 Var ShawRelative::score_bias(const nn::AttentionState& s, const Var& q, const Var&) {
   DistanceRows rows = spec_.vector_rows(*s.positions, name(), false, s.ctx);
-  return query_vector_term(q, layer_rows(keys_, s.layer, rows, s.ctx), rows, score_scale(s));
+  return query_vector_term(q, layer_rows(keys_, s.layer, rows, s.ctx), rows, score_scale(s), s.ctx->precision);
 }
 
 Var ShawRelative::value_term(const nn::AttentionState& s, const Var& probs) {
   if (!values_) return {};
   DistanceRows rows = spec_.vector_rows(*s.positions, name(), false, s.ctx);
-  return value_vector_term(probs, layer_rows(*values_, s.layer, rows, s.ctx), rows);
+  return value_vector_term(probs, layer_rows(*values_, s.layer, rows, s.ctx), rows, s.ctx->precision);
 }
 
 void ShawRelative::fused_terms(const nn::AttentionState& s, const Var&, const Var&, FusedTerms& out) {
@@ -418,7 +418,8 @@ Var SinusoidRelative::layer_vectors(const nn::AttentionState& s, const DistanceR
 
 Var SinusoidRelative::score_bias(const nn::AttentionState& s, const Var& q, const Var&) {
   DistanceRows rows = spec_.vector_rows(*s.positions, name(), false, s.ctx);
-  return query_vector_term(q, layer_vectors(s, rows, q.dtype(), q.device()), rows, score_scale(s));
+  return query_vector_term(q, layer_vectors(s, rows, q.dtype(), q.device()), rows, score_scale(s),
+                           s.ctx->precision);
 }
 
 void SinusoidRelative::fused_terms(const nn::AttentionState& s, const Var& q, const Var&, FusedTerms& out) {
@@ -432,7 +433,7 @@ void SinusoidRelative::fused_terms(const nn::AttentionState& s, const Var& q, co
 Var SinusoidRelative::value_term(const nn::AttentionState& s, const Var& probs) {
   if (!values_) return {};
   DistanceRows rows = spec_.vector_rows(*s.positions, name(), false, s.ctx);
-  return value_vector_term(probs, layer_vectors(s, rows, probs.dtype(), probs.device()), rows);
+  return value_vector_term(probs, layer_vectors(s, rows, probs.dtype(), probs.device()), rows, s.ctx->precision);
 }
 
 std::unique_ptr<nn::PositionEncoding> make_rpe_sin(const nn::BertConfig& c, FieldReader& options, Device device) {

@@ -160,18 +160,20 @@ nn::PositionEncoding::OffsetVectors table_offset_vectors(const TableSet& tables,
 // With banded rows (vector_rows()) each is one banded op over the vectors
 // laid out by distance ([1 or H, 2L - 1, d]): band_scores / band_apply, a
 // product per query over its window, no [B, H, L, R] tensor and no index.
+// precision: the forward's (nn::Context::precision), for the products and
+// the banded ops' operands.
 
 // alpha q_i . a_{r_ij} for every pair, [B, H, L, L]: one product Q A^T
 // [B, H, L, R], then the pair's entry picked (relative_gather).
 // Peak: [B, H, L, R] + [B, H, L, L] floats, both freed after the forward.
-Var query_vector_term(const Var& q, const Var& a, const DistanceRows& rows, double alpha);
+Var query_vector_term(const Var& q, const Var& a, const DistanceRows& rows, double alpha, MatmulPrecision precision);
 // alpha k_j . a_{r_ij}, [B, H, L, L]: K A^T [B, H, L(keys), R] gathered with
 // the transposed index, then transposed back (a view). Same peak.
-Var key_vector_term(const Var& k, const Var& a, const DistanceRows& rows, double alpha);
+Var key_vector_term(const Var& k, const Var& a, const DistanceRows& rows, double alpha, MatmulPrecision precision);
 // sum_j alpha_ij a_{r_ij}, [B, H, L, d]: relative_scatter(alpha) [B, H, L, R]
 // (the attention mass per distance), times A. The [B, H, L, R] mass is kept
 // for the backward of the product.
-Var value_vector_term(const Var& probs, const Var& a, const DistanceRows& rows);
+Var value_vector_term(const Var& probs, const Var& a, const DistanceRows& rows, MatmulPrecision precision);
 
 // The fused attention's tables from a layer's rows (layer_rows(), or the
 // vectors a variant computes): [Ht, R] or [Ht, R, w] with Ht = H or 1.

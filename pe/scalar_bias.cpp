@@ -128,7 +128,7 @@ Var AbsoluteScalar::rows_at(const nn::AttentionState& s) const {
 
 Var AbsoluteScalar::score_bias(const nn::AttentionState& s, const Var&, const Var&) {
   Var p = rows_at(s);
-  return matmul(p, p, false, true);  // (P_h P_h^T)_{p_i p_j}
+  return matmul(p, p, false, true, 1.0, s.ctx->precision);  // (P_h P_h^T)_{p_i p_j}
 }
 
 std::string AbsoluteScalar::fused_support() const {

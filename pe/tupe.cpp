@@ -14,6 +14,9 @@ namespace {
 
 Tensor i64_scalar(int64_t v, Device device) { return Tensor::scalar(static_cast<double>(v), DType::i64, device); }
 
+// The products' precision of a forward (fp32 without one).
+MatmulPrecision products_of(const nn::Context* ctx) { return ctx ? ctx->precision : MatmulPrecision::fp32; }
+
 }  // namespace
 
 Tupe::Tupe(const nn::BertConfig& c, FieldReader& o, Device device)
@@ -72,14 +75,17 @@ std::pair<Var, Var> Tupe::projections(const Tensor& positions, const nn::Context
   const int64_t batch = pos.size(0), length = pos.size(1);
   auto heads = [&](const Var& t) { return permute(reshape(t, {batch, length, heads_, head_dim_}), {0, 2, 1, 3}); };
   Var p = embedding(table_.var, pos);  // p_i = P[pos_i]      [b, L, D]
-  return {heads(linear(p, query_.var, Var())), heads(linear(p, key_.var, Var()))};  // p_i U^Q, p_j U^K per head
+  const MatmulPrecision precision = products_of(ctx);
+  return {heads(linear(p, query_.var, Var(), false, precision)),  // p_i U^Q, p_j U^K per head
+          heads(linear(p, key_.var, Var(), false, precision))};
 }
 
 Var Tupe::positional_term(const Tensor& positions, const nn::Context* ctx) const {
   auto [pq, pk] = projections(positions, ctx);
   Tensor pos = pq.size(0) == 1 ? positions.slice(0, 0, 1).contiguous() : positions;
   const int64_t length = pos.size(1);
-  Var term = matmul(pq, pk, false, true, 1.0 / std::sqrt(2.0 * static_cast<double>(head_dim_)));  // [b, H, L, L]
+  Var term = matmul(pq, pk, false, true, 1.0 / std::sqrt(2.0 * static_cast<double>(head_dim_)),
+                    products_of(ctx));  // [b, H, L, L]
   if (relative()) {
     // + b_h[bucket(p_j - p_i)]: rows of the [buckets, H] table, heads moved forward.
     Var b = embedding(bias_->var, buckets(pos));        // [b, L, L, H]

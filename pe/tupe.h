@@ -61,7 +61,8 @@ class Tupe : public nn::PositionEncoding {
 
   // The positional term for positions [batch, L]: [1 or batch, heads, L, L]
   // (1 when every row of positions is the same, as in pretraining).
-  // ctx: BertModel::forward's (see nn::InputFacts), or null.
+  // ctx: BertModel::forward's (see nn::InputFacts; its precision for the
+  // products), or null (fp32 products).
   Var positional_term(const Tensor& positions, const nn::Context* ctx = nullptr) const;
   // bucket(p_j - p_i) for every (b, i, j) of positions [batch, L]: [batch, L, L] i64.
   Tensor buckets(const Tensor& positions) const;

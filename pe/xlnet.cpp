@@ -26,41 +26,49 @@ XLNetRelative::XLNetRelative(const nn::BertConfig& c, Share share, int64_t clip,
   }
 }
 
-Var XLNetRelative::location_vectors(int layer, const DistanceRows& rows, DType dtype, Device device) const {
+Var XLNetRelative::location_vectors(int layer, const DistanceRows& rows, DType dtype, Device device,
+                                   MatmulPrecision precision) const {
   // Row p stands for r = min_distance + p; XLNet's R is indexed by i - j = -r.
   std::vector<double> i_minus_j(static_cast<size_t>(rows.count));
   for (int64_t p = 0; p < rows.count; ++p) i_minus_j[static_cast<size_t>(p)] = -static_cast<double>(rows.min_distance + p);
   const Tensor& x = constant(i_minus_j, {rows.count}, dtype, device);
   Tensor R = sinusoid(x, Var(sinusoid_frequencies(*this, hidden_, dtype, device))).value();  // [R, D], fixed
   const nn::Parameter& w = *projections_[projections_.size() == 1 ? 0 : static_cast<size_t>(layer)];
-  Var projected = linear(Var(R), w.var, Var());  // [R, H d]: R_x W^R
+  Var projected = linear(Var(R), w.var, Var(), false, precision);  // [R, H d]: R_x W^R
   return permute(reshape(projected, {rows.count, heads_, head_dim_}), {1, 0, 2});  // [H, R, d]
 }
 
 Var XLNetRelative::score_bias(const nn::AttentionState& s, const Var& q, const Var& k) {
   DistanceRows rows = spec_.vector_rows(*s.positions, name(), false, s.ctx);
   const double scale = score_scale(s);
+  const MatmulPrecision precision = s.ctx->precision;
   Var location_query = q;
   if (biases_) location_query = add(q, reshape(v_->for_layer(s.layer, s.ctx), {heads_, 1, head_dim_}));  // q_i + v
-  Var location = query_vector_term(location_query, location_vectors(s.layer, rows, q.dtype(), q.device()), rows, scale);
+  Var location = query_vector_term(location_query, location_vectors(s.layer, rows, q.dtype(), q.device(), precision),
+                                   rows, scale, precision);
   if (!biases_) return location;
   // u . k_j, the same for every query: [B, H, 1, L], broadcast over i.
-  Var content_bias = transpose(matmul(k, reshape(u_->for_layer(s.layer, s.ctx), {heads_, head_dim_, 1}), false, false, scale), 2, 3);
+  Var content_bias = transpose(
+      matmul(k, reshape(u_->for_layer(s.layer, s.ctx), {heads_, head_dim_, 1}), false, false, scale, precision), 2, 3);
   return add(location, content_bias);
 }
 
 void XLNetRelative::fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) {
   DistanceRows rows = spec_.fused_rows(*this, s, out);
   const double scale = score_scale(s);
-  Var a = location_vectors(s.layer, rows, q.dtype(), q.device());  // [H, R, d]
+  const MatmulPrecision precision = s.ctx->precision;
+  Var a = location_vectors(s.layer, rows, q.dtype(), q.device(), precision);  // [H, R, d]
   out.vars.query_vectors = a;
   out.terms.query_scale = scale;
   if (!biases_) return;
   // v . A_r per head, [H, R]; u . k_j, [B, H, L, 1] against E = 1.
-  out.vars.table = affine(reshape(matmul(a, reshape(v_->for_layer(s.layer, s.ctx), {heads_, head_dim_, 1})), {heads_, rows.count}),
+  out.vars.table = affine(reshape(matmul(a, reshape(v_->for_layer(s.layer, s.ctx), {heads_, head_dim_, 1}), false,
+                                         false, 1.0, precision),
+                                  {heads_, rows.count}),
                           scale);
   out.vars.pos_query = Var(Tensor::ones({1, heads_, q.size(2), 1}, q.dtype(), q.device()));
-  out.vars.pos_key = matmul(k, reshape(u_->for_layer(s.layer, s.ctx), {heads_, head_dim_, 1}));
+  out.vars.pos_key = matmul(k, reshape(u_->for_layer(s.layer, s.ctx), {heads_, head_dim_, 1}), false, false, 1.0,
+                            precision);
   out.terms.pos_scale = scale;
 }
 

@@ -47,7 +47,8 @@ class XLNetRelative : public nn::PositionEncoding {
   void fused_terms(const nn::AttentionState& s, const Var& q, const Var& k, FusedTerms& out) override;
 
   // R_{i-j} W^R for the rows `rows` stands for, [H, R, d_h] (layer `layer`).
-  Var location_vectors(int layer, const DistanceRows& rows, DType dtype, Device device) const;
+  Var location_vectors(int layer, const DistanceRows& rows, DType dtype, Device device,
+                       MatmulPrecision precision) const;
   const DistanceSpec& distances() const { return spec_; }
 
  private:

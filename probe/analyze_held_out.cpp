@@ -129,10 +129,10 @@ void analyses::evaluations(RunState& c, Output& out) {
     const int64_t length = limit / factor + 1;
     if (length < 4) continue;
     std::vector<text::Batch> batches = windows(*held, causal, length, n, c.options.seed);
-    train::EvalResult clean = train::evaluate_batches(*c.model, batches, Device::cpu());
+    train::EvalResult clean = train::evaluate_batches(*c.model, batches, Device::cpu(), MatmulPrecision::fp32);
     for (text::Batch& b : batches)
       for (int64_t& p : b.positions) p *= factor;
-    train::EvalResult hit = train::evaluate_batches(*c.model, batches, Device::cpu());
+    train::EvalResult hit = train::evaluate_batches(*c.model, batches, Device::cpu(), MatmulPrecision::fp32);
     json::Value e = json::Value::object();
     e["factor"] = factor;
     e["length"] = length;
@@ -185,7 +185,8 @@ void analyses::evaluations(RunState& c, Output& out) {
     }
     train::EvalResult e;
     try {
-      e = train::evaluate_batches(*c.model, windows(*held, causal, length, n, c.options.seed), Device::cpu());
+      e = train::evaluate_batches(*c.model, windows(*held, causal, length, n, c.options.seed), Device::cpu(),
+                                  MatmulPrecision::fp32);
     } catch (const Error& err) {
       refused += (refused.empty() ? "" : "; ") + std::string("length ") + std::to_string(length) + ": " + err.what();
       continue;

@@ -117,7 +117,7 @@ ProbeResult identical_word_probe(const nn::PretrainingModel& model, const text::
                                                                        : result.word_ids[static_cast<size_t>(first + b)];
     nn::BertInputs in;
     in.input_ids = Tensor::from_vector(ids, Shape{B, L}).to(device);
-    nn::Context ctx = nn::Context::eval();  // no dropout: the probe is deterministic
+    nn::Context ctx = nn::Context::eval(options.precision);  // no dropout: the probe is deterministic
     nn::ForwardTrace trace;
     trace.keep_attentions = trace.keep_scores = true;
     model.bert.forward(in, ctx, &trace);

@@ -44,6 +44,7 @@ struct ProbeOptions {
   std::vector<int> layers;  // 1-based; empty: {1}
   uint64_t seed = 1;        // the word draw
   int64_t batch = 0;        // words per forward pass; 0: chosen to bound memory (the result does not depend on it)
+  MatmulPrecision precision = MatmulPrecision::fp32;  // of the forwards' products (ordo probe --precision)
 };
 
 struct LayerProbe {

@@ -2,7 +2,6 @@
 // for anything that would need one. (With CUDA, tensor/cuda/runtime.cu.)
 #include "tensor/device_runtime.h"
 
-#include <atomic>
 #include <cstring>
 
 #include "tensor/backend.h"
@@ -15,13 +14,6 @@ void throw_no_cuda(const char* kernel) {
                   "no CUDA backend (rebuild with the CUDA toolkit installed, ORDO_CUDA=on)"));
 }
 }  // namespace detail
-
-namespace {
-std::atomic<MatmulPrecision> g_matmul_precision{MatmulPrecision::fp32};
-}
-
-void set_matmul_precision(MatmulPrecision precision) { g_matmul_precision.store(precision); }
-MatmulPrecision matmul_precision() { return g_matmul_precision.load(); }
 
 const char* precision_name(MatmulPrecision precision) {
   switch (precision) {

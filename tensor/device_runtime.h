@@ -135,25 +135,20 @@ class CudaGraph {
 //         already bf16 are taken as they are.
 // The CPU emulates tf32 and bf16 exactly (operands rounded, then its FP32
 // product): as slow as fp32 there, and the reference a GPU's products are
-// compared with. Process-wide; the training commands set it from
-// train.precision or --precision (train::resolve_precision, train/loop.h).
+// compared with.
+//
+// A value, not process-wide state. Commands parse train.precision or
+// --precision once (train::parse_precision, then train::resolve_precision on
+// the run's device: train/loop.h) and hand it to the model as
+// nn::Context::precision, which model code passes to every op whose result
+// depends on it (matmul, linear, the fused ops' operands, the banded
+// relative terms, ...) as its last argument. That argument defaults to fp32
+// (the exact product: what a test, a tool or a sum that is not a model's
+// product means when it names none; one argument added at the end left their
+// many call sites as they were), except where only a precision gives the
+// call a meaning (as_operand, operand_dtype, OperandRoundingScope).
 enum class MatmulPrecision : uint8_t { fp32, tf32, bf16 };
-void set_matmul_precision(MatmulPrecision precision);
-MatmulPrecision matmul_precision();
 const char* precision_name(MatmulPrecision precision);  // "fp32", "tf32", "bf16"
-// While alive, products use `precision`; the previous setting comes back after.
-class MatmulPrecisionScope {
- public:
-  explicit MatmulPrecisionScope(MatmulPrecision precision) : previous_(matmul_precision()) {
-    set_matmul_precision(precision);
-  }
-  ~MatmulPrecisionScope() { set_matmul_precision(previous_); }
-  MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;
-  MatmulPrecisionScope& operator=(const MatmulPrecisionScope&) = delete;
-
- private:
-  MatmulPrecision previous_;
-};
 
 namespace detail {
 // Host-side counters kept by Storage (tensor/tensor.cpp).

@@ -70,24 +70,29 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 // a [..., m, k] @ b [..., k, n] -> [..., m, n]; trans_a / trans_b use the
 // transpose of the last two axes. Batch axes broadcast. Strided views whose
 // last two axes are row- or column-major are used without a copy.
-// alpha scales the product (attention's 1/sqrt(d) at no extra pass).
-Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false, double alpha = 1.0);
+// alpha scales the product (attention's 1/sqrt(d) at no extra pass);
+// precision: how f32 operands multiply (tensor/device_runtime.h).
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false, double alpha = 1.0,
+              MatmulPrecision precision = MatmulPrecision::fp32);
 // matmul under bf16 precision with its f32 sums rounded to bf16 (nearest
 // even) as they are written, as a tensor core's bf16 C: half the bytes of an
 // output that only a bf16-reading kernel takes (a fused kernel's input). On
-// the CPU the bits of matmul(a, b).to(bf16). Throws under fp32 and tf32.
+// the CPU the bits of matmul(a, b, .., MatmulPrecision::bf16).to(bf16).
+// Throws for f64 operands.
 Tensor matmul_to_bf16(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 // x [..., in] W^T + b with W [out, in] (a Linear layer); b may be undefined.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              MatmulPrecision precision = MatmulPrecision::fp32);
 // Several Linears of one input as one product: W stacks their weights
 // [sum out_i, in], and each bias b_i [out_i] (none, or one per Linear, in
 // W's order) is broadcast into its own columns of the output.
-Tensor linear_stacked(const Tensor& x, const Tensor& weight, const std::vector<Tensor>& biases);
-// Both take f32 operands (or bf16 ones, see matmul_precision() in
+Tensor linear_stacked(const Tensor& x, const Tensor& weight, const std::vector<Tensor>& biases,
+                      MatmulPrecision precision = MatmulPrecision::fp32);
+// Both take f32 operands (or bf16 ones, under MatmulPrecision::bf16:
 // tensor/device_runtime.h) and give f32, or f64 with f64. An operand used by
-// several products can be rounded once: as_operand(t) is t as the current
-// precision takes it (bf16 under bf16, else f32; f64 unchanged).
-Tensor as_operand(const Tensor& t);
+// several products can be rounded once: as_operand(t, precision) is t as a
+// product of that precision takes it (bf16 under bf16, else f32; f64 unchanged).
+Tensor as_operand(const Tensor& t, MatmulPrecision precision);
 // x [rows, n] (f32) as a bf16 product operand and the sums of its columns
 // [n] (f32), reading x once: a product's gradient rounded for its two
 // products, and its biases' gradients (linear_stacked's backward). On the
@@ -103,9 +108,9 @@ OperandColumnSums operand_column_sums(const Tensor& x);
 // rounding of the whole storage made here — one cast, one launch on a
 // device, instead of one per weight per forward — and an activation a
 // kernel rounded as it wrote it (add_rounding) from that rounding instead of
-// a cast. Only under bf16 precision, where each element rounds as
-// as_operand would round it alone (the same bits); a scope nested in one
-// over the same storage does nothing.
+// a cast. Only under bf16 precision (the forward's, `precision`), where each
+// element rounds as as_operand would round it alone (the same bits); a scope
+// nested in one over the same storage does nothing.
 //
 // `kept`, when its weights are block's storage: that rounding, already made
 // and current (its keeper vouches for it: nn::AdamW writes it with every
@@ -116,7 +121,7 @@ struct RoundedWeights {
 };
 class OperandRoundingScope {
  public:
-  explicit OperandRoundingScope(const Tensor& block, const RoundedWeights& kept = {});
+  OperandRoundingScope(const Tensor& block, MatmulPrecision precision, const RoundedWeights& kept = {});
   ~OperandRoundingScope();
   OperandRoundingScope(const OperandRoundingScope&) = delete;
   OperandRoundingScope& operator=(const OperandRoundingScope&) = delete;
@@ -372,14 +377,15 @@ RelativeProductGrads relative_product_backward(const Tensor& gs, const Tensor& q
 // j - i): table [Ht, 2L - 1, D], Ht = 1 (every head) or H, row t the distance
 // t - (L - 1); h' is head h's table (tensor/kernels.inc).
 // x [B, H, L, D] -> [B, H, L, L]: sum_d x[b,h,i,d] table[h', j - i + L - 1, d].
-Tensor band_scores(const Tensor& x, const Tensor& table);
+Tensor band_scores(const Tensor& x, const Tensor& table, MatmulPrecision precision = MatmulPrecision::fp32);
 // p [B, H, L, L] -> [B, H, L, D]: sum_j p[b,h,i,j] table[h', j - i + L - 1, :].
-Tensor band_apply(const Tensor& p, const Tensor& table);
+Tensor band_apply(const Tensor& p, const Tensor& table, MatmulPrecision precision = MatmulPrecision::fp32);
 // Both ops' table gradient, [table_heads, 2L - 1, D]: sum of g[b,h,i,j] y[b,h,i,:]
 // over the pairs of each row; g [B, H, L, L], y [B, H, L, D]. Under bf16
-// products (matmul_precision()) the three ops' f32 operands are rounded to
-// bf16 first, as a product's are: FP32 sums of the exact products.
-Tensor band_table_grad(const Tensor& g, const Tensor& y, int64_t table_heads);
+// products (precision bf16) the three ops' f32 operands are rounded to bf16
+// first, as a product's are: FP32 sums of the exact products.
+Tensor band_table_grad(const Tensor& g, const Tensor& y, int64_t table_heads,
+                       MatmulPrecision precision = MatmulPrecision::fp32);
 
 // ---- fused attention (ops_attention.cpp; the terms: tensor/attention_terms.h) --------------
 // q [B, H, L, d], k and v [B, H, J, d] -> out [B, H, L, d] and lse [B, H, L].
@@ -414,13 +420,14 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
 // unfused attention, so with the same values, one batch element a thread at
 // a time: its [H, L, J] scores stay in the cache, q, k and v are read where
 // they lie (a view of the q/k/v projection needs no copy), the output is
-// written in place. Under bf16 products q, k, v (f32, or bf16 as the
+// written in place. Under bf16 products (precision) q, k, v (f32, or bf16 as the
 // projection writes them) and the probabilities are the products' bf16
 // operands, rounded once. No gradient. out_dtype bf16 (f32 inputs): the
 // output written as its bf16 rounding, for a product to take (the output
 // projection), instead of f32.
 Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale,
-                           const Tensor& bias = Tensor(), DType out_dtype = DType::f32);
+                           const Tensor& bias = Tensor(), DType out_dtype = DType::f32,
+                           MatmulPrecision precision = MatmulPrecision::fp32);
 
 Tensor concat(const std::vector<Tensor>& parts, int axis);
 // Views of x: consecutive pieces of the given sizes along axis.

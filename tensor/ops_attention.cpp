@@ -167,9 +167,8 @@ Tensor segment_table_grad(const Tensor& rows, const Tensor& segments, int64_t n,
   Tensor ids = Tensor::arange(n, DType::i64, segments.device());
   Tensor one_hot = eq(segments.reshape({B * L, 1}), ids.reshape({1, n})).to(rows.dtype());  // [B L, n]
   Tensor per_head = rows.permute({1, 0, 2, 3}).reshape({H, B * L, n});                    // [H, B L, n]
-  // A sum over rows, not a model's product: exact in FP32 under any precision
-  // (bf16 would round each row's gradient first).
-  MatmulPrecisionScope exact(MatmulPrecision::fp32);
+  // A sum over rows, not a model's product: exact in FP32 (matmul's default)
+  // under any precision (bf16 would round each row's gradient first).
   Tensor g = matmul(one_hot.unsqueeze(0).expand({H, B * L, n}), per_head, /*ta=*/true, false);  // [H, n, n]
   g = g.reshape({H, n * n});
   return tables == 1 ? sum(g, {0}, /*keepdim=*/true) : g;
@@ -248,7 +247,7 @@ AttentionGrads attention_backward(const Tensor& gout, const Tensor& q, const Ten
 // and read them back, and copy the heads back together (measured slower:
 // ordo bench finetune).
 Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale,
-                           const Tensor& bias, DType out_dtype) {
+                           const Tensor& bias, DType out_dtype, MatmulPrecision precision) {
   constexpr const char* op = "attention_inference";
   check_dim(q, 4, op, "q");
   check_dim(k, 4, op, "k");
@@ -285,8 +284,9 @@ Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, co
   // Under bf16, q, k and v rounded once here (unless given as bf16), as the
   // batched products round them (elementwise: the same operands), rather
   // than a head at a time; the softmax writes P's rounding for P.V beside it.
-  const bool bf16 = matmul_precision() == MatmulPrecision::bf16 && q.dtype() != DType::f64;
-  const Tensor qs = bf16 ? as_operand(q) : q, ks = bf16 ? as_operand(k) : k, vs = bf16 ? as_operand(v) : v;
+  const bool bf16 = precision == MatmulPrecision::bf16 && q.dtype() != DType::f64;
+  const Tensor qs = bf16 ? as_operand(q, precision) : q, ks = bf16 ? as_operand(k, precision) : k,
+               vs = bf16 ? as_operand(v, precision) : v;
   const bool copy_keys = B > 1 && H > 1 && ks.stride(0) != ks.stride(1) * H;
   Tensor out = Tensor::empty({B, L, H * e}, v.dtype() == DType::f64 ? DType::f64 : out_dtype);
   std::exception_ptr failure;
@@ -303,11 +303,13 @@ Tensor attention_inference(const Tensor& q, const Tensor& k, const Tensor& v, co
       const Tensor out_b = out.select(0, b);  // [L, H e]
       for (int64_t h = 0; h < H; ++h) {
         const Tensor keys = ks.select(0, b).select(0, h).transpose(-1, -2);  // [d, J]
-        Tensor scores = matmul(qs.select(0, b).select(0, h), copy_keys ? keys.contiguous() : keys, false, false, scale);
+        Tensor scores =
+            matmul(qs.select(0, b).select(0, h), copy_keys ? keys.contiguous() : keys, false, false, scale, precision);
         if (bias_b.defined()) scores = add(scores, bias_b.select(0, bias_b.size(0) == 1 ? 0 : h));
         const Tensor probs = bf16 ? softmax_dropout(scores, mask_b, 0.0, PhiloxStream{}, DType::bf16).out
                                   : (mask_b.defined() ? softmax(scores, mask_b) : softmax(scores));
-        out_b.slice(1, h * e, (h + 1) * e).copy_from(matmul(probs, vs.select(0, b).select(0, h)));  // [L, e]
+        out_b.slice(1, h * e, (h + 1) * e)
+            .copy_from(matmul(probs, vs.select(0, b).select(0, h), false, false, 1.0, precision));  // [L, e]
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(failure_mutex);

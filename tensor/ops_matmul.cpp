@@ -76,17 +76,16 @@ thread_local OperandRoundingScope* t_operand_rounding = nullptr;
 
 // c = alpha op(a) op(b), written into `out` when it is defined (a contiguous
 // tensor of the product's shape), and added onto it (beta = 1) when
-// `accumulate`. c is f32 for f32 and bf16 operands (matmul_precision() says
-// how they multiply), f64 for f64 ones; bf16 when `to_bf16` (bf16 precision,
-// a new tensor).
+// `accumulate`. c is f32 for f32 and bf16 operands (`precision` says how
+// they multiply), f64 for f64 ones; bf16 when `to_bf16` (bf16 precision, a
+// new tensor).
 Tensor product(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b, double alpha, const Tensor& out,
-               bool accumulate, bool to_bf16 = false) {
+               bool accumulate, MatmulPrecision precision, bool to_bf16 = false) {
   check_operand(a_in, "a");
   check_operand(b_in, "b");
   ORDO_CHECK((a_in.dtype() == DType::f64) == (b_in.dtype() == DType::f64), "matmul: dtypes ",
              dtype_name(a_in.dtype()), " and ", dtype_name(b_in.dtype()), " do not mix (f64 goes with f64)");
   check_same_device(a_in, b_in, "matmul");
-  const MatmulPrecision precision = matmul_precision();
   const Tensor a = operand_for(a_in, precision), b = operand_for(b_in, precision);
   ORDO_CHECK(!to_bf16 || (precision == MatmulPrecision::bf16 && a.dtype() == DType::bf16 && !out.defined()),
              "matmul_to_bf16: needs bf16 products (precision ", precision_name(precision), ", operands ",
@@ -138,25 +137,27 @@ Tensor product(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, double alpha) {
-  return product(a, b, trans_a, trans_b, alpha, Tensor(), false);
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, double alpha, MatmulPrecision precision) {
+  return product(a, b, trans_a, trans_b, alpha, Tensor(), false, precision);
 }
 
 Tensor matmul_to_bf16(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
-  return product(a, b, trans_a, trans_b, 1.0, Tensor(), false, /*to_bf16=*/true);
+  return product(a, b, trans_a, trans_b, 1.0, Tensor(), false, MatmulPrecision::bf16, /*to_bf16=*/true);
 }
 
-Tensor matmul_onto(const Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, double alpha) {
+Tensor matmul_onto(const Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, double alpha,
+                   MatmulPrecision precision) {
   check_defined(c, "matmul_onto", "c");
-  return product(a, b, trans_a, trans_b, alpha, c, true);
+  return product(a, b, trans_a, trans_b, alpha, c, true, precision);
 }
 
-Tensor matmul_into(const Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, double alpha) {
+Tensor matmul_into(const Tensor& c, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, double alpha,
+                   MatmulPrecision precision) {
   check_defined(c, "matmul_into", "c");
-  return product(a, b, trans_a, trans_b, alpha, c, false);
+  return product(a, b, trans_a, trans_b, alpha, c, false, precision);
 }
 
-Tensor as_operand(const Tensor& t) { return operand_for(t, matmul_precision()); }
+Tensor as_operand(const Tensor& t, MatmulPrecision precision) { return operand_for(t, precision); }
 
 OperandColumnSums operand_column_sums(const Tensor& x) {
   check_defined(x, "operand_column_sums", "x");
@@ -169,9 +170,9 @@ OperandColumnSums operand_column_sums(const Tensor& x) {
   return r;
 }
 
-OperandRoundingScope::OperandRoundingScope(const Tensor& block, const RoundedWeights& kept)
+OperandRoundingScope::OperandRoundingScope(const Tensor& block, MatmulPrecision precision, const RoundedWeights& kept)
     : outer_(t_operand_rounding) {
-  if (!block.defined() || block.dtype() != DType::f32 || matmul_precision() != MatmulPrecision::bf16) return;
+  if (!block.defined() || block.dtype() != DType::f32 || precision != MatmulPrecision::bf16) return;
   if (outer_ && outer_->source_.defined() && outer_->source_.shares_storage_with(block)) return;
   source_ = block.whole_storage();
   if (kept.weights.defined() && kept.weights.shares_storage_with(block)) {
@@ -220,11 +221,12 @@ void OperandRoundingScope::add_rounding(const Tensor& value, const Tensor& round
   s->activations_.emplace_back(value.storage(), rounded);
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  return linear_stacked(x, weight, bias.defined() ? std::vector<Tensor>{bias} : std::vector<Tensor>{});
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, MatmulPrecision precision) {
+  return linear_stacked(x, weight, bias.defined() ? std::vector<Tensor>{bias} : std::vector<Tensor>{}, precision);
 }
 
-Tensor linear_stacked(const Tensor& x, const Tensor& weight, const std::vector<Tensor>& biases) {
+Tensor linear_stacked(const Tensor& x, const Tensor& weight, const std::vector<Tensor>& biases,
+                      MatmulPrecision precision) {
   check_operand(x, "x");
   check_dim(weight, 2, "linear", "weight");
   ORDO_CHECK(x.dim() >= 2, "linear: x needs at least 2 dims ([rows, in]), got ", shape_str(x.shape()));
@@ -257,7 +259,7 @@ Tensor linear_stacked(const Tensor& x, const Tensor& weight, const std::vector<T
       }
     }
   }
-  return product(x, weight, false, true, 1.0, init, init.defined());
+  return product(x, weight, false, true, 1.0, init, init.defined(), precision);
 }
 
 }  // namespace ordo

@@ -122,32 +122,32 @@ void check_band(const Tensor& x, const Tensor& table, const char* op, const char
 // A band op's operand as its products take it: under bf16 products an f32
 // one rounded to bf16 and widened back (exact), so that the FP32 banded
 // kernels sum the same exact products as bf16 products would.
-Tensor band_operand(const Tensor& t) {
-  if (matmul_precision() != MatmulPrecision::bf16 || t.dtype() != DType::f32) return t.contiguous();
+Tensor band_operand(const Tensor& t, MatmulPrecision precision) {
+  if (precision != MatmulPrecision::bf16 || t.dtype() != DType::f32) return t.contiguous();
   return t.to(DType::bf16).to(DType::f32);
 }
 
 }  // namespace
 
-Tensor band_scores(const Tensor& x, const Tensor& table) {
+Tensor band_scores(const Tensor& x, const Tensor& table, MatmulPrecision precision) {
   check_band(x, table, "band_scores", "x");
   ORDO_CHECK(table.size(2) == x.size(3), "band_scores: table width ", table.size(2), " differs from x's ", x.size(3));
   Tensor out = Tensor::empty({x.size(0), x.size(1), x.size(2), x.size(2)}, x.dtype(), x.device());
   if (out.numel() == 0) return out;
-  ORDO_BACKEND(x.device(), band_scores)(out, band_operand(x), band_operand(table));
+  ORDO_BACKEND(x.device(), band_scores)(out, band_operand(x, precision), band_operand(table, precision));
   return out;
 }
 
-Tensor band_apply(const Tensor& p, const Tensor& table) {
+Tensor band_apply(const Tensor& p, const Tensor& table, MatmulPrecision precision) {
   check_band(p, table, "band_apply", "p");
   ORDO_CHECK(p.size(3) == p.size(2), "band_apply: p must be square in its last two axes, got ", shape_str(p.shape()));
   Tensor out = Tensor::empty({p.size(0), p.size(1), p.size(2), table.size(2)}, p.dtype(), p.device());
   if (out.numel() == 0) return out;
-  ORDO_BACKEND(p.device(), band_apply)(out, band_operand(p), band_operand(table));
+  ORDO_BACKEND(p.device(), band_apply)(out, band_operand(p, precision), band_operand(table, precision));
   return out;
 }
 
-Tensor band_table_grad(const Tensor& g, const Tensor& y, int64_t table_heads) {
+Tensor band_table_grad(const Tensor& g, const Tensor& y, int64_t table_heads, MatmulPrecision precision) {
   check_operand(g, 4, "band_table_grad", "g");
   check_operand(y, 4, "band_table_grad", "y");
   check_same_dtype(g, y, "band_table_grad");
@@ -159,7 +159,7 @@ Tensor band_table_grad(const Tensor& g, const Tensor& y, int64_t table_heads) {
              table_heads);
   Tensor out = Tensor::empty({table_heads, std::max<int64_t>(2 * L - 1, 0), y.size(3)}, g.dtype(), g.device());
   if (out.numel() == 0) return out;
-  ORDO_BACKEND(g.device(), band_table_grad)(out, band_operand(g), band_operand(y));
+  ORDO_BACKEND(g.device(), band_table_grad)(out, band_operand(g, precision), band_operand(y, precision));
   return out;
 }
 

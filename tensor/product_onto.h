@@ -6,6 +6,7 @@
 // gradient_destination).
 #pragma once
 
+#include "tensor/device_runtime.h"
 #include "tensor/tensor.h"
 
 namespace ordo {
@@ -13,9 +14,9 @@ namespace ordo {
 // c: contiguous, of the product's shape (tensor/ops.h matmul), f32 for f32 or
 // bf16 operands, f64 for f64 ones. Returns c.
 Tensor matmul_onto(const Tensor& c, const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false,
-                   double alpha = 1.0);
+                   double alpha = 1.0, MatmulPrecision precision = MatmulPrecision::fp32);
 // c = alpha op(a) op(b), c as matmul_onto's. Returns c.
 Tensor matmul_into(const Tensor& c, const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false,
-                   double alpha = 1.0);
+                   double alpha = 1.0, MatmulPrecision precision = MatmulPrecision::fp32);
 
 }  // namespace ordo

@@ -48,7 +48,7 @@ struct Rates {
 // Classification: 2 labels on the pooled [CLS]; span extraction: start/end
 // targets inside the window.
 Rates time_task(bool span, const nn::BertConfig& mc, int64_t batch, int64_t length, int warmup, int steps,
-                Device device) {
+                Device device, MatmulPrecision precision) {
   Tensor unused;
   const nn::BertInputs in = bench::random_batch(batch, length, mc.vocab_size, device, unused);
   std::vector<int64_t> labels(batch), starts(batch), ends(batch);
@@ -68,7 +68,7 @@ Rates time_task(bool span, const nn::BertConfig& mc, int64_t batch, int64_t leng
     nn::initialize_bert(model, model.bert, 1);
     r.eval = evaluated * batch / median_seconds(warmup, steps, device, [&](int) {
       nn::evaluate_batches(evaluated, device, [&](int64_t) {
-        nn::Context ctx = nn::Context::eval();
+        nn::Context ctx = nn::Context::eval(precision);
         model.forward(in, ctx).start.value().to_doubles();
       });
     });
@@ -76,6 +76,7 @@ Rates time_task(bool span, const nn::BertConfig& mc, int64_t batch, int64_t leng
     nn::AdamW opt(model.named_parameters(), adam);
     r.train = batch / median_seconds(warmup, steps, device, [&](int i) {
       nn::Context ctx = nn::Context::train(1, i);
+      ctx.precision = precision;
       model.loss(model.forward(in, ctx), start_t, end_t).backward();
       opt.step();
     });
@@ -84,7 +85,7 @@ Rates time_task(bool span, const nn::BertConfig& mc, int64_t batch, int64_t leng
     nn::initialize_bert(model, model.bert, 1);
     r.eval = evaluated * batch / median_seconds(warmup, steps, device, [&](int) {
       nn::evaluate_batches(evaluated, device, [&](int64_t) {
-        nn::Context ctx = nn::Context::eval();
+        nn::Context ctx = nn::Context::eval(precision);
         model.forward(in, ctx).value().to_doubles();
       });
     });
@@ -92,6 +93,7 @@ Rates time_task(bool span, const nn::BertConfig& mc, int64_t batch, int64_t leng
     nn::AdamW opt(model.named_parameters(), adam);
     r.train = batch / median_seconds(warmup, steps, device, [&](int i) {
       nn::Context ctx = nn::Context::train(1, i);
+      ctx.precision = precision;
       model.loss(model.forward(in, ctx), label_t).backward();
       opt.step();
     });
@@ -113,7 +115,6 @@ int run(const std::vector<std::string>& argv) {
   Device device = args.device("device", cuda_available() ? "cuda" : "cpu");
   // The products' precision, as train.precision; PyTorch's twin runs bf16 under autocast.
   const MatmulPrecision precision = train::resolve_precision(args.str("precision", "auto"), device, "--precision");
-  MatmulPrecisionScope precision_scope(precision);
   std::printf("ordo bench finetune: examples/s of a training step (forward + task loss, backward, AdamW) and of an\n"
               "evaluation (a batch a thread on the CPU); classification %lld x %lld, SQuAD %lld x %lld; median of %d after %d warm-up\n",
               static_cast<long long>(batch), static_cast<long long>(length), static_cast<long long>(batch),
@@ -134,7 +135,7 @@ int run(const std::vector<std::string>& argv) {
     if (mc.vocab_size == 0) mc.vocab_size = rc.data.vocab_size;
     for (const bool span : {false, true}) {
       const int64_t len = std::min<int64_t>(span ? squad_length : length, mc.max_position_embeddings);
-      const Rates r = time_task(span, mc, batch, len, warmup, steps, device);
+      const Rates r = time_task(span, mc, batch, len, warmup, steps, device, precision);
       std::vector<std::string> torch(6, "-");
       if (args.has("compare-torch")) {
         const std::string cmd = "python3 " + std::string(ORDO_SOURCE_DIR) + "/scripts/bench_torch_finetune.py --config " +

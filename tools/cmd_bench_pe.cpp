@@ -78,7 +78,7 @@ struct Measurement {
 };
 
 Measurement measure(const nn::BertConfig& mc, const train::RunConfig& rc, const nn::BertInputs& in,
-                    const Tensor& labels, int warmup, int steps, Device device) {
+                    const Tensor& labels, int warmup, int steps, Device device, MatmulPrecision precision) {
   auto model = model::build_model(mc, device, false, 1);
   nn::AdamW opt(model->named_parameters(), rc.train.adam);
   Measurement m;
@@ -87,6 +87,7 @@ Measurement measure(const nn::BertConfig& mc, const train::RunConfig& rc, const 
   for (int i = 0; i < warmup + steps; ++i) {
     if (i == warmup) reset_peak_memory(device);
     nn::Context ctx = nn::Context::train(1, i);
+    ctx.precision = precision;
     synchronize(device);
     double t0 = now();
     nn::PretrainingOutput out = model->forward(in, labels, Tensor(), ctx);
@@ -98,7 +99,7 @@ Measurement measure(const nn::BertConfig& mc, const train::RunConfig& rc, const 
   m.peak = allocator_stats(device).peak_bytes_in_use;
   for (int i = 0; i < warmup + steps; ++i) {
     NoGradGuard no_grad;
-    nn::Context ctx = nn::Context::eval();
+    nn::Context ctx = nn::Context::eval(precision);
     synchronize(device);
     double t0 = now();
     model->forward(in, labels, Tensor(), ctx);
@@ -146,7 +147,6 @@ int run(const std::vector<std::string>& argv) {
   Device device = args.device("device", cuda_available() ? "cuda" : "cpu");
   // The products' precision, as train.precision (auto: bf16 on a GPU, fp32 on the CPU).
   const MatmulPrecision precision = train::resolve_precision(args.str("precision", "auto"), device, "--precision");
-  MatmulPrecisionScope precision_scope(precision);
 
   train::RunConfig rc = train::read_run_config(resolve_config(config_name), args.all("set"));
   nn::BertConfig base = rc.model;
@@ -211,7 +211,7 @@ int run(const std::vector<std::string>& argv) {
       mc.pe = e.pe;
       mc.pe_options = e.options;
       try {
-        runs[e.label].push_back(measure(mc, rc, in, labels, warmup, steps, device));
+        runs[e.label].push_back(measure(mc, rc, in, labels, warmup, steps, device, precision));
       } catch (const Error& err) {
         if (r == 0) failed.push_back(e.label + ": " + err.what());
       }

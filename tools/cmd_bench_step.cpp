@@ -132,10 +132,10 @@ struct Stepper {
 
   // Step `step`; returns the loss (the one read a logged step makes).
   double step(int64_t step) {
-    MatmulPrecisionScope precision(mode.precision);
     nn::FusedAttentionScope attention(mode.attention);
     if (!graphed) {
       nn::Context ctx = nn::Context::train(1, step);
+      ctx.precision = mode.precision;
       ctx.fused = mode.fused;
       ctx.fused_attention_on_cpu = fused_attention_on_cpu;
       ctx.rounded_weights = opt->rounded_weights();
@@ -153,6 +153,7 @@ struct Stepper {
     auto stage = [&] { device_inputs.input_ids.copy_from(host.input_ids); };
     auto forward = [&](int64_t) {
       nn::Context ctx = nn::Context::train(1, 0);
+      ctx.precision = mode.precision;
       ctx.next_stream = 0;
       ctx.stream_base = graphed->stream_base();
       ctx.rounded_weights = opt->rounded_weights();

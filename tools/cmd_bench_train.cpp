@@ -34,11 +34,12 @@ double median(std::vector<double> v) {
 }
 
 StepTimes time_steps(nn::PretrainingModel& model, nn::AdamW& opt, const nn::BertInputs& in, const Tensor& labels,
-                     int warmup, int steps, Device device) {
+                     int warmup, int steps, Device device, MatmulPrecision precision) {
   std::vector<double> fwd, bwd, upd;
   for (int i = 0; i < warmup + steps; ++i) {
     if (i == warmup) reset_peak_memory(device);
     nn::Context ctx = nn::Context::train(1, i);
+    ctx.precision = precision;
     ctx.rounded_weights = opt.rounded_weights();
     synchronize(device);
     double t0 = now();
@@ -67,7 +68,6 @@ int run(const std::vector<std::string>& argv) {
   Device device = args.device("device", cuda_available() ? "cuda" : "cpu");
   // The products' precision, as train.precision; PyTorch's twin runs bf16 under autocast.
   const MatmulPrecision precision = train::resolve_precision(args.str("precision", "auto"), device, "--precision");
-  MatmulPrecisionScope precision_scope(precision);
 
   std::printf("ordo bench train: one pretraining step (MLM forward + loss, backward, AdamW), median of %d after %d warm-up\n",
               steps, warmup);
@@ -96,7 +96,7 @@ int run(const std::vector<std::string>& argv) {
     if (precision == MatmulPrecision::bf16) opt.keep_weights_rounding();  // as pretrain
     Tensor labels;
     nn::BertInputs in = random_batch(batch, length, mc.vocab_size, device, labels);
-    StepTimes t = time_steps(*model, opt, in, labels, warmup, steps, device);
+    StepTimes t = time_steps(*model, opt, in, labels, warmup, steps, device, precision);
     double step = t.forward + t.backward + t.optimizer;
     double tokens_per_s = static_cast<double>(batch * length) / step;
 

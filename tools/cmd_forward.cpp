@@ -61,7 +61,7 @@ int run(const std::vector<std::string>& argv) {
                {{input_file, "--input"}, {dir + "/model.safetensors", "--checkpoint"}, {dir + "/config.json", "--checkpoint"}});
   const nn::Ablation ablate = nn::parse_ablation(args.str("ablate", "none"), "--ablate");
   const Device device = args.device("device", "cpu");
-  MatmulPrecisionScope precision(train::resolve_precision(args.str("precision", "auto"), device, "--precision"));
+  const MatmulPrecision precision = train::resolve_precision(args.str("precision", "auto"), device, "--precision");
 
   // The model as the checkpoint holds it: the NSP head only when the
   // checkpoint has one, so no logit comes from a freshly initialised head.
@@ -80,7 +80,7 @@ int run(const std::vector<std::string>& argv) {
   in.attention_mask = batch.attention_mask.to(device);
 
   NoGradGuard no_grad;
-  nn::Context ctx = nn::Context::eval();
+  nn::Context ctx = nn::Context::eval(precision);
   ctx.ablate = ablate;
   nn::ForwardTrace trace;
   trace.keep_hidden_states = trace.keep_attentions = true;
@@ -92,8 +92,11 @@ int run(const std::vector<std::string>& argv) {
   for (size_t l = 0; l < trace.attentions.size(); ++l)
     out.emplace_back("attentions." + std::to_string(l + 1), trace.attentions[l]);
   if (has_lm_head)
-    out.emplace_back("logits", model->predictions.forward(sequence, model->bert.embeddings.word_embeddings.weight.var).value());
-  if (nsp) out.emplace_back("nsp_logits", model->seq_relationship->forward(model->bert.pooler->forward(sequence)).value());
+    out.emplace_back(
+        "logits", model->predictions.forward(sequence, model->bert.embeddings.word_embeddings.weight.var, ctx).value());
+  if (nsp)
+    out.emplace_back("nsp_logits",
+                     model->seq_relationship->forward(model->bert.pooler->forward(sequence, ctx), ctx).value());
   out.emplace_back("input_ids", batch.input_ids);
   out.emplace_back("segment_ids", batch.segment_ids);
   out.emplace_back("positions", batch.positions);
@@ -106,7 +109,7 @@ int run(const std::vector<std::string>& argv) {
               static_cast<long long>(config.num_hidden_layers), config.decoder ? "decoder" : "encoder",
               config.pe.c_str(), ablate == nn::Ablation::none ? "" : ", ablated: ",
               ablate == nn::Ablation::none ? "" : nn::ablation_name(ablate), device.str().c_str(),
-              precision_name(matmul_precision()), out_file.c_str());
+              precision_name(precision), out_file.c_str());
   if (!has_lm_head)
     std::printf("ordo forward: no logits: the checkpoint holds no LM head (a bare encoder; %zu parameters absent: "
                 "%s ...); hidden states and attentions are written\n",

@@ -40,7 +40,7 @@ int run(const std::vector<std::string>& argv) {
   request.options.seed = static_cast<uint64_t>(args.integer("seed", 1, 0, INT64_MAX));
   request.layers = args.str("layer", "1");
   request.device = args.device("device", "cpu");
-  MatmulPrecisionScope precision(train::resolve_precision(args.str("precision", "auto"), request.device, "--precision"));
+  request.options.precision = train::resolve_precision(args.str("precision", "auto"), request.device, "--precision");
   if (args.has("vocab")) request.vocab = args.required("vocab");
   // The checkpoint a run directory names, and the vocabulary found beside it, are inside it.
   check_output(out, OutputKind::folder, args.has("overwrite"),

@@ -100,8 +100,8 @@ bool continues_grid(const FinetuneOptions& o, const json::Value& recorded) {
 // The task's model from the checkpoint (read even from scratch: its tensors
 // must match its config), its training examples and its positions checked.
 void check_task(Task& task, const FinetuneConfig& c, const FinetuneOptions& o, const TaskFiles& files,
-                const nn::BertConfig& model_config, bool scratch, Device device) {
-  task.load(o.checkpoint, device, c.seed, o.quiet || o.from_scratch, /*scratch=*/nullptr, o.new_head);
+                const nn::BertConfig& model_config, bool scratch, Device device, MatmulPrecision precision) {
+  task.load(o.checkpoint, device, precision, c.seed, o.quiet || o.from_scratch, /*scratch=*/nullptr, o.new_head);
   ORDO_CHECK(task.train_size() > 0, files.train, ": no training examples");
   ORDO_CHECK(c.max_seq_length <= model_config.max_position_embeddings - model_config.position_offset ||
                  model_config.pe.find("ape_learned") == std::string::npos,
@@ -140,7 +140,8 @@ std::map<std::string, RunResult> runs_done_before(parallel::Communicator& comm, 
 // seeds and epochs, the device, the processes and the runs at once.
 void print_plan(const FinetuneConfig& c, const FinetuneOptions& o, const Task& task, const std::optional<Scratch>& scratch,
                 const text::SubwordTokenizer& tokenizer, const nn::BertConfig& model_config, Device device,
-                parallel::Communicator& comm, const Parallelism& parallel, int64_t at_once) {
+                MatmulPrecision precision, parallel::Communicator& comm, const Parallelism& parallel,
+                int64_t at_once) {
   std::string from = o.checkpoint;
   if (scratch) {
     from = "random weights in the config of " + o.checkpoint;
@@ -151,7 +152,7 @@ void print_plan(const FinetuneConfig& c, const FinetuneOptions& o, const Task& t
                task.describe().c_str(), from.c_str(),
                tokenizer.lower_case() ? "true" : "false", c.learning_rates.size(),
                static_cast<long long>(c.seeds), static_cast<long long>(c.epochs),
-               device_description(device).c_str(), precision_description(matmul_precision(), device).c_str());
+               device_description(device).c_str(), precision_description(precision, device).c_str());
   if (device.is_cuda())
     std::fprintf(stderr, "attention: %s\n",
                  nn::attention_kernels(*pe::make_position_encoding(model_config, Device::cpu()), model_config, device)
@@ -170,7 +171,7 @@ void print_plan(const FinetuneConfig& c, const FinetuneOptions& o, const Task& t
 // each run starts (started() may move it); `ended` follows each run.
 bool run_in_order(std::vector<GridRun>& grid, Task& task, const FinetuneConfig& c, const FinetuneOptions& o,
                   const Scratch* scratch, const std::string& root, bool continuing, Device device,
-                  parallel::Communicator& comm, const std::function<void()>& started,
+                  MatmulPrecision precision, parallel::Communicator& comm, const std::function<void()>& started,
                   const std::function<void(const GridRun&)>& ended) {
   const bool lead = comm.rank() == 0;
   bool stopped = false;
@@ -183,7 +184,8 @@ bool run_in_order(std::vector<GridRun>& grid, Task& task, const FinetuneConfig& 
     if (!o.quiet) std::fprintf(stderr, "run %s\n", run.name.c_str());
     // What a stopped call left of this run is made again from its start.
     if (lead && continuing) std::filesystem::remove_all(root + "/runs/" + run.name);
-    run.result = run_one(task, c, o, scratch, run.lr, run.seed, root, "runs/" + run.name, device, comm, started);
+    run.result =
+        run_one(task, c, o, scratch, run.lr, run.seed, root, "runs/" + run.name, device, precision, comm, started);
     stopped = !run.result->finished;
     ended(run);
   }
@@ -222,7 +224,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   const json::Value recorded = recorded_config(c, o);
   const bool continuing = continues_grid(o, recorded);
   const Device device = resolve_device(c.device, comm.local_rank());
-  MatmulPrecisionScope precision(resolve_precision(c.precision, device, "train.precision"));
+  const MatmulPrecision precision = resolve_precision(c.precision, device);
   const Parallelism parallel = parallelism(c, device, comm.size());
   set_threads(parallel.threads);
   const CheckpointTokenizer tokenizer_files = load_tokenizer(o.checkpoint, o.vocab, tokenizer_options(c, o.checkpoint),
@@ -231,8 +233,8 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   if (is_squad(o.task) || (o.task != "senteval" && downstream::glue_task(o.task).pair))
     check_pair_segments(tokenizer_files, model_config.type_vocab_size, o.checkpoint + "/config.json");
   const std::unique_ptr<Task> task = make_task(o.task, files, tokenizer, c);
-  check_task(*task, c, o, files, model_config, fresh != nullptr, device);
-  if (worker) return run_worker(*task, c, o, fresh, device);
+  check_task(*task, c, o, files, model_config, fresh != nullptr, device, precision);
+  if (worker) return run_worker(*task, c, o, fresh, device, precision);
   check_same_config(comm, recorded, o.out);
   // One process writes an output at a time (rank 0 for all ranks).
   const std::unique_ptr<OutputLock> lock = lead ? lock_grid_output(o.out) : nullptr;
@@ -243,7 +245,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
   const int64_t runs_left = std::count_if(grid.begin(), grid.end(), [](const GridRun& r) { return !r.result; });
   const int64_t at_once = std::min(parallel.runs, runs_left);
   if (at_once == 1 && runs_left == 1 && parallel.runs > 1) set_threads(parallel.plan(1)[0]);  // one run left: it alone
-  if (!o.quiet) print_plan(c, o, *task, scratch, tokenizer, model_config, device, comm, parallel, at_once);
+  if (!o.quiet) print_plan(c, o, *task, scratch, tokenizer, model_config, device, precision, comm, parallel, at_once);
   if (lead && continuing)
     std::fprintf(stderr, "ordo finetune: continuing the grid in %s: %zu of %zu run(s) finished before\n",
                  o.out.c_str(), done.size(), grid.size());
@@ -291,7 +293,7 @@ FinetuneSummary finetune(const FinetuneConfig& c, const FinetuneOptions& o_in) {
     ORDO_CHECK(failed.empty(), failed,
                in_place() ? "; the runs that ended are in " + o.out + "/results.json" : "; '" + o.out + "' is left as it was");
   } else {
-    stopped = run_in_order(grid, *task, c, o, fresh, root, continuing, device, comm, started, ended);
+    stopped = run_in_order(grid, *task, c, o, fresh, root, continuing, device, precision, comm, started, ended);
   }
   summary.interrupted = stopped;
   // The others wait for rank 0's last files: when the command returns, the runs are on disk.

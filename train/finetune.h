@@ -61,11 +61,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/json.h"
 #include "base/output.h"
+#include "tensor/device_runtime.h"
 
 namespace ordo::parallel {
 class Communicator;
@@ -95,7 +97,9 @@ struct FinetuneConfig {
   // only; 0: all (HuggingFace's run_glue / run_qa max_train_samples).
   int64_t max_train_examples = 0;
   std::string device = "auto";
-  std::string precision = "auto";  // of the products: auto (bf16 on a GPU, fp32 on the CPU), fp32, tf32, bf16
+  // Of the products, parsed (train::parse_precision): nullopt is auto (bf16
+  // on a GPU, fp32 on the CPU), else fp32, tf32 or bf16.
+  std::optional<MatmulPrecision> precision;
   int64_t threads = 0;
   // Runs of the grid at once on the CPU, each a process of its own with
   // train.threads threads (0 there: the cores shared evenly); 0: as many as the

@@ -91,8 +91,7 @@ FinetuneConfig parse_finetune_config(const json::Value& json_in, const std::vect
   c.select_epoch = t.string("select_epoch", c.select_epoch, {"best", "last"});
   c.max_train_examples = t.integer("max_train_examples", c.max_train_examples, 0, INT64_MAX);
   c.device = t.string("device", c.device);
-  c.precision = t.string("precision", c.precision);
-  resolve_precision(c.precision, Device::cpu(), where + ": train.precision");  // a wrong name is refused here
+  c.precision = parse_precision(t.string("precision", precision_setting_name(c.precision)), where + ": train.precision");
   c.threads = t.integer("threads", c.threads, 0, 4096);
   c.parallel_runs = t.integer("parallel_runs", c.parallel_runs, 0, 4096);
   c.bucket_cap_mb = t.number("bucket_cap_mb", c.bucket_cap_mb, 1e-6, 1e6);

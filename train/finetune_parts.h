@@ -59,9 +59,10 @@ class Task {
   virtual std::string describe() const = 0;
   // A fresh model from the checkpoint for one run (the new head from `seed`).
   // With `scratch`, its config with new random weights (and a copied position
-  // table): the baseline that shows what pretraining brings.
-  virtual void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, const Scratch* scratch,
-                    bool new_head) = 0;
+  // table): the baseline that shows what pretraining brings. `precision`:
+  // of the products of the task's own forwards (evaluation, predictions).
+  virtual void load(const std::string& checkpoint, Device device, MatmulPrecision precision, uint64_t seed,
+                    bool quiet, const Scratch* scratch, bool new_head) = 0;
   virtual nn::Module& model() = 0;
   // The loss on training examples `indices`, and the positions it processed.
   virtual Var loss(const std::vector<int64_t>& indices, nn::Context& ctx, int64_t* tokens) = 0;
@@ -117,7 +118,7 @@ struct RunResult {
 // Data parallel, rank 0 alone evaluates and writes (its result is the run's).
 RunResult run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o, const Scratch* scratch, double lr,
                   uint64_t seed, const std::string& root, const std::string& name, Device device,
-                  parallel::Communicator& comm, const std::function<void()>& started);
+                  MatmulPrecision precision, parallel::Communicator& comm, const std::function<void()>& started);
 
 // ---- the grid and its results (finetune_grid.cpp) --------------------------------------------
 
@@ -199,7 +200,7 @@ void run_in_workers(std::vector<GridRun>& grid, const Parallelism& p, const json
 
 // One run of a parallel grid, in a worker process (FinetuneOptions::worker_run).
 FinetuneSummary run_worker(Task& task, const FinetuneConfig& c, const FinetuneOptions& o, const Scratch* scratch,
-                           Device device);
+                           Device device, MatmulPrecision precision);
 
 // What a worker is given beside --worker, --out, --config and its threads: the grid's inputs.
 std::vector<std::string> worker_flags(const FinetuneOptions& o);

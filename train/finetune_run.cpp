@@ -40,8 +40,10 @@ Share batch_share(int64_t n, int rank, int ranks) {
 
 RunResult finetuning::run_one(Task& task, const FinetuneConfig& c, const FinetuneOptions& o, const Scratch* scratch, double lr,
                               uint64_t seed, const std::string& root, const std::string& name, Device device,
-                              parallel::Communicator& comm, const std::function<void()>& started) {
-  task.load(o.checkpoint, device, seed, /*quiet=*/true, scratch, o.new_head);  // what is new was said once, up front
+                              MatmulPrecision precision, parallel::Communicator& comm,
+                              const std::function<void()>& started) {
+  // What is new was said once, up front.
+  task.load(o.checkpoint, device, precision, seed, /*quiet=*/true, scratch, o.new_head);
   const bool lead = comm.rank() == 0;
   std::unique_ptr<parallel::GradientReducer> reducer;
   if (comm.size() > 1) {
@@ -58,7 +60,7 @@ RunResult finetuning::run_one(Task& task, const FinetuneConfig& c, const Finetun
   adam.total_steps = steps_per_epoch * c.epochs;
   adam.warmup_steps = static_cast<int64_t>(std::ceil(c.warmup_ratio * static_cast<double>(adam.total_steps)));
   nn::AdamW opt(task.model().named_parameters(), adam);
-  if (matmul_precision() == MatmulPrecision::bf16) opt.keep_weights_rounding();  // see nn/optim.h
+  if (precision == MatmulPrecision::bf16) opt.keep_weights_rounding();  // see nn/optim.h
 
   std::optional<MetricsLog> log;  // the open file follows its folder
   if (lead) {
@@ -80,6 +82,7 @@ RunResult finetuning::run_one(Task& task, const FinetuneConfig& c, const Finetun
       const bool logged = step % c.log_every == 0 || step == 1 || step == adam.total_steps;
       auto forward = [&](int64_t) {
         nn::Context ctx = nn::Context::train(seed, step, comm.rank(), comm.size());
+        ctx.precision = precision;
         ctx.rounded_weights = opt.rounded_weights();
         int64_t tokens = 0;
         Var loss = task.loss(indices, ctx, &tokens);

@@ -119,10 +119,11 @@ class ClassificationFinetuneTask : public Task {
     return s + (task_.regression() ? " (regression)" : ", labels " + task_.label_list());
   }
 
-  void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, const Scratch* scratch,
-            bool new_head) override {
+  void load(const std::string& checkpoint, Device device, MatmulPrecision precision, uint64_t seed, bool quiet,
+            const Scratch* scratch, bool new_head) override {
     const int labels = task_.regression() ? 1 : static_cast<int>(task_.labels.size());
     device_ = device;
+    precision_ = precision;
     if (scratch) {
       model_ = fresh_model<nn::SequenceClassifier>(*scratch, device, seed, labels);
       return;
@@ -225,7 +226,7 @@ class ClassificationFinetuneTask : public Task {
     nn::evaluate_batches(batches, device_, [&](int64_t b) {
       std::vector<int64_t> indices;
       for (int64_t i = b * eval_batch_size_; i < std::min(n, (b + 1) * eval_batch_size_); ++i) indices.push_back(i);
-      nn::Context ctx = nn::Context::eval();
+      nn::Context ctx = nn::Context::eval(precision_);
       const Tensor out = model_->forward(inputs(features, indices, nullptr), ctx).value();
       logits[static_cast<size_t>(b)] = out.to_doubles();
       if (b == 0) labels = out.shape()[1];
@@ -251,6 +252,7 @@ class ClassificationFinetuneTask : public Task {
   downstream::LengthStats length_stats_;       // over the whole dataset
   std::unique_ptr<nn::SequenceClassifier> model_;
   Device device_ = Device::cpu();
+  MatmulPrecision precision_ = MatmulPrecision::fp32;
 };
 
 class SquadFinetuneTask : public Task {
@@ -287,9 +289,10 @@ class SquadFinetuneTask : public Task {
            " dev questions (" + std::to_string(dev_features_.size()) + " windows)";
   }
 
-  void load(const std::string& checkpoint, Device device, uint64_t seed, bool quiet, const Scratch* scratch,
-            bool new_head) override {
+  void load(const std::string& checkpoint, Device device, MatmulPrecision precision, uint64_t seed, bool quiet,
+            const Scratch* scratch, bool new_head) override {
     device_ = device;
+    precision_ = precision;
     if (scratch) {
       model_ = fresh_model<nn::SpanExtractor>(*scratch, device, seed);
       return;
@@ -314,7 +317,7 @@ class SquadFinetuneTask : public Task {
     nn::evaluate_batches((n + eval_batch_size_ - 1) / eval_batch_size_, device_, [&](int64_t b) {
       std::vector<int64_t> indices;
       for (int64_t i = b * eval_batch_size_; i < std::min(n, (b + 1) * eval_batch_size_); ++i) indices.push_back(i);
-      nn::Context ctx = nn::Context::eval();
+      nn::Context ctx = nn::Context::eval(precision_);
       nn::SpanLogits logits = model_->forward(inputs(dev_features_, indices, nullptr), ctx);
       const std::vector<double> s = logits.start.value().to_doubles(), e = logits.end.value().to_doubles();
       const int64_t length = logits.start.value().shape()[1];
@@ -371,6 +374,7 @@ class SquadFinetuneTask : public Task {
   std::vector<downstream::SquadPrediction> predictions_;
   std::unique_ptr<nn::SpanExtractor> model_;
   Device device_ = Device::cpu();
+  MatmulPrecision precision_ = MatmulPrecision::fp32;
 };
 
 }  // namespace

@@ -147,7 +147,7 @@ void finetuning::run_in_workers(std::vector<GridRun>& grid, const Parallelism& p
 }
 
 FinetuneSummary finetuning::run_worker(Task& task, const FinetuneConfig& c, const FinetuneOptions& o, const Scratch* scratch,
-                                       Device device) {
+                                       Device device, MatmulPrecision precision) {
   const std::vector<GridRun> grid = grid_runs(c);
   const auto run = std::find_if(grid.begin(), grid.end(), [&](const GridRun& r) { return r.name == o.worker_run; });
   ORDO_CHECK(run != grid.end(), "--worker ", o.worker_run, ": the grid has no such run");
@@ -157,7 +157,7 @@ FinetuneSummary finetuning::run_worker(Task& task, const FinetuneConfig& c, cons
   // that died before this line left it to init (ppid 1).
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   ORDO_CHECK(::getppid() != 1, "--worker ", o.worker_run, ": the grid that started this worker has ended");
-  const RunResult r = run_one(task, c, o, scratch, run->lr, run->seed, o.out, "run", device, single,
+  const RunResult r = run_one(task, c, o, scratch, run->lr, run->seed, o.out, "run", device, precision, single,
                               [&] { write_file_atomic(o.out + "/started", ""); });
   write_file_atomic(o.out + "/result.json", json::dump(run_line(run->name, run->seed, r), 2) + "\n");
   FinetuneSummary summary;

@@ -46,11 +46,24 @@ void set_threads(int64_t threads) {
 #endif
 }
 
-MatmulPrecision resolve_precision(const std::string& name, Device device, const std::string& where) {
-  if (name == "auto") return device.is_cuda() ? MatmulPrecision::bf16 : MatmulPrecision::fp32;
+std::optional<MatmulPrecision> parse_precision(const std::string& name, const std::string& where) {
+  if (name == "auto") return std::nullopt;
   for (MatmulPrecision p : {MatmulPrecision::fp32, MatmulPrecision::tf32, MatmulPrecision::bf16})
     if (name == precision_name(p)) return p;
   throw Error(detail::cat(where, ": unknown precision '", name, "' (auto, fp32, tf32 or bf16)"));
+}
+
+std::string precision_setting_name(const std::optional<MatmulPrecision>& setting) {
+  return setting ? precision_name(*setting) : "auto";
+}
+
+MatmulPrecision resolve_precision(const std::optional<MatmulPrecision>& setting, Device device) {
+  if (setting) return *setting;
+  return device.is_cuda() ? MatmulPrecision::bf16 : MatmulPrecision::fp32;
+}
+
+MatmulPrecision resolve_precision(const std::string& name, Device device, const std::string& where) {
+  return resolve_precision(parse_precision(name, where), device);
 }
 
 std::string precision_description(MatmulPrecision precision, Device device) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,11 +39,19 @@ Device resolve_device(const std::string& name, int local_rank = 0);
 // CPU threads for the run; 0 leaves OpenMP's default.
 void set_threads(int64_t threads);
 
-// The products' precision a run names (train.precision, --precision): "auto"
-// is bf16 on a GPU (PyTorch's bf16 autocast for products) and fp32 on the
-// CPU; "fp32", "tf32" and "bf16" are themselves on either device (on the CPU
-// tf32 and bf16 are emulated exactly, as slow as fp32: for comparing with a
-// GPU's run). Anything else is an error naming `where`.
+// The products' precision a run names (train.precision, --precision), parsed
+// once where it is read: "auto" (nullopt) is bf16 on a GPU (PyTorch's bf16
+// autocast for products) and fp32 on the CPU; "fp32", "tf32" and "bf16" are
+// themselves on either device (on the CPU tf32 and bf16 are emulated
+// exactly, as slow as fp32: for comparing with a GPU's run). Anything else is
+// an error naming `where`.
+std::optional<MatmulPrecision> parse_precision(const std::string& name, const std::string& where = "precision");
+// "auto" or the precision's name: the text parse_precision reads back.
+std::string precision_setting_name(const std::optional<MatmulPrecision>& setting);
+// The setting on `device` (auto resolved): the value every forward of the
+// run takes (nn::Context::precision).
+MatmulPrecision resolve_precision(const std::optional<MatmulPrecision>& setting, Device device);
+// A flag's name parsed and resolved at once (--precision).
 MatmulPrecision resolve_precision(const std::string& name, Device device, const std::string& where = "precision");
 // "bf16 products (FP32 sums, master weights and statistics)", "... emulated on the CPU", for a run's header.
 std::string precision_description(MatmulPrecision precision, Device device);

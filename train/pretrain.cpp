@@ -50,6 +50,7 @@ struct PretrainRun {
 
   parallel::Communicator& comm;
   Device device;
+  MatmulPrecision precision;  // of every forward's products (train.precision on `device`)
   Corpus corpus;
   nn::BertConfig model_config;
   std::unique_ptr<nn::PretrainingModel> model;
@@ -88,6 +89,7 @@ PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resumi
                          parallel::Communicator& comm)
     : comm(comm),
       device(resolve_device(c.train.device, comm.local_rank())),
+      precision(resolve_precision(c.train.precision, device)),
       corpus(prepare_corpus(c, run, quiet, comm.rank() == 0)),
       model_config(model_config_for(c, corpus.vocab, run + "/vocab.txt")) {
   const bool nsp = c.data.objective == "mlm+nsp";
@@ -112,7 +114,7 @@ PretrainRun::PretrainRun(const RunConfig& c, const std::string& run, bool resumi
   if (resuming) restore_optimizer(checkpoint_dir(run, state.step), *opt, state.step, device);
   // The weights are loaded: from here only AdamW writes them, and it keeps
   // their bf16 rounding for each forward's products.
-  if (matmul_precision() == MatmulPrecision::bf16) opt->keep_weights_rounding();
+  if (precision == MatmulPrecision::bf16) opt->keep_weights_rounding();
   for (const Phase& p : c.train.phases) {
     train_data.push_back(std::make_unique<text::PretrainingData>(corpus.split.train, corpus.vocab, data_options(c.data, p.max_seq_length)));
     eval_data.push_back(corpus.split.held_out.documents() > 0
@@ -172,7 +174,7 @@ void print_start(const RunConfig& c, const PretrainRun& r, bool resuming) {
                c.data.objective.c_str(), static_cast<long long>(r.model_config.num_hidden_layers),
                static_cast<long long>(r.model_config.hidden_size), r.model_config.pe.c_str(),
                static_cast<long long>(r.model->parameter_count()), device_description(r.device).c_str(),
-               precision_description(matmul_precision(), r.device).c_str());
+               precision_description(r.precision, r.device).c_str());
   if (r.device.is_cuda())
     std::fprintf(stderr, "attention: %s\n",
                  nn::attention_kernels(r.model->bert.position_encoding(), r.model_config, r.device).c_str());
@@ -234,13 +236,14 @@ void enter_current_phase(TrainerState& s, const std::vector<Phase>& phases) {
 
 // When the loss is not finite, name the first tensor that went wrong: a
 // parameter, or else the first hidden state of a traced re-run.
-[[noreturn]] void report_non_finite(int64_t step, nn::PretrainingModel& model, const DeviceBatch& b) {
+[[noreturn]] void report_non_finite(int64_t step, nn::PretrainingModel& model, const DeviceBatch& b,
+                                    MatmulPrecision precision) {
   for (const auto& [name, p] : model.named_parameters()) {
     if (!std::isfinite(global_norm({p->var.value()})))
       throw Error(detail::cat("step ", step, ": the loss is not finite; parameter '", name, "' holds NaN or Inf"));
   }
   NoGradGuard no_grad;
-  nn::Context ctx = nn::Context::eval();
+  nn::Context ctx = nn::Context::eval(precision);
   nn::ForwardTrace trace;
   trace.keep_hidden_states = true;
   model.bert.forward(b.inputs, ctx, &trace);
@@ -307,6 +310,7 @@ StepResult graphed_pretrain_step(PretrainRun& r, const TrainConfig& t, const tex
   };
   auto forward = [&](int64_t) {
     nn::Context ctx = nn::Context::train(t.seed, 0);
+    ctx.precision = r.precision;
     ctx.next_stream = 0;  // counted from the step's base on the device
     ctx.stream_base = r.graphed->stream_base();
     ctx.rounded_weights = r.opt->rounded_weights();
@@ -315,7 +319,7 @@ StepResult graphed_pretrain_step(PretrainRun& r, const TrainConfig& t, const tex
     if (out.nsp_loss.defined()) mb.scalars.emplace_back("nsp_loss", out.nsp_loss.value());
     return mb;
   };
-  auto report = [&](int64_t) { report_non_finite(step, *r.model, to_device(b, r.device)); };
+  auto report = [&](int64_t) { report_non_finite(step, *r.model, to_device(b, r.device), r.precision); };
   return r.graphed->run(step, logged, stage, forward, report, graph_key(b, *in.inputs.facts));
 }
 
@@ -340,6 +344,7 @@ StepResult pretrain_step(PretrainRun& r, const TrainConfig& t, int64_t step, boo
     batches.push_back(to_device(m == 0 && drawn ? *drawn : data.next_batch(r.state.cursor, phase.batch_size), r.device));
     const DeviceBatch& b = batches.back();
     nn::Context ctx = nn::Context::train(t.seed, step, rank * t.grad_accum + m, ranks * t.grad_accum);
+    ctx.precision = r.precision;
     ctx.rounded_weights = r.opt->rounded_weights();
     const int64_t padded = r.device.is_cuda() ? predicted_row_count(r, b) : 0;
     nn::PretrainingOutput out = r.model->forward(b.inputs, nn::mlm_rows(b.labels, r.device, padded), b.nsp_labels, ctx);
@@ -347,7 +352,7 @@ StepResult pretrain_step(PretrainRun& r, const TrainConfig& t, int64_t step, boo
     if (out.nsp_loss.defined()) mb.scalars.emplace_back("nsp_loss", out.nsp_loss.value());
     return mb;
   };
-  auto report = [&](int64_t m) { report_non_finite(step, *r.model, batches[m]); };
+  auto report = [&](int64_t m) { report_non_finite(step, *r.model, batches[m], r.precision); };
   StepResult result = optimizer_step(*r.opt, step, t.grad_accum, logged, forward, report, {&r.comm, r.reducer.get()});
   data.skip(r.state.cursor, (ranks - 1 - rank) * t.grad_accum * phase.batch_size);
   return result;
@@ -373,7 +378,8 @@ std::optional<EvalResult> evaluate_and_log(MetricsLog& log, PretrainRun& r, cons
                                            bool quiet) {
   text::PretrainingData* held_out = r.eval_data[r.state.phase].get();
   if (!held_out) return std::nullopt;
-  EvalResult e = evaluate(*r.model, *held_out, t.phases[r.state.phase].batch_size, t.eval_batches, r.device);
+  EvalResult e =
+      evaluate(*r.model, *held_out, t.phases[r.state.phase].batch_size, t.eval_batches, r.device, r.precision);
   const double ppl = perplexity(e.loss);
   json::Value line = json::Value::object();
   line["step"] = step;
@@ -464,8 +470,6 @@ RunSummary pretraining::run_loop(const RunConfig& c, const PretrainOptions& o, c
                                  bool resuming, parallel::Communicator& comm) {
   const bool lead = comm.rank() == 0, quiet = o.quiet || !lead;
   set_threads(c.train.threads);
-  MatmulPrecisionScope precision(
-      resolve_precision(c.train.precision, resolve_device(c.train.device, comm.local_rank()), "train.precision"));
   std::unique_ptr<PretrainRun> owned = set_up(c, run.path(), resuming, quiet, comm);
   PretrainRun& r = *owned;
   if (!quiet) print_start(c, r, resuming);

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,7 +72,9 @@ struct TrainConfig {
   // BERT-base-uncased with each PE); empty: every weight initialised.
   std::string init_from;
   std::string device = "auto";       // auto, cpu, cuda, cuda:N
-  std::string precision = "auto";    // of the products: auto (bf16 on a GPU, fp32 on the CPU), fp32, tf32, bf16
+  // Of the products, parsed (train::parse_precision): nullopt is auto (bf16
+  // on a GPU, fp32 on the CPU), else fp32, tf32 or bf16.
+  std::optional<MatmulPrecision> precision;
   // On a GPU, with one process and no accumulation: each step one CUDA graph
   // launch (train::GraphedStep), its shapes fixed by the phase's batch and
   // length and data.max_predictions_per_seq; a capture the driver refuses
@@ -161,7 +164,9 @@ struct EvalResult {
   int64_t predicted = 0;
 };
 // The training loop's evaluation on given batches, in evaluation mode
-// (no dropout) — e.g. with altered positions (the skip-position attack).
-EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text::Batch>& batches, Device device);
+// (no dropout) — e.g. with altered positions (the skip-position attack) —
+// with products of the given precision.
+EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text::Batch>& batches, Device device,
+                            MatmulPrecision precision);
 
 }  // namespace ordo::train

@@ -92,9 +92,8 @@ TrainConfig parse_train(const json::Value& v, const std::string& where) {
   t.checkpoint_initial = r.boolean("checkpoint_initial", t.checkpoint_initial);
   t.init_from = r.string("init_from", t.init_from);
   t.device = r.string("device", t.device);
-  t.precision = r.string("precision", t.precision);
+  t.precision = parse_precision(r.string("precision", precision_setting_name(t.precision)), where + ": train.precision");
   t.cuda_graphs = r.boolean("cuda_graphs", t.cuda_graphs);
-  resolve_precision(t.precision, Device::cpu(), where + ": train.precision");  // a wrong name is refused here
   t.threads = r.integer("threads", t.threads, 0, 4096);
   t.bucket_cap_mb = r.number("bucket_cap_mb", t.bucket_cap_mb, 1e-6, 1e6);
   r.finish();

@@ -165,14 +165,14 @@ struct EvalSums {
 namespace pretraining {
 
 EvalResult evaluate(nn::PretrainingModel& model, text::PretrainingData& data, int64_t batch_size, int64_t batches,
-                    Device device) {
+                    Device device, MatmulPrecision precision) {
   text::Cursor cursor;
   std::vector<text::Batch> held_out;
   for (int64_t i = 0; i < batches; ++i) {
     held_out.push_back(data.next_batch(cursor, batch_size));
     if (cursor.epoch > 0) break;  // the held-out split is smaller than asked: once through
   }
-  return evaluate_batches(model, held_out, device);
+  return evaluate_batches(model, held_out, device, precision);
 }
 
 double unigram_baseline(text::PretrainingData& data, int64_t batch_size, int64_t batches) {
@@ -196,10 +196,11 @@ double perplexity(double mean_loss) { return std::exp(mean_loss); }
 
 // The batches go a thread each on the CPU (nn/evaluate_batches.h); their sums
 // are added in order, as one after another.
-EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text::Batch>& batches, Device device) {
+EvalResult evaluate_batches(nn::PretrainingModel& model, const std::vector<text::Batch>& batches, Device device,
+                            MatmulPrecision precision) {
   std::vector<EvalSums> each(batches.size());
   nn::evaluate_batches(static_cast<int64_t>(batches.size()), device, [&](int64_t i) {
-    nn::Context ctx = nn::Context::eval();
+    nn::Context ctx = nn::Context::eval(precision);
     each[static_cast<size_t>(i)].add(model, to_device(batches[static_cast<size_t>(i)], device), ctx);
   });
   EvalSums sums;

@@ -43,9 +43,10 @@ Tensor padding_bias(const text::Batch& b);
 DeviceBatch to_device(const text::Batch& b, Device device);
 
 // Mean LM loss and accuracy over the first `batches` batches of the held-out
-// split (always the same batches: a fresh cursor each time).
+// split (always the same batches: a fresh cursor each time), the products at
+// the run's precision.
 EvalResult evaluate(nn::PretrainingModel& model, text::PretrainingData& data, int64_t batch_size, int64_t batches,
-                    Device device);
+                    Device device, MatmulPrecision precision);
 // The accuracy of always predicting the most frequent target: the baseline a
 // model that ignores its context reaches (about what a unigram model gets).
 double unigram_baseline(text::PretrainingData& data, int64_t batch_size, int64_t batches);

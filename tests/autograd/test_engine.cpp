@@ -403,7 +403,6 @@ TEST_CASE("linear_cross_entropy is the product, its bias and cross_entropy: the 
   const Tensor targets = Tensor::from_vector(std::vector<int64_t>{3, -100, 10, 0, 3, 7}, {6});
   for (const MatmulPrecision precision : {MatmulPrecision::fp32, MatmulPrecision::bf16}) {
     INFO((precision == MatmulPrecision::bf16 ? "bf16 products" : "f32 products"));
-    MatmulPrecisionScope scope(precision);
     struct Run {
       double loss;
       Tensor logits, gx, gw, gb;
@@ -431,9 +430,9 @@ TEST_CASE("linear_cross_entropy is the product, its bias and cross_entropy: the 
       {
         KernelCallRecording recording;
         if (fused) {
-          loss = linear_cross_entropy(xv, wv, bv, targets, -100, &product);
+          loss = linear_cross_entropy(xv, wv, bv, targets, -100, &product, precision);
         } else {
-          const Var z = add(matmul(xv, wv, false, true), bv);
+          const Var z = add(matmul(xv, wv, false, true, 1.0, precision), bv);
           r.logits = z.value();
           loss = cross_entropy(z, targets);
         }
@@ -530,16 +529,17 @@ TEST_CASE("an FFN under bf16 products keeps its pre-activation and that gradient
   const Tensor x = test::random_tensor({4, 6, 16}, 1, DType::f32), gy = test::random_tensor({4, 6, 16}, 2, DType::f32);
   const Tensor w1 = test::random_tensor({32, 16}, 3, DType::f32, -0.5, 0.5), b1 = test::random_tensor({32}, 4, DType::f32);
   const Tensor w2 = test::random_tensor({16, 32}, 5, DType::f32, -0.5, 0.5);
-  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  const MatmulPrecision bf16 = MatmulPrecision::bf16;
   // readers: 1, or 2 (the activation read by the down-projection twice, its two
   // bf16 gradients summed in f32 and read by bias_activation's backward so).
   auto run = [&](bool rounded, int readers) {
     Var xv(x, true), w1v(w1, true), b1v(b1, true), w2v(w2, true);
-    const Var pre = linear(xv, w1v, Var(), /*output_as_operand=*/rounded);
-    const Var act = bias_activation(pre, b1v, UnaryOp::gelu, /*as_operand=*/true, /*x_is_product=*/true);
+    const Var pre = linear(xv, w1v, Var(), /*output_as_operand=*/rounded, bf16);
+    const Var act = bias_activation(pre, b1v, UnaryOp::gelu, /*as_operand=*/true, /*x_is_product=*/true, bf16);
     pre.retain_grad();
     act.retain_grad();
-    const Var out = readers == 1 ? linear(act, w2v, Var()) : add(linear(act, w2v, Var()), linear(act, w2v, Var()));
+    const Var out = readers == 1 ? linear(act, w2v, Var(), false, bf16)
+                                 : add(linear(act, w2v, Var(), false, bf16), linear(act, w2v, Var(), false, bf16));
     out.backward(gy);
     const DType kept = rounded ? DType::bf16 : DType::f32;
     CHECK(pre.dtype() == kept);

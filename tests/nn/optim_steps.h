@@ -12,15 +12,16 @@ namespace ordo::test {
 
 // `steps` steps of the tiny model (clipping acting every step); read_norm
 // as AdamW::step takes it; fused = false: AdamW's per-tensor reference
-// path; keep_rounding: AdamW keeps the weights' bf16 rounding and each
-// forward takes it (AdamW::keep_weights_rounding; under bf16 products, which
-// the caller sets).
+// path; precision: the forwards' products (nn::Context::precision);
+// keep_rounding: AdamW keeps the weights' bf16 rounding and each forward
+// takes it (AdamW::keep_weights_rounding; under bf16 products).
 struct TinyTraining {
   std::vector<Tensor> losses;  // each step's, on the device: read after the steps
   std::vector<Tensor> params;  // on the host
   RoundedWeights kept;         // AdamW's kept rounding (undefined without keep_rounding)
 };
-inline TinyTraining train_tiny(Device device, int steps, bool read_norm, bool fused, bool keep_rounding = false) {
+inline TinyTraining train_tiny(Device device, int steps, bool read_norm, bool fused, bool keep_rounding = false,
+                               MatmulPrecision precision = MatmulPrecision::fp32) {
   nn::BertConfig c = tiny_bert_config(50, 16, 2, 2, 32, 16);
   auto model = model::build_model(c, device, false, 7);
   nn::AdamWConfig ac;
@@ -40,6 +41,7 @@ inline TinyTraining train_tiny(Device device, int steps, bool read_norm, bool fu
   TinyTraining out;
   for (int s = 0; s < steps; ++s) {
     nn::Context ctx = nn::Context::train(1, s);
+    ctx.precision = precision;
     ctx.rounded_weights = opt.rounded_weights();
     const Var loss = model->forward(in, host_labels, Tensor(), ctx).loss;
     out.losses.push_back(loss.value());

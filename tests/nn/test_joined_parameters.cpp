@@ -39,9 +39,10 @@ struct Result {
   Tensor y, gx;
   std::vector<Tensor> gw, gb;
 };
-Result stacked_product(const Projections& p, const Tensor& x, const Tensor& gy) {
+Result stacked_product(const Projections& p, const Tensor& x, const Tensor& gy,
+                       MatmulPrecision precision = MatmulPrecision::fp32) {
   Var xv(x, true);
-  Var y = linear_stacked(xv, p.weights, p.biases);
+  Var y = linear_stacked(xv, p.weights, p.biases, precision);
   y.backward(gy);
   Result r{y.value(), xv.grad(), {}, {}};
   for (size_t i = 0; i < 3; ++i) {
@@ -103,7 +104,7 @@ TEST_CASE("the stacked Q/K/V product gives the same values and gradients from jo
 TEST_CASE("cuda: the stacked Q/K/V product from joined parameters takes 3 launches instead of 7, same bits",
           "[cuda]") {
   const Device gpu = Device::cuda(0);
-  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  const MatmulPrecision bf16 = MatmulPrecision::bf16;
   const Tensor x = rand_f32({2, 5, 6}, 3).to(gpu), gy = rand_f32({2, 5, 12}, 4).to(gpu);
   Result r[2];
   int64_t launches[2];
@@ -111,9 +112,9 @@ TEST_CASE("cuda: the stacked Q/K/V product from joined parameters takes 3 launch
     const Projections p = projections(joined, gpu);
     synchronize(gpu);
     reset_device_counters();
-    linear_stacked(Var(x), p.weights, p.biases);
+    linear_stacked(Var(x), p.weights, p.biases, bf16);
     launches[joined] = device_counters().kernel_launches;
-    r[joined] = stacked_product(p, x, gy);
+    r[joined] = stacked_product(p, x, gy, bf16);
   }
   CHECK(launches[true] == 3);
   CHECK(launches[false] == 7);
@@ -183,54 +184,54 @@ TEST_CASE("the encoder's Linear weights lie in one block, Q, K and V still joine
 
 TEST_CASE("inside a OperandRoundingScope a view of the block is the same view of one bf16 rounding of it",
           "[tensor]") {
-  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  const MatmulPrecision bf16 = MatmulPrecision::bf16;
   const Tensor block = rand_f32({50}, 5);
   const Tensor a = block.slice(0, 3, 15).view({3, 4}), b = block.slice(0, 20, 50).view({5, 6}).transpose(0, 1);
   const Tensor elsewhere = rand_f32({3, 4}, 6);
   {
-    OperandRoundingScope scope(a);
-    const Tensor ra = as_operand(a), rb = as_operand(b);
+    OperandRoundingScope scope(a, bf16);
+    const Tensor ra = as_operand(a, bf16), rb = as_operand(b, bf16);
     CHECK(ra.dtype() == DType::bf16);
     CHECK(ra.shares_storage_with(rb));  // one rounding for both
     CHECK(rb.strides() == b.strides());
     CHECK(ra.to_doubles() == a.to(DType::bf16).to_doubles());
     CHECK(rb.to_doubles() == b.to(DType::bf16).to_doubles());
-    CHECK(!as_operand(elsewhere).shares_storage_with(ra));
-    OperandRoundingScope nested(b);  // the same block: nothing new
-    CHECK(as_operand(a).shares_storage_with(ra));
+    CHECK(!as_operand(elsewhere, bf16).shares_storage_with(ra));
+    OperandRoundingScope nested(b, bf16);  // the same block: nothing new
+    CHECK(as_operand(a, bf16).shares_storage_with(ra));
   }
-  CHECK(!as_operand(a).shares_storage_with(as_operand(b)));  // outside: a cast each
+  CHECK(!as_operand(a, bf16).shares_storage_with(as_operand(b, bf16)));  // outside: a cast each
   {
-    MatmulPrecisionScope fp32(MatmulPrecision::fp32);
-    OperandRoundingScope scope(a);  // nothing to round under fp32
-    CHECK(as_operand(a).shares_storage_with(block));
+    const MatmulPrecision fp32 = MatmulPrecision::fp32;
+    OperandRoundingScope scope(a, fp32);  // nothing to round under fp32
+    CHECK(as_operand(a, fp32).shares_storage_with(block));
   }
 }
 
 TEST_CASE("an activation's rounding given to the scope is its product's operand, handed out once", "[tensor]") {
-  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  const MatmulPrecision bf16 = MatmulPrecision::bf16;
   const Tensor weights = rand_f32({4, 6}, 9);
   const Tensor y = rand_f32({2, 3, 6}, 10), y16 = y.to(DType::bf16);
   CHECK(!OperandRoundingScope::collecting());
   OperandRoundingScope::add_rounding(y, y16);  // no scope: nothing kept
-  CHECK(!as_operand(y).shares_storage_with(y16));
+  CHECK(!as_operand(y, bf16).shares_storage_with(y16));
   {
-    OperandRoundingScope scope(weights);
+    OperandRoundingScope scope(weights, bf16);
     CHECK(OperandRoundingScope::collecting());
     OperandRoundingScope::add_rounding(y, y16);
-    const Tensor taken = as_operand(y.reshape({6, 6}));  // a view of the value finds it
+    const Tensor taken = as_operand(y.reshape({6, 6}), bf16);  // a view of the value finds it
     CHECK(taken.shares_storage_with(y16));
     CHECK(taken.shape() == Shape{6, 6});
-    CHECK(!as_operand(y).shares_storage_with(y16));  // handed out once: a cast again
+    CHECK(!as_operand(y, bf16).shares_storage_with(y16));  // handed out once: a cast again
     Tensor gone = rand_f32({2, 3, 6}, 11);
     OperandRoundingScope::add_rounding(gone, gone.to(DType::bf16));
     gone = Tensor();  // its storage freed: the entry is dropped at the next add, never matched
     OperandRoundingScope::add_rounding(y, y16);
-    CHECK(as_operand(y).shares_storage_with(y16));
+    CHECK(as_operand(y, bf16).shares_storage_with(y16));
   }
   CHECK_THROWS_WITH(
       [&] {
-        OperandRoundingScope scope(weights);
+        OperandRoundingScope scope(weights, bf16);
         OperandRoundingScope::add_rounding(y, y);
       }(),
       Catch::Contains("a contiguous f32 value and its bf16 rounding of one shape"));
@@ -244,9 +245,9 @@ TEST_CASE("an activation's rounding given to the scope is its product's operand,
 // the output, the same bits. Where a dropout comes between (to_product false)
 // nothing is written and the product casts as before.
 TEST_CASE("a LayerNorm feeding a bf16 product writes the operand itself: no cast, same bits", "[nn]") {
-  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  const MatmulPrecision bf16 = MatmulPrecision::bf16;
   const Tensor w = rand_f32({5, 8}, 11);
-  const OperandRoundingScope scope(w);  // as a forward's, over the product's weight
+  const OperandRoundingScope scope(w, bf16);  // as a forward's, over the product's weight
   nn::LayerNorm norm(8, 1e-5, Device::cpu());
   const Var x(rand_f32({3, 8}, 12), true);
   std::vector<Tensor> outputs;
@@ -254,7 +255,7 @@ TEST_CASE("a LayerNorm feeding a bf16 product writes the operand itself: no cast
     int64_t casts = 0;
     bool rounding_written = false;
     KernelCallRecording recording;
-    outputs.push_back(linear(norm.forward(x, to_product), Var(w), Var()).value());
+    outputs.push_back(linear(norm.forward(x, to_product), Var(w), Var(), false, bf16).value());
     for (const KernelCall& call : recording.calls()) {
       casts += std::string(call.kernel) == "copy" && call.shapes[0] == Shape{3, 8};
       if (std::string(call.kernel) == "layernorm") rounding_written = call.shapes.back() == Shape{3, 8};  // y16
@@ -266,14 +267,13 @@ TEST_CASE("a LayerNorm feeding a bf16 product writes the operand itself: no cast
 }
 
 TEST_CASE("a bf16 forward and backward give the same bits from packed and separate weights", "[nn]") {
-  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
   const nn::BertConfig c = odd_sized_config();
   std::vector<Tensor> outputs, grads;
   for (const bool packed : {true, false}) {
     nn::BertModel model(c, pe::make_position_encoding(c, Device::cpu()), Device::cpu(), /*with_pooler=*/false);
     if (!packed) unpack(model);
     nn::initialize(model, 3);
-    nn::Context ctx = nn::Context::eval();
+    nn::Context ctx = nn::Context::eval(MatmulPrecision::bf16);
     Var y = model.forward(odd_batch(Device::cpu()), ctx);
     y.backward(rand_f32(y.shape(), 8));
     outputs.push_back(y.value());
@@ -289,7 +289,6 @@ TEST_CASE("a bf16 forward and backward give the same bits from packed and separa
 TEST_CASE("cuda: a bf16 forward rounds the packed encoder weights in one launch instead of 4 a layer, same bits",
           "[cuda]") {
   const Device gpu = Device::cuda(0);
-  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
   const nn::BertConfig c = odd_sized_config();
   int64_t launches[2];
   Tensor outputs[2];
@@ -298,7 +297,7 @@ TEST_CASE("cuda: a bf16 forward rounds the packed encoder weights in one launch 
     if (!packed) unpack(model);
     nn::initialize(model, 3);
     const nn::BertInputs in = odd_batch(gpu);
-    nn::Context ctx = nn::Context::eval();
+    nn::Context ctx = nn::Context::eval(MatmulPrecision::bf16);
     NoGradGuard no_grad;
     synchronize(gpu);
     reset_device_counters();
@@ -316,7 +315,6 @@ TEST_CASE("cuda: a bf16 forward rounds the packed encoder weights in one launch 
 // (Shaw's q . a) keeps them f32, and each product casts its view.
 TEST_CASE("under bf16 a variant of the positions alone has q, k and v made as bf16 operands, no head cast",
           "[nn]") {
-  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
   for (const char* pe : {"none", "t5_bias", "rel_scalar", "abs_scalar", "alibi", "attenuated", "tupe", "rpe_shaw"}) {
     INFO(pe);
     nn::BertConfig c = odd_sized_config();
@@ -326,6 +324,7 @@ TEST_CASE("under bf16 a variant of the positions alone has q, k and v made as bf
     const nn::BertInputs in = odd_batch(Device::cpu());
     const Shape heads{in.input_ids.size(0), c.num_attention_heads, in.input_ids.size(1), c.head_dim()};
     nn::Context ctx = nn::Context::train(1, 0);  // the batch's ops (inference has its own attention)
+    ctx.precision = MatmulPrecision::bf16;
     int64_t head_casts = 0;
     {
       KernelCallRecording recording;
@@ -347,7 +346,6 @@ TEST_CASE("under bf16 a variant of the positions alone has q, k and v made as bf
 // with its weights apart casts each of them, and the loss is the same bits.
 TEST_CASE("a pretraining model rounds every product weight and the decoder's table with one cast, same loss",
           "[nn]") {
-  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
   const nn::BertConfig c = odd_sized_config();
   const nn::BertInputs in = odd_batch(Device::cpu());
   const Tensor labels = Tensor::from_vector(std::vector<int64_t>{-100, 4, -100, 9, -100, 3, -100, -100, -100, -100},
@@ -374,6 +372,7 @@ TEST_CASE("a pretraining model rounds every product weight and the decoder's tab
     {
       KernelCallRecording recording;
       nn::Context ctx = nn::Context::train(1, 0);
+      ctx.precision = MatmulPrecision::bf16;
       losses[packed] = model.forward(in, labels, nsp_labels, ctx).loss.value().item();
       for (const KernelCall& call : recording.calls()) {
         if (std::string(call.kernel) != "copy") continue;

@@ -29,7 +29,7 @@ struct Tail {
 
 // out = merge_heads(p v) W^T, and out's backward of a fixed gy.
 Tail attention_tail(Device device, bool to_operand) {
-  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  const MatmulPrecision bf16 = MatmulPrecision::bf16;
   Var p(test::random_tensor({kB, kH, kL, kL}, 11, DType::f32, 0, 1).to(device), true);
   Var v(test::random_tensor({kB, kH, kL, kD}, 12, DType::f32).to(device), true);
   Var w(test::random_tensor({kOut, kH * kD}, 13, DType::f32, -0.5, 0.5).to(device), true);
@@ -37,9 +37,9 @@ Tail attention_tail(Device device, bool to_operand) {
   Tail t;
   {
     KernelCallRecording recording;
-    const Var context = to_operand ? matmul_to_operand(p, v) : matmul(p, v);
+    const Var context = to_operand ? matmul_to_operand(p, v, bf16) : matmul(p, v, false, false, 1.0, bf16);
     t.context = context.dtype();
-    const Var out = linear(nn::merge_heads(context, to_operand), w, Var());
+    const Var out = linear(nn::merge_heads(context, bf16, to_operand), w, Var(), false, bf16);
     out.backward(gy);
     for (const KernelCall& call : recording.calls()) t.bytes += call.bytes;
     t.values = {out.value(), p.grad(), v.grad(), w.grad()};

@@ -39,7 +39,7 @@ void check_model(const std::string& name, DType dtype, double bound) {
   nn::ForwardTrace trace;
   trace.keep_hidden_states = trace.keep_attentions = true;
   Var sequence = model->bert.forward(in, ctx, &trace);
-  Var logits = model->predictions.forward(sequence, model->bert.embeddings.word_embeddings.weight.var);
+  Var logits = model->predictions.forward(sequence, model->bert.embeddings.word_embeddings.weight.var, ctx);
   const int64_t layers = model->bert.config().num_hidden_layers;
   REQUIRE(trace.hidden_states.size() == static_cast<size_t>(layers + 1));
   REQUIRE(g.count("hidden_states.") == layers + 1);
@@ -60,8 +60,8 @@ void check_model(const std::string& name, DType dtype, double bound) {
     cmp.check("hidden_states." + std::to_string(l) + " (evaluation path)", plain.hidden_states[l],
               g["hidden_states." + std::to_string(l)], bound);
   cmp.check("logits (evaluation path)",
-            model->predictions.forward(again, model->bert.embeddings.word_embeddings.weight.var).value(), g["logits"],
-            bound);
+            model->predictions.forward(again, model->bert.embeddings.word_embeddings.weight.var, ctx).value(),
+            g["logits"], bound);
 }
 
 }  // namespace

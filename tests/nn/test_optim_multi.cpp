@@ -185,8 +185,7 @@ void require_roundings(const Case& c, const std::vector<double>& block, const st
 
 // test::train_tiny under bf16 products, with clipping, the norm not read.
 test::TinyTraining train_bf16(Device device, int steps, bool fused, bool keep) {
-  const MatmulPrecisionScope precision(MatmulPrecision::bf16);
-  return test::train_tiny(device, steps, /*read_norm=*/false, fused, keep);
+  return test::train_tiny(device, steps, /*read_norm=*/false, fused, keep, MatmulPrecision::bf16);
 }
 
 void require_same_training(const test::TinyTraining& a, const test::TinyTraining& b) {
@@ -282,19 +281,18 @@ TEST_CASE("nn::AdamW: the weights' rounding it keeps is current after every step
     require_same_training(with, without);
   }
   // Taken by the forward: every weight's rounding halved gives another loss.
-  const MatmulPrecisionScope precision(MatmulPrecision::bf16);
   auto model = model::build_model(test::tiny_bert_config(50, 16, 2, 2, 32, 16), Device::cpu(), false, 7);
   nn::AdamW opt(model->named_parameters(), nn::AdamWConfig{});
   REQUIRE(opt.keep_weights_rounding());
   nn::BertInputs in;
   in.input_ids = Tensor::from_vector(std::vector<int64_t>{5, 9, 13, 21}, {1, 4});
   const Tensor labels = Tensor::from_vector(std::vector<int64_t>{5, -100, 13, -100}, {1, 4});
-  nn::Context plain = nn::Context::eval(), halved = nn::Context::eval();
+  nn::Context plain = nn::Context::eval(MatmulPrecision::bf16), halved = nn::Context::eval(MatmulPrecision::bf16);
   halved.rounded_weights = {opt.rounded_weights().weights, affine(opt.rounded_weights().weights, 0.5).to(DType::bf16)};
   const double loss = model->forward(in, labels, Tensor(), plain).loss.value().item();
   CHECK(model->forward(in, labels, Tensor(), halved).loss.value().item() != loss);
   // One of another shape is refused.
-  nn::Context wrong = nn::Context::eval();
+  nn::Context wrong = nn::Context::eval(MatmulPrecision::bf16);
   wrong.rounded_weights = {opt.rounded_weights().weights, Tensor::zeros({3}, DType::bf16)};
   CHECK_THROWS_WITH(model->forward(in, labels, Tensor(), wrong), Catch::Contains("the kept rounding"));
 }

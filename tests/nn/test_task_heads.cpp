@@ -351,7 +351,7 @@ TEST_CASE("in inference a classifier's last layer computes the CLS row alone, wi
             NoGradGuard no_grad;
             CHECK(model.bert.forward_first_row(in, ctx).size(1) == (shortcut ? 1 : 5));
             logits = model.forward(in, ctx).value();
-            whole = model.classifier.forward(model.bert.pooler->forward(model.bert.forward(in, ctx))).value();
+            whole = model.classifier.forward(model.bert.pooler->forward(model.bert.forward(in, ctx), ctx), ctx).value();
           }
           const std::vector<double> got = logits.to_doubles(), want = whole.to_doubles();
           REQUIRE(got.size() == 9);

@@ -236,8 +236,10 @@ inline Tensor consecutive_positions(const std::vector<int64_t>& starts, int64_t 
 
 // Whether a variant's vector terms run banded for these positions (so a test
 // on consecutive positions knows it exercised that path).
-inline bool runs_banded(const pe::DistanceSpec& spec, const Tensor& positions) {
+inline bool runs_banded(const pe::DistanceSpec& spec, const Tensor& positions,
+                        MatmulPrecision precision = MatmulPrecision::fp32) {
   nn::Context ctx = forward_context(positions);
+  ctx.precision = precision;
   return !spec.vector_rows(positions, "test", false, &ctx).band.empty();
 }
 

@@ -85,14 +85,13 @@ TEST_CASE("every config in configs/ parses, builds its model and runs a forward 
     });
     for (const std::vector<float>& values : side_by_side) CHECK(values == hidden.to_vector<float>());
     // Under bf16 products too (the evaluation path takes q, k, v and P as rounded operands).
-    MatmulPrecisionScope bf16(MatmulPrecision::bf16);
     Tensor hidden16;
     {
       NoGradGuard no_grad;
-      nn::Context eval16 = nn::Context::eval();
+      nn::Context eval16 = nn::Context::eval(MatmulPrecision::bf16);
       hidden16 = model->bert.forward(in, eval16).value();
     }
-    nn::Context ctx16 = nn::Context::eval();
+    nn::Context ctx16 = nn::Context::eval(MatmulPrecision::bf16);
     CHECK(model->bert.forward(in, ctx16).value().to_vector<float>() == hidden16.to_vector<float>());
   }
   std::string list;

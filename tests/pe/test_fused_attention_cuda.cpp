@@ -32,9 +32,10 @@ struct Run {
 
 // One attention sublayer (layer 1) with the variant on `device`: parameters
 // drawn by nn::initialize (Philox: the same on both devices) and moved off
-// their starting values; the output and the gradients of sum(w * out).
+// their starting values; the output and the gradients of sum(w * out), the
+// products at `precision`.
 Run attention_run(const nn::BertConfig& c, Device device, bool training, bool fused_on_cpu = false,
-                  bool project = false) {
+                  bool project = false, MatmulPrecision precision = MatmulPrecision::fp32) {
   nn::SelfAttention attention(c, device);
   auto pe = pe::make_position_encoding(c, device);
   nn::initialize(attention, 3);
@@ -52,6 +53,7 @@ Run attention_run(const nn::BertConfig& c, Device device, bool training, bool fu
   Tensor segments = random_positions(kBatch, kLength, 12, 0, 2).to(device);
   Var x(ordo::test::random_tensor({kBatch, kLength, c.hidden_size}, 7, DType::f32).to(device), true);
   nn::Context ctx = training ? nn::Context::train(5, 3) : nn::Context::eval();
+  ctx.precision = precision;
   ctx.fused_attention_on_cpu = fused_on_cpu;
   Run r;
   KernelCallRecording recording;
@@ -65,7 +67,8 @@ Run attention_run(const nn::BertConfig& c, Device device, bool training, bool fu
   // bf16 operand: taken through a product, as the model takes it (`project`:
   // an FP32 run too, to be compared with such a run).
   if (project || out.dtype() == DType::bf16)
-    out = linear(out, Var(ordo::test::random_tensor({c.hidden_size, c.hidden_size}, 9, DType::f32).to(device)), Var());
+    out = linear(out, Var(ordo::test::random_tensor({c.hidden_size, c.hidden_size}, 9, DType::f32).to(device)), Var(),
+                 false, precision);
   sum(mul(out, Var(ordo::test::random_tensor(out.shape(), 8, DType::f32).to(device)))).backward();
   for (const KernelCall& call : recording.calls()) r.kernels.push_back(call.kernel);
   r.results = {out.value().to(Device::cpu()), x.grad().to(Device::cpu())};
@@ -148,9 +151,9 @@ TEST_CASE("fused attention: Shaw's tables' gradients come whole from its backwar
 namespace {
 
 // attention_run (inference) with the fused attention switched off: the unfused ops.
-Run unfused_run(const nn::BertConfig& c, Device device) {
+Run unfused_run(const nn::BertConfig& c, Device device, MatmulPrecision precision = MatmulPrecision::fp32) {
   nn::FusedAttentionScope off(nn::FusedAttention::off);
-  return attention_run(c, device, false);
+  return attention_run(c, device, false, false, false, precision);
 }
 
 const Device kGpu = Device::cuda(0);
@@ -235,10 +238,10 @@ TEST_CASE("fused attention: under bf16 products the scalar-term variants and Sha
     c.intermediate_size = 64;
     INFO(text);
     const Run cpu = attention_run(c, Device::cpu(), false, false, /*project=*/true);  // FP32
-    MatmulPrecisionScope bf16(MatmulPrecision::bf16);
-    const Run fused = attention_run(c, kGpu, false);
+    const MatmulPrecision bf16 = MatmulPrecision::bf16;
+    const Run fused = attention_run(c, kGpu, false, false, false, bf16);
     CHECK(fused.tiles);
-    const Run unfused = unfused_run(c, kGpu);
+    const Run unfused = unfused_run(c, kGpu, bf16);
     CHECK_FALSE(unfused.fused);
     REQUIRE(fused.results.size() == cpu.results.size());
     REQUIRE(unfused.results.size() == cpu.results.size());

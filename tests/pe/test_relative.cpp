@@ -418,10 +418,8 @@ TEST_CASE("under bf16 products the banded terms and the index path give one mode
   auto shaw_pe = make(tiny_config("rpe_shaw"));
   const pe::DistanceSpec spec = dynamic_cast<pe::ShawRelative&>(*shaw_pe).distances();
   const Tensor positions = consecutive_positions({3, 0}, 6);
-  for (MatmulPrecision p : {MatmulPrecision::fp32, MatmulPrecision::bf16, MatmulPrecision::tf32}) {
-    MatmulPrecisionScope scope(p);
-    CHECK(runs_banded(spec, positions) == (p != MatmulPrecision::tf32));
-  }
+  for (MatmulPrecision p : {MatmulPrecision::fp32, MatmulPrecision::bf16, MatmulPrecision::tf32})
+    CHECK(runs_banded(spec, positions, p) == (p != MatmulPrecision::tf32));
   for (const std::string& options : {std::string(R"({"value": true})"), std::string(R"({"share": "none"})")}) {
     for (const std::string& variant : {std::string("rpe_shaw"), std::string("rpe_sin_learnable")}) {
       INFO(variant << " " << options);
@@ -430,12 +428,11 @@ TEST_CASE("under bf16 products the banded terms and the index path give one mode
       for (int64_t i = 0; i < 2 * 9; ++i) ids.push_back(1 + (5 * i) % 12);
       nn::BertInputs in;
       in.input_ids = Tensor::from_vector(ids, {2, 9});
-      MatmulPrecisionScope bf16(MatmulPrecision::bf16);
       std::vector<Tensor> hidden, grads;
       for (bool banded : {true, false}) {
         pe::set_banded_terms(banded);
         for (auto& named : model->named_parameters()) named.second->var.zero_grad();
-        nn::Context ctx = nn::Context::eval();
+        nn::Context ctx = nn::Context::eval(MatmulPrecision::bf16);
         const Var h = model->bert.forward(in, ctx);
         sum(mul(h, h)).backward();
         hidden.push_back(h.value());

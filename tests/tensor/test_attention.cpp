@@ -84,7 +84,7 @@ namespace {
 // output projection (merge_heads' views, then a product) takes that rounding
 // instead of casting — the same bits as the cast, one copy fewer.
 void check_output_operand(Device device) {
-  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  const MatmulPrecision bf16 = MatmulPrecision::bf16;
   AttentionTerms t;
   t.key_bias = padding().to(device), t.scale = 0.35;
   const Tensor q = rnd({B, H, L, d}, 41).to(device), k = rnd({B, H, L, d}, 42).to(device),
@@ -99,11 +99,11 @@ void check_output_operand(Device device) {
   };
   auto run = [&](bool in_scope) {
     Var qv(q, true);
-    const OperandRoundingScope scope(in_scope ? w : Tensor());  // as BertModel's over its packed weights
+    const OperandRoundingScope scope(in_scope ? w : Tensor(), bf16);  // as BertModel's over its packed weights
     KernelCallRecording recording;
     const Var out = attention(qv, Var(k), Var(v), {}, t);
-    const Var merged = reshape(operand(permute(out, {0, 2, 1, 3})), {B, L, H * d});  // nn/bert.cpp's merge_heads
-    const Var projected = matmul(merged, Var(w));
+    const Var merged = reshape(operand(permute(out, {0, 2, 1, 3}), bf16), {B, L, H * d});  // nn/bert.cpp's merge_heads
+    const Var projected = matmul(merged, Var(w), false, false, 1.0, bf16);
     Run r;
     for (const KernelCall& call : recording.calls()) r.copies += std::string(call.kernel) == "copy";
     sum(mul(projected, Var(rnd(projected.shape(), 45).to(device)))).backward();
@@ -390,15 +390,16 @@ TEST_CASE("attention_inference equals the unfused ops bit for bit and a naive lo
   }
   // bf16 products (q, k, v and P rounded): the unfused ops under bf16, bit for bit.
   {
-    MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+    const MatmulPrecision bf16 = MatmulPrecision::bf16;
     const Tensor mask = masks[1];
-    const Tensor got = attention_inference(q, k, v, mask, scale);
-    const Tensor probs = softmax(matmul(q, k, false, true, scale), mask);
-    const Tensor unfused = matmul(probs, v).permute({0, 2, 1, 3}).contiguous().reshape({B, L, H * e});
+    const Tensor got = attention_inference(q, k, v, mask, scale, Tensor(), DType::f32, bf16);
+    const Tensor probs = softmax(matmul(q, k, false, true, scale, bf16), mask);
+    const Tensor unfused =
+        matmul(probs, v, false, false, 1.0, bf16).permute({0, 2, 1, 3}).contiguous().reshape({B, L, H * e});
     CHECK(got.to_vector<float>() == unfused.to_vector<float>());
     CHECK(naive_distance(got, {}, mask.expand({B, 1, L, L}).contiguous().to_vector<float>()) < 0.05);
     // Written for the output projection's product: the f32 output's rounding, bit for bit.
-    const Tensor rounded = attention_inference(q, k, v, mask, scale, Tensor(), DType::bf16);
+    const Tensor rounded = attention_inference(q, k, v, mask, scale, Tensor(), DType::bf16, bf16);
     REQUIRE(rounded.dtype() == DType::bf16);
     CHECK(ordo::test::bit_identical(rounded, unfused.to(DType::bf16)));
   }

@@ -40,7 +40,7 @@ void check_product(const Tensor& on_gpu, const Tensor& a, const Tensor& b, bool 
 }  // namespace
 
 TEST_CASE("cuda: matmul for every transpose, odd sizes and batches (FP32)", "[cuda]") {
-  MatmulPrecisionScope fp32(MatmulPrecision::fp32);
+  // matmul's default precision: fp32.
   struct Size {
     int64_t m, k, n;
   };
@@ -163,23 +163,15 @@ TEST_CASE("cuda: TF32 products are within the TF32 bound and actually use TF32",
   // is still twice that bound.
   const int64_t m = 64, k = 256, n = 48;
   Tensor a = rand_f32({m, k}, 700), b = rand_f32({k, n}, 701);
-  Tensor fp32, tf32;
-  {
-    MatmulPrecisionScope scope(MatmulPrecision::fp32);
-    fp32 = matmul(gpu(a), gpu(b));
-  }
-  {
-    MatmulPrecisionScope scope(MatmulPrecision::tf32);
-    REQUIRE(matmul_precision() == MatmulPrecision::tf32);
-    tf32 = matmul(gpu(a), gpu(b));
-  }
+  const Tensor fp32 = matmul(gpu(a), gpu(b), false, false, 1.0, MatmulPrecision::fp32);
+  const Tensor tf32 = matmul(gpu(a), gpu(b), false, false, 1.0, MatmulPrecision::tf32);
   Tensor exact = matmul(a.to(DType::f64), b.to(DType::f64));
   std::vector<double> tol = magnitudes(a, b, false, false).to_doubles();
   for (double& t : tol) t *= 0x1p-9 + (8 * std::sqrt(double(k)) + 4) * kU;
   check_within(tf32, exact, tol, "TF32 product");
   // Inputs with full 24-bit mantissas: rounding them to TF32 must show.
   CHECK_FALSE(bit_identical(tf32, fp32));
-  check_product(matmul(gpu(a), gpu(b)), a, b, false, false, "FP32 again after TF32 is switched off");
+  check_product(matmul(gpu(a), gpu(b)), a, b, false, false, "the default (FP32) after a TF32 product");
 }
 
 // ---- softmax -------------------------------------------------------------------------------

@@ -88,8 +88,8 @@ TEST_CASE("fused bias + activation computes the unfused ops' values and gradient
     test::require_close(fx.grad(), ux.grad(), 4 * kU, 4 * kU, "gx");
     check_column_sums(fb.grad(), ub.grad(), ux.grad(), "gbias");
     // As a bf16 product's operand: the f32 value rounded to nearest even, once.
-    MatmulPrecisionScope bf16(MatmulPrecision::bf16);
-    Var operand = bias_activation(Var(x), Var(b), act, /*as_operand=*/true);
+    Var operand =
+        bias_activation(Var(x), Var(b), act, /*as_operand=*/true, /*x_is_product=*/false, MatmulPrecision::bf16);
     REQUIRE(operand.dtype() == DType::bf16);
     CHECK(test::bit_identical(operand.value(), fused.value().to(DType::bf16)));
   }

@@ -406,7 +406,7 @@ TEST_CASE("softmax keeps its probabilities as bf16 for the backward: the roundin
 // probabilities add at most as much again to each term).
 TEST_CASE("the attention's probabilities and scores' gradient reach bf16 products rounded as written: no casts",
           "[tensor]") {
-  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  const MatmulPrecision bf16 = MatmulPrecision::bf16;
   const int64_t length = 7;
   const PhiloxStream stream{3, 4, Tensor()};
   struct Run {
@@ -418,11 +418,11 @@ TEST_CASE("the attention's probabilities and scores' gradient reach bf16 product
     Var v(rand_f32({2, 3, length, 8}, 52), true);
     Run r;
     KernelCallRecording recording;
-    const Var scores = matmul(q, k, false, true, 0.25);
-    const Var dropped =
-        fused ? softmax_dropout(scores, Var(), p, stream, true, true) : p > 0 ? dropout(softmax(scores), p, stream)
-                                                                             : softmax(scores);
-    const Var out = matmul(dropped, v);
+    const Var scores = matmul(q, k, false, true, 0.25, bf16);
+    const Var dropped = fused ? softmax_dropout(scores, Var(), p, stream, true, true, nullptr, bf16)
+                        : p > 0 ? dropout(softmax(scores), p, stream)
+                                : softmax(scores);
+    const Var out = matmul(dropped, v, false, false, 1.0, bf16);
     const size_t forward_calls = recording.calls().size();
     sum(mul(out, Var(rand_f32(out.shape(), 53)))).backward();
     const std::vector<KernelCall> calls = recording.calls();

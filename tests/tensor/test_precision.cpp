@@ -50,11 +50,10 @@ const Rounding kBf16Cases[] = {
 
 // The product x * 1 of each case under `precision`: exactly the rounded x.
 std::vector<float> rounded_by_product(const std::vector<float>& x, Device device, MatmulPrecision precision) {
-  MatmulPrecisionScope scope(precision);
   const int64_t n = static_cast<int64_t>(x.size());
   Tensor column = Tensor::from_vector(x, {n, 1}, device);
   Tensor one = Tensor::from_vector(std::vector<float>{1.0f}, {1, 1}, device);
-  return matmul(column, one).to(Device::cpu()).to_vector<float>();
+  return matmul(column, one, false, false, 1.0, precision).to(Device::cpu()).to_vector<float>();
 }
 
 void check_bf16_rounding(Device device) {
@@ -110,7 +109,7 @@ Tensor random_f32(const Shape& shape, uint64_t seed) { return test::random_tenso
 // rounding), each within a half ulp of the naive rounded-operand sum and its
 // FP32 bound; on CUDA no kernel of ordo's beside cuBLAS's product.
 void check_bf16_output(Device device) {
-  MatmulPrecisionScope scope(MatmulPrecision::bf16);
+  const MatmulPrecision bf16 = MatmulPrecision::bf16;
   const Tensor ties = Tensor::from_vector(std::vector<float>{1, 0x1p-8f, 0, 1 + 0x1p-6f, 0x1p-8f, 0, 1, 0x1p-8f, 0x1p-16f},
                                           {3, 3}, device);
   const Tensor ones = Tensor::ones({3, 1}, DType::f32, device);
@@ -120,7 +119,7 @@ void check_bf16_output(Device device) {
         std::vector<float>{1.0f, 1 + 0x1p-6f, 1 + 0x1p-7f});
 
   const Tensor a = random_f32({2, 9, 70}, 31), b = random_f32({13, 70}, 32);
-  const Tensor a16 = as_operand(a).to(device), b16 = as_operand(b).to(device);
+  const Tensor a16 = as_operand(a, bf16).to(device), b16 = as_operand(b, bf16).to(device);
   if (device.is_cuda()) {
     synchronize(device);
     reset_device_counters();
@@ -128,7 +127,8 @@ void check_bf16_output(Device device) {
   const Tensor got = matmul_to_bf16(a16, b16, false, true);
   if (device.is_cuda()) CHECK(device_counters().kernel_launches == 0);  // cuBLAS's product alone: no cast after it
   REQUIRE(got.shape() == Shape{2, 9, 13});
-  CHECK(test::bit_identical(got.to(Device::cpu()), matmul(a16, b16, false, true).to(DType::bf16).to(Device::cpu())));
+  CHECK(test::bit_identical(got.to(Device::cpu()),
+                            matmul(a16, b16, false, true, 1.0, bf16).to(DType::bf16).to(Device::cpu())));
   const Tensor bt = b.transpose(0, 1).contiguous();
   for (int64_t batch = 0; batch < 2; ++batch) {
     std::vector<double> exact, bound;
@@ -137,12 +137,9 @@ void check_bf16_output(Device device) {
     for (size_t i = 0; i < g.size(); ++i)
       CHECK(std::fabs(g[i] - exact[i]) <= bound[i] + 0x1p-8 * (std::fabs(exact[i]) + bound[i]));
   }
-  // Only bf16 products round as they write.
+  // Only bf16 products round as they write: f64 operands have none.
   CHECK_THROWS_WITH(matmul_to_bf16(a.to(DType::f64).to(device), bt.to(DType::f64).to(device)),
-                    Catch::Matchers::StartsWith("matmul_to_bf16: needs bf16 products"));
-  MatmulPrecisionScope fp32(MatmulPrecision::fp32);
-  CHECK_THROWS_WITH(matmul_to_bf16(a16, b16, false, true),
-                    "matmul_to_bf16: needs bf16 products (precision fp32, operands bf16)");
+                    "matmul_to_bf16: needs bf16 products (precision bf16, operands f64)");
 }
 
 }  // namespace
@@ -172,28 +169,26 @@ TEST_CASE("CPU bf16 and tf32 products are the FP32 sums of the rounded operands'
     INFO(precision_name(p));
     std::vector<double> exact, bound;
     naive_rounded_product(a, b, p, exact, bound);
-    MatmulPrecisionScope scope(p);
     // Through a transposed view too (the rounding covers any layout).
     for (bool through_view : {false, true}) {
-      const Tensor got = through_view ? matmul(a, b.transpose(0, 1).contiguous(), false, true) : matmul(a, b);
+      const Tensor got = through_view ? matmul(a, b.transpose(0, 1).contiguous(), false, true, 1.0, p)
+                                      : matmul(a, b, false, false, 1.0, p);
       const std::vector<double> g = got.to_doubles();
       for (size_t i = 0; i < g.size(); ++i) CHECK(std::fabs(g[i] - exact[i]) <= bound[i]);
     }
     // Rounding shows: the FP32 product of the unrounded operands differs.
-    MatmulPrecisionScope fp32(MatmulPrecision::fp32);
-    CHECK_FALSE(test::bit_identical(matmul(a, b), [&] {
-      MatmulPrecisionScope again(p);
-      return matmul(a, b);
-    }()));
+    CHECK_FALSE(test::bit_identical(matmul(a, b, false, false, 1.0, MatmulPrecision::fp32),
+                                    matmul(a, b, false, false, 1.0, p)));
   }
   // f64 products ignore the precision: the same f64 product as under fp32.
+  const MatmulPrecision bf16 = MatmulPrecision::bf16;
   const Tensor a64 = a.to(DType::f64), b64 = b.to(DType::f64);
-  const Tensor f64_product = matmul(a64, b64);
-  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
-  CHECK(test::bit_identical(matmul(a64, b64), f64_product));
+  const Tensor f64_product = matmul(a64, b64, false, false, 1.0, MatmulPrecision::fp32);
+  CHECK(test::bit_identical(matmul(a64, b64, false, false, 1.0, bf16), f64_product));
   // as_operand rounds once, for an operand used by several products.
-  CHECK(as_operand(a).dtype() == DType::bf16);
-  CHECK(test::bit_identical(matmul(as_operand(a), b), matmul(a, b)));
+  CHECK(as_operand(a, bf16).dtype() == DType::bf16);
+  CHECK(test::bit_identical(matmul(as_operand(a, bf16), b, false, false, 1.0, bf16),
+                            matmul(a, b, false, false, 1.0, bf16)));
 }
 
 #ifdef ORDO_HAS_CUDA
@@ -213,8 +208,7 @@ TEST_CASE("cuda: bf16 and tf32 products match the CPU's rounded-operand products
   const Tensor a = random_f32({2, 9, 70}, 21), b = random_f32({70, 13}, 22);
   for (MatmulPrecision p : {MatmulPrecision::bf16, MatmulPrecision::tf32}) {
     INFO(precision_name(p));
-    MatmulPrecisionScope scope(p);
-    const Tensor gpu = matmul(a.to(Device::cuda(0)), b.to(Device::cuda(0))).to(Device::cpu());
+    const Tensor gpu = matmul(a.to(Device::cuda(0)), b.to(Device::cuda(0)), false, false, 1.0, p).to(Device::cpu());
     for (int64_t batch = 0; batch < 2; ++batch) {
       std::vector<double> exact, bound;
       naive_rounded_product(a.select(0, batch).contiguous(), b, p, exact, bound);

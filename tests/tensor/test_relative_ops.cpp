@@ -374,16 +374,14 @@ TEST_CASE("banded terms under bf16 products sum the exact products of bf16-round
     return v;
   };
   const std::vector<double> xr = rounded(x), tr = rounded(t), pr = rounded(p);
-  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
-  within(band_scores(x, t), naive_band_scores(xr, tr, s), naive_band_scores(absolute(xr), absolute(tr), s), s.D,
+  const MatmulPrecision bf16 = MatmulPrecision::bf16;
+  within(band_scores(x, t, bf16), naive_band_scores(xr, tr, s), naive_band_scores(absolute(xr), absolute(tr), s), s.D,
          "band_scores");
-  within(band_apply(p, t), naive_band_apply(pr, tr, s), naive_band_apply(absolute(pr), absolute(tr), s), s.L,
+  within(band_apply(p, t, bf16), naive_band_apply(pr, tr, s), naive_band_apply(absolute(pr), absolute(tr), s), s.L,
          "band_apply");
-  within(band_table_grad(p, x, s.Ht), naive_band_table_grad(pr, xr, s),
+  within(band_table_grad(p, x, s.Ht, bf16), naive_band_table_grad(pr, xr, s),
          naive_band_table_grad(absolute(pr), absolute(xr), s), s.B * s.L, "band_table_grad");
   // The rounding shows: FP32 products of the unrounded operands differ.
-  MatmulPrecisionScope fp32(MatmulPrecision::fp32);
-  const Tensor unrounded = band_scores(x, t);
-  MatmulPrecisionScope again(MatmulPrecision::bf16);
-  CHECK_FALSE(test::bit_identical(band_scores(x, t), unrounded));
+  const Tensor unrounded = band_scores(x, t, MatmulPrecision::fp32);
+  CHECK_FALSE(test::bit_identical(band_scores(x, t, bf16), unrounded));
 }

@@ -108,7 +108,7 @@ void check_against_model(nn::PretrainingModel& model, const std::map<std::string
   nn::ForwardTrace trace;
   trace.keep_hidden_states = trace.keep_attentions = true;
   Var sequence = model.bert.forward(in, ctx, &trace);
-  Var logits = model.predictions.forward(sequence, model.bert.embeddings.word_embeddings.weight.var);
+  Var logits = model.predictions.forward(sequence, model.bert.embeddings.word_embeddings.weight.var, ctx);
   for (size_t l = 0; l < trace.hidden_states.size(); ++l) {
     INFO("hidden_states." << l);
     REQUIRE(out.count("hidden_states." + std::to_string(l)));
@@ -126,7 +126,7 @@ void check_against_model(nn::PretrainingModel& model, const std::map<std::string
   CHECK(relative_error(out.at("logits"), logits.value()) <= bound);
   CHECK(out.count("nsp_logits") == (nsp ? 1u : 0u));
   if (nsp) {
-    Tensor nsp_logits = model.seq_relationship->forward(model.bert.pooler->forward(sequence)).value();
+    Tensor nsp_logits = model.seq_relationship->forward(model.bert.pooler->forward(sequence, ctx), ctx).value();
     CHECK(relative_error(out.at("nsp_logits"), nsp_logits) <= bound);
   }
 }

@@ -105,15 +105,18 @@ struct StepOutcome {
 
 // Step 1 of a run from seed 5 on `device`: forward in training mode (dropout
 // on), backward, then AdamW. `ablate` is an inference-time ablation applied
-// through the context; `fused` = false runs the unfused reference ops.
+// through the context; `fused` = false runs the unfused reference ops;
+// `precision`: the products' (nn::Context::precision).
 inline StepOutcome training_step(const nn::BertConfig& c, bool nsp, Device device,
-                                 nn::Ablation ablate = nn::Ablation::none, bool fused = true) {
+                                 nn::Ablation ablate = nn::Ablation::none, bool fused = true,
+                                 MatmulPrecision precision = MatmulPrecision::fp32) {
   auto model = model::build_model(c, device, nsp, 5);
   nn::AdamW opt(model->named_parameters(), step_optimizer());
   const StepBatch b = to_device(step_batch(c, nsp), device);
   nn::Context ctx = nn::Context::train(9, 1);
   ctx.ablate = ablate;
   ctx.fused = fused;
+  ctx.precision = precision;
   nn::PretrainingOutput out = model->forward(b.inputs, b.labels, b.nsp_labels, ctx);
   out.loss.backward();
   StepOutcome r;

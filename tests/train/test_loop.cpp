@@ -123,6 +123,18 @@ TEST_CASE("train.precision: auto is bf16 on a GPU and fp32 on the CPU, the other
     for (Device d : {Device::cpu(), Device::cuda(0)}) CHECK(resolve_precision(precision_name(p), d) == p);
   CHECK_THROWS_WITH(resolve_precision("half", Device::cpu(), "--precision"),
                     "--precision: unknown precision 'half' (auto, fp32, tf32 or bf16)");
+  // A config's setting is parsed once (auto: no precision yet) and resolved on the run's device.
+  const std::optional<MatmulPrecision> automatic = train::parse_precision("auto", "train.precision");
+  CHECK_FALSE(automatic.has_value());
+  CHECK(train::precision_setting_name(automatic) == "auto");
+  CHECK(resolve_precision(automatic, Device::cpu()) == MatmulPrecision::fp32);
+  CHECK(resolve_precision(automatic, Device::cuda(0)) == MatmulPrecision::bf16);
+  const std::optional<MatmulPrecision> tf32 = train::parse_precision("tf32", "train.precision");
+  CHECK(tf32 == MatmulPrecision::tf32);
+  CHECK(train::precision_setting_name(tf32) == "tf32");
+  CHECK(resolve_precision(tf32, Device::cuda(0)) == MatmulPrecision::tf32);
+  CHECK_THROWS_WITH(train::parse_precision("fp16", "train.precision"),
+                    "train.precision: unknown precision 'fp16' (auto, fp32, tf32 or bf16)");
   CHECK(train::precision_description(MatmulPrecision::bf16, Device::cpu()) ==
         std::string("bf16 products (FP32 sums, weights, optimizer state and statistics), ") +
             (cpu::amx_enabled() ? "on the CPU's AMX-BF16 tiles" : "emulated on the CPU"));

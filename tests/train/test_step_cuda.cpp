@@ -167,7 +167,7 @@ TEST_CASE("cuda: a steady-state training step of every variant waits for the hos
 // rpe_shaw's relative keys over its window of distances, its table's
 // gradient by distance (the positions are consecutive).
 TEST_CASE("cuda: a bf16 training step matches the CPU's bf16 step within bf16's rounding", "[cuda][step][bf16]") {
-  MatmulPrecisionScope bf16(MatmulPrecision::bf16);
+  const MatmulPrecision bf16 = MatmulPrecision::bf16;
   for (const std::string name : {"ape_learned", "t5_bias", "rope", "rpe_shaw"}) {
     INFO("variant " << name);
     const nn::BertConfig c = step_config(name);
@@ -175,7 +175,7 @@ TEST_CASE("cuda: a bf16 training step matches the CPU's bf16 step within bf16's 
     StepOutcome cpu;
     {
       KernelCallRecording recording;
-      cpu = training_step(c, false, Device::cpu());
+      cpu = training_step(c, false, Device::cpu(), nn::Ablation::none, true, bf16);
       for (const KernelCall& k : recording.calls()) split += std::string(k.kernel) == "split_heads";
     }
     CHECK(split == (name == "ape_learned" || name == "t5_bias" ? c.num_hidden_layers : 0));
@@ -183,7 +183,7 @@ TEST_CASE("cuda: a bf16 training step matches the CPU's bf16 step within bf16's 
     int64_t on_tiles = 0;  // the attention's forward and backward calls on tensor-core tiles
     {
       KernelCallRecording recording;
-      gpu = training_step(c, false, kGpu);
+      gpu = training_step(c, false, kGpu, nn::Ablation::none, true, bf16);
       for (const KernelCall& k : recording.calls())
         on_tiles += std::string(k.kernel).rfind("attention_", 0) == 0 && !k.integers.empty() && k.integers.back() != 0;
     }
