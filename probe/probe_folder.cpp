@@ -9,6 +9,7 @@
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
 #include "plot/plot.h"
+#include "plot/svg.h"
 #include "train/checkpoint_paths.h"
 
 namespace ordo::probe {
@@ -17,26 +18,30 @@ namespace {
 
 // `specials`: the first and last rows are the model's specials, whose colours
 // would swamp the words' (GPT-2's probe has none: the whole map sets the range).
-png::Image layer_heatmap(const Matrix& m, const std::string& variant, int layer, bool scores, bool specials) {
+std::string layer_heatmap(const Matrix& m, const std::string& variant, int layer, bool scores, bool specials) {
   plot::HeatmapStyle style;
   style.title = variant + ": layer " + std::to_string(layer) + (scores ? " scores (unnormalised)" : " attention");
-  style.colorbar_label = scores ? "score" : "attention";
+  style.x_label = "key position j (tokens)";
+  style.y_label = "query position i (tokens)";
+  style.colorbar_label = scores ? "score" : "attention weight";
   if (specials) range_of_word_positions(style, m);
-  return plot::heatmap(m, style);
+  return plot::svg::document(plot::svg::heatmap(m, style));
 }
 
-// Each head's map of one layer, side by side (at most 12 heads).
-png::Image head_grid(const LayerProbe& p, const std::string& variant, bool specials) {
-  std::vector<png::Image> panels;
+// Each head's map of one layer, in rows of at most six (at most 12 heads).
+std::string head_grid(const LayerProbe& p, const std::string& variant, bool specials) {
+  std::vector<plot::svg::Figure> panels;
   for (size_t h = 0; h < p.head_attention.size() && h < 12; ++h) {
     plot::HeatmapStyle style;
     style.title = "head " + std::to_string(h + 1);
-    style.colorbar_label = "attention";
+    style.x_label = "key position j (tokens)";
+    style.y_label = "query position i (tokens)";
+    style.colorbar_label = "attention weight";
     if (specials) range_of_word_positions(style, p.head_attention[h]);
-    panels.push_back(plot::heatmap(p.head_attention[h], style));
+    panels.push_back(plot::svg::heatmap(p.head_attention[h], style, 160));
   }
-  return plot::grid(panels, static_cast<int>(std::min<size_t>(panels.size(), 6)),
-                    variant + ": layer " + std::to_string(p.layer) + " attention per head");
+  return plot::svg::document(plot::svg::grid(panels, static_cast<int>(std::min<size_t>(panels.size(), 6)),
+                                             variant + ": layer " + std::to_string(p.layer) + " attention per head"));
 }
 
 }  // namespace
@@ -101,14 +106,16 @@ ProbeFolder probe_folder(const ProbeRequest& request) {
     json::Value names = json::Value::object();
     names["attention_csv"] = "attention_layer" + k + ".csv";
     names["scores_csv"] = "scores_layer" + k + ".csv";
-    names["attention_png"] = "attention_layer" + k + ".png";
-    names["scores_png"] = "scores_layer" + k + ".png";
+    names["attention_figure"] = "attention_layer" + k + ".svg";
+    names["scores_figure"] = "scores_layer" + k + ".svg";
+    names["heads_figure"] = "attention_heads_layer" + k + ".svg";
     f.files.emplace_back(names["attention_csv"].as_string(), to_csv(p.attention));
     f.files.emplace_back(names["scores_csv"].as_string(), to_csv(p.scores));
-    f.files.emplace_back(names["attention_png"].as_string(), png::encode(layer_heatmap(p.attention, label, p.layer, false, f.result.specials)));
-    f.files.emplace_back(names["scores_png"].as_string(), png::encode(layer_heatmap(p.scores, label, p.layer, true, f.result.specials)));
-    names["heads_png"] = "attention_heads_layer" + k + ".png";
-    f.files.emplace_back(names["heads_png"].as_string(), png::encode(head_grid(p, label, f.result.specials)));
+    f.files.emplace_back(names["attention_figure"].as_string(),
+                         layer_heatmap(p.attention, label, p.layer, false, f.result.specials));
+    f.files.emplace_back(names["scores_figure"].as_string(),
+                         layer_heatmap(p.scores, label, p.layer, true, f.result.specials));
+    f.files.emplace_back(names["heads_figure"].as_string(), head_grid(p, label, f.result.specials));
     file_list[key] = names;
   }
   f.files.emplace_back("indicators.json", json::dump(indicators, 2) + "\n");

@@ -4,7 +4,8 @@
 // For each probed layer K:
 //   attention_layerK.csv    the softmax attention averaged over heads and words (L x L)
 //   scores_layerK.csv       the pre-softmax scores averaged likewise (Wang et al. App. J)
-//   attention_layerK.png, scores_layerK.png   their heatmaps
+//   attention_layerK.svg, scores_layerK.svg   their heatmaps
+//   attention_heads_layerK.svg  each head's attention, averaged over the words
 // and
 //   indicators.json         {"layer_K": {"with_special": {...}, "without_special": {...}}, ...}
 //   probe.json              what was probed: checkpoint, variant, words, length, layers, seed, files

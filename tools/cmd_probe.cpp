@@ -75,7 +75,8 @@ cli::Register command({"probe", "identical word probing of a checkpoint: attenti
                        "                default: DIR's own, else its run's\n"
                        "  --precision   of the products: auto (bf16 on a GPU, fp32 on the CPU), fp32, tf32, bf16\n"
                        "  --overwrite   replace DIR2 if it exists (whole: no file of the previous probe stays)\n"
-                       "  writes DIR2/attention_layerK.{csv,png}, scores_layerK.{csv,png}, indicators.json, probe.json",
+                       "  writes DIR2/attention_layerK.{csv,svg}, scores_layerK.{csv,svg}, attention_heads_layerK.svg,\n"
+                       "  indicators.json, probe.json",
                        run});
 
 }  // namespace

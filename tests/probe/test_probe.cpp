@@ -18,10 +18,9 @@
 #include "nn/bert.h"
 #include "nn/checkpoint.h"
 #include "pe/registry.h"
-#include "plot/png.h"
 #include "probe/probe.h"
 #include "tests/helpers.h"
-#include "tests/plot/png_check.h"
+#include "tests/plot/svg_check.h"
 
 using namespace ordo;
 using ordo::Matrix;
@@ -321,26 +320,29 @@ TEST_CASE("ordo probe: files, the latest checkpoint of a run, determinism", "[pr
       CHECK(li["heads"][h]["with_special"]["locality"].as_number() ==
             Approx(probe::compute_indicators(e).locality).epsilon(1e-5));
     }
-    for (const char* png : {"attention_layer", "scores_layer", "attention_heads_layer"}) {
-      const std::string file = out + "/" + png + k + ".png";
-      png_check::Picture p = png_check::read(read_file(file), file);
-      png::Image mine = png::decode(read_file(file));
-      CHECK(p.width == static_cast<uint32_t>(mine.width));
-      CHECK(p.height == static_cast<uint32_t>(mine.height));
-#ifdef ORDO_TEST_HAS_ZLIB
-      CHECK(p.rgb == mine.rgb);
-      std::set<uint32_t> colours;
-      for (size_t q = 0; q + 2 < p.rgb.size(); q += 3) colours.insert(p.rgb[q] << 16 | p.rgb[q + 1] << 8 | p.rgb[q + 2]);
-      CHECK(colours.size() > 20);  // a map and a colour bar, not a blank picture
-#endif
+    // Each figure an SVG a browser can lay out: every text inside it and legible, the map an embedded
+    // picture, and the heads' grid a panel per head (titles "head 1", "head 2").
+    for (const char* figure : {"attention_layer", "scores_layer", "attention_heads_layer"}) {
+      const std::string file = out + "/" + figure + k + ".svg";
+      INFO(file);
+      const svg_check::Element svg = svg_check::parse(read_file(file));
+      svg_check::check_texts_inside(svg, 13);
+      const auto [width, height] = svg_check::view_box(svg);
+      CHECK(width > 100);
+      CHECK(width <= 1400);
+      CHECK(height > 100);
+      CHECK(read_file(file).find("data:image/png;base64,") != std::string::npos);
+      if (std::string(figure) == "attention_heads_layer")
+        for (int h = 1; h <= 2; ++h) CHECK(svg_check::count_text(svg, "head " + std::to_string(h)) == 1);
     }
+    CHECK(!file_exists(out + "/attention_layer" + k + ".png"));
   }
 
   // The same command again writes the same bytes.
   const std::string out2 = dir / "out2";
   REQUIRE(test::run_ordo("probe --checkpoint " + run + " --out " + out2 + " --words 10 --length 9 --layer all --seed 4")
               .exit_code == 0);
-  for (const char* f : {"attention_layer1.csv", "scores_layer2.csv", "attention_layer2.png", "indicators.json",
+  for (const char* f : {"attention_layer1.csv", "scores_layer2.csv", "attention_layer2.svg", "indicators.json",
                         "probe.json"})
     CHECK(read_file(out + "/" + f) == read_file(out2 + "/" + f));
   // A checkpoint directory given directly; the default layer is 1.
@@ -352,8 +354,8 @@ TEST_CASE("ordo probe: files, the latest checkpoint of a run, determinism", "[pr
   CHECK(meta["variant"].as_string() == "ape_learned");
   CHECK(meta["length"].as_int() == 32);
   CHECK(meta["layers"] == json::parse("[1]"));
-  CHECK(file_exists(out3 + "/attention_layer1.png"));
-  CHECK(!file_exists(out3 + "/attention_layer2.png"));
+  CHECK(file_exists(out3 + "/attention_layer1.svg"));
+  CHECK(!file_exists(out3 + "/attention_layer2.svg"));
 }
 
 TEST_CASE("ordo probe: bad input exits non-zero and leaves the output alone", "[probe][probe_cli]") {
