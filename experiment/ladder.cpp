@@ -22,12 +22,6 @@ int64_t dimension(const RungShape& s, const std::string& name) {
   return name == "steps" ? s.steps : name == "width" ? s.width : s.depth;
 }
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : " and ") + item;
-  return out;
-}
-
 std::vector<std::string> string_list(const json::Value& list, const std::string& where) {
   std::vector<std::string> out;
   for (size_t i = 0; i < list.size(); ++i) {
@@ -136,6 +130,12 @@ std::vector<RungShape> resolve_rungs(const Ladder& ladder, const std::string& co
 }
 
 std::string ladder_run_name(const std::string& run, const std::string& rung) { return run + "=" + rung; }
+
+std::string joined(const std::vector<std::string>& items, const char* separator) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
 
 const Rung* rung_of(const Plan& plan, size_t i) {
   const std::string& row = plan.row_of[i];

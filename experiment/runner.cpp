@@ -461,8 +461,9 @@ ExperimentSummary run_experiment(const RunnerOptions& o) {
   }
   int64_t awaited = 0;  // the runs the report waits for: all but those left out here
   for (size_t i = 0; i < plan.names.size(); ++i) {
-    summary.complete += complete(plan, i);
-    awaited += !left_out_here(plan, o, i) || complete(plan, i);
+    const bool done = complete(plan, i);
+    summary.complete += done;
+    awaited += done || !left_out_here(plan, o, i);
   }
 
   if (!plan.has_stage("report")) return summary;

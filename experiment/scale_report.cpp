@@ -58,12 +58,6 @@ double paper_value(const Disagreement& d, const std::string& folder, const std::
 // A figure in a cell: three significant digits by default, "-" where there is none.
 std::string number(double v, const char* pattern = "%.3g") { return cell(v, pattern); }
 
-std::string joined(const std::vector<std::string>& words, const char* sep = ", ") {
-  std::string out;
-  for (const std::string& w : words) out += (out.empty() ? "" : sep) + w;
-  return out;
-}
-
 std::string what_of(const Disagreement& d) {
   return heading_of(d.figure) + " of " + d.row + (d.minus.empty() ? "" : " minus " + d.minus);
 }
@@ -129,7 +123,7 @@ std::string trend_cell(const ScaleJudgement& j) {
 // "steps (r1 → r2): -0.05, p = 0.004, toward the paper" (the direction where significant).
 std::string move_text(const Move& m, double alpha) {
   if (std::isnan(m.change)) return "no runs on one side";
-  return joined(m.moves, " and ") + " (" + m.from + " → " + m.to + "): " + number(m.change) + ", " +
+  return joined(m.moves) + " (" + m.from + " → " + m.to + "): " + number(m.change) + ", " +
          (std::isnan(m.p) ? "not testable" : "p = " + number(m.p)) +
          (m.p < alpha ? (m.toward ? ", toward the paper" : ", away from the paper") : "");
 }
@@ -213,7 +207,7 @@ json::Value row_json(const ScaleRow& row) {
     json::Value o = json::Value::object();
     o["from"] = m.from;
     o["to"] = m.to;
-    o["moves"] = joined(m.moves);
+    o["moves"] = joined(m.moves, ", ");
     o["change"] = json::number(m.change);
     o["p"] = json::number(m.p);
     o["toward_paper"] = m.toward;
@@ -437,7 +431,7 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
     html += "<p>" + report::html_escape(english.missing) + ".</p>\n";
   }
   if (!missing.empty()) {
-    std::string line = "Rungs with no finished run yet: " + joined(missing) + ". `ordo experiment " + plan.folder +
+    std::string line = "Rungs with no finished run yet: " + joined(missing, ", ") + ". `ordo experiment " + plan.folder +
                        " --out " + plan.out + " --rungs " + joined(missing, ",") + "` runs them";
     const bool gpu = std::any_of(plan.ladder.rungs.begin(), plan.ladder.rungs.end(), [&](const Rung& r) {
       return r.gpu && std::count(missing.begin(), missing.end(), r.name) > 0;
