@@ -152,7 +152,7 @@ ReportSection dependency_heads_across_runs(const Plan& plan, const std::vector<R
         o[k] = ordo_summary(analysis, kAttentions[k], which);
         if (r) p[k] = r->value(kAttentions[k]);
       }
-      add_row(std::string("**") + which + "**", "", NAN, NAN, o, p);
+      add_row(which, "(summary)", NAN, NAN, o, p);
     }
     record["relations"] = rows;
     md += t.markdown();

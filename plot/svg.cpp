@@ -1,6 +1,7 @@
 #include "plot/svg.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "base/error.h"
@@ -237,9 +238,10 @@ struct Frame {
 
 // Title, legend, axes, ticks, grid lines and labels; the figure's body gets
 // them and `frame` the plotting area. Categories (bar charts) label the x
-// axis in place of numbers.
+// axis in place of numbers; `whole_x` (every point at a whole number: layers,
+// length bins) keeps the x ticks on whole numbers.
 Figure chart_axes(const ChartStyle& s, Frame& frame, const std::vector<std::string>& categories,
-                  const std::vector<std::pair<std::string, int>>& entries, bool bars) {
+                  const std::vector<std::pair<std::string, int>>& entries, bool bars, bool whole_x = false) {
   const std::vector<double> yt = s.log_y ? log_ticks(frame.y0, frame.y1) : nice_ticks(frame.y0, frame.y1, 5);
   double ytick_w = 0;
   for (double v : yt) ytick_w = std::max(ytick_w, text_width(tick_label(v), kSmallFont));
@@ -277,6 +279,7 @@ Figure chart_axes(const ChartStyle& s, Frame& frame, const std::vector<std::stri
       f.body += text(frame.left + (k + 0.5) * slot, below, categories[k], kSmallFont, "middle");
   } else {
     for (double v : nice_ticks(frame.x0, frame.x1, 6)) {
+      if (whole_x && v != std::round(v)) continue;
       const double px = frame.px(v);
       f.body += segment(px, frame.top, px, frame.top + frame.height, kGridLine);
       f.body += segment(px, frame.top + frame.height, px, frame.top + frame.height + 5, kInk);
@@ -315,7 +318,10 @@ Figure line_chart(const std::vector<Line>& lines, const ChartStyle& s) {
   std::vector<std::pair<std::string, int>> entries;
   for (const Line& l : lines)
     if (!l.name.empty()) entries.emplace_back(l.name, l.look);
-  Figure f = chart_axes(s, frame, {}, entries, false);
+  bool whole_x = true;
+  for (const Line& l : lines)
+    for (double x : l.x) whole_x &= x == std::round(x);
+  Figure f = chart_axes(s, frame, {}, entries, false, whole_x);
 
   for (const Line& l : lines) {
     const Look lk = look(l.look);

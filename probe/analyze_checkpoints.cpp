@@ -27,6 +27,13 @@ const std::vector<std::pair<std::string, std::string>>& trajectory_indicators() 
   return keys;
 }
 
+std::string indicator_axis(const std::string& title) {
+  const size_t open = title.rfind(" ("), close = title.rfind(')');
+  if (open == std::string::npos || close < open) return title + " (unitless)";
+  const std::string inside = title.substr(open + 2, close - open - 2);
+  return (inside.rfind("Eq.", 0) == 0 ? title.substr(0, open) : inside) + " (unitless)";
+}
+
 // The identical-word indicators of layer 1 at each checkpoint: how the
 // attention's position pattern forms during pretraining (the keys and the
 // reading of probe/indicators.h; without the special tokens' rows and columns).
@@ -72,7 +79,7 @@ void analyses::indicator_trajectory(RunState& c, Output& out) {
   }
   std::vector<plot::svg::Figure> panels;
   for (size_t k = 0; k < series.size(); ++k) {
-    plot::svg::ChartStyle style = chart(keys[k].second, "step (optimizer updates)", keys[k].first);
+    plot::svg::ChartStyle style = chart(keys[k].second, "step (optimizer updates)", indicator_axis(keys[k].second));
     style.legend = false;  // one run: the grid's title names it
     panels.push_back(plot::svg::line_chart({series[k]}, style));
   }

@@ -80,6 +80,9 @@ namespace ordo::probe {
 // The indicators the layer-1 trajectory follows (indicator_trajectory.json,
 // without the special tokens), as (key, title); ordo report draws the same.
 const std::vector<std::pair<std::string, std::string>>& trajectory_indicators();
+// A title's indicator as its axis label: "translation invariance (AIV)" ->
+// "AIV (unitless)", "locality (Eq. 7)" -> "locality (unitless)".
+std::string indicator_axis(const std::string& title);
 
 struct AnalyzeOptions {
   std::string run;         // the run directory (RUN/config.json, RUN/checkpoints/...)

@@ -593,13 +593,6 @@ std::vector<std::pair<std::string, int>> legend_of(const std::vector<plot::svg::
   return entries;
 }
 
-// "translation invariance (AIV)" -> "AIV (unitless)": the indicator's symbol as its axis label.
-std::string indicator_axis(const std::string& title) {
-  const size_t open = title.rfind('('), close = title.rfind(')');
-  const std::string symbol = open != std::string::npos && close > open ? title.substr(open + 1, close - open - 1) : title;
-  return symbol + " (unitless)";
-}
-
 // The layer-1 indicators against step, one panel per indicator and one line
 // per run that has them (ordo analyze's indicator_trajectory.json).
 plot::svg::Figure trajectory_grid(const std::vector<RunRecord>& runs) {
@@ -626,7 +619,7 @@ plot::svg::Figure trajectory_grid(const std::vector<RunRecord>& runs) {
       }
       lines.push_back(line);
     }
-    panels.push_back(plot::svg::line_chart(lines, step_chart(title, indicator_axis(title))));
+    panels.push_back(plot::svg::line_chart(lines, step_chart(title, probe::indicator_axis(title))));
   }
   return plot::svg::grid(panels, 2, "layer-1 indicators during pretraining (without [CLS], [SEP])", legend_of(lines));
 }

@@ -234,3 +234,20 @@ TEST_CASE("svg: points that share one x get distinct x tick labels", "[plot][svg
     if (!t.content.empty() && std::isdigit(static_cast<unsigned char>(t.content[0]))) numbers.insert(t.content);
   for (const std::string& n : numbers) CHECK(numbers.count(n) == 1);
 }
+
+TEST_CASE("svg: an axis of whole numbers (layers) ticks only at whole numbers", "[plot][svg]") {
+  svg::ChartStyle style;
+  style.title = "per layer";
+  style.x_label = "layer";
+  style.y_label = "accuracy (fraction)";
+  // x from 1 to 3: the nice step over that range is 0.5, so without the rule "1.5" and "2.5" are ticks.
+  const svg_check::Element chart =
+      svg_check::parse(svg::document(svg::line_chart({{"run a", {1, 2, 3}, {0.25, 0.5, 0.75}, 0}}, style)));
+  svg_check::check_texts_inside(chart, 13);
+  for (const char* whole : {"1", "2", "3"}) CHECK(svg_check::count_text(chart, whole) == 1);
+  for (const char* half : {"1.5", "2.5"}) CHECK(svg_check::count_text(chart, half) == 0);
+  // A fractional x keeps the half ticks.
+  const svg_check::Element halves =
+      svg_check::parse(svg::document(svg::line_chart({{"run a", {1, 1.5, 3}, {0.25, 0.5, 0.75}, 0}}, style)));
+  CHECK(svg_check::count_text(halves, "1.5") == 1);
+}

@@ -349,3 +349,10 @@ TEST_CASE("position and segment attention without the token term: softmax_j(R_h[
   c.segment = "input";  // no per-head segments: nothing to draw
   CHECK(ordo::probe::segment_attention(*ordo::model::build_model(c, ordo::Device::cpu(), false, 3), 0, L, second).empty());
 }
+
+TEST_CASE("indicator_axis: a trajectory panel's axis names the indicator, not its key", "[analysis]") {
+  CHECK(probe::indicator_axis("translation invariance (AIV)") == "AIV (unitless)");
+  CHECK(probe::indicator_axis("monotonicity, first 20 offsets (OPR)") == "OPR (unitless)");
+  CHECK(probe::indicator_axis("locality (Eq. 7)") == "locality (unitless)");
+  CHECK(probe::indicator_axis("symmetry") == "symmetry (unitless)");
+}
