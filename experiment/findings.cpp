@@ -77,10 +77,13 @@ const json::Value* row_json(const Comparison& c, const std::string& config) {
 // A row's value in a column as the orderings use it (the mean over its
 // pretraining runs where it has several), NaN where it has none or is left
 // out of the column's comparisons (uniform, another task set, at chance).
-double row_estimate(const json::Value& row, const std::string& key) {
+// A row's value: over its pretraining runs where it was pretrained several
+// times and `pretraining` asks for that, else its first run's mean over
+// fine-tuning seeds.
+double row_estimate(const json::Value& row, const std::string& key, bool pretraining = true) {
   const json::Value* v = row["ordo"].find(key);
   if (!v || v->is_null() || v->contains("left_out") || v->contains("at_chance")) return kNaN;
-  if (const json::Value* pt = v->find("pretraining")) return json::to_number((*pt)["mean"]);
+  if (const json::Value* pt = v->find("pretraining"); pt && pretraining) return json::to_number((*pt)["mean"]);
   return json::to_number((*v)["mean"]);
 }
 
@@ -118,10 +121,14 @@ Finding row_finding(const Claim& claim, const Comparison& c, const Plan& plan) {
   const json::Value* row = row_json(c, config);
   const json::Value* base = row_json(c, plan.baseline);
   if (row && base) {
-    const double d = row_estimate(*row, key) - row_estimate(*base, key);
-    f.effect = config + " − " + plan.baseline + " " + format(d, "%+.2f");
+    // The difference the test is over, so that the interval is around it: the pretraining runs' means
+    // where both rows were pretrained several times, else the first runs' means over fine-tuning seeds.
     const json::Value* v = (*row)["ordo"].find(key);
-    if (v && v->is_object() && v->contains("difference_interval")) {
+    const bool tested = v && v->is_object() && v->contains("tested_over");
+    const bool over_pretraining = !tested || (*v)["tested_over"].as_string() == "pretraining runs";
+    const double d = row_estimate(*row, key, over_pretraining) - row_estimate(*base, key, over_pretraining);
+    f.effect = config + " − " + plan.baseline + " " + format(d, "%+.2f");
+    if (tested && v->contains("difference_interval")) {
       const json::Value& ci = (*v)["difference_interval"];
       f.effect += " [" + format(json::to_number(ci[0]), "%+.2f") + ", " + format(json::to_number(ci[1]), "%+.2f") +
                   "] (" + (*v)["tested_over"].as_string() + ", Holm " + p_text(json::to_number((*v)["holm_p"])) + ")";

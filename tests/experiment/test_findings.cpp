@@ -96,6 +96,19 @@ TEST_CASE("findings: each kind of claim judged by the verdict rules, with its ef
   CHECK(f[5].judgement.verdict == Verdict::not_testable);
   CHECK(f[5].judgement.reason == "needs WMT");
 
+  // The baseline pretrained three times (its runs' seeds average 51, 53, 55) and `far` once: the test is
+  // over fine-tuning seeds of the two first runs, and so is the effect the interval is around: 81 - 51 =
+  // +30, Welch on {80, 81, 82} and {50, 51, 52}: standard error sqrt(2/3), 4 df, t(0.975) = 2.776, the
+  // interval [+27.73, +32.27] (not 81 - 53 = +28, the pretraining mean of the baseline alone).
+  std::vector<experiment::RunResults> replicated_base = runs;
+  replicated_base[0].replicates = {run_scoring("base.seed2", {0.52, 0.53, 0.54}),
+                                   run_scoring("base.seed3", {0.54, 0.55, 0.56})};
+  experiment::Plan replicated_plan = plan;
+  replicated_plan.replicate_seeds = {2, 3};
+  const std::vector<experiment::Finding> once = experiment::judge_claims(
+      claims.claims, {experiment::compare(tables[0], replicated_base, replicated_plan)}, {sweep}, replicated_plan);
+  CHECK_THAT(once[0].effect, Contains("far − base +30.00 [+27.73, +32.27] (fine-tuning seeds"));
+
   // A row that has not run that task (no figure in the column): not testable, and no error.
   std::vector<experiment::RunResults> unfinished = runs;
   unfinished[1] = run_scoring("far", {});
