@@ -74,12 +74,10 @@ const json::Value* row_json(const Comparison& c, const std::string& config) {
   return nullptr;
 }
 
-// A row's value in a column as the orderings use it (the mean over its
-// pretraining runs where it has several), NaN where it has none or is left
+// A row's value in a column: the mean over its pretraining runs where it has
+// several and `pretraining` asks for that (as the orderings use it), else its
+// first run's mean over fine-tuning seeds; NaN where it has none or is left
 // out of the column's comparisons (uniform, another task set, at chance).
-// A row's value: over its pretraining runs where it was pretrained several
-// times and `pretraining` asks for that, else its first run's mean over
-// fine-tuning seeds.
 double row_estimate(const json::Value& row, const std::string& key, bool pretraining = true) {
   const json::Value* v = row["ordo"].find(key);
   if (!v || v->is_null() || v->contains("left_out") || v->contains("at_chance")) return kNaN;
