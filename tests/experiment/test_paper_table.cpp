@@ -48,6 +48,14 @@ experiment::RunResults run_with(const std::string& config, double aiv, double db
   return r;
 }
 
+// A run that was neither probed nor fine-tuned: it has none of a table's figures.
+experiment::RunResults unprobed(const std::string& config) {
+  experiment::RunResults r;
+  r.config = config;
+  r.pe = "ape_learned";
+  r.record.run_dir = config;
+  return r;
+}
 
 const experiment::ColumnReading* reading(const experiment::Comparison& c, const std::string& column,
                                          const std::string& grouping) {
@@ -115,7 +123,8 @@ TEST_CASE("paper table: families and kinds ordered by their means, DB by its dis
   // ordo: APE 0.1 and 0.05 (mean 0.075) before RPE 0.5: the families reversed; kinds: fixed 0.05 first.
   // Direction balance: APE 0.9 and 1.3 (mean 1.1, 0.1 off) before RPE 1.25 (0.25 off): reversed.
   const std::vector<experiment::RunResults> runs = {run_with("a1", 0.1, 0.9), run_with("a2", 0.05, 1.3),
-                                                    run_with("r1", 0.5, 1.25), run_with("not_in_paper", 0.0, 1.0)};
+                                                    run_with("r1", 0.5, 1.25), run_with("not_in_paper", 0.0, 1.0),
+                                                    unprobed("not_in_paper_no_figures")};
   const experiment::Plan plan = plan_with_rte();
   const experiment::Comparison c = experiment::compare(t, runs, plan);
   const auto* families = reading(c, "translation_invariance_no_special", "families");
@@ -160,6 +169,9 @@ TEST_CASE("paper table: families and kinds ordered by their means, DB by its dis
   const std::string md = c.cells.markdown();
   CHECK_THAT(md, Contains("| a1 | A1 | 0.1000 / 0.2000 | 0.9000 / 1.5000 |"));
   CHECK_THAT(md, Contains("| not_in_paper | (not in the paper's table) | 0.0000 / - | 1.0000 / - |"));
+  // A run the paper lacks with none of the table's figures would be a row of n/a: left out.
+  CHECK_THAT(md, !Contains("not_in_paper_no_figures"));
+  CHECK(c.cells.rows.size() == 4);
 }
 
 TEST_CASE("paper table: rank agreement where the paper's values all tie is undefined, said in words",
