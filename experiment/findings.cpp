@@ -45,7 +45,7 @@ std::string p_text(double p) { return std::isnan(p) ? "no test" : p > 0 && p < 1
 size_t words_of(const std::string& kind) {
   if (kind == "rank") return 3;
   if (kind == "row" || kind == "correlation") return 4;
-  if (kind == "families" || kind == "pair") return 5;
+  if (kind == "families" || kind == "pair" || kind == "columns") return 5;
   if (kind == "section") return 2;
   return 0;
 }
@@ -223,19 +223,23 @@ Finding families_finding(const Claim& claim, const Comparison& c, double alpha) 
   return f;
 }
 
-// "pair TABLE COLUMN A B": row A against row B, over the replicate that
-// varies between them (their pretraining runs where both have several, else
-// their first runs' fine-tuning seeds), each value as its goodness
-// (-badness: direction balance by its closeness to 1), shown in the column's units.
-Finding pair_finding(const Claim& claim, const Comparison& c, double alpha) {
+// One figure against another, each as (its row's JSON, its column): over the
+// replicate that varies between them (their pretraining runs where both have
+// several, else their fine-tuning seeds), each value as its goodness
+// (-badness: direction balance by its closeness to 1), shown in the column's
+// units. `pair` compares two rows in one column, `columns` one row in two.
+struct Side {
+  const json::Value* row;
+  std::string key, name;
+};
+
+Finding compare_figures(const Claim& claim, const Side& a, const Side& b, double alpha) {
   Finding f{claim, {}, "", ""};
-  const std::string& key = claim.test[2];
-  const json::Value* a = row_json(c, claim.test[3]);
-  const json::Value* b = row_json(c, claim.test[4]);
-  const json::Value* fa = a ? (*a)["ordo"].find(key) : nullptr;
-  const json::Value* fb = b ? (*b)["ordo"].find(key) : nullptr;
+  const json::Value* fa = a.row ? (*a.row)["ordo"].find(a.key) : nullptr;
+  const json::Value* fb = b.row ? (*b.row)["ordo"].find(b.key) : nullptr;
   if (!fa || !fb || fa->is_null() || fb->is_null()) {
-    f.judgement = untestable("a row has not run");
+    f.judgement = untestable(a.row && b.row ? "a figure has not been computed (its fine-tuning has not run)"
+                                            : "a row has not run");
     return f;
   }
   for (const json::Value* v : {fa, fb})
@@ -244,25 +248,40 @@ Finding pair_finding(const Claim& claim, const Comparison& c, double alpha) {
       return f;
     }
   const bool pretraining = fa->contains("pretraining") && fb->contains("pretraining");
-  auto goodness = [&](const json::Value& v) {
+  auto goodness = [&](const json::Value& v, const std::string& key) {
     std::vector<double> out;
     for (const json::Value& x : (pretraining ? v["pretraining"]["means"] : v["values"]).as_array())
       out.push_back(-badness(key, json::to_number(x)));
     return out;
   };
-  const std::vector<double> ga = goodness(*fa), gb = goodness(*fb);
+  const std::vector<double> ga = goodness(*fa, a.key), gb = goodness(*fb, b.key);
   const double effect = mean_std(ga).mean - mean_std(gb).mean;
   const TTest t = welch_t_test(ga, gb);
   const Interval ci = welch_interval(ga, gb, 1 - alpha);
-  const json::Value* pa = (*a)["paper"].find(key);
-  const json::Value* pb = (*b)["paper"].find(key);
+  const json::Value* pa = (*a.row)["paper"].find(a.key);
+  const json::Value* pb = (*b.row)["paper"].find(b.key);
   const double paper_effect =
-      pa && pb ? badness(key, (*pb)["value"].as_number()) - badness(key, (*pa)["value"].as_number()) : kNaN;
+      pa && pb ? badness(b.key, (*pb)["value"].as_number()) - badness(a.key, (*pa)["value"].as_number()) : kNaN;
   f.judgement = judge({effect, paper_effect, t.p, ""}, alpha);
-  f.effect = effect_text(key, claim.test[3], claim.test[4], effect, ci) + " (" +
+  f.effect = effect_text(a.key, a.name, b.name, effect, ci) + " (" +
              (pretraining ? "pretraining runs" : "fine-tuning seeds") + ", Welch " + p_text(t.p) + ")";
-  f.paper = paper_effect_text(key, paper_effect);
+  f.paper = paper_effect_text(a.key, paper_effect);
   return f;
+}
+
+// "pair TABLE COLUMN A B": row A against row B in one column.
+Finding pair_finding(const Claim& claim, const Comparison& c, double alpha) {
+  const std::string& key = claim.test[2];
+  return compare_figures(claim, {row_json(c, claim.test[3]), key, claim.test[3]},
+                         {row_json(c, claim.test[4]), key, claim.test[4]}, alpha);
+}
+
+// "columns TABLE ROW A B": one row's column A against its column B (Huang et
+// al.'s Table 4: a model fine-tuned longer than it was pretrained against the
+// same model fine-tuned at its pretraining length).
+Finding columns_finding(const Claim& claim, const Comparison& c, double alpha) {
+  const json::Value* row = row_json(c, claim.test[2]);
+  return compare_figures(claim, {row, claim.test[3], claim.test[3]}, {row, claim.test[4], claim.test[4]}, alpha);
 }
 
 // "correlation TABLE INDICATOR COLUMN"
@@ -330,7 +349,7 @@ Claims read_claims(const std::string& path) {
     ORDO_CHECK(ids.insert(c.id).second, at, ": the id '", c.id, "' is used twice");
     const std::string& kind = c.test[0];
     ORDO_CHECK(kind == "untested" || words_of(kind) > 0, at, ": unknown test '", kind,
-               "' (rank, row, pair, families, correlation, section, untested)");
+               "' (rank, row, pair, columns, families, correlation, section, untested)");
     ORDO_CHECK(kind == "untested" ? c.test.size() >= 2 : c.test.size() == words_of(kind), at, ": the test '", kind,
                "' takes ", kind == "untested" ? "a reason" : std::to_string(words_of(kind) - 1) + " word(s)",
                ", got '", fields[3], "'");
@@ -352,9 +371,20 @@ void check_claims(const std::vector<Claim>& claims, const std::string& path, con
     ORDO_CHECK(t != nullptr, at, ": no paper table '", c.test[1], "' (paper_", c.test[1], ".tsv) in ", plan.folder);
     ORDO_CHECK(t->correlations == (kind == "correlation"), at, ": the test '", kind, "' ",
                t->correlations ? "does not read" : "needs", " a table of correlations");
-    const std::string& column = kind == "correlation" ? c.test[3] : c.test[2];
-    ORDO_CHECK(std::find(t->columns.begin(), t->columns.end(), column) != t->columns.end(), at, ": ", t->path,
-               " has no column '", column, "'");
+    auto check_column = [&](const std::string& column) {
+      ORDO_CHECK(std::find(t->columns.begin(), t->columns.end(), column) != t->columns.end(), at, ": ", t->path,
+                 " has no column '", column, "'");
+    };
+    if (kind == "columns") {
+      ORDO_CHECK(t->find(c.test[2]) != nullptr, at, ": ", t->path, " has no row '", c.test[2], "'");
+      check_column(c.test[3]), check_column(c.test[4]);
+      ORDO_CHECK(badness(c.test[3], 1) - badness(c.test[3], 0) == badness(c.test[4], 1) - badness(c.test[4], 0) &&
+                     (c.test[3] == "direction_balance") == (c.test[4] == "direction_balance"),
+                 at, ": columns '", c.test[3], "' and '", c.test[4], "' are not read the same way (one larger is "
+                 "better, the other smaller): they cannot be compared");
+      continue;
+    }
+    check_column(kind == "correlation" ? c.test[3] : c.test[2]);
     if (kind == "row") {
       ORDO_CHECK(t->find(c.test[3]) != nullptr, at, ": ", t->path, " has no row '", c.test[3], "'");
       ORDO_CHECK(!plan.baseline.empty() && c.test[3] != plan.baseline, at, ": a row is tested against the plan's "
@@ -398,6 +428,7 @@ std::vector<Finding> judge_claims(const std::vector<Claim>& claims, const std::v
     else if (kind == "row") out.push_back(row_finding(claim, *c, plan));
     else if (kind == "families") out.push_back(families_finding(claim, *c, plan.alpha));
     else if (kind == "pair") out.push_back(pair_finding(claim, *c, plan.alpha));
+    else if (kind == "columns") out.push_back(columns_finding(claim, *c, plan.alpha));
     else out.push_back(correlation_finding(claim, *c, plan.alpha));
   }
   return out;

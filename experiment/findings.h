@@ -15,6 +15,9 @@
 //             pair TABLE COLUMN A B        row A against row B, in the paper's direction: Welch's
 //                                          test over the replicate that varies between them (one
 //                                          test per claim)
+//             columns TABLE ROW A B        row ROW's column A against its column B, in the
+//                                          paper's direction: Welch's test as pair's (the
+//                                          row's fine-tuning seeds in each column)
 //             families TABLE COLUMN A B    family A's rows against family B's, in the paper's
 //                                          direction of their means: Welch's test over the
 //                                          rows' values (each row one value; one test per claim)

@@ -250,3 +250,54 @@ TEST_CASE("findings: a bad claims file is refused by line, before any run", "[ex
   CHECK(crlf.claims[0].caveat.empty());
   CHECK(crlf.claims[0].test == std::vector<std::string>{"untested", "x", "y"});
 }
+
+TEST_CASE("findings: one row's two columns compared over its fine-tuning seeds", "[experiment][findings]") {
+  test::TempDir dir("findings_columns");
+  // The paper: row k at 60 when fine-tuned as pretrained, 62 when fine-tuned longer (+2).
+  write_file_atomic(dir / "paper_t.tsv", "config\tpaper_row\tfamily\tkind\trte.accuracy\trte_long.accuracy\t"
+                                         "translation_invariance_no_special\n"
+                                         "k\tK\tRPE\tlearned\t60.0\t62.0\t0.1\n");
+  write_file_atomic(dir / "claims.tsv", "# A paper\nlonger\tTable 4\tlonger helps\tcolumns t k rte_long.accuracy "
+                                        "rte.accuracy\t-\n");
+  const std::vector<experiment::PaperTable> tables = {experiment::read_paper_table(dir / "paper_t.tsv")};
+  const experiment::Claims claims = experiment::read_claims(dir / "claims.tsv");
+  experiment::Plan plan = plan_with_rte();
+  experiment::FinetuneTask longer = plan.finetune[0];
+  longer.name = "rte_long";
+  plan.finetune.push_back(longer);
+  plan.baseline = "";
+  plan.names = plan.row_of = {"k"};
+  experiment::check_claims(claims.claims, dir / "claims.tsv", tables, plan);
+
+  // ordo: {50, 51, 52} as pretrained, {45, 46, 47} longer: -5, standard error sqrt(2/3), t = -6.124 on
+  // 4 df, two-sided p = 0.0036 (the t density integrated numerically), interval -5 -+ 2.776 x 0.8165 =
+  // [-7.267, -2.733]. The paper's +2: a significant reversal, contradicted.
+  experiment::RunResults k = run_scoring("k", {0.50, 0.51, 0.52});
+  k.tasks["rte_long"] = test::accuracy_task({0.45, 0.46, 0.47});
+  const std::vector<experiment::Finding> f =
+      experiment::judge_claims(claims.claims, {experiment::compare(tables[0], {k}, plan)}, {}, plan);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].judgement.verdict == experiment::Verdict::contradicted);
+  CHECK_THAT(f[0].effect, Contains("rte_long.accuracy − rte.accuracy -5 [-7.267, -2.733] (fine-tuning seeds, "
+                                   "Welch p = 0.0036)"));
+  CHECK(f[0].paper == "+2");
+
+  // The longer fine-tuning not yet run: not testable, and why.
+  k.tasks.erase("rte_long");
+  const std::vector<experiment::Finding> g =
+      experiment::judge_claims(claims.claims, {experiment::compare(tables[0], {k}, plan)}, {}, plan);
+  CHECK(g[0].judgement.verdict == experiment::Verdict::not_testable);
+  CHECK_THAT(g[0].judgement.reason, Contains("its fine-tuning has not run"));
+
+  // Columns read different ways (an indicator, smaller is better, against an accuracy) are refused.
+  write_file_atomic(dir / "bad.tsv", "# A paper\nmixed\tTable 4\tmixed\tcolumns t k translation_invariance_no_special "
+                                     "rte.accuracy\t-\n");
+  CHECK_THROWS_WITH(experiment::check_claims(experiment::read_claims(dir / "bad.tsv").claims, dir / "bad.tsv", tables,
+                                             plan),
+                    Contains("bad.tsv:2 (mixed): columns 'translation_invariance_no_special' and 'rte.accuracy' are not "
+                             "read the same way"));
+  write_file_atomic(dir / "bad.tsv", "# A paper\nrow\tTable 4\tno row\tcolumns t q rte_long.accuracy rte.accuracy\t-\n");
+  CHECK_THROWS_WITH(experiment::check_claims(experiment::read_claims(dir / "bad.tsv").claims, dir / "bad.tsv", tables,
+                                             plan),
+                    Contains("has no row 'q'"));
+}
