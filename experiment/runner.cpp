@@ -361,6 +361,9 @@ std::vector<std::string> write_experiment_report(const Plan& plan, const std::st
   std::vector<report::RunRecord> records;
   for (const RunResults& r : runs)
     if (r.probed) records.push_back(r.record);
+  if (std::any_of(runs.begin(), runs.end(), [](const RunResults& r) { return !r.replicates.empty(); }))
+    comparisons.html += "<p>The run table above, the heatmaps and the figures below draw each row's first "
+                        "pretraining run; its replicates enter the paper tables (‡) and the findings.</p>\n";
   std::vector<report::OutputFile> files;
   if (!records.empty()) {
     // Labels and slugs made unique as ordo report makes them.
