@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "experiment/paper_table.h"
 #include "experiment/plan.h"
 #include "experiment/verdicts.h"
@@ -78,12 +79,20 @@ std::vector<Finding> judge_claims(const std::vector<Claim>& claims, const std::v
                                   const std::vector<SectionVerdict>& sections, const Plan& plan);
 
 // The report's findings as Markdown (a table: claim, item, ordo's effect,
-// verdict, caveat; then the verdict counts) and as JSON.
+// verdict, caveat; then the verdict counts) and as JSON. `baseline` names the
+// plan's baseline and its first pretraining run's held-out loss at every
+// evaluation ({"config", "held_out_loss": [[step, loss], ...]}; null: none),
+// so that reports whose baselines are the same pretraining can be told apart
+// from reports with independent ones.
 std::string findings_markdown(const std::vector<Finding>& findings, const std::string& title);
-std::string findings_json(const std::vector<Finding>& findings, const std::string& paper);
+std::string findings_json(const std::vector<Finding>& findings, const std::string& paper,
+                          const json::Value& baseline = json::Value());
 
 // docs/FINDINGS.md: every report folder's findings.json, one section per
 // paper and a table of verdict counts; errors name a folder without one.
+// Reports whose baselines trained identically (the same held-out loss at
+// every evaluation) are named together: their verdicts against the baseline
+// rest on the same pretraining draws.
 std::string gather_findings(const std::vector<std::string>& report_dirs);
 
 }  // namespace ordo::experiment

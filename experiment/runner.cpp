@@ -330,6 +330,26 @@ bool complete(const Plan& plan, size_t i) {
 
 // Writes the report of what is finished; returns the names of the files written
 // (none, and nothing written, when nothing is finished that it reports).
+// The plan's baseline and its first pretraining run's held-out loss at every
+// evaluation (findings.h: how docs/FINDINGS.md tells shared baselines apart).
+json::Value baseline_identity(const Plan& plan, const std::vector<RunResults>& runs) {
+  for (const RunResults& r : runs) {
+    if (r.config != plan.baseline) continue;
+    json::Value losses = json::Value::array();
+    for (const auto& [step, loss] : r.record.held_out_loss) {
+      json::Value point = json::Value::array();
+      point.push_back(step);
+      point.push_back(loss);
+      losses.push_back(point);
+    }
+    json::Value b = json::Value::object();
+    b["config"] = r.config;
+    b["held_out_loss"] = losses;
+    return b;
+  }
+  return json::Value();
+}
+
 std::vector<std::string> write_experiment_report(const Plan& plan, const std::string& out) {
   const std::vector<RunResults> runs = gather_results(plan);
   std::vector<PaperTable> tables;
@@ -354,7 +374,8 @@ std::vector<std::string> write_experiment_report(const Plan& plan, const std::st
     const std::vector<Finding> findings = judge_claims(claims.claims, comparisons.comparisons, section_verdicts, plan);
     const std::string md = findings_markdown(findings, "Findings: " + claims.title);
     comparisons.files.push_back({"findings.md", md});
-    comparisons.files.push_back({"findings.json", findings_json(findings, claims.title)});
+    const std::string findings_file = findings_json(findings, claims.title, baseline_identity(plan, runs));
+    comparisons.files.push_back({"findings.json", findings_file});
     append({}, "<h2>Findings</h2>\n<p>Each central claim of the paper with its verdict: <a href=\"findings.md\">"
                "findings.md</a>.</p>\n", "\n## Findings\n" + md.substr(md.find('\n') + 1));
   }

@@ -5,6 +5,7 @@
 // confidence_interval(0.95)) on the numbers written here.
 #include <cstdlib>
 #include <filesystem>
+#include <tuple>
 
 #include "base/file_io.h"
 #include "base/json.h"
@@ -133,7 +134,29 @@ TEST_CASE("findings: each kind of claim judged by the verdict rules, with its ef
   CHECK_THAT(all, Contains("| A made-up paper (no venue) | 1 | 2 | 1 | 1 | 1 | 6 |"));
   CHECK_THAT(all, Contains("| **total** | **1** | **2** | **1** | **1** | **1** | **6** |"));
   CHECK_THAT(all, Contains("| translation improves | Table 6 | — | — | **not testable here: needs WMT** | — |"));
+  CHECK_THAT(all, !Contains("One baseline"));
   CHECK_THROWS_WITH(experiment::gather_findings({dir.path}), Contains("holds no findings.json"));
+  // Two papers whose baselines trained identically (the same held-out losses) and a third whose did not:
+  // the first two are named as one baseline.
+  auto baseline = [](const std::string& config, double last_loss) {
+    json::Value b = json::Value::object(), losses = json::Value::array(), early = json::Value::array(),
+                late = json::Value::array();
+    early.push_back(500), early.push_back(5.8669), late.push_back(1000), late.push_back(last_loss);
+    losses.push_back(early), losses.push_back(late);
+    b["config"] = config;
+    b["held_out_loss"] = losses;
+    return b;
+  };
+  for (const auto& [name, config, loss] : std::vector<std::tuple<std::string, std::string, double>>{
+           {"p1", "absolute", 5.6088}, {"p2", "devlin", 5.6088}, {"p3", "bert", 5.6089}}) {
+    std::filesystem::create_directories(dir / name);
+    write_file_atomic(dir / (name + "/findings.json"),
+                      experiment::findings_json(f, "Paper " + name, baseline(config, loss)));
+  }
+  const std::string shared = experiment::gather_findings({dir / "p1", dir / "p2", dir / "p3"});
+  CHECK_THAT(shared, Contains("**One baseline, not 2.** Paper p1's `absolute` and Paper p2's `devlin` are the same "
+                              "pretraining"));
+  CHECK_THAT(shared, !Contains("`bert` are"));
   // A report written before its paper had claims (a paper.json, no findings.json) is listed as such.
   std::filesystem::create_directories(dir / "old");
   write_file_atomic(dir / "old/paper.json", "{}");
@@ -294,9 +317,10 @@ TEST_CASE("findings: one row's two columns compared over its fine-tuning seeds",
                                      "rte.accuracy\t-\n");
   CHECK_THROWS_WITH(experiment::check_claims(experiment::read_claims(dir / "bad.tsv").claims, dir / "bad.tsv", tables,
                                              plan),
-                    Contains("bad.tsv:2 (mixed): columns 'translation_invariance_no_special' and 'rte.accuracy' are not "
-                             "read the same way"));
-  write_file_atomic(dir / "bad.tsv", "# A paper\nrow\tTable 4\tno row\tcolumns t q rte_long.accuracy rte.accuracy\t-\n");
+                    Contains("bad.tsv:2 (mixed): columns 'translation_invariance_no_special' and 'rte.accuracy' "
+                             "are not read the same way"));
+  write_file_atomic(dir / "bad.tsv",
+                    "# A paper\nrow\tTable 4\tno row\tcolumns t q rte_long.accuracy rte.accuracy\t-\n");
   CHECK_THROWS_WITH(experiment::check_claims(experiment::read_claims(dir / "bad.tsv").claims, dir / "bad.tsv", tables,
                                              plan),
                     Contains("has no row 'q'"));
