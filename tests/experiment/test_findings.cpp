@@ -44,6 +44,18 @@ const char* kClaims = "# A made-up paper (no venue)\n"
                       "sweep\tFigure 2\taccuracy rises with locality\tsection sweep.locality\t-\n"
                       "mt\tTable 6\ttranslation improves\tuntested needs WMT\t-\n";
 
+// A paper table (paper_NAME.tsv) and a claims.tsv written into `dir` and read back.
+struct Written {
+  std::vector<experiment::PaperTable> tables;
+  experiment::Claims claims;
+};
+Written written(const test::TempDir& dir, const std::string& name, const std::string& table,
+                const std::string& claims) {
+  write_file_atomic(dir / ("paper_" + name + ".tsv"), table);
+  write_file_atomic(dir / "claims.tsv", claims);
+  return {{experiment::read_paper_table(dir / ("paper_" + name + ".tsv"))}, experiment::read_claims(dir / "claims.tsv")};
+}
+
 }  // namespace
 
 TEST_CASE("findings: each kind of claim judged by the verdict rules, with its effect and interval",
@@ -166,13 +178,12 @@ TEST_CASE("findings: each kind of claim judged by the verdict rules, with its ef
 
 TEST_CASE("findings: an indicator's effect in its own units, judged as smaller is better", "[experiment][findings]") {
   test::TempDir dir("findings_indicator");
-  write_file_atomic(dir / "paper_i.tsv", "config\tpaper_row\tfamily\tkind\ttranslation_invariance_no_special\n"
-                                          "a1\tA1\tAPE\tlearned\t0.01\na2\tA2\tAPE\tfixed\t0.02\n"
-                                          "r1\tR1\tRPE\tlearned\t0.001\nr2\tR2\tRPE\tfixed\t0.002\n");
-  write_file_atomic(dir / "claims.tsv", "# A paper\nti\tTable 2\tRPEs more invariant\tfamilies i "
+  const auto [tables, claims] = written(dir, "i",
+                                        "config\tpaper_row\tfamily\tkind\ttranslation_invariance_no_special\n"
+                                        "a1\tA1\tAPE\tlearned\t0.01\na2\tA2\tAPE\tfixed\t0.02\n"
+                                        "r1\tR1\tRPE\tlearned\t0.001\nr2\tR2\tRPE\tfixed\t0.002\n",
+                                        "# A paper\nti\tTable 2\tRPEs more invariant\tfamilies i "
                                         "translation_invariance_no_special RPE APE\t-\n");
-  const std::vector<experiment::PaperTable> tables = {experiment::read_paper_table(dir / "paper_i.tsv")};
-  const experiment::Claims claims = experiment::read_claims(dir / "claims.tsv");
   // AIV (smaller is better): RPE rows 0.10, 0.12 against APE rows 0.30, 0.34. As values, RPE - APE =
   // 0.11 - 0.32 = -0.21 with scipy's interval [-0.3484, -0.07163], t = -9.39 on 1.47 df, p = 0.02738;
   // the paper's -0.0135. Both the better way (smaller) for RPEs, significant: holds.
@@ -277,13 +288,11 @@ TEST_CASE("findings: a bad claims file is refused by line, before any run", "[ex
 TEST_CASE("findings: one row's two columns compared over its fine-tuning seeds", "[experiment][findings]") {
   test::TempDir dir("findings_columns");
   // The paper: row k at 60 when fine-tuned as pretrained, 62 when fine-tuned longer (+2).
-  write_file_atomic(dir / "paper_t.tsv", "config\tpaper_row\tfamily\tkind\trte.accuracy\trte_long.accuracy\t"
-                                         "translation_invariance_no_special\n"
-                                         "k\tK\tRPE\tlearned\t60.0\t62.0\t0.1\n");
-  write_file_atomic(dir / "claims.tsv", "# A paper\nlonger\tTable 4\tlonger helps\tcolumns t k rte_long.accuracy "
+  const auto [tables, claims] = written(dir, "t",
+                                        "config\tpaper_row\tfamily\tkind\trte.accuracy\trte_long.accuracy\t"
+                                        "translation_invariance_no_special\nk\tK\tRPE\tlearned\t60.0\t62.0\t0.1\n",
+                                        "# A paper\nlonger\tTable 4\tlonger helps\tcolumns t k rte_long.accuracy "
                                         "rte.accuracy\t-\n");
-  const std::vector<experiment::PaperTable> tables = {experiment::read_paper_table(dir / "paper_t.tsv")};
-  const experiment::Claims claims = experiment::read_claims(dir / "claims.tsv");
   experiment::Plan plan = plan_with_rte();
   experiment::FinetuneTask longer = plan.finetune[0];
   longer.name = "rte_long";
