@@ -53,7 +53,8 @@ Written written(const test::TempDir& dir, const std::string& name, const std::st
                 const std::string& claims) {
   write_file_atomic(dir / ("paper_" + name + ".tsv"), table);
   write_file_atomic(dir / "claims.tsv", claims);
-  return {{experiment::read_paper_table(dir / ("paper_" + name + ".tsv"))}, experiment::read_claims(dir / "claims.tsv")};
+  return {{experiment::read_paper_table(dir / ("paper_" + name + ".tsv"))},
+          experiment::read_claims(dir / "claims.tsv")};
 }
 
 }  // namespace
