@@ -44,7 +44,7 @@ std::string p_text(double p) { return std::isnan(p) ? "no test" : p > 0 && p < 1
 // How many words each test takes (untested: a reason of any length).
 size_t words_of(const std::string& kind) {
   if (kind == "rank") return 3;
-  if (kind == "row" || kind == "correlation") return 4;
+  if (kind == "row" || kind == "correlation" || kind == "higher") return 4;
   if (kind == "families" || kind == "pair" || kind == "columns") return 5;
   if (kind == "section") return 2;
   return 0;
@@ -284,6 +284,37 @@ Finding columns_finding(const Claim& claim, const Comparison& c, double alpha) {
   return compare_figures(claim, {row, claim.test[3], claim.test[3]}, {row, claim.test[4], claim.test[4]}, alpha);
 }
 
+// "higher KEY A B": A's figure above B's, the paper's direction stated in
+// words; each pretraining run one value, so both rows need replicates.
+Finding higher_finding(const Claim& claim, const std::vector<RunResults>& runs, const Plan& plan, double alpha) {
+  Finding f{claim, {}, "", "higher (stated, no values)"};
+  const std::string& key = claim.test[1];
+  auto values = [&](const std::string& config) {
+    std::vector<double> out;
+    for (const RunResults& r : runs) {
+      if (r.config != config) continue;
+      if (const std::optional<Figure> x = figure(r, key, plan)) out.push_back(x->mean());
+      for (const RunResults& again : r.replicates)
+        if (const std::optional<Figure> x = figure(again, key, plan)) out.push_back(x->mean());
+    }
+    return out;
+  };
+  const std::vector<double> a = values(claim.test[2]), b = values(claim.test[3]);
+  if (a.size() < 2 || b.size() < 2) {
+    f.judgement = untestable(a.empty() || b.empty() ? "a row has not run, or has no " + key
+                                                    : "one value per pretraining run, and a row has one run");
+    return f;
+  }
+  const double effect = mean_std(a).mean - mean_std(b).mean;
+  const TTest t = welch_t_test(a, b);
+  const Interval ci = welch_interval(a, b, 1 - alpha);
+  f.judgement = judge({effect, 1.0, t.p, ""}, alpha);
+  f.effect = claim.test[2] + " − " + claim.test[3] + " " + format(effect, "%+.2f") + " [" + format(ci.low, "%+.2f") +
+             ", " + format(ci.high, "%+.2f") + "] (pretraining runs, " + std::to_string(a.size()) + " and " +
+             std::to_string(b.size()) + ", Welch " + p_text(t.p) + ")";
+  return f;
+}
+
 // "correlation TABLE INDICATOR COLUMN"
 Finding correlation_finding(const Claim& claim, const Comparison& c, double alpha) {
   Finding f{claim, {}, "", ""};
@@ -349,7 +380,7 @@ Claims read_claims(const std::string& path) {
     ORDO_CHECK(ids.insert(c.id).second, at, ": the id '", c.id, "' is used twice");
     const std::string& kind = c.test[0];
     ORDO_CHECK(kind == "untested" || words_of(kind) > 0, at, ": unknown test '", kind,
-               "' (rank, row, pair, columns, families, correlation, section, untested)");
+               "' (rank, row, pair, columns, families, higher, correlation, section, untested)");
     ORDO_CHECK(kind == "untested" ? c.test.size() >= 2 : c.test.size() == words_of(kind), at, ": the test '", kind,
                "' takes ", kind == "untested" ? "a reason" : std::to_string(words_of(kind) - 1) + " word(s)",
                ", got '", fields[3], "'");
@@ -367,6 +398,17 @@ void check_claims(const std::vector<Claim>& claims, const std::string& path, con
     const std::string at = path + ":" + std::to_string(c.line) + " (" + c.id + ")";
     const std::string& kind = c.test[0];
     if (kind == "untested" || kind == "section") continue;
+    if (kind == "higher") {
+      const std::string& key = c.test[1];
+      const size_t dot = key.find('.');
+      ORDO_CHECK(key == "positional_rank" || key == "eval_accuracy" || is_indicator_key(key) ||
+                     (dot != std::string::npos && plan.task(key.substr(0, dot)) != nullptr),
+                 at, ": no figure '", key, "' (positional_rank, eval_accuracy, a probe indicator or TASK.METRIC "
+                 "of the plan's tasks)");
+      for (size_t k = 2; k < 4; ++k)
+        ORDO_CHECK(plan.is_row(c.test[k]), at, ": no run config '", c.test[k], "' in ", plan.folder);
+      continue;
+    }
     const PaperTable* t = table_named(tables, c.test[1]);
     ORDO_CHECK(t != nullptr, at, ": no paper table '", c.test[1], "' (paper_", c.test[1], ".tsv) in ", plan.folder);
     ORDO_CHECK(t->correlations == (kind == "correlation"), at, ": the test '", kind, "' ",
@@ -402,7 +444,8 @@ void check_claims(const std::vector<Claim>& claims, const std::string& path, con
 }
 
 std::vector<Finding> judge_claims(const std::vector<Claim>& claims, const std::vector<Comparison>& comparisons,
-                                  const std::vector<SectionVerdict>& sections, const Plan& plan) {
+                                  const std::vector<SectionVerdict>& sections, const Plan& plan,
+                                  const std::vector<RunResults>& runs) {
   std::vector<Finding> out;
   for (const Claim& claim : claims) {
     const std::string& kind = claim.test[0];
@@ -410,6 +453,10 @@ std::vector<Finding> judge_claims(const std::vector<Claim>& claims, const std::v
       std::string why;
       for (size_t k = 1; k < claim.test.size(); ++k) why += (k > 1 ? " " : "") + claim.test[k];
       out.push_back({claim, untestable(why), "", ""});
+      continue;
+    }
+    if (kind == "higher") {
+      out.push_back(higher_finding(claim, runs, plan, plan.alpha));
       continue;
     }
     if (kind == "section") {

@@ -21,6 +21,10 @@
 //             families TABLE COLUMN A B    family A's rows against family B's, in the paper's
 //                                          direction of their means: Welch's test over the
 //                                          rows' values (each row one value; one test per claim)
+//             higher KEY A B               row A's figure KEY above row B's, as the paper
+//                                          states in words (a figure without values, Chen et
+//                                          al.'s Figure 2: KEY positional_rank): Welch's test
+//                                          over the two rows' pretraining runs, one value each
 //             correlation TABLE IND COLUMN Pearson's r of indicator IND with COLUMN (Table 5's
 //                                          shape), Holm over the column's indicators
 //             section KEY                  a verdict a report section computes (KEY: see
@@ -41,6 +45,7 @@
 #include "base/json.h"
 #include "experiment/paper_table.h"
 #include "experiment/plan.h"
+#include "experiment/results.h"
 #include "experiment/verdicts.h"
 
 namespace ordo::experiment {
@@ -74,9 +79,11 @@ struct Finding {
   std::string paper;    // the paper's effect, where the test has one
 };
 
-// Each claim's verdict from the report's comparisons and sections.
+// Each claim's verdict from the report's comparisons and sections (and,
+// for "higher", the runs' own figures).
 std::vector<Finding> judge_claims(const std::vector<Claim>& claims, const std::vector<Comparison>& comparisons,
-                                  const std::vector<SectionVerdict>& sections, const Plan& plan);
+                                  const std::vector<SectionVerdict>& sections, const Plan& plan,
+                                  const std::vector<RunResults>& runs = {});
 
 // The report's findings as Markdown (a table: claim, item, ordo's effect,
 // verdict, caveat; then the verdict counts) and as JSON. `baseline` names the

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "base/error.h"
 #include "base/file_io.h"
@@ -20,6 +22,46 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 bool is_squad(const std::string& task) { return task == "squad" || task == "squad2"; }
+
+// The mean of one column of a run's analysis table (RUN/analysis/FILE, comma-separated,
+// a header line), or nothing when the run has no such file; an error names a malformed one.
+std::optional<double> analysis_column_mean(const std::string& run_dir, const std::string& file,
+                                           const std::string& column) {
+  const std::string path = run_dir + "/analysis/" + file;
+  if (!file_exists(path)) return std::nullopt;
+  std::vector<std::vector<std::string>> rows;
+  std::string line;
+  for (const char c : read_file(path) + "\n") {
+    if (c != '\n') {
+      if (c != '\r') line += c;
+      continue;
+    }
+    if (line.empty()) continue;
+    std::vector<std::string> cells(1);
+    for (const char d : line) {
+      if (d == ',') cells.emplace_back();
+      else cells.back().push_back(d);
+    }
+    rows.push_back(cells);
+    line.clear();
+  }
+  ORDO_CHECK(!rows.empty(), path, ": empty (a header line naming '", column, "' was expected)");
+  const auto at = std::find(rows[0].begin(), rows[0].end(), column);
+  ORDO_CHECK(at != rows[0].end(), path, ": no column '", column, "' in its header");
+  const size_t k = static_cast<size_t>(at - rows[0].begin());
+  double sum = 0;
+  for (size_t r = 1; r < rows.size(); ++r) {
+    ORDO_CHECK(rows[r].size() == rows[0].size(), path, ":", r + 1, ": ", rows[r].size(), " cells, the header has ",
+               rows[0].size());
+    char* end = nullptr;
+    const double v = std::strtod(rows[r][k].c_str(), &end);
+    ORDO_CHECK(!rows[r][k].empty() && *end == '\0' && std::isfinite(v), path, ":", r + 1, ": '", rows[r][k],
+               "' in column '", column, "' is not a number");
+    sum += v;
+  }
+  ORDO_CHECK(rows.size() > 1, path, ": a header and no rows");
+  return sum / static_cast<double>(rows.size() - 1);
+}
 
 // GLUE's metrics are fractions; the papers print percent (SQuAD's are percent already).
 double percent_scale(const std::string& task) { return is_squad(task) ? 1.0 : 100.0; }
@@ -168,6 +210,12 @@ std::optional<Figure> figure(const RunResults& run, const std::string& key, cons
     const json::Value* v = run.record.with_special.find(key);
     if (!v) return std::nullopt;
     f.values = {json::to_number(*v)};
+    return f;
+  }
+  if (key == "positional_rank") {  // Chen et al.'s Figure 2: layer 1's positional term, mean over heads
+    const std::optional<double> rank = analysis_column_mean(run.run_dir, "attention_rank.csv", key);
+    if (!rank) return std::nullopt;
+    f.values = {*rank};
     return f;
   }
   if (key == "eval_accuracy") {

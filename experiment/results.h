@@ -82,7 +82,10 @@ struct RunResults {
 // plan's order, its replicates inside it.
 std::vector<RunResults> gather_results(const Plan& plan);
 
-// A run's figure for a key, or nothing when the run lacks it.
+// A run's figure for a key, or nothing when the run lacks it: a probe
+// indicator, eval_accuracy, glue.mean, TASK.METRIC, or positional_rank (the
+// rank of layer 1's positional attention term, mean over heads: the analysis's
+// attention_rank.csv, Chen et al.'s Figure 2).
 std::optional<Figure> figure(const RunResults& run, const std::string& key, const Plan& plan);
 
 // The figures of one run as JSON, every key the plan's tables and tasks name:

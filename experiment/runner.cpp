@@ -371,7 +371,7 @@ std::vector<std::string> write_experiment_report(const Plan& plan, const std::st
   }
   if (!plan.claims.empty()) {  // the paper's claims, each with its verdict (experiment/findings.h)
     const Claims claims = read_claims(plan.claims);
-    const std::vector<Finding> findings = judge_claims(claims.claims, comparisons.comparisons, section_verdicts, plan);
+    const std::vector<Finding> findings = judge_claims(claims.claims, comparisons.comparisons, section_verdicts, plan, runs);
     const std::string md = findings_markdown(findings, "Findings: " + claims.title);
     comparisons.files.push_back({"findings.md", md});
     const std::string findings_file = findings_json(findings, claims.title, baseline_identity(plan, runs));

@@ -335,3 +335,55 @@ TEST_CASE("findings: one row's two columns compared over its fine-tuning seeds",
                                              plan),
                     Contains("has no row 'q'"));
 }
+
+TEST_CASE("findings: a figure the paper states only in words, over pretraining runs", "[experiment][findings]") {
+  test::TempDir dir("findings_higher");
+  write_file_atomic(dir / "claims.tsv", "# A paper\nrank\tFigure 2\tper head higher\thigher positional_rank a b\t-\n");
+  const experiment::Claims claims = experiment::read_claims(dir / "claims.tsv");
+  experiment::Plan plan = plan_with_rte();
+  plan.names = plan.row_of = {"a", "b"};
+  experiment::check_claims(claims.claims, dir / "claims.tsv", {}, plan);
+  // Each run's layer-1 ranks per head (analysis/attention_rank.csv); its figure is their mean.
+  auto run_ranked = [&](const std::string& name, int head1, int head2) {
+    experiment::RunResults r = run_scoring(name, {});
+    r.run_dir = dir / name;
+    std::filesystem::create_directories(r.run_dir + "/analysis");
+    write_file_atomic(r.run_dir + "/analysis/attention_rank.csv",
+                      "head,token_token_rank,positional_rank\n1,63," + std::to_string(head1) + "\n2,63," +
+                          std::to_string(head2) + "\n");
+    return r;
+  };
+  // a's runs 56, 57, 58; b's 50, 51, 52: +6, standard error sqrt(2/3), t = 7.348 on 4 df, two-sided p =
+  // 1 - x (1 + (1 - x^2) / 2) with x = t / sqrt(t^2 + 4) (Student's t CDF for 4 df) = 0.001826; the
+  // interval 6 -+ 2.776 x 0.8165 = [+3.73, +8.27]. The paper's direction (a higher), significant: holds.
+  experiment::RunResults a = run_ranked("a", 55, 57), b = run_ranked("b", 49, 51);
+  a.replicates = {run_ranked("a.seed2", 56, 58), run_ranked("a.seed3", 57, 59)};
+  b.replicates = {run_ranked("b.seed2", 50, 52), run_ranked("b.seed3", 51, 53)};
+  const std::vector<experiment::Finding> f = experiment::judge_claims(claims.claims, {}, {}, plan, {a, b});
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].judgement.verdict == experiment::Verdict::holds);
+  CHECK(f[0].effect == "a − b +6.00 [+3.73, +8.27] (pretraining runs, 3 and 3, Welch p = 0.00183)");
+  CHECK(f[0].paper == "higher (stated, no values)");
+  // b pretrained once: one value, nothing to test over.
+  experiment::RunResults once = b;
+  once.replicates.clear();
+  const std::vector<experiment::Finding> g = experiment::judge_claims(claims.claims, {}, {}, plan, {a, once});
+  CHECK(g[0].judgement.verdict == experiment::Verdict::not_testable);
+  CHECK_THAT(g[0].judgement.reason, Contains("a row has one run"));
+  // A malformed table is an error naming the file and line.
+  write_file_atomic(dir / "b/analysis/attention_rank.csv", "head,positional_rank\n1,fifty\n");
+  CHECK_THROWS_WITH(experiment::judge_claims(claims.claims, {}, {}, plan, {a, b}),
+                    Contains("b/analysis/attention_rank.csv:2: 'fifty' in column 'positional_rank' is not a number"));
+  write_file_atomic(dir / "b/analysis/attention_rank.csv", "head,rank\n1,50\n");
+  CHECK_THROWS_WITH(experiment::judge_claims(claims.claims, {}, {}, plan, {a, b}),
+                    Contains("no column 'positional_rank' in its header"));
+  // The claim names a figure or a row the plan does not have.
+  for (const std::string& test :
+       {std::string("higher no_such_figure a b"), std::string("higher positional_rank a c")}) {
+    write_file_atomic(dir / "bad.tsv", "# A paper\nx\tFigure 2\tx\t" + test + "\t-\n");
+    CHECK_THROWS_WITH(experiment::check_claims(experiment::read_claims(dir / "bad.tsv").claims, dir / "bad.tsv", {},
+                                               plan),
+                      Contains(test.find("no_such") != std::string::npos ? "no figure 'no_such_figure'"
+                                                                         : "no run config 'c'"));
+  }
+}
