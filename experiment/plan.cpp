@@ -65,6 +65,13 @@ bool LayerSettings::for_run(const std::string& config) const {
   return runs.empty() || std::find(runs.begin(), runs.end(), config) != runs.end();
 }
 
+bool Plan::fine_tunes(size_t i, const FinetuneTask& t) const {
+  if (!t.for_run(row_of[i])) return false;
+  if (!is_replicate(i)) return true;
+  return !t.sweep && (replicate_tasks.empty() ||
+                      std::find(replicate_tasks.begin(), replicate_tasks.end(), t.name) != replicate_tasks.end());
+}
+
 bool Plan::has_stage(const std::string& stage) const {
   return std::find(stages.begin(), stages.end(), stage) != stages.end();
 }
@@ -143,6 +150,11 @@ json::Value Plan::to_json() const {
     for (size_t i = 0; i < names.size(); ++i)
       if (is_replicate(i)) of[names[i]] = row_of[i];
     replicates["runs"] = of;  // each replicate's run config
+    if (!replicate_tasks.empty()) {
+      json::Value tasks = json::Value::array();
+      for (const std::string& t : replicate_tasks) tasks.push_back(t);
+      replicates["tasks"] = tasks;
+    }
     j["replicates"] = replicates;
   }
   if (has_stage("probe")) j["probe"] = settings("probe", 0);
@@ -266,6 +278,7 @@ void read_replicates(const json::Value& spec, const PlanRequest& request, const 
   FieldReader r(spec, where);
   const std::vector<std::string> runs = strings(r, "runs", where);
   const std::vector<double> seeds = numbers(r, "seeds", where);
+  plan.replicate_tasks = strings(r, "tasks", where);  // checked against the tasks once they are read
   r.finish();
   ORDO_CHECK(!runs.empty() && !seeds.empty(), where, ": give the runs to replicate (\"runs\") and their seeds "
              "(\"seeds\"), neither empty");
@@ -573,6 +586,8 @@ Plan make_plan(const PlanRequest& request) {
     if (real_corpus)
       for (FinetuneTask& t : plan.finetune) t.stand_in.clear();  // "no data (give --data ...)" where none is given
     ORDO_CHECK(!plan.finetune.empty(), where, ": the finetune stage has no tasks (finetune.tasks)");
+    for (const std::string& t : plan.replicate_tasks)
+      ORDO_CHECK(plan.task(t) != nullptr, where, ": replicates.tasks names '", t, "', no task of finetune.tasks");
     check_finetune_fits(plan);
     for (const std::string& column : plan.length_figure)
       ORDO_CHECK(std::any_of(plan.finetune.begin(), plan.finetune.end(),
@@ -584,6 +599,8 @@ Plan make_plan(const PlanRequest& request) {
                  "give --data ", t.name, "=DIR");
   } else {
     ORDO_CHECK(request.data.empty(), "--data is for the finetune stage, which this plan does not run");
+    ORDO_CHECK(plan.replicate_tasks.empty(), where, ": replicates.tasks names fine-tuning tasks, and the plan has no "
+               "finetune stage");
   }
 
   // The paper's tables: read now, so that a bad one is refused before any run.

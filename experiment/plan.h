@@ -25,7 +25,7 @@
 //    "report": {"baseline": "02_ape_learned", "alpha": 0.05, "wang_chen": false, "learning_rates": "best",
 //               "length_figure": ["subj", "sst2", "cr"], "dependency_heads": "tupe",
 //               "english": "../scale_study_english"},   (experiment/scale_report.h)
-//    "replicates": {"runs": ["01_none", "02_ape_learned"], "seeds": [2, 3]},
+//    "replicates": {"runs": ["01_none", "02_ape_learned"], "seeds": [2, 3], "tasks": ["sst2"]},
 //    "ladder": {"rungs": [{"name": "tiny_4k"}, {"name": "tiny_16k", "moves": "steps", "set": [...]}]},
 //                 (experiment/ladder.h: every run, replicates too, once per rung of a compute ladder)
 //    "quick": {"set": [...], "probe": {...}, "finetune_set": [...]}}
@@ -33,8 +33,10 @@
 // run of its own named "<run>.seed<k>" (after the run configs, so that their
 // numbers do not move): the run's config with train.seed = data.seed = k —
 // other initial weights, dropout, masking and order, the same corpus — and
-// every other stage as the run's. The report reads them as the run's
-// pretraining replicates (experiment/tables.h); --quick keeps the first seed.
+// every other stage as the run's, fine-tuning on "tasks" only where given
+// (the tasks the claims read: a replicate's other fine-tunings would cost
+// time and test nothing). The report reads them as the run's pretraining
+// replicates (experiment/tables.h); --quick keeps the first seed.
 // finetune.sweep (the locality/symmetry paper's Figure 2 middle and right,
 // App. B.4): {"run": "bert", "task": "sst2", "stand_in": "subject_number",
 // "config": "../../finetune/positional_encoder.json", "locality_w": [...],
@@ -137,6 +139,8 @@ struct Plan {
   std::vector<std::string> row_of;              // per run: the run config it pretrains (its own name, or a
                                                 // replicate's run config)
   std::vector<uint64_t> replicate_seeds;        // "replicates": the seeds each named run is pretrained with again
+  std::vector<std::string> replicate_tasks;     // "replicates.tasks": the tasks a replicate fine-tunes on (the
+                                                // ones the claims read); empty: every task of its row
   std::vector<std::string> overrides;           // --set, for every run config
   Ladder ladder;                                // "ladder": its rungs (experiment/ladder.h); none without one
   probe::ProbeRequest probe;                    // checkpoint empty: each run's own
@@ -165,6 +169,10 @@ struct Plan {
 
   bool has_stage(const std::string& stage) const;
   bool is_replicate(size_t i) const { return i < row_of.size() && row_of[i] != names[i]; }
+  // Whether run i fine-tunes on task t: a task for its row, and for a replicate
+  // one of replicate_tasks (a sweep's fresh encoders never: they do not
+  // depend on the run's pretraining).
+  bool fine_tunes(size_t i, const FinetuneTask& t) const;
   // Whether `name` is a run config of the folder (a row of the tables), not a replicate.
   bool is_row(const std::string& name) const;
   // The settings of stage `stage` (a stage name, or "finetune:NAME" for one

@@ -43,11 +43,8 @@ std::vector<std::string> units(const Plan& plan, size_t i) {
       out.push_back(stage);
       continue;
     }
-    // A sweep's encoders are fresh models trained from scratch: another
-    // pretraining of their run has nothing to add to them.
     for (const FinetuneTask& t : plan.finetune)
-      if (t.runnable() && t.for_run(plan.row_of[i]) && !(t.sweep && plan.is_replicate(i)))
-        out.push_back("finetune:" + t.name);
+      if (t.runnable() && plan.fine_tunes(i, t)) out.push_back("finetune:" + t.name);
   }
   return out;
 }

@@ -170,6 +170,35 @@ TEST_CASE("a plan's pretraining replicates: runs of their own after the run conf
   CHECK_THROWS_WITH(plan_with(R"({"runs": ["a"], "seeds": [2.5]})"), Contains("seeds[0] must be a whole number"));
   CHECK_THROWS_WITH(plan_with(R"({"runs": ["a"], "seeds": []})"), Contains("neither empty"));
   CHECK_THROWS_WITH(plan_with(R"({"runs": ["a"], "seed": [2]})"), Contains("seed"));
+  CHECK_THROWS_WITH(plan_with(R"({"runs": ["a"], "seeds": [2], "tasks": ["s"]})"),
+                    Contains("replicates.tasks names fine-tuning tasks, and the plan has no finetune stage"));
   write_file_atomic(dir / "a.seed2.json", R"({"extends": ")" + tiny + R"("})");
   CHECK_THROWS_WITH(plan_with(R"({"runs": ["a"], "seeds": [2]})"), Contains("has the name of a run config"));
+}
+
+TEST_CASE("a plan's replicates fine-tune on replicates.tasks only, their row on every task", "[experiment][plan]") {
+  const test::TempDir dir("plan_replicate_tasks");
+  write_file_atomic(dir / "a.json", std::string(R"({"extends": ")") + ORDO_SOURCE_DIR + R"(/configs/tiny.json"})");
+  auto plan_with = [&](const std::string& tasks) {
+    write_file_atomic(dir / "experiment.json",
+                      R"({"stages": ["pretrain", "tasks", "finetune"], )"
+                      R"("finetune": {"set": ["train.max_seq_length=64"], "tasks": [)"
+                      R"({"name": "s", "task": "sst2", "stand_in": "sentiment"}, {"name": "r", "task": "rte", )"
+                      R"("stand_in": "roles"}]}, "replicates": {"runs": ["a"], "seeds": [2])" + tasks + "}}");
+    experiment::PlanRequest request;
+    request.folder = dir.path;
+    request.out = dir / "out";
+    return experiment::make_plan(request);
+  };
+  const experiment::Plan every = plan_with("");
+  REQUIRE(every.names == std::vector<std::string>{"a", "a.seed2"});
+  for (size_t i : {0, 1})
+    for (const char* t : {"s", "r"}) CHECK(every.fine_tunes(i, *every.task(t)));
+  const experiment::Plan some = plan_with(R"(, "tasks": ["s"])");
+  CHECK(some.fine_tunes(0, *some.task("r")));  // the row itself: every task
+  CHECK(some.fine_tunes(1, *some.task("s")));
+  CHECK_FALSE(some.fine_tunes(1, *some.task("r")));
+  CHECK(some.to_json()["replicates"]["tasks"][0].as_string() == "s");
+  CHECK_THROWS_WITH(plan_with(R"(, "tasks": ["q"])"),
+                    Contains("replicates.tasks names 'q', no task of finetune.tasks"));
 }
