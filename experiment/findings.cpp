@@ -136,8 +136,10 @@ Finding row_finding(const Claim& claim, const Comparison& c, const Plan& plan) {
     if (p && pb) f.paper = format((*p)["value"].as_number() - (*pb)["value"].as_number(), "%+.2f");
   }
   const auto at = r ? std::find(r->names.begin(), r->names.end(), config) : std::vector<std::string>::const_iterator();
-  if (r && at != r->names.end())
-    f.judgement = {r->verdicts[static_cast<size_t>(at - r->names.begin())], ""};
+  if (r && at != r->names.end()) {
+    const size_t k = static_cast<size_t>(at - r->names.begin());
+    f.judgement = {r->verdicts[k], k < r->reasons.size() ? r->reasons[k] : ""};
+  }
   else
     f.judgement = untestable(row ? "the row has no test against " + plan.baseline : "the row has not run");
   if (f.judgement.verdict == Verdict::not_testable && row) {

@@ -118,6 +118,7 @@ std::optional<ColumnReading> baseline_verdicts(const PaperTable& table, const Co
   if (!paper_base || !base || !paper_base->cells.at(column.key).present || !column.compared(plan.baseline))
     return std::nullopt;
   std::vector<std::pair<std::string, Verdict>> rows;
+  std::vector<std::string> reasons;
   int64_t over_pretraining = 0, over_seeds = 0;
   for (const RunResults& run : runs) {
     const PaperTable::Row* p = table.find(run.config);
@@ -133,7 +134,9 @@ std::optional<ColumnReading> baseline_verdicts(const PaperTable& table, const Co
                                              : "no test: fewer than two seeds in a row, or no spread in either";
     if (column.at_chance.count(run.config) || column.at_chance.count(plan.baseline))
       e.not_testable = "accuracy at chance (the majority label's " + format_figure(column.chance, "%.1f") + "%)";
-    rows.emplace_back(run.config, judge(e, plan.alpha).verdict);
+    const Judgement j = judge(e, plan.alpha);
+    rows.emplace_back(run.config, j.verdict);
+    reasons.push_back(j.reason);
     (column.test(run.config).over_pretraining ? over_pretraining : over_seeds) += 1;
   }
   if (rows.empty()) return std::nullopt;
@@ -141,6 +144,7 @@ std::optional<ColumnReading> baseline_verdicts(const PaperTable& table, const Co
   r.table = table.name, r.column = column.key, r.grouping = "verdicts";
   r.n = static_cast<int64_t>(rows.size());
   for (const auto& [config, v] : rows) r.verdicts.push_back(v), r.names.push_back(config);
+  r.reasons = reasons;
   std::string over;
   if (over_pretraining > 0) over = "over the pretraining runs' means for the " + std::to_string(over_pretraining) +
                                    " row(s) pretrained several times (‡)";

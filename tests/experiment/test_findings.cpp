@@ -387,3 +387,21 @@ TEST_CASE("findings: a figure the paper states only in words, over pretraining r
                                                                          : "no run config 'c'"));
   }
 }
+
+TEST_CASE("findings: a row the paper ties with its baseline is not testable, and says why", "[experiment][findings]") {
+  test::TempDir dir("findings_tie");
+  const auto [tables, claims] = written(dir, "t",
+                                        "config\tpaper_row\tfamily\tkind\trte.accuracy\n"
+                                        "base\tB\tAPE\tlearned\t60.0\ntie\tT\tRPE\tlearned\t60.0\n",
+                                        "# A paper\ntie\tTable t\tT does as well as B\trow t rte.accuracy tie\t-\n");
+  experiment::Plan plan = plan_with_rte();
+  plan.names = plan.row_of = {"base", "tie"};
+  const std::vector<experiment::RunResults> runs = {run_scoring("base", {0.50, 0.51, 0.52}),
+                                                    run_scoring("tie", {0.55, 0.56, 0.57})};
+  const std::vector<experiment::Finding> f =
+      experiment::judge_claims(claims.claims, {experiment::compare(tables[0], runs, plan)}, {}, plan);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].judgement.verdict == experiment::Verdict::not_testable);
+  CHECK(f[0].judgement.reason == "the paper's effect has no direction");
+  CHECK(f[0].paper == "+0.00");
+}
