@@ -55,14 +55,14 @@ PaperCell read_cell(std::string text, const std::string& where) {
 
 }  // namespace
 
-std::vector<std::string> split_tabs(const std::string& line) {
+std::vector<std::string> split_fields(const std::string& line, char separator) {
   std::vector<std::string> out;
   size_t start = 0;
   for (;;) {
-    const size_t tab = line.find('\t', start);
-    out.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
-    if (tab == std::string::npos) return out;
-    start = tab + 1;
+    const size_t at = line.find(separator, start);
+    out.push_back(line.substr(start, at == std::string::npos ? std::string::npos : at - start));
+    if (at == std::string::npos) return out;
+    start = at + 1;
   }
 }
 
@@ -77,7 +77,7 @@ void check_utf8_lines(const std::string& text, const std::string& path) {
 }
 
 bool is_figure_key(const std::string& key) {
-  if (is_indicator_key(key) || key == "eval_accuracy" || key == "glue.mean") return true;
+  if (is_indicator_key(key) || key == "eval_accuracy" || key == "glue.mean" || key == "positional_rank") return true;
   const size_t dot = key.find('.');
   return dot != std::string::npos && dot > 0 && dot + 1 < key.size() && key.back() != '.';
 }
@@ -135,7 +135,7 @@ PaperTable read_paper_table(const std::string& path) {
       t.source.push_back(line.substr(line.rfind("# ", 0) == 0 ? 2 : 1));
       continue;
     }
-    const std::vector<std::string> cells = split_tabs(line);
+    const std::vector<std::string> cells = split_fields(line, '\t');
     if (header.empty()) {
       header = cells;
       const bool rows = header.size() > 4 && header[0] == "config" && header[1] == "paper_row" &&

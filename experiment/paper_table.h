@@ -82,10 +82,11 @@ void check_paper_table(const PaperTable& table, const Plan& plan);
 // Whether a column's key is a probe indicator (as opposed to a task's figure).
 bool is_indicator_key(const std::string& key);
 // Whether a key is one experiment/results.h computes: an indicator,
-// eval_accuracy, glue.mean, or TASK[.SET].METRIC for a fine-tuning task's metric.
+// eval_accuracy, glue.mean, positional_rank, or TASK[.SET].METRIC for a
+// fine-tuning task's metric.
 bool is_figure_key(const std::string& key);
-// A line's tab-separated fields (an empty one between two tabs kept).
-std::vector<std::string> split_tabs(const std::string& line);
+// A line's fields between separators (an empty one between two separators kept).
+std::vector<std::string> split_fields(const std::string& line, char separator);
 // A data file's text goes into the report's JSON, HTML and Markdown, which
 // hold UTF-8 only: anything else is refused when the plan is read, naming the
 // line and the byte in it, not when the report is written after the runs.

@@ -30,20 +30,9 @@ std::optional<double> analysis_column_mean(const std::string& run_dir, const std
   const std::string path = run_dir + "/analysis/" + file;
   if (!file_exists(path)) return std::nullopt;
   std::vector<std::vector<std::string>> rows;
-  std::string line;
-  for (const char c : read_file(path) + "\n") {
-    if (c != '\n') {
-      if (c != '\r') line += c;
-      continue;
-    }
-    if (line.empty()) continue;
-    std::vector<std::string> cells(1);
-    for (const char d : line) {
-      if (d == ',') cells.emplace_back();
-      else cells.back().push_back(d);
-    }
-    rows.push_back(cells);
-    line.clear();
+  for (std::string line : split_fields(read_file(path), '\n')) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) rows.push_back(split_fields(line, ','));
   }
   ORDO_CHECK(!rows.empty(), path, ": empty (a header line naming '", column, "' was expected)");
   const auto at = std::find(rows[0].begin(), rows[0].end(), column);

@@ -286,7 +286,7 @@ std::vector<Disagreement> read_disagreements(const std::string& path, const std:
       header = true;
       continue;
     }
-    const std::vector<std::string> f = split_tabs(line);
+    const std::vector<std::string> f = split_fields(line, '\t');
     ORDO_CHECK(f.size() == 7, at, ": a disagreement has 7 tab-separated fields (", kHeader, "), this line ", f.size());
     Disagreement d;
     d.id = f[0], d.figure = f[1], d.row = f[2], d.minus = f[3] == "-" ? "" : f[3], d.paper_table = f[4];
