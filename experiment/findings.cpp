@@ -403,10 +403,10 @@ void check_claims(const std::vector<Claim>& claims, const std::string& path, con
     if (kind == "higher") {
       const std::string& key = c.test[1];
       const size_t dot = key.find('.');
-      ORDO_CHECK(is_figure_key(key) && (dot == std::string::npos || key == "glue.mean" ||
+      ORDO_CHECK(is_figure_key(key) && (dot == std::string::npos || key == "glue.mean" || key == "classifier.mean" ||
                                         plan.task(key.substr(0, dot)) != nullptr),
-                 at, ": no figure '", key, "' (positional_rank, eval_accuracy, glue.mean, a probe indicator or "
-                 "TASK.METRIC of the plan's tasks)");
+                 at, ": no figure '", key, "' (an analysis figure such as positional_rank or position_mae, "
+                 "eval_accuracy, glue.mean, classifier.mean, a probe indicator or TASK.METRIC of the plan's tasks)");
       for (size_t k = 2; k < 4; ++k)
         ORDO_CHECK(plan.is_row(c.test[k]), at, ": no run config '", c.test[k], "' in ", plan.folder);
       continue;

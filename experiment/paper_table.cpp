@@ -76,8 +76,13 @@ void check_utf8_lines(const std::string& text, const std::string& path) {
                           " of the line (", invalid.reason, "); a paper table is UTF-8 text"));
 }
 
+bool is_analysis_key(const std::string& key) {
+  return key == "positional_rank" || key == "position_mae" || key == "order_error" || key == "components_90" ||
+         key == "skip_perplexity_ratio";
+}
+
 bool is_figure_key(const std::string& key) {
-  if (is_indicator_key(key) || key == "eval_accuracy" || key == "glue.mean" || key == "positional_rank") return true;
+  if (is_indicator_key(key) || is_analysis_key(key) || key == "eval_accuracy" || key == "glue.mean") return true;
   const size_t dot = key.find('.');
   return dot != std::string::npos && dot > 0 && dot + 1 < key.size() && key.back() != '.';
 }

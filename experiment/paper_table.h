@@ -81,9 +81,13 @@ void check_paper_table(const PaperTable& table, const Plan& plan);
 
 // Whether a column's key is a probe indicator (as opposed to a task's figure).
 bool is_indicator_key(const std::string& key);
-// Whether a key is one experiment/results.h computes: an indicator,
-// eval_accuracy, glue.mean, positional_rank, or TASK[.SET].METRIC for a
-// fine-tuning task's metric.
+// Whether a key is a figure a run's analysis folder gives: positional_rank
+// (Chen et al.'s Figure 2), position_mae, order_error, components_90 and
+// skip_perplexity_ratio (Wang & Chen's Tables 1, 2, 4 and Figure 2).
+bool is_analysis_key(const std::string& key);
+// Whether a key is one experiment/results.h computes: an indicator, an
+// analysis figure, eval_accuracy, glue.mean, classifier.mean, or
+// TASK[.SET].METRIC for a fine-tuning task's metric.
 bool is_figure_key(const std::string& key);
 // A line's fields between separators (an empty one between two separators kept).
 std::vector<std::string> split_fields(const std::string& line, char separator);

@@ -52,6 +52,46 @@ std::optional<double> analysis_column_mean(const std::string& run_dir, const std
   return sum / static_cast<double>(rows.size() - 1);
 }
 
+// A number the analysis gives the run's own position table (Wang & Chen's
+// probes): RUN/analysis/FILE's tables[table][field], or nothing when the run
+// has no such file.
+std::optional<double> own_table_number(const std::string& run_dir, const std::string& file, const std::string& field) {
+  const std::string path = run_dir + "/analysis/" + file;
+  if (!file_exists(path)) return std::nullopt;
+  const json::Value j = json::parse_file(path);
+  const json::Value* own = j.find("table");
+  ORDO_CHECK(own && own->is_string(), path, ": no \"table\" naming the run's own entry of \"tables\"");
+  const json::Value* entry = j["tables"].find(own->as_string());
+  ORDO_CHECK(entry && entry->find(field), path, ": tables[\"", own->as_string(), "\"] has no \"", field, "\"");
+  return json::to_number((*entry)[field]);
+}
+
+// Wang & Chen's skip-position attack at stride 2: exp(attacked loss - unattacked
+// loss), the factor the attack multiplies the held-out perplexity by.
+std::optional<double> skip_perplexity_ratio(const std::string& run_dir) {
+  const std::string path = run_dir + "/analysis/skip_position_attack.json";
+  if (!file_exists(path)) return std::nullopt;
+  const json::Value j = json::parse_file(path);
+  for (const json::Value& c : j["conditions"].as_array())
+    if (c["factor"].as_int() == 2)
+      return std::exp(json::to_number(c["attacked"]["loss"]) - json::to_number(c["unattacked"]["loss"]));
+  return std::nullopt;
+}
+
+// Seed by seed, the mean over tasks (per_task[t][k]: task t's seed k), the
+// seeds every task has; nothing when no task has a seed.
+std::optional<Figure> seedwise_mean(const std::vector<std::vector<double>>& per_task, Figure f) {
+  if (per_task.empty()) return std::nullopt;
+  size_t seeds = per_task[0].size();
+  for (const auto& v : per_task) seeds = std::min(seeds, v.size());
+  for (size_t k = 0; k < seeds; ++k) {
+    double sum = 0;
+    for (const auto& v : per_task) sum += v[k];
+    f.values.push_back(sum / static_cast<double>(per_task.size()));
+  }
+  return f.values.empty() ? std::nullopt : std::optional<Figure>(f);
+}
+
 // GLUE's metrics are fractions; the papers print percent (SQuAD's are percent already).
 double percent_scale(const std::string& task) { return is_squad(task) ? 1.0 : 100.0; }
 
@@ -207,6 +247,35 @@ std::optional<Figure> figure(const RunResults& run, const std::string& key, cons
     f.values = {*rank};
     return f;
   }
+  if (key == "position_mae" || key == "order_error" || key == "components_90") {  // Wang & Chen's Tables 1-2, Fig. 2
+    const std::string file = key == "position_mae"    ? "position_regression.json"
+                             : key == "order_error" ? "relative_order.json"
+                                                    : "informativeness.json";
+    const std::string field = key == "position_mae" ? "mae" : key == "order_error" ? "error_rate" : key;
+    const std::optional<double> v = own_table_number(run.run_dir, file, field);
+    if (!v) return std::nullopt;
+    f.values = {*v};
+    return f;
+  }
+  if (key == "skip_perplexity_ratio") {  // Wang & Chen's Table 4
+    const std::optional<double> v = skip_perplexity_ratio(run.run_dir);
+    if (!v) return std::nullopt;
+    f.values = {*v};
+    return f;
+  }
+  if (key == "classifier.mean") {
+    // Seed by seed, the mean over the fresh classifiers started from the run's
+    // own table (Wang & Chen's Table 3 row; its "random" row is another run's).
+    std::vector<std::vector<double>> per_task;
+    for (const FinetuneTask& t : plan.finetune) {
+      if (t.init_positions != "run") continue;
+      auto it = run.tasks.find(t.name);
+      if (it == run.tasks.end() || !it->second.present) continue;
+      per_task.push_back(task_values(it->second, t, "score"));
+      f.tasks += (f.tasks.empty() ? "" : ", ") + t.name;
+    }
+    return seedwise_mean(per_task, f);
+  }
   if (key == "eval_accuracy") {
     if (!run.probed || !run.record.has_eval) return std::nullopt;
     f.values = {100 * run.record.eval_accuracy};
@@ -222,15 +291,7 @@ std::optional<Figure> figure(const RunResults& run, const std::string& key, cons
       per_task.push_back(task_values(it->second, t, "score"));
       f.tasks += (f.tasks.empty() ? "" : ", ") + t.name;
     }
-    if (per_task.empty()) return std::nullopt;
-    size_t seeds = per_task[0].size();
-    for (const auto& v : per_task) seeds = std::min(seeds, v.size());
-    for (size_t k = 0; k < seeds; ++k) {
-      double sum = 0;
-      for (const auto& v : per_task) sum += v[k];
-      f.values.push_back(sum / static_cast<double>(per_task.size()));
-    }
-    return f.values.empty() ? std::nullopt : std::optional<Figure>(f);
+    return seedwise_mean(per_task, f);
   }
   const size_t dot = key.find('.');
   if (dot == std::string::npos) return std::nullopt;

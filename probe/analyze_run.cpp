@@ -50,7 +50,7 @@ const std::vector<Analysis>& analyses::registered_analyses() {
       {"attention_rank", {"attention_rank.csv", "attention_rank.svg"}, attention_rank},
       {"probes_of_table",
        {"position_regression.json", "position_regression.svg", "relative_order.json", "relative_order.svg",
-        "informativeness.csv", "informativeness.svg"},
+        "informativeness.csv", "informativeness.json", "informativeness.svg"},
        probes_of_table},
       {"snapshots", {"snapshot_step_*.csv", "snapshots.json", "snapshots.svg"}, snapshots},
       {"indicator_trajectory", {"indicator_trajectory.json", "indicator_trajectory.svg"}, indicator_trajectory},

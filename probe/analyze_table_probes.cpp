@@ -61,6 +61,7 @@ void analyses::probes_of_table(RunState& c, Output& out) {
   rj["positions"] = c.length;
   rj["folds"] = 5;
   rj["seed"] = static_cast<int64_t>(c.options.seed);
+  rj["table"] = c.variant;  // the run's own entry of "tables"; the others are the controls
   rj["tables"] = reg;
   out.json_file("position_regression.json", rj);
   plot::svg::ChartStyle s = chart("absolute position regression (" + c.label + ")", "table", "MAE (positions)", labels);
@@ -75,6 +76,7 @@ void analyses::probes_of_table(RunState& c, Output& out) {
   oj["positions"] = c.length;
   oj["folds"] = 5;
   oj["seed"] = static_cast<int64_t>(c.options.seed);
+  oj["table"] = c.variant;
   oj["tables"] = ord;
   out.json_file("relative_order.json", oj);
   plot::svg::ChartStyle so = chart("relative order classification (" + c.label + ")", "table", "error rate", labels);
@@ -90,6 +92,16 @@ void analyses::probes_of_table(RunState& c, Output& out) {
   std::vector<std::string> header = {"k"};
   for (const std::string& n : names) header.push_back(n);
   out.file("informativeness.csv", table_csv(header, share_rows));
+  json::Value ij = json::Value::object(), inf = json::Value::object();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    json::Value iv = json::Value::object();
+    iv["components_90"] = rows[i].components_90;
+    inf[names[i]] = iv;
+  }
+  ij["positions"] = c.length;
+  ij["table"] = c.variant;
+  ij["tables"] = inf;
+  out.json_file("informativeness.json", ij);
   plot::svg::ChartStyle si =
       chart("cumulative share of singular values (" + c.label + ")", "k (singular values)", "share of the sum");
   si.y_min = 0;

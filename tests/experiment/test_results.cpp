@@ -9,6 +9,7 @@
 #include "base/file_io.h"
 #include "base/json.h"
 #include "experiment/results.h"
+#include "tests/experiment/fixtures.h"
 #include "tests/helpers.h"
 
 using namespace ordo;
@@ -113,4 +114,60 @@ TEST_CASE("results: a task's figure at the best learning rate or over all of the
   CHECK_THROWS_WITH(experiment::gather_results(plan),
                     Catch::Matchers::Contains("finetune/rte/results.json: a finished run of learning rate 0.0001 has no "
                                               "\"seed\""));
+}
+
+TEST_CASE("results: Wang & Chen's figures of a run's own table, its attack and its classifiers", "[experiment]") {
+  test::TempDir dir("results_wang_chen");
+  experiment::RunResults run;
+  run.config = "a";
+  run.run_dir = dir / "a";
+  experiment::Plan plan;
+  for (const char* key : {"position_mae", "order_error", "components_90", "skip_perplexity_ratio"})
+    CHECK_FALSE(experiment::figure(run, key, plan).has_value());  // not analysed: absent, not zero
+
+  // The run's own entry is the one "table" names, not a control beside it.
+  std::filesystem::create_directories(run.run_dir + "/analysis");
+  auto analysis = [&](const std::string& file, const std::string& text) {
+    write_file_atomic(run.run_dir + "/analysis/" + file, text);
+  };
+  analysis("position_regression.json", R"J({"table": "gpt2 (ape_learned)", "tables": {"fixed sinusoid": {"mae": 0.01},
+      "gpt2 (ape_learned)": {"mae": 4.5, "baseline_mae": 16}, "random (Gaussian)": {"mae": 18}}})J");
+  analysis("relative_order.json", R"J({"table": "gpt2 (ape_learned)", "tables": {"random (Gaussian)":
+      {"error_rate": 0.5}, "gpt2 (ape_learned)": {"error_rate": 0.125}}})J");
+  analysis("informativeness.json", R"J({"table": "gpt2 (ape_learned)", "tables": {"gpt2 (ape_learned)":
+      {"components_90": 35}, "fixed sinusoid": {"components_90": 17}}})J");
+  // Stride 2: the held-out loss rises by ln 3, so the perplexity is multiplied by 3 (stride 4 is not read).
+  json::Value attack = json::parse(R"J({"objective": "mlm", "conditions": [
+      {"factor": 4, "unattacked": {"loss": 2.0}, "attacked": {"loss": 5.0}},
+      {"factor": 2, "unattacked": {"loss": 2.0}, "attacked": {"loss": 0}}]})J");
+  attack["conditions"][1]["attacked"]["loss"] = 2.0 + std::log(3.0);
+  analysis("skip_position_attack.json", json::dump(attack));
+  CHECK(experiment::figure(run, "position_mae", plan)->mean() == 4.5);
+  CHECK(experiment::figure(run, "order_error", plan)->mean() == 0.125);
+  CHECK(experiment::figure(run, "components_90", plan)->mean() == 35);
+  CHECK(experiment::figure(run, "skip_perplexity_ratio", plan)->mean() == Approx(3.0).epsilon(1e-12));
+  analysis("relative_order.json", R"J({"tables": {"gpt2 (ape_learned)": {"error_rate": 0.125}}})J");
+  CHECK_THROWS_WITH(experiment::figure(run, "order_error", plan),
+                    Catch::Matchers::Contains("relative_order.json: no \"table\" naming the run's own entry"));
+
+  // The classifiers started from the run's table, seed by seed over the seeds all have: seed 1
+  // (60 + 80) / 2 = 70, seed 2 (70 + 90) / 2 = 80. A classifier started from a random table is
+  // another row's (Table 3's "random") and a fine-tuned run's task is not a classifier of its table.
+  auto task = [](const std::string& name, const std::string& init) {
+    experiment::FinetuneTask t;
+    t.name = name;
+    t.task = name == "sst2" ? "sst2" : "senteval";
+    t.init_positions = init;
+    return t;
+  };
+  plan.finetune = {task("mr", "run"), task("sst2", "run"), task("mr_random", "none"), task("rte", "")};
+  run.tasks["mr"] = test::accuracy_task({0.6, 0.7});
+  run.tasks["sst2"] = test::accuracy_task({0.8, 0.9, 1.0});
+  run.tasks["mr_random"] = test::accuracy_task({0.1, 0.1});
+  run.tasks["rte"] = test::accuracy_task({0.0, 0.0});
+  const experiment::Figure f = *experiment::figure(run, "classifier.mean", plan);
+  REQUIRE(f.values.size() == 2);
+  CHECK(f.values[0] == Approx(70));
+  CHECK(f.values[1] == Approx(80));
+  CHECK(f.tasks == "mr, sst2");
 }
