@@ -39,6 +39,20 @@ std::string format(double v, const char* pattern) {
   return buf;
 }
 
+// An effect and its interval, "+4.19 [-3.19, +11.57]", all three with the
+// decimals that give the largest of them three significant figures (at
+// least 2, at most 6), so that an indicator's -0.0215 and an accuracy's
+// +4.19 read alike.
+std::string interval_text(double effect, double low, double high) {
+  double scale = 0;
+  for (double v : {effect, low, high})
+    if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
+  const int decimals = scale > 0 ? std::clamp(2 - static_cast<int>(std::floor(std::log10(scale))), 2, 6) : 2;
+  const std::string pattern = "%+." + std::to_string(decimals) + "f";
+  return format(effect, pattern.c_str()) + " [" + format(low, pattern.c_str()) + ", " + format(high, pattern.c_str()) +
+         "]";
+}
+
 std::string p_text(double p) { return std::isnan(p) ? "no test" : p > 0 && p < 1e-4 ? "p < 1e-4" : "p = " + format(p, "%.3g"); }
 
 // How many words each test takes (untested: a reason of any length).
@@ -125,11 +139,13 @@ Finding row_finding(const Claim& claim, const Comparison& c, const Plan& plan) {
     const bool tested = v && v->is_object() && v->contains("tested_over");
     const bool over_pretraining = !tested || (*v)["tested_over"].as_string() == "pretraining runs";
     const double d = row_estimate(*row, key, over_pretraining) - row_estimate(*base, key, over_pretraining);
-    f.effect = config + " − " + plan.baseline + " " + format(d, "%+.2f");
+    f.effect = config + " − " + plan.baseline + " ";
     if (tested && v->contains("difference_interval")) {
       const json::Value& ci = (*v)["difference_interval"];
-      f.effect += " [" + format(json::to_number(ci[0]), "%+.2f") + ", " + format(json::to_number(ci[1]), "%+.2f") +
-                  "] (" + (*v)["tested_over"].as_string() + ", Holm " + p_text(json::to_number((*v)["holm_p"])) + ")";
+      f.effect += interval_text(d, json::to_number(ci[0]), json::to_number(ci[1])) + " (" +
+                  (*v)["tested_over"].as_string() + ", Holm " + p_text(json::to_number((*v)["holm_p"])) + ")";
+    } else {
+      f.effect += format(d, "%+.2f");
     }
     const json::Value* p = (*row)["paper"].find(key);
     const json::Value* pb = (*base)["paper"].find(key);
@@ -160,8 +176,7 @@ std::string effect_text(const std::string& key, const std::string& a, const std:
     goodness = -goodness;
     ci = {-ci.high, -ci.low};
   }
-  return a + " − " + b + (closeness ? " (closeness to 1) " : " ") + format(goodness, "%+.4g") + " [" +
-         format(ci.low, "%+.4g") + ", " + format(ci.high, "%+.4g") + "]";
+  return a + " − " + b + (closeness ? " (closeness to 1) " : " ") + interval_text(goodness, ci.low, ci.high);
 }
 
 std::string paper_effect_text(const std::string& key, double goodness) {
@@ -311,9 +326,9 @@ Finding higher_finding(const Claim& claim, const std::vector<RunResults>& runs, 
   const TTest t = welch_t_test(a, b);
   const Interval ci = welch_interval(a, b, 1 - alpha);
   f.judgement = judge({effect, 1.0, t.p, ""}, alpha);
-  f.effect = claim.test[2] + " − " + claim.test[3] + " " + format(effect, "%+.2f") + " [" + format(ci.low, "%+.2f") +
-             ", " + format(ci.high, "%+.2f") + "] (pretraining runs, " + std::to_string(a.size()) + " and " +
-             std::to_string(b.size()) + ", Welch " + p_text(t.p) + ")";
+  f.effect = claim.test[2] + " − " + claim.test[3] + " " + interval_text(effect, ci.low, ci.high) +
+             " (pretraining runs, " + std::to_string(a.size()) + " and " + std::to_string(b.size()) + ", Welch " +
+             p_text(t.p) + ")";
   return f;
 }
 
@@ -403,10 +418,10 @@ void check_claims(const std::vector<Claim>& claims, const std::string& path, con
     if (kind == "higher") {
       const std::string& key = c.test[1];
       const size_t dot = key.find('.');
-      ORDO_CHECK(is_figure_key(key) && (dot == std::string::npos || key == "glue.mean" || key == "classifier.mean" ||
+      ORDO_CHECK(is_figure_key(key) && (dot == std::string::npos || key == "glue.mean" ||
                                         plan.task(key.substr(0, dot)) != nullptr),
                  at, ": no figure '", key, "' (an analysis figure such as positional_rank or position_mae, "
-                 "eval_accuracy, glue.mean, classifier.mean, a probe indicator or TASK.METRIC of the plan's tasks)");
+                 "eval_accuracy, glue.mean, a probe indicator or TASK.METRIC of the plan's tasks)");
       for (size_t k = 2; k < 4; ++k)
         ORDO_CHECK(plan.is_row(c.test[k]), at, ": no run config '", c.test[k], "' in ", plan.folder);
       continue;

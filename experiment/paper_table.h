@@ -86,7 +86,7 @@ bool is_indicator_key(const std::string& key);
 // skip_perplexity_ratio (Wang & Chen's Tables 1, 2, 4 and Figure 2).
 bool is_analysis_key(const std::string& key);
 // Whether a key is one experiment/results.h computes: an indicator, an
-// analysis figure, eval_accuracy, glue.mean, classifier.mean, or
+// analysis figure, eval_accuracy, glue.mean, or
 // TASK[.SET].METRIC for a fine-tuning task's metric.
 bool is_figure_key(const std::string& key);
 // A line's fields between separators (an empty one between two separators kept).

@@ -78,20 +78,6 @@ std::optional<double> skip_perplexity_ratio(const std::string& run_dir) {
   return std::nullopt;
 }
 
-// Seed by seed, the mean over tasks (per_task[t][k]: task t's seed k), the
-// seeds every task has; nothing when no task has a seed.
-std::optional<Figure> seedwise_mean(const std::vector<std::vector<double>>& per_task, Figure f) {
-  if (per_task.empty()) return std::nullopt;
-  size_t seeds = per_task[0].size();
-  for (const auto& v : per_task) seeds = std::min(seeds, v.size());
-  for (size_t k = 0; k < seeds; ++k) {
-    double sum = 0;
-    for (const auto& v : per_task) sum += v[k];
-    f.values.push_back(sum / static_cast<double>(per_task.size()));
-  }
-  return f.values.empty() ? std::nullopt : std::optional<Figure>(f);
-}
-
 // GLUE's metrics are fractions; the papers print percent (SQuAD's are percent already).
 double percent_scale(const std::string& task) { return is_squad(task) ? 1.0 : 100.0; }
 
@@ -263,19 +249,6 @@ std::optional<Figure> figure(const RunResults& run, const std::string& key, cons
     f.values = {*v};
     return f;
   }
-  if (key == "classifier.mean") {
-    // Seed by seed, the mean over the fresh classifiers started from the run's
-    // own table (Wang & Chen's Table 3 row; its "random" row is another run's).
-    std::vector<std::vector<double>> per_task;
-    for (const FinetuneTask& t : plan.finetune) {
-      if (t.init_positions != "run") continue;
-      auto it = run.tasks.find(t.name);
-      if (it == run.tasks.end() || !it->second.present) continue;
-      per_task.push_back(task_values(it->second, t, "score"));
-      f.tasks += (f.tasks.empty() ? "" : ", ") + t.name;
-    }
-    return seedwise_mean(per_task, f);
-  }
   if (key == "eval_accuracy") {
     if (!run.probed || !run.record.has_eval) return std::nullopt;
     f.values = {100 * run.record.eval_accuracy};
@@ -291,7 +264,15 @@ std::optional<Figure> figure(const RunResults& run, const std::string& key, cons
       per_task.push_back(task_values(it->second, t, "score"));
       f.tasks += (f.tasks.empty() ? "" : ", ") + t.name;
     }
-    return seedwise_mean(per_task, f);
+    if (per_task.empty()) return std::nullopt;
+    size_t seeds = per_task[0].size();
+    for (const auto& v : per_task) seeds = std::min(seeds, v.size());
+    for (size_t k = 0; k < seeds; ++k) {
+      double sum = 0;
+      for (const auto& v : per_task) sum += v[k];
+      f.values.push_back(sum / static_cast<double>(per_task.size()));
+    }
+    return f.values.empty() ? std::nullopt : std::optional<Figure>(f);
   }
   const size_t dot = key.find('.');
   if (dot == std::string::npos) return std::nullopt;

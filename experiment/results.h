@@ -83,9 +83,7 @@ struct RunResults {
 std::vector<RunResults> gather_results(const Plan& plan);
 
 // A run's figure for a key, or nothing when the run lacks it: a probe
-// indicator, eval_accuracy, glue.mean, TASK.METRIC, classifier.mean (the mean
-// over the fresh classifiers started from the run's table: Wang & Chen's Table
-// 3), or one of the analysis's: positional_rank (the rank of layer 1's
+// indicator, eval_accuracy, glue.mean, TASK.METRIC, or one of the analysis's: positional_rank (the rank of layer 1's
 // positional attention term, mean over heads, Chen et al.'s Figure 2),
 // position_mae, order_error, components_90 (Wang & Chen's Tables 1-2 and
 // Figure 2 for the run's own table) and skip_perplexity_ratio (Table 4: the

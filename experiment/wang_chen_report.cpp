@@ -1,13 +1,14 @@
 // Wang & Chen 2020's comparisons across an experiment's runs (experiment/wang_chen_report.h).
 #include "experiment/wang_chen_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "base/file_io.h"
 #include "base/json.h"
+#include "experiment/statistics.h"
 #include "experiment/tables.h"
-#include "experiment/verdicts.h"
 #include "experiment/wang_chen_classifiers.h"
 #include "probe/analyze_run.h"
 #include "train/loop.h"
@@ -44,7 +45,57 @@ TextTable attack_table(const std::vector<RunResults>& runs) {
   return t;
 }
 
+// The classifiers every pretraining run of a replicated row has: those started
+// from the run's table that the replicates fine-tune ("replicates.tasks"; all
+// of them when it is not given).
+std::vector<const FinetuneTask*> replicated_classifiers(const Plan& plan) {
+  std::vector<const FinetuneTask*> out;
+  for (const FinetuneTask& t : plan.finetune)
+    if (t.init_positions == "run" && (plan.replicate_tasks.empty() ||
+                                      std::count(plan.replicate_tasks.begin(), plan.replicate_tasks.end(), t.name)))
+      out.push_back(&t);
+  return out;
+}
+
 }  // namespace
+
+TextTable wang_chen_replicates(const Plan& plan, const std::vector<RunResults>& runs) {
+  std::vector<std::pair<std::string, const char*>> keys = {{"position_mae", "%.2f"},
+                                                            {"order_error", "%.3f"},
+                                                            {"components_90", "%.1f"},
+                                                            {"skip_perplexity_ratio", "%.3f"}};
+  TextTable t;
+  t.header = {"run", "pretraining runs", "MAE (Table 1)", "order error (Table 2)", "components for 90 % (Fig. 2)",
+              "perplexity factor, c = 2 (Table 4)"};
+  const std::vector<const FinetuneTask*> classifiers = replicated_classifiers(plan);
+  for (const FinetuneTask* c : classifiers) {
+    keys.push_back({c->name + ".accuracy", "%.2f"});
+    t.header.push_back(c->name + " accuracy (Table 3)");
+    t.header.push_back(c->name + ": std over the first run's seeds");
+  }
+  for (const RunResults& run : runs) {
+    if (run.replicates.empty()) continue;
+    std::vector<const RunResults*> all = {&run};
+    for (const RunResults& again : run.replicates) all.push_back(&again);
+    std::vector<std::string> row = {run.config, std::to_string(all.size())};
+    for (const auto& [key, pattern] : keys) {
+      std::vector<double> values;
+      for (const RunResults* r : all)
+        if (const std::optional<Figure> f = figure(*r, key, plan)) values.push_back(f->mean());
+      const MeanStd m = mean_std(values);
+      row.push_back(values.empty() ? "—"
+                    : values.size() == 1
+                        ? fixed(m.mean, pattern) + " (n = 1)"
+                        : fixed(m.mean, pattern) + " ± " + fixed(m.std, pattern) +
+                              (values.size() < all.size() ? " (n = " + std::to_string(values.size()) + ")" : ""));
+      if (key.find('.') == std::string::npos) continue;
+      const std::optional<Figure> first = figure(run, key, plan);
+      row.push_back(first && first->values.size() > 1 ? "± " + fixed(first->std(), "%.2f") : "—");
+    }
+    t.rows.push_back(row);
+  }
+  return t;
+}
 
 WangChenFiles wang_chen_across_runs(const Plan& plan, const std::vector<RunResults>& runs) {
   WangChenFiles out;
@@ -73,12 +124,20 @@ WangChenFiles wang_chen_across_runs(const Plan& plan, const std::vector<RunResul
   const std::string about =
       "Each run's input position table, its first " + std::to_string(report.positions) +
       " rows (every run's trained length), with the fixed sinusoid of the same width and a Gaussian table as "
-      "controls (probe/wang_chen.h; seed " + std::to_string(plan.analyze.seed) + "). Verdict: " +
-      verdict_name(Verdict::not_testable) + " by a generated rule: the paper's values are lost (its prose is read "
-      "in the report's README) and each row is one run, with no replicate to test a difference over.";
-  md += about + "\n\n" + t.markdown() + "\n![Figures 1 and 3](wang_chen/wang_chen_cosine.svg)\n\n" +
+      "controls (probe/wang_chen.h; seed " + std::to_string(plan.analyze.seed) + "). Each row is a run's first "
+      "pretraining; the paper's values are lost, so no cell is compared with one: the directions it states "
+      "between models are judged over the pretraining runs in the Findings.";
+  const TextTable spread = wang_chen_replicates(plan, runs);
+  const std::string spread_about =
+      "The rows pretrained again (train.seed = data.seed = another seed, the same corpus): each figure's mean ± "
+      "std over their pretraining runs, each run's own analysis (the classifiers: each run's mean over its "
+      "fine-tuning seeds, then over the runs), beside the first run's spread over its fine-tuning seeds.";
+  const std::string spread_md = spread.rows.empty() ? "" : "\n" + spread_about + "\n\n" + spread.markdown();
+  const std::string spread_html =
+      spread.rows.empty() ? "" : "<p>" + report::html_escape(spread_about) + "</p>\n" + spread.html();
+  md += about + "\n\n" + t.markdown() + spread_md + "\n![Figures 1 and 3](wang_chen/wang_chen_cosine.svg)\n\n" +
         "![Figure 2](wang_chen/wang_chen_informativeness.svg)\n";
-  html += "<p>" + report::html_escape(about) + "</p>\n" + t.html() +
+  html += "<p>" + report::html_escape(about) + "</p>\n" + t.html() + spread_html +
           "<p><img src=\"wang_chen/wang_chen_cosine.svg\" alt=\"cosine similarity per run\"></p>\n"
           "<p><img src=\"wang_chen/wang_chen_informativeness.svg\" alt=\"singular values per run\"></p>\n";
   const std::string attack_about =

@@ -20,6 +20,7 @@
 
 #include "experiment/plan.h"
 #include "experiment/results.h"
+#include "experiment/tables.h"
 #include "report/report.h"
 
 namespace ordo::experiment {
@@ -29,6 +30,13 @@ struct WangChenFiles {
   std::string html;      // the section for index.html
   std::string markdown;  // the same for paper.md
 };
+
+// The rows pretrained more than once (the plan's replicates): each of Wang &
+// Chen's figures (results.h: position_mae, order_error, components_90,
+// skip_perplexity_ratio) and the accuracy of each classifier the replicates
+// fine-tune as mean ± std over the pretraining runs, the classifier's beside
+// the first run's spread over its fine-tuning seeds.
+TextTable wang_chen_replicates(const Plan& plan, const std::vector<RunResults>& runs);
 
 // The runs that have finished pretraining, compared; runs without an input
 // table (relative-only variants) are listed as skipped, runs without an

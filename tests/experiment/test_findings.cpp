@@ -93,13 +93,13 @@ TEST_CASE("findings: each kind of claim judged by the verdict rules, with its ef
   // RPE rows {81, 52} against APE rows {51, 50}: +16, t = 1.103 on 1.002 df, p = 0.4686, 95% interval
   // [-167.3, 199.3]; the paper's families 65.5 against 61: +4.5. Same direction, not significant.
   CHECK(f[1].judgement.verdict == Verdict::consistent);
-  CHECK_THAT(f[1].effect, Contains("RPE − APE +16 [-167.3, +199.3] (rows 2 and 2, Welch p = 0.469)"));
+  CHECK_THAT(f[1].effect, Contains("RPE − APE +16.00 [-167.32, +199.32] (rows 2 and 2, Welch p = 0.469)"));
   CHECK(f[1].paper == "+4.5");
   CHECK(f[1].claim.caveat == "stand-in: roles");
   // near - dip: +2 points, t = 2.449 on 4 df, p = 0.0705, interval [-0.267, 4.267]; the paper has dip
   // ahead (62 against 61): the opposite direction, not significant.
   CHECK(f[2].judgement.verdict == Verdict::inconclusive);
-  CHECK_THAT(f[2].effect, Contains("near − dip +2 [-0.267, +4.267] (fine-tuning seeds, Welch p = 0.0705)"));
+  CHECK_THAT(f[2].effect, Contains("near − dip +2.00 [-0.27, +4.27] (fine-tuning seeds, Welch p = 0.0705)"));
   CHECK(f[2].paper == "-1");
   // The order: paper far > dip > near > base; ordo far > near > base > dip: tau_b = 1/3 over 4 rows
   // (exact permutation p = 0.75): same direction, not significant.
@@ -206,7 +206,7 @@ TEST_CASE("findings: an indicator's effect in its own units, judged as smaller i
       experiment::judge_claims(claims.claims, {experiment::compare(tables[0], runs, plan)}, {}, plan);
   REQUIRE(f.size() == 1);
   CHECK(f[0].judgement.verdict == experiment::Verdict::holds);
-  CHECK_THAT(f[0].effect, Contains("RPE − APE -0.21 [-0.3484, -0.07163] (rows 2 and 2, Welch p = 0.0274)"));
+  CHECK_THAT(f[0].effect, Contains("RPE − APE -0.210 [-0.348, -0.072] (rows 2 and 2, Welch p = 0.0274)"));
   CHECK(f[0].paper == "-0.0135");
 
   // One row of each family has run, each pretrained three times: the two representatives over their
@@ -229,7 +229,7 @@ TEST_CASE("findings: an indicator's effect in its own units, judged as smaller i
   const std::vector<experiment::Finding> g =
       experiment::judge_claims(claims.claims, {experiment::compare(tables[0], two, plan)}, {}, plan);
   CHECK(g[0].judgement.verdict == experiment::Verdict::holds);
-  CHECK_THAT(g[0].effect, Contains("RPE − APE -0.21 [-0.2516, -0.1684] (one row of each, r1 and a1, over their "
+  CHECK_THAT(g[0].effect, Contains("RPE − APE -0.210 [-0.252, -0.168] (one row of each, r1 and a1, over their "
                                    "pretraining runs, 3 and 3, Welch p = 0.000565)"));
   CHECK(g[0].paper == "-0.009");
   // The paper's two rows the other way round (a1 the more invariant): ordo's significant RPE advantage
@@ -311,7 +311,7 @@ TEST_CASE("findings: one row's two columns compared over its fine-tuning seeds",
       experiment::judge_claims(claims.claims, {experiment::compare(tables[0], {k}, plan)}, {}, plan);
   REQUIRE(f.size() == 1);
   CHECK(f[0].judgement.verdict == experiment::Verdict::contradicted);
-  CHECK_THAT(f[0].effect, Contains("rte_long.accuracy − rte.accuracy -5 [-7.267, -2.733] (fine-tuning seeds, "
+  CHECK_THAT(f[0].effect, Contains("rte_long.accuracy − rte.accuracy -5.00 [-7.27, -2.73] (fine-tuning seeds, "
                                    "Welch p = 0.0036)"));
   CHECK(f[0].paper == "+2");
 
