@@ -48,6 +48,13 @@ std::vector<std::string> read_moves(const json::Value& rung, const std::string& 
   return out;
 }
 
+// The last rung that is a step of the ladder (not a check), or nullptr.
+const Rung* last_step(const Ladder& ladder) {
+  for (auto it = ladder.rungs.rbegin(); it != ladder.rungs.rend(); ++it)
+    if (!it->is_check()) return &*it;
+  return nullptr;
+}
+
 }  // namespace
 
 Ladder read_ladder(const json::Value& spec, const std::string& where) {
@@ -70,16 +77,27 @@ Ladder read_ladder(const json::Value& spec, const std::string& where) {
     ORDO_CHECK(device == "any" || device == "gpu", at, ": device '", device, "' is \"gpu\" (a rung for a GPU) or "
                "left out");
     rung.gpu = device == "gpu";
+    rung.checks = r.string("checks", "");
     r.finish();
     ORDO_CHECK(!rung.name.empty(), at, ": no name");
     check_path_name(rung.name, at + ": name");  // a part of every run's name, hence of its folder
     ORDO_CHECK(rung.name != "gpu", at, ": 'gpu' is no rung's name (--rungs gpu means every rung marked for a GPU)");
     ORDO_CHECK(names.insert(rung.name).second, at, ": rung '", rung.name, "' is named twice");
     rung.moves = read_moves((*rungs)[i], at + " ('" + rung.name + "')");
-    ORDO_CHECK(i > 0 || rung.moves.empty(), at, " ('", rung.name, "'): the first rung moves nothing (it has no rung "
-               "before it); leave out \"moves\"");
-    ORDO_CHECK(i == 0 || !rung.moves.empty(), at, " ('", rung.name, "'): say what it moves from rung '",
-               ladder.rungs.back().name, "' (\"moves\": \"steps\", \"width\" or \"depth\")");
+    const Rung* step_before = last_step(ladder);
+    if (rung.is_check()) {
+      const auto checked = std::find_if(ladder.rungs.begin(), ladder.rungs.end(),
+                                        [&](const Rung& g) { return g.name == rung.checks && !g.is_check(); });
+      ORDO_CHECK(checked != ladder.rungs.end(), at, " ('", rung.name, "'): checks '", rung.checks,
+                 "', which is no step of the ladder before it");
+      ORDO_CHECK(rung.moves.empty(), at, " ('", rung.name, "'): a check of rung '", rung.checks,
+                 "' repeats its shape and moves nothing; leave out \"moves\"");
+    } else {
+      ORDO_CHECK(step_before || rung.moves.empty(), at, " ('", rung.name, "'): the first rung moves nothing (it has "
+                 "no rung before it); leave out \"moves\"");
+      ORDO_CHECK(!step_before || !rung.moves.empty(), at, " ('", rung.name, "'): say what it moves from rung '",
+                 step_before->name, "' (\"moves\": \"steps\", \"width\" or \"depth\")");
+    }
     ladder.rungs.push_back(rung);
   }
   return ladder;
@@ -106,14 +124,30 @@ RungShape rung_shape(const train::RunConfig& config) {
 std::vector<RungShape> resolve_rungs(const Ladder& ladder, const std::string& config_file,
                                      const std::vector<std::string>& overrides, const std::string& where) {
   std::vector<RungShape> shapes;
+  size_t step_before = ladder.rungs.size();  // none yet
+  auto index_of = [&](const std::string& name) {
+    size_t k = 0;
+    while (ladder.rungs[k].name != name) ++k;
+    return k;
+  };
   for (size_t i = 0; i < ladder.rungs.size(); ++i) {
     const Rung& rung = ladder.rungs[i];
     std::vector<std::string> sets = rung.set;
     sets.insert(sets.end(), overrides.begin(), overrides.end());
     shapes.push_back(rung_shape(train::read_run_config(config_file, sets)));
-    if (i == 0) continue;
-    const Rung& before = ladder.rungs[i - 1];
-    const RungShape &now = shapes[i], &was = shapes[i - 1];
+    if (rung.is_check()) {
+      const RungShape &now = shapes[i], &checked = shapes[index_of(rung.checks)];
+      for (const std::string& d : dimensions())
+        ORDO_CHECK(dimension(now, d) == dimension(checked, d), where, ": rung '", rung.name, "' checks rung '",
+                   rung.checks, "' but changes its ", d, " (", dimension(checked, d), " -> ", dimension(now, d),
+                   "), for ", config_file, "; a check repeats the rung's shape");
+      continue;
+    }
+    const size_t was_at = step_before;
+    step_before = i;
+    if (was_at == ladder.rungs.size()) continue;
+    const Rung& before = ladder.rungs[was_at];
+    const RungShape &now = shapes[i], &was = shapes[was_at];
     const std::string at = where + ": rung '" + rung.name + "' against rung '" + before.name + "', for " + config_file;
     for (const std::string& d : dimensions()) {
       const bool named = std::count(rung.moves.begin(), rung.moves.end(), d) == 1;
@@ -154,6 +188,7 @@ void expand_ladder(const json::Value& spec, const std::string& where, Plan& plan
   std::vector<train::RunConfig> configs;
   for (const Rung& rung : ladder.rungs)
     for (size_t i = 0; i < plan.names.size(); ++i) {
+      if (rung.is_check() && plan.is_replicate(i)) continue;  // a check is one draw per run config
       const std::string& row = plan.row_of[i];
       std::vector<std::string> sets = rung.set;
       sets.insert(sets.end(), plan.overrides.begin(), plan.overrides.end());

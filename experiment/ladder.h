@@ -22,6 +22,15 @@
 // change, or does not add compute, is refused, naming the file, the rung and
 // the values.
 //
+// A rung may instead be a check of an earlier rung: {"name": "tiny_4k_bf16",
+// "checks": "tiny_4k", "set": ["train.precision=bf16"]} repeats that rung's
+// steps, width and depth with a setting of its own (refused where it changes
+// one), is no step of the ladder (no "moves", no point of a trend), and
+// pretrains each run config once, its replicates left out: the report sets
+// each of its figures against the spread of the checked rung's pretraining
+// runs (experiment/scale_report.h) — whether bf16 on the CPU's matrix tiles
+// may carry the larger rungs, say.
+//
 // In the plan (experiment/plan.h) the ladder replaces each run, and each of
 // its replicates, by one run per rung, rung by rung, the cheapest first:
 // "<run>=<rung>" ("02_ape_learned=mini_16k"; a replicate
@@ -56,6 +65,8 @@ struct Rung {
   std::vector<std::string> set;    // laid over every run config
   bool gpu = false;                // "device": "gpu": too big for the CPU; its runs are left out there unless
                                    // asked for (--rungs, --only) and run on a GPU (tools/scale_gpu_rungs.sh)
+  std::string checks;              // "checks": the rung it repeats with its own set; "" for a step of the ladder
+  bool is_check() const { return !checks.empty(); }
 };
 
 struct Ladder {
@@ -65,7 +76,8 @@ struct Ladder {
 // Reads the "ladder" object; `where` names it ("FOLDER/experiment.json: ladder").
 // Refuses a rung without a name or with one that is no path name
 // (check_path_name) or is given twice, an unknown dimension in "moves",
-// "moves" on the first rung or missing on a later one.
+// "moves" on the first rung or missing on a later step, and a check that
+// names no earlier step of the ladder or says what it moves.
 Ladder read_ladder(const json::Value& spec, const std::string& where);
 
 // What a rung is made of, for one resolved run config.

@@ -496,6 +496,7 @@ Plan make_plan(const PlanRequest& request) {
   }
 
   // The stages: the command line's, else the spec's, else Table 2's; in stage order.
+  const bool folder_finetunes = std::count(stages.begin(), stages.end(), "finetune") > 0;
   if (!request.stages.empty()) stages = request.stages;
   if (stages.empty()) stages = {"pretrain", "probe", "report"};
   for (const std::string& s : stages) stage_index(s);
@@ -599,8 +600,9 @@ Plan make_plan(const PlanRequest& request) {
                  "give --data ", t.name, "=DIR");
   } else {
     ORDO_CHECK(request.data.empty(), "--data is for the finetune stage, which this plan does not run");
-    ORDO_CHECK(plan.replicate_tasks.empty(), where, ": replicates.tasks names fine-tuning tasks, and the plan has no "
-               "finetune stage");
+    // (Where --stages leaves out the folder's finetune stage, its tasks are checked when it runs.)
+    ORDO_CHECK(plan.replicate_tasks.empty() || folder_finetunes, where, ": replicates.tasks names fine-tuning tasks, "
+               "and the plan has no finetune stage");
   }
 
   // The paper's tables: read now, so that a bad one is refused before any run.

@@ -89,6 +89,7 @@ std::map<uint64_t, double> values_by_seed(const Plan& plan, const std::vector<Ru
 std::vector<RungValues> rungs_of(const Disagreement& d, const Plan& plan, const std::vector<RunResults>& runs) {
   std::vector<RungValues> out;
   for (const Rung& rung : plan.ladder.rungs) {
+    if (rung.is_check()) continue;  // no step of the ladder
     RungValues v;
     v.rung = rung.name;
     v.moves = rung.moves;
@@ -265,7 +266,94 @@ std::vector<double> english_values(const Disagreement& d, const EnglishRuns& e) 
   return out;
 }
 
+// Every check rung against the rung it checks: a table of each run config's
+// figures and a generated line per check.
+void checks_of_rungs(const Plan& plan, const std::vector<RunResults>& runs,
+                     const std::vector<Disagreement>& disagreements, std::string& md, std::string& html) {
+  std::vector<std::string> figures;
+  for (const Disagreement& d : disagreements)
+    if (std::find(figures.begin(), figures.end(), d.figure) == figures.end()) figures.push_back(d.figure);
+  figures.push_back("eval_accuracy");
+  for (const FinetuneTask& t : plan.finetune) {
+    const bool named = std::any_of(figures.begin(), figures.end(),
+                                   [&](const std::string& f) { return f.rfind(t.name + ".", 0) == 0; });
+    if (!t.sweep && !named) figures.push_back(t.name + ".score");
+  }
+  for (const Rung& check : plan.ladder.rungs) {
+    if (!check.is_check()) continue;
+    TextTable table;
+    table.header = {"run", "figure", check.checks + ": mean ± std (n)",
+                    number(100 * (1 - plan.alpha), "%g") + "% prediction interval", check.name, "within"};
+    table.text_columns = 2;
+    int64_t tested = 0, outside = 0;
+    std::vector<std::string> outside_names;
+    for (size_t i = 0; i < plan.names.size(); ++i) {
+      if (rung_of(plan, i) != &check) continue;
+      const std::string base = plan.row_of[i].substr(0, plan.row_of[i].size() - check.name.size() - 1);
+      for (const std::string& figure_key : figures) {
+        std::vector<double> reference;
+        for (const auto& [seed, v] : values_by_seed(plan, runs, ladder_run_name(base, check.checks), figure_key))
+          reference.push_back(v);
+        const std::map<uint64_t, double> at_check = values_by_seed(plan, runs, plan.row_of[i], figure_key);
+        const double value = at_check.empty() ? kNaN : at_check.begin()->second;
+        const CheckValue c = check_value(base, figure_key, reference, value, plan.alpha);
+        const bool judged = std::isfinite(c.value) && std::isfinite(c.interval.low);
+        tested += judged;
+        outside += judged && c.outside;
+        if (judged && c.outside) outside_names.push_back(base + " " + figure_key);
+        RungValues r;
+        r.values = reference;
+        table.rows.push_back({base, figure_key, rung_cell(r),
+                              judged ? "[" + number(c.interval.low) + ", " + number(c.interval.high) + "]" : "-",
+                              number(c.value), judged ? (c.outside ? "outside" : "yes") : "-"});
+      }
+    }
+    std::string line = "Check '" + check.name + "' of rung '" + check.checks + "': ";
+    if (tested == 0) {
+      line += "not testable yet (it needs the check's runs and at least two pretraining runs of the checked rung)";
+    } else {
+      const double p = binomial_upper_tail(outside, tested, plan.alpha);
+      line += std::to_string(outside) + " of " + std::to_string(tested) + " figures outside the " +
+              number(100 * (1 - plan.alpha), "%g") + "% prediction interval of the checked rung's pretraining runs " +
+              "(chance alone puts at least that many outside with p = " + number(p) + "): " +
+              (p < plan.alpha ? "the check differs from the rung it checks beyond its pretraining spread"
+                              : "within the spread of the rung's pretraining runs, so the check's setting may stand "
+                                "in for the rung's at the larger rungs") +
+              (outside_names.empty() ? "" : " (outside: " + joined(outside_names, ", ") + ")");
+    }
+    line += ".";
+    const std::string title = "Check: " + check.name + " against " + check.checks;
+    md += "\n### " + title + "\n\n" + table.markdown() + "\n" + line + "\n";
+    html += "<h3>" + report::html_escape(title) + "</h3>\n" + table.html() + "<p>" + report::html_escape(line) +
+            "</p>\n";
+  }
+}
+
 }  // namespace
+
+CheckValue check_value(const std::string& run, const std::string& figure, std::vector<double> reference,
+                       double value, double alpha) {
+  CheckValue c;
+  c.run = run, c.figure = figure, c.value = value;
+  c.reference = std::move(reference);
+  c.interval = {kNaN, kNaN};
+  const size_t n = c.reference.size();
+  if (n < 2) return c;
+  const MeanStd m = mean_std(c.reference);
+  const double half = student_t_isf(alpha / 2, static_cast<double>(n - 1)) * m.std *
+                      std::sqrt(1 + 1 / static_cast<double>(n));
+  c.interval = {m.mean - half, m.mean + half};
+  c.outside = std::isfinite(value) && (value < c.interval.low || value > c.interval.high);
+  return c;
+}
+
+double binomial_upper_tail(int64_t k, int64_t n, double p) {
+  double tail = 0;
+  for (int64_t j = std::max<int64_t>(k, 0); j <= n; ++j)
+    tail += std::exp(std::lgamma(n + 1.0) - std::lgamma(j + 1.0) - std::lgamma(n - j + 1.0) + j * std::log(p) +
+                     (n - j) * std::log1p(-p));
+  return std::min(1.0, tail);
+}
 
 std::vector<Disagreement> read_disagreements(const std::string& path, const std::string& folder) {
   std::vector<Disagreement> out;
@@ -445,6 +533,7 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
   append_reading(reading, "Reading (generated)", md, html);
   md += "\n" + figures_md;
   html += figures_html;
+  checks_of_rungs(plan, runs, disagreements, md, html);
   json::Value all = json::Value::object();
   all["alpha"] = plan.alpha;
   all["disagreements"] = rows;

@@ -28,6 +28,10 @@
 //                      ± standard deviation, the fitted line, the paper's value
 //   scale/scale.json   per disagreement: the rungs' values, the trend, the
 //                      verdict, the moves
+// A check rung (a precision, say) is set against the rung it checks: each run
+// config's figures (the disagreements', held-out MLM accuracy and each task's
+// score) within or outside the prediction interval of the checked rung's
+// pretraining runs, and how likely chance alone puts that many outside.
 // With report.english (experiment/plan.h) the runs of another experiment
 // folder, the same run configs at the first rung on real English, are set
 // beside the first rung: their values, and the change the corpus makes.
@@ -93,6 +97,23 @@ struct ScaleRow {
 // The change from the first rung's values to `english` (Welch over the
 // pretraining runs), toward the paper or not.
 Move english_change(const ScaleRow& row, const std::vector<double>& english);
+
+// A check rung (experiment/ladder.h: "checks") against the rung it checks:
+// one run config's figure, its value at the check against the checked rung's
+// pretraining runs and the prediction interval of one more of them,
+// mean ± t(1 - alpha/2, n - 1) s sqrt(1 + 1/n).
+struct CheckValue {
+  std::string run, figure;
+  std::vector<double> reference;  // the checked rung's pretraining runs
+  double value = 0;               // the check rung's run (NaN: not run yet)
+  Interval interval;              // NaN ends below two reference runs
+  bool outside = false;
+};
+CheckValue check_value(const std::string& run, const std::string& figure, std::vector<double> reference,
+                       double value, double alpha);
+// P(X >= k) for X binomial(n, p): how often chance alone puts k of n values
+// outside their 1 - p prediction intervals.
+double binomial_upper_tail(int64_t k, int64_t n, double p);
 
 // The verdict and the moves of one disagreement from its rungs' values.
 ScaleRow judge_disagreement(const Disagreement& d, std::vector<RungValues> rungs, double alpha);

@@ -377,6 +377,17 @@ TEST_CASE("findings: a figure the paper states only in words, over pretraining r
   write_file_atomic(dir / "b/analysis/attention_rank.csv", "head,rank\n1,50\n");
   CHECK_THROWS_WITH(experiment::judge_claims(claims.claims, {}, {}, plan, {a, b}),
                     Contains("no column 'positional_rank' in its header"));
+  // A task's figure is checked against the plan's tasks where it fine-tunes; where --stages leaves the
+  // finetune stage out, the claim waits for it.
+  write_file_atomic(dir / "task.tsv", "# A paper\nx\tTable 3\tx\thigher q.accuracy a b\t-\n");
+  const experiment::Claims on_task = experiment::read_claims(dir / "task.tsv");
+  experiment::Plan fine_tuning = plan;
+  fine_tuning.stages = {"pretrain", "finetune"};
+  CHECK_THROWS_WITH(experiment::check_claims(on_task.claims, dir / "task.tsv", {}, fine_tuning),
+                    Contains("no figure 'q.accuracy'"));
+  experiment::Plan pretraining = plan;
+  pretraining.stages = {"pretrain"};
+  experiment::check_claims(on_task.claims, dir / "task.tsv", {}, pretraining);
   // The claim names a figure or a row the plan does not have.
   for (const std::string& test :
        {std::string("higher no_such_figure a b"), std::string("higher positional_rank a c")}) {

@@ -6,6 +6,7 @@
 #include "base/file_io.h"
 #include "experiment/ladder.h"
 #include "experiment/plan.h"
+#include "train/loop.h"
 #include "tests/helpers.h"
 
 using namespace ordo;
@@ -46,11 +47,11 @@ void write_ladder(const test::TempDir& dir, const std::string& rungs) {
 TEST_CASE("the scale study's ladder: every rung's steps, width, depth and compute", "[experiment][ladder]") {
   const experiment::Ladder ladder =
       experiment::read_ladder(json::parse_file(kStudy + "/experiment.json")["ladder"], "experiment.json: ladder");
-  REQUIRE(ladder.rungs.size() == 6);
+  REQUIRE(ladder.rungs.size() == 7);
   for (const std::string run : {"01_none", "02_ape_learned", "05_rpe_learned", "08_ape_learned+rpe_learned"}) {
     INFO(run);
     const auto shapes = experiment::resolve_rungs(ladder, kStudy + "/" + run + ".json", {}, "ladder");
-    REQUIRE(shapes.size() == 6);
+    REQUIRE(shapes.size() == 7);
     struct Want {
       int64_t steps, width, depth;
       double parameters, forward_per_token;
@@ -72,7 +73,9 @@ TEST_CASE("the scale study's ladder: every rung's steps, width, depth and comput
     }
     // The CPU rungs reach 31.36x today's compute, the GPU rungs 208.8x.
     CHECK(shapes[3].flops / shapes.front().flops == Approx(6422528.0 * 4 / 819200).epsilon(1e-15));
-    CHECK(shapes.back().flops / shapes.front().flops == Approx(171048960.0 / 819200).epsilon(1e-15));
+    CHECK(shapes[5].flops / shapes.front().flops == Approx(171048960.0 / 819200).epsilon(1e-15));
+    // The bf16 check repeats tiny_4k's shape.
+    CHECK(shapes[6].flops == shapes[0].flops);
   }
   CHECK(ladder.rungs[1].moves == std::vector<std::string>{"steps"});
   CHECK(ladder.rungs[2].moves == std::vector<std::string>{"depth"});
@@ -80,6 +83,9 @@ TEST_CASE("the scale study's ladder: every rung's steps, width, depth and comput
   CHECK(ladder.rungs[4].moves == std::vector<std::string>{"width"});
   CHECK(ladder.rungs[5].moves == (std::vector<std::string>{"steps", "width", "depth"}));
   for (size_t i = 0; i < 6; ++i) CHECK(ladder.rungs[i].gpu == (i >= 4));
+  for (size_t i = 0; i < 6; ++i) CHECK_FALSE(ladder.rungs[i].is_check());
+  CHECK(ladder.rungs[6].checks == "tiny_4k");
+  CHECK(ladder.rungs[6].moves.empty());
 }
 
 // Two phases and gradient accumulation, by hand: tiny (N = 393,216),
@@ -102,8 +108,9 @@ TEST_CASE("a rung's compute sums its phases, accumulation included", "[experimen
 
 TEST_CASE("the scale study's plan: one run per rung and replicate, the cheapest rung first", "[experiment][ladder]") {
   const experiment::Plan plan = plan_of(kStudy);
-  // 6 rungs x (4 run configs + 4 x 2 replicates).
-  REQUIRE(plan.names.size() == 72);
+  // 6 rungs x (4 run configs + 4 x 2 replicates), then the bf16 check of tiny_4k: the 4 run configs once.
+  REQUIRE(plan.names.size() == 76);
+  CHECK(plan.names[72] == "01_none=tiny_4k_bf16");
   CHECK(plan.names[0] == "01_none=tiny_4k");
   CHECK(plan.names[3] == "08_ape_learned+rpe_learned=tiny_4k");
   CHECK(plan.names[4] == "01_none=tiny_4k.seed2");
@@ -112,10 +119,12 @@ TEST_CASE("the scale study's plan: one run per rung and replicate, the cheapest 
   for (size_t i = 0; i < plan.names.size(); ++i) {
     INFO(plan.names[i]);
     std::string rung;
-    for (const char* r : {"tiny_4k", "tiny_16k", "deep_16k", "mini_16k", "small_16k", "base_4k"})
+    for (const char* r : {"tiny_4k", "tiny_16k", "deep_16k", "mini_16k", "small_16k", "base_4k", "tiny_4k_bf16"})
       if (plan.names[i].find(std::string("=") + r) != std::string::npos) rung = r;
+    CHECK(train::precision_setting_name(plan.configs[i].train.precision) == (rung == "tiny_4k_bf16" ? "bf16" : "auto"));
+    if (rung == "tiny_4k_bf16") rung = "tiny_4k";  // its shape
+    else CHECK(experiment::rung_of(plan, i)->name == rung);
     REQUIRE(experiment::rung_of(plan, i) != nullptr);
-    CHECK(experiment::rung_of(plan, i)->name == rung);
     const train::RunConfig& c = plan.configs[i];
     CHECK(c.train.total_steps() == (rung == "tiny_4k" || rung == "base_4k" ? 4000 : 16000));
     CHECK(c.model.num_hidden_layers == (rung == "tiny_4k" || rung == "tiny_16k" ? 2 : rung == "base_4k" ? 12 : 4));
@@ -135,12 +144,12 @@ TEST_CASE("the scale study's plan: one run per rung and replicate, the cheapest 
 
   // --quick and --set lie over the rungs' sets; the widths and depths stay the rungs'.
   const experiment::Plan quick = plan_of(kStudy, true, {"train.batch_size=8"});
-  REQUIRE(quick.names.size() == 48);  // --quick keeps one replicate seed: 6 rungs x (4 + 4)
+  REQUIRE(quick.names.size() == 52);  // --quick keeps one replicate seed: 6 rungs x (4 + 4), and the check's 4
   for (const train::RunConfig& c : quick.configs) {
     CHECK(c.train.total_steps() == 120);
     CHECK(c.train.phases[0].batch_size == 8);
   }
-  CHECK(quick.configs.back().model.hidden_size == 768);
+  CHECK(quick.configs[47].model.hidden_size == 768);
 }
 
 TEST_CASE("a rung that changes two of steps, width and depth where it says one is refused", "[experiment][ladder]") {
@@ -185,6 +194,42 @@ TEST_CASE("a ladder's rungs are checked as they are read", "[experiment][ladder]
       {R"([{"name": "a"}, {"name": "gpu", "moves": "steps"}])", ": rungs[1]: 'gpu' is no rung's name"},
       {R"([{"name": "a"}, {"name": "b", "moves": "steps", "device": "tpu"}])",
        ": rungs[1]: device 'tpu' is \"gpu\" (a rung for a GPU) or left out"},
+  };
+  for (const auto& [rungs, message] : cases) {
+    INFO(rungs);
+    write_ladder(dir, rungs);
+    CHECK_THROWS_WITH(plan_of(dir.path), Contains(at) && Contains(message));
+  }
+}
+
+TEST_CASE("a check rung repeats a step's shape with its own setting, one draw per run config",
+          "[experiment][ladder]") {
+  const test::TempDir dir("ladder_check");
+  write_file_atomic(dir / "b.json", R"({"extends": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/tiny.json"})");
+  write_ladder(dir, R"([{"name": "small"}, {"name": "small_bf16", "checks": "small", "set": ["train.precision=bf16"]},
+                        {"name": "big", "moves": "steps", "set": ["train.steps=8000"]}])");
+  write_file_atomic(dir / "experiment.json",
+                    R"({"stages": ["pretrain"], "replicates": {"runs": ["a"], "seeds": [2]}, "ladder": {"rungs": [
+                         {"name": "small"}, {"name": "small_bf16", "checks": "small", "set": ["train.precision=bf16"]},
+                         {"name": "big", "moves": "steps", "set": ["train.steps=8000"]}]}})");
+  const experiment::Plan plan = plan_of(dir.path);
+  // The step after the check is measured from the step before it ("big" against "small"); the check
+  // pretrains a and b once, a's replicate left out.
+  CHECK(plan.names == std::vector<std::string>{"a=small", "b=small", "a=small.seed2", "a=small_bf16",
+                                               "b=small_bf16", "a=big", "b=big", "a=big.seed2"});
+  CHECK(experiment::rung_of(plan, 3)->checks == "small");
+  CHECK(train::precision_setting_name(plan.configs[3].train.precision) == "bf16");
+
+  // A check that changes the shape it checks, says what it moves, or checks no earlier step: refused.
+  const std::string at = dir / "experiment.json: ladder";
+  const std::pair<const char*, const char*> cases[] = {
+      {R"([{"name": "a"}, {"name": "c", "checks": "a", "set": ["model.num_hidden_layers=4"]}])",
+       "rung 'c' checks rung 'a' but changes its depth (2 -> 4)"},
+      {R"([{"name": "a"}, {"name": "c", "checks": "a", "moves": "steps", "set": ["train.steps=8000"]}])",
+       ": rungs[1] ('c'): a check of rung 'a' repeats its shape and moves nothing"},
+      {R"([{"name": "c", "checks": "a"}, {"name": "a"}])", ": rungs[0] ('c'): checks 'a', which is no step"},
+      {R"([{"name": "a"}, {"name": "c", "checks": "a"}, {"name": "d", "checks": "c"}])",
+       ": rungs[2] ('d'): checks 'c', which is no step"},
   };
   for (const auto& [rungs, message] : cases) {
     INFO(rungs);

@@ -179,7 +179,7 @@ TEST_CASE("a plan's pretraining replicates: runs of their own after the run conf
 TEST_CASE("a plan's replicates fine-tune on replicates.tasks only, their row on every task", "[experiment][plan]") {
   const test::TempDir dir("plan_replicate_tasks");
   write_file_atomic(dir / "a.json", std::string(R"({"extends": ")") + ORDO_SOURCE_DIR + R"(/configs/tiny.json"})");
-  auto plan_with = [&](const std::string& tasks) {
+  auto plan_with = [&](const std::string& tasks, std::vector<std::string> stages = {}) {
     write_file_atomic(dir / "experiment.json",
                       R"({"stages": ["pretrain", "tasks", "finetune"], )"
                       R"("finetune": {"set": ["train.max_seq_length=64"], "tasks": [)"
@@ -188,6 +188,7 @@ TEST_CASE("a plan's replicates fine-tune on replicates.tasks only, their row on 
     experiment::PlanRequest request;
     request.folder = dir.path;
     request.out = dir / "out";
+    request.stages = std::move(stages);
     return experiment::make_plan(request);
   };
   const experiment::Plan every = plan_with("");
@@ -201,4 +202,8 @@ TEST_CASE("a plan's replicates fine-tune on replicates.tasks only, their row on 
   CHECK(some.to_json()["replicates"]["tasks"][0].as_string() == "s");
   CHECK_THROWS_WITH(plan_with(R"(, "tasks": ["q"])"),
                     Contains("replicates.tasks names 'q', no task of finetune.tasks"));
+  // --stages may leave the folder's finetune stage out (every pretraining first, say): its tasks wait for it.
+  const experiment::Plan pretraining = plan_with(R"(, "tasks": ["s"])", {"pretrain", "tasks"});
+  CHECK(pretraining.names == std::vector<std::string>{"a", "a.seed2"});
+  CHECK_FALSE(pretraining.has_stage("finetune"));
 }

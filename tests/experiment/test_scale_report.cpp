@@ -172,3 +172,23 @@ TEST_CASE("a plan's disagreements must follow a ladder and name its run configs"
   CHECK_THROWS_WITH(experiment::make_plan(request), Contains("report.english sets real-English runs beside a ladder's "
                                                              "disagreements") && Contains("has no disagreements.tsv"));
 }
+
+// Reference runs 1, 2, 3: mean 2, s = 1, n = 3; t(0.975, 2 df) = 4.302653 (scipy.stats.t.ppf), so the
+// interval of one more run is 2 -+ 4.302653 x sqrt(1 + 1/3) = [-2.968, +6.968].
+TEST_CASE("a check rung's value against the prediction interval of the rung it checks", "[experiment][scale]") {
+  const experiment::CheckValue in = experiment::check_value("a", "eval_accuracy", {1, 2, 3}, 6.9, 0.05);
+  CHECK(in.interval.low == Approx(2 - 4.302653 * std::sqrt(4.0 / 3)).epsilon(1e-6));
+  CHECK(in.interval.high == Approx(2 + 4.302653 * std::sqrt(4.0 / 3)).epsilon(1e-6));
+  CHECK_FALSE(in.outside);
+  CHECK(experiment::check_value("a", "eval_accuracy", {1, 2, 3}, 7.0, 0.05).outside);
+  CHECK(experiment::check_value("a", "eval_accuracy", {1, 2, 3}, -3.0, 0.05).outside);
+  // One reference run has no spread: no interval, never "outside".
+  const experiment::CheckValue once = experiment::check_value("a", "eval_accuracy", {1}, 100, 0.05);
+  CHECK(std::isnan(once.interval.low));
+  CHECK_FALSE(once.outside);
+  // Chance alone: P(X >= 2) for X ~ binomial(10, 0.05) = 1 - 0.95^10 - 10 x 0.05 x 0.95^9 = 0.0861384
+  // (scipy.stats.binom.sf(1, 10, 0.05)); none outside is certain.
+  CHECK(experiment::binomial_upper_tail(2, 10, 0.05) == Approx(0.0861384).epsilon(1e-6));
+  CHECK(experiment::binomial_upper_tail(0, 10, 0.05) == Approx(1.0));
+  CHECK(experiment::binomial_upper_tail(10, 10, 0.05) == Approx(std::pow(0.05, 10)).epsilon(1e-9));
+}
