@@ -192,3 +192,49 @@ TEST_CASE("a check rung's value against the prediction interval of the rung it c
   CHECK(experiment::binomial_upper_tail(0, 10, 0.05) == Approx(1.0));
   CHECK(experiment::binomial_upper_tail(10, 10, 0.05) == Approx(std::pow(0.05, 10)).epsilon(1e-9));
 }
+
+TEST_CASE("the scale report sets a check rung's runs against the checked rung's spread", "[experiment][scale]") {
+  test::TempDir dir("scale_check");
+  write_file_atomic(dir / "a.json", R"({"extends": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/tiny.json"})");
+  // The paper's table outside the folder's own paper_*.tsv, as the scale study reads Wang et al.'s.
+  write_file_atomic(dir / "ref.tsv", "config\tpaper_row\tfamily\tkind\tdirection_balance\na\tA\tAPE\tlearned\t1.5\n");
+  write_file_atomic(dir / "disagreements.tsv", "id\tfigure\trow\tminus\tpaper\tpaper_flops\tdisagreement\n"
+                                               "db\tdirection_balance\ta\t-\tref.tsv\t1e18\tthe APE's balance\n");
+  write_file_atomic(dir / "experiment.json", R"({"stages": ["pretrain", "probe", "report"],
+      "replicates": {"runs": ["a"], "seeds": [2, 3]}, "ladder": {"rungs": [
+      {"name": "r1"}, {"name": "r2", "moves": "steps", "set": ["train.steps=8000"]},
+      {"name": "r1_bf16", "checks": "r1", "set": ["train.precision=bf16"]}]}})");
+  experiment::PlanRequest request;
+  request.folder = dir.path;
+  request.out = dir / "out";
+  const experiment::Plan plan = experiment::make_plan(request);
+  auto probed = [](const std::string& name, double balance, double accuracy) {
+    experiment::RunResults r;
+    r.config = name;
+    r.probed = true;
+    r.record.with_special = json::Value::object();
+    r.record.with_special["direction_balance"] = balance;
+    r.record.has_eval = true;
+    r.record.eval_accuracy = accuracy;
+    return r;
+  };
+  // r1's runs: direction balance 1.0, 1.1, 1.2 (mean 1.1, s 0.1), held-out accuracy 30, 31, 32 % (mean
+  // 31, s 1); the check's interval half-width t(0.975, 2) sqrt(4/3) s = 4.9686 s. The bf16 run's 2.0 lies
+  // outside [0.603, 1.597], its 33 % inside [26.03, 35.97]: 1 of 2 outside, and chance alone puts at
+  // least one of two outside with p = 1 - 0.95^2 = 0.0975.
+  experiment::RunResults r1 = probed("a=r1", 1.0, 0.30);
+  r1.replicates = {probed("a=r1.seed2", 1.1, 0.31), probed("a=r1.seed3", 1.2, 0.32)};
+  const experiment::RunResults check = probed("a=r1_bf16", 2.0, 0.33);
+  const experiment::ReportSection s = experiment::scale_across_rungs(plan, {r1, check});
+  CHECK_THAT(s.markdown, Contains("### Check: r1_bf16 against r1"));
+  CHECK_THAT(s.markdown, Contains("| a | direction_balance | 1.1 ± 0.1 (3) | [0.603, 1.6] | 2 | outside |"));
+  CHECK_THAT(s.markdown, Contains("| a | eval_accuracy | 31 ± 1 (3) | [26, 36] | 33 | yes |"));
+  CHECK_THAT(s.markdown, Contains("Check 'r1_bf16' of rung 'r1': 1 of 2 figures outside the 95% prediction "
+                                  "interval") &&
+                             Contains("p = 0.0975") && Contains("(outside: a direction_balance)"));
+  // The check is no point of the trend: the disagreement's table has r1 and r2 only.
+  CHECK_THAT(s.markdown, !Contains("r1_bf16 (10^"));
+  // Without the check's run there is nothing to judge.
+  const experiment::ReportSection none = experiment::scale_across_rungs(plan, {r1});
+  CHECK_THAT(none.markdown, Contains("Check 'r1_bf16' of rung 'r1': not testable yet"));
+}
