@@ -308,12 +308,8 @@ Finding higher_finding(const Claim& claim, const std::vector<RunResults>& runs, 
   const std::string& key = claim.test[1];
   auto values = [&](const std::string& config) {
     std::vector<double> out;
-    for (const RunResults& r : runs) {
-      if (r.config != config) continue;
-      if (const std::optional<Figure> x = figure(r, key, plan)) out.push_back(x->mean());
-      for (const RunResults& again : r.replicates)
-        if (const std::optional<Figure> x = figure(again, key, plan)) out.push_back(x->mean());
-    }
+    for (const RunResults& r : runs)
+      if (r.config == config) out = pretraining_means(r, key, plan);
     return out;
   };
   const std::vector<double> a = values(claim.test[2]), b = values(claim.test[3]);

@@ -284,6 +284,14 @@ std::optional<Figure> figure(const RunResults& run, const std::string& key, cons
   return f.values.empty() ? std::nullopt : std::optional<Figure>(f);
 }
 
+std::vector<double> pretraining_means(const RunResults& run, const std::string& key, const Plan& plan) {
+  std::vector<double> out;
+  if (const std::optional<Figure> f = figure(run, key, plan)) out.push_back(f->mean());
+  for (const RunResults& again : run.replicates)
+    if (const std::optional<Figure> f = figure(again, key, plan)) out.push_back(f->mean());
+  return out;
+}
+
 json::Value figures_json(const RunResults& run, const Plan& plan, const std::vector<std::string>& keys) {
   json::Value out = json::Value::object();
   for (const std::string& key : keys) {

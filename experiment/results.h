@@ -90,6 +90,11 @@ std::vector<RunResults> gather_results(const Plan& plan);
 // held-out perplexity's factor under the attack at stride 2).
 std::optional<Figure> figure(const RunResults& run, const std::string& key, const Plan& plan);
 
+// A row's figure once per pretraining run, the run's own first and then its
+// replicates', each the mean over its fine-tuning seeds; a run without the
+// figure is left out.
+std::vector<double> pretraining_means(const RunResults& run, const std::string& key, const Plan& plan);
+
 // The figures of one run as JSON, every key the plan's tables and tasks name:
 // {key: {"mean", "std", "values"}} (what OUT/report/results.json holds).
 json::Value figures_json(const RunResults& run, const Plan& plan, const std::vector<std::string>& keys);

@@ -75,19 +75,16 @@ TextTable wang_chen_replicates(const Plan& plan, const std::vector<RunResults>& 
   }
   for (const RunResults& run : runs) {
     if (run.replicates.empty()) continue;
-    std::vector<const RunResults*> all = {&run};
-    for (const RunResults& again : run.replicates) all.push_back(&again);
-    std::vector<std::string> row = {run.config, std::to_string(all.size())};
+    const size_t runs_of_row = 1 + run.replicates.size();
+    std::vector<std::string> row = {run.config, std::to_string(runs_of_row)};
     for (const auto& [key, pattern] : keys) {
-      std::vector<double> values;
-      for (const RunResults* r : all)
-        if (const std::optional<Figure> f = figure(*r, key, plan)) values.push_back(f->mean());
+      const std::vector<double> values = pretraining_means(run, key, plan);
       const MeanStd m = mean_std(values);
       row.push_back(values.empty() ? "—"
                     : values.size() == 1
                         ? fixed(m.mean, pattern) + " (n = 1)"
                         : fixed(m.mean, pattern) + " ± " + fixed(m.std, pattern) +
-                              (values.size() < all.size() ? " (n = " + std::to_string(values.size()) + ")" : ""));
+                              (values.size() < runs_of_row ? " (n = " + std::to_string(values.size()) + ")" : ""));
       if (key.find('.') == std::string::npos) continue;
       const std::optional<Figure> first = figure(run, key, plan);
       row.push_back(first && first->values.size() > 1 ? "± " + fixed(first->std(), "%.2f") : "—");
