@@ -211,9 +211,8 @@ std::vector<RunResults> gather_results(const Plan& plan) {
       out.push_back(std::move(r));
       continue;
     }
-    const bool pretrained = r.stages.is_object() && r.stages.contains("pretrain");
     for (RunResults& row : out)  // the replicates come after every run config (experiment/plan.h)
-      if (row.config == plan.row_of[i] && pretrained) row.replicates.push_back(std::move(r));
+      if (row.config == plan.row_of[i] && r.pretrained()) row.replicates.push_back(std::move(r));
   }
   return out;
 }

@@ -75,6 +75,10 @@ struct RunResults {
   json::Value by_range;        // indicators.json's by_range of the probed layer (null when absent)
   std::map<std::string, TaskResults> tasks;  // by the plan's task name
   json::Value stages;          // RUN/stages.json (null when absent)
+
+  // Whether the run finished pretraining (stages.json records it): a run
+  // still training has checkpoints too, which a report must not read.
+  bool pretrained() const { return stages.is_object() && stages.contains("pretrain"); }
 };
 
 // Reads every run of the plan that exists under OUT/runs (a missing piece

@@ -11,7 +11,6 @@
 #include "experiment/tables.h"
 #include "experiment/wang_chen_classifiers.h"
 #include "probe/analyze_run.h"
-#include "train/loop.h"
 
 namespace ordo::experiment {
 
@@ -98,13 +97,13 @@ WangChenFiles wang_chen_across_runs(const Plan& plan, const std::vector<RunResul
   WangChenFiles out;
   std::vector<std::pair<std::string, std::string>> models;
   for (const RunResults& run : runs)
-    if (train::latest_checkpoint(run.run_dir) > 0) models.emplace_back(run.config, run.run_dir);
+    if (run.pretrained()) models.emplace_back(run.config, run.run_dir);
   std::string md = "\n## Wang & Chen 2020 across the runs\n\n";
   std::string html = "<h2>Wang &amp; Chen 2020 across the runs</h2>\n";
   if (models.empty()) {
-    md += "No run has a checkpoint yet.\n";
+    md += "No run has finished pretraining yet.\n";
     out.markdown = md;
-    out.html = html + "<p>No run has a checkpoint yet.</p>\n";
+    out.html = html + "<p>No run has finished pretraining yet.</p>\n";
     return out;
   }
   // Every run's table cut to the same rows: the longest its shortest run trained.

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "base/file_io.h"
+#include "base/json.h"
 #include "experiment/wang_chen_report.h"
 #include "tests/experiment/fixtures.h"
 #include "tests/helpers.h"
@@ -59,4 +60,22 @@ TEST_CASE("Wang & Chen: a replicated row's figures over its pretraining runs", "
   std::filesystem::remove(bert.replicates[1].run_dir + "/analysis/position_regression.json");
   const experiment::TextTable u = experiment::wang_chen_replicates(plan, {bert});
   CHECK(u.rows[0][2] == "5.00 ± 1.41 (n = 2)");
+}
+
+TEST_CASE("Wang & Chen: a run still pretraining is left out of the tables", "[experiment]") {
+  // A run mid-way through pretraining has a checkpoint (here one that holds no model: reading it would
+  // fail) and no finished pretrain stage in its stages.json: the section must not read its table.
+  test::TempDir dir("wang_chen_unfinished");
+  experiment::RunResults training;
+  training.config = "bert";
+  training.run_dir = dir / "bert";
+  std::filesystem::create_directories(training.run_dir + "/checkpoints/step_500");
+  write_file_atomic(training.run_dir + "/checkpoints/step_500/trainer_state.json", "{\"step\": 500}");
+  training.stages = json::parse("{\"probe\": {}}");
+  CHECK_FALSE(training.pretrained());
+  const experiment::WangChenFiles files = experiment::wang_chen_across_runs(experiment::Plan{}, {training});
+  CHECK(files.markdown.find("No run has finished pretraining yet.") != std::string::npos);
+  CHECK(files.files.empty());
+  training.stages = json::parse("{\"pretrain\": {\"seconds\": 1}}");
+  CHECK(training.pretrained());
 }
