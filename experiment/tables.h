@@ -100,7 +100,9 @@ struct Comparison {
   json::Value json;                    // the table's rows, both sides' figures, the readings
 };
 
-// One paper table against the runs.
+// One paper table against the runs: its rows are the paper's, and the plan's
+// baseline (kept for the marks where the paper's table lacks it); the other
+// runs belong to other tables and stay out of this one's Holm families.
 Comparison compare(const PaperTable& table, const std::vector<RunResults>& runs, const Plan& plan);
 
 // Pearson's r of a per-run value with a task figure's mean over the runs
