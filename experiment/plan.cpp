@@ -190,6 +190,17 @@ json::Value Plan::to_json() const {
   if (!dependency_run.empty()) report["dependency_heads"] = dependency_run;
   if (bench_pe) report["bench_pe"] = true;
   if (!english_out.empty()) report["english"] = english_out;
+  if (!pretrained.empty()) {
+    json::Value models = json::Value::array();
+    for (const PretrainedModel& m : pretrained) {
+      json::Value model = json::Value::object();
+      model["name"] = m.name;
+      model["probe"] = m.probe;
+      model["row"] = m.row;
+      models.push_back(model);
+    }
+    report["pretrained"] = models;
+  }
   report["learning_rates"] = average_learning_rates ? "average" : "best";
   if (!length_figure.empty()) {
     json::Value columns = json::Value::array();
@@ -574,6 +585,16 @@ Plan make_plan(const PlanRequest& request) {
     plan.dependency_run = r.string("dependency_heads", "");
     plan.bench_pe = r.boolean("bench_pe", false);
     plan.english_out = r.string("english", "");
+    if (const json::Value* models = r.array("pretrained"))
+      for (size_t k = 0; k < models->as_array().size(); ++k) {
+        const std::string at = where + ": report.pretrained[" + std::to_string(k) + "]";
+        ORDO_CHECK((*models)[k].is_object(), at, ": expected an object {\"name\", \"probe\", \"row\"}");
+        FieldReader m((*models)[k], at);
+        PretrainedModel model{m.string("name", ""), m.string("probe", ""), m.string("row", "")};
+        m.finish();
+        ORDO_CHECK(!model.name.empty() && !model.probe.empty(), at, ": a name and a probe folder are required");
+        plan.pretrained.push_back(model);
+      }
     r.finish();
   }
   ORDO_CHECK(plan.dependency_run.empty() ||
@@ -618,6 +639,12 @@ Plan make_plan(const PlanRequest& request) {
   }
   ORDO_CHECK(plan.english_out.empty() || !plan.disagreements.empty(), where, ": report.english sets real-English "
              "runs beside a ladder's disagreements, and ", request.folder, " has no disagreements.tsv");
+  ORDO_CHECK(plan.pretrained.empty() || !plan.disagreements.empty(), where, ": report.pretrained sets models "
+             "beside a ladder's disagreements, and ", request.folder, " has no disagreements.tsv");
+  for (size_t k = 0; k < plan.pretrained.size(); ++k)  // a run config of the ladder, as the disagreements name them
+    ORDO_CHECK(plan.is_row(ladder_run_name(plan.pretrained[k].row, plan.ladder.rungs.front().name)), where,
+               ": report.pretrained[", k, "]: row '", plan.pretrained[k].row, "' names no run config of ",
+               request.folder);
   if (file_exists(request.folder + "/claims.tsv")) {
     plan.claims = request.folder + "/claims.tsv";
     check_claims(read_claims(plan.claims).claims, plan.claims, tables, plan);

@@ -24,7 +24,9 @@
 //                            "init_positions": "run", "column": "rte"}, ...]},   (optional, below)
 //    "report": {"baseline": "02_ape_learned", "alpha": 0.05, "wang_chen": false, "learning_rates": "best",
 //               "length_figure": ["subj", "sst2", "cr"], "dependency_heads": "tupe",
-//               "english": "../scale_study_english"},   (experiment/scale_report.h)
+//               "english": "../scale_study_english",
+//               "pretrained": [{"name": "all-MiniLM-L6-v2", "probe": "../minilm/probe", "row": "02_ape_learned"}]},
+//                 (both: experiment/scale_report.h)
 //    "replicates": {"runs": ["01_none", "02_ape_learned"], "seeds": [2, 3], "tasks": ["sst2"]},
 //    "ladder": {"rungs": [{"name": "tiny_4k"}, {"name": "tiny_16k", "moves": "steps", "set": [...]}]},
 //                 (experiment/ladder.h: every run, replicates too, once per rung of a compute ladder)
@@ -131,6 +133,15 @@ struct AnalyzeSettings {
   int64_t eval_sequences = 64;
 };
 
+// report.pretrained: a model pretrained elsewhere (a real checkpoint that
+// `ordo probe` probed), set beside a ladder's disagreements as the run config
+// it stands for (experiment/scale_report.h).
+struct PretrainedModel {
+  std::string name;   // as the report names it
+  std::string probe;  // its ordo probe output folder, from the plan's output folder
+  std::string row;    // the run config whose figures it is set beside
+};
+
 struct Plan {
   std::string folder, out;
   std::vector<std::string> stages;              // in stage_names() order
@@ -166,6 +177,7 @@ struct Plan {
   std::string english_out;                      // report.english: another experiment's output folder (from
                                                 // this one's) whose runs are the ladder's first rung on real
                                                 // English, set beside it in the scale report; "" none
+  std::vector<PretrainedModel> pretrained;      // report.pretrained: models beside the ladder
 
   bool has_stage(const std::string& stage) const;
   bool is_replicate(size_t i) const { return i < row_of.size() && row_of[i] != names[i]; }

@@ -2,6 +2,7 @@
 #include "experiment/scale_report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -224,7 +225,38 @@ json::Value row_json(const ScaleRow& row) {
     en["toward_paper"] = row.english_move.toward;
     j["english"] = en;
   }
+  if (!row.pretrained.empty()) {
+    json::Value models = json::Value::array();
+    for (double v : row.pretrained) models.push_back(json::number(v));
+    j["pretrained"] = models;  // in report.pretrained's order
+  }
   return j;
+}
+
+// report.pretrained's models: each one's probe indicators, or why there are none.
+struct PretrainedProbe {
+  std::string file, missing;  // missing: "" when read
+  json::Value indicators;
+};
+
+std::vector<PretrainedProbe> pretrained_probes(const Plan& plan) {
+  std::vector<PretrainedProbe> out;
+  for (const PretrainedModel& m : plan.pretrained) {
+    PretrainedProbe p;
+    p.file = plan.out + "/" + m.probe + "/indicators.json";
+    if (file_exists(p.file)) p.indicators = json::parse_file(p.file);
+    else
+      p.missing = m.name + " has not been probed (" + p.file + " is missing: `ordo probe --checkpoint MODEL --out " +
+                  plan.out + "/" + m.probe + "`; make scale_study_minilm for all-MiniLM-L6-v2)";
+    out.push_back(p);
+  }
+  return out;
+}
+
+// The layer a plan probes (the study's Table 2 is layer 1; "all": the first).
+int probed_layer(const Plan& plan) {
+  const std::string& layers = plan.probe.layers;
+  return !layers.empty() && std::all_of(layers.begin(), layers.end(), ::isdigit) ? std::stoi(layers) : 1;
 }
 
 // report.english's experiment: its plan (from the folder its experiment.json
@@ -432,6 +464,19 @@ ScaleRow judge_disagreement(const Disagreement& d, std::vector<RungValues> rungs
   return row;
 }
 
+double pretrained_value(const Disagreement& d, const PretrainedModel& model, const json::Value& indicators,
+                        int layer, const std::string& file) {
+  if (!d.minus.empty() || d.row != model.row || !is_indicator_key(d.figure)) return kNaN;
+  const std::string name = "layer_" + std::to_string(layer);
+  const json::Value* at = indicators.is_object() ? indicators.find(name) : nullptr;
+  const json::Value* part = at && at->is_object() ? at->find("with_special") : nullptr;
+  ORDO_CHECK(part && part->is_object(), file, ": no \"", name, "\".\"with_special\" object (", model.name,
+             " probed at another layer? the plan reads layer ", layer, ")");
+  const json::Value* v = part->find(d.figure);
+  ORDO_CHECK(v != nullptr, file, ": \"", name, "\".\"with_special\" has no \"", d.figure, "\"");
+  return json::to_number(*v);
+}
+
 Move english_change(const ScaleRow& row, const std::vector<double>& english) {
   Move m;
   m.to = "real English";
@@ -468,22 +513,31 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
   std::vector<ScaleRow> judged;
   EnglishRuns english;
   if (!plan.english_out.empty()) english = english_runs(plan);
+  const std::vector<PretrainedProbe> probes = pretrained_probes(plan);
   for (const Disagreement& d : disagreements) {
     judged.push_back(judge_disagreement(d, rungs_of(d, plan, runs), plan.alpha));
     judged.back().english = english_values(d, english);
     judged.back().english_move = english_change(judged.back(), judged.back().english);
+    for (size_t k = 0; k < probes.size(); ++k)
+      judged.back().pretrained.push_back(
+          probes[k].missing.empty()
+              ? pretrained_value(d, plan.pretrained[k], probes[k].indicators, probed_layer(plan), probes[k].file)
+              : kNaN);
   }
   TextTable table;
   table.header = {"id", "figure", "paper"};
   for (const RungValues& r : judged.front().rungs)
     table.header.push_back(r.rung + " (" + number(std::log10(r.flops), "10^%.1f") + ")");
   if (!plan.english_out.empty()) table.header.push_back("real English (" + judged.front().rungs.front().rung + ")");
+  for (const PretrainedModel& m : plan.pretrained)
+    table.header.push_back(m.name + " (layer " + std::to_string(probed_layer(plan)) + ")");
   table.header.insert(table.header.end(), {"trend per tenfold [interval], p", "verdict"});
   json::Value rows = json::Value::array();
   std::vector<std::string> reading, missing;
   std::string figures_md, figures_html;
   for (const ScaleRow& row : judged) {
     const Disagreement& d = row.disagreement;
+    std::string line_extra;  // the pretrained models' values, after the ladder's reading
     std::vector<std::string> cells = {d.id, what_of(d), number(d.paper)};
     for (const RungValues& r : row.rungs) {
       cells.push_back(rung_cell(r));
@@ -495,6 +549,17 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
       en.values = row.english;
       cells.push_back(rung_cell(en));
     }
+    for (size_t k = 0; k < row.pretrained.size(); ++k) {
+      const double v = row.pretrained[k];
+      cells.push_back(!probes[k].missing.empty() ? "not probed" : number(v));
+      if (std::isnan(v)) continue;
+      const double first = row.rungs.empty() || row.rungs.front().values.empty()
+                               ? kNaN : mean_std(row.rungs.front().values).mean;
+      line_extra += " " + plan.pretrained[k].name + " (pretrained elsewhere; layer " +
+                    std::to_string(probed_layer(plan)) + ", beside " + d.row + "): " + number(v) + " (the paper " +
+                    number(d.paper) + (std::isnan(first) ? "" : ", " + row.rungs.front().rung + " " + number(first)) +
+                    ").";
+    }
     cells.push_back(trend_cell(row.judgement));
     cells.push_back(scale_verdict_name(row.judgement.verdict));
     table.rows.push_back(cells);
@@ -503,7 +568,7 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
     if (!plan.english_out.empty() && english.missing.empty())
       line += " Real English instead of the synthetic language, at " + row.english_move.from + ": " +
               move_text(row.english_move, plan.alpha) + ".";
-    reading.push_back(line);
+    reading.push_back(line + line_extra);
     rows.push_back(row_json(row));
     const std::string file = "scale/" + d.id + ".svg";
     out.files.push_back({file, plot::svg::document(scale_chart(row))});
@@ -514,9 +579,12 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
   table.text_columns = 2;
   md += table.markdown() + "\n";
   html += table.html();
-  if (!english.missing.empty()) {
-    md += english.missing + ".\n\n";
-    html += "<p>" + report::html_escape(english.missing) + ".</p>\n";
+  std::vector<std::string> absent = {english.missing};
+  for (const PretrainedProbe& p : probes) absent.push_back(p.missing);
+  for (const std::string& why : absent) {
+    if (why.empty()) continue;
+    md += why + ".\n\n";
+    html += "<p>" + report::html_escape(why) + ".</p>\n";
   }
   if (!missing.empty()) {
     std::string line = "Rungs with no finished run yet: " + joined(missing, ", ") + ". `ordo experiment " + plan.folder +

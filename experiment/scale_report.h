@@ -32,6 +32,10 @@
 // config's figures (the disagreements', held-out MLM accuracy and each task's
 // score) within or outside the prediction interval of the checked rung's
 // pretraining runs, and how likely chance alone puts that many outside.
+// With report.pretrained (experiment/plan.h) models pretrained elsewhere and
+// probed by ordo probe stand beside the row they name: an indicator's value
+// at the layer the plan probes, outside the trend (their compute is not the
+// ladder's count).
 // With report.english (experiment/plan.h) the runs of another experiment
 // folder, the same run configs at the first rung on real English, are set
 // beside the first rung: their values, and the change the corpus makes.
@@ -92,6 +96,9 @@ struct ScaleRow {
   // change from the first rung's (moves: {"corpus"}); empty where none ran.
   std::vector<double> english;
   Move english_move;
+  // report.pretrained: each model's value (its layer's probe), NaN where it
+  // has none (a gap between two run configs, a task's figure, another row).
+  std::vector<double> pretrained;
 };
 
 // The change from the first rung's values to `english` (Welch over the
@@ -114,6 +121,13 @@ CheckValue check_value(const std::string& run, const std::string& figure, std::v
 // P(X >= k) for X binomial(n, p): how often chance alone puts k of n values
 // outside their 1 - p prediction intervals.
 double binomial_upper_tail(int64_t k, int64_t n, double p);
+
+// A pretrained model's value of a disagreement's figure from its probe's
+// indicators.json (probe/indicators.h): the figure of `layer`'s with_special
+// object where the disagreement is an indicator of the model's row alone, NaN
+// otherwise; an error naming the file where it lacks the layer or the figure.
+double pretrained_value(const Disagreement& d, const PretrainedModel& model, const json::Value& indicators,
+                        int layer, const std::string& file);
 
 // The verdict and the moves of one disagreement from its rungs' values.
 ScaleRow judge_disagreement(const Disagreement& d, std::vector<RungValues> rungs, double alpha);

@@ -238,3 +238,58 @@ TEST_CASE("the scale report sets a check rung's runs against the checked rung's 
   const experiment::ReportSection none = experiment::scale_across_rungs(plan, {r1});
   CHECK_THAT(none.markdown, Contains("Check 'r1_bf16' of rung 'r1': not testable yet"));
 }
+
+TEST_CASE("a model pretrained elsewhere stands beside the ladder's row it names", "[experiment][scale]") {
+  test::TempDir dir("scale_pretrained");
+  write_file_atomic(dir / "a.json", R"({"extends": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/tiny.json"})");
+  write_file_atomic(dir / "b.json", R"({"extends": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/tiny.json"})");
+  write_file_atomic(dir / "ref.tsv", "config\tpaper_row\tfamily\tkind\tdirection_balance\trte.accuracy\n"
+                                     "a\tA\tAPE\tlearned\t1.5\t60\nb\tB\tRPE\tlearned\t1.2\t61\n");
+  write_file_atomic(dir / "disagreements.tsv", "id\tfigure\trow\tminus\tpaper\tpaper_flops\tdisagreement\n"
+                                               "db\tdirection_balance\ta\t-\tref.tsv\t1e18\tthe APE's balance\n"
+                                               "gap\tdirection_balance\ta\tb\tref.tsv\t1e18\ta gap\n"
+                                               "rte\trte.accuracy\ta\t-\tref.tsv\t1e18\ta task\n");
+  const std::string ladder = R"("ladder": {"rungs": [{"name": "r1"}, {"name": "r2", "moves": "steps",
+      "set": ["train.steps=8000"]}]})";
+  auto plan_with = [&](const std::string& report) {
+    write_file_atomic(dir / "experiment.json", R"({"stages": ["pretrain", "probe", "report"], )" + ladder +
+                                                   R"(, "report": )" + report + "}");
+    experiment::PlanRequest request;
+    request.folder = dir.path;
+    request.out = dir / "out";
+    return experiment::make_plan(request);
+  };
+  // Refused: a row that is no run config, a model without a probe folder.
+  CHECK_THROWS_WITH(plan_with(R"({"pretrained": [{"name": "M", "probe": "../m/probe", "row": "c"}]})"),
+                    Contains("report.pretrained[0]: row 'c' names no run config"));
+  CHECK_THROWS_WITH(plan_with(R"({"pretrained": [{"name": "M", "row": "a"}]})"),
+                    Contains("report.pretrained[0]: a name and a probe folder are required"));
+  const experiment::Plan plan = plan_with(R"({"pretrained": [{"name": "M", "probe": "../m/probe", "row": "a"}]})");
+  CHECK(plan.to_json()["report"]["pretrained"][0]["row"].as_string() == "a");
+  experiment::RunResults a;
+  a.config = "a=r1";
+  a.probed = true;
+  a.record.with_special = json::Value::object();
+  a.record.with_special["direction_balance"] = 1.1;
+  // Not probed yet: said, with the command.
+  const experiment::ReportSection before = experiment::scale_across_rungs(plan, {a});
+  CHECK_THAT(before.markdown, Contains("| M (layer 1) |") && Contains("M has not been probed"));
+  CHECK_THAT(before.markdown, Contains("| db | ") && Contains("| not probed |"));
+  // Probed: its layer-1 value of the APE's own indicator stands beside the row; a gap between two run
+  // configs and a task's figure have no value of one pretrained encoder.
+  std::filesystem::create_directories(dir / "m/probe");
+  std::filesystem::create_directories(dir / "out");  // the probe's path is from the output folder
+  write_file_atomic(dir / "m/probe/indicators.json",
+                    R"({"layer_1": {"with_special": {"direction_balance": 1.3}, "without_special": {}}})");
+  const experiment::ReportSection after = experiment::scale_across_rungs(plan, {a});
+  CHECK_THAT(after.markdown, !Contains("has not been probed"));
+  CHECK_THAT(after.markdown, Contains("M (pretrained elsewhere; layer 1, beside a): 1.3 (the paper 1.5, r1 1.1)."));
+  const auto d = experiment::read_disagreements(dir / "disagreements.tsv", dir.path);
+  const json::Value indicators = json::parse_file(dir / "m/probe/indicators.json");
+  CHECK(experiment::pretrained_value(d[0], plan.pretrained[0], indicators, 1, "f") == Approx(1.3));
+  CHECK(std::isnan(experiment::pretrained_value(d[1], plan.pretrained[0], indicators, 1, "f")));
+  CHECK(std::isnan(experiment::pretrained_value(d[2], plan.pretrained[0], indicators, 1, "f")));
+  // Probed at another layer than the plan reads: named, with the file.
+  CHECK_THROWS_WITH(experiment::pretrained_value(d[0], plan.pretrained[0], indicators, 2, "m/indicators.json"),
+                    Contains("m/indicators.json: no \"layer_2\".\"with_special\" object"));
+}
