@@ -25,7 +25,8 @@
 //    "report": {"baseline": "02_ape_learned", "alpha": 0.05, "wang_chen": false, "learning_rates": "best",
 //               "length_figure": ["subj", "sst2", "cr"], "dependency_heads": "tupe",
 //               "english": "../scale_study_english",
-//               "pretrained": [{"name": "all-MiniLM-L6-v2", "probe": "../minilm/probe", "row": "02_ape_learned"}]},
+//               "pretrained": [{"name": "all-MiniLM-L6-v2", "probe": "../scale_study_minilm/probe",
+//                               "row": "02_ape_learned"}]},
 //                 (both: experiment/scale_report.h)
 //    "replicates": {"runs": ["01_none", "02_ape_learned"], "seeds": [2, 3], "tasks": ["sst2"]},
 //    "ladder": {"rungs": [{"name": "tiny_4k"}, {"name": "tiny_16k", "moves": "steps", "set": [...]}]},
