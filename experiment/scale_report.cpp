@@ -272,7 +272,7 @@ EnglishRuns english_runs(const Plan& plan) {
   e.out = plan.out + "/" + plan.english_out;
   if (!file_exists(e.out + "/experiment.json")) {
     e.missing =
-        "the real-English runs have not been made (" + e.out + " holds no experiment; make scale_study_english)";
+        "The real-English runs have not been made (" + e.out + " holds no experiment; make scale_study_english)";
     return e;
   }
   const json::Value recorded = json::parse_file(e.out + "/experiment.json");

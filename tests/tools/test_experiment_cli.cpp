@@ -465,7 +465,7 @@ TEST_CASE("ordo experiment: the disagreements followed up a ladder, each point i
   write_file_atomic(cfg + "/experiment.json", plan_text);
   r = run_ordo("experiment " + cfg + " --out " + out + " --report" + small);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(read_file(out + "/report/paper.md"), Contains("the real-English runs have not been made"));
+  CHECK_THAT(read_file(out + "/report/paper.md"), Contains("The real-English runs have not been made"));
   const std::string english = dir / "english";
   std::filesystem::create_directories(english);
   for (const char* config : {"a_none.json", "b_ape.json"})
