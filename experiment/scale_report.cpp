@@ -130,6 +130,22 @@ std::string move_text(const Move& m, double alpha) {
          (m.p < alpha ? (m.toward ? ", toward the paper" : ", away from the paper") : "");
 }
 
+// Whether the disagreement stands where the ladder starts.
+std::string start_text(const ScaleRow& row, double alpha) {
+  if (row.start.empty()) return "";
+  const RungValues& r = *std::find_if(row.rungs.begin(), row.rungs.end(),
+                                      [&](const RungValues& x) { return x.rung == row.start; });
+  const std::string n = std::to_string(r.values.size());
+  if (r.values.size() < 2) return " At " + row.start + ": one run, no test against the paper's value.";
+  const std::string interval = "[" + number(row.start_mean.low) + ", " + number(row.start_mean.high) + "]";
+  const std::string against = "At " + row.start + ": " + number(mean_std(r.values).mean) + ", " +
+                              number(100 * (1 - alpha), "%g") + "% interval " + interval + " over " + n +
+                              " pretraining runs, against the paper's " + number(row.disagreement.paper);
+  if (std::isnan(row.at_start.p)) return " " + against + ": no test (the runs do not vary).";
+  return " " + against + " (one-sample t, p = " + number(row.at_start.p) + "): " +
+         (row.at_start.p < alpha ? "the disagreement stands there." : "these runs do not rule out the paper's value.");
+}
+
 std::string moves_text(const ScaleRow& row, double alpha) {
   std::vector<std::string> parts;
   for (const Move& m : row.moves)
@@ -216,6 +232,15 @@ json::Value row_json(const ScaleRow& row) {
     moves.push_back(o);
   }
   j["moves"] = moves;
+  if (!row.start.empty()) {
+    json::Value start = json::Value::object();
+    start["rung"] = row.start;
+    start["low"] = json::number(row.start_mean.low);
+    start["high"] = json::number(row.start_mean.high);
+    start["t"] = json::number(row.at_start.t);
+    start["p"] = json::number(row.at_start.p);
+    j["against_paper_at_start"] = start;
+  }
   if (!row.english.empty()) {
     json::Value en = json::Value::object(), values = json::Value::array();
     for (double v : row.english) values.push_back(json::number(v));
@@ -450,6 +475,13 @@ ScaleRow judge_disagreement(const Disagreement& d, std::vector<RungValues> rungs
   for (const RungValues& r : row.rungs)
     if (!r.values.empty() && (!first || r.flops < first->flops)) first = &r;
   const double gap = first ? d.paper - mean_std(first->values).mean : kNaN;
+  row.at_start = {kNaN, kNaN, kNaN};
+  row.start_mean = {kNaN, kNaN};
+  if (first) {
+    row.start = first->rung;
+    row.at_start = one_sample_t_test(first->values, d.paper);
+    row.start_mean = mean_interval(first->values, 1 - alpha);
+  }
   for (size_t k = 1; k < row.rungs.size(); ++k) {
     const RungValues &was = row.rungs[k - 1], &now = row.rungs[k];
     Move m;
@@ -564,7 +596,8 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
     cells.push_back(scale_verdict_name(row.judgement.verdict));
     table.rows.push_back(cells);
     std::string line = d.id + " (" + d.text + "): " + scale_verdict_name(row.judgement.verdict) + " — " +
-                       row.judgement.reason + ". Steps up the ladder: " + moves_text(row, plan.alpha) + ".";
+                       row.judgement.reason + "." + start_text(row, plan.alpha) +
+                       " Steps up the ladder: " + moves_text(row, plan.alpha) + ".";
     if (!plan.english_out.empty() && english.missing.empty())
       line += " Real English instead of the synthetic language, at " + row.english_move.from + ": " +
               move_text(row.english_move, plan.alpha) + ".";

@@ -92,6 +92,13 @@ struct ScaleRow {
   std::vector<RungValues> rungs;
   ScaleJudgement judgement;
   std::vector<Move> moves;
+  // Where the ladder starts (its smallest rung with runs): the runs against
+  // the paper's value by Student's one-sample t over the pretraining runs,
+  // and their mean's 1 - alpha interval, so that the report says whether the
+  // disagreement stands before it asks whether it closes. NaN below two runs.
+  std::string start;   // the rung ("" where no rung has runs)
+  TTest at_start;
+  Interval start_mean;
   // report.english: the same runs at the first rung on real English, and the
   // change from the first rung's (moves: {"corpus"}); empty where none ran.
   std::vector<double> english;

@@ -199,6 +199,14 @@ Interval welch_interval(const std::vector<double>& a, const std::vector<double>&
   return {difference - half, difference + half};
 }
 
+Interval mean_interval(const std::vector<double>& values, double confidence) {
+  ORDO_CHECK(confidence > 0 && confidence < 1, "a confidence level lies in (0, 1), got ", confidence);
+  if (values.size() < 2) return {kNaN, kNaN};
+  const double n = static_cast<double>(values.size()), mean = mean_of(values);
+  const double half = student_t_isf((1 - confidence) / 2, n - 1) * std::sqrt(variance_of(values, mean) / n);
+  return {mean - half, mean + half};
+}
+
 Interval pearson_interval(double r, int64_t n, double confidence) {
   ORDO_CHECK(confidence > 0 && confidence < 1, "a confidence level lies in (0, 1), got ", confidence);
   if (n < 4 || std::isnan(r)) return {kNaN, kNaN};
@@ -222,6 +230,18 @@ TTest welch_t_test(const std::vector<double>& a, const std::vector<double>& b) {
   TTest r;
   r.t = (ma - mb) / std::sqrt(va + vb);
   r.df = (va + vb) * (va + vb) / (va * va / (na - 1) + vb * vb / (nb - 1));
+  r.p = std::min(1.0, 2 * student_t_sf(std::fabs(r.t), r.df));
+  return r;
+}
+
+TTest one_sample_t_test(const std::vector<double>& values, double mu) {
+  if (values.size() < 2) return {kNaN, kNaN, kNaN};
+  const double n = static_cast<double>(values.size()), mean = mean_of(values);
+  const double se = std::sqrt(variance_of(values, mean) / n);
+  if (se == 0) return {kNaN, kNaN, kNaN};
+  TTest r;
+  r.t = (mean - mu) / se;
+  r.df = n - 1;
   r.p = std::min(1.0, 2 * student_t_sf(std::fabs(r.t), r.df));
   return r;
 }

@@ -35,6 +35,11 @@ struct TTest {
 };
 TTest welch_t_test(const std::vector<double>& a, const std::vector<double>& b);
 
+// Student's one-sample t-test of the mean of `values` against `mu`, two-sided
+// (scipy.stats.ttest_1samp(values, mu)): t = (mean - mu) / (s / sqrt(n)),
+// df = n - 1, p = 2 P(T_df > |t|). NaN below two values or with no spread.
+TTest one_sample_t_test(const std::vector<double>& values, double mu);
+
 // Student's t distribution with `df` degrees of freedom: P(T > t) (the
 // survival function), for any real t and df > 0.
 double student_t_sf(double t, double df);
@@ -53,6 +58,12 @@ struct Interval {
 // (scipy.stats.ttest_ind(a, b, equal_var=False).confidence_interval(confidence));
 // NaN where the test is.
 Interval welch_interval(const std::vector<double>& a, const std::vector<double>& b, double confidence);
+
+// The `confidence` interval of the mean of `values`:
+//   mean -/+ t.isf((1 - confidence) / 2, n - 1) s / sqrt(n)
+// (scipy.stats.ttest_1samp(values, mu).confidence_interval(confidence)); NaN
+// ends below two values.
+Interval mean_interval(const std::vector<double>& values, double confidence);
 
 // The `confidence` interval of Pearson's r over n pairs by Fisher's z,
 //   tanh(atanh(r) -/+ z_{(1 + confidence) / 2} / sqrt(n - 3))

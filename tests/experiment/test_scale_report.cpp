@@ -84,6 +84,12 @@ TEST_CASE("a disagreement's verdict and the steps up the ladder, on hand-made ru
   CHECK(row.moves[1].change == Approx(0.08 - 0.11).margin(1e-12));
   CHECK(row.moves[1].p == Approx(0.021311641128756685).epsilon(1e-6));
   CHECK(row.moves[1].toward);
+  // Where the ladder starts, r1 against the paper's 0.02: scipy.stats.ttest_1samp([0.16, 0.15, 0.17],
+  // 0.02) p 0.001696354062790464, the mean's 95% interval [0.1351586228824967, 0.1848413771175033].
+  CHECK(row.start == "r1");
+  CHECK(row.at_start.p == Approx(0.001696354062790464).epsilon(1e-6));
+  CHECK(row.start_mean.low == Approx(0.1351586228824967).epsilon(1e-9));
+  CHECK(row.start_mean.high == Approx(0.1848413771175033).epsilon(1e-9));
 
   // Away from the paper: the same rungs read against a paper value above them.
   d.paper = 0.5;
@@ -98,6 +104,13 @@ TEST_CASE("a disagreement's verdict and the steps up the ladder, on hand-made ru
   CHECK(std::isnan(partial.moves[0].change));
   CHECK(std::isnan(partial.moves[0].p));
   CHECK(partial.judgement.verdict == experiment::ScaleVerdict::cannot_tell);
+  // The ladder starts at its smallest rung with runs.
+  const auto later = experiment::judge_disagreement(
+      d, {rung("r1", "", 1e13, {}), rung("r2", "steps", 4e13, {0.10, 0.12, 0.11})}, 0.05);
+  CHECK(later.start == "r2");
+  const auto none = experiment::judge_disagreement(d, {rung("r1", "", 1e13, {})}, 0.05);
+  CHECK(none.start.empty());
+  CHECK(std::isnan(none.at_start.p));
 }
 
 TEST_CASE("a disagreements file is refused where it is wrong, naming the line", "[experiment][scale][errors]") {
@@ -232,6 +245,9 @@ TEST_CASE("the scale report sets a check rung's runs against the checked rung's 
   CHECK_THAT(s.markdown, Contains("Check 'r1_bf16' of rung 'r1': 1 of 2 figures outside the 95% prediction "
                                   "interval") &&
                              Contains("p = 0.0975") && Contains("(outside: a direction_balance)"));
+  // Where the ladder starts: scipy.stats.ttest_1samp([1.0, 1.1, 1.2], 1.5) p 0.0202, interval [0.852, 1.35].
+  CHECK_THAT(s.markdown, Contains("At r1: 1.1, 95% interval [0.852, 1.35] over 3 pretraining runs, against the "
+                                  "paper's 1.5 (one-sample t, p = 0.0202): the disagreement stands there."));
   // The check is no point of the trend: the disagreement's table has r1 and r2 only.
   CHECK_THAT(s.markdown, !Contains("r1_bf16 (10^"));
   // Without the check's run there is nothing to judge.

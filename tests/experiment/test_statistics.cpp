@@ -129,6 +129,27 @@ TEST_CASE("Welch's confidence interval and t's quantile match SciPy", "[experime
   CHECK_THROWS_WITH(student_t_isf(0.0, 3.0), Catch::Contains("must lie in (0, 1)"));
 }
 
+TEST_CASE("the one-sample t-test and the mean's interval match scipy.stats.ttest_1samp", "[experiment][statistics]") {
+  const auto& cases = statistics_golden()["one_sample"].as_array();
+  REQUIRE(cases.size() == 4);
+  for (const auto& c : cases) {
+    INFO(c["name"].as_string());
+    const std::vector<double> values = numbers(c["values"]);
+    const TTest r = one_sample_t_test(values, c["mu"].as_number());
+    check_value("one-sample t", r.t, c["t"], kClosedForm, 1);
+    check_value("one-sample df", r.df, c["df"], kClosedForm);
+    check_value("one-sample p", r.p, c["p"], kPValue);
+    const Interval ci = mean_interval(values, 0.95);
+    const double half = 0.5 * (c["ci95"][1].as_number() - c["ci95"][0].as_number());
+    check_value("mean ci low", ci.low, c["ci95"][0], 1e-9, half);
+    check_value("mean ci high", ci.high, c["ci95"][1], 1e-9, half);
+  }
+  // Undefined below two values or without spread (SciPy: t = inf, p = 0 for the latter): NaN, as Welch's.
+  CHECK(std::isnan(one_sample_t_test({2.0}, 1.0).p));
+  CHECK(std::isnan(one_sample_t_test({2.0, 2.0, 2.0}, 1.0).p));
+  CHECK(std::isnan(mean_interval({2.0}, 0.95).low));
+}
+
 TEST_CASE("Pearson's interval by Fisher's z matches scipy.stats.pearsonr's", "[experiment][statistics]") {
   const auto& cases = statistics_golden()["pearson_interval"].as_array();
   REQUIRE(cases.size() == 6);

@@ -25,6 +25,9 @@ Writes tests/data/statistics_golden.json with, for fixed hand-chosen inputs:
              and pearsonr's own p; pearsonr's p at every n;
   pearson_interval  pearsonr(x, y).confidence_interval at 95% and 80% (Fisher's z);
   welch's ci95  ttest_ind(...).confidence_interval(0.95), and t.isf(0.025, df);
+  one_sample scipy.stats.ttest_1samp(values, mu): t, df and the two-sided p
+             (checked against mpmath's t_sf), and the mean's interval at 95%
+             (its confidence_interval(0.95));
   linear_fit scipy.stats.linregress(x, y): slope, intercept, the slope's
              standard error and two-sided p, and the slope's interval at 95%
              and 80% as linregress's documentation builds it, slope -/+
@@ -89,6 +92,27 @@ def welch(name, a, b):
     ci = res.confidence_interval(0.95)
     return {"name": name, "a": a, "b": b, "t": value(res.statistic), "df": value(df), "p": value(res.pvalue),
             "ci95": [value(ci.low), value(ci.high)], "t_isf_025": value(scipy.stats.t.isf(0.025, df))}
+
+
+# A scale study's first rung against the paper's value: three and four
+# pretraining seeds, far from the value, within reach of it, on it. (Without
+# spread SciPy gives t = inf and p = 0; ordo leaves that test undefined, NaN,
+# as Welch's: test_statistics.cpp checks it by hand.)
+ONE_SAMPLE = [
+    ("far above", [0.12, 0.18, 0.13], 0.0208),
+    ("within reach", [1.0, 2.0, 4.0], 1.0),
+    ("far below, four", [-5.2, -6.1, -3.9, -4.4], 0.4),
+    ("on the value", [0.5, 0.7], 0.6),
+]
+
+
+def one_sample(name, values, mu):
+    res = scipy.stats.ttest_1samp(np.array(values), mu)
+    exact_p = min(1.0, 2 * t_sf_exact(abs(float(res.statistic)), float(res.df)))
+    assert abs(res.pvalue - exact_p) <= 1e-13 * max(exact_p, 1e-300), (name, res.pvalue, exact_p)
+    ci = res.confidence_interval(0.95)
+    return {"name": name, "values": values, "mu": mu, "t": value(res.statistic), "df": value(res.df),
+            "p": value(res.pvalue), "ci95": [value(ci.low), value(ci.high)]}
 
 
 # ---- Student's t survival function ------------------------------------------
@@ -329,6 +353,7 @@ def main():
         "mean_std": [{"values": v, "mean": value(np.mean(v)),
                       "std": value(np.std(v, ddof=1)) if len(v) > 1 else None} for v in MEAN_STD],
         "welch": [welch(*c) for c in WELCH],
+        "one_sample": [one_sample(*c) for c in ONE_SAMPLE],
         "t_sf": [t_sf(t, df) for df in DF_GRID for t in T_GRID],
         "correlation": [correlation(*c) for c in correlation_cases()],
         "correlation_tests": [correlation_test(*c) for c in test_cases()],
