@@ -173,7 +173,8 @@ plot::svg::Figure scale_chart(const ScaleRow& row) {
   }
   if (!means.x.empty()) {
     const double x0 = means.x.front(), x1 = means.x.back();
-    lines.push_back({"the paper's value (" + number(d.paper) + ")", {x0, x1}, {d.paper, d.paper}, 3});
+    // A quarter of a decade past the rungs on either side: a line even where one rung has runs.
+    lines.push_back({"the paper's value (" + number(d.paper) + ")", {x0 - 0.25, x1 + 0.25}, {d.paper, d.paper}, 3});
     const LinearFit& t = row.judgement.trend;
     if (std::isfinite(t.slope) && x1 > x0)
       lines.push_back({"least-squares trend", {x0, x1}, {t.intercept + t.slope * x0, t.intercept + t.slope * x1}, 2});
@@ -556,10 +557,18 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
               ? pretrained_value(d, plan.pretrained[k], probes[k].indicators, probed_layer(plan), probes[k].file)
               : kNaN);
   }
+  // A column per rung with runs (the first always): the others are named under the table.
+  std::vector<bool> shown(judged.front().rungs.size(), false);
+  for (size_t k = 0; k < shown.size(); ++k)
+    shown[k] = k == 0 || std::any_of(judged.begin(), judged.end(),
+                                     [&](const ScaleRow& row) { return !row.rungs[k].values.empty(); });
   TextTable table;
   table.header = {"id", "figure", "paper"};
-  for (const RungValues& r : judged.front().rungs)
-    table.header.push_back(r.rung + " (" + number(std::log10(r.flops), "10^%.1f") + ")");
+  for (size_t k = 0; k < shown.size(); ++k)
+    if (shown[k]) {
+      const RungValues& r = judged.front().rungs[k];
+      table.header.push_back(r.rung + " (" + number(std::log10(r.flops), "10^%.1f") + ")");
+    }
   if (!plan.english_out.empty()) table.header.push_back("real English (" + judged.front().rungs.front().rung + ")");
   for (const PretrainedModel& m : plan.pretrained)
     table.header.push_back(m.name + " (layer " + std::to_string(probed_layer(plan)) + ")");
@@ -571,8 +580,9 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
     const Disagreement& d = row.disagreement;
     std::string line_extra;  // the pretrained models' values, after the ladder's reading
     std::vector<std::string> cells = {d.id, what_of(d), number(d.paper)};
-    for (const RungValues& r : row.rungs) {
-      cells.push_back(rung_cell(r));
+    for (size_t k = 0; k < row.rungs.size(); ++k) {
+      const RungValues& r = row.rungs[k];
+      if (shown[k]) cells.push_back(rung_cell(r));
       if (r.values.empty() && std::find(missing.begin(), missing.end(), r.rung) == missing.end())
         missing.push_back(r.rung);
     }

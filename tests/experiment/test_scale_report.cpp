@@ -291,6 +291,9 @@ TEST_CASE("a model pretrained elsewhere stands beside the ladder's row it names"
   const experiment::ReportSection before = experiment::scale_across_rungs(plan, {a});
   CHECK_THAT(before.markdown, Contains("| M (layer 1) |") && Contains("M has not been probed"));
   CHECK_THAT(before.markdown, Contains("| db | ") && Contains("| not probed |"));
+  // A rung with no runs yet has no column; it is named under the table, with the command.
+  CHECK_THAT(before.markdown, Contains("| r1 (10^") && !Contains("| r2 (10^") &&
+                                  Contains("Rungs with no finished run yet: r2"));
   // Probed: its layer-1 value of the APE's own indicator stands beside the row; a gap between two run
   // configs and a task's figure have no value of one pretrained encoder.
   std::filesystem::create_directories(dir / "m/probe");
