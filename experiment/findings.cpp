@@ -234,7 +234,8 @@ Finding families_finding(const Claim& claim, const Comparison& c, double alpha) 
   const double effect = mean_std(ours_a).mean - mean_std(ours_b).mean;
   const TTest t = welch_t_test(ours_a, ours_b);
   const Interval ci = welch_interval(ours_a, ours_b, 1 - alpha);
-  f.judgement = judge({effect, paper_effect, t.p, ""}, alpha);
+  f.compared = {effect, paper_effect, t.p, ""};
+  f.judgement = judge(f.compared, alpha);
   f.effect = effect_text(key, claim.test[3], claim.test[4], effect, ci) + " (" + over + ", Welch " + p_text(t.p) + ")";
   f.paper = paper_effect_text(key, paper_effect);
   return f;
@@ -279,7 +280,8 @@ Finding compare_figures(const Claim& claim, const Side& a, const Side& b, double
   const json::Value* pb = (*b.row)["paper"].find(b.key);
   const double paper_effect =
       pa && pb ? badness(b.key, (*pb)["value"].as_number()) - badness(a.key, (*pa)["value"].as_number()) : kNaN;
-  f.judgement = judge({effect, paper_effect, t.p, ""}, alpha);
+  f.compared = {effect, paper_effect, t.p, ""};
+  f.judgement = judge(f.compared, alpha);
   f.effect = effect_text(a.key, a.name, b.name, effect, ci) + " (" +
              (pretraining ? "pretraining runs" : "fine-tuning seeds") + ", Welch " + p_text(t.p) + ")";
   f.paper = paper_effect_text(a.key, paper_effect);
@@ -321,7 +323,8 @@ Finding higher_finding(const Claim& claim, const std::vector<RunResults>& runs, 
   const double effect = mean_std(a).mean - mean_std(b).mean;
   const TTest t = welch_t_test(a, b);
   const Interval ci = welch_interval(a, b, 1 - alpha);
-  f.judgement = judge({effect, 1.0, t.p, ""}, alpha);
+  f.compared = {effect, 1.0, t.p, ""};
+  f.judgement = judge(f.compared, alpha);
   f.effect = claim.test[2] + " − " + claim.test[3] + " " + interval_text(effect, ci.low, ci.high) +
              " (pretraining runs, " + std::to_string(a.size()) + " and " + std::to_string(b.size()) + ", Welch " +
              p_text(t.p) + ")";
@@ -362,6 +365,38 @@ const std::vector<Verdict>& verdict_order() {
   static const std::vector<Verdict> order = {Verdict::holds, Verdict::consistent, Verdict::contradicted,
                                              Verdict::inconclusive, Verdict::not_testable};
   return order;
+}
+
+// The family a pair, families or higher claim's Welch test belongs to: the
+// claims comparing the same figure (a table's column; KEY in one table or
+// figure of the paper); a columns claim is a family of its own.
+std::string family_of(const Claim& claim) {
+  const std::vector<std::string>& t = claim.test;
+  if (t[0] == "higher") return claim.item + '\t' + t[1];
+  if (t[0] == "pair" || t[0] == "families") return t[1] + '\t' + t[2];
+  return claim.id;
+}
+
+// Holm's correction over each family of two or more Welch tests: each
+// verdict re-read at its adjusted p, which its effect then states.
+void correct_over_families(std::vector<Finding>& findings, double alpha) {
+  std::map<std::string, std::vector<size_t>> families;
+  for (size_t i = 0; i < findings.size(); ++i)
+    if (std::isfinite(findings[i].compared.p)) families[family_of(findings[i].claim)].push_back(i);
+  for (const auto& [family, members] : families) {
+    if (members.size() < 2) continue;
+    std::vector<double> p;
+    for (size_t i : members) p.push_back(findings[i].compared.p);
+    const std::vector<double> adjusted = holm_adjust(p);
+    for (size_t k = 0; k < members.size(); ++k) {
+      Finding& f = findings[members[k]];
+      Evidence corrected = f.compared;
+      corrected.p = adjusted[k];
+      f.judgement = judge(corrected, alpha);
+      f.effect.pop_back();  // its closing ')'
+      f.effect += "; Holm over " + std::to_string(members.size()) + " claims " + p_text(adjusted[k]) + ")";
+    }
+  }
 }
 
 }  // namespace
@@ -492,6 +527,7 @@ std::vector<Finding> judge_claims(const std::vector<Claim>& claims, const std::v
     else if (kind == "columns") out.push_back(columns_finding(claim, *c, plan.alpha));
     else out.push_back(correlation_finding(claim, *c, plan.alpha));
   }
+  correct_over_families(out, plan.alpha);
   return out;
 }
 
@@ -499,7 +535,8 @@ std::string findings_markdown(const std::vector<Finding>& findings, const std::s
   std::string md = "# " + title + "\n\nEach claim's verdict by the rules of experiment/verdicts.h: *holds* "
                    "(the paper's direction, significant), *consistent, not significant*, *contradicted* (the "
                    "opposite direction, significant), *inconclusive*, *not testable here*. Intervals are "
-                   "95%; a difference between rows is tested over the replicate that varies between them.\n\n"
+                   "95%; a difference between rows is tested over the replicate that varies between them, and the "
+                   "claims comparing the same figure are one family: Holm's correction over their tests.\n\n"
                    "| claim | item | ordo's effect | the paper's | verdict | caveat |\n| --- | --- | --- | --- | --- | --- |\n";
   std::map<Verdict, int> counts;
   for (const Finding& f : findings) {

@@ -13,14 +13,14 @@
 //             row TABLE COLUMN ROW         ROW against the table's baseline, in the paper's
 //                                          direction (the column's Holm-corrected test)
 //             pair TABLE COLUMN A B        row A against row B, in the paper's direction: Welch's
-//                                          test over the replicate that varies between them (one
-//                                          test per claim)
+//                                          test over the replicate that varies between them
 //             columns TABLE ROW A B        row ROW's column A against its column B, in the
 //                                          paper's direction: Welch's test as pair's (the
-//                                          row's fine-tuning seeds in each column)
+//                                          row's fine-tuning seeds in each column; its own
+//                                          family)
 //             families TABLE COLUMN A B    family A's rows against family B's, in the paper's
 //                                          direction of their means: Welch's test over the
-//                                          rows' values (each row one value; one test per claim)
+//                                          rows' values (each row one value)
 //             higher KEY A B               row A's figure KEY above row B's, as the paper
 //                                          states in words (a figure without values, Chen et
 //                                          al.'s Figure 2: KEY positional_rank): Welch's test
@@ -35,10 +35,14 @@
 //           family's name '_' stands for a space ("not_shared").
 //   caveat  what applies beyond the verdict ("stand-in: word-order tasks"; "scale:
 //           tiny, 4,000 steps"); "-" for none
+// The Welch tests of pair, families and higher claims that compare the same
+// figure (one table's column, or KEY in one item) are one family: each
+// verdict reads its p after Holm's correction over the family's tests.
 // A claim's verdict is "not testable here" wherever the data cannot test it
 // (a row at chance, a uniform row, a figure not yet produced).
 #pragma once
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -77,6 +81,9 @@ struct Finding {
   Judgement judgement;
   std::string effect;   // ordo's effect with its interval, or its statistic and p
   std::string paper;    // the paper's effect, where the test has one
+  // A Welch test's evidence before its family's correction (p NaN: the claim
+  // is not such a test, or was not tested).
+  Evidence compared{0, 0, std::numeric_limits<double>::quiet_NaN(), ""};
 };
 
 // Each claim's verdict from the report's comparisons and sections (and,

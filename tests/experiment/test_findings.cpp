@@ -91,15 +91,19 @@ TEST_CASE("findings: each kind of claim judged by the verdict rules, with its ef
   CHECK_THAT(f[0].effect, Contains("fine-tuning seeds, Holm p < 1e-4"));
   CHECK(f[0].paper == "+10.00");
   // RPE rows {81, 52} against APE rows {51, 50}: +16, t = 1.103 on 1.002 df, p = 0.4686, 95% interval
-  // [-167.3, 199.3]; the paper's families 65.5 against 61: +4.5. Same direction, not significant.
+  // [-167.3, 199.3]; the paper's families 65.5 against 61: +4.5. It and the pair claim below compare the
+  // same column, one family: Holm over the two, 0.0705 x 2 = 0.141 and max(0.141, 0.4686 x 1) = 0.4686.
+  // Same direction, not significant.
   CHECK(f[1].judgement.verdict == Verdict::consistent);
-  CHECK_THAT(f[1].effect, Contains("RPE − APE +16.00 [-167.32, +199.32] (rows 2 and 2, Welch p = 0.469)"));
+  CHECK_THAT(f[1].effect, Contains("RPE − APE +16.00 [-167.32, +199.32] (rows 2 and 2, Welch p = 0.469; Holm over "
+                                   "2 claims p = 0.469)"));
   CHECK(f[1].paper == "+4.5");
   CHECK(f[1].claim.caveat == "stand-in: roles");
-  // near - dip: +2 points, t = 2.449 on 4 df, p = 0.0705, interval [-0.267, 4.267]; the paper has dip
-  // ahead (62 against 61): the opposite direction, not significant.
+  // near - dip: +2 points, t = 2.449 on 4 df, p = 0.0705, interval [-0.267, 4.267], Holm 0.141; the paper
+  // has dip ahead (62 against 61): the opposite direction, not significant.
   CHECK(f[2].judgement.verdict == Verdict::inconclusive);
-  CHECK_THAT(f[2].effect, Contains("near − dip +2.00 [-0.27, +4.27] (fine-tuning seeds, Welch p = 0.0705)"));
+  CHECK_THAT(f[2].effect, Contains("near − dip +2.00 [-0.27, +4.27] (fine-tuning seeds, Welch p = 0.0705; Holm over "
+                                   "2 claims p = 0.141)"));
   CHECK(f[2].paper == "-1");
   // The order: paper far > dip > near > base; ordo far > near > base > dip: tau_b = 1/3 over 4 rows
   // (exact permutation p = 0.75): same direction, not significant.
@@ -364,6 +368,24 @@ TEST_CASE("findings: a figure the paper states only in words, over pretraining r
   CHECK(f[0].judgement.verdict == experiment::Verdict::holds);
   CHECK(f[0].effect == "a − b +6.00 [+3.73, +8.27] (pretraining runs, 3 and 3, Welch p = 0.00183)");
   CHECK(f[0].paper == "higher (stated, no values)");
+  // Two more claims on the figure of another item, each +2.5 over b with the same spread: t = 2.5 /
+  // sqrt(2/3) = 3.062 on 4 df, p = 0.03759 by the formula above (scipy.stats.ttest_ind agrees), below 0.05
+  // alone; Holm over the item's two claims: 0.03759 x 2 = 0.0752 for both, not significant. The first
+  // claim, alone in its item, keeps its p.
+  write_file_atomic(dir / "family.tsv", "# A paper\nrank\tFigure 2\tper head higher\thigher positional_rank a b\t-\n"
+                                        "c\tFigure 3\tc above b\thigher positional_rank c b\t-\n"
+                                        "d\tFigure 3\td above b\thigher positional_rank d b\t-\n");
+  const experiment::Claims family = experiment::read_claims(dir / "family.tsv");
+  experiment::RunResults c = run_ranked("c", 52, 53), d = run_ranked("d", 53, 52);  // 52.5, 53.5, 54.5 each
+  c.replicates = {run_ranked("c.seed2", 53, 54), run_ranked("c.seed3", 54, 55)};
+  d.replicates = {run_ranked("d.seed2", 54, 53), run_ranked("d.seed3", 55, 54)};
+  const std::vector<experiment::Finding> h = experiment::judge_claims(family.claims, {}, {}, plan, {a, b, c, d});
+  REQUIRE(h.size() == 3);
+  CHECK(h[0].effect == f[0].effect);
+  for (size_t k : {1, 2}) {
+    CHECK(h[k].judgement.verdict == experiment::Verdict::consistent);
+    CHECK_THAT(h[k].effect, Contains("+2.50 [") && Contains("Welch p = 0.0376; Holm over 2 claims p = 0.0752)"));
+  }
   // b pretrained once: one value, nothing to test over.
   experiment::RunResults once = b;
   once.replicates.clear();
