@@ -595,12 +595,13 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
       const double v = row.pretrained[k];
       cells.push_back(!probes[k].missing.empty() ? "not probed" : number(v));
       if (std::isnan(v)) continue;
-      const double first = row.rungs.empty() || row.rungs.front().values.empty()
-                               ? kNaN : mean_std(row.rungs.front().values).mean;
+      const auto start = std::find_if(row.rungs.begin(), row.rungs.end(),
+                                      [&](const RungValues& r) { return r.rung == row.start; });
+      const std::string at_start =
+          start == row.rungs.end() ? "" : ", " + row.start + " " + number(mean_std(start->values).mean);
       line_extra += " " + plan.pretrained[k].name + " (pretrained elsewhere; layer " +
                     std::to_string(probed_layer(plan)) + ", beside " + d.row + "): " + number(v) + " (the paper " +
-                    number(d.paper) + (std::isnan(first) ? "" : ", " + row.rungs.front().rung + " " + number(first)) +
-                    ").";
+                    number(d.paper) + at_start + ").";
     }
     cells.push_back(trend_cell(row.judgement));
     cells.push_back(scale_verdict_name(row.judgement.verdict));

@@ -303,6 +303,11 @@ TEST_CASE("a model pretrained elsewhere stands beside the ladder's row it names"
   const experiment::ReportSection after = experiment::scale_across_rungs(plan, {a});
   CHECK_THAT(after.markdown, !Contains("has not been probed"));
   CHECK_THAT(after.markdown, Contains("M (pretrained elsewhere; layer 1, beside a): 1.3 (the paper 1.5, r1 1.1)."));
+  // Where the ladder's first rung has no runs, the model stands beside the smallest rung that has.
+  experiment::RunResults a2 = a;
+  a2.config = "a=r2";
+  a2.record.with_special["direction_balance"] = 1.2;
+  CHECK_THAT(experiment::scale_across_rungs(plan, {a2}).markdown, Contains("(the paper 1.5, r2 1.2)."));
   const auto d = experiment::read_disagreements(dir / "disagreements.tsv", dir.path);
   const json::Value indicators = json::parse_file(dir / "m/probe/indicators.json");
   CHECK(experiment::pretrained_value(d[0], plan.pretrained[0], indicators, 1, "f") == Approx(1.3));
