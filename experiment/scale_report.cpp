@@ -142,8 +142,12 @@ std::string start_text(const ScaleRow& row, double alpha) {
                               number(100 * (1 - alpha), "%g") + "% interval " + interval + " over " + n +
                               " pretraining runs, against the paper's " + number(row.disagreement.paper);
   if (std::isnan(row.at_start.p)) return " " + against + ": no test (the runs do not vary).";
-  return " " + against + " (one-sample t, p = " + number(row.at_start.p) + "): " +
-         (row.at_start.p < alpha ? "the disagreement stands there." : "these runs do not rule out the paper's value.");
+  const bool corrected = row.start_family > 1;
+  const double p = corrected ? row.start_holm_p : row.at_start.p;
+  return " " + against + " (one-sample t, p = " + number(row.at_start.p) +
+         (corrected ? "; Holm over the " + std::to_string(row.start_family) + " disagreements tested, " + number(p)
+                    : "") +
+         "): " + (p < alpha ? "the disagreement stands there." : "these runs do not rule out the paper's value.");
 }
 
 std::string moves_text(const ScaleRow& row, double alpha) {
@@ -240,6 +244,7 @@ json::Value row_json(const ScaleRow& row) {
     start["high"] = json::number(row.start_mean.high);
     start["t"] = json::number(row.at_start.t);
     start["p"] = json::number(row.at_start.p);
+    start["holm_p"] = json::number(row.start_holm_p);
     j["against_paper_at_start"] = start;
   }
   if (!row.english.empty()) {
@@ -526,6 +531,16 @@ Move english_change(const ScaleRow& row, const std::vector<double>& english) {
   return m;
 }
 
+void correct_start_tests(std::vector<ScaleRow>& rows) {
+  std::vector<ScaleRow*> tested;
+  std::vector<double> p;
+  for (ScaleRow& row : rows)
+    if (std::isfinite(row.at_start.p)) tested.push_back(&row), p.push_back(row.at_start.p);
+  const std::vector<double> adjusted = holm_adjust(p);
+  for (size_t k = 0; k < tested.size(); ++k)
+    tested[k]->start_holm_p = adjusted[k], tested[k]->start_family = tested.size();
+}
+
 ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>& runs) {
   const std::vector<Disagreement> disagreements = read_disagreements(plan.disagreements, plan.folder);
   ReportSection out;
@@ -533,9 +548,11 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
   std::string& html = out.html;
   const std::string title = "Is it scale? The disagreements against compute";
   const std::string about =
-      "Each disagreement with the paper followed up the compute ladder: every (rung, pretraining seed) run is a point, "
-      "its value the figure's mean over fine-tuning seeds; the trend is the least-squares slope against log10 "
-      "training compute (Kaplan et al. 2020's count) with its " + number(100 * (1 - plan.alpha), "%g") +
+      "Where the ladder starts (its smallest rung with runs), each disagreement is first tested against the paper's "
+      "value by Student's one-sample t over the pretraining runs, Holm-corrected over the disagreements tested: it "
+      "stands there, or these runs do not rule out the paper's value. Then each followed up the compute ladder: "
+      "every (rung, pretraining seed) run is a point, its value the figure's mean over fine-tuning seeds; the trend "
+      "is the least-squares slope against log10 training compute (Kaplan et al. 2020's count) with its " + number(100 * (1 - plan.alpha), "%g") +
       "% interval over every point, read as: closes with scale (a significant trend toward the paper's value), does "
       "not close (even the interval's end most toward the paper is short of reaching it by the paper model's compute), "
       "cannot tell at these rungs (otherwise). Each step up the ladder moves steps, width or depth; its change is "
@@ -557,6 +574,7 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
               ? pretrained_value(d, plan.pretrained[k], probes[k].indicators, probed_layer(plan), probes[k].file)
               : kNaN);
   }
+  correct_start_tests(judged);
   // A column per rung with runs (the first always): the others are named under the table.
   std::vector<bool> shown(judged.front().rungs.size(), false);
   for (size_t k = 0; k < shown.size(); ++k)

@@ -41,6 +41,7 @@
 // beside the first rung: their values, and the change the corpus makes.
 #pragma once
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -96,9 +97,13 @@ struct ScaleRow {
   // the paper's value by Student's one-sample t over the pretraining runs,
   // and their mean's 1 - alpha interval, so that the report says whether the
   // disagreement stands before it asks whether it closes. NaN below two runs.
+  // The disagreements tested there are one family: the reading takes each
+  // p after Holm's correction over them (correct_start_tests).
   std::string start;   // the rung ("" where no rung has runs)
   TTest at_start;
   Interval start_mean;
+  double start_holm_p = std::numeric_limits<double>::quiet_NaN();
+  size_t start_family = 0;  // how many disagreements the correction is over
   // report.english: the same runs at the first rung on real English, and the
   // change from the first rung's (moves: {"corpus"}); empty where none ran.
   std::vector<double> english;
@@ -107,6 +112,10 @@ struct ScaleRow {
   // has none (a gap between two run configs, a task's figure, another row).
   std::vector<double> pretrained;
 };
+
+// Holm's correction over the rows' tests at the start of the ladder (the
+// rows with a finite at_start.p): sets start_holm_p and start_family.
+void correct_start_tests(std::vector<ScaleRow>& rows);
 
 // The change from the first rung's values to `english` (Welch over the
 // pretraining runs), toward the paper or not.

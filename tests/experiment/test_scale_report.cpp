@@ -248,6 +248,26 @@ TEST_CASE("the scale report sets a check rung's runs against the checked rung's 
   // Where the ladder starts: scipy.stats.ttest_1samp([1.0, 1.1, 1.2], 1.5) p 0.0202, interval [0.852, 1.35].
   CHECK_THAT(s.markdown, Contains("At r1: 1.1, 95% interval [0.852, 1.35] over 3 pretraining runs, against the "
                                   "paper's 1.5 (one-sample t, p = 0.0202): the disagreement stands there."));
+  // Two disagreements tested there are one family. Against 1.4 and 1.3, scipy.stats.ttest_1samp gives p
+  // 0.0351 and 0.0742; Holm over the two: 0.0351 x 2 = 0.0702 and max(0.0702, 0.0742) = 0.0742. Alone the
+  // first would stand; corrected, neither does.
+  write_file_atomic(dir / "ref2.tsv", "config\tpaper_row\tfamily\tkind\tdirection_balance\na\tA\tAPE\tlearned\t1.4\n");
+  write_file_atomic(dir / "ref3.tsv", "config\tpaper_row\tfamily\tkind\tdirection_balance\na\tA\tAPE\tlearned\t1.3\n");
+  write_file_atomic(dir / "disagreements.tsv", "id\tfigure\trow\tminus\tpaper\tpaper_flops\tdisagreement\n"
+                                               "db4\tdirection_balance\ta\t-\tref2.tsv\t1e18\tat 1.4\n"
+                                               "db3\tdirection_balance\ta\t-\tref3.tsv\t1e18\tat 1.3\n");
+  const std::string family = experiment::scale_across_rungs(plan, {r1, check}).markdown;
+  CHECK_THAT(family, Contains("paper's 1.4 (one-sample t, p = 0.0351; Holm over the 2 disagreements tested, 0.0702): "
+                              "these runs do not rule out the paper's value."));
+  CHECK_THAT(family, Contains("paper's 1.3 (one-sample t, p = 0.0742; Holm over the 2 disagreements tested, 0.0742): "
+                              "these runs do not rule out the paper's value."));
+  std::vector<experiment::ScaleRow> rows(3);
+  rows[0].at_start.p = 0.01, rows[1].at_start.p = std::nan(""), rows[2].at_start.p = 0.02;
+  experiment::correct_start_tests(rows);  // Holm over the two tested: 0.02 and max(0.02, 0.02)
+  CHECK(rows[0].start_holm_p == Approx(0.02));
+  CHECK(std::isnan(rows[1].start_holm_p));
+  CHECK(rows[2].start_holm_p == Approx(0.02));
+  CHECK((rows[0].start_family == 2 && rows[1].start_family == 0));
   // The check is no point of the trend: the disagreement's table has r1 and r2 only.
   CHECK_THAT(s.markdown, !Contains("r1_bf16 (10^"));
   // Without the check's run there is nothing to judge.
