@@ -122,12 +122,16 @@ std::string trend_cell(const ScaleJudgement& j) {
          number(j.trend.slope_interval.high) + "], p = " + number(j.trend.p);
 }
 
-// "steps (r1 → r2): -0.05, p = 0.004, toward the paper" (the direction where significant).
+// "steps (r1 → r2): -0.05, p = 0.004; Holm over 4 disagreements, 0.016, toward the paper"
+// (the direction where significant after the correction).
 std::string move_text(const Move& m, double alpha) {
   if (std::isnan(m.change)) return "no runs on one side";
+  const bool corrected = m.family > 1;
+  const double p = corrected ? m.holm_p : m.p;
   return joined(m.moves) + " (" + m.from + " → " + m.to + "): " + number(m.change) + ", " +
          (std::isnan(m.p) ? "not testable" : "p = " + number(m.p)) +
-         (m.p < alpha ? (m.toward ? ", toward the paper" : ", away from the paper") : "");
+         (corrected ? "; Holm over " + std::to_string(m.family) + " disagreements, " + number(p) : "") +
+         (p < alpha ? (m.toward ? ", toward the paper" : ", away from the paper") : "");
 }
 
 // Whether the disagreement stands where the ladder starts.
@@ -237,6 +241,7 @@ json::Value row_json(const ScaleRow& row) {
     o["moves"] = joined(m.moves, ", ");
     o["change"] = json::number(m.change);
     o["p"] = json::number(m.p);
+    o["holm_p"] = json::number(m.holm_p);
     o["toward_paper"] = m.toward;
     moves.push_back(o);
   }
@@ -257,6 +262,7 @@ json::Value row_json(const ScaleRow& row) {
     en["values"] = values;
     en["change"] = json::number(row.english_move.change);
     en["p"] = json::number(row.english_move.p);
+    en["holm_p"] = json::number(row.english_move.holm_p);
     en["toward_paper"] = row.english_move.toward;
     j["english"] = en;
   }
@@ -394,6 +400,16 @@ void checks_of_rungs(const Plan& plan, const std::vector<RunResults>& runs,
     html += "<h3>" + report::html_escape(title) + "</h3>\n" + table.html() + "<p>" + report::html_escape(line) +
             "</p>\n";
   }
+}
+
+// Holm over the moves given (those with a finite p).
+void correct_family(const std::vector<Move*>& moves) {
+  std::vector<Move*> tested;
+  std::vector<double> p;
+  for (Move* m : moves)
+    if (std::isfinite(m->p)) tested.push_back(m), p.push_back(m->p);
+  const std::vector<double> adjusted = holm_adjust(p);
+  for (size_t k = 0; k < tested.size(); ++k) tested[k]->holm_p = adjusted[k], tested[k]->family = tested.size();
 }
 
 }  // namespace
@@ -545,6 +561,20 @@ void correct_start_tests(std::vector<ScaleRow>& rows) {
     tested[k]->start_holm_p = adjusted[k], tested[k]->start_family = tested.size();
 }
 
+void correct_moves(std::vector<ScaleRow>& rows) {
+  size_t steps = 0;
+  for (const ScaleRow& row : rows) steps = std::max(steps, row.moves.size());
+  for (size_t k = 0; k < steps; ++k) {
+    std::vector<Move*> step;
+    for (ScaleRow& row : rows)
+      if (k < row.moves.size()) step.push_back(&row.moves[k]);
+    correct_family(step);
+  }
+  std::vector<Move*> english;
+  for (ScaleRow& row : rows) english.push_back(&row.english_move);
+  correct_family(english);
+}
+
 ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>& runs) {
   const std::vector<Disagreement> disagreements = read_disagreements(plan.disagreements, plan.folder);
   ReportSection out;
@@ -560,7 +590,8 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
       number(100 * (1 - plan.alpha), "%g") + "% interval over every point, read as: closes with scale (a significant trend toward the paper's value), does "
       "not close (even the interval's end most toward the paper is short of reaching it by the paper model's compute), "
       "cannot tell at these rungs (otherwise). Each step up the ladder moves steps, width or depth; its change is "
-      "tested by Welch's t over the two rungs' pretraining runs.";
+      "tested by Welch's t over the two rungs' pretraining runs, Holm-corrected over the disagreements (as is the "
+      "change to real English).";
   md += "\n## " + title + "\n\n" + about + "\n\n";
   html += "<h2>" + report::html_escape(title) + "</h2>\n<p>" + report::html_escape(about) + "</p>\n";
 
@@ -579,6 +610,7 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
               : kNaN);
   }
   correct_start_tests(judged);
+  correct_moves(judged);
   // A column per rung with runs (the first always): the others are named under the table.
   std::vector<bool> shown(judged.front().rungs.size(), false);
   for (size_t k = 0; k < shown.size(); ++k)

@@ -83,9 +83,14 @@ struct RungValues {
 struct Move {
   std::string from, to;
   std::vector<std::string> moves;
-  double change = 0;   // mean(to) - mean(from); NaN where either has no run
-  double p = 0;        // Welch's t over the two rungs' runs; NaN below two runs on either side
+  double change = std::numeric_limits<double>::quiet_NaN();  // mean(to) - mean(from); NaN where either has no run
+  double p = std::numeric_limits<double>::quiet_NaN();       // Welch's t over the two rungs' runs; NaN below two
+                                                              // runs on either side
   bool toward = false; // the change has the sign of the paper's value minus the first rung's mean
+  // The same step of every disagreement is one family (correct_moves):
+  // p after Holm's correction over it, and how many tests it holds.
+  double holm_p = std::numeric_limits<double>::quiet_NaN();
+  size_t family = 0;
 };
 
 struct ScaleRow {
@@ -116,6 +121,10 @@ struct ScaleRow {
 // Holm's correction over the rows' tests at the start of the ladder (the
 // rows with a finite at_start.p): sets start_holm_p and start_family.
 void correct_start_tests(std::vector<ScaleRow>& rows);
+// Holm's correction over the disagreements' tests of each step up the
+// ladder, and of the change to real English: sets each Move's holm_p and
+// family (a step is read as significant by its holm_p).
+void correct_moves(std::vector<ScaleRow>& rows);
 
 // The change from the first rung's values to `english` (Welch over the
 // pretraining runs), toward the paper or not.

@@ -111,6 +111,28 @@ TEST_CASE("a disagreement's verdict and the steps up the ladder, on hand-made ru
   const auto none = experiment::judge_disagreement(d, {rung("r1", "", 1e13, {})}, 0.05);
   CHECK(none.start.empty());
   CHECK(std::isnan(none.at_start.p));
+
+  // The same step of every disagreement is one family, and so is the change to real English. The first
+  // step: row's and away's p 0.0036022 each, Holm 0.0072045 each; the second only row has (alone: its own
+  // p). Real English {0.20, 0.26, 0.23} against r1 for both: scipy.stats.ttest_ind(equal_var=False) p
+  // 0.04469059, below 0.05 alone, 0.08938 after Holm over the two. `none` has no step with runs and no
+  // English: it stays out of every family.
+  std::vector<experiment::ScaleRow> rows = {row, away, none};
+  for (experiment::ScaleRow& r : rows)
+    r.english_move = experiment::english_change(r, r.start.empty() ? std::vector<double>{}
+                                                                   : std::vector<double>{0.20, 0.26, 0.23});
+  CHECK(rows[0].english_move.p == Approx(0.04469059297007904).epsilon(1e-6));
+  experiment::correct_moves(rows);
+  CHECK(rows[0].moves[0].holm_p == Approx(2 * 0.0036022326091040067).epsilon(1e-6));
+  CHECK(rows[1].moves[0].holm_p == Approx(2 * 0.0036022326091040067).epsilon(1e-6));
+  CHECK(rows[0].moves[0].family == 2);
+  CHECK(rows[0].moves[1].holm_p == Approx(0.021311641128756685).epsilon(1e-6));
+  CHECK(rows[0].moves[1].family == 1);
+  for (size_t k : {0, 1}) {
+    CHECK(rows[k].english_move.holm_p == Approx(2 * 0.04469059297007904).epsilon(1e-6));
+    CHECK(rows[k].english_move.family == 2);
+  }
+  CHECK((rows[2].moves.empty() && rows[2].english_move.family == 0 && std::isnan(rows[2].english_move.holm_p)));
 }
 
 TEST_CASE("a disagreements file is refused where it is wrong, naming the line", "[experiment][scale][errors]") {
