@@ -587,7 +587,8 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
       "stands there, or these runs do not rule out the paper's value. Then each followed up the compute ladder: "
       "every (rung, pretraining seed) run is a point, its value the figure's mean over fine-tuning seeds; the trend "
       "is the least-squares slope against log10 training compute (Kaplan et al. 2020's count) with its " +
-      number(100 * (1 - plan.alpha), "%g") + "% interval over every point, read as: closes with scale (a significant trend toward the paper's value), does "
+      number(100 * (1 - plan.alpha), "%g") +
+      "% interval over every point, read as: closes with scale (a significant trend toward the paper's value), does "
       "not close (even the interval's end most toward the paper is short of reaching it by the paper model's compute), "
       "cannot tell at these rungs (otherwise). Each step up the ladder moves steps, width or depth; its change is "
       "tested by Welch's t over the two rungs' pretraining runs, Holm-corrected over the disagreements (as is the "
