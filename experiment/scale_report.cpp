@@ -402,14 +402,19 @@ void checks_of_rungs(const Plan& plan, const std::vector<RunResults>& runs,
   }
 }
 
-// Holm over the moves given (those with a finite p).
+// How many of p are tests (holm_adjust leaves a NaN, an untested p, out of the family).
+size_t tests_in(const std::vector<double>& p) {
+  return static_cast<size_t>(std::count_if(p.begin(), p.end(), [](double x) { return !std::isnan(x); }));
+}
+
+// Holm over the moves given (an untested move stays out: its holm_p NaN, its family 0).
 void correct_family(const std::vector<Move*>& moves) {
-  std::vector<Move*> tested;
   std::vector<double> p;
-  for (Move* m : moves)
-    if (std::isfinite(m->p)) tested.push_back(m), p.push_back(m->p);
+  for (const Move* m : moves) p.push_back(m->p);
   const std::vector<double> adjusted = holm_adjust(p);
-  for (size_t k = 0; k < tested.size(); ++k) tested[k]->holm_p = adjusted[k], tested[k]->family = tested.size();
+  const size_t n = tests_in(p);
+  for (size_t k = 0; k < moves.size(); ++k)
+    moves[k]->holm_p = adjusted[k], moves[k]->family = std::isnan(p[k]) ? 0 : n;
 }
 
 }  // namespace
@@ -539,7 +544,6 @@ Move english_change(const ScaleRow& row, const std::vector<double>& english) {
   Move m;
   m.to = "real English";
   m.moves = {"corpus"};
-  m.change = m.p = kNaN;
   if (row.rungs.empty()) return m;
   const RungValues& first = row.rungs.front();
   m.from = first.rung;
@@ -552,13 +556,12 @@ Move english_change(const ScaleRow& row, const std::vector<double>& english) {
 }
 
 void correct_start_tests(std::vector<ScaleRow>& rows) {
-  std::vector<ScaleRow*> tested;
   std::vector<double> p;
-  for (ScaleRow& row : rows)
-    if (std::isfinite(row.at_start.p)) tested.push_back(&row), p.push_back(row.at_start.p);
+  for (const ScaleRow& row : rows) p.push_back(row.at_start.p);
   const std::vector<double> adjusted = holm_adjust(p);
-  for (size_t k = 0; k < tested.size(); ++k)
-    tested[k]->start_holm_p = adjusted[k], tested[k]->start_family = tested.size();
+  const size_t n = tests_in(p);
+  for (size_t k = 0; k < rows.size(); ++k)
+    rows[k].start_holm_p = adjusted[k], rows[k].start_family = std::isnan(p[k]) ? 0 : n;
 }
 
 void correct_moves(std::vector<ScaleRow>& rows) {
