@@ -45,15 +45,25 @@ bool uniform_attention(const RunResults& run) {
   return run.probed && probe::uniform_rows(probe::without_special(run.record.attention));
 }
 
+std::string compared_task_set(const std::map<std::string, Figure>& figures, const std::string& baseline) {
+  const auto base = figures.find(baseline);
+  if (base != figures.end()) return base->second.tasks;
+  std::map<std::string, int> sets;  // how many rows average each task set
+  for (const auto& [config, f] : figures) ++sets[f.tasks];
+  std::string commonest;
+  int most = 0;
+  for (const auto& [set, n] : sets)
+    if (n > most) most = n, commonest = set;
+  return commonest;
+}
+
 ColumnFigures column_figures(const std::string& key, const std::vector<RunResults>& runs, const Plan& plan) {
   ColumnFigures c;
   c.key = key;
-  std::map<std::string, int> sets;  // how many rows average each task set
   for (const RunResults& run : runs) {
     const std::optional<Figure> f = figure(run, key, plan);
     if (!f) continue;
     c.figures[run.config] = *f;
-    ++sets[f->tasks];
     if (is_indicator_key(key) && tie_artifact_on_uniform(key) && uniform_attention(run)) c.uniform.insert(run.config);
     const double chance = chance_of(run, key);
     if (!std::isnan(chance)) {
@@ -67,12 +77,8 @@ ColumnFigures column_figures(const std::string& key, const std::vector<RunResult
     }
     if (means.size() >= 2) c.pretraining[run.config] = means;
   }
-  // Means compare only over one task set: the baseline's, else the commonest.
   const Figure* base = c.find(plan.baseline);
-  int most = 0;
-  for (const auto& [set, n] : sets)
-    if (n > most) most = n, c.tasks = set;
-  if (base) c.tasks = base->tasks;
+  c.tasks = compared_task_set(c.figures, plan.baseline);
   for (const auto& [config, f] : c.figures)
     if (f.tasks != c.tasks) c.other_tasks.insert(config);
   if (plan.baseline.empty() || !base || !c.compared(plan.baseline)) return c;

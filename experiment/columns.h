@@ -74,6 +74,11 @@ struct ColumnFigures {
   }
 };
 
+// The task set a column's means compare over (SPEC §4: means only over equal task sets): the
+// baseline's where it has the figure, else the commonest among `figures` (by config); "" for a
+// figure that is no mean.
+std::string compared_task_set(const std::map<std::string, Figure>& figures, const std::string& baseline);
+
 // The column `key` over the runs (rows, their replicates inside them).
 ColumnFigures column_figures(const std::string& key, const std::vector<RunResults>& runs, const Plan& plan);
 

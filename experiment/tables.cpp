@@ -125,10 +125,17 @@ std::optional<ColumnReading> baseline_verdicts(const PaperTable& table, const Co
     const Figure* f = column.find(run.config);
     if (run.config == plan.baseline || !p || !p->cells.at(column.key).present || !f || !column.compared(run.config)) continue;
     const std::string& key = column.key;
+    const Significance test = column.test(run.config);
+    // The direction read is the difference the test is over: the pretraining runs' means, else (one row
+    // pretrained once) the two first runs' means over their fine-tuning seeds, not the baseline's
+    // pretraining mean, which can lie on the other side.
+    const bool first_runs = test.tested && !test.over_pretraining;
+    const double ours = first_runs ? f->mean() : column.estimate(run.config);
+    const double baseline = first_runs ? base->mean() : column.estimate(plan.baseline);
     Evidence e;
-    e.ordo_effect = badness(key, column.estimate(plan.baseline)) - badness(key, column.estimate(run.config));
+    e.ordo_effect = badness(key, baseline) - badness(key, ours);
     e.paper_effect = badness(key, paper_base->value(key)) - badness(key, p->value(key));
-    e.p = column.test(run.config).p_holm;
+    e.p = test.p_holm;
     if (std::isnan(e.p))
       e.not_testable = is_indicator_key(key) ? "one pretraining run: an indicator has one value per run"
                                              : "no test: fewer than two seeds in a row, or no spread in either";
@@ -137,7 +144,7 @@ std::optional<ColumnReading> baseline_verdicts(const PaperTable& table, const Co
     const Judgement j = judge(e, plan.alpha);
     rows.emplace_back(run.config, j.verdict);
     reasons.push_back(j.reason);
-    (column.test(run.config).over_pretraining ? over_pretraining : over_seeds) += 1;
+    (test.over_pretraining ? over_pretraining : over_seeds) += 1;
   }
   if (rows.empty()) return std::nullopt;
   ColumnReading r;
@@ -548,13 +555,18 @@ std::string TextTable::html() const {
 
 Correlation correlate(const std::vector<RunResults>& runs, const std::vector<double>& per_run, const std::string& key,
                       const Plan& plan) {
+  std::map<std::string, Figure> figures;
+  for (const RunResults& run : runs)
+    if (const std::optional<Figure> f = figure(run, key, plan)) figures[run.config] = *f;
+  // A mean over tasks (glue.mean) correlates only over the runs that average the same tasks.
+  const std::string tasks = compared_task_set(figures, plan.baseline);
   std::vector<double> x, y;
   for (size_t i = 0; i < runs.size(); ++i) {
     if (runs[i].pe == "none" || !std::isfinite(per_run[i])) continue;  // Wang et al.'s footnote 11
-    const std::optional<Figure> f = figure(runs[i], key, plan);
-    if (!f || !std::isfinite(f->mean())) continue;
+    const auto f = figures.find(runs[i].config);
+    if (f == figures.end() || f->second.tasks != tasks || !std::isfinite(f->second.mean())) continue;
     x.push_back(per_run[i]);
-    y.push_back(f->mean());
+    y.push_back(f->second.mean());
   }
   Correlation c;
   c.n = static_cast<int64_t>(x.size());

@@ -106,8 +106,8 @@ struct Comparison {
 Comparison compare(const PaperTable& table, const std::vector<RunResults>& runs, const Plan& plan);
 
 // Pearson's r of a per-run value with a task figure's mean over the runs
-// that have a position encoding and both values, with its p-value; NaN below
-// 3 runs.
+// that have a position encoding and both values (for a mean over tasks, the
+// same tasks: compared_task_set), with its p-value; NaN below 3 runs.
 struct Correlation {
   double r = 0, p = 0;
   int64_t n = 0;

@@ -413,6 +413,14 @@ TEST_CASE("paper table: glue.mean compares only rows over the same tasks", "[exp
   CHECK_THAT(aside->text, Contains("y (rte) average other tasks than the rows compared (rte, sst2)"));
   CHECK(reading(c, "glue.mean", "rank")->n == 2);
   CHECK(reading(c, "glue.mean", "verdicts")->n == 1);
+  // Correlated with a per-run value, glue.mean pairs only the rows over the same tasks too: z (rte and
+  // sst2, seed by seed 65 and 67: 66) joins base (61) and x (71); y is left out. Against (1, 2, 3):
+  // centred (-1, 0, 1) and (-5, 5, 0), r = 5 / sqrt(2 x 50) = 0.5 on n 3 (y's 91 at 4 would make n 4).
+  std::vector<experiment::RunResults> four = runs;
+  four.push_back(with_sst2(run_with("z", 0, 1, {0.55, 0.57}), {0.75, 0.77}));
+  const experiment::Correlation r = experiment::correlate(four, {1, 2, 4, 3}, "glue.mean", plan);
+  CHECK(r.n == 3);
+  CHECK(r.r == Approx(0.5));
 }
 
 TEST_CASE("verdicts: the five rules on hand-made evidence", "[experiment][verdicts]") {
@@ -487,6 +495,17 @@ TEST_CASE("paper table: rows pretrained several times are tested over their pret
   using experiment::Verdict;
   CHECK(verdicts->verdicts == std::vector<Verdict>{Verdict::consistent, Verdict::holds});
   CHECK_THAT(verdicts->text, Contains("over the pretraining runs' means for the 1 row(s) pretrained several times (‡)"));
+  // A row pretrained once reads its direction from the difference its test is over, the two first runs'
+  // seeds: `between` {0.51, 0.52, 0.53} is 1 point above base's first run (51) and 1 below base's
+  // pretraining mean (53); the paper has it 1 above (61 against 60). Welch over the seeds: standard error
+  // sqrt(2/3), t = 1.225 on 4 df, p = 0.288: the paper's direction, not significant (consistent, where
+  // reading the baseline's pretraining mean would make it inconclusive).
+  const experiment::PaperTable between_table = table_from(dir, "config\tpaper_row\tfamily\tkind\trte.accuracy\n"
+                                                               "base\tB\tAPE\tlearned\t60.0\nbetween\tN\tRPE\tfixed\t61.0\n");
+  const experiment::Comparison between =
+      experiment::compare(between_table, {base, run_with("between", 0, 1, {0.51, 0.52, 0.53})}, plan);
+  CHECK(between.json["rows"][1]["ordo"]["rte.accuracy"]["welch_p"].as_number() == Approx(0.2879).epsilon(1e-3));
+  CHECK(reading(between, "rte.accuracy", "verdicts")->verdicts == std::vector<Verdict>{Verdict::consistent});
 
   // An indicator, one value per run, is tested only over pretraining runs: AIV of base's runs
   // {0.10, 0.12, 0.14}, rep's {0.30, 0.32, 0.34}: t = 0.2 / sqrt(2 x 0.0004 / 3) = 12.25 on 4 df, p = 2.55e-4.
