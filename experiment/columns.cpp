@@ -90,6 +90,7 @@ ColumnFigures column_figures(const std::string& key, const std::vector<RunResult
   std::vector<double> p;
   std::vector<bool> over_pretraining;
   std::vector<Interval> intervals;
+  std::vector<std::pair<double, double>> means;  // the row's and the baseline's, over the replicates tested
   const std::vector<double>* base_runs = c.pretraining_means(plan.baseline);
   for (const RunResults& run : runs) {
     if (run.config == plan.baseline || !c.compared(run.config)) continue;
@@ -105,10 +106,12 @@ ColumnFigures column_figures(const std::string& key, const std::vector<RunResult
     p.push_back(welch);
     over_pretraining.push_back(pretraining);
     intervals.push_back(welch_interval(row, against, 1 - plan.alpha));
+    means.emplace_back(mean_std(row).mean, mean_std(against).mean);
   }
   const std::vector<double> holm = holm_adjust(p);
   for (size_t i = 0; i < tested.size(); ++i)
-    c.tests[tested[i]] = {true, holm[i] < plan.alpha, p[i], holm[i], over_pretraining[i], intervals[i]};
+    c.tests[tested[i]] = {true,         holm[i] < plan.alpha, p[i],           holm[i], over_pretraining[i],
+                          intervals[i], means[i].first,       means[i].second};
   c.family = static_cast<int64_t>(tested.size());
   return c;
 }

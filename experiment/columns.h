@@ -30,6 +30,7 @@ struct Significance {
   double p = kNoValue, p_holm = kNoValue;
   bool over_pretraining = false;  // over the pretraining runs' means (else over one run's fine-tuning seeds)
   Interval difference;            // the row's mean minus the baseline's over the same replicates, 1 - alpha
+  double mean = kNoValue, baseline_mean = kNoValue;  // the two means the test compared
 };
 
 // One column over the runs: each run's figure, the runs left out of its

@@ -114,24 +114,21 @@ std::optional<ColumnReading> baseline_verdicts(const PaperTable& table, const Co
                                                const std::vector<RunResults>& runs, const Plan& plan,
                                                const std::string& name) {
   const PaperTable::Row* paper_base = table.find(plan.baseline);
-  const Figure* base = column.find(plan.baseline);
-  if (!paper_base || !base || !paper_base->cells.at(column.key).present || !column.compared(plan.baseline))
+  if (!paper_base || !paper_base->cells.at(column.key).present || !column.compared(plan.baseline))
     return std::nullopt;
   std::vector<std::pair<std::string, Verdict>> rows;
   std::vector<std::string> reasons;
   int64_t over_pretraining = 0, over_seeds = 0;
   for (const RunResults& run : runs) {
     const PaperTable::Row* p = table.find(run.config);
-    const Figure* f = column.find(run.config);
-    if (run.config == plan.baseline || !p || !p->cells.at(column.key).present || !f || !column.compared(run.config)) continue;
+    if (run.config == plan.baseline || !p || !p->cells.at(column.key).present || !column.compared(run.config)) continue;
     const std::string& key = column.key;
     const Significance test = column.test(run.config);
-    // The direction read is the difference the test is over: the pretraining runs' means, else (one row
-    // pretrained once) the two first runs' means over their fine-tuning seeds, not the baseline's
-    // pretraining mean, which can lie on the other side.
-    const bool first_runs = test.tested && !test.over_pretraining;
-    const double ours = first_runs ? f->mean() : column.estimate(run.config);
-    const double baseline = first_runs ? base->mean() : column.estimate(plan.baseline);
+    // The direction read is the difference the test is over (for a row pretrained once against a
+    // baseline pretrained several times, the two first runs', not the baseline's pretraining mean,
+    // which can lie on the other side); untested, the rows' estimates.
+    const double ours = test.tested ? test.mean : column.estimate(run.config);
+    const double baseline = test.tested ? test.baseline_mean : column.estimate(plan.baseline);
     Evidence e;
     e.ordo_effect = badness(key, baseline) - badness(key, ours);
     e.paper_effect = badness(key, paper_base->value(key)) - badness(key, p->value(key));
