@@ -490,6 +490,30 @@ std::string reading_of(const RunRecord& r) {
          figures + bounds + "." + paper;
 }
 
+std::string loss_reading(const std::vector<RunRecord>& runs) {
+  std::string past;
+  bool any = false;
+  for (const RunRecord& r : runs) {
+    if (r.held_out_loss.size() < 2) continue;
+    any = true;
+    const auto lowest = std::min_element(r.held_out_loss.begin(), r.held_out_loss.end(),
+                                         [](const auto& a, const auto& b) { return a.second < b.second; });
+    const auto& last = r.held_out_loss.back();
+    if (last.second <= lowest->second * (1 + kPastBestLoss)) continue;
+    char s[160];
+    std::snprintf(s, sizeof s, " (lowest %.3f at step %.0f, %.3f at step %.0f)", lowest->second, lowest->first,
+                  last.second, last.first);
+    past += (past.empty() ? "" : "; ") + r.label + s;
+  }
+  if (!any) return "";
+  if (past.empty())
+    return "Every run's held-out loss at its last evaluation is within 1% of its lowest: no run overfits the corpus "
+           "before the end.";
+  return "Above their lowest held-out loss by more than 1% at the last evaluation, so overfitting the corpus before "
+         "the end (their last checkpoint is past their best held-out point): " +
+         past + ". Held-out losses of different objectives (masked tokens, next tokens) do not compare.";
+}
+
 namespace {
 
 // One run's section; adds the files it links to `files`.
@@ -703,7 +727,8 @@ std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs, const 
     sections += "<h2>Loss during pretraining</h2>\n<p>The curves as <a href=\"losses.json\">JSON</a>.</p>\n" +
                 figure_html("losses.svg", "each run's metrics.jsonl: the training language-model loss of every logged "
                                           "step (without NSP's share) and the held-out loss of every evaluation, as "
-                                          "the locality/symmetry paper's Figure 6");
+                                          "the locality/symmetry paper's Figure 6") +
+                "<p><b>What it shows.</b> " + html_escape(loss_reading(runs)) + "</p>\n";
   }
   for (const RunRecord& r : runs) sections += run_section(r, files);
 

@@ -83,6 +83,13 @@ std::vector<RunRecord> read_runs(const std::vector<std::string>& run_dirs);
 constexpr double kLocalOpr = 0.2, kInvariantAiv = 0.1;
 std::string reading_of(const RunRecord& r);
 
+// The reading of the loss figure: the runs whose held-out loss at the last
+// evaluation lies more than kPastBestLoss (relative) above their lowest, so
+// that they overfit the corpus before the end ("" when no run has two
+// evaluations).
+constexpr double kPastBestLoss = 0.01;
+std::string loss_reading(const std::vector<RunRecord>& runs);
+
 // The table's columns: (key, heading) in order; the indicator keys are
 // probe/indicators.h's. The first three (variant, objective, layer) are text;
 // the rest are numbers: the indicators, then the evaluation (eval_*).

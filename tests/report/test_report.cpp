@@ -490,3 +490,22 @@ TEST_CASE("report: uniform attention is read as uniform, never as a band", "[rep
   r.attention(3, 4) *= 1.01;
   CHECK_THAT(report::reading_of(r), Catch::Contains("with a diagonal band"));
 }
+
+TEST_CASE("report: the loss figure's reading names the runs past their lowest held-out loss", "[report]") {
+  auto run = [](const std::string& label, std::vector<std::pair<double, double>> held_out) {
+    report::RunRecord r;
+    r.label = label;
+    r.held_out_loss = std::move(held_out);
+    return r;
+  };
+  // 4.05 is 1.25% above the lowest 4.0, past the 1% allowed; 4.03 is 0.75% above, within it.
+  const report::RunRecord overfits = run("causal", {{500, 5.0}, {1000, 4.0}, {1500, 4.05}});
+  const report::RunRecord plateau = run("plateau", {{500, 5.0}, {1000, 4.0}, {1500, 4.03}});
+  const report::RunRecord one_point = run("short", {{500, 3.0}});
+  const std::string text = report::loss_reading({overfits, plateau, one_point});
+  CHECK_THAT(text, Catch::Contains("causal (lowest 4.000 at step 1000, 4.050 at step 1500)"));
+  CHECK(text.find("plateau") == std::string::npos);
+  CHECK(text.find("short") == std::string::npos);
+  CHECK_THAT(report::loss_reading({plateau, one_point}), Catch::Contains("no run overfits"));
+  CHECK(report::loss_reading({one_point}).empty());
+}
