@@ -21,8 +21,9 @@
 #   make findings every paper report's claims and verdicts in one table (FINDINGS_REPORTS, default
 #                 the runs/<paper>/report folders there are, into FINDINGS_OUT, runs/FINDINGS.md)
 #   make scale_study
-#                 Wang et al. 2021's four representatives with three pretraining seeds at every rung of
-#                 a compute ladder (configs/scale_study/README.md), into runs/scale_study (resumable,
+#                 Wang et al. 2021's four representatives with three pretraining seeds at the first rung
+#                 of a compute ladder, the learned APE and RPE at the rungs above
+#                 (configs/scale_study/README.md), into runs/scale_study (resumable,
 #                 shardable: SCALE_STUDY_FLAGS="--shard 1/2" or "--only ..."; --quick for a smoke test);
 #                 its GPU rungs are left out on the CPU: tools/scale_gpu_rungs.sh runs them on a GPU
 #   make english_corpus

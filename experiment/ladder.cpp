@@ -78,6 +78,12 @@ Ladder read_ladder(const json::Value& spec, const std::string& where) {
                "left out");
     rung.gpu = device == "gpu";
     rung.checks = r.string("checks", "");
+    if (const json::Value* runs = r.array("runs")) {
+      rung.runs = string_list(*runs, at + ": runs");
+      ORDO_CHECK(!rung.runs.empty(), at, ": runs is an empty list; leave it out for every run config");
+      for (const std::string& run : rung.runs)
+        ORDO_CHECK(std::count(rung.runs.begin(), rung.runs.end(), run) == 1, at, ": runs names '", run, "' twice");
+    }
     r.finish();
     ORDO_CHECK(!rung.name.empty(), at, ": no name");
     check_path_name(rung.name, at + ": name");  // a part of every run's name, hence of its folder
@@ -182,14 +188,23 @@ const Rung* rung_of(const Plan& plan, size_t i) {
 
 void expand_ladder(const json::Value& spec, const std::string& where, Plan& plan) {
   const Ladder ladder = read_ladder(spec, where);
+  std::vector<std::string> run_configs;
   for (size_t i = 0; i < plan.names.size(); ++i)
-    if (!plan.is_replicate(i)) resolve_rungs(ladder, plan.folder + "/" + plan.names[i] + ".json", {}, where);
+    if (!plan.is_replicate(i)) {
+      resolve_rungs(ladder, plan.folder + "/" + plan.names[i] + ".json", {}, where);
+      run_configs.push_back(plan.names[i]);
+    }
+  for (const Rung& rung : ladder.rungs)
+    for (const std::string& run : rung.runs)
+      ORDO_CHECK(std::count(run_configs.begin(), run_configs.end(), run) == 1, where, ": rung '", rung.name,
+                 "' runs '", run, "', which is no run config of ", plan.folder, " (", joined(run_configs, ", "), ")");
   std::vector<std::string> names, row_of;
   std::vector<train::RunConfig> configs;
   for (const Rung& rung : ladder.rungs)
     for (size_t i = 0; i < plan.names.size(); ++i) {
       if (rung.is_check() && plan.is_replicate(i)) continue;  // a check is one draw per run config
       const std::string& row = plan.row_of[i];
+      if (!rung.runs.empty() && std::count(rung.runs.begin(), rung.runs.end(), row) == 0) continue;
       std::vector<std::string> sets = rung.set;
       sets.insert(sets.end(), plan.overrides.begin(), plan.overrides.end());
       if (plan.is_replicate(i)) {  // the replicate's own draws, as read_replicates sets them

@@ -22,6 +22,11 @@
 // change, or does not add compute, is refused, naming the file, the rung and
 // the values.
 //
+// A rung may name the run configs it pretrains, "runs": ["02_ape_learned",
+// ...] (each a run config of the folder; left out: every one), with their
+// replicates: an upper rung may leave out the configurations no disagreement
+// rests on, so that its compute goes to those that do.
+//
 // A rung may instead be a check of an earlier rung: {"name": "tiny_4k_bf16",
 // "checks": "tiny_4k", "set": ["train.precision=bf16"]} repeats that rung's
 // steps, width and depth with a setting of its own (refused where it changes
@@ -66,6 +71,7 @@ struct Rung {
   bool gpu = false;                // "device": "gpu": too big for the CPU; its runs are left out there unless
                                    // asked for (--rungs, --only) and run on a GPU (tools/scale_gpu_rungs.sh)
   std::string checks;              // "checks": the rung it repeats with its own set; "" for a step of the ladder
+  std::vector<std::string> runs;   // "runs": the run configs it pretrains (empty: every one)
   bool is_check() const { return !checks.empty(); }
 };
 

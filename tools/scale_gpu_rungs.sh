@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/scale_gpu_rungs.sh — the scale study's GPU rungs (the rungs of
 # configs/scale_study/experiment.json marked "device": "gpu": small_16k and
-# base_4k now, 24 runs) on a lent GPU within a device-time budget, and their merge
+# base_4k now, 12 runs) on a lent GPU within a device-time budget, and their merge
 # into the study's report on the machine that holds the CPU rungs.
 #
 # On the GPU, with binaries built elsewhere and carried (--build DIR):

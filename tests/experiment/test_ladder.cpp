@@ -108,20 +108,24 @@ TEST_CASE("a rung's compute sums its phases, accumulation included", "[experimen
 
 TEST_CASE("the scale study's plan: one run per rung and replicate, the cheapest rung first", "[experiment][ladder]") {
   const experiment::Plan plan = plan_of(kStudy);
-  // 6 rungs x (4 run configs + 4 x 2 replicates), then the bf16 check of tiny_4k: the 4 run configs once.
-  REQUIRE(plan.names.size() == 76);
-  CHECK(plan.names[72] == "01_none=tiny_4k_bf16");
+  // The first rung: 4 run configs + 4 x 2 replicates; the 5 rungs above it: the 2 run configs the
+  // disagreements rest on + 2 x 2 replicates; then the bf16 check of tiny_4k: the 4 run configs once.
+  REQUIRE(plan.names.size() == 12 + 5 * 6 + 4);
+  CHECK(plan.names[42] == "01_none=tiny_4k_bf16");
   CHECK(plan.names[0] == "01_none=tiny_4k");
   CHECK(plan.names[3] == "08_ape_learned+rpe_learned=tiny_4k");
   CHECK(plan.names[4] == "01_none=tiny_4k.seed2");
-  CHECK(plan.names[12] == "01_none=tiny_16k");
-  CHECK(plan.names[47] == "08_ape_learned+rpe_learned=mini_16k.seed3");
+  CHECK(plan.names[12] == "02_ape_learned=tiny_16k");
+  CHECK(plan.names[13] == "05_rpe_learned=tiny_16k");
+  CHECK(plan.names[29] == "05_rpe_learned=mini_16k.seed3");
   for (size_t i = 0; i < plan.names.size(); ++i) {
     INFO(plan.names[i]);
     std::string rung;
     for (const char* r : {"tiny_4k", "tiny_16k", "deep_16k", "mini_16k", "small_16k", "base_4k", "tiny_4k_bf16"})
       if (plan.names[i].find(std::string("=") + r) != std::string::npos) rung = r;
     CHECK(train::precision_setting_name(plan.configs[i].train.precision) == (rung == "tiny_4k_bf16" ? "bf16" : "auto"));
+    if (rung != "tiny_4k" && rung != "tiny_4k_bf16")
+      CHECK((plan.row_of[i].rfind("02_ape_learned=", 0) == 0 || plan.row_of[i].rfind("05_rpe_learned=", 0) == 0));
     if (rung == "tiny_4k_bf16") rung = "tiny_4k";  // its shape
     else CHECK(experiment::rung_of(plan, i)->name == rung);
     REQUIRE(experiment::rung_of(plan, i) != nullptr);
@@ -144,12 +148,13 @@ TEST_CASE("the scale study's plan: one run per rung and replicate, the cheapest 
 
   // --quick and --set lie over the rungs' sets; the widths and depths stay the rungs'.
   const experiment::Plan quick = plan_of(kStudy, true, {"train.batch_size=8"});
-  REQUIRE(quick.names.size() == 52);  // --quick keeps one replicate seed: 6 rungs x (4 + 4), and the check's 4
+  REQUIRE(quick.names.size() == 32);  // --quick keeps one replicate seed: (4 + 4), 5 rungs x (2 + 2), the check's 4
   for (const train::RunConfig& c : quick.configs) {
     CHECK(c.train.total_steps() == 120);
     CHECK(c.train.phases[0].batch_size == 8);
   }
-  CHECK(quick.configs[47].model.hidden_size == 768);
+  CHECK(quick.names[24] == "02_ape_learned=base_4k");
+  CHECK(quick.configs[24].model.hidden_size == 768);
 }
 
 TEST_CASE("a rung that changes two of steps, width and depth where it says one is refused", "[experiment][ladder]") {
@@ -236,4 +241,33 @@ TEST_CASE("a check rung repeats a step's shape with its own setting, one draw pe
     write_ladder(dir, rungs);
     CHECK_THROWS_WITH(plan_of(dir.path), Contains(at) && Contains(message));
   }
+}
+
+TEST_CASE("a rung may pretrain some of the run configs, with their replicates", "[experiment][ladder]") {
+  const test::TempDir dir("ladder_runs");
+  write_file_atomic(dir / "a.json", R"({"extends": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/tiny.json"})");
+  write_file_atomic(dir / "b.json", R"({"extends": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/tiny.json"})");
+  auto write = [&](const std::string& big_runs) {
+    write_file_atomic(dir / "experiment.json",
+                      R"({"stages": ["pretrain"], "replicates": {"runs": ["a", "b"], "seeds": [2]}, "ladder": {"rungs": [
+                           {"name": "small"}, {"name": "big", "moves": "steps", "set": ["train.steps=8000"], "runs": )" +
+                          big_runs + "}]}}");
+  };
+  write(R"(["b"])");
+  const experiment::Plan plan = plan_of(dir.path);
+  CHECK(plan.names == std::vector<std::string>{"a=small", "b=small", "a=small.seed2", "b=small.seed2", "b=big",
+                                               "b=big.seed2"});
+  CHECK(plan.configs[4].train.total_steps() == 8000);
+  CHECK(plan.configs[5].train.seed == 2);
+
+  const std::string at = dir / "experiment.json: ladder";
+  write(R"(["c"])");
+  CHECK_THROWS_WITH(plan_of(dir.path), Contains(at + ": rung 'big' runs 'c', which is no run config of " + dir.path +
+                                                " (a, b)"));
+  write(R"([])");
+  CHECK_THROWS_WITH(plan_of(dir.path), Contains(at + ": rungs[1]: runs is an empty list"));
+  write(R"(["b", "b"])");
+  CHECK_THROWS_WITH(plan_of(dir.path), Contains(at + ": rungs[1]: runs names 'b' twice"));
+  write(R"("b")");
+  CHECK_THROWS_WITH(plan_of(dir.path), Contains(at + ": rungs[1]") && Contains("runs"));
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/scale_gpu_rungs.sh without a GPU: --dry-run names the command and the
-# 24 runs of the GPU rungs; a real run is refused (exit 2, nothing written);
+# 12 runs of the GPU rungs; a real run is refused (exit 2, nothing written);
 # --merge copies the run folders the study lacks, keeps the ones it has and
 # writes the report, whose scale section then reads them.
 # usage: test_scale_gpu_rungs.sh ORDO_SOURCE_DIR BUILD_DIR
@@ -15,7 +15,7 @@ fail() { echo "test_scale_gpu_rungs: $1"; failures=$((failures + 1)); }
 text=$(OUT=$tmp/out "$script" --build "$build" --dry-run 2>&1) || fail "--dry-run: exit $?"
 grep -q -- "would run, for at most 540 s: .*experiment configs/scale_study --out $tmp/out/scale_study --rungs gpu" <<<"$text" ||
   fail "--dry-run: no command line in: $text"
-[[ $(grep -c '(GPU rung)' <<<"$text") == 24 ]] || fail "--dry-run: not 24 GPU-rung runs in: $text"
+[[ $(grep -c "(GPU rung)" <<<"$text") == 12 ]] || fail "--dry-run: not 12 GPU-rung runs in: $text"
 grep -q '02_ape_learned=base_4k.seed3 (GPU rung)' <<<"$text" || fail "--dry-run: no base_4k replicate"
 [[ ! -e $tmp/out ]] || fail "--dry-run wrote $tmp/out"
 
@@ -27,8 +27,8 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 
 # The merge: two runs from the GPU's folder, one of which the study already has.
-mkdir -p "$tmp/gpu/runs/01_none=small_16k" "$tmp/gpu/runs/02_ape_learned=base_4k"
-echo gpu > "$tmp/gpu/runs/01_none=small_16k/marker"
+mkdir -p "$tmp/gpu/runs/05_rpe_learned=small_16k" "$tmp/gpu/runs/02_ape_learned=base_4k"
+echo gpu > "$tmp/gpu/runs/05_rpe_learned=small_16k/marker"
 echo gpu > "$tmp/gpu/runs/02_ape_learned=base_4k/marker"
 (cd "$src" && "$build/ordo" experiment configs/scale_study --out "$tmp/study" --report --quiet >/dev/null 2>&1) ||
   fail "the study's folder could not be made"
@@ -36,7 +36,7 @@ mkdir -p "$tmp/study/runs/02_ape_learned=base_4k"
 echo cpu > "$tmp/study/runs/02_ape_learned=base_4k/marker"
 text=$("$script" --build "$build" --merge "$tmp/gpu" --into "$tmp/study" 2>&1) || fail "--merge: exit $? in: $text"
 grep -q "1 run(s) copied from $tmp/gpu, 1 already in $tmp/study" <<<"$text" || fail "--merge: counts in: $text"
-[[ $(cat "$tmp/study/runs/01_none=small_16k/marker" 2>/dev/null) == gpu ]] || fail "--merge: the missing run not copied"
+[[ $(cat "$tmp/study/runs/05_rpe_learned=small_16k/marker" 2>/dev/null) == gpu ]] || fail "--merge: the missing run not copied"
 [[ $(cat "$tmp/study/runs/02_ape_learned=base_4k/marker") == cpu ]] || fail "--merge: a run the study had was replaced"
 [[ -f $tmp/study/report/scale/scale.json ]] || fail "--merge: no report (scale/scale.json)"
 "$script" --build "$build" --merge "$tmp/nothing" --into "$tmp/study" >/dev/null 2>&1
