@@ -506,12 +506,15 @@ std::string loss_reading(const std::vector<RunRecord>& runs) {
     past += (past.empty() ? "" : "; ") + r.label + s;
   }
   if (!any) return "";
+  char allowed[16];
+  std::snprintf(allowed, sizeof allowed, "%g%%", 100 * kPastBestLoss);
   if (past.empty())
-    return "Every run's held-out loss at its last evaluation is within 1% of its lowest: no run overfits the corpus "
-           "before the end.";
-  return "Above their lowest held-out loss by more than 1% at the last evaluation, so overfitting the corpus before "
-         "the end (their last checkpoint is past their best held-out point): " +
-         past + ". Held-out losses of different objectives (masked tokens, next tokens) do not compare.";
+    return "Every run's held-out loss at its last evaluation is within " + std::string(allowed) +
+           " of its lowest: no run overfits the corpus before the end.";
+  return "Above their lowest held-out loss by more than " + std::string(allowed) +
+         " at the last evaluation, so overfitting the corpus before the end (their last checkpoint is past their "
+         "best held-out point): " + past + ". Held-out losses of different objectives (masked tokens, next tokens) "
+         "do not compare.";
 }
 
 namespace {
@@ -727,8 +730,9 @@ std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs, const 
     sections += "<h2>Loss during pretraining</h2>\n<p>The curves as <a href=\"losses.json\">JSON</a>.</p>\n" +
                 figure_html("losses.svg", "each run's metrics.jsonl: the training language-model loss of every logged "
                                           "step (without NSP's share) and the held-out loss of every evaluation, as "
-                                          "the locality/symmetry paper's Figure 6") +
-                "<p><b>What it shows.</b> " + html_escape(loss_reading(runs)) + "</p>\n";
+                                          "the locality/symmetry paper's Figure 6");
+    const std::string reading = loss_reading(runs);
+    if (!reading.empty()) sections += "<p><b>What it shows.</b> " + html_escape(reading) + "</p>\n";
   }
   for (const RunRecord& r : runs) sections += run_section(r, files);
 
