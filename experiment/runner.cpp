@@ -134,8 +134,8 @@ void check_records(const Plan& plan, const std::vector<size_t>& selected, const 
       const std::string name = e.path().filename().string();
       if (name[0] == '.') continue;  // ordo's bookkeeping (base/output.h): no run's name begins with a dot
       ORDO_CHECK(std::find(plan.names.begin(), plan.names.end(), name) != plan.names.end(), "'", plan.out,
-                 "' holds the run ", name, ", which ", plan.folder, " does not plan: another experiment's output. "
-                 "Give another --out");
+                 "' holds the run ", name, ", which ", plan.folder, " does not plan: another experiment's output, "
+                 "or a run the plan has dropped since (move it out of ", runs, " to keep it). Give another --out");
     }
   for (size_t i : selected) {
     const std::string dir = run_dir(plan, i);

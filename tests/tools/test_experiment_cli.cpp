@@ -268,6 +268,22 @@ TEST_CASE("ordo experiment --report with nothing finished names the files it wro
   }
 }
 
+TEST_CASE("ordo experiment: a run folder the plan does not have is refused by name, and kept",
+          "[cli][experiment][errors]") {
+  TempDir dir("experiment-foreign-run");
+  const std::string cfg = make_folder(dir), out = dir / "out";
+  REQUIRE(run_ordo("experiment " + cfg + " --out " + out + " --report" + kSmall).exit_code == 0);
+  // A run the plan dropped (or another experiment's): its folder and a file in it.
+  std::filesystem::create_directories(out + "/runs/c_dropped");
+  write_file_atomic(out + "/runs/c_dropped/marker", "kept");
+  const CommandResult r = run_ordo("experiment " + cfg + " --out " + out + " --report" + kSmall);
+  INFO(r.output);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains("'" + out + "' holds the run c_dropped, which " + cfg + " does not plan") &&
+                           Contains("move it out of " + out + "/runs to keep it"));
+  CHECK(read_file(out + "/runs/c_dropped/marker") == "kept");
+}
+
 TEST_CASE("ordo experiment: pretraining replicates run as runs of their own and are reported as their row's",
           "[cli][experiment]") {
   TempDir dir("experiment_replicates");
