@@ -76,9 +76,15 @@ void check_utf8_lines(const std::string& text, const std::string& path) {
                           " of the line (", invalid.reason, "); a paper table is UTF-8 text"));
 }
 
+const std::vector<std::string>& analysis_keys() {
+  static const std::vector<std::string> keys = {"positional_rank", "position_mae", "order_error", "components_90",
+                                                "skip_perplexity_ratio"};
+  return keys;
+}
+
 bool is_analysis_key(const std::string& key) {
-  return key == "positional_rank" || key == "position_mae" || key == "order_error" || key == "components_90" ||
-         key == "skip_perplexity_ratio";
+  const std::vector<std::string>& keys = analysis_keys();
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
 bool is_figure_key(const std::string& key) {

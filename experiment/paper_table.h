@@ -85,6 +85,7 @@ bool is_indicator_key(const std::string& key);
 // (Chen et al.'s Figure 2), position_mae, order_error, components_90 and
 // skip_perplexity_ratio (Wang & Chen's Tables 1, 2, 4 and Figure 2).
 bool is_analysis_key(const std::string& key);
+const std::vector<std::string>& analysis_keys();
 // Whether a key is one experiment/results.h computes: an indicator, an
 // analysis figure, eval_accuracy, glue.mean, or
 // TASK[.SET].METRIC for a fine-tuning task's metric.

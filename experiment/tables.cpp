@@ -456,6 +456,45 @@ TextTable ordo_scores(const std::vector<RunResults>& runs, const Plan& plan, std
   return t;
 }
 
+// Every pretraining run of the rows pretrained more than once, one line each:
+// the means the ‡ tests and the pretraining spread are taken over, so that a
+// reader can recompute them. The columns: the scores, then the indicators
+// and the analyses' figures some such run has.
+TextTable pretraining_runs(const std::vector<RunResults>& runs, const Plan& plan,
+                           const std::vector<std::string>& score_keys) {
+  std::vector<const RunResults*> rows;
+  for (const RunResults& row : runs)
+    if (!row.replicates.empty()) rows.push_back(&row);
+  auto pretrainings = [](const RunResults& row) {
+    std::vector<const RunResults*> all = {&row};
+    for (const RunResults& again : row.replicates) all.push_back(&again);
+    return all;
+  };
+  std::vector<std::string> keys = score_keys;
+  for (const std::vector<std::string>* more : {&kTable5Indicators, &analysis_keys()})
+    for (const std::string& k : *more) {
+      bool any = false;
+      for (const RunResults* row : rows)
+        for (const RunResults* run : pretrainings(*row)) any = any || figure(*run, k, plan).has_value();
+      if (any) keys.push_back(k);
+    }
+  TextTable t;
+  t.header = {"pretraining run", "row"};
+  for (const std::string& k : keys) t.header.push_back(heading_of(k));
+  for (const RunResults* row : rows)
+    for (const RunResults* run : pretrainings(*row)) {
+      std::vector<std::string> line = {run->config, row->config};
+      for (const std::string& k : keys) {
+        const std::optional<Figure> f = figure(*run, k, plan);
+        std::string cell = f ? figure_number(k, f->mean()) : "n/a";
+        if (f && f->values.size() > 1) cell += " ± " + figure_number(k, f->std());
+        line.push_back(cell);
+      }
+      t.rows.push_back(line);
+    }
+  return t;
+}
+
 // Wang et al.'s Table 5 over every task of the plan.
 TextTable ordo_correlations(const std::vector<RunResults>& runs, const std::vector<std::string>& task_keys,
                             const Plan& plan) {
@@ -639,6 +678,11 @@ ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResult
   std::string figures = "# Every figure of the runs\n\n## Scores (mean ± std over " + over +
                         "; held-out MLM accuracy from pretraining)\n\n" + scores.markdown() + "\n" +
                         statistics_note(plan) + "\n";
+  const TextTable pretrained = pretraining_runs(runs, plan, score_keys);
+  if (!pretrained.rows.empty())
+    figures += "\n## Each pretraining run of the rows pretrained more than once\n\nA score is the mean ± std over the "
+               "run's fine-tuning seeds; a row's bracketed spread and its ‡ tests are over these means.\n\n" +
+               pretrained.markdown();
   if (!plan.finetune.empty()) {
     figures += "\nData: ";
     for (const FinetuneTask& t : plan.finetune)
@@ -683,6 +727,7 @@ ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResult
   json::Value per_run = json::Value::array();
   std::vector<std::string> keys = score_keys;
   keys.insert(keys.end(), kTable5Indicators.begin(), kTable5Indicators.end());
+  keys.insert(keys.end(), analysis_keys().begin(), analysis_keys().end());
   for (const PaperTable& t : tables)
     if (t.keyed.empty()) keys.insert(keys.end(), t.columns.begin(), t.columns.end());
   std::sort(keys.begin(), keys.end());
@@ -693,6 +738,21 @@ ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResult
     r["pe"] = run.pe;
     r["figures"] = figures_json(run, plan, keys);
     r["stages"] = run.stages;
+    json::Value chance = json::Value::object();
+    for (const auto& [name, task] : run.tasks)
+      if (std::isfinite(task.chance)) chance[name] = json::number(task.chance);
+    if (chance.size() > 0) r["chance"] = chance;  // the majority label's accuracy, in percent
+    if (!run.replicates.empty()) {
+      json::Value again = json::Value::array();
+      for (const RunResults& replicate : run.replicates) {
+        json::Value x = json::Value::object();
+        x["config"] = replicate.config;
+        x["figures"] = figures_json(replicate, plan, keys);
+        x["stages"] = replicate.stages;
+        again.push_back(x);
+      }
+      r["replicates"] = again;  // each further pretraining run's own figures
+    }
     per_run.push_back(r);
   }
   all["runs"] = per_run;
