@@ -615,6 +615,12 @@ Comparison compare(const PaperTable& table, const std::vector<RunResults>& runs,
   return table.correlations ? compare_correlations(table, runs, plan) : compare_rows(table, runs, plan);
 }
 
+// A paper table's heading: its name (the file's, which claims.tsv cites), "table10", as "Table 10".
+std::string table_heading(const std::string& name) {
+  if (name.size() <= 5 || name.rfind("table", 0) != 0) return name;
+  return "Table " + name.substr(5);
+}
+
 ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResults>& runs,
                                    const std::vector<PaperTable>& tables) {
   ComparisonFiles out;
@@ -625,8 +631,8 @@ ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResult
   for (const PaperTable& table : tables) {
     if (!table.keyed.empty()) continue;  // read by its own section: experiment/dependency_report.h
     const Comparison c = compare(table, runs, plan);
-    md += "\n## " + table.name + "\n\n" + c.cells.markdown() + "\nThe paper's values: `" + table.path + "`";
-    html += "<h3>" + escape(table.name) + "</h3>\n" + c.cells.html() + "<p>The paper's values: <code>" +
+    md += "\n## " + table_heading(table.name) + "\n\n" + c.cells.markdown() + "\nThe paper's values: `" + table.path + "`";
+    html += "<h3>" + escape(table_heading(table.name)) + "</h3>\n" + c.cells.html() + "<p>The paper's values: <code>" +
             escape(table.path) + "</code> (";
     for (size_t i = 0; i < table.source.size(); ++i) {
       md += "\n> " + table.source[i];

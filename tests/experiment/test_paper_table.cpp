@@ -576,8 +576,11 @@ TEST_CASE("figures: each pretraining run of a replicated row, its own figures, s
   base.tasks["rte"].chance = 52.5;
   experiment::Plan plan = plan_with_rte("base");
   plan.replicate_seeds = {2, 3};
-  const experiment::ComparisonFiles out =
-      experiment::render_comparisons(plan, {base, run_with("once", 0.2, 1, {0.80, 0.81, 0.82})}, {});
+  test::TempDir dir("paper-pretraining-runs");
+  const std::string path = dir / "paper_table3.tsv";
+  write_file_atomic(path, "config\tpaper_row\tfamily\tkind\trte.accuracy\nbase\tB\tAPE\tlearned\t60.0\n");
+  const experiment::ComparisonFiles out = experiment::render_comparisons(
+      plan, {base, run_with("once", 0.2, 1, {0.80, 0.81, 0.82})}, {experiment::read_paper_table(path)});
   auto file = [&](const std::string& name) {
     for (const report::OutputFile& f : out.files)
       if (f.name == name) return f.bytes;
@@ -599,4 +602,8 @@ TEST_CASE("figures: each pretraining run of a replicated row, its own figures, s
   CHECK(first["replicates"][1]["figures"]["rte.score"]["mean"].as_number() == Approx(55.0));
   CHECK(first["replicates"][0]["figures"]["direction_balance"]["mean"].as_number() == Approx(0.8));
   CHECK_FALSE(paper["runs"][1].contains("replicates"));
+  // The table is headed as the paper names it; claims.tsv cites it by its file's name.
+  CHECK_THAT(file("paper.md"), Contains("\n## Table 3\n"));
+  CHECK_THAT(out.html, Contains("<h3>Table 3</h3>"));
+  CHECK(paper["tables"][0]["name"].as_string() == "table3");
 }
