@@ -462,36 +462,34 @@ TextTable ordo_scores(const std::vector<RunResults>& runs, const Plan& plan, std
 // and the analyses' figures some such run has.
 TextTable pretraining_runs(const std::vector<RunResults>& runs, const Plan& plan,
                            const std::vector<std::string>& score_keys) {
-  std::vector<const RunResults*> rows;
-  for (const RunResults& row : runs)
-    if (!row.replicates.empty()) rows.push_back(&row);
-  auto pretrainings = [](const RunResults& row) {
-    std::vector<const RunResults*> all = {&row};
-    for (const RunResults& again : row.replicates) all.push_back(&again);
-    return all;
-  };
   std::vector<std::string> keys = score_keys;
-  for (const std::vector<std::string>* more : {&kTable5Indicators, &analysis_keys()})
-    for (const std::string& k : *more) {
-      bool any = false;
-      for (const RunResults* row : rows)
-        for (const RunResults* run : pretrainings(*row)) any = any || figure(*run, k, plan).has_value();
-      if (any) keys.push_back(k);
-    }
+  keys.insert(keys.end(), kTable5Indicators.begin(), kTable5Indicators.end());
+  keys.insert(keys.end(), analysis_keys().begin(), analysis_keys().end());
+  // One line per pretraining run, each figure read once (an analysis figure is a file).
   TextTable t;
-  t.header = {"pretraining run", "row"};
-  for (const std::string& k : keys) t.header.push_back(heading_of(k));
-  for (const RunResults* row : rows)
-    for (const RunResults* run : pretrainings(*row)) {
-      std::vector<std::string> line = {run->config, row->config};
-      for (const std::string& k : keys) {
-        const std::optional<Figure> f = figure(*run, k, plan);
-        std::string cell = f ? figure_number(k, f->mean()) : "n/a";
-        if (f && f->values.size() > 1) cell += " ± " + figure_number(k, f->std());
-        line.push_back(cell);
-      }
-      t.rows.push_back(line);
+  std::vector<std::vector<std::optional<Figure>>> figures;
+  for (const RunResults& row : runs) {
+    if (row.replicates.empty()) continue;
+    std::vector<const RunResults*> pretrainings = {&row};
+    for (const RunResults& again : row.replicates) pretrainings.push_back(&again);
+    for (const RunResults* run : pretrainings) {
+      t.rows.push_back({run->config, row.config});
+      figures.emplace_back();
+      for (const std::string& k : keys) figures.back().push_back(figure(*run, k, plan));
     }
+  }
+  t.header = {"pretraining run", "row"};
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const bool any = std::any_of(figures.begin(), figures.end(), [&](const auto& run) { return run[k].has_value(); });
+    if (k >= score_keys.size() && !any) continue;
+    t.header.push_back(heading_of(keys[k]));
+    for (size_t i = 0; i < figures.size(); ++i) {
+      const std::optional<Figure>& f = figures[i][k];
+      std::string cell = f ? figure_number(keys[k], f->mean()) : "n/a";
+      if (f && f->values.size() > 1) cell += " ± " + figure_number(keys[k], f->std());
+      t.rows[i].push_back(cell);
+    }
+  }
   return t;
 }
 
