@@ -35,13 +35,10 @@ void throw_integer_too_large(unsigned long long n) {
 
 // ---- Value ----------------------------------------------------------------------
 
-namespace {
-// "an array", "a number": type names with their article, for messages.
 std::string with_article(Type t) {
   bool vowel = t == Type::array || t == Type::object;
   return std::string(vowel ? "an " : "a ") + type_name(t);
 }
-}  // namespace
 
 void Value::throw_type_error(Type expected) const {
   throw Error("json: expected " + with_article(expected) + ", got " + with_article(type()));
@@ -297,13 +294,13 @@ inline std::string first_difference_at(const Value& a, const Value& b, const std
 
 std::string first_difference(const Value& a, const Value& b) { return detail::first_difference_at(a, b, ""); }
 
+std::string naming_file(const std::string& path, const std::string& message) {
+  return message.compare(0, path.size() + 1, path + ":") == 0 ? message : path + ": " + message;
+}
+
 Value parse_file(const std::string& path, const ParseLimits& limits) {
   const std::string text = read_file(path);  // its errors name the path
-  try {
-    return parse(text, limits);
-  } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
-  }
+  return reading_file(path, [&] { return parse(text, limits); });
 }
 
 }  // namespace ordo::json

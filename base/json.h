@@ -33,6 +33,7 @@ namespace ordo::json {
 
 enum class Type { null, boolean, number, string, array, object };
 const char* type_name(Type t);  // "null", "boolean", "number", ...
+std::string with_article(Type t);  // "a null", "a number", "an array": for messages
 
 namespace detail {
 class Parser;
@@ -139,6 +140,20 @@ Value parse(std::string_view text, const ParseLimits& limits = {});
 // A JSON file parsed; every error names the file ("runs/a/trainer_state.json:
 // json: line 1, column 9: ...", or the system's reason it cannot be read).
 Value parse_file(const std::string& path, const ParseLimits& limits = {});
+
+// Runs `read`, which reads what the file at `path` holds, and names the file
+// in any ordo::Error it throws: a value of the wrong type or a missing key
+// ("json: missing key 'seed'") then says which file it is in. A message that
+// names the file already keeps its one mention.
+std::string naming_file(const std::string& path, const std::string& message);
+template <class Read>
+decltype(auto) reading_file(const std::string& path, Read&& read) {
+  try {
+    return read();
+  } catch (const Error& e) {
+    throw Error(naming_file(path, e.what()));
+  }
+}
 
 // indent < 0: compact, one line. indent >= 0: one member per line, nested
 // levels indented by `indent` spaces. Throws ordo::Error for NaN or infinity

@@ -39,6 +39,23 @@ bool same_draw(const json::Value& a, const json::Value& b) {
   return true;
 }
 
+// A findings file's "baseline": {"config": NAME, "held_out_loss": [[step, loss], ...]}, its
+// losses returned once their shape is checked (what same_draw compares).
+const json::Value& held_out_losses(const json::Value& baseline) {
+  ORDO_CHECK(baseline.is_object(), "\"baseline\" is ", json::with_article(baseline.type()), ", not an object");
+  ORDO_CHECK(baseline.contains("config") && baseline["config"].is_string(), "\"baseline\" names no \"config\"");
+  const json::Value& losses = baseline["held_out_loss"];
+  ORDO_CHECK(losses.is_array(), "\"baseline\".\"held_out_loss\" is ", json::with_article(losses.type()),
+             ", not an array of [step, loss] pairs");
+  for (size_t k = 0; k < losses.size(); ++k) {
+    const json::Value& e = losses[k];
+    ORDO_CHECK(e.is_array() && e.size() == 2 && e[0].is_number() && e[1].is_number() &&
+                   std::isfinite(e[1].as_number()) && e[1].as_number() > 0,
+               "\"baseline\".\"held_out_loss\"[", k, "] is not a [step, loss] pair (a loss is a positive number)");
+  }
+  return losses;
+}
+
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -614,35 +631,50 @@ std::string gather_findings(const std::vector<std::string>& report_dirs) {
     ORDO_CHECK(file_exists(path), "--findings: '", dir, "' holds no findings.json (the report of an experiment "
                "whose folder has a claims.tsv writes one)");
     const json::Value j = json::parse_file(path);
-    ORDO_CHECK(j.is_object() && j.contains("paper") && j.contains("findings") && j["findings"].is_array(), path,
+    ORDO_CHECK(j.is_object() && j.contains("paper") && j.contains("findings"), path,
                ": not a findings file (its \"paper\" and \"findings\" are missing)");
-    if (const json::Value* b = j.find("baseline"); b && b->is_object() && b->contains("held_out_loss") &&
-                                                   !(*b)["held_out_loss"].as_array().empty()) {
-      const json::Value& losses = (*b)["held_out_loss"];
-      const std::string name = j["paper"].as_string() + "'s `" + (*b)["config"].as_string() + "`";
-      auto draw = std::find_if(baselines.begin(), baselines.end(), [&](const auto& d) { return same_draw(d.first, losses); });
-      if (draw == baselines.end()) baselines.push_back({losses, {name}});
-      else draw->second.push_back(name);
-    }
+    ORDO_CHECK(j["paper"].is_string() && j["findings"].is_array(), path, ": \"paper\" is ",
+               json::with_article(j["paper"].type()), " and \"findings\" ", json::with_article(j["findings"].type()),
+               " (a paper's name and an array of findings were expected)");
     std::map<Verdict, int> counts;
-    std::string md = "\n## " + j["paper"].as_string() + "\n\nFrom `" + dir + "`.\n\n| claim | item | ordo's effect | "
-                     "the paper's | verdict | caveat |\n| --- | --- | --- | --- | --- | --- |\n";
-    for (const json::Value& f : j["findings"].as_array()) {
-      const std::string verdict = f["verdict"].as_string();
-      bool known = false;
-      for (Verdict v : verdict_order())
-        if (verdict == verdict_name(v)) ++counts[v], ++total[v], known = true;
-      ORDO_CHECK(known, path, ": unknown verdict '", verdict, "'");
-      ++claims;
-      const std::string reason = f["reason"].as_string();
-      auto or_dash = [](const std::string& s) { return s.empty() ? std::string("—") : cell_text(s); };
-      md += "| " + cell_text(f["claim"].as_string()) + " | " + cell_text(f["item"].as_string()) + " | " +
-            or_dash(f["effect"].as_string()) + " | " + or_dash(f["paper_effect"].as_string()) + " | **" +
-            cell_text(verdict + (reason.empty() ? "" : ": " + reason)) + "** | " + or_dash(f["caveat"].as_string()) +
-            " |\n";
-    }
-    sections += md;
-    table += "| " + j["paper"].as_string();
+    json::reading_file(path, [&] {
+      const std::string& paper = j["paper"].as_string();
+      if (const json::Value* b = j.find("baseline")) {
+        const json::Value& losses = held_out_losses(*b);
+        if (!losses.as_array().empty()) {
+          const std::string name = paper + "'s `" + (*b)["config"].as_string() + "`";
+          auto draw = std::find_if(baselines.begin(), baselines.end(),
+                                   [&](const auto& d) { return same_draw(d.first, losses); });
+          if (draw == baselines.end()) baselines.push_back({losses, {name}});
+          else draw->second.push_back(name);
+        }
+      }
+      std::string md = "\n## " + paper + "\n\nFrom `" + dir + "`.\n\n| claim | item | ordo's effect | "
+                       "the paper's | verdict | caveat |\n| --- | --- | --- | --- | --- | --- |\n";
+      const std::vector<json::Value>& findings = j["findings"].as_array();
+      for (size_t k = 0; k < findings.size(); ++k) {
+        const json::Value& f = findings[k];
+        // Named by its place: a message about it then says which finding it is.
+        const std::string at = "\"findings\"[" + std::to_string(k) + "]";
+        md += json::reading_file(at, [&] {
+          ORDO_CHECK(f.is_object(), json::with_article(f.type()), ", not an object");
+          const std::string& verdict = f["verdict"].as_string();
+          bool known = false;
+          for (Verdict v : verdict_order())
+            if (verdict == verdict_name(v)) ++counts[v], ++total[v], known = true;
+          ORDO_CHECK(known, "unknown verdict '", verdict, "'");
+          const std::string& reason = f["reason"].as_string();
+          auto or_dash = [](const std::string& s) { return s.empty() ? std::string("—") : cell_text(s); };
+          return "| " + cell_text(f["claim"].as_string()) + " | " + cell_text(f["item"].as_string()) + " | " +
+                 or_dash(f["effect"].as_string()) + " | " + or_dash(f["paper_effect"].as_string()) + " | **" +
+                 cell_text(verdict + (reason.empty() ? "" : ": " + reason)) + "** | " +
+                 or_dash(f["caveat"].as_string()) + " |\n";
+        });
+        ++claims;
+      }
+      sections += md;
+      table += "| " + paper;
+    });
     int n = 0;
     for (Verdict v : verdict_order()) table += " | " + std::to_string(counts[v]), n += counts[v];
     table += " | " + std::to_string(n) + " |\n";

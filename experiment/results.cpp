@@ -59,11 +59,13 @@ std::optional<double> own_table_number(const std::string& run_dir, const std::st
   const std::string path = run_dir + "/analysis/" + file;
   if (!file_exists(path)) return std::nullopt;
   const json::Value j = json::parse_file(path);
-  const json::Value* own = j.find("table");
-  ORDO_CHECK(own && own->is_string(), path, ": no \"table\" naming the run's own entry of \"tables\"");
-  const json::Value* entry = j["tables"].find(own->as_string());
-  ORDO_CHECK(entry && entry->find(field), path, ": tables[\"", own->as_string(), "\"] has no \"", field, "\"");
-  return json::to_number((*entry)[field]);
+  return json::reading_file(path, [&] {
+    const json::Value* own = j.find("table");
+    ORDO_CHECK(own && own->is_string(), "no \"table\" naming the run's own entry of \"tables\"");
+    const json::Value* entry = j["tables"].find(own->as_string());
+    ORDO_CHECK(entry && entry->find(field), "tables[\"", own->as_string(), "\"] has no \"", field, "\"");
+    return json::to_number((*entry)[field]);
+  });
 }
 
 // Wang & Chen's skip-position attack at stride 2: exp(attacked loss - unattacked
@@ -72,10 +74,30 @@ std::optional<double> skip_perplexity_ratio(const std::string& run_dir) {
   const std::string path = run_dir + "/analysis/skip_position_attack.json";
   if (!file_exists(path)) return std::nullopt;
   const json::Value j = json::parse_file(path);
-  for (const json::Value& c : j["conditions"].as_array())
-    if (c["factor"].as_int() == 2)
-      return std::exp(json::to_number(c["attacked"]["loss"]) - json::to_number(c["unattacked"]["loss"]));
-  return std::nullopt;
+  return json::reading_file(path, [&]() -> std::optional<double> {
+    for (const json::Value& c : j["conditions"].as_array())
+      if (c["factor"].as_int() == 2)
+        return std::exp(json::to_number(c["attacked"]["loss"]) - json::to_number(c["unattacked"]["loss"]));
+    return std::nullopt;
+  });
+}
+
+// An indicators file's "by_range" of one layer: the indicators over the first k
+// offsets (Wang et al. 2021's Table 2 per range), "with_special" returned once
+// both arrays hold numbers, one per range.
+json::Value checked_ranges(const json::Value& ranges, const std::string& layer_key) {
+  const json::Value& with = ranges["with_special"];
+  const std::string at = layer_key + ".by_range.with_special.";
+  size_t count = 0;
+  for (const char* key : {"monotonicity_first_k", "direction_balance"}) {
+    const json::Value& xs = with[key];
+    ORDO_CHECK(xs.is_array(), at, key, " is ", json::with_article(xs.type()), ", not an array of numbers");
+    for (size_t k = 0; k < xs.size(); ++k)
+      json::reading_file(detail::cat(at, key, "[", k, "]"), [&] { json::to_number(xs[k]); });
+    ORDO_CHECK(count == 0 || xs.size() == count, at, key, " has ", xs.size(), " ranges, monotonicity_first_k ", count);
+    count = xs.size();
+  }
+  return with;
 }
 
 // GLUE's metrics are fractions; the papers print percent (SQuAD's are percent already).
@@ -85,29 +107,32 @@ double percent_scale(const std::string& task) { return is_squad(task) ? 1.0 : 10
 TaskResults read_task(const std::string& path, const FinetuneTask& task, bool all_rates) {
   TaskResults t;
   t.source = task.source();
+  t.path = path;
   if (!file_exists(path)) return t;
   const json::Value results = json::parse_file(path);
-  t.select_epoch = results.contains("select_epoch") ? results["select_epoch"].as_string() : "best";
-  const json::Value* best_lr = results.find("best_lr");
-  if (!best_lr) return t;  // no run finished
-  t.lr = all_rates ? 0 : best_lr->as_number();
-  t.over_rates = all_rates;
-  t.runs = json::Value::array();
-  for (const json::Value& entry : results["learning_rates"].as_array()) {
-    if (!all_rates && entry["lr"].as_number() != t.lr) continue;
-    bool finished = false;
-    for (json::Value line : entry["runs"].as_array()) {
-      if (!line["finished"].as_bool()) continue;
-      ORDO_CHECK(!all_rates || (line.contains("seed") && line["seed"].is_number()), path, ": a finished run of "
-                 "learning rate ", entry["lr"].as_number(), " has no \"seed\"; report.learning_rates = \"average\" "
-                 "averages each seed over the learning rates and needs it");
-      line["lr"] = entry["lr"];
-      t.runs.push_back(line);
-      finished = true;
+  json::reading_file(path, [&] {
+    t.select_epoch = results.contains("select_epoch") ? results["select_epoch"].as_string() : "best";
+    const json::Value* best_lr = results.find("best_lr");
+    if (!best_lr) return;  // no run finished
+    t.lr = all_rates ? 0 : best_lr->as_number();
+    t.over_rates = all_rates;
+    t.runs = json::Value::array();
+    for (const json::Value& entry : results["learning_rates"].as_array()) {
+      if (!all_rates && entry["lr"].as_number() != t.lr) continue;
+      bool finished = false;
+      for (json::Value line : entry["runs"].as_array()) {
+        if (!line["finished"].as_bool()) continue;
+        ORDO_CHECK(!all_rates || (line.contains("seed") && line["seed"].is_number()), "a finished run of "
+                   "learning rate ", entry["lr"].as_number(), " has no \"seed\"; report.learning_rates = \"average\" "
+                   "averages each seed over the learning rates and needs it");
+        line["lr"] = entry["lr"];
+        t.runs.push_back(line);
+        finished = true;
+      }
+      t.rates += finished;
     }
-    t.rates += finished;
-  }
-  t.present = t.runs.size() > 0;
+    t.present = t.runs.size() > 0;
+  });
   return t;
 }
 
@@ -165,21 +190,25 @@ std::vector<double> task_values(const TaskResults& t, const FinetuneTask& task, 
     return values;
   }
   const double scale = percent_scale(task.task);
-  for (const json::Value& line : t.runs.as_array()) {
-    if (what == "score") {
-      values.push_back(scale * line[t.select_epoch + "_score"].as_number());
-      continue;
+  return json::reading_file(t.path, [&]() -> std::vector<double> {
+    for (const json::Value& line : t.runs.as_array()) {
+      if (what == "score") {
+        values.push_back(scale * line[t.select_epoch + "_score"].as_number());
+        continue;
+      }
+      const json::Value& sets = line[t.select_epoch];
+      ORDO_CHECK(sets.is_object() && sets.size() > 0, "a finished run's \"", t.select_epoch,
+                 "\" holds no dev set's figures");
+      const size_t dot = what.find('.');
+      // The main dev set is the first evaluated: the one that picks the best epoch.
+      const json::Value* set = dot == std::string::npos ? &sets.items().front().second : sets.find(what.substr(0, dot));
+      if (!set) return {};  // a dev set this task does not have
+      const json::Value* v = set->find(dot == std::string::npos ? what : what.substr(dot + 1));
+      if (!v || !v->is_number()) return {};
+      values.push_back(scale * v->as_number());
     }
-    const json::Value& sets = line[t.select_epoch];
-    const size_t dot = what.find('.');
-    // The main dev set is the first evaluated: the one that picks the best epoch.
-    const json::Value* set = dot == std::string::npos ? &sets.items().front().second : sets.find(what.substr(0, dot));
-    if (!set) return {};  // a dev set this task does not have
-    const json::Value* v = set->find(dot == std::string::npos ? what : what.substr(dot + 1));
-    if (!v || !v->is_number()) return {};
-    values.push_back(scale * v->as_number());
-  }
-  return t.over_rates ? average_over_rates(t, values) : values;
+    return t.over_rates ? average_over_rates(t, values) : values;
+  });
 }
 
 }  // namespace
@@ -198,9 +227,12 @@ std::vector<RunResults> gather_results(const Plan& plan) {
     if (file_exists(r.run_dir + "/probe/probe.json")) {
       r.record = report::read_run(r.run_dir);
       r.probed = true;
-      const json::Value indicators = json::parse_file(r.run_dir + "/probe/indicators.json");
-      const json::Value& layer = indicators["layer_" + std::to_string(r.record.layer)];
-      if (const json::Value* ranges = layer.find("by_range")) r.by_range = (*ranges)["with_special"];
+      const std::string path = r.run_dir + "/probe/indicators.json";
+      const json::Value indicators = json::parse_file(path);
+      json::reading_file(path, [&] {
+        const std::string layer_key = "layer_" + std::to_string(r.record.layer);
+        if (const json::Value* ranges = indicators[layer_key].find("by_range")) r.by_range = checked_ranges(*ranges, layer_key);
+      });
     }
     for (const FinetuneTask& t : plan.finetune) {
       TaskResults& task = r.tasks[t.name] =

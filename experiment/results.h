@@ -50,6 +50,7 @@ struct Figure {
 struct TaskResults {
   bool present = false;        // its results.json exists with a finished run
   std::string source;          // where its data came from (FinetuneTask::source)
+  std::string path;            // its results.json, named by errors about it
   std::string select_epoch;    // "best" or "last"
   double lr = 0;               // the learning rate reported (the best by mean score; 0: all of them)
   json::Value runs;            // the finished runs' lines of that learning rate (of every one: all,

@@ -225,6 +225,7 @@ void read_analysis(RunRecord& r) {
     for (size_t k = 0; k < skipped->size(); ++k) {
       const json::Value& e = (*skipped)[k];
       const std::string where = detail::cat(file, " (skipped[", k, "])");
+      ORDO_CHECK(e.is_object(), where, ": expected an object with \"title\"");
       r.skipped.emplace_back(string_at(e, "title", where), e.find("reason") ? string_at(e, "reason", where) : "");
     }
 }
@@ -637,9 +638,9 @@ plot::svg::Figure trajectory_grid(const std::vector<RunRecord>& runs) {
         const json::Value* inner = row.is_object() ? row.find("without_special") : nullptr;
         const json::Value* v = inner && inner->is_object() ? inner->find(key) : nullptr;
         const json::Value* step = row.is_object() ? row.find("step") : nullptr;
-        ORDO_CHECK(v && step && step->is_number(), r.run_dir, "/analysis/indicator_trajectory.json: steps[", i,
-                   "] lacks \"step\" or \"without_special\".\"", key, "\"");
-        const double y = json::to_number(*v);
+        const std::string where = detail::cat(r.run_dir, "/analysis/indicator_trajectory.json: steps[", i, "]");
+        ORDO_CHECK(v && step && step->is_number(), where, " lacks \"step\" or \"without_special\".\"", key, "\"");
+        const double y = json::reading_file(where + ".without_special." + key, [&] { return json::to_number(*v); });
         if (!std::isfinite(y)) continue;
         line.x.push_back(step->as_number());
         line.y.push_back(y);

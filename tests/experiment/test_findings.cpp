@@ -180,6 +180,35 @@ TEST_CASE("findings: each kind of claim judged by the verdict rules, with its ef
   write_file_atomic(dir / "old/paper.json", "{}");
   CHECK_THAT(experiment::gather_findings({dir / "report", dir / "old"}),
              Contains("old`: written before its paper's claims.tsv; its next report judges them | — |"));
+
+  // A malformed findings file is refused with its path and the place inside it, never read half-way.
+  const std::string good = read_file(dir / "p4/findings.json");
+  auto refused = [&](const std::string& from, const std::string& to) {
+    const size_t at = good.find(from);
+    REQUIRE(at != std::string::npos);
+    std::filesystem::create_directories(dir / "bad");
+    write_file_atomic(dir / "bad/findings.json", std::string(good).replace(at, from.size(), to));
+    try {
+      experiment::gather_findings({dir / "p1", dir / "bad"});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  const std::string bad = dir / "bad/findings.json";
+  CHECK(refused("\"verdict\": \"holds\"", "\"verdict\": \"stands\"") ==
+        bad + ": \"findings\"[0]: unknown verdict 'stands'");
+  CHECK(refused("\"verdict\": \"holds\"", "\"verdict\": 1") ==
+        bad + ": \"findings\"[0]: json: expected a string, got a number");
+  CHECK(refused("\"claim\": ", "\"claims\": ") == bad + ": \"findings\"[0]: json: missing key 'claim'");
+  CHECK(refused("5.65", "-5.65") ==
+        bad + ": \"baseline\".\"held_out_loss\"[1] is not a [step, loss] pair (a loss is a positive number)");
+  CHECK(refused("[\n        1000,", "[\n        \"1000\",") ==
+        bad + ": \"baseline\".\"held_out_loss\"[1] is not a [step, loss] pair (a loss is a positive number)");
+  CHECK(refused("\"config\": \"base\"", "\"config\": 4") == bad + ": \"baseline\" names no \"config\"");
+  CHECK(refused("\"paper\": \"Paper p4\"", "\"paper\": null") ==
+        bad + ": \"paper\" is a null and \"findings\" an array (a paper's name and an array of findings were "
+              "expected)");
 }
 
 TEST_CASE("findings: an indicator's effect in its own units, judged as smaller is better", "[experiment][findings]") {

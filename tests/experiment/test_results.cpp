@@ -114,6 +114,18 @@ TEST_CASE("results: a task's figure at the best learning rate or over all of the
   CHECK_THROWS_WITH(experiment::gather_results(plan),
                     Catch::Matchers::Contains("finetune/rte/results.json: a finished run of learning rate 0.0001 has no "
                                               "\"seed\""));
+  // A field of the wrong type deep in the file is named with the file, not as a bare "json:" error.
+  const std::string file = dir / "runs/a/finetune/rte/results.json";
+  rates[0]["runs"][0]["seed"] = 42;
+  rates[0]["runs"][1]["finished"] = "yes";
+  results["learning_rates"] = rates;
+  write_file_atomic(file, json::dump(results));
+  CHECK_THROWS_WITH(experiment::gather_results(plan), file + ": json: expected a boolean, got a string");
+  rates[0]["runs"][1]["finished"] = true;
+  rates[0]["runs"][1]["best"] = json::Value::object();  // no dev set's figures
+  results["learning_rates"] = rates;
+  write_file_atomic(file, json::dump(results));
+  CHECK_THROWS_WITH(values("rte.accuracy"), file + ": a finished run's \"best\" holds no dev set's figures");
 }
 
 TEST_CASE("results: Wang & Chen's figures of a run's own table and its attack", "[experiment]") {
