@@ -104,9 +104,17 @@ void FieldReader::finish() const {
   }
 }
 
+void check_assignment(const std::string& assignment, const std::string& where) {
+  const size_t eq = assignment.find('=');
+  ORDO_CHECK(eq != std::string::npos && eq > 0, where, ": expected key=value");
+  const std::string path = assignment.substr(0, eq);
+  ORDO_CHECK(path.front() != '.' && path.back() != '.' && path.find("..") == std::string::npos, where,
+             ": empty key in '", path, "'");
+}
+
 void apply_override(json::Value& root, const std::string& assignment) {
-  size_t eq = assignment.find('=');
-  ORDO_CHECK(eq != std::string::npos && eq > 0, "--set '", assignment, "': expected key=value");
+  check_assignment(assignment, "--set '" + assignment + "'");
+  const size_t eq = assignment.find('=');
   std::string path = assignment.substr(0, eq), text = assignment.substr(eq + 1);
   json::Value value;
   try {

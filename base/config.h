@@ -71,5 +71,9 @@ class ConfigKeyLog {
 // otherwise; intermediate objects are created; null removes the key (its
 // default applies, as in a JSON merge patch). Errors name the assignment.
 void apply_override(json::Value& root, const std::string& assignment);
+// Whether `assignment` has apply_override's shape, KEY=VALUE with a dotted KEY
+// of non-empty names; an error says `where` ("experiment.json: finetune.set[2]
+// 'x'"). For lists of assignments read before they are applied.
+void check_assignment(const std::string& assignment, const std::string& where);
 
 }  // namespace ordo

@@ -253,6 +253,14 @@ std::vector<std::string> strings(FieldReader& r, const std::string& key, const s
   return out;
 }
 
+// A list of --set-style assignments (KEY=VALUE), each checked where it is read.
+std::vector<std::string> assignments(FieldReader& r, const std::string& key, const std::string& where) {
+  std::vector<std::string> out = strings(r, key, where);
+  for (size_t i = 0; i < out.size(); ++i)
+    check_assignment(out[i], detail::cat(where, ": ", key, "[", i, "] '", out[i], "'"));
+  return out;
+}
+
 std::vector<double> numbers(FieldReader& r, const std::string& key, const std::string& where) {
   std::vector<double> out;
   if (const json::Value* list = r.array(key))
@@ -382,7 +390,7 @@ void read_finetune(const json::Value* spec, const PlanRequest& request, const st
   const json::Value empty = json::Value::object();
   FieldReader r(spec ? *spec : empty, where + ": finetune");
   const std::string config_file = r.string("config", "");
-  std::vector<std::string> common = strings(r, "set", where + ": finetune");
+  std::vector<std::string> common = assignments(r, "set", where + ": finetune");
   common.insert(common.end(), quick_set.begin(), quick_set.end());
   const json::Value* tasks = r.array("tasks");
   const json::Value* sweep = r.object("sweep");
@@ -397,7 +405,7 @@ void read_finetune(const json::Value* spec, const PlanRequest& request, const st
     task.name = t.string("name", "");
     task.task = t.string("task", "");
     task.stand_in = t.string("stand_in", "");
-    task.set = strings(t, "set", at);
+    task.set = assignments(t, "set", at);
     task.runs = strings(t, "runs", at);
     task.init_positions = t.string("init_positions", "", {"", "run", "none"});
     task.column = t.string("column", task.name);
@@ -489,28 +497,30 @@ Plan make_plan(const PlanRequest& request) {
   const json::Value* ladder_spec = top.object("ladder");
   top.finish();
 
-  // --quick: the spec's smoke-test settings, else these (minutes on two cores).
+  // --quick: the spec's smoke-test settings, else these (minutes on two cores). The spec's are read
+  // whether or not --quick is given, so that a mistake there shows on the first run, not the first smoke test.
   std::vector<std::string> quick_set, quick_finetune;
   json::Value quick_probe = json::Value::object();
-  if (request.quick) {
-    const json::Value empty = json::Value::object();
-    FieldReader q(quick_spec ? *quick_spec : empty, where + ": quick");
-    quick_set = strings(q, "set", where + ": quick");
-    quick_finetune = strings(q, "finetune_set", where + ": quick");
+  if (quick_spec) {
+    FieldReader q(*quick_spec, where + ": quick");
+    quick_set = assignments(q, "set", where + ": quick");
+    quick_finetune = assignments(q, "finetune_set", where + ": quick");
     if (const json::Value* p = q.object("probe")) quick_probe = *p;
     q.finish();
-    if (!quick_spec) {
-      quick_set = {"train.steps=100", "data.synthetic_sentences=1500", "train.eval_every=0", "train.checkpoint_every=0"};
-      quick_finetune = {"train.epochs=1", "train.seeds=2"};
-      quick_probe["words"] = 20;
-    }
+  } else {
+    quick_set = {"train.steps=100", "data.synthetic_sentences=1500", "train.eval_every=0", "train.checkpoint_every=0"};
+    quick_finetune = {"train.epochs=1", "train.seeds=2"};
+    quick_probe["words"] = 20;
   }
+  if (!request.quick) quick_set.clear(), quick_finetune.clear(), quick_probe = json::Value::object();
 
   // The stages: the command line's, else the spec's, else Table 2's; in stage order.
   const bool folder_finetunes = std::count(stages.begin(), stages.end(), "finetune") > 0;
   if (!request.stages.empty()) stages = request.stages;
   if (stages.empty()) stages = {"pretrain", "probe", "report"};
-  for (const std::string& s : stages) stage_index(s);
+  for (size_t k = 0; k < stages.size(); ++k)
+    json::reading_file(request.stages.empty() ? detail::cat(where, ": stages[", k, "]") : "--stages",
+                       [&] { stage_index(stages[k]); });
   for (const std::string& s : stage_names())
     if (std::find(stages.begin(), stages.end(), s) != stages.end()) plan.stages.push_back(s);
   ORDO_CHECK(plan.has_stage("pretrain"), where, ": the stages must include pretrain (every other stage reads the "
@@ -648,6 +658,11 @@ Plan make_plan(const PlanRequest& request) {
   if (file_exists(request.folder + "/claims.tsv")) {
     plan.claims = request.folder + "/claims.tsv";
     check_claims(read_claims(plan.claims).claims, plan.claims, tables, plan);
+  }
+  if (quick_spec && !request.quick) {  // the smoke test's settings as --quick would apply them
+    PlanRequest smoke = request;
+    smoke.quick = true;
+    json::reading_file(where + ": quick (as --quick reads it)", [&] { make_plan(smoke); });
   }
   return plan;
 }

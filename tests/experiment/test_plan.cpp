@@ -207,3 +207,37 @@ TEST_CASE("a plan's replicates fine-tune on replicates.tasks only, their row on 
   CHECK(pretraining.names == std::vector<std::string>{"a", "a.seed2"});
   CHECK_FALSE(pretraining.has_stage("finetune"));
 }
+
+TEST_CASE("a plan's stages and --set lists are checked where they are written, its smoke test without --quick",
+          "[experiment][plan][errors]") {
+  test::TempDir dir("plan_lists");
+  dir.write("a.json", std::string(R"({"extends": ")") + ORDO_SOURCE_DIR + R"(/configs/tiny.json"})");
+  const std::string spec = dir / "experiment.json";
+  auto message = [&](const std::string& json) -> std::string {
+    dir.write("experiment.json", json);
+    experiment::PlanRequest request;
+    request.folder = dir.path;
+    request.out = dir / "out";
+    try {
+      experiment::make_plan(request);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  CHECK(message(R"({"stages": ["pretrain", "probes"]})") ==
+        spec + ": stages[1]: unknown stage 'probes': the stages are pretrain, probe, analyze, tasks, layers, "
+               "finetune, report");
+  const std::string task = R"({"name": "t", "task": "sst2", "stand_in": "tense")";
+  CHECK(message(R"({"stages": ["pretrain", "tasks", "finetune"], "finetune": {"set": ["train.seeds=1", "epochs"], )"
+                R"("tasks": [)" + task + "}]}}") ==
+        spec + ": finetune: set[1] 'epochs': expected key=value");
+  CHECK(message(R"({"stages": ["pretrain", "tasks", "finetune"], "finetune": {"tasks": [)" + task +
+                R"(, "set": ["train..seeds=1"]}]}})") ==
+        spec + ": finetune.tasks[0]: set[0] 'train..seeds=1': empty key in 'train..seeds'");
+  // The smoke test's settings are checked by every plan, not first by `--quick`.
+  CHECK(message(R"({"quick": {"set": ["=3"]}})") == spec + ": quick: set[0] '=3': expected key=value");
+  CHECK(message(R"({"quick": {"set": ["train.stepz=3"]}})") ==
+        spec + ": quick (as --quick reads it): " + (dir / "a.json") + ": train: unknown key 'stepz'");
+  CHECK(message(R"({"quick": {"set": ["train.steps=3"]}})") == "(accepted)");
+}
