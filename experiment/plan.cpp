@@ -412,9 +412,13 @@ void read_finetune(const json::Value* spec, const PlanRequest& request, const st
     t.finish();
     ORDO_CHECK(!(*tasks)[i].contains("column") || !task.init_positions.empty(), at,
                ": 'column' names a Table 3 column, for a task with init_positions");
-    for (const std::string& run : task.runs)
-      ORDO_CHECK(plan.is_row(run), at, ": runs names '", run,
-                 "', which is no run config of ", folder);
+    for (size_t k = 0; k < task.runs.size(); ++k) {
+      const std::string& run = task.runs[k];
+      ORDO_CHECK(plan.is_row(run), at, ": runs names '", run, "', which is no run config of ", folder);
+      ORDO_CHECK(std::find(task.runs.begin(), task.runs.begin() + static_cast<std::ptrdiff_t>(k), run) ==
+                     task.runs.begin() + static_cast<std::ptrdiff_t>(k),
+                 at, ": runs names '", run, "' twice");
+    }
     ORDO_CHECK(!task.name.empty() && seen.insert(task.name).second, at, ": 'name' ",
                task.name.empty() ? "is missing" : "'" + task.name + "' is used twice");
     check_path_name(task.name, at + ": 'name'");  // RUN/finetune/<name>: a name that is a path could reach anything

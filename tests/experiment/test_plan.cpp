@@ -235,6 +235,8 @@ TEST_CASE("a plan's stages and --set lists are checked where they are written, i
   CHECK(message(R"({"stages": ["pretrain", "tasks", "finetune"], "finetune": {"tasks": [)" + task +
                 R"(, "set": ["train..seeds=1"]}]}})") ==
         spec + ": finetune.tasks[0]: set[0] 'train..seeds=1': empty key in 'train..seeds'");
+  CHECK(message(R"({"stages": ["pretrain", "tasks", "finetune"], "finetune": {"tasks": [)" + task +
+                R"(, "runs": ["a", "a"]}]}})") == spec + ": finetune.tasks[0]: runs names 'a' twice");
   // The smoke test's settings are checked by every plan, not first by `--quick`.
   CHECK(message(R"({"quick": {"set": ["=3"]}})") == spec + ": quick: set[0] '=3': expected key=value");
   CHECK(message(R"({"quick": {"set": ["train.stepz=3"]}})") ==
