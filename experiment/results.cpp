@@ -88,15 +88,15 @@ std::optional<double> skip_perplexity_ratio(const std::string& run_dir) {
 json::Value checked_ranges(const json::Value& ranges, const std::string& layer_key) {
   const json::Value& with = ranges["with_special"];
   const std::string at = layer_key + ".by_range.with_special.";
-  size_t count = 0;
   for (const char* key : {"monotonicity_first_k", "direction_balance"}) {
     const json::Value& xs = with[key];
     ORDO_CHECK(xs.is_array(), at, key, " is ", json::with_article(xs.type()), ", not an array of numbers");
     for (size_t k = 0; k < xs.size(); ++k)
       json::reading_file(detail::cat(at, key, "[", k, "]"), [&] { json::to_number(xs[k]); });
-    ORDO_CHECK(count == 0 || xs.size() == count, at, key, " has ", xs.size(), " ranges, monotonicity_first_k ", count);
-    count = xs.size();
   }
+  const size_t ranges_opr = with["monotonicity_first_k"].size(), ranges_db = with["direction_balance"].size();
+  ORDO_CHECK(ranges_opr == ranges_db, at, "monotonicity_first_k has ", ranges_opr, " ranges, direction_balance ",
+             ranges_db);
   return with;
 }
 
