@@ -16,10 +16,21 @@ namespace {
 
 const char* const kAttentions[3] = {"contextual", "positional", "both"};
 
-// A run's analysis, or null when it has none yet.
+// A run's analysis, or null when it has none yet. Its shape is checked here, so
+// that an error names the file rather than surfacing in a table below.
 json::Value read_analysis(const RunResults& run) {
   const std::string path = run.run_dir + "/analysis/dependency_heads.json";
-  return file_exists(path) ? json::parse_file(path) : json::Value();
+  if (!file_exists(path)) return json::Value();
+  json::Value analysis = json::parse_file(path);
+  json::reading_file(path, [&] {
+    for (const auto& [name, attention] : analysis["attentions"].items()) {
+      for (const json::Value& r : attention["relations"].as_array())
+        r["relation"].as_string(), r["accuracy"].as_number(), r["distance"].as_number();
+      for (const char* which : {"short", "long", "macro"})
+        if (!attention[which].is_null()) attention[which].as_number();
+    }
+  });
+  return analysis;
 }
 
 // ordo's figure (percent) for one relation and attention; NaN where absent.

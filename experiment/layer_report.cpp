@@ -17,9 +17,17 @@ namespace {
 
 const char* const kAttentions[3] = {"both", "contextual", "positional"};
 
+// A run's per-layer probing, or null when it has none yet; its shape checked here,
+// so that an error names the file.
 json::Value read_probing(const RunResults& run) {
   const std::string path = run.run_dir + "/layers/probing.json";
-  return file_exists(path) ? json::parse_file(path) : json::Value();
+  if (!file_exists(path)) return json::Value();
+  json::Value probing = json::parse_file(path);
+  json::reading_file(path, [&] {
+    for (const auto& [task, t] : probing["tasks"].items())
+      for (const auto& [attention, a] : t["attentions"].items()) a["accuracy"].as_number();
+  });
+  return probing;
 }
 
 // ordo's accuracy (percent) of run.attention on a task; NaN where absent.

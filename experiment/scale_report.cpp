@@ -316,11 +316,14 @@ EnglishRuns english_runs(const Plan& plan) {
         "The real-English runs have not been made (" + e.out + " holds no experiment; make scale_study_english)";
     return e;
   }
-  const json::Value recorded = json::parse_file(e.out + "/experiment.json");
+  const std::string recorded_path = e.out + "/experiment.json";
+  const json::Value recorded = json::parse_file(recorded_path);
   PlanRequest request;
-  request.folder = recorded["folder"].as_string();
+  json::reading_file(recorded_path, [&] {
+    request.folder = recorded["folder"].as_string();
+    request.quick = recorded.contains("quick") && recorded["quick"].as_bool();
+  });
   request.out = e.out;
-  request.quick = recorded.contains("quick") && recorded["quick"].as_bool();
   e.plan = make_plan(request);
   e.runs = gather_results(e.plan);
   return e;
@@ -537,7 +540,7 @@ double pretrained_value(const Disagreement& d, const PretrainedModel& model, con
              " probed at another layer? the plan reads layer ", layer, ")");
   const json::Value* v = part->find(d.figure);
   ORDO_CHECK(v != nullptr, file, ": \"", name, "\".\"with_special\" has no \"", d.figure, "\"");
-  return json::to_number(*v);
+  return json::reading_file(file, [&] { return json::to_number(*v); });
 }
 
 Move english_change(const ScaleRow& row, const std::vector<double>& english) {

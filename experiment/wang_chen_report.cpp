@@ -31,15 +31,15 @@ TextTable attack_table(const std::vector<RunResults>& runs) {
     const std::string path = run.run_dir + "/analysis/skip_position_attack.json";
     if (!file_exists(path)) continue;
     const json::Value a = json::parse_file(path);
-    const json::Value& conditions = a["conditions"];
-    for (size_t i = 0; i < conditions.size(); ++i) {
-      const json::Value& c = conditions[i];
-      const double clean = c["unattacked"]["loss"].as_number(), hit = c["attacked"]["loss"].as_number();
-      t.rows.push_back({run.config, a["objective"].as_string(), std::to_string(c["factor"].as_int()),
-                        std::to_string(c["length"].as_int()), fixed(std::exp(clean), "%.2f"),
-                        fixed(std::exp(hit), "%.2f"), fixed(100 * c["unattacked"]["accuracy"].as_number(), "%.2f"),
-                        fixed(100 * c["attacked"]["accuracy"].as_number(), "%.2f")});
-    }
+    json::reading_file(path, [&] {
+      for (const json::Value& c : a["conditions"].as_array()) {
+        const double clean = c["unattacked"]["loss"].as_number(), hit = c["attacked"]["loss"].as_number();
+        t.rows.push_back({run.config, a["objective"].as_string(), std::to_string(c["factor"].as_int()),
+                          std::to_string(c["length"].as_int()), fixed(std::exp(clean), "%.2f"),
+                          fixed(std::exp(hit), "%.2f"), fixed(100 * c["unattacked"]["accuracy"].as_number(), "%.2f"),
+                          fixed(100 * c["attacked"]["accuracy"].as_number(), "%.2f")});
+      }
+    });
   }
   return t;
 }

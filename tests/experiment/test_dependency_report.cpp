@@ -141,6 +141,14 @@ TEST_CASE("Table 8 beside a run's heads: cells in percent, ordo's extra relation
   plan.dependency_run = "bert";
   CHECK_THAT(experiment::dependency_heads_across_runs(plan, {run}, &paper).markdown,
              Contains("Run bert has no dependency_heads.json yet"));
+
+  // A malformed analysis is refused with its file, before any table reads it.
+  plan.dependency_run = "tupe";
+  attentions["both"]["relations"][0]["accuracy"] = "high";
+  analysis["attentions"] = attentions;
+  write_file_atomic(dir / "tupe/analysis/dependency_heads.json", json::dump(analysis));
+  CHECK_THROWS_WITH(experiment::dependency_heads_across_runs(plan, {run}, &paper),
+                    (dir / "tupe/analysis/dependency_heads.json") + ": json: expected a number, got a string");
 }
 
 TEST_CASE("Table 9 beside the runs' layer probing: the shipped table's rows, cells in percent, the findings read",
@@ -237,6 +245,12 @@ TEST_CASE("Table 9 beside the runs' layer probing: the shipped table's rows, cel
   for (const char* text : {"tense", "bigram_shift", "both", "contextual", "positional"})
     CHECK(svg_check::count_text(svg, text) == 1);
   CHECK_THAT(files.html, Contains("<img src=\"layers/bert.svg\""));
+
+  // A malformed probing file is refused with its name, before any table reads it.
+  probing["tasks"]["tense"]["attentions"]["both"].erase("accuracy");
+  write_file_atomic(dir / "bert/layers/probing.json", json::dump(probing));
+  CHECK_THROWS_WITH(experiment::layer_probing_across_runs(plan, {run}, &paper),
+                    (dir / "bert/layers/probing.json") + ": json: missing key 'accuracy'");
 }
 
 TEST_CASE("the locality/symmetry folder's plan reads its six paper tables and names the runs of Tables 8 and 9",
