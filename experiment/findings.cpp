@@ -151,9 +151,7 @@ Finding rank_finding(const Claim& claim, const Comparison& c, double alpha) {
     return f;
   }
   f.judgement = r->verdicts.empty() ? judge_rank_agreement({r->kendall, r->kendall_p, r->n, ""}, alpha)
-                                    : Judgement{r->verdicts[0], ""};
-  if (f.judgement.verdict == Verdict::not_testable && f.judgement.reason.empty())
-    f.judgement.reason = "most rows at chance";
+                                    : Judgement{r->verdicts[0], r->reasons.empty() ? "" : r->reasons[0]};
   f.effect = "τ_b " + format(r->kendall, "%.2f") + " (" + p_text(r->kendall_p) + ", n = " + std::to_string(r->n) + ")";
   f.paper = "the paper's order of the rows";
   return f;

@@ -141,7 +141,7 @@ std::optional<ColumnReading> baseline_verdicts(const PaperTable& table, const Co
     const Judgement j = judge(e, plan.alpha);
     rows.emplace_back(run.config, j.verdict);
     reasons.push_back(j.reason);
-    (test.over_pretraining ? over_pretraining : over_seeds) += 1;
+    if (test.tested) (test.over_pretraining ? over_pretraining : over_seeds) += 1;
   }
   if (rows.empty()) return std::nullopt;
   ColumnReading r;
@@ -280,7 +280,10 @@ Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& 
       int64_t chance_rows = 0;
       for (const RunResults& run : runs) chance_rows += column.at_chance.count(run.config) && column.compared(run.config);
       const bool chance = 2 * chance_rows >= static_cast<int64_t>(both.size());
-      r.verdicts = {chance ? Verdict::not_testable : judge_rank_agreement(tau, plan.alpha).verdict};
+      const Judgement order = chance ? Judgement{Verdict::not_testable, "most rows at chance"}
+                                     : judge_rank_agreement(tau, plan.alpha);
+      r.verdicts = {order.verdict};
+      r.reasons = {order.reason};
       r.text = name + ", rank agreement of ordo's rows with the paper's: " + rank_text(tau, rho) + ". " +
                (chance ? "Verdict on the order: " + std::string(verdict_name(Verdict::not_testable)) + " (" +
                              std::to_string(chance_rows) + " of the " + std::to_string(both.size()) + " rows are at "

@@ -89,7 +89,7 @@ struct ColumnReading {
   std::vector<Verdict> verdicts;     // the line's verdicts ("rank": one; "verdicts": one per row; "signs": one
                                      // per indicator)
   std::vector<std::string> names;    // "verdicts", "signs": the row (config) or indicator of each verdict
-  std::vector<std::string> reasons;  // "verdicts": why each "not testable here" is ("" for the others)
+  std::vector<std::string> reasons;  // why each "not testable here" is ("" for the others; "rank": one)
   std::string text;                  // the line, in Markdown
 };
 

@@ -3,6 +3,7 @@
 // gathered into one table. Every expected effect, interval and p below is
 // worked by hand or taken from scipy.stats.ttest_ind(equal_var=False) (its
 // confidence_interval(0.95)) on the numbers written here.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <tuple>
@@ -126,6 +127,24 @@ TEST_CASE("findings: each kind of claim judged by the verdict rules, with its ef
   const std::vector<experiment::Finding> once = experiment::judge_claims(
       claims.claims, {experiment::compare(tables[0], replicated_base, replicated_plan)}, {sweep}, replicated_plan);
   CHECK_THAT(once[0].effect, Contains("far − base +30.00 [+27.73, +32.27] (fine-tuning seeds"));
+
+  // Every row of ordo's the same figure: tau_b is undefined, and the order's verdict says so (not "at chance").
+  std::vector<experiment::RunResults> tied;
+  for (const char* config : {"base", "far", "near", "dip"}) tied.push_back(run_scoring(config, {0.50, 0.51, 0.52}));
+  const std::vector<experiment::Finding> ties = experiment::judge_claims(
+      claims.claims, {experiment::compare(tables[0], tied, plan)}, {sweep}, plan);
+  CHECK(ties[3].judgement.verdict == Verdict::not_testable);
+  CHECK(ties[3].judgement.reason == "tau_b is undefined: one side's values all tie");
+
+  // A row with one seed has no test: the verdict line counts the two rows tested, not it.
+  std::vector<experiment::RunResults> one_seed = runs;
+  one_seed[1] = run_scoring("far", {0.80});
+  const experiment::Comparison with_one = experiment::compare(tables[0], one_seed, plan);
+  const auto line = std::find_if(with_one.readings.begin(), with_one.readings.end(),
+                                 [](const experiment::ColumnReading& r) { return r.grouping == "verdicts"; });
+  REQUIRE(line != with_one.readings.end());
+  CHECK_THAT(line->text, Contains("over fine-tuning seeds of one pretraining run for the 2 other row(s) (†)"));
+  CHECK(line->reasons.at(0) == "no test: fewer than two seeds in a row, or no spread in either");
 
   // A row that has not run that task (no figure in the column): not testable, and no error.
   std::vector<experiment::RunResults> unfinished = runs;
