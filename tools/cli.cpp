@@ -38,7 +38,7 @@ const std::vector<Command>& commands() {
 }
 
 Args::Args(const std::vector<std::string>& argv, const std::vector<std::string>& flags,
-           const std::vector<std::string>& switches) {
+           const std::vector<std::string>& switches, Positional positional) {
   auto known = [](const std::vector<std::string>& list, const std::string& name) {
     return std::find(list.begin(), list.end(), name) != list.end();
   };
@@ -68,6 +68,13 @@ Args::Args(const std::vector<std::string>& argv, const std::vector<std::string>&
     }
     check_utf8(value, "the value of --" + name);
     values_.emplace(name, value);
+  }
+  if (positional == Positional::refused && !positional_.empty()) {
+    std::string accepted;
+    for (const auto* list : {&flags, &switches})
+      for (const std::string& f : *list) accepted += (accepted.empty() ? "--" : ", --") + f;
+    throw UsageError("unexpected argument '" + positional_[0] + "': this command takes flags only (" +
+                     (accepted.empty() ? "none" : accepted) + ")");
   }
 }
 
@@ -142,10 +149,6 @@ Device Args::device(const std::string& name, const std::string& fallback) const 
   ORDO_USAGE_CHECK(d.is_cpu() || d.index < cuda_device_count(), "flag --", name, " ", d.str(), " is not available (",
              cuda_device_description(0), ")");
   return d;
-}
-
-void Args::expect_no_positional(const std::string& hint) const {
-  ORDO_USAGE_CHECK(positional_.empty(), "unexpected argument '", positional_.empty() ? "" : positional_[0], "'", hint);
 }
 
 std::vector<std::string> Args::all(const std::string& name) const {

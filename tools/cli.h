@@ -49,10 +49,14 @@ const std::vector<Command>& commands();
 // Flags of the form --name value, --name=value or a bare --switch.
 class Args {
  public:
+  // Whether a command takes arguments that are not flags (`ordo report RUN...`).
+  enum class Positional { refused, taken };
   // `flags` lists the accepted flag names (without "--"); `switches` the ones
-  // that take no value. Anything else is an error naming the flag.
+  // that take no value. Anything else is an error naming the flag, and so is
+  // an argument that is not a flag where the command takes none (a stray word
+  // silently ignored would run something other than what was asked).
   Args(const std::vector<std::string>& argv, const std::vector<std::string>& flags,
-       const std::vector<std::string>& switches = {});
+       const std::vector<std::string>& switches = {}, Positional positional = Positional::refused);
 
   bool has(const std::string& name) const;
   std::string str(const std::string& name, const std::string& fallback) const;
@@ -67,11 +71,8 @@ class Args {
   Device device(const std::string& name, const std::string& fallback) const;
   // Every value given for a repeatable flag (e.g. --set a=1 --set b=2), in order.
   std::vector<std::string> all(const std::string& name) const;
-  // Arguments that are not flags.
+  // Arguments that are not flags (Positional::taken).
   const std::vector<std::string>& positional() const { return positional_; }
-  // A UsageError naming the first argument that is not a flag, when there
-  // is one, followed by `hint` (" (give the checkpoint with --checkpoint DIR)").
-  void expect_no_positional(const std::string& hint = "") const;
 
  private:
   std::multimap<std::string, std::string> values_;

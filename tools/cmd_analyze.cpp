@@ -21,8 +21,6 @@ namespace {
 int run(const std::vector<std::string>& argv) {
   ordo::cli::Args args(argv, {"run", "model", "models", "out", "checkpoint", "seed", "eval-sequences", "positions"},
                       {"quiet", "overwrite"});
-  args.expect_no_positional(" (flags are --run, --model, --models, --out, --checkpoint, --seed, --eval-sequences,"
-                            " --positions, --quiet, --overwrite)");
   const int given = args.has("run") + args.has("model") + args.has("models");
   ORDO_USAGE_CHECK(given == 1, "analyze: give one of --run RUN_DIR, --model CHECKPOINT, --models FOLDER");
   ORDO_USAGE_CHECK(!args.has("checkpoint") || args.has("run"),

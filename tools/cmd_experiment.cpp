@@ -98,7 +98,7 @@ int run(const std::vector<std::string>& argv) {
   cli::Args args(argv,
                  {"out", "set", "data", "stages", "only", "rungs", "shard", "redo", "probe-length", "probe-words", "probe-layer",
                   "probe-seed", "parallel-runs", "runs-at-once"},
-                 {"quick", "list", "report", "quiet", "findings", "overwrite"});
+                 {"quick", "list", "report", "quiet", "findings", "overwrite"}, cli::Args::Positional::taken);
   if (args.has("findings")) return gather_findings(args);
   ORDO_USAGE_CHECK(!args.has("overwrite"), "--overwrite is for --findings (an experiment's folder is continued, never "
                    "replaced)");

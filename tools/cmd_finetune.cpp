@@ -13,7 +13,6 @@ int finetune(const std::vector<std::string>& argv, parallel::Communicator* comm)
   cli::Args args(argv, {"checkpoint", "task", "data", "out", "config", "set", "seeds", "lr", "vocab", "init-positions-from",
                   "worker"},
                  {"overwrite", "quiet", "from-scratch", "new-head"});
-  args.expect_no_positional();
   train::FinetuneOptions o;
   o.checkpoint = args.required("checkpoint");
   o.task = args.required("task");

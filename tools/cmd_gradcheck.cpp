@@ -9,7 +9,7 @@
 namespace {
 
 int run(const std::vector<std::string>& argv) {
-  ordo::cli::Args args(argv, {});
+  ordo::cli::Args args(argv, {}, {}, ordo::cli::Args::Positional::taken);
   const std::vector<std::string>& ops = args.positional();
   std::vector<ordo::GradcheckOutcome> outcomes = ordo::run_gradcheck_suite(ops);
   int failed = 0;

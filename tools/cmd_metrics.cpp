@@ -17,7 +17,6 @@ using namespace ordo;
 
 int run(const std::vector<std::string>& argv) {
   cli::Args args(argv, {"attention", "first-k", "offset-range"});
-  args.expect_no_positional(" (give the matrix with --attention FILE)");
   const std::string file = args.required("attention");
   const int64_t first_k = args.integer("first-k", 20, 1, int64_t{1} << 30);
   const int64_t offset_range = args.integer("offset-range", 20, 1, int64_t{1} << 30);

@@ -31,7 +31,6 @@ using namespace ordo;
 int run(const std::vector<std::string>& argv) {
   cli::Args args(argv, {"checkpoint", "out", "words", "length", "layer", "seed", "vocab", "device", "precision"},
                  {"overwrite"});
-  args.expect_no_positional(" (give the checkpoint with --checkpoint DIR)");
   probe::ProbeRequest request;
   request.checkpoint = args.required("checkpoint");
   const std::string out = args.required("out");

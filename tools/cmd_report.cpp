@@ -20,7 +20,7 @@ namespace {
 using namespace ordo;
 
 int run(const std::vector<std::string>& argv) {
-  cli::Args args(argv, {"out"}, {"overwrite"});
+  cli::Args args(argv, {"out"}, {"overwrite"}, cli::Args::Positional::taken);
   const std::string out = args.required("out");
   std::vector<InputPath> inputs;
   for (const std::string& p : args.positional()) {

@@ -14,7 +14,6 @@ using namespace ordo;
 
 int run(const std::vector<std::string>& argv) {
   cli::Args args(argv, {"task", "data", "predictions", "na-probs", "na-prob-thresh"});
-  args.expect_no_positional(" (ordo score takes --task, --data and --predictions)");
   downstream::ScoreRequest request;
   request.task = args.required("task");
   request.data = args.required("data");

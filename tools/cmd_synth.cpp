@@ -12,7 +12,6 @@ namespace {
 
 int run(const std::vector<std::string>& argv) {
   ordo::cli::Args args(argv, {"sentences", "seed", "out", "set"}, {"overwrite"});
-  args.expect_no_positional();
   ORDO_USAGE_CHECK(args.has("sentences"), "missing required flag --sentences");
   int64_t sentences = args.integer("sentences", 0, 1, int64_t{1} << 40);
   int64_t seed = args.integer("seed", 0, 0, INT64_MAX);

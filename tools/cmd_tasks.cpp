@@ -13,7 +13,6 @@ using namespace ordo;
 
 int run(const std::vector<std::string>& argv) {
   cli::Args args(argv, {"from", "out", "seed", "dev-fraction", "test-fraction"}, {"overwrite"});
-  args.expect_no_positional();
   std::string from = args.required("from");
   // A run's data folder, the run itself, or a folder written by `ordo data synth`.
   if (!file_exists(from + "/annotations.jsonl") && file_exists(from + "/data/annotations.jsonl")) from += "/data";

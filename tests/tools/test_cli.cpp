@@ -60,3 +60,25 @@ TEST_CASE("a flag's value that is not UTF-8 is refused before any work, naming t
   }
   CHECK(std::filesystem::is_empty(dir.path));
 }
+
+TEST_CASE("a word that is not a flag is refused by every command that takes flags only, naming it and the flags",
+          "[cli][errors]") {
+  // A forgotten "--config" before a second config, or a value after a switch, would otherwise run
+  // something other than what was asked, in silence.
+  ordo::test::TempDir dir("stray_word");
+  const std::string tiny = std::string(ORDO_SOURCE_DIR) + "/configs/tiny.json";
+  for (const std::string& args : std::vector<std::string>{
+           "bench train --config tiny mini", "bench ops pe",
+           "pretrain --config " + tiny + " --out " + (dir / "r") + " --overwrite yes",
+           "data synth --sentences 10 --out " + (dir / "s") + " extra"}) {
+    const ordo::test::CommandResult r = run_ordo(args);
+    INFO("ordo " << args << "\n" << r.output);
+    CHECK(r.exit_code == 1);  // a usage error, as an unknown flag
+    CHECK(r.output.find("unexpected argument '") != std::string::npos);
+    CHECK(r.output.find("': this command takes flags only (--") != std::string::npos);
+  }
+  CHECK(std::filesystem::is_empty(dir.path));
+  const ordo::test::CommandResult pretrain = run_ordo("pretrain --config " + tiny + " --out " + (dir / "r") + " yes");
+  CHECK(pretrain.output.find("unexpected argument 'yes': this command takes flags only (--config, --set, --out, "
+                             "--resume, --stop-after, --overwrite, --quiet)") != std::string::npos);
+}
