@@ -112,6 +112,11 @@ void check_assignment(const std::string& assignment, const std::string& where) {
              ": empty key in '", path, "'");
 }
 
+void check_assignments(const std::vector<std::string>& assignments, const std::string& where) {
+  for (size_t k = 0; k < assignments.size(); ++k)
+    check_assignment(assignments[k], detail::cat(where, "[", k, "] '", assignments[k], "'"));
+}
+
 void apply_override(json::Value& root, const std::string& assignment) {
   check_assignment(assignment, "--set '" + assignment + "'");
   const size_t eq = assignment.find('=');
@@ -127,7 +132,6 @@ void apply_override(json::Value& root, const std::string& assignment) {
   while (true) {
     size_t dot = path.find('.', start);
     std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    ORDO_CHECK(!key.empty(), "--set '", assignment, "': empty key in '", path, "'");
     ORDO_CHECK(node->is_object() || node->is_null(), "--set '", assignment, "': '",
                path.substr(0, start ? start - 1 : 0), "' is not an object");
     if (dot == std::string::npos) {

@@ -75,5 +75,7 @@ void apply_override(json::Value& root, const std::string& assignment);
 // of non-empty names; an error says `where` ("experiment.json: finetune.set[2]
 // 'x'"). For lists of assignments read before they are applied.
 void check_assignment(const std::string& assignment, const std::string& where);
+// Each of a list's assignments, an error naming its index: "WHERE[2] 'x': ...".
+void check_assignments(const std::vector<std::string>& assignments, const std::string& where);
 
 }  // namespace ordo

@@ -74,8 +74,7 @@ Ladder read_ladder(const json::Value& spec, const std::string& where) {
     r.ignore({"moves"});  // a string or a list: read below
     if (const json::Value* set = r.array("set")) {
       rung.set = string_list(*set, at + ": set");
-      for (size_t k = 0; k < rung.set.size(); ++k)
-        check_assignment(rung.set[k], detail::cat(at, ": set[", k, "] '", rung.set[k], "'"));
+      check_assignments(rung.set, at + ": set");
     }
     const std::string device = r.string("device", "any");
     ORDO_CHECK(device == "any" || device == "gpu", at, ": device '", device, "' is \"gpu\" (a rung for a GPU) or "

@@ -256,8 +256,7 @@ std::vector<std::string> strings(FieldReader& r, const std::string& key, const s
 // A list of --set-style assignments (KEY=VALUE), each checked where it is read.
 std::vector<std::string> assignments(FieldReader& r, const std::string& key, const std::string& where) {
   std::vector<std::string> out = strings(r, key, where);
-  for (size_t i = 0; i < out.size(); ++i)
-    check_assignment(out[i], detail::cat(where, ": ", key, "[", i, "] '", out[i], "'"));
+  check_assignments(out, where + ": " + key);
   return out;
 }
 
@@ -412,12 +411,10 @@ void read_finetune(const json::Value* spec, const PlanRequest& request, const st
     t.finish();
     ORDO_CHECK(!(*tasks)[i].contains("column") || !task.init_positions.empty(), at,
                ": 'column' names a Table 3 column, for a task with init_positions");
-    for (size_t k = 0; k < task.runs.size(); ++k) {
-      const std::string& run = task.runs[k];
+    std::set<std::string> named;
+    for (const std::string& run : task.runs) {
       ORDO_CHECK(plan.is_row(run), at, ": runs names '", run, "', which is no run config of ", folder);
-      ORDO_CHECK(std::find(task.runs.begin(), task.runs.begin() + static_cast<std::ptrdiff_t>(k), run) ==
-                     task.runs.begin() + static_cast<std::ptrdiff_t>(k),
-                 at, ": runs names '", run, "' twice");
+      ORDO_CHECK(named.insert(run).second, at, ": runs names '", run, "' twice");
     }
     ORDO_CHECK(!task.name.empty() && seen.insert(task.name).second, at, ": 'name' ",
                task.name.empty() ? "is missing" : "'" + task.name + "' is used twice");
