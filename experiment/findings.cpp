@@ -544,7 +544,7 @@ std::vector<Finding> judge_claims(const std::vector<Claim>& claims, const std::v
     if (kind == "section") {
       Finding f{claim, untestable("the report has no such section yet (its runs have not finished)"), "", ""};
       for (const SectionVerdict& s : sections)
-        if (s.key == claim.test[1]) f.judgement = s.judgement, f.effect = s.effect;
+        if (s.key == claim.test[1]) f.judgement = s.judgement, f.effect = s.effect, f.paper = s.paper;
       out.push_back(f);
       continue;
     }

@@ -358,7 +358,7 @@ std::vector<std::string> write_experiment_report(const Plan& plan, const std::st
     for (report::OutputFile& f : comparisons.files)
       if (f.name == "paper.md") f.bytes += md;
   };
-  std::vector<SectionVerdict> section_verdicts;
+  std::vector<SectionVerdict> section_verdicts = comparisons.verdicts;
   const SectionInput input{plan, runs, tables};
   for (const ReportSectionEntry& entry : report_sections()) {
     if (!entry.wanted(input)) continue;

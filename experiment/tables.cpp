@@ -12,9 +12,9 @@
 #include "base/error.h"
 #include "base/json_numbers.h"
 #include "experiment/columns.h"
+#include "experiment/figure5.h"
 #include "experiment/statistics.h"
 #include "experiment/verdicts.h"
-#include "plot/svg.h"
 #include "probe/indicators.h"
 #include "probe/probe_matrix.h"
 
@@ -395,47 +395,6 @@ Comparison compare_correlations(const PaperTable& table, const std::vector<RunRe
   return c;
 }
 
-// ---- Figure 5: the correlation against the offset range ----------------------------------------------
-
-struct RangeCurves {
-  std::vector<plot::svg::Line> monotonicity, balance;  // one line per score, score k drawn as look k
-  json::Value json = json::Value::object();
-};
-
-RangeCurves range_curves(const std::vector<RunResults>& runs, const std::vector<std::string>& columns,
-                         const Plan& plan) {
-  RangeCurves out;
-  size_t ranges = 0;
-  for (const RunResults& run : runs)
-    if (!run.by_range.is_null()) ranges = std::max(ranges, run.by_range["monotonicity_first_k"].size());
-  int look = 0;
-  for (const std::string& key : columns) {
-    plot::svg::Line m{key, {}, {}, look}, b{key, {}, {}, look};
-    ++look;
-    json::Value jm = json::Value::array(), jb = json::Value::array();
-    for (size_t r = 1; r <= ranges; ++r) {
-      std::vector<double> opr, db;
-      for (const RunResults& run : runs) {
-        const bool has = !run.by_range.is_null() && run.by_range["monotonicity_first_k"].size() >= r;
-        opr.push_back(has ? json::to_number(run.by_range["monotonicity_first_k"][r - 1]) : kNaN);
-        db.push_back(has ? json::to_number(run.by_range["direction_balance"][r - 1]) : kNaN);
-      }
-      const Correlation cm = correlate(runs, opr, key, plan), cb = correlate(runs, db, key, plan);
-      jm.push_back(json::number(cm.r));
-      jb.push_back(json::number(cb.r));
-      if (!std::isnan(cm.r)) m.x.push_back(static_cast<double>(r)), m.y.push_back(cm.r);
-      if (!std::isnan(cb.r)) b.x.push_back(static_cast<double>(r)), b.y.push_back(cb.r);
-    }
-    json::Value entry = json::Value::object();
-    entry["monotonicity_first_k"] = jm;
-    entry["direction_balance"] = jb;
-    out.json[key] = entry;
-    if (!m.x.empty()) out.monotonicity.push_back(m);
-    if (!b.x.empty()) out.balance.push_back(b);
-  }
-  return out;
-}
-
 // ---- ordo's own tables ---------------------------------------------------------------------------------
 
 // Every task's score and the pretraining's held-out accuracy, one row per run.
@@ -702,32 +661,11 @@ ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResult
     for (const PaperTable& t : tables)
       if (t.correlations) curve_keys = t.columns;
     if (curve_keys.empty()) curve_keys = task_keys;
-    const RangeCurves curves = range_curves(runs, curve_keys, plan);
-    if (!curves.monotonicity.empty() || !curves.balance.empty()) {
-      plot::svg::ChartStyle style;
-      style.y_min = -1, style.y_max = 1;
-      style.legend = false;
-      style.title = "OPR over the first k offsets vs scores";
-      style.x_label = "k (offsets, tokens)";
-      style.y_label = "Pearson r (unitless)";
-      std::vector<plot::svg::Figure> panels = {plot::svg::line_chart(curves.monotonicity, style)};
-      style.title = "DB over the first l offsets vs scores";
-      style.x_label = "l (offsets, tokens)";
-      panels.push_back(plot::svg::line_chart(curves.balance, style));
-      // One legend for both panels: every score a curve has in either.
-      std::vector<std::pair<std::string, int>> legend;
-      for (const std::vector<plot::svg::Line>* lines : {&curves.monotonicity, &curves.balance})
-        for (const plot::svg::Line& line : *lines)
-          if (std::none_of(legend.begin(), legend.end(), [&](const auto& e) { return e.first == line.name; }))
-            legend.emplace_back(line.name, line.look);
-      std::sort(legend.begin(), legend.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
-      out.files.push_back({"figure5.svg", plot::svg::document(plot::svg::grid(
-                                              panels, 2, "Wang et al. 2021, Figure 5: correlation against the offset range",
-                                              legend))});
-      out.files.push_back({"figure5.json", json::dump(curves.json, 2) + "\n"});
-      figures += "\n![Figure 5](figure5.svg)\n";
-      html += "<h3>Figure 5</h3>\n<p><img src=\"figure5.svg\" alt=\"correlation against the offset range\"></p>\n";
-    }
+    const ReportSection figure5 = figure5_section(runs, curve_keys, plan);
+    out.files.insert(out.files.end(), figure5.files.begin(), figure5.files.end());
+    figures += figure5.markdown;
+    html += figure5.html;
+    out.verdicts = figure5.verdicts;
   }
   json::Value all = json::Value::object();
   all["tables"] = tables_json;

@@ -30,8 +30,8 @@
 // with its p-value and n, read by a verdict per indicator (the paper's sign;
 // Holm over the column's indicators), the signs that agree and the rank
 // agreement down each column.
-// Figure 5: the same correlation with OPR over the first k offsets and with
-// DB_l, as functions of k and l, one line per column.
+// Figure 5 (experiment/figure5.h): the same correlation with OPR over the
+// first k offsets and with DB_l, as functions of k and l, one line per column.
 #pragma once
 
 #include <string>
@@ -122,6 +122,7 @@ struct ComparisonFiles {
   std::vector<report::OutputFile> files;
   std::string html;
   std::vector<Comparison> comparisons;  // one per table of configurations or correlations
+  std::vector<SectionVerdict> verdicts; // Figure 5's (experiment/figure5.h)
 };
 ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResults>& runs,
                                    const std::vector<PaperTable>& tables);

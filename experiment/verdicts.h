@@ -52,6 +52,7 @@ struct SectionVerdict {
   std::string key;      // "sweep.locality"
   Judgement judgement;
   std::string effect;   // ordo's effect in words ("rho 0.40 (p = 0.30, n = 6)")
+  std::string paper;    // the paper's effect in words, where the section states it ("" otherwise)
 };
 
 // The verdict of the rules above at significance level alpha.

@@ -1,5 +1,6 @@
 // The report of several runs: see report/report.h.
 #include "report/report.h"
+#include "report/readings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -463,61 +464,6 @@ std::string figure_html(const std::string& src, const std::string& caption) {
 
 }  // namespace
 
-std::string reading_of(const RunRecord& r) {
-  const std::string paper = " Wang et al. 2021 found the layer-1 attention of BERT-base local and near translation "
-                            "invariant with every position encoding after pretraining (their Table 2; "
-                            "configs/papers/wang2021/paper_table2.tsv holds the values), and uniform without one.";
-  // Uniform rows first: there every pair ties, AIV and OPR are 0 and describe no band.
-  if (probe::uniform_rows(probe::without_special(r.attention)))
-    return "Layer " + std::to_string(r.layer) + " of " + r.label +
-           " attends uniformly to identical words: every word position gets the same weight within f32 rounding "
-           "(without [CLS] and [SEP]), so there is no positional structure; AIV and OPR are 0 here because every "
-           "pair ties, not because of a band." + paper;
-  const double aiv = json::to_number(r.without_special["translation_invariance"]);
-  const double opr = json::to_number(r.without_special["monotonicity_first_k"]);
-  const bool invariant = aiv <= kInvariantAiv, local = opr <= kLocalOpr;
-  char figures[160];
-  std::snprintf(figures, sizeof figures, " (AIV %.3f, OPR over the first 20 offsets %.3f, without [CLS] and [SEP]; ",
-                aiv, opr);
-  const std::string shape =
-      invariant && local ? "a diagonal band: attention falls with distance and depends on the offset alone"
-      : local            ? "local (attention falls with distance) but not translation invariant: the band changes "
-                           "along the diagonal"
-      : invariant        ? "translation invariant (each diagonal constant) but not local: no band around the diagonal"
-                         : "neither local nor translation invariant: no diagonal band";
-  char bounds[64];
-  std::snprintf(bounds, sizeof bounds, "a band is AIV <= %g and OPR <= %g here)", kInvariantAiv, kLocalOpr);
-  return "Layer " + std::to_string(r.layer) + " of " + r.label + " attends to identical words with " + shape +
-         figures + bounds + "." + paper;
-}
-
-std::string loss_reading(const std::vector<RunRecord>& runs) {
-  std::string past;
-  bool any = false;
-  for (const RunRecord& r : runs) {
-    if (r.held_out_loss.size() < 2) continue;
-    any = true;
-    const auto lowest = std::min_element(r.held_out_loss.begin(), r.held_out_loss.end(),
-                                         [](const auto& a, const auto& b) { return a.second < b.second; });
-    const auto& last = r.held_out_loss.back();
-    if (last.second <= lowest->second * (1 + kPastBestLoss)) continue;
-    char s[160];
-    std::snprintf(s, sizeof s, " (lowest %.3f at step %.0f, %.3f at step %.0f)", lowest->second, lowest->first,
-                  last.second, last.first);
-    past += (past.empty() ? "" : "; ") + r.label + s;
-  }
-  if (!any) return "";
-  char allowed[16];
-  std::snprintf(allowed, sizeof allowed, "%g%%", 100 * kPastBestLoss);
-  if (past.empty())
-    return "Every run's held-out loss at its last evaluation is within " + std::string(allowed) +
-           " of its lowest: no run overfits the corpus before the end.";
-  return "Above their lowest held-out loss by more than " + std::string(allowed) +
-         " at the last evaluation, so overfitting the corpus before the end (their last checkpoint is past their "
-         "best held-out point): " + past + ". Held-out losses of different objectives (masked tokens, next tokens) "
-         "do not compare.";
-}
-
 namespace {
 
 // One run's section; adds the files it links to `files`.
@@ -633,17 +579,9 @@ plot::svg::Figure trajectory_grid(const std::vector<RunRecord>& runs) {
       plot::svg::Line line;
       line.name = r.label;
       line.look = static_cast<int>(lines.size());
-      for (size_t i = 0; i < r.trajectory.size(); ++i) {
-        const json::Value& row = r.trajectory[i];
-        const json::Value* inner = row.is_object() ? row.find("without_special") : nullptr;
-        const json::Value* v = inner && inner->is_object() ? inner->find(key) : nullptr;
-        const json::Value* step = row.is_object() ? row.find("step") : nullptr;
-        const std::string where = detail::cat(r.run_dir, "/analysis/indicator_trajectory.json: steps[", i, "]");
-        ORDO_CHECK(v && step && step->is_number(), where, " lacks \"step\" or \"without_special\".\"", key, "\"");
-        const double y = json::reading_file(where + ".without_special." + key, [&] { return json::to_number(*v); });
-        if (!std::isfinite(y)) continue;
-        line.x.push_back(step->as_number());
-        line.y.push_back(y);
+      for (const auto& [step, value] : trajectory_of(r, key)) {
+        line.x.push_back(step);
+        line.y.push_back(value);
       }
       lines.push_back(line);
     }
@@ -724,6 +662,8 @@ std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs, const 
                 figure_html("trajectories.svg", "identical word probing of layer 1 at the runs' checkpoints (ordo "
                                                 "analyze), without the special tokens' rows and columns: 0 is the "
                                                 "property met, DB 1 is balanced");
+    const std::string reading = trajectory_reading(runs);
+    if (!reading.empty()) sections += "<p><b>What it shows.</b> " + html_escape(reading) + "</p>\n";
   }
   if (std::any_of(runs.begin(), runs.end(), has_curves)) {
     files.push_back({"losses.svg", plot::svg::document(loss_grid(runs))});
@@ -763,7 +703,7 @@ std::vector<OutputFile> render_report(const std::vector<RunRecord>& runs, const 
       html_table(runs) + lead_html + "<h2>Heatmaps</h2>\n" +
       figure_html("heatmaps.svg", "softmax attention of the probed layer, one panel per run (rows: query position i, "
                                   "columns: key position j; viridis, each panel its own scale)") +
-      sections + "</body>\n</html>\n";
+      "<p><b>What it shows.</b> " + html_escape(heatmaps_reading(runs)) + "</p>\n" + sections + "</body>\n</html>\n";
   files.push_back({"index.html", html});
   return files;
 }

@@ -28,7 +28,8 @@
 //       the row's name as title
 //   runs/<n>_<variant>/...   each run's heatmaps (attention.svg, scores.svg)
 //       and its analysis files, copied (ordo analyze's figures are SVG too)
-//   index.html     static and self-contained: it links only files beside it
+//   index.html     static and self-contained: it links only files beside it;
+//       each figure with its generated reading (report/readings.h)
 // The row of a run uses probed layer 1 when the probe has it, else the
 // first layer it probed (the "layer" column says which).
 #pragma once
@@ -75,20 +76,6 @@ struct RunRecord {
 RunRecord read_run(const std::string& run_dir);
 // Reads every run (at least one) and makes their labels and slugs unique.
 std::vector<RunRecord> read_runs(const std::vector<std::string>& run_dirs);
-
-// The reading of a run's probed layer in one sentence, as its report section
-// opens with it: local (OPR over the first 20 offsets, without the special
-// tokens, <= kLocalOpr) and translation invariant (AIV without them <=
-// kInvariantAiv) is a diagonal band; and what the paper found.
-constexpr double kLocalOpr = 0.2, kInvariantAiv = 0.1;
-std::string reading_of(const RunRecord& r);
-
-// The reading of the loss figure: the runs whose held-out loss at the last
-// evaluation lies more than kPastBestLoss (relative) above their lowest, so
-// that they overfit the corpus before the end ("" when no run has two
-// evaluations).
-constexpr double kPastBestLoss = 0.01;
-std::string loss_reading(const std::vector<RunRecord>& runs);
 
 // The table's columns: (key, heading) in order; the indicator keys are
 // probe/indicators.h's. The first three (variant, objective, layer) are text;

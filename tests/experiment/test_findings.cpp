@@ -83,6 +83,7 @@ TEST_CASE("findings: each kind of claim judged by the verdict rules, with its ef
   sweep.key = "sweep.locality";
   sweep.judgement = {experiment::Verdict::contradicted, ""};
   sweep.effect = "rho -0.9";
+  sweep.paper = "rises";
   const std::vector<experiment::Finding> f = experiment::judge_claims(claims.claims, comparisons, {sweep}, plan);
   REQUIRE(f.size() == 6);
   using experiment::Verdict;
@@ -112,6 +113,7 @@ TEST_CASE("findings: each kind of claim judged by the verdict rules, with its ef
   CHECK_THAT(f[3].effect, Contains("τ_b 0.33 (p = 0.75, n = 4)"));
   CHECK(f[4].judgement.verdict == Verdict::contradicted);
   CHECK(f[4].effect == "rho -0.9");
+  CHECK(f[4].paper == "rises");  // a section's words for the paper's effect
   CHECK(f[5].judgement.verdict == Verdict::not_testable);
   CHECK(f[5].judgement.reason == "needs WMT");
 

@@ -13,6 +13,7 @@
 #include "model/model.h"
 #include "nn/checkpoint.h"
 #include "plot/png.h"
+#include "report/readings.h"
 #include "report/report.h"
 #include "tests/helpers.h"
 #include "tests/plot/png_check.h"
