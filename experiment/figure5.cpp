@@ -73,19 +73,22 @@ SectionVerdict range_verdict(const std::string& key, const RangeCorrelations& c,
     v.judgement.reason = "fewer than three runs with both values at some offset of " + range;
     return v;
   }
-  std::vector<double> rs;
-  for (const auto& p : points) rs.push_back(p.second.r);
-  std::vector<double> sorted = rs;
+  std::vector<double> sorted;
+  for (const auto& point : points) sorted.push_back(point.second.r);
   std::sort(sorted.begin(), sorted.end());
   const size_t m = sorted.size();
   const double median = m % 2 ? sorted[m / 2] : 0.5 * (sorted[m / 2 - 1] + sorted[m / 2]);
   // One sign everywhere, or the range is not significant; then the largest p of the range.
-  double p = 0;
-  for (const auto& [k, x] : points) p = (x.r > 0) == (median > 0) && x.r != 0 ? std::max(p, x.p) : 1.0;
+  const bool one_sign = std::all_of(points.begin(), points.end(), [&](const auto& point) {
+    return point.second.r != 0 && (point.second.r > 0) == (median > 0);
+  });
+  double p = one_sign ? 0 : 1;
+  if (one_sign)
+    for (const auto& point : points) p = std::max(p, point.second.p);
   v.judgement = judge({median, static_cast<double>(sign), p, ""}, alpha);
   v.effect = "r " + c.column + " over the first " + range + " offsets from " + r_text(sorted.front()) + " to " +
              r_text(sorted.back()) + ", median " + r_text(median) + " (n = " + std::to_string(points.front().second.n) +
-             " runs; largest p of one sign " + (p >= 1 ? std::string("none: both signs occur") : cell(p, "%.3g")) + ")";
+             " runs; largest p of one sign " + (one_sign ? cell(p, "%.3g") : std::string("none: both signs occur")) + ")";
   return v;
 }
 
