@@ -58,6 +58,28 @@ std::vector<const FinetuneTask*> replicated_classifiers(const Plan& plan) {
 
 }  // namespace
 
+std::vector<std::string> wang_chen_figure_readings(const std::vector<probe::WangChenRow>& rows) {
+  std::string profiles, components;
+  for (const probe::WangChenRow& r : rows) {
+    components += (components.empty() ? "" : ", ") + r.name + " " + std::to_string(r.components_90);
+    const std::vector<double>& c = r.cosine_by_offset;
+    const size_t half = std::max<size_t>(1, (c.size() + 1) / 2);  // d <= half the positions: half the pairs or more
+    if (c.empty()) continue;
+    const size_t lowest = std::min_element(c.begin(), c.begin() + half) - c.begin();
+    const double again = *std::max_element(c.begin() + lowest, c.begin() + half);
+    profiles += (profiles.empty() ? "" : "; ") + r.name + " " + fixed(c[0], "%.2f") + " at d = 1, lowest " +
+                fixed(c[lowest], "%.2f") + " at d = " + std::to_string(lowest + 1) + ", then up again by " +
+                fixed(again - c[lowest], "%.2f");
+  }
+  return {"Figures 1 and 3, the mean cosine similarity of two positions d apart, for d up to half the positions: " +
+              profiles + ". A local table falls toward 0 and stays there; a periodic one rises again. The paper "
+              "(Figures 1 and 3): the encoders' tables (BERT's, RoBERTa's) local, GPT-2's and the sinusoid's periodic, "
+              "read by eye: no verdict.",
+          "Figure 2, the singular values needed for 90% of their sum (each row's first pretraining run): " + components +
+              ". The paper: BERT's table needs the most, RoBERTa's fewer, GPT-2's fewer still; the Findings judge its "
+              "order over the pretraining runs."};
+}
+
 TextTable wang_chen_replicates(const Plan& plan, const std::vector<RunResults>& runs) {
   std::vector<std::pair<std::string, const char*>> keys = {{"position_mae", "%.2f"},
                                                             {"order_error", "%.3f"},
@@ -136,6 +158,7 @@ WangChenFiles wang_chen_across_runs(const Plan& plan, const std::vector<RunResul
   html += "<p>" + report::html_escape(about) + "</p>\n" + t.html() + spread_html +
           "<p><img src=\"wang_chen/wang_chen_cosine.svg\" alt=\"cosine similarity per run\"></p>\n"
           "<p><img src=\"wang_chen/wang_chen_informativeness.svg\" alt=\"singular values per run\"></p>\n";
+  append_reading(wang_chen_figure_readings(report.rows), "Reading (generated)", md, html);
   const std::string attack_about =
       "Table 4, the skip-position attack: held-out perplexity (exp of the mean loss over the predicted tokens: "
       "masked tokens for MLM, next tokens for the causal run) and accuracy with positions 0, 1, 2, ... and with "

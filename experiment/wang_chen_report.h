@@ -21,6 +21,7 @@
 #include "experiment/plan.h"
 #include "experiment/results.h"
 #include "experiment/tables.h"
+#include "probe/wang_chen.h"
 #include "report/report.h"
 
 namespace ordo::experiment {
@@ -37,6 +38,14 @@ struct WangChenFiles {
 // fine-tune as mean ± std over the pretraining runs, the classifier's beside
 // the first run's spread over its fine-tuning seeds.
 TextTable wang_chen_replicates(const Plan& plan, const std::vector<RunResults>& runs);
+
+// The generated readings of Figures 1 and 3 (each table's mean cosine of two
+// positions d apart: its value at d = 1, its lowest over d <= half the
+// positions, how far it rises again after; the paper calls the encoders'
+// tables local and GPT-2's and the sinusoid's periodic, by eye, so no
+// verdict) and of Figure 2 (each table's components for 90 %, beside the
+// paper's order, which the Findings judge over the pretraining runs).
+std::vector<std::string> wang_chen_figure_readings(const std::vector<probe::WangChenRow>& rows);
 
 // The runs that have finished pretraining, compared; runs without an input
 // table (relative-only variants) are listed as skipped, runs without an

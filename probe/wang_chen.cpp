@@ -68,10 +68,22 @@ WangChenRow row_of(const NamedTable& t, uint64_t seed) {
   r.order_test_pairs = ord.test_pairs;
   r.share = cumulative_share(singular_values(t.table));
   r.components_90 = components_for(r.share, 0.9);
+  r.cosine_by_offset = cosine_by_offset(t.table);
   return r;
 }
 
 }  // namespace
+
+std::vector<double> cosine_by_offset(const Matrix& table) {
+  const Matrix c = cosine_similarities(table);
+  std::vector<double> out;
+  for (int64_t d = 1; d < c.rows; ++d) {
+    double sum = 0;
+    for (int64_t i = 0; i + d < c.rows; ++i) sum += c(i, i + d);
+    out.push_back(sum / static_cast<double>(c.rows - d));
+  }
+  return out;
+}
 
 std::vector<WangChenRow> wang_chen_rows(const std::vector<NamedTable>& tables, const WangChenOptions& o) {
   std::vector<WangChenRow> rows;
@@ -105,6 +117,9 @@ WangChenReport wang_chen_tables(const std::vector<NamedTable>& tables_in, const 
     json::Value curve = json::Value::array();
     for (double v : w.share) curve.push_back(v);
     row["share"] = curve;
+    json::Value profile = json::Value::array();
+    for (double v : w.cosine_by_offset) profile.push_back(v);
+    row["cosine_by_offset"] = profile;
     rows.push_back(row);
     const std::string dims = std::to_string(positions) + " x " + std::to_string(w.dim);
     md += "| " + w.name + " | " + w.kind + " | " + dims + " | " + fmt("%.2f", w.mae) + " | " +

@@ -47,7 +47,14 @@ struct WangChenRow {
   int64_t order_test_pairs = 0;
   std::vector<double> share;         // Fig. 2: share[k-1] of the top k singular values
   int64_t components_90 = 0;         // the smallest k with share >= 0.9
+  std::vector<double> cosine_by_offset;  // Figs. 1/3 in numbers: cosine_by_offset(table)
 };
+
+// The mean cosine similarity of two positions d apart, over every pair
+// (P_i, P_{i+d}): element d - 1 for d = 1 .. rows - 1. A local table falls
+// from near 1 toward 0 with d; a periodic one (the sinusoid's: (2/D) sum_k
+// cos(w_k d), whatever i) falls and rises again.
+std::vector<double> cosine_by_offset(const Matrix& table);
 // The numbers alone: one row per table, in order, then the controls
 // ("sinusoid", "random") when asked.
 std::vector<WangChenRow> wang_chen_rows(const std::vector<NamedTable>& tables, const WangChenOptions& options);
@@ -55,7 +62,8 @@ std::vector<WangChenRow> wang_chen_rows(const std::vector<NamedTable>& tables, c
 // Computes everything and renders the files (nothing is written):
 //   wang_chen.json   per table: name, kind, positions, dim, mae, baseline_mae,
 //                    order_error, components_90 (k reaching 90 % of the
-//                    singular values' sum), share (the curve)
+//                    singular values' sum), share (the curve),
+//                    cosine_by_offset (Figs. 1/3's profile)
 //   wang_chen.md, wang_chen.csv   Tables 1-2 side by side
 //   wang_chen_cosine.svg          Figures 1 and 3: one cosine map per table
 //   wang_chen_informativeness.svg Figure 2: one curve per table

@@ -79,3 +79,20 @@ TEST_CASE("Wang & Chen: a run still pretraining is left out of the tables", "[ex
   training.stages = json::parse("{\"pretrain\": {\"seconds\": 1}}");
   CHECK(training.pretrained());
 }
+
+TEST_CASE("Wang & Chen's Figures 1-3 read in numbers: the cosine profile and the components", "[experiment][wang_chen]") {
+  probe::WangChenRow local, periodic;
+  local.name = "bert";
+  local.components_90 = 35;
+  local.cosine_by_offset = {0.6, 0.3, 0.1, 0.0, 0.02, 0.01, 0.5};  // d = 7 is past half the positions: not read
+  periodic.name = "sinusoid";
+  periodic.components_90 = 17;
+  periodic.cosine_by_offset = {0.8, 0.2, -0.3, 0.1, 0.4, 0.0, 0.0};
+  const std::vector<std::string> lines = experiment::wang_chen_figure_readings({local, periodic});
+  REQUIRE(lines.size() == 2);
+  // Half of 7 offsets, rounded up: d = 1..4. bert: lowest 0.00 at d = 4, nothing after it within the half;
+  // sinusoid: lowest -0.30 at d = 3, up again to 0.10 at d = 4 (+0.40).
+  CHECK_THAT(lines[0], Catch::Contains("bert 0.60 at d = 1, lowest 0.00 at d = 4, then up again by 0.00; sinusoid "
+                                       "0.80 at d = 1, lowest -0.30 at d = 3, then up again by 0.40."));
+  CHECK_THAT(lines[1], Catch::Contains("for 90% of their sum (each row's first pretraining run): bert 35, sinusoid 17."));
+}
