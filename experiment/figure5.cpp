@@ -195,8 +195,10 @@ ReportSection figure5_section(const std::vector<RunResults>& runs, const std::ve
   out.files.push_back({"figure5.json", json::dump(curves, 2) + "\n"});
 
   const Figure5Reading reading = read_figure5(monotonicity, balance, plan.alpha);
-  out.markdown = "\n![Figure 5](figure5.svg)\n";
-  out.html = "<h3>Figure 5</h3>\n<p><img src=\"figure5.svg\" alt=\"correlation against the offset range\"></p>\n";
+  // Named with its paper: every report draws it, beside papers whose own Figure 5 is another.
+  out.markdown = "\n### Wang et al. 2021, Figure 5\n\n![Wang et al. 2021, Figure 5](figure5.svg)\n";
+  out.html = "<h3>Wang et al. 2021, Figure 5</h3>\n<p><img src=\"figure5.svg\" alt=\"correlation against the offset "
+             "range\"></p>\n";
   append_reading(reading.lines, "Reading (generated)", out.markdown, out.html);
   out.verdicts = reading.verdicts;
   return out;

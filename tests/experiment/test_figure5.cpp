@@ -64,7 +64,7 @@ TEST_CASE("Figure 5: every score named once in a legend inside the SVG", "[exper
   const auto figures = std::find_if(out.files.begin(), out.files.end(),
                                     [](const report::OutputFile& f) { return f.name == "figures.md"; });
   REQUIRE(figures != out.files.end());
-  CHECK_THAT(figures->bytes, Contains("![Figure 5](figure5.svg)"));
+  CHECK_THAT(figures->bytes, Contains("![Wang et al. 2021, Figure 5](figure5.svg)"));
   // Read, with the two claims' verdicts: no SQuAD column for the monotonicity claim; the GLUE mean for the
   // balance claim over l = 1..3, the offsets these runs measured.
   CHECK_THAT(figures->bytes, Contains("**Reading (generated)**"));
