@@ -121,10 +121,10 @@ Figure5Reading read_figure5(const std::vector<RangeCorrelations>& monotonicity,
     out.verdicts.push_back(v);
   };
   const std::vector<std::string> span = {"squad.f1", "squad.score"};
-  claim("figure5.monotonicity", column_of(monotonicity, span, "squad"), kMonotonicityFirst, kMonotonicityLast, -1,
+  claim(kFigure5Monotonicity, column_of(monotonicity, span, "squad"), kMonotonicityFirst, kMonotonicityLast, -1,
         "r of OPR over the first 20-55 offsets with SQuAD below -0.9", "span prediction");
   const RangeCorrelations* glue = column_of(balance, {"glue.mean"}, "glue.mean");
-  claim("figure5.balance", glue ? glue : column_of(balance, span, "squad"), kBalanceFirst, kBalanceLast, +1,
+  claim(kFigure5Balance, glue ? glue : column_of(balance, span, "squad"), kBalanceFirst, kBalanceLast, +1,
         "r of DB over the first few offsets with the scores above 0.5, falling as the range grows",
         "the GLUE mean or span prediction");
   return out;

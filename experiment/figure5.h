@@ -30,6 +30,10 @@
 
 namespace ordo::experiment {
 
+// The section's verdicts, for a claims.tsv's "section KEY" (experiment/findings.h).
+constexpr const char* kFigure5Monotonicity = "figure5.monotonicity";
+constexpr const char* kFigure5Balance = "figure5.balance";
+
 // The ranges the paper names, in offsets.
 constexpr int kMonotonicityFirst = 20, kMonotonicityLast = 55;
 constexpr int kBalanceFirst = 1, kBalanceLast = 5;

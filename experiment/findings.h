@@ -27,8 +27,9 @@
 //                                          over the two rows' pretraining runs, one value each
 //             correlation TABLE IND COLUMN Pearson's r of indicator IND with COLUMN (Table 5's
 //                                          shape), Holm over the column's indicators
-//             section KEY                  a verdict a report section computes (KEY: see
-//                                          ReportSection::verdicts; "sweep.locality", ...)
+//             section KEY                  a verdict a report section computes: figure5.monotonicity,
+//                                          figure5.balance (experiment/figure5.h), sweep.locality,
+//                                          sweep.symmetry (experiment/sweep_report.h)
 //             untested WHY...              not testable here, and why (a dataset ordo cannot
 //                                          have, a recipe not run)
 //           TABLE is a paper table's name ("table2" for paper_table2.tsv); in a

@@ -130,7 +130,7 @@ ReportSection sweep_across_encoders(const Plan& plan, const std::vector<RunResul
       lines.push_back(what + ": " + std::to_string(set.size()) + " encoder(s) finished, too few to read. Verdict: " +
                       verdict_name(Verdict::not_testable) + ".");
       SectionVerdict v;
-      v.key = by_locality ? "sweep.locality" : "sweep.symmetry";
+      v.key = by_locality ? kSweepLocality : kSweepSymmetry;
       v.judgement.reason = "fewer than 3 encoders finished";  // not testable (Judgement's default)
       out.verdicts.push_back(v);
       return;
@@ -145,7 +145,7 @@ ReportSection sweep_across_encoders(const Plan& plan, const std::vector<RunResul
     const CorrelationTest rho = spearman_test(x, y);
     const Judgement verdict = judge({rho.value, 1.0, rho.p, ""}, plan.alpha);
     SectionVerdict v;
-    v.key = by_locality ? "sweep.locality" : "sweep.symmetry";
+    v.key = by_locality ? kSweepLocality : kSweepSymmetry;
     v.judgement = verdict;
     v.effect = "Spearman's ρ " + cell(rho.value, "%.2f") + " (" +
                (std::isnan(rho.p) ? std::string("p undefined") : "p = " + cell(rho.p, "%.3g")) + ", n = " +

@@ -23,6 +23,11 @@ namespace ordo::experiment {
 // weights delta(w, s) over positions 0..length-1.
 std::pair<double, double> attenuated_locality_symmetry(double w, double s, int64_t length);
 
+// The section's verdicts, for a claims.tsv's "section KEY" (experiment/findings.h): accuracy rises
+// with locality (the middle panel) and with symmetry (the right one).
+constexpr const char* kSweepLocality = "sweep.locality";
+constexpr const char* kSweepSymmetry = "sweep.symmetry";
+
 ReportSection sweep_across_encoders(const Plan& plan, const std::vector<RunResults>& runs);
 
 }  // namespace ordo::experiment
