@@ -95,7 +95,10 @@ std::vector<RungValues> rungs_of(const Disagreement& d, const Plan& plan, const 
     v.rung = rung.name;
     v.moves = rung.moves;
     const std::string row = ladder_run_name(d.row, rung.name);
-    v.flops = rung_shape(plan.configs[index_of(plan, row)]).flops;
+    const train::RunConfig& config = plan.configs[index_of(plan, row)];
+    v.flops = rung_shape(config).flops;
+    // Unset is auto: bf16 products on a GPU, fp32 on the CPU (train/pretrain.h).
+    v.precision = config.train.precision ? precision_name(*config.train.precision) : rung.gpu ? "bf16" : "fp32";
     const std::map<uint64_t, double> a = values_by_seed(plan, runs, row, d.figure);
     if (d.minus.empty()) {
       for (const auto& [seed, value] : a) v.values.push_back(value);
@@ -216,6 +219,7 @@ json::Value row_json(const ScaleRow& row) {
     json::Value o = json::Value::object(), values = json::Value::array();
     o["rung"] = r.rung;
     o["flops"] = json::number(r.flops);
+    o["precision"] = r.precision;
     for (double v : r.values) values.push_back(json::number(v));
     o["values"] = values;
     rungs.push_back(o);
@@ -628,7 +632,7 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
   for (size_t k = 0; k < shown.size(); ++k)
     if (shown[k]) {
       const RungValues& r = judged.front().rungs[k];
-      table.header.push_back(r.rung + " (" + number(std::log10(r.flops), "10^%.1f") + ")");
+      table.header.push_back(r.rung + " (" + number(std::log10(r.flops), "10^%.1f") + ", " + r.precision + ")");
     }
   if (!plan.english_out.empty()) table.header.push_back("real English (" + judged.front().rungs.front().rung + ")");
   for (const PretrainedModel& m : plan.pretrained)

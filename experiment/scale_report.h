@@ -76,6 +76,7 @@ struct RungValues {
   std::string rung;
   std::vector<std::string> moves;  // what changed from the rung before (the ladder's "moves")
   double flops = 0;                // the rung's training compute
+  std::string precision;           // its products' ("fp32", "bf16": train.precision, auto resolved by the device)
   std::vector<double> values;      // one per finished pretraining run
 };
 

@@ -237,7 +237,7 @@ TEST_CASE("the scale report sets a check rung's runs against the checked rung's 
                                                "db\tdirection_balance\ta\t-\tref.tsv\t1e18\tthe APE's balance\n");
   write_file_atomic(dir / "experiment.json", R"({"stages": ["pretrain", "probe", "report"],
       "replicates": {"runs": ["a"], "seeds": [2, 3]}, "ladder": {"rungs": [
-      {"name": "r1"}, {"name": "r2", "moves": "steps", "set": ["train.steps=8000"]},
+      {"name": "r1"}, {"name": "r2", "moves": "steps", "set": ["train.steps=8000", "train.precision=bf16"]},
       {"name": "r1_bf16", "checks": "r1", "set": ["train.precision=bf16"]}]}})");
   experiment::PlanRequest request;
   request.folder = dir.path;
@@ -292,6 +292,11 @@ TEST_CASE("the scale report sets a check rung's runs against the checked rung's 
   CHECK((rows[0].start_family == 2 && rows[1].start_family == 0));
   // The check is no point of the trend: the disagreement's table has r1 and r2 only.
   CHECK_THAT(s.markdown, !Contains("r1_bf16 (10^"));
+  // Each rung says its products' precision: r1 fp32 (unset, on the CPU), r2 bf16 as its set says; the
+  // compute is tiny's 2.01e13 FLOPs at 4,000 steps (configs/scale_study/README.md), twice that at 8,000.
+  CHECK_THAT(s.markdown, Contains("| r1 (10^13.3, fp32) |"));
+  const experiment::ReportSection with_r2 = experiment::scale_across_rungs(plan, {r1, check, probed("a=r2", 1.3, 0.34)});
+  CHECK_THAT(with_r2.markdown, Contains("| r1 (10^13.3, fp32) | r2 (10^13.6, bf16) |"));
   // Without the check's run there is nothing to judge.
   const experiment::ReportSection none = experiment::scale_across_rungs(plan, {r1});
   CHECK_THAT(none.markdown, Contains("Check 'r1_bf16' of rung 'r1': not testable yet"));
