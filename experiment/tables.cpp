@@ -683,6 +683,11 @@ ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResult
     r["pe"] = run.pe;
     r["figures"] = figures_json(run, plan, keys);
     r["stages"] = run.stages;
+    if (!run.by_range.is_null()) {  // Figure 5's inputs: the indicators over the first k offsets, k = 1, 2, ...
+      json::Value ranges = json::Value::object();
+      for (const char* key : {"monotonicity_first_k", "direction_balance"}) ranges[key] = run.by_range[key];
+      r["by_range"] = ranges;
+    }
     json::Value chance = json::Value::object();
     for (const auto& [name, task] : run.tasks)
       if (std::isfinite(task.chance)) chance[name] = json::number(task.chance);

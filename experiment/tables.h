@@ -115,7 +115,8 @@ struct Correlation {
 Correlation correlate(const std::vector<RunResults>& runs, const std::vector<double>& per_run, const std::string& key,
                       const Plan& plan);
 
-// Every file of the comparison (paper.md, paper.json, figures.md with ordo's
+// Every file of the comparison (paper.md, paper.json (each run's figures, and
+// the indicators by offset range Figure 5 correlates), figures.md with ordo's
 // own tables of every task and indicator, figure5.svg and figure5.json when
 // there are task figures to correlate) and the HTML section for index.html.
 struct ComparisonFiles {

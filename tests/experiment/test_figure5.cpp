@@ -65,6 +65,18 @@ TEST_CASE("Figure 5: every score named once in a legend inside the SVG", "[exper
                                     [](const report::OutputFile& f) { return f.name == "figures.md"; });
   REQUIRE(figures != out.files.end());
   CHECK_THAT(figures->bytes, Contains("![Wang et al. 2021, Figure 5](figure5.svg)"));
+  // paper.json carries each run's indicators by range, so Figure 5's r can be recomputed from the report.
+  const auto paper = std::find_if(out.files.begin(), out.files.end(),
+                                  [](const report::OutputFile& f) { return f.name == "paper.json"; });
+  REQUIRE(paper != out.files.end());
+  const json::Value per_run = json::parse(paper->bytes)["runs"];
+  REQUIRE(per_run.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    const json::Value& ranges = per_run[i]["by_range"];
+    REQUIRE(ranges["monotonicity_first_k"].size() == 3);
+    CHECK(ranges["monotonicity_first_k"][2].as_number() == runs[i].by_range["monotonicity_first_k"][2].as_number());
+    CHECK(ranges["direction_balance"][0].as_number() == runs[i].by_range["direction_balance"][0].as_number());
+  }
   // Read, with the two claims' verdicts: no SQuAD column for the monotonicity claim; the GLUE mean for the
   // balance claim over l = 1..3, the offsets these runs measured.
   CHECK_THAT(figures->bytes, Contains("**Reading (generated)**"));
