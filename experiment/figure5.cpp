@@ -138,15 +138,10 @@ ReportSection figure5_section(const std::vector<RunResults>& runs, const std::ve
     if (!run.by_range.is_null()) ranges = std::max(ranges, run.by_range["monotonicity_first_k"].size());
   if (ranges == 0) return out;
 
+  // Each score's r at every range, over the runs with both values.
   std::vector<RangeCorrelations> monotonicity, balance;
-  std::vector<plot::svg::Line> opr_lines, db_lines;  // score k drawn as look k
-  json::Value curves = json::Value::object();
-  int look = 0;
   for (const std::string& key : columns) {
     RangeCorrelations m{key, {}}, b{key, {}};
-    plot::svg::Line opr_line{key, {}, {}, look}, db_line{key, {}, {}, look};
-    ++look;
-    json::Value jm = json::Value::array(), jb = json::Value::array();
     for (size_t r = 1; r <= ranges; ++r) {
       std::vector<double> opr, db;
       for (const RunResults& run : runs) {
@@ -156,19 +151,33 @@ ReportSection figure5_section(const std::vector<RunResults>& runs, const std::ve
       }
       m.by_range.push_back(correlate(runs, opr, key, plan));
       b.by_range.push_back(correlate(runs, db, key, plan));
-      jm.push_back(json::number(m.by_range.back().r));
-      jb.push_back(json::number(b.by_range.back().r));
-      for (auto [line, c] : {std::pair{&opr_line, &m.by_range.back()}, std::pair{&db_line, &b.by_range.back()}})
-        if (!std::isnan(c->r)) line->x.push_back(static_cast<double>(r)), line->y.push_back(c->r);
     }
-    json::Value entry = json::Value::object();
-    entry["monotonicity_first_k"] = jm;
-    entry["direction_balance"] = jb;
-    curves[key] = entry;
     monotonicity.push_back(m);
     balance.push_back(b);
-    if (!opr_line.x.empty()) opr_lines.push_back(opr_line);
-    if (!db_line.x.empty()) db_lines.push_back(db_line);
+  }
+  // Score k drawn as look k in both panels; a score without any r has no line.
+  auto lines_of = [](const std::vector<RangeCorrelations>& all) {
+    std::vector<plot::svg::Line> lines;
+    for (size_t k = 0; k < all.size(); ++k) {
+      plot::svg::Line line{all[k].column, {}, {}, static_cast<int>(k)};
+      for (size_t r = 0; r < all[k].by_range.size(); ++r)
+        if (!std::isnan(all[k].by_range[r].r))
+          line.x.push_back(static_cast<double>(r + 1)), line.y.push_back(all[k].by_range[r].r);
+      if (!line.x.empty()) lines.push_back(line);
+    }
+    return lines;
+  };
+  const std::vector<plot::svg::Line> opr_lines = lines_of(monotonicity), db_lines = lines_of(balance);
+  json::Value curves = json::Value::object();
+  for (size_t k = 0; k < columns.size(); ++k) {
+    json::Value entry = json::Value::object();
+    for (const auto& [name, c] : {std::pair{"monotonicity_first_k", &monotonicity[k]},
+                                  std::pair{"direction_balance", &balance[k]}}) {
+      json::Value rs = json::Value::array();
+      for (const Correlation& x : c->by_range) rs.push_back(json::number(x.r));
+      entry[name] = rs;
+    }
+    curves[columns[k]] = entry;
   }
   if (opr_lines.empty() && db_lines.empty()) return out;
 

@@ -13,6 +13,7 @@
 #include "base/json.h"
 #include "base/json_numbers.h"
 #include "experiment/figure5.h"
+#include "experiment/ladder.h"
 #include "experiment/statistics.h"
 #include "experiment/sweep_report.h"
 #include "experiment/tables.h"
@@ -484,10 +485,8 @@ void check_claims(const std::vector<Claim>& claims, const std::string& path, con
     if (kind == "section") {
       // A key no section computes would read "not finished yet" forever: refused by name.
       const std::vector<std::string> known = {kFigure5Monotonicity, kFigure5Balance, kSweepLocality, kSweepSymmetry};
-      std::string list;
-      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
       ORDO_CHECK(std::count(known.begin(), known.end(), c.test[1]), at, ": no section verdict '", c.test[1],
-                 "' (a report computes ", list, ")");
+                 "' (a report computes ", joined(known, ", "), ")");
       continue;
     }
     if (kind == "higher") {
