@@ -9,11 +9,11 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/strings.h"
 #include "base/file_io.h"
 #include "base/json.h"
 #include "base/json_numbers.h"
 #include "experiment/figure5.h"
-#include "experiment/ladder.h"
 #include "experiment/statistics.h"
 #include "experiment/sweep_report.h"
 #include "experiment/tables.h"

@@ -7,6 +7,7 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "base/output.h"
+#include "base/strings.h"
 #include "experiment/plan.h"
 
 namespace ordo::experiment {
@@ -173,12 +174,6 @@ std::vector<RungShape> resolve_rungs(const Ladder& ladder, const std::string& co
 }
 
 std::string ladder_run_name(const std::string& run, const std::string& rung) { return run + "=" + rung; }
-
-std::string joined(const std::vector<std::string>& items, const char* separator) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
-  return out;
-}
 
 const Rung* rung_of(const Plan& plan, size_t i) {
   const std::string& row = plan.row_of[i];

@@ -106,9 +106,6 @@ std::vector<RungShape> resolve_rungs(const Ladder& ladder, const std::string& co
 // "<run>=<rung>".
 std::string ladder_run_name(const std::string& run, const std::string& rung);
 
-// "a and b and c" (or with another separator): a rung's moves in a sentence.
-std::string joined(const std::vector<std::string>& items, const char* separator = " and ");
-
 // The rung run `i` of a ladder plan belongs to; nullptr without a ladder.
 const Rung* rung_of(const Plan& plan, size_t i);
 

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/strings.h"
 #include "base/file_io.h"
 #include "base/json.h"
 #include "base/json_numbers.h"

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "base/config.h"
+#include "base/strings.h"
 #include "nn/bert.h"
 #include "pe/absolute.h"
 #include "pe/attenuated.h"
@@ -79,9 +80,7 @@ const std::vector<Variant>& variants() {
 const Variant& find_variant(const std::string& name) {
   for (const Variant& v : variants())
     if (v.name == name) return v;
-  std::string known;
-  for (const auto& n : variant_names()) known += (known.empty() ? "" : ", ") + n;
-  throw Error("unknown position encoding '" + name + "': known variants are " + known +
+  throw Error("unknown position encoding '" + name + "': known variants are " + joined(variant_names(), ", ") +
               " (combine one input-level and one attention-level variant as INPUT+ATTENTION)");
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "base/strings.h"
 #include "base/json_numbers.h"
 #include "probe/indicators.h"
 #include "probe/probe_matrix.h"
@@ -29,12 +30,6 @@ std::string figure(double x, const char* pattern = "%.3f") {
   char s[32];
   std::snprintf(s, sizeof s, pattern, x);
   return s;
-}
-
-std::string names(const std::vector<std::string>& list) {
-  std::string out;
-  for (const std::string& n : list) out += (out.empty() ? "" : ", ") + n;
-  return out;
 }
 
 }  // namespace
@@ -84,14 +79,14 @@ std::string heatmaps_reading(const std::vector<RunRecord>& runs) {
   if (band.size() == runs.size()) return out + "every run's is a diagonal band." + kPaper;
   out += band.empty() ? std::string("no run's is a diagonal band")
                       : std::to_string(band.size()) + " of " + std::to_string(runs.size()) +
-                            " runs' is a diagonal band (" + names(band) + ")";
+                            " runs' is a diagonal band (" + joined(band, ", ") + ")";
   const std::pair<const std::vector<std::string>*, const char*> others[] = {
       {&local, "local but not translation invariant"},
       {&invariant, "translation invariant but not local"},
       {&neither, "neither"},
       {&uniform, "uniform, with no positional structure"}};
   for (const auto& [list, what] : others)
-    if (!list->empty()) out += "; " + std::string(what) + ": " + names(*list);
+    if (!list->empty()) out += "; " + std::string(what) + ": " + joined(*list, ", ");
   return out + "." + kPaper;
 }
 
@@ -116,17 +111,23 @@ std::string trajectory_reading(const std::vector<RunRecord>& runs) {
   bool any = false;
   for (const RunRecord& r : runs) {
     const auto aiv = trajectory_of(r, "translation_invariance"), opr = trajectory_of(r, "monotonicity_first_k");
-    if (aiv.empty() || opr.size() != aiv.size()) continue;
+    // The checkpoints with both indicators, paired by step (a non-finite value drops one from its series).
+    std::vector<std::pair<double, Shape>> shapes;
+    for (const auto& [step, a] : aiv) {
+      const auto o = std::find_if(opr.begin(), opr.end(), [&](const auto& p) { return p.first == step; });
+      if (o != opr.end()) shapes.emplace_back(step, shape_of(a, o->second));
+    }
+    if (shapes.empty()) continue;
     any = true;
     if (shape_of(r) == Shape::uniform) {
       uniform.push_back(r.label);
       continue;
     }
     // The first checkpoint from which every later one is a band.
-    size_t from = aiv.size();
-    while (from > 0 && shape_of(aiv[from - 1].second, opr[from - 1].second) == Shape::band) --from;
-    if (from == aiv.size()) never.push_back(r.label);
-    else formed.push_back(r.label + " from step " + figure(aiv[from].first, "%.0f"));
+    size_t from = shapes.size();
+    while (from > 0 && shapes[from - 1].second == Shape::band) --from;
+    if (from == shapes.size()) never.push_back(r.label);
+    else formed.push_back(r.label + " from step " + figure(shapes[from].first, "%.0f"));
     // OPR-20 over the last quarter of the steps: from the first checkpoint at 3/4 of the last step.
     const double last_step = opr.back().first;
     const auto quarter = std::find_if(opr.begin(), opr.end(), [&](const auto& p) { return p.first >= 0.75 * last_step; });
@@ -138,12 +139,12 @@ std::string trajectory_reading(const std::vector<RunRecord>& runs) {
   }
   if (!any) return "";
   std::string out = "Layer 1 becomes a diagonal band and stays one to the last checkpoint (without [CLS] and [SEP]; " +
-                    bounds_text() + "): " + (formed.empty() ? std::string("no run") : names(formed));
-  if (!never.empty()) out += "; not by the last checkpoint: " + names(never);
-  if (!uniform.empty()) out += "; uniform at the end, with no positional structure: " + names(uniform);
+                    bounds_text() + "): " + (formed.empty() ? std::string("no run") : joined(formed, ", "));
+  if (!never.empty()) out += "; not by the last checkpoint: " + joined(never, ", ");
+  if (!uniform.empty()) out += "; uniform at the end, with no positional structure: " + joined(uniform, ", ");
   out += ". OPR over the first 20 offsets still moves over the last quarter of pretraining (by more than " +
          figure(100 * kStillMoving, "%.0f") + "% of its final value): " +
-         (moving.empty() ? std::string("no run; every run's settles") : names(moving)) + ".";
+         (moving.empty() ? std::string("no run; every run's settles") : joined(moving, ", ")) + ".";
   return out;
 }
 

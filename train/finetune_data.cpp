@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/strings.h"
 #include "base/file_io.h"
 #include "downstream/senteval.h"
 #include "downstream/tsv.h"
@@ -28,12 +29,6 @@ std::string the_one_present(const std::string& folder, const std::vector<std::st
   ORDO_CHECK(present.size() <= 1, "--data ", folder, " holds both ", present[0], " and ", present[1],
              ": ordo would have to pick one; keep only the one to fine-tune on (or give a folder holding one)");
   return present.empty() ? "" : folder + "/" + present[0];
-}
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string s;
-  for (const std::string& n : names) s += (s.empty() ? "" : " or ") + n;
-  return s;
 }
 
 }  // namespace
@@ -63,7 +58,7 @@ TaskFiles find_task_files(const std::string& task, const std::string& folder) {
   f.train = the_one_present(folder, train_names);
   const std::string dev = the_one_present(folder, dev_names);
   ORDO_CHECK(!f.train.empty() && !dev.empty(), "--data ", folder, ": the ", task, " task needs its training file (",
-             joined(train_names), ") and its dev file (", joined(dev_names), "); ",
+             joined(train_names, " or "), ") and its dev file (", joined(dev_names, " or "), "); ",
              f.train.empty() ? "the training file" : "the dev file", " is missing");
   f.dev.push_back(dev);
   if (!is_squad(task)) {

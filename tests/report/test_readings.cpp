@@ -1,6 +1,9 @@
 // report/readings.h: the heatmaps' and the trajectories' readings, on runs
 // made by hand (an indicator's values chosen on either side of the bounds).
 #include "report/readings.h"
+
+#include <cmath>
+
 #include "tests/helpers.h"
 
 using namespace ordo;
@@ -81,6 +84,14 @@ TEST_CASE("the trajectories' reading: where the band forms, and whether OPR stil
   CHECK(text.find("never 0.") == std::string::npos);
   CHECK(text.find("no analysis") == std::string::npos);
   CHECK(report::trajectory_reading({without}).empty());
+
+  // The two indicators are paired by step: OPR's non-finite value at step 2000 drops that checkpoint only,
+  // not the run, and the band forms from step 3000.
+  report::RunRecord gap = run("gap", 0.03, 0.1);
+  gap.trajectory = trajectory({{1000, 0.5, 0.4}, {2000, 0.05, 0.1}, {3000, 0.05, 0.1}, {4000, 0.5, 0.1}});
+  gap.trajectory[1]["without_special"]["monotonicity_first_k"] = json::number(std::nan(""));
+  gap.trajectory[3]["without_special"]["translation_invariance"] = 0.03;
+  CHECK_THAT(report::trajectory_reading({gap}), Contains("here): gap from step 3000."));
 
   // A bad trajectory names its file and step.
   report::RunRecord bad = run("bad", 0.05, 0.1);
