@@ -9,10 +9,10 @@
 #include <set>
 
 #include "base/error.h"
-#include "base/strings.h"
 #include "base/file_io.h"
 #include "base/json.h"
 #include "base/json_numbers.h"
+#include "base/strings.h"
 #include "experiment/figure5.h"
 #include "experiment/statistics.h"
 #include "experiment/sweep_report.h"

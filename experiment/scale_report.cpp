@@ -11,11 +11,11 @@
 #include <set>
 
 #include "base/error.h"
-#include "base/strings.h"
 #include "base/file_io.h"
 #include "base/json.h"
 #include "base/json_numbers.h"
 #include "base/output.h"
+#include "base/strings.h"
 #include "experiment/ladder.h"
 #include "experiment/paper_table.h"
 #include "experiment/statistics.h"

@@ -6,8 +6,8 @@
 #include <cstdio>
 
 #include "base/error.h"
-#include "base/strings.h"
 #include "base/json_numbers.h"
+#include "base/strings.h"
 #include "probe/indicators.h"
 #include "probe/probe_matrix.h"
 

@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "base/error.h"
-#include "base/strings.h"
 #include "base/file_io.h"
+#include "base/strings.h"
 #include "downstream/senteval.h"
 #include "downstream/tsv.h"
 #include "train/finetune_parts.h"
