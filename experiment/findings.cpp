@@ -441,8 +441,7 @@ Claims read_claims(const std::string& path) {
   Claims out;
   std::vector<Claim>& claims = out.claims;
   std::set<std::string> ids;
-  const std::string text = read_file(path);
-  check_utf8_lines(text, path);  // the claims go into the findings' JSON, HTML and Markdown
+  const std::string text = read_data_text(path);
   const std::vector<std::string> lines = split(text, '\n');
   for (size_t i = 0; i < lines.size(); ++i) {
     std::string line = lines[i];

@@ -66,14 +66,16 @@ std::vector<std::string> split_fields(const std::string& line, char separator) {
   }
 }
 
-void check_utf8_lines(const std::string& text, const std::string& path) {
+std::string read_data_text(const std::string& path) {
+  std::string text = read_file(path);
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
   text::utf8::Invalid invalid;
-  if (text::utf8::valid(text, &invalid)) return;
+  if (text::utf8::valid(text, &invalid)) return text;
   const size_t newline = text.rfind('\n', invalid.offset);
   const size_t line_start = newline == std::string::npos ? 0 : newline + 1;
   const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n') + 1;
   throw Error(detail::cat(path, ":", line, ": invalid UTF-8 at byte ", invalid.offset - line_start + 1,
-                          " of the line (", invalid.reason, "); a paper table is UTF-8 text"));
+                          " of the line (", invalid.reason, "); the file must be UTF-8 text"));
 }
 
 const std::vector<std::string>& analysis_keys() {
@@ -129,8 +131,7 @@ PaperTable read_paper_table(const std::string& path) {
   std::string file = path.substr(path.rfind('/') + 1);
   t.name = file.substr(0, file.size() - 4);
   if (t.name.rfind("paper_", 0) == 0) t.name = t.name.substr(6);
-  const std::string text = read_file(path);
-  check_utf8_lines(text, path);
+  const std::string text = read_data_text(path);
   std::vector<std::string> header;
   size_t first_value = 0;
   std::set<std::string> seen;

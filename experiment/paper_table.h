@@ -92,10 +92,12 @@ const std::vector<std::string>& analysis_keys();
 bool is_figure_key(const std::string& key);
 // A line's fields between separators (an empty one between two separators kept).
 std::vector<std::string> split_fields(const std::string& line, char separator);
-// A data file's text goes into the report's JSON, HTML and Markdown, which
-// hold UTF-8 only: anything else is refused when the plan is read, naming the
-// line and the byte in it, not when the report is written after the runs.
-void check_utf8_lines(const std::string& text, const std::string& path);
+// A plan's data file (paper_table*.tsv, claims.tsv, disagreements.tsv), read
+// whole. Its text goes into the report's JSON, HTML and Markdown, which hold
+// UTF-8 only: anything else is refused when the plan is read, naming the line
+// and the byte in it, not when the report is written after the runs. A UTF-8
+// byte-order mark at the start (editors on Windows add one) is dropped.
+std::string read_data_text(const std::string& path);
 // A column's heading, as the reports print it ("AIV w/o [CLS]/[SEP]", "rte.accuracy").
 std::string heading_of(const std::string& key);
 // Which way is better for a column: smaller for the indicators (how far each

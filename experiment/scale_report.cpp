@@ -454,8 +454,7 @@ double binomial_upper_tail(int64_t k, int64_t n, double p) {
 std::vector<Disagreement> read_disagreements(const std::string& path, const std::string& folder) {
   std::vector<Disagreement> out;
   std::set<std::string> ids;
-  const std::string text = read_file(path);
-  check_utf8_lines(text, path);
+  const std::string text = read_data_text(path);
   size_t start = 0;
   bool header = false;
   for (int line_no = 1; start <= text.size(); ++line_no) {

@@ -343,6 +343,11 @@ TEST_CASE("findings: a bad claims file is refused by line, before any run", "[ex
   CHECK(crlf.title == "A paper");
   CHECK(crlf.claims[0].caveat.empty());
   CHECK(crlf.claims[0].test == std::vector<std::string>{"untested", "x", "y"});
+  // A UTF-8 byte-order mark before the title line (an editor's) is dropped, not read as a claim.
+  write_file_atomic(dir / "claims.tsv", "\xEF\xBB\xBF# A paper\na\tT\tc\tuntested x\t-\n");
+  const experiment::Claims bom = experiment::read_claims(dir / "claims.tsv");
+  CHECK(bom.title == "A paper");
+  CHECK(bom.claims.size() == 1);
 }
 
 TEST_CASE("findings: one row's two columns compared over its fine-tuning seeds", "[experiment][findings]") {

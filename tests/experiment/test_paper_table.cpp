@@ -87,6 +87,10 @@ TEST_CASE("paper table: read with its source lines, cells with spreads and marks
       dir, "indicator\tpaper_row\tsquad.f1\tglue.mean\nmonotonicity_first_k\tmonotonicity, first 20\t-0.91\t-0.21\n");
   CHECK(corr.correlations);
   CHECK(corr.find("monotonicity_first_k")->cells.at("squad.f1").value == -0.91);
+  // A UTF-8 byte-order mark before the header (an editor's) is dropped: the header still begins "config".
+  const experiment::PaperTable bom =
+      table_from(dir, std::string("\xEF\xBB\xBF") + kHeader + "a\tRow A\tAPE\tlearned\t0.5\t1\n");
+  CHECK(bom.find("a") != nullptr);
 
   struct Bad {
     std::string body, message;
