@@ -29,6 +29,9 @@ Vocab Vocab::from_tokens(std::vector<std::string> tokens, const std::string& ori
     ORDO_CHECK(!token.empty(), "vocabulary ", origin, " line ", line, " is empty (one token per line expected)");
     ORDO_CHECK(token.find('\r') == std::string::npos, "vocabulary ", origin, " line ", line,
                " holds a carriage return (Windows line endings?); vocab.txt uses \\n only");
+    // BERT's reader would keep a byte-order mark in the first token ([PAD] would go missing): name it instead.
+    ORDO_CHECK(line > 1 || token.compare(0, 3, "\xEF\xBB\xBF") != 0, "vocabulary ", origin,
+               " begins with a UTF-8 byte-order mark, which vocab.txt does not have (save it as UTF-8 without one)");
     auto [it, inserted] = vocab.ids_.emplace(token, static_cast<int32_t>(i));
     ORDO_CHECK(inserted, "vocabulary ", origin, ": token '", token, "' appears twice, on lines ", it->second + 1,
                " and ", line);

@@ -232,6 +232,8 @@ TEST_CASE("bad vocabularies are clear errors naming the file and line", "[text][
   CHECK_THROWS_WITH(Vocab::load(path), Contains(path + " line 3 is empty"));
   ordo::write_file_atomic(path, "[PAD]\r\n[UNK]\r\n");
   CHECK_THROWS_WITH(Vocab::load(path), Contains("line 1 holds a carriage return"));
+  ordo::write_file_atomic(path, "\xEF\xBB\xBF[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n");
+  CHECK_THROWS_WITH(Vocab::load(path), Contains(path + " begins with a UTF-8 byte-order mark"));
   ordo::write_file_atomic(path, "[PAD]\n[UNK]\n\xC3(\n");
   CHECK_THROWS_WITH(Vocab::load(path), Contains(path + " line 3: invalid UTF-8"));
   ordo::write_file_atomic(path, "");
