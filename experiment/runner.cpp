@@ -7,6 +7,7 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <numeric>
 
 #include "base/error.h"
 #include "base/file_io.h"
@@ -299,10 +300,16 @@ std::vector<size_t> selected_runs(const Plan& plan, const RunnerOptions& o) {
 
 std::string seconds_text(double s) { return train::format_duration(s); }
 
-void list_runs(const Plan& plan) {
-  std::printf("%s: %zu run(s), stages %s\n", plan.folder.c_str(), plan.names.size(),
+// The plan's runs, or with --only, --rungs or --shard the ones they select (checked as a run checks them).
+void list_runs(const Plan& plan, const RunnerOptions& o) {
+  std::vector<size_t> listed(plan.names.size());
+  std::iota(listed.begin(), listed.end(), size_t{0});
+  const bool narrowed = !o.only.empty() || !o.rungs.empty() || o.shard_count > 0;
+  if (narrowed) listed = selected_runs(plan, o);
+  std::printf("%s: %zu run(s)%s, stages %s\n", plan.folder.c_str(), plan.names.size(),
+              narrowed ? detail::cat(", ", listed.size(), " selected").c_str() : "",
               json::dump(plan.to_json()["stages"]).c_str());
-  for (size_t i = 0; i < plan.names.size(); ++i) {
+  for (size_t i : listed) {
     const std::string dir = run_dir(plan, i);
     const json::Value stages = read_stages(dir);
     std::string line;
@@ -437,7 +444,7 @@ ExperimentSummary run_experiment(const RunnerOptions& o) {
              "'", plan.out, "' exists and holds no experiment (no experiment.json): give another --out");
   if (file_exists(plan_path)) json::parse_file(plan_path);  // a damaged plan is named, not overwritten silently
   if (o.list) {
-    list_runs(plan);
+    list_runs(plan, o);
     return {};
   }
   const std::vector<size_t> selected = selected_runs(plan, o);

@@ -189,6 +189,16 @@ TEST_CASE("ordo experiment: two processes on one folder run each run once, --sha
   // --list: numbered runs and their finished stages; --shard I/N selects every N-th.
   CommandResult r = run_ordo("experiment " + cfg + " --out " + out + kSmall + " --list");
   CHECK_THAT(r.output, Contains("  1  a_none | pretrain done") && Contains("  4  d_alibi | pretrain done"));
+  // --only, --rungs and --shard narrow the list and are checked as a run checks them.
+  r = run_ordo("experiment " + cfg + " --out " + out + kSmall + " --list --only 3,a_none");
+  CHECK_THAT(r.output, Contains("4 run(s), 2 selected") && Contains("  1  a_none |") && Contains("  3  c_rope |"));
+  CHECK(r.output.find("b_ape") == std::string::npos);
+  r = run_ordo("experiment " + cfg + " --out " + out + kSmall + " --list --only 9");
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains("--only 9: no run of that number or name"));
+  r = run_ordo("experiment " + cfg + " --out " + out + kSmall + " --list --rungs tiny_16k");
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains("--rungs tiny_16k: ") && Contains(" has no ladder"));
   TempDir dir2("experiment-shard");
   const std::string out2 = dir2 / "out";
   r = run_ordo("experiment " + cfg + " --out " + out2 + kSmall + " --shard 2/2");
