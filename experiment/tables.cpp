@@ -154,6 +154,7 @@ std::optional<ColumnReading> baseline_verdicts(const PaperTable& table, const Co
                                    " row(s) pretrained several times (‡)";
   if (over_seeds > 0) over += std::string(over.empty() ? "" : ", ") + "over fine-tuning seeds of one pretraining "
                               "run for the " + std::to_string(over_seeds) + " other row(s) (†)";
+  if (over.empty()) over = "on no row: none is testable";
   r.text = name + ", each row against " + plan.baseline + " (the paper's direction of the difference; Welch's "
            "two-sided t-test " + over + "; Holm over this column's " + std::to_string(column.family) +
            " comparisons with " + plan.baseline + ", p < " + format_figure(plan.alpha, "%g") + "): " + verdicts_by_name(rows) +

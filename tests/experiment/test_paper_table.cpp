@@ -530,6 +530,18 @@ TEST_CASE("paper table: rows pretrained several times are tested over their pret
   const auto* vi = reading(ci, "translation_invariance_no_special", "verdicts");
   REQUIRE(vi != nullptr);
   CHECK(vi->verdicts == std::vector<Verdict>{Verdict::holds, Verdict::not_testable});
+  // The line counts the tested row under its replicate (‡) and leaves the untested one out of the † count.
+  CHECK_THAT(vi->text, Contains("t-test over the pretraining runs' means for the 1 row(s) pretrained several times (‡); "));
+  CHECK(vi->text.find("(†)") == std::string::npos);
+  // No row tested at all (one fine-tuning seed a row): the line says so.
+  const experiment::PaperTable rte = table_from(dir, "config\tpaper_row\tfamily\tkind\trte.accuracy\n"
+                                                     "base\tB\tAPE\tlearned\t60.0\nonce\tO\tRPE\tfixed\t65.0\n");
+  const experiment::Comparison untested = experiment::compare(
+      rte, {run_with("base", 0, 1, {0.70}), run_with("once", 0, 1, {0.80})}, plan_with_rte("base"));
+  const auto* vu = reading(untested, "rte.accuracy", "verdicts");
+  REQUIRE(vu != nullptr);
+  CHECK(vu->verdicts == std::vector<Verdict>{Verdict::not_testable});
+  CHECK_THAT(vu->text, Contains("Welch's two-sided t-test on no row: none is testable; Holm over"));
 }
 
 TEST_CASE("verdicts: a row at chance tests nothing about its task", "[experiment][verdicts]") {
