@@ -440,7 +440,11 @@ ExperimentSummary run_experiment(const RunnerOptions& o) {
                o.redo.substr(9), "'");
   check_out(plan, o.plan);
   const std::string plan_path = plan.out + "/experiment.json";
-  ORDO_CHECK(file_exists(plan_path) || !fs::exists(plan.out) || (fs::is_directory(plan.out) && fs::is_empty(plan.out)),
+  // Another process (a shard started together) may create the experiment between these looks. It appears
+  // whole (a staged folder moved into place) and stays, so experiment.json is looked for last: a folder
+  // that was neither absent nor empty a moment before and holds it now is that experiment.
+  const bool fresh = !fs::exists(plan.out) || (fs::is_directory(plan.out) && fs::is_empty(plan.out));
+  ORDO_CHECK(fresh || file_exists(plan_path),
              "'", plan.out, "' exists and holds no experiment (no experiment.json): give another --out");
   if (file_exists(plan_path)) json::parse_file(plan_path);  // a damaged plan is named, not overwritten silently
   if (o.list) {
