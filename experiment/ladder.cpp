@@ -144,7 +144,11 @@ std::vector<RungShape> resolve_rungs(const Ladder& ladder, const std::string& co
     const Rung& rung = ladder.rungs[i];
     std::vector<std::string> sets = rung.set;
     sets.insert(sets.end(), overrides.begin(), overrides.end());
-    shapes.push_back(rung_shape(train::read_run_config(config_file, sets)));
+    try {
+      shapes.push_back(rung_shape(train::read_run_config(config_file, sets)));
+    } catch (const Error& e) {  // the mistake may be the rung's own "set": name the rung before the file's words
+      throw Error(detail::cat(where, ": rung '", rung.name, "' (its \"set\", then --set): ", e.what()));
+    }
     if (rung.is_check()) {
       const RungShape &now = shapes[i], &checked = shapes[index_of(rung.checks)];
       for (const std::string& d : dimensions())

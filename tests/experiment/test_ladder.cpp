@@ -178,6 +178,11 @@ TEST_CASE("a rung that changes two of steps, width and depth where it says one i
                                            Contains("it moves depth but changes steps too (4000 -> 8000)"));
   write_ladder(dir, R"([{"name": "small"}, {"name": "big", "moves": "depth", "set": []}])");
   CHECK_THROWS_WITH(plan_of(dir.path), Contains("it says it moves depth, but depth stays 2"));
+  // A rung's set that the run config refuses names the rung as well as the file.
+  write_ladder(dir, R"([{"name": "small"}, {"name": "big", "moves": "steps", "set": ["train.stepz=8000"]}])");
+  CHECK_THROWS_WITH(plan_of(dir.path), Contains(dir / "experiment.json: ladder: rung 'big' (its \"set\", then --set): " +
+                                                dir / "a.json: ") &&
+                                           Contains("'stepz'"));
   // A ladder climbs.
   write_ladder(dir, R"([{"name": "small"}, {"name": "smaller", "moves": "steps", "set": ["train.steps=1000"]}])");
   CHECK_THROWS_WITH(plan_of(dir.path), Contains("rung 'smaller' against rung 'small'") &&
