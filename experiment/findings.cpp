@@ -344,10 +344,18 @@ Finding columns_finding(const Claim& claim, const Comparison& c, double alpha) {
 Finding higher_finding(const Claim& claim, const std::vector<RunResults>& runs, const Plan& plan, double alpha) {
   Finding f{claim, {}, "", "higher (stated, no values)"};
   const std::string& key = claim.test[1];
+  std::vector<std::string> averaged;  // per pretraining run, the tasks a mean (glue.mean, senteval.mean) averages
   auto values = [&](const std::string& config) {
     std::vector<double> out;
-    for (const RunResults& r : runs)
-      if (r.config == config) out = pretraining_means(r, key, plan);
+    for (const RunResults& r : runs) {
+      if (r.config != config) continue;
+      out = pretraining_means(r, key, plan);
+      const auto note_tasks = [&](const RunResults& run) {
+        if (const std::optional<Figure> of_run = figure(run, key, plan)) averaged.push_back(of_run->tasks);
+      };
+      note_tasks(r);
+      for (const RunResults& again : r.replicates) note_tasks(again);
+    }
     return out;
   };
   const std::vector<double> a = values(claim.test[2]), b = values(claim.test[3]);
@@ -356,6 +364,12 @@ Finding higher_finding(const Claim& claim, const std::vector<RunResults>& runs, 
                                                     : "one value per pretraining run, and a row has one run");
     return f;
   }
+  for (const std::string& tasks : averaged)
+    if (tasks != averaged.front()) {  // a mean compares only over the same tasks
+      f.judgement = untestable("the pretraining runs' " + key + " average different tasks (" + averaged.front() +
+                               "; " + tasks + ")");
+      return f;
+    }
   const double effect = mean_std(a).mean - mean_std(b).mean;
   const TTest t = welch_t_test(a, b);
   const Interval ci = welch_interval(a, b, 1 - alpha);
@@ -492,10 +506,10 @@ void check_claims(const std::vector<Claim>& claims, const std::string& path, con
       const std::string& key = c.test[1];
       const size_t dot = key.find('.');
       // A task's figure is checked against the plan's tasks where it fine-tunes (--stages may leave that out).
-      ORDO_CHECK(is_figure_key(key) && (dot == std::string::npos || key == "glue.mean" ||
+      ORDO_CHECK(is_figure_key(key) && (dot == std::string::npos || key == "glue.mean" || key == "senteval.mean" ||
                                         !plan.has_stage("finetune") || plan.task(key.substr(0, dot)) != nullptr),
                  at, ": no figure '", key, "' (an analysis figure such as positional_rank or position_mae, "
-                 "eval_accuracy, glue.mean, a probe indicator or TASK.METRIC of the plan's tasks)");
+                 "eval_accuracy, glue.mean, senteval.mean, a probe indicator or TASK.METRIC of the plan's tasks)");
       for (size_t k = 2; k < 4; ++k)
         ORDO_CHECK(plan.is_row(c.test[k]), at, ": no run config '", c.test[k], "' in ", plan.folder);
       continue;

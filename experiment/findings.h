@@ -25,6 +25,8 @@
 //                                          states in words (a figure without values, Chen et
 //                                          al.'s Figure 2: KEY positional_rank): Welch's test
 //                                          over the two rows' pretraining runs, one value each
+//                                          (a mean over tasks, glue.mean or senteval.mean, only
+//                                          where every run of both rows averages the same tasks)
 //             correlation TABLE IND COLUMN Pearson's r of indicator IND with COLUMN (Table 5's
 //                                          shape), Holm over the column's indicators
 //             section KEY                  a verdict a report section computes: figure5.monotonicity,

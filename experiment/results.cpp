@@ -285,11 +285,16 @@ std::optional<Figure> figure(const RunResults& run, const std::string& key, cons
     f.values = {100 * run.record.eval_accuracy};
     return f;
   }
-  if (key == "glue.mean") {
-    // Seed by seed, the mean over the classification tasks (WNLI left out, as Wang et al.'s Table 3 does).
+  if (key == "glue.mean" || key == "senteval.mean") {
+    // Seed by seed, the mean over the tasks the key averages: glue.mean the classification tasks (WNLI
+    // left out, as Wang et al.'s Table 3 does); senteval.mean the classifiers started from the run's
+    // own position table (Wang & Chen's Table 3 "Average").
+    const bool own_table = key == "senteval.mean";
     std::vector<std::vector<double>> per_task;
     for (const FinetuneTask& t : plan.finetune) {
-      if (t.sweep || is_squad(t.task) || t.task == "wnli" || t.task == "senteval") continue;
+      const bool averaged = own_table ? t.init_positions == "run"
+                                      : !(t.sweep || is_squad(t.task) || t.task == "wnli" || t.task == "senteval");
+      if (!averaged) continue;
       auto it = run.tasks.find(t.name);
       if (it == run.tasks.end() || !it->second.present) continue;
       per_task.push_back(task_values(it->second, t, "score"));

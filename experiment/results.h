@@ -23,6 +23,10 @@
 //                       scores, WNLI left out (Wang et al. 2021 Table 3, App. E),
 //                       over the tasks the run has (Figure::tasks names
 //                       them: two rows' means compare only over the same set)
+//   senteval.mean       per seed, the mean of the scores of the classifiers
+//                       started from the run's own position table
+//                       ("init_positions": "run"; Wang & Chen 2020 Table 3's
+//                       Average), over the tasks the run has, named likewise
 // A figure holds every seed's value, so that its mean, spread and a test
 // against another row can be taken.
 #pragma once

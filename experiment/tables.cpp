@@ -44,6 +44,7 @@ std::string column_source(const std::string& key, const Plan& plan) {
   if (is_indicator_key(key)) return "identical word probing";
   if (key == "eval_accuracy") return "held-out MLM accuracy";
   if (key == "glue.mean") return "the mean of the classification tasks (WNLI left out)";
+  if (key == "senteval.mean") return "the mean of the classifiers started from the run's own position table";
   const FinetuneTask* t = plan.task(key.substr(0, key.find('.')));
   return t ? t->source() : "no fine-tuning task of this name in the plan";
 }
@@ -404,6 +405,8 @@ TextTable ordo_scores(const std::vector<RunResults>& runs, const Plan& plan, std
   for (const FinetuneTask& t : plan.finetune)
     if (t.runnable() && !t.sweep) keys.push_back(t.name + ".score");  // the sweep: experiment/sweep_report.h
   if (!plan.finetune.empty()) keys.push_back("glue.mean");
+  if (std::any_of(plan.finetune.begin(), plan.finetune.end(), [](const FinetuneTask& t) { return t.init_positions == "run"; }))
+    keys.push_back("senteval.mean");
   TextTable t;
   t.header = {"config", "pe"};
   std::vector<ColumnFigures> columns;

@@ -481,6 +481,55 @@ TEST_CASE("findings: a figure the paper states only in words, over pretraining r
   }
 }
 
+TEST_CASE("findings: senteval.mean, the classifiers started from each run's table, over the same tasks only",
+          "[experiment][findings]") {
+  test::TempDir dir("findings_senteval_mean");
+  write_file_atomic(dir / "claims.tsv", "# A paper\nt3\tTable 3\ta's table the better start\thigher senteval.mean a b\t-\n");
+  const experiment::Claims claims = experiment::read_claims(dir / "claims.tsv");
+  // Wang & Chen's Table 3 in small: two columns from the run's own table, and a random table's column,
+  // which the mean leaves out.
+  experiment::Plan plan;
+  plan.folder = "f";
+  plan.out = "o";
+  for (const auto& [name, task, init] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"mr", "senteval", "run"}, {"sst2", "sst2", "run"}, {"sst2_random", "sst2", "none"}}) {
+    experiment::FinetuneTask t;
+    t.name = name;
+    t.task = task;
+    t.init_positions = init;
+    plan.finetune.push_back(t);
+  }
+  plan.names = plan.row_of = {"a", "b"};
+  experiment::check_claims(claims.claims, dir / "claims.tsv", {}, plan);
+  // A run whose mean is m: mr at m - 2 and sst2 at m + 2 (one seed each), the random column far below.
+  auto run_at = [](const std::string& config, double m) {
+    experiment::RunResults r;
+    r.config = config;
+    r.tasks["mr"] = test::accuracy_task({(m - 2) / 100});
+    r.tasks["sst2"] = test::accuracy_task({(m + 2) / 100});
+    r.tasks["sst2_random"] = test::accuracy_task({0.10});
+    return r;
+  };
+  const std::optional<experiment::Figure> mean = experiment::figure(run_at("a", 86), "senteval.mean", plan);
+  REQUIRE(mean);
+  CHECK(mean->mean() == Approx(86));
+  CHECK(mean->tasks == "mr, sst2");
+  // a's runs 86, 87, 88 against b's 80, 81, 82: the numbers of the positional_rank test above, so
+  // +6.00 [+3.73, +8.27], Welch p = 0.00183.
+  experiment::RunResults a = run_at("a", 86), b = run_at("b", 80);
+  a.replicates = {run_at("a.seed2", 87), run_at("a.seed3", 88)};
+  b.replicates = {run_at("b.seed2", 81), run_at("b.seed3", 82)};
+  std::vector<experiment::Finding> f = experiment::judge_claims(claims.claims, {}, {}, plan, {a, b});
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].judgement.verdict == experiment::Verdict::holds);
+  CHECK(f[0].effect == "a − b +6.00 [+3.73, +8.27] (pretraining runs, 3 and 3, Welch p = 0.00183)");
+  // A replicate that fine-tuned one column only averages another set of tasks: no test.
+  b.replicates[1].tasks.erase("sst2");
+  f = experiment::judge_claims(claims.claims, {}, {}, plan, {a, b});
+  CHECK(f[0].judgement.verdict == experiment::Verdict::not_testable);
+  CHECK(f[0].judgement.reason == "the pretraining runs' senteval.mean average different tasks (mr, sst2; mr)");
+}
+
 TEST_CASE("findings: a row the paper ties with its baseline is not testable, and says why", "[experiment][findings]") {
   test::TempDir dir("findings_tie");
   const auto [tables, claims] = written(dir, "t",
