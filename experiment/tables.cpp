@@ -405,8 +405,8 @@ TextTable ordo_scores(const std::vector<RunResults>& runs, const Plan& plan, std
   for (const FinetuneTask& t : plan.finetune)
     if (t.runnable() && !t.sweep) keys.push_back(t.name + ".score");  // the sweep: experiment/sweep_report.h
   if (!plan.finetune.empty()) keys.push_back("glue.mean");
-  if (std::any_of(plan.finetune.begin(), plan.finetune.end(), [](const FinetuneTask& t) { return t.init_positions == "run"; }))
-    keys.push_back("senteval.mean");
+  const auto from_run_table = [](const FinetuneTask& t) { return t.init_positions == "run"; };
+  if (std::any_of(plan.finetune.begin(), plan.finetune.end(), from_run_table)) keys.push_back("senteval.mean");
   TextTable t;
   t.header = {"config", "pe"};
   std::vector<ColumnFigures> columns;
