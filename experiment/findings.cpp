@@ -345,16 +345,17 @@ Finding higher_finding(const Claim& claim, const std::vector<RunResults>& runs, 
   Finding f{claim, {}, "", "higher (stated, no values)"};
   const std::string& key = claim.test[1];
   std::vector<std::string> averaged;  // per pretraining run, the tasks a mean (glue.mean, senteval.mean) averages
-  auto values = [&](const std::string& config) {
+  auto values = [&](const std::string& config) {  // each pretraining run's mean, as pretraining_means
     std::vector<double> out;
     for (const RunResults& r : runs) {
       if (r.config != config) continue;
-      out = pretraining_means(r, key, plan);
-      const auto note_tasks = [&](const RunResults& run) {
-        if (const std::optional<Figure> of_run = figure(run, key, plan)) averaged.push_back(of_run->tasks);
-      };
-      note_tasks(r);
-      for (const RunResults& again : r.replicates) note_tasks(again);
+      std::vector<const RunResults*> pretrainings = {&r};
+      for (const RunResults& again : r.replicates) pretrainings.push_back(&again);
+      for (const RunResults* run : pretrainings)
+        if (const std::optional<Figure> of_run = figure(*run, key, plan)) {
+          out.push_back(of_run->mean());
+          averaged.push_back(of_run->tasks);
+        }
     }
     return out;
   };
