@@ -91,6 +91,8 @@ Ladder read_ladder(const json::Value& spec, const std::string& where) {
     r.finish();
     ORDO_CHECK(!rung.name.empty(), at, ": no name");
     check_path_name(rung.name, at + ": name");  // a part of every run's name, hence of its folder
+    ORDO_CHECK(rung.name.find('=') == std::string::npos, at, ": name '", rung.name,
+               "' holds '=', which joins a run config's name to its rung's (<run>=<rung>)");
     ORDO_CHECK(rung.name != "gpu", at, ": 'gpu' is no rung's name (--rungs gpu means every rung marked for a GPU)");
     ORDO_CHECK(names.insert(rung.name).second, at, ": rung '", rung.name, "' is named twice");
     rung.moves = read_moves((*rungs)[i], at + " ('" + rung.name + "')");
@@ -193,6 +195,9 @@ void expand_ladder(const json::Value& spec, const std::string& where, Plan& plan
   std::vector<std::string> run_configs;
   for (size_t i = 0; i < plan.names.size(); ++i)
     if (!plan.is_replicate(i)) {
+      ORDO_CHECK(plan.names[i].find('=') == std::string::npos, where, ": run config ", plan.names[i],
+                 ".json holds '=' in its name, which joins a run config's name to its rung's in a ladder "
+                 "(<run>=<rung>): rename the file");
       resolve_rungs(ladder, plan.folder + "/" + plan.names[i] + ".json", {}, where);
       run_configs.push_back(plan.names[i]);
     }

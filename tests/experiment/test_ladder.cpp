@@ -202,6 +202,7 @@ TEST_CASE("a ladder's rungs are checked as they are read", "[experiment][ladder]
                                                               "steps, width or depth"},
       {R"([{"name": "a"}, {"name": "a", "moves": "steps"}])", ": rungs[1]: rung 'a' is named twice"},
       {R"([{"name": "a/b"}, {"name": "c", "moves": "steps"}])", ": rungs[0]: name"},
+      {R"([{"name": "a"}, {"name": "b=c", "moves": "steps"}])", ": rungs[1]: name 'b=c' holds '='"},
       {R"([{"name": "a"}, {"name": "b", "moves": "steps", "sets": []}])", "sets"},
       {R"([{"name": "a"}, {"name": "b", "moves": 3}])", ": moves must be \"steps\", \"width\", \"depth\" or a list"},
       {R"([{"name": "a"}, {"name": "gpu", "moves": "steps"}])", ": rungs[1]: 'gpu' is no rung's name"},
@@ -213,6 +214,15 @@ TEST_CASE("a ladder's rungs are checked as they are read", "[experiment][ladder]
     write_ladder(dir, rungs);
     CHECK_THROWS_WITH(plan_of(dir.path), Contains(at) && Contains(message));
   }
+}
+
+// A run's name is <run>=<rung>; a run config with '=' in its name would make
+// "a=b=c" both run a=b on rung c and run a on rung b=c.
+TEST_CASE("a ladder refuses a run config whose name holds '='", "[experiment][ladder][errors]") {
+  const test::TempDir dir("ladder_eq");
+  write_ladder(dir, R"([{"name": "a"}, {"name": "b", "moves": "steps", "set": ["train.steps=8000"]}])");
+  std::filesystem::rename(dir / "a.json", dir / "x=y.json");
+  CHECK_THROWS_WITH(plan_of(dir.path), Contains("x=y.json holds '=' in its name"));
 }
 
 TEST_CASE("a check rung repeats a step's shape with its own setting, one draw per run config",
