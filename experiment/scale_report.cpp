@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <set>
@@ -40,7 +41,10 @@ double positive_number(const std::string& text, const std::string& where) {
 
 // The paper's value of `figure` for `row` (minus `minus`'s) from its table.
 double paper_value(const Disagreement& d, const std::string& folder, const std::string& at) {
-  const PaperTable table = read_paper_table(folder + "/" + d.paper_table);
+  const std::string file = folder + "/" + d.paper_table;
+  ORDO_CHECK(std::filesystem::is_regular_file(file), at, ": the paper's table ", d.paper_table,
+             " is no file (a paper_*.tsv, from the plan's folder)");
+  const PaperTable table = read_paper_table(file);
   ORDO_CHECK(!table.correlations && table.keyed.empty(), at, ": ", d.paper_table,
              " is not a table of configurations (rows named by config)");
   ORDO_CHECK(std::find(table.columns.begin(), table.columns.end(), d.figure) != table.columns.end(), at, ": ",

@@ -151,6 +151,7 @@ TEST_CASE("a disagreements file is refused where it is wrong, naming the line", 
       {"x\tdirection_balance\ta\t-\tpaper_t.tsv\t0\tw\n", "paper_flops '0' is not a positive number"},
       {"x\tdirection_balance\ta\ta\tpaper_t.tsv\t1e18\tw\n", "minus another one"},
       {"a/b\tdirection_balance\ta\t-\tpaper_t.tsv\t1e18\tw\n", "the id"},
+      {"x\tdirection_balance\ta\t-\tpaper_none.tsv\t1e18\tw\n", ":3: the paper's table paper_none.tsv is no file"},
   };
   for (const Case& c : cases) {
     INFO(c.lines);
