@@ -643,6 +643,7 @@ std::string gather_findings(const std::vector<std::string>& report_dirs) {
   // The baselines by pretraining draw (same_draw): the first one's held-out losses, and each paper with
   // the name its baseline has there.
   std::vector<std::pair<json::Value, std::vector<std::string>>> baselines;
+  std::set<std::string> papers;
   for (const std::string& dir : report_dirs) {
     const std::string path = dir + "/findings.json";
     if (!file_exists(path) && file_exists(dir + "/paper.json")) {  // a report written before its claims were
@@ -661,6 +662,9 @@ std::string gather_findings(const std::vector<std::string>& report_dirs) {
     std::map<Verdict, int> counts;
     json::reading_file(path, [&] {
       const std::string& paper = j["paper"].as_string();
+      // Twice the same paper would count its claims twice in the totals.
+      ORDO_CHECK(papers.insert(paper).second, "--findings: the paper '", paper, "' is given twice (",
+                 dir, " is a second report of it); give one report per paper");
       if (const json::Value* b = j.find("baseline")) {
         const json::Value& losses = held_out_losses(*b);
         if (!losses.as_array().empty()) {

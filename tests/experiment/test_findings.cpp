@@ -196,6 +196,9 @@ TEST_CASE("findings: each kind of claim judged by the verdict rules, with its ef
   CHECK_THAT(shared, Contains("**One baseline, not 3.** Paper p1's `absolute`, Paper p2's `devlin` and Paper p3's "
                               "`bert` are one pretraining draw"));
   CHECK_THAT(shared, !Contains("`base`"));
+  // One paper's report given twice would count its claims twice.
+  CHECK_THROWS_WITH(experiment::gather_findings({dir / "p1", dir / "p2", dir / "p1"}),
+                    Contains("--findings: the paper 'Paper p1' is given twice"));
   // A report written before its paper had claims (a paper.json, no findings.json) is listed as such.
   std::filesystem::create_directories(dir / "old");
   write_file_atomic(dir / "old/paper.json", "{}");
