@@ -185,8 +185,11 @@ PaperTable read_paper_table(const std::string& path) {
                header[0], " '", row.key, row.key.empty() ? "' is empty" : "' is named twice");
     ORDO_CHECK(!t.correlations || is_indicator_key(row.key), where, ": '", row.key,
                "' is not an indicator of the report's table (probe/indicators.h's keys)");
-    for (size_t i = first_value; i < cells.size(); ++i)
-      row.cells[header[i]] = read_cell(cells[i], where + ": " + header[i]);
+    for (size_t i = first_value; i < cells.size(); ++i) {
+      const PaperCell& c = row.cells[header[i]] = read_cell(cells[i], where + ": " + header[i]);
+      ORDO_CHECK(!t.correlations || std::fabs(c.value) <= 1, where, ": ", header[i], ": ", cells[i],
+                 " is no correlation (Pearson's r lies in [-1, 1])");
+    }
     t.rows.push_back(row);
   }
   ORDO_CHECK(!t.rows.empty(), path, ": no rows (a header line, then one line per row)");

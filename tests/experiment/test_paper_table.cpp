@@ -104,6 +104,7 @@ TEST_CASE("paper table: read with its source lines, cells with spreads and marks
            {"name\tpaper_row\tfamily\tkind\tsymmetry_sd\n", "paper_t.tsv:1: the header must begin config"},
            {"indicator\tpaper_row\tsymmetry_sd\n", "a correlation's column is a task's figure"},
            {"indicator\tpaper_row\tsquad.f1\nsquad_size\tx\t0.1\n", "'squad_size' is not an indicator"},
+           {"indicator\tpaper_row\tsquad.f1\nsymmetry_sd\tx\t-1.2\n", "squad.f1: -1.2 is no correlation"},
            {std::string("# only a header\n") + kHeader, "no rows"},
            // Not UTF-8 (a Latin-1 "é"): named at the plan's reading, not when the report is written.
            {std::string(kHeader) + "a\tRow \xe9\tAPE\tlearned\t0.5\t1\n",
