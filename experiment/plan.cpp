@@ -275,6 +275,22 @@ std::string relative_to(const std::string& folder, const std::string& path) {
   return !path.empty() && path[0] == '/' ? path : folder + "/" + path;
 }
 
+// A config file that experiment.json names (its "config"), read with the key's place named.
+json::Value read_plan_config(const std::string& folder, const std::string& path, const std::string& where) {
+  ORDO_CHECK(std::filesystem::is_regular_file(relative_to(folder, path)), where, ": config '", path,
+             "' is no file (a path from ", folder, ")");
+  return train::read_config_file(relative_to(folder, path));
+}
+
+// A probe layer as written: a layer number from 1 or "all" (each run's probe
+// checks the number against its depth).
+void check_layer_text(const std::string& text, const std::string& what) {
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  ORDO_CHECK(text == "all" || (!text.empty() && *end == '\0' && v >= 1), what, " '", text,
+             "' is neither a layer number (from 1) nor 'all'");
+}
+
 // The probe settings: experiment.json's, then the command line's where given.
 void read_probe(const json::Value* spec, const PlanRequest& request, const std::string& where, Plan& plan) {
   const json::Value empty = json::Value::object();
@@ -282,12 +298,16 @@ void read_probe(const json::Value* spec, const PlanRequest& request, const std::
   plan.probe.options.words = r.integer("words", 300, 1, 1 << 20);
   plan.probe.options.length = r.integer("length", 0, 0, 1 << 16);
   plan.probe.layers = r.string("layer", "1");
+  check_layer_text(plan.probe.layers, where + ": probe: layer");
   plan.probe.options.seed = static_cast<uint64_t>(r.integer("seed", 1, 0, int64_t{1} << 40));
   r.finish();
   if (request.probe_words >= 0) plan.probe.options.words = request.probe_words;
   if (request.probe_length >= 0) plan.probe.options.length = request.probe_length;
   if (request.probe_seed >= 0) plan.probe.options.seed = static_cast<uint64_t>(request.probe_seed);
-  if (!request.probe_layer.empty()) plan.probe.layers = request.probe_layer;
+  if (!request.probe_layer.empty()) {
+    check_layer_text(request.probe_layer, "--probe-layer");
+    plan.probe.layers = request.probe_layer;
+  }
 }
 
 // "replicates": each named run pretrained again per seed, as runs of their own
@@ -352,7 +372,7 @@ void read_sweep(const json::Value& spec, const std::string& folder, const std::v
   ORDO_CHECK(f != nullptr && f->finetune_task == task, where, ": stand_in '", stand_in, "' is not a synthetic task in ",
              task, "'s layout");
   ORDO_CHECK(!config_file.empty(), where, ": no config (the positional encoder's fine-tuning config)");
-  const json::Value base = train::read_config_file(relative_to(folder, config_file));
+  const json::Value base = read_plan_config(folder, config_file, where);
   auto add = [&](double w, double s) {
     ORDO_CHECK(w > 0 && s >= 0, where, ": w must be positive and s not negative, got w ", w, ", s ", s);
     FinetuneTask t;
@@ -379,6 +399,10 @@ void read_sweep(const json::Value& spec, const std::string& folder, const std::v
                " must make the encoder model.pe attenuated (Eq. 9: w and s are its parameters)");
     plan.finetune.push_back(t);
   };
+  // Each list is a curve whose trend the report reads: two points at least, or none.
+  ORDO_CHECK(!locality_w.empty() || !symmetry_s.empty(), where, ": give locality_w, symmetry_s or both");
+  ORDO_CHECK(locality_w.size() != 1 && symmetry_s.size() != 1, where,
+             ": a sweep's curve needs at least two points (locality_w and symmetry_s)");
   for (double w : locality_w) add(w, 1.0);
   for (double s : symmetry_s) add(symmetry_w, s);
 }
@@ -394,8 +418,8 @@ void read_finetune(const json::Value* spec, const PlanRequest& request, const st
   const json::Value* tasks = r.array("tasks");
   const json::Value* sweep = r.object("sweep");
   r.finish();
-  const json::Value base = config_file.empty() ? json::Value::object()
-                                               : train::read_config_file(relative_to(folder, config_file));
+  const json::Value base =
+      config_file.empty() ? json::Value::object() : read_plan_config(folder, config_file, where + ": finetune");
   std::set<std::string> seen;
   for (size_t i = 0; tasks && i < tasks->size(); ++i) {
     const std::string at = where + ": finetune.tasks[" + std::to_string(i) + "]";

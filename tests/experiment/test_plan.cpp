@@ -237,6 +237,11 @@ TEST_CASE("a plan's stages and --set lists are checked where they are written, i
         spec + ": finetune.tasks[0]: set[0] 'train..seeds=1': empty key in 'train..seeds'");
   CHECK(message(R"({"stages": ["pretrain", "tasks", "finetune"], "finetune": {"tasks": [)" + task +
                 R"(, "runs": ["a", "a"]}]}})") == spec + ": finetune.tasks[0]: runs names 'a' twice");
+  CHECK(message(R"({"stages": ["pretrain", "probe"], "probe": {"layer": "first"}})") ==
+        spec + ": probe: layer 'first' is neither a layer number (from 1) nor 'all'");
+  CHECK(message(R"({"stages": ["pretrain", "tasks", "finetune"], "finetune": {"config": "ft.json", "tasks": [)" +
+                task + "}]}}") ==
+        spec + ": finetune: config 'ft.json' is no file (a path from " + dir.path + ")");
   // The smoke test's settings are checked by every plan, not first by `--quick`.
   CHECK(message(R"({"quick": {"set": ["=3"]}})") == spec + ": quick: set[0] '=3': expected key=value");
   CHECK(message(R"({"quick": {"set": ["train.stepz=3"]}})") ==

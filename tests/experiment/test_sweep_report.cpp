@@ -76,8 +76,8 @@ TEST_CASE("sweep: the plan makes a fresh positional-only encoder per (w, s) and 
     return experiment::make_plan(request);
   };
   const experiment::Plan plan = plan_of(R"({"run": "a", "stand_in": "subject_number", "config": ")" + config +
-                                        R"(", "locality_w": [0.011, 3], "symmetry_w": 0.02, "symmetry_s": [0.5]})");
-  REQUIRE(plan.finetune.size() == 4);
+                                        R"(", "locality_w": [0.011, 3], "symmetry_w": 0.02, "symmetry_s": [0.5, 2]})");
+  REQUIRE(plan.finetune.size() == 5);
   const experiment::FinetuneTask* t = plan.task("sweep_w0p011_s1");
   REQUIRE(t != nullptr);
   CHECK((t->sweep && t->sweep_w == 0.011 && t->sweep_s == 1.0));
@@ -109,10 +109,17 @@ TEST_CASE("sweep: the plan makes a fresh positional-only encoder per (w, s) and 
   CHECK_THROWS_WITH(plan_of(R"({"run": "a", "stand_in": "tense", "config": ")" + config +
                             R"(", "locality_w": [0.1, 0.1]})"),
                     Contains("encoder sweep_w0p1_s1 is named twice"));
-  CHECK_THROWS_WITH(plan_of(R"({"run": "a", "stand_in": "tense", "config": ")" + config + R"(", "locality_w": [0]})"),
+  CHECK_THROWS_WITH(plan_of(R"({"run": "a", "stand_in": "tense", "config": ")" + config + R"(", "locality_w": [0, 1]})"),
                     Contains("w must be positive"));
+  CHECK_THROWS_WITH(plan_of(R"({"run": "a", "stand_in": "tense", "config": ")" + config + R"("})"),
+                    Contains("finetune.sweep: give locality_w, symmetry_s or both"));
+  CHECK_THROWS_WITH(plan_of(R"({"run": "a", "stand_in": "tense", "config": ")" + config +
+                            R"(", "locality_w": [0.1, 1], "symmetry_s": [2]})"),
+                    Contains("a sweep's curve needs at least two points"));
+  CHECK_THROWS_WITH(plan_of(R"({"run": "a", "stand_in": "tense", "config": "none.json", "locality_w": [1, 2]})"),
+                    Contains("finetune.sweep: config 'none.json' is no file"));
   dir.write("other.json", R"({"model": {"pe": "alibi"}})");
-  CHECK_THROWS_WITH(plan_of(R"({"run": "a", "stand_in": "tense", "config": "other.json", "locality_w": [1]})"),
+  CHECK_THROWS_WITH(plan_of(R"({"run": "a", "stand_in": "tense", "config": "other.json", "locality_w": [1, 2]})"),
                     Contains("must make the encoder model.pe attenuated"));
 }
 
