@@ -65,6 +65,10 @@ Args::Args(const std::vector<std::string>& argv, const std::vector<std::string>&
     if (!inline_value) {
       ORDO_USAGE_CHECK(i + 1 < argv.size(), "flag --", name, " needs a value");
       value = argv[++i];
+      // "--rungs --list": the value forgotten, the next flag taken for it.
+      const std::string next = value.rfind("--", 0) == 0 ? value.substr(2, value.find('=') - 2) : "";
+      ORDO_USAGE_CHECK(next.empty() || (!known(flags, next) && !known(switches, next)), "flag --", name,
+                       " needs a value, got the flag ", value, " (--", name, "=", value, " if that is the value)");
     }
     check_utf8(value, "the value of --" + name);
     values_.emplace(name, value);

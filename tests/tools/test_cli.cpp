@@ -82,3 +82,19 @@ TEST_CASE("a word that is not a flag is refused by every command that takes flag
   CHECK(pretrain.output.find("unexpected argument 'yes': this command takes flags only (--config, --set, --out, "
                              "--resume, --stop-after, --overwrite, --quiet)") != std::string::npos);
 }
+
+TEST_CASE("a flag whose value is forgotten does not take the next flag for it", "[cli][errors]") {
+  // "--out --overwrite" would write a run into a folder named "--overwrite".
+  ordo::test::TempDir dir("flag_as_value");
+  const std::string tiny = std::string(ORDO_SOURCE_DIR) + "/configs/tiny.json";
+  const ordo::test::CommandResult r = run_ordo("pretrain --config " + tiny + " --out --overwrite");
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("flag --out needs a value, got the flag --overwrite (--out=--overwrite if that is the value)") !=
+        std::string::npos);
+  const ordo::test::CommandResult rungs =
+      run_ordo("experiment " + std::string(ORDO_SOURCE_DIR) + "/configs/scale_study --out " + (dir / "x") +
+               " --rungs --list");
+  CHECK(rungs.output.find("flag --rungs needs a value, got the flag --list") != std::string::npos);
+  CHECK(std::filesystem::is_empty(dir.path));
+}
