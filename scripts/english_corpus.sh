@@ -19,6 +19,18 @@ if [[ $# -lt 2 || $# -gt 3 ]]; then
   exit 2
 fi
 ordo=$1 out=$2 from=${3:-/usr/share/wordnet}
+if [[ ! -x "$ordo" || -d "$ordo" ]]; then
+  echo "$0: ORDO '$ordo' is no executable (build/ordo after make build)" >&2
+  exit 2
+fi
+if [[ -e "$out" && ! -d "$out" ]]; then
+  echo "$0: OUT_DIR '$out' exists and is not a folder" >&2
+  exit 2
+fi
+if [[ ! -d "$from" ]]; then
+  echo "$0: no WordNet folder '$from' (scripts/install_deps.sh installs wordnet-base)" >&2
+  exit 2
+fi
 mkdir -p "$out"
 "$ordo" data english --source wordnet --from "$from" --out "$out/wordnet.txt" --overwrite
 "$ordo" vocab train --corpus "$out/wordnet.txt" --out "$out/vocab.txt" --size "${ENGLISH_VOCAB_SIZE:-8000}" --overwrite
