@@ -48,7 +48,7 @@
 // "sweep_w<symmetry_w>_s<s>" for each symmetry_s (numbers as %g, '.' written
 // 'p': "sweep_w0p011_s1"), its config the sweep's own
 // (the plan's finetune.set not applied; --quick's is) with model.pe_options.w
-// and .s set.
+// and .s set. Each list is a curve: two points at least, or left out (not both).
 // A fine-tuning task is a column of the paper's tables: its data is the folder
 // given on the command line (--data NAME=DIR: real GLUE or SQuAD), else the
 // stand-in among the run's synthetic tasks (`ordo data tasks`), else it is not
