@@ -45,16 +45,27 @@ if [[ -n $merge ]]; then
   if [[ ! -f $into/experiment.json ]]; then
     "$ordo" experiment "$study" --out "$into" --report --quiet || exit 1  # the study's folder, empty
   fi
+  # Every folder to merge must be a run of the study's plan: a stranger in DIR/runs would make
+  # the study's folder refused by every later command. Checked before anything is copied.
+  planned=$("$ordo" experiment "$study" --out "$into" --list | awk 'NR > 1 {print $2}') || exit 1
+  for run in "$merge"/runs/*/; do
+    name=$(basename "$run")
+    [[ $name == .* || ! -d $run ]] && continue  # ordo's bookkeeping, or no run at all
+    grep -qxF -- "$name" <<< "$planned" ||
+      { echo "scale_gpu_rungs: $merge/runs/$name is no run of $study's plan; nothing merged" >&2; exit 2; }
+  done
   copied=0 kept=0
   for run in "$merge"/runs/*/; do
     name=$(basename "$run")
-    [[ $name == .* ]] && continue  # ordo's bookkeeping, not a run
+    [[ $name == .* || ! -d $run ]] && continue
     if [[ -e $into/runs/$name ]]; then
       kept=$((kept + 1))
       continue
     fi
     mkdir -p "$into/runs"
-    cp -r "$run" "$into/runs/$name.merging" && mv "$into/runs/$name.merging" "$into/runs/$name" || exit 1
+    # Copied under a fresh hidden name, then renamed: an interrupted merge leaves no half run.
+    partial=$(mktemp -d "$into/runs/.$name.merging.XXXXXX") && chmod --reference="$run" "$partial" || exit 1
+    cp -r "$run/." "$partial/" && mv "$partial" "$into/runs/$name" || exit 1
     copied=$((copied + 1))
   done
   echo "scale_gpu_rungs: $copied run(s) copied from $merge, $kept already in $into (kept as they were)"
