@@ -53,6 +53,14 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
+std::string run_of_checkpoint(const std::string& checkpoint_dir) {
+  std::filesystem::path step = std::filesystem::path(checkpoint_dir).lexically_normal();
+  if (!step.has_filename()) step = step.parent_path();  // "step_N/"
+  const std::filesystem::path checkpoints = step.parent_path();
+  if (step.filename().string().rfind("step_", 0) != 0 || checkpoints.filename() != "checkpoints") return "";
+  return checkpoints.has_parent_path() ? checkpoints.parent_path().string() : ".";
+}
+
 CheckpointTokenizer load_tokenizer(const std::string& checkpoint_dir, const std::string& given,
                                    const text::TokenizerOptions& wordpiece, int64_t model_vocab_size,
                                    const std::string& config_path) {
@@ -63,9 +71,10 @@ CheckpointTokenizer load_tokenizer(const std::string& checkpoint_dir, const std:
     ORDO_CHECK(file_exists(path), "--vocab ", given, ": no such file");
   } else {
     path = tokenizer_file_in(checkpoint_dir);
-    if (path.empty()) path = tokenizer_file_in(checkpoint_dir + "/../..");
-    ORDO_CHECK(!path.empty(), "no tokenizer in ", checkpoint_dir, " nor in its run (", checkpoint_dir,
-               "/../..): looked for vocab.txt (BERT's WordPiece), vocab.json + merges.txt and tokenizer.json "
+    const std::string run = run_of_checkpoint(checkpoint_dir);
+    if (path.empty() && !run.empty()) path = tokenizer_file_in(run);
+    ORDO_CHECK(!path.empty(), "no tokenizer in ", checkpoint_dir,
+               run.empty() ? std::string() : " nor in its run " + run, ": looked for vocab.txt (BERT's WordPiece), vocab.json + merges.txt and tokenizer.json "
                "(byte-level BPE); give one with --vocab FILE (one of those files, or a folder holding one)");
   }
   CheckpointTokenizer out;
@@ -119,12 +128,14 @@ std::optional<bool> flag_in(const std::string& path, const std::vector<std::stri
 
 std::optional<bool> checkpoint_lower_case(const std::string& checkpoint_dir) {
   if (auto hf = flag_in(checkpoint_dir + "/tokenizer_config.json", {"do_lower_case"})) return hf;
-  return flag_in(checkpoint_dir + "/../../config.json", {"data", "lower_case"});
+  const std::string run = run_of_checkpoint(checkpoint_dir);
+  return run.empty() ? std::nullopt : flag_in(run + "/config.json", {"data", "lower_case"});
 }
 
 std::optional<int64_t> checkpoint_trained_length(const std::string& checkpoint_dir) {
-  const std::string run_config = checkpoint_dir + "/../../config.json";
-  if (!file_exists(run_config) || !file_exists(checkpoint_dir + "/../../metrics.jsonl")) return std::nullopt;
+  const std::string run = run_of_checkpoint(checkpoint_dir);
+  const std::string run_config = run + "/config.json";
+  if (run.empty() || !file_exists(run_config) || !file_exists(run + "/metrics.jsonl")) return std::nullopt;
   int64_t longest = 0;
   for (const Phase& p : read_run_config(run_config, {}).train.phases) longest = std::max(longest, p.max_seq_length);
   return longest;

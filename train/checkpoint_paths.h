@@ -17,10 +17,15 @@ namespace ordo::train {
 // with the highest N. Errors name the path (as `flag` gave it) and what was
 // looked for.
 std::string resolve_checkpoint(const std::string& path, const std::string& flag = "--checkpoint");
+// The ordo run a checkpoint belongs to: RUN when the checkpoint is
+// RUN/checkpoints/step_N (ordo pretrain's layout); "" for any other folder
+// (an HF checkpoint, a step_N copied elsewhere), whose surroundings say
+// nothing about it.
+std::string run_of_checkpoint(const std::string& checkpoint_dir);
 // The tokenizer of a checkpoint and where it was read from. Its files:
 // `given` (a command's --vocab: a vocab.txt, a vocab.json with merges.txt
 // beside it, a tokenizer.json, or a folder holding one of them), else the
-// checkpoint's own, else its run's (CHECKPOINT/../..). vocab.txt is BERT's
+// checkpoint's own, else its run's (run_of_checkpoint). vocab.txt is BERT's
 // WordPiece (with `wordpiece`'s options), the others byte-level BPE (GPT-2,
 // RoBERTa). Errors: no tokenizer anywhere (naming the places and the flag),
 // and a tokenizer whose ids do not fit the model's word embeddings
@@ -41,12 +46,12 @@ CheckpointTokenizer load_tokenizer(const std::string& checkpoint_dir, const std:
 void check_pair_segments(const CheckpointTokenizer& tokenizer, int64_t type_vocab_size, const std::string& config_path);
 // Whether the checkpoint's vocabulary was made for lower-cased text: an HF
 // tokenizer_config.json's do_lower_case inside it, else the data.lower_case of
-// the ordo run it belongs to (CHECKPOINT/../../config.json); nullopt when
-// neither says.
+// the ordo run it belongs to (run_of_checkpoint: RUN/config.json); nullopt
+// when neither says.
 std::optional<bool> checkpoint_lower_case(const std::string& checkpoint_dir);
 // The longest sequence the checkpoint's model was pretrained on, when it is
-// a checkpoint of an ordo run (RUN/checkpoints/step_N: the run's config.json
-// and metrics.jsonl beside checkpoints/); nullopt otherwise.
+// a checkpoint of an ordo run (run_of_checkpoint, with the run's
+// metrics.jsonl beside checkpoints/); nullopt otherwise.
 std::optional<int64_t> checkpoint_trained_length(const std::string& checkpoint_dir);
 
 }  // namespace ordo::train

@@ -12,11 +12,11 @@ namespace ordo::train {
 namespace {
 
 // The vocabulary a checkpoint was trained with: its own vocab.txt, else its
-// run's (RUN/checkpoints/step_N/../../vocab.txt); empty when neither exists.
+// run's (run_of_checkpoint); empty when neither exists.
 std::string checkpoint_vocab(const std::string& checkpoint) {
-  for (const std::string& path : {checkpoint + "/vocab.txt", checkpoint + "/../../vocab.txt"})
-    if (file_exists(path)) return path;
-  return "";
+  if (file_exists(checkpoint + "/vocab.txt")) return checkpoint + "/vocab.txt";
+  const std::string run = run_of_checkpoint(checkpoint);
+  return !run.empty() && file_exists(run + "/vocab.txt") ? run + "/vocab.txt" : "";
 }
 
 }  // namespace

@@ -248,6 +248,16 @@ TEST_CASE("finetune takes --vocab for a folder without one, as its error says", 
   CHECK_FALSE(ordo::file_exists(dir / "ft"));
   std::string vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
   for (int i = 5; i < 59; ++i) vocab += "w" + std::to_string(i) + "\n";
+  // A vocab.txt two folders up is a run's only where the folder is RUN/checkpoints/step_N of an ordo
+  // run; beside any other folder it is a stranger's, and never read.
+  std::filesystem::create_directories(dir / "models/hf");
+  std::filesystem::rename(bare, dir / "models/hf/bare");
+  dir.write("models/vocab.txt", vocab);
+  r = run_ordo("finetune --quiet --checkpoint " + (dir / "models/hf/bare") + " --task rte --data " + rte +
+               " --set train.epochs=1 --out " + (dir / "ft"));
+  CHECK_THAT(r.output, Contains("no tokenizer in " + (dir / "models/hf/bare") + ": looked for"));
+  CHECK_FALSE(ordo::file_exists(dir / "ft"));
+  std::filesystem::rename(dir / "models/hf/bare", bare);
   const std::string vocab_file = dir.write("vocab.txt", vocab);
   ordo_ok(base + (dir / "ft") + " --vocab " + vocab_file);
   CHECK(ordo::file_exists(dir / "ft/results.json"));
