@@ -1,6 +1,8 @@
 #include "text/english.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <vector>
@@ -84,12 +86,34 @@ std::vector<std::string> wordnet_sentences(const std::string& line) {
   return sentences;
 }
 
+// "00001740 03 n 01 entity 0 ... | gloss": an 8-digit offset, a 2-digit lexicographer
+// file, a synset type, a 2-hex-digit word count, and a gloss after " | ". Every line of
+// WordNet 3.0's data files but the licence header has this shape.
+bool is_wordnet_data_line(const std::string& line) {
+  auto digits = [&](size_t from, size_t n, int (*is)(int)) {
+    for (size_t i = from; i < from + n; ++i)
+      if (!is(static_cast<unsigned char>(line[i]))) return false;
+    return true;
+  };
+  return line.size() > 17 && digits(0, 8, isdigit) && line[8] == ' ' && digits(9, 2, isdigit) && line[11] == ' ' &&
+         std::strchr("nvasr", line[12]) != nullptr && line[13] == ' ' && digits(14, 2, isxdigit) && line[16] == ' ' &&
+         line.find(" | ") != std::string::npos;
+}
+
+// A line that is neither is refused with its place: a truncated or foreign file would
+// otherwise give a corpus with documents silently missing.
 void extract_wordnet(const std::string& folder, std::string& out, EnglishStats& stats) {
   for (const char* part : {"noun", "verb", "adj", "adv"}) {
-    std::istringstream in(read_file(folder + "/data." + part));
+    const std::string file = folder + "/data." + part;
+    const std::string text = read_file(file);
+    ORDO_CHECK(text.empty() || text.back() == '\n', file, ": its last line has no line break (a truncated file?)");
+    std::istringstream in(text);
     std::string line;
-    while (std::getline(in, line)) {
+    for (int64_t number = 1; std::getline(in, line); ++number) {
       if (line.rfind("  ", 0) == 0) continue;  // the licence header
+      ORDO_CHECK(utf8::valid(line), file, ":", number, ": not UTF-8 (WordNet's data files are ASCII)");
+      ORDO_CHECK(is_wordnet_data_line(line), file, ":", number, ": not a WordNet data line (\"offset lex_filenum ",
+                 "ss_type w_cnt word ... | gloss\"); is ", folder, " WordNet 3.0's dict folder, and the file whole?");
       add_document(wordnet_sentences(line), out, stats);
     }
   }

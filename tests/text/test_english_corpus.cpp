@@ -56,6 +56,29 @@ TEST_CASE("WordNet's glosses from a folder: one document per synset, examples as
   CHECK_THROWS_WITH(text::extract_english(text::EnglishSource::wordnet, nullptr, empty.path),
                     Catch::Contains("no WordNet data in " + empty.path + " (no data.noun)") &&
                         Catch::Contains("apt-get install wordnet-base"));
+  // A file cut short, a line of another shape, a byte that is not UTF-8: refused with the place, not
+  // skipped (the corpus would lose documents in silence).
+  const test::TempDir bad("english_bad");
+  auto refused = [&](const std::string& noun) {
+    for (const char* part : {"verb", "adj", "adv"})
+      bad.write(std::string("data.") + part, read_file(kFixture + "/data." + part));
+    bad.write("data.noun", noun);
+    try {
+      text::extract_english(text::EnglishSource::wordnet, nullptr, bad.path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  const std::string noun = read_file(kFixture + "/data.noun");
+  const std::string file = bad / "data.noun";
+  CHECK(refused(noun.substr(0, noun.size() - 10)) ==
+        file + ": its last line has no line break (a truncated file?)");
+  CHECK_THAT(refused(noun + "lantern: a lamp\n"),
+             Catch::StartsWith(file + ":4: not a WordNet data line (\"offset lex_filenum ss_type w_cnt word ... | "
+                                      "gloss\"); is " + bad.path + " WordNet 3.0's dict folder"));
+  CHECK(refused(noun + "00000009 03 n 01 caf\xe9 0 000 | a place\n") ==
+        file + ":4: not UTF-8 (WordNet's data files are ASCII)");
 }
 
 TEST_CASE("the English corpus's preparation: sentences out, a vocabulary trained, the same bytes twice",
