@@ -19,14 +19,8 @@ if [[ $# -lt 2 || $# -gt 3 ]]; then
   exit 2
 fi
 ordo=$1 out=$2 from=${3:-/usr/share/wordnet}
-if [[ ! -x "$ordo" || -d "$ordo" ]]; then
-  echo "$0: ORDO '$ordo' is no executable (build/ordo after make build)" >&2
-  exit 2
-fi
-if [[ -e "$out" && ! -d "$out" ]]; then
-  echo "$0: OUT_DIR '$out' exists and is not a folder" >&2
-  exit 2
-fi
+source "$(dirname "$0")/args.sh"
+check_ordo_and_out "$0" "$ordo" "$out"
 if [[ ! -d "$from" ]]; then
   echo "$0: no WordNet folder '$from' (scripts/install_deps.sh installs wordnet-base)" >&2
   exit 2

