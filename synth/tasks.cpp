@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "base/counter_rng.h"
@@ -306,18 +307,39 @@ struct SquadBuilder {
 
 // ---- SentEval-style probes ----------------------------------------------------------------------
 
+// The main verb's dependent with `label` (its word's index); -1 when it has none.
+int main_dependent(const Sentence& s, const std::string& label) {
+  if (s.clauses.empty()) return -1;
+  const int verb = s.clauses[0].verb;
+  for (size_t i = 0; i < s.arcs.size(); ++i)
+    if (s.arcs[i].head == verb && s.arcs[i].label == label) return static_cast<int>(i);
+  return -1;
+}
+
 // The number (0 singular, 1 plural) of the main verb's dependent with `label`,
 // by its tag; -1 when it has none or it is not a common noun.
 int dependent_number(const Sentence& s, const std::string& label) {
-  if (s.clauses.empty()) return -1;
-  const int verb = s.clauses[0].verb;
-  for (size_t i = 0; i < s.arcs.size(); ++i) {
-    if (s.arcs[i].head != verb || s.arcs[i].label != label) continue;
-    if (s.tags[i] == "NN") return 0;
-    if (s.tags[i] == "NNS") return 1;
-    return -1;
-  }
-  return -1;
+  const int i = main_dependent(s, label);
+  if (i < 0) return -1;
+  return s.tags[i] == "NN" ? 0 : s.tags[i] == "NNS" ? 1 : -1;
+}
+
+// subject_number's role swap: a sentence whose main clause is active and past
+// (its verb says nothing of number: "met", not "meets"/"meet") with a subject
+// and an object of different numbers, and the same sentence with the two noun
+// phrases exchanged, whose subject is then the other number. Both have the
+// same words, so a model that reads the subject by its place changes its
+// answer, one that reads a bag of words cannot. Empty when the sentence has no
+// such clause.
+std::optional<std::pair<std::string, int>> subject_swapped(const Sentence& s) {
+  const Clause* c = main_with_roles(s);
+  if (!c || c->passive || c->tense != Tense::Past) return std::nullopt;
+  const int subject = main_dependent(s, "nsubj"), object = main_dependent(s, "obj");
+  const int subject_number = dependent_number(s, "nsubj"), object_number = dependent_number(s, "obj");
+  if (subject_number < 0 || object_number < 0 || subject_number == object_number) return std::nullopt;
+  const auto inside = [](int i, const Span& span) { return span.start <= i && i < span.end; };
+  if (!inside(subject, *c->agent) || !inside(object, *c->patient)) return std::nullopt;
+  return std::make_pair(joined(swap_spans(s.words, *c->agent, *c->patient)), object_number);
 }
 
 // ---- SentEval's multi-class probes, in SentEval's own file format ---------------------------------
@@ -464,7 +486,10 @@ const char* kReadme =
     "| tense/ | SST-2 (`sst2`) | the main verb's tense (0 past, 1 present): a word's form | partly (which verb is "
     "the main one) |\n"
     "| subject_number/ | SST-2 (`sst2`) | the main clause's subject singular (0) or plural (1): which noun is the "
-    "subject | needed |\n"
+    "subject. dev_roles_original.tsv (dev sentences whose main clause is an active past, with a subject and an "
+    "object of different numbers) and dev_roles_swapped.tsv (the same, the two noun phrases exchanged and the "
+    "label the new subject's) are a role swap on a task models learn: the fraction of answers it changes (0 for "
+    "a bag of words) | needed: tests whether a model reads roles by their place |\n"
     "| object_number/ | SST-2 (`sst2`) | the main clause's object singular (0) or plural (1): which noun is the "
     "object | needed |\n"
     "| sentiment/ | SST-2 (`sst2`) | the sign of the sum of the sentence's polar words' fixed polarities (each of the "
@@ -574,6 +599,7 @@ std::vector<std::pair<std::string, std::string>> make_tasks(const std::vector<Do
     std::map<std::string, std::map<Split, Sst2Split>> probes;
     for (const char* n : names)
       probes[n] = {{Split::train, Sst2Split(false)}, {Split::dev, Sst2Split(false)}, {Split::test, Sst2Split(true)}};
+    Sst2Split roles_original(false), roles_swapped(false);  // subject_number's role swap, row for row
     for (size_t d = 0; d < documents.size(); ++d) {
       CounterRng rng(o.seed, kProbes, d);
       for (const Sentence& s : documents[d].sentences) {
@@ -589,11 +615,18 @@ std::vector<std::pair<std::string, std::string>> make_tasks(const std::vector<Do
         const int subject = dependent_number(s, "nsubj"), object = dependent_number(s, "obj");
         if (subject >= 0) probes["subject_number"].at(split[d]).add(joined(s.words), subject);
         if (object >= 0) probes["object_number"].at(split[d]).add(joined(s.words), object);
+        if (split[d] != Split::dev) continue;
+        if (const auto swapped = subject_swapped(s)) {
+          roles_original.add(joined(s.words), subject);
+          roles_swapped.add(swapped->first, swapped->second);
+        }
       }
     }
     for (const auto& [name, splits] : probes)
       for (const auto& [which, file] : splits)
         files.emplace_back(name + "/" + split_name(which) + ".tsv", file.file.text());
+    files.emplace_back("subject_number/dev_roles_original.tsv", roles_original.file.text());
+    files.emplace_back("subject_number/dev_roles_swapped.tsv", roles_swapped.file.text());
   }
   // The order-insensitive classification tasks
   {

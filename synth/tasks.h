@@ -37,7 +37,15 @@
 //               SentEval-style probes (Conneau et al. 2018) in SST-2's layout
 //               (sentence, label 0/1): two adjacent words inverted or not; the
 //               main verb past (0) or present (1); the main clause's subject,
-//               and object, singular (0) or plural (1).
+//               and object, singular (0) or plural (1). subject_number's dev
+//               split comes with a role swap, row for row:
+//                 dev_roles_original.tsv dev sentences whose main clause is an
+//                   active past (a verb form that says nothing of number)
+//                   with a subject and an object of different numbers;
+//                 dev_roles_swapped.tsv the same with the two noun phrases
+//                   exchanged, labelled by the new subject: the same words,
+//                   so only a model that reads the subject by its place
+//                   changes its answer (finetune's "answers_changed").
 //   sentiment/  SST-2's layout: the sign of the sum of the sentence's polar
 //               words' fixed polarities (the 100 most frequent adjectives and
 //               adverbs, each +1 or -1 by a hash of the word; sentences

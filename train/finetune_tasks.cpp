@@ -163,22 +163,27 @@ class ClassificationFinetuneTask : public Task {
     return e;
   }
 
-  // The roles task's Shuffle-SR probe (synth/tasks.h): row i of dev_shuffle_sr
-  // is row i of dev_sr_original with the premise's agent and patient
-  // exchanged, so the fraction of answers that change under the swap is
-  // measured pair by pair ("answers_changed" of dev_shuffle_sr).
+  // The synthetic tasks' role swaps (synth/tasks.h): row i of the swapped
+  // set is row i of its original with agent and patient exchanged (roles'
+  // Shuffle-SR; subject_number's subject and object), so the fraction of
+  // answers that change under the swap is measured pair by pair (the swapped
+  // set's "answers_changed").
   void add_answer_changes(Evaluation& e) const {
     const auto index_of = [&](const std::string& name) {
       for (size_t d = 0; d < data_.evaluated.size(); ++d)
         if (data_.evaluated[d].first == name) return static_cast<int64_t>(d);
       return int64_t{-1};
     };
-    const int64_t original = index_of("dev_sr_original"), swapped = index_of("dev_shuffle_sr");
-    if (original < 0 || swapped < 0 || task_.regression()) return;
-    const auto& before = predictions_[static_cast<size_t>(original)].labels;
-    const auto& after = predictions_[static_cast<size_t>(swapped)].labels;
-    if (before.size() != after.size() || before.empty()) return;  // not the synthetic task's pairs
-    e.metrics["dev_shuffle_sr"]["answers_changed"] = downstream::answer_change_rate(before, after);
+    static const std::pair<const char*, const char*> kSwaps[] = {{"dev_sr_original", "dev_shuffle_sr"},
+                                                                 {"dev_roles_original", "dev_roles_swapped"}};
+    for (const auto& [original_name, swapped_name] : kSwaps) {
+      const int64_t original = index_of(original_name), swapped = index_of(swapped_name);
+      if (original < 0 || swapped < 0 || task_.regression()) continue;
+      const auto& before = predictions_[static_cast<size_t>(original)].labels;
+      const auto& after = predictions_[static_cast<size_t>(swapped)].labels;
+      if (before.size() != after.size() || before.empty()) continue;  // not the synthetic task's pairs
+      e.metrics[swapped_name]["answers_changed"] = downstream::answer_change_rate(before, after);
+    }
   }
 
   void write_predictions(const std::string& dir) override {

@@ -411,3 +411,42 @@ TEST_CASE("synthetic tasks: sentiment and overlap labels depend on the bag of wo
   CHECK(equivalent > 100);
   CHECK(replaced > 100);
 }
+
+TEST_CASE("synthetic tasks: subject_number's role swap exchanges subject and object of different numbers",
+          "[synth][tasks]") {
+  const std::vector<synth::Document> docs = documents(800);
+  Written w(docs);
+  const auto& sst2 = downstream::glue_task("sst2");
+  const auto original = downstream::read_glue(sst2, w / "subject_number/dev_roles_original.tsv").examples;
+  const auto swapped = downstream::read_glue(sst2, w / "subject_number/dev_roles_swapped.tsv").examples;
+  REQUIRE(original.size() == swapped.size());
+  REQUIRE(original.size() > 30);  // 42 from these 800 documents' dev split
+  std::map<std::string, int> dev_label;
+  for (const auto& e : downstream::read_glue(sst2, w / "subject_number/dev.tsv").examples) dev_label[e.text_a] = e.label;
+  std::map<std::string, const synth::Sentence*> by_text;
+  for (const synth::Document& d : docs)
+    for (const synth::Sentence& s : d.sentences) {
+      std::string text;
+      for (const std::string& word : s.words) text += (text.empty() ? "" : " ") + word;
+      by_text[text] = &s;
+    }
+  for (size_t k = 0; k < original.size(); ++k) {
+    INFO(original[k].text_a << " / " << swapped[k].text_a);
+    // The original is a dev sentence with its own label; the swap keeps its words and flips the label.
+    REQUIRE(dev_label.count(original[k].text_a) == 1);
+    CHECK(dev_label[original[k].text_a] == original[k].label);
+    CHECK(bag(original[k].text_a) == bag(swapped[k].text_a));
+    CHECK(original[k].text_a != swapped[k].text_a);
+    CHECK(swapped[k].label == 1 - original[k].label);
+    // Its main verb is an active past, whose form says nothing of the subject's number.
+    const synth::Sentence* s = by_text.at(original[k].text_a);
+    CHECK(s->clauses[0].tense == synth::Tense::Past);
+    CHECK_FALSE(s->clauses[0].passive);
+  }
+  // A bag of words trained on the task gives every pair one answer: its answers never change.
+  BagOfWords model;
+  model.train(featured(downstream::read_glue(sst2, w / "subject_number/train.tsv"), counts, nullptr));
+  const auto before = featured(downstream::read_glue(sst2, w / "subject_number/dev_roles_original.tsv"), counts, nullptr);
+  const auto after = featured(downstream::read_glue(sst2, w / "subject_number/dev_roles_swapped.tsv"), counts, nullptr);
+  for (size_t k = 0; k < before.size(); ++k) CHECK((model.logit(before[k].first) > 0) == (model.logit(after[k].first) > 0));
+}

@@ -53,6 +53,28 @@ ordo::test::CommandResult finetune(const std::string& args) { return run_ordo("f
 
 }  // namespace
 
+TEST_CASE("finetune: subject_number's role swap, the answers it changes counted pair by pair", "[cli][finetune]") {
+  Fixture& f = fixture();
+  const std::string out = f.dir / "subject_number";
+  auto r = finetune("--checkpoint " + f.run + " --task sst2 --data " + f.tasks + "/subject_number --out " + out);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const json::Value run = json::parse(ordo::read_file(out + "/results.json"))["learning_rates"][0]["runs"][0];
+  const std::string dir = out + "/runs/" + run["run"].as_string();
+  const auto& sst2 = ordo::downstream::glue_task("sst2");
+  const auto original = ordo::downstream::read_glue(sst2, f.tasks + "/subject_number/dev_roles_original.tsv");
+  const auto swapped = ordo::downstream::read_glue(sst2, f.tasks + "/subject_number/dev_roles_swapped.tsv");
+  const auto before = ordo::downstream::read_glue_submission(dir + "/dev_roles_original_predictions.tsv", original).labels;
+  const auto after = ordo::downstream::read_glue_submission(dir + "/dev_roles_swapped_predictions.tsv", swapped).labels;
+  REQUIRE(before.size() == after.size());
+  REQUIRE(!before.empty());
+  int changed = 0;
+  for (size_t i = 0; i < before.size(); ++i) changed += before[i] != after[i];
+  CHECK(run["best"]["dev_roles_swapped"]["answers_changed"].as_number() ==
+        Approx(static_cast<double>(changed) / static_cast<double>(before.size())).epsilon(1e-12));
+  CHECK_FALSE(run["best"]["dev_roles_original"].contains("answers_changed"));
+}
+
 TEST_CASE("finetune: a GLUE-layout task end to end, ordo score agrees with the run's dev metrics", "[cli][finetune]") {
   Fixture& f = fixture();
   const std::string out = f.dir / "roles";
