@@ -37,7 +37,8 @@ cli::Register command(
      "--from DIR|RUN --out DIR [--seed S (1)] [--dev-fraction F (0.1)] [--test-fraction F (0.1)] [--overwrite]\n"
      "  roles/ (RTE layout, with the word-swap probes dev_shuffle_3..6.tsv and dev_shuffle_sr.tsv),\n"
      "  squad/ and squad2/ (SQuAD v1.1 / v2.0 JSON), bigram_shift/ tense/ subject_number/ object_number/\n"
-     "  (SST-2 layout: word-order probes), sentiment/ (SST-2 layout) and overlap/ (MRPC layout), which a\n"
+     "  (SST-2 layout: word-order probes; subject_number/ with a role swap, dev_roles_original.tsv and\n"
+     "  dev_roles_swapped.tsv), sentiment/ (SST-2 layout) and overlap/ (MRPC layout), which a\n"
      "  bag of words solves, sentence_length/ word_content/ tree_depth/ top_constituents/ (SentEval's\n"
      "  probing files); DIR/README.md says what each asks. Fine-tune with\n"
      "  ordo finetune --task rte|squad|squad2|sst2|mrpc|senteval --data DIR/<folder>",
