@@ -73,9 +73,9 @@ CheckpointTokenizer load_tokenizer(const std::string& checkpoint_dir, const std:
     path = tokenizer_file_in(checkpoint_dir);
     const std::string run = run_of_checkpoint(checkpoint_dir);
     if (path.empty() && !run.empty()) path = tokenizer_file_in(run);
-    ORDO_CHECK(!path.empty(), "no tokenizer in ", checkpoint_dir,
-               run.empty() ? std::string() : " nor in its run " + run, ": looked for vocab.txt (BERT's WordPiece), vocab.json + merges.txt and tokenizer.json "
-               "(byte-level BPE); give one with --vocab FILE (one of those files, or a folder holding one)");
+    ORDO_CHECK(!path.empty(), "no tokenizer in ", checkpoint_dir, run.empty() ? "" : " nor in its run " + run,
+               ": looked for vocab.txt (BERT's WordPiece), vocab.json + merges.txt and tokenizer.json (byte-level "
+               "BPE); give one with --vocab FILE (one of those files, or a folder holding one)");
   }
   CheckpointTokenizer out;
   out.path = path;
