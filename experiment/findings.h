@@ -31,7 +31,9 @@
 //                                          shape), Holm over the column's indicators
 //             section KEY                  a verdict a report section computes: figure5.monotonicity,
 //                                          figure5.balance (experiment/figure5.h), sweep.locality,
-//                                          sweep.symmetry (experiment/sweep_report.h)
+//                                          sweep.symmetry (experiment/sweep_report.h),
+//                                          pretraining.locality, pretraining.symmetry
+//                                          (experiment/pretraining_report.h)
 //             untested WHY...              not testable here, and why (a dataset ordo cannot
 //                                          have, a recipe not run)
 //           TABLE is a paper table's name ("table2" for paper_table2.tsv); in a

@@ -6,6 +6,7 @@
 #include "experiment/bench_report.h"
 #include "experiment/dependency_report.h"
 #include "experiment/layer_report.h"
+#include "experiment/pretraining_report.h"
 #include "experiment/scale_report.h"
 #include "experiment/sweep_report.h"
 #include "experiment/wang_chen_report.h"
@@ -47,6 +48,9 @@ const std::vector<ReportSectionEntry>& report_sections() {
       {"the disagreements against compute (disagreements.tsv, followed up the ladder)",
        [](const SectionInput& in) { return !in.plan.disagreements.empty(); },
        [](const SectionInput& in) { return scale_across_rungs(in.plan, in.runs); }},
+      {"locality and symmetry before and after pretraining (train.checkpoint_initial's step-0 analysis)",
+       [](const SectionInput& in) { return has_initial_indicators(in.runs); },
+       [](const SectionInput& in) { return pretraining_across_runs(in.plan, in.runs); }},
       {"accuracy against locality and symmetry (finetune.sweep)",
        [](const SectionInput& in) {
          return std::any_of(in.plan.finetune.begin(), in.plan.finetune.end(), [](const FinetuneTask& t) { return t.sweep; });

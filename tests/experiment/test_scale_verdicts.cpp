@@ -28,7 +28,7 @@ const std::vector<double> kNoisy = {0.9, 0.3, 0.2, 0.8, 0.1, 0.9};
 
 constexpr double kNoTarget = std::numeric_limits<double>::quiet_NaN();
 
-ScaleJudgement judge(const std::vector<double>& value, double paper, double target = kNoTarget,
+ScaleJudgement judged(const std::vector<double>& value, double paper, double target = kNoTarget,
                      const std::vector<double>& compute = kCompute) {
   return judge_scale({compute, value, paper, target}, 0.05);
 }
@@ -37,7 +37,7 @@ ScaleJudgement judge(const std::vector<double>& value, double paper, double targ
 
 TEST_CASE("a significant trend toward the paper's value closes with scale", "[experiment][scale_verdicts]") {
   // Paper 0.1, ordo 0.91 at the smallest rung: gap -0.81, falling is toward.
-  const ScaleJudgement j = judge(kFalling, 0.1);
+  const ScaleJudgement j = judged(kFalling, 0.1);
   CHECK(j.verdict == ScaleVerdict::closes);
   CHECK(std::string(scale_verdict_name(j.verdict)) == "closes with scale");
   CHECK(j.gap == Approx(-0.81).epsilon(1e-12));
@@ -47,59 +47,59 @@ TEST_CASE("a significant trend toward the paper's value closes with scale", "[ex
   CHECK(std::isnan(j.needed_slope));
   // A target at 1e15 needs -0.81 per decade, faster than the trend: a
   // significant trend toward the paper closes with scale all the same.
-  CHECK(judge(kFalling, 0.1, 1e15).verdict == ScaleVerdict::closes);
-  CHECK(judge(kFalling, 0.1, 1e15).needed_slope == Approx(-0.81).epsilon(1e-12));
+  CHECK(judged(kFalling, 0.1, 1e15).verdict == ScaleVerdict::closes);
+  CHECK(judged(kFalling, 0.1, 1e15).needed_slope == Approx(-0.81).epsilon(1e-12));
 }
 
 TEST_CASE("a significant trend away from the paper's value does not close", "[experiment][scale_verdicts]") {
   // Paper 1.5 above ordo's 0.91: falling moves away.
-  const ScaleJudgement j = judge(kFalling, 1.5);
+  const ScaleJudgement j = judged(kFalling, 1.5);
   CHECK(j.verdict == ScaleVerdict::does_not_close);
   CHECK(std::string(scale_verdict_name(j.verdict)) == "does not close");
   CHECK(j.gap == Approx(0.59).epsilon(1e-12));
   CHECK(std::isnan(j.reach_log10_compute));
   CHECK(j.reason.find("away from the paper's value") != std::string::npos);
-  CHECK(judge(kFalling, 1.5, 1e20).verdict == ScaleVerdict::does_not_close);
+  CHECK(judged(kFalling, 1.5, 1e20).verdict == ScaleVerdict::does_not_close);
 }
 
 TEST_CASE("a flat, tight trend does not close by the target compute", "[experiment][scale_verdicts]") {
   // Paper 0.1, ordo 0.905: by 1e19 (5 decades past the first rung) closing
   // needs -0.805 / 5 = -0.161 per decade; the interval's most favourable end
   // is -0.0076.
-  const ScaleJudgement j = judge(kFlat, 0.1, 1e19);
+  const ScaleJudgement j = judged(kFlat, 0.1, 1e19);
   CHECK(j.verdict == ScaleVerdict::does_not_close);
   CHECK(j.needed_slope == Approx(-0.161).epsilon(1e-12));
   CHECK(j.trend.p > 0.05);
   CHECK(j.reason.find("needs -0.161") != std::string::npos);
   // Without a target nothing is excluded but a trend away: it cannot be told.
-  CHECK(judge(kFlat, 0.1).verdict == ScaleVerdict::cannot_tell);
+  CHECK(judged(kFlat, 0.1).verdict == ScaleVerdict::cannot_tell);
   // A gap small enough to close by the target at a slope the interval allows:
   // paper 0.88, gap -0.025, needs -0.005 per decade by 1e19.
-  CHECK(judge(kFlat, 0.88, 1e19).verdict == ScaleVerdict::cannot_tell);
+  CHECK(judged(kFlat, 0.88, 1e19).verdict == ScaleVerdict::cannot_tell);
 }
 
 TEST_CASE("a noisy trend cannot be told at these rungs", "[experiment][scale_verdicts]") {
-  const ScaleJudgement j = judge(kNoisy, 0.1, 1e19);
+  const ScaleJudgement j = judged(kNoisy, 0.1, 1e19);
   CHECK(j.verdict == ScaleVerdict::cannot_tell);
   CHECK(std::string(scale_verdict_name(j.verdict)) == "cannot tell at these rungs");
   CHECK(j.trend.p > 0.05);
   CHECK(j.reason.find("allows closing and not closing") != std::string::npos);
-  CHECK(judge(kNoisy, 0.1).verdict == ScaleVerdict::cannot_tell);
+  CHECK(judged(kNoisy, 0.1).verdict == ScaleVerdict::cannot_tell);
 }
 
 TEST_CASE("nothing to fit cannot be told, and bad evidence is refused", "[experiment][scale_verdicts]") {
-  CHECK(judge({0.9, 0.7, 0.8}, 0.1, kNoTarget, {1e15, 1e15, 1e15}).reason.find("a single rung") != std::string::npos);
-  CHECK(judge({0.9, 0.7}, 0.1, kNoTarget, {1e14, 1e15}).reason.find("fewer than 3 points") != std::string::npos);
-  CHECK(judge({0.5, 0.5, 0.5, 0.5, 0.5, 0.5}, 0.1).reason.find("do not vary") != std::string::npos);
+  CHECK(judged({0.9, 0.7, 0.8}, 0.1, kNoTarget, {1e15, 1e15, 1e15}).reason.find("a single rung") != std::string::npos);
+  CHECK(judged({0.9, 0.7}, 0.1, kNoTarget, {1e14, 1e15}).reason.find("fewer than 3 points") != std::string::npos);
+  CHECK(judged({0.5, 0.5, 0.5, 0.5, 0.5, 0.5}, 0.1).reason.find("do not vary") != std::string::npos);
   const std::vector<double> exact_gap = {0.5, 0.75, 0.25, 0.25, 0.0, 0.0};  // first rung's mean 0.625 exactly
-  CHECK(judge(exact_gap, 0.625).reason.find("no gap") != std::string::npos);
-  for (const ScaleJudgement& j : {judge({0.9, 0.7, 0.8}, 0.1, kNoTarget, {1e15, 1e15, 1e15}),
-                                  judge({0.5, 0.5, 0.5, 0.5, 0.5, 0.5}, 0.1), judge(exact_gap, 0.625),
-                                  judge(kFalling, std::nan(""))})
+  CHECK(judged(exact_gap, 0.625).reason.find("no gap") != std::string::npos);
+  for (const ScaleJudgement& j : {judged({0.9, 0.7, 0.8}, 0.1, kNoTarget, {1e15, 1e15, 1e15}),
+                                  judged({0.5, 0.5, 0.5, 0.5, 0.5, 0.5}, 0.1), judged(exact_gap, 0.625),
+                                  judged(kFalling, std::nan(""))})
     CHECK(j.verdict == ScaleVerdict::cannot_tell);
-  CHECK_THROWS_WITH(judge(kFalling, 0.1, 1e13),
+  CHECK_THROWS_WITH(judged(kFalling, 0.1, 1e13),
                     Catch::Contains("target compute 1e+13 is not beyond the smallest rung"));
-  CHECK_THROWS_AS(judge({0.9, 0.8}, 0.1), Error);  // 6 compute values, 2 values
-  CHECK_THROWS_WITH(judge(kFalling, 0.1, kNoTarget, {1e14, 1e14, 1e15, -1, 1e16, 1e16}),
+  CHECK_THROWS_AS(judged({0.9, 0.8}, 0.1), Error);  // 6 compute values, 2 values
+  CHECK_THROWS_WITH(judged(kFalling, 0.1, kNoTarget, {1e14, 1e14, 1e15, -1, 1e16, 1e16}),
                     Catch::Contains("point 4 of 6 has compute -1"));
 }
