@@ -45,8 +45,7 @@ ReportSection bench_pe_table3(const Plan& plan, const PaperTable* paper) {
       " steps over " + std::to_string(bench["rounds"].as_int()) + " rounds; time relative to REL-SCALAR's, ordo / "
       "the paper's BERT_BASE / its BERT_SMALL. A step time is the machine's at that moment: read it beside the "
       "paper's for its order, not its size.";
-  md += about + "\n\n";
-  html += "<p>" + report::html_escape(about) + "</p>\n";
+  append_paragraph(about, md, html);
   if (!table3) {
     out.markdown = md + "The bench did not measure all of rel_scalar, rpe_shaw and tupe.\n";
     out.html = html + "<p>The bench did not measure all of rel_scalar, rpe_shaw and tupe.</p>\n";

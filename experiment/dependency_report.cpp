@@ -111,8 +111,7 @@ ReportSection dependency_heads_across_runs(const Plan& plan, const std::vector<R
     for (const auto& [a, why] : analysis["not_defined"].items())
       about += " The " + a + " attention is not defined for it: " + why.as_string() + ".";
   }
-  md += about + "\n\n";
-  html += "<p>" + report::html_escape(about) + "</p>\n";
+  append_paragraph(about, md, html);
 
   if (!analysis.is_null()) {
     TextTable t;

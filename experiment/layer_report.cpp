@@ -81,8 +81,7 @@ ReportSection layer_probing_across_runs(const Plan& plan, const std::vector<RunR
       "the positional term removed; positional: the token term removed (for an input-level encoding such as "
       "BERT's, ordo removes the token embeddings at the input, so its positional rows see no words: EQUATIONS.md, "
       "ablations). Accuracy in percent, ordo / paper.";
-  md += about + "\n\n";
-  html += "<p>" + report::html_escape(about) + "</p>\n";
+  append_paragraph(about, md, html);
 
   std::vector<std::string> tasks = paper ? paper->columns : std::vector<std::string>();
   for (const json::Value& p : probing)

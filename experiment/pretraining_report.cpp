@@ -8,7 +8,6 @@
 #include "base/json_numbers.h"
 #include "experiment/statistics.h"
 #include "experiment/verdicts.h"
-#include "report/report.h"
 
 namespace ordo::experiment {
 
@@ -74,8 +73,7 @@ ReportSection pretraining_across_runs(const Plan& plan, const std::vector<RunRes
       "weights as initialised (step 0) and at the last checkpoint of pretraining, mean ± std over each row's "
       "pretraining runs; each run's curve is its analysis' indicator trajectory. The paper averages the "
       "attention over the layers of BERT, XLNet and DeBERTa; ordo probes layer 1 of its own encodings.";
-  md += about + "\n\n";
-  html += "<p>" + report::html_escape(about) + "</p>\n";
+  append_paragraph(about, md, html);
   TextTable t;
   t.header = {"config", "pretraining runs", "locality: step 0", "locality: last", "symmetry: step 0",
               "symmetry: last"};

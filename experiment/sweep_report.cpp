@@ -86,8 +86,7 @@ ReportSection sweep_across_encoders(const Plan& plan, const std::vector<RunResul
       " (the paper: GloVe vectors on MR, SUBJ). Locality and symmetry are Eqs. 7-8 of delta over positions 0.." +
       std::to_string(length - 1) + "; accuracy is the mean over seeds, in percent. Middle: s = 1, w swept; right: "
       "every encoder with locality in [0.15, 0.3] (near BERT's, as the paper keeps them; s swept at a fixed w).";
-  md += about + "\n\n";
-  html += "<p>" + report::html_escape(about) + "</p>\n";
+  append_paragraph(about, md, html);
   if (encoders.empty()) {
     out.markdown = md + "The plan has no sweep.\n";
     out.html = html + "<p>The plan has no sweep.</p>\n";

@@ -505,6 +505,11 @@ std::string statistics_note(const Plan& plan) {
 
 }  // namespace
 
+void append_paragraph(const std::string& text, std::string& md, std::string& html) {
+  md += text + "\n\n";
+  html += "<p>" + report::html_escape(text) + "</p>\n";
+}
+
 json::Value append_reading(const std::vector<std::string>& lines, const std::string& title, std::string& md,
                            std::string& html) {
   md += "\n**" + title + "**\n\n";

@@ -56,6 +56,9 @@ struct ReportSection {
   std::vector<SectionVerdict> verdicts;  // for a claims.tsv's "section KEY" claims (experiment/findings.h)
 };
 
+// A paragraph of prose appended to a section's Markdown and (escaped) HTML.
+void append_paragraph(const std::string& text, std::string& md, std::string& html);
+
 // The generated reading `lines` under the heading `title` ("Reading
 // (generated)"), appended as a Markdown list to `md` and an HTML list to
 // `html`; returned as a JSON array for the section's record.
