@@ -131,9 +131,6 @@ ReportSection pretraining_across_runs(const Plan& plan, const std::vector<RunRes
         (v.judgement.reason.empty() ? "" : " (" + v.judgement.reason + ")") + ".");
     out.verdicts.push_back(v);
   }
-  lines.push_back("At step 0 ordo's attention is near uniform over the words, whose symmetry (Eq. 8) is near 1: "
-                  "symmetry starts with little room to rise; the paper does not print its models' values at "
-                  "initialisation.");
   append_reading(lines, "Reading (generated)", md, html);
   out.markdown = md;
   out.html = html;
