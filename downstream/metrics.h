@@ -34,6 +34,16 @@ double spearman(const std::vector<double>& x, const std::vector<double>& y);
 // Unlike an accuracy difference it does not depend on the labels, so a model
 // that ignores the change reads 0 whatever its accuracy.
 double answer_change_rate(const std::vector<int>& original, const std::vector<int>& altered);
+// The synthetic tasks' role swaps (synth/tasks.h), dev set names: row i of
+// `swapped` is row i of `original` with agent and patient exchanged (roles'
+// Shuffle-SR; subject_number's subject and object). Fine-tuning counts the
+// answers each changes ("answers_changed" of the swapped set).
+struct RoleSwap {
+  const char* original;
+  const char* swapped;
+};
+inline constexpr RoleSwap kRoleSwaps[] = {{"dev_sr_original", "dev_shuffle_sr"},
+                                          {"dev_roles_original", "dev_roles_swapped"}};
 // 1-based ranks, ties averaged (scipy.stats.rankdata's default).
 std::vector<double> average_ranks(const std::vector<double>& x);
 

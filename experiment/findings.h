@@ -33,7 +33,8 @@
 //                                          figure5.balance (experiment/figure5.h), sweep.locality,
 //                                          sweep.symmetry (experiment/sweep_report.h),
 //                                          pretraining.locality, pretraining.symmetry
-//                                          (experiment/pretraining_report.h)
+//                                          (experiment/pretraining_report.h), swap.TASK
+//                                          (experiment/swap_report.h)
 //             untested WHY...              not testable here, and why (a dataset ordo cannot
 //                                          have, a recipe not run)
 //           TABLE is a paper table's name ("table2" for paper_table2.tsv); in a

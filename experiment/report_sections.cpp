@@ -8,6 +8,7 @@
 #include "experiment/layer_report.h"
 #include "experiment/pretraining_report.h"
 #include "experiment/scale_report.h"
+#include "experiment/swap_report.h"
 #include "experiment/sweep_report.h"
 #include "experiment/wang_chen_report.h"
 
@@ -48,6 +49,9 @@ const std::vector<ReportSectionEntry>& report_sections() {
       {"the disagreements against compute (disagreements.tsv, followed up the ladder)",
        [](const SectionInput& in) { return !in.plan.disagreements.empty(); },
        [](const SectionInput& in) { return scale_across_rungs(in.plan, in.runs); }},
+      {"what a semantic-role swap changes (a paper_*.tsv column TASK.SWAPPED.answers_changed)",
+       [](const SectionInput& in) { return has_role_swaps(in.tables); },
+       [](const SectionInput& in) { return role_swaps_across_runs(in.plan, in.runs, in.tables); }},
       {"locality and symmetry before and after pretraining (train.checkpoint_initial's step-0 analysis)",
        [](const SectionInput& in) { return has_initial_indicators(in.runs); },
        [](const SectionInput& in) { return pretraining_across_runs(in.plan, in.runs); }},

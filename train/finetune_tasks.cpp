@@ -163,20 +163,16 @@ class ClassificationFinetuneTask : public Task {
     return e;
   }
 
-  // The synthetic tasks' role swaps (synth/tasks.h): row i of the swapped
-  // set is row i of its original with agent and patient exchanged (roles'
-  // Shuffle-SR; subject_number's subject and object), so the fraction of
-  // answers that change under the swap is measured pair by pair (the swapped
-  // set's "answers_changed").
+  // The synthetic tasks' role swaps (downstream::kRoleSwaps): the fraction
+  // of answers that change under the swap, measured pair by pair (the
+  // swapped set's "answers_changed").
   void add_answer_changes(Evaluation& e) const {
     const auto index_of = [&](const std::string& name) {
       for (size_t d = 0; d < data_.evaluated.size(); ++d)
         if (data_.evaluated[d].first == name) return static_cast<int64_t>(d);
       return int64_t{-1};
     };
-    static const std::pair<const char*, const char*> kSwaps[] = {{"dev_sr_original", "dev_shuffle_sr"},
-                                                                 {"dev_roles_original", "dev_roles_swapped"}};
-    for (const auto& [original_name, swapped_name] : kSwaps) {
+    for (const auto& [original_name, swapped_name] : downstream::kRoleSwaps) {
       const int64_t original = index_of(original_name), swapped = index_of(swapped_name);
       if (original < 0 || swapped < 0 || task_.regression()) continue;
       const auto& before = predictions_[static_cast<size_t>(original)].labels;
