@@ -204,8 +204,12 @@ std::vector<double> task_values(const TaskResults& t, const FinetuneTask& task, 
       const json::Value* set = dot == std::string::npos ? &sets.items().front().second : sets.find(what.substr(0, dot));
       if (!set) return {};  // a dev set this task does not have
       const json::Value* v = set->find(dot == std::string::npos ? what : what.substr(dot + 1));
-      if (!v || !v->is_number()) return {};
-      values.push_back(scale * v->as_number());
+      if (!v || v->is_null()) return {};
+      // A number, or the codec's "nan"/"inf" (a metric undefined there: the figure is absent);
+      // anything else is a damaged file, refused with its name.
+      const double x = json::to_number(*v);
+      if (!std::isfinite(x)) return {};
+      values.push_back(scale * x);
     }
     return t.over_rates ? average_over_rates(t, values) : values;
   });

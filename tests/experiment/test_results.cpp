@@ -126,6 +126,19 @@ TEST_CASE("results: a task's figure at the best learning rate or over all of the
   results["learning_rates"] = rates;
   write_file_atomic(file, json::dump(results));
   CHECK_THROWS_WITH(values("rte.accuracy"), file + ": a finished run's \"best\" holds no dev set's figures");
+  // A metric that is not a number is refused, named; one undefined there ("nan", as the codec writes
+  // it) leaves the figure absent.
+  rates[0]["runs"][1] = run_line(43, 0.90, 0.30, 0.85);
+  rates[0]["runs"][1]["best"]["dev_shuffle_sr"]["accuracy"] = "lots";
+  results["learning_rates"] = rates;
+  write_file_atomic(file, json::dump(results));
+  CHECK_THROWS_WITH(values("rte.dev_shuffle_sr.accuracy"), Catch::Matchers::Contains(file) &&
+                                                               Catch::Matchers::Contains("the string \"lots\""));
+  rates[0]["runs"][1]["best"]["dev_shuffle_sr"]["accuracy"] = "nan";
+  results["learning_rates"] = rates;
+  write_file_atomic(file, json::dump(results));
+  const std::vector<experiment::RunResults> undefined = experiment::gather_results(plan);
+  CHECK_FALSE(experiment::figure(undefined.at(0), "rte.dev_shuffle_sr.accuracy", plan).has_value());
 }
 
 TEST_CASE("results: Wang & Chen's figures of a run's own table and its attack", "[experiment]") {
