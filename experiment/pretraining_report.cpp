@@ -51,11 +51,6 @@ std::vector<Change> changes_of(const RunResults& row, const std::string& key) {
   return out;
 }
 
-std::string mean_text(const std::vector<double>& values, const char* pattern) {
-  const MeanStd m = mean_std(values);
-  return cell(m.mean, pattern) + (values.size() > 1 ? " ± " + cell(m.std, pattern) : "");
-}
-
 }  // namespace
 
 bool has_initial_indicators(const std::vector<RunResults>& runs) {
@@ -83,7 +78,7 @@ ReportSection pretraining_across_runs(const Plan& plan, const std::vector<RunRes
     auto column = [](const std::vector<Change>& changes, bool last) {
       std::vector<double> v;
       for (const Change& c : changes) v.push_back(last ? c.last : c.first);
-      return v.empty() ? std::string("-") : mean_text(v, "%.3f");
+      return v.empty() ? std::string("-") : mean_std_cell(v, "%.3f");
     };
     t.rows.push_back({row.config, std::to_string(locality.size()), column(locality, false), column(locality, true),
                       column(symmetry, false), column(symmetry, true)});
@@ -96,10 +91,11 @@ ReportSection pretraining_across_runs(const Plan& plan, const std::vector<RunRes
   const RunResults* baseline = nullptr;
   for (const RunResults& r : runs)
     if (r.config == plan.baseline) baseline = &r;
-  for (const char* key : {"locality", "symmetry"}) {
+  for (const std::string key : {"locality", "symmetry"}) {
+    const bool locality = key == "locality";
     SectionVerdict v;
-    v.key = std::string(key) == "locality" ? kPretrainingLocality : kPretrainingSymmetry;
-    v.paper = "more " + std::string(key == std::string("locality") ? "local" : "symmetric") + " after pretraining";
+    v.key = locality ? kPretrainingLocality : kPretrainingSymmetry;
+    v.paper = std::string("more ") + (locality ? "local" : "symmetric") + " after pretraining";
     const std::vector<Change> changes = baseline ? changes_of(*baseline, key) : std::vector<Change>{};
     std::vector<double> deltas;
     for (const Change& c : changes) deltas.push_back(c.last - c.first);
@@ -122,9 +118,9 @@ ReportSection pretraining_across_runs(const Plan& plan, const std::vector<RunRes
     std::vector<double> first, last;
     for (const Change& c : changes) first.push_back(c.first), last.push_back(c.last);
     lines.push_back(
-        std::string(key == std::string("locality") ? "Locality" : "Symmetry") + " of " + plan.baseline + ": " +
+        std::string(locality ? "Locality" : "Symmetry") + " of " + plan.baseline + ": " +
         (changes.empty() ? std::string("not measured yet")
-                         : mean_text(first, "%.3f") + " at step 0, " + mean_text(last, "%.3f") + " at step " +
+                         : mean_std_cell(first, "%.3f") + " at step 0, " + mean_std_cell(last, "%.3f") + " at step " +
                                std::to_string(changes.front().last_step) +
                                (v.effect.empty() ? std::string() : "; " + v.effect)) +
         ". The paper: " + v.paper + ". Verdict: " + verdict_name(v.judgement.verdict) +

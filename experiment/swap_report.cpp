@@ -64,11 +64,6 @@ std::vector<Swapped> pretraining_runs(const RunResults& row, const Swap& s, cons
   return out;
 }
 
-std::string mean_text(const std::vector<double>& v) {
-  const MeanStd m = mean_std(v);
-  return cell(m.mean, "%.1f") + (v.size() > 1 ? " ± " + cell(m.std, "%.1f") : "");
-}
-
 }  // namespace
 
 bool has_role_swaps(const std::vector<PaperTable>& tables) { return !swaps_in(tables).empty(); }
@@ -99,8 +94,8 @@ ReportSection role_swaps_across_runs(const Plan& plan, const std::vector<RunResu
         original.push_back(x.original), delta.push_back(x.swapped - x.original), changed.push_back(x.changed);
         blind.push_back(100 - 2 * x.original);
       }
-      t.rows.push_back({row.config, std::to_string(w.size()), mean_text(original), mean_text(delta),
-                        mean_text(changed), mean_text(blind)});
+      t.rows.push_back({row.config, std::to_string(w.size()), mean_std_cell(original, "%.1f"),
+                        mean_std_cell(delta, "%.1f"), mean_std_cell(changed, "%.1f"), mean_std_cell(blind, "%.1f")});
       by_changed.push_back({mean_std(changed).mean, row.config});
     }
     md += "**" + s.task + "** (" + s.original + " → " + s.swapped + ")\n\n" + t.markdown() + "\n";

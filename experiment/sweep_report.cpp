@@ -100,7 +100,7 @@ ReportSection sweep_across_encoders(const Plan& plan, const std::vector<RunResul
   for (const Encoder& e : encoders) {
     const bool done = !e.accuracy.values.empty();
     t.rows.push_back({e.name, cell(e.w, "%g"), cell(e.s, "%g"), cell(e.locality, "%.3f"), cell(e.symmetry, "%.3f"),
-                      done ? cell(e.accuracy.mean(), "%.2f") + (e.accuracy.values.size() > 1 ? " ± " + cell(e.accuracy.std(), "%.2f") : "") : "-",
+                      done ? mean_std_cell(e.accuracy.values, "%.2f") : "-",
                       std::to_string(e.accuracy.values.size())});
     json::Value r = json::Value::object();
     r["encoder"] = e.name;

@@ -532,6 +532,11 @@ std::string paper_values_markdown(const PaperTable& table) {
 
 std::string cell(double v, const char* pattern) { return std::isfinite(v) ? format_figure(v, pattern) : "-"; }
 
+std::string mean_std_cell(const std::vector<double>& values, const char* pattern) {
+  const MeanStd m = mean_std(values);
+  return cell(m.mean, pattern) + (values.size() > 1 ? " ± " + cell(m.std, pattern) : "");
+}
+
 std::string TextTable::markdown() const {
   std::string out = "|";
   for (const std::string& h : header) out += " " + h + " |";

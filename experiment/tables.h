@@ -71,6 +71,8 @@ std::string paper_values_markdown(const PaperTable& table);
 // A figure in a cell by a printf pattern (one decimal by default: "85.3"),
 // "-" where there is none (NaN or infinite).
 std::string cell(double v, const char* pattern = "%.1f");
+// "mean ± std" of `values` in `pattern`, the mean alone for one value.
+std::string mean_std_cell(const std::vector<double>& values, const char* pattern);
 
 // A table of text cells, rendered as Markdown or HTML.
 struct TextTable {
