@@ -414,6 +414,55 @@ void checks_of_rungs(const Plan& plan, const std::vector<RunResults>& runs,
   }
 }
 
+// The wall time of each rung's finished runs, as RUN/stages.json records
+// each stage: what a reader sizing the ladder for another machine starts from.
+void rung_times(const Plan& plan, const std::vector<RunResults>& runs, std::string& md, std::string& html) {
+  struct Times {
+    std::vector<double> pretrain, finetune;  // seconds, per run
+    double all = 0;                          // every stage of every run
+  };
+  std::map<const Rung*, Times> by_rung;
+  for (const RunResults& r : runs) {
+    std::vector<const RunResults*> all = {&r};
+    for (const RunResults& replicate : r.replicates) all.push_back(&replicate);
+    for (const RunResults* run : all) {
+      if (!run->pretrained()) continue;
+      Times& t = by_rung[rung_of(plan, index_of(plan, run->config))];
+      double finetune = 0;
+      for (const auto& [stage, entry] : run->stages.items()) {
+        const double seconds = entry.is_object() && entry.contains("seconds") ? entry["seconds"].as_number() : 0;
+        t.all += seconds;
+        if (stage == "pretrain") t.pretrain.push_back(seconds);
+        if (stage.rfind("finetune", 0) == 0) finetune += seconds;
+      }
+      if (plan.has_stage("finetune")) t.finetune.push_back(finetune);
+    }
+  }
+  if (by_rung.empty()) return;
+  const auto minutes = [](std::vector<double> s) {
+    if (s.empty()) return std::string("-");
+    std::sort(s.begin(), s.end());
+    return number(s.front() / 60, "%.1f") + (s.size() > 1 ? "-" + number(s.back() / 60, "%.1f") : "") + " min";
+  };
+  TextTable table;
+  table.header = {"rung", "runs", "pretraining / run", "fine-tuning / run", "every stage, all runs"};
+  table.text_columns = 1;
+  for (const Rung& rung : plan.ladder.rungs) {
+    const auto it = by_rung.find(&rung);
+    if (it == by_rung.end()) continue;
+    const Times& t = it->second;
+    table.rows.push_back({rung.name, std::to_string(t.pretrain.size()), minutes(t.pretrain), minutes(t.finetune),
+                          number(t.all / 3600, "%.2f") + " h"});
+  }
+  const std::string title = "Time per rung";
+  const std::string about =
+      "Each stage's wall time as its run's stages.json records it, on whichever machine ran it and with whatever "
+      "else ran there (a stage resumed after an interruption counts from its resumption): a guide to sizing the "
+      "ladder, not a benchmark (ordo bench train measures a step).";
+  md += "\n### " + title + "\n\n" + about + "\n\n" + table.markdown();
+  html += "<h3>" + title + "</h3>\n<p>" + report::html_escape(about) + "</p>\n" + table.html();
+}
+
 // How many of p are tests (holm_adjust leaves a NaN, an untested p, out of the family).
 size_t tests_in(const std::vector<double>& p) {
   return static_cast<size_t>(std::count_if(p.begin(), p.end(), [](double x) { return !std::isnan(x); }));
@@ -715,6 +764,7 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
   md += "\n" + figures_md;
   html += figures_html;
   checks_of_rungs(plan, runs, disagreements, md, html);
+  rung_times(plan, runs, md, html);
   json::Value all = json::Value::object();
   all["alpha"] = plan.alpha;
   all["disagreements"] = rows;

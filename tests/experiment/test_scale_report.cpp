@@ -298,6 +298,21 @@ TEST_CASE("the scale report sets a check rung's runs against the checked rung's 
   CHECK_THAT(s.markdown, Contains("| r1 (10^13.3, fp32) |"));
   const experiment::ReportSection with_r2 = experiment::scale_across_rungs(plan, {r1, check, probed("a=r2", 1.3, 0.34)});
   CHECK_THAT(with_r2.markdown, Contains("| r1 (10^13.3, fp32) | r2 (10^13.6, bf16) |"));
+  // Each rung's wall time from its runs' stages.json: r1's pretrainings took 6, 7 and 10 minutes and
+  // each probe 6 s (1,398 s, 0.39 h); the check's run 5 minutes (300 s, 0.08 h).
+  auto timed = [](experiment::RunResults r, double pretrain) {
+    r.stages = json::parse(R"({"pretrain": {"seconds": )" + std::to_string(pretrain) +
+                           R"(}, "probe": {"seconds": 6}})");
+    return r;
+  };
+  experiment::RunResults t1 = timed(r1, 360);
+  t1.replicates = {timed(r1.replicates[0], 420), timed(r1.replicates[1], 600)};
+  experiment::RunResults timed_check = timed(check, 294);
+  const std::string times = experiment::scale_across_rungs(plan, {t1, timed_check}).markdown;
+  CHECK_THAT(times, Contains("### Time per rung"));
+  CHECK_THAT(times, Contains("| r1 | 3 | 6.0-10.0 min | - | 0.39 h |"));
+  CHECK_THAT(times, Contains("| r1_bf16 | 1 | 4.9 min | - | 0.08 h |"));
+  CHECK_THAT(s.markdown, !Contains("Time per rung"));  // no run has finished pretraining there
   // Without the check's run there is nothing to judge.
   const experiment::ReportSection none = experiment::scale_across_rungs(plan, {r1});
   CHECK_THAT(none.markdown, Contains("Check 'r1_bf16' of rung 'r1': not testable yet"));
