@@ -88,9 +88,7 @@ ReportSection pretraining_across_runs(const Plan& plan, const std::vector<RunRes
 
   // The verdicts: the baseline's change over its pretraining runs.
   std::vector<std::string> lines;
-  const RunResults* baseline = nullptr;
-  for (const RunResults& r : runs)
-    if (r.config == plan.baseline) baseline = &r;
+  const RunResults* baseline = run_named(runs, plan.baseline);
   for (const std::string key : {"locality", "symmetry"}) {
     const bool locality = key == "locality";
     SectionVerdict v;
@@ -106,15 +104,8 @@ ReportSection pretraining_across_runs(const Plan& plan, const std::vector<RunRes
     } else if (deltas.size() < 2) {
       v.judgement.reason = "one pretraining run of " + plan.baseline + ": no replicate to test its change over";
     }
-    if (deltas.size() >= 2) {
-      const TTest test = one_sample_t_test(deltas, 0);
-      const Interval ci = mean_interval(deltas, 0.95);
-      const double mean = mean_std(deltas).mean;
-      v.judgement = judge({mean, 1.0, test.p, ""}, plan.alpha);
-      v.effect = plan.baseline + "'s " + key + " " + cell(mean, "%+.3f") + " [" + cell(ci.low, "%+.3f") + ", " +
-                 cell(ci.high, "%+.3f") + "] from step 0 (Student's t over " + std::to_string(deltas.size()) +
-                 " pretraining runs, p = " + cell(test.p, "%.3g") + ")";
-    }
+    if (deltas.size() >= 2)
+      judge_change_over_runs(deltas, 1.0, plan.alpha, plan.baseline + "'s " + key, "%+.3f", " from step 0", v);
     std::vector<double> first, last;
     for (const Change& c : changes) first.push_back(c.first), last.push_back(c.last);
     lines.push_back(

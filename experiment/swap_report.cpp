@@ -105,9 +105,7 @@ ReportSection role_swaps_across_runs(const Plan& plan, const std::vector<RunResu
     SectionVerdict v;
     v.key = kSwapVerdictPrefix + s.task;
     v.paper = "accuracy falls under a semantic-role swap";
-    const RunResults* baseline = nullptr;
-    for (const RunResults& r : runs)
-      if (r.config == plan.baseline) baseline = &r;
+    const RunResults* baseline = run_named(runs, plan.baseline);
     const std::vector<Swapped> w = baseline ? pretraining_runs(*baseline, s, plan) : std::vector<Swapped>{};
     std::vector<double> delta;
     for (const Swapped& x : w) delta.push_back(x.swapped - x.original);
@@ -122,13 +120,8 @@ ReportSection role_swaps_across_runs(const Plan& plan, const std::vector<RunResu
     } else if (delta.size() < 2) {
       v.judgement.reason = "one pretraining run of " + plan.baseline + ": no replicate to test over";
     } else {
-      const TTest test = one_sample_t_test(delta, 0);
-      const Interval ci = mean_interval(delta, 0.95);
-      const double mean = mean_std(delta).mean;
-      v.judgement = judge({mean, -1.0, test.p, ""}, plan.alpha);
-      v.effect = plan.baseline + "'s Δ " + cell(mean, "%+.1f") + " points [" + cell(ci.low, "%+.1f") + ", " +
-                 cell(ci.high, "%+.1f") + "] on " + s.task + "'s swap (Student's t over " +
-                 std::to_string(delta.size()) + " pretraining runs, p = " + cell(test.p, "%.3g") + ")";
+      judge_change_over_runs(delta, -1.0, plan.alpha, plan.baseline + "'s Δ", "%+.1f",
+                             " points on " + s.task + "'s swap", v);
     }
     out.verdicts.push_back(v);
     std::sort(by_changed.begin(), by_changed.end(), [](const auto& a, const auto& b) { return a.first > b.first; });

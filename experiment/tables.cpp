@@ -537,6 +537,25 @@ std::string mean_std_cell(const std::vector<double>& values, const char* pattern
   return cell(m.mean, pattern) + (values.size() > 1 ? " ± " + cell(m.std, pattern) : "");
 }
 
+void judge_change_over_runs(const std::vector<double>& changes, double paper_sign, double alpha,
+                            const std::string& what, const char* pattern, const std::string& where,
+                            SectionVerdict& v) {
+  ORDO_ASSERT(changes.size() >= 2);
+  const TTest test = one_sample_t_test(changes, 0);
+  const Interval ci = mean_interval(changes, 0.95);
+  const double mean = mean_std(changes).mean;
+  v.judgement = judge({mean, paper_sign, test.p, ""}, alpha);
+  v.effect = what + " " + cell(mean, pattern) + " [" + cell(ci.low, pattern) + ", " + cell(ci.high, pattern) + "]" +
+             where + " (Student's t over " + std::to_string(changes.size()) + " pretraining runs, p = " +
+             cell(test.p, "%.3g") + ")";
+}
+
+const RunResults* run_named(const std::vector<RunResults>& runs, const std::string& name) {
+  for (const RunResults& r : runs)
+    if (r.config == name) return &r;
+  return nullptr;
+}
+
 std::string TextTable::markdown() const {
   std::string out = "|";
   for (const std::string& h : header) out += " " + h + " |";

@@ -74,6 +74,18 @@ std::string cell(double v, const char* pattern = "%.1f");
 // "mean ± std" of `values` in `pattern`, the mean alone for one value.
 std::string mean_std_cell(const std::vector<double>& values, const char* pattern);
 
+// A row's change measured once per pretraining run (at least two), tested
+// against no change by Student's one-sample t and judged against the paper's
+// direction (`paper_sign`): sets v.judgement and v.effect, "<what> <mean>
+// [<low>, <high>]<where> (Student's t over N pretraining runs, p = P)", the
+// 95% interval and the mean in `pattern`.
+void judge_change_over_runs(const std::vector<double>& changes, double paper_sign, double alpha,
+                            const std::string& what, const char* pattern, const std::string& where,
+                            SectionVerdict& v);
+
+// The run config `name`'s results among `runs`; nullptr where there is none.
+const RunResults* run_named(const std::vector<RunResults>& runs, const std::string& name);
+
 // A table of text cells, rendered as Markdown or HTML.
 struct TextTable {
   std::vector<std::string> header;

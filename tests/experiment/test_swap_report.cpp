@@ -70,7 +70,7 @@ TEST_CASE("Table 2's role swap: the baseline's change over its pretraining runs,
   const experiment::SectionVerdict& v = s.verdicts[0];
   CHECK(v.key == "swap.subject_number");
   CHECK(v.judgement.verdict == experiment::Verdict::holds);
-  CHECK(v.effect == "bert's Δ -29.3 points [-39.4, -19.3] on subject_number's swap (Student's t over 3 pretraining "
+  CHECK(v.effect == "bert's Δ -29.3 [-39.4, -19.3] points on subject_number's swap (Student's t over 3 pretraining "
                     "runs, p = 0.00627)");
   // Each row: Original, Δ, answers changed and the fall a model blind to order would show (100 - 2 x Original).
   CHECK_THAT(s.markdown, Contains("| bert | 3 | 71.0 ± 2.0 | -29.3 ± 4.0 | 21.7 ± 7.6 | -42.0 ± 4.0 |"));
