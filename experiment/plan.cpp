@@ -16,6 +16,7 @@
 #include "experiment/scale_report.h"
 #include "experiment/paper_table.h"
 #include "probe/layer_probing.h"
+#include "probe/probe_folder.h"
 #include "train/position_init.h"
 
 namespace ordo::experiment {
@@ -282,15 +283,6 @@ json::Value read_plan_config(const std::string& folder, const std::string& path,
   return train::read_config_file(relative_to(folder, path));
 }
 
-// A probe layer as written: a layer number from 1 or "all" (each run's probe
-// checks the number against its depth).
-void check_layer_text(const std::string& text, const std::string& what) {
-  char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  ORDO_CHECK(text == "all" || (!text.empty() && *end == '\0' && v >= 1), what, " '", text,
-             "' is neither a layer number (from 1) nor 'all'");
-}
-
 // The probe settings: experiment.json's, then the command line's where given.
 void read_probe(const json::Value* spec, const PlanRequest& request, const std::string& where, Plan& plan) {
   const json::Value empty = json::Value::object();
@@ -298,14 +290,14 @@ void read_probe(const json::Value* spec, const PlanRequest& request, const std::
   plan.probe.options.words = r.integer("words", 300, 1, 1 << 20);
   plan.probe.options.length = r.integer("length", 0, 0, 1 << 16);
   plan.probe.layers = r.string("layer", "1");
-  check_layer_text(plan.probe.layers, where + ": probe: layer");
+  probe::layer_number(plan.probe.layers, where + ": probe: layer");
   plan.probe.options.seed = static_cast<uint64_t>(r.integer("seed", 1, 0, int64_t{1} << 40));
   r.finish();
   if (request.probe_words >= 0) plan.probe.options.words = request.probe_words;
   if (request.probe_length >= 0) plan.probe.options.length = request.probe_length;
   if (request.probe_seed >= 0) plan.probe.options.seed = static_cast<uint64_t>(request.probe_seed);
   if (!request.probe_layer.empty()) {
-    check_layer_text(request.probe_layer, "--probe-layer");
+    probe::layer_number(request.probe_layer, "--probe-layer");
     plan.probe.layers = request.probe_layer;
   }
 }

@@ -46,18 +46,25 @@ std::string head_grid(const LayerProbe& p, const std::string& variant, bool spec
 
 }  // namespace
 
+int layer_number(const std::string& text, const std::string& what) {
+  if (text == "all") return 0;
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  ORDO_CHECK(!text.empty() && *end == '\0' && v >= 1 && v <= (1 << 20), what,
+             " expects a layer number (from 1) or 'all', got '", text, "'");
+  return static_cast<int>(v);
+}
+
 std::vector<int> parse_layers(const std::string& text, int64_t layers) {
+  const int layer = layer_number(text, "flag --layer");
   std::vector<int> out;
-  if (text == "all") {
+  if (layer == 0) {
     for (int l = 1; l <= layers; ++l) out.push_back(l);
     return out;
   }
-  char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  ORDO_CHECK(!text.empty() && *end == '\0', "flag --layer expects a layer number (1-based) or 'all', got '", text, "'");
-  ORDO_CHECK(v >= 1 && v <= layers, "flag --layer ", v, " is outside 1..", layers, " (the checkpoint has ", layers,
+  ORDO_CHECK(layer <= layers, "flag --layer ", layer, " is outside 1..", layers, " (the checkpoint has ", layers,
              " layers; they count from 1)");
-  out.push_back(static_cast<int>(v));
+  out.push_back(layer);
   return out;
 }
 

@@ -29,6 +29,10 @@ struct ProbeRequest {
   Device device;
 };
 
+// A layer's text as written, before any model says how many it has: a layer
+// number from 1, or "all" (0); an error naming `what` otherwise.
+int layer_number(const std::string& text, const std::string& what);
+
 // The request's layers as numbers: "all" or one layer K in 1..layers;
 // an error naming the flag --layer otherwise.
 std::vector<int> parse_layers(const std::string& text, int64_t layers);

@@ -238,7 +238,7 @@ TEST_CASE("a plan's stages and --set lists are checked where they are written, i
   CHECK(message(R"({"stages": ["pretrain", "tasks", "finetune"], "finetune": {"tasks": [)" + task +
                 R"(, "runs": ["a", "a"]}]}})") == spec + ": finetune.tasks[0]: runs names 'a' twice");
   CHECK(message(R"({"stages": ["pretrain", "probe"], "probe": {"layer": "first"}})") ==
-        spec + ": probe: layer 'first' is neither a layer number (from 1) nor 'all'");
+        spec + ": probe: layer expects a layer number (from 1) or 'all', got 'first'");
   CHECK(message(R"({"stages": ["pretrain", "tasks", "finetune"], "finetune": {"config": "ft.json", "tasks": [)" +
                 task + "}]}}") ==
         spec + ": finetune: config 'ft.json' is no file (a path from " + dir.path + ")");

@@ -374,9 +374,9 @@ TEST_CASE("ordo probe: bad input exits non-zero and leaves the output alone", "[
   // --overwrite throughout: even with it, bad input leaves the output as it was.
   const std::string base = "--checkpoint " + run + " --out " + out + " --overwrite";
   const Case cases[] = {
-      {base + " --layer 0", "--layer 0 is outside 1..2"},
+      {base + " --layer 0", "--layer expects a layer number (from 1) or 'all', got '0'"},
       {base + " --layer 3", "--layer 3 is outside 1..2"},
-      {base + " --layer first", "--layer expects a layer number (1-based) or 'all', got 'first'"},
+      {base + " --layer first", "--layer expects a layer number (from 1) or 'all', got 'first'"},
       {base + " --words 0", "--words must be between 1"},
       {base + " --words 21", "21 words asked for"},
       {base + " --length 2", "--length must be between 3"},
