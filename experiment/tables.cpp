@@ -658,6 +658,17 @@ ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResult
       }
       readings.push_back(line);
     }
+    if (c.readings.empty()) {
+      // Nothing to read against the paper, said so rather than left as an empty heading.
+      const std::string none =
+          "None against the paper: no column gives the paper's values for two of ordo's rows, so the paper has no "
+          "order, and no difference from a baseline, to set ordo's against." +
+          (plan.baseline.empty() ? std::string()
+                                 : " The † and ‡ marks are ordo's own differences from " + plan.baseline +
+                                       " (the note under the tables).");
+      md += "- " + none + "\n";
+      html += "<li>" + escape(none) + "</li>\n";
+    }
     html += "</ul>\n";
     out.comparisons.push_back(c);
     json::Value t = c.json;
