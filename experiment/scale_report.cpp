@@ -430,7 +430,10 @@ void rung_times(const Plan& plan, const std::vector<RunResults>& runs, std::stri
       Times& t = by_rung[rung_of(plan, index_of(plan, run->config))];
       double finetune = 0;
       for (const auto& [stage, entry] : run->stages.items()) {
-        const double seconds = entry.is_object() && entry.contains("seconds") ? entry["seconds"].as_number() : 0;
+        const json::Value* time = entry.is_object() ? entry.find("seconds") : nullptr;
+        ORDO_CHECK(!time || time->is_number(), run->run_dir, "/stages.json: stage '", stage,
+                   "': \"seconds\" is no number");
+        const double seconds = time ? time->as_number() : 0;
         t.all += seconds;
         if (stage == "pretrain") t.pretrain.push_back(seconds);
         if (stage.rfind("finetune", 0) == 0) finetune += seconds;

@@ -313,6 +313,10 @@ TEST_CASE("the scale report sets a check rung's runs against the checked rung's 
   CHECK_THAT(times, Contains("| r1 | 3 | 6.0-10.0 min | - | 0.39 h |"));
   CHECK_THAT(times, Contains("| r1_bf16 | 1 | 4.9 min | - | 0.08 h |"));
   CHECK_THAT(s.markdown, !Contains("Time per rung"));  // no run has finished pretraining there
+  t1.run_dir = "runs/a=r1";
+  t1.stages["probe"]["seconds"] = "6 s";
+  CHECK_THROWS_WITH(experiment::scale_across_rungs(plan, {t1, timed_check}),
+                    Contains("runs/a=r1/stages.json: stage 'probe': \"seconds\" is no number"));
   // Without the check's run there is nothing to judge.
   const experiment::ReportSection none = experiment::scale_across_rungs(plan, {r1});
   CHECK_THAT(none.markdown, Contains("Check 'r1_bf16' of rung 'r1': not testable yet"));
