@@ -680,9 +680,13 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
   correct_moves(judged);
   // A column per rung with runs (the first always): the others are named under the table.
   std::vector<bool> shown(judged.front().rungs.size(), false);
-  for (size_t k = 0; k < shown.size(); ++k)
-    shown[k] = k == 0 || std::any_of(judged.begin(), judged.end(),
-                                     [&](const ScaleRow& row) { return !row.rungs[k].values.empty(); });
+  std::vector<std::string> missing;  // the rungs with no run's value yet
+  for (size_t k = 0; k < shown.size(); ++k) {
+    const bool ran = std::any_of(judged.begin(), judged.end(),
+                                 [&](const ScaleRow& row) { return !row.rungs[k].values.empty(); });
+    shown[k] = k == 0 || ran;
+    if (!ran) missing.push_back(judged.front().rungs[k].rung);
+  }
   TextTable table;
   table.header = {"id", "figure", "paper"};
   for (size_t k = 0; k < shown.size(); ++k)
@@ -695,18 +699,14 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
     table.header.push_back(m.name + " (layer " + std::to_string(probed_layer(plan)) + ")");
   table.header.insert(table.header.end(), {"trend per tenfold [interval], p", "verdict"});
   json::Value rows = json::Value::array();
-  std::vector<std::string> reading, missing;
+  std::vector<std::string> reading;
   std::string figures_md, figures_html;
   for (const ScaleRow& row : judged) {
     const Disagreement& d = row.disagreement;
     std::string line_extra;  // the pretrained models' values, after the ladder's reading
     std::vector<std::string> cells = {d.id, what_of(d), number(d.paper)};
-    for (size_t k = 0; k < row.rungs.size(); ++k) {
-      const RungValues& r = row.rungs[k];
-      if (shown[k]) cells.push_back(rung_cell(r));
-      if (r.values.empty() && std::find(missing.begin(), missing.end(), r.rung) == missing.end())
-        missing.push_back(r.rung);
-    }
+    for (size_t k = 0; k < row.rungs.size(); ++k)
+      if (shown[k]) cells.push_back(rung_cell(row.rungs[k]));
     if (!plan.english_out.empty()) {
       RungValues en;
       en.values = row.english;
@@ -752,14 +752,19 @@ ReportSection scale_across_rungs(const Plan& plan, const std::vector<RunResults>
     html += "<p>" + report::html_escape(why) + ".</p>\n";
   }
   if (!missing.empty()) {
-    std::string line = "Rungs with no finished run yet: " + joined(missing, ", ") + ". `ordo experiment " + plan.folder +
-                       " --out " + plan.out + " --rungs " + joined(missing, ",") + "` runs them";
-    const bool gpu = std::any_of(plan.ladder.rungs.begin(), plan.ladder.rungs.end(), [&](const Rung& r) {
-      return r.gpu && std::count(missing.begin(), missing.end(), r.name) > 0;
-    });
-    if (gpu)
-      line += "; the rungs marked for a GPU take tools/scale_gpu_rungs.sh on a lent GPU (its --merge brings them here)";
-    line += ".";
+    // The CPU's rungs with the command that runs them; the GPU's with the script (experiment/ladder.h).
+    std::vector<std::string> here, gpu;
+    for (const Rung& r : plan.ladder.rungs)
+      if (std::count(missing.begin(), missing.end(), r.name)) (r.gpu ? gpu : here).push_back(r.name);
+    const auto command = [&](const std::vector<std::string>& rungs) {
+      return "`ordo experiment " + plan.folder + " --out " + plan.out + " --rungs " + joined(rungs, ",") + "`";
+    };
+    std::vector<std::string> parts;
+    if (!here.empty()) parts.push_back(joined(here, ", ") + " (" + command(here) + " runs them)");
+    if (!gpu.empty())
+      parts.push_back("marked for a GPU, " + joined(gpu, ", ") + " (tools/scale_gpu_rungs.sh on a lent GPU, its --merge "
+                      "bringing them here; " + command(gpu) + " runs them on this machine instead)");
+    const std::string line = "Rungs with no finished run yet: " + joined(parts, "; ") + ".";
     md += line + "\n\n";
     html += "<p>" + report::html_escape(line) + "</p>\n";
   }

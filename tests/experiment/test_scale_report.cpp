@@ -360,7 +360,8 @@ TEST_CASE("a model pretrained elsewhere stands beside the ladder's row it names"
   CHECK_THAT(before.markdown, Contains("| db | ") && Contains("| not probed |"));
   // A rung with no runs yet has no column; it is named under the table, with the command.
   CHECK_THAT(before.markdown, Contains("| r1 (10^") && !Contains("| r2 (10^") &&
-                                  Contains("Rungs with no finished run yet: r2"));
+                                  Contains("Rungs with no finished run yet: r2 (`ordo experiment " + dir.path +
+                                           " --out " + (dir / "out") + " --rungs r2` runs them)."));
   // Probed: its layer-1 value of the APE's own indicator stands beside the row; a gap between two run
   // configs and a task's figure have no value of one pretrained encoder.
   std::filesystem::create_directories(dir / "m/probe");

@@ -439,9 +439,9 @@ TEST_CASE("ordo experiment: the disagreements followed up a ladder, each point i
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Contains("the GPU rung(s) r12 left out on the CPU") && Contains("8 run(s) worked on"));
   CHECK_FALSE(std::filesystem::exists(out + "/runs/b_ape=r12"));
-  CHECK_THAT(read_file(out + "/report/paper.md"), Contains("Rungs with no finished run yet: r12.") &&
-                                                      Contains("--rungs r12` runs them") &&
-                                                      Contains("tools/scale_gpu_rungs.sh"));
+  CHECK_THAT(read_file(out + "/report/paper.md"), Contains("Rungs with no finished run yet: marked for a GPU, r12 "
+                                                               "(tools/scale_gpu_rungs.sh on a lent GPU") &&
+                                                      Contains("--rungs r12` runs them on this machine instead)."));
   // A rung that is not there, or no GPU rung, is refused.
   r = run_ordo("experiment " + cfg + " --out " + out + " --rungs r16" + small);
   CHECK(r.exit_code != 0);
