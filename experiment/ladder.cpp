@@ -205,7 +205,7 @@ void expand_ladder(const json::Value& spec, const std::string& where, Plan& plan
     for (const std::string& run : rung.runs)
       ORDO_CHECK(std::count(run_configs.begin(), run_configs.end(), run) == 1, where, ": rung '", rung.name,
                  "' runs '", run, "', which is no run config of ", plan.folder, " (", joined(run_configs, ", "), ")");
-  std::vector<std::string> names, row_of;
+  std::vector<std::string> names, row_of, made_of;  // made_of: "the run of X at rung R", for messages
   std::vector<train::RunConfig> configs;
   for (const Rung& rung : ladder.rungs)
     for (size_t i = 0; i < plan.names.size(); ++i) {
@@ -221,7 +221,12 @@ void expand_ladder(const json::Value& spec, const std::string& where, Plan& plan
       configs.push_back(train::read_run_config(plan.folder + "/" + row + ".json", sets));
       row_of.push_back(ladder_run_name(row, rung.name));
       names.push_back(row_of.back() + plan.names[i].substr(row.size()));  // a replicate keeps its ".seed<k>"
-      check_path_name(names.back(), where + ": the run of " + plan.names[i] + " at rung " + rung.name);
+      made_of.push_back("the run of " + plan.names[i] + " at rung " + rung.name);
+      check_path_name(names.back(), where + ": " + made_of.back());
+      // A rung named like a replicate ("tiny_4k.seed2") gives a run another's name, and both one folder.
+      const size_t other = static_cast<size_t>(std::find(names.begin(), names.end(), names.back()) - names.begin());
+      ORDO_CHECK(other + 1 == names.size(), where, ": ", made_of.back(), " and ", made_of[other],
+                 " would both be the run ", names.back(), ", one folder: rename rung '", rung.name, "'");
     }
   plan.names = std::move(names);
   plan.row_of = std::move(row_of);

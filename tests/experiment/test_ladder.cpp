@@ -288,4 +288,11 @@ TEST_CASE("a rung may pretrain some of the run configs, with their replicates", 
   CHECK_THROWS_WITH(plan_of(dir.path), Contains(at + ": rungs[1]: runs names 'b' twice"));
   write(R"("b")");
   CHECK_THROWS_WITH(plan_of(dir.path), Contains(at + ": rungs[1]") && Contains("runs"));
+  // A rung named as a replicate of another: b at rung "small.seed2" is the folder of b's replicate at "small".
+  write_file_atomic(dir / "experiment.json",
+                    R"({"stages": ["pretrain"], "replicates": {"runs": ["a", "b"], "seeds": [2]}, "ladder": {"rungs": [
+                         {"name": "small"}, {"name": "small.seed2", "moves": "steps", "set": ["train.steps=8000"]}]}})");
+  CHECK_THROWS_WITH(plan_of(dir.path), Contains(at + ": the run of a at rung small.seed2 and the run of a.seed2 at "
+                                                     "rung small would both be the run a=small.seed2, one folder: "
+                                                     "rename rung 'small.seed2'"));
 }
