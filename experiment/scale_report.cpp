@@ -427,18 +427,27 @@ void rung_times(const Plan& plan, const std::vector<RunResults>& runs, std::stri
     for (const RunResults& replicate : r.replicates) all.push_back(&replicate);
     for (const RunResults* run : all) {
       if (!run->pretrained()) continue;
-      Times& t = by_rung[rung_of(plan, index_of(plan, run->config))];
-      double finetune = 0;
+      const size_t i = index_of(plan, run->config);
+      Times& t = by_rung[rung_of(plan, i)];
+      std::map<std::string, double> seconds;
       for (const auto& [stage, entry] : run->stages.items()) {
         const json::Value* time = entry.is_object() ? entry.find("seconds") : nullptr;
         ORDO_CHECK(!time || time->is_number(), run->run_dir, "/stages.json: stage '", stage,
                    "': \"seconds\" is no number");
-        const double seconds = time ? time->as_number() : 0;
-        t.all += seconds;
-        if (stage == "pretrain") t.pretrain.push_back(seconds);
-        if (stage.rfind("finetune", 0) == 0) finetune += seconds;
+        seconds[stage] = time ? time->as_number() : 0;
+        t.all += seconds[stage];
       }
-      if (plan.has_stage("finetune")) t.finetune.push_back(finetune);
+      t.pretrain.push_back(seconds["pretrain"]);
+      // The run's fine-tuning, once every task it fine-tunes on has finished.
+      double finetune = 0;
+      bool finished = plan.has_stage("finetune");
+      for (const FinetuneTask& task : plan.finetune) {
+        if (!plan.fine_tunes(i, task)) continue;
+        const auto it = seconds.find("finetune:" + task.name);
+        finished = finished && it != seconds.end();
+        if (it != seconds.end()) finetune += it->second;
+      }
+      if (finished) t.finetune.push_back(finetune);
     }
   }
   if (by_rung.empty()) return;

@@ -322,6 +322,44 @@ TEST_CASE("the scale report sets a check rung's runs against the checked rung's 
   CHECK_THAT(none.markdown, Contains("Check 'r1_bf16' of rung 'r1': not testable yet"));
 }
 
+TEST_CASE("the scale report gives each rung's time, fine-tuning once every task has run", "[experiment][scale]") {
+  test::TempDir dir("scale_times");
+  write_file_atomic(dir / "a.json", R"({"extends": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/tiny.json"})");
+  write_file_atomic(dir / "ref.tsv", "config\tpaper_row\tfamily\tkind\tdirection_balance\na\tA\tAPE\tlearned\t1.5\n");
+  write_file_atomic(dir / "disagreements.tsv", "id\tfigure\trow\tminus\tpaper\tpaper_flops\tdisagreement\n"
+                                               "db\tdirection_balance\ta\t-\tref.tsv\t1e18\tthe APE's balance\n");
+  write_file_atomic(dir / "experiment.json", R"({"stages": ["pretrain", "probe", "tasks", "finetune", "report"],
+      "finetune": {"config": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/finetune/tiny.json",
+                   "tasks": [{"name": "sst2", "task": "sst2", "stand_in": "sentiment"},
+                             {"name": "rte", "task": "rte", "stand_in": "roles"}]},
+      "replicates": {"runs": ["a"], "seeds": [2, 3]}, "ladder": {"rungs": [
+      {"name": "r1"}, {"name": "r2", "moves": "steps", "set": ["train.steps=8000"]}]}})");
+  experiment::PlanRequest request;
+  request.folder = dir.path;
+  request.out = dir / "out";
+  const experiment::Plan plan = experiment::make_plan(request);
+  auto run = [](const std::string& name, const std::string& stages) {
+    experiment::RunResults r;
+    r.config = name;
+    r.stages = json::parse(stages);
+    return r;
+  };
+  // r1: three runs, pretraining 5, 6 and 8 minutes; the first two fine-tuned on both tasks (1 + 2 and
+  // 2 + 2 minutes), the third on sst2 alone so far: its fine-tuning is left out of the range, not
+  // counted as 1 minute. Every stage: 300 + 60 + 120 + 360 + 120 + 120 + 480 + 60 = 1,620 s, 0.45 h.
+  experiment::RunResults r1 = run("a=r1", R"({"pretrain": {"seconds": 300}, "finetune:sst2": {"seconds": 60},
+                                             "finetune:rte": {"seconds": 120}})");
+  r1.replicates = {run("a=r1.seed2", R"({"pretrain": {"seconds": 360}, "finetune:sst2": {"seconds": 120},
+                                         "finetune:rte": {"seconds": 120}})"),
+                   run("a=r1.seed3", R"({"pretrain": {"seconds": 480}, "finetune:sst2": {"seconds": 60}})")};
+  // r2: one run still pretraining (no "pretrain" record): no row.
+  const experiment::RunResults r2 = run("a=r2", R"({})");
+  const std::string md = experiment::scale_across_rungs(plan, {r1, r2}).markdown;
+  CHECK_THAT(md, Contains("| rung | runs | pretraining / run | fine-tuning / run | every stage, all runs |"));
+  CHECK_THAT(md, Contains("| r1 | 3 | 5.0-8.0 min | 3.0-4.0 min | 0.45 h |"));
+  CHECK_THAT(md, !Contains("| r2 | "));
+}
+
 TEST_CASE("a model pretrained elsewhere stands beside the ladder's row it names", "[experiment][scale]") {
   test::TempDir dir("scale_pretrained");
   write_file_atomic(dir / "a.json", R"({"extends": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/tiny.json"})");
