@@ -668,6 +668,10 @@ ComparisonFiles render_comparisons(const Plan& plan, const std::vector<RunResult
                                        " (the note under the tables).");
       md += "- " + none + "\n";
       html += "<li>" + escape(none) + "</li>\n";
+      json::Value line = json::Value::object();
+      line["grouping"] = "none";
+      line["text"] = none;
+      readings.push_back(line);
     }
     html += "</ul>\n";
     out.comparisons.push_back(c);

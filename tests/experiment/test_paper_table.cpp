@@ -624,6 +624,7 @@ TEST_CASE("figures: each pretraining run of a replicated row, its own figures, s
   // One paper row: no order and no difference of the paper's to read, said in words.
   CHECK_THAT(file("paper.md"), Contains("(generated from the two tables)\n\n- None against the paper: no column "
                                         "gives the paper's values for two of ordo's rows"));
+  CHECK(paper["tables"][0]["readings"][0]["grouping"].as_string() == "none");
   CHECK_THAT(out.html, Contains("<h3>Table 3</h3>"));
   CHECK(paper["tables"][0]["name"].as_string() == "table3");
 }
