@@ -220,6 +220,13 @@ std::vector<double> task_values(const TaskResults& t, const FinetuneTask& task, 
 double Figure::mean() const { return mean_std(values).mean; }
 double Figure::std() const { return mean_std(values).std; }
 
+double recorded_seconds(const json::Value& stages, const std::string& unit, const std::string& file) {
+  const json::Value* record = stages.find(unit);
+  const json::Value* seconds = record && record->is_object() ? record->find("seconds") : nullptr;
+  ORDO_CHECK(seconds && seconds->is_number(), file, ": stage '", unit, "': its \"seconds\" is missing or no number");
+  return seconds->as_number();
+}
+
 std::vector<RunResults> gather_results(const Plan& plan) {
   std::vector<RunResults> out;
   for (size_t i = 0; i < plan.names.size(); ++i) {

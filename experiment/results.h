@@ -86,6 +86,11 @@ struct RunResults {
   bool pretrained() const { return stages.is_object() && stages.contains("pretrain"); }
 };
 
+// A finished stage's wall time, from the record `unit` of a run's
+// stages.json (`stages`, read from `file`); an error naming the file and the
+// stage where the record has no time or one that is no number.
+double recorded_seconds(const json::Value& stages, const std::string& unit, const std::string& file);
+
 // Reads every run of the plan that exists under OUT/runs (a missing piece
 // leaves its figures absent, never a zero): one entry per run config, in the
 // plan's order, its replicates inside it.

@@ -315,7 +315,8 @@ void list_runs(const Plan& plan, const RunnerOptions& o) {
     std::string line;
     for (const std::string& unit : units(plan, i)) {
       const bool done = finished(stages, unit, plan, i);
-      line += " | " + unit + (done ? " done " + seconds_text(stages[unit]["seconds"].as_number()) : " -");
+      line += " | " + unit +
+              (done ? " done " + seconds_text(recorded_seconds(stages, unit, dir + "/stages.json")) : " -");
     }
     std::string owner;
     if (auto lock = OutputLock::try_take(dir, "ordo experiment --list", &owner); !lock && !owner.empty())

@@ -431,10 +431,7 @@ void rung_times(const Plan& plan, const std::vector<RunResults>& runs, std::stri
       Times& t = by_rung[rung_of(plan, i)];
       std::map<std::string, double> seconds;
       for (const auto& [stage, entry] : run->stages.items()) {
-        const json::Value* time = entry.is_object() ? entry.find("seconds") : nullptr;
-        ORDO_CHECK(!time || time->is_number(), run->run_dir, "/stages.json: stage '", stage,
-                   "': \"seconds\" is no number");
-        seconds[stage] = time ? time->as_number() : 0;
+        seconds[stage] = recorded_seconds(run->stages, stage, run->run_dir + "/stages.json");
         t.all += seconds[stage];
       }
       t.pretrain.push_back(seconds["pretrain"]);

@@ -316,7 +316,7 @@ TEST_CASE("the scale report sets a check rung's runs against the checked rung's 
   t1.run_dir = "runs/a=r1";
   t1.stages["probe"]["seconds"] = "6 s";
   CHECK_THROWS_WITH(experiment::scale_across_rungs(plan, {t1, timed_check}),
-                    Contains("runs/a=r1/stages.json: stage 'probe': \"seconds\" is no number"));
+                    Contains("runs/a=r1/stages.json: stage 'probe': its \"seconds\" is missing or no number"));
   // Without the check's run there is nothing to judge.
   const experiment::ReportSection none = experiment::scale_across_rungs(plan, {r1});
   CHECK_THAT(none.markdown, Contains("Check 'r1_bf16' of rung 'r1': not testable yet"));

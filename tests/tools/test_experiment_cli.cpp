@@ -97,6 +97,16 @@ TEST_CASE("ordo experiment: every stage end to end, a rerun does nothing, a stop
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Contains("0 run(s) worked on, 2 complete"));
   CHECK(snapshot(out + "/runs") == before);
+  // A stage record whose time is damaged: --list names the file and the stage.
+  const std::string record = out + "/runs/b_ape/stages.json";
+  const std::string intact = read_file(record);
+  json::Value damaged = stages_of(out + "/runs/b_ape");
+  damaged["pretrain"]["seconds"] = "long";
+  write_file_atomic(record, json::dump(damaged));
+  r = run_ordo(command + " --list");
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains(record + ": stage 'pretrain': its \"seconds\" is missing or no number"));
+  write_file_atomic(record, intact);
 
   // What a kill during the second seed of b_ape's grid leaves (results.json is written after every
   // run: the first seed's line only; the stage unrecorded): the same command continues the grid.
