@@ -37,6 +37,16 @@ std::string disagreements_in(const test::TempDir& dir, const std::string& lines)
   return dir / "disagreements.tsv";
 }
 
+// A study of one run config, a (the tiny model), and one disagreement, its
+// direction balance against a paper's 1.5 in a table outside the folder's
+// own paper_*.tsv (as the scale study reads Wang et al.'s).
+void write_one_disagreement(const test::TempDir& dir) {
+  write_file_atomic(dir / "a.json", R"({"extends": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/tiny.json"})");
+  write_file_atomic(dir / "ref.tsv", "config\tpaper_row\tfamily\tkind\tdirection_balance\na\tA\tAPE\tlearned\t1.5\n");
+  write_file_atomic(dir / "disagreements.tsv", "id\tfigure\trow\tminus\tpaper\tpaper_flops\tdisagreement\n"
+                                               "db\tdirection_balance\ta\t-\tref.tsv\t1e18\tthe APE's balance\n");
+}
+
 }  // namespace
 
 // The values as Wang et al. 2021 print them (Tables 2-4 of "On Position
@@ -231,11 +241,7 @@ TEST_CASE("a check rung's value against the prediction interval of the rung it c
 
 TEST_CASE("the scale report sets a check rung's runs against the checked rung's spread", "[experiment][scale]") {
   test::TempDir dir("scale_check");
-  write_file_atomic(dir / "a.json", R"({"extends": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/tiny.json"})");
-  // The paper's table outside the folder's own paper_*.tsv, as the scale study reads Wang et al.'s.
-  write_file_atomic(dir / "ref.tsv", "config\tpaper_row\tfamily\tkind\tdirection_balance\na\tA\tAPE\tlearned\t1.5\n");
-  write_file_atomic(dir / "disagreements.tsv", "id\tfigure\trow\tminus\tpaper\tpaper_flops\tdisagreement\n"
-                                               "db\tdirection_balance\ta\t-\tref.tsv\t1e18\tthe APE's balance\n");
+  write_one_disagreement(dir);
   write_file_atomic(dir / "experiment.json", R"({"stages": ["pretrain", "probe", "report"],
       "replicates": {"runs": ["a"], "seeds": [2, 3]}, "ladder": {"rungs": [
       {"name": "r1"}, {"name": "r2", "moves": "steps", "set": ["train.steps=8000", "train.precision=bf16"]},
@@ -324,10 +330,7 @@ TEST_CASE("the scale report sets a check rung's runs against the checked rung's 
 
 TEST_CASE("the scale report gives each rung's time, fine-tuning once every task has run", "[experiment][scale]") {
   test::TempDir dir("scale_times");
-  write_file_atomic(dir / "a.json", R"({"extends": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/tiny.json"})");
-  write_file_atomic(dir / "ref.tsv", "config\tpaper_row\tfamily\tkind\tdirection_balance\na\tA\tAPE\tlearned\t1.5\n");
-  write_file_atomic(dir / "disagreements.tsv", "id\tfigure\trow\tminus\tpaper\tpaper_flops\tdisagreement\n"
-                                               "db\tdirection_balance\ta\t-\tref.tsv\t1e18\tthe APE's balance\n");
+  write_one_disagreement(dir);
   write_file_atomic(dir / "experiment.json", R"({"stages": ["pretrain", "probe", "tasks", "finetune", "report"],
       "finetune": {"config": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/finetune/tiny.json",
                    "tasks": [{"name": "sst2", "task": "sst2", "stand_in": "sentiment"},
