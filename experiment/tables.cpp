@@ -235,11 +235,23 @@ Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& 
     if (!other_tasks.empty())
       aside("not comparable", name + ": " + other_tasks + " average other tasks than the rows compared (" +
             column.tasks + "): not comparable, left out of this column's tests, orderings and rank statistics.");
+    // Orders and ranks drawn mostly from rows that learned nothing of the task test nothing about it:
+    // "" where fewer than half of `rows` are at chance, else the caveat in words.
+    const auto mostly_at_chance = [&](const std::vector<const PaperTable::Row*>& rows) {
+      const int64_t at = std::count_if(rows.begin(), rows.end(),
+                                       [&](const PaperTable::Row* p) { return column.at_chance.count(p->key) > 0; });
+      const int64_t n = static_cast<int64_t>(rows.size());
+      return n == 0 || 2 * at < n ? std::string()
+                                  : std::to_string(at) + " of the " + std::to_string(n) + " rows are at chance: the " +
+                                        "majority label's " + format_figure(column.chance, "%.1f") + "%";
+    };
     auto compare_groups = [&](const std::string& grouping, auto member, auto group_of) {
       std::map<std::string, std::vector<double>> in_paper, in_ordo;
       std::vector<std::string> order;
+      std::vector<const PaperTable::Row*> members;
       for (const auto& [p, v] : both) {
         if (!member(*p)) continue;
+        members.push_back(p);
         const std::string g = group_of(*p);
         if (!in_paper.count(g)) order.push_back(g);
         in_paper[g].push_back(p->cells.at(key).value);
@@ -251,6 +263,7 @@ Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& 
       r.table = table.name, r.column = key, r.grouping = grouping;
       r.paper_order = a.names, r.ordo_order = b.names;
       const bool tie = a.top_tied(key) || b.top_tied(key);  // a tie at the top has no best to compare
+      const std::string caveat = mostly_at_chance(members);
       r.same_order = !tie && a.names == b.names;
       r.same_best = !tie && a.names[0] == b.names[0];
       r.text = name + ", " + grouping + ", best first: paper " + a.text(key) + "; ordo " + b.text(key) + ". " +
@@ -258,7 +271,8 @@ Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& 
                                       " first two tie: no best to compare."
                 : r.same_order ? "Same order."
                 : r.same_best  ? "Same best (" + a.names[0] + "), another order."
-                               : "Differs: best in the paper " + a.names[0] + ", in ordo " + b.names[0] + ".");
+                               : "Differs: best in the paper " + a.names[0] + ", in ordo " + b.names[0] + ".") +
+               (caveat.empty() ? "" : " The order tests nothing (" + caveat + ").");
       c.readings.push_back(r);
     };
     compare_groups("families", [](const PaperTable::Row&) { return true; },
@@ -278,18 +292,17 @@ Comparison compare_rows(const PaperTable& table, const std::vector<RunResults>& 
       const CorrelationTest tau = kendall_test(ours, theirs), rho = spearman_test(ours, theirs);
       r.kendall = tau.value, r.spearman = rho.value, r.kendall_p = tau.p, r.spearman_p = rho.p;
       r.n = tau.n;
-      // Ranks drawn mostly from rows that learned nothing of the task test nothing about it.
-      int64_t chance_rows = 0;
-      for (const RunResults& run : runs) chance_rows += column.at_chance.count(run.config) && column.compared(run.config);
-      const bool chance = 2 * chance_rows >= static_cast<int64_t>(both.size());
+      std::vector<const PaperTable::Row*> rows;
+      for (const auto& [p, v] : both) rows.push_back(p);
+      const std::string at_chance = mostly_at_chance(rows);
+      const bool chance = !at_chance.empty();
       const Judgement order = chance ? Judgement{Verdict::not_testable, "most rows at chance"}
                                      : judge_rank_agreement(tau, plan.alpha);
       r.verdicts = {order.verdict};
       r.reasons = {order.reason};
       r.text = name + ", rank agreement of ordo's rows with the paper's: " + rank_text(tau, rho) + ". " +
                (chance ? "Verdict on the order: " + std::string(verdict_name(Verdict::not_testable)) + " (" +
-                             std::to_string(chance_rows) + " of the " + std::to_string(both.size()) + " rows are at "
-                             "chance: the majority label's " + format_figure(column.chance, "%.1f") + "%)."
+                             at_chance + ")."
                        : rank_verdict_text(tau, plan.alpha)) +
                " Data: " + column_source(key, plan) + ".";
       c.readings.push_back(r);

@@ -580,6 +580,11 @@ TEST_CASE("verdicts: a row at chance tests nothing about its task", "[experiment
   REQUIRE(reading(mostly, "rte.accuracy", "rank") != nullptr);
   CHECK(reading(mostly, "rte.accuracy", "rank")->verdicts == std::vector<Verdict>{Verdict::not_testable});
   CHECK_THAT(reading(mostly, "rte.accuracy", "rank")->text, Contains("2 of the 3 rows are at chance"));
+  // So is the order of the families, which says so: with one row of three at chance it stands.
+  REQUIRE(reading(mostly, "rte.accuracy", "families") != nullptr);
+  CHECK_THAT(reading(mostly, "rte.accuracy", "families")->text,
+             Contains("The order tests nothing (2 of the 3 rows are at chance: the majority label's 50.0%)."));
+  CHECK_THAT(reading(c, "rte.accuracy", "families")->text, !Contains("tests nothing"));
 }
 
 TEST_CASE("figures: each pretraining run of a replicated row, its own figures, so the tests can be recomputed",
