@@ -504,7 +504,8 @@ void check_claims(const std::vector<Claim>& claims, const std::string& path, con
       const std::vector<std::string> known = {kFigure5Monotonicity, kFigure5Balance, kSweepLocality, kSweepSymmetry,
                                               kPretrainingLocality, kPretrainingSymmetry};
       const std::string& key = c.test[1];
-      const std::string swap_task = key.rfind(kSwapVerdictPrefix, 0) == 0 ? key.substr(std::strlen(kSwapVerdictPrefix)) : "";
+      const std::string swap_task =
+          key.rfind(kSwapVerdictPrefix, 0) == 0 ? key.substr(std::strlen(kSwapVerdictPrefix)) : "";
       ORDO_CHECK(std::count(known.begin(), known.end(), key) || (!swap_task.empty() && plan.task(swap_task)), at,
                  ": no section verdict '", key, "' (a report computes ", joined(known, ", "),
                  " and swap.TASK for a fine-tuning task of the plan with a role swap)");

@@ -75,15 +75,20 @@ size_t index_of(const Plan& plan, const std::string& name) {
   return static_cast<size_t>(it - plan.names.begin());
 }
 
+// A run config's run and its replicates' (each a pretraining run).
+std::vector<const RunResults*> with_replicates(const RunResults& r) {
+  std::vector<const RunResults*> all = {&r};
+  for (const RunResults& replicate : r.replicates) all.push_back(&replicate);
+  return all;
+}
+
 // A row's finished runs at a rung, by pretraining seed: the figure's mean over fine-tuning seeds.
 std::map<uint64_t, double> values_by_seed(const Plan& plan, const std::vector<RunResults>& runs,
                                           const std::string& row, const std::string& figure_key) {
   std::map<uint64_t, double> out;
   for (const RunResults& r : runs) {
     if (r.config != row) continue;
-    std::vector<const RunResults*> all = {&r};
-    for (const RunResults& replicate : r.replicates) all.push_back(&replicate);
-    for (const RunResults* run : all) {
+    for (const RunResults* run : with_replicates(r)) {
       const std::optional<Figure> f = figure(*run, figure_key, plan);
       if (f && !f->values.empty() && std::isfinite(f->mean()))
         out[plan.configs[index_of(plan, run->config)].train.seed] = f->mean();
@@ -422,10 +427,8 @@ void rung_times(const Plan& plan, const std::vector<RunResults>& runs, std::stri
     double all = 0;                          // every stage of every run
   };
   std::map<const Rung*, Times> by_rung;
-  for (const RunResults& r : runs) {
-    std::vector<const RunResults*> all = {&r};
-    for (const RunResults& replicate : r.replicates) all.push_back(&replicate);
-    for (const RunResults* run : all) {
+  for (const RunResults& r : runs)
+    for (const RunResults* run : with_replicates(r)) {
       if (!run->pretrained()) continue;
       const size_t i = index_of(plan, run->config);
       Times& t = by_rung[rung_of(plan, i)];
@@ -446,7 +449,6 @@ void rung_times(const Plan& plan, const std::vector<RunResults>& runs, std::stri
       }
       if (finished) t.finetune.push_back(finetune);
     }
-  }
   if (by_rung.empty()) return;
   const auto minutes = [](std::vector<double> s) {
     if (s.empty()) return std::string("-");

@@ -305,7 +305,7 @@ TEST_CASE("the scale report sets a check rung's runs against the checked rung's 
   const experiment::ReportSection with_r2 = experiment::scale_across_rungs(plan, {r1, check, probed("a=r2", 1.3, 0.34)});
   CHECK_THAT(with_r2.markdown, Contains("| r1 (10^13.3, fp32) | r2 (10^13.6, bf16) |"));
   // Each rung's wall time from its runs' stages.json: r1's pretrainings took 6, 7 and 10 minutes and
-  // each probe 6 s (1,398 s, 0.39 h); the check's run 5 minutes (300 s, 0.08 h).
+  // each probe 6 s (1,398 s, 0.39 h); the check's run 4.9 minutes and its probe 6 s (300 s, 0.08 h).
   auto timed = [](experiment::RunResults r, double pretrain) {
     r.stages = json::parse(R"({"pretrain": {"seconds": )" + std::to_string(pretrain) +
                            R"(}, "probe": {"seconds": 6}})");
