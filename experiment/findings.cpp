@@ -513,10 +513,9 @@ void check_claims(const std::vector<Claim>& claims, const std::string& path, con
     }
     if (kind == "higher") {
       const std::string& key = c.test[1];
-      const size_t dot = key.find('.');
       // A task's figure is checked against the plan's tasks where it fine-tunes (--stages may leave that out).
-      ORDO_CHECK(is_figure_key(key) && (dot == std::string::npos || key == "glue.mean" || key == "senteval.mean" ||
-                                        !plan.has_stage("finetune") || plan.task(key.substr(0, dot)) != nullptr),
+      ORDO_CHECK(is_figure_key(key) && (figure_task(key).empty() || !plan.has_stage("finetune") ||
+                                        plan.task(figure_task(key)) != nullptr),
                  at, ": no figure '", key, "' (an analysis figure such as positional_rank or position_mae, "
                  "eval_accuracy, glue.mean, senteval.mean, a probe indicator or TASK.METRIC of the plan's tasks)");
       for (size_t k = 2; k < 4; ++k)

@@ -82,12 +82,14 @@ Ladder read_ladder(const json::Value& spec, const std::string& where) {
                "left out");
     rung.gpu = device == "gpu";
     rung.checks = r.string("checks", "");
-    if (const json::Value* runs = r.array("runs")) {
-      rung.runs = string_list(*runs, at + ": runs");
-      ORDO_CHECK(!rung.runs.empty(), at, ": runs is an empty list; leave it out for every run config");
-      for (const std::string& run : rung.runs)
-        ORDO_CHECK(std::count(rung.runs.begin(), rung.runs.end(), run) == 1, at, ": runs names '", run, "' twice");
-    }
+    // "runs" and "tasks": lists of names, each once; left out, every one.
+    for (auto [field, list] : {std::pair{"runs", &rung.runs}, std::pair{"tasks", &rung.tasks}})
+      if (const json::Value* names_given = r.array(field)) {
+        *list = string_list(*names_given, at + ": " + field);
+        ORDO_CHECK(!list->empty(), at, ": ", field, " is an empty list; leave it out for every one");
+        for (const std::string& name : *list)
+          ORDO_CHECK(std::count(list->begin(), list->end(), name) == 1, at, ": ", field, " names '", name, "' twice");
+      }
     r.finish();
     ORDO_CHECK(!rung.name.empty(), at, ": no name");
     check_path_name(rung.name, at + ": name");  // a part of every run's name, hence of its folder
@@ -177,6 +179,10 @@ std::vector<RungShape> resolve_rungs(const Ladder& ladder, const std::string& co
                was.flops, " FLOPs); a ladder climbs");
   }
   return shapes;
+}
+
+bool Rung::fine_tunes_on(const std::string& task) const {
+  return tasks.empty() || std::count(tasks.begin(), tasks.end(), task) == 1;
 }
 
 std::string ladder_run_name(const std::string& run, const std::string& rung) { return run + "=" + rung; }

@@ -25,7 +25,11 @@
 // A rung may name the run configs it pretrains, "runs": ["02_ape_learned",
 // ...] (each a run config of the folder; left out: every one), with their
 // replicates: an upper rung may leave out the configurations no disagreement
-// rests on, so that its compute goes to those that do.
+// rests on, so that its compute goes to those that do. Likewise "tasks":
+// ["sst2", "squad"] names the fine-tuning tasks its runs fine-tune on (each a
+// task of the plan's "finetune"; left out: every one), so that an upper rung
+// fine-tunes only on what a disagreement reads (the disagreements are checked
+// against it: experiment/disagreements.h).
 //
 // A rung may instead be a check of an earlier rung: {"name": "tiny_4k_bf16",
 // "checks": "tiny_4k", "set": ["train.precision=bf16"]} repeats that rung's
@@ -72,6 +76,8 @@ struct Rung {
                                    // asked for (--rungs, --only) and run on a GPU (tools/scale_gpu_rungs.sh)
   std::string checks;              // "checks": the rung it repeats with its own set; "" for a step of the ladder
   std::vector<std::string> runs;   // "runs": the run configs it pretrains (empty: every one)
+  std::vector<std::string> tasks;  // "tasks": the fine-tuning tasks its runs fine-tune on (empty: every one)
+  bool fine_tunes_on(const std::string& task) const;
   bool is_check() const { return !checks.empty(); }
 };
 

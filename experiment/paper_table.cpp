@@ -95,6 +95,13 @@ bool is_figure_key(const std::string& key) {
   return dot != std::string::npos && dot > 0 && dot + 1 < key.size() && key.back() != '.';
 }
 
+std::string figure_task(const std::string& key) {
+  if (is_indicator_key(key) || is_analysis_key(key) || key == "eval_accuracy" || key == "glue.mean" ||
+      key == "senteval.mean")
+    return "";
+  return key.substr(0, key.find('.'));
+}
+
 bool is_indicator_key(const std::string& key) {
   if (key == "variant" || key == "objective" || key == "layer" || key.rfind("eval_", 0) == 0) return false;
   for (const auto& [k, heading] : report::table_columns())

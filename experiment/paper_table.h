@@ -90,6 +90,10 @@ const std::vector<std::string>& analysis_keys();
 // analysis figure, eval_accuracy, glue.mean, or
 // TASK[.SET].METRIC for a fine-tuning task's metric.
 bool is_figure_key(const std::string& key);
+// The fine-tuning task a figure key (one is_figure_key accepts) reads the
+// metric of: TASK of TASK[.SET].METRIC; "" for a probe indicator, an analysis figure,
+// eval_accuracy and a mean over tasks (glue.mean, senteval.mean).
+std::string figure_task(const std::string& key);
 // A line's fields between separators (an empty one between two separators kept).
 std::vector<std::string> split_fields(const std::string& line, char separator);
 // A plan's data file (paper_table*.tsv, claims.tsv, disagreements.tsv), read

@@ -13,7 +13,7 @@
 #include "base/output.h"
 #include "experiment/findings.h"
 #include "experiment/ladder.h"
-#include "experiment/scale_report.h"
+#include "experiment/disagreements.h"
 #include "experiment/paper_table.h"
 #include "probe/layer_probing.h"
 #include "probe/probe_folder.h"
@@ -68,6 +68,7 @@ bool LayerSettings::for_run(const std::string& config) const {
 
 bool Plan::fine_tunes(size_t i, const FinetuneTask& t) const {
   if (!t.for_run(row_of[i])) return false;
+  if (const Rung* rung = rung_of(*this, i); rung && !rung->fine_tunes_on(t.name)) return false;
   if (!is_replicate(i)) return true;
   return !t.sweep && (replicate_tasks.empty() ||
                       std::find(replicate_tasks.begin(), replicate_tasks.end(), t.name) != replicate_tasks.end());
@@ -637,6 +638,10 @@ Plan make_plan(const PlanRequest& request) {
     ORDO_CHECK(!plan.finetune.empty(), where, ": the finetune stage has no tasks (finetune.tasks)");
     for (const std::string& t : plan.replicate_tasks)
       ORDO_CHECK(plan.task(t) != nullptr, where, ": replicates.tasks names '", t, "', no task of finetune.tasks");
+    for (const Rung& rung : plan.ladder.rungs)
+      for (const std::string& t : rung.tasks)
+        ORDO_CHECK(plan.task(t) != nullptr, where, ": ladder: rung '", rung.name, "' tasks names '", t,
+                   "', no task of finetune.tasks");
     check_finetune_fits(plan);
     for (const std::string& column : plan.length_figure)
       ORDO_CHECK(std::any_of(plan.finetune.begin(), plan.finetune.end(),
@@ -651,6 +656,9 @@ Plan make_plan(const PlanRequest& request) {
     // (Where --stages leaves out the folder's finetune stage, its tasks are checked when it runs.)
     ORDO_CHECK(plan.replicate_tasks.empty() || folder_finetunes, where, ": replicates.tasks names fine-tuning tasks, "
                "and the plan has no finetune stage");
+    for (const Rung& rung : plan.ladder.rungs)
+      ORDO_CHECK(rung.tasks.empty() || folder_finetunes, where, ": ladder: rung '", rung.name, "' names fine-tuning "
+                 "tasks, and the plan has no finetune stage");
   }
 
   // The paper's tables: read now, so that a bad one is refused before any run.

@@ -174,7 +174,7 @@ struct Plan {
   std::vector<std::string> paper_tables;        // the folder's paper_*.tsv, by name
   std::string claims;                           // the folder's claims.tsv (experiment/findings.h); "" none
   std::string disagreements;                    // the folder's disagreements.tsv, followed up its ladder
-                                                // (experiment/scale_report.h); "" none
+                                                // (experiment/disagreements.h); "" none
   std::string english_out;                      // report.english: another experiment's output folder (from
                                                 // this one's) whose runs are the ladder's first rung on real
                                                 // English, set beside it in the scale report; "" none
@@ -182,9 +182,9 @@ struct Plan {
 
   bool has_stage(const std::string& stage) const;
   bool is_replicate(size_t i) const { return i < row_of.size() && row_of[i] != names[i]; }
-  // Whether run i fine-tunes on task t: a task for its row, and for a replicate
-  // one of replicate_tasks (a sweep's fresh encoders never: they do not
-  // depend on the run's pretraining).
+  // Whether run i fine-tunes on task t: a task for its row and its ladder
+  // rung's (a rung's "tasks"), and for a replicate one of replicate_tasks (a
+  // sweep's fresh encoders never: they do not depend on the run's pretraining).
   bool fine_tunes(size_t i, const FinetuneTask& t) const;
   // Whether `name` is a run config of the folder (a row of the tables), not a replicate.
   bool is_row(const std::string& name) const;

@@ -147,6 +147,15 @@ TEST_CASE("the scale study's plan: one run per rung and replicate, the cheapest 
     CHECK(c.data.seed == (replicate ? seed : 12345u));
   }
   CHECK(plan.configs[2].model.pe == "rpe_shaw");  // 05_rpe_learned: Shaw et al.'s keys and values
+  // The first rung and its check fine-tune on the four stand-ins; the rungs above on the two the
+  // disagreements read.
+  REQUIRE(plan.finetune.size() == 4);
+  for (size_t i = 0; i < plan.names.size(); ++i)
+    for (const experiment::FinetuneTask& t : plan.finetune) {
+      INFO(plan.names[i] << " " << t.name);
+      const bool first = plan.names[i].find("=tiny_4k") != std::string::npos;  // tiny_4k and tiny_4k_bf16
+      CHECK(plan.fine_tunes(i, t) == (first || t.name == "sst2" || t.name == "squad"));
+    }
   CHECK(plan.is_row("05_rpe_learned=deep_16k"));
 
   // --quick and --set lie over the rungs' sets; the widths and depths stay the rungs'.
@@ -295,4 +304,39 @@ TEST_CASE("a rung may pretrain some of the run configs, with their replicates", 
   CHECK_THROWS_WITH(plan_of(dir.path), Contains(at + ": the run of a at rung small.seed2 and the run of a.seed2 at "
                                                      "rung small would both be the run a=small.seed2, one folder: "
                                                      "rename rung 'small.seed2'"));
+}
+
+TEST_CASE("a rung may fine-tune on some of the plan's tasks", "[experiment][ladder]") {
+  const test::TempDir dir("ladder_tasks");
+  write_file_atomic(dir / "a.json", R"({"extends": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/tiny.json"})");
+  auto write = [&](const std::string& big_tasks, const std::string& stages = R"(["pretrain", "tasks", "finetune"])") {
+    write_file_atomic(dir / "experiment.json", R"({"stages": )" + stages + R"(,
+        "finetune": {"config": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/finetune/tiny.json",
+                     "tasks": [{"name": "sst2", "task": "sst2", "stand_in": "sentiment"},
+                               {"name": "rte", "task": "rte", "stand_in": "roles"}]},
+        "replicates": {"runs": ["a"], "seeds": [2]}, "ladder": {"rungs": [
+        {"name": "small"}, {"name": "big", "moves": "steps", "set": ["train.steps=8000"], "tasks": )" +
+                                                   big_tasks + "}]}}");
+  };
+  write(R"(["rte"])");
+  const experiment::Plan plan = plan_of(dir.path);
+  REQUIRE(plan.names == std::vector<std::string>{"a=small", "a=small.seed2", "a=big", "a=big.seed2"});
+  const experiment::FinetuneTask &sst2 = *plan.task("sst2"), &rte = *plan.task("rte");
+  for (size_t i = 0; i < 4; ++i) {
+    INFO(plan.names[i]);
+    CHECK(plan.fine_tunes(i, sst2) == (i < 2));  // left out at rung big, replicates too
+    CHECK(plan.fine_tunes(i, rte));
+  }
+
+  const std::string at = dir / "experiment.json";
+  write(R"(["mrpc"])");
+  CHECK_THROWS_WITH(plan_of(dir.path), Contains(at + ": ladder: rung 'big' tasks names 'mrpc', no task of "
+                                                     "finetune.tasks"));
+  write(R"([])");
+  CHECK_THROWS_WITH(plan_of(dir.path), Contains(at + ": ladder: rungs[1]: tasks is an empty list"));
+  write(R"(["rte", "rte"])");
+  CHECK_THROWS_WITH(plan_of(dir.path), Contains(at + ": ladder: rungs[1]: tasks names 'rte' twice"));
+  write(R"(["rte"])", R"(["pretrain"])");
+  CHECK_THROWS_WITH(plan_of(dir.path), Contains(at + ": ladder: rung 'big' names fine-tuning tasks, and the plan "
+                                                     "has no finetune stage"));
 }

@@ -1,5 +1,6 @@
-// experiment/scale_report.h: the scale study's disagreements read with the
-// paper's values from its tables, refused when malformed, and judged along a
+// experiment/disagreements.h and scale_report.h: the scale study's
+// disagreements read with the paper's values from its tables, refused when
+// malformed and where the plan cannot give them, and judged along a
 // ladder (the trend's verdict and each step up it) on hand-made rungs whose
 // statistics come from SciPy (scipy.stats.linregress and ttest_ind with
 // equal_var=False, run by hand on the numbers below).
@@ -210,6 +211,35 @@ TEST_CASE("a plan's disagreements must follow a ladder and name its run configs"
   write_file_atomic(dir / "disagreements.tsv", "id\tfigure\trow\tminus\tpaper\tpaper_flops\tdisagreement\n"
                                                "x\tdirection_balance\ta\tz\tref.tsv\t1e18\tw\n");
   CHECK_THROWS_WITH(experiment::make_plan(request), Contains("disagreements.tsv:2 (x): 'z' is no run config"));
+  // A task's figure: a task of the plan, which every step of the ladder fine-tunes on; a mean over
+  // tasks where none is left out.
+  write_file_atomic(dir / "ref.tsv", "config\tpaper_row\tfamily\tkind\tsst2.accuracy\tmrpc.accuracy\tglue.mean\n"
+                                     "a\tA\tAPE\tlearned\t93.0\t80.0\t82.2\n");
+  auto with_tasks = [&](const std::string& r2_tasks) {
+    write_file_atomic(dir / "experiment.json", R"({"stages": ["pretrain", "tasks", "finetune", "report"],
+        "finetune": {"config": ")" + std::string(ORDO_SOURCE_DIR) + R"(/configs/finetune/tiny.json",
+                     "tasks": [{"name": "sst2", "task": "sst2", "stand_in": "sentiment"},
+                               {"name": "rte", "task": "rte", "stand_in": "roles"}]},
+        "ladder": {"rungs": [{"name": "r1"}, {"name": "r1_bf16", "checks": "r1", "tasks": ["rte"]},
+                             {"name": "r2", "moves": "steps", "set": ["train.steps=8000"], "tasks": )" +
+                                                     r2_tasks + "}]}}");
+  };
+  auto reading = [&](const std::string& figure) {
+    write_file_atomic(dir / "disagreements.tsv", "id\tfigure\trow\tminus\tpaper\tpaper_flops\tdisagreement\n"
+                                                 "x\t" + figure + "\ta\t-\tref.tsv\t1e18\tw\n");
+  };
+  with_tasks(R"(["sst2"])");
+  reading("sst2.accuracy");
+  CHECK_NOTHROW(experiment::make_plan(request));  // the check rung, no point of a trend, may leave it out
+  with_tasks(R"(["rte"])");
+  CHECK_THROWS_WITH(experiment::make_plan(request), Contains("disagreements.tsv:2 (x): 'sst2.accuracy' reads task "
+                                                             "'sst2', which rung 'r2' leaves out of its tasks (rte)"));
+  reading("mrpc.accuracy");
+  CHECK_THROWS_WITH(experiment::make_plan(request), Contains("disagreements.tsv:2 (x): 'mrpc.accuracy' reads task "
+                                                             "'mrpc', no task of " + dir.path));
+  reading("glue.mean");
+  CHECK_THROWS_WITH(experiment::make_plan(request), Contains("disagreements.tsv:2 (x): glue.mean averages every task, "
+                                                             "and rung 'r2' fine-tunes on rte alone"));
   // Real-English runs are set beside disagreements, so they need some.
   std::filesystem::remove(dir / "disagreements.tsv");
   write_file_atomic(dir / "experiment.json", R"({"stages": ["pretrain", "probe", "report"], "ladder": {"rungs": [
@@ -336,7 +366,8 @@ TEST_CASE("the scale report gives each rung's time, fine-tuning once every task 
                    "tasks": [{"name": "sst2", "task": "sst2", "stand_in": "sentiment"},
                              {"name": "rte", "task": "rte", "stand_in": "roles"}]},
       "replicates": {"runs": ["a"], "seeds": [2, 3]}, "ladder": {"rungs": [
-      {"name": "r1"}, {"name": "r2", "moves": "steps", "set": ["train.steps=8000"]}]}})");
+      {"name": "r1"}, {"name": "r2", "moves": "steps", "set": ["train.steps=8000"], "tasks": ["sst2"]},
+      {"name": "r3", "moves": "steps", "set": ["train.steps=16000"]}]}})");
   experiment::PlanRequest request;
   request.folder = dir.path;
   request.out = dir / "out";
@@ -355,12 +386,15 @@ TEST_CASE("the scale report gives each rung's time, fine-tuning once every task 
   r1.replicates = {run("a=r1.seed2", R"({"pretrain": {"seconds": 360}, "finetune:sst2": {"seconds": 120},
                                          "finetune:rte": {"seconds": 120}})"),
                    run("a=r1.seed3", R"({"pretrain": {"seconds": 480}, "finetune:sst2": {"seconds": 60}})")};
-  // r2: one run still pretraining (no "pretrain" record): no row.
-  const experiment::RunResults r2 = run("a=r2", R"({})");
-  const std::string md = experiment::scale_across_rungs(plan, {r1, r2}).markdown;
+  // r2 fine-tunes on sst2 alone (its "tasks"): its run's fine-tuning is complete without rte.
+  const experiment::RunResults r2 = run("a=r2", R"({"pretrain": {"seconds": 600}, "finetune:sst2": {"seconds": 120}})");
+  // r3: one run still pretraining (no "pretrain" record): no row.
+  const experiment::RunResults r3 = run("a=r3", R"({})");
+  const std::string md = experiment::scale_across_rungs(plan, {r1, r2, r3}).markdown;
   CHECK_THAT(md, Contains("| rung | runs | pretraining / run | fine-tuning / run | every stage, all runs |"));
   CHECK_THAT(md, Contains("| r1 | 3 | 5.0-8.0 min | 3.0-4.0 min | 0.45 h |"));
-  CHECK_THAT(md, !Contains("| r2 | "));
+  CHECK_THAT(md, Contains("| r2 | 1 | 10.0 min | 2.0 min | 0.20 h |"));
+  CHECK_THAT(md, !Contains("| r3 | "));
 }
 
 TEST_CASE("a model pretrained elsewhere stands beside the ladder's row it names", "[experiment][scale]") {
