@@ -34,7 +34,7 @@ const json::Value* FieldReader::get(const std::string& key, json::Type type) {
   const json::Value* v = object_.find(key);
   if (!v) return nullptr;
   bool ok = v->type() == type;
-  ORDO_CHECK(ok, where_, ": '", key, "' must be a ", json::type_name(type), ", got ",
+  ORDO_CHECK(ok, where_, ": '", key, "' must be ", json::with_article(type), ", got ",
              json::type_name(v->type()), " (", json::dump(*v), ")");
   return v;
 }
