@@ -15,6 +15,7 @@
 #include "base/json_numbers.h"
 #include "base/strings.h"
 #include "experiment/figure5.h"
+#include "experiment/layer_report.h"
 #include "experiment/pretraining_report.h"
 #include "experiment/statistics.h"
 #include "experiment/swap_report.h"
@@ -502,7 +503,8 @@ void check_claims(const std::vector<Claim>& claims, const std::string& path, con
     if (kind == "section") {
       // A key no section computes would read "not finished yet" forever: refused by name.
       const std::vector<std::string> known = {kFigure5Monotonicity, kFigure5Balance, kSweepLocality, kSweepSymmetry,
-                                              kPretrainingLocality, kPretrainingSymmetry};
+                                              kPretrainingLocality, kPretrainingSymmetry, kLayersSyntactic,
+                                              kLayersSemantic};
       const std::string& key = c.test[1];
       const std::string swap_task =
           key.rfind(kSwapVerdictPrefix, 0) == 0 ? key.substr(std::strlen(kSwapVerdictPrefix)) : "";

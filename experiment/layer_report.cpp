@@ -7,6 +7,7 @@
 
 #include "base/file_io.h"
 #include "base/json.h"
+#include "base/strings.h"
 #include "experiment/tables.h"
 #include "experiment/verdicts.h"
 #include "probe/layer_probing.h"
@@ -30,15 +31,18 @@ json::Value read_probing(const RunResults& run) {
   return probing;
 }
 
+// One probing's accuracy (percent) of an attention on a task; NaN where absent.
+double accuracy(const json::Value& probing, const std::string& attention, const std::string& task) {
+  const json::Value* t = probing.is_null() ? nullptr : probing["tasks"].find(task);
+  if (!t || !(*t)["attentions"].contains(attention)) return NAN;
+  return 100 * (*t)["attentions"][attention]["accuracy"].as_number();
+}
+
 // ordo's accuracy (percent) of run.attention on a task; NaN where absent.
 double ordo_value(const std::vector<RunResults>& runs, const std::vector<json::Value>& probing, const std::string& run,
                   const std::string& attention, const std::string& task) {
-  for (size_t i = 0; i < runs.size(); ++i) {
-    if (runs[i].config != run || probing[i].is_null()) continue;
-    const json::Value* t = probing[i]["tasks"].find(task);
-    if (!t || !(*t)["attentions"].contains(attention)) return NAN;
-    return 100 * (*t)["attentions"][attention]["accuracy"].as_number();
-  }
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (runs[i].config == run) return accuracy(probing[i], attention, task);
   return NAN;
 }
 
@@ -64,6 +68,42 @@ std::pair<int, int> count_ahead(const std::function<double(const std::string&, c
 }
 
 std::string fraction(std::pair<int, int> c) { return std::to_string(c.first) + " of " + std::to_string(c.second); }
+
+const std::vector<std::string> kSyntactic = {"tree_depth", "top_constituents", "bigram_shift"};
+const std::vector<std::string> kSemantic = {"tense", "object_number"};
+
+// The verdict on one of section 4.1's findings for the baseline: `ahead`
+// above `behind` on `tasks`, over its pretraining runs (`probings`), each
+// run's lead the mean over the tasks of `ahead`'s accuracy minus `behind`'s.
+SectionVerdict lead_verdict(const Plan& plan, const std::vector<json::Value>& probings, const char* key,
+                            const std::string& ahead, const std::string& behind,
+                            const std::vector<std::string>& tasks, std::vector<std::string>& lines) {
+  std::vector<double> leads;
+  for (const json::Value& probing : probings) {
+    double sum = 0;
+    for (const std::string& task : tasks) sum += accuracy(probing, ahead, task) - accuracy(probing, behind, task);
+    if (std::isfinite(sum)) leads.push_back(sum / static_cast<double>(tasks.size()));
+  }
+  SectionVerdict v;
+  v.key = key;
+  v.paper = ahead + " above " + behind + " on " + joined(tasks, ", ");
+  if (plan.baseline.empty()) v.judgement.reason = "the plan names no baseline (report.baseline)";
+  else if (leads.empty()) v.judgement.reason = "no pretraining run of " + plan.baseline + " probed layer by layer yet";
+  else if (leads.size() < 2)
+    v.judgement.reason = "one pretraining run of " + plan.baseline + " probed layer by layer: no replicate to test over";
+  else
+    judge_change_over_runs(leads, 1.0, plan.alpha, plan.baseline + "'s " + ahead + " minus " + behind +
+                           " accuracy, mean of " + joined(tasks, ", ") + ",", "%+.1f", " points", v);
+  std::string each;
+  for (double l : leads) each += (each.empty() ? "" : ", ") + cell(l, "%+.1f");
+  lines.push_back("The paper: " + v.paper + ". " +
+                  (leads.empty() ? plan.baseline + ": not probed yet"
+                                 : plan.baseline + "'s pretraining runs: " + each + " points" +
+                                       (v.effect.empty() ? std::string() : "; " + v.effect)) +
+                  ". Verdict: " + verdict_name(v.judgement.verdict) +
+                  (v.judgement.reason.empty() ? "" : " (" + v.judgement.reason + ")") + ".");
+  return v;
+}
 
 }  // namespace
 
@@ -139,8 +179,6 @@ ReportSection layer_probing_across_runs(const Plan& plan, const std::vector<RunR
       if (r.key != "-" && std::find(models.begin(), models.end(), model) == models.end()) models.push_back(model);
     }
     std::vector<std::string> lines;
-    const std::vector<std::string> syntactic = {"tree_depth", "top_constituents", "bigram_shift"};
-    const std::vector<std::string> semantic = {"tense", "object_number"};
     for (const std::string& model : models) {
       auto paper_of = [&](const std::string& attention, const std::string& task) -> double {
         const PaperTable::Row* r = paper->find(model + "." + attention);
@@ -161,15 +199,24 @@ ReportSection layer_probing_across_runs(const Plan& plan, const std::vector<RunR
                       fraction(count_ahead(paper_of, "both", {"contextual", "positional"}, common)) +
                       " tasks, ordo on " + fraction(count_ahead(ordo_of, "both", {"contextual", "positional"}, common)) + ".");
       lines.push_back(model + ", positional above contextual on the syntactic tasks (tree_depth, top_constituents, "
-                      "bigram_shift): the paper on " + fraction(count_ahead(paper_of, "positional", {"contextual"}, syntactic)) +
-                      ", ordo on " + fraction(count_ahead(ordo_of, "positional", {"contextual"}, syntactic)) + ".");
+                      "bigram_shift): the paper on " + fraction(count_ahead(paper_of, "positional", {"contextual"}, kSyntactic)) +
+                      ", ordo on " + fraction(count_ahead(ordo_of, "positional", {"contextual"}, kSyntactic)) + ".");
       lines.push_back(model + ", contextual above positional on tense and object_number: the paper on " +
-                      fraction(count_ahead(paper_of, "contextual", {"positional"}, semantic)) + ", ordo on " +
-                      fraction(count_ahead(ordo_of, "contextual", {"positional"}, semantic)) + ".");
+                      fraction(count_ahead(paper_of, "contextual", {"positional"}, kSemantic)) + ", ordo on " +
+                      fraction(count_ahead(ordo_of, "contextual", {"positional"}, kSemantic)) + ".");
     }
-    lines.push_back(std::string("Verdict on each finding: ") + verdict_name(Verdict::not_testable) + " (one probing "
-                    "fit per run, attention and task: no replicate to test a difference over, so the counts above "
-                    "describe and do not test).");
+    lines.push_back("The counts above are one probing fit per run, attention and task: they describe and do not "
+                    "test. The findings are tested on " + (plan.baseline.empty() ? std::string("the baseline") : plan.baseline) +
+                    "'s pretraining runs, each a mean over the tasks of the one attention's lead over the other "
+                    "(Student's t against no lead):");
+    std::vector<json::Value> probings;  // the baseline's, one per pretraining run (null where not probed yet)
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (runs[i].config == plan.baseline) {
+        probings.push_back(probing[i]);
+        for (const RunResults& again : runs[i].replicates) probings.push_back(read_probing(again));
+      }
+    out.verdicts.push_back(lead_verdict(plan, probings, kLayersSyntactic, "positional", "contextual", kSyntactic, lines));
+    out.verdicts.push_back(lead_verdict(plan, probings, kLayersSemantic, "contextual", "positional", kSemantic, lines));
     record["reading"] = append_reading(lines, "Reading (generated from the two tables)", md, html);
     md += paper_values_markdown(*paper);
   }
