@@ -56,6 +56,26 @@ double ordo_summary(const json::Value& analysis, const std::string& attention, c
   return v.is_null() ? NAN : 100 * v.as_number();
 }
 
+// The verdict on one of the paper's findings for the baseline, over its
+// pretraining runs' analyses (null where one has none yet): per run, `ahead`'s
+// accuracy minus `behind`'s on the `which` relations ("short", "long").
+SectionVerdict lead_verdict(const Plan& plan, const std::vector<json::Value>& analyses, const char* key,
+                            const std::string& ahead, const std::string& behind, const std::string& which,
+                            std::vector<std::string>& lines) {
+  std::vector<double> leads;
+  for (const json::Value& a : analyses) {
+    const double lead = a.is_null() ? NAN : ordo_summary(a, ahead, which) - ordo_summary(a, behind, which);
+    if (std::isfinite(lead)) leads.push_back(lead);
+  }
+  SectionVerdict v;
+  v.key = key;
+  v.paper = ahead + " attention ahead of " + behind + " on " + which + " relations";
+  judge_baseline_runs(plan, leads, "analysed", plan.baseline + "'s " + ahead + " minus " + behind + " accuracy on " +
+                      which + " relations", "%+.1f", " points", v);
+  lines.push_back(baseline_runs_line(plan, v, leads, "%+.1f", " points"));
+  return v;
+}
+
 const PaperTable::Row* paper_row(const PaperTable& paper, const std::string& key) {
   for (const PaperTable::Row& r : paper.rows)
     if (r.key == key) return &r;
@@ -214,9 +234,17 @@ ReportSection dependency_heads_across_runs(const Plan& plan, const std::vector<R
         lines.push_back("Relation by relation (the " + std::to_string(matched) + " both tables have): positional " +
                         "minus contextual has the paper's sign in " + std::to_string(agree) + " of " +
                         std::to_string(matched) + (against.empty() ? "." : "; not in " + against + "."));
-      lines.push_back(std::string("Verdict on each finding: ") + verdict_name(Verdict::not_testable) + " (one run's "
-                      "heads, one analysis: no replicate to test a difference over, so the comparisons above describe "
-                      "and do not test).");
+      lines.push_back("The comparisons above are one run's heads, one analysis: they describe and do not test. The "
+                      "first two findings are tested on the heads of " +
+                      (plan.baseline.empty() ? std::string("the baseline") : plan.baseline) +
+                      "'s pretraining runs, each analysed on its own (Student's t against no lead):");
+      std::vector<json::Value> analyses;  // the baseline's, one per pretraining run
+      if (const RunResults* baseline = run_named(runs, plan.baseline)) {
+        analyses.push_back(read_analysis(*baseline));
+        for (const RunResults& again : baseline->replicates) analyses.push_back(read_analysis(again));
+      }
+      out.verdicts.push_back(lead_verdict(plan, analyses, kDependencyShort, "positional", "contextual", "short", lines));
+      out.verdicts.push_back(lead_verdict(plan, analyses, kDependencyLong, "contextual", "positional", "long", lines));
       record["reading"] = append_reading(lines, "Reading (generated from the two tables)", md, html);
       md += paper_values_markdown(*paper);
     }

@@ -14,6 +14,7 @@
 #include "base/json.h"
 #include "base/json_numbers.h"
 #include "base/strings.h"
+#include "experiment/dependency_report.h"
 #include "experiment/figure5.h"
 #include "experiment/layer_report.h"
 #include "experiment/pretraining_report.h"
@@ -504,7 +505,7 @@ void check_claims(const std::vector<Claim>& claims, const std::string& path, con
       // A key no section computes would read "not finished yet" forever: refused by name.
       const std::vector<std::string> known = {kFigure5Monotonicity, kFigure5Balance, kSweepLocality, kSweepSymmetry,
                                               kPretrainingLocality, kPretrainingSymmetry, kLayersSyntactic,
-                                              kLayersSemantic};
+                                              kLayersSemantic, kDependencyShort, kDependencyLong};
       const std::string& key = c.test[1];
       const std::string swap_task =
           key.rfind(kSwapVerdictPrefix, 0) == 0 ? key.substr(std::strlen(kSwapVerdictPrefix)) : "";

@@ -87,21 +87,9 @@ SectionVerdict lead_verdict(const Plan& plan, const std::vector<json::Value>& pr
   SectionVerdict v;
   v.key = key;
   v.paper = ahead + " above " + behind + " on " + joined(tasks, ", ");
-  if (plan.baseline.empty()) v.judgement.reason = "the plan names no baseline (report.baseline)";
-  else if (leads.empty()) v.judgement.reason = "no pretraining run of " + plan.baseline + " probed layer by layer yet";
-  else if (leads.size() < 2)
-    v.judgement.reason = "one pretraining run of " + plan.baseline + " probed layer by layer: no replicate to test over";
-  else
-    judge_change_over_runs(leads, 1.0, plan.alpha, plan.baseline + "'s " + ahead + " minus " + behind +
-                           " accuracy, mean of " + joined(tasks, ", ") + ",", "%+.1f", " points", v);
-  std::string each;
-  for (double l : leads) each += (each.empty() ? "" : ", ") + cell(l, "%+.1f");
-  lines.push_back("The paper: " + v.paper + ". " +
-                  (leads.empty() ? plan.baseline + ": not probed yet"
-                                 : plan.baseline + "'s pretraining runs: " + each + " points" +
-                                       (v.effect.empty() ? std::string() : "; " + v.effect)) +
-                  ". Verdict: " + verdict_name(v.judgement.verdict) +
-                  (v.judgement.reason.empty() ? "" : " (" + v.judgement.reason + ")") + ".");
+  judge_baseline_runs(plan, leads, "probed layer by layer", plan.baseline + "'s " + ahead + " minus " + behind +
+                      " accuracy, mean of " + joined(tasks, ", ") + ",", "%+.1f", " points", v);
+  lines.push_back(baseline_runs_line(plan, v, leads, "%+.1f", " points"));
   return v;
 }
 

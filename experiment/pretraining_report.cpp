@@ -97,15 +97,7 @@ ReportSection pretraining_across_runs(const Plan& plan, const std::vector<RunRes
     const std::vector<Change> changes = baseline ? changes_of(*baseline, key) : std::vector<Change>{};
     std::vector<double> deltas;
     for (const Change& c : changes) deltas.push_back(c.last - c.first);
-    if (plan.baseline.empty()) {
-      v.judgement.reason = "the plan names no baseline (report.baseline)";
-    } else if (deltas.empty()) {
-      v.judgement.reason = "no pretraining run of " + plan.baseline + " with a step-0 point yet";
-    } else if (deltas.size() < 2) {
-      v.judgement.reason = "one pretraining run of " + plan.baseline + ": no replicate to test its change over";
-    }
-    if (deltas.size() >= 2)
-      judge_change_over_runs(deltas, 1.0, plan.alpha, plan.baseline + "'s " + key, "%+.3f", " from step 0", v);
+    judge_baseline_runs(plan, deltas, "with a step-0 point", plan.baseline + "'s " + key, "%+.3f", " from step 0", v);
     std::vector<double> first, last;
     for (const Change& c : changes) first.push_back(c.first), last.push_back(c.last);
     lines.push_back(

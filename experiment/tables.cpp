@@ -563,6 +563,27 @@ void judge_change_over_runs(const std::vector<double>& changes, double paper_sig
              cell(test.p, "%.3g") + ")";
 }
 
+void judge_baseline_runs(const Plan& plan, const std::vector<double>& changes, const std::string& having,
+                         const std::string& what, const char* pattern, const std::string& where, SectionVerdict& v) {
+  const std::string runs_of = "pretraining run of " + plan.baseline + " " + having;
+  if (plan.baseline.empty()) v.judgement.reason = "the plan names no baseline (report.baseline)";
+  else if (changes.empty()) v.judgement.reason = "no " + runs_of + " yet";
+  else if (changes.size() < 2) v.judgement.reason = "one " + runs_of + ": no replicate to test over";
+  else judge_change_over_runs(changes, 1.0, plan.alpha, what, pattern, where, v);
+}
+
+std::string baseline_runs_line(const Plan& plan, const SectionVerdict& v, const std::vector<double>& changes,
+                               const char* pattern, const std::string& unit) {
+  std::string each;
+  for (double c : changes) each += (each.empty() ? "" : ", ") + cell(c, pattern);
+  return "The paper: " + v.paper + ". " +
+         (changes.empty() ? plan.baseline + ": not measured yet"
+                          : plan.baseline + "'s pretraining runs: " + each + unit +
+                                (v.effect.empty() ? std::string() : "; " + v.effect)) +
+         ". Verdict: " + verdict_name(v.judgement.verdict) +
+         (v.judgement.reason.empty() ? "" : " (" + v.judgement.reason + ")") + ".";
+}
+
 const RunResults* run_named(const std::vector<RunResults>& runs, const std::string& name) {
   for (const RunResults& r : runs)
     if (r.config == name) return &r;

@@ -82,6 +82,16 @@ std::string mean_std_cell(const std::vector<double>& values, const char* pattern
 void judge_change_over_runs(const std::vector<double>& changes, double paper_sign, double alpha,
                             const std::string& what, const char* pattern, const std::string& where,
                             SectionVerdict& v);
+// The same in the paper's direction over the baseline's pretraining runs
+// (report.baseline), `changes` one per run that has the figure (`having`, as
+// the reasons say it: "probed layer by layer"): not testable, and why, with
+// no baseline or fewer than two such runs.
+void judge_baseline_runs(const Plan& plan, const std::vector<double>& changes, const std::string& having,
+                         const std::string& what, const char* pattern, const std::string& where, SectionVerdict& v);
+// Its reading: "The paper: <v.paper>. <baseline>'s pretraining runs: <each
+// value in pattern><unit>; <v.effect>. Verdict: <verdict> (<reason>)."
+std::string baseline_runs_line(const Plan& plan, const SectionVerdict& v, const std::vector<double>& changes,
+                               const char* pattern, const std::string& unit);
 
 // The run config `name`'s results among `runs`; nullptr where there is none.
 const RunResults* run_named(const std::vector<RunResults>& runs, const std::string& name);

@@ -2,15 +2,21 @@
 // shape of experiment/paper_table.h: the locality/symmetry paper's Tables 8
 // and 9 read from their TSVs and set beside a run's dependency_heads.json and
 // layers/probing.json written here, with the generated readings; every
-// expected cell and verdict is worked by hand from the numbers below.
+// expected cell and verdict is worked by hand from the numbers below, and the
+// findings tested over the baseline's pretraining runs against SciPy
+// (scipy.stats.ttest_1samp(d, 0) and its confidence_interval(0.95)).
 #include <algorithm>
+#include <filesystem>
+#include <map>
 #include <string>
+#include <tuple>
 
 #include "base/file_io.h"
 #include "base/json.h"
 #include "experiment/dependency_report.h"
 #include "experiment/layer_report.h"
 #include "experiment/paper_table.h"
+#include "experiment/verdicts.h"
 #include "tests/helpers.h"
 #include "tests/plot/svg_check.h"
 
@@ -20,6 +26,7 @@ using Catch::Matchers::Contains;
 namespace {
 
 const char* kRelationsHeader = "relation\tpaper_row\tdistance\tcontextual\tpositional\tboth\n";
+const std::string kTable9 = std::string(ORDO_SOURCE_DIR) + "/configs/papers/locality_symmetry/paper_table9.tsv";
 
 experiment::PaperTable relations_from(const test::TempDir& dir, const std::string& body) {
   const std::string path = dir / "paper_table8.tsv";
@@ -50,6 +57,77 @@ json::Value attention(double root, double det, double punct) {
   a["long"] = punct;
   a["macro"] = (root + det + punct) / 3;
   return a;
+}
+
+
+// A run whose analyze stage read its heads with these attentions (attention() above).
+experiment::RunResults analysed_run(const test::TempDir& dir, const std::string& name, const json::Value& contextual,
+                                    const json::Value& positional) {
+  json::Value analysis = json::Value::object(), attentions = json::Value::object();
+  attentions["contextual"] = contextual;
+  attentions["positional"] = positional;
+  attentions["both"] = attention(0.8, 0.7, 0.6);
+  analysis["sentences"] = 5;
+  analysis["arcs"] = 30;
+  analysis["top"] = 20;
+  analysis["attentions"] = attentions;
+  analysis["not_defined"] = json::Value::object();
+  make_directories(dir / (name + "/analysis"));
+  write_file_atomic(dir / (name + "/analysis/dependency_heads.json"), json::dump(analysis));
+  experiment::RunResults run;
+  run.config = name;
+  run.run_dir = dir / name;
+  return run;
+}
+
+// A run whose layers stage wrote these accuracies: task -> (both, contextual, positional).
+experiment::RunResults probed_run(const test::TempDir& dir, const std::string& name,
+                                  const std::map<std::string, std::tuple<double, double, double>>& accuracies) {
+  json::Value tasks = json::Value::object();
+  for (const auto& [task, a] : accuracies) {
+    json::Value attentions = json::Value::object();
+    const auto& [both, contextual, positional] = a;
+    for (const auto& [attention, accuracy] :
+         {std::pair{"both", both}, std::pair{"contextual", contextual}, std::pair{"positional", positional}}) {
+      json::Value layer = json::Value::object();
+      layer["layer"] = 1;
+      layer["report_accuracy"] = accuracy;
+      json::Value entry = json::Value::object();
+      entry["accuracy"] = accuracy;
+      entry["by_layer"] = json::Value::array();
+      entry["by_layer"].push_back(layer);
+      attentions[attention] = entry;
+    }
+    tasks[task]["attentions"] = attentions;
+  }
+  json::Value probing = json::Value::object();
+  probing["tasks"] = tasks;
+  std::filesystem::create_directories(dir / (name + "/layers"));
+  write_file_atomic(dir / (name + "/layers/probing.json"), json::dump(probing, 2));
+  experiment::RunResults r;
+  r.config = name;
+  r.run_dir = dir / name;
+  return r;
+}
+
+// Positional minus contextual on tree_depth, top_constituents, bigram_shift and contextual minus
+// positional on tense, object_number, in points, as (syntactic leads, semantic leads).
+experiment::RunResults bert_run(const test::TempDir& dir, const std::string& name, std::tuple<double, double, double> syn,
+                                std::pair<double, double> sem) {
+  const auto& [depth, constituents, shift] = syn;
+  return probed_run(dir, name,
+                    {{"tree_depth", {0.6, 0.5, 0.5 + depth / 100}},
+                     {"top_constituents", {0.8, 0.78, 0.78 + constituents / 100}},
+                     {"bigram_shift", {0.6, 0.5, 0.5 + shift / 100}},
+                     {"tense", {0.8, 0.72 + sem.first / 100, 0.72}},
+                     {"object_number", {0.8, 0.79 + sem.second / 100, 0.79}}});
+}
+
+const experiment::SectionVerdict& verdict(const experiment::ReportSection& s, const std::string& key) {
+  for (const auto& v : s.verdicts)
+    if (v.key == key) return v;
+  FAIL("no verdict " << key);
+  return s.verdicts.front();
 }
 
 }  // namespace
@@ -149,6 +227,80 @@ TEST_CASE("Table 8 beside a run's heads: cells in percent, ordo's extra relation
   write_file_atomic(dir / "tupe/analysis/dependency_heads.json", json::dump(analysis));
   CHECK_THROWS_WITH(experiment::dependency_heads_across_runs(plan, {run}, &paper),
                     (dir / "tupe/analysis/dependency_heads.json") + ": json: expected a number, got a string");
+}
+
+TEST_CASE("Table 8: the short and long findings tested over the baseline's pretraining runs",
+          "[experiment][dependency][verdicts]") {
+  test::TempDir dir("dependency-verdicts");
+  const experiment::PaperTable paper =
+      experiment::read_paper_table(std::string(ORDO_SOURCE_DIR) + "/configs/papers/locality_symmetry/paper_table8.tsv");
+  experiment::Plan plan;
+  plan.dependency_run = "tupe";
+  plan.baseline = "bert";
+  plan.alpha = 0.05;
+  // Short (root and det) and long (punct), contextual / positional, per run: 0.2 / 0.5 and 0.5 / 0.2;
+  // 0.2 / 0.4 and 0.4 / 0.3; 0.3 / 0.6 and 0.3 / 0.35. Positional's lead on short relations +30, +20,
+  // +30 points (SciPy: mean 26.67, p = 0.01527, interval [12.32, 41.01]); contextual's on long ones
+  // +30, +10, -5 (mean 11.67, p = 0.3688, interval [-31.95, 55.29]).
+  experiment::RunResults bert = analysed_run(dir, "bert", attention(0.2, 0.2, 0.5), attention(0.5, 0.5, 0.2));
+  bert.replicates = {analysed_run(dir, "bert.seed2", attention(0.3, 0.1, 0.4), attention(0.4, 0.4, 0.3)),
+                     analysed_run(dir, "bert.seed3", attention(0.2, 0.4, 0.3), attention(0.6, 0.6, 0.35))};
+  const experiment::RunResults tupe = analysed_run(dir, "tupe", attention(0.9, 0.2, 0.5), attention(0.1, 0.8, 0.3));
+  const experiment::ReportSection s = experiment::dependency_heads_across_runs(plan, {bert, tupe}, &paper);
+  const auto& short_ = verdict(s, experiment::kDependencyShort);
+  CHECK(short_.judgement.verdict == experiment::Verdict::holds);
+  CHECK(short_.effect == "bert's positional minus contextual accuracy on short relations +26.7 [+12.3, +41.0] points "
+                         "(Student's t over 3 pretraining runs, p = 0.0153)");
+  const auto& long_ = verdict(s, experiment::kDependencyLong);
+  CHECK(long_.judgement.verdict == experiment::Verdict::consistent);
+  CHECK(long_.effect == "bert's contextual minus positional accuracy on long relations +11.7 [-32.0, +55.3] points "
+                        "(Student's t over 3 pretraining runs, p = 0.369)");
+  CHECK_THAT(s.markdown, Contains("bert's pretraining runs: +30.0, +10.0, -5.0 points"));
+  // One analysed run of the baseline: nothing to test over.
+  plan.baseline = "tupe";
+  CHECK_THAT(verdict(experiment::dependency_heads_across_runs(plan, {bert, tupe}, &paper), experiment::kDependencyLong)
+                 .judgement.reason,
+             Contains("one pretraining run of tupe analysed: no replicate to test over"));
+}
+
+TEST_CASE("Table 9: section 4.1's findings tested over the baseline's pretraining runs", "[experiment][verdicts]") {
+  const test::TempDir dir("layer_report");
+  const experiment::PaperTable paper = experiment::read_paper_table(kTable9);
+  experiment::Plan plan;
+  plan.baseline = "bert";
+  plan.alpha = 0.05;
+  // Syntactic leads per run: (10 + 2 + 5) / 3 = 5.667, (8 + 1 + 3) / 3 = 4, (6 + 3 + 6) / 3 = 5
+  // (SciPy: mean 4.889, p = 0.009672, interval [2.805, 6.973]). Semantic: (-2 + 1) / 2 = -0.5,
+  // (1 + 0) / 2 = 0.5, (-1 + 3) / 2 = 1 (mean 0.333, p = 0.5286, interval [-1.564, 2.231]).
+  experiment::RunResults bert = bert_run(dir, "bert", {10, 2, 5}, {-2, 1});
+  bert.replicates = {bert_run(dir, "bert.seed2", {8, 1, 3}, {1, 0}), bert_run(dir, "bert.seed3", {6, 3, 6}, {-1, 3})};
+  // TUPE, one run: described by the counts, no verdict of its own.
+  const experiment::RunResults tupe = bert_run(dir, "tupe", {-5, -5, -5}, {-5, -5});
+  const experiment::ReportSection s = experiment::layer_probing_across_runs(plan, {bert, tupe}, &paper);
+
+  const auto& syntactic = verdict(s, experiment::kLayersSyntactic);
+  CHECK(syntactic.judgement.verdict == experiment::Verdict::holds);
+  CHECK(syntactic.effect == "bert's positional minus contextual accuracy, mean of tree_depth, top_constituents, "
+                            "bigram_shift, +4.9 [+2.8, +7.0] points (Student's t over 3 pretraining runs, p = 0.00967)");
+  const auto& semantic = verdict(s, experiment::kLayersSemantic);
+  CHECK(semantic.judgement.verdict == experiment::Verdict::consistent);
+  CHECK(semantic.effect == "bert's contextual minus positional accuracy, mean of tense, object_number, +0.3 "
+                           "[-1.6, +2.2] points (Student's t over 3 pretraining runs, p = 0.529)");
+  CHECK_THAT(s.markdown, Contains("bert's pretraining runs: +5.7, +4.0, +5.0 points"));
+  CHECK_THAT(s.markdown, Contains("tupe, positional above contextual on the syntactic tasks (tree_depth, "
+                                  "top_constituents, bigram_shift): the paper on 3 of 3, ordo on 0 of 3."));
+
+  // The baseline probed once (its replicates not yet): nothing to test over; not probed at all: not yet.
+  experiment::RunResults once = bert;
+  once.replicates = {experiment::RunResults{}};
+  once.replicates[0].run_dir = dir / "bert.seed4";  // no layers/probing.json
+  const experiment::ReportSection one = experiment::layer_probing_across_runs(plan, {once}, &paper);
+  CHECK(verdict(one, experiment::kLayersSyntactic).judgement.verdict == experiment::Verdict::not_testable);
+  CHECK_THAT(verdict(one, experiment::kLayersSyntactic).judgement.reason,
+             Contains("one pretraining run of bert probed layer by layer: no replicate to test over"));
+  const experiment::ReportSection none = experiment::layer_probing_across_runs(plan, {tupe}, &paper);
+  CHECK_THAT(verdict(none, experiment::kLayersSemantic).judgement.reason,
+             Contains("no pretraining run of bert probed layer by layer yet"));
 }
 
 TEST_CASE("Table 9 beside the runs' layer probing: the shipped table's rows, cells in percent, the findings read",

@@ -329,8 +329,9 @@ TEST_CASE("findings: a bad claims file is refused by line, before any run", "[ex
   CHECK_THROWS_WITH(refused("a\tT\tclaim\tsection figure5.monotonicty\t-"),
                     Contains("claims.tsv:2 (a): no section verdict 'figure5.monotonicty' (a report computes "
                              "figure5.monotonicity, figure5.balance, sweep.locality, sweep.symmetry, "
-                             "pretraining.locality, pretraining.symmetry, layers.syntactic, layers.semantic and "
-                             "swap.TASK for a fine-tuning task of the plan with a role swap)"));
+                             "pretraining.locality, pretraining.symmetry, layers.syntactic, layers.semantic, "
+                             "dependency.short, dependency.long and swap.TASK for a fine-tuning task of the plan "
+                             "with a role swap)"));
   CHECK_THROWS_WITH(refused("a\tT\tclaim\trank t sst2.accuracy\t-"), Contains("has no column 'sst2.accuracy'"));
   CHECK_THROWS_WITH(refused("a\tT\tclaim\trow t rte.accuracy nowhere\t-"), Contains("has no row 'nowhere'"));
   CHECK_THROWS_WITH(refused("a\tT\tclaim\trow t rte.accuracy base\t-"), Contains("which is this row"));

@@ -72,6 +72,6 @@ TEST_CASE("Figure 2 (left): the baseline's change from step 0, tested over its p
   const experiment::ReportSection once = experiment::pretraining_across_runs(plan, {run_with("bert", 0.05, 0.33, 0.94, 0.75)});
   CHECK(verdict(once, experiment::kPretrainingLocality).judgement.verdict == experiment::Verdict::not_testable);
   CHECK_THAT(verdict(once, experiment::kPretrainingLocality).judgement.reason,
-             Contains("one pretraining run of bert: no replicate to test its change over"));
+             Contains("one pretraining run of bert with a step-0 point: no replicate to test over"));
   CHECK_FALSE(experiment::has_initial_indicators({run_with("late", 0.1, 0.2, 0.5, 0.6, false)}));
 }
