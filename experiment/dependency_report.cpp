@@ -243,7 +243,8 @@ ReportSection dependency_heads_across_runs(const Plan& plan, const std::vector<R
         analyses.push_back(read_analysis(*baseline));
         for (const RunResults& again : baseline->replicates) analyses.push_back(read_analysis(again));
       }
-      out.verdicts.push_back(lead_verdict(plan, analyses, kDependencyShort, "positional", "contextual", "short", lines));
+      out.verdicts.push_back(
+          lead_verdict(plan, analyses, kDependencyShort, "positional", "contextual", "short", lines));
       out.verdicts.push_back(lead_verdict(plan, analyses, kDependencyLong, "contextual", "positional", "long", lines));
       record["reading"] = append_reading(lines, "Reading (generated from the two tables)", md, html);
       md += paper_values_markdown(*paper);

@@ -187,23 +187,25 @@ ReportSection layer_probing_across_runs(const Plan& plan, const std::vector<RunR
                       fraction(count_ahead(paper_of, "both", {"contextual", "positional"}, common)) +
                       " tasks, ordo on " + fraction(count_ahead(ordo_of, "both", {"contextual", "positional"}, common)) + ".");
       lines.push_back(model + ", positional above contextual on the syntactic tasks (tree_depth, top_constituents, "
-                      "bigram_shift): the paper on " + fraction(count_ahead(paper_of, "positional", {"contextual"}, kSyntactic)) +
-                      ", ordo on " + fraction(count_ahead(ordo_of, "positional", {"contextual"}, kSyntactic)) + ".");
+                      "bigram_shift): the paper on " +
+                      fraction(count_ahead(paper_of, "positional", {"contextual"}, kSyntactic)) + ", ordo on " +
+                      fraction(count_ahead(ordo_of, "positional", {"contextual"}, kSyntactic)) + ".");
       lines.push_back(model + ", contextual above positional on tense and object_number: the paper on " +
                       fraction(count_ahead(paper_of, "contextual", {"positional"}, kSemantic)) + ", ordo on " +
                       fraction(count_ahead(ordo_of, "contextual", {"positional"}, kSemantic)) + ".");
     }
+    const std::string baseline = plan.baseline.empty() ? std::string("the baseline") : plan.baseline;
     lines.push_back("The counts above are one probing fit per run, attention and task: they describe and do not "
-                    "test. The findings are tested on " + (plan.baseline.empty() ? std::string("the baseline") : plan.baseline) +
-                    "'s pretraining runs, each a mean over the tasks of the one attention's lead over the other "
-                    "(Student's t against no lead):");
+                    "test. The findings are tested on " + baseline + "'s pretraining runs, each a mean over the "
+                    "tasks of the one attention's lead over the other (Student's t against no lead):");
     std::vector<json::Value> probings;  // the baseline's, one per pretraining run (null where not probed yet)
     for (size_t i = 0; i < runs.size(); ++i)
       if (runs[i].config == plan.baseline) {
         probings.push_back(probing[i]);
         for (const RunResults& again : runs[i].replicates) probings.push_back(read_probing(again));
       }
-    out.verdicts.push_back(lead_verdict(plan, probings, kLayersSyntactic, "positional", "contextual", kSyntactic, lines));
+    out.verdicts.push_back(
+        lead_verdict(plan, probings, kLayersSyntactic, "positional", "contextual", kSyntactic, lines));
     out.verdicts.push_back(lead_verdict(plan, probings, kLayersSemantic, "contextual", "positional", kSemantic, lines));
     record["reading"] = append_reading(lines, "Reading (generated from the two tables)", md, html);
     md += paper_values_markdown(*paper);

@@ -112,8 +112,8 @@ experiment::RunResults probed_run(const test::TempDir& dir, const std::string& n
 
 // Positional minus contextual on tree_depth, top_constituents, bigram_shift and contextual minus
 // positional on tense, object_number, in points, as (syntactic leads, semantic leads).
-experiment::RunResults bert_run(const test::TempDir& dir, const std::string& name, std::tuple<double, double, double> syn,
-                                std::pair<double, double> sem) {
+experiment::RunResults bert_run(const test::TempDir& dir, const std::string& name,
+                                std::tuple<double, double, double> syn, std::pair<double, double> sem) {
   const auto& [depth, constituents, shift] = syn;
   return probed_run(dir, name,
                     {{"tree_depth", {0.6, 0.5, 0.5 + depth / 100}},
@@ -281,7 +281,8 @@ TEST_CASE("Table 9: section 4.1's findings tested over the baseline's pretrainin
   const auto& syntactic = verdict(s, experiment::kLayersSyntactic);
   CHECK(syntactic.judgement.verdict == experiment::Verdict::holds);
   CHECK(syntactic.effect == "bert's positional minus contextual accuracy, mean of tree_depth, top_constituents, "
-                            "bigram_shift, +4.9 [+2.8, +7.0] points (Student's t over 3 pretraining runs, p = 0.00967)");
+                            "bigram_shift, +4.9 [+2.8, +7.0] points (Student's t over 3 pretraining runs, "
+                            "p = 0.00967)");
   const auto& semantic = verdict(s, experiment::kLayersSemantic);
   CHECK(semantic.judgement.verdict == experiment::Verdict::consistent);
   CHECK(semantic.effect == "bert's contextual minus positional accuracy, mean of tense, object_number, +0.3 "
