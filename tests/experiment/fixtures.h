@@ -1,5 +1,6 @@
 // Hand-made experiment results for the report's tests (test_paper_table.cpp,
-// test_findings.cpp): a fine-tuned task's seeds and a plan with one task.
+// test_findings.cpp): a fine-tuned task's seeds and a plan with one task; and
+// a report section's verdict by its key.
 #pragma once
 
 #include <string>
@@ -8,6 +9,8 @@
 #include "base/json.h"
 #include "experiment/plan.h"
 #include "experiment/results.h"
+#include "experiment/tables.h"
+#include "tests/helpers.h"
 
 namespace ordo::test {
 
@@ -40,6 +43,14 @@ inline experiment::Plan plan_with_rte(const std::string& baseline = "") {
   plan.finetune.push_back(rte);
   plan.baseline = baseline;
   return plan;
+}
+
+// The section's verdict of `key`; a test failure where it has none.
+inline const experiment::SectionVerdict& section_verdict(const experiment::ReportSection& s, const std::string& key) {
+  for (const auto& v : s.verdicts)
+    if (v.key == key) return v;
+  FAIL("no verdict " << key);
+  return s.verdicts.front();
 }
 
 }  // namespace ordo::test

@@ -17,6 +17,7 @@
 #include "experiment/layer_report.h"
 #include "experiment/paper_table.h"
 #include "experiment/verdicts.h"
+#include "tests/experiment/fixtures.h"
 #include "tests/helpers.h"
 #include "tests/plot/svg_check.h"
 
@@ -58,7 +59,6 @@ json::Value attention(double root, double det, double punct) {
   a["macro"] = (root + det + punct) / 3;
   return a;
 }
-
 
 // A run whose analyze stage read its heads with these attentions (attention() above).
 experiment::RunResults analysed_run(const test::TempDir& dir, const std::string& name, const json::Value& contextual,
@@ -123,13 +123,6 @@ experiment::RunResults bert_run(const test::TempDir& dir, const std::string& nam
                      {"object_number", {0.8, 0.79 + sem.second / 100, 0.79}}});
 }
 
-const experiment::SectionVerdict& verdict(const experiment::ReportSection& s, const std::string& key) {
-  for (const auto& v : s.verdicts)
-    if (v.key == key) return v;
-  FAIL("no verdict " << key);
-  return s.verdicts.front();
-}
-
 }  // namespace
 
 TEST_CASE("paper table of relations: the shipped Table 8, '-' rows, summary rows, bad headers named",
@@ -174,21 +167,8 @@ TEST_CASE("Table 8 beside a run's heads: cells in percent, ordo's extra relation
                "short\tshort\t-\t28.4\t54.3\t61.6\n"
                "long\tlong\t-\t24.7\t21.0\t36.8\n"
                "macro\tMacro Avg\t-\t27.5\t46.0\t55.4\n");
-  json::Value analysis = json::Value::object(), attentions = json::Value::object();
-  attentions["contextual"] = attention(0.9, 0.2, 0.5);
-  attentions["positional"] = attention(0.1, 0.8, 0.3);
-  attentions["both"] = attention(0.8, 0.7, 0.6);
-  analysis["sentences"] = 5;
-  analysis["arcs"] = 30;
-  analysis["top"] = 20;
-  analysis["attentions"] = attentions;
-  analysis["not_defined"] = json::Value::object();
-  make_directories(dir / "tupe/analysis");
-  write_file_atomic(dir / "tupe/analysis/dependency_heads.json", json::dump(analysis));
-  experiment::RunResults run;
-  run.config = "tupe";
+  experiment::RunResults run = analysed_run(dir, "tupe", attention(0.9, 0.2, 0.5), attention(0.1, 0.8, 0.3));
   run.pe = "tupe";
-  run.run_dir = dir / "tupe";
   experiment::Plan plan;
   plan.dependency_run = "tupe";
 
@@ -222,8 +202,8 @@ TEST_CASE("Table 8 beside a run's heads: cells in percent, ordo's extra relation
 
   // A malformed analysis is refused with its file, before any table reads it.
   plan.dependency_run = "tupe";
-  attentions["both"]["relations"][0]["accuracy"] = "high";
-  analysis["attentions"] = attentions;
+  json::Value analysis = json::parse_file(dir / "tupe/analysis/dependency_heads.json");
+  analysis["attentions"]["both"]["relations"][0]["accuracy"] = "high";
   write_file_atomic(dir / "tupe/analysis/dependency_heads.json", json::dump(analysis));
   CHECK_THROWS_WITH(experiment::dependency_heads_across_runs(plan, {run}, &paper),
                     (dir / "tupe/analysis/dependency_heads.json") + ": json: expected a number, got a string");
@@ -247,19 +227,19 @@ TEST_CASE("Table 8: the short and long findings tested over the baseline's pretr
                      analysed_run(dir, "bert.seed3", attention(0.2, 0.4, 0.3), attention(0.6, 0.6, 0.35))};
   const experiment::RunResults tupe = analysed_run(dir, "tupe", attention(0.9, 0.2, 0.5), attention(0.1, 0.8, 0.3));
   const experiment::ReportSection s = experiment::dependency_heads_across_runs(plan, {bert, tupe}, &paper);
-  const auto& short_ = verdict(s, experiment::kDependencyShort);
+  const auto& short_ = test::section_verdict(s, experiment::kDependencyShort);
   CHECK(short_.judgement.verdict == experiment::Verdict::holds);
   CHECK(short_.effect == "bert's positional minus contextual accuracy on short relations +26.7 [+12.3, +41.0] points "
                          "(Student's t over 3 pretraining runs, p = 0.0153)");
-  const auto& long_ = verdict(s, experiment::kDependencyLong);
+  const auto& long_ = test::section_verdict(s, experiment::kDependencyLong);
   CHECK(long_.judgement.verdict == experiment::Verdict::consistent);
   CHECK(long_.effect == "bert's contextual minus positional accuracy on long relations +11.7 [-32.0, +55.3] points "
                         "(Student's t over 3 pretraining runs, p = 0.369)");
   CHECK_THAT(s.markdown, Contains("bert's pretraining runs: +30.0, +10.0, -5.0 points"));
   // One analysed run of the baseline: nothing to test over.
   plan.baseline = "tupe";
-  CHECK_THAT(verdict(experiment::dependency_heads_across_runs(plan, {bert, tupe}, &paper), experiment::kDependencyLong)
-                 .judgement.reason,
+  const experiment::ReportSection once = experiment::dependency_heads_across_runs(plan, {bert, tupe}, &paper);
+  CHECK_THAT(test::section_verdict(once, experiment::kDependencyLong).judgement.reason,
              Contains("one pretraining run of tupe analysed: no replicate to test over"));
 }
 
@@ -278,12 +258,12 @@ TEST_CASE("Table 9: section 4.1's findings tested over the baseline's pretrainin
   const experiment::RunResults tupe = bert_run(dir, "tupe", {-5, -5, -5}, {-5, -5});
   const experiment::ReportSection s = experiment::layer_probing_across_runs(plan, {bert, tupe}, &paper);
 
-  const auto& syntactic = verdict(s, experiment::kLayersSyntactic);
+  const auto& syntactic = test::section_verdict(s, experiment::kLayersSyntactic);
   CHECK(syntactic.judgement.verdict == experiment::Verdict::holds);
   CHECK(syntactic.effect == "bert's positional minus contextual accuracy, mean of tree_depth, top_constituents, "
                             "bigram_shift, +4.9 [+2.8, +7.0] points (Student's t over 3 pretraining runs, "
                             "p = 0.00967)");
-  const auto& semantic = verdict(s, experiment::kLayersSemantic);
+  const auto& semantic = test::section_verdict(s, experiment::kLayersSemantic);
   CHECK(semantic.judgement.verdict == experiment::Verdict::consistent);
   CHECK(semantic.effect == "bert's contextual minus positional accuracy, mean of tense, object_number, +0.3 "
                            "[-1.6, +2.2] points (Student's t over 3 pretraining runs, p = 0.529)");
@@ -296,11 +276,12 @@ TEST_CASE("Table 9: section 4.1's findings tested over the baseline's pretrainin
   once.replicates = {experiment::RunResults{}};
   once.replicates[0].run_dir = dir / "bert.seed4";  // no layers/probing.json
   const experiment::ReportSection one = experiment::layer_probing_across_runs(plan, {once}, &paper);
-  CHECK(verdict(one, experiment::kLayersSyntactic).judgement.verdict == experiment::Verdict::not_testable);
-  CHECK_THAT(verdict(one, experiment::kLayersSyntactic).judgement.reason,
+  const experiment::SectionVerdict& probed_once = test::section_verdict(one, experiment::kLayersSyntactic);
+  CHECK(probed_once.judgement.verdict == experiment::Verdict::not_testable);
+  CHECK_THAT(probed_once.judgement.reason,
              Contains("one pretraining run of bert probed layer by layer: no replicate to test over"));
   const experiment::ReportSection none = experiment::layer_probing_across_runs(plan, {tupe}, &paper);
-  CHECK_THAT(verdict(none, experiment::kLayersSemantic).judgement.reason,
+  CHECK_THAT(test::section_verdict(none, experiment::kLayersSemantic).judgement.reason,
              Contains("no pretraining run of bert probed layer by layer yet"));
 }
 

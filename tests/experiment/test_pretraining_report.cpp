@@ -5,6 +5,7 @@
 // (scipy.stats.ttest_1samp(d, 0) and its confidence_interval(0.95)).
 #include "experiment/pretraining_report.h"
 #include "experiment/verdicts.h"
+#include "tests/experiment/fixtures.h"
 #include "tests/helpers.h"
 
 using namespace ordo;
@@ -32,13 +33,6 @@ experiment::RunResults run_with(const std::string& config, double locality0, dou
   return r;
 }
 
-const experiment::SectionVerdict& verdict(const experiment::ReportSection& s, const std::string& key) {
-  for (const auto& v : s.verdicts)
-    if (v.key == key) return v;
-  FAIL("no verdict " << key);
-  return s.verdicts.front();
-}
-
 }  // namespace
 
 TEST_CASE("Figure 2 (left): the baseline's change from step 0, tested over its pretraining runs",
@@ -55,11 +49,11 @@ TEST_CASE("Figure 2 (left): the baseline's change from step 0, tested over its p
   REQUIRE(experiment::has_initial_indicators(runs));
   const experiment::ReportSection s = experiment::pretraining_across_runs(plan, runs);
 
-  const auto& locality = verdict(s, experiment::kPretrainingLocality);
+  const auto& locality = test::section_verdict(s, experiment::kPretrainingLocality);
   CHECK(locality.judgement.verdict == experiment::Verdict::holds);
   CHECK(locality.effect == "bert's locality +0.290 [+0.247, +0.333] from step 0 (Student's t over 3 pretraining "
                            "runs, p = 0.00119)");
-  const auto& symmetry = verdict(s, experiment::kPretrainingSymmetry);
+  const auto& symmetry = test::section_verdict(s, experiment::kPretrainingSymmetry);
   CHECK(symmetry.judgement.verdict == experiment::Verdict::inconclusive);
   CHECK(symmetry.effect == "bert's symmetry -0.160 [-0.429, +0.109] from step 0 (Student's t over 3 pretraining "
                            "runs, p = 0.125)");
@@ -70,8 +64,9 @@ TEST_CASE("Figure 2 (left): the baseline's change from step 0, tested over its p
 
   // One pretraining run of the baseline: nothing to test its change over.
   const experiment::ReportSection once = experiment::pretraining_across_runs(plan, {run_with("bert", 0.05, 0.33, 0.94, 0.75)});
-  CHECK(verdict(once, experiment::kPretrainingLocality).judgement.verdict == experiment::Verdict::not_testable);
-  CHECK_THAT(verdict(once, experiment::kPretrainingLocality).judgement.reason,
+  const experiment::SectionVerdict& measured_once = test::section_verdict(once, experiment::kPretrainingLocality);
+  CHECK(measured_once.judgement.verdict == experiment::Verdict::not_testable);
+  CHECK_THAT(measured_once.judgement.reason,
              Contains("one pretraining run of bert with a step-0 point: no replicate to test over"));
   CHECK_FALSE(experiment::has_initial_indicators({run_with("late", 0.1, 0.2, 0.5, 0.6, false)}));
 }
