@@ -355,11 +355,39 @@ json::Value baseline_identity(const Plan& plan, const std::vector<RunResults>& r
   return json::Value();
 }
 
+// Nothing for a report of every run; else a line saying that it is partial
+// and how, in Markdown and in HTML.
+struct PartialNote {
+  std::string md, html;
+};
+PartialNote partial_note(const Plan& plan) {
+  size_t done = 0;
+  for (size_t i = 0; i < plan.names.size(); ++i) done += complete(plan, i);
+  if (done == plan.names.size()) return {};
+  const std::string count = std::to_string(done) + " of " + std::to_string(plan.names.size()) + " runs are complete. A "
+                            "run not yet complete enters with the stages it has finished and the fine-tuning runs "
+                            "finished so far; ";
+  const std::string list = "ordo experiment " + plan.folder + " --out " + plan.out + " --list";
+  return {"**Partial:** " + count + "`" + list + "` shows each run's stages.",
+          "<p><strong>Partial:</strong> " + report::html_escape(count) + "<code>" + report::html_escape(list) +
+              "</code> shows each run's stages.</p>\n"};
+}
+
 std::vector<std::string> write_experiment_report(const Plan& plan, const std::string& out) {
   const std::vector<RunResults> runs = gather_results(plan);
   std::vector<PaperTable> tables;
   for (const std::string& path : plan.paper_tables) tables.push_back(read_paper_table(path));
   ComparisonFiles comparisons = render_comparisons(plan, runs, tables);
+  // Under each file's title (paper.md's, findings.md's).
+  const PartialNote partial = partial_note(plan);
+  auto with_partial = [&](const std::string& md) {
+    const size_t end = md.find("\n\n");
+    return partial.md.empty() || end == std::string::npos ? md
+                                                          : md.substr(0, end + 2) + partial.md + "\n\n" + md.substr(end + 2);
+  };
+  for (report::OutputFile& f : comparisons.files)
+    if (f.name == "paper.md") f.bytes = with_partial(f.bytes);
+  comparisons.html = partial.html + comparisons.html;
   auto append = [&](const std::vector<report::OutputFile>& files, const std::string& html, const std::string& md) {
     comparisons.html += html;
     comparisons.files.insert(comparisons.files.end(), files.begin(), files.end());
@@ -378,7 +406,7 @@ std::vector<std::string> write_experiment_report(const Plan& plan, const std::st
     const Claims claims = read_claims(plan.claims);
     const std::vector<Finding> findings = judge_claims(claims.claims, comparisons.comparisons, section_verdicts, plan, runs);
     const std::string md = findings_markdown(findings, "Findings: " + claims.title);
-    comparisons.files.push_back({"findings.md", md});
+    comparisons.files.push_back({"findings.md", with_partial(md)});
     const std::string findings_file = findings_json(findings, claims.title, baseline_identity(plan, runs));
     comparisons.files.push_back({"findings.json", findings_file});
     append({}, "<h2>Findings</h2>\n<p>Each central claim of the paper with its verdict: <a href=\"findings.md\">"

@@ -221,6 +221,11 @@ TEST_CASE("ordo experiment: two processes on one folder run each run once, --sha
   r = run_ordo("experiment " + cfg + " --out " + out2 + kSmall + " --report");
   CHECK(r.exit_code == 0);
   CHECK(file_exists(out2 + "/report/index.html"));
+  // A report of what is finished says that it is partial, and how far; one of every run does not.
+  const std::string partial = "**Partial:** 2 of 4 runs are complete.";
+  CHECK_THAT(read_file(out2 + "/report/paper.md"), Contains("beside the paper\n\n" + partial));
+  CHECK_THAT(read_file(out2 + "/report/index.html"), Contains("<strong>Partial:</strong> 2 of 4 runs are complete."));
+  CHECK_FALSE(read_file(out + "/report/paper.md").find("Partial") != std::string::npos);
 }
 
 TEST_CASE("ordo experiment: a bad plan is refused before anything is written", "[cli][experiment][errors]") {
